@@ -1,0 +1,45 @@
+//! Test-only helpers. Not part of any shipped binary.
+//!
+//! Published interop data lives in `../shared/interop/` beside the repository
+//! (never copied into it). A test that needs it fails, never skips, when it is
+//! missing: under CI (`CI=true`) that is required, and locally a silent skip
+//! would turn a missing folder into a green run.
+#![allow(clippy::panic, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+/// The repository root (the workspace directory).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/testkit sits two levels below the root")
+        .to_path_buf()
+}
+
+/// `../shared/interop/<rel>` beside the repository. Panics with a clear
+/// message when the folder is missing.
+pub fn interop(rel: &str) -> PathBuf {
+    let base = repo_root().join("..").join("shared").join("interop");
+    assert!(
+        base.is_dir(),
+        "interop data not found at {} (tests read ../shared/interop beside the repository; CI={})",
+        base.display(),
+        std::env::var("CI").unwrap_or_default()
+    );
+    let p = base.join(rel);
+    assert!(p.exists(), "interop file missing: {}", p.display());
+    p
+}
+
+/// Reads and parses a JSON file under `../shared/interop/`.
+pub fn interop_json(rel: &str) -> serde_json::Value {
+    let p = interop(rel);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", p.display()))
+}
+
+/// A file under the repository's own `conformance/` folder.
+pub fn conformance(rel: &str) -> PathBuf {
+    repo_root().join("conformance").join(rel)
+}
