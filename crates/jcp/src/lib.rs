@@ -7,6 +7,12 @@
 //! | [`cbor`] | §3 canonical det-CBOR, content ids |
 //! | [`identity`] | §2 actors as Ed25519 `did:key` |
 //! | [`energy`] | §5 provenance, §5.2 coverage, costs |
+//! | [`grant`] | §4 grants, §4.1 attenuation, §4.4 depth, §4.5 shards, §4.8 money, §4.9 caveats |
+//! | [`chain`] | §4.2 chain verification |
+//! | [`revocation`] | §4.3 revocation |
+//! | [`flow`] | §4.10 labels, ceilings, taint floors |
+//! | [`frame`] | §6 frames |
+//! | [`decision`] | §7 the decision, trust roots, budgets, the two-phase metered path |
 //!
 //! Goals: every decoder of outside bytes is strict and returns a typed error;
 //! the decision is pure and deterministic (the clock is an argument).
@@ -14,8 +20,14 @@
 #![forbid(unsafe_code)]
 
 pub mod cbor;
+pub mod chain;
+pub mod decision;
 pub mod energy;
 pub mod error;
+pub mod flow;
+pub mod frame;
+pub mod grant;
 pub mod identity;
+pub mod revocation;
 
 pub use error::Error;

@@ -1,0 +1,301 @@
+//! Spec §2: every actor is an Ed25519 key expressed as a W3C `did:key`
+//! (multibase base58btc `z` of the `0xed01` multicodec varint ‖ the 32-byte
+//! public key). Parsing is strict; verification is `verify_strict` always;
+//! small-order keys are refused.
+
+use std::fmt;
+
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+
+/// The multicodec prefix of an Ed25519 public key (varint of 0xed = `ed 01`).
+const ED25519_MULTICODEC: [u8; 2] = [0xed, 0x01];
+const DID_KEY_PREFIX: &str = "did:key:";
+
+/// Why a `did:key` string is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityError {
+    /// Not of the form `did:key:…`.
+    #[error("not a did:key (expected the prefix `did:key:`)")]
+    NotDidKey,
+    /// A multibase other than base58btc (`z`).
+    #[error("unsupported multibase prefix {0:?} (only base58btc `z`)")]
+    WrongBase(char),
+    /// Not valid base58btc, or not its one canonical spelling.
+    #[error("invalid base58btc payload")]
+    BadBase58,
+    /// A multicodec varint in a longer form than its minimal encoding.
+    #[error("non-minimal multicodec varint")]
+    NonMinimalVarint,
+    /// A multicodec other than Ed25519 public key (0xed).
+    #[error("multicodec 0x{0:x} is not an Ed25519 public key (0xed)")]
+    WrongCodec(u64),
+    /// The key is not exactly 32 bytes.
+    #[error("Ed25519 public key must be 32 bytes, got {0}")]
+    WrongLength(usize),
+    /// The bytes do not decode to a curve point.
+    #[error("public key is not a valid Ed25519 point")]
+    InvalidPoint,
+    /// A small-order (weak) key, refused.
+    #[error("small-order Ed25519 public key refused")]
+    SmallOrder,
+}
+
+impl IdentityError {
+    /// A stable code for machines.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotDidKey => "did-not-did-key",
+            Self::WrongBase(_) => "did-wrong-base",
+            Self::BadBase58 => "did-bad-base58",
+            Self::NonMinimalVarint => "did-non-minimal-varint",
+            Self::WrongCodec(_) => "did-wrong-codec",
+            Self::WrongLength(_) => "did-wrong-length",
+            Self::InvalidPoint => "did-invalid-point",
+            Self::SmallOrder => "did-small-order",
+        }
+    }
+}
+
+/// An actor's identity: an Ed25519 verifying key, spelled as `did:key`.
+///
+/// The verifying key is decompressed once, when the identity is parsed, so
+/// a signature check costs one `verify_strict` and nothing more.
+#[derive(Clone, Copy)]
+pub struct Did {
+    key: [u8; 32],
+    vk: VerifyingKey,
+}
+
+impl PartialEq for Did {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Did {}
+
+impl std::hash::Hash for Did {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+impl PartialOrd for Did {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Did {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl Did {
+    /// Parses a `did:key`, refusing every form but the canonical one.
+    pub fn parse(s: &str) -> Result<Self, IdentityError> {
+        let rest = s.strip_prefix(DID_KEY_PREFIX).ok_or(IdentityError::NotDidKey)?;
+        let mut chars = rest.chars();
+        match chars.next() {
+            Some('z') => {}
+            Some(c) => return Err(IdentityError::WrongBase(c)),
+            None => return Err(IdentityError::BadBase58),
+        }
+        let payload = chars.as_str();
+        let raw = bs58::decode(payload).into_vec().map_err(|_| IdentityError::BadBase58)?;
+        if bs58::encode(&raw).into_string() != payload {
+            return Err(IdentityError::BadBase58);
+        }
+        let (codec, used) = read_varint(&raw)?;
+        if codec != 0xed {
+            return Err(IdentityError::WrongCodec(codec));
+        }
+        let key = &raw[used..];
+        if key.len() != 32 {
+            return Err(IdentityError::WrongLength(key.len()));
+        }
+        let mut k = [0u8; 32];
+        k.copy_from_slice(key);
+        Self::from_public_bytes(k)
+    }
+
+    /// Wraps 32 public-key bytes, refusing invalid and small-order points.
+    pub fn from_public_bytes(key: [u8; 32]) -> Result<Self, IdentityError> {
+        let vk = VerifyingKey::from_bytes(&key).map_err(|_| IdentityError::InvalidPoint)?;
+        if vk.is_weak() {
+            return Err(IdentityError::SmallOrder);
+        }
+        Ok(Self { key, vk })
+    }
+
+    /// The 32 public-key bytes.
+    pub fn public_bytes(&self) -> &[u8; 32] {
+        &self.key
+    }
+
+    /// The verifying key.
+    pub fn verifying_key(&self) -> &VerifyingKey {
+        &self.vk
+    }
+
+    /// `verify_strict` of `sig` over `msg` by this key (RFC 8032 with the
+    /// canonical-`S`, no-small-order checks).
+    pub fn verify(&self, msg: &[u8], sig: &[u8; 64]) -> bool {
+        self.vk.verify_strict(msg, &Signature::from_bytes(sig)).is_ok()
+    }
+
+    /// The canonical `did:key:z…` spelling.
+    pub fn to_did_string(&self) -> String {
+        let mut raw = Vec::with_capacity(34);
+        raw.extend_from_slice(&ED25519_MULTICODEC);
+        raw.extend_from_slice(&self.key);
+        format!("{DID_KEY_PREFIX}z{}", bs58::encode(raw).into_string())
+    }
+}
+
+/// Reads an unsigned LEB128 varint (multiformats unsigned-varint), refusing
+/// non-minimal encodings and more than 9 bytes.
+fn read_varint(raw: &[u8]) -> Result<(u64, usize), IdentityError> {
+    let mut value: u64 = 0;
+    for (i, &b) in raw.iter().enumerate().take(9) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            if b == 0 && i > 0 {
+                return Err(IdentityError::NonMinimalVarint);
+            }
+            return Ok((value, i + 1));
+        }
+    }
+    Err(IdentityError::BadBase58)
+}
+
+impl fmt::Display for Did {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_did_string())
+    }
+}
+
+impl fmt::Debug for Did {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Did({})", self.to_did_string())
+    }
+}
+
+impl serde::Serialize for Did {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_did_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Did {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An actor that can sign: an Ed25519 signing key and its `did:key`.
+#[derive(Clone)]
+pub struct Keypair {
+    signing: SigningKey,
+    did: Did,
+}
+
+impl fmt::Debug for Keypair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keypair").field("did", &self.did).finish_non_exhaustive()
+    }
+}
+
+impl Keypair {
+    /// A keypair from a 32-byte seed (deterministic: vectors use fixed seeds).
+    pub fn from_seed(seed: [u8; 32]) -> Result<Self, IdentityError> {
+        let signing = SigningKey::from_bytes(&seed);
+        let did = Did::from_public_bytes(signing.verifying_key().to_bytes())?;
+        Ok(Self { signing, did })
+    }
+
+    /// A fresh keypair from the operating system's randomness.
+    pub fn generate() -> Self {
+        loop {
+            let signing = SigningKey::generate(&mut rand_core::OsRng);
+            if let Ok(did) = Did::from_public_bytes(signing.verifying_key().to_bytes()) {
+                return Self { signing, did };
+            }
+        }
+    }
+
+    /// The 32-byte seed (secret).
+    pub fn seed(&self) -> [u8; 32] {
+        self.signing.to_bytes()
+    }
+
+    /// The actor's identity.
+    pub fn did(&self) -> Did {
+        self.did
+    }
+
+    /// Ed25519 signature over `msg`.
+    pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
+        self.signing.sign(msg).to_bytes()
+    }
+}
+
+/// 16 bytes of fresh randomness for a nonce.
+pub fn fresh_nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut n);
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s2_did_key_round_trips() {
+        let kp = Keypair::from_seed([7; 32]).unwrap();
+        let s = kp.did().to_did_string();
+        assert!(s.starts_with("did:key:z6Mk"));
+        assert_eq!(Did::parse(&s).unwrap(), kp.did());
+    }
+
+    #[test]
+    fn s2_wrong_base_refused() {
+        let kp = Keypair::from_seed([7; 32]).unwrap();
+        let s = kp.did().to_did_string().replacen(":z", ":f", 1);
+        assert_eq!(Did::parse(&s), Err(IdentityError::WrongBase('f')));
+    }
+
+    #[test]
+    fn s2_non_minimal_varint_refused() {
+        let kp = Keypair::from_seed([7; 32]).unwrap();
+        // 0xed encoded as ed 81 00 (non-minimal three-byte varint).
+        let mut raw = vec![0xed, 0x81, 0x00];
+        raw.extend_from_slice(kp.did().public_bytes());
+        let s = format!("did:key:z{}", bs58::encode(raw).into_string());
+        assert_eq!(Did::parse(&s), Err(IdentityError::NonMinimalVarint));
+    }
+
+    #[test]
+    fn s2_other_codec_and_wrong_length_refused() {
+        let mut raw = vec![0xec, 0x01];
+        raw.extend_from_slice(&[9; 32]);
+        let s = format!("did:key:z{}", bs58::encode(&raw).into_string());
+        assert_eq!(Did::parse(&s), Err(IdentityError::WrongCodec(0xec)));
+        let mut raw = vec![0xed, 0x01];
+        raw.extend_from_slice(&[9; 31]);
+        let s = format!("did:key:z{}", bs58::encode(&raw).into_string());
+        assert_eq!(Did::parse(&s), Err(IdentityError::WrongLength(31)));
+    }
+
+    #[test]
+    fn s2_small_order_key_refused() {
+        // The identity point (y = 1) has order 1.
+        let mut k = [0u8; 32];
+        k[0] = 1;
+        assert_eq!(Did::from_public_bytes(k), Err(IdentityError::SmallOrder));
+    }
+}
