@@ -38,7 +38,7 @@ pub struct CodedError {
 
 impl std::fmt::Display for CodedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        f.write_str(&self.message)
     }
 }
 
@@ -52,7 +52,7 @@ pub fn fail(err: &anyhow::Error) -> ExitCode {
     if std::env::var_os("JCP_JSON_ERRORS").is_some() {
         eprintln!("{}", serde_json::json!({"error": {"code": code, "message": message}}));
     } else {
-        eprintln!("jcp: error: {message}");
+        eprintln!("jcp: error [{code}]: {message}");
     }
     ExitCode::from(ERROR)
 }

@@ -86,6 +86,12 @@ impl SignedRevocation {
         ContentId::of_bytes(&self.bytes)
     }
 
+    /// Whether the signature verifies under `revoked_by` (authority over the
+    /// grant is a separate check: [`SignedRevocation::check_authority`]).
+    pub fn verify_signature(&self) -> bool {
+        self.revocation.revoked_by.verify(&self.bytes, &self.signature)
+    }
+
     /// Checks authority before it may be honoured (§4.3): the ids match,
     /// the revoker is the grant's issuer, the signature verifies.
     pub fn check_authority(&self, grant: &SignedGrant) -> Result<(), Error> {
@@ -104,7 +110,7 @@ impl SignedRevocation {
                 grant.grant().issuer
             )));
         }
-        if !r.revoked_by.verify(&self.bytes, &self.signature) {
+        if !self.verify_signature() {
             return Err(Error::BadSignature { object: "Revocation", signer: r.revoked_by.to_string() });
         }
         Ok(())

@@ -1,1 +1,3 @@
 //! One module per subcommand group.
+pub mod core;
+pub mod intent;

@@ -1,0 +1,626 @@
+//! `jcp key`, `jcp grant`, `jcp decide`, `jcp inspect`: the protocol core
+//! (spec §2, §4, §6, §7) from the command line. Objects travel as files of
+//! canonical det-CBOR; keys as small JSON files holding the seed (mode 0600).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, Subcommand};
+use jcp::cbor::{self, ContentId, Value};
+use jcp::decision::{Cost, Gate, Money, Request};
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::flow::{FlowCeiling, Integrity, Label, Origins, Readers};
+use jcp::frame::{Frame, FrameKind, Trust};
+use jcp::grant::{attenuate, shard, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant, Slice};
+use jcp::identity::{Did, Keypair};
+use jcp::revocation::{Revocation, SignedRevocation};
+use serde_json::json;
+
+use crate::out::{emit, CodedError, CLEAN, FINDINGS};
+
+// ------------------------------------------------------------------ files
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeyFile {
+    did: String,
+    seed: String,
+}
+
+fn coded(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(CodedError { code, message: message.into() })
+}
+
+fn read_key(path: &Path) -> anyhow::Result<Keypair> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading key file {}", path.display()))?;
+    let kf: KeyFile = serde_json::from_str(&text)
+        .map_err(|e| coded("key-file-invalid", format!("{}: not a jcp key file: {e}", path.display())))?;
+    let seed: [u8; 32] = hex::decode(&kf.seed)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| coded("key-file-invalid", format!("{}: seed must be 64 hex digits", path.display())))?;
+    let kp = Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))?;
+    if kp.did().to_did_string() != kf.did {
+        return Err(coded("key-file-invalid", format!("{}: the did does not match the seed", path.display())));
+    }
+    Ok(kp)
+}
+
+fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(&KeyFile { did: kp.did().to_did_string(), seed: hex::encode(kp.seed()) })?;
+    write_private(path, text.as_bytes())
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn core_err(path: &Path, e: &jcp::Error) -> anyhow::Error {
+    coded(e.code(), format!("{}: {e}", path.display()))
+}
+
+fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
+    SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
+}
+
+fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+fn parse_did(s: &str) -> anyhow::Result<Did> {
+    Did::parse(s).map_err(|e| coded(e.code(), format!("{s:?}: {e}")))
+}
+
+fn parse_cid(s: &str, what: &str) -> anyhow::Result<ContentId> {
+    ContentId::parse(s).ok_or_else(|| coded("invalid-content-id", format!("{what}: {s:?} is not 64 lowercase hex digits")))
+}
+
+/// A resource is given as a content id, or as `text:NAME` (its id is the
+/// blake3 of the canonical CBOR text NAME), for people.
+fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
+    match s.strip_prefix("text:") {
+        Some(name) => Ok(ContentId::of(&Value::text(name))),
+        None => parse_cid(s, "resource"),
+    }
+}
+
+fn parse_funds(s: &str) -> anyhow::Result<Funds> {
+    let (cur, minor) = s.split_once(':').ok_or_else(|| coded("invalid-funds", format!("{s:?}: expected CURRENCY:MINOR, e.g. USD:500")))?;
+    let minor = minor.parse().map_err(|_| coded("invalid-funds", format!("{s:?}: minor units must be an unsigned integer")))?;
+    if cur.is_empty() {
+        bail!(coded("invalid-funds", format!("{s:?}: empty currency")));
+    }
+    Ok(Funds { currency: cur.to_owned(), minor })
+}
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect()
+}
+
+/// `integrity;origins;readers[;tainted_budget_uj]` or `bottom` / `top`.
+fn parse_label(s: &str) -> anyhow::Result<Label> {
+    match s {
+        "bottom" => return Ok(Label::bottom()),
+        "top" => return Ok(Label::top()),
+        _ => {}
+    }
+    let parts: Vec<&str> = s.split(';').collect();
+    if parts.len() != 3 {
+        bail!(coded("invalid-label", format!("{s:?}: expected bottom, top or INTEGRITY;ORIGINS;READERS")));
+    }
+    label_from_parts(&parts, s)
+}
+
+fn label_from_parts(parts: &[&str], s: &str) -> anyhow::Result<Label> {
+    let integrity = match parts[0] {
+        "trusted" => Integrity::Trusted,
+        "untrusted" => Integrity::Untrusted,
+        other => bail!(coded("invalid-label", format!("{s:?}: integrity {other:?} is not trusted|untrusted"))),
+    };
+    let origins = if parts[1] == "any" { Origins::Any } else { Origins::Set(list(parts[1]).into_iter().collect()) };
+    let readers = if parts[2] == "all" { Readers::All } else { Readers::Only(list(parts[2]).into_iter().collect::<BTreeSet<_>>()) };
+    Ok(Label { integrity, origins, readers })
+}
+
+/// `Name=argument`, e.g. `MaxCostUj=100`, `ActionIn=read,write`,
+/// `FlowBelow=untrusted;search;all;1000`.
+fn parse_caveat(s: &str) -> anyhow::Result<Caveat> {
+    let (name, arg) = s.split_once('=').ok_or_else(|| coded("invalid-caveat", format!("{s:?}: expected Name=argument")))?;
+    let uint = |a: &str| -> anyhow::Result<u64> {
+        a.parse().map_err(|_| coded("invalid-caveat", format!("{s:?}: expected an unsigned integer")))
+    };
+    Ok(match name {
+        "ActionIn" => Caveat::ActionIn(list(arg)),
+        "PayloadIs" => Caveat::PayloadIs(parse_cid(arg, "PayloadIs")?),
+        "CallerIs" => Caveat::CallerIs(parse_did(arg)?),
+        "NotBefore" => Caveat::NotBefore(uint(arg)?),
+        "NotAfter" => Caveat::NotAfter(uint(arg)?),
+        "MaxCostUj" => Caveat::MaxCostUj(uint(arg)?),
+        "ModelIn" => Caveat::ModelIn(list(arg).iter().map(|m| parse_cid(m, "ModelIn")).collect::<Result<_, _>>()?),
+        "FlowBelow" => {
+            let parts: Vec<&str> = arg.split(';').collect();
+            if parts.len() != 3 && parts.len() != 4 {
+                bail!(coded("invalid-caveat", format!("{s:?}: FlowBelow=INTEGRITY;ORIGINS;READERS[;TAINTED_UJ]")));
+            }
+            let ceiling = label_from_parts(&parts[..3], arg)?;
+            let tainted_budget_uj = parts.get(3).map(|t| uint(t)).transpose()?;
+            Caveat::FlowBelow(FlowCeiling { ceiling, tainted_budget_uj })
+        }
+        other => bail!(coded("invalid-caveat", format!("unknown caveat {other:?} (ActionIn, PayloadIs, CallerIs, NotBefore, NotAfter, MaxCostUj, ModelIn, FlowBelow)"))),
+    })
+}
+
+fn grant_json(g: &SignedGrant) -> serde_json::Value {
+    json!({
+        "type": "grant",
+        "id": g.id(),
+        "signature_valid": g.verify_signature(),
+        "grant": g.grant(),
+    })
+}
+
+fn grant_human(g: &SignedGrant) -> String {
+    let gr = g.grant();
+    let mut s = format!("grant {}\n", g.id());
+    s += &format!("  signature   {}\n", if g.verify_signature() { "valid (issuer, verify_strict)" } else { "INVALID" });
+    s += &format!("  issuer      {}\n  subject     {}\n", gr.issuer, gr.subject);
+    s += &format!("  resource    {}\n  actions     {}\n", gr.capability.resource, gr.capability.actions.join(", "));
+    s += &format!("  budget      {} µJ\n", gr.budget_uj);
+    if let Some(f) = &gr.budget_funds {
+        s += &format!("  funds       {} {} (minor units)\n", f.minor, f.currency);
+    }
+    s += &format!("  expiry      {}\n", if gr.expiry == 0 { "never".to_owned() } else { gr.expiry.to_string() });
+    s += &format!("  parent      {}\n", gr.parent.map_or("none (root)".to_owned(), |p| p.to_hex()));
+    s += &format!(
+        "  depth       {}\n",
+        gr.delegate_depth.map_or("unlimited".to_owned(), |d| if d == 0 { "0 (leaf-only)".to_owned() } else { d.to_string() })
+    );
+    for c in &gr.caveats {
+        s += &format!("  caveat      {}\n", serde_json::to_string(c).unwrap_or_default());
+    }
+    s
+}
+
+// ------------------------------------------------------------------ key
+
+/// `jcp key`: Ed25519 identities as did:key (§2).
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(subcommand)]
+    cmd: KeyCmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCmd {
+    /// Creates a key file (mode 0600) and prints its did:key.
+    New {
+        /// Where to write the key file (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        /// A 32-byte seed in hex, for reproducible keys (tests, vectors). Default: fresh randomness.
+        #[arg(long)]
+        seed: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prints the did:key of a key file.
+    Show {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run_key(args: KeyArgs) -> anyhow::Result<ExitCode> {
+    match args.cmd {
+        KeyCmd::New { out, seed, json } => {
+            let kp = match seed {
+                Some(s) => {
+                    let seed: [u8; 32] = hex::decode(&s)
+                        .ok()
+                        .and_then(|b| b.try_into().ok())
+                        .ok_or_else(|| coded("invalid-seed", "--seed must be 64 hex digits"))?;
+                    Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))?
+                }
+                None => Keypair::generate(),
+            };
+            write_key(&out, &kp)?;
+            emit(json, &json!({"did": kp.did(), "file": out}), || format!("{}\nwritten to {}", kp.did(), out.display()))?;
+        }
+        KeyCmd::Show { file, json } => {
+            let kp = read_key(&file)?;
+            emit(json, &json!({"did": kp.did()}), || kp.did().to_string())?;
+        }
+    }
+    Ok(ExitCode::from(CLEAN))
+}
+
+// ------------------------------------------------------------------ grant
+
+/// `jcp grant`: issue, attenuate, shard, revoke, inspect (§4).
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    #[command(subcommand)]
+    cmd: GrantCmd,
+}
+
+#[derive(Debug, Args)]
+struct Narrowing {
+    /// The child's subject (did:key). Default: the parent's subject.
+    #[arg(long)]
+    subject: Option<String>,
+    /// Actions, comma separated.
+    #[arg(long)]
+    actions: Option<String>,
+    /// Joule ceiling in µJ.
+    #[arg(long)]
+    budget_uj: Option<u64>,
+    /// Money ceiling CURRENCY:MINOR (e.g. USD:500).
+    #[arg(long)]
+    funds: Option<String>,
+    /// Expiry, unix seconds (0 = never).
+    #[arg(long)]
+    expiry: Option<u64>,
+    /// Further delegation hops permitted (0 = leaf-only).
+    #[arg(long)]
+    depth: Option<u64>,
+    /// A caveat Name=argument (repeatable), e.g. MaxCostUj=100, ActionIn=read, FlowBelow=untrusted;search;all;1000.
+    #[arg(long = "caveat")]
+    caveats: Vec<String>,
+    /// The nonce as 32 hex digits (default: fresh randomness).
+    #[arg(long)]
+    nonce: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum GrantCmd {
+    /// Issues a root grant signed by the issuer's key.
+    Issue {
+        /// The issuer's key file.
+        #[arg(long)]
+        key: PathBuf,
+        /// The resource: 64 hex digits, or text:NAME.
+        #[arg(long)]
+        resource: String,
+        #[command(flatten)]
+        n: Narrowing,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mints a strictly weaker child (§4.1), signed by the parent's subject.
+    Attenuate {
+        #[arg(long)]
+        parent: PathBuf,
+        /// The holder's key file (the parent's subject).
+        #[arg(long)]
+        key: PathBuf,
+        #[command(flatten)]
+        n: Narrowing,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mints sibling shards whose budgets sum to no more than the parent's (§4.5).
+    Shard {
+        #[arg(long)]
+        parent: PathBuf,
+        #[arg(long)]
+        key: PathBuf,
+        /// DID=MICROJOULES, one per shard.
+        #[arg(long = "slice", required = true)]
+        slices: Vec<String>,
+        /// Directory for the shard files (shard-0.jcp, …).
+        #[arg(long)]
+        out_dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revokes a grant; only its issuer can (§4.3).
+    Revoke {
+        #[arg(long)]
+        grant: PathBuf,
+        /// The issuer's key file.
+        #[arg(long)]
+        key: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shows a grant with its content id and signature status.
+    Inspect {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn nonce_arg(n: Option<&String>) -> anyhow::Result<Option<[u8; 16]>> {
+    n.map(|s| hex::decode(s).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| coded("invalid-nonce", "--nonce must be 32 hex digits")))
+        .transpose()
+}
+
+fn emit_grant(json: bool, g: &SignedGrant, out: &Path) -> anyhow::Result<()> {
+    write_object(out, &g.to_bytes())?;
+    let mut j = grant_json(g);
+    j["file"] = json!(out);
+    emit(json, &j, || format!("{}written to {}", grant_human(g), out.display()))
+}
+
+pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
+    match args.cmd {
+        GrantCmd::Issue { key, resource, n, out, json } => {
+            let issuer = read_key(&key)?;
+            let subject = match &n.subject {
+                Some(s) => parse_did(s)?,
+                None => bail!(coded("missing-subject", "--subject is required for a root grant")),
+            };
+            let actions = n.actions.as_deref().map(list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
+            let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
+            let grant = Grant {
+                issuer: issuer.did(),
+                subject,
+                capability: Capability { resource: parse_resource(&resource)?, actions },
+                budget_uj,
+                budget_funds: n.funds.as_deref().map(parse_funds).transpose()?,
+                caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
+                expiry: n.expiry.unwrap_or(0),
+                parent: None,
+                delegate_depth: n.depth,
+                nonce: nonce_arg(n.nonce.as_ref())?.unwrap_or_else(jcp::identity::fresh_nonce),
+            };
+            let g = grant.sign(&issuer).map_err(|e| core_err(&key, &e))?;
+            emit_grant(json, &g, &out)?;
+        }
+        GrantCmd::Attenuate { parent, key, n, out, json } => {
+            let p = read_grant(&parent)?;
+            let holder = read_key(&key)?;
+            let a = Attenuation {
+                subject: n.subject.as_deref().map(parse_did).transpose()?,
+                actions: n.actions.as_deref().map(list),
+                budget_uj: n.budget_uj,
+                budget_funds: n.funds.as_deref().map(parse_funds).transpose()?,
+                add_caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
+                expiry: n.expiry,
+                delegate_depth: n.depth,
+                nonce: nonce_arg(n.nonce.as_ref())?,
+            };
+            let g = attenuate(&p, &holder, a).map_err(|e| coded(e.code(), e.to_string()))?;
+            emit_grant(json, &g, &out)?;
+        }
+        GrantCmd::Shard { parent, key, slices, out_dir, json } => {
+            let p = read_grant(&parent)?;
+            let holder = read_key(&key)?;
+            let slices = slices
+                .iter()
+                .map(|s| {
+                    let (d, uj) = s.rsplit_once('=').ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
+                    let budget_uj = uj.parse().map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
+                    Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let shards = shard(&p, &holder, &slices).map_err(|e| coded(e.code(), e.to_string()))?;
+            std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+            let mut files = Vec::new();
+            for (i, s) in shards.iter().enumerate() {
+                let f = out_dir.join(format!("shard-{i}.jcp"));
+                write_object(&f, &s.to_bytes())?;
+                files.push(json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}));
+            }
+            emit(json, &json!({"parent": p.id(), "shards": files}), || {
+                let mut t = format!("{} shards of {} ({} µJ)\n", shards.len(), p.id(), p.grant().budget_uj);
+                for (i, s) in shards.iter().enumerate() {
+                    t += &format!("  shard-{i}.jcp  {}  {} µJ  -> {}\n", s.id(), s.grant().budget_uj, s.grant().subject);
+                }
+                t
+            })?;
+        }
+        GrantCmd::Revoke { grant, key, out, json } => {
+            let g = read_grant(&grant)?;
+            let issuer = read_key(&key)?;
+            let r = Revocation::issue(&g, &issuer, None).map_err(|e| coded(e.code(), e.to_string()))?;
+            write_object(&out, &r.to_bytes())?;
+            emit(json, &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}), || {
+                format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display())
+            })?;
+        }
+        GrantCmd::Inspect { file, json } => return inspect(&file, json),
+    }
+    Ok(ExitCode::from(CLEAN))
+}
+
+// ------------------------------------------------------------------ inspect
+
+/// `jcp inspect FILE`: any JCP object (grant, revocation, frame).
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    file: PathBuf,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    inspect(&args.file, args.json)
+}
+
+fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let bytes = read_bytes(file)?;
+    let v = cbor::decode_strict(&bytes).map_err(|e| coded(e.code(), format!("{}: {e}", file.display())))?;
+    let id = ContentId::of_bytes(&bytes);
+    if v.get("grant").is_some() {
+        let g = SignedGrant::from_value(&v).map_err(|e| core_err(file, &e))?;
+        let ok = g.verify_signature();
+        emit(json, &grant_json(&g), || grant_human(&g))?;
+        return Ok(ExitCode::from(if ok { CLEAN } else { FINDINGS }));
+    }
+    if v.get("revocation").is_some() {
+        let r = SignedRevocation::from_value(&v).map_err(|e| core_err(file, &e))?;
+        let rv = r.revocation();
+        // A revocation names its signer; the signature can be checked against
+        // that key here. Whether the signer is the grant's issuer needs the grant.
+        let sig_ok = r.verify_signature();
+        emit(
+            json,
+            &json!({"type": "revocation", "id": r.id(), "signature_valid_for_revoked_by": sig_ok, "revocation": rv}),
+            || format!(
+                "revocation {}\n  grant_id    {}\n  revoked_by  {}\n  signature   {}\n  (authority is checked against the grant: `jcp decide --revocation`)\n",
+                r.id(), rv.grant_id, rv.revoked_by, if sig_ok { "valid for revoked_by" } else { "INVALID" }
+            ),
+        )?;
+        return Ok(ExitCode::from(if sig_ok { CLEAN } else { FINDINGS }));
+    }
+    if v.get("kind").is_some() {
+        let f = Frame::from_value(&v).map_err(|e| core_err(file, &e))?;
+        emit(json, &json!({"type": "frame", "id": id, "frame": f}), || {
+            format!(
+                "frame {}\n  kind        {}\n  trust       {}\n  grant_id    {}\n  action      {}\n  resource    {}\n  payload     {}\n  model       {}\n",
+                id, f.kind.as_str(), f.trust.as_str(), f.grant_id, f.action, f.resource, f.payload_hash,
+                f.model.map_or("none".to_owned(), |m| m.to_hex())
+            )
+        })?;
+        return Ok(ExitCode::from(CLEAN));
+    }
+    Err(coded("unknown-object", format!("{}: canonical CBOR, but not a grant, revocation or frame", file.display())))
+}
+
+// ------------------------------------------------------------------ decide
+
+/// `jcp decide`: frame + chain + cost → decision (§7). Exit 0 allow, 1 deny.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The chain, root first (a single root grant is a one-link chain).
+    #[arg(long = "chain", required = true, num_args = 1..)]
+    chain: Vec<PathBuf>,
+    /// The caller's did:key. Default: the leaf's subject.
+    #[arg(long)]
+    caller: Option<String>,
+    /// A frame file (canonical CBOR). Otherwise the frame is built from the flags below.
+    #[arg(long)]
+    frame: Option<PathBuf>,
+    /// The action (built frame).
+    #[arg(long, default_value = "read")]
+    action: String,
+    /// The payload's content id (built frame). Default: the id of the empty payload.
+    #[arg(long)]
+    payload_hash: Option<String>,
+    /// The model's content id (built frame).
+    #[arg(long)]
+    model: Option<String>,
+    /// control | data (built frame).
+    #[arg(long, default_value = "control")]
+    trust: String,
+    /// tool-call | tool-result | agent-task | agent-reply (built frame).
+    #[arg(long, default_value = "tool-call")]
+    kind: String,
+    /// The resource (built frame); default: the leaf's resource.
+    #[arg(long)]
+    resource: Option<String>,
+    /// The metered cost in µJ.
+    #[arg(long)]
+    cost_uj: u64,
+    /// HwShunt | ModelBased | Estimator.
+    #[arg(long, default_value = "Estimator")]
+    provenance: String,
+    /// Mark the cost Partial (§5.2).
+    #[arg(long)]
+    partial: bool,
+    /// A money cost CURRENCY:MINOR.
+    #[arg(long)]
+    money: Option<String>,
+    /// The enforcement point's clock (unix seconds). Default: now.
+    #[arg(long)]
+    now: Option<u64>,
+    /// The argument's label: bottom | top | INTEGRITY;ORIGINS;READERS. Absent = not computed (fails closed against a ceiling).
+    #[arg(long)]
+    flow: Option<String>,
+    /// A revocation file to admit first (repeatable; authority checked against the chain).
+    #[arg(long = "revocation")]
+    revocations: Vec<PathBuf>,
+    /// A trust root RESOURCE=DID (repeatable; RESOURCE as hex or text:NAME).
+    #[arg(long = "trust-root")]
+    trust_roots: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
+    let chain = a.chain.iter().map(|p| read_grant(p)).collect::<anyhow::Result<Vec<_>>>()?;
+    let leaf = chain.last().ok_or_else(|| anyhow!("--chain needs at least one grant"))?;
+    let caller = match &a.caller {
+        Some(c) => parse_did(c)?,
+        None => leaf.grant().subject,
+    };
+    let frame = match &a.frame {
+        Some(p) => Frame::from_bytes(&read_bytes(p)?).map_err(|e| core_err(p, &e))?,
+        None => Frame {
+            kind: FrameKind::parse(&a.kind).ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
+            trust: match a.trust.as_str() {
+                "control" => Trust::Control,
+                "data" => Trust::Data,
+                other => bail!(coded("invalid-frame", format!("trust {other:?} is not control|data"))),
+            },
+            grant_id: leaf.id(),
+            action: a.action.clone(),
+            resource: a.resource.as_deref().map(parse_resource).transpose()?.unwrap_or(leaf.grant().capability.resource),
+            payload_hash: a.payload_hash.as_deref().map(|p| parse_cid(p, "payload-hash")).transpose()?.unwrap_or_else(|| ContentId::of_bytes(&Value::Bytes(vec![]).encode())),
+            model: a.model.as_deref().map(|m| parse_cid(m, "model")).transpose()?,
+        },
+    };
+    let provenance = Provenance::parse(&a.provenance)
+        .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
+    let cost = Cost {
+        energy: Energy { uj: a.cost_uj, provenance, coverage: if a.partial { Coverage::Partial } else { Coverage::Whole } },
+        money: a.money.as_deref().map(parse_funds).transpose()?.map(|f| Money { currency: f.currency, minor: f.minor }),
+    };
+    let mut gate = Gate::new();
+    for tr in &a.trust_roots {
+        let (r, d) = tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
+    }
+    for rp in &a.revocations {
+        let r = SignedRevocation::from_bytes(&read_bytes(rp)?).map_err(|e| core_err(rp, &e))?;
+        let target = chain
+            .iter()
+            .find(|g| g.id() == r.revocation().grant_id)
+            .ok_or_else(|| coded("revocation-unrelated", format!("{}: names a grant not in the chain", rp.display())))?;
+        gate.admit_revocation(&r, target).map_err(|e| core_err(rp, &e))?;
+    }
+    let label = a.flow.as_deref().map(parse_label).transpose()?;
+    let now = match a.now {
+        Some(n) => n,
+        None => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+    };
+    let d = gate.decide(&Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now, flow: label.as_ref() });
+    emit(a.json, &json!({"decision": d, "frame_id": frame.id(), "now": now}), || match d.reason() {
+        None => format!(
+            "ALLOW  debited {} µJ from {} link(s); leaf remaining {} of {} µJ\n",
+            d.debited_uj, d.chain_ids.len(), d.budget_remaining_uj, d.budget_uj
+        ),
+        Some(r) => format!("DENY   {r}\n  {}\n  nothing debited\n", d.detail),
+    })?;
+    Ok(ExitCode::from(if d.is_allow() { CLEAN } else { FINDINGS }))
+}

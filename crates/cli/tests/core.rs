@@ -1,0 +1,111 @@
+//! The core from the command line: `jcp key|grant|decide|inspect` (§2, §4, §7).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn jcp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = jcp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn setup(dir: &Path) -> (String, String) {
+    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "worker.key", "--seed", &"03".repeat(32)]);
+    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
+    let worker = ok(dir, &["key", "show", "worker.key"]).trim().to_owned();
+    ok(dir, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read,write", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
+    (agent, worker)
+}
+
+#[test]
+fn s7_cli_decide_allows_debits_and_denies_with_the_reason_as_json() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (_, worker) = setup(d);
+    ok(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--budget-uj", "100", "--out", "child.jcp"]);
+    let out = ok(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "60", "--now", "1000", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"]["verdict"]["verdict"], "allow");
+    assert_eq!(v["decision"]["chain_ids"].as_array().unwrap().len(), 2);
+    // Over the child's budget: exit 1 with the reason.
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "101", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["decision"]["verdict"]["reason"], "BudgetExceeded");
+    // The leaf alone is chain-broken.
+    let o = jcp(d, &["decide", "--chain", "child.jcp", "--cost-uj", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("chain-broken"));
+}
+
+#[test]
+fn c06_cli_revocation_by_the_issuer_kills_the_chain_and_a_non_issuer_cannot_revoke() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (_, worker) = setup(d);
+    ok(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--out", "child.jcp"]);
+    let o = jcp(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "bad.rev"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("revocation-unauthorized"));
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "root.rev"]);
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "1", "--revocation", "root.rev"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("revoked"));
+}
+
+#[test]
+fn c02_cli_attenuate_refuses_amplification_and_non_holders() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (_, worker) = setup(d);
+    let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--budget-uj", "1001", "--out", "c.jcp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("attenuation-violation"));
+    let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "worker.key", "--out", "c.jcp"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not-holder"));
+    assert!(!d.join("c.jcp").exists());
+}
+
+#[test]
+fn c11_cli_shard_refuses_slices_past_the_parent() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (agent, worker) = setup(d);
+    let o = jcp(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=401"), "--out-dir", "shards"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shard-overflow"));
+    let out = ok(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=400"), "--out-dir", "shards", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["shards"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn s4_cli_inspect_shows_id_and_signature_status_and_refuses_garbage_with_a_typed_error() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    let out = ok(d, &["inspect", "root.jcp", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["type"], "grant");
+    assert_eq!(v["signature_valid"], true);
+    // Flip the last signature byte: inspect reports an invalid signature, exit 1.
+    let mut b = std::fs::read(d.join("root.jcp")).unwrap();
+    let n = b.len();
+    b[n - 1] ^= 0x01;
+    std::fs::write(d.join("forged.jcp"), &b).unwrap();
+    let o = jcp(d, &["inspect", "forged.jcp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("INVALID"));
+    // Non-canonical bytes: exit 2 with the offset.
+    std::fs::write(d.join("bad.jcp"), [0xa2, 0x61, 0x62, 0x01, 0x61, 0x61, 0x02]).unwrap();
+    let o = jcp(d, &["inspect", "bad.jcp"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cbor-unsorted-keys") && err.contains("byte 4"), "{err}");
+}
