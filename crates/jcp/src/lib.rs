@@ -29,5 +29,6 @@ pub mod frame;
 pub mod grant;
 pub mod identity;
 pub mod revocation;
+pub mod vectors;
 
 pub use error::Error;
