@@ -26,6 +26,8 @@ pub mod energy;
 pub mod error;
 pub mod flow;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod grant;
 pub mod identity;
 pub mod revocation;
