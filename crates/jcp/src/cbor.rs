@@ -146,16 +146,16 @@ fn write_head(out: &mut Vec<u8>, major: u8, n: u64) {
     if n < 24 {
         out.push(m | u8::try_from(n).unwrap_or(0));
     } else if let Ok(b) = u8::try_from(n) {
-        out.push(m | 24);
+        out.push(m | 0x18);
         out.push(b);
     } else if let Ok(s) = u16::try_from(n) {
-        out.push(m | 25);
+        out.push(m | 0x19);
         out.extend_from_slice(&s.to_be_bytes());
     } else if let Ok(w) = u32::try_from(n) {
-        out.push(m | 26);
+        out.push(m | 0x1a);
         out.extend_from_slice(&w.to_be_bytes());
     } else {
-        out.push(m | 27);
+        out.push(m | 0x1b);
         out.extend_from_slice(&n.to_be_bytes());
     }
 }
@@ -538,8 +538,7 @@ fn shortest_float_width(bits: u64, width: u8) -> u8 {
     if f64::from(as32).to_bits() != value.to_bits() {
         return 8;
     }
-    if let Some(h) = f32_to_half_exact(as32) {
-        let _ = h;
+    if f32_is_exact_half(as32) {
         return 2;
     }
     4
@@ -564,22 +563,28 @@ fn half_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-fn f32_to_half_exact(f: f32) -> Option<u16> {
-    // Try every half with the same sign: cheap enough for a decoder check of
-    // rare floats, and exact by construction.
-    let sign: u16 = if f.is_sign_negative() { 0x8000 } else { 0 };
-    for e in 0u16..0x1f {
-        for m in 0u16..0x400 {
-            let h = sign | (e << 10) | m;
-            if half_to_f32(h).to_bits() == f.to_bits() {
-                return Some(h);
-            }
-        }
+fn f32_is_exact_half(f: f32) -> bool {
+    if f == 0.0 || f.is_infinite() {
+        return true;
     }
-    if f.is_infinite() {
-        return Some(sign | 0x7c00);
+    let bits = f.to_bits();
+    let exp_field = (bits >> 23) & 0xff;
+    if exp_field == 0 || exp_field == 0xff {
+        // f32 subnormals are far below half precision's range; NaN is handled by the caller.
+        return false;
     }
-    None
+    let exp = i64::from(exp_field) - 127;
+    let significand = 0x0080_0000 | (bits & 0x007f_ffff);
+    if (-14..=15).contains(&exp) {
+        // A half normal keeps 10 fraction bits: the low 13 of the 23 must be zero.
+        return bits & 0x1fff == 0;
+    }
+    if exp < -14 {
+        // A half subnormal is k * 2^-24: the significand must lose -(exp + 1) zero bits.
+        let need = -(exp + 1);
+        return need <= 24 && i64::from(significand.trailing_zeros()) >= need;
+    }
+    false
 }
 
 // ------------------------------------------------------------ typed reading
@@ -816,6 +821,24 @@ mod tests {
             decode_strict(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
             Err(DecodeError::LengthTooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn s3_float_width_check_agrees_with_an_exhaustive_half_search() {
+        // Every half value widened to f32 is exact; its neighbours one f32 ulp
+        // away are not (except where they are halves too).
+        let halves: std::collections::HashSet<u32> =
+            (0u16..0x7c00).chain(0x8000..0xfc00).map(|h| half_to_f32(h).to_bits()).collect();
+        for h in (0u16..0x7c00).step_by(7) {
+            let f = half_to_f32(h);
+            assert!(f32_is_exact_half(f), "{h:#x}");
+            let next = f32::from_bits(f.to_bits() + 1);
+            assert_eq!(f32_is_exact_half(next), halves.contains(&next.to_bits()), "{h:#x}+1");
+        }
+        assert_eq!(shortest_float_width(0x3e00, 2), 2); // 1.5 as a half
+        assert_eq!(shortest_float_width(0x3fc0_0000, 4), 2); // 1.5 as a single: non-preferred
+        assert_eq!(shortest_float_width(0x3ff8_0000_0000_0000, 8), 2);
+        assert_eq!(shortest_float_width(f64::to_bits(0.1), 8), 8);
     }
 
     #[test]

@@ -437,7 +437,7 @@ impl Gate {
         if frame.resource != cap.resource {
             return deny(Reason::WrongResource, "the frame's resource is not the capability's resource");
         }
-        if !cap.actions.iter().any(|a| *a == frame.action) {
+        if !cap.actions.contains(&frame.action) {
             return deny(Reason::ActionNotGranted, format!("action {:?} is not granted", frame.action));
         }
         // §4.10: after capability and signatures, before caveats and budget.
@@ -587,7 +587,7 @@ impl Gate {
             if let Some(allow) = ceiling.and_then(|c| c.tainted_budget_uj) {
                 for (link, g) in req.chain.iter().enumerate() {
                     let spent = self.spent(&g.id()).tainted_uj;
-                    if !spent.checked_add(cost).is_some_and(|t| t <= allow) {
+                    if spent.checked_add(cost).is_none_or(|t| t > allow) {
                         return deny(
                             Reason::BudgetExceeded,
                             format!("link {link}: tainted allowance {allow} µJ would be passed"),
@@ -606,7 +606,7 @@ impl Gate {
                 );
             }
             let spent = self.spent(&g.id()).minor;
-            if !spent.checked_add(money.minor).is_some_and(|t| t <= funds.minor) {
+            if spent.checked_add(money.minor).is_none_or(|t| t > funds.minor) {
                 return deny(
                     Reason::FundsExceeded,
                     format!("link {link}: {spent} + {} > {} {}", money.minor, funds.minor, funds.currency),
