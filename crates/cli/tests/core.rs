@@ -109,3 +109,18 @@ fn s4_cli_inspect_shows_id_and_signature_status_and_refuses_garbage_with_a_typed
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("cbor-unsorted-keys") && err.contains("byte 4"), "{err}");
 }
+
+#[test]
+fn c04_cli_frame_file_round_trips_and_a_data_frame_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    ok(d, &["frame", "new", "--grant", "root.jcp", "--action", "read", "--trust", "data", "--out", "f.jcp"]);
+    let out = ok(d, &["inspect", "f.jcp", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["type"], "frame");
+    assert_eq!(v["frame"]["trust"], "Data");
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "--frame", "f.jcp", "--cost-uj", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("untrusted-control"));
+}

@@ -507,6 +507,89 @@ fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
     Err(coded("unknown-object", format!("{}: canonical CBOR, but not a grant, revocation or frame", file.display())))
 }
 
+// ------------------------------------------------------------------ frame
+
+/// `jcp frame new`: writes a frame (§6) for a grant, as canonical CBOR.
+#[derive(Debug, Args)]
+pub struct FrameArgs {
+    #[command(subcommand)]
+    cmd: FrameCmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum FrameCmd {
+    /// Builds a frame exercising a grant and writes it to a file.
+    New {
+        /// The grant the frame exercises (its id and resource fill the frame).
+        #[arg(long)]
+        grant: PathBuf,
+        #[command(flatten)]
+        f: FrameFlags,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The flags a frame is built from.
+#[derive(Debug, Args)]
+struct FrameFlags {
+    /// The action.
+    #[arg(long, default_value = "read")]
+    action: String,
+    /// The payload's content id. Default: the id of the empty payload.
+    #[arg(long)]
+    payload_hash: Option<String>,
+    /// The model's content id.
+    #[arg(long)]
+    model: Option<String>,
+    /// control | data.
+    #[arg(long, default_value = "control")]
+    trust: String,
+    /// tool-call | tool-result | agent-task | agent-reply.
+    #[arg(long, default_value = "tool-call")]
+    kind: String,
+    /// The resource (hex or text:NAME); default: the grant's resource.
+    #[arg(long)]
+    resource: Option<String>,
+}
+
+fn build_frame(leaf: &SignedGrant, a: &FrameFlags) -> anyhow::Result<Frame> {
+    Ok(Frame {
+        kind: FrameKind::parse(&a.kind).ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
+        trust: match a.trust.as_str() {
+            "control" => Trust::Control,
+            "data" => Trust::Data,
+            other => bail!(coded("invalid-frame", format!("trust {other:?} is not control|data"))),
+        },
+        grant_id: leaf.id(),
+        action: a.action.clone(),
+        resource: a.resource.as_deref().map(parse_resource).transpose()?.unwrap_or(leaf.grant().capability.resource),
+        payload_hash: a
+            .payload_hash
+            .as_deref()
+            .map(|p| parse_cid(p, "payload-hash"))
+            .transpose()?
+            .unwrap_or_else(|| ContentId::of_bytes(&Value::Bytes(vec![]).encode())),
+        model: a.model.as_deref().map(|m| parse_cid(m, "model")).transpose()?,
+    })
+}
+
+pub fn run_frame(args: FrameArgs) -> anyhow::Result<ExitCode> {
+    match args.cmd {
+        FrameCmd::New { grant, f, out, json } => {
+            let g = read_grant(&grant)?;
+            let frame = build_frame(&g, &f)?;
+            write_object(&out, &frame.to_value().encode())?;
+            emit(json, &json!({"type": "frame", "id": frame.id(), "frame": frame, "file": out}), || {
+                format!("frame {} for grant {}\nwritten to {}", frame.id(), g.id(), out.display())
+            })?;
+        }
+    }
+    Ok(ExitCode::from(CLEAN))
+}
+
 // ------------------------------------------------------------------ decide
 
 /// `jcp decide`: frame + chain + cost → decision (§7). Exit 0 allow, 1 deny.
@@ -521,24 +604,8 @@ pub struct DecideArgs {
     /// A frame file (canonical CBOR). Otherwise the frame is built from the flags below.
     #[arg(long)]
     frame: Option<PathBuf>,
-    /// The action (built frame).
-    #[arg(long, default_value = "read")]
-    action: String,
-    /// The payload's content id (built frame). Default: the id of the empty payload.
-    #[arg(long)]
-    payload_hash: Option<String>,
-    /// The model's content id (built frame).
-    #[arg(long)]
-    model: Option<String>,
-    /// control | data (built frame).
-    #[arg(long, default_value = "control")]
-    trust: String,
-    /// tool-call | tool-result | agent-task | agent-reply (built frame).
-    #[arg(long, default_value = "tool-call")]
-    kind: String,
-    /// The resource (built frame); default: the leaf's resource.
-    #[arg(long)]
-    resource: Option<String>,
+    #[command(flatten)]
+    f: FrameFlags,
     /// The metered cost in µJ.
     #[arg(long)]
     cost_uj: u64,
@@ -576,19 +643,7 @@ pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
     };
     let frame = match &a.frame {
         Some(p) => Frame::from_bytes(&read_bytes(p)?).map_err(|e| core_err(p, &e))?,
-        None => Frame {
-            kind: FrameKind::parse(&a.kind).ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
-            trust: match a.trust.as_str() {
-                "control" => Trust::Control,
-                "data" => Trust::Data,
-                other => bail!(coded("invalid-frame", format!("trust {other:?} is not control|data"))),
-            },
-            grant_id: leaf.id(),
-            action: a.action.clone(),
-            resource: a.resource.as_deref().map(parse_resource).transpose()?.unwrap_or(leaf.grant().capability.resource),
-            payload_hash: a.payload_hash.as_deref().map(|p| parse_cid(p, "payload-hash")).transpose()?.unwrap_or_else(|| ContentId::of_bytes(&Value::Bytes(vec![]).encode())),
-            model: a.model.as_deref().map(|m| parse_cid(m, "model")).transpose()?,
-        },
+        None => build_frame(leaf, &a.f)?,
     };
     let provenance = Provenance::parse(&a.provenance)
         .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
