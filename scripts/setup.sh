@@ -9,6 +9,14 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 for p in build-essential pkg-config curl ca-certificates; do
   have_pkg "$p" || need_apt+=("$p")
 done
+# The desktop console (Tauri 2 on WebKitGTK) and its end-to-end test
+# (WebKitWebDriver under Xvfb, screenshots with ImageMagick).
+for p in libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libxdo-dev libssl-dev \
+         webkit2gtk-driver xvfb imagemagick xauth; do
+  have_pkg "$p" || need_apt+=("$p")
+done
+# Node (>= 18) builds and unit-tests the front end in ui/.
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
@@ -22,4 +30,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy
     export PATH="$HOME/.cargo/bin:$PATH"
   fi
+fi
+
+# The front end's packages (ui/package-lock.json pins them).
+if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+  npm --prefix ui ci --no-audit --no-fund
 fi

@@ -19,8 +19,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     // ---- registered subcommands (one line each; keep alphabetical) ----
+    /// Audits receipt streams: verification, budgets, groups, revocations, conservation (spec §8, §5.5).
+    Audit(cmd::audit::AuditArgs),
+    /// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
+    Blueprint(cmd::blueprint::BlueprintArgs),
     /// Decides a frame against a grant or chain and a metered cost (spec §7).
     Decide(cmd::core::DecideArgs),
+    /// Writes frames (spec §6).
+    Frame(cmd::core::FrameArgs),
     /// Issues, attenuates, shards, revokes and inspects grants (spec §4).
     Grant(cmd::core::GrantArgs),
     /// Pretty-prints any JCP object (grant, revocation, frame) with its content id and signature status.
@@ -29,17 +35,26 @@ enum Command {
     Intent(cmd::intent::IntentArgs),
     /// Creates and shows Ed25519 did:key identities (spec §2).
     Key(cmd::core::KeyArgs),
+    /// Meters this machine's energy live, window by window, with provenance and coverage (spec §5).
+    Meter(cmd::meter::MeterArgs),
+    /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
+    Stream(cmd::stream::StreamArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         // ---- dispatch (one line each) ----
+        Command::Audit(a) => cmd::audit::run(a),
+        Command::Blueprint(a) => cmd::blueprint::run(a),
         Command::Decide(a) => cmd::core::run_decide(a),
+        Command::Frame(a) => cmd::core::run_frame(a),
         Command::Grant(a) => cmd::core::run_grant(a),
         Command::Inspect(a) => cmd::core::run_inspect(a),
         Command::Intent(a) => cmd::intent::run(a),
         Command::Key(a) => cmd::core::run_key(a),
+        Command::Meter(a) => cmd::meter::run(a),
+        Command::Stream(a) => cmd::stream::run(a),
     };
     match result {
         Ok(code) => code,

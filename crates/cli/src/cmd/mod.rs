@@ -1,3 +1,7 @@
 //! One module per subcommand group.
+pub mod audit;
+pub mod blueprint;
 pub mod core;
 pub mod intent;
+pub mod meter;
+pub mod stream;

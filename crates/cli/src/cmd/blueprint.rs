@@ -1,0 +1,362 @@
+//! `jcp blueprint …`: the Agent Blueprint Protocol (crate `blueprint`).
+//! Every result is evidence, never an authorization decision.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use blueprint::artifact::{self, Kind};
+use blueprint::binding::BindingInputs;
+use blueprint::json::Value;
+use blueprint::limits::Limits;
+use blueprint::reconcile::{self, Inputs};
+use blueprint::signature::{self, KeySet};
+use clap::{Args, Subcommand};
+
+use crate::out::{self, CodedError};
+
+/// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
+#[derive(Debug, Args)]
+pub struct BlueprintArgs {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Runs case files (`{cases:[{class,id,surface,input,expected}]}`); folders are searched for *.json.
+    Conformance {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reconciles a Blueprint and its Deployment: the Evidence report.
+    Reconcile {
+        blueprint: PathBuf,
+        deployment: PathBuf,
+        /// Trusted Ed25519 public keys: `{kid: base64url}` or a JWK set.
+        #[arg(long)]
+        keys: Option<PathBuf>,
+        /// Host bounds (a 13-member bounds object); default: the deployment's host_bounds.
+        #[arg(long)]
+        host_bounds: Option<PathBuf>,
+        /// Current time for attestation freshness (RFC 3339 UTC), with --max-attestation-age-ms.
+        #[arg(long)]
+        now: Option<String>,
+        #[arg(long)]
+        max_attestation_age_ms: Option<i64>,
+        /// Live tool descriptor digests `{logical_operation: "sha-256:…"}` (the rug-pull check).
+        #[arg(long)]
+        descriptors: Option<PathBuf>,
+        /// Accept narrowing of this protected bound, recording evidence (repeatable).
+        #[arg(long)]
+        acknowledge: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recomputes an artifact's tagged content digest and compares it to the declared one.
+    Digest {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prints the RFC 8785 canonical form of a JSON file.
+    Canonical { file: PathBuf },
+    /// Decodes an artifact (canonical-first, closed world, digest) and verifies its signatures.
+    Verify {
+        file: PathBuf,
+        #[arg(long)]
+        keys: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn read(p: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))
+}
+
+/// Bytes-layer failures make the input unreadable (exit 2); every other
+/// protocol refusal is a finding (exit 1).
+fn is_unreadable(e: &blueprint::Error) -> bool {
+    let c = e.code();
+    c.starts_with("ceiling:")
+        || matches!(
+            c.as_str(),
+            "invalid_syntax"
+                | "invalid_encoding"
+                | "invalid_number"
+                | "number_not_double_expressible"
+                | "duplicate_member"
+                | "trailing_bytes"
+        )
+}
+
+fn coded(e: &blueprint::Error, what: &Path) -> anyhow::Error {
+    anyhow::Error::new(CodedError {
+        code: leak(e.code()),
+        message: format!("{}: {e}", what.display()),
+    })
+}
+
+// Codes are a closed set of short strings; leaking one per failed run is bounded.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn kind_of(v: &Value) -> Option<Kind> {
+    if v.get("deployment_digest").is_some() {
+        Some(Kind::Deployment)
+    } else if v.get("content_digest").is_some() {
+        Some(Kind::Blueprint)
+    } else {
+        None
+    }
+}
+
+fn keys(p: Option<&PathBuf>) -> anyhow::Result<KeySet> {
+    match p {
+        None => Ok(KeySet::new()),
+        Some(p) => KeySet::from_json(&read(p)?).map_err(|e| coded(&e, p)),
+    }
+}
+
+fn collect(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() && p.join(blueprint::corpus::INDEX).is_file() {
+            // A corpus folder: verify its index (hashes, file set, counts,
+            // ids, applicability, corpus digest) before running anything.
+            let mut all = std::collections::BTreeMap::new();
+            let mut stack = vec![p.clone()];
+            while let Some(d) = stack.pop() {
+                for e in
+                    std::fs::read_dir(&d).with_context(|| format!("cannot list {}", d.display()))?
+                {
+                    let path = e?.path();
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if let Ok(rel) = path.strip_prefix(p) {
+                        let key = rel
+                            .components()
+                            .map(|c| c.as_os_str().to_string_lossy())
+                            .collect::<Vec<_>>()
+                            .join("/");
+                        all.insert(key, read(&path)?);
+                    }
+                }
+            }
+            let corpus = blueprint::corpus::load(&all).map_err(|e| coded(&e, p))?;
+            files.extend(
+                corpus
+                    .files
+                    .into_iter()
+                    .map(|(name, bytes)| (p.join(name).display().to_string(), bytes)),
+            );
+        } else if p.is_dir() {
+            let mut found: Vec<PathBuf> = Vec::new();
+            let mut stack = vec![p.clone()];
+            while let Some(d) = stack.pop() {
+                for e in
+                    std::fs::read_dir(&d).with_context(|| format!("cannot list {}", d.display()))?
+                {
+                    let path = e?.path();
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if path.extension().is_some_and(|x| x == "json")
+                        && path.file_name().is_some_and(|n| n != "index.json")
+                    {
+                        found.push(path);
+                    }
+                }
+            }
+            found.sort();
+            for f in found {
+                files.push((f.display().to_string(), read(&f)?));
+            }
+        } else {
+            files.push((p.display().to_string(), read(p)?));
+        }
+    }
+    Ok(files)
+}
+
+/// Runs `jcp blueprint …`.
+pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Sub::Conformance { paths, json } => {
+            let files = collect(&paths)?;
+            let report = blueprint::conformance::run_files(&files)
+                .map_err(|e| coded(&e, Path::new("cases")))?;
+            out::emit(json, &report, || {
+                let mut s = String::new();
+                for r in report.results.iter().filter(|r| !r.passed) {
+                    s.push_str(&format!(
+                        "FAIL {} [{}] expected {}, got {}\n",
+                        r.id, r.surface, r.expected, r.got
+                    ));
+                }
+                s.push_str(&format!(
+                    "{} passed, {} failed\n",
+                    report.passed, report.failed
+                ));
+                s
+            })?;
+            Ok(ExitCode::from(if report.failed == 0 {
+                out::CLEAN
+            } else {
+                out::FINDINGS
+            }))
+        }
+        Sub::Reconcile {
+            blueprint,
+            deployment,
+            keys: kf,
+            host_bounds,
+            now,
+            max_attestation_age_ms,
+            descriptors,
+            acknowledge,
+            json,
+        } => {
+            let bp = read(&blueprint)?;
+            let dep = read(&deployment)?;
+            let mut inputs = Inputs {
+                keys: keys(kf.as_ref())?,
+                ..Inputs::default()
+            };
+            inputs.binding = BindingInputs {
+                now,
+                max_attestation_age_ms,
+                ..BindingInputs::default()
+            };
+            if let Some(d) = &descriptors {
+                let v = blueprint::json::decode(&read(d)?, &Limits::default())
+                    .map_err(|e| coded(&e, d))?;
+                let m = v.as_object().ok_or_else(|| {
+                    anyhow::Error::new(CodedError {
+                        code: "invalid_type",
+                        message: format!("{}: expected an object", d.display()),
+                    })
+                })?;
+                for (op, digest) in m.iter() {
+                    if let Some(s) = digest.as_str() {
+                        inputs.binding.descriptors.insert(op.clone(), s.to_string());
+                    }
+                }
+            }
+            if !acknowledge.is_empty() {
+                inputs.posture = blueprint::bounds::Posture::Acknowledge(acknowledge);
+            }
+            if let Some(h) = &host_bounds {
+                let v = blueprint::json::decode(&read(h)?, &Limits::default())
+                    .map_err(|e| coded(&e, h))?;
+                inputs.host_bounds = Some(v);
+            }
+            let ev = reconcile::reconcile(&bp, &dep, &inputs);
+            out::emit(json, &ev, || ev.to_text())?;
+            Ok(ExitCode::from(if ev.consistent {
+                out::CLEAN
+            } else {
+                out::FINDINGS
+            }))
+        }
+        Sub::Digest { file, json } => {
+            let bytes = read(&file)?;
+            let v = blueprint::canon::decode_canonical(&bytes, &Limits::default())
+                .map_err(|e| coded(&e, &file))?;
+            let Some(kind) = kind_of(&v) else {
+                return Err(anyhow::Error::new(CodedError {
+                    code: "invalid_type",
+                    message: format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display()),
+                }));
+            };
+            let m = v.as_object().cloned().unwrap_or_default();
+            let computed = artifact::compute_digest(kind, &m).map_err(|e| coded(&e, &file))?;
+            let declared = m
+                .get(kind.digest_member())
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let matches = declared == computed.to_string();
+            let body = serde_json::json!({"kind": kind, "computed": computed, "declared": declared, "matches": matches});
+            out::emit(json, &body, || {
+                format!(
+                    "{computed}\n{}",
+                    if matches {
+                        "matches the declared digest"
+                    } else {
+                        "DOES NOT match the declared digest (digest_mismatch)"
+                    }
+                )
+            })?;
+            Ok(ExitCode::from(if matches {
+                out::CLEAN
+            } else {
+                out::FINDINGS
+            }))
+        }
+        Sub::Canonical { file } => {
+            let bytes = read(&file)?;
+            let v = blueprint::json::decode(&bytes, &Limits::default())
+                .map_err(|e| coded(&e, &file))?;
+            let s = blueprint::canon::canonical_string(&v).map_err(|e| coded(&e, &file))?;
+            println!("{s}");
+            Ok(ExitCode::from(out::CLEAN))
+        }
+        Sub::Verify {
+            file,
+            keys: kf,
+            json,
+        } => {
+            let bytes = read(&file)?;
+            let keyset = keys(kf.as_ref())?;
+            let probe = blueprint::json::decode(&bytes, &Limits::default())
+                .map_err(|e| coded(&e, &file))?;
+            let kind = kind_of(&probe).unwrap_or(Kind::Blueprint);
+            let a = match artifact::decode(kind, &bytes, &Limits::default()) {
+                Ok(a) => a,
+                Err(e) if is_unreadable(&e) => return Err(coded(&e, &file)),
+                Err(e) => {
+                    let body = serde_json::json!({"kind": kind, "valid": false, "error": e});
+                    out::emit(json, &body, || format!("INVALID {kind:?}: {e}"))?;
+                    return Ok(ExitCode::from(out::FINDINGS));
+                }
+            };
+            let sigs = a
+                .get("signatures")
+                .and_then(Value::as_array)
+                .unwrap_or_default();
+            let mut checks = signature::verify_all(sigs, kind.purpose(), &a.digest, &keyset);
+            checks.extend(signature::verify_attestations(
+                a.get("attestations")
+                    .and_then(Value::as_array)
+                    .unwrap_or_default(),
+            ));
+            let all = checks.iter().all(|c| c.verified);
+            let body = serde_json::json!({"kind": kind, "valid": true, "digest": a.digest, "signatures": checks, "all_verified": all});
+            out::emit(json, &body, || {
+                let mut s = format!("valid {kind:?}, digest {}\n", a.digest);
+                if checks.is_empty() {
+                    s.push_str("no signatures (nothing to verify)\n");
+                }
+                for c in &checks {
+                    s.push_str(&format!(
+                        "  {} {} kid={} {}{}\n",
+                        if c.verified { "ok  " } else { "FAIL" },
+                        c.purpose,
+                        c.key_id,
+                        c.code
+                            .as_deref()
+                            .map(|x| format!("[{x}] "))
+                            .unwrap_or_default(),
+                        c.detail
+                    ));
+                }
+                s
+            })?;
+            Ok(ExitCode::from(if all { out::CLEAN } else { out::FINDINGS }))
+        }
+    }
+}

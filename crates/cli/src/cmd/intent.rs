@@ -1,0 +1,269 @@
+//! `jcp intent`: Agent-Safe Intent v1 (spec agent-safe-intent-v1 §7),
+//! offline.
+//!
+//! - `jcp intent verify PATH... [--json]`: each file is a vector, a refusal
+//!   vector, a suite or a binding of your own; a directory is every `.json`
+//!   file directly in it. Exit 0 when every pinned hash (and refusal)
+//!   reproduced, 1 naming each that did not with its expected and computed
+//!   values, 2 when a file could not be read or parsed (or nothing was named).
+//!   A bare binding's canonical bytes and hash are printed to compare.
+//! - `jcp intent hash FILE [--json]`: the canonical bytes and the intent hash
+//!   of one binding (accepted under §3 first), of a vector's binding, or of
+//!   any JSON value.
+//! - `jcp intent schema`: the `schema.json` generated from the validator.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use intent::verify::{self, Kind, Report};
+use serde::Serialize;
+
+use crate::out;
+
+#[derive(Debug, Args)]
+pub struct IntentArgs {
+    #[command(subcommand)]
+    pub command: IntentCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IntentCommand {
+    /// Reproduces vectors: canonical bytes, hashes, mutations (all distinct) and refusals.
+    Verify(VerifyArgs),
+    /// Prints the canonical bytes and the intent hash of a binding or any JSON value.
+    Hash(HashArgs),
+    /// Prints schema.json (JSON Schema 2020-12), generated from the validator.
+    Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Vector files, bindings, or directories of them (their `.json` files, not recursive).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The report as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HashArgs {
+    /// A binding (an object with `protocol_version`), a vector (its `binding` is hashed), or any JSON document.
+    pub file: PathBuf,
+    /// The result as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: IntentArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        IntentCommand::Verify(a) => run_verify(&a),
+        IntentCommand::Hash(a) => run_hash(&a),
+        IntentCommand::Schema => {
+            print!("{}", intent::schema::schema_text()?);
+            Ok(ExitCode::from(out::CLEAN))
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct FileReport {
+    file: String,
+    #[serde(flatten)]
+    report: Report,
+}
+
+#[derive(Debug, Serialize)]
+struct Unreadable {
+    file: String,
+    code: &'static str,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+struct VerifyReport {
+    version: &'static str,
+    protocol: &'static str,
+    files: Vec<FileReport>,
+    unreadable: Vec<Unreadable>,
+    /// Pinned vectors (and refusals) that reproduced.
+    reproduced: usize,
+    /// Unpinned bindings whose bytes and hash were computed for the caller.
+    computed: usize,
+    failed: usize,
+    exit: u8,
+}
+
+/// Files named, a directory expanded to its `.json` entries (sorted); a path
+/// that cannot be listed is kept, and reported unreadable when read.
+fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
+                        .collect();
+                    found.sort();
+                    files.extend(found);
+                }
+                Err(_) => files.push(p.clone()),
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Unreadable> {
+    std::fs::read(path).map_err(|e| Unreadable { file: path.display().to_string(), code: "UNREADABLE", message: e.to_string() })
+}
+
+fn run_verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let mut files = Vec::new();
+    let mut unreadable = Vec::new();
+    for path in expand(&args.paths) {
+        let name = path.display().to_string();
+        let bytes = match read(&path) {
+            Ok(b) => b,
+            Err(u) => {
+                unreadable.push(u);
+                continue;
+            }
+        };
+        match verify::verify_bytes(&bytes) {
+            Ok(report) => files.push(FileReport { file: name, report }),
+            Err(e) => unreadable.push(Unreadable { file: name, code: e.code(), message: e.to_string() }),
+        }
+    }
+    let failed = files.iter().filter(|f| !f.report.ok).count();
+    let computed = files.iter().filter(|f| f.report.ok && !f.report.pinned).count();
+    let exit = if files.is_empty() || !unreadable.is_empty() {
+        out::ERROR
+    } else if failed > 0 {
+        out::FINDINGS
+    } else {
+        out::CLEAN
+    };
+    let report = VerifyReport {
+        version: "jcp.intent-conformance/1",
+        protocol: intent::PROTOCOL_VERSION,
+        reproduced: files.len() - failed - computed,
+        computed,
+        failed,
+        files,
+        unreadable,
+        exit,
+    };
+    out::emit(args.json, &report, || render(&report))?;
+    Ok(ExitCode::from(exit))
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Binding => "binding",
+        Kind::Canonical => "canonical",
+        Kind::Refusal => "refusal",
+        Kind::Suite => "suite",
+        Kind::Unrecognised => "unrecognised",
+    }
+}
+
+fn render(report: &VerifyReport) -> String {
+    let width = report.files.iter().map(|f| f.file.len()).chain(report.unreadable.iter().map(|u| u.file.len())).max().unwrap_or(0);
+    let mut lines = vec![format!("jcp intent conformance ({})", report.protocol), String::new()];
+    for f in &report.files {
+        let r = &f.report;
+        let shape = match r.kind {
+            Kind::Suite => format!("{} cases", r.cases),
+            Kind::Refusal => "refused as pinned".to_owned(),
+            _ if r.mutations > 0 => format!("base + {} mutations, {} distinct hashes", r.mutations, r.hashes),
+            _ if r.pinned => "base".to_owned(),
+            _ => "base, unpinned".to_owned(),
+        };
+        let outcome = match (r.ok, r.pinned) {
+            (false, _) => "FAILED",
+            (true, false) => "COMPUTED",
+            (true, true) => "REPRODUCED",
+        };
+        lines.push(format!("{:width$}  {:<12}  {:<40}  {outcome}", f.file, kind_name(r.kind), shape));
+        for finding in &r.findings {
+            let at = finding.path.as_deref().map(|p| format!(" at {p}")).unwrap_or_default();
+            let values = match (&finding.expected, &finding.computed) {
+                (None, None) => String::new(),
+                (e, c) => format!(": expected {}, computed {}", e.as_deref().unwrap_or("-"), c.as_deref().unwrap_or("-")),
+            };
+            lines.push(format!("    {}{at}{values}", finding.code));
+        }
+        if r.ok && !r.pinned {
+            lines.push(format!("    canonical  {}", r.canonical_json.as_deref().unwrap_or("")));
+            lines.push(format!("    hash       {}", r.intent_hash.as_deref().unwrap_or("")));
+        }
+    }
+    for u in &report.unreadable {
+        lines.push(format!("{:width$}  UNREADABLE  {}: {}", u.file, u.code, u.message));
+    }
+    let verdict = if report.exit == out::ERROR {
+        if report.files.is_empty() && report.unreadable.is_empty() {
+            "NOTHING CHECKED: no .json file found".to_owned()
+        } else {
+            format!("ERROR: {} file(s) could not be read or parsed", report.unreadable.len())
+        }
+    } else if report.failed > 0 {
+        format!("DOES NOT CONFORM: {} of {} did not reproduce", report.failed, report.files.len())
+    } else if report.reproduced == 0 {
+        "COMPUTED: nothing was pinned; compare the bytes and the hash with your implementation's".to_owned()
+    } else {
+        "CONFORMS: every pinned hash reproduced".to_owned()
+    };
+    lines.push(String::new());
+    lines.push(format!("Vectors  {} reproduced, {} computed, {} failed", report.reproduced, report.computed, report.failed));
+    lines.push(format!("Verdict  {verdict}"));
+    lines.join("\n")
+}
+
+#[derive(Debug, Serialize)]
+struct HashReport {
+    file: String,
+    /// `binding` when the document has `protocol_version` (accepted under §3 first), else `canonical`.
+    kind: &'static str,
+    canonical_json: String,
+    intent_hash: String,
+}
+
+fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
+    let file = args.file.display().to_string();
+    let bytes = std::fs::read(&args.file).map_err(|e| out::CodedError { code: "UNREADABLE", message: format!("{file}: {e}") })?;
+    let parsed = intent::parse(&bytes).map_err(|e| out::CodedError { code: e.code(), message: format!("{file}: {e}") })?;
+    // A vector's subject is its `binding`; anything else is hashed as it is.
+    let doc = match parsed.as_object().filter(|o| !o.contains_key("protocol_version")).and_then(|o| o.get("binding")) {
+        Some(b @ intent::Value::Object(_)) => b,
+        _ => &parsed,
+    };
+    let whole = doc.as_object().is_some_and(|o| o.contains_key("protocol_version"));
+    let result = if whole { intent::accept(doc) } else { intent::canonicalize(doc) };
+    match result {
+        Ok(c) => {
+            let report =
+                HashReport { file, kind: if whole { "binding" } else { "canonical" }, canonical_json: c.canonical_json, intent_hash: c.intent_hash };
+            out::emit(args.json, &report, || format!("{}\n{}", report.canonical_json, report.intent_hash))?;
+            Ok(ExitCode::from(out::CLEAN))
+        }
+        Err(e) => {
+            #[derive(Serialize)]
+            struct Refused<'a> {
+                file: &'a str,
+                refusal: &'static str,
+                message: String,
+            }
+            let refused = Refused { file: &file, refusal: e.code(), message: e.to_string() };
+            out::emit(args.json, &refused, || format!("REFUSED {}: {}", refused.refusal, refused.message))?;
+            Ok(ExitCode::from(out::FINDINGS))
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! `jcp meter`: local energy meters (spec §5, §5.1).
+//!
+//! - `jcp meter [--interval-ms N] [--count N] [--csv | --json]`: probes the
+//!   ladder, then streams windows live: a compact table, CSV, or one JSON
+//!   object per line, each with its provenance and coverage, the rung that
+//!   metered it and every rung above with why it did not. `--replay TRACE`
+//!   meters a recorded counter trace instead of this machine.
+//! - `jcp meter probe [--json]`: every rung, chosen or declined, why, and
+//!   what the person can do about it.
+//! - `jcp meter calibrate [--from-trace TRACE] [--out FILE]`: measures rung
+//!   5's active power against a live RAPL counter (or a recorded one) and
+//!   stores it with where it was measured. With no live counter it says so,
+//!   stores nothing and exits 1.
+//!
+//! Exit codes: 0 clean, 1 calibration impossible here, 2 unreadable input or
+//! a bad option.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use jcp_meter::clock::ManualClock;
+use jcp_meter::estimate::{default_calibration_path, Calibration, HostId};
+use jcp_meter::meter::calibrate_from_trace;
+use jcp_meter::plausibility::fmt_mw;
+use jcp_meter::trace::{Trace, TraceBackend, TraceUtil};
+use jcp_meter::{Backends, Meter, MeterConfig, ProbeReport, RungStatus, Window};
+
+use crate::out::{self, CodedError};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct MeterArgs {
+    #[command(subcommand)]
+    pub command: Option<MeterCommand>,
+    #[command(flatten)]
+    pub stream: StreamArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MeterCommand {
+    /// Shows every rung of the ladder and why it was chosen or declined.
+    Probe(ProbeArgs),
+    /// Measures rung 5's power against a live counter and stores it with where it was measured.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Source {
+    /// The powercap sysfs root.
+    #[arg(long, default_value = jcp_meter::rapl::POWERCAP_ROOT)]
+    pub powercap_root: PathBuf,
+    /// A calibration file for rung 5 (from `jcp meter calibrate`).
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+    /// Meter a recorded counter trace (jcp-meter-trace/1) instead of this machine.
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
+    /// No estimate: windows no rung above can meter are gaps.
+    #[arg(long)]
+    pub no_estimate: bool,
+    /// Window length, ms.
+    #[arg(long, default_value_t = 1000)]
+    pub interval_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub source: Source,
+    /// Stop after N windows (default: run until interrupted, or to the end of a replay).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// CSV rows.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// One JSON object per window, per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub source: Source,
+    /// The report as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The powercap sysfs root.
+    #[arg(long, default_value = jcp_meter::rapl::POWERCAP_ROOT)]
+    pub powercap_root: PathBuf,
+    /// Calibrate from a recorded RAPL trace (which must name its host) instead of a live counter.
+    #[arg(long)]
+    pub from_trace: Option<PathBuf>,
+    /// Where to store the calibration (default: $XDG_CONFIG_HOME/jcp/meter-calibration.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// How long to burn and measure, ms.
+    #[arg(long, default_value_t = 5000)]
+    pub duration_ms: u64,
+    /// The result as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn coded(e: &jcp_meter::Error) -> anyhow::Error {
+    CodedError { code: e.code(), message: e.to_string() }.into()
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn read_trace(path: &Path) -> anyhow::Result<(Trace, String)> {
+    let bytes = std::fs::read(path).map_err(|e| CodedError { code: "io", message: format!("{}: {e}", path.display()) })?;
+    let trace = Trace::from_bytes(&bytes).map_err(|e| CodedError { code: e.code(), message: format!("{}: {e}", path.display()) })?;
+    Ok((trace, Trace::content_id(&bytes)))
+}
+
+/// The meter for `source`, and the end of a replayed trace (ns), if any.
+fn build(source: &Source) -> anyhow::Result<(Meter, Option<u64>)> {
+    let calibration = source.calibration.as_deref().map(Calibration::load).transpose().map_err(|e| coded(&e))?;
+    let config = MeterConfig { interval: Duration::from_millis(source.interval_ms), calibration, estimate_fallback: !source.no_estimate, ..MeterConfig::default() };
+    config.validate().map_err(|e| coded(&e))?;
+    if let Some(path) = &source.replay {
+        let (trace, _) = read_trace(path)?;
+        let end = trace.end_ns();
+        let host = trace.host.clone().unwrap_or_else(HostId::this_host);
+        let backends = Backends {
+            counters: vec![Box::new(TraceBackend::new(trace.clone()))],
+            util: Box::new(TraceUtil::new(trace, host.logical_cpus.max(1))),
+            clock: Arc::new(ManualClock::new()),
+            host,
+        };
+        return Ok((Meter::new(config, backends).map_err(|e| coded(&e))?, Some(end)));
+    }
+    Ok((Meter::system(config, &source.powercap_root).map_err(|e| coded(&e))?, None))
+}
+
+pub fn run(args: MeterArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(MeterCommand::Probe(p)) => probe(&p),
+        Some(MeterCommand::Calibrate(c)) => calibrate(&c),
+        None => stream(&args.stream),
+    }
+}
+
+fn probe_text(r: &ProbeReport) -> String {
+    let mut s = format!("host: {}\n", r.host);
+    match r.chosen {
+        Some(c) => s += &format!("chosen: {c} ({}, {})\n", c.provenance(), c.coverage()),
+        None => s += "chosen: none: windows are gaps\n",
+    }
+    for x in &r.rungs {
+        let status = match x.status {
+            RungStatus::Chosen => "CHOSEN",
+            RungStatus::Declined => "declined",
+            RungStatus::Unavailable => "unavailable",
+            RungStatus::Standby => "standby",
+        };
+        s += &format!("\n{} [{status}] {} -> {}, {}\n  why ({}): {}\n", x.title, x.rung, x.provenance, x.coverage, x.code, x.why);
+        if let Some(fix) = &x.fix {
+            s += &format!("  fix: {fix}\n");
+        }
+        for c in &x.counters {
+            let live = c.liveness.as_ref().map(|l| format!("advanced in {}/{} intervals over {} ms: {}", l.advanced, l.intervals, l.span_ns / 1_000_000, serde_json::to_value(&l.status).ok().and_then(|v| v.get("status").and_then(|x| x.as_str().map(str::to_owned))).unwrap_or_default()));
+            s += &format!("  counter {} ({}): {}\n", c.info.name, c.info.source, live.unwrap_or_else(|| "not observed".into()));
+            if let Some(p) = &c.plausibility {
+                s += &format!("    plausibility: {}\n", p.describe());
+            }
+        }
+        for n in &x.notes {
+            s += &format!("  {n}\n");
+        }
+    }
+    s
+}
+
+fn probe(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+    let (mut meter, _) = build(&args.source)?;
+    let report = meter.probe().clone();
+    out::emit(args.json, &report, || probe_text(&report))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn watts(w: &Window) -> String {
+    match w.energy_uj {
+        Some(uj) if w.span_ns() > 0 => fmt_mw(jcp_meter::plausibility::rate_mw(uj, w.span_ns())),
+        _ => "-".into(),
+    }
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(String::new, |x| x.to_string())
+}
+
+fn declined_codes(w: &Window) -> String {
+    w.declined.iter().map(|d| format!("{}:{}", d.rung, d.code)).collect::<Vec<_>>().join(";")
+}
+
+fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
+    let (mut meter, replay_end) = build(&args.source)?;
+    let report = meter.probe().clone();
+    let mut stdout = std::io::stdout().lock();
+    if args.csv {
+        writeln!(stdout, "seq,start_ns,end_ns,start_unix_ms,end_unix_ms,energy_uj,provenance,coverage,rung,declined,gap")?;
+    } else if !args.json {
+        let chosen = report.chosen.map_or_else(|| "none (gaps)".to_owned(), |c| format!("{c} ({}, {})", c.provenance(), c.coverage()));
+        writeln!(stdout, "metering with {chosen}; `jcp meter probe` says why each rung above was declined")?;
+        writeln!(stdout, "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} declined above", "seq", "start s", "span ms", "energy uJ", "power", "grade", "coverage", "rung")?;
+    }
+    let mut n = 0u64;
+    loop {
+        if args.count.is_some_and(|c| n >= c) {
+            break;
+        }
+        let w = meter.next_window();
+        if replay_end.is_some_and(|end| w.end_ns > end) && args.count.is_none() {
+            break;
+        }
+        if args.json {
+            serde_json::to_writer(&mut stdout, &w)?;
+            writeln!(stdout)?;
+        } else if args.csv {
+            writeln!(
+                stdout,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                w.seq,
+                w.start_ns,
+                w.end_ns,
+                w.start_unix_ms,
+                w.end_unix_ms,
+                opt(w.energy_uj),
+                opt(w.provenance),
+                opt(w.coverage),
+                opt(w.rung),
+                declined_codes(&w),
+                w.gap.is_some()
+            )?;
+        } else {
+            writeln!(
+                stdout,
+                "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} {}",
+                w.seq,
+                // Seconds since the meter's epoch, for display.
+                format!("{}.{:03}", w.start_ns / 1_000_000_000, (w.start_ns / 1_000_000) % 1000),
+                w.span_ns() / 1_000_000,
+                w.energy_uj.map_or_else(|| "gap".to_owned(), |e| e.to_string()),
+                watts(&w),
+                opt(w.provenance),
+                opt(w.coverage),
+                opt(w.rung),
+                declined_codes(&w)
+            )?;
+        }
+        stdout.flush()?;
+        n += 1;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
+    let here = HostId::this_host();
+    let calibration = if let Some(path) = &args.from_trace {
+        let (trace, id) = read_trace(path)?;
+        match calibrate_from_trace(&trace, id, unix_ms()) {
+            Ok(c) => c,
+            Err(e) => return refuse(args.json, &e),
+        }
+    } else {
+        let config = MeterConfig::default();
+        let mut meter = Meter::system(config, &args.powercap_root).map_err(|e| coded(&e))?;
+        match meter.calibrate(Duration::from_millis(args.duration_ms.max(300)), unix_ms()) {
+            Ok(c) => c,
+            Err(e) => return refuse(args.json, &e),
+        }
+    };
+    let path = match args.out.clone().or_else(default_calibration_path) {
+        Some(p) => p,
+        None => return Err(CodedError { code: "io", message: "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in".into() }.into()),
+    };
+    calibration.store(&path).map_err(|e| coded(&e))?;
+    let elsewhere = calibration.measured_on != here;
+    let value = serde_json::json!({"stored": path.display().to_string(), "calibration": calibration, "measured_on_this_host": !elsewhere});
+    out::emit(args.json, &value, || {
+        let mut s = format!(
+            "stored {}: {} active power measured on {} against {} ({}) over {} ms\n",
+            path.display(),
+            fmt_mw(calibration.active_mw),
+            calibration.measured_on,
+            calibration.source.rung,
+            calibration.source.counters.join(", "),
+            calibration.span_ns / 1_000_000
+        );
+        if elsewhere {
+            s += &format!("note: it was measured on another host than this one ({here}); the meter refuses it here and uses it only there\n");
+        }
+        s
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn refuse(json: bool, e: &jcp_meter::Error) -> anyhow::Result<ExitCode> {
+    let value = serde_json::json!({"stored": null, "refused": {"code": e.code(), "message": e.to_string()}});
+    out::emit(json, &value, || format!("not calibrated, nothing stored ({}): {e}\n", e.code()))?;
+    Ok(ExitCode::from(out::FINDINGS))
+}

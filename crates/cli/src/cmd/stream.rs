@@ -1,0 +1,152 @@
+//! `jcp stream`: write demo streams, hold a stream's writer lock, replay a
+//! stream as its enforcement point would on restart (spec §8.1, §4.11).
+//!
+//! - `jcp stream demo OUT [--receipts N] [--tamper K] [--unresolved U] [--seed S] [--fast]`
+//! - `jcp stream hold PATH [--seconds N]`: takes the single-writer lock and
+//!   holds it (exit 2 with `stream-locked` when another writer holds it).
+//! - `jcp stream replay PATH [--seed S]`: reopens as the demo steward,
+//!   replays through a fresh gate, cuts a torn tail; exit 1 when anything
+//!   was refused or is unresolved.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use jcp::decision::Gate;
+use jcp_receipt::demo::{self, DemoOptions};
+use jcp_receipt::runtime::DurableGate;
+use jcp_receipt::writer::{Durability, StreamWriter};
+use jcp_receipt::StreamError;
+
+use crate::out;
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    #[command(subcommand)]
+    pub command: StreamCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StreamCommand {
+    /// Writes a deterministic demo stream (real grants, a real gate, mixed allow/deny).
+    Demo(DemoArgs),
+    /// Takes a stream's single-writer lock and holds it (§4.11).
+    Hold(HoldArgs),
+    /// Replays a stream as its (demo) enforcement point would on restart.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Output stream (created; an existing stream is appended to).
+    pub out: PathBuf,
+    /// Decision receipts to write.
+    #[arg(long, default_value_t = 200)]
+    pub receipts: u64,
+    /// Receipts to tamper with afterwards (caught by their signatures).
+    #[arg(long, default_value_t = 0)]
+    pub tamper: u64,
+    /// Allowed decisions left without an outcome.
+    #[arg(long, default_value_t = 0)]
+    pub unresolved: u64,
+    /// Seed for keys and nonces.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Skip the per-record fsync (generator only; never for enforcement).
+    #[arg(long)]
+    pub fast: bool,
+    /// The summary as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// The stream.
+    pub path: PathBuf,
+    /// How long to hold it.
+    #[arg(long, default_value_t = 3600)]
+    pub seconds: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The stream.
+    pub path: PathBuf,
+    /// The demo seed whose steward wrote it.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The report as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn coded(e: &StreamError) -> anyhow::Error {
+    out::CodedError { code: e.code(), message: e.to_string() }.into()
+}
+
+pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        StreamCommand::Demo(a) => {
+            let opts = DemoOptions {
+                receipts: a.receipts,
+                tamper: a.tamper,
+                unresolved: a.unresolved,
+                seed: a.seed,
+                durability: if a.fast { Durability::GeneratorOnly } else { Durability::SyncEachRecord },
+            };
+            let sum = demo::write_demo(&a.out, &opts).map_err(|e| coded(&e))?;
+            out::emit(a.json, &sum, || {
+                format!(
+                    "wrote {}: {} receipts ({} allow, {} deny), {} grants, {} tampered, {} unresolved, {} bytes\nsteward {}",
+                    a.out.display(),
+                    sum.receipts,
+                    sum.allows,
+                    sum.denies,
+                    sum.grants,
+                    sum.tampered_offsets.len(),
+                    sum.unresolved,
+                    sum.bytes,
+                    sum.steward
+                )
+            })?;
+            Ok(ExitCode::from(out::CLEAN))
+        }
+        StreamCommand::Hold(a) => {
+            let (w, torn) = StreamWriter::open(&a.path, Durability::SyncEachRecord, |_| {}).map_err(|e| coded(&e))?;
+            let mut so = std::io::stdout().lock();
+            writeln!(so, "holding {} (torn tail cut: {})", a.path.display(), torn.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset)))?;
+            so.flush()?;
+            drop(so);
+            std::thread::sleep(std::time::Duration::from_secs(a.seconds));
+            w.close().map_err(|e| coded(&e))?;
+            Ok(ExitCode::from(out::CLEAN))
+        }
+        StreamCommand::Replay(a) => {
+            let cast = demo::cast(a.seed).map_err(|e| coded(&e))?;
+            let (dg, report) = DurableGate::open(&a.path, cast.steward, Gate::new()).map_err(|e| coded(&e))?;
+            dg.close().map_err(|e| coded(&e))?;
+            let findings = report.rejected_total() > 0 || !report.unresolved.is_empty() || !report.faults.is_empty();
+            out::emit(a.json, &report, || {
+                let mut s = format!(
+                    "replayed {}: {} receipts verified, {} allows re-debited, {} refused, {} unresolved, torn tail cut: {}\n",
+                    a.path.display(),
+                    report.verified,
+                    report.replayed_allows,
+                    report.rejected_total(),
+                    report.unresolved.len(),
+                    report.torn_cut.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset))
+                );
+                for (code, n) in &report.rejected {
+                    s.push_str(&format!("  refused {code}: {n}\n"));
+                }
+                for u in &report.unresolved {
+                    s.push_str(&format!("  unresolved @{}: {} {} µJ held by {}\n", u.offset, u.action, u.cost_uj, u.holder));
+                }
+                s
+            })?;
+            Ok(ExitCode::from(if findings { out::FINDINGS } else { out::CLEAN }))
+        }
+    }
+}

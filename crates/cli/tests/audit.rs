@@ -1,0 +1,115 @@
+//! `jcp audit` and `jcp stream` end to end: exit codes (0 clean, 1 findings,
+//! 2 unreadable), JSON output, and §4.11's single writer tested with two
+//! real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn jcp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jcp"))
+}
+
+fn demo(path: &Path, extra: &[&str]) {
+    let out = jcp().args(["stream", "demo"]).arg(path).args(["--fast", "--receipts", "120"]).args(extra).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn s8_2_audit_of_a_clean_stream_exits_0_and_prints_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("clean.jcps");
+    demo(&p, &[]);
+    let out = jcp().arg("audit").arg(&p).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("CLEAN"));
+    assert!(text.contains("floor ppm"));
+}
+
+#[test]
+fn s8_2_audit_json_names_each_failure_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jcps");
+    demo(&p, &["--tamper", "2", "--unresolved", "1"]);
+    let out = jcp().arg("audit").arg(&p).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["receipts"]["total"], 120);
+    assert_eq!(v["receipts"]["failed_by_reason"]["bad-signature"], 2);
+    assert_eq!(v["unresolved_total"], 1);
+    assert_eq!(v["clean"], false);
+    assert!(v["grants"][0]["conservation"]["floor_ppm_fraction"].as_str().unwrap().starts_with("1000000/"));
+}
+
+#[test]
+fn s8_1_audit_of_an_unreadable_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("junk");
+    std::fs::write(&p, b"junk").unwrap();
+    let out = jcp().arg("audit").arg(&p).env("JCP_JSON_ERRORS", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not-a-stream"), "{err}");
+    let out = jcp().arg("audit").arg(dir.path().join("missing")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn c5_audit_with_another_expected_steward_fails_every_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    demo(&p, &[]);
+    let other = "did:key:z6MkgKA7yrw5kYSiDuQFcye4bMaJpcfHFry3Bx45pdWh3s8i";
+    let out = jcp().arg("audit").arg(&p).args(["--json", "--steward", other]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["receipts"]["verified"], 0);
+    assert_eq!(v["receipts"]["failed_by_reason"]["wrong-steward"], 120);
+}
+
+#[test]
+fn s4_11_one_writer_two_processes_second_fails_and_restart_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.jcps");
+    demo(&p, &[]);
+    // Process 1 takes the writer lock and holds it.
+    let mut first = jcp().args(["stream", "hold"]).arg(&p).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(first.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("holding"), "{line}");
+    // Process 2 must fail to start, with a clear message.
+    let second = jcp().args(["stream", "replay"]).arg(&p).env("JCP_JSON_ERRORS", "1").output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("stream-locked") && err.contains("another writer"), "{err}");
+    // Process 1 dies (SIGKILL: no cleanup); the OS releases its claim.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third = jcp().args(["stream", "replay"]).arg(&p).arg("--json").output().unwrap();
+    assert_eq!(third.status.code(), Some(0), "{}", String::from_utf8_lossy(&third.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&third.stdout).unwrap();
+    assert_eq!(v["verified"], 120);
+}
+
+#[test]
+fn s8_1_replay_after_a_crash_cuts_the_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.jcps");
+    demo(&p, &[]);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let mut b = std::fs::read(&p).unwrap();
+    b.extend_from_slice(b"JRec\x01\x00\x00\x01\x00partial");
+    std::fs::write(&p, b).unwrap();
+    let audit = jcp().arg("audit").arg(&p).arg("--json").output().unwrap();
+    assert_eq!(audit.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(v["streams"][0]["torn_tail_at"], len);
+    let out = jcp().args(["stream", "replay"]).arg(&p).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a torn tail is reported");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["torn_cut"]["offset"], len);
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), len);
+    assert_eq!(jcp().arg("audit").arg(&p).output().unwrap().status.code(), Some(0));
+}

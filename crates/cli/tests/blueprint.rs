@@ -1,0 +1,132 @@
+//! `jcp blueprint …` end to end (issue 5: reachable by a user).
+
+use std::process::Command;
+
+fn jcp(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .args(args)
+        .output()
+        .expect("run jcp");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn interop(rel: &str) -> String {
+    testkit::interop(rel).display().to_string()
+}
+
+#[test]
+fn s15_conformance_runs_the_interop_cases_and_closes_with_counts() {
+    let (code, out, err) = jcp(&[
+        "blueprint",
+        "conformance",
+        &interop("agent-blueprint-protocol/cases"),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim_end().lines().last(), Some("68 passed, 0 failed"));
+    let (code, out, _) = jcp(&[
+        "blueprint",
+        "conformance",
+        "--json",
+        &interop("agent-blueprint-protocol/cases/json-decode.json"),
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["passed"], 7);
+    assert_eq!(v["failed"], 0);
+}
+
+#[test]
+fn s15_conformance_prints_each_failure_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("bad.json");
+    std::fs::write(
+        &p,
+        r#"{"format":"agent-blueprint-protocol-conformance-cases","cases":[
+        {"class":"valid","id":"ok-1","surface":"base64url.decode","input":{"base64url":"QQQ"},"expected":{"verdict":"valid","decoded":"QQQ"}},
+        {"class":"invalid_encoding","id":"wrong-1","surface":"base64url.decode","input":{"base64url":"QQ=="},"expected":{"verdict":"invalid","code":"base64url_invalid"}}]}"#,
+    )
+    .expect("write");
+    let (code, out, _) = jcp(&["blueprint", "conformance", p.to_str().expect("p")]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("wrong-1")
+            && out.contains("base64url_invalid")
+            && out.contains("base64url_padded"),
+        "{out}"
+    );
+    assert_eq!(out.trim_end().lines().last(), Some("1 passed, 1 failed"));
+}
+
+#[test]
+fn s13_reconcile_golden_pair_human_and_json() {
+    let bp = interop("agent-blueprint-protocol/vectors/blueprint-golden.json");
+    let dep = interop("agent-blueprint-protocol/vectors/deployment-golden.json");
+    let (code, out, _) = jcp(&["blueprint", "reconcile", &bp, &dep]);
+    // the golden signatures name keys this host did not supply
+    assert_eq!(code, 1, "{out}");
+    for needle in [
+        "checks (pinned order)",
+        "effective bounds",
+        "clamps: 0",
+        "not verified",
+        "tenancy",
+        "evaluation_truth",
+        "signature_key_unsupported",
+    ] {
+        assert!(out.contains(needle), "{needle} missing:\n{out}");
+    }
+    let (_, out, _) = jcp(&["blueprint", "reconcile", "--json", &bp, &dep]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["checks"].as_array().map(Vec::len), Some(14));
+    assert!(v["not_verified"].as_array().expect("nv").len() >= 7);
+    assert_eq!(v["effective_bounds"]["max_tokens"], 100_000);
+}
+
+#[test]
+fn s5_digest_canonical_verify() {
+    let bp = interop("agent-blueprint-protocol/vectors/blueprint-golden.json");
+    let (code, out, _) = jcp(&["blueprint", "digest", &bp]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("sha-256:b1Aw4cU5AbV9k8bdbZkRCsySDHGpTAwB-aQm57Wh7B8"),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("x.json");
+    std::fs::write(&p, "{\"b\": 1.0, \"a\": [1e2, \"\\u0041\"]}").expect("w");
+    let (code, out, _) = jcp(&["blueprint", "canonical", p.to_str().expect("p")]);
+    assert_eq!((code, out.trim_end()), (0, r#"{"a":[100,"A"],"b":1}"#));
+    let (code, out, _) = jcp(&["blueprint", "verify", "--json", &bp]);
+    assert_eq!(code, 1, "unverifiable signature without keys");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["signatures"][0]["code"], "signature_key_unsupported");
+    std::fs::write(&p, "{\"a\":").expect("w");
+    let (code, _, err) = jcp(&["blueprint", "verify", p.to_str().expect("p")]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn s15_conformance_on_the_own_corpus_folder_verifies_its_index() {
+    let dir = testkit::conformance("blueprint").display().to_string();
+    let (code, out, err) = jcp(&["blueprint", "conformance", &dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.trim_end().ends_with(" passed, 0 failed"), "{out}");
+    // a tampered copy is refused before any case runs
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = testkit::conformance("blueprint");
+    std::fs::create_dir_all(tmp.path().join("cases")).expect("mkdir");
+    std::fs::copy(root.join("index.json"), tmp.path().join("index.json")).expect("copy");
+    for e in std::fs::read_dir(root.join("cases")).expect("cases") {
+        let p = e.expect("e").path();
+        std::fs::copy(&p, tmp.path().join("cases").join(p.file_name().expect("n"))).expect("copy");
+    }
+    std::fs::write(tmp.path().join("cases").join("stray.json"), "{}").expect("stray");
+    let (code, _, err) = jcp(&["blueprint", "conformance", tmp.path().to_str().expect("p")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("corpus_file_set_mismatch"), "{err}");
+}

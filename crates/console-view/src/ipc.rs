@@ -1,0 +1,274 @@
+//! The types the console's shell sends to its front end. Defined once here;
+//! the TypeScript in `ui/src/gen/` is generated from them by ts-rs
+//! (`cargo test -p console-view` writes it) and never edited by hand.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+use ts_rs::TS;
+
+/// An error as the front end receives it: a stable code and words for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct UiError {
+    /// Stable, dotted code (e.g. `store.locked`).
+    pub code: String,
+    /// What happened and what to do, in words.
+    pub message: String,
+}
+
+impl UiError {
+    /// Builds one.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self { code: code.to_owned(), message: message.into() }
+    }
+}
+
+/// Whether a part of the console can work in this build, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct Availability {
+    /// True when it works.
+    pub available: bool,
+    /// Why not, in words, when it does not.
+    pub reason: Option<String>,
+}
+
+/// The workspace store's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct StoreInfo {
+    /// The SQLite file.
+    pub path: String,
+    /// Whether it opened; when not, the console runs on an in-memory store and says so.
+    pub persistent: bool,
+    /// Why it did not open.
+    pub error: Option<UiError>,
+    /// Energy windows kept.
+    pub window_retention: u32,
+}
+
+/// What the console is and what it can do right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct AppInfo {
+    /// Console version.
+    pub version: String,
+    /// The workspace folder.
+    pub workspace: String,
+    /// The store.
+    pub store: StoreInfo,
+    /// The local meter (crates/jcp-meter).
+    pub meter: Availability,
+    /// The audit engine (crates/jcp-audit).
+    pub audit: Availability,
+    /// Demo streams prepared in the workspace on first start.
+    pub demo_streams: Vec<String>,
+}
+
+/// One energy window as shown and exported; a gap has no energy and no grades.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct WindowRow {
+    /// Store sequence number.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub seq: i64,
+    /// Start, Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub start_ms: u64,
+    /// End, Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub end_ms: u64,
+    /// Integer µJ, absent for a gap.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub energy_uj: Option<u64>,
+    /// The grade (`HwShunt`, `ModelBased`, `Estimator`), absent for a gap.
+    pub provenance: Option<String>,
+    /// `Whole` or `Partial`, absent for a gap.
+    pub coverage: Option<String>,
+    /// The rung that produced it.
+    pub rung: Option<String>,
+}
+
+/// One rung of the metering ladder (§5.1) and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct RungRow {
+    /// The rung's name.
+    pub name: String,
+    /// `chosen`, `declined` or `unavailable`.
+    pub status: String,
+    /// The grade it would give.
+    pub provenance: Option<String>,
+    /// Why it was chosen or declined.
+    pub why: String,
+    /// What the person can do about it, where something can be done.
+    pub fix: Option<String>,
+}
+
+/// The live energy view's whole state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct EnergySnapshot {
+    /// Whether a meter runs.
+    pub meter: Availability,
+    /// Recent windows, oldest first (from the store).
+    pub windows: Vec<WindowRow>,
+    /// The chart of those windows, SVG from plotters.
+    pub chart_svg: String,
+    /// The ladder as last probed.
+    pub ladder: Vec<RungRow>,
+    /// The window length the meter uses.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub window_ms: u64,
+}
+
+/// Where an export went; `None` when the person cancelled the dialog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct ExportResult {
+    /// The file written.
+    pub path: Option<String>,
+    /// Bytes written.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub bytes: u64,
+}
+
+/// How far an audit has got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct AuditProgress {
+    /// Bytes read so far over all streams.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub bytes_done: u64,
+    /// Bytes in all streams.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub bytes_total: u64,
+    /// Records processed so far.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub records: u64,
+}
+
+/// One audit job as the front end sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct AuditJob {
+    /// Job number (increasing).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub id: u64,
+    /// The streams.
+    pub paths: Vec<String>,
+    /// `running`, `done`, `cancelled` or `failed`.
+    pub state: String,
+    /// Progress.
+    pub progress: AuditProgress,
+    /// Time since start (or total time when finished).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub elapsed_ms: u64,
+    /// The verdict when done.
+    pub verdict: Option<String>,
+    /// Why it failed.
+    pub error: Option<UiError>,
+}
+
+/// A finished audit's report: the engine's JSON (as `jcp audit --json`
+/// prints it) and the same report as an HTML fragment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct AuditReportView {
+    /// The job.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub id: u64,
+    /// The verdict.
+    pub verdict: String,
+    /// The engine's report.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub report: serde_json::Value,
+    /// The report rendered by `report::report_fragment`.
+    pub html: String,
+}
+
+/// An opened stream and its last verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct StreamRow {
+    /// The file.
+    pub path: String,
+    /// Size when opened.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub size_bytes: u64,
+    /// Opened at, Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub opened_at_ms: u64,
+    /// Last verdict, if audited.
+    pub last_verdict: Option<String>,
+}
+
+/// A steward action as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct ActionRow {
+    /// When, Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub at_ms: u64,
+    /// What.
+    pub action: String,
+    /// On what.
+    pub subject: String,
+}
+
+impl From<&console_store::WindowRecord> for WindowRow {
+    fn from(w: &console_store::WindowRecord) -> Self {
+        Self {
+            seq: w.seq,
+            start_ms: w.start_ms,
+            end_ms: w.end_ms,
+            energy_uj: w.energy.map(|e| e.uj),
+            provenance: w.energy.map(|e| e.provenance.as_str().to_owned()),
+            coverage: w.energy.map(|e| e.coverage.as_str().to_owned()),
+            rung: w.rung.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every IPC type, so the generated TypeScript covers them all.
+    fn generated() -> Vec<(String, String)> {
+        macro_rules! all {
+            ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
+        }
+        all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow)
+    }
+
+    /// STYLE "IPC types defined once in Rust": the committed `ui/src/gen/*.ts`
+    /// must equal what ts-rs generates now. `JCP_UPDATE_TS=1` rewrites them.
+    #[test]
+    fn ipc_typescript_matches_rust_definitions() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/gen");
+        let update = std::env::var_os("JCP_UPDATE_TS").is_some();
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        for (name, text) in generated() {
+            let file = dir.join(format!("{name}.ts"));
+            if update {
+                std::fs::write(&file, &text).unwrap();
+            } else {
+                let committed = std::fs::read_to_string(&file)
+                    .unwrap_or_else(|e| panic!("{} missing ({e}); run JCP_UPDATE_TS=1 cargo test -p console-view", file.display()));
+                assert_eq!(committed, text, "{} is stale; run JCP_UPDATE_TS=1 cargo test -p console-view", file.display());
+            }
+        }
+    }
+
+    #[test]
+    fn s5_gap_window_row_has_no_energy_and_no_grades() {
+        let w = console_store::WindowRecord { seq: 3, start_ms: 0, end_ms: 1000, energy: None, rung: None };
+        let row = WindowRow::from(&w);
+        let v = serde_json::to_value(&row).unwrap();
+        assert!(v["energy_uj"].is_null() && v["provenance"].is_null() && v["coverage"].is_null());
+    }
+}

@@ -1,0 +1,68 @@
+//! JCP Console's UI-free view models, rendered in Rust so the front end only
+//! places them: the live energy chart (plotters → SVG), the CSV/JSON exports
+//! of energy windows (provenance and coverage on every row, gaps as gaps) and
+//! the self-contained HTML audit report.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod chart;
+pub mod ipc;
+pub mod export;
+pub mod report;
+
+/// Everything that can go wrong rendering a view.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// plotters failed to draw the chart.
+    #[error("the energy chart could not be drawn: {0}")]
+    Chart(String),
+    /// The CSV writer failed.
+    #[error("the CSV export could not be written: {0}")]
+    Csv(String),
+    /// JSON serialisation failed.
+    #[error("the JSON export could not be written: {0}")]
+    Json(String),
+}
+
+impl ViewError {
+    /// A stable code for the front end.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Chart(_) => "view.chart",
+            Self::Csv(_) => "view.csv",
+            Self::Json(_) => "view.json",
+        }
+    }
+}
+
+/// Escapes text for HTML/SVG element content and attribute values.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Formats microjoules for people: µJ, mJ, J or kJ with three significant figures.
+pub fn format_uj(uj: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let v = uj as f64;
+    if uj < 1_000 {
+        format!("{uj} µJ")
+    } else if uj < 1_000_000 {
+        format!("{:.3} mJ", v / 1e3)
+    } else if uj < 1_000_000_000 {
+        format!("{:.3} J", v / 1e6)
+    } else {
+        format!("{:.3} kJ", v / 1e9)
+    }
+}

@@ -1,0 +1,235 @@
+//! The audit report as HTML (spec §8, §8.2): every field the engine
+//! serialised, as nested tables, so the console shows exactly the numbers
+//! `jcp audit --json` prints. The same fragment is shown in the app and
+//! wrapped into a self-contained HTML file (inline style, inline SVG charts,
+//! no scripts, nothing remote) for export.
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use crate::{escape_html, ViewError};
+
+/// Human heading for a JSON key: `failed_by_reason` → `failed by reason`.
+fn heading(key: &str) -> String {
+    escape_html(&key.replace('_', " "))
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "—".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => escape_html(s),
+        Value::Array(_) | Value::Object(_) => String::new(),
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// Renders any JSON value as HTML: objects as key/value tables, arrays of
+/// objects as one table with a column per key, nested values recursively.
+pub fn value_html(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) if map.is_empty() => out.push_str("<span class=\"none\">none</span>"),
+        Value::Object(map) => {
+            out.push_str("<table class=\"kv\"><tbody>");
+            for (k, v) in map {
+                out.push_str("<tr><th>");
+                out.push_str(&heading(k));
+                out.push_str("</th><td");
+                if v.is_number() {
+                    out.push_str(" class=\"num\"");
+                }
+                out.push('>');
+                value_html(v, out);
+                out.push_str("</td></tr>");
+            }
+            out.push_str("</tbody></table>");
+        }
+        Value::Array(items) if items.is_empty() => out.push_str("<span class=\"none\">none</span>"),
+        Value::Array(items) if items.iter().all(Value::is_object) => {
+            let mut cols: Vec<&str> = Vec::new();
+            for it in items {
+                if let Value::Object(m) = it {
+                    for k in m.keys() {
+                        if !cols.contains(&k.as_str()) {
+                            cols.push(k);
+                        }
+                    }
+                }
+            }
+            out.push_str("<table class=\"rows\"><thead><tr>");
+            for c in &cols {
+                out.push_str("<th>");
+                out.push_str(&heading(c));
+                out.push_str("</th>");
+            }
+            out.push_str("</tr></thead><tbody>");
+            for it in items {
+                out.push_str("<tr>");
+                for c in &cols {
+                    let cell = it.get(*c).unwrap_or(&Value::Null);
+                    out.push_str(if cell.is_number() { "<td class=\"num\">" } else { "<td>" });
+                    value_html(cell, out);
+                    out.push_str("</td>");
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</tbody></table>");
+        }
+        Value::Array(items) if items.iter().all(is_scalar) => {
+            out.push_str("<ul class=\"list\">");
+            for it in items {
+                out.push_str("<li>");
+                out.push_str(&scalar(it));
+                out.push_str("</li>");
+            }
+            out.push_str("</ul>");
+        }
+        Value::Array(items) => {
+            out.push_str("<ol class=\"list\">");
+            for it in items {
+                out.push_str("<li>");
+                value_html(it, out);
+                out.push_str("</li>");
+            }
+            out.push_str("</ol>");
+        }
+        other => out.push_str(&scalar(other)),
+    }
+}
+
+/// Every object in the report whose values are all non-negative integers
+/// (counts by reason, and the like), with its path, for charting.
+fn count_maps<'a>(prefix: &str, v: &'a Value, out: &mut Vec<(String, Vec<(&'a str, u64)>)>) {
+    if let Value::Object(map) = v {
+        let counts: Option<Vec<(&str, u64)>> = map.iter().map(|(k, v)| v.as_u64().map(|n| (k.as_str(), n))).collect();
+        match counts {
+            Some(c) if c.len() >= 2 && !prefix.is_empty() => out.push((prefix.to_owned(), c)),
+            _ => {
+                for (k, v) in map {
+                    let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    count_maps(&p, v, out);
+                }
+            }
+        }
+    }
+}
+
+/// A horizontal bar chart of one count map, as SVG.
+#[allow(clippy::cast_precision_loss)]
+pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, ViewError> {
+    let mut svg = String::new();
+    let rows = u32::try_from(counts.len()).unwrap_or(u32::MAX).min(40);
+    let height = 60 + rows * 24;
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, height)).into_drawing_area();
+        let draw = || -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+            root.fill(&WHITE)?;
+            let max = counts.iter().map(|c| c.1).max().unwrap_or(0).max(1) as f64;
+            let n = counts.len();
+            let mut chart = ChartBuilder::on(&root)
+                .margin(8)
+                .caption(title, ("sans-serif", 14))
+                .x_label_area_size(20)
+                .y_label_area_size(200)
+                .build_cartesian_2d(0f64..max * 1.15, 0f64..n as f64)?;
+            let label = |y: &f64| -> String {
+                let i = y.floor();
+                if i < 0.0 || i as usize >= n {
+                    return String::new();
+                }
+                counts[n - 1 - i as usize].0.replace('_', " ")
+            };
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .light_line_style(WHITE.mix(0.0))
+                .y_labels(n.max(1))
+                .y_label_formatter(&label)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .label_style(("sans-serif", 11))
+                .draw()?;
+            for (i, (_, c)) in counts.iter().enumerate() {
+                let y = (n - 1 - i) as f64;
+                let v = *c as f64;
+                chart.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.15), (v, y + 0.85)], RGBColor(0x3a, 0x6e, 0xa5).filled())))?;
+                chart.draw_series(std::iter::once(Text::new(c.to_string(), (v, y + 0.3), ("sans-serif", 11))))?;
+            }
+            root.present()?;
+            Ok(())
+        };
+        draw().map_err(|e| ViewError::Chart(e.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// The report's body (charts of its count maps, then every field) as an
+/// HTML fragment. Uses classes only, no inline style, no script.
+pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
+    let mut out = String::new();
+    let mut maps = Vec::new();
+    count_maps("", report, &mut maps);
+    if !maps.is_empty() {
+        out.push_str("<div class=\"charts\">");
+        for (path, counts) in &maps {
+            out.push_str("<figure class=\"chart\">");
+            out.push_str(&counts_chart_svg(&path.replace(['_', '.'], " "), counts)?);
+            out.push_str("</figure>");
+        }
+        out.push_str("</div>");
+    }
+    if let Value::Object(map) = report {
+        for (k, v) in map {
+            out.push_str("<section class=\"field\"><h3>");
+            out.push_str(&heading(k));
+            out.push_str("</h3>");
+            value_html(v, &mut out);
+            out.push_str("</section>");
+        }
+    } else {
+        value_html(report, &mut out);
+    }
+    Ok(out)
+}
+
+const REPORT_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2rem;color:#14202b}\
+h1{font-size:1.4rem}h3{font-size:1rem;margin:1.2rem 0 .4rem;text-transform:capitalize}\
+table{border-collapse:collapse;margin:.2rem 0}th,td{border:1px solid #cfd6dd;padding:.2rem .5rem;text-align:left;vertical-align:top}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}thead th{background:#eef2f6}table.kv>tbody>tr>th{background:#f6f8fa;font-weight:600}\
+.verdict{display:inline-block;padding:.3rem .8rem;border-radius:4px;font-weight:700}.verdict.clean{background:#d9f2e4}.verdict.findings{background:#fde2d5}\
+.charts{display:flex;flex-wrap:wrap;gap:1rem}.none{color:#7a8ea3}pre{background:#f6f8fa;padding:1rem;overflow:auto}";
+
+/// A complete, self-contained HTML document of an audit report: inline
+/// style, inline SVG charts, the raw JSON at the end; no script, nothing remote.
+pub fn report_html(report: &Value, verdict: &str, title: &str, sources: &[String]) -> Result<String, ViewError> {
+    let body = report_fragment(report)?;
+    let raw = serde_json::to_string_pretty(report).map_err(|e| ViewError::Json(e.to_string()))?;
+    let mut out = String::new();
+    out.push_str("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">");
+    out.push_str("<title>");
+    out.push_str(&escape_html(title));
+    out.push_str("</title><style>");
+    out.push_str(REPORT_CSS);
+    out.push_str("</style></head><body><h1>");
+    out.push_str(&escape_html(title));
+    out.push_str("</h1><p>Streams:</p><ul>");
+    for s in sources {
+        out.push_str("<li><code>");
+        out.push_str(&escape_html(s));
+        out.push_str("</code></li>");
+    }
+    out.push_str("</ul><p>Verdict: <span class=\"verdict ");
+    out.push_str(&escape_html(verdict));
+    out.push_str("\">");
+    out.push_str(&escape_html(verdict));
+    out.push_str("</span></p>");
+    out.push_str(&body);
+    out.push_str("<h3>Report as JSON</h3><pre>");
+    out.push_str(&escape_html(&raw));
+    out.push_str("</pre></body></html>\n");
+    Ok(out)
+}

@@ -1,0 +1,126 @@
+//! The one error type of this crate. Every variant is a refusal the profile
+//! (or this implementation's fail-closed reading of it) names, with a stable
+//! `code()` that the CLI, the vectors under `conformance/intent/refusals/` and
+//! the reports use. The codes of §3 are the reference implementation's own
+//! (`INTENT_TOO_DEEP`, `UNSAFE_INTENT_KEY`, ...), so a report from either
+//! runtime reads the same.
+
+/// Why a document, a binding, a proposal or an MCP call was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IntentError {
+    /// The input bytes are not UTF-8 (JSON text is UTF-8, RFC 8259 §8.1).
+    #[error("input is not UTF-8: invalid byte sequence at offset {offset}")]
+    NotUtf8 { offset: usize },
+    /// The input is not JSON text.
+    #[error("invalid JSON at byte {offset}: {reason}")]
+    JsonSyntax { offset: usize, reason: &'static str },
+    /// An object names the same key twice; `JSON.parse` would keep the last,
+    /// another parser the first, so the document is refused (docs/decisions.md).
+    #[error("duplicate key {key} in the object at {path}")]
+    DuplicateKey { path: String, key: String },
+    /// The document nests deeper than the decoder follows.
+    #[error("JSON nested deeper than {limit} levels at byte {offset}")]
+    NestingLimit { offset: usize, limit: usize },
+    /// §3: numbers MUST be finite (a literal such as `1e400` overflows to infinity).
+    #[error("number at {path} is not finite")]
+    InvalidNumber { path: String },
+    /// §3: a key named `__proto__`, `constructor` or `prototype`.
+    #[error("key {key} at {path} is refused (__proto__, constructor and prototype are never hashed)")]
+    UnsafeKey { path: String, key: String },
+    /// §3: nesting depth beyond the bound.
+    #[error("value at {path} is nested deeper than {limit}")]
+    TooDeep { path: String, limit: usize },
+    /// §3: more entries (array elements plus object properties, at every depth) than the bound.
+    #[error("more than {limit} entries (array elements and object properties); the one past the bound is at {path}")]
+    TooComplex { path: String, limit: usize },
+    /// §3: one array longer than the bound.
+    #[error("array at {path} has {len} elements, more than {limit}")]
+    ArrayTooLarge { path: String, len: usize, limit: usize },
+    /// §3: canonical form longer than the bound.
+    #[error("canonical form is longer than {limit} bytes")]
+    TooLarge { limit: usize },
+    /// §3: the binding (or one of its fixed objects) is not a JSON object.
+    #[error("{path} must be a JSON object")]
+    NotAnObject { path: String },
+    /// §3: a fixed key set extended by a key it does not name.
+    #[error("key {key} is not allowed in {path} (its key set is fixed)")]
+    UnknownKey { path: String, key: String },
+    /// §3 / schema: a required property is absent.
+    #[error("required property {path} is missing")]
+    MissingKey { path: String },
+    /// §3 / schema: a property's value breaks its constraint.
+    #[error("{path} must be {expected}")]
+    InvalidValue { path: String, expected: String },
+    /// §9: a `protocol_version` this implementation does not implement.
+    #[error("protocol_version {found} is not implemented (only agent-safe.intent/1)")]
+    UnsupportedVersion { found: String },
+    /// §3: the agent's proposal carries something besides type, resource and parameters.
+    #[error("the agent's proposal may carry only type, resource and parameters; it carries {key}")]
+    ProposalForbiddenKey { key: String },
+    /// §3: the agent's proposal is malformed.
+    #[error("proposal {path} must be {expected}")]
+    ProposalInvalid { path: String, expected: String },
+    /// §3: the trusted context already names a key the producer sets itself.
+    #[error("trusted context may not set {key}: the producer sets it")]
+    ContextReservedKey { key: String },
+    /// §8 / I-JSON: a lone surrogate in a value whose digest must not depend on the writer.
+    #[error("string at {path} holds a lone surrogate (not I-JSON)")]
+    NotIJson { path: String },
+    /// §8: the MCP `tools/call` request is malformed.
+    #[error("MCP tools/call request: {path} must be {expected}")]
+    McpInvocationInvalid { path: String, expected: String },
+    /// §8: the request names another tool than the binding governs.
+    #[error("MCP tool {found} is not the bound tool {expected}")]
+    McpToolMismatch { expected: String, found: String },
+    /// §8: an argument the tool binding does not declare (refused, never dropped).
+    #[error("MCP argument {name} is not declared by the tool binding")]
+    McpArgumentsInvalid { name: String },
+    /// §8: the target template cannot be filled from the arguments.
+    #[error("MCP target cannot be resolved: {reason}")]
+    McpTargetUnresolved { reason: String },
+    /// A constraint pattern of the validator failed to compile (a defect, never input's fault).
+    #[error("internal: validator pattern {pattern} does not compile")]
+    PatternUnavailable { pattern: &'static str },
+}
+
+impl IntentError {
+    /// The stable code of this refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotUtf8 { .. } => "JSON_NOT_UTF8",
+            Self::JsonSyntax { .. } => "JSON_SYNTAX",
+            Self::DuplicateKey { .. } => "JSON_DUPLICATE_KEY",
+            Self::NestingLimit { .. } => "JSON_NESTING_LIMIT",
+            Self::InvalidNumber { .. } => "INVALID_NUMBER",
+            Self::UnsafeKey { .. } => "UNSAFE_INTENT_KEY",
+            Self::TooDeep { .. } => "INTENT_TOO_DEEP",
+            Self::TooComplex { .. } => "INTENT_TOO_COMPLEX",
+            Self::ArrayTooLarge { .. } => "INTENT_ARRAY_TOO_LARGE",
+            Self::TooLarge { .. } => "INTENT_TOO_LARGE",
+            Self::NotAnObject { .. } => "BINDING_NOT_OBJECT",
+            Self::UnknownKey { .. } => "BINDING_UNKNOWN_KEY",
+            Self::MissingKey { .. } => "BINDING_MISSING_KEY",
+            Self::InvalidValue { .. } => "BINDING_INVALID_VALUE",
+            Self::UnsupportedVersion { .. } => "PROTOCOL_VERSION_UNSUPPORTED",
+            Self::ProposalForbiddenKey { .. } => "PROPOSAL_FORBIDDEN_KEY",
+            Self::ProposalInvalid { .. } => "PROPOSAL_INVALID",
+            Self::ContextReservedKey { .. } => "CONTEXT_RESERVED_KEY",
+            Self::NotIJson { .. } => "JCS_NOT_I_JSON",
+            Self::McpInvocationInvalid { .. } => "MCP_INVOCATION_INVALID",
+            Self::McpToolMismatch { .. } => "MCP_TOOL_MISMATCH",
+            Self::McpArgumentsInvalid { .. } => "MCP_ARGUMENTS_INVALID",
+            Self::McpTargetUnresolved { .. } => "MCP_TARGET_UNRESOLVED",
+            Self::PatternUnavailable { .. } => "INTERNAL_PATTERN",
+        }
+    }
+
+    /// Whether this is a failure to decode the bytes as JSON at all (as
+    /// against a refusal of a well-formed document).
+    pub fn is_decode_error(&self) -> bool {
+        matches!(
+            self,
+            Self::NotUtf8 { .. } | Self::JsonSyntax { .. } | Self::DuplicateKey { .. } | Self::NestingLimit { .. }
+        )
+    }
+}

@@ -1,0 +1,186 @@
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::cast_precision_loss)] // benchmark code, like tests
+//! Audit throughput against the pure signature-check baseline, same run,
+//! same signatures.
+//!
+//! * baseline: `ed25519_dalek::verify_batch` over every signature in the
+//!   stream (receipts, outcomes, notices), single-threaded, batches of the
+//!   same size the audit uses; preparing the inputs is not timed.
+//! * audit: `jcp_audit::audit_paths` end to end (read, frame, decode, verify,
+//!   replay, account, report) with 1 thread (per-core ratio) and all cores.
+//!
+//! Modes: `cargo test --benches` (no `--bench`): a tiny stream, each bench
+//! once. `cargo bench -p jcp-audit`: criterion over `JCP_BENCH_RECEIPTS`
+//! (default 20 000). `JCP_BENCH_ONESHOT=1 JCP_BENCH_RECEIPTS=1000000 cargo
+//! bench -p jcp-audit`: one timed pass of each over the big stream, peak RSS
+//! of the audit, printed as a table (what docs/performance.md quotes).
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion, Throughput};
+use ed25519_dalek::{Signature, VerifyingKey};
+use jcp_audit::{audit_paths, AuditOptions};
+use jcp_receipt::cose::{self, DidCache};
+use jcp_receipt::demo::{self, DemoOptions};
+use jcp_receipt::stream::{Item, Reader, RecordKind};
+use jcp_receipt::writer::Durability;
+
+const BATCH: usize = 64;
+
+fn bench_mode() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+fn receipts() -> u64 {
+    if !bench_mode() {
+        return 200;
+    }
+    std::env::var("JCP_BENCH_RECEIPTS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000)
+}
+
+fn stream_path(n: u64) -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    dir.join(format!("jcp-audit-bench-{n}.jcps"))
+}
+
+/// Generates (once, cached by size) a mixed allow/deny stream of 3-hop chains.
+fn ensure_stream(n: u64) -> PathBuf {
+    let p = stream_path(n);
+    let marker = p.with_extension("ok");
+    if marker.exists() && p.exists() {
+        return p;
+    }
+    let _ = std::fs::remove_file(&p);
+    let t = Instant::now();
+    let s = demo::write_demo(
+        &p,
+        &DemoOptions { receipts: n, tamper: 0, unresolved: 0, seed: 11, durability: Durability::GeneratorOnly },
+    )
+    .expect("generate");
+    eprintln!(
+        "generated {}: {} receipts ({} allow, {} deny), {} bytes in {:.1}s",
+        p.display(),
+        s.receipts,
+        s.allows,
+        s.denies,
+        s.bytes,
+        t.elapsed().as_secs_f64()
+    );
+    std::fs::write(&marker, b"ok").expect("marker");
+    p
+}
+
+/// Times `verify_batch` over every signature in the stream; input
+/// preparation (decoding, building ToBeSigned) is done chunk by chunk and
+/// not timed, so memory stays bounded.
+fn baseline(p: &Path) -> (Duration, u64) {
+    let reader = Reader::new(std::io::BufReader::new(std::fs::File::open(p).expect("open"))).expect("header");
+    let mut dids = DidCache::new();
+    let mut timed = Duration::ZERO;
+    let mut n = 0u64;
+    let mut chunk: Vec<(Vec<u8>, Signature, VerifyingKey)> = Vec::with_capacity(4096);
+    let mut flush = |chunk: &mut Vec<(Vec<u8>, Signature, VerifyingKey)>, timed: &mut Duration, n: &mut u64| {
+        let t = Instant::now();
+        for b in chunk.chunks(BATCH) {
+            let msgs: Vec<&[u8]> = b.iter().map(|x| x.0.as_slice()).collect();
+            let sigs: Vec<Signature> = b.iter().map(|x| x.1).collect();
+            let keys: Vec<VerifyingKey> = b.iter().map(|x| x.2).collect();
+            ed25519_dalek::verify_batch(&msgs, &sigs, &keys).expect("all valid");
+        }
+        *timed += t.elapsed();
+        *n += chunk.len() as u64;
+        chunk.clear();
+    };
+    for item in reader {
+        if let Item::Record(r) = item {
+            if r.kind == RecordKind::Grant {
+                continue;
+            }
+            let s = cose::open(&r.payload, &mut dids).expect("valid");
+            chunk.push((s.tbs, Signature::from_bytes(&s.signature), *s.steward.verifying_key()));
+            if chunk.len() == 4096 {
+                flush(&mut chunk, &mut timed, &mut n);
+            }
+        }
+    }
+    flush(&mut chunk, &mut timed, &mut n);
+    (timed, n)
+}
+
+fn run_audit(p: &Path, threads: usize) -> jcp_audit::Report {
+    let opts = AuditOptions { threads, ..AuditOptions::default() };
+    audit_paths(&[p], &opts, |_| ControlFlow::Continue(())).expect("audit")
+}
+
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn oneshot(n: u64) {
+    let p = ensure_stream(n);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (base, sigs) = baseline(&p);
+    reset_peak_rss();
+    let t = Instant::now();
+    let r1 = run_audit(&p, 1);
+    let a1 = t.elapsed();
+    let rss1 = peak_rss_kib();
+    assert!(r1.clean, "the generated stream audits clean");
+    reset_peak_rss();
+    let t = Instant::now();
+    let rn = run_audit(&p, cores);
+    let an = t.elapsed();
+    let rssn = peak_rss_kib();
+    assert_eq!(rn.receipts.verified, r1.receipts.verified);
+    let per_s = |d: Duration| sigs as f64 / d.as_secs_f64();
+    println!("receipts {n}, signatures {sigs}, stream {} bytes, cores {cores}", std::fs::metadata(&p).map_or(0, |m| m.len()));
+    println!("baseline verify_batch (1 thread, batch {BATCH}): {:.2}s = {:.0} sig/s", base.as_secs_f64(), per_s(base));
+    println!(
+        "audit 1 thread: {:.2}s = {:.0} sig/s, ratio {:.3} of baseline, peak RSS {} KiB",
+        a1.as_secs_f64(),
+        per_s(a1),
+        base.as_secs_f64() / a1.as_secs_f64(),
+        rss1.unwrap_or(0)
+    );
+    println!(
+        "audit {cores} threads: {:.2}s = {:.0} sig/s, ratio per core {:.3}, speed-up {:.2}x, peak RSS {} KiB",
+        an.as_secs_f64(),
+        per_s(an),
+        base.as_secs_f64() / an.as_secs_f64() / cores as f64,
+        a1.as_secs_f64() / an.as_secs_f64(),
+        rssn.unwrap_or(0)
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let n = receipts();
+    if bench_mode() && std::env::var_os("JCP_BENCH_ONESHOT").is_some() {
+        oneshot(n);
+        return;
+    }
+    let p = ensure_stream(n);
+    let (_, sigs) = baseline(&p);
+    let mut g = c.benchmark_group("audit");
+    g.throughput(Throughput::Elements(sigs));
+    g.sample_size(10);
+    g.bench_function(format!("verify_batch_baseline/{n}"), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| baseline(&p).0).sum())
+    });
+    g.bench_function(format!("audit_1_thread/{n}"), |b| b.iter(|| run_audit(&p, 1)));
+    g.bench_function(format!("audit_all_cores/{n}"), |b| b.iter(|| run_audit(&p, 0)));
+    g.finish();
+}
+
+criterion_group!(audit_benches, benches);
+
+fn main() {
+    audit_benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,654 @@
+//! The serial half of the audit: accounting in stream order, then the report.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::BufReader;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use jcp::cbor::ContentId;
+use jcp::decision::Verdict;
+use jcp::energy::{Coverage, Provenance};
+use jcp::grant::SignedGrant;
+use jcp::identity::Did;
+use jcp_receipt::receipt::{Profile, ReceiptCore};
+use jcp_receipt::record::RevocationNotice;
+use jcp_receipt::stream::{FaultCode, HeaderError, Reader, RecordKind};
+
+use crate::check::{self, Body, Checked, Meta, Raw};
+use crate::report::{
+    ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
+    RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
+};
+use crate::{AuditError, AuditOptions, Progress};
+
+const KEEP_OFFSETS: usize = 8;
+
+#[derive(Debug, Default)]
+struct Bucket {
+    count: u64,
+    first: Vec<(usize, u64)>,
+}
+
+#[derive(Debug, Default)]
+struct GrantAcc {
+    spent_uj: u64,
+    allows: u64,
+    denies: u64,
+    breaches: u64,
+    measured_uj: u64,
+    modelled_uj: u64,
+    partial: bool,
+    spent_minor: u64,
+    budget_from_receipt: Option<u64>,
+    first_over: Option<(usize, u64)>,
+    /// Verified allows whose chain contains this grant, by `known_through`.
+    by_marker: HashMap<Option<u64>, Bucket>,
+}
+
+#[derive(Debug, Default)]
+struct GroupAcc {
+    allows: u64,
+    refusals: u64,
+    uj: u64,
+}
+
+#[derive(Debug, Default)]
+struct SeqState {
+    last: Option<u64>,
+    last_marker: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    summary: StreamSummary,
+    pending: HashMap<[u8; 32], UnresolvedLine>,
+    refused_since: u64,
+    faults_since: u64,
+    seq: HashMap<Did, SeqState>,
+}
+
+#[derive(Debug, Default)]
+struct StewardAcc {
+    records: u64,
+    marker: Option<(u64, u64)>,
+    without_marker: u64,
+}
+
+#[derive(Debug)]
+struct Notice {
+    notice: RevocationNotice,
+    stream: usize,
+    offset: u64,
+}
+
+struct Engine {
+    max_findings: usize,
+    streams: Vec<StreamState>,
+    counts: ReceiptCounts,
+    findings: Vec<Finding>,
+    findings_by_code: BTreeMap<String, u64>,
+    grants: HashMap<ContentId, GrantAcc>,
+    grant_records: HashMap<ContentId, SignedGrant>,
+    groups: HashMap<(ContentId, Did), GroupAcc>,
+    notices: Vec<Notice>,
+    unresolved: Vec<UnresolvedLine>,
+    unresolved_total: u64,
+    energy: EnergyFloors,
+    provenance_floor: Option<Provenance>,
+    coverage_floor: Option<Coverage>,
+    stewards: HashMap<Did, StewardAcc>,
+    /// Ids of every signed record accounted (truncated to 128 bits).
+    seen: HashSet<u128>,
+    /// Receipt ids of refused receipts (outcomes naming them are not orphans).
+    refused_receipts: HashSet<u128>,
+    /// Per (steward, grant) running spend, to check each receipt's stated remainder.
+    running: HashMap<(Did, ContentId), u64>,
+}
+
+fn short(id: &[u8; 32]) -> u128 {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&id[..16]);
+    u128::from_be_bytes(b)
+}
+
+impl Engine {
+    fn new(opts: &AuditOptions) -> Self {
+        Self {
+            max_findings: opts.max_findings,
+            streams: Vec::new(),
+            counts: ReceiptCounts::default(),
+            findings: Vec::new(),
+            findings_by_code: BTreeMap::new(),
+            grants: HashMap::new(),
+            grant_records: HashMap::new(),
+            groups: HashMap::new(),
+            notices: Vec::new(),
+            unresolved: Vec::new(),
+            unresolved_total: 0,
+            energy: EnergyFloors::default(),
+            provenance_floor: None,
+            coverage_floor: None,
+            stewards: HashMap::new(),
+            seen: HashSet::new(),
+            refused_receipts: HashSet::new(),
+            running: HashMap::new(),
+        }
+    }
+
+    fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
+        *self.findings_by_code.entry(code.to_owned()).or_default() += 1;
+        if self.findings.len() < self.max_findings {
+            self.findings.push(Finding { stream, offset, code: code.to_owned(), message });
+        }
+    }
+
+    fn account(&mut self, chunk: Vec<Checked>) {
+        for c in chunk {
+            self.account_one(c);
+        }
+    }
+
+    fn account_one(&mut self, c: Checked) {
+        let (s, off) = (c.stream, c.offset);
+        if c.kind.is_some() {
+            self.streams[s].summary.records += 1;
+        }
+        match c.body {
+            Body::Fault(f) => {
+                let st = &mut self.streams[s];
+                st.summary.faults += 1;
+                st.faults_since += 1;
+                if f.code == FaultCode::TornTail {
+                    st.summary.torn_tail_at = Some(f.offset);
+                }
+                let msg = match f.code {
+                    FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
+                    FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
+                    FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
+                    FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
+                    FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
+                };
+                self.finding(s, f.offset, f.code.code(), msg);
+            }
+            Body::Refused(code, msg) => {
+                self.streams[s].refused_since += 1;
+                if c.kind == Some(RecordKind::Receipt) {
+                    self.counts.total += 1;
+                    self.counts.failed += 1;
+                    *self.counts.failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                    if let Some(id) = c.refused_id {
+                        self.refused_receipts.insert(short(&id));
+                    }
+                } else {
+                    *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                }
+                let what = c.kind.map_or("record", |k| match k {
+                    RecordKind::Receipt => "receipt",
+                    RecordKind::Outcome => "outcome",
+                    RecordKind::Grant => "grant",
+                    RecordKind::Revocation => "revocation notice",
+                });
+                self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
+            }
+            Body::Grant(g) => {
+                self.counts.grants += 1;
+                self.grant_records.insert(g.id(), *g);
+            }
+            body => {
+                let Some(meta) = c.meta else { return };
+                if !self.seen.insert(short(&meta.id)) {
+                    if c.kind == Some(RecordKind::Receipt) {
+                        self.counts.total += 1;
+                        self.counts.failed += 1;
+                        *self.counts.failed_by_reason.entry("duplicate-record".into()).or_default() += 1;
+                    }
+                    self.finding(s, off, "duplicate-record", "a record seen before, again: counted once, accounted once".into());
+                    return;
+                }
+                self.sequence(s, off, &meta);
+                match body {
+                    Body::Receipt(core) => self.receipt(s, off, &meta, &core),
+                    Body::Outcome(o) => {
+                        self.counts.outcomes += 1;
+                        if self.streams[s].pending.remove(&o.receipt.0).is_none()
+                            && !self.refused_receipts.contains(&short(&o.receipt.0))
+                        {
+                            self.finding(s, off, "orphan-outcome", format!("outcome for {} which was not decided earlier in this stream", o.receipt));
+                        }
+                    }
+                    Body::Revocation(n) => {
+                        self.counts.revocation_notices += 1;
+                        self.notices.push(Notice { notice: *n, stream: s, offset: off });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn sequence(&mut self, s: usize, off: u64, meta: &Meta) {
+        let sa = self.stewards.entry(meta.steward).or_default();
+        sa.records += 1;
+        if let Some(k) = meta.known_through {
+            sa.marker = Some(sa.marker.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))));
+        }
+        let st = &mut self.streams[s];
+        let refused = std::mem::take(&mut st.refused_since);
+        let faults = std::mem::take(&mut st.faults_since);
+        let state = st.seq.entry(meta.steward).or_default();
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        match meta.seq {
+            None => out.push(("unsequenced-record", "a signed record without a stream sequence number".into())),
+            Some(q) => {
+                let expected = state.last.map_or(0, |l| l + 1);
+                if q < expected {
+                    out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", expected - 1)));
+                } else if q > expected {
+                    let missing = q - expected;
+                    if faults == 0 && missing > refused {
+                        out.push(("sequence-gap", format!("{} record(s) missing before sequence {q}", missing - refused)));
+                    }
+                }
+                state.last = Some(state.last.map_or(q, |l| l.max(q)));
+            }
+        }
+        if let Some(k) = meta.known_through {
+            if let Some(prev) = state.last_marker {
+                if k < prev {
+                    out.push(("marker-regressed", format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                }
+            }
+            state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
+        }
+        for (code, msg) in out {
+            self.finding(s, off, code, msg);
+        }
+    }
+
+    fn receipt(&mut self, s: usize, off: u64, meta: &Meta, c: &ReceiptCore) {
+        self.counts.total += 1;
+        self.counts.verified += 1;
+        if c.profile == Profile::Jcp1 {
+            self.counts.legacy_jcp1 += 1;
+        }
+        if meta.known_through.is_none() {
+            self.stewards.entry(meta.steward).or_default().without_marker += 1;
+        }
+        let gkey = (c.grant_id, c.subject);
+        let leaf_budget = c.budget_uj;
+        {
+            let g = self.grants.entry(c.grant_id).or_default();
+            g.budget_from_receipt.get_or_insert(leaf_budget);
+        }
+        if let Some(rec) = self.grant_records.get(&c.grant_id) {
+            if rec.grant().budget_uj != leaf_budget {
+                let msg = format!("receipt states budget {} µJ but the grant record says {}", leaf_budget, rec.grant().budget_uj);
+                self.finding(s, off, "budget-mismatch", msg);
+            }
+        }
+        let key = (meta.steward, c.grant_id);
+        match c.verdict {
+            Verdict::Deny(r) => {
+                self.groups.entry(gkey).or_default().refusals += 1;
+                self.counts.denies += 1;
+                *self.counts.deny_reasons.entry(r.as_str().to_owned()).or_default() += 1;
+                self.grants.entry(c.grant_id).or_default().denies += 1;
+                let spent = self.running.get(&key).copied().unwrap_or(0);
+                self.check_remaining(s, off, c, spent);
+            }
+            Verdict::Allow => {
+                let group = self.groups.entry(gkey).or_default();
+                group.allows += 1;
+                group.uj = group.uj.saturating_add(c.cost_uj);
+                self.counts.allows += 1;
+                let ids = c.debited_ids();
+                self.check_links(s, off, &ids);
+                let measured = c.provenance.is_measured();
+                for id in &ids {
+                    let run = self.running.entry((meta.steward, *id)).or_default();
+                    *run = run.saturating_add(c.cost_uj);
+                    let budget_known = self.grant_records.get(id).map(|g| g.grant().budget_uj);
+                    let g = self.grants.entry(*id).or_default();
+                    g.spent_uj = g.spent_uj.saturating_add(c.cost_uj);
+                    g.allows += 1;
+                    if measured {
+                        g.measured_uj = g.measured_uj.saturating_add(c.cost_uj);
+                    } else {
+                        g.modelled_uj = g.modelled_uj.saturating_add(c.cost_uj);
+                    }
+                    g.partial |= c.coverage == Coverage::Partial;
+                    if let Some(m) = &c.money {
+                        g.spent_minor = g.spent_minor.saturating_add(m.minor);
+                    }
+                    if c.breach.is_some() {
+                        g.breaches += 1;
+                    }
+                    let budget = budget_known.or(if *id == c.grant_id { Some(leaf_budget) } else { None });
+                    if let Some(b) = budget {
+                        if g.spent_uj > b && g.first_over.is_none() {
+                            g.first_over = Some((s, off));
+                        }
+                    }
+                    let bucket = g.by_marker.entry(meta.known_through).or_default();
+                    bucket.count += 1;
+                    if bucket.first.len() < KEEP_OFFSETS {
+                        bucket.first.push((s, off));
+                    }
+                }
+                let spent = self.running.get(&key).copied().unwrap_or(0);
+                self.check_remaining(s, off, c, spent);
+                if let Some(b) = c.breach {
+                    self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                }
+                // Energy floors.
+                let p = c.provenance;
+                self.provenance_floor = Some(self.provenance_floor.map_or(p, |f| f.min(p)));
+                self.coverage_floor = Some(self.coverage_floor.map_or(c.coverage, |f| f.min(c.coverage)));
+                *self.energy.uj_by_provenance.entry(p.as_str().to_owned()).or_default() += c.cost_uj;
+                *self.energy.allows_by_provenance.entry(p.as_str().to_owned()).or_default() += 1;
+                if c.coverage == Coverage::Partial {
+                    self.energy.partial_allows += 1;
+                }
+                self.streams[s].pending.insert(
+                    meta.id,
+                    UnresolvedLine {
+                        stream: s,
+                        offset: off,
+                        receipt: ContentId(meta.id),
+                        grant_id: c.grant_id,
+                        holder: c.subject.to_string(),
+                        steward: c.steward.to_string(),
+                        action: c.action.clone(),
+                        cost_uj: c.cost_uj,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The receipt's stated remainder must be what replaying this steward's
+    /// verified receipts gives (§8.1: the books balance); on a mismatch the
+    /// running figure follows the receipt so one discrepancy is one finding.
+    fn check_remaining(&mut self, s: usize, off: u64, c: &ReceiptCore, spent: u64) {
+        let expected = c.budget_uj.saturating_sub(spent);
+        if expected != c.budget_remaining_uj {
+            self.finding(
+                s,
+                off,
+                "remaining-mismatch",
+                format!(
+                    "receipt states {} µJ remaining on {}, the replayed record gives {} µJ",
+                    c.budget_remaining_uj, c.grant_id, expected
+                ),
+            );
+            let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
+            self.running.insert((c.steward, c.grant_id), resync);
+        }
+    }
+
+    /// Where the grant records are known, a chain must link root first.
+    fn check_links(&mut self, s: usize, off: u64, ids: &[ContentId]) {
+        for w in ids.windows(2) {
+            if let Some(child) = self.grant_records.get(&w[1]) {
+                if child.grant().parent != Some(w[0]) {
+                    let msg = format!("chain_ids names {} after {}, but its grant record's parent differs", w[1], w[0]);
+                    self.finding(s, off, "chain-mismatch", msg);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn end_stream(&mut self, s: usize) {
+        let mut pending: Vec<UnresolvedLine> = self.streams[s].pending.drain().map(|(_, v)| v).collect();
+        pending.sort_by_key(|u| u.offset);
+        for u in pending {
+            self.unresolved_total += 1;
+            let msg = format!(
+                "decision recorded with no outcome: whether it took effect is known only to its holder {} (§4.11); its {} µJ stay debited",
+                u.holder, u.cost_uj
+            );
+            self.finding(u.stream, u.offset, "unresolved-decision", msg);
+            if self.unresolved.len() < self.max_findings {
+                self.unresolved.push(u);
+            }
+        }
+    }
+
+    fn finish(mut self) -> Report {
+        // Revocations: authority, then classification of the allows on each subtree.
+        let notices = std::mem::take(&mut self.notices);
+        let mut revocations = Vec::new();
+        for n in notices {
+            let rv = n.notice.revocation.revocation();
+            let gid = rv.grant_id;
+            let authority = match self.grant_records.get(&gid) {
+                None => "unverifiable",
+                Some(g) => match n.notice.revocation.check_authority(g) {
+                    Ok(()) => "verified",
+                    Err(_) => "forged",
+                },
+            };
+            let mut classes = RevocationClasses::default();
+            match authority {
+                "forged" => self.finding(n.stream, n.offset, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied")),
+                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against")),
+                _ => {}
+            }
+            if authority != "forged" {
+                let m = n.notice.marker;
+                if let Some(g) = self.grants.get(&gid) {
+                    let mut found = Vec::new();
+                    for (k, b) in &g.by_marker {
+                        match k {
+                            Some(k) if *k < m => classes.explicable += b.count,
+                            Some(_) => {
+                                classes.violation += b.count;
+                                classes.violation_at.extend(b.first.iter().copied());
+                                found.extend(b.first.iter().map(|&(s, o)| (s, o, "revocation-violation")));
+                            }
+                            None => {
+                                classes.unverifiable += b.count;
+                                classes.unverifiable_at.extend(b.first.iter().copied());
+                                found.extend(b.first.iter().map(|&(s, o)| (s, o, "revocation-unverifiable")));
+                            }
+                        }
+                    }
+                    classes.violation_at.sort_unstable();
+                    classes.unverifiable_at.sort_unstable();
+                    found.sort_unstable();
+                    // One finding per classified allow, counted exactly;
+                    // the first few are kept with their offsets.
+                    let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
+                    let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
+                    for (s, o, code) in found {
+                        let msg = if code == "revocation-violation" {
+                            format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
+                        } else {
+                            format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
+                        };
+                        self.finding(s, o, code, msg);
+                    }
+                    *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
+                    *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
+                    self.findings_by_code.retain(|_, v| *v > 0);
+                }
+            }
+            revocations.push(RevocationLine { grant_id: gid, marker: n.notice.marker, at: (n.stream, n.offset), authority, allows: classes });
+        }
+        // Grants and conservation.
+        let mut ids: Vec<ContentId> = self.grants.keys().chain(self.grant_records.keys()).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut grants = Vec::with_capacity(ids.len());
+        let mut overs = Vec::new();
+        for id in ids {
+            let acc = self.grants.remove(&id).unwrap_or_default();
+            let rec = self.grant_records.get(&id);
+            let budget = rec.map(|g| g.grant().budget_uj).or(acc.budget_from_receipt);
+            let conservation = budget.map(|b| {
+                let (frac, dec) = ppm_floor(b);
+                Conservation {
+                    budget_uj: b,
+                    spent_uj: acc.spent_uj,
+                    remaining_uj: b.saturating_sub(acc.spent_uj),
+                    overspent_uj: acc.spent_uj.saturating_sub(b),
+                    floor_ppm_fraction: frac,
+                    floor_ppm: dec,
+                    basis: if acc.spent_uj == 0 {
+                        "none"
+                    } else if acc.modelled_uj == 0 {
+                        "measured"
+                    } else {
+                        "modelled"
+                    },
+                    measured_uj: acc.measured_uj,
+                    modelled_uj: acc.modelled_uj,
+                    coverage: if acc.partial { "Partial" } else { "Whole" },
+                }
+            });
+            if let Some(c) = &conservation {
+                if c.overspent_uj > 0 {
+                    let (s, o) = acc.first_over.unwrap_or((0, 0));
+                    overs.push((s, o, format!("grant {id} spent {} µJ against a ceiling of {} µJ ({} µJ over)", c.spent_uj, c.budget_uj, c.overspent_uj)));
+                }
+            }
+            let funds = rec.and_then(|g| g.grant().budget_funds.clone());
+            grants.push(GrantLine {
+                grant_id: id,
+                grant_record: rec.is_some(),
+                issuer: rec.map(|g| g.grant().issuer.to_string()),
+                subject: rec.map(|g| g.grant().subject.to_string()),
+                parent: rec.and_then(|g| g.grant().parent),
+                budget_uj: budget,
+                spent_uj: acc.spent_uj,
+                allows: acc.allows,
+                denies: acc.denies,
+                breaches: acc.breaches,
+                money: MoneyLine {
+                    currency: funds.as_ref().map(|f| f.currency.clone()),
+                    ceiling_minor: funds.as_ref().map(|f| f.minor),
+                    spent_minor: acc.spent_minor,
+                },
+                conservation,
+            });
+            if let Some(f) = &funds {
+                if acc.spent_minor > f.minor {
+                    overs.push((0, 0, format!("grant {id} spent {} {} minor against a money ceiling of {}", acc.spent_minor, f.currency, f.minor)));
+                }
+            }
+        }
+        for (s, o, msg) in overs {
+            self.finding(s, o, "overspend", msg);
+        }
+        let mut groups: Vec<GroupLine> = self
+            .groups
+            .into_iter()
+            .map(|((g, subj), a)| GroupLine { grant_id: g, subject: subj.to_string(), allows: a.allows, refusals: a.refusals, uj: a.uj })
+            .collect();
+        groups.sort_by(|a, b| (a.grant_id, &a.subject).cmp(&(b.grant_id, &b.subject)));
+        let mut stewards: Vec<StewardLine> = self
+            .stewards
+            .into_iter()
+            .map(|(d, a)| StewardLine { steward: d.to_string(), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
+            .collect();
+        stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
+        let mut energy = self.energy;
+        energy.provenance_floor = self.provenance_floor.map_or("none".into(), |p| p.as_str().to_owned());
+        energy.coverage_floor = self.coverage_floor.map_or("none".into(), |c| c.as_str().to_owned());
+        self.findings.sort_by(|a, b| (a.stream, a.offset).cmp(&(b.stream, b.offset)));
+        let total: u64 = self.findings_by_code.values().sum();
+        Report {
+            spec: "jcp-v0.3",
+            streams: self.streams.into_iter().map(|s| s.summary).collect(),
+            receipts: self.counts,
+            findings_omitted: total.saturating_sub(self.findings.len() as u64),
+            findings: self.findings,
+            clean: total == 0,
+            findings_by_code: self.findings_by_code,
+            grants,
+            groups,
+            revocations,
+            unresolved: self.unresolved,
+            unresolved_total: self.unresolved_total,
+            energy,
+            stewards,
+        }
+    }
+}
+
+fn install<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// Runs the audit over `paths`.
+pub(crate) fn run(
+    paths: &[PathBuf],
+    opts: &AuditOptions,
+    mut progress: impl FnMut(&Progress) -> ControlFlow<()>,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<Report, AuditError> {
+    let mut eng = Engine::new(opts);
+    let chunk_records = opts.chunk_records.max(1);
+    let mut records_done = 0u64;
+    for (idx, path) in paths.iter().enumerate() {
+        let name = path.display().to_string();
+        let io = |e: std::io::Error| AuditError::Io { path: name.clone(), message: e.to_string() };
+        let file = File::open(path).map_err(io)?;
+        let bytes_total = file.metadata().map_err(io)?.len();
+        eng.streams.push(StreamState {
+            summary: StreamSummary { path: name.clone(), bytes: bytes_total, ..StreamSummary::default() },
+            ..StreamState::default()
+        });
+        if progress(&Progress::StreamStarted { index: idx, path: path.clone(), bytes_total }).is_break() {
+            return Err(AuditError::Cancelled);
+        }
+        let mut reader = match Reader::new(BufReader::with_capacity(1 << 20, file)) {
+            Ok(r) => r,
+            Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
+            Err(HeaderError::Io(e)) => return Err(io(e)),
+        };
+        let mut prev: Option<Vec<Checked>> = None;
+        loop {
+            let chunk: Vec<Raw> = reader.by_ref().take(chunk_records).map(|item| Raw { stream: idx, item }).collect();
+            if let Some(e) = reader.take_io_error() {
+                return Err(io(e));
+            }
+            let done = chunk.is_empty();
+            let prev_n = prev.as_ref().map_or(0, Vec::len) as u64;
+            let expected = &opts.expected_stewards;
+            let mode = opts.verification;
+            let eng_ref = &mut eng;
+            let prev_chunk = prev.take();
+            // Verify this chunk on all cores while the previous one is accounted.
+            let (checked, ()) = install(pool, || {
+                rayon::join(
+                    || check::check_chunk(&chunk, expected, mode),
+                    || {
+                        if let Some(p) = prev_chunk {
+                            eng_ref.account(p);
+                        }
+                    },
+                )
+            });
+            records_done += prev_n;
+            let ev = Progress::Advanced { index: idx, bytes_done: reader.position(), bytes_total, records: records_done };
+            if progress(&ev).is_break() {
+                return Err(AuditError::Cancelled);
+            }
+            if done {
+                break;
+            }
+            prev = Some(checked);
+        }
+        eng.end_stream(idx);
+    }
+    if progress(&Progress::Finishing).is_break() {
+        return Err(AuditError::Cancelled);
+    }
+    Ok(eng.finish())
+}

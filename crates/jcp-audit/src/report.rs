@@ -1,0 +1,399 @@
+//! The audit report: what was verified, what failed and why, what the
+//! books say. Every type is `serde::Serialize` (the `--json` output and the
+//! console payload); [`Report::render_text`] is the human table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use jcp::cbor::ContentId;
+use serde::Serialize;
+
+/// One named problem at a byte offset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Index of the stream in the input list.
+    pub stream: usize,
+    /// Byte offset in that stream (0 for findings about the whole audit).
+    pub offset: u64,
+    /// Stable code (`bad-signature`, `torn-tail`, `duplicate-record`, ...).
+    pub code: String,
+    /// A sentence saying what was wrong.
+    pub message: String,
+}
+
+/// One stream's summary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StreamSummary {
+    /// Its path.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Well-framed records read.
+    pub records: u64,
+    /// Framing faults (each also a finding).
+    pub faults: u64,
+    /// Where a torn final record starts, if there is one (reported, not read).
+    pub torn_tail_at: Option<u64>,
+}
+
+/// Receipt counts (§8.2: failures counted, never skipped).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReceiptCounts {
+    /// Receipt records seen.
+    pub total: u64,
+    /// Verified and accounted.
+    pub verified: u64,
+    /// Refused, by reason code.
+    pub failed_by_reason: BTreeMap<String, u64>,
+    /// Refused in total.
+    pub failed: u64,
+    /// Verified allows.
+    pub allows: u64,
+    /// Verified denies.
+    pub denies: u64,
+    /// Verified denies by reason.
+    pub deny_reasons: BTreeMap<String, u64>,
+    /// Verified receipts under the legacy `jcp/1` profile.
+    pub legacy_jcp1: u64,
+    /// Other records: outcomes, grants, revocation notices (verified).
+    pub outcomes: u64,
+    /// Grant records whose issuer signature verified.
+    pub grants: u64,
+    /// Revocation notices verified.
+    pub revocation_notices: u64,
+    /// Non-receipt records refused, by reason.
+    pub other_failed_by_reason: BTreeMap<String, u64>,
+}
+
+/// The money dimension of a grant (§4.8).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MoneyLine {
+    /// The ceiling's currency, when the grant record is known and has one.
+    pub currency: Option<String>,
+    /// The ceiling in minor units.
+    pub ceiling_minor: Option<u64>,
+    /// Spent, minor units, from verified priced allows.
+    pub spent_minor: u64,
+}
+
+/// §5.5: the conservation line of a grant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conservation {
+    /// The ceiling, µJ (exact).
+    pub budget_uj: u64,
+    /// Spent, µJ (exact sum of verified allow debits naming the grant).
+    pub spent_uj: u64,
+    /// Remaining, µJ (0 when overspent).
+    pub remaining_uj: u64,
+    /// Spent beyond the ceiling, µJ.
+    pub overspent_uj: u64,
+    /// The smallest representable discrepancy: `1_000_000 / budget_uj`
+    /// parts per million, as an exact fraction.
+    pub floor_ppm_fraction: String,
+    /// The same, as a decimal rounded up to 6 places.
+    pub floor_ppm: String,
+    /// `measured` when every debit rests on a hardware reading, `modelled`
+    /// when any rests on a model or estimator, `none` without debits.
+    pub basis: &'static str,
+    /// µJ from `HwShunt` figures.
+    pub measured_uj: u64,
+    /// µJ from `ModelBased` or `Estimator` figures.
+    pub modelled_uj: u64,
+    /// `Partial` when any debit covered only part of its work (§5.2): the
+    /// total is then partial too.
+    pub coverage: &'static str,
+}
+
+/// Per-grant budget replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct GrantLine {
+    /// The grant.
+    pub grant_id: ContentId,
+    /// Whether its signed grant record was in a stream (and verified).
+    pub grant_record: bool,
+    /// Its issuer, when known.
+    pub issuer: Option<String>,
+    /// Its subject, when known.
+    pub subject: Option<String>,
+    /// Its parent (chain link), when known.
+    pub parent: Option<ContentId>,
+    /// Its ceiling, from the grant record or, failing that, the receipts.
+    pub budget_uj: Option<u64>,
+    /// µJ spent (leaf and ancestor debits, §4.2).
+    pub spent_uj: u64,
+    /// Verified allows that debited it.
+    pub allows: u64,
+    /// Verified denies decided against it as leaf.
+    pub denies: u64,
+    /// Debit-point breaches recorded on its allows (§4.9).
+    pub breaches: u64,
+    /// The money dimension.
+    pub money: MoneyLine,
+    /// §5.5 conservation (when the budget is known).
+    pub conservation: Option<Conservation>,
+}
+
+/// §8.2 group accounting by `(grant_id, subject)`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupLine {
+    /// The (leaf) grant.
+    pub grant_id: ContentId,
+    /// The worker (the grant's subject).
+    pub subject: String,
+    /// Actions allowed.
+    pub allows: u64,
+    /// Actions refused.
+    pub refusals: u64,
+    /// Joules spent, µJ.
+    pub uj: u64,
+}
+
+/// How an allow after a revocation is classified (§4.3 propagation).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RevocationClasses {
+    /// `known_through < M`: the point had not yet heard.
+    pub explicable: u64,
+    /// `known_through >= M`: the point had heard and allowed anyway.
+    pub violation: u64,
+    /// No marker stated: "did not say" is not "was current".
+    pub unverifiable: u64,
+    /// Offsets (stream, offset) of the first few violations.
+    pub violation_at: Vec<(usize, u64)>,
+    /// Offsets of the first few unverifiable allows.
+    pub unverifiable_at: Vec<(usize, u64)>,
+}
+
+/// A revocation and the allows on its subtree.
+#[derive(Debug, Clone, Serialize)]
+pub struct RevocationLine {
+    /// The revoked grant.
+    pub grant_id: ContentId,
+    /// The feed marker `M` at which it was issued.
+    pub marker: u64,
+    /// Where the notice was (stream, offset).
+    pub at: (usize, u64),
+    /// `verified` (authority checked against the grant record), `forged`
+    /// (authority refused: not applied) or `unverifiable` (grant unknown).
+    pub authority: &'static str,
+    /// The classification of every verified allow whose chain contains it.
+    pub allows: RevocationClasses,
+}
+
+/// A decision with no recorded outcome (§4.11).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnresolvedLine {
+    /// Stream index.
+    pub stream: usize,
+    /// Byte offset of the decision receipt.
+    pub offset: u64,
+    /// The receipt id.
+    pub receipt: ContentId,
+    /// The grant.
+    pub grant_id: ContentId,
+    /// The party that held it and ran the action.
+    pub holder: String,
+    /// The enforcement point that recorded it.
+    pub steward: String,
+    /// The action.
+    pub action: String,
+    /// Its debit (stays debited).
+    pub cost_uj: u64,
+}
+
+/// Provenance and coverage floors over verified allows (§5, §5.2).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EnergyFloors {
+    /// The worst provenance of any debit (`none` without debits).
+    pub provenance_floor: String,
+    /// `Partial` if any debit is partial.
+    pub coverage_floor: String,
+    /// µJ by provenance.
+    pub uj_by_provenance: BTreeMap<String, u64>,
+    /// Allows by provenance.
+    pub allows_by_provenance: BTreeMap<String, u64>,
+    /// Allows whose figure is partial.
+    pub partial_allows: u64,
+}
+
+/// A steward (enforcement point) seen in the streams.
+#[derive(Debug, Clone, Serialize)]
+pub struct StewardLine {
+    /// Its did.
+    pub steward: String,
+    /// Verified signed records.
+    pub records: u64,
+    /// The smallest and largest `known_through` it stated.
+    pub known_through: Option<(u64, u64)>,
+    /// Verified receipts without a marker.
+    pub receipts_without_marker: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The spec the audit applies.
+    pub spec: &'static str,
+    /// One line per stream.
+    pub streams: Vec<StreamSummary>,
+    /// Receipt counts.
+    pub receipts: ReceiptCounts,
+    /// Findings in detail (first `max_findings`).
+    pub findings: Vec<Finding>,
+    /// Findings by code (complete).
+    pub findings_by_code: BTreeMap<String, u64>,
+    /// Findings counted but not kept in detail.
+    pub findings_omitted: u64,
+    /// Per-grant budgets.
+    pub grants: Vec<GrantLine>,
+    /// Group accounting.
+    pub groups: Vec<GroupLine>,
+    /// Revocations and their classification.
+    pub revocations: Vec<RevocationLine>,
+    /// Unresolved decisions.
+    pub unresolved: Vec<UnresolvedLine>,
+    /// Unresolved decisions in total.
+    pub unresolved_total: u64,
+    /// Energy floors.
+    pub energy: EnergyFloors,
+    /// Stewards.
+    pub stewards: Vec<StewardLine>,
+    /// No findings at all.
+    pub clean: bool,
+}
+
+impl Report {
+    /// 0 when clean, 1 when there is any finding.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(!self.clean)
+    }
+
+    /// Total findings.
+    pub fn findings_total(&self) -> u64 {
+        self.findings_by_code.values().sum()
+    }
+
+    /// The human table.
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "JCP audit ({}) — {}", self.spec, if self.clean { "CLEAN" } else { "FINDINGS" });
+        for (i, st) in self.streams.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  stream {i}: {} ({} bytes, {} records, {} faults{})",
+                st.path,
+                st.bytes,
+                st.records,
+                st.faults,
+                st.torn_tail_at.map(|o| format!(", torn tail at {o}")).unwrap_or_default()
+            );
+        }
+        let r = &self.receipts;
+        let _ = writeln!(
+            s,
+            "receipts: {} total, {} verified ({} allow, {} deny, {} jcp/1), {} failed",
+            r.total, r.verified, r.allows, r.denies, r.legacy_jcp1, r.failed
+        );
+        for (code, n) in &r.failed_by_reason {
+            let _ = writeln!(s, "  failed {code:<28} {n}");
+        }
+        for (code, n) in &r.deny_reasons {
+            let _ = writeln!(s, "  denied {code:<28} {n}");
+        }
+        let _ = writeln!(
+            s,
+            "other records: {} outcomes, {} grants, {} revocation notices",
+            r.outcomes, r.grants, r.revocation_notices
+        );
+        let e = &self.energy;
+        let _ = writeln!(s, "energy: provenance floor {}, coverage floor {}", e.provenance_floor, e.coverage_floor);
+        if !self.grants.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{:<16} {:>16} {:>16} {:>16} {:>8} {:>8} {:>12} {:>9}",
+                "grant", "budget µJ", "spent µJ", "remaining µJ", "allows", "denies", "floor ppm", "basis"
+            );
+            for g in &self.grants {
+                let (budget, remaining, floor, basis) = match &g.conservation {
+                    Some(c) => (
+                        c.budget_uj.to_string(),
+                        if c.overspent_uj > 0 { format!("-{}", c.overspent_uj) } else { c.remaining_uj.to_string() },
+                        c.floor_ppm.clone(),
+                        c.basis,
+                    ),
+                    None => ("?".into(), "?".into(), "?".into(), "-"),
+                };
+                let _ = writeln!(
+                    s,
+                    "{:<16} {:>16} {:>16} {:>16} {:>8} {:>8} {:>12} {:>9}",
+                    &g.grant_id.to_hex()[..16],
+                    budget,
+                    g.spent_uj,
+                    remaining,
+                    g.allows,
+                    g.denies,
+                    floor,
+                    basis
+                );
+            }
+        }
+        if !self.groups.is_empty() {
+            let _ = writeln!(s, "\n{:<16} {:<24} {:>8} {:>9} {:>16}", "grant", "subject", "allows", "refusals", "µJ");
+            for g in &self.groups {
+                let subj: String = g.subject.chars().skip(8).take(20).collect();
+                let _ = writeln!(
+                    s,
+                    "{:<16} {:<24} {:>8} {:>9} {:>16}",
+                    &g.grant_id.to_hex()[..16],
+                    subj,
+                    g.allows,
+                    g.refusals,
+                    g.uj
+                );
+            }
+        }
+        for rv in &self.revocations {
+            let _ = writeln!(
+                s,
+                "\nrevocation of {} at marker {} ({}): {} explicable, {} violation, {} unverifiable",
+                rv.grant_id, rv.marker, rv.authority, rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable
+            );
+        }
+        if self.unresolved_total > 0 {
+            let _ = writeln!(s, "\nunresolved decisions: {}", self.unresolved_total);
+            for u in &self.unresolved {
+                let _ = writeln!(
+                    s,
+                    "  stream {} @{}: {} {} µJ, held by {}",
+                    u.stream, u.offset, u.action, u.cost_uj, u.holder
+                );
+            }
+        }
+        if !self.findings_by_code.is_empty() {
+            let _ = writeln!(s, "\nfindings: {}", self.findings_total());
+            for (code, n) in &self.findings_by_code {
+                let _ = writeln!(s, "  {code:<28} {n}");
+            }
+            for f in self.findings.iter().take(50) {
+                let _ = writeln!(s, "  stream {} @{}: {}: {}", f.stream, f.offset, f.code, f.message);
+            }
+            if self.findings.len() > 50 || self.findings_omitted > 0 {
+                let _ = writeln!(s, "  … (use --json for all)");
+            }
+        }
+        s
+    }
+}
+
+/// `1_000_000 / budget` ppm, as an exact fraction and a decimal rounded up
+/// to 6 places (integer arithmetic only).
+pub fn ppm_floor(budget_uj: u64) -> (String, String) {
+    if budget_uj == 0 {
+        return ("1000000/0".into(), "undefined".into());
+    }
+    let frac = format!("1000000/{budget_uj}");
+    let scaled_num: u128 = 1_000_000u128 * 1_000_000u128;
+    let b = u128::from(budget_uj);
+    let q = scaled_num.div_ceil(b);
+    let dec = format!("{}.{:06}", q / 1_000_000, q % 1_000_000);
+    (frac, dec)
+}

@@ -1,0 +1,574 @@
+//! The audit engine over real streams: §8.2 (nothing skipped), §8.1,
+//! §4.3 (propagation classes), §4.11 (unresolved), §5.5 (conservation),
+//! bad input at byte offsets, progress and cancellation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use jcp::cbor::{ContentId, Value};
+use jcp::decision::{Cost, Gate, Request};
+use jcp::energy::{Energy, Provenance};
+use jcp::frame::{Frame, FrameKind, Trust};
+use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
+use jcp::identity::{Did, Keypair};
+use jcp::revocation::Revocation;
+use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
+use jcp_receipt::demo::{self, DemoOptions};
+use jcp_receipt::runtime::DurableGate;
+use jcp_receipt::stream::{self, Item, Reader, RecordKind, MAGIC};
+use jcp_receipt::writer::Durability;
+
+fn audit(paths: &[&Path]) -> Report {
+    audit_paths(paths, &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap()
+}
+
+fn demo_stream(dir: &Path, name: &str, receipts: u64, tamper: u64, unresolved: u64) -> (PathBuf, demo::DemoSummary) {
+    let p = dir.join(name);
+    let s = demo::write_demo(
+        &p,
+        &DemoOptions { receipts, tamper, unresolved, seed: 7, durability: Durability::GeneratorOnly },
+    )
+    .unwrap();
+    (p, s)
+}
+
+fn codes(r: &Report) -> Vec<(String, u64)> {
+    r.findings_by_code.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+fn record_offsets(p: &Path) -> Vec<(u64, RecordKind, Vec<u8>)> {
+    Reader::new(std::fs::File::open(p).unwrap())
+        .unwrap()
+        .filter_map(|i| match i {
+            Item::Record(r) => Some((r.offset, r.kind, r.payload)),
+            Item::Fault(_) => None,
+        })
+        .collect()
+}
+
+fn mutate(p: &Path, f: impl FnOnce(&mut Vec<u8>)) {
+    let mut b = std::fs::read(p).unwrap();
+    f(&mut b);
+    std::fs::write(p, b).unwrap();
+}
+
+#[test]
+fn s8_2_clean_demo_stream_audits_clean_and_counts_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "a.jcps", 200, 0, 0);
+    let r = audit(&[&p]);
+    assert!(r.clean, "{:?}", r.findings);
+    assert_eq!(r.exit_code(), 0);
+    assert_eq!(r.receipts.total, sum.receipts);
+    assert_eq!(r.receipts.verified, sum.receipts);
+    assert_eq!(r.receipts.allows, sum.allows);
+    assert_eq!(r.receipts.denies, sum.denies);
+    assert_eq!(r.receipts.outcomes, sum.allows);
+    assert_eq!(r.receipts.grants, sum.grants);
+    assert!(r.receipts.deny_reasons.contains_key("revoked"));
+    // Group accounting equals the per-grant leaf figures.
+    let allows: u64 = r.groups.iter().map(|g| g.allows).sum();
+    let refusals: u64 = r.groups.iter().map(|g| g.refusals).sum();
+    assert_eq!((allows, refusals), (sum.allows, sum.denies));
+}
+
+#[test]
+fn s8_2_tampered_receipts_are_counted_by_reason_never_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "t.jcps", 150, 3, 0);
+    let r = audit(&[&p]);
+    assert!(!r.clean);
+    assert_eq!(r.exit_code(), 1);
+    assert_eq!(r.receipts.total, 150);
+    assert_eq!(r.receipts.failed, 3);
+    assert_eq!(r.receipts.failed_by_reason.get("bad-signature"), Some(&3));
+    assert_eq!(r.receipts.verified + r.receipts.failed, r.receipts.total);
+    let at: Vec<u64> = r.findings.iter().filter(|f| f.code == "bad-signature").map(|f| f.offset).collect();
+    assert_eq!(at, sum.tampered_offsets);
+}
+
+#[test]
+fn c14_group_accounting_matches_the_original_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "g.jcps", 200, 0, 0);
+    let r = audit(&[&p]);
+    // Rebuild the ledger independently from the verified receipts.
+    let mut want: std::collections::BTreeMap<(String, String), (u64, u64, u64)> = Default::default();
+    for (_, kind, payload) in record_offsets(&p) {
+        if kind != RecordKind::Receipt {
+            continue;
+        }
+        let v = jcp_receipt::verify_receipt(&payload, None).unwrap();
+        let e = want.entry((v.core.grant_id.to_hex(), v.core.subject.to_string())).or_default();
+        if v.core.is_allow() {
+            e.0 += 1;
+            e.2 += v.core.cost_uj;
+        } else {
+            e.1 += 1;
+        }
+    }
+    let got: std::collections::BTreeMap<(String, String), (u64, u64, u64)> =
+        r.groups.iter().map(|g| ((g.grant_id.to_hex(), g.subject.clone()), (g.allows, g.refusals, g.uj))).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn s5_5_conservation_line_is_exact_integer_with_its_ppm_floor_and_basis() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "c.jcps", 150, 0, 0);
+    let r = audit(&[&p]);
+    for g in &r.grants {
+        let c = g.conservation.as_ref().expect("every demo grant has a record");
+        assert_eq!(c.spent_uj + c.remaining_uj, c.budget_uj, "exact integers");
+        assert_eq!(c.measured_uj + c.modelled_uj, c.spent_uj);
+        assert_eq!(c.floor_ppm_fraction, format!("1000000/{}", c.budget_uj));
+        let want_basis = if c.spent_uj == 0 { "none" } else if c.modelled_uj == 0 { "measured" } else { "modelled" };
+        assert_eq!(c.basis, want_basis);
+    }
+    assert_eq!(jcp_audit::report::ppm_floor(1_000_000), ("1000000/1000000".into(), "1.000000".into()));
+    assert_eq!(jcp_audit::report::ppm_floor(2_000_000).1, "0.500000");
+    assert_eq!(jcp_audit::report::ppm_floor(3).1, "333333.333334", "rounded up, never flattering");
+    assert_eq!(r.energy.provenance_floor, "Estimator");
+    assert_eq!(r.energy.coverage_floor, "Partial");
+}
+
+#[test]
+fn s4_11_unresolved_decisions_are_surfaced_naming_their_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "u.jcps", 200, 0, 3);
+    let r = audit(&[&p]);
+    assert_eq!(r.unresolved_total, 3);
+    assert_eq!(sum.unresolved, 3);
+    assert_eq!(r.findings_by_code.get("unresolved-decision"), Some(&3));
+    let cast = demo::cast(7).unwrap();
+    let workers: Vec<String> = cast.chains.iter().map(|(_, d)| d.to_string()).chain(cast.roots.iter().map(|(_, d)| d.to_string())).collect();
+    for u in &r.unresolved {
+        assert!(workers.contains(&u.holder), "names the party that held it");
+        assert_eq!(u.steward, cast.steward.did().to_string());
+    }
+}
+
+#[test]
+fn s8_1_truncated_stream_reports_a_torn_tail_at_its_offset_and_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "x.jcps", 100, 0, 0);
+    let recs = record_offsets(&p);
+    let (last, _, _) = *recs.iter().map(|(o, k, _)| (o, k, ())).last().map(|(o, k, u)| (*o, *k, u)).as_ref().unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    mutate(&p, |b| b.truncate((last + (len - last) / 2) as usize));
+    let r = audit(&[&p]);
+    assert_eq!(r.streams[0].torn_tail_at, Some(last));
+    let f = r.findings.iter().find(|f| f.code == "torn-tail").unwrap();
+    assert_eq!(f.offset, last);
+}
+
+#[test]
+fn s8_1_bit_flipped_record_is_a_named_finding_and_the_audit_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "f.jcps", 100, 0, 0);
+    let recs = record_offsets(&p);
+    let (off, _, _) = recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap();
+    mutate(&p, |b| b[*off as usize + 60] ^= 0x20);
+    let r = audit(&[&p]);
+    let f: Vec<_> = r.findings.iter().filter(|f| f.code == "record-corrupt").collect();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].offset, *off);
+    assert_eq!(r.receipts.verified, sum.receipts - 1, "every other receipt still verified");
+}
+
+#[test]
+fn s8_1_reordered_records_are_found_at_their_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "o.jcps", 60, 0, 0);
+    let recs = record_offsets(&p);
+    let rs: Vec<_> = recs.iter().filter(|r| r.1 == RecordKind::Receipt).collect();
+    // Swap two whole receipt records (both framed, both validly signed).
+    // Two same-sized receipts some records apart.
+    let (a, b) = rs
+        .iter()
+        .enumerate()
+        .skip(5)
+        .find_map(|(i, a)| rs.iter().skip(i + 3).find(|b| b.2.len() == a.2.len()).map(|b| (*a, *b)))
+        .unwrap();
+    let fa = stream::frame(RecordKind::Receipt, &a.2).unwrap();
+    let fb = stream::frame(RecordKind::Receipt, &b.2).unwrap();
+    assert_eq!(fa.len(), fb.len(), "same-sized demo receipts swap in place");
+    mutate(&p, |bytes| {
+        bytes[a.0 as usize..a.0 as usize + fa.len()].copy_from_slice(&fb);
+        bytes[b.0 as usize..b.0 as usize + fb.len()].copy_from_slice(&fa);
+    });
+    let r = audit(&[&p]);
+    assert!(r.findings.iter().any(|f| f.code == "out-of-order" || f.code == "sequence-gap"), "{:?}", codes(&r));
+    let first = r.findings.iter().find(|f| f.code == "sequence-gap" || f.code == "out-of-order").unwrap();
+    assert_eq!(first.offset, a.0, "the first displaced record is named");
+}
+
+#[test]
+fn s8_1_duplicated_record_is_counted_once_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "d.jcps", 60, 0, 0);
+    let recs = record_offsets(&p);
+    let rec = recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap();
+    let end = std::fs::metadata(&p).unwrap().len();
+    mutate(&p, |b| b.extend_from_slice(&stream::frame(RecordKind::Receipt, &rec.2).unwrap()));
+    let r = audit(&[&p]);
+    let f = r.findings.iter().find(|f| f.code == "duplicate-record").unwrap();
+    assert_eq!(f.offset, end);
+    assert_eq!(r.receipts.verified, sum.receipts, "debited once");
+    assert_eq!(r.receipts.failed_by_reason.get("duplicate-record"), Some(&1));
+}
+
+#[test]
+fn s8_1_oversized_record_is_named_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "big.jcps", 40, 0, 0);
+    let recs = record_offsets(&p);
+    let off = recs[5].0;
+    mutate(&p, |b| {
+        let tail = b.split_off(off as usize);
+        b.extend_from_slice(MAGIC);
+        b.push(1);
+        b.extend_from_slice(&(10_000_000u32).to_be_bytes());
+        b.extend_from_slice(&[0u8; 64]);
+        b.extend_from_slice(&tail);
+    });
+    let r = audit(&[&p]);
+    let f = r.findings.iter().find(|f| f.code == "record-oversized").unwrap();
+    assert_eq!(f.offset, off);
+    assert_eq!(r.receipts.verified, sum.receipts);
+}
+
+/// Encodes a map with its entries in the given (non-canonical) order.
+fn encode_unsorted(entries: &[(Value, Value)]) -> Vec<u8> {
+    let mut out = vec![0xb8, u8::try_from(entries.len()).unwrap()];
+    for (k, v) in entries {
+        out.extend(k.encode());
+        out.extend(v.encode());
+    }
+    out
+}
+
+#[test]
+fn s3_non_canonical_core_is_refused_at_its_offset_even_when_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "n.jcps", 30, 0, 0);
+    let recs = record_offsets(&p);
+    let (off, _, payload) = recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap().clone();
+    // Re-seal the same core with its keys reversed, properly signed by the steward.
+    let opened = jcp_receipt::verify_receipt(&payload, None).unwrap();
+    let Value::Map(mut entries) = opened.core.to_value().unwrap() else { panic!() };
+    entries.reverse();
+    let cast = demo::cast(7).unwrap();
+    let protected = coset::HeaderBuilder::new()
+        .algorithm(coset::iana::Algorithm::EdDSA)
+        .key_id(cast.steward.did().to_did_string().into_bytes())
+        .build();
+    use coset::TaggedCborSerializable;
+    let bad = coset::CoseSign1Builder::new()
+        .protected(protected)
+        .payload(encode_unsorted(&entries))
+        .create_signature(b"", |m| cast.steward.sign(m).to_vec())
+        .build()
+        .to_tagged_vec()
+        .unwrap();
+    let framed_old = stream::frame(RecordKind::Receipt, &payload).unwrap();
+    let framed_new = stream::frame(RecordKind::Receipt, &bad).unwrap();
+    mutate(&p, |b| {
+        let tail = b.split_off(off as usize + framed_old.len());
+        b.truncate(off as usize);
+        b.extend_from_slice(&framed_new);
+        b.extend_from_slice(&tail);
+    });
+    let r = audit(&[&p]);
+    let f = r.findings.iter().find(|f| f.offset == off).unwrap();
+    assert_eq!(f.code, "core-non-canonical", "{f:?}");
+    assert_eq!(r.receipts.failed_by_reason.get("core-non-canonical"), Some(&1));
+}
+
+#[test]
+fn c5_expected_steward_refuses_other_stewards_receipts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, sum) = demo_stream(dir.path(), "s.jcps", 30, 0, 0);
+    let other = Keypair::from_seed([9; 32]).unwrap().did();
+    let opts = AuditOptions { expected_stewards: vec![other], ..AuditOptions::default() };
+    let r = audit_paths(&[&p], &opts, |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(r.receipts.verified, 0);
+    assert_eq!(r.receipts.failed_by_reason.get("wrong-steward"), Some(&sum.receipts));
+    let me = demo::cast(7).unwrap().steward.did();
+    let opts = AuditOptions { expected_stewards: vec![me], ..AuditOptions::default() };
+    assert!(audit_paths(&[&p], &opts, |_| ControlFlow::Continue(())).unwrap().clean);
+}
+
+#[test]
+fn s8_2_threads_and_verification_modes_agree_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "m.jcps", 240, 4, 2);
+    let mut outs = Vec::new();
+    for (threads, verification, chunk) in
+        [(1, Verification::Batch, 4096), (2, Verification::Batch, 37), (2, Verification::Strict, 100)]
+    {
+        let opts = AuditOptions { threads, verification, chunk_records: chunk, ..AuditOptions::default() };
+        let r = audit_paths(&[&p], &opts, |_| ControlFlow::Continue(())).unwrap();
+        outs.push(serde_json::to_string(&r).unwrap());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+}
+
+#[test]
+fn s8_2_progress_is_reported_and_the_audit_can_be_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = demo_stream(dir.path(), "p.jcps", 200, 0, 0);
+    let opts = AuditOptions { chunk_records: 50, ..AuditOptions::default() };
+    let mut events = Vec::new();
+    let r = audit_paths(&[&p], &opts, |e| {
+        events.push(e.clone());
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(r.clean);
+    let advanced: Vec<u64> = events.iter().filter_map(|e| match e { Progress::Advanced { bytes_done, .. } => Some(*bytes_done), _ => None }).collect();
+    assert!(advanced.len() > 5, "{}", advanced.len());
+    assert!(advanced.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(*advanced.last().unwrap(), std::fs::metadata(&p).unwrap().len());
+    let mut n = 0;
+    let err = audit_paths(&[&p], &opts, |e| {
+        if matches!(e, Progress::Advanced { .. }) {
+            n += 1;
+        }
+        if n == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    })
+    .unwrap_err();
+    assert!(matches!(err, AuditError::Cancelled));
+    assert_eq!(err.code(), "cancelled");
+}
+
+#[test]
+fn s8_1_unreadable_input_is_an_error_not_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("junk");
+    std::fs::write(&p, b"definitely not a stream").unwrap();
+    let e = audit_paths(&[&p], &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err();
+    assert_eq!(e.code(), "not-a-stream");
+    let e = audit_paths(&[dir.path().join("missing")], &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err();
+    assert_eq!(e.code(), "io");
+    let none: [&Path; 0] = [];
+    assert_eq!(audit_paths(&none, &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err().code(), "no-input");
+}
+
+// ---- §4.3 propagation: several enforcement points, one revocation ----
+
+struct Points {
+    resource: ContentId,
+    issuer: Keypair,
+    holder: Keypair,
+    root: SignedGrant,
+    shards: Vec<(SignedGrant, Keypair)>,
+}
+
+fn points() -> Points {
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let holder = Keypair::from_seed([2; 32]).unwrap();
+    let resource = ContentId::of(&Value::text("r"));
+    let root = Grant {
+        issuer: issuer.did(),
+        subject: holder.did(),
+        capability: Capability { resource, actions: vec!["invoke".into()] },
+        budget_uj: 1_000_000,
+        budget_funds: None,
+        caveats: Vec::new(),
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [3; 16],
+    }
+    .sign(&issuer)
+    .unwrap();
+    let shards = (0..4u8)
+        .map(|i| {
+            let w = Keypair::from_seed([10 + i; 32]).unwrap();
+            let g = attenuate(&root, &holder, Attenuation { subject: Some(w.did()), budget_uj: Some(200_000), nonce: Some([20 + i; 16]), ..Attenuation::default() }).unwrap();
+            (g, w)
+        })
+        .collect();
+    Points { resource, issuer, holder, root, shards }
+}
+
+fn allow_once(dg: &mut DurableGate, pts: &Points, shard: usize) {
+    let (g, w) = &pts.shards[shard];
+    let chain = [pts.root.clone(), g.clone()];
+    let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: pts.resource, payload_hash: ContentId::of(&Value::Uint(1)), model: None };
+    let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
+    let caller: Did = w.did();
+    let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &c, now: 1, flow: None };
+    let rec = dg.decide(&req).unwrap();
+    assert!(rec.decision.is_allow(), "{:?}", rec.decision);
+    dg.complete(&rec.receipt, jcp_receipt::record::OutcomeStatus::Completed).unwrap();
+}
+
+#[test]
+fn s4_3_allows_after_a_revocation_are_explicable_violation_or_unverifiable() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let rev = Revocation::issue(&pts.root, &pts.issuer, Some([5; 16])).unwrap();
+    let mut paths = Vec::new();
+    // Point A hears the revocation at marker 10 and records it.
+    let pa = dir.path().join("a.jcps");
+    let (mut a, _) = DurableGate::open(&pa, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    a.record_grant(&pts.root).unwrap();
+    a.set_known_through(9).unwrap();
+    allow_once(&mut a, &pts, 0); // before: known_through 9 < 10, explicable
+    a.admit_revocation(&rev, &pts.root, 10).unwrap();
+    a.close().unwrap();
+    paths.push(pa);
+    // Point B has not heard: known_through 8 < 10 → explicable.
+    let pb = dir.path().join("b.jcps");
+    let (mut b, _) = DurableGate::open(&pb, Keypair::from_seed([41; 32]).unwrap(), Gate::new()).unwrap();
+    b.set_known_through(8).unwrap();
+    allow_once(&mut b, &pts, 1);
+    b.close().unwrap();
+    paths.push(pb);
+    // Point C states it is current (12 ≥ 10) yet allows: a violation.
+    let pc = dir.path().join("c.jcps");
+    let (mut c, _) = DurableGate::open(&pc, Keypair::from_seed([42; 32]).unwrap(), Gate::new()).unwrap();
+    c.set_known_through(12).unwrap();
+    allow_once(&mut c, &pts, 2);
+    c.close().unwrap();
+    paths.push(pc);
+    // Point D states nothing: unverifiable, not compliant.
+    let pd = dir.path().join("d.jcps");
+    let (mut d, _) = DurableGate::open(&pd, Keypair::from_seed([43; 32]).unwrap(), Gate::new()).unwrap();
+    allow_once(&mut d, &pts, 3);
+    d.close().unwrap();
+    paths.push(pd);
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let r = audit(&refs);
+    assert_eq!(r.revocations.len(), 1);
+    let rv = &r.revocations[0];
+    assert_eq!((rv.marker, rv.authority), (10, "verified"));
+    assert_eq!((rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable), (2, 1, 1));
+    let v = r.findings.iter().find(|f| f.code == "revocation-violation").unwrap();
+    assert_eq!(v.stream, 2);
+    let u = r.findings.iter().find(|f| f.code == "revocation-unverifiable").unwrap();
+    assert_eq!(u.stream, 3);
+    assert!(!r.clean);
+    let _ = &pts.holder;
+}
+
+#[test]
+fn s4_3_a_forged_revocation_notice_is_a_finding_and_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("f.jcps");
+    // A notice whose revocation is signed by the wrong party, sealed by a point.
+    let steward = Keypair::from_seed([50; 32]).unwrap();
+    let (mut dg, _) = DurableGate::open(&p, steward.clone(), Gate::new()).unwrap();
+    dg.record_grant(&pts.root).unwrap();
+    dg.set_known_through(20).unwrap();
+    allow_once(&mut dg, &pts, 0);
+    dg.close().unwrap();
+    // The shard's holder "revokes" the root: only the issuer may (§4.3).
+    let forged = Revocation::issue(&pts.shards[0].0, &pts.holder, Some([6; 16])).unwrap();
+    let notice = jcp_receipt::record::RevocationNotice { revocation: forged, marker: 1, steward: steward.did() };
+    let mut v = notice.to_value();
+    // Point it at the root grant id, keeping the shard-holder's signature.
+    let rb = notice.revocation.to_bytes();
+    let mut rv = jcp::cbor::decode_strict(&rb).unwrap();
+    if let Value::Map(e) = &mut rv {
+        for (k, val) in e.iter_mut() {
+            if *k == Value::text("revocation") {
+                if let Value::Map(inner) = val {
+                    for (ik, iv) in inner.iter_mut() {
+                        if *ik == Value::text("grant_id") {
+                            *iv = Value::text(pts.root.id().to_hex());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Value::Map(e) = &mut v {
+        for (k, val) in e.iter_mut() {
+            if *k == Value::text("revocation") {
+                *val = Value::Bytes(rv.encode());
+            }
+        }
+    }
+    let protected = coset::HeaderBuilder::new()
+        .algorithm(coset::iana::Algorithm::EdDSA)
+        .key_id(steward.did().to_did_string().into_bytes())
+        .text_value("jcp-seq".into(), coset::cbor::Value::Integer(3.into()))
+        .build();
+    use coset::TaggedCborSerializable;
+    let sealed = coset::CoseSign1Builder::new()
+        .protected(protected)
+        .payload(v.encode())
+        .create_signature(b"", |m| steward.sign(m).to_vec())
+        .build()
+        .to_tagged_vec()
+        .unwrap();
+    let end = std::fs::metadata(&p).unwrap().len();
+    mutate(&p, |b| b.extend_from_slice(&stream::frame(RecordKind::Revocation, &sealed).unwrap()));
+    let r = audit(&[&p]);
+    let f = r.findings.iter().find(|f| f.code == "revocation-forged").unwrap();
+    assert_eq!(f.offset, end);
+    assert_eq!(r.revocations[0].authority, "forged");
+    assert_eq!(r.revocations[0].allows.violation, 0, "a forged revocation classifies nothing");
+}
+
+#[test]
+fn s5_5_overspend_is_a_finding_at_the_allow_that_crossed() {
+    // Two shards of one root, written by two points that each enforce only
+    // their own view: together they pass the root (the conservation check
+    // across streams is the auditor's job).
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let holder = Keypair::from_seed([2; 32]).unwrap();
+    let resource = ContentId::of(&Value::text("r"));
+    let root = Grant { issuer: issuer.did(), subject: holder.did(), capability: Capability { resource, actions: vec!["invoke".into()] }, budget_uj: 150, budget_funds: None, caveats: Vec::new(), expiry: 0, parent: None, delegate_depth: None, nonce: [3; 16] }.sign(&issuer).unwrap();
+    let mut paths = Vec::new();
+    for i in 0..2u8 {
+        let p = dir.path().join(format!("{i}.jcps"));
+        let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([60 + i; 32]).unwrap(), Gate::new()).unwrap();
+        dg.record_grant(&root).unwrap();
+        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: root.id(), action: "invoke".into(), resource, payload_hash: ContentId::of(&Value::Uint(u64::from(i))), model: None };
+        let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
+        let caller = holder.did();
+        let one = [root.clone()];
+        let req = Request { frame: &f, chain: &one, caller: &caller, cost: &c, now: 1, flow: None };
+        let rec = dg.decide(&req).unwrap();
+        dg.complete(&rec.receipt, jcp_receipt::record::OutcomeStatus::Completed).unwrap();
+        dg.close().unwrap();
+        paths.push(p);
+    }
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let r = audit(&refs);
+    let g = r.grants.iter().find(|g| g.grant_id == root.id()).unwrap();
+    let c = g.conservation.as_ref().unwrap();
+    assert_eq!((c.spent_uj, c.remaining_uj, c.overspent_uj), (200, 0, 50));
+    let f = r.findings.iter().find(|f| f.code == "overspend").unwrap();
+    assert_eq!(f.stream, 1, "the second point's allow crossed the ceiling");
+    let recs = record_offsets(&paths[1]);
+    assert_eq!(f.offset, recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap().0);
+}
+
+#[test]
+fn s8_legacy_jcp1_receipts_in_a_stream_verify_and_are_counted() {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(testkit::conformance("jcp/v1/legacy_jcp1.json")).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("l.jcps");
+    let mut bytes = stream::HEADER.to_vec();
+    let mut n = 0;
+    for vec in v["vectors"].as_array().unwrap() {
+        if vec["expect"] == "valid" {
+            let cose = hex::decode(vec["cose_hex"].as_str().unwrap()).unwrap();
+            bytes.extend(stream::frame(RecordKind::Receipt, &cose).unwrap());
+            n += 1;
+        }
+    }
+    std::fs::write(&p, bytes).unwrap();
+    let r = audit(&[&p]);
+    assert_eq!(r.receipts.legacy_jcp1, n);
+    assert_eq!(r.receipts.verified, n);
+}

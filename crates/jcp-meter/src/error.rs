@@ -1,0 +1,171 @@
+//! The crate's one error type. Each variant is a reason code of the spec or of
+//! this crate's formats, with a stable [`Error::code`].
+
+use jcp::cbor::{DecodeError, SchemaError};
+
+/// Everything `jcp-meter` refuses, with what was wrong and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ------------------------------------------------------------ configuration
+    /// A window or probe interval of zero, or one too long to be a window.
+    #[error("bad interval: {detail}")]
+    BadInterval { detail: String },
+    /// A file could not be read or written.
+    #[error("{path}: {detail}")]
+    Io { path: String, detail: String },
+
+    // ------------------------------------------------------------ counter traces
+    /// A recorded counter trace is not well-formed JSON of the trace format.
+    #[error("trace: {at}: {detail}")]
+    TraceMalformed { at: String, detail: String },
+    /// The trace declares a format this build does not read.
+    #[error("trace: unsupported format `{found}` (expected `jcp-meter-trace/1`)")]
+    TraceUnsupported { found: String },
+    /// Sample timestamps must strictly increase.
+    #[error("trace: sample {index}: t_ns {t_ns} does not follow {previous_ns}")]
+    TraceTimeNotMonotonic { index: usize, t_ns: u64, previous_ns: u64 },
+    /// A sample's counter list does not match the declared counters.
+    #[error("trace: sample {index}: {got} counter values for {expected} counters")]
+    TraceCounterCount { index: usize, expected: usize, got: usize },
+    /// A counter value above its declared range.
+    #[error("trace: sample {index}: counter {counter} reads {value} above its range {max}")]
+    TraceValueOutOfRange { index: usize, counter: usize, value: u64, max: u64 },
+
+    // ------------------------------------------------------------ calibration (§5.1 rung 5)
+    /// Calibration needs a live counter and none is live.
+    #[error("no live counter to calibrate against: {detail}")]
+    NoLiveCounter { detail: String },
+    /// The counter does not read the domain the calibrated power is for.
+    #[error("calibration: {detail}")]
+    CalibrationWrongDomain { detail: String },
+    /// A stored calibration is not well-formed.
+    #[error("calibration file: {detail}")]
+    CalibrationMalformed { detail: String },
+    /// A calibration measured on another host is refused here (§5.1 rung 6: another host's calibration is an estimate).
+    #[error("calibration measured on {measured_on}, not on this host ({here})")]
+    CalibrationMeasuredElsewhere { measured_on: String, here: String },
+
+    // ------------------------------------------------------------ efficiency/1 (§5.2, appendix)
+    /// Bytes that are not canonical det-CBOR (§3).
+    #[error("efficiency/1: {0}")]
+    Cbor(DecodeError),
+    /// A canonical item that is not the object it was read as.
+    #[error("efficiency/1: {0}")]
+    Schema(SchemaError),
+    /// A profile tag this build does not implement.
+    #[error("efficiency/1: unknown profile `{found}`")]
+    UnknownProfile { found: String },
+    /// A provenance label that is not one of the three (§5).
+    #[error("{field}: `{found}` is not a provenance (HwShunt, ModelBased, Estimator)")]
+    BadProvenance { field: &'static str, found: String },
+    /// `energy_coverage` present with any value but `"Partial"` (§5.2).
+    #[error("energy_coverage: `{found}` is refused; the field is present only as \"Partial\" (absent is Whole)")]
+    BadCoverage { found: String },
+    /// A Partial receipt carrying `uj_per_accepted_token` (§5.2).
+    #[error("a Partial receipt carries uj_per_accepted_token: a partial figure divided by tokens is not a cost per token")]
+    PartialHeadline,
+    /// A headline that is not the receipt's own figure divided by its tokens.
+    #[error("uj_per_accepted_token {carried} is not energy_uj / accepted_tokens ({computed})")]
+    HeadlineMismatch { carried: u64, computed: String },
+    /// An outcome naming no activity (§5.3).
+    #[error("the outcome names no activity by content id: not traceable (§5.3)")]
+    Untraceable,
+    /// One activity named twice (§5.3: refused before the sum).
+    #[error("activity {id} is bound twice (§5.3)")]
+    ActivityBoundTwice { id: String },
+    /// The signature does not verify for the steward.
+    #[error("efficiency/1: signature does not verify for steward {steward}")]
+    BadSignature { steward: String },
+    /// The steward is not a did:key.
+    #[error("efficiency/1: steward: {detail}")]
+    BadSteward { detail: String },
+    /// The same receipt given twice to a total.
+    #[error("receipt {id} is counted twice in one total")]
+    ReceiptCountedTwice { id: String },
+    /// A total over no receipt has no floor to take.
+    #[error("a total over no receipt has no provenance floor")]
+    EmptyTotal,
+    /// A sum that does not fit the integer it is carried in.
+    #[error("{what} overflows")]
+    Overflow { what: &'static str },
+
+    // ------------------------------------------------------------ traceability (§5.3)
+    /// A named activity the resolver cannot produce.
+    #[error("activity {id} cannot be resolved")]
+    UnresolvableActivity { id: String },
+    /// The resolver produced bytes whose content id is not the one named.
+    #[error("activity named {named} resolved to bytes with content id {got}")]
+    ActivityIdMismatch { named: String, got: String },
+    /// Activity bytes without a readable energy figure.
+    #[error("activity {id}: {detail}")]
+    ActivityMalformed { id: String, detail: String },
+
+    // ------------------------------------------------------------ dynamism (§5.4)
+    /// A named cause without the content id of the reading that supports it.
+    #[error("cause `{cause}` names no evidence content id (§5.4)")]
+    CauseWithoutEvidence { cause: String },
+
+    // ------------------------------------------------------------ conservation / bounds (§5.5, §5.6)
+    /// A grant of zero µJ has no ppm floor.
+    #[error("a budget of 0 µJ has no conservation floor")]
+    ZeroBudget,
+    /// A shape declared after the windows it is held to began (§5.6: declared in advance).
+    #[error("the shape was declared at {declared_at_ns} ns, after the first window began at {first_window_ns} ns: post-hoc, refused")]
+    ShapeDeclaredAfter { declared_at_ns: u64, first_window_ns: u64 },
+    /// A span of zero length has no rate.
+    #[error("a span of 0 ns has no power")]
+    ZeroSpan,
+}
+
+impl Error {
+    /// A stable code for machines.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadInterval { .. } => "bad-interval",
+            Self::Io { .. } => "io",
+            Self::TraceMalformed { .. } => "trace-malformed",
+            Self::TraceUnsupported { .. } => "trace-unsupported-format",
+            Self::TraceTimeNotMonotonic { .. } => "trace-time-not-monotonic",
+            Self::TraceCounterCount { .. } => "trace-counter-count",
+            Self::TraceValueOutOfRange { .. } => "trace-value-out-of-range",
+            Self::NoLiveCounter { .. } => "no-live-counter",
+            Self::CalibrationWrongDomain { .. } => "calibration-wrong-domain",
+            Self::CalibrationMalformed { .. } => "calibration-malformed",
+            Self::CalibrationMeasuredElsewhere { .. } => "calibration-measured-elsewhere",
+            Self::Cbor(e) => e.code(),
+            Self::Schema(e) => e.code(),
+            Self::UnknownProfile { .. } => "unknown-profile",
+            Self::BadProvenance { .. } => "bad-provenance",
+            Self::BadCoverage { .. } => "bad-coverage",
+            Self::PartialHeadline => "partial-headline",
+            Self::HeadlineMismatch { .. } => "headline-mismatch",
+            Self::Untraceable => "untraceable-outcome",
+            Self::ActivityBoundTwice { .. } => "activity-bound-twice",
+            Self::BadSignature { .. } => "bad-signature",
+            Self::BadSteward { .. } => "bad-steward",
+            Self::ReceiptCountedTwice { .. } => "receipt-counted-twice",
+            Self::EmptyTotal => "empty-total",
+            Self::Overflow { .. } => "overflow",
+            Self::UnresolvableActivity { .. } => "unresolvable-activity",
+            Self::ActivityIdMismatch { .. } => "activity-id-mismatch",
+            Self::ActivityMalformed { .. } => "activity-malformed",
+            Self::CauseWithoutEvidence { .. } => "cause-without-evidence",
+            Self::ZeroBudget => "zero-budget",
+            Self::ShapeDeclaredAfter { .. } => "shape-declared-after",
+            Self::ZeroSpan => "zero-span",
+        }
+    }
+}
+
+impl From<DecodeError> for Error {
+    fn from(e: DecodeError) -> Self {
+        Self::Cbor(e)
+    }
+}
+
+impl From<SchemaError> for Error {
+    fn from(e: SchemaError) -> Self {
+        Self::Schema(e)
+    }
+}

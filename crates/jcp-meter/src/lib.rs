@@ -1,0 +1,75 @@
+//! # jcp-meter — local energy meters with honest provenance (JCP §5)
+//!
+//! **Measured when the platform exposes it, estimated when it doesn't — and
+//! the provenance always says which.** This crate meters the machine it runs
+//! on in windows (1 s by default), each with integer µJ, a provenance, a
+//! coverage, the rung that metered it and every rung above that one with why
+//! it did not. Above the meter it carries the spec's honesty rules for energy
+//! figures: `efficiency/1` outcome receipts (§5.2), traceability (§5.3),
+//! dynamism (§5.4), conservation (§5.5) and physical bounds (§5.6).
+//!
+//! ## The ladder (§5.1)
+//! | rung | backend | grade |
+//! |---|---|---|
+//! | 1 | [`rapl::RaplReader`]: powercap `package-N` zones, wrap-corrected | `HwShunt`, `Whole` |
+//! | 2 | [`nvml::NvmlReader`]: GPU total-energy counter, loaded at run time | `HwShunt`, `Partial` |
+//! | 3, 4 | per-process energy and IOReport: macOS only, reported unavailable | — |
+//! | 5 | time × [`estimate::Calibration`] measured on this host | `ModelBased` |
+//! | 6 | utilisation × [`estimate::EstimatorConfig`] default power | `Estimator` |
+//!
+//! A counter rung is chosen only while every one of its counters is live
+//! ([`liveness`]) and, where the board exposes a bound, plausible
+//! ([`plausibility`]). A window whose counter fails degrades to rung 5 or 6.
+//!
+//! ## Using the meter
+//! ```no_run
+//! use jcp_meter::{Meter, MeterConfig};
+//! let mut meter = Meter::system(MeterConfig::default(), std::path::Path::new(jcp_meter::rapl::POWERCAP_ROOT))?;
+//! let report = meter.probe();            // every rung, chosen or declined, and why
+//! println!("metering with {:?}", report.chosen);
+//! for _ in 0..3 {
+//!     let w = meter.next_window();       // blocks until the window ends
+//!     println!("{:?} µJ {:?} {:?}", w.energy_uj, w.provenance, w.coverage);
+//! }
+//! # Ok::<(), jcp_meter::Error>(())
+//! ```
+//! For a UI that polls, [`LiveMeter`] runs the meter on its own thread and
+//! hands over finished windows with [`LiveMeter::drain`]. Every result type
+//! is `serde::Serialize`: [`Window`], [`ProbeReport`], [`RungReport`].
+//!
+//! Tests and replays put fake sysfs trees ([`rapl::RaplReader::new`] takes
+//! the root), recorded traces ([`trace::TraceBackend`]) and a
+//! [`clock::ManualClock`] behind [`Backends`].
+//!
+//! ## Above the meter
+//! - [`efficiency`]: the `efficiency/1` outcome receipt, [`efficiency::read_payload`], [`efficiency::verify`], [`efficiency::aggregate`].
+//! - [`traceability`]: an outcome's activities by content id, the signed residual, floors.
+//! - [`dynamism`]: per-window grades, declared baselines, evidenced causes, three kinds of "look".
+//! - [`conservation`]: the exact ppm floor (§5.5) and the physical bound (§5.6).
+//!
+//! Every refusal is an [`Error`] with a stable [`Error::code`].
+#![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod clock;
+pub mod conservation;
+pub mod dynamism;
+pub mod efficiency;
+mod error;
+pub mod estimate;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod liveness;
+mod live;
+pub mod meter;
+pub mod nvml;
+pub mod plausibility;
+pub mod rapl;
+pub mod trace;
+pub mod traceability;
+pub mod vectors;
+
+pub use backend::{CounterBackend, Decline, RungId};
+pub use error::Error;
+pub use live::LiveMeter;
+pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};

@@ -1,0 +1,201 @@
+//! The JCR-1 envelope: canonical det-CBOR core inside a tagged (18)
+//! COSE_Sign1 (RFC 9052), EdDSA (-8), `kid` = the steward's did:key (UTF-8),
+//! built and parsed with `coset`. Verification recomputes the
+//! `Sig_structure` from the protected header's **original bytes**
+//! (`ProtectedHeader::original_data`), never from a re-encoding.
+//!
+//! Two private protected-header labels place a signed record in its stream:
+//! `"jcp-seq"` (the writer's record sequence number) and `"jcp-known-through"`
+//! (the enforcement point's revocation-knowledge marker, §4.3). Both are
+//! signed; neither is part of the `jcp/2` core, whose field list stays exactly
+//! §8's (docs/decisions.md, "JCR-1 stream position").
+
+use coset::cbor::value::Value as CborValue;
+use coset::iana::{self, EnumI64};
+use coset::{CoseSign1, CoseSign1Builder, HeaderBuilder, Label, TaggedCborSerializable};
+use jcp::cbor::{self, ContentId, Value};
+use jcp::identity::{Did, Keypair};
+
+use crate::error::ReceiptError;
+
+/// Protected-header label of the stream sequence number.
+pub const SEQ_LABEL: &str = "jcp-seq";
+/// Protected-header label of the revocation-knowledge marker (§4.3).
+pub const KNOWN_THROUGH_LABEL: &str = "jcp-known-through";
+
+/// Where a signed record stands: its sequence number in the writer's stream
+/// and the writer's revocation-knowledge marker when it was sealed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Position {
+    /// The writer's record sequence number (absent in published legacy receipts).
+    pub seq: Option<u64>,
+    /// `known_through`: how current the writer's revocation knowledge was.
+    /// Absent = the point did not say (§4.3: not the same as current).
+    pub known_through: Option<u64>,
+}
+
+/// A caching did:key parser: parsing decompresses a curve point, which costs
+/// as much as a quarter of a signature check, and a stream names few keys.
+#[derive(Debug, Default)]
+pub struct DidCache {
+    map: std::collections::HashMap<String, Did>,
+}
+
+impl DidCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses (or recalls) a did:key.
+    pub fn parse(&mut self, s: &str) -> Result<Did, jcp::identity::IdentityError> {
+        if let Some(d) = self.map.get(s) {
+            return Ok(*d);
+        }
+        let d = Did::parse(s)?;
+        if self.map.len() < 4096 {
+            self.map.insert(s.to_owned(), d);
+        }
+        Ok(d)
+    }
+}
+
+/// A JCR-1 envelope opened but whose signature is not yet checked.
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    /// The steward named by the COSE `kid`.
+    pub steward: Did,
+    /// Stream position from the protected header.
+    pub position: Position,
+    /// The decoded canonical core.
+    pub core: Value,
+    /// The `Sig_structure` bytes (ToBeSigned), built over the protected
+    /// header's original bytes.
+    pub tbs: Vec<u8>,
+    /// The Ed25519 signature.
+    pub signature: [u8; 64],
+    /// The record's id: blake3 of the whole envelope bytes.
+    pub id: ContentId,
+}
+
+impl Sealed {
+    /// Checks the signature under the `kid` (`verify_strict`).
+    pub fn verify_signature(&self) -> Result<(), ReceiptError> {
+        if self.steward.verify(&self.tbs, &self.signature) {
+            Ok(())
+        } else {
+            Err(ReceiptError::BadSignature(self.steward.to_did_string()))
+        }
+    }
+}
+
+fn head_len(n: usize) -> usize {
+    match n {
+        0..=23 => 1,
+        24..=0xff => 2,
+        0x100..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    }
+}
+
+/// Seals a canonical core into a tagged COSE_Sign1 under `steward`.
+pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
+    let kid = steward.did().to_did_string().into_bytes();
+    let mut hb = HeaderBuilder::new().algorithm(iana::Algorithm::EdDSA).key_id(kid);
+    if let Some(seq) = position.seq {
+        hb = hb.text_value(SEQ_LABEL.to_owned(), CborValue::Integer(seq.into()));
+    }
+    if let Some(k) = position.known_through {
+        hb = hb.text_value(KNOWN_THROUGH_LABEL.to_owned(), CborValue::Integer(k.into()));
+    }
+    let protected = hb.build();
+    let sign1 = CoseSign1Builder::new()
+        .protected(protected)
+        .payload(core.encode())
+        .create_signature(b"", |tbs| steward.sign(tbs).to_vec())
+        .build();
+    sign1.to_tagged_vec().map_err(|e| ReceiptError::CoseMalformed(format!("encoding failed: {e:?}")))
+}
+
+fn cose_err(e: &coset::CoseError) -> ReceiptError {
+    ReceiptError::CoseMalformed(format!("{e:?}"))
+}
+
+fn read_uint(v: &CborValue, what: &str) -> Result<u64, ReceiptError> {
+    match v {
+        CborValue::Integer(i) => u64::try_from(*i)
+            .map_err(|_| ReceiptError::CoseMalformed(format!("{what} must be an unsigned integer"))),
+        _ => Err(ReceiptError::CoseMalformed(format!("{what} must be an unsigned integer"))),
+    }
+}
+
+/// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a did:key `kid`,
+/// an inline payload that is canonical det-CBOR. Does not check the signature.
+pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<Sealed, ReceiptError> {
+    // Tag 18 is required: an untagged COSE_Sign1 is not a JCR-1 record.
+    if bytes.first() != Some(&0xd2) {
+        return Err(ReceiptError::CoseMalformed("missing COSE_Sign1 tag 18".into()));
+    }
+    let sign1 = CoseSign1::from_tagged_slice(bytes).map_err(|e| cose_err(&e))?;
+    let Some(payload) = sign1.payload.as_deref() else {
+        return Err(ReceiptError::DetachedPayload);
+    };
+    let Some(protected_bytes) = sign1.protected.original_data.as_deref() else {
+        return Err(ReceiptError::CoseMalformed("protected header bytes unavailable".into()));
+    };
+    if !sign1.unprotected.is_empty() {
+        return Err(ReceiptError::CoseNonCanonical("the unprotected header must be empty in JCR-1".into()));
+    }
+    if sign1.signature.len() != 64 {
+        return Err(ReceiptError::CoseMalformed(format!("signature is {} bytes, not 64", sign1.signature.len())));
+    }
+    // The one canonical layout: tag, array(4), bstr protected, {} , bstr payload, bstr(64) sig.
+    let canonical_len = 2
+        + head_len(protected_bytes.len())
+        + protected_bytes.len()
+        + 1
+        + head_len(payload.len())
+        + payload.len()
+        + 2
+        + 64;
+    if canonical_len != bytes.len() || bytes[1] != 0x84 {
+        return Err(ReceiptError::CoseNonCanonical("envelope is not in its shortest definite-length form".into()));
+    }
+    if let Err(e) = cbor::decode(protected_bytes, cbor::Profile::Deterministic) {
+        return Err(ReceiptError::CoseNonCanonical(format!("protected header: {e}")));
+    }
+    let h = &sign1.protected.header;
+    match &h.alg {
+        Some(coset::RegisteredLabelWithPrivate::Assigned(iana::Algorithm::EdDSA)) => {}
+        other => return Err(ReceiptError::WrongAlgorithm(format!("{other:?}"))),
+    }
+    if !h.crit.is_empty() || h.content_type.is_some() || !h.iv.is_empty() || !h.partial_iv.is_empty() {
+        return Err(ReceiptError::CoseMalformed("unexpected protected header parameters".into()));
+    }
+    let kid = std::str::from_utf8(&h.key_id).map_err(|_| ReceiptError::BadKid("kid is not UTF-8".into()))?;
+    if kid.is_empty() {
+        return Err(ReceiptError::BadKid("no kid in the protected header".into()));
+    }
+    let steward = dids.parse(kid).map_err(|e| ReceiptError::BadKid(format!("{kid:?}: {e}")))?;
+    let mut position = Position::default();
+    for (label, v) in &h.rest {
+        match label {
+            Label::Text(t) if t == SEQ_LABEL => position.seq = Some(read_uint(v, SEQ_LABEL)?),
+            Label::Text(t) if t == KNOWN_THROUGH_LABEL => {
+                position.known_through = Some(read_uint(v, KNOWN_THROUGH_LABEL)?);
+            }
+            other => return Err(ReceiptError::CoseMalformed(format!("unknown protected header label {other:?}"))),
+        }
+    }
+    let core = cbor::decode_strict(payload)?;
+    let mut signature = [0u8; 64];
+    signature.copy_from_slice(&sign1.signature);
+    let tbs = sign1.tbs_data(b"");
+    Ok(Sealed { steward, position, core, tbs, signature, id: ContentId::of_bytes(bytes) })
+}
+
+/// The algorithm id of EdDSA, for tests and docs.
+pub fn eddsa_alg_id() -> i64 {
+    iana::Algorithm::EdDSA.to_i64()
+}

@@ -1,0 +1,163 @@
+//! The other signed records of a stream (§4.11, §4.3): the **outcome** of an
+//! action whose decision was recorded before it ran, and the **revocation
+//! notice** an enforcement point records when it admits a revocation, with
+//! the marker of its revocation feed at which the revocation was issued.
+//! Both are JCR-1 envelopes (same COSE machinery) with their own profile tag.
+
+use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::identity::{Did, Keypair};
+use jcp::revocation::SignedRevocation;
+
+use crate::cose::{self, DidCache, Position, Sealed};
+use crate::error::ReceiptError;
+use crate::receipt::check_steward;
+
+/// Profile tag of an outcome record.
+pub const OUTCOME_PROFILE: &str = "jcp-outcome/1";
+/// Profile tag of a revocation notice.
+pub const REVOCATION_PROFILE: &str = "jcp-revocation/1";
+
+/// How an action whose decision was recorded ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeStatus {
+    /// The action ran to completion.
+    Completed,
+    /// The action ran and failed (its energy stays debited).
+    Failed,
+}
+
+impl OutcomeStatus {
+    /// Wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// An outcome record's core.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Outcome {
+    /// The decision receipt this settles (its record id).
+    pub receipt: ContentId,
+    /// How it ended.
+    pub status: OutcomeStatus,
+    /// The sealing enforcement point.
+    pub steward: Did,
+}
+
+impl Outcome {
+    /// Canonical core.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_outcome", Some(Value::text(OUTCOME_PROFILE))),
+            ("receipt", Some(Value::text(self.receipt.to_hex()))),
+            ("status", Some(Value::text(self.status.as_str()))),
+            ("steward", Some(Value::text(self.steward.to_did_string()))),
+        ])
+    }
+
+    /// Reads the core.
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Fields::new("jcp_outcome", v)?;
+        let tag = f.text("jcp_outcome")?;
+        if tag != OUTCOME_PROFILE {
+            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+        }
+        let receipt = f.cid("receipt")?;
+        let status = match f.text("status")? {
+            "completed" => OutcomeStatus::Completed,
+            "failed" => OutcomeStatus::Failed,
+            other => {
+                return Err(ReceiptError::Invalid { field: "status", problem: format!("unknown status {other:?}") })
+            }
+        };
+        let steward = dids.parse(f.text("steward")?)?;
+        f.finish()?;
+        Ok(Self { receipt, status, steward })
+    }
+}
+
+/// A revocation notice's core: the signed revocation and the revocation
+/// feed's marker at which it was issued (§4.3 propagation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevocationNotice {
+    /// The revocation, as signed by the grant's issuer.
+    pub revocation: SignedRevocation,
+    /// The feed marker `M` at which the revocation was issued.
+    pub marker: u64,
+    /// The recording enforcement point.
+    pub steward: Did,
+}
+
+impl RevocationNotice {
+    /// Canonical core.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_revocation", Some(Value::text(REVOCATION_PROFILE))),
+            ("revocation", Some(Value::Bytes(self.revocation.to_bytes()))),
+            ("marker", Some(Value::Uint(self.marker))),
+            ("steward", Some(Value::text(self.steward.to_did_string()))),
+        ])
+    }
+
+    /// Reads the core (the revocation's authority is checked by the reader,
+    /// against the grant it names).
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Fields::new("jcp_revocation", v)?;
+        let tag = f.text("jcp_revocation")?;
+        if tag != REVOCATION_PROFILE {
+            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+        }
+        let bytes = match f.req("revocation")? {
+            Value::Bytes(b) => b,
+            _ => return Err(f.error("revocation", "expected a byte string").into()),
+        };
+        let revocation = SignedRevocation::from_bytes(bytes)
+            .map_err(|e| ReceiptError::Invalid { field: "revocation", problem: e.to_string() })?;
+        let marker = f.uint("marker")?;
+        let steward = dids.parse(f.text("steward")?)?;
+        f.finish()?;
+        Ok(Self { revocation, marker, steward })
+    }
+}
+
+/// Seals any signed-record core as JCR-1 (the receipt path is
+/// [`crate::receipt::ReceiptCore::seal`]).
+pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
+    cose::seal(core, position, steward)
+}
+
+/// Opens an outcome record (signature unchecked).
+pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
+    let sealed = cose::open(bytes, dids)?;
+    let o = Outcome::from_value(&sealed.core, dids)?;
+    if o.steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch {
+            core: o.steward.to_did_string(),
+            kid: sealed.steward.to_did_string(),
+        });
+    }
+    Ok((o, sealed))
+}
+
+/// Opens a revocation notice (signature unchecked).
+pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationNotice, Sealed), ReceiptError> {
+    let sealed = cose::open(bytes, dids)?;
+    let r = RevocationNotice::from_value(&sealed.core, dids)?;
+    if r.steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch {
+            core: r.steward.to_did_string(),
+            kid: sealed.steward.to_did_string(),
+        });
+    }
+    Ok((r, sealed))
+}
+
+/// Verifies a sealed record's steward (C5) and signature.
+pub fn verify_sealed(sealed: &Sealed, expected: Option<&Did>) -> Result<(), ReceiptError> {
+    check_steward(&sealed.steward, expected)?;
+    sealed.verify_signature()
+}

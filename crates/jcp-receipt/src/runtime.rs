@@ -1,0 +1,428 @@
+//! The durable enforcement point (§4.11, §8.1): a [`Gate`] whose every
+//! decision is sealed and recorded — and made durable — **before** the
+//! action runs, whose outcome is recorded after, and which on open
+//! re-establishes spend by **replaying its own verified receipts through the
+//! gate** before it decides anything new (C14, C16).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use jcp::cbor::ContentId;
+use jcp::decision::{Authorization, Decision, Gate, Request};
+use jcp::grant::SignedGrant;
+use jcp::identity::{Did, Keypair};
+use jcp::revocation::SignedRevocation;
+
+use crate::cose::{DidCache, Position};
+use crate::error::{ReceiptError, StreamError};
+use crate::receipt::{OpenedReceipt, ReceiptCore};
+use crate::record::{self, Outcome, OutcomeStatus, RevocationNotice};
+use crate::stream::{Fault, Item, RecordKind};
+use crate::writer::{Durability, StreamWriter, TornCut};
+
+/// A decision recorded before its action ran, and not yet settled: on
+/// replay, "unresolved" — whether the action took effect is not knowable
+/// from the record; only its holder knows (§4.11).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unresolved {
+    /// The decision receipt's id.
+    pub receipt: ContentId,
+    /// Byte offset of the receipt record.
+    pub offset: u64,
+    /// The grant decided against.
+    pub grant_id: ContentId,
+    /// The party that held the authority and ran the action.
+    pub holder: Did,
+    /// The enforcement point that recorded it.
+    pub steward: Did,
+    /// The action.
+    pub action: String,
+    /// Its debit, which stays debited.
+    pub cost_uj: u64,
+}
+
+/// What replay found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReplayReport {
+    /// Receipts that verified under this steward and were replayed.
+    pub verified: u64,
+    /// Of those, allows whose debits were re-applied.
+    pub replayed_allows: u64,
+    /// Records refused (bad signature, wrong steward, non-canonical, ...),
+    /// counted by code: they contribute nothing.
+    pub rejected: BTreeMap<&'static str, u64>,
+    /// Each refused record: offset and code.
+    pub rejected_at: Vec<(u64, &'static str)>,
+    /// Framing faults met while reading.
+    pub faults: Vec<Fault>,
+    /// A torn tail that was cut before appending.
+    pub torn_cut: Option<TornCut>,
+    /// Allowed decisions with no recorded outcome.
+    pub unresolved: Vec<Unresolved>,
+    /// The largest `known_through` marker found.
+    pub known_through: Option<u64>,
+}
+
+impl ReplayReport {
+    fn reject(&mut self, offset: u64, code: &'static str) {
+        *self.rejected.entry(code).or_default() += 1;
+        self.rejected_at.push((offset, code));
+    }
+
+    /// Total refused records.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.values().sum()
+    }
+}
+
+/// A decision that was sealed and recorded.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The gate's decision.
+    pub decision: Decision,
+    /// The receipt's id (what an outcome names).
+    pub receipt: ContentId,
+    /// Byte offset of the receipt record.
+    pub offset: u64,
+}
+
+/// What [`DurableGate::run`] returns.
+#[derive(Debug)]
+pub enum RunResult<T, E> {
+    /// Denied: the action did not run (the deny receipt is recorded).
+    Denied(Recorded),
+    /// Allowed; the action ran and its outcome is recorded.
+    Ran(Recorded, Result<T, E>),
+}
+
+/// A gate bound to its stream: one writer, decisions recorded before actions.
+#[derive(Debug)]
+pub struct DurableGate {
+    gate: Gate,
+    writer: StreamWriter,
+    steward: Keypair,
+    steward_did: Did,
+    next_seq: u64,
+    known_through: Option<u64>,
+    pending: HashMap<ContentId, Unresolved>,
+    grants: HashMap<ContentId, SignedGrant>,
+}
+
+impl DurableGate {
+    /// Opens the stream at `path` as its single writer (§4.11), replays it
+    /// through `gate` (configured with trust roots and floors, no spend) and
+    /// returns the enforcement point ready to decide, with what replay found.
+    pub fn open(path: &Path, steward: Keypair, gate: Gate) -> Result<(Self, ReplayReport), StreamError> {
+        Self::open_with(path, steward, gate, Durability::SyncEachRecord)
+    }
+
+    /// [`DurableGate::open`] with an explicit durability (see [`Durability`]).
+    pub fn open_with(
+        path: &Path,
+        steward: Keypair,
+        gate: Gate,
+        durability: Durability,
+    ) -> Result<(Self, ReplayReport), StreamError> {
+        let steward_did = steward.did();
+        let mut st = Replay {
+            gate,
+            report: ReplayReport::default(),
+            dids: DidCache::new(),
+            me: steward_did,
+            max_seq: None,
+            pending: HashMap::new(),
+            grants: HashMap::new(),
+            seen: HashSet::new(),
+            refused: HashSet::new(),
+        };
+        let (writer, torn) = StreamWriter::open(path, durability, |item| st.visit(item))?;
+        let Replay { gate, mut report, max_seq, pending, grants, .. } = st;
+        report.torn_cut = torn;
+        let mut unresolved: Vec<Unresolved> = pending.values().cloned().collect();
+        unresolved.sort_by_key(|u| u.offset);
+        report.unresolved = unresolved;
+        let me = Self {
+            gate,
+            writer,
+            steward,
+            steward_did,
+            next_seq: max_seq.map_or(0, |s| s.saturating_add(1)),
+            known_through: report.known_through,
+            pending,
+            grants,
+        };
+        Ok((me, report))
+    }
+
+    /// The gate (its spend is the replayed spend plus what was decided since).
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The gate, mutably, for configuration (trust roots, floors). Decisions
+    /// must go through [`DurableGate::decide`] so they are recorded.
+    pub fn gate_config(&mut self) -> &mut Gate {
+        &mut self.gate
+    }
+
+    /// The writer (for its sync count and length).
+    pub fn writer(&self) -> &StreamWriter {
+        &self.writer
+    }
+
+    /// This enforcement point's identity.
+    pub fn steward(&self) -> Did {
+        self.steward_did
+    }
+
+    /// Decisions recorded whose outcome is not yet recorded.
+    pub fn pending(&self) -> impl Iterator<Item = &Unresolved> {
+        self.pending.values()
+    }
+
+    /// States how current this point's revocation knowledge is (§4.3). The
+    /// marker is monotonic: a smaller one is refused.
+    pub fn set_known_through(&mut self, marker: u64) -> Result<(), StreamError> {
+        if let Some(old) = self.known_through {
+            if marker < old {
+                return Err(StreamError::MarkerRegressed { old, new: marker });
+            }
+        }
+        self.known_through = Some(marker);
+        Ok(())
+    }
+
+    fn position(&mut self) -> Position {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Position { seq: Some(seq), known_through: self.known_through }
+    }
+
+    /// Records a grant in the stream so an auditor can read its budget,
+    /// ceiling and parent (the grant is self-authenticating).
+    pub fn record_grant(&mut self, grant: &SignedGrant) -> Result<u64, StreamError> {
+        let at = self.writer.append(RecordKind::Grant, &grant.to_bytes())?;
+        self.grants.insert(grant.id(), grant.clone());
+        Ok(at)
+    }
+
+    /// Admits a revocation (authority checked by the gate, §4.3) and records
+    /// the notice with the feed marker at which it was issued. Advances this
+    /// point's `known_through` to at least `marker`.
+    pub fn admit_revocation(
+        &mut self,
+        rev: &SignedRevocation,
+        grant: &SignedGrant,
+        marker: u64,
+    ) -> Result<u64, StreamError> {
+        self.gate.admit_revocation(rev, grant).map_err(StreamError::Revocation)?;
+        // Replay must be able to re-admit it: the grant goes in the stream too.
+        if !self.grants.contains_key(&grant.id()) {
+            self.record_grant(grant)?;
+        }
+        if self.known_through.is_none_or(|k| k < marker) {
+            self.known_through = Some(marker);
+        }
+        let notice = RevocationNotice { revocation: rev.clone(), marker, steward: self.steward_did };
+        let pos = self.position();
+        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
+        self.writer.append(RecordKind::Revocation, &bytes)
+    }
+
+    fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, StreamError> {
+        let core = ReceiptCore::from_decision(&decision, req, self.steward_did)?;
+        let pos = self.position();
+        let bytes = core.seal(pos, &self.steward)?;
+        let receipt = ContentId::of_bytes(&bytes);
+        // Durable before the caller may run the action (§4.11).
+        let offset = self.writer.append(RecordKind::Receipt, &bytes)?;
+        if decision.is_allow() {
+            self.pending.insert(
+                receipt,
+                Unresolved {
+                    receipt,
+                    offset,
+                    grant_id: core.grant_id,
+                    holder: core.subject,
+                    steward: self.steward_did,
+                    action: core.action.clone(),
+                    cost_uj: core.cost_uj,
+                },
+            );
+        }
+        Ok(Recorded { decision, receipt, offset })
+    }
+
+    /// Decides (§7), seals the receipt (allow and deny alike, §8) and makes
+    /// it durable. On allow the caller runs the action only after this
+    /// returns, then calls [`DurableGate::complete`].
+    pub fn decide(&mut self, req: &Request<'_>) -> Result<Recorded, StreamError> {
+        let d = self.gate.decide(req);
+        self.record_decision(d, req)
+    }
+
+    /// Phase one of the two-phase metered path (§4.9): nothing debited and
+    /// nothing recorded (a refusal here is recorded as a deny receipt).
+    pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Authorization, Recorded>, StreamError> {
+        match self.gate.authorize(req) {
+            Ok(a) => Ok(Ok(a)),
+            Err(d) => self.record_decision(d, req).map(Err),
+        }
+    }
+
+    /// Phase two (§4.9): charges the measured cost and records the allow,
+    /// carrying a debit-point breach in the receipt's `breach` field.
+    pub fn charge(&mut self, auth: Authorization, req: &Request<'_>) -> Result<Recorded, StreamError> {
+        let d = self
+            .gate
+            .charge(auth, req)
+            .map_err(|e| StreamError::Receipt(ReceiptError::Invalid { field: "chain_ids", problem: e.to_string() }))?;
+        self.record_decision(d, req)
+    }
+
+    /// Records the outcome of an allowed action (durably).
+    pub fn complete(&mut self, receipt: &ContentId, status: OutcomeStatus) -> Result<u64, StreamError> {
+        if !self.pending.contains_key(receipt) {
+            return Err(StreamError::OutcomeUnknown(format!(
+                "no pending decision {receipt} (never recorded here, or already settled)"
+            )));
+        }
+        let o = Outcome { receipt: *receipt, status, steward: self.steward_did };
+        let pos = self.position();
+        let bytes = record::seal_core(&o.to_value(), pos, &self.steward)?;
+        let at = self.writer.append(RecordKind::Outcome, &bytes)?;
+        self.pending.remove(receipt);
+        Ok(at)
+    }
+
+    /// Decide, record, run `action` only on allow, record its outcome.
+    pub fn run<T, E>(
+        &mut self,
+        req: &Request<'_>,
+        action: impl FnOnce() -> Result<T, E>,
+    ) -> Result<RunResult<T, E>, StreamError> {
+        let rec = self.decide(req)?;
+        if !rec.decision.is_allow() {
+            return Ok(RunResult::Denied(rec));
+        }
+        let out = action();
+        let status = if out.is_ok() { OutcomeStatus::Completed } else { OutcomeStatus::Failed };
+        self.complete(&rec.receipt, status)?;
+        Ok(RunResult::Ran(rec, out))
+    }
+
+    /// Syncs and releases the stream (the lock goes with it).
+    pub fn close(self) -> Result<(), StreamError> {
+        self.writer.close()
+    }
+}
+
+struct Replay {
+    gate: Gate,
+    report: ReplayReport,
+    dids: DidCache,
+    me: Did,
+    max_seq: Option<u64>,
+    pending: HashMap<ContentId, Unresolved>,
+    grants: HashMap<ContentId, SignedGrant>,
+    seen: HashSet<ContentId>,
+    /// Ids of refused receipts: their outcomes are not orphans.
+    refused: HashSet<ContentId>,
+}
+
+impl Replay {
+    fn note_position(&mut self, p: Position) {
+        if let Some(s) = p.seq {
+            self.max_seq = Some(self.max_seq.map_or(s, |m| m.max(s)));
+        }
+        if let Some(k) = p.known_through {
+            self.report.known_through = Some(self.report.known_through.map_or(k, |m| m.max(k)));
+        }
+    }
+
+    fn visit(&mut self, item: &Item) {
+        let r = match item {
+            Item::Fault(f) => {
+                self.report.faults.push(*f);
+                return;
+            }
+            Item::Record(r) => r,
+        };
+        match r.kind {
+            RecordKind::Grant => match SignedGrant::from_bytes(&r.payload) {
+                Ok(g) if g.verify_signature() => {
+                    self.grants.insert(g.id(), g);
+                }
+                Ok(_) => self.report.reject(r.offset, "bad-signature"),
+                Err(e) => self.report.reject(r.offset, e.code()),
+            },
+            RecordKind::Receipt => {
+                let opened = OpenedReceipt::open(&r.payload, &mut self.dids);
+                let o = match opened.and_then(|o| o.verify(Some(&self.me)).map(|()| o)) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        self.refused.insert(ContentId::of_bytes(&r.payload));
+                        return self.report.reject(r.offset, e.code());
+                    }
+                };
+                if !self.seen.insert(o.sealed.id) {
+                    // The same receipt twice must not debit twice.
+                    return self.report.reject(r.offset, "duplicate-record");
+                }
+                self.note_position(o.sealed.position);
+                self.report.verified += 1;
+                let c = &o.core;
+                if c.is_allow() {
+                    let minor = c.money.as_ref().map_or(0, |m| m.minor);
+                    // Leaf and ancestor debits alike (C16).
+                    self.gate.replay_debit(&c.debited_ids(), c.cost_uj, minor, c.tainted);
+                    self.report.replayed_allows += 1;
+                    self.pending.insert(
+                        o.sealed.id,
+                        Unresolved {
+                            receipt: o.sealed.id,
+                            offset: r.offset,
+                            grant_id: c.grant_id,
+                            holder: c.subject,
+                            steward: c.steward,
+                            action: c.action.clone(),
+                            cost_uj: c.cost_uj,
+                        },
+                    );
+                }
+            }
+            RecordKind::Outcome => {
+                let res = record::open_outcome(&r.payload, &mut self.dids)
+                    .and_then(|(o, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (o, s)));
+                match res {
+                    Ok((o, s)) => {
+                        self.note_position(s.position);
+                        if self.pending.remove(&o.receipt).is_none() && !self.refused.contains(&o.receipt) {
+                            self.report.reject(r.offset, "orphan-outcome");
+                        }
+                    }
+                    Err(e) => self.report.reject(r.offset, e.code()),
+                }
+            }
+            RecordKind::Revocation => {
+                let res = record::open_revocation(&r.payload, &mut self.dids)
+                    .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));
+                match res {
+                    Ok((n, s)) => {
+                        self.note_position(s.position);
+                        let gid = n.revocation.revocation().grant_id;
+                        match self.grants.get(&gid) {
+                            Some(g) => {
+                                if let Err(e) = self.gate.admit_revocation(&n.revocation, g) {
+                                    self.report.reject(r.offset, e.code());
+                                }
+                            }
+                            None => self.report.reject(r.offset, "revocation-grant-unknown"),
+                        }
+                    }
+                    Err(e) => self.report.reject(r.offset, e.code()),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The stream file format (§8.1: the receipt stream is the write-ahead log).
+//!
+//! ```text
+//! file    = header record*
+//! header  = "JCPSTRM" 0x01                                  (8 bytes)
+//! record  = magic kind len payload crc
+//! magic   = "JRec"                                          (4 bytes, resync point)
+//! kind    = u8   (1 receipt, 2 outcome, 3 grant, 4 revocation notice)
+//! len     = u32 big-endian, at most MAX_RECORD_LEN
+//! crc     = CRC-32 (IEEE) of kind ‖ len ‖ payload, u32 big-endian
+//! ```
+//!
+//! The CRC detects torn and corrupted storage; it is not a security check
+//! (the signatures are). The reader never stops at bad bytes: it reports a
+//! [`Fault`] with its byte offset and resynchronises on the next magic. A
+//! final record that is incomplete, or whose checksum fails with nothing
+//! after it, is a **torn tail**: reported, never read as a record, and cut by
+//! the next writer to open the stream.
+
+use std::io::Read;
+
+/// The 8-byte stream header.
+pub const HEADER: &[u8; 8] = b"JCPSTRM\x01";
+/// The 4-byte record magic.
+pub const MAGIC: &[u8; 4] = b"JRec";
+/// The largest payload a record may carry.
+pub const MAX_RECORD_LEN: usize = 64 * 1024;
+/// Bytes of framing around a payload.
+pub const FRAME_OVERHEAD: usize = 4 + 1 + 4 + 4;
+
+/// What a record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordKind {
+    /// A JCR-1 decision receipt (§8).
+    Receipt,
+    /// The outcome of a recorded decision (§4.11).
+    Outcome,
+    /// A signed grant the stream's decisions refer to (§4).
+    Grant,
+    /// A revocation notice with its feed marker (§4.3).
+    Revocation,
+}
+
+impl RecordKind {
+    /// The kind byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            Self::Receipt => 1,
+            Self::Outcome => 2,
+            Self::Grant => 3,
+            Self::Revocation => 4,
+        }
+    }
+
+    /// Parses a kind byte.
+    pub fn from_byte(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => Self::Receipt,
+            2 => Self::Outcome,
+            3 => Self::Grant,
+            4 => Self::Revocation,
+            _ => return None,
+        })
+    }
+}
+
+/// A named problem in the framing, at a byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultCode {
+    /// Bytes that are not a record where a record should start.
+    Garbage,
+    /// A declared length above [`MAX_RECORD_LEN`].
+    Oversized,
+    /// The record's checksum does not match, or its length runs past the end
+    /// while valid records follow (a corrupted record).
+    ChecksumMismatch,
+    /// A record of a kind this reader does not know.
+    UnknownKind,
+    /// The final record is incomplete or fails its checksum with nothing
+    /// after it: a crash mid-append. Never read as a record.
+    TornTail,
+}
+
+impl FaultCode {
+    /// Stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Garbage => "garbage",
+            Self::Oversized => "record-oversized",
+            Self::ChecksumMismatch => "record-corrupt",
+            Self::UnknownKind => "unknown-record-kind",
+            Self::TornTail => "torn-tail",
+        }
+    }
+}
+
+/// A framing fault: what, where, and how many bytes it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Fault {
+    /// The fault.
+    pub code: FaultCode,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// How many bytes were skipped.
+    pub len: u64,
+}
+
+/// One framed record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Byte offset of the record's magic in the file.
+    pub offset: u64,
+    /// Its kind.
+    pub kind: RecordKind,
+    /// Its payload.
+    pub payload: Vec<u8>,
+}
+
+/// What the reader yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A well-framed record.
+    Record(Record),
+    /// A framing fault (the reader continues after it).
+    Fault(Fault),
+}
+
+/// Frames a payload.
+pub fn frame(kind: RecordKind, payload: &[u8]) -> Result<Vec<u8>, crate::error::StreamError> {
+    if payload.len() > MAX_RECORD_LEN {
+        return Err(crate::error::StreamError::Oversized { len: payload.len(), max: MAX_RECORD_LEN });
+    }
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX).to_be_bytes();
+    let mut out = Vec::with_capacity(payload.len() + FRAME_OVERHEAD);
+    out.extend_from_slice(MAGIC);
+    out.push(kind.byte());
+    out.extend_from_slice(&len);
+    out.extend_from_slice(payload);
+    let crc = crc_of(kind.byte(), &len, payload);
+    out.extend_from_slice(&crc.to_be_bytes());
+    Ok(out)
+}
+
+fn crc_of(kind: u8, len: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[kind]);
+    h.update(len);
+    h.update(payload);
+    h.finalize()
+}
+
+/// A streaming record reader over any byte source. Memory is bounded by
+/// one read buffer plus one record (at most [`MAX_RECORD_LEN`]).
+#[derive(Debug)]
+pub struct Reader<R> {
+    src: R,
+    buf: Vec<u8>,
+    start: usize,
+    /// File offset of `buf[start]`.
+    offset: u64,
+    eof: bool,
+    done: bool,
+    io_error: Option<std::io::Error>,
+}
+
+/// Why a stream cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// I/O while reading the header.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// The file does not start with [`HEADER`].
+    #[error("not-a-stream: the file does not start with the JCP stream header")]
+    NotAStream,
+}
+
+const CHUNK: usize = 256 * 1024;
+
+impl<R: Read> Reader<R> {
+    /// Reads and checks the header; the reader then yields records.
+    pub fn new(src: R) -> Result<Self, HeaderError> {
+        let mut r = Self { src, buf: Vec::with_capacity(CHUNK * 2), start: 0, offset: 0, eof: false, done: false, io_error: None };
+        r.fill(HEADER.len())?;
+        if r.avail() < HEADER.len() || &r.buf[..HEADER.len()] != HEADER {
+            return Err(HeaderError::NotAStream);
+        }
+        r.consume(HEADER.len());
+        Ok(r)
+    }
+
+    /// Bytes consumed so far (the offset of the next record).
+    pub fn position(&self) -> u64 {
+        self.offset
+    }
+
+    /// An I/O error that ended reading early, if one did.
+    pub fn take_io_error(&mut self) -> Option<std::io::Error> {
+        self.io_error.take()
+    }
+
+    fn avail(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        self.offset += n as u64;
+    }
+
+    /// Ensures at least `n` bytes are buffered unless the source ends first.
+    fn fill(&mut self, n: usize) -> std::io::Result<()> {
+        if self.avail() >= n || self.eof {
+            return Ok(());
+        }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        while self.buf.len() < n && !self.eof {
+            let want = (n - self.buf.len()).max(CHUNK);
+            let old = self.buf.len();
+            self.buf.resize(old + want, 0);
+            let got = loop {
+                match self.src.read(&mut self.buf[old..]) {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(e);
+                    }
+                }
+            };
+            self.buf.truncate(old + got);
+            if got == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Scans forward from `from` (relative to `start`) for the next magic,
+    /// consuming what it has scanned (all but 3 bytes, as a magic may
+    /// straddle a refill) so memory stays bounded over long garbage.
+    /// Returns the magic's position relative to the new `start`.
+    fn find_magic(&mut self, mut from: usize) -> std::io::Result<Option<usize>> {
+        loop {
+            self.fill(from + MAGIC.len())?;
+            let hay = &self.buf[self.start..];
+            if hay.len() < from + MAGIC.len() {
+                return Ok(None);
+            }
+            if let Some(p) = hay[from..].windows(MAGIC.len()).position(|w| w == MAGIC) {
+                return Ok(Some(from + p));
+            }
+            if self.eof {
+                return Ok(None);
+            }
+            let keep = MAGIC.len() - 1;
+            let drop = hay.len() - keep;
+            self.consume(drop);
+            from = 0;
+            self.fill(keep + CHUNK)?;
+        }
+    }
+
+    /// Whether a well-framed record with a valid checksum starts at `rel`.
+    fn valid_record_at(&mut self, rel: usize) -> std::io::Result<bool> {
+        self.fill(rel + 9)?;
+        let b = &self.buf[self.start..];
+        if b.len() < rel + 9 || &b[rel..rel + 4] != MAGIC {
+            return Ok(false);
+        }
+        let len = u32::from_be_bytes([b[rel + 5], b[rel + 6], b[rel + 7], b[rel + 8]]) as usize;
+        if len > MAX_RECORD_LEN {
+            return Ok(false);
+        }
+        self.fill(rel + 9 + len + 4)?;
+        let b = &self.buf[self.start..];
+        if b.len() < rel + 9 + len + 4 {
+            return Ok(false);
+        }
+        let crc = u32::from_be_bytes([b[rel + 9 + len], b[rel + 10 + len], b[rel + 11 + len], b[rel + 12 + len]]);
+        Ok(crc == crc_of(b[rel + 4], &b[rel + 5..rel + 9], &b[rel + 9..rel + 9 + len]))
+    }
+
+    /// Skips to the next valid record after `from`, reporting the skipped
+    /// bytes as one fault that starts at the current offset. When nothing
+    /// valid follows, the fault runs to the end of the input and the reader
+    /// is done.
+    fn skip_fault(&mut self, code: FaultCode, from: usize) -> std::io::Result<Fault> {
+        let at = self.offset;
+        let mut search = from;
+        loop {
+            match self.find_magic(search)? {
+                Some(p) if self.valid_record_at(p)? => {
+                    self.consume(p);
+                    return Ok(Fault { code, offset: at, len: self.offset - at });
+                }
+                Some(p) => search = p + 1,
+                None => {
+                    loop {
+                        let n = self.avail();
+                        self.consume(n);
+                        if self.eof {
+                            break;
+                        }
+                        self.fill(CHUNK)?;
+                    }
+                    self.done = true;
+                    return Ok(Fault { code, offset: at, len: self.offset - at });
+                }
+            }
+        }
+    }
+
+    fn next_item(&mut self) -> std::io::Result<Option<Item>> {
+        if self.done {
+            return Ok(None);
+        }
+        self.fill(9)?;
+        let n = self.avail();
+        if n == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        let at = self.offset;
+        if n < 9 {
+            // An incomplete head at the end: torn.
+            self.consume(n);
+            self.done = true;
+            return Ok(Some(Item::Fault(Fault { code: FaultCode::TornTail, offset: at, len: n as u64 })));
+        }
+        let b = &self.buf[self.start..];
+        if &b[..4] != MAGIC {
+            return self.skip_fault(FaultCode::Garbage, 1).map(|f| Some(Item::Fault(f)));
+        }
+        let kind_b = b[4];
+        let len = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) as usize;
+        if len > MAX_RECORD_LEN {
+            return self.skip_fault(FaultCode::Oversized, 1).map(|f| Some(Item::Fault(f)));
+        }
+        let total = 9 + len + 4;
+        self.fill(total)?;
+        if self.avail() < total {
+            // Runs past the end. If a valid record follows somewhere, this is
+            // a corrupted length; otherwise a torn final record.
+            let f = self.skip_fault(FaultCode::TornTail, 1)?;
+            let f = if self.done { f } else { Fault { code: FaultCode::ChecksumMismatch, ..f } };
+            return Ok(Some(Item::Fault(f)));
+        }
+        let b = &self.buf[self.start..];
+        let crc = u32::from_be_bytes([b[9 + len], b[10 + len], b[11 + len], b[12 + len]]);
+        if crc != crc_of(kind_b, &b[5..9], &b[9..9 + len]) {
+            // Trust the length when the next record (or the end) is where it says.
+            self.fill(total + 4)?;
+            let after_ok = self.avail() == total || self.valid_record_at(total)?;
+            if after_ok {
+                let at_end = self.avail() == total;
+                self.consume(total);
+                let code = if at_end { FaultCode::TornTail } else { FaultCode::ChecksumMismatch };
+                if at_end {
+                    self.done = true;
+                }
+                return Ok(Some(Item::Fault(Fault { code, offset: at, len: total as u64 })));
+            }
+            return self.skip_fault(FaultCode::ChecksumMismatch, 1).map(|f| Some(Item::Fault(f)));
+        }
+        let Some(kind) = RecordKind::from_byte(kind_b) else {
+            self.consume(total);
+            return Ok(Some(Item::Fault(Fault { code: FaultCode::UnknownKind, offset: at, len: total as u64 })));
+        };
+        let payload = b[9..9 + len].to_vec();
+        self.consume(total);
+        Ok(Some(Item::Record(Record { offset: at, kind, payload })))
+    }
+}
+
+impl<R: Read> Iterator for Reader<R> {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        match self.next_item() {
+            Ok(i) => i,
+            Err(e) => {
+                self.io_error = Some(e);
+                self.done = true;
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The single writer of a stream (§4.11).
+//!
+//! Opening for writing takes an **exclusive OS lock** on the file
+//! (`File::try_lock`, an `flock`/`LockFileEx` claim the operating system
+//! releases when the process dies, so a crash leaves nothing to clean up).
+//! A second writer fails to start with [`StreamError::Locked`]; a platform
+//! without locking fails to open ([`StreamError::LockUnsupported`]) rather
+//! than proceed. On open the existing records are scanned: a torn final
+//! record is reported and **cut** (the file is truncated to the last whole
+//! record) before anything is appended.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::StreamError;
+use crate::stream::{self, Fault, FaultCode, HeaderError, Item, Reader, RecordKind, HEADER};
+
+/// How appends reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `fsync` (data) after every record: what §4.11 requires of an
+    /// enforcement point. The default.
+    SyncEachRecord,
+    /// No per-record sync (one at close). Only for **generating** demo and
+    /// benchmark streams: it voids §4.11's durability and must never back
+    /// an enforcement point.
+    GeneratorOnly,
+}
+
+/// A torn tail that was cut on open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TornCut {
+    /// Where the torn record started (the new file length).
+    pub offset: u64,
+    /// How many bytes were cut.
+    pub len: u64,
+}
+
+/// The exclusive appender of one stream file.
+#[derive(Debug)]
+pub struct StreamWriter {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    durability: Durability,
+    syncs: u64,
+}
+
+impl StreamWriter {
+    /// Opens (creating if absent) `path` for writing: takes the exclusive
+    /// lock, checks the header, feeds every existing item to `visit`, and
+    /// cuts a torn tail. Returns the writer and the cut, if any.
+    pub fn open(
+        path: &Path,
+        durability: Durability,
+        mut visit: impl FnMut(&Item),
+    ) -> Result<(Self, Option<TornCut>), StreamError> {
+        let io = |e| StreamError::io(path, e);
+        let existed = path.exists();
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StreamError::Locked { path: path.display().to_string() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StreamError::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
+            }
+        }
+        let mut w = Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0 };
+        let size = w.file.metadata().map_err(io)?.len();
+        if size < HEADER.len() as u64 {
+            // A new file, or one whose creation was torn before its header
+            // was whole: only a prefix of the header may be there.
+            let mut head = vec![0u8; usize::try_from(size).unwrap_or(0)];
+            std::io::Read::read_exact(&mut w.file, &mut head).map_err(io)?;
+            if !HEADER.starts_with(&head) {
+                return Err(StreamError::NotAStream { path: path.display().to_string() });
+            }
+            w.file.set_len(0).map_err(io)?;
+            w.file.seek(SeekFrom::Start(0)).map_err(io)?;
+            w.file.write_all(HEADER).map_err(io)?;
+            w.file.sync_all().map_err(io)?;
+            if !existed {
+                sync_dir(path);
+            }
+            w.len = HEADER.len() as u64;
+            return Ok((w, None));
+        }
+        let mut torn = None;
+        {
+            let reader_file = w.file.try_clone().map_err(io)?;
+            let mut reader = match Reader::new(std::io::BufReader::new(reader_file)) {
+                Ok(r) => r,
+                Err(HeaderError::NotAStream) => {
+                    return Err(StreamError::NotAStream { path: path.display().to_string() })
+                }
+                Err(HeaderError::Io(e)) => return Err(io(e)),
+            };
+            for item in reader.by_ref() {
+                if let Item::Fault(Fault { code: FaultCode::TornTail, offset, len }) = item {
+                    torn = Some(TornCut { offset, len });
+                }
+                visit(&item);
+            }
+            if let Some(e) = reader.take_io_error() {
+                return Err(io(e));
+            }
+        }
+        w.len = match torn {
+            Some(t) => {
+                w.file.set_len(t.offset).map_err(io)?;
+                w.file.sync_all().map_err(io)?;
+                t.offset
+            }
+            None => size,
+        };
+        w.file.seek(SeekFrom::Start(w.len)).map_err(io)?;
+        Ok((w, torn))
+    }
+
+    /// Appends one record and, under [`Durability::SyncEachRecord`], makes
+    /// it durable before returning. Returns the record's offset.
+    pub fn append(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, StreamError> {
+        let framed = stream::frame(kind, payload)?;
+        let at = self.len;
+        let io = |e| StreamError::io(&self.path, e);
+        self.file.write_all(&framed).map_err(io)?;
+        if self.durability == Durability::SyncEachRecord {
+            self.file.sync_data().map_err(io)?;
+            self.syncs += 1;
+        }
+        self.len += framed.len() as u64;
+        Ok(at)
+    }
+
+    /// How many records were made durable with an explicit sync.
+    pub fn syncs(&self) -> u64 {
+        self.syncs
+    }
+
+    /// The stream's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Current length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether only the header is there.
+    pub fn is_empty(&self) -> bool {
+        self.len <= HEADER.len() as u64
+    }
+
+    /// Syncs everything and releases the lock.
+    pub fn close(self) -> Result<(), StreamError> {
+        self.file.sync_all().map_err(|e| StreamError::io(&self.path, e))?;
+        // The lock is released when the file is dropped (and by the OS if
+        // the process dies first).
+        Ok(())
+    }
+}
+
+/// Makes a new file's directory entry durable (best effort where the
+/// platform cannot open directories).
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! §8.1 / §4.11: the stream is the write-ahead log. Framing, torn tails,
+//! bad input, durable recording before the action, replay (C14, C16),
+//! unresolved decisions, the single writer (in-process; the two-process
+//! test is crates/cli/tests/audit.rs).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::*;
+use jcp::decision::{Gate, Reason, Request, Verdict};
+use jcp::revocation::Revocation;
+use jcp_receipt::record::OutcomeStatus;
+use jcp_receipt::runtime::{DurableGate, RunResult};
+use jcp_receipt::stream::{self, FaultCode, Item, Reader, RecordKind, HEADER, MAGIC};
+use jcp_receipt::writer::{Durability, StreamWriter};
+use jcp_receipt::StreamError;
+
+fn items(path: &Path) -> Vec<Item> {
+    Reader::new(std::fs::File::open(path).unwrap()).unwrap().collect()
+}
+
+fn records(path: &Path) -> Vec<(u64, RecordKind)> {
+    items(path)
+        .into_iter()
+        .filter_map(|i| match i {
+            Item::Record(r) => Some((r.offset, r.kind)),
+            Item::Fault(_) => None,
+        })
+        .collect()
+}
+
+fn faults(path: &Path) -> Vec<(FaultCode, u64)> {
+    items(path)
+        .into_iter()
+        .filter_map(|i| match i {
+            Item::Fault(f) => Some((f.code, f.offset)),
+            Item::Record(_) => None,
+        })
+        .collect()
+}
+
+/// A stream with `n` allowed decisions on the root grant, all settled.
+fn write_allows(path: &Path, fx: &Fx, n: u64, uj: u64) {
+    let (mut dg, _) = DurableGate::open(path, fx.steward.clone(), Gate::new()).unwrap();
+    dg.record_grant(&fx.root).unwrap();
+    let caller = fx.holder.did();
+    let root = [fx.root.clone()];
+    for i in 0..n {
+        let f = frame(&fx.root, "invoke", i);
+        let c = cost(uj);
+        let req = Request { frame: &f, chain: &root, caller: &caller, cost: &c, now: 1, flow: None };
+        match dg.run(&req, || Ok::<(), ()>(())).unwrap() {
+            RunResult::Ran(rec, Ok(())) => assert!(rec.decision.is_allow()),
+            other => panic!("{other:?}"),
+        }
+    }
+    dg.close().unwrap();
+}
+
+#[test]
+fn s8_1_records_frame_and_read_back_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 3, 10);
+    let kinds: Vec<RecordKind> = records(&p).into_iter().map(|(_, k)| k).collect();
+    use RecordKind::{Grant, Outcome, Receipt};
+    assert_eq!(kinds, vec![Grant, Receipt, Outcome, Receipt, Outcome, Receipt, Outcome]);
+    assert!(faults(&p).is_empty());
+    assert_eq!(&std::fs::read(&p).unwrap()[..8], HEADER);
+}
+
+#[test]
+fn s4_11_decision_is_durable_before_the_action_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    let caller = fx.holder.did();
+    let root = [fx.root.clone()];
+    let f = frame(&fx.root, "invoke", 1);
+    let c = cost(10);
+    let req = Request { frame: &f, chain: &root, caller: &caller, cost: &c, now: 1, flow: None };
+    let syncs_before = dg.writer().syncs();
+    let pp = p.clone();
+    let seen_during_action = match dg.run(&req, move || Ok::<_, ()>(records(&pp))).unwrap() {
+        RunResult::Ran(_, Ok(r)) => r,
+        other => panic!("{other:?}"),
+    };
+    // While the action ran, the decision was already on disk, and nothing else.
+    assert_eq!(seen_during_action.iter().map(|r| r.1).collect::<Vec<_>>(), vec![RecordKind::Receipt]);
+    assert_eq!(dg.writer().syncs(), syncs_before + 2, "decision and outcome each synced");
+    assert_eq!(records(&p).len(), 2);
+}
+
+#[test]
+fn s4_11_a_denied_action_never_runs_and_its_receipt_is_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    let caller = fx.holder.did();
+    let root = [fx.root.clone()];
+    let f = frame(&fx.root, "delete", 1);
+    let c = cost(10);
+    let req = Request { frame: &f, chain: &root, caller: &caller, cost: &c, now: 1, flow: None };
+    let mut ran = false;
+    let r = dg.run(&req, || {
+        ran = true;
+        Ok::<(), ()>(())
+    });
+    assert!(matches!(r.unwrap(), RunResult::Denied(rec) if rec.decision.verdict == Verdict::Deny(Reason::ActionNotGranted)));
+    assert!(!ran);
+    assert_eq!(records(&p), vec![(8, RecordKind::Receipt)]);
+}
+
+#[test]
+fn s8_1_torn_final_record_is_detected_reported_and_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 2, 10);
+    let whole = std::fs::metadata(&p).unwrap().len();
+    let before = records(&p);
+    // A crash mid-append: half a record.
+    let rec = stream::frame(RecordKind::Receipt, &[0xd2; 300]).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(&rec[..150]).unwrap();
+    assert_eq!(faults(&p), vec![(FaultCode::TornTail, whole)]);
+    assert_eq!(records(&p), before, "the torn record is never read as a record");
+    let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    let cut = replay.torn_cut.unwrap();
+    assert_eq!((cut.offset, cut.len), (whole, 150));
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), whole, "cut back to the last whole record");
+    assert_eq!(replay.verified, 2);
+    dg.close().unwrap();
+    assert!(faults(&p).is_empty());
+}
+
+#[test]
+fn s8_1_torn_tail_with_a_complete_length_but_bad_checksum_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 1, 10);
+    let whole = std::fs::metadata(&p).unwrap().len();
+    let mut rec = stream::frame(RecordKind::Receipt, &[0xd2; 40]).unwrap();
+    let n = rec.len();
+    rec[n - 10] ^= 0xff; // zero-filled/garbled tail after a crash
+    std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(&rec).unwrap();
+    assert_eq!(faults(&p), vec![(FaultCode::TornTail, whole)]);
+    let (_, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.torn_cut.unwrap().offset, whole);
+}
+
+/// Rewrites the file with `f` applied to its bytes.
+fn mutate(p: &Path, f: impl FnOnce(&mut Vec<u8>)) {
+    let mut b = std::fs::read(p).unwrap();
+    f(&mut b);
+    std::fs::write(p, b).unwrap();
+}
+
+#[test]
+fn s8_1_bit_flip_in_a_record_is_a_named_fault_and_reading_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 3, 10);
+    let recs = records(&p);
+    let (off, _) = recs[3];
+    mutate(&p, |b| b[off as usize + 40] ^= 0x01);
+    assert_eq!(faults(&p), vec![(FaultCode::ChecksumMismatch, off)]);
+    assert_eq!(records(&p).len(), recs.len() - 1, "every other record still read");
+    assert_eq!(FaultCode::ChecksumMismatch.code(), "record-corrupt");
+}
+
+#[test]
+fn s8_1_bit_flip_in_a_length_resyncs_on_the_next_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 3, 10);
+    let recs = records(&p);
+    let (off, _) = recs[2];
+    mutate(&p, |b| b[off as usize + 7] ^= 0x01); // len += 256
+    let f = faults(&p);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].1, off);
+    assert_eq!(records(&p).len(), recs.len() - 1);
+}
+
+#[test]
+fn s8_1_garbage_between_records_is_reported_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 2, 10);
+    let recs = records(&p);
+    let (off, _) = recs[2];
+    mutate(&p, |b| {
+        let tail = b.split_off(off as usize);
+        b.extend_from_slice(b"not a record at all");
+        b.extend_from_slice(&tail);
+    });
+    assert_eq!(faults(&p), vec![(FaultCode::Garbage, off)]);
+    assert_eq!(records(&p).len(), recs.len());
+}
+
+#[test]
+fn s8_1_oversized_record_is_refused_and_reading_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 2, 10);
+    let recs = records(&p);
+    let (off, _) = recs[1];
+    mutate(&p, |b| {
+        let tail = b.split_off(off as usize);
+        b.extend_from_slice(MAGIC);
+        b.push(1);
+        b.extend_from_slice(&u32::MAX.to_be_bytes());
+        b.extend_from_slice(&tail);
+    });
+    assert_eq!(faults(&p), vec![(FaultCode::Oversized, off)]);
+    assert_eq!(records(&p).len(), recs.len());
+    assert!(matches!(stream::frame(RecordKind::Receipt, &vec![0; stream::MAX_RECORD_LEN + 1]), Err(StreamError::Oversized { .. })));
+}
+
+#[test]
+fn s8_1_unknown_record_kind_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 1, 10);
+    let end = std::fs::metadata(&p).unwrap().len();
+    let mut rec = stream::frame(RecordKind::Receipt, b"x").unwrap();
+    rec[4] = 9;
+    let len = rec.len();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&rec[4..len - 4]);
+    rec[len - 4..].copy_from_slice(&h.finalize().to_be_bytes());
+    mutate(&p, |b| b.extend_from_slice(&rec));
+    write_more(&p);
+    assert_eq!(faults(&p), vec![(FaultCode::UnknownKind, end)]);
+}
+
+fn write_more(p: &Path) {
+    let fx = fx();
+    let (mut dg, _) = DurableGate::open(p, fx.steward.clone(), Gate::new()).unwrap();
+    dg.record_grant(&fx.lead_g).unwrap();
+    dg.close().unwrap();
+}
+
+#[test]
+fn s8_1_a_file_without_the_header_is_not_a_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x");
+    std::fs::write(&p, b"hello world, not a stream").unwrap();
+    assert!(Reader::new(std::fs::File::open(&p).unwrap()).is_err());
+    let err = StreamWriter::open(&p, Durability::SyncEachRecord, |_| {}).unwrap_err();
+    assert_eq!(err.code(), "not-a-stream");
+}
+
+#[test]
+fn c14_fresh_runtime_restores_spend_by_replaying_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx_with(1_000, None, Vec::new());
+    write_allows(&p, &fx, 9, 100);
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.verified, 9);
+    assert_eq!(replay.replayed_allows, 9);
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 900);
+    // A restart is not a fresh budget: 200 µJ more does not fit.
+    let caller = fx.holder.did();
+    let root = [fx.root.clone()];
+    let f = frame(&fx.root, "invoke", 99);
+    let c = cost(200);
+    let req = Request { frame: &f, chain: &root, caller: &caller, cost: &c, now: 1, flow: None };
+    assert_eq!(dg.decide(&req).unwrap().decision.verdict, Verdict::Deny(Reason::BudgetExceeded));
+}
+
+#[test]
+fn c14_tampered_receipt_contributes_nothing_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 5, 100);
+    let (off, _) = records(&p).into_iter().filter(|r| r.1 == RecordKind::Receipt).nth(2).unwrap();
+    jcp_receipt::demo::tamper_record(&p, off).unwrap();
+    assert!(faults(&p).is_empty(), "framing intact: only the signature can tell");
+    let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.verified, 4);
+    assert_eq!(replay.rejected.get("bad-signature"), Some(&1));
+    // Its outcome now names a receipt the stream no longer holds unaltered.
+    assert_eq!(replay.rejected_at.first(), Some(&(off, "bad-signature")));
+    assert_eq!(replay.rejected.get("orphan-outcome"), Some(&1));
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 400);
+}
+
+#[test]
+fn c14_receipts_of_another_steward_are_refused_on_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 2, 100);
+    let (dg, replay) = DurableGate::open(&p, kp(42), Gate::new()).unwrap();
+    assert_eq!(replay.verified, 0);
+    // Two receipts and their two outcomes, all sealed by another steward.
+    assert_eq!(replay.rejected.get("wrong-steward"), Some(&4));
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 0);
+}
+
+#[test]
+fn c14_a_duplicated_receipt_is_debited_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 2, 100);
+    let recs = items(&p);
+    let dup = recs.iter().find_map(|i| match i { Item::Record(r) if r.kind == RecordKind::Receipt => Some(r.clone()), _ => None }).unwrap();
+    mutate(&p, |b| b.extend_from_slice(&stream::frame(RecordKind::Receipt, &dup.payload).unwrap()));
+    let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.rejected.get("duplicate-record"), Some(&1));
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 200);
+}
+
+#[test]
+fn c16_chained_replay_restores_leaf_and_ancestor_debits_and_keeps_conserving() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx_with(1_000, None, Vec::new());
+    let chain = fx.chain();
+    let worker = fx.worker.did();
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        for i in 0..3 {
+            let f = frame(&fx.worker_g, "invoke", i);
+            let c = cost(250);
+            let req = Request { frame: &f, chain: &chain, caller: &worker, cost: &c, now: 1, flow: None };
+            let rec = dg.decide(&req).unwrap();
+            assert!(rec.decision.is_allow());
+            dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
+        }
+        dg.close().unwrap();
+    }
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.replayed_allows, 3);
+    for g in &chain {
+        assert_eq!(dg.gate().spent(&g.id()).uj, 750, "every link re-debited");
+    }
+    // The holder of the root spends directly: 300 µJ no longer fits the root.
+    let root = [fx.root.clone()];
+    let holder = fx.holder.did();
+    let f = frame(&fx.root, "invoke", 9);
+    let c = cost(300);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &c, now: 1, flow: None };
+    assert_eq!(dg.decide(&req).unwrap().decision.verdict, Verdict::Deny(Reason::BudgetExceeded));
+}
+
+#[test]
+fn s4_11_decision_without_outcome_is_unresolved_naming_its_holder_and_stays_debited() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    let chain = fx.chain();
+    let worker = fx.worker.did();
+    let receipt = {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        let f = frame(&fx.worker_g, "invoke", 1);
+        let c = cost(300);
+        let req = Request { frame: &f, chain: &chain, caller: &worker, cost: &c, now: 1, flow: None };
+        let rec = dg.decide(&req).unwrap();
+        // The process "dies" while the action is in flight: no outcome.
+        drop(dg);
+        rec.receipt
+    };
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.unresolved.len(), 1);
+    let u = &replay.unresolved[0];
+    assert_eq!((u.receipt, u.holder, u.cost_uj), (receipt, worker, 300));
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 300, "its energy stays debited");
+    // Never retried: only an operator settles it, explicitly.
+    dg.complete(&receipt, OutcomeStatus::Failed).unwrap();
+    assert!(dg.complete(&receipt, OutcomeStatus::Failed).is_err(), "settled once");
+    dg.close().unwrap();
+    let (_, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert!(replay.unresolved.is_empty());
+}
+
+#[test]
+fn s4_3_revocation_is_replayed_and_known_through_is_monotonic() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        dg.set_known_through(3).unwrap();
+        assert!(matches!(dg.set_known_through(2), Err(StreamError::MarkerRegressed { old: 3, new: 2 })));
+        let rev = Revocation::issue(&fx.lead_g, &fx.holder, Some([1; 16])).unwrap();
+        dg.admit_revocation(&rev, &fx.lead_g, 7).unwrap();
+        // A forged revocation (not the issuer) is refused and not recorded.
+        let forged = Revocation::issue(&fx.root, &fx.issuer, Some([2; 16])).unwrap();
+        assert!(dg.admit_revocation(&forged, &fx.lead_g, 8).is_err());
+        dg.close().unwrap();
+    }
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.known_through, Some(7));
+    assert!(dg.gate().is_revoked(&fx.lead_g.id()));
+    let chain = fx.chain();
+    let worker = fx.worker.did();
+    let f = frame(&fx.worker_g, "invoke", 1);
+    let c = cost(1);
+    let req = Request { frame: &f, chain: &chain, caller: &worker, cost: &c, now: 1, flow: None };
+    assert_eq!(dg.decide(&req).unwrap().decision.verdict, Verdict::Deny(Reason::Revoked));
+    assert!(dg.set_known_through(6).is_err(), "monotonic across restarts");
+}
+
+#[test]
+fn s4_11_second_writer_in_the_same_process_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let (w, _) = StreamWriter::open(&p, Durability::SyncEachRecord, |_| {}).unwrap();
+    let err = StreamWriter::open(&p, Durability::SyncEachRecord, |_| {}).unwrap_err();
+    assert_eq!(err.code(), "stream-locked");
+    assert!(err.to_string().contains("another writer"), "{err}");
+    w.close().unwrap();
+    let (w2, _) = StreamWriter::open(&p, Durability::SyncEachRecord, |_| {}).unwrap();
+    w2.close().unwrap();
+}
+
+#[test]
+fn s4_11_sequence_numbers_continue_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    write_allows(&p, &fx, 2, 1);
+    write_allows(&p, &fx, 1, 1);
+    let mut seqs = Vec::new();
+    let mut dids = jcp_receipt::cose::DidCache::new();
+    for i in items(&p) {
+        if let Item::Record(r) = i {
+            if r.kind != RecordKind::Grant {
+                seqs.push(jcp_receipt::cose::open(&r.payload, &mut dids).unwrap().position.seq.unwrap());
+            }
+        }
+    }
+    assert_eq!(seqs, (0..6).collect::<Vec<_>>());
+}

@@ -1,0 +1,176 @@
+//! The app's own commands — the only ones its capability lets the window
+//! call. Each reads the state, calls a crate, and returns a typed value or
+//! `{code, message}`. File dialogs are opened here, in Rust, and files are
+//! read and written here; the front end never touches the filesystem.
+
+use std::path::{Path, PathBuf};
+
+use console_view::ipc::{ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow};
+use tauri::{AppHandle, Runtime, State};
+use tauri_plugin_dialog::DialogExt;
+
+use crate::error::{self, CmdResult};
+use crate::state::{now_ms, AppState};
+
+/// Most windows one snapshot may ask for.
+pub const MAX_SNAPSHOT_WINDOWS: u32 = 600;
+
+pub fn info(state: &AppState) -> CmdResult<AppInfo> {
+    let meter = state.meter.lock().map_err(|_| error::poisoned("meter"))?.availability.clone();
+    Ok(AppInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        workspace: state.workspace.display().to_string(),
+        store: state.store_info.clone(),
+        meter,
+        audit: console_view::ipc::Availability {
+            available: state.engine.is_some(),
+            reason: if state.engine.is_some() { None } else { Some(state.engine_missing.to_owned()) },
+        },
+        demo_streams: state.demo_streams.clone(),
+    })
+}
+
+pub fn snapshot(state: &AppState, limit: u32) -> CmdResult<EnergySnapshot> {
+    if limit == 0 || limit > MAX_SNAPSHOT_WINDOWS {
+        return Err(UiError::new("energy.bad_limit", format!("ask for 1 to {MAX_SNAPSHOT_WINDOWS} windows, not {limit}")));
+    }
+    let windows = state.with_store(|s| s.recent_windows(limit).map_err(|e| error::store(&e)))?;
+    let chart_svg = console_view::chart::energy_chart_svg(&windows, 960, 340).map_err(|e| error::view(&e))?;
+    let meter = state.meter.lock().map_err(|_| error::poisoned("meter"))?.clone();
+    Ok(EnergySnapshot {
+        meter: meter.availability,
+        windows: windows.iter().map(WindowRow::from).collect(),
+        chart_svg,
+        ladder: meter.ladder,
+        window_ms: meter.window_ms,
+    })
+}
+
+/// Writes `text` to `path` and records the export as a steward action.
+pub fn write_export(state: &AppState, path: &Path, text: &str, what: &str) -> CmdResult<ExportResult> {
+    std::fs::write(path, text).map_err(|e| error::io("export.write_failed", "cannot write", path, &e))?;
+    let bytes = text.len() as u64;
+    state.with_store(|s| {
+        s.record_action(now_ms(), what, &path.display().to_string(), &serde_json::json!({"bytes": bytes}))
+            .map_err(|e| error::store(&e))
+    })?;
+    Ok(ExportResult { path: Some(path.display().to_string()), bytes })
+}
+
+pub fn energy_export_text(state: &AppState, format: &str) -> CmdResult<String> {
+    let retention = state.store_info.window_retention;
+    let windows = state.with_store(|s| s.recent_windows(retention).map_err(|e| error::store(&e)))?;
+    match format {
+        "csv" => console_view::export::windows_csv(&windows),
+        "json" => console_view::export::windows_json(&windows),
+        other => return Err(UiError::new("export.bad_format", format!("energy exports are csv or json, not {other:?}"))),
+    }
+    .map_err(|e| error::view(&e))
+}
+
+pub fn audit_export_text(state: &AppState, id: u64, format: &str) -> CmdResult<String> {
+    let (verdict, report, paths) = state.audit_report(id)?;
+    match format {
+        "json" => serde_json::to_string_pretty(&report).map_err(|e| UiError::new("export.json", e.to_string())),
+        "html" => console_view::report::report_html(&report, &verdict, "JCP audit report", &paths).map_err(|e| error::view(&e)),
+        other => Err(UiError::new("export.bad_format", format!("audit reports export as json or html, not {other:?}"))),
+    }
+}
+
+fn save_dialog<R: Runtime>(app: &AppHandle<R>, name: &str, ext: &str) -> Option<PathBuf> {
+    app.dialog()
+        .file()
+        .set_file_name(name)
+        .add_filter(ext.to_uppercase(), &[ext])
+        .blocking_save_file()
+        .and_then(|p| p.into_path().ok())
+}
+
+/// What the console is and can do.
+#[tauri::command]
+pub fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
+    info(&state)
+}
+
+/// The live energy view: last `limit` windows, their chart, the ladder.
+#[tauri::command]
+pub fn energy_snapshot(state: State<'_, AppState>, limit: u32) -> CmdResult<EnergySnapshot> {
+    snapshot(&state, limit)
+}
+
+/// Saves the window history as CSV or JSON where the person chooses.
+#[tauri::command]
+pub async fn energy_export<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, format: String) -> CmdResult<ExportResult> {
+    let text = energy_export_text(&state, &format)?;
+    match save_dialog(&app, &format!("energy-windows.{format}"), &format) {
+        Some(path) => write_export(&state, &path, &text, "export_energy"),
+        None => Ok(ExportResult { path: None, bytes: 0 }),
+    }
+}
+
+/// Opens the native file dialog (in Rust) and returns the chosen streams.
+#[tauri::command]
+pub async fn audit_pick_streams<R: Runtime>(app: AppHandle<R>) -> CmdResult<Vec<String>> {
+    let picked = app.dialog().file().set_title("Open receipt streams").blocking_pick_files();
+    Ok(picked.unwrap_or_default().into_iter().filter_map(|p| p.into_path().ok()).map(|p| p.display().to_string()).collect())
+}
+
+/// Starts one audit over the given streams.
+#[tauri::command]
+pub fn audit_start(state: State<'_, AppState>, paths: Vec<String>) -> CmdResult<AuditJob> {
+    state.start_audit(paths)
+}
+
+/// The current audit job, if any.
+#[tauri::command]
+pub fn audit_status(state: State<'_, AppState>) -> CmdResult<Option<AuditJob>> {
+    state.audit_status()
+}
+
+/// A finished audit's verdict, report, and the report as HTML.
+#[tauri::command]
+pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditReportView> {
+    let (verdict, report, _) = state.audit_report(id)?;
+    let html = console_view::report::report_fragment(&report).map_err(|e| error::view(&e))?;
+    Ok(AuditReportView { id, verdict, report, html })
+}
+
+/// Asks a running audit to stop.
+#[tauri::command]
+pub fn audit_cancel(state: State<'_, AppState>, id: u64) -> CmdResult<AuditJob> {
+    state.cancel_audit(id)
+}
+
+/// Saves a finished audit's report as JSON or self-contained HTML.
+#[tauri::command]
+pub async fn audit_export<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, id: u64, format: String) -> CmdResult<ExportResult> {
+    let text = audit_export_text(&state, id, &format)?;
+    match save_dialog(&app, &format!("audit-report.{format}"), &format) {
+        Some(path) => write_export(&state, &path, &text, "export_report"),
+        None => Ok(ExportResult { path: None, bytes: 0 }),
+    }
+}
+
+/// Streams opened in this workspace, with their last verdict.
+#[tauri::command]
+pub fn workspace_streams(state: State<'_, AppState>) -> CmdResult<Vec<StreamRow>> {
+    state.with_store(|s| {
+        Ok(s.streams()
+            .map_err(|e| error::store(&e))?
+            .into_iter()
+            .map(|r| StreamRow { path: r.path, size_bytes: r.size_bytes, opened_at_ms: r.opened_at_ms, last_verdict: r.last_verdict })
+            .collect())
+    })
+}
+
+/// The steward's most recent actions.
+#[tauri::command]
+pub fn steward_actions(state: State<'_, AppState>, limit: u32) -> CmdResult<Vec<ActionRow>> {
+    state.with_store(|s| {
+        Ok(s.actions(limit.min(1000))
+            .map_err(|e| error::store(&e))?
+            .into_iter()
+            .map(|a| ActionRow { at_ms: a.at_ms, action: a.action, subject: a.subject })
+            .collect())
+    })
+}

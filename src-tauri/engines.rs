@@ -1,0 +1,172 @@
+//! The crates this shell wires in: the audit engine (crates/jcp-audit), the
+//! local meter (crates/jcp-meter) and the demo stream writer
+//! (crates/jcp-receipt). The shell adapts their types to the console's IPC
+//! types and decides nothing itself.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use console_store::{Store, WindowRecord};
+use console_view::ipc::{Availability, RungRow, UiError};
+
+use crate::state::{EngineOutcome, MeterView, ProgressCounters};
+
+/// The audit engine: `jcp_audit::audit_paths` with default options, the
+/// same call `jcp audit STREAM... --json` makes, so the numbers agree.
+pub fn audit_engine() -> Option<crate::state::EngineFn> {
+    Some(run_audit)
+}
+
+/// Why auditing would be unavailable (not the case in this build).
+pub const AUDIT_MISSING: &str = "the audit engine (crates/jcp-audit) is not part of this build; `jcp audit STREAM --json` is the headless equivalent";
+
+/// Verdict word for a report (`clean` exactly when `jcp audit` exits 0).
+pub fn verdict(report: &jcp_audit::Report) -> &'static str {
+    if report.clean {
+        "clean"
+    } else {
+        "findings"
+    }
+}
+
+fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> EngineOutcome {
+    let mut base = 0u64; // bytes of the streams already finished
+    let mut current = 0u64; // size of the stream being read
+    let report = jcp_audit::audit_paths(paths, &jcp_audit::AuditOptions::default(), |ev| {
+        match ev {
+            jcp_audit::Progress::StreamStarted { bytes_total, .. } => {
+                base += current;
+                current = *bytes_total;
+                p.bytes_done.store(base, Ordering::Relaxed);
+            }
+            jcp_audit::Progress::Advanced { bytes_done, records, .. } => {
+                p.bytes_done.store(base + bytes_done, Ordering::Relaxed);
+                p.records.store(*records, Ordering::Relaxed);
+            }
+            jcp_audit::Progress::Finishing => {
+                p.bytes_done.store(p.bytes_total.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+        if cancel.load(Ordering::Relaxed) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .map_err(|e| UiError::new(&format!("audit.{}", e.code()), e.to_string()))?;
+    let json = serde_json::to_value(&report).map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
+    Ok((verdict(&report).to_owned(), json))
+}
+
+/// The meter's view before the probe has finished (or when there is no meter).
+pub fn meter_view() -> MeterView {
+    MeterView {
+        availability: Availability {
+            available: false,
+            reason: Some("the meter is starting (probing the ladder)".to_owned()),
+        },
+        ladder: Vec::new(),
+        window_ms: 1000,
+    }
+}
+
+/// The ladder as the front end shows it.
+pub fn ladder_rows(report: &jcp_meter::ProbeReport) -> Vec<RungRow> {
+    report
+        .rungs
+        .iter()
+        .map(|r| RungRow {
+            name: r.title.to_owned(),
+            status: match r.status {
+                jcp_meter::RungStatus::Chosen => "chosen",
+                jcp_meter::RungStatus::Declined => "declined",
+                jcp_meter::RungStatus::Unavailable => "unavailable",
+                jcp_meter::RungStatus::Standby => "standby",
+            }
+            .to_owned(),
+            provenance: Some(r.provenance.as_str().to_owned()),
+            why: r.why.clone(),
+            fix: r.fix.clone(),
+        })
+        .collect()
+}
+
+/// A meter window as the store keeps it (a gap stays a gap).
+pub fn window_record(w: &jcp_meter::Window) -> WindowRecord {
+    WindowRecord {
+        seq: 0,
+        start_ms: w.start_unix_ms,
+        end_ms: w.end_unix_ms.max(w.start_unix_ms),
+        energy: w.energy(),
+        rung: w.rung.map(|r| r.as_str().to_owned()),
+    }
+}
+
+/// Starts the machine's meter on its own thread: every closed window goes
+/// into the store (bounded history) and the ladder into `view`. A machine
+/// where no meter can start says why in `view`, and nothing is made up.
+pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>) {
+    let config = jcp_meter::MeterConfig::default();
+    let window_ms = u64::try_from(config.interval.as_millis()).unwrap_or(1000);
+    let meter = match jcp_meter::Meter::system(config, Path::new(jcp_meter::rapl::POWERCAP_ROOT)) {
+        Ok(m) => m,
+        Err(e) => {
+            if let Ok(mut v) = view.lock() {
+                v.availability = Availability { available: false, reason: Some(format!("the meter could not start: {e} ({})", e.code())) };
+            }
+            return;
+        }
+    };
+    let live = jcp_meter::LiveMeter::spawn(meter);
+    let spawned = std::thread::Builder::new().name("meter-pump".into()).spawn(move || {
+        let mut have_probe = false;
+        while let Some(w) = live.recv() {
+            if !have_probe {
+                if let Some(report) = live.probe_report() {
+                    if let Ok(mut v) = view.lock() {
+                        v.ladder = ladder_rows(&report);
+                        v.window_ms = window_ms;
+                        v.availability = match report.chosen {
+                            Some(_) => Availability { available: true, reason: None },
+                            None => Availability { available: false, reason: Some("no rung of the ladder can meter this machine (see the ladder)".into()) },
+                        };
+                    }
+                    have_probe = true;
+                }
+            }
+            let rec = window_record(&w);
+            let stored = store.lock().map(|mut s| s.record_window(&rec));
+            if let Ok(Err(e)) = stored {
+                eprintln!("jcp-console: window {} not stored: {e}", w.seq);
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("jcp-console: the meter thread could not start: {e}");
+    }
+}
+
+/// Writes the demo streams into a new workspace (once): a clean stream and
+/// one with tampered receipts, both by `jcp_receipt::demo` (real keys, real
+/// gate, real signatures). Returns their paths.
+pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
+    let clean = dir.join("demo.jcps");
+    let tampered = dir.join("demo-tampered.jcps");
+    if clean.exists() || tampered.exists() {
+        return Ok(vec![clean, tampered].into_iter().filter(|p| p.exists()).collect());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| crate::error::io("demo.write_failed", "cannot create", dir, &e))?;
+    let opts = |tamper, unresolved| jcp_receipt::demo::DemoOptions {
+        receipts: 400,
+        tamper,
+        unresolved,
+        seed: 1,
+        durability: jcp_receipt::writer::Durability::GeneratorOnly,
+    };
+    let err = |e: jcp_receipt::StreamError| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
+    jcp_receipt::demo::write_demo(&clean, &opts(0, 0)).map_err(err)?;
+    jcp_receipt::demo::write_demo(&tampered, &opts(3, 1)).map_err(err)?;
+    Ok(vec![clean, tampered])
+}

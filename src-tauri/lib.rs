@@ -1,0 +1,88 @@
+//! JCP Console's Tauri shell. It only wires things up: the workspace state,
+//! the dialog plugin (used from Rust only), drag-and-drop of streams, and the
+//! list of the app's own commands. Every command calls a crate and returns
+//! its typed result or an `{code, message}` error.
+
+pub mod commands;
+pub mod engines;
+pub mod error;
+pub mod state;
+
+use std::path::PathBuf;
+
+use tauri::{Manager, Runtime};
+
+use crate::state::AppState;
+
+/// Where the workspace lives: `$JCP_CONSOLE_WORKSPACE`, else the app's data folder.
+fn workspace_dir<R: Runtime>(app: &tauri::App<R>) -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("JCP_CONSOLE_WORKSPACE") {
+        return Ok(PathBuf::from(dir));
+    }
+    app.path().app_data_dir().map_err(|e| format!("no data folder for the workspace: {e}"))
+}
+
+/// Builds the app on any runtime (the real one, or Tauri's mock in tests).
+pub fn builder<R: Runtime>() -> tauri::Builder<R> {
+    tauri::Builder::<R>::new()
+        .plugin(tauri_plugin_dialog::init())
+        .invoke_handler(tauri::generate_handler![
+            commands::app_info,
+            commands::energy_snapshot,
+            commands::energy_export,
+            commands::audit_pick_streams,
+            commands::audit_start,
+            commands::audit_status,
+            commands::audit_report,
+            commands::audit_cancel,
+            commands::audit_export,
+            commands::workspace_streams,
+            commands::steward_actions,
+        ])
+        .on_window_event(|window, event| {
+            // Streams dropped on the window are read in Rust; the front end sees the job by polling.
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                let Some(state) = window.try_state::<AppState>() else { return };
+                let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                if let Err(e) = state.start_audit(paths.clone()) {
+                    eprintln!("jcp-console: dropped streams not audited: {}", e.message);
+                    state.record_failed_start(paths, e);
+                }
+            }
+        })
+}
+
+/// Starts the console. Arguments are stream files to open and audit at once.
+pub fn run() -> std::process::ExitCode {
+    let streams: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let result = builder::<tauri::Wry>()
+        .setup(move |app| {
+            let dir = workspace_dir(app)?;
+            let mut state = AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
+            if let Some(e) = &state.store_info.error {
+                eprintln!("jcp-console: {}", e.message);
+            }
+            // First start: demo streams in the workspace, so there is real data at once.
+            match engines::prepare_demo(&dir.join("demo")) {
+                Ok(paths) => state.register_demo(&paths),
+                Err(e) => eprintln!("jcp-console: {}", e.message),
+            }
+            engines::start_meter(state.store.clone(), state.meter.clone());
+            if !streams.is_empty() {
+                if let Err(e) = state.start_audit(streams.clone()) {
+                    eprintln!("jcp-console: {}", e.message);
+                    state.record_failed_start(streams.clone(), e);
+                }
+            }
+            app.manage(state);
+            Ok(())
+        })
+        .run(tauri::generate_context!());
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jcp-console: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The shell's commands through Tauri's mock runtime (real IPC path:
+//! serialisation, argument names, `{code, message}` errors), plus the
+//! security settings the issue asks for, read from the files that set them.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use console_store::WindowRecord;
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp_console::state::{AppState, EngineOutcome, MeterView, ProgressCounters};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_context, noop_assets, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow};
+
+fn meter_off() -> MeterView {
+    jcp_console::engines::meter_view()
+}
+
+/// A test double of the audit engine: counts the bytes of each file as
+/// progress, reports "findings" when a file contains "TAMPER", and honours cancel.
+fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> EngineOutcome {
+    let mut tampered = 0u64;
+    for path in paths {
+        let bytes = std::fs::read(path).map_err(|e| console_view::ipc::UiError::new("audit.unreadable", e.to_string()))?;
+        if bytes.starts_with(b"SLOW") {
+            while !cancel.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            return Err(console_view::ipc::UiError::new("audit.cancelled", "cancelled"));
+        }
+        if bytes.windows(6).any(|w| w == b"TAMPER") {
+            tampered += 1;
+        }
+        p.bytes_done.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        p.records.fetch_add(1, Ordering::Relaxed);
+    }
+    let verdict = if tampered > 0 { "findings" } else { "clean" };
+    Ok((verdict.to_owned(), json!({"verdict": verdict, "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}})))
+}
+
+fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    let app = jcp_console::builder::<MockRuntime>().build(mock_context(noop_assets())).unwrap();
+    let state = AppState::open(
+        dir,
+        if engine { Some(test_engine) } else { None },
+        jcp_console::engines::AUDIT_MISSING,
+        meter_off(),
+    );
+    app.manage(state);
+    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    (app, webview)
+}
+
+fn invoke(w: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
+    get_ipc_response(
+        w,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(body),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|b| b.deserialize::<Value>().unwrap())
+}
+
+fn wait_done(w: &WebviewWindow<MockRuntime>) -> Value {
+    let t = Instant::now();
+    loop {
+        let s = invoke(w, "audit_status", json!({})).unwrap();
+        if s["state"] != "running" {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "audit never finished: {s}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn app_info_says_which_parts_are_missing_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = app(dir.path(), false);
+    let info = invoke(&w, "app_info", json!({})).unwrap();
+    assert_eq!(info["store"]["persistent"], true);
+    assert!(info["store"]["path"].as_str().unwrap().ends_with("workspace.sqlite"));
+    assert_eq!(info["audit"]["available"], false);
+    assert!(info["audit"]["reason"].as_str().unwrap().contains("jcp audit"));
+    assert_eq!(info["meter"]["available"], false);
+}
+
+#[test]
+fn s5_energy_snapshot_keeps_gaps_and_grades_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, w) = app(dir.path(), false);
+    {
+        let state = app.state::<AppState>();
+        let mut s = state.store.lock().unwrap();
+        let e = Energy { uj: 2_000_000, provenance: Provenance::HwShunt, coverage: Coverage::Whole };
+        let p = Energy { uj: 500_000, provenance: Provenance::ModelBased, coverage: Coverage::Partial };
+        s.record_window(&WindowRecord { seq: 0, start_ms: 0, end_ms: 1000, energy: Some(e), rung: Some("rapl".into()) }).unwrap();
+        s.record_window(&WindowRecord { seq: 0, start_ms: 1000, end_ms: 2000, energy: None, rung: None }).unwrap();
+        s.record_window(&WindowRecord { seq: 0, start_ms: 2000, end_ms: 3000, energy: Some(p), rung: Some("nvml".into()) }).unwrap();
+    }
+    let snap = invoke(&w, "energy_snapshot", json!({"limit": 60})).unwrap();
+    let rows = snap["windows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["provenance"], "HwShunt");
+    assert!(rows[1]["energy_uj"].is_null(), "a gap is not a zero");
+    assert_eq!(rows[2]["coverage"], "Partial");
+    let svg = snap["chart_svg"].as_str().unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..40.min(svg.len())]);
+    assert!(svg.contains("Partial"));
+    assert_eq!(snap["meter"]["available"], false);
+}
+
+#[test]
+fn energy_snapshot_bad_limit_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = app(dir.path(), false);
+    let e = invoke(&w, "energy_snapshot", json!({"limit": 0})).unwrap_err();
+    assert_eq!(e["code"], "energy.bad_limit");
+    assert!(e["message"].as_str().unwrap().contains("1 to 600"));
+    assert_eq!(e.as_object().unwrap().len(), 2, "errors are exactly {{code, message}}: {e}");
+}
+
+#[test]
+fn audit_without_engine_is_refused_with_words_not_faked() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jcps");
+    std::fs::write(&f, b"x").unwrap();
+    let (_app, w) = app(dir.path(), false);
+    let e = invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap_err();
+    assert_eq!(e["code"], "audit.unavailable");
+    assert!(invoke(&w, "audit_status", json!({})).unwrap().is_null());
+}
+
+#[test]
+fn s8_2_audit_job_reports_verdict_and_is_kept_in_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.jcps");
+    let bad = dir.path().join("bad.jcps");
+    std::fs::write(&good, b"receipts").unwrap();
+    std::fs::write(&bad, b"receipts TAMPER").unwrap();
+    let (_app, w) = app(dir.path(), true);
+    let paths = json!([good.display().to_string(), bad.display().to_string()]);
+    let job = invoke(&w, "audit_start", json!({"paths": paths})).unwrap();
+    assert_eq!(job["progress"]["bytes_total"], 23);
+    let done = wait_done(&w);
+    assert_eq!(done["state"], "done");
+    assert_eq!(done["verdict"], "findings");
+    assert_eq!(done["progress"]["bytes_done"], 23);
+    let id = done["id"].clone();
+    let rep = invoke(&w, "audit_report", json!({"id": id})).unwrap();
+    assert_eq!(rep["report"]["failed_by_reason"]["bad_signature"], 1);
+    let html = rep["html"].as_str().unwrap();
+    assert!(html.contains("bad signature") && html.contains("<svg"), "{html}");
+    assert!(!html.contains("<script"));
+    let streams = invoke(&w, "workspace_streams", json!({})).unwrap();
+    assert_eq!(streams.as_array().unwrap().len(), 2);
+    assert!(streams.as_array().unwrap().iter().all(|s| s["last_verdict"] == "findings"));
+    let actions = invoke(&w, "steward_actions", json!({"limit": 10})).unwrap();
+    assert_eq!(actions[0]["action"], "audit");
+}
+
+#[test]
+fn audit_cancel_stops_the_job_without_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow.jcps");
+    std::fs::write(&slow, b"SLOW").unwrap();
+    let (_app, w) = app(dir.path(), true);
+    let job = invoke(&w, "audit_start", json!({"paths": [slow.display().to_string()]})).unwrap();
+    // A second start while one runs is refused.
+    let busy = invoke(&w, "audit_start", json!({"paths": [slow.display().to_string()]})).unwrap_err();
+    assert_eq!(busy["code"], "audit.busy");
+    invoke(&w, "audit_cancel", json!({"id": job["id"]})).unwrap();
+    let end = wait_done(&w);
+    assert_eq!(end["state"], "cancelled");
+    assert!(end["verdict"].is_null());
+    let e = invoke(&w, "audit_report", json!({"id": job["id"]})).unwrap_err();
+    assert_eq!(e["code"], "audit.no_report");
+}
+
+#[test]
+fn audit_of_missing_file_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = app(dir.path(), true);
+    let e = invoke(&w, "audit_start", json!({"paths": ["/nonexistent/x.jcps"]})).unwrap_err();
+    assert_eq!(e["code"], "audit.unreadable");
+    assert!(e["message"].as_str().unwrap().contains("/nonexistent/x.jcps"));
+}
+
+#[test]
+fn audit_export_writes_json_equal_to_the_engine_report_and_html_self_contained() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("a.jcps");
+    std::fs::write(&f, b"receipts").unwrap();
+    let (app, w) = app(dir.path(), true);
+    invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap();
+    let done = wait_done(&w);
+    let id = done["id"].as_u64().unwrap();
+    let state = app.state::<AppState>();
+    let json_text = jcp_console::commands::audit_export_text(&state, id, "json").unwrap();
+    let (_, report, _) = state.audit_report(id).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&json_text).unwrap(), report);
+    let html = jcp_console::commands::audit_export_text(&state, id, "html").unwrap();
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"), "self-contained");
+    let out = dir.path().join("r.html");
+    let r = jcp_console::commands::write_export(&state, &out, &html, "export_report").unwrap();
+    assert_eq!(r.bytes, html.len() as u64);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), html);
+    let bad = jcp_console::commands::audit_export_text(&state, id, "pdf").unwrap_err();
+    assert_eq!(bad.code, "export.bad_format");
+}
+
+#[test]
+fn store_damaged_runs_in_memory_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("workspace.sqlite");
+    std::fs::write(&path, b"not a database at all, and must stay that way").unwrap();
+    let (_app, w) = app(dir.path(), false);
+    let info = invoke(&w, "app_info", json!({})).unwrap();
+    assert_eq!(info["store"]["persistent"], false);
+    assert_eq!(info["store"]["error"]["code"], "store.corrupt");
+    assert_eq!(std::fs::read(&path).unwrap(), b"not a database at all, and must stay that way");
+}
+
+// ---- security settings, read from the files that set them ----
+
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+#[test]
+fn capability_lists_only_the_apps_own_commands_each_explicit() {
+    let cap: Value = serde_json::from_str(&std::fs::read_to_string(root().join("src-tauri/capabilities/main-window.json")).unwrap()).unwrap();
+    let perms: Vec<&str> = cap["permissions"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let lib = std::fs::read_to_string(root().join("src-tauri/lib.rs")).unwrap();
+    let handler: Vec<String> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("commands::"))
+        .map(|c| format!("allow-{}", c.trim_end_matches(',').replace('_', "-")))
+        .collect();
+    assert!(!handler.is_empty());
+    let mut a: Vec<&str> = perms.clone();
+    let mut b: Vec<&str> = handler.iter().map(String::as_str).collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b, "the capability must grant exactly the registered commands");
+    assert!(perms.iter().all(|p| !p.contains(':')), "no plugin or core permission reaches the window: {perms:?}");
+    let build = std::fs::read_to_string(root().join("src-tauri/build.rs")).unwrap();
+    for p in &handler {
+        let cmd = p.trim_start_matches("allow-").replace('-', "_");
+        assert!(build.contains(&format!("\"{cmd}\"")), "{cmd} missing from the app manifest in build.rs");
+    }
+}
+
+#[test]
+fn config_has_strict_csp_no_global_tauri_no_remote_content() {
+    let conf: Value = serde_json::from_str(&std::fs::read_to_string(root().join("tauri.conf.json")).unwrap()).unwrap();
+    assert_eq!(conf["app"]["withGlobalTauri"], false);
+    assert!(conf["build"].get("devUrl").is_none(), "the app never loads a dev server");
+    let csp = conf["app"]["security"]["csp"].as_object().unwrap();
+    assert_eq!(csp["default-src"], "'self'");
+    assert_eq!(csp["script-src"], "'self'");
+    assert_eq!(csp["object-src"], "'none'");
+    for (k, v) in csp {
+        let v = v.as_str().unwrap();
+        assert!(!v.contains("unsafe-inline") && !v.contains("unsafe-eval"), "{k}: {v}");
+        assert!(!v.contains("https:") && !v.contains('*'), "{k} allows remote content: {v}");
+    }
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    assert!(!cargo.contains("tauri-plugin-fs"), "no filesystem plugin");
+}

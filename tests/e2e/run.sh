@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the console's end-to-end test: starts Xvfb (unless a display is set)
+# and tauri-driver, prepares CLI-written streams when the audit crate is in
+# the build, runs tests/e2e/console.e2e.mjs with Node's test runner, and
+# stops what it started. Screenshots land in target/screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+APP="$TARGET/debug/jcp-console"
+[ -x "$APP" ] || { echo "e2e: $APP is not built (cargo build -p jcp-console)"; exit 2; }
+export PATH="$HOME/.cargo/bin:$PATH"
+command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
+command -v WebKitWebDriver >/dev/null || { echo "e2e: WebKitWebDriver missing (apt-get install webkit2gtk-driver)"; exit 2; }
+
+tmp="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+if [ -z "${DISPLAY:-}" ]; then
+  disp=99
+  while [ -e "/tmp/.X11-unix/X$disp" ]; do disp=$((disp + 1)); done
+  Xvfb ":$disp" -screen 0 1280x860x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
+  pids+=($!)
+  export DISPLAY=":$disp"
+  for _ in $(seq 1 50); do [ -e "/tmp/.X11-unix/X$disp" ] && break; sleep 0.1; done
+fi
+export NO_AT_BRIDGE=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
+export JCP_CONSOLE_WORKSPACE="$tmp/workspace"
+port=4444
+tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/status" >/dev/null 2>&1 && break; sleep 0.1; done
+
+export JCP_E2E_APP="$APP" JCP_E2E_SHOTS="$PWD/target/screenshots" JCP_E2E_WORKSPACE="$JCP_CONSOLE_WORKSPACE" JCP_E2E_DRIVER="http://127.0.0.1:$port"
+if [ -f tests/e2e/streams.sh ]; then
+  # shellcheck source=/dev/null
+  source tests/e2e/streams.sh "$tmp"
+fi
+status=0
+node --test --test-concurrency=1 tests/e2e/console.e2e.mjs || status=$?
+if [ "$status" -ne 0 ]; then echo "--- tauri-driver log"; tail -40 "$tmp/driver.log"; fi
+exit "$status"

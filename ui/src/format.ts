@@ -1,0 +1,36 @@
+// Formatting shared by the views. Energy is integer µJ on the wire (§5).
+
+export function formatUj(uj: number): string {
+  if (uj < 1_000) return `${uj} µJ`;
+  if (uj < 1_000_000) return `${(uj / 1e3).toFixed(3)} mJ`;
+  if (uj < 1_000_000_000) return `${(uj / 1e6).toFixed(3)} J`;
+  return `${(uj / 1e9).toFixed(3)} kJ`;
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 * 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 / 1024 / 1024).toFixed(2)} GiB`;
+}
+
+export function formatTime(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** What each provenance grade means, in words (the table's tooltip and the legend's text). */
+export const GRADE_MEANING: Record<string, string> = {
+  HwShunt: "hardware reading from a live, plausible counter",
+  ModelBased: "model calibrated on this host",
+  Estimator: "nothing calibrated (e.g. default power)",
+};
+
+/** Creates an element with a class and text (text is never parsed as HTML). */
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}

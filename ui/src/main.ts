@@ -1,0 +1,104 @@
+// The console's front end: two views, a banner for the workspace store's
+// state, and one notice area. Everything it shows comes from the shell.
+import "./style.css";
+import { api, type AppInfo, type UiError } from "./ipc";
+import { el } from "./format";
+import { EnergyView, type Notifier } from "./views/energy";
+import { AuditorView } from "./views/auditor";
+
+export class Console {
+  readonly root: HTMLElement;
+  private notices = el("div", "notices");
+  private banner = el("div", "banner");
+  private footer = el("footer");
+  readonly energy: EnergyView;
+  readonly auditor: AuditorView;
+  private current: "energy" | "auditor" = "energy";
+  private tabs: Record<string, HTMLButtonElement> = {};
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(root: HTMLElement) {
+    this.root = root;
+    const notify: Notifier = {
+      error: (e: UiError) => this.notice(e.message, "error", e.code),
+      info: (t: string) => this.notice(t, "info"),
+    };
+    this.energy = new EnergyView(notify);
+    this.auditor = new AuditorView(notify);
+    const nav = el("nav");
+    nav.append(el("span", "brand", "JCP Console"));
+    for (const [id, label] of [
+      ["energy", "Live energy"],
+      ["auditor", "Auditor"],
+    ] as const) {
+      const b = el("button", "tab", label);
+      b.id = `tab-${id}`;
+      b.addEventListener("click", () => this.select(id));
+      this.tabs[id] = b;
+      nav.append(b);
+    }
+    this.banner.hidden = true;
+    const main = el("main");
+    main.append(this.energy.root, this.auditor.root);
+    root.replaceChildren(nav, this.banner, this.notices, main, this.footer);
+    this.select("energy");
+  }
+
+  notice(text: string, kind: "error" | "info", code?: string): void {
+    const n = el("div", `notice ${kind}`);
+    n.append(el("span", "text", text));
+    if (code) n.append(el("code", "code", code));
+    const close = el("button", "close", "×");
+    close.title = "Dismiss";
+    close.addEventListener("click", () => n.remove());
+    n.append(close);
+    this.notices.append(n);
+  }
+
+  select(view: "energy" | "auditor"): void {
+    this.current = view;
+    this.energy.root.hidden = view !== "energy";
+    this.auditor.root.hidden = view !== "auditor";
+    for (const [id, b] of Object.entries(this.tabs)) b.classList.toggle("active", id === view);
+    void this.tick(false);
+  }
+
+  showInfo(info: AppInfo): void {
+    if (!info.store.persistent) {
+      this.banner.hidden = false;
+      this.banner.className = "banner error";
+      this.banner.textContent = `${info.store.error?.message ?? "The workspace store could not be opened."} This session keeps its data in memory only; nothing will be saved.`;
+    }
+    this.auditor.setAvailability(info.audit.available, info.audit.reason);
+    this.footer.textContent = `JCP Console ${info.version} · workspace ${info.workspace} · store ${info.store.path}`;
+  }
+
+  async start(): Promise<void> {
+    try {
+      this.showInfo(await api.appInfo());
+    } catch (e) {
+      const u = e as UiError;
+      this.notice(u.message, "error", u.code);
+    }
+    await this.tick(true);
+  }
+
+  /** One poll of the visible view; reschedules itself when `loop`. */
+  async tick(loop: boolean): Promise<void> {
+    if (this.current === "energy") await this.energy.refresh();
+    else await this.auditor.refresh();
+    if (loop) {
+      const delay = this.current === "auditor" && this.auditor.running ? 200 : 1000;
+      this.timer = setTimeout(() => void this.tick(true), delay);
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
+}
+
+const mount = document.getElementById("app");
+if (mount && !(globalThis as { __JCP_TEST__?: boolean }).__JCP_TEST__) {
+  void new Console(mount).start();
+}

@@ -1,0 +1,177 @@
+// Auditor's view (spec §8, §8.1, §8.2): open streams by dialog or by dropping
+// them on the window, watch progress, cancel, read the verdict and every
+// number the audit engine reports, export JSON or self-contained HTML.
+import { api, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
+import { el, formatBytes } from "../format";
+import type { Notifier } from "./energy";
+
+export class AuditorView {
+  readonly root: HTMLElement;
+  private status = el("p", "status");
+  private openBtn = el("button", "open-streams", "Open streams…");
+  private progressBox = el("div", "progress-box");
+  private bar = el("progress", "audit-progress");
+  private progressText = el("span", "progress-text");
+  private cancelBtn = el("button", "cancel-audit", "Cancel");
+  private verdict = el("div", "verdict-box");
+  private report = el("div", "report");
+  private exportBox = el("div", "export-box");
+  private recent = el("tbody");
+  private job: AuditJob | null = null;
+  private shownReport = -1;
+
+  constructor(private notify: Notifier) {
+    this.root = el("section", "view auditor");
+    this.root.id = "view-auditor";
+    const head = el("div", "view-head");
+    head.append(el("h2", undefined, "Auditor"), this.openBtn);
+    head.append(el("span", "hint", "or drop stream files onto the window"));
+    this.openBtn.addEventListener("click", () => void this.open());
+
+    this.bar.max = 1;
+    this.bar.value = 0;
+    this.cancelBtn.addEventListener("click", () => void this.cancel());
+    this.progressBox.append(this.bar, this.progressText, this.cancelBtn);
+    this.progressBox.hidden = true;
+
+    const jsonBtn = el("button", "export-report-json", "Export JSON");
+    const htmlBtn = el("button", "export-report-html", "Export HTML");
+    jsonBtn.addEventListener("click", () => void this.export("json"));
+    htmlBtn.addEventListener("click", () => void this.export("html"));
+    this.exportBox.append(jsonBtn, htmlBtn);
+    this.exportBox.hidden = true;
+
+    const recentBox = el("div", "panel recent-streams");
+    recentBox.append(el("h3", undefined, "Streams in this workspace"));
+    const t = el("table");
+    t.innerHTML = "<thead><tr><th>stream</th><th>size</th><th>last verdict</th><th></th></tr></thead>";
+    t.append(this.recent);
+    recentBox.append(t);
+
+    this.root.append(head, this.status, this.progressBox, this.verdict, this.exportBox, this.report, recentBox);
+  }
+
+  setAvailability(available: boolean, reason: string | null): void {
+    this.openBtn.disabled = !available;
+    if (!available) {
+      this.status.textContent = `Auditing is not available yet: ${reason ?? "no reason given"}`;
+      this.status.className = "status unavailable";
+    } else if (this.status.classList.contains("unavailable")) {
+      this.status.textContent = "";
+      this.status.className = "status";
+    }
+  }
+
+  async open(): Promise<void> {
+    try {
+      const paths = await api.auditPickStreams();
+      if (paths.length === 0) return;
+      await this.start(paths);
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+
+  async start(paths: string[]): Promise<void> {
+    try {
+      this.showJob(await api.auditStart(paths));
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+
+  private async cancel(): Promise<void> {
+    if (!this.job) return;
+    try {
+      this.showJob(await api.auditCancel(this.job.id));
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+
+  private async export(format: "json" | "html"): Promise<void> {
+    if (!this.job) return;
+    try {
+      const r = await api.auditExport(this.job.id, format);
+      if (r.path) this.notify.info(`Exported ${r.bytes} bytes to ${r.path}`);
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+
+  /** True while an audit runs (the app polls faster then). */
+  get running(): boolean {
+    return this.job?.state === "running";
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const [job, streams] = await Promise.all([api.auditStatus(), api.workspaceStreams()]);
+      if (job) this.showJob(job);
+      this.showStreams(streams);
+      if (job && job.state === "done" && this.shownReport !== job.id) {
+        this.showReport(await api.auditReport(job.id));
+      }
+    } catch (e) {
+      this.status.textContent = (e as UiError).message;
+      this.status.className = "status error";
+    }
+  }
+
+  showJob(job: AuditJob): void {
+    if (this.job && this.job.id !== job.id) {
+      this.report.replaceChildren();
+      this.verdict.replaceChildren();
+      this.exportBox.hidden = true;
+      this.shownReport = -1;
+    }
+    this.job = job;
+    const p = job.progress;
+    const frac = p.bytes_total > 0 ? Math.min(1, p.bytes_done / p.bytes_total) : 0;
+    this.progressBox.hidden = false;
+    this.bar.value = job.state === "done" ? 1 : frac;
+    this.cancelBtn.disabled = job.state !== "running";
+    const secs = (job.elapsed_ms / 1000).toFixed(1);
+    const what = `${formatBytes(p.bytes_done)} of ${formatBytes(p.bytes_total)}, ${p.records} records, ${secs} s`;
+    const state: Record<string, string> = { running: "Auditing", done: "Audited", cancelled: "Cancelled", failed: "Failed" };
+    this.progressText.textContent = `${state[job.state] ?? job.state}: ${what}`;
+    if (job.state === "failed" && job.error) {
+      this.verdict.replaceChildren(el("p", "verdict failed", `The audit could not finish: ${job.error.message}`));
+    } else if (job.state === "cancelled") {
+      this.verdict.replaceChildren(el("p", "verdict cancelled", "The audit was cancelled; no verdict."));
+    }
+  }
+
+  showReport(view: AuditReportView): void {
+    this.shownReport = view.id;
+    const v = el("p", `verdict ${view.verdict}`);
+    v.id = "audit-verdict";
+    v.append(el("span", "label", "Verdict: "), el("strong", "value", view.verdict));
+    this.verdict.replaceChildren(v);
+    // HTML rendered by the shell from the engine's report; every value escaped there, no script.
+    this.report.innerHTML = view.html;
+    this.exportBox.hidden = false;
+  }
+
+  showStreams(streams: StreamRow[]): void {
+    this.recent.replaceChildren(
+      ...streams.map((s) => {
+        const tr = el("tr");
+        const again = el("button", "audit-again", "Audit");
+        again.addEventListener("click", () => void this.start([s.path]));
+        again.disabled = this.openBtn.disabled;
+        const td = el("td");
+        td.append(again);
+        tr.append(el("td", "path", s.path), el("td", "num", formatBytes(s.size_bytes)), el("td", `last-verdict ${s.last_verdict ?? ""}`, s.last_verdict ?? "not audited"), td);
+        return tr;
+      }),
+    );
+    if (streams.length === 0) {
+      const tr = el("tr");
+      const td = el("td", "none", "No streams opened yet.");
+      td.colSpan = 4;
+      tr.append(td);
+      this.recent.append(tr);
+    }
+  }
+}

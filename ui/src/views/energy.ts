@@ -1,0 +1,128 @@
+// Live energy view (spec §5, §5.1, §5.2): the plotters chart rendered by the
+// shell, the ladder panel, the recent windows table, CSV/JSON export.
+import { api, type EnergySnapshot, type UiError } from "../ipc";
+import { el, formatTime, formatUj, GRADE_MEANING } from "../format";
+
+export const CHART_WINDOWS = 60;
+
+export interface Notifier {
+  error(e: UiError): void;
+  info(text: string): void;
+}
+
+export class EnergyView {
+  readonly root: HTMLElement;
+  private status = el("p", "status");
+  private chart = el("div", "chart");
+  private ladder = el("tbody");
+  private windows = el("tbody");
+  private lastSeq = -1;
+
+  constructor(private notify: Notifier) {
+    this.root = el("section", "view energy");
+    this.root.id = "view-energy";
+    const head = el("div", "view-head");
+    head.append(el("h2", undefined, "Live energy"));
+    const csv = el("button", "export-csv", "Export CSV");
+    const json = el("button", "export-json", "Export JSON");
+    csv.addEventListener("click", () => void this.export("csv"));
+    json.addEventListener("click", () => void this.export("json"));
+    head.append(csv, json);
+
+    this.chart.id = "energy-chart";
+    const ladderBox = el("div", "panel ladder");
+    ladderBox.append(el("h3", undefined, "Metering ladder (§5.1)"));
+    const lt = el("table", "ladder-table");
+    lt.innerHTML = "<thead><tr><th>rung</th><th>status</th><th>grade</th><th>why</th><th>fix</th></tr></thead>";
+    lt.append(this.ladder);
+    ladderBox.append(lt);
+
+    const winBox = el("div", "panel windows");
+    winBox.append(el("h3", undefined, "Recent windows"));
+    const wt = el("table", "windows-table");
+    wt.innerHTML =
+      "<thead><tr><th>#</th><th>start</th><th>end</th><th>energy</th><th>provenance</th><th>coverage</th><th>rung</th></tr></thead>";
+    wt.append(this.windows);
+    winBox.append(wt);
+
+    const lower = el("div", "lower");
+    lower.append(ladderBox, winBox);
+    this.root.append(head, this.status, this.chart, lower);
+  }
+
+  async refresh(): Promise<void> {
+    let snap: EnergySnapshot;
+    try {
+      snap = await api.energySnapshot(CHART_WINDOWS);
+    } catch (e) {
+      this.status.textContent = (e as UiError).message;
+      this.status.className = "status error";
+      return;
+    }
+    this.show(snap);
+  }
+
+  show(snap: EnergySnapshot): void {
+    if (snap.meter.available) {
+      this.status.textContent = `Metering live: ${snap.window_ms / 1000} s windows.`;
+      this.status.className = "status ok";
+    } else {
+      this.status.textContent = `Live metering is not available yet: ${snap.meter.reason ?? "no reason given"}`;
+      this.status.className = "status unavailable";
+    }
+    const newest = snap.windows.length ? snap.windows[snap.windows.length - 1].seq : -1;
+    if (newest !== this.lastSeq || this.chart.childElementCount === 0) {
+      // SVG produced by plotters in the shell from numbers only; no script.
+      this.chart.innerHTML = snap.chart_svg;
+      this.lastSeq = newest;
+    }
+    this.ladder.replaceChildren(
+      ...snap.ladder.map((r) => {
+        const tr = el("tr", `rung ${r.status}`);
+        tr.append(el("td", "name", r.name), el("td", "rstatus", r.status), el("td", "grade", r.provenance ?? "—"), el("td", "why", r.why), el("td", "fix", r.fix ?? ""));
+        return tr;
+      }),
+    );
+    if (snap.ladder.length === 0) {
+      const tr = el("tr");
+      const td = el("td", "none", snap.meter.available ? "No probe yet." : "No ladder: the meter is not available in this build.");
+      td.colSpan = 5;
+      tr.append(td);
+      this.ladder.append(tr);
+    }
+    const rows = [...snap.windows].reverse().slice(0, 30);
+    this.windows.replaceChildren(
+      ...rows.map((w) => {
+        const tr = el("tr", w.energy_uj === null ? "window gap" : "window");
+        const energy = w.energy_uj === null ? el("td", "energy none", "no reading") : el("td", "energy num", formatUj(w.energy_uj));
+        const prov = el("td", "provenance");
+        if (w.provenance) {
+          const chip = el("span", `grade grade-${w.provenance}`, w.provenance);
+          chip.title = GRADE_MEANING[w.provenance] ?? "";
+          prov.append(chip);
+        } else {
+          prov.textContent = "—";
+        }
+        const cov = el("td", w.coverage === "Partial" ? "coverage partial" : "coverage", w.coverage ?? "—");
+        tr.append(el("td", "num", String(w.seq)), el("td", undefined, formatTime(w.start_ms)), el("td", undefined, formatTime(w.end_ms)), energy, prov, cov, el("td", "rung", w.rung ?? "—"));
+        return tr;
+      }),
+    );
+    if (rows.length === 0) {
+      const tr = el("tr");
+      const td = el("td", "none", "No windows recorded yet.");
+      td.colSpan = 7;
+      tr.append(td);
+      this.windows.append(tr);
+    }
+  }
+
+  private async export(format: "csv" | "json"): Promise<void> {
+    try {
+      const r = await api.energyExport(format);
+      if (r.path) this.notify.info(`Exported ${r.bytes} bytes to ${r.path}`);
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+}

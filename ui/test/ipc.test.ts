@@ -1,0 +1,35 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
+import { api, toUiError } from "../src/ipc";
+
+afterEach(() => clearMocks());
+
+describe("ipc", () => {
+  it("passes command names and arguments exactly as the shell declares them", async () => {
+    const seen: Array<[string, unknown]> = [];
+    mockIPC((cmd, args) => {
+      seen.push([cmd, args]);
+      return cmd === "audit_pick_streams" ? ["/a"] : { path: null, bytes: 0 };
+    });
+    await api.energyExport("csv");
+    await api.auditPickStreams();
+    await api.auditExport(3, "html");
+    expect(seen).toEqual([
+      ["energy_export", { format: "csv" }],
+      ["audit_pick_streams", {}],
+      ["audit_export", { id: 3, format: "html" }],
+    ]);
+  });
+
+  it("turns a rejected command into {code, message}", async () => {
+    mockIPC(() => {
+      throw { code: "store.locked", message: "the workspace store is locked" };
+    });
+    await expect(api.appInfo()).rejects.toEqual({ code: "store.locked", message: "the workspace store is locked" });
+  });
+
+  it("names an answer it cannot read instead of showing nothing", () => {
+    expect(toUiError(undefined)).toEqual({ code: "ipc.failed", message: "The console's back end did not answer as expected." });
+    expect(toUiError("boom")).toEqual({ code: "ipc.failed", message: "boom" });
+  });
+});
