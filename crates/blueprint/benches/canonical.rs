@@ -59,10 +59,10 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("blueprint", |b| b.iter(|| ours(black_box(&bytes))));
     g.bench_function("blueprint_canonical_first", |b| {
-        b.iter(|| ours_canonical_first(black_box(&bytes)))
+        b.iter(|| ours_canonical_first(black_box(&bytes)));
     });
     g.bench_function("serde_json_canonicalizer", |b| {
-        b.iter(|| baseline(black_box(&bytes)))
+        b.iter(|| baseline(black_box(&bytes)));
     });
     g.finish();
 }

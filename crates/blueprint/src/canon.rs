@@ -152,7 +152,7 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
         };
         out.extend_from_slice(&bytes[run..i]);
         if let Some(e) = esc {
-            out.extend_from_slice(e)
+            out.extend_from_slice(e);
         } else {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.extend_from_slice(b"\\u00");

@@ -193,7 +193,7 @@ impl Value {
             serde_json::Value::Bool(b) => Value::Bool(*b),
             serde_json::Value::Number(n) => {
                 let text = n.to_string();
-                number_from_lexeme(&text, "$")?
+                number_from_lexeme(&text, &|| "$".to_string())?
             }
             serde_json::Value::String(s) => Value::String(s.clone()),
             serde_json::Value::Array(a) => {
@@ -276,7 +276,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Value> {
         nodes: 0,
     };
     p.ws();
-    let v = p.value(0, "$")?;
+    let v = p.value(0, &Loc::Root)?;
     p.ws();
     if p.i != p.s.len() {
         return fail(
@@ -299,6 +299,24 @@ pub fn decode_dynamic(input: &Value, limits: &Limits) -> Result<Value> {
             "$",
             format!("expected bytes, got {}", other.kind()),
         ),
+    }
+}
+
+/// A JSON pointer built lazily: rendered only when an error names it.
+#[derive(Clone, Copy)]
+enum Loc<'a> {
+    Root,
+    Key(&'a Loc<'a>, &'a str),
+    Idx(&'a Loc<'a>, usize),
+}
+
+impl Loc<'_> {
+    fn render(&self) -> String {
+        match self {
+            Loc::Root => "$".to_string(),
+            Loc::Key(p, k) => format!("{}/{}", p.render(), escape_pointer(k)),
+            Loc::Idx(p, i) => format!("{}/{i}", p.render()),
+        }
     }
 }
 
@@ -337,19 +355,19 @@ impl Parser<'_> {
         }
     }
 
-    fn node(&mut self, path: &str) -> Result<()> {
+    fn node(&mut self, path: &Loc<'_>) -> Result<()> {
         self.nodes += 1;
         if self.nodes > self.limits.nodes {
             return Err(Error::ceiling(
                 Limit::Nodes,
-                path,
+                path.render(),
                 format!("more than {} values", self.limits.nodes),
             ));
         }
         Ok(())
     }
 
-    fn value(&mut self, depth: u64, path: &str) -> Result<Value> {
+    fn value(&mut self, depth: u64, path: &Loc<'_>) -> Result<Value> {
         self.node(path)?;
         match self.peek() {
             None => fail(Code::InvalidSyntax, at(self.i), "unexpected end of input"),
@@ -360,7 +378,7 @@ impl Parser<'_> {
                 if s.len() as u64 > self.limits.string {
                     return Err(Error::ceiling(
                         Limit::String,
-                        path,
+                        path.render(),
                         format!("string of {} bytes exceeds {}", s.len(), self.limits.string),
                     ));
                 }
@@ -387,22 +405,23 @@ impl Parser<'_> {
         }
     }
 
-    fn enter(&self, depth: u64, path: &str) -> Result<()> {
+    fn enter(&self, depth: u64, path: &Loc<'_>) -> Result<()> {
         if depth > self.limits.depth {
             return Err(Error::ceiling(
                 Limit::Depth,
-                path,
+                path.render(),
                 format!("nesting deeper than {}", self.limits.depth),
             ));
         }
         Ok(())
     }
 
-    fn object(&mut self, depth: u64, path: &str) -> Result<Value> {
+    fn object(&mut self, depth: u64, path: &Loc<'_>) -> Result<Value> {
         self.enter(depth, path)?;
         self.i += 1;
         let mut pairs: Vec<(String, Value)> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
+        // Linear scan while small; a set of names once the object grows.
+        let mut seen: Option<HashSet<String>> = None;
         self.ws();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -414,11 +433,11 @@ impl Parser<'_> {
                 return fail(Code::InvalidSyntax, at(self.i), "expected a member name");
             }
             let key = self.string(path)?;
-            let child = format!("{path}/{}", escape_pointer(&key));
+            let child = Loc::Key(path, &key);
             if key.len() as u64 > self.limits.key {
                 return Err(Error::ceiling(
                     Limit::Key,
-                    child,
+                    child.render(),
                     format!(
                         "member name of {} bytes exceeds {}",
                         key.len(),
@@ -429,12 +448,26 @@ impl Parser<'_> {
             if pairs.len() as u64 >= self.limits.members {
                 return Err(Error::ceiling(
                     Limit::Members,
-                    path,
+                    path.render(),
                     format!("more than {} members", self.limits.members),
                 ));
             }
-            if !seen.insert(key.clone()) {
-                return fail(Code::DuplicateMember, child, "member name repeats (I-JSON)");
+            let repeated = match &mut seen {
+                Some(set) => !set.insert(key.clone()),
+                None if pairs.len() >= 16 => {
+                    let mut set: HashSet<String> = pairs.iter().map(|(k, _)| k.clone()).collect();
+                    let r = !set.insert(key.clone());
+                    seen = Some(set);
+                    r
+                }
+                None => pairs.iter().any(|(k, _)| *k == key),
+            };
+            if repeated {
+                return fail(
+                    Code::DuplicateMember,
+                    child.render(),
+                    "member name repeats (I-JSON)",
+                );
             }
             self.ws();
             self.expect(b':')?;
@@ -453,7 +486,7 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self, depth: u64, path: &str) -> Result<Value> {
+    fn array(&mut self, depth: u64, path: &Loc<'_>) -> Result<Value> {
         self.enter(depth, path)?;
         self.i += 1;
         let mut items = Vec::new();
@@ -467,11 +500,11 @@ impl Parser<'_> {
             if items.len() as u64 >= self.limits.items {
                 return Err(Error::ceiling(
                     Limit::Items,
-                    path,
+                    path.render(),
                     format!("more than {} items", self.limits.items),
                 ));
             }
-            let child = format!("{path}/{}", items.len());
+            let child = Loc::Idx(path, items.len());
             let v = self.value(depth, &child)?;
             items.push(v);
             self.ws();
@@ -504,7 +537,7 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn string(&mut self, path: &str) -> Result<String> {
+    fn string(&mut self, path: &Loc<'_>) -> Result<String> {
         let start = self.i;
         self.i += 1; // opening quote
         let mut out = String::new();
@@ -541,7 +574,7 @@ impl Parser<'_> {
                                 if self.s.get(self.i..self.i + 2) != Some(b"\\u") {
                                     return fail(
                                         Code::InvalidEncoding,
-                                        path,
+                                        path.render(),
                                         "lone high surrogate escape",
                                     );
                                 }
@@ -550,7 +583,7 @@ impl Parser<'_> {
                                 if !(0xDC00..0xE000).contains(&lo) {
                                     return fail(
                                         Code::InvalidEncoding,
-                                        path,
+                                        path.render(),
                                         "high surrogate not followed by a low surrogate",
                                     );
                                 }
@@ -558,7 +591,7 @@ impl Parser<'_> {
                             } else if (0xDC00..0xE000).contains(&hi) {
                                 return fail(
                                     Code::InvalidEncoding,
-                                    path,
+                                    path.render(),
                                     "lone low surrogate escape",
                                 );
                             } else {
@@ -569,7 +602,7 @@ impl Parser<'_> {
                                 None => {
                                     return fail(
                                         Code::InvalidEncoding,
-                                        path,
+                                        path.render(),
                                         "escape is not a Unicode scalar value",
                                     )
                                 }
@@ -596,7 +629,7 @@ impl Parser<'_> {
         std::str::from_utf8(&self.s[a..b]).unwrap_or_default()
     }
 
-    fn number(&mut self, path: &str) -> Result<Value> {
+    fn number(&mut self, path: &Loc<'_>) -> Result<Value> {
         let start = self.i;
         if self.peek() == Some(b'-') {
             self.i += 1;
@@ -635,7 +668,7 @@ impl Parser<'_> {
         if lexeme.len() as u64 > self.limits.number_lexeme {
             return Err(Error::ceiling(
                 Limit::NumberLexeme,
-                path,
+                path.render(),
                 format!(
                     "number lexeme of {} bytes exceeds {}",
                     lexeme.len(),
@@ -643,12 +676,12 @@ impl Parser<'_> {
                 ),
             ));
         }
-        number_from_lexeme(lexeme, path)
+        number_from_lexeme(lexeme, &|| path.render())
     }
 }
 
 /// Applies the integer window rule (§3) to a syntactically valid lexeme.
-pub(crate) fn number_from_lexeme(lexeme: &str, path: &str) -> Result<Value> {
+pub(crate) fn number_from_lexeme(lexeme: &str, path: &dyn Fn() -> String) -> Result<Value> {
     let pure_digits = !lexeme.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
     if pure_digits {
         let mag = lexeme.trim_start_matches('-');
@@ -663,7 +696,7 @@ pub(crate) fn number_from_lexeme(lexeme: &str, path: &str) -> Result<Value> {
         let f: f64 = lexeme.parse().map_err(|_| {
             Error::new(
                 Code::InvalidNumber,
-                path,
+                path(),
                 format!("{lexeme} is not a number"),
             )
         })?;
@@ -672,21 +705,21 @@ pub(crate) fn number_from_lexeme(lexeme: &str, path: &str) -> Result<Value> {
         }
         return fail(
             Code::NumberNotDoubleExpressible,
-            path,
+            path(),
             format!("{lexeme} is above ±(2^53−1) and no double serializes to it exactly"),
         );
     }
     let f: f64 = lexeme.parse().map_err(|_| {
         Error::new(
             Code::InvalidNumber,
-            path,
+            path(),
             format!("{lexeme} is not a number"),
         )
     })?;
     if !f.is_finite() {
         return fail(
             Code::NumberNotDoubleExpressible,
-            path,
+            path(),
             format!("{lexeme} overflows a double"),
         );
     }

@@ -97,7 +97,7 @@ fn parse_path(v: &Value, schema: Option<&Value>, at: &str) -> Result<Vec<String>
         if let Some(sc) = cur {
             if let Some(props) = sc.get("properties").and_then(Value::as_object) {
                 if let Some(next) = props.get(s) {
-                    cur = Some(next)
+                    cur = Some(next);
                 } else {
                     let open = !matches!(sc.get("additionalProperties"), Some(Value::Bool(false)));
                     if !open {

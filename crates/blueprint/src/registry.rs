@@ -330,7 +330,7 @@ pub fn resolve(
                 out.notices.push(Notice {
                     namespace: ns.clone(),
                     notice: n,
-                })
+                });
             };
             match (entry.map(|e| (e.state, e.criticality)), declared) {
                 (None | Some((State::Reserved, _)), Criticality::Critical) => {

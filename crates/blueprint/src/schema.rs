@@ -180,7 +180,7 @@ fn collect_refs<'a>(s: &'a Value, out: &mut Vec<&'a str>) {
             match (k.as_str(), v) {
                 ("$ref", Value::String(r)) => out.push(r),
                 ("properties" | "$defs", Value::Object(props)) => {
-                    props.iter().for_each(|(_, x)| collect_refs(x, out))
+                    props.iter().for_each(|(_, x)| collect_refs(x, out));
                 }
                 ("additionalProperties" | "items", x) => collect_refs(x, out),
                 ("anyOf" | "allOf", Value::Array(a)) => a.iter().for_each(|x| collect_refs(x, out)),

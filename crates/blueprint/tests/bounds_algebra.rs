@@ -60,7 +60,7 @@ proptest! {
 
     #[test]
     fn s9_effective_never_widens_host_and_clamps_iff_changed(bp in arb_bounds(), dep in arb_bounds(), host in arb_bounds()) {
-        let all: Vec<String> = blueprint::artifact::PROTECTED.iter().map(|s| s.to_string()).collect();
+        let all: Vec<String> = blueprint::artifact::PROTECTED.iter().map(std::string::ToString::to_string).collect();
         let (eff, out) = intersect(&bp, &dep, &host, &Posture::Acknowledge(all)).expect("acknowledged");
         prop_assert!(!eff.widens(&host));
         prop_assert!(!eff.widens(&dep));

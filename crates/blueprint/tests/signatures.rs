@@ -225,3 +225,24 @@ fn s6_private_key_material_in_a_keys_file_is_refused() {
     let ok = br#"{"k":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
     assert_eq!(KeySet::from_json(ok).expect("map").ids().count(), 1);
 }
+
+#[test]
+fn s6_wycheproof_ed25519_verdicts_agree() {
+    let v = testkit::interop_json("standards/ed25519/wycheproof/ed25519_test.json");
+    let mut n = 0;
+    for g in v["testGroups"].as_array().expect("groups") {
+        let key: [u8; 32] = hexd(g["publicKey"]["pk"].as_str().expect("pk")).try_into().expect("32");
+        for t in g["tests"].as_array().expect("tests") {
+            let msg = hexd(t["msg"].as_str().expect("msg"));
+            let sig = hexd(t["sig"].as_str().expect("sig"));
+            let got = match <[u8; 64]>::try_from(sig.as_slice()) {
+                Ok(sig) => signature::verify_bytes(&msg, &sig, &key, "k").is_ok(),
+                Err(_) => false,
+            };
+            let want = t["result"] == "valid";
+            assert_eq!(got, want, "tcId {} {}", t["tcId"], t["comment"]);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 151);
+}

@@ -130,3 +130,59 @@ fn s15_conformance_on_the_own_corpus_folder_verifies_its_index() {
     assert_eq!(code, 2);
     assert!(err.contains("corpus_file_set_mismatch"), "{err}");
 }
+
+#[test]
+fn s10_reconcile_descriptors_catch_a_tool_rug_pull() {
+    let bp = interop("agent-blueprint-protocol/vectors/blueprint-golden.json");
+    let dep = interop("agent-blueprint-protocol/vectors/deployment-golden.json");
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().join("descriptors.json");
+    std::fs::write(
+        &d,
+        r#"{"example.demo.read_shape":"sha-256:VpMcbixeDnkz4W6WwFyJVm3BG_n8s1jEZANpZLvZEKI","record_summary":"sha-256:zenFB2mNSBmxJWG4DLIWcNyvFdf85m5Ic-BUmWOU02w"}"#,
+    )
+    .expect("w");
+    let (code, out, _) = jcp(&[
+        "blueprint",
+        "reconcile",
+        "--json",
+        "--descriptors",
+        d.to_str().expect("p"),
+        &bp,
+        &dep,
+    ]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let bind = v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["step"] == "bind")
+        .expect("bind")
+        .clone();
+    assert_eq!(bind["code"], "binding_descriptor_mismatch");
+    assert!(
+        v["effective_bounds"].is_null(),
+        "bounds are not reached after a bind denial"
+    );
+}
+
+#[test]
+fn s6_verify_an_unsigned_artifact_is_a_finding() {
+    let cases = testkit::interop_json("agent-blueprint-protocol/cases/blueprint-decode.json");
+    let text = cases["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["id"] == "blueprint-decode-valid")
+        .expect("valid")["input"]["text"]
+        .as_str()
+        .expect("text")
+        .to_string();
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("unsigned.json");
+    std::fs::write(&p, text).expect("w");
+    let (code, out, _) = jcp(&["blueprint", "verify", p.to_str().expect("p")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no signature to verify"), "{out}");
+}

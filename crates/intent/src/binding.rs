@@ -124,8 +124,20 @@ fn compiled(pattern: &'static str) -> Result<&'static Regex, IntentError> {
     CELLS[slot].get_or_init(|| Regex::new(pattern).ok()).as_ref().ok_or(IntentError::PatternUnavailable { pattern })
 }
 
-fn join(path: &str, key: &str) -> String {
-    format!("{path}.{key}")
+/// A path into the binding, rendered only when a refusal names it.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root,
+    Key(&'a At<'a>, &'static str),
+}
+
+impl At<'_> {
+    fn render(&self) -> String {
+        match self {
+            At::Root => "$".to_owned(),
+            At::Key(parent, k) => format!("{}.{k}", parent.render()),
+        }
+    }
 }
 
 /// Validates a whole binding against §3's rules (the table above) and its
@@ -144,16 +156,16 @@ pub fn validate(binding: &Value) -> Result<(), IntentError> {
             })
         }
     }
-    check(&BINDING, binding, "$")
+    check(&BINDING, binding, &At::Root)
 }
 
-fn check(shape: &Shape, v: &Value, path: &str) -> Result<(), IntentError> {
+fn check(shape: &Shape, v: &Value, at: &At<'_>) -> Result<(), IntentError> {
     match shape {
         Shape::Const(c) => {
             if v.as_str() == Some(c) {
                 Ok(())
             } else {
-                Err(IntentError::InvalidValue { path: path.into(), expected: format!("the string {c:?}") })
+                Err(IntentError::InvalidValue { path: at.render(), expected: format!("the string {c:?}") })
             }
         }
         Shape::Text { min, max, pattern, .. } => {
@@ -166,7 +178,7 @@ fn check(shape: &Shape, v: &Value, path: &str) -> Result<(), IntentError> {
                 };
                 let matching = pattern.map(|p| format!(" matching {p}")).unwrap_or_default();
                 let expected = format!("a string{length}{matching}");
-                IntentError::InvalidValue { path: path.into(), expected }
+                IntentError::InvalidValue { path: at.render(), expected }
             };
             let s = v.as_js_string().ok_or_else(bad)?;
             if min.is_some() || max.is_some() {
@@ -187,21 +199,22 @@ fn check(shape: &Shape, v: &Value, path: &str) -> Result<(), IntentError> {
             if v.as_object().is_some() {
                 Ok(())
             } else {
-                Err(IntentError::NotAnObject { path: path.into() })
+                Err(IntentError::NotAnObject { path: at.render() })
             }
         }
         Shape::Record { fields, open } => {
-            let obj = v.as_object().ok_or_else(|| IntentError::NotAnObject { path: path.into() })?;
+            let obj = v.as_object().ok_or_else(|| IntentError::NotAnObject { path: at.render() })?;
             if !open {
                 if let Some(k) = obj.keys().find(|k| !fields.iter().any(|f| *k == f.name)) {
-                    return Err(IntentError::UnknownKey { path: path.into(), key: k.to_string() });
+                    return Err(IntentError::UnknownKey { path: at.render(), key: k.to_string() });
                 }
             }
             for f in *fields {
+                let here = At::Key(at, f.name);
                 match obj.get(f.name) {
-                    None if f.required => return Err(IntentError::MissingKey { path: join(path, f.name) }),
+                    None if f.required => return Err(IntentError::MissingKey { path: here.render() }),
                     None => {}
-                    Some(fv) => check(&f.shape, fv, &join(path, f.name))?,
+                    Some(fv) => check(&f.shape, fv, &here)?,
                 }
             }
             Ok(())

@@ -63,7 +63,7 @@ pub fn canonical_json(value: &Value) -> Result<String, IntentError> {
 
 /// The canonical form under the given bounds.
 pub fn canonical_json_with(value: &Value, limits: &Limits) -> Result<String, IntentError> {
-    let mut w = Writer { out: Vec::with_capacity(512), entries: 0, limits, num: ryu_js::Buffer::new() };
+    let mut w = Writer { out: Vec::with_capacity(1024), entries: 0, limits, num: ryu_js::Buffer::new() };
     w.value(value, 0, &Path::Root)?;
     if w.out.len() > limits.max_bytes {
         return Err(IntentError::TooLarge { limit: limits.max_bytes });

@@ -50,7 +50,9 @@ struct Parser<'a> {
 }
 
 enum Seg {
-    Key(JsString),
+    /// The key's bytes in the input (between its quotes, escapes as written):
+    /// recorded without allocating, rendered only for an error.
+    Key(usize, usize),
     Index(usize),
 }
 
@@ -63,9 +65,9 @@ impl Parser<'_> {
         let mut s = String::from("$");
         for seg in &self.path {
             match seg {
-                Seg::Key(k) => {
+                Seg::Key(from, to) => {
                     s.push('.');
-                    s.push_str(&k.as_str().map_or_else(|| k.to_string(), str::to_owned));
+                    s.push_str(&String::from_utf8_lossy(&self.b[*from..*to]));
                 }
                 Seg::Index(i) => {
                     s.push('[');
@@ -166,7 +168,9 @@ impl Parser<'_> {
             if self.b.get(self.at) != Some(&b'"') {
                 return Err(self.syntax("expected a string key"));
             }
+            let key_from = self.at + 1;
             let key = self.string()?;
+            let key_to = self.at - 1;
             let repeated = if let Some(set) = &mut seen {
                 !set.insert(key.clone())
             } else {
@@ -187,7 +191,7 @@ impl Parser<'_> {
             }
             self.at += 1;
             self.skip_ws();
-            self.path.push(Seg::Key(key.clone()));
+            self.path.push(Seg::Key(key_from, key_to));
             let v = self.value()?;
             self.path.pop();
             members.push((key, v));
