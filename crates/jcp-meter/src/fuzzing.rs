@@ -18,39 +18,76 @@ use crate::trace::{Trace, TraceBackend};
 /// and obey §5.2.
 pub fn efficiency(data: &[u8]) {
     if let Ok(p) = read_payload(data) {
-        assert!(p.wire().encode() == data, "an accepted core does not re-encode to its bytes");
-        assert!(p.energy.coverage == Coverage::Whole || p.uj_per_accepted_token().is_none(), "a Partial payload with a headline");
+        assert!(
+            p.wire().encode() == data,
+            "an accepted core does not re-encode to its bytes"
+        );
+        assert!(
+            p.energy.coverage == Coverage::Whole || p.uj_per_accepted_token().is_none(),
+            "a Partial payload with a headline"
+        );
     }
     if let Ok(v) = verify(data) {
-        assert!(read_payload(&v.payload.wire().encode()).as_ref() == Ok(&v.payload), "a verified payload does not read back");
+        assert!(
+            read_payload(&v.payload.wire().encode()).as_ref() == Ok(&v.payload),
+            "a verified payload does not read back"
+        );
     }
 }
 
 /// Decodes a trace and, if accepted, replays a few windows of it through the ladder.
 pub fn trace(data: &[u8]) {
-    let Ok(t) = Trace::from_bytes(data) else { return };
+    let Ok(t) = Trace::from_bytes(data) else {
+        return;
+    };
     assert!(t.validate().is_ok(), "an accepted trace fails validation");
     let clock = ManualClock::new();
     let backends = Backends {
         counters: vec![Box::new(TraceBackend::new(t))],
-        util: Box::new(FixedUtil { permille: Some(500), cpus: 2 }),
+        util: Box::new(FixedUtil {
+            permille: Some(500),
+            cpus: 2,
+        }),
         clock: Arc::new(clock),
-        host: HostId { hostname: "fuzz".into(), machine: None, cpu: "fuzz".into(), logical_cpus: 2, os: "linux".into() },
+        host: HostId {
+            hostname: "fuzz".into(),
+            machine: None,
+            cpu: "fuzz".into(),
+            logical_cpus: 2,
+            os: "linux".into(),
+        },
     };
-    let config = MeterConfig { interval: Duration::from_millis(100), ..MeterConfig::default() };
-    let Ok(mut m) = Meter::new(config, backends) else { return };
+    let config = MeterConfig {
+        interval: Duration::from_millis(100),
+        ..MeterConfig::default()
+    };
+    let Ok(mut m) = Meter::new(config, backends) else {
+        return;
+    };
     m.probe();
     for _ in 0..3 {
         let w = m.next_window();
-        assert!(w.energy_uj.is_some() == w.provenance.is_some() && w.energy_uj.is_some() == w.coverage.is_some(), "a figure without its grade: {w:?}");
-        assert!(w.end_ns >= w.start_ns, "a window that ends before it starts");
+        assert!(
+            w.energy_uj.is_some() == w.provenance.is_some()
+                && w.energy_uj.is_some() == w.coverage.is_some(),
+            "a figure without its grade: {w:?}"
+        );
+        assert!(
+            w.end_ns >= w.start_ns,
+            "a window that ends before it starts"
+        );
     }
 }
 
 /// Decodes a stored calibration.
 pub fn calibration(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(c) = Calibration::from_json(text) {
-        assert!(c.active_mw > 0 && c.span_ns > 0, "an accepted calibration over no time or power");
+        assert!(
+            c.active_mw > 0 && c.span_ns > 0,
+            "an accepted calibration over no time or power"
+        );
     }
 }

@@ -11,7 +11,7 @@
 //! ## The ladder (§5.1)
 //! | rung | backend | grade |
 //! |---|---|---|
-//! | 1 | [`rapl::RaplReader`]: powercap `package-N` zones, wrap-corrected | `HwShunt`, `Whole` |
+//! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, wrap-corrected | `HwShunt`, `Whole` |
 //! | 2 | [`nvml::NvmlReader`]: GPU total-energy counter, loaded at run time | `HwShunt`, `Partial` |
 //! | 3, 4 | per-process energy and IOReport: macOS only, reported unavailable | — |
 //! | 5 | time × [`estimate::Calibration`] measured on this host | `ModelBased` |
@@ -59,8 +59,8 @@ mod error;
 pub mod estimate;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod liveness;
 mod live;
+pub mod liveness;
 pub mod meter;
 pub mod nvml;
 pub mod plausibility;
@@ -72,4 +72,6 @@ pub mod vectors;
 pub use backend::{CounterBackend, Decline, RungId};
 pub use error::Error;
 pub use live::LiveMeter;
-pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};
+pub use meter::{
+    Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline,
+};

@@ -45,7 +45,12 @@ impl LiveMeter {
                 }
             }
         });
-        Self { rx, stop, probe, thread: Some(thread) }
+        Self {
+            rx,
+            stop,
+            probe,
+            thread: Some(thread),
+        }
     }
 
     /// The probe report, once the probe has run.

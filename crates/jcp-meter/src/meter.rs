@@ -24,7 +24,9 @@ use serde::Serialize;
 
 use crate::backend::{CounterBackend, CounterInfo, Decline, DrawReading, RungId};
 use crate::clock::{Clock, MonotonicClock};
-use crate::estimate::{energy_uj, Calibration, CalibrationSource, EstimatorConfig, HostId, SysinfoUtil, UtilSource};
+use crate::estimate::{
+    energy_uj, Calibration, CalibrationSource, EstimatorConfig, HostId, SysinfoUtil, UtilSource,
+};
 use crate::liveness::{judge, CounterLiveness, LivenessRule};
 use crate::plausibility::{check, BoundInput, Plausibility};
 use crate::rapl::{wrap_delta, RaplReader};
@@ -71,13 +73,19 @@ impl MeterConfig {
     /// Refuses intervals the meter cannot keep.
     pub fn validate(&self) -> Result<(), Error> {
         if self.interval < Duration::from_millis(10) || self.interval > Duration::from_secs(3600) {
-            return Err(Error::BadInterval { detail: format!("window {:?} is outside 10 ms ..= 1 h", self.interval) });
+            return Err(Error::BadInterval {
+                detail: format!("window {:?} is outside 10 ms ..= 1 h", self.interval),
+            });
         }
         if self.probe_step.is_zero() || self.probe_intervals == 0 {
-            return Err(Error::BadInterval { detail: "the liveness probe needs at least one interval of non-zero length".into() });
+            return Err(Error::BadInterval {
+                detail: "the liveness probe needs at least one interval of non-zero length".into(),
+            });
         }
         if self.draw_samples_per_window == 0 {
-            return Err(Error::BadInterval { detail: "at least one draw sample per window".into() });
+            return Err(Error::BadInterval {
+                detail: "at least one draw sample per window".into(),
+            });
         }
         Ok(())
     }
@@ -100,7 +108,10 @@ impl Backends {
     /// The real hardware: RAPL under `powercap_root`, NVML, sysinfo, the monotonic clock.
     pub fn system(powercap_root: &Path) -> Self {
         Self {
-            counters: vec![Box::new(RaplReader::new(powercap_root)), Box::new(crate::nvml::NvmlReader::new())],
+            counters: vec![
+                Box::new(RaplReader::new(powercap_root)),
+                Box::new(crate::nvml::NvmlReader::new()),
+            ],
             util: Box::new(SysinfoUtil::new()),
             clock: Arc::new(MonotonicClock::new()),
             host: HostId::this_host(),
@@ -243,7 +254,11 @@ pub struct Window {
 impl Window {
     /// The figure as a core [`Energy`]; `None` for a gap.
     pub fn energy(&self) -> Option<Energy> {
-        Some(Energy { uj: self.energy_uj?, provenance: self.provenance?, coverage: self.coverage? })
+        Some(Energy {
+            uj: self.energy_uj?,
+            provenance: self.provenance?,
+            coverage: self.coverage?,
+        })
     }
 
     /// The window's length, ns.
@@ -310,7 +325,15 @@ impl Meter {
     /// A meter over `backends`.
     pub fn new(config: MeterConfig, backends: Backends) -> Result<Self, Error> {
         config.validate()?;
-        Ok(Self { config, backends, report: None, active: None, calibration_ok: false, last_end: 0, seq: 0 })
+        Ok(Self {
+            config,
+            backends,
+            report: None,
+            active: None,
+            calibration_ok: false,
+            last_end: 0,
+            seq: 0,
+        })
     }
 
     /// The real hardware with `config`, RAPL under `powercap_root`.
@@ -333,8 +356,25 @@ impl Meter {
         &self.backends.host
     }
 
-    fn rung_report(&self, rung: RungId, status: RungStatus, d: Decline, counters: Vec<CounterReport>, notes: Vec<String>) -> RungReport {
-        RungReport { rung, title: rung.title(), status, provenance: rung.provenance(), coverage: rung.coverage(), code: d.code, why: d.why, fix: d.fix, counters, notes }
+    fn rung_report(
+        rung: RungId,
+        status: RungStatus,
+        d: Decline,
+        counters: Vec<CounterReport>,
+        notes: Vec<String>,
+    ) -> RungReport {
+        RungReport {
+            rung,
+            title: rung.title(),
+            status,
+            provenance: rung.provenance(),
+            coverage: rung.coverage(),
+            code: d.code,
+            why: d.why,
+            fix: d.fix,
+            counters,
+            notes,
+        }
     }
 
     /// Walks the ladder and chooses a rung (§5.1). Re-probing resets the windows' baseline.
@@ -347,20 +387,54 @@ impl Meter {
         for index in 0..self.backends.counters.len() {
             let rung = self.backends.counters[index].rung();
             if let Some(c) = chosen {
-                let d = Decline::new("not-probed", format!("not probed: rung `{c}` above it was chosen"));
-                rungs.push(self.rung_report(rung, RungStatus::Standby, d, vec![], vec![]));
+                let d = Decline::new(
+                    "not-probed",
+                    format!("not probed: rung `{c}` above it was chosen"),
+                );
+                rungs.push(Self::rung_report(
+                    rung,
+                    RungStatus::Standby,
+                    d,
+                    vec![],
+                    vec![],
+                ));
                 continue;
             }
             let (result, counters) = self.probe_counter(index);
             let notes = self.backends.counters[index].notes();
             match result {
                 Ok(active) => {
-                    let why = format!("every counter ({}) live over the probe{}", active.infos.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "), if rung == RungId::Nvml { " and not refuted by the board's bounds" } else { "" });
-                    rungs.push(self.rung_report(rung, RungStatus::Chosen, Decline::new("chosen", why), counters, notes));
+                    let why = format!(
+                        "every counter ({}) live over the probe{}",
+                        active
+                            .infos
+                            .iter()
+                            .map(|i| i.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if rung == RungId::Nvml {
+                            " and not refuted by the board's bounds"
+                        } else {
+                            ""
+                        }
+                    );
+                    rungs.push(Self::rung_report(
+                        rung,
+                        RungStatus::Chosen,
+                        Decline::new("chosen", why),
+                        counters,
+                        notes,
+                    ));
                     chosen = Some(rung);
                     self.active = Some(active);
                 }
-                Err(d) => rungs.push(self.rung_report(rung, RungStatus::Declined, d, counters, notes)),
+                Err(d) => rungs.push(Self::rung_report(
+                    rung,
+                    RungStatus::Declined,
+                    d,
+                    counters,
+                    notes,
+                )),
             }
         }
         // Rungs 3 and 4 exist only on macOS: recorded, never imitated.
@@ -385,11 +459,15 @@ impl Meter {
                 Err(e) => (RungStatus::Declined, Decline::new("calibration-measured-elsewhere", e.to_string()).with_fix("Calibrate again on this host: another host's calibration is only an estimate here.")),
             },
         };
-        rungs.push(self.rung_report(RungId::Calibrated, cal.0, cal.1, vec![], vec![]));
+        rungs.push(Self::rung_report(
+            RungId::Calibrated,
+            cal.0,
+            cal.1,
+            vec![],
+            vec![],
+        ));
         // Rung 6.
-        let est = if !self.config.estimate_fallback {
-            (RungStatus::Declined, Decline::new("estimate-disabled", "the estimate is switched off: windows nothing above can meter are gaps"))
-        } else {
+        let est = if self.config.estimate_fallback {
             let e = &self.config.estimator;
             let why = format!(
                 "utilisation x documented default power ({} + {} per logical CPU at full load, {} logical CPUs); nothing calibrated it",
@@ -403,13 +481,34 @@ impl Meter {
                 chosen = Some(RungId::Estimate);
                 (RungStatus::Chosen, Decline::new("chosen", why))
             }
+        } else {
+            (
+                RungStatus::Declined,
+                Decline::new(
+                    "estimate-disabled",
+                    "the estimate is switched off: windows nothing above can meter are gaps",
+                ),
+            )
         };
-        rungs.push(self.rung_report(RungId::Estimate, est.0, est.1, vec![], vec![]));
+        rungs.push(Self::rung_report(
+            RungId::Estimate,
+            est.0,
+            est.1,
+            vec![],
+            vec![],
+        ));
         let ended_ns = clock.now_ns();
         // Prime utilisation so the first window's figure covers the window only.
         let _ = self.backends.util.sample(ended_ns);
         self.last_end = ended_ns;
-        &*self.report.insert(ProbeReport { host: self.backends.host.clone(), platform: std::env::consts::OS, chosen, rungs, started_ns, ended_ns })
+        &*self.report.insert(ProbeReport {
+            host: self.backends.host.clone(),
+            platform: std::env::consts::OS,
+            chosen,
+            rungs,
+            started_ns,
+            ended_ns,
+        })
     }
 
     fn probe_counter(&mut self, index: usize) -> (Result<Active, Decline>, Vec<CounterReport>) {
@@ -456,20 +555,50 @@ impl Meter {
                 }
             }
         }
-        let mut reports: Vec<CounterReport> = infos.iter().map(|i| CounterReport { info: i.clone(), liveness: None, plausibility: None }).collect();
+        let mut reports: Vec<CounterReport> = infos
+            .iter()
+            .map(|i| CounterReport {
+                info: i.clone(),
+                liveness: None,
+                plausibility: None,
+            })
+            .collect();
         if let Some(e) = failure {
-            return (Err(Decline::new(read_failed_code(rung), format!("a counter read failed during the liveness probe: {e}"))), reports);
+            return (
+                Err(Decline::new(
+                    read_failed_code(rung),
+                    format!("a counter read failed during the liveness probe: {e}"),
+                )),
+                reports,
+            );
         }
         let mut not_live = Vec::new();
         for (c, info) in infos.iter().enumerate() {
-            let l = judge(cfg.liveness, &info.name, &times, &values[c], info.max_range_uj);
+            let l = judge(
+                cfg.liveness,
+                &info.name,
+                &times,
+                &values[c],
+                info.max_range_uj,
+            );
             if !l.status.is_live() {
-                not_live.push(format!("{} {}", info.name, serde_json::to_value(&l.status).ok().and_then(|v| v.get("status").and_then(|s| s.as_str().map(str::to_owned))).unwrap_or_default()));
+                not_live.push(format!(
+                    "{} {}",
+                    info.name,
+                    serde_json::to_value(&l.status)
+                        .ok()
+                        .and_then(|v| v.get("status").and_then(|s| s.as_str().map(str::to_owned)))
+                        .unwrap_or_default()
+                ));
             }
             reports[c].liveness = Some(l);
         }
         if !not_live.is_empty() {
-            let what = if burn { "under the probe's CPU burn" } else { "over the probe" };
+            let what = if burn {
+                "under the probe's CPU burn"
+            } else {
+                "over the probe"
+            };
             return (
                 Err(Decline::new(
                     not_live_code(rung),
@@ -483,12 +612,25 @@ impl Meter {
                 reports,
             );
         }
-        let draw_exposed: Vec<bool> = (0..n).map(|c| draws[c].iter().any(|d| !matches!(d, DrawReading::NotExposed))).collect();
-        let span = times.last().copied().unwrap_or(0).saturating_sub(times.first().copied().unwrap_or(0));
+        let draw_exposed: Vec<bool> = (0..n)
+            .map(|c| {
+                draws[c]
+                    .iter()
+                    .any(|d| !matches!(d, DrawReading::NotExposed))
+            })
+            .collect();
+        let span = times
+            .last()
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(times.first().copied().unwrap_or(0));
         let mut refused = Vec::new();
         let mut unjudgeable = false;
         for (c, info) in infos.iter().enumerate() {
-            let delta = values[c].windows(2).map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX))).fold(0u64, u64::saturating_add);
+            let delta = values[c]
+                .windows(2)
+                .map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX)))
+                .fold(0u64, u64::saturating_add);
             let p = plausibility_of(delta, span, limits[c], draw_exposed[c], &draws[c]);
             if let Some(p) = &p {
                 if !p.admits() {
@@ -499,11 +641,41 @@ impl Meter {
             reports[c].plausibility = p;
         }
         if !refused.is_empty() {
-            let code = if unjudgeable && refused.len() == 1 { "counter-unjudgeable" } else { "counter-implausible" };
-            return (Err(Decline::new(code, format!("live, but not admissible (§5 plausibility): {}", refused.join("; ")))), reports);
+            let code = if unjudgeable && refused.len() == 1 {
+                "counter-unjudgeable"
+            } else {
+                "counter-implausible"
+            };
+            return (
+                Err(Decline::new(
+                    code,
+                    format!(
+                        "live, but not admissible (§5 plausibility): {}",
+                        refused.join("; ")
+                    ),
+                )),
+                reports,
+            );
         }
-        let baseline = times.last().map(|&t| (t, values.iter().map(|v| v.last().copied().unwrap_or(0)).collect()));
-        (Ok(Active { index, infos, limits, draw_exposed, baseline }), reports)
+        let baseline = times.last().map(|&t| {
+            (
+                t,
+                values
+                    .iter()
+                    .map(|v| v.last().copied().unwrap_or(0))
+                    .collect(),
+            )
+        });
+        (
+            Ok(Active {
+                index,
+                infos,
+                limits,
+                draw_exposed,
+                baseline,
+            }),
+            reports,
+        )
     }
 
     /// Waits until the current window ends and meters it. Probes first if
@@ -518,7 +690,15 @@ impl Meter {
         let start = self.last_end;
         let target = start.saturating_add(interval);
         // Draw samples inside the window where a board draw is exposed.
-        let k = if self.active.as_ref().is_some_and(|a| a.draw_exposed.iter().any(|e| *e)) { self.config.draw_samples_per_window } else { 1 };
+        let k = if self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.draw_exposed.iter().any(|e| *e))
+        {
+            self.config.draw_samples_per_window
+        } else {
+            1
+        };
         let n_counters = self.active.as_ref().map_or(0, |a| a.infos.len());
         let mut draws: Vec<Vec<DrawReading>> = vec![Vec::new(); n_counters];
         for step in 1..=k {
@@ -531,7 +711,12 @@ impl Meter {
             if k > 1 {
                 if let Some(a) = &self.active {
                     let t = clock.now_ns();
-                    for (c, d) in self.backends.counters[a.index].read_draw(t).into_iter().take(n_counters).enumerate() {
+                    for (c, d) in self.backends.counters[a.index]
+                        .read_draw(t)
+                        .into_iter()
+                        .take(n_counters)
+                        .enumerate()
+                    {
                         draws[c].push(d);
                     }
                 }
@@ -544,7 +729,13 @@ impl Meter {
         let mut hw: Option<(u64, RungId)> = None;
         if let Some(active) = self.active.as_mut() {
             let rung = self.backends.counters[active.index].rung();
-            match counter_window(&mut *self.backends.counters[active.index], active, start, end, &draws) {
+            match counter_window(
+                &mut *self.backends.counters[active.index],
+                active,
+                start,
+                end,
+                &draws,
+            ) {
                 Ok((total, deltas)) => {
                     counters = deltas;
                     hw = Some((total, rung));
@@ -562,7 +753,11 @@ impl Meter {
                     r.rungs
                         .iter()
                         .filter(|x| x.rung < below && Some(x.rung) != skip)
-                        .map(|x| WindowDecline { rung: x.rung, code: x.code, why: x.why.clone() })
+                        .map(|x| WindowDecline {
+                            rung: x.rung,
+                            code: x.code,
+                            why: x.why.clone(),
+                        })
                         .collect()
                 })
                 .unwrap_or_default()
@@ -598,12 +793,16 @@ impl Meter {
                 w.note = Some("utilisation unreadable: assumed full load".into());
                 1000
             });
-            w.energy_uj = Some(energy_uj(self.config.estimator.power_mw(permille, cpus), span));
+            w.energy_uj = Some(energy_uj(
+                self.config.estimator.power_mw(permille, cpus),
+                span,
+            ));
             Some(RungId::Estimate)
         } else {
             None
         };
-        let mut all_declines = probe_declines(metered_by.unwrap_or(RungId::Estimate), degraded_rung);
+        let mut all_declines =
+            probe_declines(metered_by.unwrap_or(RungId::Estimate), degraded_rung);
         all_declines.extend(declined);
         all_declines.sort_by_key(|d| d.rung);
         if let Some(rung) = metered_by {
@@ -613,7 +812,11 @@ impl Meter {
             w.declined = all_declines;
         } else {
             if let Some(r) = report.and_then(|r| r.rung(RungId::Estimate)) {
-                all_declines.push(WindowDecline { rung: RungId::Estimate, code: r.code, why: r.why.clone() });
+                all_declines.push(WindowDecline {
+                    rung: RungId::Estimate,
+                    code: r.code,
+                    why: r.why.clone(),
+                });
             }
             w.gap = Some("no rung could meter this window (no live counter, no host calibration, estimate off): a gap, not a zero".into());
             w.declined = all_declines;
@@ -627,14 +830,27 @@ impl Meter {
     /// logical CPU for `duration` while watching every counter stay live, and
     /// returns the measured active power with where it was measured. Refused
     /// unless RAPL (the CPU package domain) was chosen at the probe.
-    pub fn calibrate(&mut self, duration: Duration, measured_at_unix_ms: u64) -> Result<Calibration, Error> {
+    pub fn calibrate(
+        &mut self,
+        duration: Duration,
+        measured_at_unix_ms: u64,
+    ) -> Result<Calibration, Error> {
         if self.report.is_none() {
             self.probe();
         }
-        let report = self.report.as_ref().ok_or(Error::NoLiveCounter { detail: "no probe".into() })?;
+        let report = self.report.as_ref().ok_or(Error::NoLiveCounter {
+            detail: "no probe".into(),
+        })?;
         let Some(active) = self.active.as_ref() else {
-            let why: Vec<String> = report.rungs.iter().filter(|r| matches!(r.rung, RungId::Rapl | RungId::Nvml)).map(|r| format!("{}: {}", r.rung, r.why)).collect();
-            return Err(Error::NoLiveCounter { detail: why.join("; ") });
+            let why: Vec<String> = report
+                .rungs
+                .iter()
+                .filter(|r| matches!(r.rung, RungId::Rapl | RungId::Nvml))
+                .map(|r| format!("{}: {}", r.rung, r.why))
+                .collect();
+            return Err(Error::NoLiveCounter {
+                detail: why.join("; "),
+            });
         };
         let rung = self.backends.counters[active.index].rung();
         if rung != RungId::Rapl {
@@ -684,9 +900,20 @@ impl Meter {
             let _ = t.join();
         }
         if let Some(e) = failure {
-            return Err(Error::NoLiveCounter { detail: format!("a read failed while calibrating: {e}") });
+            return Err(Error::NoLiveCounter {
+                detail: format!("a read failed while calibrating: {e}"),
+            });
         }
-        calibration_from_samples(self.config.liveness, &infos, &times, &values, self.backends.host.clone(), None, format!("{} logical CPUs burning", helpers + 1), measured_at_unix_ms)
+        calibration_from_samples(
+            self.config.liveness,
+            &infos,
+            &times,
+            &values,
+            self.backends.host.clone(),
+            None,
+            format!("{} logical CPUs burning", helpers + 1),
+            measured_at_unix_ms,
+        )
     }
 }
 
@@ -707,56 +934,151 @@ pub fn calibration_from_samples(
         let v = values.get(c).map_or(&[][..], Vec::as_slice);
         let l = judge(rule, &info.name, times, v, info.max_range_uj);
         if !l.status.is_live() {
-            return Err(Error::NoLiveCounter { detail: format!("{} was not live while calibrating: {:?}", info.name, l.status) });
+            return Err(Error::NoLiveCounter {
+                detail: format!(
+                    "{} was not live while calibrating: {:?}",
+                    info.name, l.status
+                ),
+            });
         }
-        let delta = v.windows(2).map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX))).fold(0u64, u64::saturating_add);
-        total = total.checked_add(delta).ok_or(Error::Overflow { what: "calibration energy" })?;
+        let delta = v
+            .windows(2)
+            .map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX)))
+            .fold(0u64, u64::saturating_add);
+        total = total.checked_add(delta).ok_or(Error::Overflow {
+            what: "calibration energy",
+        })?;
     }
-    let span = times.last().copied().unwrap_or(0).saturating_sub(times.first().copied().unwrap_or(0));
-    let source = CalibrationSource { rung: RungId::Rapl, counters: infos.iter().map(|i| i.name.clone()).collect(), trace, load };
+    let span = times
+        .last()
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(times.first().copied().unwrap_or(0));
+    let source = CalibrationSource {
+        rung: RungId::Rapl,
+        counters: infos.iter().map(|i| i.name.clone()).collect(),
+        trace,
+        load,
+    };
     Calibration::from_measurement(total, span, host, source, measured_at_unix_ms)
 }
 
 /// Calibrates from a recorded RAPL trace; the trace must say where it was recorded.
-pub fn calibrate_from_trace(trace: &crate::trace::Trace, trace_id: String, measured_at_unix_ms: u64) -> Result<Calibration, Error> {
+pub fn calibrate_from_trace(
+    trace: &crate::trace::Trace,
+    trace_id: String,
+    measured_at_unix_ms: u64,
+) -> Result<Calibration, Error> {
     if trace.rung != RungId::Rapl {
         return Err(Error::CalibrationWrongDomain { detail: format!("the trace records `{}`; only RAPL package counters read the CPU domain rung 5 stands in for", trace.rung) });
     }
     let host = trace.host.clone().ok_or_else(|| Error::CalibrationMalformed { detail: "the trace does not say which host it was recorded on; a calibration must say where it was measured".into() })?;
-    let infos: Vec<CounterInfo> = trace.counters.iter().map(|c| CounterInfo { name: c.name.clone(), source: "recorded trace".into(), max_range_uj: c.max_range_uj }).collect();
+    let infos: Vec<CounterInfo> = trace
+        .counters
+        .iter()
+        .map(|c| CounterInfo {
+            name: c.name.clone(),
+            source: "recorded trace".into(),
+            max_range_uj: c.max_range_uj,
+        })
+        .collect();
     let times: Vec<u64> = trace.samples.iter().map(|s| s.t_ns).collect();
     let mut values: Vec<Vec<u64>> = vec![Vec::new(); infos.len()];
     for s in &trace.samples {
         for (c, v) in s.uj.iter().enumerate() {
-            let v = v.ok_or_else(|| Error::NoLiveCounter { detail: format!("{}: a read failed in the recording at {} ns", infos[c].name, s.t_ns) })?;
+            let v = v.ok_or_else(|| Error::NoLiveCounter {
+                detail: format!(
+                    "{}: a read failed in the recording at {} ns",
+                    infos[c].name, s.t_ns
+                ),
+            })?;
             values[c].push(v);
         }
     }
-    calibration_from_samples(LivenessRule::SPEC, &infos, &times, &values, host, Some(trace_id), "as recorded in the trace".into(), measured_at_unix_ms)
+    calibration_from_samples(
+        LivenessRule::SPEC,
+        &infos,
+        &times,
+        &values,
+        host,
+        Some(trace_id),
+        "as recorded in the trace".into(),
+        measured_at_unix_ms,
+    )
 }
 
-fn plausibility_of(delta: u64, span: u64, limit: Option<u64>, draw_exposed: bool, draws: &[DrawReading]) -> Option<Plausibility> {
+fn plausibility_of(
+    delta: u64,
+    span: u64,
+    limit: Option<u64>,
+    draw_exposed: bool,
+    draws: &[DrawReading],
+) -> Option<Plausibility> {
     if limit.is_none() && !draw_exposed {
         return None;
     }
-    let samples = draws.iter().filter_map(|d| if let DrawReading::Sample { mw } = d { Some(*mw) } else { None }).collect();
-    Some(check(&BoundInput { counter_delta_uj: delta, span_ns: span, power_limit_mw: limit, draw_exposed, draw_samples_mw: samples }))
+    let samples = draws
+        .iter()
+        .filter_map(|d| {
+            if let DrawReading::Sample { mw } = d {
+                Some(*mw)
+            } else {
+                None
+            }
+        })
+        .collect();
+    Some(check(&BoundInput {
+        counter_delta_uj: delta,
+        span_ns: span,
+        power_limit_mw: limit,
+        draw_exposed,
+        draw_samples_mw: samples,
+    }))
 }
 
 type WindowFailure = (&'static str, String, Vec<CounterDelta>);
 
-fn counter_window(backend: &mut dyn CounterBackend, active: &mut Active, start: u64, end: u64, draws: &[Vec<DrawReading>]) -> Result<(u64, Vec<CounterDelta>), WindowFailure> {
+fn counter_window(
+    backend: &mut dyn CounterBackend,
+    active: &mut Active,
+    start: u64,
+    end: u64,
+    draws: &[Vec<DrawReading>],
+) -> Result<(u64, Vec<CounterDelta>), WindowFailure> {
     let rung = backend.rung();
-    let names = || active.infos.iter().map(|i| CounterDelta { counter: i.name.clone(), delta_uj: None, wrapped: false, plausibility: None }).collect::<Vec<_>>();
+    let names = || {
+        active
+            .infos
+            .iter()
+            .map(|i| CounterDelta {
+                counter: i.name.clone(),
+                delta_uj: None,
+                wrapped: false,
+                plausibility: None,
+            })
+            .collect::<Vec<_>>()
+    };
     let values = match backend.read(end) {
         Ok(v) if v.len() == active.infos.len() => v,
         Ok(v) => {
             active.baseline = None;
-            return Err((read_failed_code(rung), format!("a read gave {} values for {} counters: the window degrades", v.len(), active.infos.len()), names()));
+            return Err((
+                read_failed_code(rung),
+                format!(
+                    "a read gave {} values for {} counters: the window degrades",
+                    v.len(),
+                    active.infos.len()
+                ),
+                names(),
+            ));
         }
         Err(e) => {
             active.baseline = None;
-            return Err((read_failed_code(rung), format!("the counter read failed at the window's end ({e}): the window degrades"), names()));
+            return Err((
+                read_failed_code(rung),
+                format!("the counter read failed at the window's end ({e}): the window degrades"),
+                names(),
+            ));
         }
     };
     let baseline = active.baseline.replace((end, values.clone()));
@@ -773,9 +1095,17 @@ fn counter_window(backend: &mut dyn CounterBackend, active: &mut Active, start: 
         let (delta, wrapped) = match info.max_range_uj {
             Some(max) => (wrap_delta(a, b, max), b < a),
             None if b < a => {
-                problems.push(format!("{} went from {a} to {b}: a reset, not a wrap", info.name));
+                problems.push(format!(
+                    "{} went from {a} to {b}: a reset, not a wrap",
+                    info.name
+                ));
                 code = "counter-reset";
-                deltas.push(CounterDelta { counter: info.name.clone(), delta_uj: None, wrapped: false, plausibility: None });
+                deltas.push(CounterDelta {
+                    counter: info.name.clone(),
+                    delta_uj: None,
+                    wrapped: false,
+                    plausibility: None,
+                });
                 continue;
             }
             None => (b - a, false),
@@ -783,21 +1113,40 @@ fn counter_window(backend: &mut dyn CounterBackend, active: &mut Active, start: 
         if delta == 0 {
             problems.push(format!("{} did not advance in this window", info.name));
         }
-        let p = plausibility_of(delta, end - start, active.limits.get(c).copied().flatten(), active.draw_exposed.get(c).copied().unwrap_or(false), draws.get(c).map_or(&[][..], Vec::as_slice));
+        let p = plausibility_of(
+            delta,
+            end - start,
+            active.limits.get(c).copied().flatten(),
+            active.draw_exposed.get(c).copied().unwrap_or(false),
+            draws.get(c).map_or(&[][..], Vec::as_slice),
+        );
         if let Some(p) = &p {
             if !p.admits() && problems.is_empty() {
-                code = if matches!(p, Plausibility::Unjudgeable { .. }) { "counter-unjudgeable" } else { "counter-implausible" };
+                code = if matches!(p, Plausibility::Unjudgeable { .. }) {
+                    "counter-unjudgeable"
+                } else {
+                    "counter-implausible"
+                };
             }
             if !p.admits() {
                 problems.push(format!("{}: {}", info.name, p.describe()));
             }
         }
         total = total.saturating_add(delta);
-        deltas.push(CounterDelta { counter: info.name.clone(), delta_uj: Some(delta), wrapped, plausibility: p });
+        deltas.push(CounterDelta {
+            counter: info.name.clone(),
+            delta_uj: Some(delta),
+            wrapped,
+            plausibility: p,
+        });
     }
     if problems.is_empty() {
         Ok((total, deltas))
     } else {
-        Err((code, format!("{}: the window degrades", problems.join("; ")), deltas))
+        Err((
+            code,
+            format!("{}: the window degrades", problems.join("; ")),
+            deltas,
+        ))
     }
 }

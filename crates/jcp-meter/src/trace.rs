@@ -73,52 +73,86 @@ pub struct Trace {
 impl Trace {
     /// Decodes and checks a trace.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let t: Self = serde_json::from_str(text).map_err(|e| Error::TraceMalformed { at: format!("line {} column {}", e.line(), e.column()), detail: e.to_string() })?;
+        let t: Self = serde_json::from_str(text).map_err(|e| Error::TraceMalformed {
+            at: format!("line {} column {}", e.line(), e.column()),
+            detail: e.to_string(),
+        })?;
         t.validate()?;
         Ok(t)
     }
 
     /// Decodes bytes (UTF-8 JSON).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        let text = std::str::from_utf8(bytes).map_err(|e| Error::TraceMalformed { at: format!("byte {}", e.valid_up_to()), detail: "not UTF-8".into() })?;
+        let text = std::str::from_utf8(bytes).map_err(|e| Error::TraceMalformed {
+            at: format!("byte {}", e.valid_up_to()),
+            detail: "not UTF-8".into(),
+        })?;
         Self::from_json(text)
     }
 
     /// Checks the invariants `from_json` promises.
     pub fn validate(&self) -> Result<(), Error> {
         if self.format != TRACE_FORMAT {
-            return Err(Error::TraceUnsupported { found: self.format.clone() });
+            return Err(Error::TraceUnsupported {
+                found: self.format.clone(),
+            });
         }
         if !matches!(self.rung, RungId::Rapl | RungId::Nvml) {
-            return Err(Error::TraceMalformed { at: "rung".into(), detail: format!("`{}` is not a counter rung", self.rung) });
+            return Err(Error::TraceMalformed {
+                at: "rung".into(),
+                detail: format!("`{}` is not a counter rung", self.rung),
+            });
         }
         if self.counters.is_empty() {
-            return Err(Error::TraceMalformed { at: "counters".into(), detail: "no counter".into() });
+            return Err(Error::TraceMalformed {
+                at: "counters".into(),
+                detail: "no counter".into(),
+            });
         }
         let n = self.counters.len();
         let mut previous: Option<u64> = None;
         for (index, s) in self.samples.iter().enumerate() {
             if let Some(p) = previous {
                 if s.t_ns <= p {
-                    return Err(Error::TraceTimeNotMonotonic { index, t_ns: s.t_ns, previous_ns: p });
+                    return Err(Error::TraceTimeNotMonotonic {
+                        index,
+                        t_ns: s.t_ns,
+                        previous_ns: p,
+                    });
                 }
             }
             previous = Some(s.t_ns);
             if s.uj.len() != n {
-                return Err(Error::TraceCounterCount { index, expected: n, got: s.uj.len() });
+                return Err(Error::TraceCounterCount {
+                    index,
+                    expected: n,
+                    got: s.uj.len(),
+                });
             }
             if !s.draw_mw.is_empty() && s.draw_mw.len() != n {
-                return Err(Error::TraceCounterCount { index, expected: n, got: s.draw_mw.len() });
+                return Err(Error::TraceCounterCount {
+                    index,
+                    expected: n,
+                    got: s.draw_mw.len(),
+                });
             }
             if let Some(u) = s.util_permille {
                 if u > 1000 {
-                    return Err(Error::TraceMalformed { at: format!("samples[{index}].util_permille"), detail: format!("{u} is above 1000") });
+                    return Err(Error::TraceMalformed {
+                        at: format!("samples[{index}].util_permille"),
+                        detail: format!("{u} is above 1000"),
+                    });
                 }
             }
             for (counter, (v, c)) in s.uj.iter().zip(&self.counters).enumerate() {
                 if let (Some(v), Some(max)) = (v, c.max_range_uj) {
                     if *v > max {
-                        return Err(Error::TraceValueOutOfRange { index, counter, value: *v, max });
+                        return Err(Error::TraceValueOutOfRange {
+                            index,
+                            counter,
+                            value: *v,
+                            max,
+                        });
                     }
                 }
             }
@@ -170,13 +204,20 @@ impl CounterBackend for TraceBackend {
 
     fn open(&mut self) -> Result<Vec<CounterInfo>, Decline> {
         if self.trace.samples.is_empty() {
-            return Err(Decline::new("trace-empty", "the recorded trace has no sample"));
+            return Err(Decline::new(
+                "trace-empty",
+                "the recorded trace has no sample",
+            ));
         }
         Ok(self
             .trace
             .counters
             .iter()
-            .map(|c| CounterInfo { name: c.name.clone(), source: "recorded trace".into(), max_range_uj: c.max_range_uj })
+            .map(|c| CounterInfo {
+                name: c.name.clone(),
+                source: "recorded trace".into(),
+                max_range_uj: c.max_range_uj,
+            })
             .collect())
     }
 
@@ -184,15 +225,26 @@ impl CounterBackend for TraceBackend {
         if now_ns > self.trace.end_ns() {
             return Err(format!("the trace ended at {} ns", self.trace.end_ns()));
         }
-        let s = self.trace.at(now_ns).ok_or_else(|| format!("no sample at or before {now_ns} ns"))?;
+        let s = self
+            .trace
+            .at(now_ns)
+            .ok_or_else(|| format!("no sample at or before {now_ns} ns"))?;
         s.uj.iter()
             .zip(&self.trace.counters)
-            .map(|(v, c)| v.ok_or_else(|| format!("{}: read failed in the recording at {} ns", c.name, s.t_ns)))
+            .map(|(v, c)| {
+                v.ok_or_else(|| {
+                    format!("{}: read failed in the recording at {} ns", c.name, s.t_ns)
+                })
+            })
             .collect()
     }
 
     fn power_limits_mw(&mut self) -> Vec<Option<u64>> {
-        self.trace.counters.iter().map(|c| c.power_limit_mw).collect()
+        self.trace
+            .counters
+            .iter()
+            .map(|c| c.power_limit_mw)
+            .collect()
     }
 
     fn read_draw(&mut self, now_ns: u64) -> Vec<DrawReading> {
@@ -207,7 +259,9 @@ impl CounterBackend for TraceBackend {
                 }
                 match sample.and_then(|s| s.draw_mw.get(i).copied().flatten()) {
                     Some(mw) => DrawReading::Sample { mw },
-                    None => DrawReading::Unreadable { detail: "no draw recorded at this time".into() },
+                    None => DrawReading::Unreadable {
+                        detail: "no draw recorded at this time".into(),
+                    },
                 }
             })
             .collect()
@@ -235,4 +289,86 @@ impl crate::estimate::UtilSource for TraceUtil {
     fn logical_cpus(&self) -> u32 {
         self.cpus
     }
+}
+
+/// Records `intervals` samples, `step` apart, of the first counter rung in
+/// `backends` that opens, as a trace naming `host`. With `burn` the recording
+/// thread burns CPU between samples (as the liveness probe does), so a
+/// package counter has something to count. Nothing is judged here: a
+/// recorded trace is judged when it is replayed or calibrated from.
+pub fn record(
+    backends: &mut [Box<dyn CounterBackend>],
+    clock: &dyn crate::clock::Clock,
+    step: std::time::Duration,
+    intervals: usize,
+    burn: bool,
+    host: HostId,
+) -> Result<Trace, Error> {
+    let mut why = Vec::new();
+    for backend in backends.iter_mut() {
+        let rung = backend.rung();
+        let infos = match backend.open() {
+            Ok(i) => i,
+            Err(d) => {
+                why.push(format!("{rung}: {} ({})", d.why, d.code));
+                continue;
+            }
+        };
+        let limits = backend.power_limits_mw();
+        let t0 = clock.now_ns();
+        let mut samples = Vec::with_capacity(intervals + 1);
+        let mut draw_exposed = vec![false; infos.len()];
+        for i in 0..=intervals {
+            if i > 0 {
+                clock.pause(step, burn);
+            }
+            let now = clock.now_ns();
+            let uj: Vec<Option<u64>> = match backend.read(now) {
+                Ok(v) => v.into_iter().map(Some).collect(),
+                Err(_) => vec![None; infos.len()],
+            };
+            let draws = backend.read_draw(now);
+            let draw_mw: Vec<Option<u64>> = (0..infos.len())
+                .map(|c| match draws.get(c) {
+                    Some(DrawReading::Sample { mw }) => {
+                        draw_exposed[c] = true;
+                        Some(*mw)
+                    }
+                    Some(DrawReading::Unreadable { .. }) => {
+                        draw_exposed[c] = true;
+                        None
+                    }
+                    _ => None,
+                })
+                .collect();
+            samples.push(TraceSample {
+                t_ns: now - t0,
+                uj,
+                draw_mw,
+                util_permille: None,
+            });
+        }
+        let counters = infos
+            .iter()
+            .enumerate()
+            .map(|(c, i)| TraceCounter {
+                name: i.name.clone(),
+                max_range_uj: i.max_range_uj,
+                power_limit_mw: limits.get(c).copied().flatten(),
+                draw_exposed: draw_exposed[c],
+            })
+            .collect();
+        let t = Trace {
+            format: TRACE_FORMAT.into(),
+            rung,
+            host: Some(host),
+            counters,
+            samples,
+        };
+        t.validate()?;
+        return Ok(t);
+    }
+    Err(Error::NoLiveCounter {
+        detail: format!("no counter rung opened to record: {}", why.join("; ")),
+    })
 }

@@ -80,8 +80,14 @@ fn raw_map(entries: &[(Value, Value)]) -> Vec<u8> {
 }
 
 fn with(core: &Value, key: &str, value: Option<Value>) -> Value {
-    let Value::Map(entries) = core else { return core.clone() };
-    let mut m: Vec<(Value, Value)> = entries.iter().filter(|(k, _)| k != &Value::text(key)).cloned().collect();
+    let Value::Map(entries) = core else {
+        return core.clone();
+    };
+    let mut m: Vec<(Value, Value)> = entries
+        .iter()
+        .filter(|(k, _)| k != &Value::text(key))
+        .cloned()
+        .collect();
     if let Some(v) = value {
         m.push((Value::text(key), v));
     }
@@ -103,8 +109,22 @@ impl Builder {
         id
     }
 
-    fn efficiency(&self, outcome: &str, activities: Vec<ContentId>, energy: Energy, tokens: u64, units: u64) -> Efficiency {
-        Efficiency { outcome: outcome.into(), activities, energy, accepted_tokens: tokens, completed_units: units, steward: self.key.did() }
+    fn efficiency(
+        &self,
+        outcome: &str,
+        activities: Vec<ContentId>,
+        energy: Energy,
+        tokens: u64,
+        units: u64,
+    ) -> Efficiency {
+        Efficiency {
+            outcome: outcome.into(),
+            activities,
+            energy,
+            accepted_tokens: tokens,
+            completed_units: units,
+            steward: self.key.did(),
+        }
     }
 
     fn reading(&mut self, name: &str, e: &Efficiency) -> Result<Json, String> {
@@ -127,7 +147,11 @@ impl Builder {
     }
 
     fn verified(&self, name: &str) -> Result<Verified, String> {
-        self.readings.iter().find(|r| r.0 == name).map(|r| r.2.clone()).ok_or_else(|| format!("no reading {name}"))
+        self.readings
+            .iter()
+            .find(|r| r.0 == name)
+            .map(|r| r.2.clone())
+            .ok_or_else(|| format!("no reading {name}"))
     }
 }
 
@@ -137,7 +161,9 @@ fn refusal(name: &str, stage: &str, bytes: &[u8], code: &str, what: &str) -> Res
         _ => verify(bytes).err(),
     };
     match got {
-        Some(e) if e.code() == code => Ok(json!({"name": name, "stage": stage, "hex": hex::encode(bytes), "code": code, "rule": what})),
+        Some(e) if e.code() == code => Ok(
+            json!({"name": name, "stage": stage, "hex": hex::encode(bytes), "code": code, "rule": what}),
+        ),
         Some(e) => Err(format!("{name}: expected {code}, got {} ({e})", e.code())),
         None => Err(format!("{name}: expected {code}, but it was accepted")),
     }
@@ -148,23 +174,63 @@ fn refusal(name: &str, stage: &str, bytes: &[u8], code: &str, what: &str) -> Res
 pub fn generate() -> Result<String, String> {
     let key = Keypair::from_seed(STEWARD_SEED).map_err(|e| e.to_string())?;
     let other = Keypair::from_seed(OTHER_SEED).map_err(|e| e.to_string())?;
-    let mut b = Builder { key, other, activities: Vec::new(), readings: Vec::new() };
+    let mut b = Builder {
+        key,
+        other,
+        activities: Vec::new(),
+        readings: Vec::new(),
+    };
     let hw = |uj| Energy::new(uj, Provenance::HwShunt);
     let a_prompt = b.activity("prefill", hw(700_000));
     let a_decode = b.activity("decode", hw(400_000));
-    let a_gpu = b.activity("gpu-kernel", Energy { uj: 300_000, provenance: Provenance::HwShunt, coverage: Coverage::Partial });
+    let a_gpu = b.activity(
+        "gpu-kernel",
+        Energy {
+            uj: 300_000,
+            provenance: Provenance::HwShunt,
+            coverage: Coverage::Partial,
+        },
+    );
     let a_est = b.activity("tool-call", Energy::new(50_000, Provenance::Estimator));
     let a_big1 = b.activity("double-counted-1", hw(800_000));
     let a_big2 = b.activity("double-counted-2", hw(700_000));
 
     let mut readings = Vec::new();
-    let whole = b.efficiency("answer-17", vec![a_prompt, a_decode], hw(1_234_567), 1_000, 1);
+    let whole = b.efficiency(
+        "answer-17",
+        vec![a_prompt, a_decode],
+        hw(1_234_567),
+        1_000,
+        1,
+    );
     readings.push(b.reading("whole-hwshunt", &whole)?);
-    let partial = b.efficiency("gpu-only-answer", vec![a_gpu], Energy { uj: 987_654, provenance: Provenance::HwShunt, coverage: Coverage::Partial }, 500, 1);
+    let partial = b.efficiency(
+        "gpu-only-answer",
+        vec![a_gpu],
+        Energy {
+            uj: 987_654,
+            provenance: Provenance::HwShunt,
+            coverage: Coverage::Partial,
+        },
+        500,
+        1,
+    );
     readings.push(b.reading("partial-gpu-counter", &partial)?);
-    let est = b.efficiency("tool-run", vec![a_est], Energy::new(60_000, Provenance::Estimator), 0, 1);
+    let est = b.efficiency(
+        "tool-run",
+        vec![a_est],
+        Energy::new(60_000, Provenance::Estimator),
+        0,
+        1,
+    );
     readings.push(b.reading("estimator-no-tokens", &est)?);
-    let model = b.efficiency("summary-3", vec![a_decode], Energy::new(420_000, Provenance::ModelBased), 7, 2);
+    let model = b.efficiency(
+        "summary-3",
+        vec![a_decode],
+        Energy::new(420_000, Provenance::ModelBased),
+        7,
+        2,
+    );
     readings.push(b.reading("modelbased-whole", &model)?);
     let over = b.efficiency("over-claimed", vec![a_big1, a_big2], hw(1_000_000), 10, 1);
     readings.push(b.reading("activities-exceed-outcome", &over)?);
@@ -192,21 +258,47 @@ pub fn generate() -> Result<String, String> {
         refusal("negative-energy", "read_payload", &with(&wc, "energy_uj", Some(Value::Nint(0))).encode(), "cbor-forbidden-type", "§5: integer microjoules, never negative (the strict profile admits no negative integer)")?,
         refusal("float-energy", "read_payload", &with(&wc, "energy_uj", Some(Value::Float { bits: 0x3c00, width: 2 })).encode(), "cbor-forbidden-type", "§3: no floats in a signed core")?,
     ];
-    let Value::Map(entries) = &wc else { return Err("core is not a map".into()) };
+    let Value::Map(entries) = &wc else {
+        return Err("core is not a map".into());
+    };
     let mut reversed = entries.clone();
     reversed.sort_by(|a, b| Value::length_first_cmp(&b.0.encode(), &a.0.encode()));
-    refusals.push(refusal("keys-out-of-order", "read_payload", &raw_map(&reversed), "cbor-unsorted-keys", "§3: canonical det-CBOR only")?);
+    refusals.push(refusal(
+        "keys-out-of-order",
+        "read_payload",
+        &raw_map(&reversed),
+        "cbor-unsorted-keys",
+        "§3: canonical det-CBOR only",
+    )?);
     // Envelope-level refusals.
     let sealed = &b.readings[0].1;
     let mut flipped = sealed.clone();
     // {"sig": h'…', "core": …} — length-first order puts `sig` first; byte 8 is inside the signature.
     flipped[8] ^= 0x01;
-    refusals.push(refusal("signature-flipped", "verify", &flipped, "bad-signature", "the steward's Ed25519 signature over the core")?);
+    refusals.push(refusal(
+        "signature-flipped",
+        "verify",
+        &flipped,
+        "bad-signature",
+        "the steward's Ed25519 signature over the core",
+    )?);
     let forged = envelope(&wc, &b.other.sign(&wc.encode()));
-    refusals.push(refusal("signed-by-another-key", "verify", &forged, "bad-signature", "only the named steward's key verifies")?);
+    refusals.push(refusal(
+        "signed-by-another-key",
+        "verify",
+        &forged,
+        "bad-signature",
+        "only the named steward's key verifies",
+    )?);
     let inflated = with(&wc, "energy_uj", Some(Value::Uint(1)));
     let inflated = with(&inflated, "uj_per_accepted_token", Some(Value::Uint(0)));
-    refusals.push(refusal("core-edited-after-signing", "verify", &envelope(&inflated, &b.key.sign(&wc.encode())), "bad-signature", "a figure edited after sealing")?);
+    refusals.push(refusal(
+        "core-edited-after-signing",
+        "verify",
+        &envelope(&inflated, &b.key.sign(&wc.encode())),
+        "bad-signature",
+        "a figure edited after sealing",
+    )?);
 
     // ------------------------------------------------------------ totals
     let mut totals = Vec::new();
@@ -227,17 +319,35 @@ pub fn generate() -> Result<String, String> {
     }
 
     // ------------------------------------------------------------ traces (§5.3)
-    let store: HashMap<ContentId, Vec<u8>> = b.activities.iter().map(|(_, id, bytes, _)| (*id, bytes.clone())).collect();
+    let store: HashMap<ContentId, Vec<u8>> = b
+        .activities
+        .iter()
+        .map(|(_, id, bytes, _)| (*id, bytes.clone()))
+        .collect();
     let mut traces = Vec::new();
     for (reading, rule) in [
-        ("whole-hwshunt", "residual = outcome − Σ activities, named not absorbed"),
-        ("activities-exceed-outcome", "a negative residual is not clamped; it is a finding"),
-        ("estimator-activity", "the trace's provenance is the floor over the outcome and every activity"),
-        ("partial-gpu-counter", "coverage takes the floor the same way"),
+        (
+            "whole-hwshunt",
+            "residual = outcome − Σ activities, named not absorbed",
+        ),
+        (
+            "activities-exceed-outcome",
+            "a negative residual is not clamped; it is a finding",
+        ),
+        (
+            "estimator-activity",
+            "the trace's provenance is the floor over the outcome and every activity",
+        ),
+        (
+            "partial-gpu-counter",
+            "coverage takes the floor the same way",
+        ),
     ] {
         let v = b.verified(reading)?;
         let r = trace(&v.payload, &store).map_err(|e| format!("{reading}: {e}"))?;
-        traces.push(json!({"name": reading, "reading": reading, "rule": rule, "expect": trace_json(&r)}));
+        traces.push(
+            json!({"name": reading, "reading": reading, "rule": rule, "expect": trace_json(&r)}),
+        );
     }
     let mut missing = store.clone();
     missing.remove(&a_decode);
@@ -258,5 +368,7 @@ pub fn generate() -> Result<String, String> {
         "totals": totals,
         "traces": traces,
     });
-    serde_json::to_string_pretty(&pack).map(|s| s + "\n").map_err(|e| e.to_string())
+    serde_json::to_string_pretty(&pack)
+        .map(|s| s + "\n")
+        .map_err(|e| e.to_string())
 }

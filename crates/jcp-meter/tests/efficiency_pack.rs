@@ -23,7 +23,17 @@ fn bytes(v: &Json) -> Vec<u8> {
 }
 
 fn verified_readings(p: &Json) -> HashMap<String, Verified> {
-    p["readings"].as_array().unwrap().iter().map(|r| (r["name"].as_str().unwrap().to_owned(), verify(&bytes(&r["sealed_hex"])).unwrap())).collect()
+    p["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                verify(&bytes(&r["sealed_hex"])).unwrap(),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -46,10 +56,17 @@ fn s5_2_pack_readings_replay() {
         assert_eq!(v.id.to_hex(), r["id"].as_str().unwrap(), "{name}");
         assert_eq!(v.payload, payload, "{name}");
         // §5.2: coverage on the wire only when Partial; a Partial receipt has no headline.
-        let on_wire = decode_strict(&core).unwrap().get("energy_coverage").is_some();
+        let on_wire = decode_strict(&core)
+            .unwrap()
+            .get("energy_coverage")
+            .is_some();
         let partial = r["expect"]["coverage"] == "Partial";
         assert_eq!(on_wire, partial, "{name}");
-        assert_eq!(r["energy_coverage_on_wire"].as_bool().unwrap(), partial, "{name}");
+        assert_eq!(
+            r["energy_coverage_on_wire"].as_bool().unwrap(),
+            partial,
+            "{name}"
+        );
         if partial {
             assert!(r["expect"]["uj_per_accepted_token"].is_null(), "{name}");
         }
@@ -60,8 +77,18 @@ fn s5_2_pack_readings_replay() {
 fn s5_2_pack_refusals_replay() {
     let p = pack();
     let refusals = p["refusals"].as_array().unwrap();
-    let codes: Vec<&str> = refusals.iter().map(|r| r["code"].as_str().unwrap()).collect();
-    for needed in ["partial-headline", "bad-coverage", "bad-provenance", "activity-bound-twice", "untraceable-outcome", "bad-signature"] {
+    let codes: Vec<&str> = refusals
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    for needed in [
+        "partial-headline",
+        "bad-coverage",
+        "bad-provenance",
+        "activity-bound-twice",
+        "untraceable-outcome",
+        "bad-signature",
+    ] {
         assert!(codes.contains(&needed), "the pack lacks a {needed} vector");
     }
     for r in refusals {
@@ -83,12 +110,21 @@ fn s5_3_pack_totals_replay_with_floors() {
     let readings = verified_readings(&p);
     for t in p["totals"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
-        let set: Vec<Verified> = t["readings"].as_array().unwrap().iter().map(|n| readings[n.as_str().unwrap()].clone()).collect();
+        let set: Vec<Verified> = t["readings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| readings[n.as_str().unwrap()].clone())
+            .collect();
         match (aggregate(&set), t.get("code")) {
             (Ok(got), None) => {
                 assert_eq!(totals_json(&got), t["expect"], "{name}");
                 if t["expect"]["coverage"] == "Partial" {
-                    assert!(t["expect"]["uj_per_completed_unit"].is_null() && t["expect"]["uj_per_accepted_token"].is_null(), "{name}");
+                    assert!(
+                        t["expect"]["uj_per_completed_unit"].is_null()
+                            && t["expect"]["uj_per_accepted_token"].is_null(),
+                        "{name}"
+                    );
                     assert_eq!(t["expect"]["units_per_joule"]["num"], "0", "{name}");
                 }
             }
@@ -102,12 +138,27 @@ fn s5_3_pack_totals_replay_with_floors() {
 fn s5_3_pack_traces_replay_signed_residuals() {
     let p = pack();
     let readings = verified_readings(&p);
-    let store: HashMap<ContentId, Vec<u8>> = p["activities"].as_array().unwrap().iter().map(|a| (ContentId::parse(a["id"].as_str().unwrap()).unwrap(), bytes(&a["hex"]))).collect();
+    let store: HashMap<ContentId, Vec<u8>> = p["activities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                ContentId::parse(a["id"].as_str().unwrap()).unwrap(),
+                bytes(&a["hex"]),
+            )
+        })
+        .collect();
     let mut negative = 0;
     for t in p["traces"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
         let mut s = store.clone();
-        for id in t.get("omit_activities").and_then(Json::as_array).into_iter().flatten() {
+        for id in t
+            .get("omit_activities")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
             s.remove(&ContentId::parse(id.as_str().unwrap()).unwrap());
         }
         let outcome = &readings[t["reading"].as_str().unwrap()].payload;

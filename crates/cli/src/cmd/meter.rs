@@ -7,6 +7,8 @@
 //!   meters a recorded counter trace instead of this machine.
 //! - `jcp meter probe [--json]`: every rung, chosen or declined, why, and
 //!   what the person can do about it.
+//! - `jcp meter record --out TRACE`: records the first counter rung that
+//!   opens as a trace; with none, says why, writes nothing and exits 1.
 //! - `jcp meter calibrate [--from-trace TRACE] [--out FILE]`: measures rung
 //!   5's active power against a live RAPL counter (or a recorded one) and
 //!   stores it with where it was measured. With no live counter it says so,
@@ -15,6 +17,7 @@
 //! Exit codes: 0 clean, 1 calibration impossible here, 2 unreadable input or
 //! a bad option.
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,6 +49,30 @@ pub enum MeterCommand {
     Probe(ProbeArgs),
     /// Measures rung 5's power against a live counter and stores it with where it was measured.
     Calibrate(CalibrateArgs),
+    /// Records a counter rung's readings as a trace (jcp-meter-trace/1) for --replay and calibrate --from-trace.
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The powercap sysfs root.
+    #[arg(long, default_value = jcp_meter::rapl::POWERCAP_ROOT)]
+    pub powercap_root: PathBuf,
+    /// Where to write the trace.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// How long to record, ms.
+    #[arg(long, default_value_t = 2000)]
+    pub duration_ms: u64,
+    /// Sample interval, ms.
+    #[arg(long, default_value_t = 50)]
+    pub step_ms: u64,
+    /// Burn CPU while recording (gives a package counter something to count).
+    #[arg(long)]
+    pub burn: bool,
+    /// The result as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -111,23 +138,45 @@ pub struct CalibrateArgs {
 }
 
 fn coded(e: &jcp_meter::Error) -> anyhow::Error {
-    CodedError { code: e.code(), message: e.to_string() }.into()
+    CodedError {
+        code: e.code(),
+        message: e.to_string(),
+    }
+    .into()
 }
 
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn read_trace(path: &Path) -> anyhow::Result<(Trace, String)> {
-    let bytes = std::fs::read(path).map_err(|e| CodedError { code: "io", message: format!("{}: {e}", path.display()) })?;
-    let trace = Trace::from_bytes(&bytes).map_err(|e| CodedError { code: e.code(), message: format!("{}: {e}", path.display()) })?;
+    let bytes = std::fs::read(path).map_err(|e| CodedError {
+        code: "io",
+        message: format!("{}: {e}", path.display()),
+    })?;
+    let trace = Trace::from_bytes(&bytes).map_err(|e| CodedError {
+        code: e.code(),
+        message: format!("{}: {e}", path.display()),
+    })?;
     Ok((trace, Trace::content_id(&bytes)))
 }
 
 /// The meter for `source`, and the end of a replayed trace (ns), if any.
 fn build(source: &Source) -> anyhow::Result<(Meter, Option<u64>)> {
-    let calibration = source.calibration.as_deref().map(Calibration::load).transpose().map_err(|e| coded(&e))?;
-    let config = MeterConfig { interval: Duration::from_millis(source.interval_ms), calibration, estimate_fallback: !source.no_estimate, ..MeterConfig::default() };
+    let calibration = source
+        .calibration
+        .as_deref()
+        .map(Calibration::load)
+        .transpose()
+        .map_err(|e| coded(&e))?;
+    let config = MeterConfig {
+        interval: Duration::from_millis(source.interval_ms),
+        calibration,
+        estimate_fallback: !source.no_estimate,
+        ..MeterConfig::default()
+    };
     config.validate().map_err(|e| coded(&e))?;
     if let Some(path) = &source.replay {
         let (trace, _) = read_trace(path)?;
@@ -139,15 +188,22 @@ fn build(source: &Source) -> anyhow::Result<(Meter, Option<u64>)> {
             clock: Arc::new(ManualClock::new()),
             host,
         };
-        return Ok((Meter::new(config, backends).map_err(|e| coded(&e))?, Some(end)));
+        return Ok((
+            Meter::new(config, backends).map_err(|e| coded(&e))?,
+            Some(end),
+        ));
     }
-    Ok((Meter::system(config, &source.powercap_root).map_err(|e| coded(&e))?, None))
+    Ok((
+        Meter::system(config, &source.powercap_root).map_err(|e| coded(&e))?,
+        None,
+    ))
 }
 
 pub fn run(args: MeterArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(MeterCommand::Probe(p)) => probe(&p),
         Some(MeterCommand::Calibrate(c)) => calibrate(&c),
+        Some(MeterCommand::Record(r)) => record(&r),
         None => stream(&args.stream),
     }
 }
@@ -155,7 +211,9 @@ pub fn run(args: MeterArgs) -> anyhow::Result<ExitCode> {
 fn probe_text(r: &ProbeReport) -> String {
     let mut s = format!("host: {}\n", r.host);
     match r.chosen {
-        Some(c) => s += &format!("chosen: {c} ({}, {})\n", c.provenance(), c.coverage()),
+        Some(c) => {
+            let _ = writeln!(s, "chosen: {c} ({}, {})", c.provenance(), c.coverage());
+        }
         None => s += "chosen: none: windows are gaps\n",
     }
     for x in &r.rungs {
@@ -165,19 +223,40 @@ fn probe_text(r: &ProbeReport) -> String {
             RungStatus::Unavailable => "unavailable",
             RungStatus::Standby => "standby",
         };
-        s += &format!("\n{} [{status}] {} -> {}, {}\n  why ({}): {}\n", x.title, x.rung, x.provenance, x.coverage, x.code, x.why);
+        let _ = writeln!(
+            s,
+            "\n{} [{status}] {} -> {}, {}\n  why ({}): {}",
+            x.title, x.rung, x.provenance, x.coverage, x.code, x.why
+        );
         if let Some(fix) = &x.fix {
-            s += &format!("  fix: {fix}\n");
+            let _ = writeln!(s, "  fix: {fix}");
         }
         for c in &x.counters {
-            let live = c.liveness.as_ref().map(|l| format!("advanced in {}/{} intervals over {} ms: {}", l.advanced, l.intervals, l.span_ns / 1_000_000, serde_json::to_value(&l.status).ok().and_then(|v| v.get("status").and_then(|x| x.as_str().map(str::to_owned))).unwrap_or_default()));
-            s += &format!("  counter {} ({}): {}\n", c.info.name, c.info.source, live.unwrap_or_else(|| "not observed".into()));
+            let live = c.liveness.as_ref().map(|l| {
+                format!(
+                    "advanced in {}/{} intervals over {} ms: {}",
+                    l.advanced,
+                    l.intervals,
+                    l.span_ns / 1_000_000,
+                    serde_json::to_value(&l.status)
+                        .ok()
+                        .and_then(|v| v.get("status").and_then(|x| x.as_str().map(str::to_owned)))
+                        .unwrap_or_default()
+                )
+            });
+            let _ = writeln!(
+                s,
+                "  counter {} ({}): {}",
+                c.info.name,
+                c.info.source,
+                live.unwrap_or_else(|| "not observed".into())
+            );
             if let Some(p) = &c.plausibility {
-                s += &format!("    plausibility: {}\n", p.describe());
+                let _ = writeln!(s, "    plausibility: {}", p.describe());
             }
         }
         for n in &x.notes {
-            s += &format!("  {n}\n");
+            let _ = writeln!(s, "  {n}");
         }
     }
     s
@@ -202,7 +281,11 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 fn declined_codes(w: &Window) -> String {
-    w.declined.iter().map(|d| format!("{}:{}", d.rung, d.code)).collect::<Vec<_>>().join(";")
+    w.declined
+        .iter()
+        .map(|d| format!("{}:{}", d.rung, d.code))
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
@@ -212,9 +295,19 @@ fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
     if args.csv {
         writeln!(stdout, "seq,start_ns,end_ns,start_unix_ms,end_unix_ms,energy_uj,provenance,coverage,rung,declined,gap")?;
     } else if !args.json {
-        let chosen = report.chosen.map_or_else(|| "none (gaps)".to_owned(), |c| format!("{c} ({}, {})", c.provenance(), c.coverage()));
-        writeln!(stdout, "metering with {chosen}; `jcp meter probe` says why each rung above was declined")?;
-        writeln!(stdout, "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} declined above", "seq", "start s", "span ms", "energy uJ", "power", "grade", "coverage", "rung")?;
+        let chosen = report.chosen.map_or_else(
+            || "none (gaps)".to_owned(),
+            |c| format!("{c} ({}, {})", c.provenance(), c.coverage()),
+        );
+        writeln!(
+            stdout,
+            "metering with {chosen}; `jcp meter probe` says why each rung above was declined"
+        )?;
+        writeln!(
+            stdout,
+            "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} declined above",
+            "seq", "start s", "span ms", "energy uJ", "power", "grade", "coverage", "rung"
+        )?;
     }
     let mut n = 0u64;
     loop {
@@ -250,9 +343,14 @@ fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
                 "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} {}",
                 w.seq,
                 // Seconds since the meter's epoch, for display.
-                format!("{}.{:03}", w.start_ns / 1_000_000_000, (w.start_ns / 1_000_000) % 1000),
+                format!(
+                    "{}.{:03}",
+                    w.start_ns / 1_000_000_000,
+                    (w.start_ns / 1_000_000) % 1000
+                ),
                 w.span_ns() / 1_000_000,
-                w.energy_uj.map_or_else(|| "gap".to_owned(), |e| e.to_string()),
+                w.energy_uj
+                    .map_or_else(|| "gap".to_owned(), |e| e.to_string()),
                 watts(&w),
                 opt(w.provenance),
                 opt(w.coverage),
@@ -282,9 +380,12 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return refuse(args.json, &e),
         }
     };
-    let path = match args.out.clone().or_else(default_calibration_path) {
-        Some(p) => p,
-        None => return Err(CodedError { code: "io", message: "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in".into() }.into()),
+    let Some(path) = args.out.clone().or_else(default_calibration_path) else {
+        return Err(CodedError {
+            code: "io",
+            message: "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in".into(),
+        }
+        .into());
     };
     calibration.store(&path).map_err(|e| coded(&e))?;
     let elsewhere = calibration.measured_on != here;
@@ -300,7 +401,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
             calibration.span_ns / 1_000_000
         );
         if elsewhere {
-            s += &format!("note: it was measured on another host than this one ({here}); the meter refuses it here and uses it only there\n");
+            let _ = writeln!(s, "note: it was measured on another host than this one ({here}); the meter refuses it here and uses it only there");
         }
         s
     })?;
@@ -309,6 +410,53 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
 
 fn refuse(json: bool, e: &jcp_meter::Error) -> anyhow::Result<ExitCode> {
     let value = serde_json::json!({"stored": null, "refused": {"code": e.code(), "message": e.to_string()}});
-    out::emit(json, &value, || format!("not calibrated, nothing stored ({}): {e}\n", e.code()))?;
+    out::emit(json, &value, || {
+        format!("not calibrated, nothing stored ({}): {e}\n", e.code())
+    })?;
     Ok(ExitCode::from(out::FINDINGS))
+}
+
+fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
+    if args.step_ms == 0 || args.duration_ms < args.step_ms {
+        return Err(CodedError {
+            code: "bad-interval",
+            message: "--step-ms must be positive and no longer than --duration-ms".into(),
+        }
+        .into());
+    }
+    let mut backends = Backends::system(&args.powercap_root);
+    let intervals = usize::try_from(args.duration_ms / args.step_ms).unwrap_or(usize::MAX);
+    let trace = match jcp_meter::trace::record(
+        &mut backends.counters,
+        &*backends.clock,
+        Duration::from_millis(args.step_ms),
+        intervals,
+        args.burn,
+        backends.host.clone(),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            let value = serde_json::json!({"written": null, "refused": {"code": e.code(), "message": e.to_string()}});
+            out::emit(args.json, &value, || {
+                format!("nothing recorded ({}): {e}\n", e.code())
+            })?;
+            return Ok(ExitCode::from(out::FINDINGS));
+        }
+    };
+    let text = serde_json::to_string(&trace)? + "\n";
+    std::fs::write(&args.out, &text).map_err(|e| CodedError {
+        code: "io",
+        message: format!("{}: {e}", args.out.display()),
+    })?;
+    let value = serde_json::json!({"written": args.out.display().to_string(), "rung": trace.rung, "counters": trace.counters.len(), "samples": trace.samples.len(), "id": Trace::content_id(text.as_bytes())});
+    out::emit(args.json, &value, || {
+        format!(
+            "wrote {}: {} samples of {} ({} counters)\n",
+            args.out.display(),
+            trace.samples.len(),
+            trace.rung,
+            trace.counters.len()
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

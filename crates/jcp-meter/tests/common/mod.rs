@@ -12,7 +12,13 @@ use jcp_meter::trace::{Trace, TraceBackend, TraceCounter, TraceSample, TRACE_FOR
 use jcp_meter::{Backends, CounterBackend, RungId};
 
 pub fn host() -> HostId {
-    HostId { hostname: "test-host".into(), machine: Some("0011223344556677".into()), cpu: "Test CPU".into(), logical_cpus: 4, os: "linux".into() }
+    HostId {
+        hostname: "test-host".into(),
+        machine: Some("0011223344556677".into()),
+        cpu: "Test CPU".into(),
+        logical_cpus: 4,
+        os: "linux".into(),
+    }
 }
 
 /// Reads a file as an unprivileged user would: a file without any read bit is
@@ -51,7 +57,11 @@ impl FakePowercap {
     }
 
     pub fn set(&self, entry: &str, energy: u64) {
-        std::fs::write(self.dir.path().join(entry).join("energy_uj"), format!("{energy}\n")).unwrap();
+        std::fs::write(
+            self.dir.path().join(entry).join("energy_uj"),
+            format!("{energy}\n"),
+        )
+        .unwrap();
     }
 
     pub fn deny(&self, entry: &str) {
@@ -76,24 +86,58 @@ pub fn rapl(fake: &FakePowercap) -> RaplReader {
     RaplReader::with_read_fn(fake.root(), unprivileged_read)
 }
 
-pub fn backends(counters: Vec<Box<dyn CounterBackend>>, clock: &ManualClock, util: Option<u32>) -> Backends {
-    Backends { counters, util: Box::new(FixedUtil { permille: util, cpus: 4 }), clock: Arc::new(clock.clone()), host: host() }
+pub fn backends(
+    counters: Vec<Box<dyn CounterBackend>>,
+    clock: &ManualClock,
+    util: Option<u32>,
+) -> Backends {
+    Backends {
+        counters,
+        util: Box::new(FixedUtil {
+            permille: util,
+            cpus: 4,
+        }),
+        clock: Arc::new(clock.clone()),
+        host: host(),
+    }
 }
 
 /// A trace sampled every `step_ns` for `n` samples; `f(t_ns) -> (values, draws)`.
-pub fn trace(rung: RungId, counters: Vec<TraceCounter>, step_ns: u64, n: u64, f: impl Fn(u64) -> (Vec<Option<u64>>, Vec<Option<u64>>)) -> Trace {
+pub fn trace(
+    rung: RungId,
+    counters: Vec<TraceCounter>,
+    step_ns: u64,
+    n: u64,
+    f: impl Fn(u64) -> (Vec<Option<u64>>, Vec<Option<u64>>),
+) -> Trace {
     let samples = (0..n)
         .map(|i| {
             let t = i * step_ns;
             let (uj, draw_mw) = f(t);
-            TraceSample { t_ns: t, uj, draw_mw, util_permille: Some(500) }
+            TraceSample {
+                t_ns: t,
+                uj,
+                draw_mw,
+                util_permille: Some(500),
+            }
         })
         .collect();
-    Trace { format: TRACE_FORMAT.into(), rung, host: Some(host()), counters, samples }
+    Trace {
+        format: TRACE_FORMAT.into(),
+        rung,
+        host: Some(host()),
+        counters,
+        samples,
+    }
 }
 
 pub fn gpu(limit: Option<u64>, draw: bool) -> TraceCounter {
-    TraceCounter { name: "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU".into(), max_range_uj: None, power_limit_mw: limit, draw_exposed: draw }
+    TraceCounter {
+        name: "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU".into(),
+        max_range_uj: None,
+        power_limit_mw: limit,
+        draw_exposed: draw,
+    }
 }
 
 pub fn replay(t: Trace) -> Box<dyn CounterBackend> {

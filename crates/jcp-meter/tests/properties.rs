@@ -1,0 +1,79 @@
+//! Property tests over the exact arithmetic and the wire rules (§5, §5.1, §5.2, §5.3).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use jcp::cbor::{ContentId, Value};
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::identity::Keypair;
+use jcp_meter::efficiency::{aggregate, read_payload, verify, Efficiency};
+use jcp_meter::plausibility::{check, BoundInput, Plausibility};
+use jcp_meter::rapl::wrap_delta;
+use proptest::prelude::*;
+
+fn provenance() -> impl Strategy<Value = Provenance> {
+    prop_oneof![
+        Just(Provenance::Estimator),
+        Just(Provenance::ModelBased),
+        Just(Provenance::HwShunt)
+    ]
+}
+
+fn coverage() -> impl Strategy<Value = Coverage> {
+    prop_oneof![Just(Coverage::Partial), Just(Coverage::Whole)]
+}
+
+proptest! {
+    // Signing in a debug build is slow; 64 cases per property keeps the suite quick.
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn s5_1_wrap_delta_recovers_any_single_wrap(max in 1u64..=u64::from(u32::MAX), a_frac in 0u64..=1000, d_frac in 0u64..=1000) {
+        let a = max / 1000 * a_frac;
+        let d = max / 1000 * d_frac;
+        let b = ((u128::from(a) + u128::from(d)) % (u128::from(max) + 1)) as u64;
+        prop_assert_eq!(wrap_delta(a, b, max), d);
+    }
+
+    #[test]
+    fn s5_plausibility_never_admits_a_rate_above_the_static_limit(delta in 0u64..10_000_000_000, span in 1u64..10_000_000_000, limit in 1u64..1_000_000, draws in proptest::collection::vec(0u64..2_000_000, 0..8)) {
+        let p = check(&BoundInput { counter_delta_uj: delta, span_ns: span, power_limit_mw: Some(limit), draw_exposed: true, draw_samples_mw: draws.clone() });
+        let over_limit = u128::from(delta) * 1_000_000 > u128::from(limit) * u128::from(span);
+        if over_limit {
+            prop_assert!(!p.admits(), "{:?}", p);
+        }
+        // Unjudgeable exactly when no draw sample is at or under the limit (and the limit did not already refute).
+        let usable = draws.iter().any(|d| *d <= limit);
+        if !over_limit {
+            prop_assert_eq!(matches!(p, Plausibility::Unjudgeable { .. }), !usable, "{:?}", p);
+        }
+    }
+
+    #[test]
+    fn s5_2_any_receipt_round_trips_and_partial_never_has_a_headline(uj: u64, p in provenance(), c in coverage(), tokens: u64, units: u64, n in 1usize..4) {
+        let key = Keypair::from_seed([3; 32]).unwrap();
+        let activities = (0..n).map(|i| ContentId::of(&Value::Uint(i as u64))).collect();
+        let e = Efficiency { outcome: "o".into(), activities, energy: Energy { uj, provenance: p, coverage: c }, accepted_tokens: tokens, completed_units: units, steward: key.did() };
+        let core = e.wire().encode();
+        prop_assert_eq!(&read_payload(&core).unwrap(), &e);
+        prop_assert_eq!(e.wire().get("energy_coverage").is_some(), c == Coverage::Partial);
+        if c == Coverage::Partial {
+            prop_assert!(e.wire().get("uj_per_accepted_token").is_none());
+        }
+        prop_assert_eq!(verify(&e.seal(&key).unwrap()).unwrap().payload, e);
+    }
+
+    #[test]
+    fn s5_3_totals_take_floors_never_averages(parts in proptest::collection::vec((0u64..1_000_000, provenance(), coverage()), 1..6)) {
+        let key = Keypair::from_seed([4; 32]).unwrap();
+        let vs: Vec<_> = parts.iter().enumerate().map(|(i, (uj, p, c))| {
+            let e = Efficiency { outcome: format!("o{i}"), activities: vec![ContentId::of(&Value::Uint(i as u64))], energy: Energy { uj: *uj, provenance: *p, coverage: *c }, accepted_tokens: 1, completed_units: 1, steward: key.did() };
+            verify(&e.seal(&key).unwrap()).unwrap()
+        }).collect();
+        let t = aggregate(&vs).unwrap();
+        prop_assert_eq!(t.provenance_floor, parts.iter().map(|x| x.1).min().unwrap());
+        prop_assert_eq!(t.coverage, parts.iter().map(|x| x.2).min().unwrap());
+        prop_assert_eq!(t.energy_uj, parts.iter().map(|x| x.0).sum::<u64>());
+        if t.coverage == Coverage::Partial {
+            prop_assert!(t.uj_per_completed_unit.is_none() && t.uj_per_accepted_token.is_none());
+        }
+    }
+}
