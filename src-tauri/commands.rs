@@ -3,6 +3,9 @@
 //! `{code, message}`. File dialogs are opened here, in Rust, and files are
 //! read and written here; the front end never touches the filesystem.
 
+// Tauri hands `State` and `AppHandle` to commands by value; that is its calling convention.
+#![allow(clippy::needless_pass_by_value)]
+
 use std::path::{Path, PathBuf};
 
 use console_view::ipc::{ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow};
@@ -26,7 +29,7 @@ pub fn info(state: &AppState) -> CmdResult<AppInfo> {
             available: state.engine.is_some(),
             reason: if state.engine.is_some() { None } else { Some(state.engine_missing.to_owned()) },
         },
-        demo_streams: state.demo_streams.clone(),
+        demo_streams: state.demo_streams.lock().map_err(|_| error::poisoned("demo"))?.clone(),
     })
 }
 

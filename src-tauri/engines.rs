@@ -148,25 +148,31 @@ pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>) {
     }
 }
 
-/// Writes the demo streams into a new workspace (once): a clean stream and
+/// Writes the demo streams a workspace lacks (once each): a clean stream and
 /// one with tampered receipts, both by `jcp_receipt::demo` (real keys, real
 /// gate, real signatures). Returns their paths.
 pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
     let clean = dir.join("demo.jcps");
     let tampered = dir.join("demo-tampered.jcps");
-    if clean.exists() || tampered.exists() {
-        return Ok(vec![clean, tampered].into_iter().filter(|p| p.exists()).collect());
-    }
     std::fs::create_dir_all(dir).map_err(|e| crate::error::io("demo.write_failed", "cannot create", dir, &e))?;
     let opts = |tamper, unresolved| jcp_receipt::demo::DemoOptions {
-        receipts: 400,
+        receipts: 300,
         tamper,
         unresolved,
         seed: 1,
         durability: jcp_receipt::writer::Durability::GeneratorOnly,
     };
     let err = |e: jcp_receipt::StreamError| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
-    jcp_receipt::demo::write_demo(&clean, &opts(0, 0)).map_err(err)?;
-    jcp_receipt::demo::write_demo(&tampered, &opts(3, 1)).map_err(err)?;
+    // Each stream is written under a temporary name and renamed when whole,
+    // so a start interrupted half-way never leaves a half demo behind.
+    for (path, tamper) in [(&clean, 0), (&tampered, 3)] {
+        if path.exists() {
+            continue;
+        }
+        let part = path.with_extension("jcps.part");
+        let _ = std::fs::remove_file(&part);
+        jcp_receipt::demo::write_demo(&part, &opts(tamper, 0)).map_err(err)?;
+        std::fs::rename(&part, path).map_err(|e| crate::error::io("demo.write_failed", "cannot finish", path, &e))?;
+    }
     Ok(vec![clean, tampered])
 }

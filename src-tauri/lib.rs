@@ -22,9 +22,10 @@ fn workspace_dir<R: Runtime>(app: &tauri::App<R>) -> Result<PathBuf, String> {
     app.path().app_data_dir().map_err(|e| format!("no data folder for the workspace: {e}"))
 }
 
-/// Builds the app on any runtime (the real one, or Tauri's mock in tests).
-pub fn builder<R: Runtime>() -> tauri::Builder<R> {
-    tauri::Builder::<R>::new()
+/// Adds the console's plugins, commands and window events to a builder on
+/// any runtime (the real one, or Tauri's `mock_builder()` in tests).
+pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
+    builder
         .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
@@ -55,17 +56,22 @@ pub fn builder<R: Runtime>() -> tauri::Builder<R> {
 /// Starts the console. Arguments are stream files to open and audit at once.
 pub fn run() -> std::process::ExitCode {
     let streams: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let result = builder::<tauri::Wry>()
+    let result = configure(tauri::Builder::default())
         .setup(move |app| {
             let dir = workspace_dir(app)?;
-            let mut state = AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
+            let state = AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
             if let Some(e) = &state.store_info.error {
                 eprintln!("jcp-console: {}", e.message);
             }
-            // First start: demo streams in the workspace, so there is real data at once.
-            match engines::prepare_demo(&dir.join("demo")) {
-                Ok(paths) => state.register_demo(&paths),
+            // First start: demo streams in the workspace, so there is real data at
+            // once; written off the main thread so the window paints first.
+            let (store, demo, demo_dir) = (state.store.clone(), state.demo_streams.clone(), dir.join("demo"));
+            let spawned = std::thread::Builder::new().name("demo".into()).spawn(move || match engines::prepare_demo(&demo_dir) {
+                Ok(paths) => state::register_demo(&store, &demo, &paths),
                 Err(e) => eprintln!("jcp-console: {}", e.message),
+            });
+            if let Err(e) = spawned {
+                eprintln!("jcp-console: the demo workspace was not prepared: {e}");
             }
             engines::start_meter(state.store.clone(), state.meter.clone());
             if !streams.is_empty() {

@@ -143,7 +143,7 @@ pub struct AppState {
     /// The meter's view.
     pub meter: Arc<Mutex<MeterView>>,
     /// Demo streams prepared on first start.
-    pub demo_streams: Vec<String>,
+    pub demo_streams: Arc<Mutex<Vec<String>>>,
 }
 
 impl AppState {
@@ -181,23 +181,7 @@ impl AppState {
             engine,
             engine_missing,
             meter: Arc::new(Mutex::new(meter)),
-            demo_streams: Vec::new(),
-        }
-    }
-
-    /// Lists the demo streams in the workspace (opened, not yet audited).
-    pub fn register_demo(&mut self, paths: &[PathBuf]) {
-        let now = now_ms();
-        for p in paths {
-            let size = std::fs::metadata(p).map_or(0, |m| m.len());
-            let name = p.display().to_string();
-            let known = self.with_store(|s| s.stream(&name).map_err(|e| error::store(&e)));
-            if matches!(known, Ok(None)) {
-                if let Err(e) = self.with_store(|s| s.record_stream_opened(&name, size, now).map_err(|e| error::store(&e))) {
-                    eprintln!("jcp-console: {}", e.message);
-                }
-            }
-            self.demo_streams.push(name);
+            demo_streams: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -324,6 +308,24 @@ impl AppState {
                 None => Err(UiError::new("audit.no_report", format!("audit {id} has no report ({})", j.state.as_str()))),
             },
             _ => Err(UiError::new("audit.unknown_job", format!("there is no audit job {id}"))),
+        }
+    }
+}
+
+/// Lists the demo streams in the workspace (opened, not yet audited).
+pub fn register_demo(store: &Mutex<Store>, demo: &Mutex<Vec<String>>, paths: &[PathBuf]) {
+    let now = now_ms();
+    let Ok(s) = store.lock() else { return };
+    for p in paths {
+        let size = std::fs::metadata(p).map_or(0, |m| m.len());
+        let name = p.display().to_string();
+        if matches!(s.stream(&name), Ok(None)) {
+            if let Err(e) = s.record_stream_opened(&name, size, now) {
+                eprintln!("jcp-console: {e}");
+            }
+        }
+        if let Ok(mut d) = demo.lock() {
+            d.push(name);
         }
     }
 }

@@ -5,7 +5,7 @@ e2e_tmp="$1"
 cargo build --locked -q -p jcp-cli --bin jcp
 JCP="${CARGO_TARGET_DIR:-$PWD/target}/debug/jcp"
 "$JCP" stream demo "$e2e_tmp/good.jcps" --receipts 300 --seed 7 --fast >/dev/null
-"$JCP" stream demo "$e2e_tmp/bad.jcps" --receipts 300 --seed 8 --tamper 4 --unresolved 2 --fast >/dev/null
+"$JCP" stream demo "$e2e_tmp/bad.jcps" --receipts 300 --seed 8 --tamper 4 --fast >/dev/null
 # Exit 1 means findings (expected for the tampered stream); 2 would be an error.
 "$JCP" audit "$e2e_tmp/good.jcps" --json >"$e2e_tmp/good.json" || [ $? -eq 1 ]
 "$JCP" audit "$e2e_tmp/bad.jcps" --json >"$e2e_tmp/bad.json" || [ $? -eq 1 ]

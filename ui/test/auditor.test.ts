@@ -59,6 +59,7 @@ describe("auditor view", () => {
     mockIPC((cmd) => {
       if (cmd === "audit_status") return job({ state: "done", verdict: "findings", progress: { bytes_done: 2048, bytes_total: 2048, records: 10 } });
       if (cmd === "workspace_streams") return [{ path: "/ws/demo.jcps", size_bytes: 2048, opened_at_ms: 1, last_verdict: "findings" }];
+      if (cmd === "steward_actions") return [{ at_ms: 5, action: "export_report", subject: "/tmp/r.html" }];
       if (cmd === "audit_report") {
         reports++;
         return reportView();
@@ -73,6 +74,7 @@ describe("auditor view", () => {
     expect(v.root.querySelector(".report td.num")?.textContent).toBe("9");
     expect((v.root.querySelector(".export-box") as HTMLElement).hidden).toBe(false);
     expect(v.root.querySelector(".recent-streams .last-verdict")?.textContent).toBe("findings");
+    expect(v.root.querySelector(".steward-actions .what")?.textContent).toBe("export report");
   });
 
   it("a failed audit shows the engine's words, not a verdict", () => {

@@ -29,6 +29,7 @@ describe("console shell", () => {
       if (cmd === "energy_snapshot") return snapshot();
       if (cmd === "audit_status") return null;
       if (cmd === "workspace_streams") return [];
+      if (cmd === "steward_actions") return [];
       throw new Error(cmd);
     });
     const root = document.createElement("div");

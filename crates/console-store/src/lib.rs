@@ -8,6 +8,7 @@
 //! store never deletes or recreates a file it could not read.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![allow(clippy::doc_markdown)] // "SQLite" is a name, not code
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,4 +1,5 @@
 //! The workspace store: WAL, migrations, refusals that name the file, no silent loss.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use console_store::{Store, StoreError, WindowRecord, DEFAULT_WINDOW_RETENTION};
 use jcp::energy::{Coverage, Energy, Provenance};

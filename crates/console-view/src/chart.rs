@@ -28,6 +28,9 @@ pub const LEGEND: &[(&str, &str)] = &[
 
 const GAP: RGBColor = RGBColor(0xb8, 0xb8, 0xb8);
 
+/// The chart always has room for this many windows.
+pub const MIN_SLOTS: usize = 30;
+
 /// Picks a unit so the largest reading reads naturally: (divisor, label).
 fn unit_for(max_uj: u64) -> (f64, &'static str) {
     if max_uj < 1_000 {
@@ -60,7 +63,9 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
     let legend_h = 64;
     let (plot_area, legend_area) = root.split_vertically(h.saturating_sub(legend_h));
 
-    let n = windows.len().max(1);
+    // At least MIN_SLOTS slots, newest at the right, so a bar keeps its width as history fills.
+    let n = windows.len().max(MIN_SLOTS);
+    let offset = n - windows.len();
     let max_uj = windows.iter().filter_map(|w| w.energy.map(|e| e.uj)).max().unwrap_or(0);
     let (div, unit) = unit_for(max_uj);
     let y_top = if max_uj == 0 { 1.0 } else { max_uj as f64 / div * 1.18 };
@@ -78,13 +83,18 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..n as f64, 0f64..y_top)?;
     let ago = |x: &f64| -> String {
+        // Label whole positions only (a window's left edge), once each.
         let i = x.floor();
-        if i < 0.0 || (i as usize) >= windows.len() {
+        if (x - i).abs() > 1e-9 || i < offset as f64 || (i as usize) >= n {
             return String::new();
         }
-        let w = &windows[i as usize];
-        let secs = newest_end.saturating_sub(w.end_ms) as f64 / 1000.0;
-        format!("-{secs:.0} s")
+        let w = &windows[i as usize - offset];
+        let secs = newest_end.saturating_sub(w.end_ms) / 1000;
+        if secs == 0 {
+            "now".to_owned()
+        } else {
+            format!("-{secs} s")
+        }
     };
     chart
         .configure_mesh()
@@ -98,6 +108,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
         .draw()?;
 
     for (i, w) in windows.iter().enumerate() {
+        let i = i + offset;
         let x0 = i as f64 + 0.12;
         let x1 = i as f64 + 0.88;
         match w.energy {

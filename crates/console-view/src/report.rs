@@ -134,29 +134,23 @@ pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, V
                 .margin(8)
                 .caption(title, ("sans-serif", 14))
                 .x_label_area_size(20)
-                .y_label_area_size(200)
+                .y_label_area_size(10)
                 .build_cartesian_2d(0f64..max * 1.15, 0f64..n as f64)?;
-            let label = |y: &f64| -> String {
-                let i = y.floor();
-                if i < 0.0 || i as usize >= n {
-                    return String::new();
-                }
-                counts[n - 1 - i as usize].0.replace('_', " ")
-            };
+            // Each bar carries its own "name: count" label, so no name is ever
+            // dropped by the axis's choice of tick positions.
             chart
                 .configure_mesh()
                 .disable_y_mesh()
                 .light_line_style(WHITE.mix(0.0))
-                .y_labels(n.max(1))
-                .y_label_formatter(&label)
+                .y_labels(0)
                 .x_label_formatter(&|x| format!("{x:.0}"))
                 .label_style(("sans-serif", 11))
                 .draw()?;
-            for (i, (_, c)) in counts.iter().enumerate() {
+            for (i, (name, c)) in counts.iter().enumerate() {
                 let y = (n - 1 - i) as f64;
                 let v = *c as f64;
-                chart.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.15), (v, y + 0.85)], RGBColor(0x3a, 0x6e, 0xa5).filled())))?;
-                chart.draw_series(std::iter::once(Text::new(c.to_string(), (v, y + 0.3), ("sans-serif", 11))))?;
+                chart.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.15), (v, y + 0.85)], RGBColor(0x3a, 0x6e, 0xa5).mix(0.8).filled())))?;
+                chart.draw_series(std::iter::once(Text::new(format!("{}: {c}", name.replace('_', " ")), (0.0, y + 0.62), ("sans-serif", 12))))?;
             }
             root.present()?;
             Ok(())
@@ -175,14 +169,21 @@ pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
     if !maps.is_empty() {
         out.push_str("<div class=\"charts\">");
         for (path, counts) in &maps {
-            out.push_str("<figure class=\"chart\">");
+            out.push_str("<figure class=\"count-chart\">");
             out.push_str(&counts_chart_svg(&path.replace(['_', '.'], " "), counts)?);
             out.push_str("</figure>");
         }
         out.push_str("</div>");
     }
     if let Value::Object(map) = report {
-        for (k, v) in map {
+        // The report's top-level figures first, in one table; then each part.
+        let top: serde_json::Map<String, Value> = map.iter().filter(|(_, v)| is_scalar(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !top.is_empty() {
+            out.push_str("<section class=\"field summary\"><h3>summary</h3>");
+            value_html(&Value::Object(top), &mut out);
+            out.push_str("</section>");
+        }
+        for (k, v) in map.iter().filter(|(_, v)| !is_scalar(v)) {
             out.push_str("<section class=\"field\"><h3>");
             out.push_str(&heading(k));
             out.push_str("</h3>");

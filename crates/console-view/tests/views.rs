@@ -1,4 +1,5 @@
 //! The console's rendered views: chart, exports, report.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use console_store::WindowRecord;
 use console_view::{chart, export, report};

@@ -1,8 +1,8 @@
 // Auditor's view (spec §8, §8.1, §8.2): open streams by dialog or by dropping
 // them on the window, watch progress, cancel, read the verdict and every
 // number the audit engine reports, export JSON or self-contained HTML.
-import { api, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
-import { el, formatBytes } from "../format";
+import { api, type ActionRow, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
+import { el, formatBytes, formatTime } from "../format";
 import type { Notifier } from "./energy";
 
 export class AuditorView {
@@ -17,6 +17,7 @@ export class AuditorView {
   private report = el("div", "report");
   private exportBox = el("div", "export-box");
   private recent = el("tbody");
+  private actions = el("tbody");
   private job: AuditJob | null = null;
   private shownReport = -1;
 
@@ -48,7 +49,14 @@ export class AuditorView {
     t.append(this.recent);
     recentBox.append(t);
 
-    this.root.append(head, this.status, this.progressBox, this.verdict, this.exportBox, this.report, recentBox);
+    const actionsBox = el("div", "panel steward-actions");
+    actionsBox.append(el("h3", undefined, "Steward's recent actions"));
+    const at = el("table");
+    at.innerHTML = "<thead><tr><th>when</th><th>action</th><th>on</th></tr></thead>";
+    at.append(this.actions);
+    actionsBox.append(at);
+
+    this.root.append(head, this.status, this.progressBox, this.verdict, this.exportBox, this.report, recentBox, actionsBox);
   }
 
   setAvailability(available: boolean, reason: string | null): void {
@@ -106,9 +114,10 @@ export class AuditorView {
 
   async refresh(): Promise<void> {
     try {
-      const [job, streams] = await Promise.all([api.auditStatus(), api.workspaceStreams()]);
+      const [job, streams, actions] = await Promise.all([api.auditStatus(), api.workspaceStreams(), api.stewardActions(10)]);
       if (job) this.showJob(job);
       this.showStreams(streams);
+      this.showActions(actions);
       if (job && job.state === "done" && this.shownReport !== job.id) {
         this.showReport(await api.auditReport(job.id));
       }
@@ -173,5 +182,15 @@ export class AuditorView {
       tr.append(td);
       this.recent.append(tr);
     }
+  }
+
+  showActions(actions: ActionRow[]): void {
+    this.actions.replaceChildren(
+      ...actions.map((a) => {
+        const tr = el("tr", "action");
+        tr.append(el("td", undefined, formatTime(a.at_ms)), el("td", "what", a.action.replaceAll("_", " ")), el("td", "path", a.subject));
+        return tr;
+      }),
+    );
   }
 }

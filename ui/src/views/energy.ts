@@ -10,6 +10,18 @@ export interface Notifier {
   info(text: string): void;
 }
 
+function gradeCell(provenance: string | null): HTMLTableCellElement {
+  const td = el("td", "rgrade");
+  if (provenance) {
+    const chip = el("span", `grade grade-${provenance}`, provenance);
+    chip.title = GRADE_MEANING[provenance] ?? "";
+    td.append(chip);
+  } else {
+    td.textContent = "—";
+  }
+  return td;
+}
+
 export class EnergyView {
   readonly root: HTMLElement;
   private status = el("p", "status");
@@ -79,7 +91,7 @@ export class EnergyView {
     this.ladder.replaceChildren(
       ...snap.ladder.map((r) => {
         const tr = el("tr", `rung ${r.status}`);
-        tr.append(el("td", "name", r.name), el("td", "rstatus", r.status), el("td", "grade", r.provenance ?? "—"), el("td", "why", r.why), el("td", "fix", r.fix ?? ""));
+        tr.append(el("td", "name", r.name), el("td", "rstatus", r.status), gradeCell(r.provenance), el("td", "why", r.why), el("td", "fix", r.fix ?? ""));
         return tr;
       }),
     );
@@ -95,14 +107,8 @@ export class EnergyView {
       ...rows.map((w) => {
         const tr = el("tr", w.energy_uj === null ? "window gap" : "window");
         const energy = w.energy_uj === null ? el("td", "energy none", "no reading") : el("td", "energy num", formatUj(w.energy_uj));
-        const prov = el("td", "provenance");
-        if (w.provenance) {
-          const chip = el("span", `grade grade-${w.provenance}`, w.provenance);
-          chip.title = GRADE_MEANING[w.provenance] ?? "";
-          prov.append(chip);
-        } else {
-          prov.textContent = "—";
-        }
+        const prov = gradeCell(w.provenance);
+        prov.classList.add("provenance");
         const cov = el("td", w.coverage === "Partial" ? "coverage partial" : "coverage", w.coverage ?? "—");
         tr.append(el("td", "num", String(w.seq)), el("td", undefined, formatTime(w.start_ms)), el("td", undefined, formatTime(w.end_ms)), energy, prov, cov, el("td", "rung", w.rung ?? "—"));
         return tr;
