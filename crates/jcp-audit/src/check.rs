@@ -86,6 +86,12 @@ fn open(kind: RecordKind, payload: &[u8], dids: &mut DidCache) -> Opened {
 
 const BATCH: usize = 64;
 
+thread_local! {
+    /// Each worker keeps its parsed did:keys across chunks: parsing one
+    /// decompresses a curve point.
+    static DIDS: std::cell::RefCell<DidCache> = std::cell::RefCell::new(DidCache::new());
+}
+
 /// Decodes and verifies a slice of items (one worker's share).
 fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut DidCache) -> Vec<Checked> {
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
@@ -167,7 +173,7 @@ pub(crate) fn check_chunk(items: &[Raw], expected: &[Did], mode: Verification) -
     let per = (items.len() / (rayon::current_num_threads() * 4)).clamp(BATCH, 1024);
     items
         .par_chunks(per)
-        .map_init(DidCache::new, |dids, slice| check_slice(slice, expected, mode, dids))
+        .map(|slice| DIDS.with(|d| check_slice(slice, expected, mode, &mut d.borrow_mut())))
         .collect::<Vec<Vec<Checked>>>()
         .into_iter()
         .flatten()

@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::BufReader;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
@@ -59,10 +58,20 @@ struct SeqState {
     last_marker: Option<u64>,
 }
 
+#[derive(Debug)]
+struct PendingAllow {
+    offset: u64,
+    grant_id: ContentId,
+    holder: Did,
+    steward: Did,
+    action: String,
+    cost_uj: u64,
+}
+
 #[derive(Debug, Default)]
 struct StreamState {
     summary: StreamSummary,
-    pending: HashMap<[u8; 32], UnresolvedLine>,
+    pending: HashMap<[u8; 32], PendingAllow>,
     refused_since: u64,
     faults_since: u64,
     seq: HashMap<Did, SeqState>,
@@ -352,13 +361,11 @@ impl Engine {
                 }
                 self.streams[s].pending.insert(
                     meta.id,
-                    UnresolvedLine {
-                        stream: s,
+                    PendingAllow {
                         offset: off,
-                        receipt: ContentId(meta.id),
                         grant_id: c.grant_id,
-                        holder: c.subject.to_string(),
-                        steward: c.steward.to_string(),
+                        holder: c.subject,
+                        steward: c.steward,
                         action: c.action.clone(),
                         cost_uj: c.cost_uj,
                     },
@@ -401,7 +408,20 @@ impl Engine {
     }
 
     fn end_stream(&mut self, s: usize) {
-        let mut pending: Vec<UnresolvedLine> = self.streams[s].pending.drain().map(|(_, v)| v).collect();
+        let mut pending: Vec<UnresolvedLine> = self.streams[s]
+            .pending
+            .drain()
+            .map(|(id, p)| UnresolvedLine {
+                stream: s,
+                offset: p.offset,
+                receipt: ContentId(id),
+                grant_id: p.grant_id,
+                holder: p.holder.to_string(),
+                steward: p.steward.to_string(),
+                action: p.action,
+                cost_uj: p.cost_uj,
+            })
+            .collect();
         pending.sort_by_key(|u| u.offset);
         for u in pending {
             self.unresolved_total += 1;
@@ -607,7 +627,7 @@ pub(crate) fn run(
         if progress(&Progress::StreamStarted { index: idx, path: path.clone(), bytes_total }).is_break() {
             return Err(AuditError::Cancelled);
         }
-        let mut reader = match Reader::new(BufReader::with_capacity(1 << 20, file)) {
+        let mut reader = match Reader::new(file) {
             Ok(r) => r,
             Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
             Err(HeaderError::Io(e)) => return Err(io(e)),

@@ -1,5 +1,5 @@
 //! The JCR-1 envelope: canonical det-CBOR core inside a tagged (18)
-//! COSE_Sign1 (RFC 9052), EdDSA (-8), `kid` = the steward's did:key (UTF-8),
+//! `COSE_Sign1` (RFC 9052), EdDSA (-8), `kid` = the steward's `did:key` (UTF-8),
 //! built and parsed with `coset`. Verification recomputes the
 //! `Sig_structure` from the protected header's **original bytes**
 //! (`ProtectedHeader::original_data`), never from a re-encoding.
@@ -34,11 +34,33 @@ pub struct Position {
     pub known_through: Option<u64>,
 }
 
-/// A caching did:key parser: parsing decompresses a curve point, which costs
+/// A caching `did:key` parser: parsing decompresses a curve point, which costs
 /// as much as a quarter of a signature check, and a stream names few keys.
 #[derive(Debug, Default)]
 pub struct DidCache {
-    map: std::collections::HashMap<String, Did>,
+    map: std::collections::HashMap<String, Did, std::hash::BuildHasherDefault<TextHasher>>,
+}
+
+/// A small non-cryptographic hasher for the did cache (keys are `did:key`
+/// strings we parsed; collisions only cost a comparison). Hand-written to
+/// avoid a dependency for one map; SipHash dominated the lookup.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TextHasher(u64);
+
+impl std::hash::Hasher for TextHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0x9e37_79b9_7f4a_7c15;
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7cc1_b727_220a_95);
+        }
+        self.0 = h;
+    }
 }
 
 impl DidCache {
@@ -47,7 +69,7 @@ impl DidCache {
         Self::default()
     }
 
-    /// Parses (or recalls) a did:key.
+    /// Parses (or recalls) a `did:key`.
     pub fn parse(&mut self, s: &str) -> Result<Did, jcp::identity::IdentityError> {
         if let Some(d) = self.map.get(s) {
             return Ok(*d);
@@ -67,9 +89,7 @@ pub struct Sealed {
     pub steward: Did,
     /// Stream position from the protected header.
     pub position: Position,
-    /// The decoded canonical core.
-    pub core: Value,
-    /// The `Sig_structure` bytes (ToBeSigned), built over the protected
+    /// The `Sig_structure` bytes (`ToBeSigned`), built over the protected
     /// header's original bytes.
     pub tbs: Vec<u8>,
     /// The Ed25519 signature.
@@ -99,7 +119,7 @@ fn head_len(n: usize) -> usize {
     }
 }
 
-/// Seals a canonical core into a tagged COSE_Sign1 under `steward`.
+/// Seals a canonical core into a tagged `COSE_Sign1` under `steward`.
 pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
     let kid = steward.did().to_did_string().into_bytes();
     let mut hb = HeaderBuilder::new().algorithm(iana::Algorithm::EdDSA).key_id(kid);
@@ -130,10 +150,50 @@ fn read_uint(v: &CborValue, what: &str) -> Result<u64, ReceiptError> {
     }
 }
 
-/// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a did:key `kid`,
-/// an inline payload that is canonical det-CBOR. Does not check the signature.
-pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<Sealed, ReceiptError> {
-    // Tag 18 is required: an untagged COSE_Sign1 is not a JCR-1 record.
+fn push_bstr(out: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len() as u64;
+    match b.len() {
+        0..=23 => out.push(0x40 | u8::try_from(n).unwrap_or(0)),
+        24..=0xff => out.extend_from_slice(&[0x58, u8::try_from(n).unwrap_or(0)]),
+        0x100..=0xffff => {
+            out.push(0x59);
+            out.extend_from_slice(&u16::try_from(n).unwrap_or(0).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(0x5a);
+            out.extend_from_slice(&u32::try_from(n).unwrap_or(0).to_be_bytes());
+        }
+        _ => {
+            out.push(0x5b);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(b);
+}
+
+/// The RFC 9052 §4.4 `Sig_structure` for a `COSE_Sign1` with empty external
+/// AAD, over the protected header's **original bytes**:
+/// `["Signature1", protected, h'', payload]`. Written directly rather than
+/// through `CoseSign1::tbs_data` (which clones the header and re-serialises
+/// through a value tree) because the audit builds one per record; the test
+/// `s8_verification_uses_the_protected_headers_original_bytes` holds the two
+/// byte-identical.
+pub fn sig_structure(protected_original: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + protected_original.len() + payload.len());
+    out.push(0x84);
+    out.push(0x6a);
+    out.extend_from_slice(b"Signature1");
+    push_bstr(&mut out, protected_original);
+    out.push(0x40);
+    push_bstr(&mut out, payload);
+    out
+}
+
+/// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a `did:key` `kid`,
+/// an inline payload that is canonical det-CBOR. Returns the envelope and the
+/// decoded core. Does not check the signature.
+pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), ReceiptError> {
+    // Tag 18 is required: an untagged `COSE_Sign1` is not a JCR-1 record.
     if bytes.first() != Some(&0xd2) {
         return Err(ReceiptError::CoseMalformed("missing COSE_Sign1 tag 18".into()));
     }
@@ -191,8 +251,8 @@ pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<Sealed, ReceiptError> {
     let core = cbor::decode_strict(payload)?;
     let mut signature = [0u8; 64];
     signature.copy_from_slice(&sign1.signature);
-    let tbs = sign1.tbs_data(b"");
-    Ok(Sealed { steward, position, core, tbs, signature, id: ContentId::of_bytes(bytes) })
+    let tbs = sig_structure(protected_bytes, payload);
+    Ok((Sealed { steward, position, tbs, signature, id: ContentId::of_bytes(bytes) }, core))
 }
 
 /// The algorithm id of EdDSA, for tests and docs.

@@ -210,14 +210,16 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Stream
         };
         let coverage = if i % 97 == 3 { Coverage::Partial } else { Coverage::Whole };
         let cost = Cost::energy(Energy { uj, provenance, coverage });
+        // Indices into small tables: the modulus is taken in u64 first.
+        let pick = |n: usize, k: u64| usize::try_from(k % n as u64).unwrap_or(0);
         let (chain, caller): (&[SignedGrant], Did) = if i % 50 == 7 {
-            let (g, d) = &cast.roots[(i as usize / 50) % cast.roots.len()];
+            let (g, d) = &cast.roots[pick(cast.roots.len(), i / 50)];
             (std::slice::from_ref(g), *d)
         } else {
-            let (c, d) = &cast.chains[(i as usize) % cast.chains.len()];
+            let (c, d) = &cast.chains[pick(cast.chains.len(), i)];
             (c.as_slice(), *d)
         };
-        let leaf = chain.last().map(SignedGrant::id).unwrap_or(ContentId([0; 32]));
+        let leaf = chain.last().map_or(ContentId([0; 32]), SignedGrant::id);
         let (trust, action) = match i % 10 {
             3 => (Trust::Data, "invoke"),
             6 => (Trust::Control, "delete"),

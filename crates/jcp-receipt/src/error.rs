@@ -10,7 +10,7 @@ use jcp::identity::IdentityError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReceiptError {
-    /// Not a tagged (18) COSE_Sign1 structure.
+    /// Not a tagged (18) `COSE_Sign1` structure.
     #[error("cose-malformed: {0}")]
     CoseMalformed(String),
     /// The COSE bytes are well-formed but not their one canonical encoding
@@ -21,7 +21,7 @@ pub enum ReceiptError {
     /// The protected header does not name EdDSA (-8).
     #[error("cose-wrong-alg: the protected header must name EdDSA (-8), found {0}")]
     WrongAlgorithm(String),
-    /// The protected header carries no `kid`, or one that is not a did:key.
+    /// The protected header carries no `kid`, or one that is not a `did:key`.
     #[error("cose-bad-kid: {0}")]
     BadKid(String),
     /// A detached (nil) payload: a JCR-1 record always carries its core.
@@ -33,7 +33,7 @@ pub enum ReceiptError {
     /// The core is canonical CBOR but not the profile's field list.
     #[error("core-schema: {0}")]
     Schema(#[from] SchemaError),
-    /// A did:key inside the core does not parse.
+    /// A `did:key` inside the core does not parse.
     #[error("core-bad-did: {0}")]
     Identity(#[from] IdentityError),
     /// A field value the profile does not allow (a deny reason on an allow,

@@ -6,7 +6,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`cose`] | the JCR-1 envelope: tagged COSE_Sign1, EdDSA, `kid` = steward did (via `coset`) |
+//! | [`cose`] | the JCR-1 envelope: tagged `COSE_Sign1`, EdDSA, `kid` = steward did (via `coset`) |
 //! | [`receipt`] | the `jcp/2` core, legacy `jcp/1` verification, sealing and verifying |
 //! | [`record`] | outcome records and revocation notices (also JCR-1 envelopes) |
 //! | [`stream`] | the framed file format and the fault-tolerant streaming reader |
@@ -29,6 +29,7 @@
 
 pub mod cose;
 pub mod demo;
+mod fast;
 pub mod error;
 pub mod receipt;
 pub mod record;

@@ -132,8 +132,16 @@ pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> 
 
 /// Opens an outcome record (signature unchecked).
 pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
-    let sealed = cose::open(bytes, dids)?;
-    let o = Outcome::from_value(&sealed.core, dids)?;
+    if let Some(fast) = crate::fast::open_outcome(bytes, dids) {
+        return Ok(fast);
+    }
+    open_outcome_coset(bytes, dids)
+}
+
+/// [`open_outcome`] through `coset` only (the reference path).
+pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let o = Outcome::from_value(&core, dids)?;
     if o.steward != sealed.steward {
         return Err(ReceiptError::StewardMismatch {
             core: o.steward.to_did_string(),
@@ -145,8 +153,8 @@ pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Seale
 
 /// Opens a revocation notice (signature unchecked).
 pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationNotice, Sealed), ReceiptError> {
-    let sealed = cose::open(bytes, dids)?;
-    let r = RevocationNotice::from_value(&sealed.core, dids)?;
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let r = RevocationNotice::from_value(&core, dids)?;
     if r.steward != sealed.steward {
         return Err(ReceiptError::StewardMismatch {
             core: r.steward.to_did_string(),

@@ -7,7 +7,7 @@
 //! magic   = "JRec"                                          (4 bytes, resync point)
 //! kind    = u8   (1 receipt, 2 outcome, 3 grant, 4 revocation notice)
 //! len     = u32 big-endian, at most MAX_RECORD_LEN
-//! crc     = CRC-32 (IEEE) of kind ‖ len ‖ payload, u32 big-endian
+//! crc     = `CRC-32` (IEEE) of kind ‖ len ‖ payload, u32 big-endian
 //! ```
 //!
 //! The CRC detects torn and corrupted storage; it is not a security check

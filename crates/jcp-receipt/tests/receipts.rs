@@ -251,7 +251,7 @@ fn s8_verification_uses_the_protected_headers_original_bytes() {
     let expect = coset::sig_structure_data(coset::SignatureContext::CoseSign1, s.protected.clone(), None, b"", s.payload.as_deref().unwrap());
     assert_eq!(tbs, expect);
     let mut dids = DidCache::new();
-    let opened = cose::open(&b, &mut dids).unwrap();
+    let (opened, _) = cose::open(&b, &mut dids).unwrap();
     assert_eq!(opened.tbs, tbs);
     assert!(tbs.windows(orig.len()).any(|w| w == orig.as_slice()));
 }

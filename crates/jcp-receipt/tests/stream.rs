@@ -438,7 +438,7 @@ fn s4_11_sequence_numbers_continue_across_restarts() {
     for i in items(&p) {
         if let Item::Record(r) = i {
             if r.kind != RecordKind::Grant {
-                seqs.push(jcp_receipt::cose::open(&r.payload, &mut dids).unwrap().position.seq.unwrap());
+                seqs.push(jcp_receipt::cose::open(&r.payload, &mut dids).unwrap().0.position.seq.unwrap());
             }
         }
     }

@@ -1,0 +1,316 @@
+//! A zero-copy reader for the one canonical JCR-1 receipt layout this crate
+//! mints, used on the audit's hot path. It only ever **accepts** a subset of
+//! what the `coset` path ([`crate::cose::open`] + [`ReceiptCore::from_value`])
+//! accepts: on any deviation it returns `None` and the caller takes the
+//! `coset` path, which then accepts or names the error. So error codes are
+//! the `coset` path's, and acceptance is never wider. The unit tests below
+//! hold the two paths equal on every record of a generated stream and on
+//! every single-bit mutation of a receipt.
+//!
+//! Hand-written (rather than a second pass through `coset`/`ciborium` value
+//! trees) because decoding cost the audit a third of its time next to batch
+//! signature verification (docs/performance.md).
+
+use jcp::cbor::ContentId;
+
+use crate::cose::{self, DidCache, Position, Sealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
+use crate::receipt::{parse_cid, FVal, OpenedReceipt, ReceiptCore};
+use crate::record::{Outcome, OutcomeStatus};
+
+struct Cur<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let v = *self.b.get(self.pos)?;
+        self.pos += 1;
+        Some(v)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.b.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    /// A head in its shortest form: (major, argument).
+    fn head(&mut self) -> Option<(u8, u64)> {
+        let ib = self.byte()?;
+        let (major, ai) = (ib >> 5, ib & 0x1f);
+        let v = match ai {
+            0..=23 => u64::from(ai),
+            24 => {
+                let v = u64::from(self.byte()?);
+                (v >= 24).then_some(v)?
+            }
+            25 => {
+                let s = self.take(2)?;
+                let v = u64::from(u16::from_be_bytes([s[0], s[1]]));
+                (v > 0xff).then_some(v)?
+            }
+            26 => {
+                let s = self.take(4)?;
+                let v = u64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
+                (v > 0xffff).then_some(v)?
+            }
+            27 => {
+                let s = self.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(s);
+                let v = u64::from_be_bytes(a);
+                (v > 0xffff_ffff).then_some(v)?
+            }
+            _ => return None,
+        };
+        Some((major, v))
+    }
+
+    fn len_of(&mut self, major: u8) -> Option<usize> {
+        let (m, n) = self.head()?;
+        if m != major {
+            return None;
+        }
+        usize::try_from(n).ok()
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.len_of(2)?;
+        self.take(n)
+    }
+
+    fn text(&mut self) -> Option<&'a str> {
+        let n = self.len_of(3)?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    fn uint(&mut self) -> Option<u64> {
+        let (m, n) = self.head()?;
+        (m == 0).then_some(n)
+    }
+
+    fn done(&self) -> bool {
+        self.pos == self.b.len()
+    }
+}
+
+/// The protected header exactly as minted: `{1: -8, 4: kid, ?"jcp-seq": uint,
+/// ?"jcp-known-through": uint}` in canonical order.
+fn protected(b: &[u8]) -> Option<(&str, Position)> {
+    let mut c = Cur { b, pos: 0 };
+    let n = c.len_of(5)?;
+    if !(2..=4).contains(&n) || c.byte()? != 0x01 || c.byte()? != 0x27 || c.byte()? != 0x04 {
+        return None;
+    }
+    let kid = std::str::from_utf8(c.bytes()?).ok()?;
+    let mut pos = Position::default();
+    for _ in 2..n {
+        let label = c.text()?;
+        let v = c.uint()?;
+        match label {
+            SEQ_LABEL if pos.seq.is_none() && pos.known_through.is_none() => pos.seq = Some(v),
+            KNOWN_THROUGH_LABEL if pos.known_through.is_none() => pos.known_through = Some(v),
+            _ => return None,
+        }
+    }
+    (c.done() && !kid.is_empty()).then_some((kid, pos))
+}
+
+/// A strict canonical map of text keys to uint / text / array-of-text.
+fn core(b: &[u8]) -> Option<Vec<(&str, FVal<'_>)>> {
+    let mut c = Cur { b, pos: 0 };
+    let n = c.len_of(5)?;
+    let mut out = Vec::with_capacity(n.min(32));
+    let mut prev: &[u8] = &[];
+    for _ in 0..n {
+        let kstart = c.pos;
+        let k = c.text()?;
+        let kenc = &b[kstart..c.pos];
+        // RFC 8949 §4.2.1: strictly increasing bytewise order of encoded keys.
+        if kenc <= prev {
+            return None;
+        }
+        prev = kenc;
+        let ib = *b.get(c.pos)?;
+        let v = match ib >> 5 {
+            0 => FVal::Uint(c.uint()?),
+            3 => FVal::Text(c.text()?),
+            4 => {
+                let m = c.len_of(4)?;
+                let mut items = Vec::with_capacity(m.min(16));
+                for _ in 0..m {
+                    items.push(c.text()?);
+                }
+                FVal::Texts(items)
+            }
+            _ => return None,
+        };
+        out.push((k, v));
+    }
+    c.done().then_some(out)
+}
+
+/// The envelope in its canonical minted layout: (steward, position, the
+/// core's entries, tbs, signature).
+fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Sealed, Vec<(&'a str, FVal<'a>)>)> {
+    let mut c = Cur { b: bytes, pos: 0 };
+    if c.byte()? != 0xd2 || c.byte()? != 0x84 {
+        return None;
+    }
+    let prot = c.bytes()?;
+    if c.byte()? != 0xa0 {
+        return None;
+    }
+    let payload = c.bytes()?;
+    let sig = c.bytes()?;
+    if !c.done() || sig.len() != 64 {
+        return None;
+    }
+    let (kid, position) = protected(prot)?;
+    let steward = dids.parse(kid).ok()?;
+    let entries = core(payload)?;
+    let mut signature = [0u8; 64];
+    signature.copy_from_slice(sig);
+    let sealed = Sealed {
+        steward,
+        position,
+        tbs: cose::sig_structure(prot, payload),
+        signature,
+        id: ContentId::of_bytes(bytes),
+    };
+    Some((sealed, entries))
+}
+
+/// Opens a receipt in its canonical minted layout without copying; `None`
+/// means "take the `coset` path".
+pub(crate) fn open_receipt(bytes: &[u8], dids: &mut DidCache) -> Option<OpenedReceipt> {
+    let (sealed, entries) = envelope(bytes, dids)?;
+    let core = ReceiptCore::from_entries(&entries, dids).ok()?;
+    (core.steward == sealed.steward).then_some(OpenedReceipt { core, sealed })
+}
+
+/// Opens an outcome record the same way; `None` means "take the `coset` path".
+pub(crate) fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome, Sealed)> {
+    let (sealed, entries) = envelope(bytes, dids)?;
+    if entries.len() != 4 {
+        return None;
+    }
+    let get = |k: &str| {
+        entries.iter().find_map(|(key, v)| match v {
+            FVal::Text(t) if *key == k => Some(*t),
+            _ => None,
+        })
+    };
+    let (tag, receipt, status, steward) = (get("jcp_outcome")?, get("receipt")?, get("status")?, get("steward")?);
+    if tag != crate::record::OUTCOME_PROFILE {
+        return None;
+    }
+    let status = match status {
+        "completed" => OutcomeStatus::Completed,
+        "failed" => OutcomeStatus::Failed,
+        _ => return None,
+    };
+    let o = Outcome { receipt: parse_cid(receipt)?, status, steward: dids.parse(steward).ok()? };
+    (o.steward == sealed.steward).then_some((o, sealed))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::demo::{self, DemoOptions};
+    use crate::stream::{Item, Reader, RecordKind};
+    use crate::writer::Durability;
+
+    fn slow(bytes: &[u8]) -> Option<OpenedReceipt> {
+        let mut dids = DidCache::new();
+        let (sealed, v) = cose::open(bytes, &mut dids).ok()?;
+        let core = ReceiptCore::from_value(&v, &mut dids).ok()?;
+        (core.steward == sealed.steward).then_some(OpenedReceipt { core, sealed })
+    }
+
+    fn same(a: &OpenedReceipt, b: &OpenedReceipt) -> bool {
+        a.core == b.core
+            && a.sealed.tbs == b.sealed.tbs
+            && a.sealed.position == b.sealed.position
+            && a.sealed.id == b.sealed.id
+            && a.sealed.signature == b.sealed.signature
+            && a.sealed.steward == b.sealed.steward
+    }
+
+    fn receipts() -> Vec<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.jcps");
+        demo::write_demo(&p, &DemoOptions { receipts: 120, seed: 5, durability: Durability::GeneratorOnly, ..DemoOptions::default() }).unwrap();
+        Reader::new(std::fs::File::open(&p).unwrap())
+            .unwrap()
+            .filter_map(|i| match i {
+                Item::Record(r) if r.kind == RecordKind::Receipt => Some(r.payload),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn s8_fast_path_equals_the_coset_path_on_every_generated_receipt() {
+        let mut dids = DidCache::new();
+        for r in receipts() {
+            let f = open_receipt(&r, &mut dids).expect("the minted layout takes the fast path");
+            assert!(same(&f, &slow(&r).unwrap()));
+        }
+    }
+
+    #[test]
+    fn s8_fast_outcome_path_equals_the_coset_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.jcps");
+        demo::write_demo(&p, &DemoOptions { receipts: 40, seed: 6, durability: Durability::GeneratorOnly, ..DemoOptions::default() }).unwrap();
+        let mut dids = DidCache::new();
+        let mut n = 0;
+        for i in Reader::new(std::fs::File::open(&p).unwrap()).unwrap() {
+            if let Item::Record(r) = i {
+                if r.kind == RecordKind::Outcome {
+                    let (fo, fs) = open_outcome(&r.payload, &mut dids).expect("fast");
+                    let (so, ss) = crate::record::open_outcome_coset(&r.payload, &mut dids).unwrap();
+                    assert_eq!((fo, fs.tbs, fs.id, fs.position), (so, ss.tbs, ss.id, ss.position));
+                    // A flipped byte anywhere never makes the fast path wider.
+                    for j in 0..r.payload.len() {
+                        let mut m = r.payload.clone();
+                        m[j] ^= 0x04;
+                        if let Some((o, _)) = open_outcome(&m, &mut dids) {
+                            assert_eq!(crate::record::open_outcome_coset(&m, &mut dids).unwrap().0, o);
+                        }
+                    }
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 10);
+    }
+
+    #[test]
+    fn s3_fast_path_never_accepts_what_the_coset_path_refuses() {
+        let rs = receipts();
+        let mut dids = DidCache::new();
+        let (mut accepted, mut checked) = (0, 0);
+        for r in rs.iter().take(3) {
+            for i in 0..r.len() {
+                for bit in 0..8 {
+                    let mut m = r.clone();
+                    m[i] ^= 1 << bit;
+                    checked += 1;
+                    if let Some(f) = open_receipt(&m, &mut dids) {
+                        accepted += 1;
+                        let s = slow(&m).unwrap_or_else(|| panic!("fast accepted byte {i} bit {bit}; coset refused"));
+                        assert!(same(&f, &s));
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
+        // Flips inside text values (action, dids' base58 …) stay well-formed.
+        assert!(accepted > 0);
+    }
+}
