@@ -1,4 +1,4 @@
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::cast_precision_loss)] // benchmark code, like tests
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::cast_precision_loss, clippy::similar_names, clippy::many_single_char_names)] // benchmark code, like tests
 //! Audit throughput against the pure signature-check baseline, same run,
 //! same signatures.
 //!

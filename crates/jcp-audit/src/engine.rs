@@ -23,6 +23,13 @@ use crate::{AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
 
+/// The engine's maps are keyed by blake3-derived ids and did:keys: a cheap
+/// multiplicative hasher instead of SipHash (keys are not chosen by anyone
+/// who gains from colliding them cheaply: each is a blake3 output or a key).
+type Fast = std::hash::BuildHasherDefault<jcp_receipt::cose::TextHasher>;
+type Map<K, V> = HashMap<K, V, Fast>;
+type Set<K> = HashSet<K, Fast>;
+
 #[derive(Debug, Default)]
 struct Bucket {
     count: u64,
@@ -42,7 +49,7 @@ struct GrantAcc {
     budget_from_receipt: Option<u64>,
     first_over: Option<(usize, u64)>,
     /// Verified allows whose chain contains this grant, by `known_through`.
-    by_marker: HashMap<Option<u64>, Bucket>,
+    by_marker: Map<Option<u64>, Bucket>,
 }
 
 #[derive(Debug, Default)]
@@ -71,10 +78,10 @@ struct PendingAllow {
 #[derive(Debug, Default)]
 struct StreamState {
     summary: StreamSummary,
-    pending: HashMap<[u8; 32], PendingAllow>,
+    pending: Map<[u8; 32], PendingAllow>,
     refused_since: u64,
     faults_since: u64,
-    seq: HashMap<Did, SeqState>,
+    seq: Map<Did, SeqState>,
 }
 
 #[derive(Debug, Default)]
@@ -97,22 +104,22 @@ struct Engine {
     counts: ReceiptCounts,
     findings: Vec<Finding>,
     findings_by_code: BTreeMap<String, u64>,
-    grants: HashMap<ContentId, GrantAcc>,
-    grant_records: HashMap<ContentId, SignedGrant>,
-    groups: HashMap<(ContentId, Did), GroupAcc>,
+    grants: Map<ContentId, GrantAcc>,
+    grant_records: Map<ContentId, SignedGrant>,
+    groups: Map<(ContentId, Did), GroupAcc>,
     notices: Vec<Notice>,
     unresolved: Vec<UnresolvedLine>,
     unresolved_total: u64,
     energy: EnergyFloors,
     provenance_floor: Option<Provenance>,
     coverage_floor: Option<Coverage>,
-    stewards: HashMap<Did, StewardAcc>,
+    stewards: Map<Did, StewardAcc>,
     /// Ids of every signed record accounted (truncated to 128 bits).
-    seen: HashSet<u128>,
+    seen: Set<u128>,
     /// Receipt ids of refused receipts (outcomes naming them are not orphans).
-    refused_receipts: HashSet<u128>,
+    refused_receipts: Set<u128>,
     /// Per (steward, grant) running spend, to check each receipt's stated remainder.
-    running: HashMap<(Did, ContentId), u64>,
+    running: Map<(Did, ContentId), u64>,
 }
 
 fn short(id: &[u8; 32]) -> u128 {
@@ -129,19 +136,19 @@ impl Engine {
             counts: ReceiptCounts::default(),
             findings: Vec::new(),
             findings_by_code: BTreeMap::new(),
-            grants: HashMap::new(),
-            grant_records: HashMap::new(),
-            groups: HashMap::new(),
+            grants: Map::default(),
+            grant_records: Map::default(),
+            groups: Map::default(),
             notices: Vec::new(),
             unresolved: Vec::new(),
             unresolved_total: 0,
             energy: EnergyFloors::default(),
             provenance_floor: None,
             coverage_floor: None,
-            stewards: HashMap::new(),
-            seen: HashSet::new(),
-            refused_receipts: HashSet::new(),
-            running: HashMap::new(),
+            stewards: Map::default(),
+            seen: Set::default(),
+            refused_receipts: Set::default(),
+            running: Map::default(),
         }
     }
 

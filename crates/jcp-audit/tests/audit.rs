@@ -2,6 +2,7 @@
 //! §4.3 (propagation classes), §4.11 (unresolved), §5.5 (conservation),
 //! bad input at byte offsets, progress and cancellation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 //! fuzzing) still runs them. `JCP_REGEN_CORPUS=1` rewrites the seed files
 //! from a tiny demo stream (the fuzzer's own finds are added beside them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
 //! §8 receipts: JCR-1 envelope, the jcp/2 core, profile versioning (C5, C23).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
 
 mod common;
 

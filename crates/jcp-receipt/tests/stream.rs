@@ -3,6 +3,7 @@
 //! unresolved decisions, the single writer (in-process; the two-process
 //! test is crates/cli/tests/audit.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
 
 mod common;
 
@@ -443,4 +444,21 @@ fn s4_11_sequence_numbers_continue_across_restarts() {
         }
     }
     assert_eq!(seqs, (0..6).collect::<Vec<_>>());
+}
+
+#[test]
+fn s8_1_a_stream_torn_inside_its_header_is_started_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("h.jcps");
+    std::fs::write(&p, &HEADER[..4]).unwrap();
+    let fx = fx();
+    let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.verified, 0);
+    dg.close().unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), HEADER.to_vec());
+    // Four bytes that are not a header prefix are not ours to overwrite.
+    std::fs::write(&p, b"ABCD").unwrap();
+    let err = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap_err();
+    assert_eq!(err.code(), "not-a-stream");
+    assert_eq!(std::fs::read(&p).unwrap(), b"ABCD".to_vec());
 }
