@@ -4,54 +4,16 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ed25519_dalek::{Signature, Signer, SigningKey};
-use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::Label;
-use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
-use jcp::identity::Keypair;
 use std::hint::black_box;
 
-fn key(n: u8) -> Keypair {
-    Keypair::from_seed([n; 32]).unwrap()
-}
-
-fn setup() -> (Vec<SignedGrant>, Vec<Keypair>) {
-    let ks: Vec<Keypair> = (1..=4).map(key).collect();
-    let root = Grant {
-        issuer: ks[0].did(),
-        subject: ks[1].did(),
-        capability: Capability { resource: ContentId::of(&Value::text("bench")), actions: vec!["read".into()] },
-        budget_uj: u64::MAX / 2,
-        budget_funds: None,
-        caveats: vec![],
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [1; 16],
-    }
-    .sign(&ks[0])
-    .unwrap();
-    let mid = attenuate(&root, &ks[1], Attenuation { subject: Some(ks[2].did()), nonce: Some([2; 16]), ..Attenuation::default() }).unwrap();
-    let leaf = attenuate(&mid, &ks[2], Attenuation { subject: Some(ks[3].did()), nonce: Some([3; 16]), ..Attenuation::default() }).unwrap();
-    (vec![root, mid, leaf], ks)
-}
-
-fn frame(g: &SignedGrant) -> Frame {
-    Frame {
-        kind: FrameKind::ToolCall,
-        trust: Trust::Control,
-        grant_id: g.id(),
-        action: "read".into(),
-        resource: g.grant().capability.resource,
-        payload_hash: ContentId::of_bytes(b"p"),
-        model: None,
-    }
-}
+mod fixture;
+use fixture::{frame, three_hop};
 
 fn bench(c: &mut Criterion) {
-    let (chain, ks) = setup();
+    let (chain, ks) = three_hop();
     let bottom = Label::bottom();
     let cost = Cost::energy(Energy::new(1, Provenance::HwShunt));
 

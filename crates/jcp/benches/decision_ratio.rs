@@ -8,29 +8,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::{Signature, Signer, SigningKey};
-use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::Label;
-use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
-use jcp::identity::Keypair;
 
-fn key(n: u8) -> Keypair {
-    Keypair::from_seed([n; 32]).unwrap()
-}
-
-fn frame(g: &SignedGrant) -> Frame {
-    Frame {
-        kind: FrameKind::ToolCall,
-        trust: Trust::Control,
-        grant_id: g.id(),
-        action: "read".into(),
-        resource: g.grant().capability.resource,
-        payload_hash: ContentId::of_bytes(b"p"),
-        model: None,
-    }
-}
+mod fixture;
+use fixture::{frame, three_hop};
 
 fn time(n: u32, mut f: impl FnMut()) -> Duration {
     let t = Instant::now();
@@ -48,24 +31,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (rounds, block) = if full { (60, 200) } else { (3, 5) };
-    let ks: Vec<Keypair> = (1..=4).map(key).collect();
-    let root = Grant {
-        issuer: ks[0].did(),
-        subject: ks[1].did(),
-        capability: Capability { resource: ContentId::of(&Value::text("bench")), actions: vec!["read".into()] },
-        budget_uj: u64::MAX / 2,
-        budget_funds: None,
-        caveats: vec![],
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [1; 16],
-    }
-    .sign(&ks[0])
-    .unwrap();
-    let mid = attenuate(&root, &ks[1], Attenuation { subject: Some(ks[2].did()), nonce: Some([2; 16]), ..Attenuation::default() }).unwrap();
-    let leaf = attenuate(&mid, &ks[2], Attenuation { subject: Some(ks[3].did()), nonce: Some([3; 16]), ..Attenuation::default() }).unwrap();
-    let chain = vec![root.clone(), mid, leaf];
+    let (chain, ks) = three_hop();
+    let root = chain[0].clone();
     let bottom = Label::bottom();
     let cost = Cost::energy(Energy::new(1, Provenance::HwShunt));
     let sk = SigningKey::from_bytes(&[9; 32]);
