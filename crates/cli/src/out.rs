@@ -44,6 +44,12 @@ impl std::fmt::Display for CodedError {
 
 impl std::error::Error for CodedError {}
 
+/// An error carrying a stable code to the user, e.g. a crate error's
+/// `code()` and its message.
+pub fn coded(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(CodedError { code, message: message.into() })
+}
+
 /// Reports an error on stderr (text and, for machines, a JSON line when
 /// `JCP_JSON_ERRORS=1`) and returns exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {

@@ -14,7 +14,7 @@
 use jcp::cbor::ContentId;
 
 use crate::cose::{self, DidCache, Position, Sealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
-use crate::receipt::{parse_cid, FVal, OpenedReceipt, ReceiptCore};
+use crate::receipt::{FVal, OpenedReceipt, ReceiptCore};
 use crate::record::{Outcome, OutcomeStatus};
 
 struct Cur<'a> {
@@ -212,7 +212,7 @@ pub(crate) fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome
         "failed" => OutcomeStatus::Failed,
         _ => return None,
     };
-    let o = Outcome { receipt: parse_cid(receipt)?, status, steward: dids.parse(steward).ok()? };
+    let o = Outcome { receipt: ContentId::parse(receipt)?, status, steward: dids.parse(steward).ok()? };
     (o.steward == sealed.steward).then_some((o, sealed))
 }
 

@@ -261,7 +261,7 @@ impl ReceiptCore {
         if profile == Profile::Jcp2 {
             if let Some(items) = f.opt_texts("chain_ids")? {
                 for s in items {
-                    chain_ids.push(parse_cid(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
+                    chain_ids.push(ContentId::parse(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
                 }
                 if chain_ids.len() < 2 {
                     return Err(invalid("chain_ids", "carried only for multi-hop chains (§8.1)"));
@@ -389,7 +389,7 @@ impl<'a> Entries<'_, 'a> {
 
     fn cid(&mut self, field: &'static str) -> Result<ContentId, ReceiptError> {
         let s = self.text(field)?;
-        parse_cid(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
+        ContentId::parse(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
     }
 
     fn finish(self) -> Result<(), ReceiptError> {
@@ -401,29 +401,6 @@ impl<'a> Entries<'_, 'a> {
             None => Ok(()),
         }
     }
-}
-
-/// Parses exactly 64 lowercase hex digits, as `ContentId::parse` does;
-/// hand-written because the generic hex path dominated receipt decoding
-/// (six ids per chained receipt). Held equal to `ContentId::parse` by
-/// `s3_content_id_fast_parse_matches_the_core`.
-pub(crate) fn parse_cid(s: &str) -> Option<ContentId> {
-    fn nib(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
-    let b = s.as_bytes();
-    if b.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = (nib(b[2 * i])? << 4) | nib(b[2 * i + 1])?;
-    }
-    Some(ContentId(out))
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> ReceiptError {
@@ -491,21 +468,4 @@ pub fn verify_receipt(bytes: &[u8], expected: Option<&Did>) -> Result<VerifiedRe
     let o = OpenedReceipt::open(bytes, &mut dids)?;
     o.verify(expected)?;
     Ok(VerifiedReceipt { core: o.core, position: o.sealed.position, id: o.sealed.id })
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn s3_content_id_fast_parse_matches_the_core() {
-        for i in 0..300u64 {
-            let id = ContentId::of(&Value::Uint(i)).to_hex();
-            assert_eq!(parse_cid(&id), ContentId::parse(&id));
-            for bad in [id.to_uppercase(), id[1..].to_owned(), format!("{id}0"), id.replace('a', "g"), id.replacen(char::is_alphanumeric, "\u{e9}", 1)] {
-                assert_eq!(parse_cid(&bad), ContentId::parse(&bad), "{bad}");
-            }
-        }
-    }
 }

@@ -267,12 +267,24 @@ impl ContentId {
     }
 
     /// Parses exactly 64 lowercase hex digits; anything else is refused.
+    /// One pass over the bytes: receipt and stream decoders call this for
+    /// every id they read (six per chained receipt).
     pub fn parse(s: &str) -> Option<Self> {
-        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        fn nibble(c: u8) -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                _ => None,
+            }
+        }
+        let b = s.as_bytes();
+        if b.len() != 64 {
             return None;
         }
         let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).ok()?;
+        for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+            *o = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
         Some(Self(out))
     }
 }
@@ -848,5 +860,22 @@ mod tests {
         assert_eq!(id.to_hex(), hex::encode(blake3::hash(&v.encode()).as_bytes()));
         assert!(ContentId::parse(&id.to_hex().to_uppercase()).is_none());
         assert_eq!(ContentId::parse(&id.to_hex()), Some(id));
+        // Every single-character change away from lowercase hex is refused,
+        // and every lowercase hex digit in every position parses.
+        let hexed = id.to_hex();
+        for pos in [0, 1, 31, 62, 63] {
+            for c in (0u8..=255).map(char::from) {
+                let mut t: Vec<char> = hexed.chars().collect();
+                t[pos] = c;
+                let t: String = t.into_iter().collect();
+                let ok = c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
+                assert_eq!(ContentId::parse(&t).is_some(), ok, "{c:?} at {pos}");
+                if ok {
+                    assert_eq!(ContentId::parse(&t).map(|p| p.to_hex()), Some(t));
+                }
+            }
+        }
+        assert!(ContentId::parse(&hexed[..63]).is_none());
+        assert!(ContentId::parse(&format!("{hexed}0")).is_none());
     }
 }

@@ -34,7 +34,7 @@ pub struct AuditArgs {
 }
 
 fn coded(e: &AuditError) -> anyhow::Error {
-    out::CodedError { code: e.code(), message: e.to_string() }.into()
+    out::coded(e.code(), e.to_string())
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {

@@ -18,7 +18,7 @@ use jcp::identity::{Did, Keypair};
 use jcp::revocation::{Revocation, SignedRevocation};
 use serde_json::json;
 
-use crate::out::{emit, CodedError, CLEAN, FINDINGS};
+use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 // ------------------------------------------------------------------ files
 
@@ -26,10 +26,6 @@ use crate::out::{emit, CodedError, CLEAN, FINDINGS};
 struct KeyFile {
     did: String,
     seed: String,
-}
-
-fn coded(code: &'static str, message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(CodedError { code, message: message.into() })
 }
 
 fn read_key(path: &Path) -> anyhow::Result<Keypair> {

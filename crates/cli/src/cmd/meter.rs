@@ -138,11 +138,7 @@ pub struct CalibrateArgs {
 }
 
 fn coded(e: &jcp_meter::Error) -> anyhow::Error {
-    CodedError {
-        code: e.code(),
-        message: e.to_string(),
-    }
-    .into()
+    out::coded(e.code(), e.to_string())
 }
 
 fn unix_ms() -> u64 {

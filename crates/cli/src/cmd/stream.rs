@@ -83,7 +83,7 @@ pub struct ReplayArgs {
 }
 
 fn coded(e: &StreamError) -> anyhow::Error {
-    out::CodedError { code: e.code(), message: e.to_string() }.into()
+    out::coded(e.code(), e.to_string())
 }
 
 pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
