@@ -37,6 +37,8 @@ enum Command {
     Key(cmd::core::KeyArgs),
     /// Meters this machine's energy live, window by window, with provenance and coverage (spec §5).
     Meter(cmd::meter::MeterArgs),
+    /// Steers a long run: checkpoints, amendments, continuations, run verification (spec §4.7, C21).
+    Run(cmd::run::RunArgs),
     /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
     Stream(cmd::stream::StreamArgs),
 }
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Command::Intent(a) => cmd::intent::run(a),
         Command::Key(a) => cmd::core::run_key(a),
         Command::Meter(a) => cmd::meter::run(a),
+        Command::Run(a) => cmd::run::run(a),
         Command::Stream(a) => cmd::stream::run(a),
     };
     match result {

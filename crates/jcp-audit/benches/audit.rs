@@ -5,6 +5,9 @@
 //! * baseline: `ed25519_dalek::verify_batch` over every signature in the
 //!   stream (receipts, outcomes, notices), single-threaded, batches of the
 //!   same size the audit uses; preparing the inputs is not timed.
+//! * merged-key verification: the audit's own batch verifier
+//!   (`jcp_audit::batch`, repeated keys merged) over the same signatures,
+//!   so the audit's time minus this is its decode + replay + accounting.
 //! * audit: `jcp_audit::audit_paths` end to end (read, frame, decode, verify,
 //!   replay, account, report) with 1 thread (per-core ratio) and all cores.
 //!
@@ -71,22 +74,42 @@ fn ensure_stream(n: u64) -> PathBuf {
     p
 }
 
-/// Times `verify_batch` over every signature in the stream; input
+/// Which batch verifier a baseline times.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verifier {
+    /// `ed25519_dalek::verify_batch`: the baseline.
+    Dalek,
+    /// `jcp_audit::batch::verify_batch` (repeated keys merged): the audit's
+    /// own signature checking, so `audit - this` is what decoding, replay
+    /// and accounting cost.
+    Merged,
+}
+
+/// Times a batch verifier over every signature in the stream; input
 /// preparation (decoding, building ToBeSigned) is done chunk by chunk and
 /// not timed, so memory stays bounded.
-fn baseline(p: &Path) -> (Duration, u64) {
+fn baseline_with(p: &Path, which: Verifier) -> (Duration, u64) {
     let reader = Reader::new(std::io::BufReader::new(std::fs::File::open(p).expect("open"))).expect("header");
     let mut dids = DidCache::new();
     let mut timed = Duration::ZERO;
     let mut n = 0u64;
-    let mut chunk: Vec<(Vec<u8>, Signature, VerifyingKey)> = Vec::with_capacity(4096);
-    let flush = |chunk: &mut Vec<(Vec<u8>, Signature, VerifyingKey)>, timed: &mut Duration, n: &mut u64| {
+    let mut chunk: Vec<(Vec<u8>, [u8; 64], VerifyingKey)> = Vec::with_capacity(4096);
+    let flush = |chunk: &mut Vec<(Vec<u8>, [u8; 64], VerifyingKey)>, timed: &mut Duration, n: &mut u64| {
         let t = Instant::now();
         for b in chunk.chunks(BATCH) {
             let msgs: Vec<&[u8]> = b.iter().map(|x| x.0.as_slice()).collect();
-            let sigs: Vec<Signature> = b.iter().map(|x| x.1).collect();
-            let keys: Vec<VerifyingKey> = b.iter().map(|x| x.2).collect();
-            ed25519_dalek::verify_batch(&msgs, &sigs, &keys).expect("all valid");
+            match which {
+                Verifier::Dalek => {
+                    let sigs: Vec<Signature> = b.iter().map(|x| Signature::from_bytes(&x.1)).collect();
+                    let keys: Vec<VerifyingKey> = b.iter().map(|x| x.2).collect();
+                    ed25519_dalek::verify_batch(&msgs, &sigs, &keys).expect("all valid");
+                }
+                Verifier::Merged => {
+                    let sigs: Vec<[u8; 64]> = b.iter().map(|x| x.1).collect();
+                    let keys: Vec<&VerifyingKey> = b.iter().map(|x| &x.2).collect();
+                    assert!(jcp_audit::batch::verify_batch(&msgs, &sigs, &keys), "all valid");
+                }
+            }
         }
         *timed += t.elapsed();
         *n += chunk.len() as u64;
@@ -98,7 +121,7 @@ fn baseline(p: &Path) -> (Duration, u64) {
                 continue;
             }
             let (s, _) = cose::open(&r.payload, &mut dids).expect("valid");
-            chunk.push((s.tbs, Signature::from_bytes(&s.signature), *s.steward.verifying_key()));
+            chunk.push((s.tbs, s.signature, *s.steward.verifying_key()));
             if chunk.len() == 4096 {
                 flush(&mut chunk, &mut timed, &mut n);
             }
@@ -106,6 +129,10 @@ fn baseline(p: &Path) -> (Duration, u64) {
     }
     flush(&mut chunk, &mut timed, &mut n);
     (timed, n)
+}
+
+fn baseline(p: &Path) -> (Duration, u64) {
+    baseline_with(p, Verifier::Dalek)
 }
 
 /// Reading, framing and decoding every record without checking a
@@ -141,7 +168,10 @@ fn decode_only(p: &Path) -> (Duration, Duration) {
 }
 
 fn run_audit(p: &Path, threads: usize) -> jcp_audit::Report {
-    let opts = AuditOptions { threads, ..AuditOptions::default() };
+    let mut opts = AuditOptions { threads, ..AuditOptions::default() };
+    if let Some(n) = std::env::var("JCP_BENCH_CHUNK").ok().and_then(|s| s.parse().ok()) {
+        opts.chunk_records = n;
+    }
     audit_paths(&[p], &opts, |_| ControlFlow::Continue(())).expect("audit")
 }
 
@@ -163,11 +193,12 @@ fn oneshot(n: u64) {
     println!("read+frame only: {:.2}s; read+frame+decode (no verify): {:.2}s", read.as_secs_f64(), decode.as_secs_f64());
     // Interleaved rounds, best of each: the machine is shared, so a slow
     // round says more about the neighbours than about the code.
-    let (mut base, mut a1, mut an) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    let (mut base, mut merged, mut a1, mut an) = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
     let (mut sigs, mut rss1, mut rssn) = (0, 0, 0);
     for round in 0..repeat {
         let (b, s) = baseline(&p);
         sigs = s;
+        let (m, _) = baseline_with(&p, Verifier::Merged);
         reset_peak_rss();
         let t = Instant::now();
         let r1 = run_audit(&p, 1);
@@ -181,19 +212,32 @@ fn oneshot(n: u64) {
         rssn = rssn.max(peak_rss_kib().unwrap_or(0));
         assert_eq!(rn.receipts.verified, r1.receipts.verified);
         println!(
-            "round {round}: baseline {:.2}s, audit 1 thread {:.2}s (ratio {:.3}), audit {cores} threads {:.2}s",
+            "round {round}: baseline {:.2}s, merged-key verification {:.2}s, audit 1 thread {:.2}s (ratio {:.3}, non-crypto share {:.1}%), audit {cores} threads {:.2}s",
             b.as_secs_f64(),
+            m.as_secs_f64(),
             d1.as_secs_f64(),
             b.as_secs_f64() / d1.as_secs_f64(),
+            100.0 * (1.0 - m.as_secs_f64() / d1.as_secs_f64()),
             dn.as_secs_f64()
         );
         base = base.min(b);
+        merged = merged.min(m);
         a1 = a1.min(d1);
         an = an.min(dn);
     }
     let per_s = |d: Duration| sigs as f64 / d.as_secs_f64();
     println!("receipts {n}, signatures {sigs}, stream {} bytes, cores {cores}, best of {repeat}", std::fs::metadata(&p).map_or(0, |m| m.len()));
     println!("baseline verify_batch (1 thread, batch {BATCH}): {:.2}s = {:.0} sig/s", base.as_secs_f64(), per_s(base));
+    println!(
+        "merged-key batch verification (the audit's, 1 thread, batch {BATCH}): {:.2}s = {:.0} sig/s, {:.3}x the baseline",
+        merged.as_secs_f64(),
+        per_s(merged),
+        base.as_secs_f64() / merged.as_secs_f64()
+    );
+    println!(
+        "audit 1 thread vs its own signature checks: decode + replay + accounting = {:.1}% of the audit's time",
+        100.0 * (1.0 - merged.as_secs_f64() / a1.as_secs_f64())
+    );
     println!(
         "audit 1 thread: {:.2}s = {:.0} sig/s, ratio {:.3} of baseline, peak RSS {} KiB",
         a1.as_secs_f64(),
@@ -217,6 +261,21 @@ fn benches(c: &mut Criterion) {
         oneshot(n);
         return;
     }
+    // For profilers (`perf record`): only the baseline (`=baseline`) or only
+    // the single-threaded audit, once.
+    if bench_mode() && std::env::var("JCP_BENCH_PROFILE").is_ok_and(|v| v == "baseline") {
+        let p = ensure_stream(n);
+        let (d, sigs) = baseline(&p);
+        println!("baseline: {:.2}s for {sigs} signatures", d.as_secs_f64());
+        return;
+    }
+    if bench_mode() && std::env::var_os("JCP_BENCH_PROFILE").is_some() {
+        let p = ensure_stream(n);
+        let t = Instant::now();
+        let r = run_audit(&p, 1);
+        println!("audit 1 thread: {:.2}s, {} verified", t.elapsed().as_secs_f64(), r.receipts.verified);
+        return;
+    }
     let p = ensure_stream(n);
     let (_, sigs) = baseline(&p);
     let mut g = c.benchmark_group("audit");
@@ -224,6 +283,9 @@ fn benches(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function(format!("verify_batch_baseline/{n}"), |b| {
         b.iter_custom(|iters| (0..iters).map(|_| baseline(&p).0).sum())
+    });
+    g.bench_function(format!("merged_key_verification/{n}"), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| baseline_with(&p, Verifier::Merged).0).sum())
     });
     g.bench_function(format!("audit_1_thread/{n}"), |b| b.iter(|| run_audit(&p, 1)));
     g.bench_function(format!("audit_all_cores/{n}"), |b| b.iter(|| run_audit(&p, 0)));

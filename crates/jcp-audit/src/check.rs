@@ -2,10 +2,11 @@
 //! its signature (batched), independent of order. Accounting (the serial
 //! half, in stream order) is in `engine`.
 
-use ed25519_dalek::{Signature, VerifyingKey};
+use ed25519_dalek::VerifyingKey;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
-use jcp_receipt::cose::{DidCache, Sealed};
+use jcp::decision::Verdict;
+use jcp_receipt::cose::{DidCache, Unsealed};
 use jcp_receipt::receipt::{OpenedReceipt, ReceiptCore};
 use jcp_receipt::record::{self, Outcome, RevocationNotice};
 use jcp_receipt::stream::{Fault, Item, RecordKind};
@@ -48,29 +49,37 @@ pub(crate) struct Checked {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Meta {
     pub steward: Did,
-    pub id: [u8; 32],
+    /// Duplicate detection: the first 128 bits of the signature's `R`. `R`
+    /// is the signer's per-message nonce commitment, so two verified records
+    /// share it only when they are the same signed bytes (or the signer
+    /// reused a nonce across messages, which gives away its key); either way
+    /// the second is reported, never silently merged.
+    pub dedup: u128,
+    /// The record id (blake3 of its bytes), computed only where something
+    /// refers to it: an allow receipt, which its outcome names.
+    pub id: Option<[u8; 32]>,
     pub seq: Option<u64>,
     pub known_through: Option<u64>,
 }
 
 /// A decoded record before its signature is checked.
 enum Opened {
-    Signed(Body, Sealed),
+    Signed(Body, Unsealed),
     Done(Body),
 }
 
 fn open(kind: RecordKind, payload: &[u8], dids: &mut DidCache) -> Opened {
     match kind {
-        RecordKind::Receipt => match OpenedReceipt::open(payload, dids) {
-            Ok(o) => Opened::Signed(Body::Receipt(Box::new(o.core)), o.sealed),
+        RecordKind::Receipt => match OpenedReceipt::open_unsealed(payload, dids) {
+            Ok((core, u)) => Opened::Signed(Body::Receipt(Box::new(core)), u),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
-        RecordKind::Outcome => match record::open_outcome(payload, dids) {
-            Ok((o, s)) => Opened::Signed(Body::Outcome(o), s),
+        RecordKind::Outcome => match record::open_outcome_unsealed(payload, dids) {
+            Ok((o, u)) => Opened::Signed(Body::Outcome(o), u),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Revocation => match record::open_revocation(payload, dids) {
-            Ok((r, s)) => Opened::Signed(Body::Revocation(Box::new(r)), s),
+            Ok((r, s)) => Opened::Signed(Body::Revocation(Box::new(r)), s.into()),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Grant => match SignedGrant::from_bytes(payload) {
@@ -96,7 +105,7 @@ thread_local! {
 fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut DidCache) -> Vec<Checked> {
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
     // Indices into `out` of records awaiting a signature check, with their envelope.
-    let mut pending: Vec<(usize, Sealed)> = Vec::with_capacity(BATCH);
+    let mut pending: Vec<(usize, Unsealed, &[u8])> = Vec::with_capacity(BATCH);
     for raw in items {
         match &raw.item {
             Item::Fault(f) => out.push(Checked {
@@ -113,9 +122,16 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
                     out.push(Checked { stream: raw.stream, offset: r.offset, kind: Some(r.kind), body, meta: None, refused_id });
                 }
                 Opened::Signed(body, sealed) => {
+                    let mut r_prefix = [0u8; 16];
+                    r_prefix.copy_from_slice(&sealed.signature[..16]);
+                    let referred = match &body {
+                        Body::Receipt(core) => core.verdict == Verdict::Allow,
+                        _ => false,
+                    };
                     let meta = Meta {
                         steward: sealed.steward,
-                        id: sealed.id.0,
+                        dedup: u128::from_be_bytes(r_prefix),
+                        id: referred.then(|| *blake3::hash(&r.payload).as_bytes()),
                         seq: sealed.position.seq,
                         known_through: sealed.position.known_through,
                     };
@@ -129,12 +145,12 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
                                 format!("sealed by {}, which is not an expected steward", sealed.steward),
                             ),
                             meta: None,
-                            refused_id: Some(sealed.id.0),
+                            refused_id: Some(*blake3::hash(&r.payload).as_bytes()),
                         });
                         continue;
                     }
                     out.push(Checked { stream: raw.stream, offset: r.offset, kind: Some(r.kind), body, meta: Some(meta), refused_id: None });
-                    pending.push((out.len() - 1, sealed));
+                    pending.push((out.len() - 1, sealed, &r.payload));
                     if pending.len() == BATCH {
                         verify_pending(&mut out, &mut pending, mode);
                     }
@@ -146,21 +162,21 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
     out
 }
 
-fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Sealed)>, mode: Verification) {
+fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed, &[u8])>, mode: Verification) {
     if pending.is_empty() {
         return;
     }
     let batch_ok = mode == Verification::Batch && {
-        let msgs: Vec<&[u8]> = pending.iter().map(|(_, s)| s.tbs.as_slice()).collect();
-        let sigs: Vec<Signature> = pending.iter().map(|(_, s)| Signature::from_bytes(&s.signature)).collect();
-        let keys: Vec<VerifyingKey> = pending.iter().map(|(_, s)| *s.steward.verifying_key()).collect();
-        ed25519_dalek::verify_batch(&msgs, &sigs, &keys).is_ok()
+        let msgs: Vec<&[u8]> = pending.iter().map(|(_, s, _)| s.tbs.as_slice()).collect();
+        let sigs: Vec<[u8; 64]> = pending.iter().map(|(_, s, _)| s.signature).collect();
+        let keys: Vec<&VerifyingKey> = pending.iter().map(|(_, s, _)| s.steward.verifying_key()).collect();
+        crate::batch::verify_batch(&msgs, &sigs, &keys)
     };
     if !batch_ok {
-        for (i, s) in pending.iter() {
+        for (i, s, bytes) in pending.iter() {
             if let Err(e) = s.verify_signature() {
                 out[*i].body = Body::Refused(e.code(), e.to_string());
-                out[*i].refused_id = Some(s.id.0);
+                out[*i].refused_id = Some(*blake3::hash(bytes).as_bytes());
                 out[*i].meta = None;
             }
         }
@@ -171,11 +187,14 @@ fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Sealed)>, mode:
 /// Decodes and verifies a chunk on the current rayon pool, keeping order.
 pub(crate) fn check_chunk(items: &[Raw], expected: &[Did], mode: Verification) -> Vec<Checked> {
     let per = (items.len() / (rayon::current_num_threads() * 4)).clamp(BATCH, 1024);
-    items
+    let parts: Vec<Vec<Checked>> = items
         .par_chunks(per)
         .map(|slice| DIDS.with(|d| check_slice(slice, expected, mode, &mut d.borrow_mut())))
-        .collect::<Vec<Vec<Checked>>>()
-        .into_iter()
-        .flatten()
-        .collect()
+        .collect();
+    // One allocation of the final size (a flattening `collect` grows by doubling).
+    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for p in parts {
+        out.extend(p);
+    }
+    out
 }

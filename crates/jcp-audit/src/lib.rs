@@ -47,6 +47,7 @@
 //! Non-goals: writing streams (see `jcp-receipt`), deciding anything.
 #![forbid(unsafe_code)]
 
+pub mod batch;
 mod check;
 mod engine;
 pub mod report;

@@ -38,7 +38,9 @@ pub struct Position {
 /// as much as a quarter of a signature check, and a stream names few keys.
 #[derive(Debug, Default)]
 pub struct DidCache {
-    map: std::collections::HashMap<String, Did, std::hash::BuildHasherDefault<TextHasher>>,
+    /// Keyed by the `did:key` string's bytes, so a lookup needs no UTF-8
+    /// check (a hit equals a string that parsed).
+    map: std::collections::HashMap<Box<[u8]>, Did, std::hash::BuildHasherDefault<TextHasher>>,
 }
 
 /// A small non-cryptographic hasher for the did cache (keys are `did:key`
@@ -69,16 +71,24 @@ impl DidCache {
         Self::default()
     }
 
-    /// Parses (or recalls) a `did:key`.
-    pub fn parse(&mut self, s: &str) -> Result<Did, jcp::identity::IdentityError> {
-        if let Some(d) = self.map.get(s) {
+    /// [`DidCache::parse`] over raw bytes: a recalled key is found by its
+    /// bytes; anything else must be UTF-8 and a valid `did:key`.
+    pub fn parse_bytes(&mut self, b: &[u8]) -> Result<Did, jcp::identity::IdentityError> {
+        if let Some(d) = self.map.get(b) {
             return Ok(*d);
         }
+        // Not UTF-8, so not `did:key:…` either.
+        let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
         let d = Did::parse(s)?;
         if self.map.len() < 4096 {
-            self.map.insert(s.to_owned(), d);
+            self.map.insert(b.into(), d);
         }
         Ok(d)
+    }
+
+    /// Parses (or recalls) a `did:key`.
+    pub fn parse(&mut self, s: &str) -> Result<Did, jcp::identity::IdentityError> {
+        self.parse_bytes(s.as_bytes())
     }
 }
 
@@ -96,6 +106,51 @@ pub struct Sealed {
     pub signature: [u8; 64],
     /// The record's id: blake3 of the whole envelope bytes.
     pub id: ContentId,
+}
+
+/// A JCR-1 envelope opened on the audit's hot path: like [`Sealed`] but
+/// without the record id, which costs a blake3 pass over the whole record
+/// and is needed only for records that something refers to (an allow, which
+/// its outcome names). [`Unsealed::identify`] adds it.
+#[derive(Debug, Clone)]
+pub struct Unsealed {
+    /// The steward named by the COSE `kid`.
+    pub steward: Did,
+    /// Stream position from the protected header.
+    pub position: Position,
+    /// The `Sig_structure` bytes (`ToBeSigned`).
+    pub tbs: Vec<u8>,
+    /// The Ed25519 signature.
+    pub signature: [u8; 64],
+}
+
+impl Unsealed {
+    /// Adds the record id: blake3 of the whole envelope `bytes` this was
+    /// opened from.
+    pub fn identify(self, bytes: &[u8]) -> Sealed {
+        Sealed {
+            steward: self.steward,
+            position: self.position,
+            tbs: self.tbs,
+            signature: self.signature,
+            id: ContentId::of_bytes(bytes),
+        }
+    }
+
+    /// Checks the signature under the `kid` (`verify_strict`).
+    pub fn verify_signature(&self) -> Result<(), ReceiptError> {
+        if self.steward.verify(&self.tbs, &self.signature) {
+            Ok(())
+        } else {
+            Err(ReceiptError::BadSignature(self.steward.to_did_string()))
+        }
+    }
+}
+
+impl From<Sealed> for Unsealed {
+    fn from(s: Sealed) -> Self {
+        Self { steward: s.steward, position: s.position, tbs: s.tbs, signature: s.signature }
+    }
 }
 
 impl Sealed {

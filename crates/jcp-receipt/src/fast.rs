@@ -13,7 +13,7 @@
 
 use jcp::cbor::ContentId;
 
-use crate::cose::{self, DidCache, Position, Sealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
+use crate::cose::{self, DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
 use crate::receipt::{FVal, OpenedReceipt, ReceiptCore};
 use crate::record::{Outcome, OutcomeStatus};
 
@@ -82,8 +82,13 @@ impl<'a> Cur<'a> {
     }
 
     fn text(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.text_bytes()?).ok()
+    }
+
+    /// A text string's bytes, UTF-8 unchecked (see [`FVal::Text`]).
+    fn text_bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.len_of(3)?;
-        std::str::from_utf8(self.take(n)?).ok()
+        self.take(n)
     }
 
     fn uint(&mut self) -> Option<u64> {
@@ -119,14 +124,14 @@ fn protected(b: &[u8]) -> Option<(&str, Position)> {
 }
 
 /// A strict canonical map of text keys to uint / text / array-of-text.
-fn core(b: &[u8]) -> Option<Vec<(&str, FVal<'_>)>> {
+fn core(b: &[u8]) -> Option<Vec<(&[u8], FVal<'_>)>> {
     let mut c = Cur { b, pos: 0 };
     let n = c.len_of(5)?;
     let mut out = Vec::with_capacity(n.min(32));
     let mut prev: &[u8] = &[];
     for _ in 0..n {
         let kstart = c.pos;
-        let k = c.text()?;
+        let k = c.text_bytes()?;
         let kenc = &b[kstart..c.pos];
         // RFC 8949 §4.2.1: strictly increasing bytewise order of encoded keys.
         if kenc <= prev {
@@ -136,12 +141,12 @@ fn core(b: &[u8]) -> Option<Vec<(&str, FVal<'_>)>> {
         let ib = *b.get(c.pos)?;
         let v = match ib >> 5 {
             0 => FVal::Uint(c.uint()?),
-            3 => FVal::Text(c.text()?),
+            3 => FVal::Text(c.text_bytes()?),
             4 => {
                 let m = c.len_of(4)?;
                 let mut items = Vec::with_capacity(m.min(16));
                 for _ in 0..m {
-                    items.push(c.text()?);
+                    items.push(c.text_bytes()?);
                 }
                 FVal::Texts(items)
             }
@@ -152,9 +157,9 @@ fn core(b: &[u8]) -> Option<Vec<(&str, FVal<'_>)>> {
     c.done().then_some(out)
 }
 
-/// The envelope in its canonical minted layout: (steward, position, the
-/// core's entries, tbs, signature).
-fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Sealed, Vec<(&'a str, FVal<'a>)>)> {
+/// The envelope in its canonical minted layout: (steward, position, tbs,
+/// signature) and the core's entries. No record id (see [`Unsealed`]).
+fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed, Vec<(&'a [u8], FVal<'a>)>)> {
     let mut c = Cur { b: bytes, pos: 0 };
     if c.byte()? != 0xd2 || c.byte()? != 0x84 {
         return None;
@@ -173,47 +178,54 @@ fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Sealed, Vec<(&'
     let entries = core(payload)?;
     let mut signature = [0u8; 64];
     signature.copy_from_slice(sig);
-    let sealed = Sealed {
-        steward,
-        position,
-        tbs: cose::sig_structure(prot, payload),
-        signature,
-        id: ContentId::of_bytes(bytes),
-    };
-    Some((sealed, entries))
+    Some((Unsealed { steward, position, tbs: cose::sig_structure(prot, payload), signature }, entries))
+}
+
+/// Opens a receipt in its canonical minted layout, without its record id;
+/// `None` means "take the `coset` path".
+pub(crate) fn open_receipt_unsealed(bytes: &[u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed)> {
+    let (unsealed, entries) = envelope(bytes, dids)?;
+    let core = ReceiptCore::from_entries(&entries, dids).ok()?;
+    (core.steward == unsealed.steward).then_some((core, unsealed))
 }
 
 /// Opens a receipt in its canonical minted layout without copying; `None`
 /// means "take the `coset` path".
 pub(crate) fn open_receipt(bytes: &[u8], dids: &mut DidCache) -> Option<OpenedReceipt> {
-    let (sealed, entries) = envelope(bytes, dids)?;
-    let core = ReceiptCore::from_entries(&entries, dids).ok()?;
-    (core.steward == sealed.steward).then_some(OpenedReceipt { core, sealed })
+    let (core, unsealed) = open_receipt_unsealed(bytes, dids)?;
+    Some(OpenedReceipt { core, sealed: unsealed.identify(bytes) })
 }
 
-/// Opens an outcome record the same way; `None` means "take the `coset` path".
-pub(crate) fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome, Sealed)> {
-    let (sealed, entries) = envelope(bytes, dids)?;
+/// Opens an outcome record the same way, without its record id; `None`
+/// means "take the `coset` path".
+pub(crate) fn open_outcome_unsealed(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome, Unsealed)> {
+    let (unsealed, entries) = envelope(bytes, dids)?;
     if entries.len() != 4 {
         return None;
     }
-    let get = |k: &str| {
+    let get = |k: &[u8]| {
         entries.iter().find_map(|(key, v)| match v {
             FVal::Text(t) if *key == k => Some(*t),
             _ => None,
         })
     };
-    let (tag, receipt, status, steward) = (get("jcp_outcome")?, get("receipt")?, get("status")?, get("steward")?);
-    if tag != crate::record::OUTCOME_PROFILE {
+    let (tag, receipt, status, steward) = (get(b"jcp_outcome")?, get(b"receipt")?, get(b"status")?, get(b"steward")?);
+    if tag != crate::record::OUTCOME_PROFILE.as_bytes() {
         return None;
     }
     let status = match status {
-        "completed" => OutcomeStatus::Completed,
-        "failed" => OutcomeStatus::Failed,
+        b"completed" => OutcomeStatus::Completed,
+        b"failed" => OutcomeStatus::Failed,
         _ => return None,
     };
-    let o = Outcome { receipt: ContentId::parse(receipt)?, status, steward: dids.parse(steward).ok()? };
-    (o.steward == sealed.steward).then_some((o, sealed))
+    let o = Outcome { receipt: ContentId::parse_bytes(receipt)?, status, steward: dids.parse_bytes(steward).ok()? };
+    (o.steward == unsealed.steward).then_some((o, unsealed))
+}
+
+/// Opens an outcome record the same way; `None` means "take the `coset` path".
+pub(crate) fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome, Sealed)> {
+    let (o, unsealed) = open_outcome_unsealed(bytes, dids)?;
+    Some((o, unsealed.identify(bytes)))
 }
 
 #[cfg(test)]

@@ -188,48 +188,48 @@ impl ReceiptCore {
                 return Err(SchemaError::Unknown { object: OBJ, field: format!("{k:?}") }.into());
             };
             let fv = match val {
-                Value::Text(t) => FVal::Text(t),
+                Value::Text(t) => FVal::Text(t.as_bytes()),
                 Value::Uint(n) => FVal::Uint(*n),
-                Value::Array(items) => match items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_str()) } else { None }).collect::<Option<Vec<&str>>>() {
+                Value::Array(items) => match items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_bytes()) } else { None }).collect::<Option<Vec<&[u8]>>>() {
                     Some(ts) => FVal::Texts(ts),
                     None => FVal::Other,
                 },
                 _ => FVal::Other,
             };
-            out.push((k.as_str(), fv));
+            out.push((k.as_bytes(), fv));
         }
         Self::from_entries(&out, dids)
     }
 
     /// Reads a core from its map entries (the one implementation of the
     /// profile rules, shared by the value path and the zero-copy path).
-    pub(crate) fn from_entries(entries: &[(&str, FVal<'_>)], dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        let mut f = Entries { entries, taken: 0 };
-        let profile = match f.text("jcp_receipt")? {
+    pub(crate) fn from_entries(entries: &[(&[u8], FVal<'_>)], dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Entries::new(entries);
+        let profile = match f.text(F_JCP_RECEIPT)? {
             "jcp/2" => Profile::Jcp2,
             "jcp/1" => Profile::Jcp1,
             other => return Err(ReceiptError::UnknownProfile(other.to_owned())),
         };
-        let grant_id = f.cid("grant_id")?;
-        let issuer = dids.parse(f.text("issuer")?)?;
-        let subject = dids.parse(f.text("subject")?)?;
-        let resource = f.cid("resource")?;
-        let action = f.text("action")?.to_owned();
+        let grant_id = f.cid(F_GRANT_ID)?;
+        let issuer = f.did(F_ISSUER, dids)?;
+        let subject = f.did(F_SUBJECT, dids)?;
+        let resource = f.cid(F_RESOURCE)?;
+        let action = f.text(F_ACTION)?.to_owned();
         // `jcp/1` has no payload_hash; a `jcp/1` core carrying one is not `jcp/1`
         // (closed world: `finish` refuses the untaken field).
         let payload_hash = match profile {
-            Profile::Jcp2 => Some(f.cid("payload_hash")?),
+            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?),
             Profile::Jcp1 => None,
         };
-        let fk = f.text("frame_kind")?;
+        let fk = f.text(F_FRAME_KIND)?;
         let frame_kind = FrameKind::parse(fk).ok_or_else(|| invalid("frame_kind", format!("unknown kind {fk:?}")))?;
-        let trust = match f.text("trust")? {
+        let trust = match f.text(F_TRUST)? {
             "control" => Trust::Control,
             "data" => Trust::Data,
             other => return Err(invalid("trust", format!("unknown trust {other:?}"))),
         };
-        let verdict_s = f.text("verdict")?;
-        let reason = f.opt_text("deny_reason")?;
+        let verdict_s = f.text(F_VERDICT)?;
+        let reason = f.opt_text(F_DENY_REASON)?;
         let verdict = match (verdict_s, reason) {
             ("allow", None) => Verdict::Allow,
             ("allow", Some(_)) => {
@@ -241,27 +241,28 @@ impl ReceiptCore {
             ("deny", None) => return Err(invalid("deny_reason", "a deny must name its reason")),
             (other, _) => return Err(invalid("verdict", format!("{other:?} is neither allow nor deny"))),
         };
-        let cost_uj = f.uint("cost_uj")?;
-        let p = f.text("energy_provenance")?;
+        let cost_uj = f.uint(F_COST_UJ)?;
+        let p = f.text(F_ENERGY_PROVENANCE)?;
         let provenance = Provenance::parse(p).ok_or_else(|| invalid("energy_provenance", format!("{p:?}")))?;
-        let coverage = match f.opt_text("energy_coverage")? {
+        let coverage = match f.opt_text(F_ENERGY_COVERAGE)? {
             None => Coverage::Whole,
             Some("Partial") => Coverage::Partial,
             Some(other) => {
                 return Err(invalid("energy_coverage", format!("{other:?}: only \"Partial\" is carried (§5.2)")))
             }
         };
-        let budget_remaining_uj = f.uint("budget_remaining_uj")?;
-        let budget_uj = f.uint("budget_uj")?;
-        let steward = dids.parse(f.text("steward")?)?;
+        let budget_remaining_uj = f.uint(F_BUDGET_REMAINING_UJ)?;
+        let budget_uj = f.uint(F_BUDGET_UJ)?;
+        let steward = f.did(F_STEWARD, dids)?;
         let mut chain_ids = Vec::new();
         let mut breach = None;
         let mut money = None;
         let mut tainted = false;
         if profile == Profile::Jcp2 {
-            if let Some(items) = f.opt_texts("chain_ids")? {
+            if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
+                chain_ids.reserve_exact(items.len());
                 for s in items {
-                    chain_ids.push(ContentId::parse(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
+                    chain_ids.push(ContentId::parse_bytes(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
                 }
                 if chain_ids.len() < 2 {
                     return Err(invalid("chain_ids", "carried only for multi-hop chains (§8.1)"));
@@ -270,18 +271,18 @@ impl ReceiptCore {
                     return Err(invalid("chain_ids", "the chain must end at grant_id (root first, leaf last)"));
                 }
             }
-            if let Some(b) = f.opt_text("breach")? {
+            if let Some(b) = f.opt_text(F_BREACH)? {
                 breach = Some(Reason::parse(b).ok_or_else(|| invalid("breach", format!("unknown reason {b:?}")))?);
                 if verdict != Verdict::Allow {
                     return Err(invalid("breach", "a breach is recorded only on an allow"));
                 }
             }
-            match (f.opt_text("cost_currency")?, f.opt_uint("cost_minor")?) {
+            match (f.opt_text(F_COST_CURRENCY)?, f.opt_uint(F_COST_MINOR)?) {
                 (None, None) => {}
                 (Some(c), Some(m)) if !c.is_empty() => money = Some(Money { currency: c.to_owned(), minor: m }),
                 _ => return Err(invalid("cost_currency", "cost_currency and cost_minor come together")),
             }
-            match f.opt_text("flow")? {
+            match f.opt_text(F_FLOW)? {
                 None => {}
                 Some("tainted") if verdict == Verdict::Allow => tainted = true,
                 Some(other) => return Err(invalid("flow", format!("{other:?}: only \"tainted\", on an allow"))),
@@ -329,37 +330,120 @@ const OBJ: &str = "jcp_receipt";
 /// A core field value as the profile reads it (anything else is `Other`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FVal<'a> {
-    Text(&'a str),
+    /// A text string's bytes. UTF-8 is checked where the text is read as
+    /// text ([`Entries::text`]); ids and keys are checked by their own
+    /// parsers, which accept only ASCII, so the zero-copy reader need not
+    /// validate every string twice.
+    Text(&'a [u8]),
     Uint(u64),
-    Texts(Vec<&'a str>),
+    Texts(Vec<&'a [u8]>),
     Other,
 }
 
-/// Closed-world reading of core entries (mirrors `jcp::cbor::Fields`).
-struct Entries<'e, 'a> {
-    entries: &'e [(&'a str, FVal<'a>)],
-    /// Bit i set = entry i taken (a core has far fewer than 64 fields).
-    taken: u64,
+/// A core field the profile knows: its slot in [`Entries`] and its name.
+#[derive(Clone, Copy)]
+struct Field {
+    slot: usize,
+    name: &'static str,
 }
 
-impl<'a> Entries<'_, 'a> {
-    fn opt(&mut self, field: &'static str) -> Option<&FVal<'a>> {
-        let i = self.entries.iter().position(|(k, _)| *k == field)?;
-        if i < 64 {
-            self.taken |= 1 << i;
+const F_ACTION: Field = Field { slot: 0, name: "action" };
+const F_BREACH: Field = Field { slot: 1, name: "breach" };
+const F_BUDGET_REMAINING_UJ: Field = Field { slot: 2, name: "budget_remaining_uj" };
+const F_BUDGET_UJ: Field = Field { slot: 3, name: "budget_uj" };
+const F_CHAIN_IDS: Field = Field { slot: 4, name: "chain_ids" };
+const F_COST_CURRENCY: Field = Field { slot: 5, name: "cost_currency" };
+const F_COST_MINOR: Field = Field { slot: 6, name: "cost_minor" };
+const F_COST_UJ: Field = Field { slot: 7, name: "cost_uj" };
+const F_DENY_REASON: Field = Field { slot: 8, name: "deny_reason" };
+const F_ENERGY_COVERAGE: Field = Field { slot: 9, name: "energy_coverage" };
+const F_ENERGY_PROVENANCE: Field = Field { slot: 10, name: "energy_provenance" };
+const F_FLOW: Field = Field { slot: 11, name: "flow" };
+const F_FRAME_KIND: Field = Field { slot: 12, name: "frame_kind" };
+const F_GRANT_ID: Field = Field { slot: 13, name: "grant_id" };
+const F_ISSUER: Field = Field { slot: 14, name: "issuer" };
+const F_JCP_RECEIPT: Field = Field { slot: 15, name: "jcp_receipt" };
+const F_PAYLOAD_HASH: Field = Field { slot: 16, name: "payload_hash" };
+const F_RESOURCE: Field = Field { slot: 17, name: "resource" };
+const F_STEWARD: Field = Field { slot: 18, name: "steward" };
+const F_SUBJECT: Field = Field { slot: 19, name: "subject" };
+const F_TRUST: Field = Field { slot: 20, name: "trust" };
+const F_VERDICT: Field = Field { slot: 21, name: "verdict" };
+const FIELDS: usize = 22;
+
+/// The slot of a known field name; `None` for anything else.
+fn slot_of(key: &[u8]) -> Option<usize> {
+    match key {
+            b"action" => Some(0),
+            b"breach" => Some(1),
+            b"budget_remaining_uj" => Some(2),
+            b"budget_uj" => Some(3),
+            b"chain_ids" => Some(4),
+            b"cost_currency" => Some(5),
+            b"cost_minor" => Some(6),
+            b"cost_uj" => Some(7),
+            b"deny_reason" => Some(8),
+            b"energy_coverage" => Some(9),
+            b"energy_provenance" => Some(10),
+            b"flow" => Some(11),
+            b"frame_kind" => Some(12),
+            b"grant_id" => Some(13),
+            b"issuer" => Some(14),
+            b"jcp_receipt" => Some(15),
+            b"payload_hash" => Some(16),
+            b"resource" => Some(17),
+            b"steward" => Some(18),
+            b"subject" => Some(19),
+            b"trust" => Some(20),
+            b"verdict" => Some(21),
+        _ => None,
+    }
+}
+
+/// Closed-world reading of core entries (mirrors `jcp::cbor::Fields`). One
+/// pass sorts the entries into per-field slots, so each read is an index,
+/// not a search; a key the profile does not know, or one given twice, is
+/// refused by [`Entries::finish`].
+struct Entries<'e, 'a> {
+    entries: &'e [(&'a [u8], FVal<'a>)],
+    /// Entry index of each known field present.
+    slots: [Option<usize>; FIELDS],
+    /// Bit i set = slot i taken.
+    taken: u32,
+    /// The first entry that is unknown or repeats a field.
+    stray: Option<usize>,
+}
+
+impl<'e, 'a> Entries<'e, 'a> {
+    fn new(entries: &'e [(&'a [u8], FVal<'a>)]) -> Self {
+        let mut slots = [None; FIELDS];
+        let mut stray = None;
+        for (i, (k, _)) in entries.iter().enumerate() {
+            match slot_of(k) {
+                Some(s) if slots[s].is_none() => slots[s] = Some(i),
+                _ => {
+                    stray.get_or_insert(i);
+                }
+            }
         }
+        Self { entries, slots, taken: 0, stray }
+    }
+
+    fn opt(&mut self, field: Field) -> Option<&'e FVal<'a>> {
+        let i = self.slots[field.slot]?;
+        self.taken |= 1 << field.slot;
         Some(&self.entries[i].1)
     }
 
-    fn wrong(field: &'static str, what: &str) -> ReceiptError {
-        SchemaError::Invalid { object: OBJ, field, problem: format!("expected {what}") }.into()
+    fn wrong(field: Field, what: &str) -> ReceiptError {
+        SchemaError::Invalid { object: OBJ, field: field.name, problem: format!("expected {what}") }.into()
     }
 
-    fn text(&mut self, field: &'static str) -> Result<&'a str, ReceiptError> {
-        self.opt_text(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field }.into())
+    fn text(&mut self, field: Field) -> Result<&'a str, ReceiptError> {
+        self.opt_text(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
     }
 
-    fn opt_text(&mut self, field: &'static str) -> Result<Option<&'a str>, ReceiptError> {
+    fn opt_raw(&mut self, field: Field) -> Result<Option<&'a [u8]>, ReceiptError> {
         match self.opt(field) {
             None => Ok(None),
             Some(FVal::Text(t)) => Ok(Some(t)),
@@ -367,11 +451,29 @@ impl<'a> Entries<'_, 'a> {
         }
     }
 
-    fn uint(&mut self, field: &'static str) -> Result<u64, ReceiptError> {
-        self.opt_uint(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field }.into())
+    fn raw(&mut self, field: Field) -> Result<&'a [u8], ReceiptError> {
+        self.opt_raw(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
     }
 
-    fn opt_uint(&mut self, field: &'static str) -> Result<Option<u64>, ReceiptError> {
+    fn opt_text(&mut self, field: Field) -> Result<Option<&'a str>, ReceiptError> {
+        match self.opt_raw(field)? {
+            None => Ok(None),
+            Some(t) => std::str::from_utf8(t).map(Some).map_err(|_| Self::wrong(field, "UTF-8 text")),
+        }
+    }
+
+    /// A `did:key` (the cache compares bytes; only a miss parses, and the
+    /// parser accepts only ASCII).
+    fn did(&mut self, field: Field, dids: &mut DidCache) -> Result<Did, ReceiptError> {
+        let raw = self.raw(field)?;
+        Ok(dids.parse_bytes(raw)?)
+    }
+
+    fn uint(&mut self, field: Field) -> Result<u64, ReceiptError> {
+        self.opt_uint(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
+    }
+
+    fn opt_uint(&mut self, field: Field) -> Result<Option<u64>, ReceiptError> {
         match self.opt(field) {
             None => Ok(None),
             Some(FVal::Uint(n)) => Ok(Some(*n)),
@@ -379,25 +481,23 @@ impl<'a> Entries<'_, 'a> {
         }
     }
 
-    fn opt_texts(&mut self, field: &'static str) -> Result<Option<Vec<&'a str>>, ReceiptError> {
+    fn opt_texts(&mut self, field: Field) -> Result<Option<&[&'a [u8]]>, ReceiptError> {
         match self.opt(field) {
             None => Ok(None),
-            Some(FVal::Texts(t)) => Ok(Some(t.clone())),
+            Some(FVal::Texts(t)) => Ok(Some(t.as_slice())),
             Some(_) => Err(Self::wrong(field, "an array of text")),
         }
     }
 
-    fn cid(&mut self, field: &'static str) -> Result<ContentId, ReceiptError> {
-        let s = self.text(field)?;
-        ContentId::parse(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
+    fn cid(&mut self, field: Field) -> Result<ContentId, ReceiptError> {
+        let s = self.raw(field)?;
+        ContentId::parse_bytes(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
     }
 
     fn finish(self) -> Result<(), ReceiptError> {
-        if self.entries.len() > 64 {
-            return Err(SchemaError::Unknown { object: OBJ, field: self.entries[64].0.to_owned() }.into());
-        }
-        match (0..self.entries.len()).find(|i| self.taken & (1 << i) == 0) {
-            Some(i) => Err(SchemaError::Unknown { object: OBJ, field: self.entries[i].0.to_owned() }.into()),
+        let untaken = (0..FIELDS).filter(|&s| self.taken & (1 << s) == 0).filter_map(|s| self.slots[s]).min();
+        match self.stray.into_iter().chain(untaken).min() {
+            Some(i) => Err(SchemaError::Unknown { object: OBJ, field: String::from_utf8_lossy(self.entries[i].0).into_owned() }.into()),
             None => Ok(()),
         }
     }
@@ -423,6 +523,19 @@ impl OpenedReceipt {
         if let Some(fast) = crate::fast::open_receipt(bytes, dids) {
             return Ok(fast);
         }
+        Self::open_coset(bytes, dids)
+    }
+
+    /// [`OpenedReceipt::open`] without the record id (the audit's hot path;
+    /// see [`crate::cose::Unsealed`]). Same acceptance and errors.
+    pub fn open_unsealed(bytes: &[u8], dids: &mut DidCache) -> Result<(ReceiptCore, crate::cose::Unsealed), ReceiptError> {
+        if let Some(fast) = crate::fast::open_receipt_unsealed(bytes, dids) {
+            return Ok(fast);
+        }
+        Self::open_coset(bytes, dids).map(|o| (o.core, o.sealed.into()))
+    }
+
+    fn open_coset(bytes: &[u8], dids: &mut DidCache) -> Result<Self, ReceiptError> {
         let (sealed, core) = cose::open(bytes, dids)?;
         let core = ReceiptCore::from_value(&core, dids)?;
         if core.steward != sealed.steward {

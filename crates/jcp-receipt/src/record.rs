@@ -138,6 +138,15 @@ pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Seale
     open_outcome_coset(bytes, dids)
 }
 
+/// [`open_outcome`] without the record id (the audit's hot path; see
+/// [`crate::cose::Unsealed`]). Same acceptance and errors.
+pub fn open_outcome_unsealed(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, crate::cose::Unsealed), ReceiptError> {
+    if let Some(fast) = crate::fast::open_outcome_unsealed(bytes, dids) {
+        return Ok(fast);
+    }
+    open_outcome_coset(bytes, dids).map(|(o, s)| (o, s.into()))
+}
+
 /// [`open_outcome`] through `coset` only (the reference path).
 pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
     let (sealed, core) = cose::open(bytes, dids)?;

@@ -270,22 +270,42 @@ impl ContentId {
     /// One pass over the bytes: receipt and stream decoders call this for
     /// every id they read (six per chained receipt).
     pub fn parse(s: &str) -> Option<Self> {
-        fn nibble(c: u8) -> Option<u8> {
-            match c {
-                b'0'..=b'9' => Some(c - b'0'),
-                b'a'..=b'f' => Some(c - b'a' + 10),
-                _ => None,
+        Self::parse_bytes(s.as_bytes())
+    }
+
+    /// [`ContentId::parse`] over raw bytes (64 lowercase hex digits), so a
+    /// decoder need not validate UTF-8 first: anything outside `0-9a-f` is
+    /// refused here anyway.
+    pub fn parse_bytes(b: &[u8]) -> Option<Self> {
+        /// Nibble value of each byte, `0xff` for anything that is not a
+        /// lowercase hex digit. A table, not a `match`: every decoder of ids
+        /// (receipts carry six or more) goes through this loop.
+        const NIBBLE: [u8; 256] = {
+            let mut t = [0xffu8; 256];
+            let mut i: u8 = 0;
+            while i < 10 {
+                t[(b'0' + i) as usize] = i;
+                i += 1;
             }
-        }
-        let b = s.as_bytes();
+            let mut i: u8 = 0;
+            while i < 6 {
+                t[(b'a' + i) as usize] = 10 + i;
+                i += 1;
+            }
+            t
+        };
         if b.len() != 64 {
             return None;
         }
         let mut out = [0u8; 32];
+        let mut bad = 0u8;
         for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
-            *o = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= hi | lo;
+            *o = (hi << 4) | (lo & 0x0f);
         }
-        Some(Self(out))
+        // A valid nibble is < 16; the table's 0xff sets the high bits.
+        (bad & 0xf0 == 0).then_some(Self(out))
     }
 }
 
@@ -877,5 +897,19 @@ mod tests {
         }
         assert!(ContentId::parse(&hexed[..63]).is_none());
         assert!(ContentId::parse(&format!("{hexed}0")).is_none());
+        // The byte-level parser: every byte value (not only chars) in every
+        // position; exactly the 16 lowercase hex digits pass.
+        for pos in 0..64 {
+            for b in 0u8..=255 {
+                let mut t = hexed.clone().into_bytes();
+                t[pos] = b;
+                let ok = b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+                let got = ContentId::parse_bytes(&t);
+                assert_eq!(got.is_some(), ok, "byte {b:#04x} at {pos}");
+                if let Some(p) = got {
+                    assert_eq!(p.to_hex().into_bytes(), t);
+                }
+            }
+        }
     }
 }

@@ -71,6 +71,10 @@ pub enum Error {
     /// A value outside what the object allows (e.g. duplicate actions).
     #[error("invalid: {0}")]
     Invalid(String),
+    /// A steering record or run refused (§4.7, C21); the code is the
+    /// steering reason (`steer-*`, `run-*`).
+    #[error(transparent)]
+    Steering(#[from] crate::steering::SteeringError),
 }
 
 impl Error {
@@ -88,6 +92,7 @@ impl Error {
             Self::RevocationUnauthorized(_) => "revocation-unauthorized",
             Self::ChainBroken(_) => "chain-broken",
             Self::Invalid(_) => "invalid",
+            Self::Steering(e) => e.code(),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | [`grant`] | §4 grants, §4.1 attenuation, §4.4 depth, §4.5 shards, §4.8 money, §4.9 caveats |
 //! | [`chain`] | §4.2 chain verification |
 //! | [`revocation`] | §4.3 revocation |
+//! | [`steering`] | §4.7 checkpoints, amendments, continuations, run files (C21) |
 //! | [`flow`] | §4.10 labels, ceilings, taint floors |
 //! | [`frame`] | §6 frames |
 //! | [`decision`] | §7 the decision, trust roots, budgets, the two-phase metered path |
@@ -31,6 +32,7 @@ pub mod fuzzing;
 pub mod grant;
 pub mod identity;
 pub mod revocation;
+pub mod steering;
 pub mod vectors;
 
 pub use error::Error;

@@ -4,4 +4,5 @@ pub mod blueprint;
 pub mod core;
 pub mod intent;
 pub mod meter;
+pub mod run;
 pub mod stream;
