@@ -3,12 +3,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
-  echo "No display (\$DISPLAY and \$WAYLAND_DISPLAY are unset), so the console cannot open; headless, the same views are \`cargo run -p jcp-cli --bin jcp -- meter\` (live energy) and \`cargo run -p jcp-cli --bin jcp -- audit STREAM --json\` (the auditor)."
+  echo "No display (\$DISPLAY and \$WAYLAND_DISPLAY are unset), so the console cannot open. Headless, the same views are the jcp command: \`cargo run --release -p jcp-cli --bin jcp -- meter\` (live energy), \`... -- audit STREAM --json\` (the auditor), \`... -- run verify RUN.jcprun --json\` (a steered run), \`... -- blueprint reconcile ...\` (a blueprint)."
   exit 0
 fi
 source scripts/setup.sh
 npm --prefix ui run build
-cargo build --locked -p jcp-console
+# Release: the console audits million-receipt streams in-process, at the
+# speed of `cargo build --release -p jcp-cli`'s `jcp audit` (docs/performance.md).
+cargo build --release --locked -p jcp-console
 # The demo workspace lives under target/ (created and filled on first start).
 export JCP_CONSOLE_WORKSPACE="${JCP_CONSOLE_WORKSPACE:-$PWD/target/demo-workspace}"
-exec "${CARGO_TARGET_DIR:-target}/debug/jcp-console" "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/jcp-console" "$@"

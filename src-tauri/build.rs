@@ -25,6 +25,9 @@ fn main() {
             "audit_export",
             "workspace_streams",
             "steward_actions",
+            "workspace_overview",
+            "blueprint_report",
+            "run_report",
         ]));
     if let Err(e) = tauri_build::try_build(attrs) {
         println!("cargo:warning=tauri-build failed: {e:#}");

@@ -8,7 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use console_view::ipc::{ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow};
+use console_store::ItemKind;
+use console_view::blueprint::{BlueprintReportView, ReconcileFiles};
+use console_view::run::RunView;
+use console_view::ipc::{ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow, WorkspaceItem};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
@@ -176,4 +179,79 @@ pub fn steward_actions(state: State<'_, AppState>, limit: u32) -> CmdResult<Vec<
             .map(|a| ActionRow { at_ms: a.at_ms, action: a.action, subject: a.subject })
             .collect())
     })
+}
+
+/// Everything in the workspace: its streams (with their last verdict), then
+/// its runs and blueprint reconciles (with their last outcome).
+pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
+    state.with_store(|s| {
+        let mut out: Vec<WorkspaceItem> = s
+            .streams()
+            .map_err(|e| error::store(&e))?
+            .into_iter()
+            .map(|r| WorkspaceItem {
+                kind: "stream".into(),
+                id: None,
+                label: Path::new(&r.path).file_name().map_or_else(|| r.path.clone(), |n| n.to_string_lossy().into_owned()),
+                path: r.path,
+                last_status: r.last_verdict,
+            })
+            .collect();
+        out.extend(s.items().map_err(|e| error::store(&e))?.into_iter().map(|i| WorkspaceItem {
+            kind: i.kind.as_str().into(),
+            id: Some(i.id),
+            label: i.label,
+            path: i.path,
+            last_status: i.last_status,
+        }));
+        Ok(out)
+    })
+}
+
+/// The item `id`, which must be of `kind`.
+fn item_of(state: &AppState, id: i64, kind: ItemKind) -> CmdResult<console_store::ItemRecord> {
+    let item = state.with_store(|s| s.item(id).map_err(|e| error::store(&e)))?;
+    match item {
+        Some(i) if i.kind == kind => Ok(i),
+        Some(i) => Err(UiError::new("workspace.wrong_kind", format!("workspace item {id} is a {}, not a {}", i.kind.as_str(), kind.as_str()))),
+        None => Err(UiError::new("workspace.unknown_item", format!("there is no workspace item {id}"))),
+    }
+}
+
+/// Reconciles a blueprint item's files (console-view runs the crate) and
+/// keeps its outcome in the store.
+pub fn blueprint_view(state: &AppState, id: i64) -> CmdResult<BlueprintReportView> {
+    let item = item_of(state, id, ItemKind::Blueprint)?;
+    let files: ReconcileFiles = serde_json::from_value(item.detail)
+        .map_err(|e| UiError::new("workspace.invalid_item", format!("workspace item {id} does not name its blueprint files: {e}")))?;
+    let view = console_view::blueprint::report(&files).map_err(|e| error::view(&e))?;
+    state.with_store(|s| s.set_item_status(id, &view.verdict, now_ms()).map_err(|e| error::store(&e)))?;
+    Ok(view)
+}
+
+/// Reads and verifies a run item's file (console-view calls the core) and
+/// keeps its verdict in the store.
+pub fn run_view(state: &AppState, id: i64) -> CmdResult<RunView> {
+    let item = item_of(state, id, ItemKind::Run)?;
+    let view = console_view::run::report(Path::new(&item.path)).map_err(|e| error::view(&e))?;
+    state.with_store(|s| s.set_item_status(id, &view.verdict, now_ms()).map_err(|e| error::store(&e)))?;
+    Ok(view)
+}
+
+/// What the workspace holds, for the overview.
+#[tauri::command]
+pub fn workspace_overview(state: State<'_, AppState>) -> CmdResult<Vec<WorkspaceItem>> {
+    overview(&state)
+}
+
+/// The developer's view of a blueprint item: the reconcile report.
+#[tauri::command]
+pub fn blueprint_report(state: State<'_, AppState>, id: i64) -> CmdResult<BlueprintReportView> {
+    blueprint_view(&state, id)
+}
+
+/// The steward's read-only view of a run item: its checkpoints and verdicts.
+#[tauri::command]
+pub fn run_report(state: State<'_, AppState>, id: i64) -> CmdResult<RunView> {
+    run_view(&state, id)
 }

@@ -176,3 +176,44 @@ pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
     }
     Ok(vec![clean, tampered])
 }
+
+/// Writes the demo Blueprint, its Deployments and the host's reconcile
+/// inputs into `dir` (once each; `console_view::blueprint::write_demo`
+/// generates them with the blueprint crate's own encoder) and returns the
+/// reconciles as workspace items.
+pub fn prepare_demo_blueprints(dir: &Path) -> Result<Vec<DemoItem>, UiError> {
+    let demos = console_view::blueprint::write_demo(dir).map_err(|e| crate::error::view(&e))?;
+    demos
+        .into_iter()
+        .map(|d| {
+            let detail = serde_json::to_value(&d.files).map_err(|e| UiError::new("demo.blueprint", e.to_string()))?;
+            Ok(DemoItem { kind: console_store::ItemKind::Blueprint, label: d.label.to_owned(), path: d.files.deployment.display().to_string(), detail })
+        })
+        .collect()
+}
+
+/// Writes the demo run (`jcp::steering::demo`, through console-view) as
+/// `dir/demo.jcprun` unless it exists, and returns it as a workspace item.
+pub fn prepare_demo_run(dir: &Path) -> Result<DemoItem, UiError> {
+    let path = dir.join(format!("demo.{}", jcp::steering::RUN_EXTENSION));
+    console_view::run::write_demo(&path).map_err(|e| crate::error::view(&e))?;
+    Ok(DemoItem {
+        kind: console_store::ItemKind::Run,
+        label: "demo run: a research agent's 1 kWh grant, checkpoints and one amendment".to_owned(),
+        path: path.display().to_string(),
+        detail: serde_json::json!({}),
+    })
+}
+
+/// A workspace item the demo adds (see `state::register_demo_items`).
+#[derive(Debug, Clone)]
+pub struct DemoItem {
+    /// What it is.
+    pub kind: console_store::ItemKind,
+    /// Words for a person.
+    pub label: String,
+    /// Its identifying file.
+    pub path: String,
+    /// Its files, as the item's detail.
+    pub detail: serde_json::Value,
+}

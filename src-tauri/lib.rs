@@ -39,6 +39,9 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             commands::audit_export,
             commands::workspace_streams,
             commands::steward_actions,
+            commands::workspace_overview,
+            commands::blueprint_report,
+            commands::run_report,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.
@@ -63,12 +66,22 @@ pub fn run() -> std::process::ExitCode {
             if let Some(e) = &state.store_info.error {
                 eprintln!("jcp-console: {}", e.message);
             }
-            // First start: demo streams in the workspace, so there is real data at
+            // First start: a demo run, blueprint reconciles and streams in the workspace, so there is real data at
             // once; written off the main thread so the window paints first.
             let (store, demo, demo_dir) = (state.store.clone(), state.demo_streams.clone(), dir.join("demo"));
-            let spawned = std::thread::Builder::new().name("demo".into()).spawn(move || match engines::prepare_demo(&demo_dir) {
-                Ok(paths) => state::register_demo(&store, &demo, &paths),
-                Err(e) => eprintln!("jcp-console: {}", e.message),
+            let spawned = std::thread::Builder::new().name("demo".into()).spawn(move || {
+                match engines::prepare_demo_run(&demo_dir) {
+                    Ok(item) => state::register_demo_items(&store, &[item]),
+                    Err(e) => eprintln!("jcp-console: {}", e.message),
+                }
+                match engines::prepare_demo_blueprints(&demo_dir.join("blueprint")) {
+                    Ok(items) => state::register_demo_items(&store, &items),
+                    Err(e) => eprintln!("jcp-console: {}", e.message),
+                }
+                match engines::prepare_demo(&demo_dir) {
+                    Ok(paths) => state::register_demo(&store, &demo, &paths),
+                    Err(e) => eprintln!("jcp-console: {}", e.message),
+                }
             });
             if let Err(e) = spawned {
                 eprintln!("jcp-console: the demo workspace was not prepared: {e}");

@@ -330,6 +330,18 @@ pub fn register_demo(store: &Mutex<Store>, demo: &Mutex<Vec<String>>, paths: &[P
     }
 }
 
+/// Lists the demo's blueprint reconciles and run in the workspace (once:
+/// adding an item again keeps its id and last status).
+pub fn register_demo_items(store: &Mutex<Store>, items: &[crate::engines::DemoItem]) {
+    let now = now_ms();
+    let Ok(s) = store.lock() else { return };
+    for it in items {
+        if let Err(e) = s.add_item(it.kind, &it.label, &it.path, &it.detail, now) {
+            eprintln!("jcp-console: {e}");
+        }
+    }
+}
+
 fn finish(audit: &Mutex<AuditJobs>, store: &Mutex<Store>, id: u64, paths: &[String], outcome: EngineOutcome, cancelled: bool) {
     let Ok(mut jobs) = audit.lock() else { return };
     let Some(job) = jobs.current.as_mut().filter(|j| j.id == id) else { return };

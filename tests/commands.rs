@@ -309,3 +309,117 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
         assert_eq!(direct.clean, want == "clean");
     }
 }
+
+// ---- the demo workspace: overview and the developer's blueprint view ----
+
+/// A console whose workspace was prepared as on first start (demo streams
+/// and demo blueprint reconciles written and listed), without the window.
+fn demo_app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    let (app, w) = app(dir, false);
+    let demo = dir.join("demo");
+    let streams = jcp_console::engines::prepare_demo(&demo).unwrap();
+    let mut items = vec![jcp_console::engines::prepare_demo_run(&demo).unwrap()];
+    items.extend(jcp_console::engines::prepare_demo_blueprints(&demo.join("blueprint")).unwrap());
+    {
+        let state = app.state::<AppState>();
+        jcp_console::state::register_demo_items(&state.store, &items);
+        jcp_console::state::register_demo(&state.store, &state.demo_streams, &streams);
+    }
+    (app, w)
+}
+
+#[test]
+fn issue7_overview_lists_the_demo_streams_and_blueprints_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, w) = demo_app(dir.path());
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    let items = items.as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "stream").count(), 2, "{items:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "blueprint").count(), 2, "{items:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "run").count(), 1, "{items:?}");
+    for i in items {
+        assert!(Path::new(i["path"].as_str().unwrap()).is_file(), "{i} names a file that exists");
+        assert!(i["last_status"].is_null(), "nothing opened yet, so no outcome: {i}");
+        assert_eq!(i["id"].is_null(), i["kind"] == "stream", "runs and blueprints are opened by id: {i}");
+    }
+    // A second first-start (the app restarted) lists nothing twice.
+    let state = app.state::<AppState>();
+    let again = jcp_console::engines::prepare_demo_blueprints(&dir.path().join("demo/blueprint")).unwrap();
+    jcp_console::state::register_demo_items(&state.store, &again);
+    assert_eq!(invoke(&w, "workspace_overview", json!({})).unwrap().as_array().unwrap().len(), items.len());
+}
+
+#[test]
+fn abp_13_blueprint_report_shows_the_reconcile_and_keeps_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, w) = demo_app(dir.path());
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    let bps: Vec<&Value> = items.as_array().unwrap().iter().filter(|i| i["kind"] == "blueprint").collect();
+    let good = invoke(&w, "blueprint_report", json!({"id": bps[0]["id"]})).unwrap();
+    assert_eq!(good["verdict"], "consistent");
+    assert_eq!(good["steps"].as_array().unwrap().len(), 8);
+    let nv: Vec<&str> = good["not_verified"].as_array().unwrap().iter().map(|n| n["surface"].as_str().unwrap()).collect();
+    for s in ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"] {
+        assert!(nv.contains(&s), "{s} is named as not verified: {nv:?}");
+    }
+    // The evidence is the one the crate computes from the same files (as `jcp blueprint reconcile --json`).
+    let files: console_view::blueprint::ReconcileFiles =
+        serde_json::from_value(app.state::<AppState>().store.lock().unwrap().item(bps[0]["id"].as_i64().unwrap()).unwrap().unwrap().detail).unwrap();
+    let direct = console_view::blueprint::reconcile_files(&files).unwrap();
+    assert_eq!(good["evidence"], serde_json::to_value(&direct).unwrap());
+    let bad = invoke(&w, "blueprint_report", json!({"id": bps[1]["id"]})).unwrap();
+    assert_eq!(bad["verdict"], "inconsistent");
+    assert_eq!(bad["first_failure"]["code"], "binding_descriptor_mismatch");
+    // The overview now shows each outcome.
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    let status: Vec<&str> = items.as_array().unwrap().iter().filter(|i| i["kind"] == "blueprint").map(|i| i["last_status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["consistent", "inconsistent"]);
+}
+
+#[test]
+fn blueprint_report_errors_are_code_and_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, w) = demo_app(dir.path());
+    let e = invoke(&w, "blueprint_report", json!({"id": 999})).unwrap_err();
+    assert_eq!(e, json!({"code": "workspace.unknown_item", "message": "there is no workspace item 999"}));
+    let run = app.state::<AppState>().store.lock().unwrap().add_item(console_store::ItemKind::Run, "a run", "/x/run.json", &json!({}), 1).unwrap();
+    let e = invoke(&w, "blueprint_report", json!({"id": run})).unwrap_err();
+    assert_eq!(e["code"], "workspace.wrong_kind");
+    // A blueprint file removed after it was listed: the file is named.
+    std::fs::remove_file(dir.path().join("demo/blueprint/summarize.blueprint.json")).unwrap();
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    let id = items.as_array().unwrap().iter().find(|i| i["kind"] == "blueprint").unwrap()["id"].clone();
+    let e = invoke(&w, "blueprint_report", json!({"id": id})).unwrap_err();
+    assert_eq!(e["code"], "view.unreadable");
+    assert!(e["message"].as_str().unwrap().contains("summarize.blueprint.json"), "{e}");
+    assert_eq!(e.as_object().unwrap().len(), 2);
+}
+
+#[test]
+fn s4_7_run_report_shows_checkpoints_and_keeps_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = demo_app(dir.path());
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    let run = items.as_array().unwrap().iter().find(|i| i["kind"] == "run").unwrap().clone();
+    assert!(run["path"].as_str().unwrap().ends_with("demo/demo.jcprun"));
+    let v = invoke(&w, "run_report", json!({"id": run["id"]})).unwrap();
+    assert_eq!(v["verdict"], "clean");
+    let first = &v["checkpoints"][0];
+    assert_eq!(first["seq"], 0);
+    assert!(first["spent"]["uj"].is_null() && first["spent"]["text"] == "not stated");
+    assert_eq!(first["remainder"]["known"], false);
+    assert!(first["remainder"]["uj"].is_null(), "no spend stated: no remainder figure, least of all the full budget");
+    // The same report `jcp run verify --json` prints, from the core.
+    let direct = jcp::steering::Run::read(Path::new(run["path"].as_str().unwrap())).unwrap().verify().unwrap();
+    assert_eq!(v["report"], serde_json::to_value(&direct).unwrap());
+    let items = invoke(&w, "workspace_overview", json!({})).unwrap();
+    assert_eq!(items.as_array().unwrap().iter().find(|i| i["kind"] == "run").unwrap()["last_status"], "clean");
+    // A damaged run file is a {code, message} naming the file.
+    std::fs::write(run["path"].as_str().unwrap(), b"\xa1").unwrap();
+    let e = invoke(&w, "run_report", json!({"id": run["id"]})).unwrap_err();
+    assert_eq!(e["code"], "run.unreadable");
+    assert!(e["message"].as_str().unwrap().contains("demo.jcprun"), "{e}");
+    let bp = items.as_array().unwrap().iter().find(|i| i["kind"] == "blueprint").unwrap();
+    assert_eq!(invoke(&w, "run_report", json!({"id": bp["id"]})).unwrap_err()["code"], "workspace.wrong_kind");
+}

@@ -8,10 +8,13 @@
 //   JCP_E2E_GOOD / JCP_E2E_GOOD_JSON, JCP_E2E_BAD / JCP_E2E_BAD_JSON
 //                      streams written by the `jcp` CLI and `jcp audit --json` of each
 //                      (only when the audit crate is in the build)
+//   JCP_E2E_JCP        the `jcp` CLI, to compare the run and blueprint views with
+//                      `jcp run verify --json` and `jcp blueprint reconcile --json`
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { spawnSync } from "node:child_process";
 
 const DRIVER = process.env.JCP_E2E_DRIVER ?? "http://127.0.0.1:4444";
 const APP = process.env.JCP_E2E_APP;
@@ -70,9 +73,21 @@ class Session {
     await wd("POST", this.u(`/element/${await this.find(css)}/click`), {});
   }
   async shot(name) {
-    const b64 = await wd("GET", this.u("/screenshot"));
     fs.mkdirSync(SHOTS, { recursive: true });
-    fs.writeFileSync(path.join(SHOTS, `${name}.png`), Buffer.from(b64, "base64"));
+    const file = path.join(SHOTS, `${name}.png`);
+    try {
+      // WebKitWebDriver sometimes never answers a screenshot of an idle page
+      // (seen on a view shorter than the window); do not wait 5 minutes for it.
+      const res = await fetch(DRIVER + this.u("/screenshot"), { signal: AbortSignal.timeout(15000) });
+      const json = await res.json();
+      if (!res.ok) throw new Error(JSON.stringify(json.value ?? json));
+      fs.writeFileSync(file, Buffer.from(json.value, "base64"));
+    } catch (e) {
+      // Fall back to the X display the app runs on (ImageMagick, as in scripts/setup.sh).
+      const r = spawnSync("import", ["-window", "root", file], { encoding: "utf8" });
+      assert.equal(r.status, 0, `screenshot ${name}: WebDriver failed (${e.message}) and import failed: ${r.stderr}`);
+      console.log(`# screenshot ${name}: taken from the X display (WebDriver: ${e.message})`);
+    }
   }
   async waitFor(pred, ms, what) {
     const t0 = Date.now();
@@ -98,6 +113,7 @@ const appInfo = (s) =>
 test("energy view: windows with provenance labels and the ladder panel", async () => {
   const s = await Session.start();
   try {
+    await s.click("#tab-energy");
     // The estimate rung always exists on Linux, so the meter must go live once the probe ends.
     await s.waitFor(async () => (await s.text("#view-energy .status")).startsWith("Metering live"), 20000, "the meter going live");
     await s.waitFor(
@@ -224,4 +240,121 @@ test("auditor: the demo workspace's streams are listed and auditable with a clic
     await s.end();
   }
   assert.ok(WS === undefined || fs.existsSync(path.join(WS, "workspace.sqlite")), "the workspace store was created");
+});
+
+// ---- the demo workspace: overview, run view, blueprint view ----
+
+/** `jcp ARGS --json` → [exit code, parsed JSON]. */
+function jcp(args) {
+  const JCP = process.env.JCP_E2E_JCP;
+  assert.ok(JCP, "JCP_E2E_JCP must name the jcp CLI");
+  const r = spawnSync(JCP, [...args, "--json"], { encoding: "utf8" });
+  assert.ok(r.status === 0 || r.status === 1, `jcp ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
+  return [r.status, JSON.parse(r.stdout)];
+}
+
+const overview = (s) =>
+  s.exec(
+    "return [...document.querySelectorAll('#view-workspace .items-table tbody tr.item')].map(r => [r.classList[1], r.querySelector('.path').textContent, r.querySelector('.outcome').textContent])",
+  );
+
+test("workspace: the demo's streams, run and blueprint are listed on first start", async () => {
+  const s = await Session.start();
+  try {
+    assert.equal(await s.exec("return document.querySelector('#view-workspace').hidden"), false, "the overview is the first view");
+    await s.waitFor(async () => {
+      const kinds = (await overview(s)).map((r) => r[0]);
+      return kinds.includes("stream") && kinds.includes("run") && kinds.includes("blueprint");
+    }, 60000, "the demo workspace in the overview");
+    const rows = await overview(s);
+    // The demo's two streams (earlier tests in this workspace opened others too).
+    const inDemo = (p) => !WS || p.startsWith(path.join(WS, "demo") + path.sep);
+    assert.equal(rows.filter((r) => r[0] === "stream" && inDemo(r[1])).length, 2, JSON.stringify(rows));
+    assert.equal(rows.filter((r) => r[0] === "run").length, 1, JSON.stringify(rows));
+    assert.equal(rows.filter((r) => r[0] === "blueprint").length, 2, JSON.stringify(rows));
+    for (const [, p] of rows) assert.ok(!WS || fs.existsSync(p), `${p} exists`);
+    await s.shot("workspace");
+  } finally {
+    await s.end();
+  }
+});
+
+test("run view: the demo run's checkpoints as `jcp run verify --json` reports them", async () => {
+  const s = await Session.start();
+  try {
+    await s.waitFor(async () => (await overview(s)).some((r) => r[0] === "run"), 60000, "the demo run in the overview");
+    const runPath = (await overview(s)).find((r) => r[0] === "run")[1];
+    // Opened from the overview, as a newcomer would.
+    await s.exec("[...document.querySelectorAll('#view-workspace tr.item.run button.open-item')][0].click(); return true");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#run-verdict') !== null")) === true, 30000, "the run's verdict");
+    assert.equal(await s.exec("return document.querySelector('#view-run').hidden"), false);
+    const [code, report] = jcp(["run", "verify", runPath]);
+    const shown = await s.exec(`return {
+      verdict: document.querySelector('#run-verdict .value').textContent,
+      rows: [...document.querySelectorAll('.checkpoints-table tbody tr.checkpoint')].map(r => ({
+        seq: r.querySelector('.seq').textContent, spent: r.querySelector('.spent').textContent,
+        grade: r.querySelector('.spent .grade') ? r.querySelector('.spent .grade').textContent : null,
+        remainder: r.querySelector('.remainder').textContent, verdict: r.querySelector('.rverdict').firstChild.textContent,
+        amendments: (() => { let n = 0; for (let x = r.nextElementSibling; x && x.classList.contains('amendment-row'); x = x.nextElementSibling) n++; return n; })() })) }`);
+    assert.equal(shown.verdict, report.clean ? "clean" : "findings");
+    assert.equal(code, report.clean ? 0 : 1);
+    assert.equal(shown.rows.length, report.checkpoints.length, "every checkpoint is a row");
+    report.checkpoints.forEach((c, i) => {
+      const row = shown.rows[i];
+      assert.equal(row.seq, String(c.seq));
+      assert.equal(row.verdict, c.verdict, `seq ${c.seq} verdict`);
+      assert.equal(row.amendments, c.amendments.length, `seq ${c.seq} amendments`);
+      if (c.spent === null) assert.equal(row.spent, "not stated", `seq ${c.seq}: no spend stated`);
+      else assert.equal(row.grade, c.spent.provenance, `seq ${c.seq}: the spend's provenance`);
+      if (c.remainder.state === "unknown") assert.match(row.remainder, /^unknown/, `seq ${c.seq}: remainder unknown, never the budget`);
+      else assert.doesNotMatch(row.remainder, /unknown/);
+    });
+    assert.ok(report.checkpoints.some((c) => c.spent === null), "the demo has a checkpoint without a stated spend");
+    await s.shot("run");
+    await s.exec("document.querySelector('.checkpoints-table').scrollIntoView(); return true");
+    await s.shot("run-checkpoints");
+  } finally {
+    await s.end();
+  }
+});
+
+test("blueprint view: the demo reconcile as `jcp blueprint reconcile --json` reports it", async () => {
+  const s = await Session.start();
+  try {
+    await s.click("#tab-blueprint");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#blueprint-verdict') !== null")) === true, 60000, "the reconcile verdict");
+    const shown = await s.exec(`return {
+      verdict: document.querySelector('#blueprint-verdict .value').textContent,
+      files: [...document.querySelectorAll('.bp-files tbody tr')].map(r => [r.children[0].textContent, r.children[1].textContent]),
+      steps: [...document.querySelectorAll('.steps-table tbody tr')].map(r => [r.querySelector('.name').textContent, r.querySelector('.outcome').textContent, r.querySelectorAll('.check').length]),
+      notVerified: [...document.querySelectorAll('.not-verified-table tbody td.surface')].map(td => td.textContent),
+      clamps: document.querySelectorAll('.clamps-table tbody tr').length }`);
+    const file = (what) => shown.files.find((f) => f[0] === what)[1];
+    const [code, ev] = jcp([
+      "blueprint", "reconcile", file("blueprint"), file("deployment"),
+      "--keys", file("trusted keys"), "--host-bounds", file("host bounds"), "--descriptors", file("live tool descriptors"),
+    ]);
+    assert.equal(shown.verdict, ev.consistent ? "consistent" : "inconsistent");
+    assert.equal(code, ev.consistent ? 0 : 1);
+    assert.equal(shown.verdict, "consistent", "the demo's first deployment reconciles");
+    assert.deepEqual(shown.notVerified, ev.not_verified.map((n) => n.surface), "every surface the CLI did not verify is shown");
+    for (const h of ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"]) assert.ok(shown.notVerified.includes(h), h);
+    assert.equal(shown.clamps, ev.clamps.length);
+    for (const [step, outcome, checks] of shown.steps) {
+      const cli = ev.checks.filter((c) => c.step === step);
+      assert.equal(checks, cli.length, `${step}: the CLI's checks`);
+      if (cli.length === 0) assert.equal(outcome, "not run", `${step} ran no check, so it is not shown as passed`);
+    }
+    await s.shot("blueprint");
+    await s.exec("document.querySelector('.not-verified').scrollIntoView(); return true");
+    await s.shot("blueprint-not-verified");
+    // The rug-pull deployment: the finding is shown.
+    await s.exec("document.querySelectorAll('#view-blueprint .picker .pick')[1].click(); return true");
+    await s.waitFor(async () => (await s.text("#blueprint-verdict .value")) === "inconsistent", 20000, "the rug-pull verdict");
+    assert.equal(await s.exec("return document.querySelector('.steps-table tr.step.failed .check.fail .code').textContent"), "binding_descriptor_mismatch");
+    await s.exec("document.querySelector('.steps-table tr.step.failed').scrollIntoView(); return true");
+    await s.shot("blueprint-rugpull");
+  } finally {
+    await s.end();
+  }
 });

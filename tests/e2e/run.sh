@@ -38,6 +38,7 @@ if [ -f tests/e2e/streams.sh ]; then
   source tests/e2e/streams.sh "$tmp"
 fi
 status=0
-node --test --test-concurrency=1 tests/e2e/console.e2e.mjs || status=$?
+# JCP_E2E_ONLY=PATTERN runs only the tests whose name matches (while working on one view).
+node --test --test-concurrency=1 ${JCP_E2E_ONLY:+--test-name-pattern="$JCP_E2E_ONLY"} tests/e2e/console.e2e.mjs || status=$?
 if [ "$status" -ne 0 ]; then echo "--- tauri-driver log"; tail -40 "$tmp/driver.log"; fi
 exit "$status"

@@ -34,3 +34,28 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, 
   if (text !== undefined) e.textContent = text;
   return e;
 }
+
+/** Unix seconds as a UTC date and time (`2026-01-01 09:20 UTC`): run records are signed in UTC. */
+export function formatUnixUtc(secs: number): string {
+  const iso = new Date(secs * 1000).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** A long hex id or did:key shortened for a table cell (the full value is the title). */
+export function shortId(id: string, keep = 10): HTMLElement {
+  const c = el("code", "id", id.length > keep + 2 ? `${id.slice(0, keep)}…` : id);
+  c.title = id;
+  return c;
+}
+
+/** A small table with a header row; returns the table and its body. */
+export function table(cls: string, heads: string[]): [HTMLTableElement, HTMLTableSectionElement] {
+  const t = el("table", cls);
+  const tr = el("tr");
+  for (const h of heads) tr.append(el("th", undefined, h));
+  const thead = el("thead");
+  thead.append(tr);
+  const body = el("tbody");
+  t.append(thead, body);
+  return [t, body];
+}

@@ -10,8 +10,11 @@ import type { AuditReportView } from "./gen/AuditReportView";
 import type { StreamRow } from "./gen/StreamRow";
 import type { ActionRow } from "./gen/ActionRow";
 import type { UiError } from "./gen/UiError";
+import type { WorkspaceItem } from "./gen/WorkspaceItem";
+import type { BlueprintReportView } from "./gen/BlueprintReportView";
+import type { RunView } from "./gen/RunView";
 
-export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError };
+export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
 export function toUiError(e: unknown): UiError {
@@ -43,5 +46,8 @@ export const api = {
   auditExport: (id: number, format: "json" | "html") => call<ExportResult>("audit_export", { id, format }),
   workspaceStreams: () => call<StreamRow[]>("workspace_streams"),
   stewardActions: (limit: number) => call<ActionRow[]>("steward_actions", { limit }),
+  workspaceOverview: () => call<WorkspaceItem[]>("workspace_overview"),
+  blueprintReport: (id: number) => call<BlueprintReportView>("blueprint_report", { id }),
+  runReport: (id: number) => call<RunView>("run_report", { id }),
 };
 export type Api = typeof api;

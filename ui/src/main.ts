@@ -1,10 +1,17 @@
-// The console's front end: two views, a banner for the workspace store's
+// The console's front end: five views (workspace overview, live energy,
+// auditor, run, blueprint), a banner for the workspace store's
 // state, and one notice area. Everything it shows comes from the shell.
 import "./style.css";
 import { api, type AppInfo, type UiError } from "./ipc";
 import { el } from "./format";
 import { EnergyView, type Notifier } from "./views/energy";
 import { AuditorView } from "./views/auditor";
+import { WorkspaceView } from "./views/workspace";
+import { BlueprintView } from "./views/blueprint";
+import { RunView } from "./views/run";
+import type { WorkspaceItem } from "./ipc";
+
+export type ViewName = "workspace" | "energy" | "auditor" | "run" | "blueprint";
 
 export class Console {
   readonly root: HTMLElement;
@@ -13,7 +20,10 @@ export class Console {
   private footer = el("footer");
   readonly energy: EnergyView;
   readonly auditor: AuditorView;
-  private current: "energy" | "auditor" = "energy";
+  readonly workspace: WorkspaceView;
+  readonly blueprint: BlueprintView;
+  readonly run: RunView;
+  private current: ViewName = "workspace";
   private tabs: Record<string, HTMLButtonElement> = {};
   private timer: ReturnType<typeof setTimeout> | null = null;
 
@@ -25,11 +35,17 @@ export class Console {
     };
     this.energy = new EnergyView(notify);
     this.auditor = new AuditorView(notify);
+    this.workspace = new WorkspaceView((item) => void this.openItem(item));
+    this.blueprint = new BlueprintView();
+    this.run = new RunView();
     const nav = el("nav");
     nav.append(el("span", "brand", "JCP Console"));
     for (const [id, label] of [
+      ["workspace", "Workspace"],
       ["energy", "Live energy"],
       ["auditor", "Auditor"],
+      ["run", "Run"],
+      ["blueprint", "Blueprint"],
     ] as const) {
       const b = el("button", "tab", label);
       b.id = `tab-${id}`;
@@ -39,9 +55,27 @@ export class Console {
     }
     this.banner.hidden = true;
     const main = el("main");
-    main.append(this.energy.root, this.auditor.root);
+    main.append(this.workspace.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root);
     root.replaceChildren(nav, this.banner, this.notices, main, this.footer);
-    this.select("energy");
+    this.select("workspace");
+  }
+
+  private views(): Record<ViewName, { root: HTMLElement; refresh(): Promise<void> }> {
+    return { workspace: this.workspace, energy: this.energy, auditor: this.auditor, run: this.run, blueprint: this.blueprint };
+  }
+
+  /** Opens a workspace item in its view: a stream is audited, a run verified, a blueprint reconciled. */
+  async openItem(item: WorkspaceItem): Promise<void> {
+    if (item.kind === "stream") {
+      this.select("auditor");
+      await this.auditor.start([item.path]);
+    } else if (item.kind === "run" && item.id !== null) {
+      this.select("run");
+      await this.run.open(item.id);
+    } else if (item.kind === "blueprint" && item.id !== null) {
+      this.select("blueprint");
+      await this.blueprint.open(item.id);
+    }
   }
 
   notice(text: string, kind: "error" | "info", code?: string): void {
@@ -55,10 +89,9 @@ export class Console {
     this.notices.append(n);
   }
 
-  select(view: "energy" | "auditor"): void {
+  select(view: ViewName): void {
     this.current = view;
-    this.energy.root.hidden = view !== "energy";
-    this.auditor.root.hidden = view !== "auditor";
+    for (const [name, v] of Object.entries(this.views())) v.root.hidden = name !== view;
     for (const [id, b] of Object.entries(this.tabs)) b.classList.toggle("active", id === view);
     void this.tick(false);
   }
@@ -85,8 +118,7 @@ export class Console {
 
   /** One poll of the visible view; reschedules itself when `loop`. */
   async tick(loop: boolean): Promise<void> {
-    if (this.current === "energy") await this.energy.refresh();
-    else await this.auditor.refresh();
+    await this.views()[this.current].refresh();
     if (loop) {
       const delay = this.current === "auditor" && this.auditor.running ? 200 : 1000;
       this.timer = setTimeout(() => void this.tick(true), delay);

@@ -44,3 +44,117 @@ export const reportView = (over: Partial<AuditReportView> = {}): AuditReportView
   html: '<section class="field"><h3>receipts</h3><table class="kv"><tbody><tr><th>verified</th><td class="num">9</td></tr><tr><th>failed</th><td class="num">1</td></tr></tbody></table></section>',
   ...over,
 });
+
+import type { BlueprintReportView, RunView, WorkspaceItem } from "../src/ipc";
+
+export const items = (): WorkspaceItem[] => [
+  { kind: "stream", id: null, label: "demo.jcps", path: "/ws/demo/demo.jcps", last_status: "clean" },
+  { kind: "run", id: 1, label: "demo run", path: "/ws/demo/demo.jcprun", last_status: null },
+  { kind: "blueprint", id: 2, label: "summarize, its deployment", path: "/ws/demo/blueprint/summarize.deployment.json", last_status: "consistent" },
+  { kind: "blueprint", id: 3, label: "summarize, rug-pull", path: "/ws/demo/blueprint/summarize-rugpull.deployment.json", last_status: null },
+];
+
+const HOST_OWNED = ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"];
+const STEPS = ["canonical", "digest", "negotiation", "structure", "portability", "signatures", "bind", "bounds"];
+
+export const blueprintReport = (over: Partial<BlueprintReportView> = {}): BlueprintReportView => ({
+  title: "demo.console/summarize release 3",
+  blueprint_path: "/ws/demo/blueprint/summarize.blueprint.json",
+  deployment_path: "/ws/demo/blueprint/summarize.deployment.json",
+  inputs: [
+    { name: "trusted keys", path: "/ws/demo/blueprint/keys.json" },
+    { name: "host bounds", path: null },
+    { name: "live tool descriptors", path: "/ws/demo/blueprint/descriptors.json" },
+  ],
+  verdict: "consistent",
+  verdict_text: "Consistent: every check this protocol can run passed. 9 surface(s) were not verified (listed below). This is evidence, not an authorization.",
+  blueprint_digest: "sha-256:abc",
+  deployment_digest: "sha-256:def",
+  steps: STEPS.map((step) =>
+    step === "bind"
+      ? {
+          step,
+          status: "partial",
+          checks: [{ subject: "deployment → blueprint", verified: true, code: null, detail: "binds sha-256:abc" }],
+          not_verified: [{ surface: "binding_attestation_freshness", reason: "no `now` and maximum age supplied by the host", kind: "missing_input" }],
+        }
+      : { step, status: "passed", checks: [{ subject: "blueprint", verified: true, code: null, detail: "ok" }], not_verified: [] },
+  ),
+  first_failure: null,
+  effective_bounds: [{ bound: "max_cost", value: "40 EUR" }],
+  clamps: [{ bound: "max_cost", protected: false, requested: "50 EUR", effective: "40 EUR" }],
+  not_verified: [
+    ...HOST_OWNED.map((s) => ({ surface: s, reason: "host-owned: this protocol cannot establish it", kind: "host_owned" })),
+    { surface: "binding_attestation_freshness", reason: "no `now` and maximum age supplied by the host", kind: "missing_input" },
+    { surface: "host_bounds", reason: "no host bounds supplied: the deployment's host_bounds stood in", kind: "missing_input" },
+  ],
+  evidence: {},
+  ...over,
+});
+
+/** The rug-pull reconcile: bind fails, bounds is never reached. */
+export const rugPullReport = (): BlueprintReportView => {
+  const base = blueprintReport();
+  return {
+    ...base,
+    verdict: "inconsistent",
+    verdict_text: "Inconsistent: binding_descriptor_mismatch at /tool_bindings/0: live descriptor differs",
+    steps: base.steps.map((s) =>
+      s.step === "bind"
+        ? { ...s, status: "failed", checks: [{ subject: "deployment → blueprint /tool_bindings/0", verified: false, code: "binding_descriptor_mismatch", detail: "live descriptor differs" }], not_verified: [] }
+        : s.step === "bounds"
+          ? { ...s, status: "not_run", checks: [], not_verified: [{ surface: "bounds", reason: "not reached: an earlier step denied", kind: "not_reached" }] }
+          : s,
+    ),
+    first_failure: { code: "binding_descriptor_mismatch", subject: "/tool_bindings/0", detail: "live descriptor differs" },
+    effective_bounds: [],
+    clamps: [],
+    not_verified: [...base.not_verified.filter((n) => n.kind === "host_owned"), { surface: "bounds", reason: "not reached: an earlier step denied", kind: "not_reached" }],
+  };
+};
+
+const BUDGET = "3.600 MJ (1.000 kWh)";
+
+export const runView = (over: Partial<RunView> = {}): RunView => ({
+  path: "/ws/demo/demo.jcprun",
+  verdict: "clean",
+  verdict_text: "Clean: every record verified.",
+  run_grant: "9f8f3235",
+  issuer: "did:key:z6MkSteward",
+  agent: "did:key:z6MkAgent",
+  issued_budget: BUDGET,
+  active_budget: "1.286 MJ (0.357 kWh)",
+  latest_spent: { uj: 1_769_786_037_992, provenance: "HwShunt", amount: "1.770 MJ (0.492 kWh)", text: "1.770 MJ (0.492 kWh), HwShunt" },
+  remainder: { known: true, uj: 544_319_340_812, text: "544.319 kJ" },
+  records: 10,
+  grants: [
+    { index: 0, id: "9f8f3235aaaaaaaaaaaa", role: "run", budget: BUDGET, expiry: 1767279600, verdict: "ok" },
+    { index: 6, id: "18663457bbbbbbbbbbbb", role: "continuation", budget: "1.286 MJ (0.357 kWh)", expiry: 1767272400, verdict: "ok" },
+  ],
+  checkpoints: [
+    {
+      index: 1, seq: 0, id: "957e", grant_id: "9f8f3235aaaaaaaaaaaa", at: 1767258060,
+      spent: { uj: null, provenance: null, amount: null, text: "not stated" },
+      remainder: { known: false, uj: null, text: "unknown — no spend stated" },
+      amend_ceiling: BUDGET, amendments: [], verdict: "ok", codes: [],
+    },
+    {
+      index: 4, seq: 3, id: "23b5", grant_id: "9f8f3235aaaaaaaaaaaa", at: 1767261660,
+      spent: { uj: 1_028_210_757_609, provenance: "HwShunt", amount: "1.028 MJ (0.286 kWh)", text: "1.028 MJ (0.286 kWh), HwShunt" },
+      remainder: { known: true, uj: 2_571_789_242_391, text: "2.572 MJ (0.714 kWh)" },
+      amend_ceiling: "2.572 MJ (0.714 kWh)",
+      amendments: [{ index: 5, id: "970a", amended_by: "did:key:z6MkSteward", budget: "1.286 MJ (0.357 kWh)", ceiling: "2.572 MJ (0.714 kWh)", expiry: 1767272400, instructions: "21fba371", continuation: "18663457bbbbbbbbbbbb", continuation_verified: true }],
+      verdict: "ok", codes: [],
+    },
+    {
+      index: 7, seq: 4, id: "ca06", grant_id: "18663457bbbbbbbbbbbb", at: 1767262860,
+      spent: { uj: 1_253_382_650_490, provenance: "ModelBased", amount: "1.253 MJ (0.348 kWh)", text: "1.253 MJ (0.348 kWh), ModelBased" },
+      remainder: { known: false, uj: null, text: "unknown — the spend when this grant began was not stated" },
+      amend_ceiling: null, amendments: [], verdict: "finding", codes: ["steer-spend-decreased"],
+    },
+  ],
+  findings: [{ index: 7, kind: "checkpoint", code: "steer-spend-decreased", message: "the declared spend went down", admitted: false }],
+  unattached_amendments: [],
+  report: {},
+  ...over,
+});

@@ -21,6 +21,22 @@ describe("ipc", () => {
     ]);
   });
 
+  it("the workspace, run and blueprint commands carry the item id as the shell declares it", async () => {
+    const seen: Array<[string, unknown]> = [];
+    mockIPC((cmd, args) => {
+      seen.push([cmd, args]);
+      return cmd === "workspace_overview" ? [] : {};
+    });
+    await api.workspaceOverview();
+    await api.runReport(4);
+    await api.blueprintReport(5);
+    expect(seen).toEqual([
+      ["workspace_overview", {}],
+      ["run_report", { id: 4 }],
+      ["blueprint_report", { id: 5 }],
+    ]);
+  });
+
   it("turns a rejected command into {code, message}", async () => {
     mockIPC(() => {
       throw { code: "store.locked", message: "the workspace store is locked" };

@@ -1,7 +1,7 @@
 //! The workspace store: WAL, migrations, refusals that name the file, no silent loss.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
-use console_store::{Store, StoreError, WindowRecord, DEFAULT_WINDOW_RETENTION};
+use console_store::{ItemKind, Store, StoreError, WindowRecord, DEFAULT_WINDOW_RETENTION};
 use jcp::energy::{Coverage, Energy, Provenance};
 use serde_json::json;
 
@@ -14,7 +14,7 @@ fn store_new_file_is_wal_and_fully_migrated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested/ws.sqlite");
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 1);
+    assert_eq!(store.schema_version().unwrap(), 2);
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
@@ -180,7 +180,7 @@ fn store_newer_schema_is_refused_not_downgraded() {
     c.pragma_update(None, "user_version", 99).unwrap();
     drop(c);
     let e = Store::open(&path).unwrap_err();
-    assert!(matches!(e, StoreError::NewerSchema { found: 99, supported: 1, .. }), "{e:?}");
+    assert!(matches!(e, StoreError::NewerSchema { found: 99, supported: 2, .. }), "{e:?}");
     assert_eq!(e.code(), "store.newer_schema");
 }
 
@@ -194,4 +194,68 @@ fn store_steward_actions_newest_first() {
     assert_eq!(a.len(), 2);
     assert_eq!(a[0].action, "export_report");
     assert_eq!(a[1].detail, json!({"verdict": "clean"}));
+}
+
+#[test]
+fn store_v1_file_gains_workspace_items_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    let s = Store::open(&path).unwrap();
+    s.record_stream_opened("/ws/demo.jcps", 10, 1).unwrap();
+    drop(s);
+    // Make it the file a console of schema 1 wrote.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch("DROP TABLE workspace_items; PRAGMA user_version = 1;").unwrap();
+    drop(c);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.streams().unwrap().len(), 1, "migration 2 keeps the streams");
+    assert!(s.items().unwrap().is_empty());
+    s.add_item(ItemKind::Run, "demo run", "/ws/demo/run.json", &json!({}), 2).unwrap();
+    assert_eq!(s.items().unwrap().len(), 1);
+}
+
+#[test]
+fn store_workspace_items_are_listed_with_their_last_status() {
+    let s = Store::open_in_memory().unwrap();
+    let bp = s
+        .add_item(ItemKind::Blueprint, "demo blueprint", "/ws/demo/d.deployment.json", &json!({"blueprint": "/ws/demo/b.json"}), 5)
+        .unwrap();
+    let run = s.add_item(ItemKind::Run, "demo run", "/ws/demo/run.json", &json!({}), 6).unwrap();
+    s.set_item_status(bp, "consistent", 9).unwrap();
+    // Adding the same item again keeps its id and its last status.
+    assert_eq!(s.add_item(ItemKind::Blueprint, "demo blueprint (renamed)", "/ws/demo/d.deployment.json", &json!({"blueprint": "/ws/demo/b.json"}), 7).unwrap(), bp);
+    let items = s.items().unwrap();
+    assert_eq!(items.iter().map(|i| i.id).collect::<Vec<_>>(), vec![bp, run]);
+    assert_eq!(items[0].kind, ItemKind::Blueprint);
+    assert_eq!(items[0].label, "demo blueprint (renamed)");
+    assert_eq!(items[0].last_status.as_deref(), Some("consistent"));
+    assert_eq!(items[0].last_opened_at_ms, Some(9));
+    assert_eq!(items[0].detail, json!({"blueprint": "/ws/demo/b.json"}));
+    assert_eq!(items[1].last_status, None, "never opened: no status, not a default one");
+    assert_eq!(s.item(run).unwrap().unwrap().path, "/ws/demo/run.json");
+    assert!(s.item(999).unwrap().is_none());
+    assert_eq!(s.set_item_status(999, "x", 1).unwrap_err().code(), "store.invalid_record");
+}
+
+#[test]
+fn store_item_of_unknown_kind_is_refused_not_defaulted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    drop(Store::open(&path).unwrap());
+    let c = rusqlite::Connection::open(&path).unwrap();
+    // The CHECK constraint keeps SQLite itself from storing one; a file edited
+    // without it (schema altered by hand) must still be refused on read.
+    c.execute_batch(
+        "PRAGMA ignore_check_constraints = ON;
+         INSERT INTO workspace_items (kind, label, path, detail_json, added_at_ms) VALUES ('model', 'x', '/x', '{}', 1);",
+    )
+    .unwrap();
+    drop(c);
+    let before = std::fs::read(&path).unwrap();
+    // SQLite's integrity check sees the broken CHECK: the file is refused, whole.
+    let e = Store::open(&path).unwrap_err();
+    assert_eq!(e.code(), "store.corrupt");
+    assert!(e.to_string().contains("workspace_items"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is left untouched");
 }

@@ -5,6 +5,7 @@
 use console_store::WindowRecord;
 use jcp::energy::{Coverage, Provenance};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::ViewError;
 
@@ -44,6 +45,21 @@ fn unit_for(max_uj: u64) -> (f64, &'static str) {
     }
 }
 
+/// Most x-axis labels the chart shows.
+pub const MAX_X_LABELS: usize = 8;
+
+/// Which windows carry an x-axis label (indices into the windows, oldest
+/// first): the newest, then evenly back in time, at most [`MAX_X_LABELS`].
+/// Labels are drawn under real windows only. (Letting plotters space ticks
+/// evenly over all slots put them on the empty slots in front of a young
+/// history, so the first 30 windows had blank labels.)
+fn label_positions(windows: usize) -> Vec<usize> {
+    let step = windows.div_ceil(MAX_X_LABELS).max(1);
+    let mut at: Vec<usize> = (0..windows).rev().step_by(step).collect();
+    at.reverse();
+    at
+}
+
 /// Renders the last windows (oldest first) as an SVG document of the given size.
 #[allow(clippy::cast_precision_loss)]
 pub fn energy_chart_svg(windows: &[WindowRecord], width: u32, height: u32) -> Result<String, ViewError> {
@@ -56,7 +72,7 @@ pub fn energy_chart_svg(windows: &[WindowRecord], width: u32, height: u32) -> Re
     Ok(svg)
 }
 
-#[allow(clippy::cast_precision_loss)]
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)] // one drawing, top to bottom
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, windows: &[WindowRecord]) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     let (_, h) = root.dim_in_pixel();
@@ -82,13 +98,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
         .x_label_area_size(28)
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..n as f64, 0f64..y_top)?;
-    let ago = |x: &f64| -> String {
-        // Label whole positions only (a window's left edge), once each.
-        let i = x.floor();
-        if (x - i).abs() > 1e-9 || i < offset as f64 || (i as usize) >= n {
-            return String::new();
-        }
-        let w = &windows[i as usize - offset];
+    let ago = |w: &WindowRecord| -> String {
         let secs = newest_end.saturating_sub(w.end_ms) / 1000;
         if secs == 0 {
             "now".to_owned()
@@ -100,12 +110,19 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(WHITE.mix(0.0))
-        .x_labels(8)
-        .x_label_formatter(&ago)
+        .x_labels(0)
         .y_desc(format!("energy ({unit})"))
         .y_label_formatter(&|y| format!("{y:.1}"))
         .label_style(("sans-serif", 12))
         .draw()?;
+
+    // The x labels: each under the centre of a real window (see `label_positions`).
+    let label_font = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+    for i in label_positions(windows.len()) {
+        let (px, py) = chart.backend_coord(&((i + offset) as f64 + 0.5, 0.0));
+        root.draw(&PathElement::new(vec![(px, py), (px, py + 4)], BLACK.stroke_width(1)))?;
+        root.draw(&Text::new(ago(&windows[i]), (px, py + 7), label_font.clone()))?;
+    }
 
     for (i, w) in windows.iter().enumerate() {
         let i = i + offset;

@@ -204,6 +204,24 @@ pub struct StreamRow {
     pub last_verdict: Option<String>,
 }
 
+/// One thing in the workspace, as the overview lists it: a stream, a run
+/// or a blueprint reconcile, with what to open it by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct WorkspaceItem {
+    /// `stream`, `run` or `blueprint`.
+    pub kind: String,
+    /// The store's id of a run or blueprint item; `null` for a stream (opened by path).
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub id: Option<i64>,
+    /// Words for a person.
+    pub label: String,
+    /// The file (a stream, a run file, a reconcile's deployment).
+    pub path: String,
+    /// The outcome when last opened (`clean`/`findings`, `consistent`/`inconsistent`, a run's verdict), if ever.
+    pub last_status: Option<String>,
+}
+
 /// A steward action as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
@@ -240,7 +258,10 @@ mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow)
+        let mut all = all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow, WorkspaceItem);
+        all.extend(crate::blueprint::tests::generated());
+        all.extend(crate::run::tests::generated());
+        all
     }
 
     /// STYLE "IPC types defined once in Rust": the committed `ui/src/gen/*.ts`

@@ -5,10 +5,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod blueprint;
 pub mod chart;
 pub mod ipc;
 pub mod export;
 pub mod report;
+pub mod run;
 
 /// Everything that can go wrong rendering a view.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +25,45 @@ pub enum ViewError {
     /// JSON serialisation failed.
     #[error("the JSON export could not be written: {0}")]
     Json(String),
+    /// A file the view needs could not be read.
+    #[error("cannot read {}: {detail}", path.display())]
+    Unreadable {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        detail: String,
+    },
+    /// A host input of a Blueprint reconcile (keys, host bounds, descriptors) was refused.
+    #[error("the reconcile input {} was refused ({code}): {detail}", path.display())]
+    BlueprintInput {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The Agent Blueprint Protocol's code.
+        code: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The demo artifacts could not be generated (a defect: they are fixed).
+    #[error("the demo blueprint could not be generated: {0}")]
+    Demo(String),
+    /// A run file could not be read or decoded (JCP §4.7).
+    #[error("the run {} could not be read ({code}): {detail}", path.display())]
+    Run {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The core's error code.
+        code: String,
+        /// What was wrong, naming the record.
+        detail: String,
+    },
+    /// A demo file could not be written.
+    #[error("the demo file {} could not be written: {detail}", path.display())]
+    DemoWrite {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        detail: String,
+    },
 }
 
 impl ViewError {
@@ -32,6 +73,11 @@ impl ViewError {
             Self::Chart(_) => "view.chart",
             Self::Csv(_) => "view.csv",
             Self::Json(_) => "view.json",
+            Self::Unreadable { .. } => "view.unreadable",
+            Self::BlueprintInput { .. } => "blueprint.bad_input",
+            Self::Demo(_) => "demo.blueprint",
+            Self::Run { .. } => "run.unreadable",
+            Self::DemoWrite { .. } => "demo.write_failed",
         }
     }
 }

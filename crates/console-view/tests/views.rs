@@ -105,3 +105,267 @@ fn s8_report_html_is_self_contained() {
     assert!(html.contains("/data/s.jcps"));
     assert!(html.contains("&quot;verified&quot;: 3"), "raw JSON embedded, escaped");
 }
+
+/// Issue 7 (live energy view) / §5: while history holds fewer windows than
+/// the chart has slots, every window still gets its age under the axis —
+/// plotters' evenly spaced ticks used to land on the empty slots and blank them.
+#[test]
+fn s5_chart_labels_the_x_axis_from_the_first_window() {
+    let labels = |svg: &str| -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit(">\n").next())
+            .map(|t| t.trim().to_owned())
+            .filter(|t| t == "now" || (t.starts_with('-') && t.ends_with(" s")))
+            .collect()
+    };
+    for n in [1usize, 3, 8, 12, 29, 30, 45] {
+        let windows: Vec<WindowRecord> = (1..=n).map(|i| w(i64::try_from(i).unwrap(), Some(Energy::new(1_000, Provenance::Estimator)))).collect();
+        let svg = chart::energy_chart_svg(&windows, 960, 340).unwrap();
+        let got = labels(&svg);
+        assert!(got.contains(&"now".to_owned()), "{n} windows: the newest window is labelled now: {got:?}");
+        if n <= chart::MAX_X_LABELS {
+            let mut want: Vec<String> = (1..n).rev().map(|a| format!("-{a} s")).collect();
+            want.push("now".into());
+            assert_eq!(got, want, "{n} windows: each window carries its age");
+        } else {
+            assert!(got.len() >= 5 && got.len() <= chart::MAX_X_LABELS, "{n} windows: {got:?}");
+        }
+        // Only ages of real windows: nothing older than the oldest window.
+        for l in &got {
+            let age: usize = if l == "now" { 0 } else { l[1..l.len() - 2].parse().unwrap() };
+            assert!(age < n, "{n} windows: label {l} names an empty slot");
+        }
+    }
+}
+
+// ---- the developer's view of a Blueprint reconcile (ABP §13) ----
+
+mod blueprint_view {
+    use std::path::Path;
+
+    use console_view::blueprint::{self, ReconcileFiles};
+
+    fn demo(dir: &Path) -> Vec<blueprint::DemoReconcile> {
+        blueprint::write_demo(dir).unwrap()
+    }
+
+    fn step<'a>(v: &'a blueprint::BlueprintReportView, name: &str) -> &'a blueprint::StepRow {
+        v.steps.iter().find(|s| s.step == name).unwrap()
+    }
+
+    /// Rewrites a JSON artifact through `edit` (canonical text out).
+    fn rewrite(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+        let mut j: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        edit(&mut j);
+        let v = ::blueprint::json::Value::from_serde(&j).unwrap();
+        std::fs::write(path, ::blueprint::canon::canonical_string(&v).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn abp_13_demo_reconcile_is_consistent_and_still_names_what_it_did_not_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        let v = blueprint::report(&d[0].files).unwrap();
+        assert_eq!(v.verdict, "consistent", "{:#?}", v.steps);
+        assert!(v.verdict_text.contains("not an authorization"));
+        assert_eq!(v.title, "demo.console/summarize release 3");
+        assert_eq!(v.steps.iter().map(|s| s.step.as_str()).collect::<Vec<_>>(), ::blueprint::reconcile::STEPS);
+        for s in &v.steps {
+            assert!(!s.checks.is_empty() && s.checks.iter().all(|c| c.verified), "{} ran and passed", s.step);
+        }
+        // Both artifacts are signed by the demo key the host trusts.
+        assert_eq!(step(&v, "signatures").checks.len(), 2);
+        assert_eq!(step(&v, "signatures").status, "passed");
+        // No `now` supplied: freshness is open, so bind is partial, not passed.
+        let bind = step(&v, "bind");
+        assert_eq!(bind.status, "partial");
+        assert_eq!(bind.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(), ["binding_attestation_freshness"]);
+        // §13: never empty; the seven host-owned surfaces always named.
+        let host_owned: Vec<&str> = v.not_verified.iter().filter(|n| n.kind == "host_owned").map(|n| n.surface.as_str()).collect();
+        assert_eq!(host_owned, ::blueprint::reconcile::HOST_OWNED);
+        // §9: the host narrowed two operational bounds; each narrowing is clamp evidence.
+        let clamps: Vec<(&str, &str, &str)> = v.clamps.iter().map(|c| (c.bound.as_str(), c.requested.as_str(), c.effective.as_str())).collect();
+        assert_eq!(clamps, [("max_cost", "50 EUR", "40 EUR"), ("max_tokens", "20000", "16000")]);
+        assert_eq!(v.effective_bounds.len(), 13);
+        assert!(v.first_failure.is_none());
+        assert!(v.blueprint_digest.as_deref().unwrap().starts_with("sha-256:"));
+        // The raw evidence is the crate's own record, unchanged.
+        let direct = ::blueprint::reconcile::reconcile(
+            &std::fs::read(&d[0].files.blueprint).unwrap(),
+            &std::fs::read(&d[0].files.deployment).unwrap(),
+            &blueprint::inputs(&d[0].files).unwrap(),
+        );
+        assert_eq!(v.evidence, serde_json::to_value(&direct).unwrap());
+    }
+
+    #[test]
+    fn abp_10_demo_rug_pull_deployment_fails_bind_and_later_steps_are_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        let v = blueprint::report(&d[1].files).unwrap();
+        assert_eq!(v.verdict, "inconsistent");
+        let f = v.first_failure.as_ref().unwrap();
+        assert_eq!(f.code, "binding_descriptor_mismatch");
+        assert!(v.verdict_text.contains("binding_descriptor_mismatch"));
+        assert_eq!(step(&v, "bind").status, "failed");
+        let bounds = step(&v, "bounds");
+        assert_eq!(bounds.status, "not_run", "a step never reached is not shown as passed");
+        assert!(bounds.checks.is_empty());
+        assert_eq!(bounds.not_verified[0].kind, "not_reached");
+        assert!(v.effective_bounds.is_empty() && v.clamps.is_empty());
+    }
+
+    #[test]
+    fn abp_13_a_digest_failure_leaves_every_later_step_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        rewrite(&d[0].files.blueprint, |j| j["release_number"] = serde_json::json!(4));
+        let v = blueprint::report(&d[0].files).unwrap();
+        assert_eq!(v.verdict, "inconsistent");
+        assert_eq!(v.first_failure.as_ref().unwrap().code, "digest_mismatch");
+        assert_eq!(step(&v, "canonical").status, "passed");
+        assert_eq!(step(&v, "digest").status, "failed");
+        for s in ["negotiation", "structure", "portability", "signatures", "bind", "bounds"] {
+            assert_eq!(step(&v, s).status, "not_run", "{s}");
+        }
+        assert!(v.blueprint_digest.is_none(), "a digest not established is not shown");
+    }
+
+    #[test]
+    fn abp_6_unsigned_artifacts_are_not_run_not_passed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        for p in [&d[0].files.blueprint, &d[0].files.deployment] {
+            rewrite(p, |j| {
+                j.as_object_mut().unwrap().remove("signatures");
+            });
+        }
+        let v = blueprint::report(&d[0].files).unwrap();
+        let sig = step(&v, "signatures");
+        assert_eq!(sig.status, "not_run");
+        assert_eq!(sig.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(), ["blueprint signatures", "deployment signatures"]);
+        assert!(sig.not_verified.iter().all(|n| n.kind == "missing_input"));
+    }
+
+    #[test]
+    fn abp_13_missing_host_inputs_are_named_and_untrusted_keys_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        let bare = ReconcileFiles { keys: None, host_bounds: None, descriptors: None, ..d[0].files.clone() };
+        let v = blueprint::report(&bare).unwrap();
+        assert!(v.inputs.iter().all(|i| i.path.is_none()));
+        // Without trusted keys a signature is not verified: that is a failure, not a pass.
+        assert_eq!(step(&v, "signatures").status, "failed");
+        assert_eq!(v.verdict, "inconsistent");
+        let surfaces: Vec<&str> = v.not_verified.iter().map(|n| n.surface.as_str()).collect();
+        assert!(surfaces.contains(&"binding_descriptor_digests") && surfaces.contains(&"binding_attestation_freshness"), "{surfaces:?}");
+    }
+
+    #[test]
+    fn unreadable_files_and_refused_inputs_are_typed_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = demo(dir.path());
+        let missing = ReconcileFiles { blueprint: dir.path().join("nope.json"), ..d[0].files.clone() };
+        let e = blueprint::report(&missing).unwrap_err();
+        assert_eq!(e.code(), "view.unreadable");
+        assert!(e.to_string().contains("nope.json"));
+        std::fs::write(d[0].files.keys.as_ref().unwrap(), br#"{"k":"not base64!"}"#).unwrap();
+        let e = blueprint::report(&d[0].files).unwrap_err();
+        assert_eq!(e.code(), "blueprint.bad_input");
+        assert!(e.to_string().contains("keys.json"), "{e}");
+    }
+
+    #[test]
+    fn demo_is_written_once_and_is_the_same_on_every_machine() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        demo(a.path());
+        demo(b.path());
+        for (name, _) in blueprint::demo_texts().unwrap() {
+            assert_eq!(std::fs::read(a.path().join(name)).unwrap(), std::fs::read(b.path().join(name)).unwrap(), "{name}");
+        }
+        // A second start leaves existing files alone.
+        std::fs::write(a.path().join("keys.json"), b"{}").unwrap();
+        demo(a.path());
+        assert_eq!(std::fs::read(a.path().join("keys.json")).unwrap(), b"{}");
+        assert!(std::fs::read_dir(a.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".part")));
+    }
+}
+
+// ---- the steward's read-only view of a run (JCP §4.7) ----
+
+mod run_view {
+    use console_view::run;
+
+    fn demo() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("demo").join(format!("demo.{}", jcp::steering::RUN_EXTENSION));
+        run::write_demo(&path).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn s4_7_demo_run_view_shows_spend_provenance_and_never_the_full_budget_for_unstated_spend() {
+        let (_d, path) = demo();
+        let v = run::report(&path).unwrap();
+        if std::env::var_os("JCP_PRINT_RUN").is_some() {
+            println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        }
+        assert_eq!(v.verdict, "clean", "{:?}", v.findings);
+        assert!(v.findings.is_empty());
+        assert_eq!(v.issued_budget, "3.600 MJ (1.000 kWh)");
+        assert!(v.checkpoints.len() >= 4, "a long run");
+        let seqs: Vec<u64> = v.checkpoints.iter().map(|c| c.seq).collect();
+        let mut sorted = seqs.clone();
+        sorted.sort_unstable();
+        assert_eq!(seqs, sorted, "checkpoints in sequence order");
+        for c in &v.checkpoints {
+            assert_eq!(c.verdict, "ok", "seq {}", c.seq);
+            match &c.spent.uj {
+                None => {
+                    assert_eq!(c.spent.text, "not stated");
+                    assert!(c.spent.provenance.is_none());
+                    assert!(!c.remainder.known && c.remainder.uj.is_none(), "seq {}: no spend stated, so no remainder figure", c.seq);
+                    assert!(c.remainder.text.starts_with("unknown"));
+                }
+                Some(uj) => {
+                    let p = c.spent.provenance.as_deref().unwrap();
+                    assert!(["HwShunt", "ModelBased", "Estimator"].contains(&p));
+                    assert!(c.spent.text.ends_with(&format!(", {p}")), "{}", c.spent.text);
+                    assert!(*uj > 0);
+                }
+            }
+        }
+        assert!(v.checkpoints[0].spent.uj.is_none(), "the demo's first checkpoint states no spend");
+        // The amendment and its continuation.
+        let amended: Vec<&run::CheckpointLine> = v.checkpoints.iter().filter(|c| !c.amendments.is_empty()).collect();
+        assert_eq!(amended.len(), 1);
+        let a = &amended[0].amendments[0];
+        assert!(a.continuation_verified);
+        assert!(v.grants.iter().any(|g| g.role == "continuation" && g.id == a.continuation && g.verdict == "ok"));
+        assert_eq!(v.active_budget.as_deref(), Some(a.budget.as_str()), "the continuation's budget is in force");
+        // The raw report is the core's, unchanged (what `jcp run verify --json` prints).
+        let direct = jcp::steering::Run::read(&path).unwrap().verify().unwrap();
+        assert_eq!(v.report, serde_json::to_value(&direct).unwrap());
+    }
+
+    #[test]
+    fn s4_7_truncated_run_file_is_a_typed_error_naming_the_file() {
+        let (_d, path) = demo();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
+        let e = run::report(&path).unwrap_err();
+        assert_eq!(e.code(), "run.unreadable");
+        assert!(e.to_string().contains("demo.jcprun"), "{e}");
+        let missing = run::report(&path.with_file_name("none.jcprun")).unwrap_err();
+        assert_eq!(missing.code(), "run.unreadable");
+    }
+
+    #[test]
+    fn s4_7_demo_run_is_written_once() {
+        let (_d, path) = demo();
+        std::fs::write(&path, b"kept").unwrap();
+        run::write_demo(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"kept", "an existing run file is never overwritten");
+    }
+}

@@ -107,6 +107,7 @@ fn baseline_with(p: &Path, which: Verifier) -> (Duration, u64) {
                 Verifier::Merged => {
                     let sigs: Vec<[u8; 64]> = b.iter().map(|x| x.1).collect();
                     let keys: Vec<&VerifyingKey> = b.iter().map(|x| &x.2).collect();
+                    let msgs: Vec<[&[u8]; 1]> = msgs.iter().map(|m| [*m]).collect();
                     assert!(jcp_audit::batch::verify_batch(&msgs, &sigs, &keys), "all valid");
                 }
             }

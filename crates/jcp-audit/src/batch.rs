@@ -59,7 +59,9 @@ impl rand_core::CryptoRng for ZeroRng {}
 /// True when every signature in the batch verifies (the same answer as
 /// `ed25519_dalek::verify_batch`); false on any failure or a length mismatch.
 /// A false batch says nothing about which one failed: check each alone.
-pub fn verify_batch(messages: &[&[u8]], signatures: &[[u8; 64]], keys: &[&VerifyingKey]) -> bool {
+/// Each message is given as the pieces it is made of (hashed in order, so
+/// a message need not be copied together first); one piece is the message.
+pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(messages: &[M], signatures: &[[u8; 64]], keys: &[&VerifyingKey]) -> bool {
     let n = signatures.len();
     if messages.len() != n || keys.len() != n {
         return false;
@@ -70,7 +72,9 @@ pub fn verify_batch(messages: &[&[u8]], signatures: &[[u8; 64]], keys: &[&Verify
         let mut h = Sha512::default();
         h.update(&sig[..32]);
         h.update(key.as_bytes());
-        h.update(msg);
+        for piece in msg.as_ref() {
+            h.update(piece.as_ref());
+        }
         hrams.push(h.finalize().into());
     }
     for hram in &hrams {
@@ -134,7 +138,10 @@ mod tests {
     fn both(msgs: &[Vec<u8>], sigs: &[[u8; 64]], vks: &[VerifyingKey]) -> (bool, bool) {
         let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
         let k: Vec<&VerifyingKey> = vks.iter().collect();
-        let ours = verify_batch(&m, sigs, &k);
+        // Ours takes each message in pieces: split every one at a different place.
+        let pieces: Vec<[&[u8]; 2]> = m.iter().enumerate().map(|(i, x)| { let c = i % (x.len() + 1); [&x[..c], &x[c..]] }).collect();
+        let ours = verify_batch(&pieces, sigs, &k);
+        assert_eq!(ours, verify_batch(&m.iter().map(|x| [*x]).collect::<Vec<_>>(), sigs, &k));
         let s: Vec<Signature> = sigs.iter().map(Signature::from_bytes).collect();
         let theirs = ed25519_dalek::verify_batch(&m, &s, vks).is_ok();
         (ours, theirs)
@@ -181,7 +188,7 @@ mod tests {
         // Lengths that disagree.
         let mr: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
         let kr: Vec<&VerifyingKey> = v.iter().collect();
-        assert!(!verify_batch(&mr[..63], &s, &kr));
+        assert!(!verify_batch(&mr[..63].iter().map(|x| [*x]).collect::<Vec<_>>(), &s, &kr));
     }
 
     proptest! {

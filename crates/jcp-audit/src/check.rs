@@ -63,12 +63,12 @@ pub(crate) struct Meta {
 }
 
 /// A decoded record before its signature is checked.
-enum Opened {
-    Signed(Body, Unsealed),
+enum Opened<'a> {
+    Signed(Body, Unsealed<'a>),
     Done(Body),
 }
 
-fn open(kind: RecordKind, payload: &[u8], dids: &mut DidCache) -> Opened {
+fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<'a> {
     match kind {
         RecordKind::Receipt => match OpenedReceipt::open_unsealed(payload, dids) {
             Ok((core, u)) => Opened::Signed(Body::Receipt(Box::new(core)), u),
@@ -105,7 +105,7 @@ thread_local! {
 fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut DidCache) -> Vec<Checked> {
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
     // Indices into `out` of records awaiting a signature check, with their envelope.
-    let mut pending: Vec<(usize, Unsealed, &[u8])> = Vec::with_capacity(BATCH);
+    let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(BATCH);
     for raw in items {
         match &raw.item {
             Item::Fault(f) => out.push(Checked {
@@ -162,12 +162,12 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
     out
 }
 
-fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed, &[u8])>, mode: Verification) {
+fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &[u8])>, mode: Verification) {
     if pending.is_empty() {
         return;
     }
     let batch_ok = mode == Verification::Batch && {
-        let msgs: Vec<&[u8]> = pending.iter().map(|(_, s, _)| s.tbs.as_slice()).collect();
+        let msgs: Vec<[&[u8]; 4]> = pending.iter().map(|(_, s, _)| s.tbs_pieces()).collect();
         let sigs: Vec<[u8; 64]> = pending.iter().map(|(_, s, _)| s.signature).collect();
         let keys: Vec<&VerifyingKey> = pending.iter().map(|(_, s, _)| s.steward.verifying_key()).collect();
         crate::batch::verify_batch(&msgs, &sigs, &keys)

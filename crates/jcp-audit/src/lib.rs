@@ -63,8 +63,9 @@ pub use report::{Finding, Report};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verification {
-    /// Ed25519 batch verification (`ed25519_dalek::verify_batch`, 64 at a
-    /// time); a failing batch is re-checked one by one with `verify_strict`
+    /// Ed25519 batch verification, 64 at a time ([`batch::verify_batch`]:
+    /// `ed25519_dalek::verify_batch`'s equation with a repeated key's terms
+    /// merged); a failing batch is re-checked one by one with `verify_strict`
     /// to name the failing records (docs/decisions.md, "audit batch verification").
     #[default]
     Batch,

@@ -39,9 +39,17 @@ pub struct Position {
 #[derive(Debug, Default)]
 pub struct DidCache {
     /// Keyed by the `did:key` string's bytes, so a lookup needs no UTF-8
-    /// check (a hit equals a string that parsed).
-    map: std::collections::HashMap<Box<[u8]>, Did, std::hash::BuildHasherDefault<TextHasher>>,
+    /// check (a hit equals a string that parsed); values index `keys`.
+    map: std::collections::HashMap<Box<[u8]>, usize, std::hash::BuildHasherDefault<TextHasher>>,
+    keys: Vec<(Box<[u8]>, Did)>,
+    /// The last few keys found, checked by comparison before hashing (a
+    /// receipt names the same three or four keys as the one before it).
+    recent: [usize; RECENT],
+    next: usize,
 }
+
+const RECENT: usize = 4;
+const MAX_KEYS: usize = 4096;
 
 /// A small non-cryptographic hasher for the did cache (keys are `did:key`
 /// strings we parsed; collisions only cost a comparison). Hand-written to
@@ -74,14 +82,24 @@ impl DidCache {
     /// [`DidCache::parse`] over raw bytes: a recalled key is found by its
     /// bytes; anything else must be UTF-8 and a valid `did:key`.
     pub fn parse_bytes(&mut self, b: &[u8]) -> Result<Did, jcp::identity::IdentityError> {
-        if let Some(d) = self.map.get(b) {
-            return Ok(*d);
+        for &i in &self.recent {
+            if let Some((k, d)) = self.keys.get(i) {
+                if **k == *b {
+                    return Ok(*d);
+                }
+            }
+        }
+        if let Some(&i) = self.map.get(b) {
+            self.recent[self.next] = i;
+            self.next = (self.next + 1) % RECENT;
+            return Ok(self.keys[i].1);
         }
         // Not UTF-8, so not `did:key:…` either.
         let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
         let d = Did::parse(s)?;
-        if self.map.len() < 4096 {
-            self.map.insert(b.into(), d);
+        if self.keys.len() < MAX_KEYS {
+            self.map.insert(b.into(), self.keys.len());
+            self.keys.push((b.into(), d));
         }
         Ok(d)
     }
@@ -111,35 +129,100 @@ pub struct Sealed {
 /// A JCR-1 envelope opened on the audit's hot path: like [`Sealed`] but
 /// without the record id, which costs a blake3 pass over the whole record
 /// and is needed only for records that something refers to (an allow, which
-/// its outcome names). [`Unsealed::identify`] adds it.
+/// its outcome names), and with the `Sig_structure` kept as pieces of the
+/// record instead of a copy ([`Unsealed::tbs_pieces`]). [`Unsealed::identify`]
+/// adds the id.
 #[derive(Debug, Clone)]
-pub struct Unsealed {
+pub struct Unsealed<'a> {
     /// The steward named by the COSE `kid`.
     pub steward: Did,
     /// Stream position from the protected header.
     pub position: Position,
-    /// The `Sig_structure` bytes (`ToBeSigned`).
-    pub tbs: Vec<u8>,
     /// The Ed25519 signature.
     pub signature: [u8; 64],
+    tbs: Tbs<'a>,
 }
 
-impl Unsealed {
+/// The `Sig_structure` bytes, whole or as the four pieces it is made of.
+#[derive(Debug, Clone)]
+enum Tbs<'a> {
+    Whole(Vec<u8>),
+    /// `["Signature1", protected, h'', payload]`: `head` is everything up to
+    /// and including the protected header's length, `mid` is `h''` and the
+    /// payload's length; `protected` and `payload` are the record's own bytes.
+    Pieces { head: TbsHead, protected: &'a [u8], mid: TbsHead, payload: &'a [u8] },
+}
+
+/// A few bytes of CBOR heads kept inline (at most 21).
+#[derive(Debug, Clone, Copy)]
+struct TbsHead {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl TbsHead {
+    fn new() -> Self {
+        Self { bytes: [0; 24], len: 0 }
+    }
+
+    fn push(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    fn push_bstr_head(&mut self, n: usize) {
+        let (h, len) = bstr_head(n);
+        self.push(&h[..len]);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl<'a> Unsealed<'a> {
+    /// The envelope of a record in its canonical layout, over its own bytes.
+    pub(crate) fn from_parts(steward: Did, position: Position, signature: [u8; 64], protected: &'a [u8], payload: &'a [u8]) -> Self {
+        let mut head = TbsHead::new();
+        head.push(&[0x84, 0x6a]);
+        head.push(b"Signature1");
+        head.push_bstr_head(protected.len());
+        let mut mid = TbsHead::new();
+        mid.push(&[0x40]);
+        mid.push_bstr_head(payload.len());
+        Self { steward, position, signature, tbs: Tbs::Pieces { head, protected, mid, payload } }
+    }
+
+    /// The `Sig_structure` (`ToBeSigned`) as consecutive pieces: hashing them
+    /// in order is hashing [`Unsealed::tbs`].
+    pub fn tbs_pieces(&self) -> [&[u8]; 4] {
+        match &self.tbs {
+            Tbs::Whole(v) => [v.as_slice(), &[], &[], &[]],
+            Tbs::Pieces { head, protected, mid, payload } => [head.as_slice(), protected, mid.as_slice(), payload],
+        }
+    }
+
+    /// The `Sig_structure` (`ToBeSigned`) in one piece.
+    pub fn tbs(&self) -> Vec<u8> {
+        match &self.tbs {
+            Tbs::Whole(v) => v.clone(),
+            Tbs::Pieces { .. } => self.tbs_pieces().concat(),
+        }
+    }
+
     /// Adds the record id: blake3 of the whole envelope `bytes` this was
     /// opened from.
     pub fn identify(self, bytes: &[u8]) -> Sealed {
-        Sealed {
-            steward: self.steward,
-            position: self.position,
-            tbs: self.tbs,
-            signature: self.signature,
-            id: ContentId::of_bytes(bytes),
-        }
+        let tbs = match self.tbs {
+            Tbs::Whole(v) => v,
+            Tbs::Pieces { .. } => self.tbs(),
+        };
+        Sealed { steward: self.steward, position: self.position, tbs, signature: self.signature, id: ContentId::of_bytes(bytes) }
     }
 
     /// Checks the signature under the `kid` (`verify_strict`).
     pub fn verify_signature(&self) -> Result<(), ReceiptError> {
-        if self.steward.verify(&self.tbs, &self.signature) {
+        if self.steward.verify(&self.tbs(), &self.signature) {
             Ok(())
         } else {
             Err(ReceiptError::BadSignature(self.steward.to_did_string()))
@@ -147,9 +230,9 @@ impl Unsealed {
     }
 }
 
-impl From<Sealed> for Unsealed {
+impl From<Sealed> for Unsealed<'static> {
     fn from(s: Sealed) -> Self {
-        Self { steward: s.steward, position: s.position, tbs: s.tbs, signature: s.signature }
+        Self { steward: s.steward, position: s.position, signature: s.signature, tbs: Tbs::Whole(s.tbs) }
     }
 }
 
@@ -205,24 +288,43 @@ fn read_uint(v: &CborValue, what: &str) -> Result<u64, ReceiptError> {
     }
 }
 
-fn push_bstr(out: &mut Vec<u8>, b: &[u8]) {
-    let n = b.len() as u64;
-    match b.len() {
-        0..=23 => out.push(0x40 | u8::try_from(n).unwrap_or(0)),
-        24..=0xff => out.extend_from_slice(&[0x58, u8::try_from(n).unwrap_or(0)]),
+/// The shortest CBOR head of a byte string of `len` bytes, and its length.
+fn bstr_head(len: usize) -> ([u8; 9], usize) {
+    let n = len as u64;
+    let be = n.to_be_bytes();
+    let mut h = [0u8; 9];
+    let used = match len {
+        0..=23 => {
+            h[0] = 0x40 | be[7];
+            1
+        }
+        24..=0xff => {
+            h[0] = 0x58;
+            h[1] = be[7];
+            2
+        }
         0x100..=0xffff => {
-            out.push(0x59);
-            out.extend_from_slice(&u16::try_from(n).unwrap_or(0).to_be_bytes());
+            h[0] = 0x59;
+            h[1..3].copy_from_slice(&be[6..]);
+            3
         }
         0x1_0000..=0xffff_ffff => {
-            out.push(0x5a);
-            out.extend_from_slice(&u32::try_from(n).unwrap_or(0).to_be_bytes());
+            h[0] = 0x5a;
+            h[1..5].copy_from_slice(&be[4..]);
+            5
         }
         _ => {
-            out.push(0x5b);
-            out.extend_from_slice(&n.to_be_bytes());
+            h[0] = 0x5b;
+            h[1..9].copy_from_slice(&be);
+            9
         }
-    }
+    };
+    (h, used)
+}
+
+fn push_bstr(out: &mut Vec<u8>, b: &[u8]) {
+    let (h, n) = bstr_head(b.len());
+    out.extend_from_slice(&h[..n]);
     out.extend_from_slice(b);
 }
 

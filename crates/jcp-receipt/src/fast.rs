@@ -13,7 +13,7 @@
 
 use jcp::cbor::ContentId;
 
-use crate::cose::{self, DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
+use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
 use crate::receipt::{FVal, OpenedReceipt, ReceiptCore};
 use crate::record::{Outcome, OutcomeStatus};
 
@@ -159,7 +159,7 @@ fn core(b: &[u8]) -> Option<Vec<(&[u8], FVal<'_>)>> {
 
 /// The envelope in its canonical minted layout: (steward, position, tbs,
 /// signature) and the core's entries. No record id (see [`Unsealed`]).
-fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed, Vec<(&'a [u8], FVal<'a>)>)> {
+fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, Vec<(&'a [u8], FVal<'a>)>)> {
     let mut c = Cur { b: bytes, pos: 0 };
     if c.byte()? != 0xd2 || c.byte()? != 0x84 {
         return None;
@@ -178,12 +178,12 @@ fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed, Vec<(
     let entries = core(payload)?;
     let mut signature = [0u8; 64];
     signature.copy_from_slice(sig);
-    Some((Unsealed { steward, position, tbs: cose::sig_structure(prot, payload), signature }, entries))
+    Some((Unsealed::from_parts(steward, position, signature, prot, payload), entries))
 }
 
 /// Opens a receipt in its canonical minted layout, without its record id;
 /// `None` means "take the `coset` path".
-pub(crate) fn open_receipt_unsealed(bytes: &[u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed)> {
+pub(crate) fn open_receipt_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed<'a>)> {
     let (unsealed, entries) = envelope(bytes, dids)?;
     let core = ReceiptCore::from_entries(&entries, dids).ok()?;
     (core.steward == unsealed.steward).then_some((core, unsealed))
@@ -198,7 +198,7 @@ pub(crate) fn open_receipt(bytes: &[u8], dids: &mut DidCache) -> Option<OpenedRe
 
 /// Opens an outcome record the same way, without its record id; `None`
 /// means "take the `coset` path".
-pub(crate) fn open_outcome_unsealed(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome, Unsealed)> {
+pub(crate) fn open_outcome_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Outcome, Unsealed<'a>)> {
     let (unsealed, entries) = envelope(bytes, dids)?;
     if entries.len() != 4 {
         return None;
@@ -238,7 +238,7 @@ mod tests {
 
     fn slow(bytes: &[u8]) -> Option<OpenedReceipt> {
         let mut dids = DidCache::new();
-        let (sealed, v) = cose::open(bytes, &mut dids).ok()?;
+        let (sealed, v) = crate::cose::open(bytes, &mut dids).ok()?;
         let core = ReceiptCore::from_value(&v, &mut dids).ok()?;
         (core.steward == sealed.steward).then_some(OpenedReceipt { core, sealed })
     }
@@ -270,7 +270,14 @@ mod tests {
         let mut dids = DidCache::new();
         for r in receipts() {
             let f = open_receipt(&r, &mut dids).expect("the minted layout takes the fast path");
-            assert!(same(&f, &slow(&r).unwrap()));
+            let s = slow(&r).unwrap();
+            assert!(same(&f, &s));
+            // The hot path's ToBeSigned, kept in pieces, is the same bytes.
+            let (core, u) = open_receipt_unsealed(&r, &mut dids).unwrap();
+            assert_eq!(core, s.core);
+            assert_eq!(u.tbs(), s.sealed.tbs);
+            assert_eq!(u.tbs_pieces().concat(), s.sealed.tbs);
+            assert!(u.verify_signature().is_ok());
         }
     }
 

@@ -528,14 +528,17 @@ impl OpenedReceipt {
 
     /// [`OpenedReceipt::open`] without the record id (the audit's hot path;
     /// see [`crate::cose::Unsealed`]). Same acceptance and errors.
-    pub fn open_unsealed(bytes: &[u8], dids: &mut DidCache) -> Result<(ReceiptCore, crate::cose::Unsealed), ReceiptError> {
+    pub fn open_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(ReceiptCore, crate::cose::Unsealed<'a>), ReceiptError> {
         if let Some(fast) = crate::fast::open_receipt_unsealed(bytes, dids) {
             return Ok(fast);
         }
         Self::open_coset(bytes, dids).map(|o| (o.core, o.sealed.into()))
     }
 
-    fn open_coset(bytes: &[u8], dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    /// [`OpenedReceipt::open`] through `coset` only (the reference path the
+    /// zero-copy reader must never be wider than; for tests and fuzzing).
+    #[doc(hidden)]
+    pub fn open_coset(bytes: &[u8], dids: &mut DidCache) -> Result<Self, ReceiptError> {
         let (sealed, core) = cose::open(bytes, dids)?;
         let core = ReceiptCore::from_value(&core, dids)?;
         if core.steward != sealed.steward {

@@ -140,7 +140,7 @@ pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Seale
 
 /// [`open_outcome`] without the record id (the audit's hot path; see
 /// [`crate::cose::Unsealed`]). Same acceptance and errors.
-pub fn open_outcome_unsealed(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, crate::cose::Unsealed), ReceiptError> {
+pub fn open_outcome_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(Outcome, crate::cose::Unsealed<'a>), ReceiptError> {
     if let Some(fast) = crate::fast::open_outcome_unsealed(bytes, dids) {
         return Ok(fast);
     }

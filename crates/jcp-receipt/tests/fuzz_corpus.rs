@@ -119,13 +119,19 @@ fn fuzz_stream_reader_corpus_replays_with_every_byte_accounted() {
 }
 
 #[test]
-fn fuzz_cose_open_corpus_replays_with_typed_errors() {
+fn fuzz_cose_open_corpus_replays_with_typed_errors_and_the_hot_path_matches_coset() {
     let mut n = 0;
     for e in std::fs::read_dir(corpus("cose_open")).unwrap() {
         let p = e.unwrap().path();
         let data = std::fs::read(&p).unwrap();
         let mut dids = DidCache::new();
         let r = OpenedReceipt::open(&data, &mut dids);
+        // The hot path (zero-copy, unsealed) agrees with the coset reference.
+        let reference = OpenedReceipt::open_coset(&data, &mut dids);
+        assert_eq!(r.as_ref().err().map(|e| e.code()), reference.as_ref().err().map(|e| e.code()));
+        assert_eq!(OpenedReceipt::open_unsealed(&data, &mut dids).is_ok(), reference.is_ok());
+        let hot = jcp_receipt::record::open_outcome_unsealed(&data, &mut dids);
+        assert_eq!(hot.is_ok(), jcp_receipt::record::open_outcome_coset(&data, &mut dids).is_ok());
         let _ = jcp_receipt::record::open_outcome(&data, &mut dids);
         let _ = jcp_receipt::record::open_revocation(&data, &mut dids);
         let name = p.file_name().unwrap().to_string_lossy().to_string();

@@ -1,0 +1,191 @@
+// Run view, the steward's (JCP §4.7), read-only for now: a run's checkpoints
+// in order — sequence, declared spend with its provenance or "not stated",
+// what is left (or "unknown": never the full budget when no spend is stated),
+// amendments with their continuation grants, and the verdict on each record.
+import { api, type RunView as Run, type UiError, type WorkspaceItem } from "../ipc";
+import { el, formatUnixUtc, GRADE_MEANING, shortId, table } from "../format";
+
+export class RunView {
+  readonly root: HTMLElement;
+  private status = el("p", "status");
+  private picker = el("div", "picker");
+  private report = el("div", "run-report");
+  private items: WorkspaceItem[] = [];
+  private selected: number | null = null;
+  private shown: number | null = null;
+  private loading = false;
+
+  constructor() {
+    this.root = el("section", "view run");
+    this.root.id = "view-run";
+    const head = el("div", "view-head");
+    const again = el("button", "verify-again", "Verify again");
+    again.addEventListener("click", () => void this.load());
+    head.append(el("h2", undefined, "Run"), again);
+    const note = el("p", "hint", "Read-only: approving, amending and revoking from the console come in a later release; ");
+    note.append(el("code", undefined, "jcp run amend"), document.createTextNode(" does it headless today."));
+    this.root.append(head, note, this.picker, this.status, this.report);
+  }
+
+  async open(id: number): Promise<void> {
+    this.selected = id;
+    this.renderPicker();
+    await this.load();
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const all = await api.workspaceOverview();
+      this.items = all.filter((i) => i.kind === "run" && i.id !== null);
+    } catch (e) {
+      this.fail(e as UiError);
+      return;
+    }
+    if (this.selected === null && this.items.length > 0) this.selected = this.items[0].id;
+    this.renderPicker();
+    if (this.items.length === 0) {
+      this.status.textContent = "No run in this workspace yet.";
+      this.status.className = "status";
+      return;
+    }
+    if (this.selected !== null && this.shown !== this.selected) await this.load();
+  }
+
+  private renderPicker(): void {
+    this.picker.replaceChildren(
+      ...this.items.map((it) => {
+        const b = el("button", "pick", it.label);
+        b.classList.toggle("active", it.id === this.selected);
+        b.addEventListener("click", () => void this.open(it.id as number));
+        return b;
+      }),
+    );
+  }
+
+  private fail(e: UiError): void {
+    this.status.textContent = e.message;
+    this.status.className = "status error";
+  }
+
+  private async load(): Promise<void> {
+    const id = this.selected;
+    if (id === null || this.loading) return;
+    this.loading = true;
+    try {
+      const v = await api.runReport(id);
+      if (this.selected === id) {
+        this.show(v);
+        this.shown = id;
+        this.status.textContent = "";
+        this.status.className = "status";
+      }
+    } catch (e) {
+      this.shown = id;
+      this.report.replaceChildren();
+      this.fail(e as UiError);
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  show(v: Run): void {
+    const parts: HTMLElement[] = [];
+    const verdict = el("div", `verdict ${v.verdict}`);
+    verdict.id = "run-verdict";
+    verdict.append(el("span", "label", "Verdict: "), el("strong", "value", v.verdict));
+    parts.push(verdict, el("p", "verdict-text", v.verdict_text));
+
+    // The run at a glance.
+    const [st, sb] = table("run-summary", ["", ""]);
+    st.querySelector("thead")?.remove();
+    const kv = (k: string, val: string | HTMLElement, cls?: string) => {
+      const tr = el("tr");
+      const td = el("td", cls);
+      if (typeof val === "string") td.textContent = val;
+      else td.append(val);
+      tr.append(el("th", undefined, k), td);
+      sb.append(tr);
+    };
+    kv("file", v.path, "path");
+    kv("steward (issuer)", shortId(v.issuer, 24));
+    kv("agent", shortId(v.agent, 24));
+    kv("budget issued", v.issued_budget);
+    kv("budget in force", v.active_budget ?? "none: no grant is active (an amendment's continuation is missing or refused)");
+    kv("latest stated spend", v.latest_spent.text, v.latest_spent.uj === null ? "none" : undefined);
+    kv("remainder of the budget in force", v.remainder.text, v.remainder.known ? "remainder" : "remainder unknown");
+    kv("records", String(v.records));
+    const summary = el("div", "panel");
+    summary.append(st);
+    parts.push(summary);
+
+    // Every checkpoint.
+    const roles = new Map(v.grants.map((g) => [g.id, g.role]));
+    const [ct, cb] = table("checkpoints-table", ["seq", "at", "under grant", "spent (cumulative)", "remainder", "most an amendment may set", "verdict"]);
+    for (const c of v.checkpoints) {
+      const tr = el("tr", `checkpoint ${c.verdict}`);
+      const grant = el("td");
+      grant.append(el("span", undefined, `${roles.get(c.grant_id) ?? "unknown"} `), shortId(c.grant_id, 8));
+      const spent = el("td", c.spent.uj === null ? "spent none" : "spent");
+      if (c.spent.uj === null) spent.textContent = "not stated";
+      else {
+        spent.append(el("span", "amount", c.spent.amount ?? ""), el("span", "sep", " "));
+        const chip = el("span", `grade grade-${c.spent.provenance}`, c.spent.provenance ?? "");
+        chip.title = GRADE_MEANING[c.spent.provenance ?? ""] ?? "";
+        spent.append(chip);
+      }
+      const rem = el("td", c.remainder.known ? "remainder" : "remainder unknown", c.remainder.text);
+      const ceiling = el("td", c.amend_ceiling ? "ceiling" : "ceiling none", c.amend_ceiling ?? "—");
+      // Amendments made here: a row of their own under the checkpoint.
+      const amRows = c.amendments.map((a) => {
+        const atr = el("tr", "amendment-row");
+        const td = el("td", "amendment");
+        td.colSpan = 7;
+        td.append(el("strong", undefined, `Amendment (record ${a.index}) by the steward: `), el("span", undefined, `budget set to ${a.budget}, at most ${a.ceiling}`));
+        if (a.expiry !== null) td.append(el("span", undefined, `; expires ${formatUnixUtc(a.expiry)}`));
+        if (a.instructions) td.append(el("span", undefined, "; new instructions "), shortId(a.instructions, 8));
+        const cont = el("span", a.continuation_verified ? "continuation ok" : "continuation fail");
+        cont.append(document.createTextNode(a.continuation_verified ? "; continuation grant verified " : "; continuation grant NOT verified "), shortId(a.continuation, 8));
+        td.append(cont);
+        atr.append(td);
+        return atr;
+      });
+      const vd = el("td", `rverdict ${c.verdict}`, c.verdict);
+      if (c.codes.length) vd.append(el("div", "codes", c.codes.join(", ")));
+      tr.append(el("td", "num seq", String(c.seq)), el("td", "at", formatUnixUtc(c.at)), grant, spent, rem, ceiling, vd);
+      cb.append(tr, ...amRows);
+    }
+    const cps = el("div", "panel");
+    cps.append(el("h3", undefined, `Checkpoints (${v.checkpoints.length})`), ct);
+    parts.push(cps);
+
+    // Grants and findings.
+    const lower = el("div", "lower");
+    const [gt, gb] = table("grants-table", ["record", "role", "grant", "budget", "expires", "verdict"]);
+    for (const g of v.grants) {
+      const tr = el("tr", `grant ${g.verdict}`);
+      const id = el("td");
+      id.append(shortId(g.id, 8));
+      tr.append(el("td", "num", String(g.index)), el("td", undefined, g.role), id, el("td", undefined, g.budget), el("td", undefined, formatUnixUtc(g.expiry)), el("td", `rverdict ${g.verdict}`, g.verdict));
+      gb.append(tr);
+    }
+    const grants = el("div", "panel");
+    grants.append(el("h3", undefined, "Grants"), gt);
+    const findings = el("div", "panel findings");
+    findings.append(el("h3", undefined, `Findings (${v.findings.length})`));
+    if (v.findings.length === 0) findings.append(el("p", "none", "None: every record verified."));
+    else {
+      const [ft, fb] = table("findings-table", ["record", "kind", "code", "what", "admitted"]);
+      for (const f of v.findings) {
+        const tr = el("tr", "finding");
+        tr.append(el("td", "num", String(f.index)), el("td", undefined, f.kind), el("td", "code", f.code), el("td", undefined, f.message), el("td", undefined, f.admitted ? "yes" : "no"));
+        fb.append(tr);
+      }
+      findings.append(ft);
+    }
+    if (v.unattached_amendments.length) findings.append(el("p", "unattached", `Refused amendments not at the latest checkpoint: records ${v.unattached_amendments.join(", ")}`));
+    lower.append(grants, findings);
+    parts.push(lower);
+
+    this.report.replaceChildren(...parts);
+  }
+}

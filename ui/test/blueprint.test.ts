@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
+import { BlueprintView } from "../src/views/blueprint";
+import { blueprintReport, items, rugPullReport } from "./fixtures";
+
+afterEach(() => clearMocks());
+
+const cells = (root: HTMLElement, css: string) => [...root.querySelectorAll(css)].map((e) => e.textContent);
+
+describe("blueprint view (the developer's)", () => {
+  it("abp_13_consistent_report_shows_each_step_and_what_was_not_verified", async () => {
+    const asked: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "workspace_overview") return items();
+      if (cmd === "blueprint_report") {
+        asked.push(args);
+        return blueprintReport();
+      }
+      throw new Error(cmd);
+    });
+    const v = new BlueprintView();
+    await v.refresh();
+    await v.refresh();
+    expect(asked).toEqual([{ id: 2 }]); // the first blueprint, reconciled once, not on every poll
+    expect(v.root.querySelector("#blueprint-verdict .value")?.textContent).toBe("consistent");
+    // Consistent is never shown without its gaps.
+    expect(v.root.querySelector("#blueprint-verdict")?.textContent).toContain("9 surface(s) not verified");
+    expect(cells(v.root, ".steps-table tbody td.name")).toEqual(["canonical", "digest", "negotiation", "structure", "portability", "signatures", "bind", "bounds"]);
+    const bind = v.root.querySelector(".steps-table tr.step.partial")!;
+    expect(bind.querySelector(".outcome")?.textContent).toBe("passed in part");
+    expect(bind.querySelector(".step-open")?.textContent).toContain("binding_attestation_freshness");
+    const nv = cells(v.root, ".not-verified-table td.surface");
+    for (const s of ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth", "host_bounds"]) expect(nv).toContain(s);
+    expect(cells(v.root, ".not-verified-table tr.host_owned td.kind")[0]).toBe("host-owned");
+    expect(cells(v.root, ".clamps-table td.value")).toEqual(["50 EUR", "40 EUR"]);
+    // An input the host did not supply is said, not left blank.
+    expect(v.root.querySelector(".bp-files")?.textContent).toContain("not supplied");
+  });
+
+  it("abp_13_a_step_never_reached_reads_not_run_and_bounds_not_computed", async () => {
+    mockIPC((cmd) => (cmd === "workspace_overview" ? items() : rugPullReport()));
+    const v = new BlueprintView();
+    await v.open(3);
+    expect(v.root.querySelector("#blueprint-verdict .value")?.textContent).toBe("inconsistent");
+    const bounds = v.root.querySelector(".steps-table tr.step.not_run")!;
+    expect(bounds.querySelector(".outcome")?.textContent).toBe("not run");
+    expect(bounds.querySelector(".checks")?.textContent).toBe("no check ran");
+    expect(v.root.querySelector(".steps-table tr.step.failed .check.fail .code")?.textContent).toBe("binding_descriptor_mismatch");
+    expect(v.root.querySelector(".verdict-text")?.textContent).toContain("binding_descriptor_mismatch at /tool_bindings/0");
+    expect(v.root.querySelector("#blueprint-verdict")?.textContent).toContain("8 surface(s) not verified");
+    expect(v.root.querySelector(".bounds-table")).toBeNull();
+    expect(v.root.textContent).toContain("Not computed: the bounds step did not run.");
+    expect(v.root.querySelector(".not-verified-table tr.not_reached td.kind")?.textContent).toBe("not reached");
+  });
+
+  it("the picker switches between the workspace's blueprints", async () => {
+    const asked: number[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "workspace_overview") return items();
+      asked.push((args as { id: number }).id);
+      return (args as { id: number }).id === 3 ? rugPullReport() : blueprintReport();
+    });
+    const v = new BlueprintView();
+    await v.refresh();
+    const picks = [...v.root.querySelectorAll<HTMLButtonElement>(".picker .pick")];
+    expect(picks.map((p) => p.textContent)).toEqual(["summarize, its deployment", "summarize, rug-pull"]);
+    picks[1].click();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(asked).toEqual([2, 3]);
+    expect(v.root.querySelector(".picker .pick.active")?.textContent).toBe("summarize, rug-pull");
+    expect(v.root.querySelector("#blueprint-verdict .value")?.textContent).toBe("inconsistent");
+  });
+
+  it("an error reaches the person in words and no stale report stays", async () => {
+    let fail = false;
+    mockIPC((cmd) => {
+      if (cmd === "workspace_overview") return items();
+      if (fail) throw { code: "view.unreadable", message: "cannot read /ws/demo/blueprint/summarize.blueprint.json: No such file or directory" };
+      return blueprintReport();
+    });
+    const v = new BlueprintView();
+    await v.refresh();
+    fail = true;
+    (v.root.querySelector(".reconcile-again") as HTMLButtonElement).click();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(v.root.querySelector(".status.error")?.textContent).toContain("cannot read /ws/demo/blueprint/summarize.blueprint.json");
+    expect(v.root.querySelector("#blueprint-verdict")).toBeNull();
+  });
+});
