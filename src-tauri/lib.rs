@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod engines;
 pub mod error;
+pub mod priority;
 pub mod state;
 
 use std::path::PathBuf;
@@ -61,6 +62,9 @@ pub fn run() -> std::process::ExitCode {
     let streams: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let result = configure(tauri::Builder::default())
         .setup(move |app| {
+            if let Err(e) = priority::init_audit_pool() {
+                eprintln!("jcp-console: {e}");
+            }
             let dir = workspace_dir(app)?;
             let state = AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
             if let Some(e) = &state.store_info.error {

@@ -246,6 +246,8 @@ impl AppState {
         let audit = self.audit.clone();
         let store = self.store.clone();
         let spawned = std::thread::Builder::new().name(format!("audit-{id}")).spawn(move || {
+            // Reading and accounting run here: below the window too.
+            crate::priority::lower_this_thread();
             let pathbufs: Vec<PathBuf> = files.into_iter().map(|f| f.0).collect();
             let outcome = engine(&pathbufs, &progress, &cancel);
             finish(&audit, &store, id, &paths, outcome, cancel.load(Ordering::Relaxed));

@@ -8,9 +8,10 @@
 //     the app reports it; compared with `jcp audit` (target <= 1.2x);
 //   * progress: every change of the progress line while the auditor view is
 //     shown (target: at least two updates a second);
-//   * clicks: a tab click sent through WebDriver while the audit runs, until
-//     the next frame after the view switched (target < 100 ms); the figure
-//     includes the driver's own round trip, so it is an upper bound;
+//   * clicks: tab clicks sent through WebDriver while the audit runs, timed
+//     in the page from the click event's own time stamp to after the next
+//     frame (target < 100 ms), and from the driver's side (which adds the
+//     driver's round trip; the same clicks after the audit show how much);
 //   * memory: peak RSS of the app process (the audit runs in it) against the
 //     engine's bound (256 MiB) + 100 MiB; `jcp audit`'s own peak and the
 //     WebKit processes' are reported beside it.
@@ -63,6 +64,22 @@ function hwmKib(pid) {
   }
 }
 
+// A first start writes the demo workspace; the measured start is the second,
+// as for a person who opens a stream in the console they already use.
+{
+  const warm = await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: APP, args: [] } } } });
+  const w = (p) => `/session/${warm.sessionId}${p}`;
+  for (let i = 0; i < 100; i++) {
+    const n = await wd("POST", w("/execute/sync"), {
+      script: "return document.querySelectorAll('#view-workspace tbody tr').length",
+      args: [],
+    }).catch(() => 0);
+    if (n >= 4) break;
+    await sleep(200);
+  }
+  await wd("DELETE", w("")).catch(() => {});
+}
+
 const t0 = Date.now();
 const session = await wd("POST", "/session", {
   capabilities: { alwaysMatch: { "tauri:options": { application: APP, args: [STREAM] } } },
@@ -87,7 +104,16 @@ try {
       if (!window.__bench.verdictAt && document.querySelector('#audit-verdict')) window.__bench.verdictAt = Date.now();
     };
     new MutationObserver(rec).observe(document.body, { subtree: true, childList: true, characterData: true });
-    rec();`);
+    rec();
+    // Every click, from the input event's own time stamp to after the next
+    // frame is painted (a timer queued from requestAnimationFrame runs after it).
+    window.__bench.clicks = [];
+    window.__bench.phase = 'running';
+    document.addEventListener('click', (e) => {
+      const t = e.timeStamp;
+      const phase = window.__bench.phase;
+      requestAnimationFrame(() => setTimeout(() => window.__bench.clicks.push([phase, performance.now() - t]), 0));
+    }, true);`);
   const auditorTab = await find("#tab-auditor");
   const energyTab = await find("#tab-energy");
   await wd("POST", u(`/element/${auditorTab}/click`), {});
@@ -129,6 +155,27 @@ try {
     }
     await sleep(250);
   }
+  // The same clicks once the audit is over: what the driver itself adds.
+  await exec("window.__bench.phase = 'idle'");
+  const idleClicks = [];
+  for (let i = 0; i < 8; i++) {
+    for (const [tab, view] of [
+      [energyTab, "#view-energy"],
+      [auditorTab, "#view-auditor"],
+    ]) {
+      const sent = Date.now();
+      await wd("POST", u(`/element/${tab}/click`), {});
+      const painted = await execAsync(
+        `const done = arguments[arguments.length - 1];
+         const wait = () => document.querySelector(arguments[0]).hidden ? setTimeout(wait, 1) : requestAnimationFrame(() => done(Date.now()));
+         wait();`,
+        [view],
+      );
+      idleClicks.push(painted - sent);
+    }
+    await sleep(100);
+  }
+  await sleep(300);
   const b = await exec("return window.__bench");
   const verdictText = await exec("const v = document.querySelector('#audit-verdict .value'); return v ? v.textContent : null");
   const reportText = await exec("const r = document.querySelector('#view-auditor'); return r ? r.textContent : ''");
@@ -140,15 +187,25 @@ try {
   // auditor view is not shown, so not polled, while another tab is).
   const running = b.progress.filter(([, text]) => text.startsWith("Auditing"));
   const gaps = [];
+  const gapAt = [];
   for (let i = 1; i < running.length; i++) {
     const [a, z] = [running[i - 1][0], running[i][0]];
     if (clickWindows.some(([s, e]) => a < e && z > s)) continue;
     gaps.push(z - a);
+    gapAt.push([Number(((a - t0) / 1000).toFixed(1)), z - a]);
   }
+  gapAt.sort((x, y) => y[1] - x[1]);
   const finalLine = b.progress.length ? b.progress[b.progress.length - 1][1] : "";
   const engineS = Number((finalLine.match(/([\d.]+) s$/) ?? [])[1]);
-  const sorted = [...clicks].sort((x, y) => x - y);
-  const pct = (p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null);
+  const stats = (xs) => {
+    const v = [...xs].sort((x, y) => x - y);
+    const at = (p) => (v.length ? Math.round(v[Math.min(v.length - 1, Math.floor(p * v.length))]) : null);
+    return { n: v.length, p50: at(0.5), p95: at(0.95), max: v.length ? Math.round(v[v.length - 1]) : null };
+  };
+  const inPageRunning = stats(b.clicks.filter(([ph]) => ph === "running").map(([, ms]) => ms));
+  const inPageIdle = stats(b.clicks.filter(([ph]) => ph === "idle").map(([, ms]) => ms));
+  const driverRunning = stats(clicks);
+  const driverIdle = stats(idleClicks);
   const toVerdictS = b.verdictAt ? (b.verdictAt - t0) / 1000 : null;
   const result = {
     stream: STREAM,
@@ -165,11 +222,12 @@ try {
     ratio_engine_vs_cli: Number.isFinite(engineS) ? engineS / CLI_S : null,
     progress_updates_running: running.length,
     progress_max_gap_ms: gaps.length ? Math.max(...gaps) : null,
+    progress_longest_gaps_at_s_ms: gapAt.slice(0, 5),
     progress_mean_gap_ms: gaps.length ? gaps.reduce((x, y) => x + y, 0) / gaps.length : null,
-    clicks: clicks.length,
-    click_ms_p50: pct(0.5),
-    click_ms_p95: pct(0.95),
-    click_ms_max: sorted.length ? sorted[sorted.length - 1] : null,
+    click_in_page_ms_during_audit: inPageRunning,
+    click_in_page_ms_idle: inPageIdle,
+    click_via_driver_ms_during_audit: driverRunning,
+    click_via_driver_ms_idle: driverIdle,
     cli_peak_rss_kib: CLI_KIB,
     app_peak_rss_kib_sampled: peakApp,
     app_vm_hwm_kib: hwm,
@@ -184,8 +242,8 @@ try {
     result.ratio_time_to_verdict_vs_cli <= 1.2 &&
     result.progress_max_gap_ms !== null &&
     result.progress_max_gap_ms <= 500 &&
-    result.click_ms_max !== null &&
-    result.click_ms_max < 100 &&
+    inPageRunning.max !== null &&
+    inPageRunning.max < 100 &&
     (hwm ?? peakApp) <= ENGINE_BOUND_KIB + 100 * 1024;
   console.log(ok ? "bench: every target met" : "bench: a target was missed (see above)");
   process.exitCode = ok ? 0 : 1;

@@ -18,7 +18,8 @@ command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
 command -v WebKitWebDriver >/dev/null || { echo "bench: WebKitWebDriver missing (apt-get install webkit2gtk-driver)"; exit 2; }
 
 npm --prefix ui run build >/dev/null
-cargo build --release --locked -q -p jcp-cli --bin jcp -p jcp-console
+cargo build --release --locked -q -p jcp-cli --bin jcp
+cargo build --release --locked -q -p jcp-console
 JCP="$TARGET/release/jcp"
 APP="$TARGET/release/jcp-console"
 

@@ -26,6 +26,7 @@ export class Console {
   private current: ViewName = "workspace";
   private tabs: Record<string, HTMLButtonElement> = {};
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private loopToken = 0;
 
   constructor(root: HTMLElement) {
     this.root = root;
@@ -93,7 +94,12 @@ export class Console {
     this.current = view;
     for (const [name, v] of Object.entries(this.views())) v.root.hidden = name !== view;
     for (const [id, b] of Object.entries(this.tabs)) b.classList.toggle("active", id === view);
-    void this.tick(false);
+    // Restart the poll loop for the new view at once, at its own pace: the
+    // timer left by the old view (1 s for an idle one) would otherwise hold
+    // back a running audit's progress after a visit to another tab.
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    void this.tick(true);
   }
 
   showInfo(info: AppInfo): void {
@@ -116,10 +122,12 @@ export class Console {
     await this.tick(true);
   }
 
-  /** One poll of the visible view; reschedules itself when `loop`. */
+  /** One poll of the visible view; reschedules itself when `loop` (only the
+   *  newest loop does, so switching views never leaves two loops running). */
   async tick(loop: boolean): Promise<void> {
+    const token = loop ? ++this.loopToken : this.loopToken;
     await this.views()[this.current].refresh();
-    if (loop) {
+    if (loop && token === this.loopToken) {
       const delay = this.current === "auditor" && this.auditor.running ? 200 : 1000;
       this.timer = setTimeout(() => void this.tick(true), delay);
     }

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
 import { Console } from "../src/main";
-import { info, snapshot } from "./fixtures";
+import { info, job, snapshot } from "./fixtures";
 
 afterEach(() => clearMocks());
 
@@ -42,5 +42,41 @@ describe("console shell", () => {
     expect(seen).toContain("audit_status");
     expect(seen).not.toContain("energy_snapshot");
     c.stop();
+  });
+
+  it("back on a running audit, progress is polled at its 200 ms pace at once, not after the other tab's 1 s timer", async () => {
+    vi.useFakeTimers();
+    try {
+      const polls: number[] = [];
+      mockIPC((cmd) => {
+        if (cmd === "app_info") return info();
+        if (cmd === "energy_snapshot") return snapshot();
+        if (cmd === "audit_status") {
+          polls.push(Date.now());
+          return job({ state: "running", verdict: null, progress: { bytes_done: 1, bytes_total: 10, records: 1 } });
+        }
+        if (cmd === "workspace_streams" || cmd === "steward_actions") return [];
+        if (cmd === "workspace_overview") return [];
+        throw new Error(cmd);
+      });
+      const root = document.createElement("div");
+      const c = new Console(root);
+      (root.querySelector("#tab-auditor") as HTMLButtonElement).click();
+      await vi.advanceTimersByTimeAsync(1000);
+      (root.querySelector("#tab-energy") as HTMLButtonElement).click();
+      await vi.advanceTimersByTimeAsync(50);
+      (root.querySelector("#tab-auditor") as HTMLButtonElement).click();
+      polls.length = 0;
+      await vi.advanceTimersByTimeAsync(1000);
+      // About five polls a second (never one, as with the energy view's 1 s timer left running).
+      expect(polls.length).toBeGreaterThanOrEqual(4);
+      const gaps = polls.slice(1).map((t, i) => t - polls[i]);
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(250);
+      // And only one loop runs: never more than one poll per 200 ms.
+      expect(polls.length).toBeLessThanOrEqual(6);
+      c.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
