@@ -169,10 +169,7 @@ fn decode_only(p: &Path) -> (Duration, Duration) {
 }
 
 fn run_audit(p: &Path, threads: usize) -> jcp_audit::Report {
-    let mut opts = AuditOptions { threads, ..AuditOptions::default() };
-    if let Some(n) = std::env::var("JCP_BENCH_CHUNK").ok().and_then(|s| s.parse().ok()) {
-        opts.chunk_records = n;
-    }
+    let opts = AuditOptions { threads, ..AuditOptions::default() };
     audit_paths(&[p], &opts, |_| ControlFlow::Continue(())).expect("audit")
 }
 

@@ -5,6 +5,7 @@
 use ed25519_dalek::VerifyingKey;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
+use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
 use jcp_receipt::cose::{DidCache, Unsealed};
 use jcp_receipt::receipt::{OpenedReceipt, ReceiptCore};
@@ -93,6 +94,11 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<
     }
 }
 
+/// A record's id (its content id: blake3 of its bytes), the one its outcome names.
+fn record_id(bytes: &[u8]) -> [u8; 32] {
+    ContentId::of_bytes(bytes).0
+}
+
 const BATCH: usize = 64;
 
 thread_local! {
@@ -118,7 +124,7 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
             }),
             Item::Record(r) => match open(r.kind, &r.payload, dids) {
                 Opened::Done(body) => {
-                    let refused_id = (r.kind == RecordKind::Receipt).then(|| *blake3::hash(&r.payload).as_bytes());
+                    let refused_id = (r.kind == RecordKind::Receipt).then(|| record_id(&r.payload));
                     out.push(Checked { stream: raw.stream, offset: r.offset, kind: Some(r.kind), body, meta: None, refused_id });
                 }
                 Opened::Signed(body, sealed) => {
@@ -131,7 +137,7 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
                     let meta = Meta {
                         steward: sealed.steward,
                         dedup: u128::from_be_bytes(r_prefix),
-                        id: referred.then(|| *blake3::hash(&r.payload).as_bytes()),
+                        id: referred.then(|| record_id(&r.payload)),
                         seq: sealed.position.seq,
                         known_through: sealed.position.known_through,
                     };
@@ -145,7 +151,7 @@ fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut D
                                 format!("sealed by {}, which is not an expected steward", sealed.steward),
                             ),
                             meta: None,
-                            refused_id: Some(*blake3::hash(&r.payload).as_bytes()),
+                            refused_id: Some(record_id(&r.payload)),
                         });
                         continue;
                     }
@@ -176,7 +182,7 @@ fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &
         for (i, s, bytes) in pending.iter() {
             if let Err(e) = s.verify_signature() {
                 out[*i].body = Body::Refused(e.code(), e.to_string());
-                out[*i].refused_id = Some(*blake3::hash(bytes).as_bytes());
+                out[*i].refused_id = Some(record_id(bytes));
                 out[*i].meta = None;
             }
         }

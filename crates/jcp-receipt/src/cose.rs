@@ -183,13 +183,7 @@ impl TbsHead {
 impl<'a> Unsealed<'a> {
     /// The envelope of a record in its canonical layout, over its own bytes.
     pub(crate) fn from_parts(steward: Did, position: Position, signature: [u8; 64], protected: &'a [u8], payload: &'a [u8]) -> Self {
-        let mut head = TbsHead::new();
-        head.push(&[0x84, 0x6a]);
-        head.push(b"Signature1");
-        head.push_bstr_head(protected.len());
-        let mut mid = TbsHead::new();
-        mid.push(&[0x40]);
-        mid.push_bstr_head(payload.len());
+        let (head, mid) = sig_structure_heads(protected.len(), payload.len());
         Self { steward, position, signature, tbs: Tbs::Pieces { head, protected, mid, payload } }
     }
 
@@ -322,10 +316,18 @@ fn bstr_head(len: usize) -> ([u8; 9], usize) {
     (h, used)
 }
 
-fn push_bstr(out: &mut Vec<u8>, b: &[u8]) {
-    let (h, n) = bstr_head(b.len());
-    out.extend_from_slice(&h[..n]);
-    out.extend_from_slice(b);
+/// The bytes of a `Sig_structure` around its two byte strings: everything up
+/// to and including the protected header's length, and `h''` with the
+/// payload's length. The one place that layout is written.
+fn sig_structure_heads(protected_len: usize, payload_len: usize) -> (TbsHead, TbsHead) {
+    let mut head = TbsHead::new();
+    head.push(&[0x84, 0x6a]);
+    head.push(b"Signature1");
+    head.push_bstr_head(protected_len);
+    let mut mid = TbsHead::new();
+    mid.push(&[0x40]);
+    mid.push_bstr_head(payload_len);
+    (head, mid)
 }
 
 /// The RFC 9052 §4.4 `Sig_structure` for a `COSE_Sign1` with empty external
@@ -336,14 +338,8 @@ fn push_bstr(out: &mut Vec<u8>, b: &[u8]) {
 /// `s8_verification_uses_the_protected_headers_original_bytes` holds the two
 /// byte-identical.
 pub fn sig_structure(protected_original: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + protected_original.len() + payload.len());
-    out.push(0x84);
-    out.push(0x6a);
-    out.extend_from_slice(b"Signature1");
-    push_bstr(&mut out, protected_original);
-    out.push(0x40);
-    push_bstr(&mut out, payload);
-    out
+    let (head, mid) = sig_structure_heads(protected_original.len(), payload.len());
+    [head.as_slice(), protected_original, mid.as_slice(), payload].concat()
 }
 
 /// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a `did:key` `kid`,

@@ -28,7 +28,9 @@ struct KeyFile {
     seed: String,
 }
 
-fn read_key(path: &Path) -> anyhow::Result<Keypair> {
+/// Reads a key file of `jcp key new` (`{did, seed}` JSON), checking that the
+/// did is the seed's. Every subcommand that signs reads keys through this.
+pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading key file {}", path.display()))?;
     let kf: KeyFile = serde_json::from_str(&text)
         .map_err(|e| coded("key-file-invalid", format!("{}: not a jcp key file: {e}", path.display())))?;

@@ -13,10 +13,10 @@ use clap::{Args, Subcommand};
 use jcp::cbor::{ContentId, Value};
 use jcp::energy::Provenance;
 use jcp::grant::SignedGrant;
-use jcp::identity::Keypair;
 use jcp::steering::{self, AmendInput, CheckpointInput, Remainder, Run, RunReport, Spent};
 use serde_json::json;
 
+use crate::cmd::core::read_key;
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 /// `jcp run`: checkpoints, amendments and run verification (§4.7).
@@ -110,30 +110,6 @@ enum RunCmd {
         #[arg(long)]
         json: bool,
     },
-}
-
-// Key files are those of `jcp key new` ({did, seed} JSON). The reader in
-// cmd/core.rs is private to that module (another engineer's file), so the
-// same few lines are repeated here.
-#[derive(serde::Deserialize)]
-struct KeyFile {
-    did: String,
-    seed: String,
-}
-
-fn read_key(path: &Path) -> anyhow::Result<Keypair> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading key file {}", path.display()))?;
-    let kf: KeyFile = serde_json::from_str(&text)
-        .map_err(|e| coded("key-file-invalid", format!("{}: not a jcp key file: {e}", path.display())))?;
-    let seed: [u8; 32] = hex::decode(&kf.seed)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| coded("key-file-invalid", format!("{}: seed must be 64 hex digits", path.display())))?;
-    let kp = Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))?;
-    if kp.did().to_did_string() != kf.did {
-        return Err(coded("key-file-invalid", format!("{}: the did does not match the seed", path.display())));
-    }
-    Ok(kp)
 }
 
 fn core_err(what: &Path, e: &jcp::Error) -> anyhow::Error {
