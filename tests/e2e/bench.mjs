@@ -17,6 +17,7 @@
 //     WebKit processes' are reported beside it.
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
+import { webdriver } from "./webdriver.mjs";
 
 const DRIVER = process.env.JCP_BENCH_DRIVER;
 const APP = process.env.JCP_BENCH_APP;
@@ -29,16 +30,7 @@ const OUT = process.env.JCP_BENCH_OUT;
 // the app may use 100 MiB more (issue 7).
 const ENGINE_BOUND_KIB = 256 * 1024;
 
-async function wd(method, url, body) {
-  const res = await fetch(DRIVER + url, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json.value ?? json)}`);
-  return json.value;
-}
+const wd = webdriver(DRIVER);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** RSS (KiB) of the app process and of the WebKit processes, from ps. */
@@ -118,6 +110,26 @@ try {
   const energyTab = await find("#tab-energy");
   await wd("POST", u(`/element/${auditorTab}/click`), {});
 
+  /** A click on the energy tab and one back, each timed by the driver from
+   *  sending it to the next frame after its view is shown. */
+  const clickAway = async () => {
+    const took = [];
+    for (const [tab, view] of [
+      [energyTab, "#view-energy"],
+      [auditorTab, "#view-auditor"],
+    ]) {
+      const sent = Date.now();
+      await wd("POST", u(`/element/${tab}/click`), {});
+      const painted = await execAsync(
+        `const done = arguments[arguments.length - 1];
+         const wait = () => document.querySelector(arguments[0]).hidden ? setTimeout(wait, 1) : requestAnimationFrame(() => done(Date.now()));
+         wait();`,
+        [view],
+      );
+      took.push(painted - sent);
+    }
+    return took;
+  };
   const clicks = [];
   const clickWindows = [];
   let peakApp = 0;
@@ -137,20 +149,7 @@ try {
     if (round % 4 === 0) {
       // A click on another tab and back, each timed to the next frame after the switch.
       const start = Date.now();
-      for (const [tab, view] of [
-        [energyTab, "#view-energy"],
-        [auditorTab, "#view-auditor"],
-      ]) {
-        const sent = Date.now();
-        await wd("POST", u(`/element/${tab}/click`), {});
-        const painted = await execAsync(
-          `const done = arguments[arguments.length - 1];
-           const wait = () => document.querySelector(arguments[0]).hidden ? setTimeout(wait, 1) : requestAnimationFrame(() => done(Date.now()));
-           wait();`,
-          [view],
-        );
-        clicks.push(painted - sent);
-      }
+      clicks.push(...(await clickAway()));
       clickWindows.push([start, Date.now()]);
     }
     await sleep(250);
@@ -159,20 +158,7 @@ try {
   await exec("window.__bench.phase = 'idle'");
   const idleClicks = [];
   for (let i = 0; i < 8; i++) {
-    for (const [tab, view] of [
-      [energyTab, "#view-energy"],
-      [auditorTab, "#view-auditor"],
-    ]) {
-      const sent = Date.now();
-      await wd("POST", u(`/element/${tab}/click`), {});
-      const painted = await execAsync(
-        `const done = arguments[arguments.length - 1];
-         const wait = () => document.querySelector(arguments[0]).hidden ? setTimeout(wait, 1) : requestAnimationFrame(() => done(Date.now()));
-         wait();`,
-        [view],
-      );
-      idleClicks.push(painted - sent);
-    }
+    idleClicks.push(...(await clickAway()));
     await sleep(100);
   }
   await sleep(300);

@@ -15,22 +15,14 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
+import { webdriver } from "./webdriver.mjs";
 
 const DRIVER = process.env.JCP_E2E_DRIVER ?? "http://127.0.0.1:4444";
 const APP = process.env.JCP_E2E_APP;
 const SHOTS = process.env.JCP_E2E_SHOTS ?? "target/screenshots";
 const WS = process.env.JCP_E2E_WORKSPACE;
 
-async function wd(method, url, body) {
-  const res = await fetch(DRIVER + url, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json.value ?? json)}`);
-  return json.value;
-}
+const wd = webdriver(DRIVER);
 
 const timings = [];
 

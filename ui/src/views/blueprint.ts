@@ -3,8 +3,9 @@
 // of the pinned order with its checks, the effective bounds and clamps, and
 // everything the pass did NOT verify. A step that ran no check reads "not
 // run", never passed; a consistent record is evidence, not an authorization.
-import { api, type BlueprintReportView, type UiError, type WorkspaceItem } from "../ipc";
+import { api, type BlueprintReportView } from "../ipc";
 import { el, table } from "../format";
+import { ItemView } from "./item";
 
 const STATUS_WORDS: Record<string, string> = {
   passed: "passed",
@@ -19,86 +20,20 @@ const KIND_WORDS: Record<string, string> = {
   missing_input: "not checked",
 };
 
-export class BlueprintView {
-  readonly root: HTMLElement;
-  private status = el("p", "status");
-  private picker = el("div", "picker");
-  private report = el("div", "bp-report");
-  private items: WorkspaceItem[] = [];
-  private selected: number | null = null;
-  private shown: number | null = null;
-  private loading = false;
-
+export class BlueprintView extends ItemView<BlueprintReportView> {
   constructor() {
-    this.root = el("section", "view blueprint");
-    this.root.id = "view-blueprint";
-    const head = el("div", "view-head");
-    const again = el("button", "reconcile-again", "Reconcile again");
-    again.addEventListener("click", () => void this.load());
-    head.append(el("h2", undefined, "Blueprint"), again);
-    this.root.append(head, this.picker, this.status, this.report);
+    super({
+      kind: "blueprint",
+      name: "blueprint",
+      title: "Blueprint",
+      again: ["reconcile-again", "Reconcile again"],
+      empty: "No blueprint in this workspace yet.",
+      reportClass: "bp-report",
+    });
   }
 
-  /** Shows the reconcile of workspace item `id`. */
-  async open(id: number): Promise<void> {
-    this.selected = id;
-    this.renderPicker();
-    await this.load();
-  }
-
-  async refresh(): Promise<void> {
-    try {
-      const all = await api.workspaceOverview();
-      this.items = all.filter((i) => i.kind === "blueprint" && i.id !== null);
-    } catch (e) {
-      this.fail(e as UiError);
-      return;
-    }
-    if (this.selected === null && this.items.length > 0) this.selected = this.items[0].id;
-    this.renderPicker();
-    if (this.items.length === 0) {
-      this.status.textContent = "No blueprint in this workspace yet.";
-      this.status.className = "status";
-      return;
-    }
-    if (this.selected !== null && this.shown !== this.selected) await this.load();
-  }
-
-  private renderPicker(): void {
-    this.picker.replaceChildren(
-      ...this.items.map((it) => {
-        const b = el("button", "pick", it.label);
-        b.classList.toggle("active", it.id === this.selected);
-        b.addEventListener("click", () => void this.open(it.id as number));
-        return b;
-      }),
-    );
-  }
-
-  private fail(e: UiError): void {
-    this.status.textContent = e.message;
-    this.status.className = "status error";
-  }
-
-  private async load(): Promise<void> {
-    const id = this.selected;
-    if (id === null || this.loading) return;
-    this.loading = true;
-    try {
-      const v = await api.blueprintReport(id);
-      if (this.selected === id) {
-        this.show(v);
-        this.shown = id;
-        this.status.textContent = "";
-        this.status.className = "status";
-      }
-    } catch (e) {
-      this.shown = id;
-      this.report.replaceChildren();
-      this.fail(e as UiError);
-    } finally {
-      this.loading = false;
-    }
+  protected fetch(id: number): Promise<BlueprintReportView> {
+    return api.blueprintReport(id);
   }
 
   show(v: BlueprintReportView): void {

@@ -2,90 +2,29 @@
 // in order — sequence, declared spend with its provenance or "not stated",
 // what is left (or "unknown": never the full budget when no spend is stated),
 // amendments with their continuation grants, and the verdict on each record.
-import { api, type RunView as Run, type UiError, type WorkspaceItem } from "../ipc";
+import { api, type RunView as Run } from "../ipc";
 import { el, formatUnixUtc, GRADE_MEANING, shortId, table } from "../format";
+import { ItemView } from "./item";
 
-export class RunView {
-  readonly root: HTMLElement;
-  private status = el("p", "status");
-  private picker = el("div", "picker");
-  private report = el("div", "run-report");
-  private items: WorkspaceItem[] = [];
-  private selected: number | null = null;
-  private shown: number | null = null;
-  private loading = false;
-
+export class RunView extends ItemView<Run> {
   constructor() {
-    this.root = el("section", "view run");
-    this.root.id = "view-run";
-    const head = el("div", "view-head");
-    const again = el("button", "verify-again", "Verify again");
-    again.addEventListener("click", () => void this.load());
-    head.append(el("h2", undefined, "Run"), again);
     const note = el("p", "hint", "Read-only: approving, amending and revoking from the console come in a later release; ");
     note.append(el("code", undefined, "jcp run amend"), document.createTextNode(" does it headless today."));
-    this.root.append(head, note, this.picker, this.status, this.report);
-  }
-
-  async open(id: number): Promise<void> {
-    this.selected = id;
-    this.renderPicker();
-    await this.load();
-  }
-
-  async refresh(): Promise<void> {
-    try {
-      const all = await api.workspaceOverview();
-      this.items = all.filter((i) => i.kind === "run" && i.id !== null);
-    } catch (e) {
-      this.fail(e as UiError);
-      return;
-    }
-    if (this.selected === null && this.items.length > 0) this.selected = this.items[0].id;
-    this.renderPicker();
-    if (this.items.length === 0) {
-      this.status.textContent = "No run in this workspace yet.";
-      this.status.className = "status";
-      return;
-    }
-    if (this.selected !== null && this.shown !== this.selected) await this.load();
-  }
-
-  private renderPicker(): void {
-    this.picker.replaceChildren(
-      ...this.items.map((it) => {
-        const b = el("button", "pick", it.label);
-        b.classList.toggle("active", it.id === this.selected);
-        b.addEventListener("click", () => void this.open(it.id as number));
-        return b;
-      }),
+    super(
+      {
+        kind: "run",
+        name: "run",
+        title: "Run",
+        again: ["verify-again", "Verify again"],
+        empty: "No run in this workspace yet.",
+        reportClass: "run-report",
+      },
+      note,
     );
   }
 
-  private fail(e: UiError): void {
-    this.status.textContent = e.message;
-    this.status.className = "status error";
-  }
-
-  private async load(): Promise<void> {
-    const id = this.selected;
-    if (id === null || this.loading) return;
-    this.loading = true;
-    try {
-      const v = await api.runReport(id);
-      if (this.selected === id) {
-        this.show(v);
-        this.shown = id;
-        this.status.textContent = "";
-        this.status.className = "status";
-      }
-    } catch (e) {
-      this.shown = id;
-      this.report.replaceChildren();
-      this.fail(e as UiError);
-    } finally {
-      this.loading = false;
-    }
+  protected fetch(id: number): Promise<Run> {
+    return api.runReport(id);
   }
 
   show(v: Run): void {
