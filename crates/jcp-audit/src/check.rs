@@ -9,24 +9,18 @@ use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
 use jcp_receipt::cose::{DidCache, Unsealed};
 use jcp_receipt::receipt::{OpenedReceipt, ReceiptCore};
-use jcp_receipt::record::{self, Outcome, RevocationNotice};
-use jcp_receipt::stream::{Fault, Item, RecordKind};
+use jcp_receipt::record::{self, RevocationNotice};
+use jcp_receipt::stream::{Batch, BatchItem, Fault, RecordKind};
 use rayon::prelude::*;
 
 use crate::Verification;
-
-/// One input item of a chunk, with its stream.
-#[derive(Debug)]
-pub(crate) struct Raw {
-    pub stream: usize,
-    pub item: Item,
-}
 
 /// A record after decoding and signature checking.
 #[derive(Debug)]
 pub(crate) enum Body {
     Receipt(Box<ReceiptCore>),
-    Outcome(Outcome),
+    /// An outcome: the id of the receipt it names.
+    Outcome(ContentId),
     Revocation(Box<RevocationNotice>),
     Grant(Box<SignedGrant>),
     /// The record was refused: a reason code and a sentence.
@@ -49,7 +43,9 @@ pub(crate) struct Checked {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Meta {
-    pub steward: Did,
+    /// The steward's public-key bytes (a parsed [`Did`]'s; the engine keys
+    /// its maps by them and spells the did only in the report).
+    pub steward: [u8; 32],
     /// Duplicate detection: the first 128 bits of the signature's `R`. `R`
     /// is the signer's per-message nonce commitment, so two verified records
     /// share it only when they are the same signed bytes (or the signer
@@ -61,6 +57,13 @@ pub(crate) struct Meta {
     pub id: Option<[u8; 32]>,
     pub seq: Option<u64>,
     pub known_through: Option<u64>,
+}
+
+/// A record of a batch, its payload borrowed from the batch's buffer.
+struct RecordRef<'a> {
+    offset: u64,
+    kind: RecordKind,
+    payload: &'a [u8],
 }
 
 /// A decoded record before its signature is checked.
@@ -76,7 +79,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Outcome => match record::open_outcome_unsealed(payload, dids) {
-            Ok((o, u)) => Opened::Signed(Body::Outcome(o), u),
+            Ok((o, u)) => Opened::Signed(Body::Outcome(o.receipt), u),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Revocation => match record::open_revocation(payload, dids) {
@@ -107,61 +110,66 @@ thread_local! {
     static DIDS: std::cell::RefCell<DidCache> = std::cell::RefCell::new(DidCache::new());
 }
 
-/// Decodes and verifies a slice of items (one worker's share).
-fn check_slice(items: &[Raw], expected: &[Did], mode: Verification, dids: &mut DidCache) -> Vec<Checked> {
+/// Decodes and verifies a slice of a batch's items (one worker's share).
+fn check_slice(
+    batch: &Batch,
+    items: &[BatchItem],
+    stream: usize,
+    expected: &[Did],
+    mode: Verification,
+    dids: &mut DidCache,
+) -> Vec<Checked> {
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
     // Indices into `out` of records awaiting a signature check, with their envelope.
     let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(BATCH);
-    for raw in items {
-        match &raw.item {
-            Item::Fault(f) => out.push(Checked {
-                stream: raw.stream,
-                offset: f.offset,
-                kind: None,
-                body: Body::Fault(*f),
-                meta: None,
-                refused_id: None,
-            }),
-            Item::Record(r) => match open(r.kind, &r.payload, dids) {
-                Opened::Done(body) => {
-                    let refused_id = (r.kind == RecordKind::Receipt).then(|| record_id(&r.payload));
-                    out.push(Checked { stream: raw.stream, offset: r.offset, kind: Some(r.kind), body, meta: None, refused_id });
-                }
-                Opened::Signed(body, sealed) => {
-                    let mut r_prefix = [0u8; 16];
-                    r_prefix.copy_from_slice(&sealed.signature[..16]);
-                    let referred = match &body {
-                        Body::Receipt(core) => core.verdict == Verdict::Allow,
-                        _ => false,
-                    };
-                    let meta = Meta {
-                        steward: sealed.steward,
-                        dedup: u128::from_be_bytes(r_prefix),
-                        id: referred.then(|| record_id(&r.payload)),
-                        seq: sealed.position.seq,
-                        known_through: sealed.position.known_through,
-                    };
-                    if !expected.is_empty() && !expected.contains(&sealed.steward) {
-                        out.push(Checked {
-                            stream: raw.stream,
-                            offset: r.offset,
-                            kind: Some(r.kind),
-                            body: Body::Refused(
-                                "wrong-steward",
-                                format!("sealed by {}, which is not an expected steward", sealed.steward),
-                            ),
-                            meta: None,
-                            refused_id: Some(record_id(&r.payload)),
-                        });
-                        continue;
+    for item in items {
+        match *item {
+            BatchItem::Fault(f) => {
+                out.push(Checked { stream, offset: f.offset, kind: None, body: Body::Fault(f), meta: None, refused_id: None });
+            }
+            BatchItem::Record { offset, kind, .. } => {
+                let r = RecordRef { offset, kind, payload: batch.payload(item) };
+                match open(r.kind, r.payload, dids) {
+                    Opened::Done(body) => {
+                        let refused_id = (r.kind == RecordKind::Receipt).then(|| record_id(r.payload));
+                        out.push(Checked { stream, offset: r.offset, kind: Some(r.kind), body, meta: None, refused_id });
                     }
-                    out.push(Checked { stream: raw.stream, offset: r.offset, kind: Some(r.kind), body, meta: Some(meta), refused_id: None });
-                    pending.push((out.len() - 1, sealed, &r.payload));
-                    if pending.len() == BATCH {
-                        verify_pending(&mut out, &mut pending, mode);
+                    Opened::Signed(body, sealed) => {
+                        let mut r_prefix = [0u8; 16];
+                        r_prefix.copy_from_slice(&sealed.signature[..16]);
+                        let referred = match &body {
+                            Body::Receipt(core) => core.verdict == Verdict::Allow,
+                            _ => false,
+                        };
+                        let meta = Meta {
+                            steward: *sealed.steward.public_bytes(),
+                            dedup: u128::from_be_bytes(r_prefix),
+                            id: referred.then(|| record_id(r.payload)),
+                            seq: sealed.position.seq,
+                            known_through: sealed.position.known_through,
+                        };
+                        if !expected.is_empty() && !expected.contains(&sealed.steward) {
+                            out.push(Checked {
+                                stream,
+                                offset: r.offset,
+                                kind: Some(r.kind),
+                                body: Body::Refused(
+                                    "wrong-steward",
+                                    format!("sealed by {}, which is not an expected steward", sealed.steward),
+                                ),
+                                meta: None,
+                                refused_id: Some(record_id(r.payload)),
+                            });
+                            continue;
+                        }
+                        out.push(Checked { stream, offset: r.offset, kind: Some(r.kind), body, meta: Some(meta), refused_id: None });
+                        pending.push((out.len() - 1, sealed, r.payload));
+                        if pending.len() == BATCH {
+                            verify_pending(&mut out, &mut pending, mode);
+                        }
                     }
                 }
-            },
+            }
         }
     }
     verify_pending(&mut out, &mut pending, mode);
@@ -190,17 +198,14 @@ fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &
     pending.clear();
 }
 
-/// Decodes and verifies a chunk on the current rayon pool, keeping order.
-pub(crate) fn check_chunk(items: &[Raw], expected: &[Did], mode: Verification) -> Vec<Checked> {
+/// Decodes and verifies a chunk on the current rayon pool: the checked
+/// records in order, as the workers' consecutive parts (not flattened: the
+/// accounting walks them in turn, so no record is moved twice).
+pub(crate) fn check_chunk(batch: &Batch, stream: usize, expected: &[Did], mode: Verification) -> Vec<Vec<Checked>> {
+    let items = batch.items();
     let per = (items.len() / (rayon::current_num_threads() * 4)).clamp(BATCH, 1024);
-    let parts: Vec<Vec<Checked>> = items
+    items
         .par_chunks(per)
-        .map(|slice| DIDS.with(|d| check_slice(slice, expected, mode, &mut d.borrow_mut())))
-        .collect();
-    // One allocation of the final size (a flattening `collect` grows by doubling).
-    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    for p in parts {
-        out.extend(p);
-    }
-    out
+        .map(|slice| DIDS.with(|d| check_slice(batch, slice, stream, expected, mode, &mut d.borrow_mut())))
+        .collect()
 }

@@ -9,12 +9,12 @@ use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
 use jcp::energy::{Coverage, Provenance};
 use jcp::grant::SignedGrant;
-use jcp::identity::Did;
+use jcp::identity::did_string_of;
 use jcp_receipt::receipt::{Profile, ReceiptCore};
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{FaultCode, HeaderError, Reader, RecordKind};
+use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 
-use crate::check::{self, Body, Checked, Meta, Raw};
+use crate::check::{self, Body, Checked, Meta};
 use crate::report::{
     ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
@@ -55,6 +55,9 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 type Map<K, V> = HashMap<K, V, Fast>;
+/// A parsed did's public-key bytes: the engine keys its maps by them and
+/// spells the did (`did_string_of`) only in the report.
+type Key = [u8; 32];
 type Set<K> = HashSet<K, Fast>;
 
 #[derive(Debug, Default)]
@@ -96,8 +99,8 @@ struct SeqState {
 struct PendingAllow {
     offset: u64,
     grant_id: ContentId,
-    holder: Did,
-    steward: Did,
+    holder: Key,
+    steward: Key,
     action: String,
     cost_uj: u64,
 }
@@ -108,7 +111,7 @@ struct StreamState {
     pending: Map<[u8; 32], PendingAllow>,
     refused_since: u64,
     faults_since: u64,
-    seq: Map<Did, SeqState>,
+    seq: Map<Key, SeqState>,
 }
 
 #[derive(Debug, Default)]
@@ -133,20 +136,20 @@ struct Engine {
     findings_by_code: BTreeMap<String, u64>,
     grants: Map<ContentId, GrantAcc>,
     grant_records: Map<ContentId, SignedGrant>,
-    groups: Map<(ContentId, Did), GroupAcc>,
+    groups: Map<(ContentId, Key), GroupAcc>,
     notices: Vec<Notice>,
     unresolved: Vec<UnresolvedLine>,
     unresolved_total: u64,
     energy: EnergyFloors,
     provenance_floor: Option<Provenance>,
     coverage_floor: Option<Coverage>,
-    stewards: Map<Did, StewardAcc>,
+    stewards: Map<Key, StewardAcc>,
     /// Every signed record accounted, by its duplicate key (`Meta::dedup`).
     seen: Set<u128>,
     /// Receipt ids of refused receipts (outcomes naming them are not orphans).
     refused_receipts: Set<u128>,
     /// Per (steward, grant) running spend, to check each receipt's stated remainder.
-    running: Map<(Did, ContentId), u64>,
+    running: Map<(Key, ContentId), u64>,
 }
 
 /// Adds to a report counter without allocating the key when it exists
@@ -197,8 +200,8 @@ impl Engine {
         }
     }
 
-    fn account(&mut self, chunk: Vec<Checked>) {
-        for c in chunk {
+    fn account(&mut self, chunk: Vec<Vec<Checked>>) {
+        for c in chunk.into_iter().flatten() {
             self.account_one(c);
         }
     }
@@ -266,12 +269,12 @@ impl Engine {
                         let action = std::mem::take(&mut core.action);
                         self.receipt(s, off, &meta, &core, action);
                     }
-                    Body::Outcome(o) => {
+                    Body::Outcome(receipt) => {
                         self.counts.outcomes += 1;
-                        if self.streams[s].pending.remove(&o.receipt.0).is_none()
-                            && !self.refused_receipts.contains(&short(&o.receipt.0))
+                        if self.streams[s].pending.remove(&receipt.0).is_none()
+                            && !self.refused_receipts.contains(&short(&receipt.0))
                         {
-                            self.finding(s, off, "orphan-outcome", format!("outcome for {} which was not decided earlier in this stream", o.receipt));
+                            self.finding(s, off, "orphan-outcome", format!("outcome for {receipt} which was not decided earlier in this stream"));
                         }
                     }
                     Body::Revocation(n) => {
@@ -333,11 +336,14 @@ impl Engine {
         if meta.known_through.is_none() {
             self.stewards.entry(meta.steward).or_default().without_marker += 1;
         }
-        let gkey = (c.grant_id, c.subject);
+        let gkey = (c.grant_id, *c.subject.public_bytes());
         let leaf_budget = c.budget_uj;
         {
             let g = self.grants.entry(c.grant_id).or_default();
             g.budget_from_receipt.get_or_insert(leaf_budget);
+            if let Verdict::Deny(_) = c.verdict {
+                g.denies += 1;
+            }
         }
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != leaf_budget {
@@ -351,7 +357,6 @@ impl Engine {
                 self.groups.entry(gkey).or_default().refusals += 1;
                 self.counts.denies += 1;
                 bump(&mut self.counts.deny_reasons, r.as_str(), 1);
-                self.grants.entry(c.grant_id).or_default().denies += 1;
                 let spent = self.running.get(&key).copied().unwrap_or(0);
                 self.check_remaining(s, off, c, spent);
             }
@@ -360,10 +365,13 @@ impl Engine {
                 group.allows += 1;
                 group.uj = group.uj.saturating_add(c.cost_uj);
                 self.counts.allows += 1;
-                let ids = c.debited_ids();
-                self.check_links(s, off, &ids);
+                let ids: &[ContentId] =
+                    if c.chain_ids.is_empty() { std::slice::from_ref(&c.grant_id) } else { &c.chain_ids };
+                if !self.grant_records.is_empty() {
+                    self.check_links(s, off, ids);
+                }
                 let measured = c.provenance.is_measured();
-                for id in &ids {
+                for id in ids {
                     let run = self.running.entry((meta.steward, *id)).or_default();
                     *run = run.saturating_add(c.cost_uj);
                     let budget_known = self.grant_records.get(id).map(|g| g.grant().budget_uj);
@@ -415,8 +423,8 @@ impl Engine {
                     PendingAllow {
                         offset: off,
                         grant_id: c.grant_id,
-                        holder: c.subject,
-                        steward: c.steward,
+                        holder: *c.subject.public_bytes(),
+                        steward: meta.steward,
                         action,
                         cost_uj: c.cost_uj,
                     },
@@ -441,7 +449,7 @@ impl Engine {
                 ),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
-            self.running.insert((c.steward, c.grant_id), resync);
+            self.running.insert((*c.steward.public_bytes(), c.grant_id), resync);
         }
     }
 
@@ -467,8 +475,8 @@ impl Engine {
                 offset: p.offset,
                 receipt: ContentId(id),
                 grant_id: p.grant_id,
-                holder: p.holder.to_string(),
-                steward: p.steward.to_string(),
+                holder: did_string_of(&p.holder),
+                steward: did_string_of(&p.steward),
                 action: p.action,
                 cost_uj: p.cost_uj,
             })
@@ -616,13 +624,13 @@ impl Engine {
         let mut groups: Vec<GroupLine> = self
             .groups
             .into_iter()
-            .map(|((g, subj), a)| GroupLine { grant_id: g, subject: subj.to_string(), allows: a.allows, refusals: a.refusals, uj: a.uj })
+            .map(|((g, subj), a)| GroupLine { grant_id: g, subject: did_string_of(&subj), allows: a.allows, refusals: a.refusals, uj: a.uj })
             .collect();
         groups.sort_by(|a, b| (a.grant_id, &a.subject).cmp(&(b.grant_id, &b.subject)));
         let mut stewards: Vec<StewardLine> = self
             .stewards
             .into_iter()
-            .map(|(d, a)| StewardLine { steward: d.to_string(), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
+            .map(|(d, a)| StewardLine { steward: did_string_of(&d), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
             .collect();
         stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
         let mut energy = self.energy;
@@ -683,15 +691,15 @@ pub(crate) fn run(
             Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
             Err(HeaderError::Io(e)) => return Err(io(e)),
         };
-        let mut prev: Option<Vec<Checked>> = None;
+        let mut prev: Option<Vec<Vec<Checked>>> = None;
+        let mut batch = Batch::new();
         loop {
-            let mut chunk: Vec<Raw> = Vec::with_capacity(chunk_records.min(1 << 16));
-            chunk.extend(reader.by_ref().take(chunk_records).map(|item| Raw { stream: idx, item }));
+            reader.read_batch(chunk_records, &mut batch);
             if let Some(e) = reader.take_io_error() {
                 return Err(io(e));
             }
-            let done = chunk.is_empty();
-            let prev_n = prev.as_ref().map_or(0, Vec::len) as u64;
+            let done = batch.items().is_empty();
+            let prev_n = prev.as_ref().map_or(0, |p| p.iter().map(Vec::len).sum::<usize>()) as u64;
             let expected = &opts.expected_stewards;
             let mode = opts.verification;
             let eng_ref = &mut eng;
@@ -699,7 +707,7 @@ pub(crate) fn run(
             // Verify this chunk on all cores while the previous one is accounted.
             let (checked, ()) = install(pool, || {
                 rayon::join(
-                    || check::check_chunk(&chunk, expected, mode),
+                    || check::check_chunk(&batch, idx, expected, mode),
                     || {
                         if let Some(p) = prev_chunk {
                             eng_ref.account(p);

@@ -46,6 +46,9 @@ pub struct DidCache {
     /// receipt names the same three or four keys as the one before it).
     recent: [usize; RECENT],
     next: usize,
+    /// Recently parsed content ids by their hex text, direct-mapped
+    /// ([`DidCache::content_id`]).
+    cids: Vec<Option<([u8; 64], ContentId)>>,
 }
 
 const RECENT: usize = 4;
@@ -108,7 +111,34 @@ impl DidCache {
     pub fn parse(&mut self, s: &str) -> Result<Did, jcp::identity::IdentityError> {
         self.parse_bytes(s.as_bytes())
     }
+
+    /// [`ContentId::parse_bytes`], recalling the last id parsed in the same
+    /// slot of a small direct-mapped table: a hit is a 64-byte comparison
+    /// with text that parsed before (parsing is a function of the text, so
+    /// a hit returns exactly what parsing would); a miss parses.
+    pub fn content_id(&mut self, b: &[u8]) -> Option<ContentId> {
+        let Ok(text) = <&[u8; 64]>::try_from(b) else {
+            return None;
+        };
+        if self.cids.is_empty() {
+            self.cids = vec![None; CID_SLOTS];
+        }
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&text[..8]);
+        let slot = (u64::from_le_bytes(w).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % CID_SLOTS;
+        if let Some((t, id)) = &self.cids[slot] {
+            if t == text {
+                return Some(*id);
+            }
+        }
+        let id = ContentId::parse_bytes(b)?;
+        self.cids[slot] = Some((*text, id));
+        Some(id)
+    }
 }
+
+/// Slots of the content-id table (the top six bits of a hash pick one).
+const CID_SLOTS: usize = 64;
 
 /// A JCR-1 envelope opened but whose signature is not yet checked.
 #[derive(Debug, Clone)]

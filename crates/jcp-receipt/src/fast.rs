@@ -14,7 +14,7 @@
 use jcp::cbor::ContentId;
 
 use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
-use crate::receipt::{FVal, OpenedReceipt, ReceiptCore};
+use crate::receipt::{slot_of, FVal, OpenedReceipt, ReceiptCore, SlottedCore, FIELDS, RANK};
 use crate::record::{Outcome, OutcomeStatus};
 
 struct Cur<'a> {
@@ -81,10 +81,6 @@ impl<'a> Cur<'a> {
         self.take(n)
     }
 
-    fn text(&mut self) -> Option<&'a str> {
-        std::str::from_utf8(self.text_bytes()?).ok()
-    }
-
     /// A text string's bytes, UTF-8 unchecked (see [`FVal::Text`]).
     fn text_bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.len_of(3)?;
@@ -103,21 +99,26 @@ impl<'a> Cur<'a> {
 
 /// The protected header exactly as minted: `{1: -8, 4: kid, ?"jcp-seq": uint,
 /// ?"jcp-known-through": uint}` in canonical order.
-fn protected(b: &[u8]) -> Option<(&str, Position)> {
+/// The kid is returned as bytes: the did cache compares bytes and checks
+/// UTF-8 only on a miss (a `did:key` is ASCII), and the labels are matched
+/// as bytes, so nothing here is validated twice.
+fn protected(b: &[u8]) -> Option<(&[u8], Position)> {
     let mut c = Cur { b, pos: 0 };
     let n = c.len_of(5)?;
     if !(2..=4).contains(&n) || c.byte()? != 0x01 || c.byte()? != 0x27 || c.byte()? != 0x04 {
         return None;
     }
-    let kid = std::str::from_utf8(c.bytes()?).ok()?;
+    let kid = c.bytes()?;
     let mut pos = Position::default();
     for _ in 2..n {
-        let label = c.text()?;
+        let label = c.text_bytes()?;
         let v = c.uint()?;
-        match label {
-            SEQ_LABEL if pos.seq.is_none() && pos.known_through.is_none() => pos.seq = Some(v),
-            KNOWN_THROUGH_LABEL if pos.known_through.is_none() => pos.known_through = Some(v),
-            _ => return None,
+        if label == SEQ_LABEL.as_bytes() && pos.seq.is_none() && pos.known_through.is_none() {
+            pos.seq = Some(v);
+        } else if label == KNOWN_THROUGH_LABEL.as_bytes() && pos.known_through.is_none() {
+            pos.known_through = Some(v);
+        } else {
+            return None;
         }
     }
     (c.done() && !kid.is_empty()).then_some((kid, pos))
@@ -157,9 +158,50 @@ fn core(b: &[u8]) -> Option<Vec<(&[u8], FVal<'_>)>> {
     c.done().then_some(out)
 }
 
+/// A receipt core straight into its slots: like [`core`], but every key
+/// must be a field the profile knows, each at most once, in canonical order
+/// (checked by rank, [`RANK`]); anything else is `None` (the `coset` path
+/// then names it). No allocation but a chain's id list.
+fn receipt_core<'a>(b: &'a [u8], out: &mut SlottedCore<'a>) -> Option<()> {
+    let mut c = Cur { b, pos: 0 };
+    let n = c.len_of(5)?;
+    if n > FIELDS {
+        return None;
+    }
+    out.n = n;
+    let mut prev: Option<u8> = None;
+    for (i, entry) in out.entries.iter_mut().enumerate().take(n) {
+        let k = c.text_bytes()?;
+        let slot = slot_of(k)?;
+        let rank = RANK[slot];
+        // RFC 8949 §4.2.1: strictly increasing key order (a repeat is equal).
+        if prev.is_some_and(|p| rank <= p) {
+            return None;
+        }
+        prev = Some(rank);
+        let ib = *b.get(c.pos)?;
+        let v = match ib >> 5 {
+            0 => FVal::Uint(c.uint()?),
+            3 => FVal::Text(c.text_bytes()?),
+            4 => {
+                let m = c.len_of(4)?;
+                let mut items = Vec::with_capacity(m.min(16));
+                for _ in 0..m {
+                    items.push(c.text_bytes()?);
+                }
+                FVal::Texts(items)
+            }
+            _ => return None,
+        };
+        *entry = (k, v);
+        out.slots[slot] = Some(i);
+    }
+    c.done().then_some(())
+}
+
 /// The envelope in its canonical minted layout: (steward, position, tbs,
-/// signature) and the core's entries. No record id (see [`Unsealed`]).
-fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, Vec<(&'a [u8], FVal<'a>)>)> {
+/// signature) and the core's bytes. No record id (see [`Unsealed`]).
+fn envelope_parts<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, &'a [u8])> {
     let mut c = Cur { b: bytes, pos: 0 };
     if c.byte()? != 0xd2 || c.byte()? != 0x84 {
         return None;
@@ -174,18 +216,25 @@ fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, V
         return None;
     }
     let (kid, position) = protected(prot)?;
-    let steward = dids.parse(kid).ok()?;
-    let entries = core(payload)?;
+    let steward = dids.parse_bytes(kid).ok()?;
     let mut signature = [0u8; 64];
     signature.copy_from_slice(sig);
-    Some((Unsealed::from_parts(steward, position, signature, prot, payload), entries))
+    Some((Unsealed::from_parts(steward, position, signature, prot, payload), payload))
+}
+
+/// The envelope and the core's entries (any text keys: outcome records).
+fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, Vec<(&'a [u8], FVal<'a>)>)> {
+    let (unsealed, payload) = envelope_parts(bytes, dids)?;
+    Some((unsealed, core(payload)?))
 }
 
 /// Opens a receipt in its canonical minted layout, without its record id;
 /// `None` means "take the `coset` path".
 pub(crate) fn open_receipt_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed<'a>)> {
-    let (unsealed, entries) = envelope(bytes, dids)?;
-    let core = ReceiptCore::from_entries(&entries, dids).ok()?;
+    let (unsealed, payload) = envelope_parts(bytes, dids)?;
+    let mut slotted = SlottedCore { entries: std::array::from_fn(|_| (&[][..], FVal::Other)), n: 0, slots: [None; FIELDS] };
+    receipt_core(payload, &mut slotted)?;
+    let core = ReceiptCore::from_slotted(&slotted, dids).ok()?;
     (core.steward == unsealed.steward).then_some((core, unsealed))
 }
 
@@ -263,6 +312,54 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn s3_content_id_cache_returns_what_parsing_returns() {
+        // 500 ids over 64 slots: hits, misses and evictions, interleaved
+        // with texts that must not parse (upper case, a stray byte, short).
+        let ids: Vec<ContentId> = (0u32..500).map(|i| ContentId::of_bytes(&i.to_le_bytes())).collect();
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let t = id.to_hex().into_bytes();
+            texts.push(t.clone());
+            if i % 7 == 0 {
+                let mut bad = t.clone();
+                bad[i % 64] = bad[i % 64].to_ascii_uppercase();
+                texts.push(bad);
+                let mut stray = t.clone();
+                stray[63 - i % 64] = b'g';
+                texts.push(stray);
+                texts.push(t[..63].to_vec());
+            }
+        }
+        let mut dids = DidCache::new();
+        for round in 0..3 {
+            for (j, t) in texts.iter().enumerate() {
+                let k = (j * 31 + round * 17) % texts.len();
+                for x in [t, &texts[k], t] {
+                    assert_eq!(dids.content_id(x), ContentId::parse_bytes(x), "{}", String::from_utf8_lossy(x));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn s8_canonical_rank_table_matches_the_key_order() {
+        let names = [
+            "action", "breach", "budget_remaining_uj", "budget_uj", "chain_ids", "cost_currency", "cost_minor", "cost_uj",
+            "deny_reason", "energy_coverage", "energy_provenance", "flow", "frame_kind", "grant_id", "issuer", "jcp_receipt",
+            "payload_hash", "resource", "steward", "subject", "trust", "verdict",
+        ];
+        assert_eq!(names.len(), FIELDS);
+        for a in names {
+            for b in names {
+                let (sa, sb) = (slot_of(a.as_bytes()).unwrap(), slot_of(b.as_bytes()).unwrap());
+                // RFC 8949 §4.2.1 over the encoded keys: the text head orders by length first.
+                let canonical = (a.len(), a).cmp(&(b.len(), b));
+                assert_eq!(RANK[sa].cmp(&RANK[sb]), canonical, "{a} vs {b}");
+            }
+        }
     }
 
     #[test]

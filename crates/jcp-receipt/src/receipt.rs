@@ -204,46 +204,75 @@ impl ReceiptCore {
     /// Reads a core from its map entries (the one implementation of the
     /// profile rules, shared by the value path and the zero-copy path).
     pub(crate) fn from_entries(entries: &[(&[u8], FVal<'_>)], dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        let mut f = Entries::new(entries);
-        let profile = match f.text(F_JCP_RECEIPT)? {
-            "jcp/2" => Profile::Jcp2,
-            "jcp/1" => Profile::Jcp1,
-            other => return Err(ReceiptError::UnknownProfile(other.to_owned())),
+        Self::from_fields(Entries::new(entries), dids)
+    }
+
+    /// Reads a core the zero-copy reader has already sorted into slots
+    /// (every key known, none repeated, in canonical order).
+    pub(crate) fn from_slotted(core: &SlottedCore<'_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let entries = core.entries.get(..core.n).unwrap_or_default();
+        Self::from_fields(Entries { entries, slots: core.slots, taken: 0, stray: None }, dids)
+    }
+
+    fn from_fields(mut f: Entries<'_, '_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        // Known ASCII values are matched as bytes; only anything else is
+        // checked as UTF-8 (first, as reading it as text would) to be named.
+        let profile = match f.raw(F_JCP_RECEIPT)? {
+            b"jcp/2" => Profile::Jcp2,
+            b"jcp/1" => Profile::Jcp1,
+            other => return Err(ReceiptError::UnknownProfile(utf8(F_JCP_RECEIPT, other)?.to_owned())),
         };
-        let grant_id = f.cid(F_GRANT_ID)?;
+        let grant_id = f.cid_cached(F_GRANT_ID, dids)?;
         let issuer = f.did(F_ISSUER, dids)?;
         let subject = f.did(F_SUBJECT, dids)?;
-        let resource = f.cid(F_RESOURCE)?;
+        let resource = f.cid_cached(F_RESOURCE, dids)?;
         let action = f.text(F_ACTION)?.to_owned();
         // `jcp/1` has no payload_hash; a `jcp/1` core carrying one is not `jcp/1`
         // (closed world: `finish` refuses the untaken field).
         let payload_hash = match profile {
-            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?),
+            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?), // unique per decision: not cached
             Profile::Jcp1 => None,
         };
-        let fk = f.text(F_FRAME_KIND)?;
-        let frame_kind = FrameKind::parse(fk).ok_or_else(|| invalid("frame_kind", format!("unknown kind {fk:?}")))?;
-        let trust = match f.text(F_TRUST)? {
-            "control" => Trust::Control,
-            "data" => Trust::Data,
-            other => return Err(invalid("trust", format!("unknown trust {other:?}"))),
+        let fk = f.raw(F_FRAME_KIND)?;
+        let Some(frame_kind) = FrameKind::parse_bytes(fk) else {
+            let fk = utf8(F_FRAME_KIND, fk)?;
+            return Err(invalid("frame_kind", format!("unknown kind {fk:?}")));
         };
-        let verdict_s = f.text(F_VERDICT)?;
+        let trust = match f.raw(F_TRUST)? {
+            b"control" => Trust::Control,
+            b"data" => Trust::Data,
+            other => return Err(invalid("trust", format!("unknown trust {:?}", utf8(F_TRUST, other)?))),
+        };
+        let verdict_b = f.raw(F_VERDICT)?;
+        let allow = match verdict_b {
+            b"allow" => Some(true),
+            b"deny" => Some(false),
+            other => {
+                utf8(F_VERDICT, other)?;
+                None
+            }
+        };
         let reason = f.opt_text(F_DENY_REASON)?;
-        let verdict = match (verdict_s, reason) {
-            ("allow", None) => Verdict::Allow,
-            ("allow", Some(_)) => {
+        let verdict = match (allow, reason) {
+            (Some(true), None) => Verdict::Allow,
+            (Some(true), Some(_)) => {
                 return Err(invalid("deny_reason", "present on an allow (§8: omitted on allow)"));
             }
-            ("deny", Some(r)) => Verdict::Deny(
+            (Some(false), Some(r)) => Verdict::Deny(
                 Reason::parse(r).ok_or_else(|| invalid("deny_reason", format!("unknown reason {r:?}")))?,
             ),
-            ("deny", None) => return Err(invalid("deny_reason", "a deny must name its reason")),
-            (other, _) => return Err(invalid("verdict", format!("{other:?} is neither allow nor deny"))),
+            (Some(false), None) => return Err(invalid("deny_reason", "a deny must name its reason")),
+            (None, _) => {
+                let other = utf8(F_VERDICT, verdict_b)?;
+                return Err(invalid("verdict", format!("{other:?} is neither allow nor deny")));
+            }
         };
         let cost_uj = f.uint(F_COST_UJ)?;
-        let p = f.text(F_ENERGY_PROVENANCE)?;
-        let provenance = Provenance::parse(p).ok_or_else(|| invalid("energy_provenance", format!("{p:?}")))?;
+        let p = f.raw(F_ENERGY_PROVENANCE)?;
+        let Some(provenance) = Provenance::parse_bytes(p) else {
+            let p = utf8(F_ENERGY_PROVENANCE, p)?;
+            return Err(invalid("energy_provenance", format!("{p:?}")));
+        };
         let coverage = match f.opt_text(F_ENERGY_COVERAGE)? {
             None => Coverage::Whole,
             Some("Partial") => Coverage::Partial,
@@ -262,7 +291,7 @@ impl ReceiptCore {
             if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
                 chain_ids.reserve_exact(items.len());
                 for s in items {
-                    chain_ids.push(ContentId::parse_bytes(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
+                    chain_ids.push(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
                 }
                 if chain_ids.len() < 2 {
                     return Err(invalid("chain_ids", "carried only for multi-hop chains (§8.1)"));
@@ -369,10 +398,25 @@ const F_STEWARD: Field = Field { slot: 18, name: "steward" };
 const F_SUBJECT: Field = Field { slot: 19, name: "subject" };
 const F_TRUST: Field = Field { slot: 20, name: "trust" };
 const F_VERDICT: Field = Field { slot: 21, name: "verdict" };
-const FIELDS: usize = 22;
+pub(crate) const FIELDS: usize = 22;
+
+/// Each slot's rank in canonical key order (RFC 8949 §4.2.1: shorter
+/// encoded keys first, then bytewise), so the zero-copy reader checks a
+/// core's key order by comparing ranks instead of key bytes. Held equal to
+/// sorting the names by `s8_canonical_rank_table_matches_the_key_order`.
+pub(crate) const RANK: [u8; FIELDS] = [2, 3, 21, 11, 12, 18, 13, 5, 15, 19, 20, 0, 14, 9, 4, 16, 17, 10, 6, 7, 1, 8];
+
+/// A receipt core as the zero-copy reader leaves it: its entries in order
+/// (no allocation: a core has at most one entry per known field) and the
+/// entry index of each slot.
+pub(crate) struct SlottedCore<'a> {
+    pub entries: [(&'a [u8], FVal<'a>); FIELDS],
+    pub n: usize,
+    pub slots: [Option<usize>; FIELDS],
+}
 
 /// The slot of a known field name; `None` for anything else.
-fn slot_of(key: &[u8]) -> Option<usize> {
+pub(crate) fn slot_of(key: &[u8]) -> Option<usize> {
     match key {
             b"action" => Some(0),
             b"breach" => Some(1),
@@ -494,6 +538,13 @@ impl<'e, 'a> Entries<'e, 'a> {
         ContentId::parse_bytes(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
     }
 
+    /// [`Entries::cid`] through the cache's recent content ids (grant ids
+    /// and resources repeat from one receipt to the next).
+    fn cid_cached(&mut self, field: Field, dids: &mut DidCache) -> Result<ContentId, ReceiptError> {
+        let s = self.raw(field)?;
+        dids.content_id(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
+    }
+
     fn finish(self) -> Result<(), ReceiptError> {
         let untaken = (0..FIELDS).filter(|&s| self.taken & (1 << s) == 0).filter_map(|s| self.slots[s]).min();
         match self.stray.into_iter().chain(untaken).min() {
@@ -501,6 +552,11 @@ impl<'e, 'a> Entries<'e, 'a> {
             None => Ok(()),
         }
     }
+}
+
+/// A field's text as UTF-8, or the error reading it as text gives.
+fn utf8(field: Field, t: &[u8]) -> Result<&str, ReceiptError> {
+    std::str::from_utf8(t).map_err(|_| Entries::wrong(field, "UTF-8 text"))
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> ReceiptError {

@@ -127,6 +127,59 @@ pub enum Item {
     Fault(Fault),
 }
 
+/// An item as the reader finds it, before its payload is copied out.
+enum Next {
+    Record { offset: u64, kind: RecordKind, at: usize, len: usize },
+    Fault(Fault),
+}
+
+/// Items read in one go ([`Reader::read_batch`]), every record's payload in
+/// one buffer: one allocation per batch instead of one per record, reused
+/// from batch to batch.
+#[derive(Debug, Default)]
+pub struct Batch {
+    bytes: Vec<u8>,
+    items: Vec<BatchItem>,
+}
+
+/// One item of a [`Batch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchItem {
+    /// A well-framed record; its payload is [`Batch::payload`].
+    Record {
+        /// Byte offset of the record's magic in the file.
+        offset: u64,
+        /// Its kind.
+        kind: RecordKind,
+        /// Where its payload starts in the batch's buffer.
+        start: usize,
+        /// The payload's length.
+        len: usize,
+    },
+    /// A framing fault (the reader continues after it).
+    Fault(Fault),
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The items, in stream order.
+    pub fn items(&self) -> &[BatchItem] {
+        &self.items
+    }
+
+    /// A record item's payload (empty for a fault).
+    pub fn payload(&self, item: &BatchItem) -> &[u8] {
+        match *item {
+            BatchItem::Record { start, len, .. } => self.bytes.get(start..start + len).unwrap_or_default(),
+            BatchItem::Fault(_) => &[],
+        }
+    }
+}
+
 /// Frames a payload.
 pub fn frame(kind: RecordKind, payload: &[u8]) -> Result<Vec<u8>, crate::error::StreamError> {
     if payload.len() > MAX_RECORD_LEN {
@@ -316,6 +369,43 @@ impl<R: Read> Reader<R> {
     }
 
     fn next_item(&mut self) -> std::io::Result<Option<Item>> {
+        Ok(self.next_raw()?.map(|n| match n {
+            Next::Record { offset, kind, at, len } => {
+                Item::Record(Record { offset, kind, payload: self.buf[at..at + len].to_vec() })
+            }
+            Next::Fault(f) => Item::Fault(f),
+        }))
+    }
+
+    /// Reads up to `max` items into `batch` (emptied first), every payload
+    /// into the batch's one buffer. Returns the number of items read (0 at
+    /// the end of the stream). An I/O error ends reading as it does for the
+    /// iterator ([`Reader::take_io_error`]).
+    pub fn read_batch(&mut self, max: usize, batch: &mut Batch) -> usize {
+        batch.bytes.clear();
+        batch.items.clear();
+        while batch.items.len() < max {
+            match self.next_raw() {
+                Ok(Some(Next::Record { offset, kind, at, len })) => {
+                    let start = batch.bytes.len();
+                    batch.bytes.extend_from_slice(&self.buf[at..at + len]);
+                    batch.items.push(BatchItem::Record { offset, kind, start, len });
+                }
+                Ok(Some(Next::Fault(f))) => batch.items.push(BatchItem::Fault(f)),
+                Ok(None) => break,
+                Err(e) => {
+                    self.io_error = Some(e);
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        batch.items.len()
+    }
+
+    /// The next item, a record's payload left in `buf[at..at + len]` (valid
+    /// until the next read).
+    fn next_raw(&mut self) -> std::io::Result<Option<Next>> {
         if self.done {
             return Ok(None);
         }
@@ -330,16 +420,16 @@ impl<R: Read> Reader<R> {
             // An incomplete head at the end: torn.
             self.consume(n);
             self.done = true;
-            return Ok(Some(Item::Fault(Fault { code: FaultCode::TornTail, offset: at, len: n as u64 })));
+            return Ok(Some(Next::Fault(Fault { code: FaultCode::TornTail, offset: at, len: n as u64 })));
         }
         let b = &self.buf[self.start..];
         if &b[..4] != MAGIC {
-            return self.skip_fault(FaultCode::Garbage, 1).map(|f| Some(Item::Fault(f)));
+            return self.skip_fault(FaultCode::Garbage, 1).map(|f| Some(Next::Fault(f)));
         }
         let kind_b = b[4];
         let len = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) as usize;
         if len > MAX_RECORD_LEN {
-            return self.skip_fault(FaultCode::Oversized, 1).map(|f| Some(Item::Fault(f)));
+            return self.skip_fault(FaultCode::Oversized, 1).map(|f| Some(Next::Fault(f)));
         }
         let total = 9 + len + 4;
         self.fill(total)?;
@@ -348,7 +438,7 @@ impl<R: Read> Reader<R> {
             // a corrupted length; otherwise a torn final record.
             let f = self.skip_fault(FaultCode::TornTail, 1)?;
             let f = if self.done { f } else { Fault { code: FaultCode::ChecksumMismatch, ..f } };
-            return Ok(Some(Item::Fault(f)));
+            return Ok(Some(Next::Fault(f)));
         }
         let b = &self.buf[self.start..];
         let crc = u32::from_be_bytes([b[9 + len], b[10 + len], b[11 + len], b[12 + len]]);
@@ -363,17 +453,17 @@ impl<R: Read> Reader<R> {
                 if at_end {
                     self.done = true;
                 }
-                return Ok(Some(Item::Fault(Fault { code, offset: at, len: total as u64 })));
+                return Ok(Some(Next::Fault(Fault { code, offset: at, len: total as u64 })));
             }
-            return self.skip_fault(FaultCode::ChecksumMismatch, 1).map(|f| Some(Item::Fault(f)));
+            return self.skip_fault(FaultCode::ChecksumMismatch, 1).map(|f| Some(Next::Fault(f)));
         }
         let Some(kind) = RecordKind::from_byte(kind_b) else {
             self.consume(total);
-            return Ok(Some(Item::Fault(Fault { code: FaultCode::UnknownKind, offset: at, len: total as u64 })));
+            return Ok(Some(Next::Fault(Fault { code: FaultCode::UnknownKind, offset: at, len: total as u64 })));
         };
-        let payload = b[9..9 + len].to_vec();
+        let payload_at = self.start + 9;
         self.consume(total);
-        Ok(Some(Item::Record(Record { offset: at, kind, payload })))
+        Ok(Some(Next::Record { offset: at, kind, at: payload_at, len }))
     }
 }
 

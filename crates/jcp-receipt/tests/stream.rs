@@ -242,6 +242,50 @@ fn s8_1_unknown_record_kind_is_named() {
     assert_eq!(faults(&p), vec![(FaultCode::UnknownKind, end)]);
 }
 
+#[test]
+fn s8_1_batch_reading_yields_exactly_what_the_iterator_yields() {
+    // The audit reads in batches (one buffer per batch); every fault and
+    // every payload must be the iterator's, at any batch size.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    write_allows(&p, &fx(), 6, 10);
+    let recs = records(&p);
+    let (flip, _) = recs[3];
+    let (garbage_at, _) = recs[6];
+    mutate(&p, |b| {
+        b[flip as usize + 40] ^= 0x01;
+        let tail = b.split_off(garbage_at as usize);
+        b.extend_from_slice(b"not a record");
+        b.extend_from_slice(&tail);
+        let torn = b.len() - 5;
+        b.truncate(torn);
+    });
+    let expected = items(&p);
+    assert!(expected.iter().filter(|i| matches!(i, Item::Fault(_))).count() >= 3, "{expected:?}");
+    for max in [1, 2, 3, 5, 1000] {
+        let mut reader = Reader::new(std::fs::File::open(&p).unwrap()).unwrap();
+        let mut batch = stream::Batch::new();
+        let mut got = Vec::new();
+        loop {
+            let n = reader.read_batch(max, &mut batch);
+            assert!(n <= max);
+            if n == 0 {
+                break;
+            }
+            for it in batch.items() {
+                got.push(match *it {
+                    stream::BatchItem::Record { offset, kind, .. } => {
+                        Item::Record(stream::Record { offset, kind, payload: batch.payload(it).to_vec() })
+                    }
+                    stream::BatchItem::Fault(f) => Item::Fault(f),
+                });
+            }
+        }
+        assert!(reader.take_io_error().is_none());
+        assert_eq!(got, expected, "batch size {max}");
+    }
+}
+
 fn write_more(p: &Path) {
     let fx = fx();
     let (mut dg, _) = DurableGate::open(p, fx.steward.clone(), Gate::new()).unwrap();

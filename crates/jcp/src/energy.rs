@@ -27,10 +27,16 @@ impl Provenance {
 
     /// Parses a wire label; anything but the three labels is refused.
     pub fn parse(s: &str) -> Option<Self> {
+        Self::parse_bytes(s.as_bytes())
+    }
+
+    /// [`Provenance::parse`] over raw bytes (no UTF-8 check needed to
+    /// compare with three ASCII labels).
+    pub fn parse_bytes(s: &[u8]) -> Option<Self> {
         match s {
-            "HwShunt" => Some(Self::HwShunt),
-            "ModelBased" => Some(Self::ModelBased),
-            "Estimator" => Some(Self::Estimator),
+            b"HwShunt" => Some(Self::HwShunt),
+            b"ModelBased" => Some(Self::ModelBased),
+            b"Estimator" => Some(Self::Estimator),
             _ => None,
         }
     }

@@ -29,11 +29,17 @@ impl FrameKind {
 
     /// Parses a wire name.
     pub fn parse(s: &str) -> Option<Self> {
+        Self::parse_bytes(s.as_bytes())
+    }
+
+    /// [`FrameKind::parse`] over raw bytes (a decoder need not check UTF-8
+    /// before comparing with the four ASCII names).
+    pub fn parse_bytes(s: &[u8]) -> Option<Self> {
         Some(match s {
-            "tool-call" => Self::ToolCall,
-            "tool-result" => Self::ToolResult,
-            "agent-task" => Self::AgentTask,
-            "agent-reply" => Self::AgentReply,
+            b"tool-call" => Self::ToolCall,
+            b"tool-result" => Self::ToolResult,
+            b"agent-task" => Self::AgentTask,
+            b"agent-reply" => Self::AgentReply,
             _ => return None,
         })
     }

@@ -148,11 +148,17 @@ impl Did {
 
     /// The canonical `did:key:z…` spelling.
     pub fn to_did_string(&self) -> String {
-        let mut raw = Vec::with_capacity(34);
-        raw.extend_from_slice(&ED25519_MULTICODEC);
-        raw.extend_from_slice(&self.key);
-        format!("{DID_KEY_PREFIX}z{}", bs58::encode(raw).into_string())
+        did_string_of(&self.key)
     }
+}
+
+/// The canonical `did:key:z…` spelling of 32 public-key bytes (for keys a
+/// caller has already parsed as a [`Did`] and kept only the bytes of).
+pub fn did_string_of(key: &[u8; 32]) -> String {
+    let mut raw = Vec::with_capacity(34);
+    raw.extend_from_slice(&ED25519_MULTICODEC);
+    raw.extend_from_slice(key);
+    format!("{DID_KEY_PREFIX}z{}", bs58::encode(raw).into_string())
 }
 
 /// Reads an unsigned LEB128 varint (multiformats unsigned-varint), refusing
