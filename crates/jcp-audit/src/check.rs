@@ -6,9 +6,10 @@ use ed25519_dalek::VerifyingKey;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
 use jcp::cbor::ContentId;
-use jcp::decision::Verdict;
+use jcp::decision::{Reason, Verdict};
+use jcp::energy::{Coverage, Provenance};
 use jcp_receipt::cose::{DidCache, Unsealed};
-use jcp_receipt::receipt::{OpenedReceipt, ReceiptCore};
+use jcp_receipt::receipt::{OpenedReceipt, Profile, ReceiptCore};
 use jcp_receipt::record::{self, RevocationNotice};
 use jcp_receipt::stream::{Batch, BatchItem, Fault, RecordKind};
 use rayon::prelude::*;
@@ -18,7 +19,7 @@ use crate::Verification;
 /// A record after decoding and signature checking.
 #[derive(Debug)]
 pub(crate) enum Body {
-    Receipt(Box<ReceiptCore>),
+    Receipt(Facts),
     /// An outcome: the id of the receipt it names.
     Outcome(ContentId),
     Revocation(Box<RevocationNotice>),
@@ -26,6 +27,58 @@ pub(crate) enum Body {
     /// The record was refused: a reason code and a sentence.
     Refused(&'static str, String),
     Fault(Fault),
+}
+
+/// What the accounting reads of a receipt, moved out of its decoded core
+/// (which is dropped at once: a checked record carries no boxed core, and
+/// the accounting walks compact records).
+#[derive(Debug)]
+pub(crate) struct Facts {
+    pub profile: Profile,
+    pub grant_id: ContentId,
+    /// The subject's public-key bytes.
+    pub subject: [u8; 32],
+    pub verdict: Verdict,
+    pub cost_uj: u64,
+    pub provenance: Provenance,
+    pub coverage: Coverage,
+    pub budget_remaining_uj: u64,
+    pub budget_uj: u64,
+    /// Root first; empty for a single-grant decision.
+    pub chain_ids: Vec<ContentId>,
+    pub breach: Option<Reason>,
+    /// The money cost's minor units, for a priced decision.
+    pub money_minor: Option<u64>,
+    pub action: String,
+}
+
+impl Facts {
+    fn of(c: ReceiptCore) -> Self {
+        Self {
+            profile: c.profile,
+            grant_id: c.grant_id,
+            subject: *c.subject.public_bytes(),
+            verdict: c.verdict,
+            cost_uj: c.cost_uj,
+            provenance: c.provenance,
+            coverage: c.coverage,
+            budget_remaining_uj: c.budget_remaining_uj,
+            budget_uj: c.budget_uj,
+            chain_ids: c.chain_ids,
+            breach: c.breach,
+            money_minor: c.money.map(|m| m.minor),
+            action: c.action,
+        }
+    }
+
+    /// Every grant an allow debits, root first.
+    pub fn debited_ids(&self) -> &[ContentId] {
+        if self.chain_ids.is_empty() {
+            std::slice::from_ref(&self.grant_id)
+        } else {
+            &self.chain_ids
+        }
+    }
 }
 
 /// A checked record with where it was.
@@ -75,7 +128,7 @@ enum Opened<'a> {
 fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<'a> {
     match kind {
         RecordKind::Receipt => match OpenedReceipt::open_unsealed(payload, dids) {
-            Ok((core, u)) => Opened::Signed(Body::Receipt(Box::new(core)), u),
+            Ok((core, u)) => Opened::Signed(Body::Receipt(Facts::of(core)), u),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Outcome => match record::open_outcome_unsealed(payload, dids) {

@@ -10,11 +10,11 @@ use jcp::decision::Verdict;
 use jcp::energy::{Coverage, Provenance};
 use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
-use jcp_receipt::receipt::{Profile, ReceiptCore};
+use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 
-use crate::check::{self, Body, Checked, Meta};
+use crate::check::{self, Body, Checked, Facts, Meta};
 use crate::report::{
     ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
@@ -327,7 +327,7 @@ impl Engine {
     }
 
     /// `action` is the core's, moved out (it is kept for an allow until its outcome).
-    fn receipt(&mut self, s: usize, off: u64, meta: &Meta, c: &ReceiptCore, action: String) {
+    fn receipt(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, action: String) {
         self.counts.total += 1;
         self.counts.verified += 1;
         if c.profile == Profile::Jcp1 {
@@ -336,7 +336,7 @@ impl Engine {
         if meta.known_through.is_none() {
             self.stewards.entry(meta.steward).or_default().without_marker += 1;
         }
-        let gkey = (c.grant_id, *c.subject.public_bytes());
+        let gkey = (c.grant_id, c.subject);
         let leaf_budget = c.budget_uj;
         {
             let g = self.grants.entry(c.grant_id).or_default();
@@ -358,15 +358,14 @@ impl Engine {
                 self.counts.denies += 1;
                 bump(&mut self.counts.deny_reasons, r.as_str(), 1);
                 let spent = self.running.get(&key).copied().unwrap_or(0);
-                self.check_remaining(s, off, c, spent);
+                self.check_remaining(s, off, &meta.steward, c, spent);
             }
             Verdict::Allow => {
                 let group = self.groups.entry(gkey).or_default();
                 group.allows += 1;
                 group.uj = group.uj.saturating_add(c.cost_uj);
                 self.counts.allows += 1;
-                let ids: &[ContentId] =
-                    if c.chain_ids.is_empty() { std::slice::from_ref(&c.grant_id) } else { &c.chain_ids };
+                let ids = c.debited_ids();
                 if !self.grant_records.is_empty() {
                     self.check_links(s, off, ids);
                 }
@@ -384,8 +383,8 @@ impl Engine {
                         g.modelled_uj = g.modelled_uj.saturating_add(c.cost_uj);
                     }
                     g.partial |= c.coverage == Coverage::Partial;
-                    if let Some(m) = &c.money {
-                        g.spent_minor = g.spent_minor.saturating_add(m.minor);
+                    if let Some(m) = c.money_minor {
+                        g.spent_minor = g.spent_minor.saturating_add(m);
                     }
                     if c.breach.is_some() {
                         g.breaches += 1;
@@ -403,7 +402,7 @@ impl Engine {
                     }
                 }
                 let spent = self.running.get(&key).copied().unwrap_or(0);
-                self.check_remaining(s, off, c, spent);
+                self.check_remaining(s, off, &meta.steward, c, spent);
                 if let Some(b) = c.breach {
                     self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
                 }
@@ -423,7 +422,7 @@ impl Engine {
                     PendingAllow {
                         offset: off,
                         grant_id: c.grant_id,
-                        holder: *c.subject.public_bytes(),
+                        holder: c.subject,
                         steward: meta.steward,
                         action,
                         cost_uj: c.cost_uj,
@@ -436,7 +435,7 @@ impl Engine {
     /// The receipt's stated remainder must be what replaying this steward's
     /// verified receipts gives (§8.1: the books balance); on a mismatch the
     /// running figure follows the receipt so one discrepancy is one finding.
-    fn check_remaining(&mut self, s: usize, off: u64, c: &ReceiptCore, spent: u64) {
+    fn check_remaining(&mut self, s: usize, off: u64, steward: &Key, c: &Facts, spent: u64) {
         let expected = c.budget_uj.saturating_sub(spent);
         if expected != c.budget_remaining_uj {
             self.finding(
@@ -449,7 +448,7 @@ impl Engine {
                 ),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
-            self.running.insert((*c.steward.public_bytes(), c.grant_id), resync);
+            self.running.insert((*steward, c.grant_id), resync);
         }
     }
 
