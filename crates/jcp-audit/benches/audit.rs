@@ -186,6 +186,25 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The 1-thread audit's own phases (`--features phase-timing`): its
+/// signature checks measured inside the same run, so the rest is what
+/// decoding, record ids, replay and accounting cost there.
+fn print_phases(round: usize, total: Duration, ph: &jcp_audit::phases::Phases) {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let all = total.as_secs_f64();
+    let decode = ph.slices_ns.saturating_sub(ph.verify_ns).saturating_sub(ph.ids_ns);
+    println!(
+        "round {round} phases: total {all:.2}s = signature checks {:.2}s + read/frame {:.2}s + decode {:.2}s + record ids {:.2}s + accounting {:.2}s + other {:.2}s; not signature checks: {:.1}% of the audit's time",
+        s(ph.verify_ns),
+        s(ph.read_ns),
+        s(decode),
+        s(ph.ids_ns),
+        s(ph.account_ns),
+        all - s(ph.read_ns) - s(ph.slices_ns) - s(ph.account_ns),
+        100.0 * (1.0 - s(ph.verify_ns) / all)
+    );
+}
+
 fn oneshot(n: u64) {
     let p = ensure_stream(n);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -201,9 +220,13 @@ fn oneshot(n: u64) {
         sigs = s;
         let (m, _) = baseline_with(&p, Verifier::Merged);
         reset_peak_rss();
+        let _ = jcp_audit::phases::snapshot();
         let t = Instant::now();
         let r1 = run_audit(&p, 1);
         let d1 = t.elapsed();
+        if let Some(ph) = jcp_audit::phases::snapshot() {
+            print_phases(round, d1, &ph);
+        }
         rss1 = rss1.max(peak_rss_kib().unwrap_or(0));
         assert!(r1.clean, "the generated stream audits clean");
         reset_peak_rss();

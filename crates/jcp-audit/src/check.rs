@@ -152,6 +152,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<
 
 /// A record's id (its content id: blake3 of its bytes), the one its outcome names.
 fn record_id(bytes: &[u8]) -> [u8; 32] {
+    let _probe = crate::phases::probe!(ids);
     ContentId::of_bytes(bytes).0
 }
 
@@ -172,6 +173,7 @@ fn check_slice(
     mode: Verification,
     dids: &mut DidCache,
 ) -> Vec<Checked> {
+    let _probe = crate::phases::probe!(slices);
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
     // Indices into `out` of records awaiting a signature check, with their envelope.
     let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(BATCH);
@@ -230,6 +232,7 @@ fn check_slice(
 }
 
 fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &[u8])>, mode: Verification) {
+    let _probe = crate::phases::probe!(verify);
     if pending.is_empty() {
         return;
     }

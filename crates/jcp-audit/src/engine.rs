@@ -201,6 +201,7 @@ impl Engine {
     }
 
     fn account(&mut self, chunk: Vec<Vec<Checked>>) {
+        let _probe = crate::phases::probe!(account);
         for c in chunk.into_iter().flatten() {
             self.account_one(c);
         }
@@ -693,7 +694,10 @@ pub(crate) fn run(
         let mut prev: Option<Vec<Vec<Checked>>> = None;
         let mut batch = Batch::new();
         loop {
-            reader.read_batch(chunk_records, &mut batch);
+            {
+                let _probe = crate::phases::probe!(read);
+                reader.read_batch(chunk_records, &mut batch);
+            }
             if let Some(e) = reader.take_io_error() {
                 return Err(io(e));
             }

@@ -50,6 +50,7 @@
 pub mod batch;
 mod check;
 mod engine;
+pub mod phases;
 pub mod report;
 
 use std::ops::ControlFlow;
