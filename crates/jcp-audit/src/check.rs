@@ -73,11 +73,7 @@ impl Facts {
 
     /// Every grant an allow debits, root first.
     pub fn debited_ids(&self) -> &[ContentId] {
-        if self.chain_ids.is_empty() {
-            std::slice::from_ref(&self.grant_id)
-        } else {
-            &self.chain_ids
-        }
+        jcp_receipt::receipt::debited_ids(&self.grant_id, &self.chain_ids)
     }
 }
 
@@ -110,13 +106,6 @@ pub(crate) struct Meta {
     pub id: Option<[u8; 32]>,
     pub seq: Option<u64>,
     pub known_through: Option<u64>,
-}
-
-/// A record of a batch, its payload borrowed from the batch's buffer.
-struct RecordRef<'a> {
-    offset: u64,
-    kind: RecordKind,
-    payload: &'a [u8],
 }
 
 /// A decoded record before its signature is checked.
@@ -152,7 +141,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<
 
 /// A record's id (its content id: blake3 of its bytes), the one its outcome names.
 fn record_id(bytes: &[u8]) -> [u8; 32] {
-    let _probe = crate::phases::probe!(ids);
+    let _probe = crate::phases::probe!(IDS);
     ContentId::of_bytes(bytes).0
 }
 
@@ -173,7 +162,7 @@ fn check_slice(
     mode: Verification,
     dids: &mut DidCache,
 ) -> Vec<Checked> {
-    let _probe = crate::phases::probe!(slices);
+    let _probe = crate::phases::probe!(SLICES);
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
     // Indices into `out` of records awaiting a signature check, with their envelope.
     let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(BATCH);
@@ -183,11 +172,11 @@ fn check_slice(
                 out.push(Checked { stream, offset: f.offset, kind: None, body: Body::Fault(f), meta: None, refused_id: None });
             }
             BatchItem::Record { offset, kind, .. } => {
-                let r = RecordRef { offset, kind, payload: batch.payload(item) };
-                match open(r.kind, r.payload, dids) {
+                let payload = batch.payload(item);
+                match open(kind, payload, dids) {
                     Opened::Done(body) => {
-                        let refused_id = (r.kind == RecordKind::Receipt).then(|| record_id(r.payload));
-                        out.push(Checked { stream, offset: r.offset, kind: Some(r.kind), body, meta: None, refused_id });
+                        let refused_id = (kind == RecordKind::Receipt).then(|| record_id(payload));
+                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: None, refused_id });
                     }
                     Opened::Signed(body, sealed) => {
                         let mut r_prefix = [0u8; 16];
@@ -199,26 +188,26 @@ fn check_slice(
                         let meta = Meta {
                             steward: *sealed.steward.public_bytes(),
                             dedup: u128::from_be_bytes(r_prefix),
-                            id: referred.then(|| record_id(r.payload)),
+                            id: referred.then(|| record_id(payload)),
                             seq: sealed.position.seq,
                             known_through: sealed.position.known_through,
                         };
                         if !expected.is_empty() && !expected.contains(&sealed.steward) {
                             out.push(Checked {
                                 stream,
-                                offset: r.offset,
-                                kind: Some(r.kind),
+                                offset,
+                                kind: Some(kind),
                                 body: Body::Refused(
                                     "wrong-steward",
                                     format!("sealed by {}, which is not an expected steward", sealed.steward),
                                 ),
                                 meta: None,
-                                refused_id: Some(record_id(r.payload)),
+                                refused_id: Some(record_id(payload)),
                             });
                             continue;
                         }
-                        out.push(Checked { stream, offset: r.offset, kind: Some(r.kind), body, meta: Some(meta), refused_id: None });
-                        pending.push((out.len() - 1, sealed, r.payload));
+                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None });
+                        pending.push((out.len() - 1, sealed, payload));
                         if pending.len() == BATCH {
                             verify_pending(&mut out, &mut pending, mode);
                         }
@@ -232,7 +221,7 @@ fn check_slice(
 }
 
 fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &[u8])>, mode: Verification) {
-    let _probe = crate::phases::probe!(verify);
+    let _probe = crate::phases::probe!(VERIFY);
     if pending.is_empty() {
         return;
     }

@@ -201,7 +201,7 @@ impl Engine {
     }
 
     fn account(&mut self, chunk: Vec<Vec<Checked>>) {
-        let _probe = crate::phases::probe!(account);
+        let _probe = crate::phases::probe!(ACCOUNT);
         for c in chunk.into_iter().flatten() {
             self.account_one(c);
         }
@@ -695,7 +695,7 @@ pub(crate) fn run(
         let mut batch = Batch::new();
         loop {
             {
-                let _probe = crate::phases::probe!(read);
+                let _probe = crate::phases::probe!(READ);
                 reader.read_batch(chunk_records, &mut batch);
             }
             if let Some(e) = reader.take_io_error() {

@@ -24,7 +24,7 @@ pub struct Phases {
 }
 
 #[cfg(feature = "phase-timing")]
-mod imp {
+pub(crate) mod imp {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Instant;
 
@@ -59,28 +59,18 @@ mod imp {
     }
 }
 
+/// `probe!(VERIFY)`: times the rest of the scope into that phase's counter
+/// (`READ`, `SLICES`, `VERIFY`, `IDS`, `ACCOUNT`); nothing without the feature.
 macro_rules! probe {
     ($phase:ident) => {{
         #[cfg(feature = "phase-timing")]
-        let p = Some($crate::phases::probe_of(stringify!($phase)));
+        let p = Some($crate::phases::imp::probe(&$crate::phases::imp::$phase));
         #[cfg(not(feature = "phase-timing"))]
         let p: Option<()> = None;
         p
     }};
 }
 pub(crate) use probe;
-
-/// The probe for a phase named as in [`Phases`] (`read`, `slices`, `verify`, `ids`, `account`).
-#[cfg(feature = "phase-timing")]
-pub(crate) fn probe_of(name: &str) -> imp::Probe {
-    imp::probe(match name {
-        "read" => &imp::READ,
-        "slices" => &imp::SLICES,
-        "verify" => &imp::VERIFY,
-        "ids" => &imp::IDS,
-        _ => &imp::ACCOUNT,
-    })
-}
 
 /// The phase times accumulated since the last call (and resets them), or
 /// `None` without the `phase-timing` feature.

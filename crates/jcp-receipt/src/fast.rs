@@ -92,6 +92,23 @@ impl<'a> Cur<'a> {
         (m == 0).then_some(n)
     }
 
+    /// A core value as the profile reads it: uint, text, or array of text.
+    fn value(&mut self) -> Option<FVal<'a>> {
+        Some(match *self.b.get(self.pos)? >> 5 {
+            0 => FVal::Uint(self.uint()?),
+            3 => FVal::Text(self.text_bytes()?),
+            4 => {
+                let m = self.len_of(4)?;
+                let mut items = Vec::with_capacity(m.min(16));
+                for _ in 0..m {
+                    items.push(self.text_bytes()?);
+                }
+                FVal::Texts(items)
+            }
+            _ => return None,
+        })
+    }
+
     fn done(&self) -> bool {
         self.pos == self.b.len()
     }
@@ -139,21 +156,7 @@ fn core(b: &[u8]) -> Option<Vec<(&[u8], FVal<'_>)>> {
             return None;
         }
         prev = kenc;
-        let ib = *b.get(c.pos)?;
-        let v = match ib >> 5 {
-            0 => FVal::Uint(c.uint()?),
-            3 => FVal::Text(c.text_bytes()?),
-            4 => {
-                let m = c.len_of(4)?;
-                let mut items = Vec::with_capacity(m.min(16));
-                for _ in 0..m {
-                    items.push(c.text_bytes()?);
-                }
-                FVal::Texts(items)
-            }
-            _ => return None,
-        };
-        out.push((k, v));
+        out.push((k, c.value()?));
     }
     c.done().then_some(out)
 }
@@ -179,21 +182,7 @@ fn receipt_core<'a>(b: &'a [u8], out: &mut SlottedCore<'a>) -> Option<()> {
             return None;
         }
         prev = Some(rank);
-        let ib = *b.get(c.pos)?;
-        let v = match ib >> 5 {
-            0 => FVal::Uint(c.uint()?),
-            3 => FVal::Text(c.text_bytes()?),
-            4 => {
-                let m = c.len_of(4)?;
-                let mut items = Vec::with_capacity(m.min(16));
-                for _ in 0..m {
-                    items.push(c.text_bytes()?);
-                }
-                FVal::Texts(items)
-            }
-            _ => return None,
-        };
-        *entry = (k, v);
+        *entry = (k, c.value()?);
         out.slots[slot] = Some(i);
     }
     c.done().then_some(())

@@ -124,12 +124,8 @@ impl ReceiptCore {
     }
 
     /// Every grant an allow debits, root first: `chain_ids`, or the one grant.
-    pub fn debited_ids(&self) -> Vec<ContentId> {
-        if self.chain_ids.is_empty() {
-            vec![self.grant_id]
-        } else {
-            self.chain_ids.clone()
-        }
+    pub fn debited_ids(&self) -> &[ContentId] {
+        debited_ids(&self.grant_id, &self.chain_ids)
     }
 
     /// Whether the verdict is allow.
@@ -351,6 +347,17 @@ impl ReceiptCore {
             });
         }
         cose::seal(&self.to_value()?, position, steward)
+    }
+}
+
+/// Every grant an allow debits, root first: a chained decision's
+/// `chain_ids` (§8.1), or the one grant (for readers that keep the two
+/// fields without the whole core).
+pub fn debited_ids<'a>(grant_id: &'a ContentId, chain_ids: &'a [ContentId]) -> &'a [ContentId] {
+    if chain_ids.is_empty() {
+        std::slice::from_ref(grant_id)
+    } else {
+        chain_ids
     }
 }
 

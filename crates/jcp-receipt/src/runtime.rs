@@ -375,7 +375,7 @@ impl Replay {
                 if c.is_allow() {
                     let minor = c.money.as_ref().map_or(0, |m| m.minor);
                     // Leaf and ancestor debits alike (C16).
-                    self.gate.replay_debit(&c.debited_ids(), c.cost_uj, minor, c.tainted);
+                    self.gate.replay_debit(c.debited_ids(), c.cost_uj, minor, c.tainted);
                     self.report.replayed_allows += 1;
                     self.pending.insert(
                         o.sealed.id,

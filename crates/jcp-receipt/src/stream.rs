@@ -171,6 +171,14 @@ impl Batch {
         &self.items
     }
 
+    /// An item in the iterator's owned form ([`Item`]), its payload copied.
+    pub fn to_item(&self, item: &BatchItem) -> Item {
+        match *item {
+            BatchItem::Record { offset, kind, .. } => Item::Record(Record { offset, kind, payload: self.payload(item).to_vec() }),
+            BatchItem::Fault(f) => Item::Fault(f),
+        }
+    }
+
     /// A record item's payload (empty for a fault).
     pub fn payload(&self, item: &BatchItem) -> &[u8] {
         match *item {

@@ -272,14 +272,7 @@ fn s8_1_batch_reading_yields_exactly_what_the_iterator_yields() {
             if n == 0 {
                 break;
             }
-            for it in batch.items() {
-                got.push(match *it {
-                    stream::BatchItem::Record { offset, kind, .. } => {
-                        Item::Record(stream::Record { offset, kind, payload: batch.payload(it).to_vec() })
-                    }
-                    stream::BatchItem::Fault(f) => Item::Fault(f),
-                });
-            }
+            got.extend(batch.items().iter().map(|it| batch.to_item(it)));
         }
         assert!(reader.take_io_error().is_none());
         assert_eq!(got, expected, "batch size {max}");

@@ -2,7 +2,7 @@
 //! and faults that together account for every byte, never a panic; reading
 //! in batches (the audit's way) must yield exactly what the iterator yields.
 #![no_main]
-use jcp_receipt::stream::{Batch, BatchItem, Item, Reader, Record, FRAME_OVERHEAD, HEADER};
+use jcp_receipt::stream::{Batch, Item, Reader, FRAME_OVERHEAD, HEADER};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -32,12 +32,7 @@ fuzz_target!(|data: &[u8]| {
     let mut batch = Batch::new();
     let mut batched = Vec::new();
     while reader.read_batch(max, &mut batch) > 0 {
-        for it in batch.items() {
-            batched.push(match *it {
-                BatchItem::Record { offset, kind, .. } => Item::Record(Record { offset, kind, payload: batch.payload(it).to_vec() }),
-                BatchItem::Fault(f) => Item::Fault(f),
-            });
-        }
+        batched.extend(batch.items().iter().map(|it| batch.to_item(it)));
     }
     assert_eq!(batched, items, "batch reading equals the iterator");
 });
