@@ -40,20 +40,9 @@ trap cleanup EXIT
 read -r cli_s cli_kib <"$tmp/cli.time"
 echo "bench: jcp audit took $cli_s s, peak RSS $cli_kib KiB"
 
-if [ -z "${DISPLAY:-}" ]; then
-  disp=99
-  while [ -e "/tmp/.X11-unix/X$disp" ]; do disp=$((disp + 1)); done
-  Xvfb ":$disp" -screen 0 1280x860x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
-  pids+=($!)
-  export DISPLAY=":$disp"
-  for _ in $(seq 1 50); do [ -e "/tmp/.X11-unix/X$disp" ] && break; sleep 0.1; done
-fi
-export NO_AT_BRIDGE=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
-export JCP_CONSOLE_WORKSPACE="$tmp/workspace"
 port=4455
-tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/status" >/dev/null 2>&1 && break; sleep 0.1; done
+source tests/e2e/desktop.sh
+start_desktop "$port"
 
 JCP_BENCH_APP="$APP" JCP_BENCH_DRIVER="http://127.0.0.1:$port" JCP_BENCH_STREAM="$STREAM" \
   JCP_BENCH_CLI_S="$cli_s" JCP_BENCH_CLI_KIB="$cli_kib" JCP_BENCH_CLI_JSON="$OUT/console-bench-cli.json" \

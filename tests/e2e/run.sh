@@ -17,20 +17,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-if [ -z "${DISPLAY:-}" ]; then
-  disp=99
-  while [ -e "/tmp/.X11-unix/X$disp" ]; do disp=$((disp + 1)); done
-  Xvfb ":$disp" -screen 0 1280x860x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
-  pids+=($!)
-  export DISPLAY=":$disp"
-  for _ in $(seq 1 50); do [ -e "/tmp/.X11-unix/X$disp" ] && break; sleep 0.1; done
-fi
-export NO_AT_BRIDGE=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
-export JCP_CONSOLE_WORKSPACE="$tmp/workspace"
 port=4444
-tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/status" >/dev/null 2>&1 && break; sleep 0.1; done
+source tests/e2e/desktop.sh
+start_desktop "$port"
 
 export JCP_E2E_APP="$APP" JCP_E2E_SHOTS="$PWD/target/screenshots" JCP_E2E_WORKSPACE="$JCP_CONSOLE_WORKSPACE" JCP_E2E_DRIVER="http://127.0.0.1:$port"
 if [ -f tests/e2e/streams.sh ]; then
