@@ -296,9 +296,14 @@ fn benches(c: &mut Criterion) {
     }
     if bench_mode() && std::env::var_os("JCP_BENCH_PROFILE").is_some() {
         let p = ensure_stream(n);
+        let _ = jcp_audit::phases::snapshot();
         let t = Instant::now();
         let r = run_audit(&p, 1);
-        println!("audit 1 thread: {:.2}s, {} verified", t.elapsed().as_secs_f64(), r.receipts.verified);
+        let d = t.elapsed();
+        println!("audit 1 thread: {:.2}s, {} verified", d.as_secs_f64(), r.receipts.verified);
+        if let Some(ph) = jcp_audit::phases::snapshot() {
+            print_phases(0, d, &ph);
+        }
         return;
     }
     let p = ensure_stream(n);

@@ -15,6 +15,7 @@ use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta};
+use crate::seen::SeenSet;
 use crate::report::{
     ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
@@ -145,7 +146,7 @@ struct Engine {
     coverage_floor: Option<Coverage>,
     stewards: Map<Key, StewardAcc>,
     /// Every signed record accounted, by its duplicate key (`Meta::dedup`).
-    seen: Set<u128>,
+    seen: SeenSet,
     /// Receipt ids of refused receipts (outcomes naming them are not orphans).
     refused_receipts: Set<u128>,
     /// Per (steward, grant) running spend, to check each receipt's stated remainder.
@@ -187,7 +188,7 @@ impl Engine {
             provenance_floor: None,
             coverage_floor: None,
             stewards: Map::default(),
-            seen: Set::default(),
+            seen: SeenSet::with_capacity(0),
             refused_receipts: Set::default(),
             running: Map::default(),
         }
@@ -202,6 +203,8 @@ impl Engine {
 
     fn account(&mut self, chunk: Vec<Vec<Checked>>) {
         let _probe = crate::phases::probe!(ACCOUNT);
+        // Fetch the duplicate set's slots for the whole chunk first (see `seen`).
+        self.seen.touch(chunk.iter().flatten().filter_map(|c| c.meta.map(|m| m.dedup)));
         for c in chunk.into_iter().flatten() {
             self.account_one(c);
         }
@@ -674,6 +677,11 @@ pub(crate) fn run(
     let mut eng = Engine::new(opts);
     let chunk_records = opts.chunk_records.max(1);
     let mut records_done = 0u64;
+    // Size the duplicate set for one signed record per KiB of input (a
+    // receipt is about that; a million take 1.1 GB), so it rarely grows;
+    // no more than 2 million ahead (32 MiB), beyond that it grows as filled.
+    let bytes: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    eng.seen = SeenSet::with_capacity(usize::try_from(bytes / 1024).unwrap_or(usize::MAX).min(1 << 21));
     for (idx, path) in paths.iter().enumerate() {
         let name = path.display().to_string();
         let io = |e: std::io::Error| AuditError::Io { path: name.clone(), message: e.to_string() };

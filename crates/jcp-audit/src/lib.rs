@@ -52,6 +52,7 @@ mod check;
 mod engine;
 pub mod phases;
 pub mod report;
+mod seen;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@
 use jcp::cbor::ContentId;
 
 use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
-use crate::receipt::{slot_of, FVal, OpenedReceipt, ReceiptCore, SlottedCore, FIELDS, RANK};
+use crate::receipt::{slot_of, FVal, OpenedReceipt, ReceiptCore, SlottedCore, TextItems, FIELDS, RANK};
 use crate::record::{Outcome, OutcomeStatus};
 
 struct Cur<'a> {
@@ -98,12 +98,12 @@ impl<'a> Cur<'a> {
             0 => FVal::Uint(self.uint()?),
             3 => FVal::Text(self.text_bytes()?),
             4 => {
-                let m = self.len_of(4)?;
-                let mut items = Vec::with_capacity(m.min(16));
-                for _ in 0..m {
-                    items.push(self.text_bytes()?);
+                let n = self.len_of(4)?;
+                let start = self.pos;
+                for _ in 0..n {
+                    self.text_bytes()?;
                 }
-                FVal::Texts(items)
+                FVal::Texts(TextItems::Cbor { enc: &self.b[start..self.pos], n })
             }
             _ => return None,
         })
@@ -112,6 +112,13 @@ impl<'a> Cur<'a> {
     fn done(&self) -> bool {
         self.pos == self.b.len()
     }
+}
+
+/// The text strings of a [`TextItems::Cbor`] array, in order (checked when
+/// the array was read; walking stops at anything else).
+pub(crate) fn text_items(enc: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut c = Cur { b: enc, pos: 0 };
+    std::iter::from_fn(move || if c.done() { None } else { c.text_bytes() })
 }
 
 /// The protected header exactly as minted: `{1: -8, 4: kid, ?"jcp-seq": uint,
@@ -139,26 +146,6 @@ fn protected(b: &[u8]) -> Option<(&[u8], Position)> {
         }
     }
     (c.done() && !kid.is_empty()).then_some((kid, pos))
-}
-
-/// A strict canonical map of text keys to uint / text / array-of-text.
-fn core(b: &[u8]) -> Option<Vec<(&[u8], FVal<'_>)>> {
-    let mut c = Cur { b, pos: 0 };
-    let n = c.len_of(5)?;
-    let mut out = Vec::with_capacity(n.min(32));
-    let mut prev: &[u8] = &[];
-    for _ in 0..n {
-        let kstart = c.pos;
-        let k = c.text_bytes()?;
-        let kenc = &b[kstart..c.pos];
-        // RFC 8949 §4.2.1: strictly increasing bytewise order of encoded keys.
-        if kenc <= prev {
-            return None;
-        }
-        prev = kenc;
-        out.push((k, c.value()?));
-    }
-    c.done().then_some(out)
 }
 
 /// A receipt core straight into its slots: like [`core`], but every key
@@ -211,17 +198,11 @@ fn envelope_parts<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<
     Some((Unsealed::from_parts(steward, position, signature, prot, payload), payload))
 }
 
-/// The envelope and the core's entries (any text keys: outcome records).
-fn envelope<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<'a>, Vec<(&'a [u8], FVal<'a>)>)> {
-    let (unsealed, payload) = envelope_parts(bytes, dids)?;
-    Some((unsealed, core(payload)?))
-}
-
 /// Opens a receipt in its canonical minted layout, without its record id;
 /// `None` means "take the `coset` path".
 pub(crate) fn open_receipt_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed<'a>)> {
     let (unsealed, payload) = envelope_parts(bytes, dids)?;
-    let mut slotted = SlottedCore { entries: std::array::from_fn(|_| (&[][..], FVal::Other)), n: 0, slots: [None; FIELDS] };
+    let mut slotted = SlottedCore { entries: [(&[][..], FVal::Other); FIELDS], n: 0, slots: [None; FIELDS] };
     receipt_core(payload, &mut slotted)?;
     let core = ReceiptCore::from_slotted(&slotted, dids).ok()?;
     (core.steward == unsealed.steward).then_some((core, unsealed))
@@ -237,18 +218,20 @@ pub(crate) fn open_receipt(bytes: &[u8], dids: &mut DidCache) -> Option<OpenedRe
 /// Opens an outcome record the same way, without its record id; `None`
 /// means "take the `coset` path".
 pub(crate) fn open_outcome_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Outcome, Unsealed<'a>)> {
-    let (unsealed, entries) = envelope(bytes, dids)?;
-    if entries.len() != 4 {
+    let (unsealed, payload) = envelope_parts(bytes, dids)?;
+    // Exactly four text entries, read in the one canonical key order
+    // (RFC 8949 §4.2.1: shorter encoded keys first, then bytewise); any
+    // other shape is the `coset` path's to read or name.
+    let mut c = Cur { b: payload, pos: 0 };
+    if c.len_of(5)? != 4 {
         return None;
     }
-    let get = |k: &[u8]| {
-        entries.iter().find_map(|(key, v)| match v {
-            FVal::Text(t) if *key == k => Some(*t),
-            _ => None,
-        })
-    };
-    let (tag, receipt, status, steward) = (get(b"jcp_outcome")?, get(b"receipt")?, get(b"status")?, get(b"steward")?);
-    if tag != crate::record::OUTCOME_PROFILE.as_bytes() {
+    let mut field = |key: &[u8]| if c.text_bytes()? == key { c.text_bytes() } else { None };
+    let status = field(b"status")?;
+    let receipt = field(b"receipt")?;
+    let steward = field(b"steward")?;
+    let tag = field(b"jcp_outcome")?;
+    if !c.done() || tag != crate::record::OUTCOME_PROFILE.as_bytes() {
         return None;
     }
     let status = match status {

@@ -178,18 +178,23 @@ impl ReceiptCore {
         let Value::Map(entries) = v else {
             return Err(SchemaError::NotAMap { object: OBJ }.into());
         };
+        // Arrays of text first (their lists must outlive the entries that borrow them).
+        let lists: Vec<Option<Vec<&[u8]>>> = entries
+            .iter()
+            .map(|(_, val)| match val {
+                Value::Array(items) => items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_bytes()) } else { None }).collect(),
+                _ => None,
+            })
+            .collect();
         let mut out = Vec::with_capacity(entries.len());
-        for (k, val) in entries {
+        for ((k, val), list) in entries.iter().zip(&lists) {
             let Value::Text(k) = k else {
                 return Err(SchemaError::Unknown { object: OBJ, field: format!("{k:?}") }.into());
             };
-            let fv = match val {
-                Value::Text(t) => FVal::Text(t.as_bytes()),
-                Value::Uint(n) => FVal::Uint(*n),
-                Value::Array(items) => match items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_bytes()) } else { None }).collect::<Option<Vec<&[u8]>>>() {
-                    Some(ts) => FVal::Texts(ts),
-                    None => FVal::Other,
-                },
+            let fv = match (val, list) {
+                (Value::Text(t), _) => FVal::Text(t.as_bytes()),
+                (Value::Uint(n), _) => FVal::Uint(*n),
+                (Value::Array(_), Some(ts)) => FVal::Texts(TextItems::List(ts)),
                 _ => FVal::Other,
             };
             out.push((k.as_bytes(), fv));
@@ -286,7 +291,7 @@ impl ReceiptCore {
         if profile == Profile::Jcp2 {
             if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
                 chain_ids.reserve_exact(items.len());
-                for s in items {
+                for s in items.iter() {
                     chain_ids.push(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
                 }
                 if chain_ids.len() < 2 {
@@ -364,7 +369,7 @@ pub fn debited_ids<'a>(grant_id: &'a ContentId, chain_ids: &'a [ContentId]) -> &
 const OBJ: &str = "jcp_receipt";
 
 /// A core field value as the profile reads it (anything else is `Other`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FVal<'a> {
     /// A text string's bytes. UTF-8 is checked where the text is read as
     /// text ([`Entries::text`]); ids and keys are checked by their own
@@ -372,8 +377,35 @@ pub(crate) enum FVal<'a> {
     /// validate every string twice.
     Text(&'a [u8]),
     Uint(u64),
-    Texts(Vec<&'a [u8]>),
+    Texts(TextItems<'a>),
     Other,
+}
+
+/// An array of text strings as a core value: the zero-copy reader's items
+/// left in their encoding (each checked to be a text string when read, so
+/// walking them again cannot fail), or the value path's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextItems<'a> {
+    /// `n` CBOR text strings back to back.
+    Cbor { enc: &'a [u8], n: usize },
+    List(&'a [&'a [u8]]),
+}
+
+impl<'a> TextItems<'a> {
+    fn len(self) -> usize {
+        match self {
+            Self::Cbor { n, .. } => n,
+            Self::List(l) => l.len(),
+        }
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a [u8]> {
+        let (enc, list) = match self {
+            Self::Cbor { enc, .. } => (enc, &[][..]),
+            Self::List(l) => (&[][..], l),
+        };
+        crate::fast::text_items(enc).chain(list.iter().copied())
+    }
 }
 
 /// A core field the profile knows: its slot in [`Entries`] and its name.
@@ -532,10 +564,10 @@ impl<'e, 'a> Entries<'e, 'a> {
         }
     }
 
-    fn opt_texts(&mut self, field: Field) -> Result<Option<&[&'a [u8]]>, ReceiptError> {
+    fn opt_texts(&mut self, field: Field) -> Result<Option<TextItems<'a>>, ReceiptError> {
         match self.opt(field) {
             None => Ok(None),
-            Some(FVal::Texts(t)) => Ok(Some(t.as_slice())),
+            Some(FVal::Texts(t)) => Ok(Some(*t)),
             Some(_) => Err(Self::wrong(field, "an array of text")),
         }
     }
