@@ -219,6 +219,9 @@ pub struct Reader<R> {
     src: R,
     buf: Vec<u8>,
     start: usize,
+    /// Leading bytes of `buf` a refill must keep in place: the records a
+    /// batch has framed so far ([`Reader::read_batch`]); 0 otherwise.
+    keep: usize,
     /// File offset of `buf[start]`.
     offset: u64,
     eof: bool,
@@ -242,7 +245,7 @@ const CHUNK: usize = 256 * 1024;
 impl<R: Read> Reader<R> {
     /// Reads and checks the header; the reader then yields records.
     pub fn new(src: R) -> Result<Self, HeaderError> {
-        let mut r = Self { src, buf: Vec::with_capacity(CHUNK * 2), start: 0, offset: 0, eof: false, done: false, io_error: None };
+        let mut r = Self { src, buf: Vec::with_capacity(CHUNK * 2), start: 0, keep: 0, offset: 0, eof: false, done: false, io_error: None };
         r.fill(HEADER.len())?;
         if r.avail() < HEADER.len() || &r.buf[..HEADER.len()] != HEADER {
             return Err(HeaderError::NotAStream);
@@ -275,27 +278,22 @@ impl<R: Read> Reader<R> {
         if self.avail() >= n || self.eof {
             return Ok(());
         }
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
+        if self.start > self.keep {
+            self.buf.drain(self.keep..self.start);
+            self.start = self.keep;
         }
-        while self.buf.len() < n && !self.eof {
-            let want = (n - self.buf.len()).max(CHUNK);
+        while self.avail() < n && !self.eof {
+            let want = (n - self.avail()).max(CHUNK);
             let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            let got = loop {
-                match self.src.read(&mut self.buf[old..]) {
-                    Ok(g) => break g,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.buf.truncate(old);
-                        return Err(e);
-                    }
+            // Appended into spare capacity (no zero-fill first); retried
+            // when interrupted; returns short only at the end of the source.
+            match (&mut self.src).take(want as u64).read_to_end(&mut self.buf) {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(e);
                 }
-            };
-            self.buf.truncate(old + got);
-            if got == 0 {
-                self.eof = true;
             }
         }
         Ok(())
@@ -390,14 +388,24 @@ impl<R: Read> Reader<R> {
     /// the end of the stream). An I/O error ends reading as it does for the
     /// iterator ([`Reader::take_io_error`]).
     pub fn read_batch(&mut self, max: usize, batch: &mut Batch) -> usize {
-        batch.bytes.clear();
         batch.items.clear();
+        // Records are framed where they were read and the buffer is handed
+        // to the batch whole (no copy of any payload): while framing, a
+        // refill keeps the bytes up to the last record in place (`keep`).
+        self.buf.drain(..self.start);
+        self.start = 0;
         while batch.items.len() < max {
             match self.next_raw() {
                 Ok(Some(Next::Record { offset, kind, at, len })) => {
-                    let start = batch.bytes.len();
-                    batch.bytes.extend_from_slice(&self.buf[at..at + len]);
-                    batch.items.push(BatchItem::Record { offset, kind, start, len });
+                    // Right after the previous record, so a batch holds its
+                    // records and nothing that was skipped between them.
+                    let frame = at - 9..self.start;
+                    let to = self.keep;
+                    if frame.start > to {
+                        self.buf.copy_within(frame.clone(), to);
+                    }
+                    self.keep = to + frame.len();
+                    batch.items.push(BatchItem::Record { offset, kind, start: to + 9, len });
                 }
                 Ok(Some(Next::Fault(f))) => batch.items.push(BatchItem::Fault(f)),
                 Ok(None) => break,
@@ -408,6 +416,15 @@ impl<R: Read> Reader<R> {
                 }
             }
         }
+        // The batch takes the buffer; the reader keeps what is past the
+        // last record (a partial record at most) in the batch's old one.
+        let mut rest = std::mem::take(&mut batch.bytes);
+        rest.clear();
+        rest.extend_from_slice(&self.buf[self.start..]);
+        self.buf.truncate(self.keep);
+        batch.bytes = std::mem::replace(&mut self.buf, rest);
+        self.start = 0;
+        self.keep = 0;
         batch.items.len()
     }
 
@@ -486,6 +503,73 @@ impl<R: Read> Iterator for Reader<R> {
                 self.done = true;
                 None
             }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    /// A stream of many refills: records of every size up to the limit,
+    /// runs of garbage longer than a refill, a corrupt record, a magic
+    /// inside garbage, and a torn tail.
+    fn big_stream(seed: u32) -> Vec<u8> {
+        let mut b = HEADER.to_vec();
+        let mut x = 0x2545_f491_u32 ^ seed;
+        for i in 0..900usize {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let len = match i % 9 {
+                0 => MAX_RECORD_LEN,
+                1 => 0,
+                2 => (x as usize) % 40_000,
+                _ => 200 + (x as usize) % 1500,
+            };
+            let payload: Vec<u8> = (0..len).map(|j| u8::try_from(j % 256).unwrap() ^ x.to_le_bytes()[0]).collect();
+            let kind = [RecordKind::Receipt, RecordKind::Outcome, RecordKind::Grant][i % 3];
+            let mut rec = frame(kind, &payload).unwrap();
+            if i % 97 == 50 + seed as usize {
+                let n = rec.len();
+                rec[n - 1] ^= 0xff; // a checksum that does not match
+            }
+            b.extend_from_slice(&rec);
+            if i % 211 == 100 + seed as usize {
+                // Garbage longer than a refill, with a stray magic inside.
+                b.extend((0..3 * CHUNK + 17).map(|j| if j == CHUNK { b'J' } else { u8::try_from(j % 251).unwrap() | 0x80 }));
+                b.extend_from_slice(MAGIC);
+                b.extend_from_slice(&[0xff; 40]);
+            }
+        }
+        let torn = b.len() - 7;
+        b.truncate(torn);
+        b
+    }
+
+    #[test]
+    fn s8_1_batches_over_many_refills_yield_what_the_iterator_yields_in_bounded_memory() {
+        for (seed, max) in [(0, 1), (1, 2), (2, 7), (3, 64), (4, 100_000), (5, 4096)] {
+            let bytes = big_stream(seed);
+            let expected: Vec<Item> = Reader::new(&bytes[..]).unwrap().collect();
+            assert!(expected.iter().filter(|i| matches!(i, Item::Fault(_))).count() >= 8);
+            let mut reader = Reader::new(&bytes[..]).unwrap();
+            let mut batch = Batch::new();
+            let mut got = Vec::new();
+            let mut most = 0;
+            while reader.read_batch(max, &mut batch) > 0 {
+                got.extend(batch.items().iter().map(|it| batch.to_item(it)));
+                // The reader holds at most a partial record between batches;
+                // a batch holds its records and not the garbage between them.
+                let framed: usize = batch.items().iter().filter(|it| matches!(it, BatchItem::Record { .. })).map(|it| batch.payload(it).len() + FRAME_OVERHEAD).sum();
+                assert!(reader.buf.len() <= MAX_RECORD_LEN + FRAME_OVERHEAD + CHUNK, "batch size {max}");
+                assert_eq!(batch.bytes.len(), framed, "batch size {max}");
+                most = most.max(batch.bytes.len());
+            }
+            assert!(reader.take_io_error().is_none());
+            assert_eq!(got, expected, "batch size {max}");
+            assert!(most > 0);
         }
     }
 }
