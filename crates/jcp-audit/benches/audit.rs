@@ -296,13 +296,17 @@ fn benches(c: &mut Criterion) {
     }
     if bench_mode() && std::env::var_os("JCP_BENCH_PROFILE").is_some() {
         let p = ensure_stream(n);
+        // `JCP_BENCH_THREADS=N` for another pool size (phases are summed over threads).
+        let threads: usize = std::env::var("JCP_BENCH_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
         let _ = jcp_audit::phases::snapshot();
         let t = Instant::now();
-        let r = run_audit(&p, 1);
+        let r = run_audit(&p, threads);
         let d = t.elapsed();
-        println!("audit 1 thread: {:.2}s, {} verified", d.as_secs_f64(), r.receipts.verified);
+        println!("audit {threads} thread(s): {:.2}s, {} verified", d.as_secs_f64(), r.receipts.verified);
         if let Some(ph) = jcp_audit::phases::snapshot() {
-            print_phases(0, d, &ph);
+            if threads == 1 {
+                print_phases(0, d, &ph);
+            }
         }
         return;
     }

@@ -701,11 +701,12 @@ pub(crate) fn run(
         };
         let mut prev: Option<Vec<Vec<Checked>>> = None;
         let mut batch = Batch::new();
+        let mut next = Batch::new();
+        {
+            let _probe = crate::phases::probe!(READ);
+            reader.read_batch(chunk_records, &mut batch);
+        }
         loop {
-            {
-                let _probe = crate::phases::probe!(READ);
-                reader.read_batch(chunk_records, &mut batch);
-            }
             if let Some(e) = reader.take_io_error() {
                 return Err(io(e));
             }
@@ -715,11 +716,17 @@ pub(crate) fn run(
             let mode = opts.verification;
             let eng_ref = &mut eng;
             let prev_chunk = prev.take();
-            // Verify this chunk on all cores while the previous one is accounted.
+            let (reader_ref, next_ref) = (&mut reader, &mut next);
+            // Verify this chunk on all cores while the next one is read and
+            // the previous one accounted (one thread: one after the other).
             let (checked, ()) = install(pool, || {
                 rayon::join(
                     || check::check_chunk(&batch, idx, expected, mode),
                     || {
+                        if !done {
+                            let _probe = crate::phases::probe!(READ);
+                            reader_ref.read_batch(chunk_records, next_ref);
+                        }
                         if let Some(p) = prev_chunk {
                             eng_ref.account(p);
                         }
@@ -735,6 +742,7 @@ pub(crate) fn run(
                 break;
             }
             prev = Some(checked);
+            std::mem::swap(&mut batch, &mut next);
         }
         eng.end_stream(idx);
     }
