@@ -176,6 +176,15 @@ fn run_audit(p: &Path, threads: usize) -> jcp_audit::Report {
     audit_paths(&[p], &opts, |_| ControlFlow::Continue(())).expect("audit")
 }
 
+/// One timed audit and, with `--features phase-timing`, its phases.
+fn timed_audit(p: &Path, threads: usize) -> (jcp_audit::Report, Duration, Option<jcp_audit::phases::Phases>) {
+    let _ = jcp_audit::phases::snapshot();
+    let t = Instant::now();
+    let r = run_audit(p, threads);
+    let d = t.elapsed();
+    (r, d, jcp_audit::phases::snapshot())
+}
+
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
@@ -220,11 +229,8 @@ fn oneshot(n: u64) {
         sigs = s;
         let (m, _) = baseline_with(&p, Verifier::Merged);
         reset_peak_rss();
-        let _ = jcp_audit::phases::snapshot();
-        let t = Instant::now();
-        let r1 = run_audit(&p, 1);
-        let d1 = t.elapsed();
-        if let Some(ph) = jcp_audit::phases::snapshot() {
+        let (r1, d1, phases) = timed_audit(&p, 1);
+        if let Some(ph) = phases {
             print_phases(round, d1, &ph);
         }
         rss1 = rss1.max(peak_rss_kib().unwrap_or(0));
@@ -298,15 +304,10 @@ fn benches(c: &mut Criterion) {
         let p = ensure_stream(n);
         // `JCP_BENCH_THREADS=N` for another pool size (phases are summed over threads).
         let threads: usize = std::env::var("JCP_BENCH_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
-        let _ = jcp_audit::phases::snapshot();
-        let t = Instant::now();
-        let r = run_audit(&p, threads);
-        let d = t.elapsed();
+        let (r, d, phases) = timed_audit(&p, threads);
         println!("audit {threads} thread(s): {:.2}s, {} verified", d.as_secs_f64(), r.receipts.verified);
-        if let Some(ph) = jcp_audit::phases::snapshot() {
-            if threads == 1 {
-                print_phases(0, d, &ph);
-            }
+        if let (Some(ph), 1) = (phases, threads) {
+            print_phases(0, d, &ph);
         }
         return;
     }

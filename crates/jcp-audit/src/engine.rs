@@ -171,7 +171,8 @@ fn short(id: &[u8; 32]) -> u128 {
 }
 
 impl Engine {
-    fn new(opts: &AuditOptions) -> Self {
+    /// `signed_records`: how many the duplicate set is sized for ahead.
+    fn new(opts: &AuditOptions, signed_records: usize) -> Self {
         Self {
             max_findings: opts.max_findings,
             streams: Vec::new(),
@@ -188,7 +189,7 @@ impl Engine {
             provenance_floor: None,
             coverage_floor: None,
             stewards: Map::default(),
-            seen: SeenSet::with_capacity(0),
+            seen: SeenSet::with_capacity(signed_records),
             refused_receipts: Set::default(),
             running: Map::default(),
         }
@@ -674,14 +675,13 @@ pub(crate) fn run(
     mut progress: impl FnMut(&Progress) -> ControlFlow<()>,
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<Report, AuditError> {
-    let mut eng = Engine::new(opts);
-    let chunk_records = opts.chunk_records.max(1);
-    let mut records_done = 0u64;
     // Size the duplicate set for one signed record per KiB of input (a
     // receipt is about that; a million take 1.1 GB), so it rarely grows;
     // no more than 2 million ahead (32 MiB), beyond that it grows as filled.
     let bytes: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-    eng.seen = SeenSet::with_capacity(usize::try_from(bytes / 1024).unwrap_or(usize::MAX).min(1 << 21));
+    let mut eng = Engine::new(opts, usize::try_from(bytes / 1024).unwrap_or(usize::MAX).min(1 << 21));
+    let chunk_records = opts.chunk_records.max(1);
+    let mut records_done = 0u64;
     for (idx, path) in paths.iter().enumerate() {
         let name = path.display().to_string();
         let io = |e: std::io::Error| AuditError::Io { path: name.clone(), message: e.to_string() };

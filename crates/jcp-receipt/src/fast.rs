@@ -148,10 +148,10 @@ fn protected(b: &[u8]) -> Option<(&[u8], Position)> {
     (c.done() && !kid.is_empty()).then_some((kid, pos))
 }
 
-/// A receipt core straight into its slots: like [`core`], but every key
-/// must be a field the profile knows, each at most once, in canonical order
-/// (checked by rank, [`RANK`]); anything else is `None` (the `coset` path
-/// then names it). No allocation but a chain's id list.
+/// A receipt core straight into its slots: a strict canonical map whose
+/// every key is a field the profile knows, each at most once, in canonical
+/// order (checked by rank, [`RANK`]); anything else is `None` (the `coset`
+/// path then names it). No allocation (an array's items stay in place).
 fn receipt_core<'a>(b: &'a [u8], out: &mut SlottedCore<'a>) -> Option<()> {
     let mut c = Cur { b, pos: 0 };
     let n = c.len_of(5)?;

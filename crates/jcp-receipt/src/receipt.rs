@@ -541,7 +541,7 @@ impl<'e, 'a> Entries<'e, 'a> {
     fn opt_text(&mut self, field: Field) -> Result<Option<&'a str>, ReceiptError> {
         match self.opt_raw(field)? {
             None => Ok(None),
-            Some(t) => std::str::from_utf8(t).map(Some).map_err(|_| Self::wrong(field, "UTF-8 text")),
+            Some(t) => utf8(field, t).map(Some),
         }
     }
 
@@ -574,14 +574,18 @@ impl<'e, 'a> Entries<'e, 'a> {
 
     fn cid(&mut self, field: Field) -> Result<ContentId, ReceiptError> {
         let s = self.raw(field)?;
-        ContentId::parse_bytes(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
+        ContentId::parse_bytes(s).ok_or_else(|| Self::not_cid(field))
     }
 
     /// [`Entries::cid`] through the cache's recent content ids (grant ids
     /// and resources repeat from one receipt to the next).
     fn cid_cached(&mut self, field: Field, dids: &mut DidCache) -> Result<ContentId, ReceiptError> {
         let s = self.raw(field)?;
-        dids.content_id(s).ok_or_else(|| Self::wrong(field, "a content id (64 lowercase hex digits)"))
+        dids.content_id(s).ok_or_else(|| Self::not_cid(field))
+    }
+
+    fn not_cid(field: Field) -> ReceiptError {
+        Self::wrong(field, "a content id (64 lowercase hex digits)")
     }
 
     fn finish(self) -> Result<(), ReceiptError> {

@@ -133,9 +133,9 @@ enum Next {
     Fault(Fault),
 }
 
-/// Items read in one go ([`Reader::read_batch`]), every record's payload in
-/// one buffer: one allocation per batch instead of one per record, reused
-/// from batch to batch.
+/// Items read in one go ([`Reader::read_batch`]): the framed records in one
+/// buffer, the one they were read into (no payload copied), which goes back
+/// to the reader as its next buffer on the next batch.
 #[derive(Debug, Default)]
 pub struct Batch {
     bytes: Vec<u8>,
@@ -383,8 +383,8 @@ impl<R: Read> Reader<R> {
         }))
     }
 
-    /// Reads up to `max` items into `batch` (emptied first), every payload
-    /// into the batch's one buffer. Returns the number of items read (0 at
+    /// Reads up to `max` items into `batch` (emptied first), its records in
+    /// the buffer they were read into. Returns the number of items read (0 at
     /// the end of the stream). An I/O error ends reading as it does for the
     /// iterator ([`Reader::take_io_error`]).
     pub fn read_batch(&mut self, max: usize, batch: &mut Batch) -> usize {
