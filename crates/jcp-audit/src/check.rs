@@ -9,7 +9,7 @@ use jcp::cbor::ContentId;
 use jcp::decision::{Reason, Verdict};
 use jcp::energy::{Coverage, Provenance};
 use jcp_receipt::cose::{DidCache, Unsealed};
-use jcp_receipt::receipt::{OpenedReceipt, Profile, ReceiptCore};
+use jcp_receipt::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore};
 use jcp_receipt::record::{self, RevocationNotice};
 use jcp_receipt::stream::{Batch, BatchItem, Fault, RecordKind};
 use rayon::prelude::*;
@@ -29,9 +29,10 @@ pub(crate) enum Body {
     Fault(Fault),
 }
 
-/// What the accounting reads of a receipt, moved out of its decoded core
-/// (which is dropped at once: a checked record carries no boxed core, and
-/// the accounting walks compact records).
+/// What the accounting reads of a receipt: read from its checked view
+/// (no typed core is built on the hot path), or from a typed core where
+/// the record is not in the minted layout. Compact: the accounting walks
+/// these records, so chain ids live in their part's arena ([`Part::chains`]).
 #[derive(Debug)]
 pub(crate) struct Facts {
     pub profile: Profile,
@@ -44,16 +45,37 @@ pub(crate) struct Facts {
     pub coverage: Coverage,
     pub budget_remaining_uj: u64,
     pub budget_uj: u64,
-    /// Root first; empty for a single-grant decision.
-    pub chain_ids: Vec<ContentId>,
+    /// Where this receipt's chain ids (root first) are in its part's
+    /// arena: start and count; count 0 for a single-grant decision.
+    pub chain: (u32, u32),
     pub breach: Option<Reason>,
     /// The money cost's minor units, for a priced decision.
     pub money_minor: Option<u64>,
+    /// The action, kept for an allow only (the report names it if the
+    /// allow has no outcome); empty, not allocated, for a deny.
     pub action: String,
 }
 
 impl Facts {
-    fn of(c: ReceiptCore) -> Self {
+    fn of_view(v: &CoreView<'_>, chain: (u32, u32)) -> Self {
+        Self {
+            profile: v.profile,
+            grant_id: v.grant_id,
+            subject: v.subject_key,
+            verdict: v.verdict,
+            cost_uj: v.cost_uj,
+            provenance: v.provenance,
+            coverage: v.coverage,
+            budget_remaining_uj: v.budget_remaining_uj,
+            budget_uj: v.budget_uj,
+            chain,
+            breach: v.breach,
+            money_minor: v.money.map(|(_, m)| m),
+            action: if v.verdict == Verdict::Allow { v.action.to_owned() } else { String::new() },
+        }
+    }
+
+    fn of(c: ReceiptCore, chain: (u32, u32)) -> Self {
         Self {
             profile: c.profile,
             grant_id: c.grant_id,
@@ -64,17 +86,27 @@ impl Facts {
             coverage: c.coverage,
             budget_remaining_uj: c.budget_remaining_uj,
             budget_uj: c.budget_uj,
-            chain_ids: c.chain_ids,
+            chain,
             breach: c.breach,
             money_minor: c.money.map(|m| m.minor),
-            action: c.action,
+            action: if c.verdict == Verdict::Allow { c.action } else { String::new() },
         }
     }
 
-    /// Every grant an allow debits, root first.
-    pub fn debited_ids(&self) -> &[ContentId] {
-        jcp_receipt::receipt::debited_ids(&self.grant_id, &self.chain_ids)
+    /// Every grant an allow debits, root first (`chains`: its part's arena).
+    pub fn debited_ids<'a>(&'a self, chains: &'a [ContentId]) -> &'a [ContentId] {
+        let (start, n) = (self.chain.0 as usize, self.chain.1 as usize);
+        jcp_receipt::receipt::debited_ids(&self.grant_id, chains.get(start..start + n).unwrap_or_default())
     }
+}
+
+/// One worker's share of a chunk, checked: its records in order and the
+/// chain ids their receipts name (one arena, so a chained receipt costs no
+/// allocation of its own).
+#[derive(Debug, Default)]
+pub(crate) struct Part {
+    pub checked: Vec<Checked>,
+    pub chains: Vec<ContentId>,
 }
 
 /// A checked record with where it was.
@@ -114,12 +146,30 @@ enum Opened<'a> {
     Done(Body),
 }
 
-fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache) -> Opened<'a> {
+fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &mut Vec<ContentId>) -> Opened<'a> {
+    let mut chain = |ids: &mut dyn Iterator<Item = ContentId>| {
+        let start = chains.len();
+        chains.extend(ids);
+        // A part holds at most 1 024 records of at most 16 MiB each: its
+        // arena stays far below u32::MAX ids.
+        (u32::try_from(start).unwrap_or(u32::MAX), u32::try_from(chains.len() - start).unwrap_or(0))
+    };
     match kind {
-        RecordKind::Receipt => match OpenedReceipt::open_unsealed(payload, dids) {
-            Ok((core, u)) => Opened::Signed(Body::Receipt(Facts::of(core)), u),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
-        },
+        RecordKind::Receipt => {
+            // The minted layout is read as a checked view; anything else
+            // through the typed path, which reads it or names the error.
+            if let Some((v, u)) = OpenedReceipt::open_view(payload, dids) {
+                let ch = chain(&mut v.chain_ids(dids));
+                return Opened::Signed(Body::Receipt(Facts::of_view(&v, ch)), u);
+            }
+            match OpenedReceipt::open_unsealed(payload, dids) {
+                Ok((core, u)) => {
+                    let ch = chain(&mut core.chain_ids.iter().copied());
+                    Opened::Signed(Body::Receipt(Facts::of(core, ch)), u)
+                }
+                Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            }
+        }
         RecordKind::Outcome => match record::open_outcome_unsealed(payload, dids) {
             Ok((o, u)) => Opened::Signed(Body::Outcome(o.receipt), u),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
@@ -153,7 +203,10 @@ thread_local! {
     static DIDS: std::cell::RefCell<DidCache> = std::cell::RefCell::new(DidCache::new());
 }
 
-/// Decodes and verifies a slice of a batch's items (one worker's share).
+/// Decodes and verifies a slice of a batch's items (one worker's share):
+/// every record is decoded first, then the signatures are checked in
+/// batches of [`BATCH`], so the decoder and the verifier do not evict each
+/// other's code and tables every few records (docs/performance.md).
 fn check_slice(
     batch: &Batch,
     items: &[BatchItem],
@@ -161,11 +214,12 @@ fn check_slice(
     expected: &[Did],
     mode: Verification,
     dids: &mut DidCache,
-) -> Vec<Checked> {
+) -> Part {
     let _probe = crate::phases::probe!(SLICES);
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
+    let mut chains: Vec<ContentId> = Vec::new();
     // Indices into `out` of records awaiting a signature check, with their envelope.
-    let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(BATCH);
+    let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(items.len());
     for item in items {
         match *item {
             BatchItem::Fault(f) => {
@@ -173,7 +227,7 @@ fn check_slice(
             }
             BatchItem::Record { offset, kind, .. } => {
                 let payload = batch.payload(item);
-                match open(kind, payload, dids) {
+                match open(kind, payload, dids, &mut chains) {
                     Opened::Done(body) => {
                         let refused_id = (kind == RecordKind::Receipt).then(|| record_id(payload));
                         out.push(Checked { stream, offset, kind: Some(kind), body, meta: None, refused_id });
@@ -208,19 +262,18 @@ fn check_slice(
                         }
                         out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None });
                         pending.push((out.len() - 1, sealed, payload));
-                        if pending.len() == BATCH {
-                            verify_pending(&mut out, &mut pending, mode);
-                        }
                     }
                 }
             }
         }
     }
-    verify_pending(&mut out, &mut pending, mode);
-    out
+    for group in pending.chunks(BATCH) {
+        verify_pending(&mut out, group, mode);
+    }
+    Part { checked: out, chains }
 }
 
-fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &[u8])>, mode: Verification) {
+fn verify_pending(out: &mut [Checked], pending: &[(usize, Unsealed<'_>, &[u8])], mode: Verification) {
     let _probe = crate::phases::probe!(VERIFY);
     if pending.is_empty() {
         return;
@@ -240,13 +293,12 @@ fn verify_pending(out: &mut [Checked], pending: &mut Vec<(usize, Unsealed<'_>, &
             }
         }
     }
-    pending.clear();
 }
 
 /// Decodes and verifies a chunk on the current rayon pool: the checked
 /// records in order, as the workers' consecutive parts (not flattened: the
 /// accounting walks them in turn, so no record is moved twice).
-pub(crate) fn check_chunk(batch: &Batch, stream: usize, expected: &[Did], mode: Verification) -> Vec<Vec<Checked>> {
+pub(crate) fn check_chunk(batch: &Batch, stream: usize, expected: &[Did], mode: Verification) -> Vec<Part> {
     let items = batch.items();
     let per = (items.len() / (rayon::current_num_threads() * 4)).clamp(BATCH, 1024);
     items

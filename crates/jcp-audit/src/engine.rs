@@ -14,7 +14,7 @@ use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 
-use crate::check::{self, Body, Checked, Facts, Meta};
+use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
     ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
@@ -202,16 +202,21 @@ impl Engine {
         }
     }
 
-    fn account(&mut self, chunk: Vec<Vec<Checked>>) {
+    fn account(&mut self, chunk: Vec<Part>) {
         let _probe = crate::phases::probe!(ACCOUNT);
-        // Fetch the duplicate set's slots for the whole chunk first (see `seen`).
-        self.seen.touch(chunk.iter().flatten().filter_map(|c| c.meta.map(|m| m.dedup)));
-        for c in chunk.into_iter().flatten() {
-            self.account_one(c);
+        for part in chunk {
+            // Fetch the duplicate set's slots for the part first (see
+            // `seen`; a part is at most 1 024 records, so its slots stay
+            // in the core's own cache until they are inserted).
+            self.seen.touch(part.checked.iter().filter_map(|c| c.meta.map(|m| m.dedup)));
+            for c in part.checked {
+                self.account_one(c, &part.chains);
+            }
         }
     }
 
-    fn account_one(&mut self, c: Checked) {
+    /// `chains`: the arena of the part the record came in (its chain ids).
+    fn account_one(&mut self, c: Checked, chains: &[ContentId]) {
         let (s, off) = (c.stream, c.offset);
         if c.kind.is_some() {
             self.streams[s].summary.records += 1;
@@ -272,7 +277,7 @@ impl Engine {
                 match body {
                     Body::Receipt(mut core) => {
                         let action = std::mem::take(&mut core.action);
-                        self.receipt(s, off, &meta, &core, action);
+                        self.receipt(s, off, &meta, &core, chains, action);
                     }
                     Body::Outcome(receipt) => {
                         self.counts.outcomes += 1;
@@ -331,8 +336,9 @@ impl Engine {
         }
     }
 
-    /// `action` is the core's, moved out (it is kept for an allow until its outcome).
-    fn receipt(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, action: String) {
+    /// `action` is the core's, moved out (it is kept for an allow until its
+    /// outcome); `chains` is the arena of the receipt's part.
+    fn receipt(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, chains: &[ContentId], action: String) {
         self.counts.total += 1;
         self.counts.verified += 1;
         if c.profile == Profile::Jcp1 {
@@ -370,7 +376,7 @@ impl Engine {
                 group.allows += 1;
                 group.uj = group.uj.saturating_add(c.cost_uj);
                 self.counts.allows += 1;
-                let ids = c.debited_ids();
+                let ids = c.debited_ids(chains);
                 if !self.grant_records.is_empty() {
                     self.check_links(s, off, ids);
                 }
@@ -699,7 +705,7 @@ pub(crate) fn run(
             Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
             Err(HeaderError::Io(e)) => return Err(io(e)),
         };
-        let mut prev: Option<Vec<Vec<Checked>>> = None;
+        let mut prev: Option<Vec<Part>> = None;
         let mut batch = Batch::new();
         let mut next = Batch::new();
         {
@@ -711,7 +717,7 @@ pub(crate) fn run(
                 return Err(io(e));
             }
             let done = batch.items().is_empty();
-            let prev_n = prev.as_ref().map_or(0, |p| p.iter().map(Vec::len).sum::<usize>()) as u64;
+            let prev_n = prev.as_ref().map_or(0, |p| p.iter().map(|part| part.checked.len()).sum::<usize>()) as u64;
             let expected = &opts.expected_stewards;
             let mode = opts.verification;
             let eng_ref = &mut eng;

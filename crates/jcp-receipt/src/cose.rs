@@ -36,22 +36,32 @@ pub struct Position {
 
 /// A caching `did:key` parser: parsing decompresses a curve point, which costs
 /// as much as a quarter of a signature check, and a stream names few keys.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DidCache {
     /// Keyed by the `did:key` string's bytes, so a lookup needs no UTF-8
     /// check (a hit equals a string that parsed); values index `keys`.
     map: std::collections::HashMap<Box<[u8]>, usize, std::hash::BuildHasherDefault<TextHasher>>,
     keys: Vec<(Box<[u8]>, Did)>,
-    /// The last few keys found, checked by comparison before hashing (a
-    /// receipt names the same three or four keys as the one before it).
-    recent: [usize; RECENT],
-    next: usize,
+    /// Direct-mapped recall before the map: slot (a hash of the text's
+    /// last eight bytes, base58 digits of the key) → 1 + index into `keys`,
+    /// 0 = empty. A hit is one comparison with text that parsed before; a
+    /// stream names few keys, so the map is rarely reached.
+    slots: [u16; DID_SLOTS],
     /// Recently parsed content ids by their hex text, direct-mapped
     /// ([`DidCache::content_id`]).
     cids: Vec<Option<([u8; 64], ContentId)>>,
+    /// A key parsed once the table is full (returned by reference).
+    spill: Option<Did>,
 }
 
-const RECENT: usize = 4;
+impl Default for DidCache {
+    fn default() -> Self {
+        Self { map: Default::default(), keys: Vec::new(), slots: [0; DID_SLOTS], cids: Vec::new(), spill: None }
+    }
+}
+
+/// Slots of the direct-mapped did table (the top eight bits of a hash pick one).
+const DID_SLOTS: usize = 256;
 const MAX_KEYS: usize = 4096;
 
 /// A small non-cryptographic hasher for the did cache (keys are `did:key`
@@ -85,26 +95,37 @@ impl DidCache {
     /// [`DidCache::parse`] over raw bytes: a recalled key is found by its
     /// bytes; anything else must be UTF-8 and a valid `did:key`.
     pub fn parse_bytes(&mut self, b: &[u8]) -> Result<Did, jcp::identity::IdentityError> {
-        for &i in &self.recent {
-            if let Some((k, d)) = self.keys.get(i) {
-                if **k == *b {
-                    return Ok(*d);
+        self.recall(b).copied()
+    }
+
+    /// [`DidCache::parse_bytes`] without copying the parsed key out: the
+    /// public-key bytes, for callers that key maps by them or compare.
+    pub fn key_bytes(&mut self, b: &[u8]) -> Result<[u8; 32], jcp::identity::IdentityError> {
+        self.recall(b).map(|d| *d.public_bytes())
+    }
+
+    fn recall(&mut self, b: &[u8]) -> Result<&Did, jcp::identity::IdentityError> {
+        let slot = did_slot(b);
+        let i = match self.slots[slot].checked_sub(1).map(usize::from) {
+            Some(i) if self.keys.get(i).is_some_and(|(k, _)| **k == *b) => i,
+            _ => match self.map.get(b) {
+                Some(&i) => i,
+                None => {
+                    // Not UTF-8, so not `did:key:…` either.
+                    let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
+                    let d = Did::parse(s)?;
+                    if self.keys.len() >= MAX_KEYS {
+                        return Ok(self.spill.insert(d));
+                    }
+                    self.map.insert(b.into(), self.keys.len());
+                    self.keys.push((b.into(), d));
+                    self.keys.len() - 1
                 }
-            }
-        }
-        if let Some(&i) = self.map.get(b) {
-            self.recent[self.next] = i;
-            self.next = (self.next + 1) % RECENT;
-            return Ok(self.keys[i].1);
-        }
-        // Not UTF-8, so not `did:key:…` either.
-        let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
-        let d = Did::parse(s)?;
-        if self.keys.len() < MAX_KEYS {
-            self.map.insert(b.into(), self.keys.len());
-            self.keys.push((b.into(), d));
-        }
-        Ok(d)
+            },
+        };
+        // Below MAX_KEYS (4 096), so the index fits the slot's u16.
+        self.slots[slot] = u16::try_from(i + 1).unwrap_or(0);
+        Ok(&self.keys[i].1)
     }
 
     /// Parses (or recalls) a `did:key`.
@@ -135,6 +156,15 @@ impl DidCache {
         self.cids[slot] = Some((*text, id));
         Some(id)
     }
+}
+
+/// A did text's slot in the direct-mapped table: a multiplicative hash of
+/// its last eight bytes (of a `did:key`, base58 digits of the key itself).
+fn did_slot(b: &[u8]) -> usize {
+    let mut w = [0u8; 8];
+    let tail = &b[b.len().saturating_sub(8)..];
+    w[..tail.len()].copy_from_slice(tail);
+    (u64::from_le_bytes(w).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % DID_SLOTS
 }
 
 /// Slots of the content-id table (the top six bits of a hash pick one).
@@ -441,4 +471,52 @@ pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Receip
 /// The algorithm id of EdDSA, for tests and docs.
 pub fn eddsa_alg_id() -> i64 {
     iana::Algorithm::EdDSA.to_i64()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s2_did_cache_returns_what_parsing_returns() {
+        // 600 keys over 256 slots (collisions, evictions, map hits), each
+        // looked up again interleaved with others, plus texts that must not
+        // parse: a flipped base58 digit, a cut, a stray non-UTF-8 byte.
+        let dids: Vec<String> = (0u8..=255)
+            .chain(0u8..=255)
+            .chain(0u8..88)
+            .enumerate()
+            .map(|(i, b)| {
+                let mut seed = [b; 32];
+                seed[0] = u8::try_from(i / 256).unwrap();
+                Keypair::from_seed(seed).unwrap().did().to_did_string()
+            })
+            .collect();
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for (i, d) in dids.iter().enumerate() {
+            texts.push(d.clone().into_bytes());
+            if i % 9 == 0 {
+                let mut bad = d.clone().into_bytes();
+                let j = bad.len() - 1 - i % 40;
+                bad[j] = if bad[j] == b'z' { b'y' } else { b'z' };
+                texts.push(bad);
+                texts.push(d.as_bytes()[..d.len() - 1].to_vec());
+                let mut stray = d.clone().into_bytes();
+                stray[i % d.len()] = 0xff;
+                texts.push(stray);
+            }
+        }
+        let mut cache = DidCache::new();
+        for round in 0..3 {
+            for (j, t) in texts.iter().enumerate() {
+                let k = (j * 37 + round * 11) % texts.len();
+                for x in [t, &texts[k], t] {
+                    let want = std::str::from_utf8(x).ok().and_then(|s| Did::parse(s).ok());
+                    assert_eq!(cache.parse_bytes(x).ok(), want, "{}", String::from_utf8_lossy(x));
+                    assert_eq!(cache.key_bytes(x).ok(), want.map(|d| *d.public_bytes()));
+                }
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@
 use jcp::cbor::ContentId;
 
 use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
-use crate::receipt::{slot_of, FVal, OpenedReceipt, ReceiptCore, SlottedCore, TextItems, FIELDS, RANK};
+use crate::receipt::{slot_of, CoreView, FVal, OpenedReceipt, ReceiptCore, SlottedCore, TextItems, FIELDS, RANK};
 use crate::record::{Outcome, OutcomeStatus};
 
 struct Cur<'a> {
@@ -201,11 +201,19 @@ fn envelope_parts<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<
 /// Opens a receipt in its canonical minted layout, without its record id;
 /// `None` means "take the `coset` path".
 pub(crate) fn open_receipt_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(ReceiptCore, Unsealed<'a>)> {
+    let (view, unsealed) = open_receipt_view(bytes, dids)?;
+    let core = ReceiptCore::from_view(&view, dids).ok()?;
+    Some((core, unsealed))
+}
+
+/// Opens a receipt in its canonical minted layout as a checked view (no
+/// copy, no allocation); `None` means "take the `coset` path".
+pub(crate) fn open_receipt_view<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(CoreView<'a>, Unsealed<'a>)> {
     let (unsealed, payload) = envelope_parts(bytes, dids)?;
     let mut slotted = SlottedCore { entries: [(&[][..], FVal::Other); FIELDS], n: 0, slots: [None; FIELDS] };
     receipt_core(payload, &mut slotted)?;
-    let core = ReceiptCore::from_slotted(&slotted, dids).ok()?;
-    (core.steward == unsealed.steward).then_some((core, unsealed))
+    let view = CoreView::from_slotted(&slotted, dids).ok()?;
+    (view.steward_key == *unsealed.steward.public_bytes()).then_some((view, unsealed))
 }
 
 /// Opens a receipt in its canonical minted layout without copying; `None`
@@ -350,6 +358,38 @@ mod tests {
         }
     }
 
+    /// A view reads what the typed core holds, field by field.
+    fn view_matches(v: &CoreView<'_>, c: &ReceiptCore, dids: &mut DidCache) -> bool {
+        v.profile == c.profile
+            && v.grant_id == c.grant_id
+            && v.subject_key == *c.subject.public_bytes()
+            && v.steward_key == *c.steward.public_bytes()
+            && v.resource == c.resource
+            && v.action == c.action
+            && v.payload_hash == c.payload_hash
+            && (v.frame_kind, v.trust, v.verdict) == (c.frame_kind, c.trust, c.verdict)
+            && (v.cost_uj, v.budget_remaining_uj, v.budget_uj) == (c.cost_uj, c.budget_remaining_uj, c.budget_uj)
+            && (v.provenance, v.coverage, v.breach, v.tainted) == (c.provenance, c.coverage, c.breach, c.tainted)
+            && v.money.map(|(cur, m)| (cur.to_owned(), m)) == c.money.as_ref().map(|m| (m.currency.clone(), m.minor))
+            && v.chain_ids(dids).collect::<Vec<_>>() == c.chain_ids
+            && ReceiptCore::from_view(v, dids).as_ref() == Ok(c)
+    }
+
+    #[test]
+    fn s8_view_reads_what_the_coset_path_reads_on_every_generated_receipt() {
+        let mut dids = DidCache::new();
+        let (mut chained, mut denies) = (0, 0);
+        for r in receipts() {
+            let (v, u) = OpenedReceipt::open_view(&r, &mut dids).expect("the minted layout has a view");
+            let s = slow(&r).unwrap();
+            assert!(view_matches(&v, &s.core, &mut dids));
+            assert_eq!(u.tbs(), s.sealed.tbs);
+            chained += usize::from(!s.core.chain_ids.is_empty());
+            denies += usize::from(s.core.verdict != jcp::decision::Verdict::Allow);
+        }
+        assert!(chained > 0 && denies > 0);
+    }
+
     #[test]
     fn s8_fast_outcome_path_equals_the_coset_path() {
         let dir = tempfile::tempdir().unwrap();
@@ -393,6 +433,12 @@ mod tests {
                         accepted += 1;
                         let s = slow(&m).unwrap_or_else(|| panic!("fast accepted byte {i} bit {bit}; coset refused"));
                         assert!(same(&f, &s));
+                    }
+                    // The view accepts exactly what the fast path does, and reads the same.
+                    match (OpenedReceipt::open_view(&m, &mut dids), slow(&m)) {
+                        (Some((v, _)), Some(s)) => assert!(view_matches(&v, &s.core, &mut dids), "byte {i} bit {bit}"),
+                        (Some(_), None) => panic!("view accepted byte {i} bit {bit}; coset refused"),
+                        (None, _) => assert!(open_receipt(&m, &mut dids).is_none(), "byte {i} bit {bit}"),
                     }
                 }
             }

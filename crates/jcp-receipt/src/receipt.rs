@@ -18,6 +18,201 @@ use jcp::identity::{Did, Keypair};
 use crate::cose::{self, DidCache, Position, Sealed};
 use crate::error::ReceiptError;
 
+/// A receipt core read and checked under its profile (every rule
+/// [`ReceiptCore`] is read under: this is where they are), its texts still
+/// borrowed from the record: what an auditor reads of a receipt without
+/// materializing the typed core (no key copies, no allocation).
+/// [`ReceiptCore::from_view`] materializes it.
+#[derive(Debug, Clone, Copy)]
+pub struct CoreView<'a> {
+    /// [`ReceiptCore::profile`].
+    pub profile: Profile,
+    /// [`ReceiptCore::grant_id`].
+    pub grant_id: ContentId,
+    issuer: &'a [u8],
+    subject: &'a [u8],
+    /// The subject's public-key bytes.
+    pub subject_key: [u8; 32],
+    /// [`ReceiptCore::resource`].
+    pub resource: ContentId,
+    /// [`ReceiptCore::action`], borrowed.
+    pub action: &'a str,
+    /// [`ReceiptCore::payload_hash`].
+    pub payload_hash: Option<ContentId>,
+    /// [`ReceiptCore::frame_kind`].
+    pub frame_kind: FrameKind,
+    /// [`ReceiptCore::trust`].
+    pub trust: Trust,
+    /// [`ReceiptCore::verdict`].
+    pub verdict: Verdict,
+    /// [`ReceiptCore::cost_uj`].
+    pub cost_uj: u64,
+    /// [`ReceiptCore::provenance`].
+    pub provenance: Provenance,
+    /// [`ReceiptCore::coverage`].
+    pub coverage: Coverage,
+    /// [`ReceiptCore::budget_remaining_uj`].
+    pub budget_remaining_uj: u64,
+    /// [`ReceiptCore::budget_uj`].
+    pub budget_uj: u64,
+    steward: &'a [u8],
+    /// The signer's public-key bytes.
+    pub steward_key: [u8; 32],
+    chain: Option<TextItems<'a>>,
+    /// [`ReceiptCore::breach`].
+    pub breach: Option<Reason>,
+    /// A priced decision's currency and minor units (§4.8).
+    pub money: Option<(&'a str, u64)>,
+    /// [`ReceiptCore::tainted`].
+    pub tainted: bool,
+}
+
+impl<'a> CoreView<'a> {
+    /// Every debited grant id, root first, for a chained decision (§8.1),
+    /// parsed again through `dids` (each was checked when the view was
+    /// read, and the cache recalls it); nothing for a single-grant decision.
+    pub fn chain_ids<'d>(&self, dids: &'d mut DidCache) -> impl Iterator<Item = ContentId> + use<'a, 'd> {
+        self.chain.into_iter().flat_map(|items| items.iter()).filter_map(move |s| dids.content_id(s))
+    }
+
+    /// [`ReceiptCore::from_slotted`]'s reading, without materializing.
+    pub(crate) fn from_slotted(core: &SlottedCore<'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let entries = core.entries.get(..core.n).unwrap_or_default();
+        Self::read(Entries { entries, slots: core.slots, taken: 0, stray: None }, dids)
+    }
+
+    fn read(mut f: Entries<'_, 'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        // Known ASCII values are matched as bytes; only anything else is
+        // checked as UTF-8 (first, as reading it as text would) to be named.
+        let profile = match f.raw(F_JCP_RECEIPT)? {
+            b"jcp/2" => Profile::Jcp2,
+            b"jcp/1" => Profile::Jcp1,
+            other => return Err(ReceiptError::UnknownProfile(utf8(F_JCP_RECEIPT, other)?.to_owned())),
+        };
+        let grant_id = f.cid_cached(F_GRANT_ID, dids)?;
+        let (issuer, _) = f.did(F_ISSUER, dids)?;
+        let (subject, subject_key) = f.did(F_SUBJECT, dids)?;
+        let resource = f.cid_cached(F_RESOURCE, dids)?;
+        let action = f.text(F_ACTION)?;
+        // `jcp/1` has no payload_hash; a `jcp/1` core carrying one is not `jcp/1`
+        // (closed world: `finish` refuses the untaken field).
+        let payload_hash = match profile {
+            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?), // unique per decision: not cached
+            Profile::Jcp1 => None,
+        };
+        let fk = f.raw(F_FRAME_KIND)?;
+        let Some(frame_kind) = FrameKind::parse_bytes(fk) else {
+            let fk = utf8(F_FRAME_KIND, fk)?;
+            return Err(invalid("frame_kind", format!("unknown kind {fk:?}")));
+        };
+        let trust = match f.raw(F_TRUST)? {
+            b"control" => Trust::Control,
+            b"data" => Trust::Data,
+            other => return Err(invalid("trust", format!("unknown trust {:?}", utf8(F_TRUST, other)?))),
+        };
+        let verdict_b = f.raw(F_VERDICT)?;
+        let allow = match verdict_b {
+            b"allow" => Some(true),
+            b"deny" => Some(false),
+            other => {
+                utf8(F_VERDICT, other)?;
+                None
+            }
+        };
+        let reason = f.opt_text(F_DENY_REASON)?;
+        let verdict = match (allow, reason) {
+            (Some(true), None) => Verdict::Allow,
+            (Some(true), Some(_)) => {
+                return Err(invalid("deny_reason", "present on an allow (§8: omitted on allow)"));
+            }
+            (Some(false), Some(r)) => Verdict::Deny(
+                Reason::parse(r).ok_or_else(|| invalid("deny_reason", format!("unknown reason {r:?}")))?,
+            ),
+            (Some(false), None) => return Err(invalid("deny_reason", "a deny must name its reason")),
+            (None, _) => {
+                let other = utf8(F_VERDICT, verdict_b)?;
+                return Err(invalid("verdict", format!("{other:?} is neither allow nor deny")));
+            }
+        };
+        let cost_uj = f.uint(F_COST_UJ)?;
+        let p = f.raw(F_ENERGY_PROVENANCE)?;
+        let Some(provenance) = Provenance::parse_bytes(p) else {
+            let p = utf8(F_ENERGY_PROVENANCE, p)?;
+            return Err(invalid("energy_provenance", format!("{p:?}")));
+        };
+        let coverage = match f.opt_text(F_ENERGY_COVERAGE)? {
+            None => Coverage::Whole,
+            Some("Partial") => Coverage::Partial,
+            Some(other) => {
+                return Err(invalid("energy_coverage", format!("{other:?}: only \"Partial\" is carried (§5.2)")))
+            }
+        };
+        let budget_remaining_uj = f.uint(F_BUDGET_REMAINING_UJ)?;
+        let budget_uj = f.uint(F_BUDGET_UJ)?;
+        let (steward, steward_key) = f.did(F_STEWARD, dids)?;
+        let mut chain = None;
+        let mut breach = None;
+        let mut money = None;
+        let mut tainted = false;
+        if profile == Profile::Jcp2 {
+            if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
+                let mut last = None;
+                for s in items.iter() {
+                    last = Some(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
+                }
+                if items.len() < 2 {
+                    return Err(invalid("chain_ids", "carried only for multi-hop chains (§8.1)"));
+                }
+                if last != Some(grant_id) {
+                    return Err(invalid("chain_ids", "the chain must end at grant_id (root first, leaf last)"));
+                }
+                chain = Some(items);
+            }
+            if let Some(b) = f.opt_text(F_BREACH)? {
+                breach = Some(Reason::parse(b).ok_or_else(|| invalid("breach", format!("unknown reason {b:?}")))?);
+                if verdict != Verdict::Allow {
+                    return Err(invalid("breach", "a breach is recorded only on an allow"));
+                }
+            }
+            match (f.opt_text(F_COST_CURRENCY)?, f.opt_uint(F_COST_MINOR)?) {
+                (None, None) => {}
+                (Some(c), Some(m)) if !c.is_empty() => money = Some((c, m)),
+                _ => return Err(invalid("cost_currency", "cost_currency and cost_minor come together")),
+            }
+            match f.opt_text(F_FLOW)? {
+                None => {}
+                Some("tainted") if verdict == Verdict::Allow => tainted = true,
+                Some(other) => return Err(invalid("flow", format!("{other:?}: only \"tainted\", on an allow"))),
+            }
+        }
+        f.finish()?;
+        Ok(Self {
+            profile,
+            grant_id,
+            issuer,
+            subject,
+            subject_key,
+            resource,
+            action,
+            payload_hash,
+            frame_kind,
+            trust,
+            verdict,
+            cost_uj,
+            provenance,
+            coverage,
+            budget_remaining_uj,
+            budget_uj,
+            steward,
+            steward_key,
+            chain,
+            breach,
+            money,
+            tainted,
+        })
+    }
+}
+
 /// The profile tag in `jcp_receipt` (§8 profile versioning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Profile {
@@ -208,138 +403,42 @@ impl ReceiptCore {
         Self::from_fields(Entries::new(entries), dids)
     }
 
-    /// Reads a core the zero-copy reader has already sorted into slots
-    /// (every key known, none repeated, in canonical order).
-    pub(crate) fn from_slotted(core: &SlottedCore<'_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        let entries = core.entries.get(..core.n).unwrap_or_default();
-        Self::from_fields(Entries { entries, slots: core.slots, taken: 0, stray: None }, dids)
+    fn from_fields(f: Entries<'_, '_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let v = CoreView::read(f, dids)?;
+        Self::from_view(&v, dids)
     }
 
-    fn from_fields(mut f: Entries<'_, '_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        // Known ASCII values are matched as bytes; only anything else is
-        // checked as UTF-8 (first, as reading it as text would) to be named.
-        let profile = match f.raw(F_JCP_RECEIPT)? {
-            b"jcp/2" => Profile::Jcp2,
-            b"jcp/1" => Profile::Jcp1,
-            other => return Err(ReceiptError::UnknownProfile(utf8(F_JCP_RECEIPT, other)?.to_owned())),
-        };
-        let grant_id = f.cid_cached(F_GRANT_ID, dids)?;
-        let issuer = f.did(F_ISSUER, dids)?;
-        let subject = f.did(F_SUBJECT, dids)?;
-        let resource = f.cid_cached(F_RESOURCE, dids)?;
-        let action = f.text(F_ACTION)?.to_owned();
-        // `jcp/1` has no payload_hash; a `jcp/1` core carrying one is not `jcp/1`
-        // (closed world: `finish` refuses the untaken field).
-        let payload_hash = match profile {
-            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?), // unique per decision: not cached
-            Profile::Jcp1 => None,
-        };
-        let fk = f.raw(F_FRAME_KIND)?;
-        let Some(frame_kind) = FrameKind::parse_bytes(fk) else {
-            let fk = utf8(F_FRAME_KIND, fk)?;
-            return Err(invalid("frame_kind", format!("unknown kind {fk:?}")));
-        };
-        let trust = match f.raw(F_TRUST)? {
-            b"control" => Trust::Control,
-            b"data" => Trust::Data,
-            other => return Err(invalid("trust", format!("unknown trust {:?}", utf8(F_TRUST, other)?))),
-        };
-        let verdict_b = f.raw(F_VERDICT)?;
-        let allow = match verdict_b {
-            b"allow" => Some(true),
-            b"deny" => Some(false),
-            other => {
-                utf8(F_VERDICT, other)?;
-                None
-            }
-        };
-        let reason = f.opt_text(F_DENY_REASON)?;
-        let verdict = match (allow, reason) {
-            (Some(true), None) => Verdict::Allow,
-            (Some(true), Some(_)) => {
-                return Err(invalid("deny_reason", "present on an allow (§8: omitted on allow)"));
-            }
-            (Some(false), Some(r)) => Verdict::Deny(
-                Reason::parse(r).ok_or_else(|| invalid("deny_reason", format!("unknown reason {r:?}")))?,
-            ),
-            (Some(false), None) => return Err(invalid("deny_reason", "a deny must name its reason")),
-            (None, _) => {
-                let other = utf8(F_VERDICT, verdict_b)?;
-                return Err(invalid("verdict", format!("{other:?} is neither allow nor deny")));
-            }
-        };
-        let cost_uj = f.uint(F_COST_UJ)?;
-        let p = f.raw(F_ENERGY_PROVENANCE)?;
-        let Some(provenance) = Provenance::parse_bytes(p) else {
-            let p = utf8(F_ENERGY_PROVENANCE, p)?;
-            return Err(invalid("energy_provenance", format!("{p:?}")));
-        };
-        let coverage = match f.opt_text(F_ENERGY_COVERAGE)? {
-            None => Coverage::Whole,
-            Some("Partial") => Coverage::Partial,
-            Some(other) => {
-                return Err(invalid("energy_coverage", format!("{other:?}: only \"Partial\" is carried (§5.2)")))
-            }
-        };
-        let budget_remaining_uj = f.uint(F_BUDGET_REMAINING_UJ)?;
-        let budget_uj = f.uint(F_BUDGET_UJ)?;
-        let steward = f.did(F_STEWARD, dids)?;
+    /// Materializes a checked view (its keys and ids were parsed when it was
+    /// read, so the lookups here are the cache's hits).
+    pub fn from_view(v: &CoreView<'_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
         let mut chain_ids = Vec::new();
-        let mut breach = None;
-        let mut money = None;
-        let mut tainted = false;
-        if profile == Profile::Jcp2 {
-            if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
-                chain_ids.reserve_exact(items.len());
-                for s in items.iter() {
-                    chain_ids.push(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
-                }
-                if chain_ids.len() < 2 {
-                    return Err(invalid("chain_ids", "carried only for multi-hop chains (§8.1)"));
-                }
-                if chain_ids.last() != Some(&grant_id) {
-                    return Err(invalid("chain_ids", "the chain must end at grant_id (root first, leaf last)"));
-                }
-            }
-            if let Some(b) = f.opt_text(F_BREACH)? {
-                breach = Some(Reason::parse(b).ok_or_else(|| invalid("breach", format!("unknown reason {b:?}")))?);
-                if verdict != Verdict::Allow {
-                    return Err(invalid("breach", "a breach is recorded only on an allow"));
-                }
-            }
-            match (f.opt_text(F_COST_CURRENCY)?, f.opt_uint(F_COST_MINOR)?) {
-                (None, None) => {}
-                (Some(c), Some(m)) if !c.is_empty() => money = Some(Money { currency: c.to_owned(), minor: m }),
-                _ => return Err(invalid("cost_currency", "cost_currency and cost_minor come together")),
-            }
-            match f.opt_text(F_FLOW)? {
-                None => {}
-                Some("tainted") if verdict == Verdict::Allow => tainted = true,
-                Some(other) => return Err(invalid("flow", format!("{other:?}: only \"tainted\", on an allow"))),
+        if let Some(items) = v.chain {
+            chain_ids.reserve_exact(items.len());
+            for s in items.iter() {
+                chain_ids.push(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
             }
         }
-        f.finish()?;
         Ok(Self {
-            profile,
-            grant_id,
-            issuer,
-            subject,
-            resource,
-            action,
-            payload_hash,
-            frame_kind,
-            trust,
-            verdict,
-            cost_uj,
-            provenance,
-            coverage,
-            budget_remaining_uj,
-            budget_uj,
-            steward,
+            profile: v.profile,
+            grant_id: v.grant_id,
+            issuer: dids.parse_bytes(v.issuer)?,
+            subject: dids.parse_bytes(v.subject)?,
+            resource: v.resource,
+            action: v.action.to_owned(),
+            payload_hash: v.payload_hash,
+            frame_kind: v.frame_kind,
+            trust: v.trust,
+            verdict: v.verdict,
+            cost_uj: v.cost_uj,
+            provenance: v.provenance,
+            coverage: v.coverage,
+            budget_remaining_uj: v.budget_remaining_uj,
+            budget_uj: v.budget_uj,
+            steward: dids.parse_bytes(v.steward)?,
             chain_ids,
-            breach,
-            money,
-            tainted,
+            breach: v.breach,
+            money: v.money.map(|(c, minor)| Money { currency: c.to_owned(), minor }),
+            tainted: v.tainted,
         })
     }
 
@@ -545,11 +644,11 @@ impl<'e, 'a> Entries<'e, 'a> {
         }
     }
 
-    /// A `did:key` (the cache compares bytes; only a miss parses, and the
-    /// parser accepts only ASCII).
-    fn did(&mut self, field: Field, dids: &mut DidCache) -> Result<Did, ReceiptError> {
+    /// A `did:key`'s text and public-key bytes (the cache compares bytes;
+    /// only a miss parses, and the parser accepts only ASCII).
+    fn did(&mut self, field: Field, dids: &mut DidCache) -> Result<(&'a [u8], [u8; 32]), ReceiptError> {
         let raw = self.raw(field)?;
-        Ok(dids.parse_bytes(raw)?)
+        Ok((raw, dids.key_bytes(raw)?))
     }
 
     fn uint(&mut self, field: Field) -> Result<u64, ReceiptError> {
@@ -632,6 +731,16 @@ impl OpenedReceipt {
             return Ok(fast);
         }
         Self::open_coset(bytes, dids).map(|o| (o.core, o.sealed.into()))
+    }
+
+    /// A receipt in the canonical layout this crate mints, read as a
+    /// [`CoreView`] without copying (the audit's hot path). `None` for
+    /// anything else, valid or not: then [`OpenedReceipt::open_unsealed`]
+    /// reads it or names what is wrong. Never accepts what `open_unsealed`
+    /// refuses, and reads the same values (tested record by record and bit
+    /// flip by bit flip).
+    pub fn open_view<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(CoreView<'a>, crate::cose::Unsealed<'a>)> {
+        crate::fast::open_receipt_view(bytes, dids)
     }
 
     /// [`OpenedReceipt::open`] through `coset` only (the reference path the
