@@ -150,8 +150,8 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
     let mut chain = |ids: &mut dyn Iterator<Item = ContentId>| {
         let start = chains.len();
         chains.extend(ids);
-        // A part holds at most 1 024 records of at most 16 MiB each: its
-        // arena stays far below u32::MAX ids.
+        // A part holds at most 1 024 records of at most 64 KiB
+        // (`MAX_RECORD_LEN`) each: its arena stays far below u32::MAX ids.
         (u32::try_from(start).unwrap_or(u32::MAX), u32::try_from(chains.len() - start).unwrap_or(0))
     };
     match kind {

@@ -29,8 +29,8 @@ pub struct CoreView<'a> {
     pub profile: Profile,
     /// [`ReceiptCore::grant_id`].
     pub grant_id: ContentId,
-    issuer: &'a [u8],
-    subject: &'a [u8],
+    pub(crate) issuer: &'a [u8],
+    pub(crate) subject: &'a [u8],
     /// The subject's public-key bytes.
     pub subject_key: [u8; 32],
     /// [`ReceiptCore::resource`].
@@ -55,10 +55,10 @@ pub struct CoreView<'a> {
     pub budget_remaining_uj: u64,
     /// [`ReceiptCore::budget_uj`].
     pub budget_uj: u64,
-    steward: &'a [u8],
+    pub(crate) steward: &'a [u8],
     /// The signer's public-key bytes.
     pub steward_key: [u8; 32],
-    chain: Option<TextItems<'a>>,
+    pub(crate) chain: Option<TextItems<'a>>,
     /// [`ReceiptCore::breach`].
     pub breach: Option<Reason>,
     /// A priced decision's currency and minor units (§4.8).
@@ -73,12 +73,6 @@ impl<'a> CoreView<'a> {
     /// read, and the cache recalls it); nothing for a single-grant decision.
     pub fn chain_ids<'d>(&self, dids: &'d mut DidCache) -> impl Iterator<Item = ContentId> + use<'a, 'd> {
         self.chain.into_iter().flat_map(|items| items.iter()).filter_map(move |s| dids.content_id(s))
-    }
-
-    /// [`ReceiptCore::from_slotted`]'s reading, without materializing.
-    pub(crate) fn from_slotted(core: &SlottedCore<'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        let entries = core.entries.get(..core.n).unwrap_or_default();
-        Self::read(Entries { entries, slots: core.slots, taken: 0, stray: None }, dids)
     }
 
     fn read(mut f: Entries<'_, 'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
@@ -472,8 +466,7 @@ const OBJ: &str = "jcp_receipt";
 pub(crate) enum FVal<'a> {
     /// A text string's bytes. UTF-8 is checked where the text is read as
     /// text ([`Entries::text`]); ids and keys are checked by their own
-    /// parsers, which accept only ASCII, so the zero-copy reader need not
-    /// validate every string twice.
+    /// parsers, which accept only ASCII, so no string is validated twice.
     Text(&'a [u8]),
     Uint(u64),
     Texts(TextItems<'a>),
@@ -481,8 +474,8 @@ pub(crate) enum FVal<'a> {
 }
 
 /// An array of text strings as a core value: the zero-copy reader's items
-/// left in their encoding (each checked to be a text string when read, so
-/// walking them again cannot fail), or the value path's list.
+/// left in their encoding (each checked to be a text string and a content
+/// id when read, so walking them again cannot fail), or the value path's list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TextItems<'a> {
     /// `n` CBOR text strings back to back.
@@ -537,21 +530,6 @@ const F_SUBJECT: Field = Field { slot: 19, name: "subject" };
 const F_TRUST: Field = Field { slot: 20, name: "trust" };
 const F_VERDICT: Field = Field { slot: 21, name: "verdict" };
 pub(crate) const FIELDS: usize = 22;
-
-/// Each slot's rank in canonical key order (RFC 8949 §4.2.1: shorter
-/// encoded keys first, then bytewise), so the zero-copy reader checks a
-/// core's key order by comparing ranks instead of key bytes. Held equal to
-/// sorting the names by `s8_canonical_rank_table_matches_the_key_order`.
-pub(crate) const RANK: [u8; FIELDS] = [2, 3, 21, 11, 12, 18, 13, 5, 15, 19, 20, 0, 14, 9, 4, 16, 17, 10, 6, 7, 1, 8];
-
-/// A receipt core as the zero-copy reader leaves it: its entries in order
-/// (no allocation: a core has at most one entry per known field) and the
-/// entry index of each slot.
-pub(crate) struct SlottedCore<'a> {
-    pub entries: [(&'a [u8], FVal<'a>); FIELDS],
-    pub n: usize,
-    pub slots: [Option<usize>; FIELDS],
-}
 
 /// The slot of a known field name; `None` for anything else.
 pub(crate) fn slot_of(key: &[u8]) -> Option<usize> {

@@ -199,17 +199,15 @@ pub fn frame(kind: RecordKind, payload: &[u8]) -> Result<Vec<u8>, crate::error::
     out.push(kind.byte());
     out.extend_from_slice(&len);
     out.extend_from_slice(payload);
-    let crc = crc_of(kind.byte(), &len, payload);
+    let crc = crc_of(&out[MAGIC.len()..]);
     out.extend_from_slice(&crc.to_be_bytes());
     Ok(out)
 }
 
-fn crc_of(kind: u8, len: &[u8], payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&[kind]);
-    h.update(len);
-    h.update(payload);
-    h.finalize()
+/// The frame's CRC-32 over its kind, length and payload, which lie back to
+/// back in a frame (`framed` = those bytes): one pass, no per-field update.
+fn crc_of(framed: &[u8]) -> u32 {
+    crc32fast::hash(framed)
 }
 
 /// A streaming record reader over any byte source. Memory is bounded by
@@ -341,7 +339,7 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         }
         let crc = u32::from_be_bytes([b[rel + 9 + len], b[rel + 10 + len], b[rel + 11 + len], b[rel + 12 + len]]);
-        Ok(crc == crc_of(b[rel + 4], &b[rel + 5..rel + 9], &b[rel + 9..rel + 9 + len]))
+        Ok(crc == crc_of(&b[rel + 4..rel + 9 + len]))
     }
 
     /// Skips to the next valid record after `from`, reporting the skipped
@@ -467,7 +465,7 @@ impl<R: Read> Reader<R> {
         }
         let b = &self.buf[self.start..];
         let crc = u32::from_be_bytes([b[9 + len], b[10 + len], b[11 + len], b[12 + len]]);
-        if crc != crc_of(kind_b, &b[5..9], &b[9..9 + len]) {
+        if crc != crc_of(&b[4..9 + len]) {
             // Trust the length when the next record (or the end) is where it says.
             self.fill(total + 4)?;
             let after_ok = self.avail() == total || self.valid_record_at(total)?;

@@ -1,8 +1,8 @@
 //! Fuzzes the JCR-1 decoders (COSE envelope, receipt core, outcome and
 //! revocation cores): typed errors, never a panic; and differentially, the
 //! zero-copy reader of the audit's hot path against the `coset` reference
-//! path: it may decline (and fall back), but never accepts what the
-//! reference refuses, and what both accept is the same record.
+//! path (and its checked view): it may decline (and fall back), but never
+//! accepts what the reference refuses, and what both accept is the same record.
 #![no_main]
 use jcp_receipt::receipt::OpenedReceipt;
 use libfuzzer_sys::fuzz_target;
@@ -18,6 +18,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = o.verify(None);
         }
         Err(e) => assert_eq!(Some(e.code()), reference.as_ref().err().map(|e| e.code())),
+    }
+    // The audit's checked view: never of what coset refuses; materialized,
+    // the same core.
+    if let Some((v, _)) = OpenedReceipt::open_view(data, &mut dids) {
+        let r = reference.as_ref().expect("a view of a record coset refuses");
+        assert_eq!(jcp_receipt::receipt::ReceiptCore::from_view(&v, &mut dids).as_ref(), Ok(&r.core));
     }
     let unsealed = OpenedReceipt::open_unsealed(data, &mut dids);
     assert_eq!(unsealed.is_ok(), reference.is_ok());
