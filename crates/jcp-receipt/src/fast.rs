@@ -221,6 +221,12 @@ fn utf8_text<'a>(c: &mut Cur<'a>) -> Option<&'a str> {
     std::str::from_utf8(c.text_bytes()?).ok()
 }
 
+/// A `did:key`'s text and public-key bytes (through the cache).
+fn did<'a>(c: &mut Cur<'a>, dids: &mut DidCache) -> Option<(&'a [u8], [u8; 32])> {
+    let t = c.text_bytes()?;
+    Some((t, dids.key_bytes(t).ok()?))
+}
+
 /// A reason code's text.
 fn reason(c: &mut Cur<'_>) -> Option<Reason> {
     Reason::parse(utf8_text(c)?)
@@ -282,10 +288,7 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
             }
             12 => frame_kind = Some(FrameKind::parse_bytes(c.text_bytes()?)?),
             13 => grant_id = Some(dids.content_id(c.text_bytes()?)?),
-            14 => {
-                let t = c.text_bytes()?;
-                issuer = Some((t, dids.key_bytes(t).ok()?));
-            }
+            14 => issuer = Some(did(&mut c, dids)?),
             15 => {
                 profile = Some(match c.text_bytes()? {
                     b"jcp/2" => Profile::Jcp2,
@@ -295,14 +298,8 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
             }
             16 => payload_hash = Some(ContentId::parse_bytes(c.text_bytes()?)?),
             17 => resource = Some(dids.content_id(c.text_bytes()?)?),
-            18 => {
-                let t = c.text_bytes()?;
-                steward = Some((t, dids.key_bytes(t).ok()?));
-            }
-            19 => {
-                let t = c.text_bytes()?;
-                subject = Some((t, dids.key_bytes(t).ok()?));
-            }
+            18 => steward = Some(did(&mut c, dids)?),
+            19 => subject = Some(did(&mut c, dids)?),
             20 => {
                 trust = Some(match c.text_bytes()? {
                     b"control" => Trust::Control,
