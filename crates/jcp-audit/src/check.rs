@@ -195,6 +195,20 @@ fn record_id(bytes: &[u8]) -> [u8; 32] {
     ContentId::of_bytes(bytes).0
 }
 
+/// The record ids of a slice's allows, hashed side by side
+/// ([`jcp::ids::content_ids`]: one BLAKE3 chunk per SIMD lane).
+fn record_ids(out: &mut [Checked], to_id: &[(usize, &[u8])]) {
+    let _probe = crate::phases::probe!(IDS);
+    let inputs: Vec<&[u8]> = to_id.iter().map(|(_, b)| *b).collect();
+    let mut ids = vec![ContentId([0; 32]); inputs.len()];
+    jcp::ids::content_ids(&inputs, &mut ids);
+    for ((i, _), id) in to_id.iter().zip(ids) {
+        if let Some(m) = out[*i].meta.as_mut() {
+            m.id = Some(id.0);
+        }
+    }
+}
+
 const BATCH: usize = 64;
 
 thread_local! {
@@ -220,6 +234,8 @@ fn check_slice(
     let mut chains: Vec<ContentId> = Vec::new();
     // Indices into `out` of records awaiting a signature check, with their envelope.
     let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(items.len());
+    // Indices into `out` of allows, whose record id their outcome names.
+    let mut to_id: Vec<(usize, &[u8])> = Vec::with_capacity(items.len());
     for item in items {
         match *item {
             BatchItem::Fault(f) => {
@@ -242,7 +258,8 @@ fn check_slice(
                         let meta = Meta {
                             steward: *sealed.steward.public_bytes(),
                             dedup: u128::from_be_bytes(r_prefix),
-                            id: referred.then(|| record_id(payload)),
+                            // Filled below, hashed with the slice's other allows.
+                            id: None,
                             seq: sealed.position.seq,
                             known_through: sealed.position.known_through,
                         };
@@ -261,12 +278,16 @@ fn check_slice(
                             continue;
                         }
                         out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None });
+                        if referred {
+                            to_id.push((out.len() - 1, payload));
+                        }
                         pending.push((out.len() - 1, sealed, payload));
                     }
                 }
             }
         }
     }
+    record_ids(&mut out, &to_id);
     for group in pending.chunks(BATCH) {
         verify_pending(&mut out, group, mode);
     }

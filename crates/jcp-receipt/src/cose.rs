@@ -107,7 +107,7 @@ impl DidCache {
     fn recall(&mut self, b: &[u8]) -> Result<&Did, jcp::identity::IdentityError> {
         let slot = did_slot(b);
         let i = match self.slots[slot].checked_sub(1).map(usize::from) {
-            Some(i) if self.keys.get(i).is_some_and(|(k, _)| **k == *b) => i,
+            Some(i) if self.keys.get(i).is_some_and(|(k, _)| crate::fast::same_bytes(k, b)) => i,
             _ => match self.map.get(b) {
                 Some(&i) => i,
                 None => {
@@ -148,7 +148,7 @@ impl DidCache {
         w.copy_from_slice(&text[..8]);
         let slot = (u64::from_le_bytes(w).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % CID_SLOTS;
         if let Some((t, id)) = &self.cids[slot] {
-            if t == text {
+            if crate::fast::same_bytes(t, text) {
                 return Some(*id);
             }
         }

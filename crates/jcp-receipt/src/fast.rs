@@ -20,6 +20,30 @@ use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ
 use crate::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore, TextItems, FIELDS};
 use crate::record::{Outcome, OutcomeStatus};
 
+/// Byte-string equality for the short texts a decoder compares on every
+/// record (map keys, did and id cache hits): word compares, never a libc
+/// `memcmp` call (a call per key was a visible share of the audit's decode,
+/// docs/performance.md). Same answer as `a == b`, held to it by
+/// `s8_decoder_compare_is_slice_equality`.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
+    }
+    let word = |s: &[u8]| s.first_chunk::<8>().map_or(0, |c| u64::from_ne_bytes(*c));
+    let mut acc = 0u64;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        acc |= word(x) ^ word(y);
+    }
+    // The last eight bytes (overlapping the words above when n is not a multiple of 8).
+    acc |= word(&a[n - 8..]) ^ word(&b[n - 8..]);
+    acc == 0
+}
+
 struct Cur<'a> {
     b: &'a [u8],
     pos: usize,
@@ -258,7 +282,7 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
     let mut next_rank = 0;
     for _ in 0..n {
         let key = c.text_bytes()?;
-        let rank = next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| name.as_bytes() == key)?;
+        let rank = next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| same_bytes(name.as_bytes(), key))?;
         next_rank = rank + 1;
         match BY_RANK[rank].1 {
             0 => action = Some(utf8_text(&mut c)?),
@@ -429,6 +453,29 @@ mod tests {
     use crate::receipt::slot_of;
     use crate::stream::{Item, Reader, RecordKind};
     use crate::writer::Durability;
+
+    /// §8 decoding compares keys and cached texts with `same_bytes`: it
+    /// must be exactly slice equality, for every length up to past the
+    /// longest text it sees and a difference at every position.
+    #[test]
+    fn s8_decoder_compare_is_slice_equality() {
+        for n in 0..=80usize {
+            let a: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()), "equal, length {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x40;
+                assert!(!same_bytes(&a, &b), "differs at {at} of {n}");
+            }
+            assert!(
+                !same_bytes(&a, &a[..n.saturating_sub(1)]) || n == 0,
+                "shorter, length {n}"
+            );
+        }
+        proptest::proptest!(|(a in proptest::collection::vec(0u8..4, 0..40), b in proptest::collection::vec(0u8..4, 0..40))| {
+            proptest::prop_assert_eq!(same_bytes(&a, &b), a == b);
+        });
+    }
 
     fn slow(bytes: &[u8]) -> Option<OpenedReceipt> {
         let mut dids = DidCache::new();

@@ -31,6 +31,7 @@ pub mod frame;
 pub mod fuzzing;
 pub mod grant;
 pub mod identity;
+pub mod ids;
 pub mod revocation;
 pub mod steering;
 pub mod vectors;
