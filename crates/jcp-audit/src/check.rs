@@ -231,7 +231,9 @@ fn check_slice(
 ) -> Part {
     let _probe = crate::phases::probe!(SLICES);
     let mut out: Vec<Checked> = Vec::with_capacity(items.len());
-    let mut chains: Vec<ContentId> = Vec::new();
+    // Room for a 3-hop chain per record (the arena otherwise regrows, and
+    // each regrowth of a large buffer is fresh pages to fault in).
+    let mut chains: Vec<ContentId> = Vec::with_capacity(items.len() * 3);
     // Indices into `out` of records awaiting a signature check, with their envelope.
     let mut pending: Vec<(usize, Unsealed<'_>, &[u8])> = Vec::with_capacity(items.len());
     // Indices into `out` of allows, whose record id their outcome names.

@@ -81,6 +81,36 @@ struct GrantAcc {
     first_over: Option<(usize, u64)>,
     /// Verified allows whose chain contains this grant, by `known_through`.
     by_marker: Map<Option<u64>, Bucket>,
+    /// This grant's running spend per steward, to check each receipt's
+    /// stated remainder (kept with the grant: its entry is looked up anyway).
+    running: Running,
+}
+
+/// Running spend per steward: the first steward inline (a stream usually
+/// has one), any others in a map, so many stewards cost a lookup, never a scan.
+#[derive(Debug, Default)]
+struct Running {
+    first: Option<(Key, u64)>,
+    more: Map<Key, u64>,
+}
+
+impl Running {
+    fn get(&self, steward: &Key) -> u64 {
+        match &self.first {
+            Some((k, v)) if k == steward => *v,
+            _ => self.more.get(steward).copied().unwrap_or(0),
+        }
+    }
+
+    fn slot(&mut self, steward: &Key) -> &mut u64 {
+        if self.first.is_none() {
+            self.first = Some((*steward, 0));
+        }
+        match &mut self.first {
+            Some((k, v)) if k == steward => v,
+            _ => self.more.entry(*steward).or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -149,8 +179,6 @@ struct Engine {
     seen: SeenSet,
     /// Receipt ids of refused receipts (outcomes naming them are not orphans).
     refused_receipts: Set<u128>,
-    /// Per (steward, grant) running spend, to check each receipt's stated remainder.
-    running: Map<(Key, ContentId), u64>,
 }
 
 /// Adds to a report counter without allocating the key when it exists
@@ -191,7 +219,6 @@ impl Engine {
             stewards: Map::default(),
             seen: SeenSet::with_capacity(signed_records),
             refused_receipts: Set::default(),
-            running: Map::default(),
         }
     }
 
@@ -349,27 +376,27 @@ impl Engine {
         }
         let gkey = (c.grant_id, c.subject);
         let leaf_budget = c.budget_uj;
-        {
+        // The leaf's running spend before this receipt (what a deny is checked against).
+        let spent_before = {
             let g = self.grants.entry(c.grant_id).or_default();
             g.budget_from_receipt.get_or_insert(leaf_budget);
             if let Verdict::Deny(_) = c.verdict {
                 g.denies += 1;
             }
-        }
+            g.running.get(&meta.steward)
+        };
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != leaf_budget {
                 let msg = format!("receipt states budget {} µJ but the grant record says {}", leaf_budget, rec.grant().budget_uj);
                 self.finding(s, off, "budget-mismatch", msg);
             }
         }
-        let key = (meta.steward, c.grant_id);
         match c.verdict {
             Verdict::Deny(r) => {
                 self.groups.entry(gkey).or_default().refusals += 1;
                 self.counts.denies += 1;
                 bump(&mut self.counts.deny_reasons, r.as_str(), 1);
-                let spent = self.running.get(&key).copied().unwrap_or(0);
-                self.check_remaining(s, off, &meta.steward, c, spent);
+                self.check_remaining(s, off, &meta.steward, c, spent_before);
             }
             Verdict::Allow => {
                 let group = self.groups.entry(gkey).or_default();
@@ -382,10 +409,10 @@ impl Engine {
                 }
                 let measured = c.provenance.is_measured();
                 for id in ids {
-                    let run = self.running.entry((meta.steward, *id)).or_default();
-                    *run = run.saturating_add(c.cost_uj);
                     let budget_known = self.grant_records.get(id).map(|g| g.grant().budget_uj);
                     let g = self.grants.entry(*id).or_default();
+                    let run = g.running.slot(&meta.steward);
+                    *run = run.saturating_add(c.cost_uj);
                     g.spent_uj = g.spent_uj.saturating_add(c.cost_uj);
                     g.allows += 1;
                     if measured {
@@ -412,7 +439,7 @@ impl Engine {
                         bucket.first.push((s, off));
                     }
                 }
-                let spent = self.running.get(&key).copied().unwrap_or(0);
+                let spent = self.grants.get(&c.grant_id).map_or(0, |g| g.running.get(&meta.steward));
                 self.check_remaining(s, off, &meta.steward, c, spent);
                 if let Some(b) = c.breach {
                     self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
@@ -459,7 +486,7 @@ impl Engine {
                 ),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
-            self.running.insert((*steward, c.grant_id), resync);
+            *self.grants.entry(c.grant_id).or_default().running.slot(steward) = resync;
         }
     }
 
@@ -756,4 +783,23 @@ pub(crate) fn run(
         return Err(AuditError::Cancelled);
     }
     Ok(eng.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Running;
+
+    /// §8.1 remainders are replayed per steward: the first steward's figure
+    /// inline and every other's in the map, each its own, absent is 0.
+    #[test]
+    fn s8_1_running_spend_is_kept_per_steward() {
+        let mut r = Running::default();
+        assert_eq!(r.get(&[1; 32]), 0);
+        for (k, by) in [(1u8, 10u64), (2, 20), (3, 30), (1, 5), (3, 1)] {
+            *r.slot(&[k; 32]) += by;
+        }
+        assert_eq!((r.get(&[1; 32]), r.get(&[2; 32]), r.get(&[3; 32]), r.get(&[4; 32])), (15, 20, 31, 0));
+        *r.slot(&[2; 32]) = 7;
+        assert_eq!((r.get(&[1; 32]), r.get(&[2; 32])), (15, 7));
+    }
 }

@@ -518,22 +518,20 @@ fn s4_3_a_forged_revocation_notice_is_a_finding_and_not_applied() {
     assert_eq!(r.revocations[0].allows.violation, 0, "a forged revocation classifies nothing");
 }
 
-#[test]
-fn s5_5_overspend_is_a_finding_at_the_allow_that_crossed() {
-    // Two shards of one root, written by two points that each enforce only
-    // their own view: together they pass the root (the conservation check
-    // across streams is the auditor's job).
-    let dir = tempfile::tempdir().unwrap();
+/// Two enforcement points, each its own stream, each allowing 100 µJ on
+/// one 150 µJ root: each enforces only its own view. Their stewards are
+/// the keys seeded by `stewards`. The root, the two streams and their audit.
+fn two_points(dir: &Path, stewards: [u8; 2]) -> (SignedGrant, Vec<PathBuf>, Report) {
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let holder = Keypair::from_seed([2; 32]).unwrap();
     let resource = ContentId::of(&Value::text("r"));
     let root = Grant { issuer: issuer.did(), subject: holder.did(), capability: Capability { resource, actions: vec!["invoke".into()] }, budget_uj: 150, budget_funds: None, caveats: Vec::new(), expiry: 0, parent: None, delegate_depth: None, nonce: [3; 16] }.sign(&issuer).unwrap();
     let mut paths = Vec::new();
-    for i in 0..2u8 {
-        let p = dir.path().join(format!("{i}.jcps"));
-        let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([60 + i; 32]).unwrap(), Gate::new()).unwrap();
+    for (i, seed) in stewards.into_iter().enumerate() {
+        let p = dir.join(format!("{i}.jcps"));
+        let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([seed; 32]).unwrap(), Gate::new()).unwrap();
         dg.record_grant(&root).unwrap();
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: root.id(), action: "invoke".into(), resource, payload_hash: ContentId::of(&Value::Uint(u64::from(i))), model: None };
+        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: root.id(), action: "invoke".into(), resource, payload_hash: ContentId::of(&Value::Uint(i as u64)), model: None };
         let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
         let caller = holder.did();
         let one = [root.clone()];
@@ -545,6 +543,15 @@ fn s5_5_overspend_is_a_finding_at_the_allow_that_crossed() {
     }
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let r = audit(&refs);
+    (root, paths, r)
+}
+
+#[test]
+fn s5_5_overspend_is_a_finding_at_the_allow_that_crossed() {
+    // Together the two points pass the root (the conservation check
+    // across streams is the auditor's job).
+    let dir = tempfile::tempdir().unwrap();
+    let (root, paths, r) = two_points(dir.path(), [60, 61]);
     let g = r.grants.iter().find(|g| g.grant_id == root.id()).unwrap();
     let c = g.conservation.as_ref().unwrap();
     assert_eq!((c.spent_uj, c.remaining_uj, c.overspent_uj), (200, 0, 50));
@@ -552,6 +559,24 @@ fn s5_5_overspend_is_a_finding_at_the_allow_that_crossed() {
     assert_eq!(f.stream, 1, "the second point's allow crossed the ceiling");
     let recs = record_offsets(&paths[1]);
     assert_eq!(f.offset, recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap().0);
+    // Each steward's stated remainder is its own replayed spend (§8.1): two
+    // stewards, two running figures, no mismatch.
+    assert!(!r.findings.iter().any(|f| f.code == "remaining-mismatch"), "{:?}", r.findings);
+}
+
+#[test]
+fn s8_1_stated_remainder_is_replayed_per_steward_across_streams() {
+    // One steward seals both streams, the second from a fresh gate that
+    // forgot the first: its receipt states 50 µJ remaining where that
+    // steward's verified receipts give 0. One finding, at that receipt.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, paths, r) = two_points(dir.path(), [60, 60]);
+    let m: Vec<_> = r.findings.iter().filter(|f| f.code == "remaining-mismatch").collect();
+    assert_eq!(m.len(), 1, "{:?}", r.findings);
+    assert_eq!(m[0].stream, 1);
+    let recs = record_offsets(&paths[1]);
+    assert_eq!(m[0].offset, recs.iter().find(|r| r.1 == RecordKind::Receipt).unwrap().0);
+    assert!(m[0].message.contains("states 50 µJ remaining") && m[0].message.contains("gives 0 µJ"), "{}", m[0].message);
 }
 
 #[test]

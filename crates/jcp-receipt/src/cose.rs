@@ -41,7 +41,9 @@ pub struct DidCache {
     /// Keyed by the `did:key` string's bytes, so a lookup needs no UTF-8
     /// check (a hit equals a string that parsed); values index `keys`.
     map: std::collections::HashMap<Box<[u8]>, usize, std::hash::BuildHasherDefault<TextHasher>>,
-    keys: Vec<(Box<[u8]>, Did)>,
+    /// Shared, so an opened envelope names its steward without copying
+    /// the parsed key (a `Did` is 224 bytes; envelopes move a few times).
+    keys: Vec<(Box<[u8]>, std::sync::Arc<Did>)>,
     /// Direct-mapped recall before the map: slot (a hash of the text's
     /// last eight bytes, base58 digits of the key) → 1 + index into `keys`,
     /// 0 = empty. A hit is one comparison with text that parsed before; a
@@ -51,7 +53,7 @@ pub struct DidCache {
     /// ([`DidCache::content_id`]).
     cids: Vec<Option<([u8; 64], ContentId)>>,
     /// A key parsed once the table is full (returned by reference).
-    spill: Option<Did>,
+    spill: Option<std::sync::Arc<Did>>,
 }
 
 impl Default for DidCache {
@@ -95,7 +97,7 @@ impl DidCache {
     /// [`DidCache::parse`] over raw bytes: a recalled key is found by its
     /// bytes; anything else must be UTF-8 and a valid `did:key`.
     pub fn parse_bytes(&mut self, b: &[u8]) -> Result<Did, jcp::identity::IdentityError> {
-        self.recall(b).copied()
+        self.recall(b).map(|d| **d)
     }
 
     /// [`DidCache::parse_bytes`] without copying the parsed key out: the
@@ -104,7 +106,12 @@ impl DidCache {
         self.recall(b).map(|d| *d.public_bytes())
     }
 
-    fn recall(&mut self, b: &[u8]) -> Result<&Did, jcp::identity::IdentityError> {
+    /// [`DidCache::parse_bytes`], shared with the cache (no copy of the key).
+    pub fn shared(&mut self, b: &[u8]) -> Result<std::sync::Arc<Did>, jcp::identity::IdentityError> {
+        self.recall(b).cloned()
+    }
+
+    fn recall(&mut self, b: &[u8]) -> Result<&std::sync::Arc<Did>, jcp::identity::IdentityError> {
         let slot = did_slot(b);
         let i = match self.slots[slot].checked_sub(1).map(usize::from) {
             Some(i) if self.keys.get(i).is_some_and(|(k, _)| crate::fast::same_bytes(k, b)) => i,
@@ -113,7 +120,7 @@ impl DidCache {
                 None => {
                     // Not UTF-8, so not `did:key:…` either.
                     let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
-                    let d = Did::parse(s)?;
+                    let d = std::sync::Arc::new(Did::parse(s)?);
                     if self.keys.len() >= MAX_KEYS {
                         return Ok(self.spill.insert(d));
                     }
@@ -195,7 +202,7 @@ pub struct Sealed {
 #[derive(Debug, Clone)]
 pub struct Unsealed<'a> {
     /// The steward named by the COSE `kid`.
-    pub steward: Did,
+    pub steward: std::sync::Arc<Did>,
     /// Stream position from the protected header.
     pub position: Position,
     /// The Ed25519 signature.
@@ -242,7 +249,7 @@ impl TbsHead {
 
 impl<'a> Unsealed<'a> {
     /// The envelope of a record in its canonical layout, over its own bytes.
-    pub(crate) fn from_parts(steward: Did, position: Position, signature: [u8; 64], protected: &'a [u8], payload: &'a [u8]) -> Self {
+    pub(crate) fn from_parts(steward: std::sync::Arc<Did>, position: Position, signature: [u8; 64], protected: &'a [u8], payload: &'a [u8]) -> Self {
         let (head, mid) = sig_structure_heads(protected.len(), payload.len());
         Self { steward, position, signature, tbs: Tbs::Pieces { head, protected, mid, payload } }
     }
@@ -271,7 +278,7 @@ impl<'a> Unsealed<'a> {
             Tbs::Whole(v) => v,
             Tbs::Pieces { .. } => self.tbs(),
         };
-        Sealed { steward: self.steward, position: self.position, tbs, signature: self.signature, id: ContentId::of_bytes(bytes) }
+        Sealed { steward: *self.steward, position: self.position, tbs, signature: self.signature, id: ContentId::of_bytes(bytes) }
     }
 
     /// Checks the signature under the `kid` (`verify_strict`).
@@ -286,7 +293,7 @@ impl<'a> Unsealed<'a> {
 
 impl From<Sealed> for Unsealed<'static> {
     fn from(s: Sealed) -> Self {
-        Self { steward: s.steward, position: s.position, signature: s.signature, tbs: Tbs::Whole(s.tbs) }
+        Self { steward: std::sync::Arc::new(s.steward), position: s.position, signature: s.signature, tbs: Tbs::Whole(s.tbs) }
     }
 }
 

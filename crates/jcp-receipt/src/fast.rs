@@ -190,7 +190,7 @@ fn envelope_parts<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(Unsealed<
         return None;
     }
     let (kid, position) = protected(prot)?;
-    let steward = dids.parse_bytes(kid).ok()?;
+    let steward = dids.shared(kid).ok()?;
     let mut signature = [0u8; 64];
     signature.copy_from_slice(sig);
     Some((Unsealed::from_parts(steward, position, signature, prot, payload), payload))
@@ -436,7 +436,7 @@ pub(crate) fn open_outcome_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) ->
         _ => return None,
     };
     let o = Outcome { receipt: ContentId::parse_bytes(receipt)?, status, steward: dids.parse_bytes(steward).ok()? };
-    (o.steward == unsealed.steward).then_some((o, unsealed))
+    (o.steward == *unsealed.steward).then_some((o, unsealed))
 }
 
 /// Opens an outcome record the same way; `None` means "take the `coset` path".
