@@ -109,14 +109,24 @@ impl<'a> Cur<'a> {
     }
 
     /// A text string's bytes, UTF-8 unchecked (see [`FVal::Text`]). A
-    /// length below 24 sits in the initial byte (always its shortest form):
-    /// read at once, the rest through [`Cur::head`].
+    /// length below 24 sits in the initial byte (always its shortest form)
+    /// and one of 24..=255 in the next (shortest form iff it is ≥ 24): both
+    /// read at once (every key, did and id of a record is one or the other),
+    /// the rest through [`Cur::head`].
     #[inline]
     fn text_bytes(&mut self) -> Option<&'a [u8]> {
         let ib = *self.b.get(self.pos)?;
         if (0x60..0x78).contains(&ib) {
             self.pos += 1;
             return self.take(usize::from(ib - 0x60));
+        }
+        if ib == 0x78 {
+            let n = *self.b.get(self.pos + 1)?;
+            if n < 24 {
+                return None;
+            }
+            self.pos += 2;
+            return self.take(usize::from(n));
         }
         let n = self.len_of(3)?;
         self.take(n)
