@@ -10,8 +10,8 @@
 //! module pins the exact blake3 version (`=1.8.7` in the workspace
 //! manifest), uses nothing but that module's safe functions, and is held to
 //! `blake3::hash` by a differential test over every length 0..=1 100 and a
-//! property test over random batches (docs/decisions.md, "Record ids in
-//! batches"). Inputs longer than one chunk, or empty, go to `blake3::hash`.
+//! property test over random batches (docs/decisions.md, "§3 record ids
+//! in batches"). Inputs longer than one chunk, or empty, go to `blake3::hash`.
 //!
 //! Hand-written because no crate offers "hash many independent short
 //! messages" over BLAKE3's SIMD lanes; the compression itself is blake3's.
@@ -21,8 +21,9 @@ use blake3::{IncrementCounter, BLOCK_LEN, CHUNK_LEN};
 
 use crate::cbor::ContentId;
 
-// BLAKE3's domain flags and IV (the BLAKE3 paper, §2.1 and table 3; the
-// same constants as blake3's private ones, held to it by the tests below).
+// BLAKE3's IV and domain flags, as the BLAKE3 specification gives them
+// (the same values as blake3's private constants; `s3_constants_are_blake3s`
+// and the differential tests below fail if any differs).
 const CHUNK_START: u8 = 1 << 0;
 const CHUNK_END: u8 = 1 << 1;
 const ROOT: u8 = 1 << 3;
@@ -40,9 +41,10 @@ const IV: [u32; 8] = [
 /// The widest kernel's lanes (AVX-512); narrower kernels loop inside.
 const LANES: usize = 16;
 
-/// Writes `ContentId::of_bytes(inputs[i])` into `out[i]` for every `i`,
-/// hashing inputs of equal block count together. `out` must be as long as
-/// `inputs`; extra slots of `out` are left as they are.
+/// Writes `ContentId::of_bytes(inputs[i])` into `out[i]` for every `i`
+/// below both lengths, hashing inputs of equal block count together. Give
+/// `out` the length of `inputs`: inputs past its end are not hashed, and
+/// slots of `out` past the inputs are left as they are.
 pub fn content_ids(inputs: &[&[u8]], out: &mut [ContentId]) {
     let platform = Platform::detect();
     // Indices by the number of full blocks before the last block (0..=15);
