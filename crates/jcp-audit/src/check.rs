@@ -178,6 +178,10 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
             Ok((r, s)) => Opened::Signed(Body::Revocation(Box::new(r)), s.into()),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
+        RecordKind::Request | RecordKind::Amendment | RecordKind::Closing => Opened::Done(Body::Refused(
+            "record-kind-unaudited",
+            format!("a {kind:?} record: this audit does not read its kind yet, so it is counted, not trusted"),
+        )),
         RecordKind::Grant => match SignedGrant::from_bytes(payload) {
             Ok(g) if g.verify_signature() => Opened::Done(Body::Grant(Box::new(g))),
             Ok(g) => Opened::Done(Body::Refused(

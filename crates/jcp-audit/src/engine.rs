@@ -282,6 +282,9 @@ impl Engine {
                     RecordKind::Outcome => "outcome",
                     RecordKind::Grant => "grant",
                     RecordKind::Revocation => "revocation notice",
+                    RecordKind::Request => "wire request",
+                    RecordKind::Amendment => "amendment",
+                    RecordKind::Closing => "closing record",
                 });
                 self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
             }

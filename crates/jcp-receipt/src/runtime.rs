@@ -123,6 +123,19 @@ impl DurableGate {
         gate: Gate,
         durability: Durability,
     ) -> Result<(Self, ReplayReport), StreamError> {
+        Self::open_with_records(path, steward, gate, durability, &mut |_, _, _| {})
+    }
+
+    /// [`DurableGate::open_with`], handing every record of the layers above
+    /// ([`RecordKind::Request`], [`RecordKind::Closing`]) to `extra` with its
+    /// offset, in stream order, while the gate's own records are replayed.
+    pub fn open_with_records(
+        path: &Path,
+        steward: Keypair,
+        gate: Gate,
+        durability: Durability,
+        extra: &mut dyn FnMut(u64, RecordKind, &[u8]),
+    ) -> Result<(Self, ReplayReport), StreamError> {
         let steward_did = steward.did();
         let mut st = Replay {
             gate,
@@ -134,6 +147,7 @@ impl DurableGate {
             grants: HashMap::new(),
             seen: HashSet::new(),
             refused: HashSet::new(),
+            extra,
         };
         let (writer, torn) = StreamWriter::open(path, durability, |item| st.visit(item))?;
         let Replay { gate, mut report, max_seq, pending, grants, .. } = st;
@@ -311,13 +325,44 @@ impl DurableGate {
         Ok(RunResult::Ran(rec, out))
     }
 
+    /// Under [`Durability::GroupCommit`]: makes every record appended so far
+    /// durable with one sync. Nothing decided since the last commit may be
+    /// acted on or answered before this returns `Ok`.
+    pub fn commit(&mut self) -> Result<(), StreamError> {
+        self.writer.commit()
+    }
+
+    /// Appends a record of a layer above (a wire request, a closing
+    /// record) to the stream; durable at the next commit (or at once under
+    /// [`Durability::SyncEachRecord`]). Returns its offset.
+    pub fn append_record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, StreamError> {
+        match kind {
+            RecordKind::Request | RecordKind::Closing => self.writer.append(kind, payload),
+            other => Err(StreamError::Receipt(ReceiptError::Invalid {
+                field: "kind",
+                problem: format!("{other:?} records are written by the gate itself"),
+            })),
+        }
+    }
+
+    /// The steward's key, to seal records of the layers above.
+    pub fn steward_key(&self) -> &Keypair {
+        &self.steward
+    }
+
+    /// The next stream position (sequence number and `known_through`) for a
+    /// sealed record of a layer above.
+    pub fn next_position(&mut self) -> Position {
+        self.position()
+    }
+
     /// Syncs and releases the stream (the lock goes with it).
     pub fn close(self) -> Result<(), StreamError> {
         self.writer.close()
     }
 }
 
-struct Replay {
+struct Replay<'a> {
     gate: Gate,
     report: ReplayReport,
     dids: DidCache,
@@ -328,9 +373,11 @@ struct Replay {
     seen: HashSet<ContentId>,
     /// Ids of refused receipts: their outcomes are not orphans.
     refused: HashSet<ContentId>,
+    /// Where records of the layers above go.
+    extra: &'a mut dyn FnMut(u64, RecordKind, &[u8]),
 }
 
-impl Replay {
+impl Replay<'_> {
     fn note_position(&mut self, p: Position) {
         if let Some(s) = p.seq {
             self.max_seq = Some(self.max_seq.map_or(s, |m| m.max(s)));
@@ -404,6 +451,10 @@ impl Replay {
                     Err(e) => self.report.reject(r.offset, e.code()),
                 }
             }
+            // Records of the layers above (the wire endpoint's admitted
+            // requests and closing records, §11, §6.1): handed to them.
+            RecordKind::Request | RecordKind::Closing => (self.extra)(r.offset, r.kind, &r.payload),
+            RecordKind::Amendment => self.report.reject(r.offset, "amendment-not-admitted"),
             RecordKind::Revocation => {
                 let res = record::open_revocation(&r.payload, &mut self.dids)
                     .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));

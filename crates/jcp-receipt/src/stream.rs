@@ -40,6 +40,15 @@ pub enum RecordKind {
     Grant,
     /// A revocation notice with its feed marker (§4.3).
     Revocation,
+    /// A wire request as the endpoint admitted it, with the time it was
+    /// decided and the receipt that answered it (§11 "what the endpoint
+    /// holds survives it").
+    Request,
+    /// An admitted amendment: the steered grant, the signed checkpoint and
+    /// amendment, and the continuation grant (§4.7 soft revoke).
+    Amendment,
+    /// The closing record of a piece of continued work (§6.1 item 4).
+    Closing,
 }
 
 impl RecordKind {
@@ -50,6 +59,9 @@ impl RecordKind {
             Self::Outcome => 2,
             Self::Grant => 3,
             Self::Revocation => 4,
+            Self::Request => 5,
+            Self::Amendment => 6,
+            Self::Closing => 7,
         }
     }
 
@@ -60,6 +72,9 @@ impl RecordKind {
             2 => Self::Outcome,
             3 => Self::Grant,
             4 => Self::Revocation,
+            5 => Self::Request,
+            6 => Self::Amendment,
+            7 => Self::Closing,
             _ => return None,
         })
     }

@@ -51,6 +51,16 @@ pub enum Reason {
     FlowViolation,
     /// §4.10 provenance was not computed; fails closed.
     FlowNotComputed,
+    /// §11 the request's freshness stamp is outside the endpoint's window.
+    StaleRequest,
+    /// §11 the endpoint could not record the request: it is not decided.
+    Unrecorded,
+    /// §4.7 the grant was steered: an admitted amendment superseded it (a
+    /// soft revoke); the run goes on under its continuation grant.
+    Superseded,
+    /// §6.1 a later exchange names a handle the endpoint did not return to a
+    /// request it decided, or one it has closed or forgotten.
+    UnknownContinuation,
 }
 
 impl Reason {
@@ -73,6 +83,10 @@ impl Reason {
             Self::AttenuationViolation => "attenuation-violation",
             Self::FlowViolation => "flow-violation",
             Self::FlowNotComputed => "flow-not-computed",
+            Self::StaleRequest => "stale-request",
+            Self::Unrecorded => "unrecorded",
+            Self::Superseded => "superseded",
+            Self::UnknownContinuation => "unknown-continuation",
         }
     }
 
@@ -82,7 +96,7 @@ impl Reason {
     }
 
     /// Every reason.
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 20] = [
         Self::UntrustedControl,
         Self::Revoked,
         Self::UntrustedRoot,
@@ -99,6 +113,10 @@ impl Reason {
         Self::AttenuationViolation,
         Self::FlowViolation,
         Self::FlowNotComputed,
+        Self::StaleRequest,
+        Self::Unrecorded,
+        Self::Superseded,
+        Self::UnknownContinuation,
     ];
 }
 
