@@ -23,8 +23,12 @@ enum Command {
     Audit(cmd::audit::AuditArgs),
     /// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
     Blueprint(cmd::blueprint::BlueprintArgs),
+    /// Sends one caller-signed request to an enforcement endpoint and prints the decision and receipt (spec §11).
+    Call(cmd::wire::CallArgs),
     /// Decides a frame against a grant or chain and a metered cost (spec §7).
     Decide(cmd::core::DecideArgs),
+    /// Sends a revocation or an amendment to an enforcement endpoint: recorded, then applied (spec §4.3, §4.7, §11).
+    Feed(cmd::wire::FeedArgs),
     /// Writes frames (spec §6).
     Frame(cmd::core::FrameArgs),
     /// Issues, attenuates, shards, revokes and inspects grants (spec §4).
@@ -39,6 +43,8 @@ enum Command {
     Meter(cmd::meter::MeterArgs),
     /// Steers a long run: checkpoints, amendments, continuations, run verification (spec §4.7, C21).
     Run(cmd::run::RunArgs),
+    /// Runs the enforcement endpoint on TCP and Unix sockets with a durable record (spec §11, §4.11).
+    Serve(cmd::wire::ServeArgs),
     /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
     Stream(cmd::stream::StreamArgs),
 }
@@ -49,7 +55,9 @@ fn main() -> ExitCode {
         // ---- dispatch (one line each) ----
         Command::Audit(a) => cmd::audit::run(a),
         Command::Blueprint(a) => cmd::blueprint::run(a),
+        Command::Call(a) => cmd::wire::run_call(a),
         Command::Decide(a) => cmd::core::run_decide(a),
+        Command::Feed(a) => cmd::wire::run_feed(a),
         Command::Frame(a) => cmd::core::run_frame(a),
         Command::Grant(a) => cmd::core::run_grant(a),
         Command::Inspect(a) => cmd::core::run_inspect(a),
@@ -57,6 +65,7 @@ fn main() -> ExitCode {
         Command::Key(a) => cmd::core::run_key(a),
         Command::Meter(a) => cmd::meter::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Serve(a) => cmd::wire::run_serve(a),
         Command::Stream(a) => cmd::stream::run(a),
     };
     match result {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use jcp::cbor::ContentId;
-use jcp::decision::{Authorization, Decision, Gate, Request};
+use jcp::decision::{Authorization, Decision, Gate, Reason, Request, Verdict};
 use jcp::grant::SignedGrant;
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::SignedRevocation;
@@ -84,6 +84,8 @@ pub struct Recorded {
     pub receipt: ContentId,
     /// Byte offset of the receipt record.
     pub offset: u64,
+    /// The sealed receipt's bytes (what a wire response carries).
+    pub sealed: Vec<u8>,
 }
 
 /// What [`DurableGate::run`] returns.
@@ -126,9 +128,10 @@ impl DurableGate {
         Self::open_with_records(path, steward, gate, durability, &mut |_, _, _| {})
     }
 
-    /// [`DurableGate::open_with`], handing every record of the layers above
-    /// ([`RecordKind::Request`], [`RecordKind::Closing`]) to `extra` with its
-    /// offset, in stream order, while the gate's own records are replayed.
+    /// [`DurableGate::open_with`], showing every record to `extra` (offset,
+    /// kind, payload; in stream order, before the gate replays it), so the
+    /// layers above can read their own records ([`RecordKind::Request`],
+    /// [`RecordKind::Closing`]) and pair them with the gate's.
     pub fn open_with_records(
         path: &Path,
         steward: Keypair,
@@ -192,6 +195,11 @@ impl DurableGate {
     /// Decisions recorded whose outcome is not yet recorded.
     pub fn pending(&self) -> impl Iterator<Item = &Unresolved> {
         self.pending.values()
+    }
+
+    /// The revocation-knowledge marker this point states (§4.3).
+    pub fn known_through(&self) -> Option<u64> {
+        self.known_through
     }
 
     /// States how current this point's revocation knowledge is (§4.3). The
@@ -264,7 +272,47 @@ impl DurableGate {
                 },
             );
         }
-        Ok(Recorded { decision, receipt, offset })
+        Ok(Recorded { decision, receipt, offset, sealed: bytes })
+    }
+
+    /// A refusal made before the gate decides (§11: a stale or
+    /// unauthenticated request, a continuation naming an unknown handle):
+    /// a deny with `reason`, nothing debited, the leaf's ceiling and
+    /// remainder as the gate holds them.
+    pub fn refusal(&self, req: &Request<'_>, reason: Reason, detail: impl Into<String>) -> Decision {
+        let chain_ids: Vec<ContentId> = req.chain.iter().map(SignedGrant::id).collect();
+        let (budget_uj, budget_remaining_uj) = req.chain.last().map_or((0, 0), |g| {
+            let b = g.grant().budget_uj;
+            (b, b.saturating_sub(self.gate.spent(&g.id()).uj))
+        });
+        Decision {
+            verdict: Verdict::Deny(reason),
+            detail: detail.into(),
+            chain_ids,
+            debited_uj: 0,
+            debited_minor: 0,
+            budget_uj,
+            budget_remaining_uj,
+            breach: None,
+        }
+    }
+
+    /// Seals and records a refusal made before the gate decides (see
+    /// [`DurableGate::refusal`]): the refused request is evidence too.
+    pub fn record_refusal(&mut self, req: &Request<'_>, reason: Reason, detail: impl Into<String>) -> Result<Recorded, StreamError> {
+        let d = self.refusal(req, reason, detail);
+        self.record_decision(d, req)
+    }
+
+    /// Seals a refusal WITHOUT recording it: only for `unrecorded` (§11),
+    /// when the record cannot be written. Returns the decision and the
+    /// sealed bytes.
+    pub fn seal_unrecorded(&mut self, req: &Request<'_>, detail: impl Into<String>) -> Result<(Decision, Vec<u8>), StreamError> {
+        let d = self.refusal(req, Reason::Unrecorded, detail);
+        let core = ReceiptCore::from_decision(&d, req, self.steward_did)?;
+        let pos = self.position();
+        let bytes = core.seal(pos, &self.steward)?;
+        Ok((d, bytes))
     }
 
     /// Decides (§7), seals the receipt (allow and deny alike, §8) and makes
@@ -345,9 +393,15 @@ impl DurableGate {
         }
     }
 
-    /// The steward's key, to seal records of the layers above.
-    pub fn steward_key(&self) -> &Keypair {
-        &self.steward
+    /// Seals `core` as a JCR-1 record of this steward at the next stream
+    /// position and appends it as a closing record (§6.1 item 4). Returns
+    /// the record's id (blake3 of its sealed bytes) and offset; durable at
+    /// the next commit.
+    pub fn record_closing(&mut self, core: &jcp::cbor::Value) -> Result<(ContentId, u64), StreamError> {
+        let pos = self.position();
+        let bytes = record::seal_core(core, pos, &self.steward)?;
+        let at = self.writer.append(RecordKind::Closing, &bytes)?;
+        Ok((ContentId::of_bytes(&bytes), at))
     }
 
     /// The next stream position (sequence number and `known_through`) for a
@@ -395,6 +449,9 @@ impl Replay<'_> {
             }
             Item::Record(r) => r,
         };
+        // Every record is shown to the layers above first, in stream order
+        // (the wire endpoint pairs a request with the receipt after it).
+        (self.extra)(r.offset, r.kind, &r.payload);
         match r.kind {
             RecordKind::Grant => match SignedGrant::from_bytes(&r.payload) {
                 Ok(g) if g.verify_signature() => {
@@ -452,8 +509,8 @@ impl Replay<'_> {
                 }
             }
             // Records of the layers above (the wire endpoint's admitted
-            // requests and closing records, §11, §6.1): handed to them.
-            RecordKind::Request | RecordKind::Closing => (self.extra)(r.offset, r.kind, &r.payload),
+            // requests and closing records, §11, §6.1): theirs to read.
+            RecordKind::Request | RecordKind::Closing => {}
             RecordKind::Amendment => self.report.reject(r.offset, "amendment-not-admitted"),
             RecordKind::Revocation => {
                 let res = record::open_revocation(&r.payload, &mut self.dids)

@@ -91,6 +91,22 @@ impl Label {
         integrity && origins && readers
     }
 
+    /// The join (least upper bound): the label of a value made from both
+    /// (§4.10 propagation; §6.1 item 3 labels a continued work's output
+    /// with the join of everything the client sent it).
+    pub fn join(&self, other: &Self) -> Self {
+        let integrity = self.integrity.max(other.integrity);
+        let origins = match (&self.origins, &other.origins) {
+            (Origins::Any, _) | (_, Origins::Any) => Origins::Any,
+            (Origins::Set(a), Origins::Set(b)) => Origins::Set(a.union(b).cloned().collect()),
+        };
+        let readers = match (&self.readers, &other.readers) {
+            (Readers::All, r) | (r, Readers::All) => r.clone(),
+            (Readers::Only(a), Readers::Only(b)) => Readers::Only(a.intersection(b).cloned().collect()),
+        };
+        Self { integrity, origins, readers }
+    }
+
     /// The meet (greatest lower bound): the strictest of two ceilings.
     /// A label is ≤ both iff it is ≤ their meet.
     pub fn meet(&self, other: &Self) -> Self {
@@ -253,6 +269,23 @@ mod tests {
         assert_eq!(m, Label::untrusted_from(["web"]));
         let v = Label::untrusted_from(["mail"]);
         assert!(v.leq(&a) && !v.leq(&m));
+    }
+
+    #[test]
+    fn c25_join_is_the_least_upper_bound() {
+        let web = Label::untrusted_from(["web"]);
+        let mail = Label::untrusted_from(["mail"]);
+        let j = web.join(&mail);
+        assert_eq!(j, Label::untrusted_from(["mail", "web"]));
+        assert!(web.leq(&j) && mail.leq(&j));
+        assert_eq!(Label::bottom().join(&web), web);
+        assert_eq!(web.join(&Label::top()), Label::top());
+        // Fewer readers is higher: the join keeps only readers of both.
+        let mut a = Label::bottom();
+        a.readers = Readers::Only(["x".to_owned(), "y".to_owned()].into());
+        let mut b = Label::bottom();
+        b.readers = Readers::Only(["y".to_owned()].into());
+        assert_eq!(a.join(&b).readers, Readers::Only(["y".to_owned()].into()));
     }
 
     #[test]

@@ -70,15 +70,15 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading {}", path.display()))
 }
 
-fn core_err(path: &Path, e: &jcp::Error) -> anyhow::Error {
+pub(crate) fn core_err(path: &Path, e: &jcp::Error) -> anyhow::Error {
     coded(e.code(), format!("{}: {e}", path.display()))
 }
 
-fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
+pub(crate) fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
     SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
 }
 
@@ -86,7 +86,7 @@ fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-fn parse_did(s: &str) -> anyhow::Result<Did> {
+pub(crate) fn parse_did(s: &str) -> anyhow::Result<Did> {
     Did::parse(s).map_err(|e| coded(e.code(), format!("{s:?}: {e}")))
 }
 
@@ -96,7 +96,7 @@ fn parse_cid(s: &str, what: &str) -> anyhow::Result<ContentId> {
 
 /// A resource is given as a content id, or as `text:NAME` (its id is the
 /// blake3 of the canonical CBOR text NAME), for people.
-fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
+pub(crate) fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
     match s.strip_prefix("text:") {
         Some(name) => Ok(ContentId::of(&Value::text(name))),
         None => parse_cid(s, "resource"),
@@ -117,7 +117,7 @@ fn list(s: &str) -> Vec<String> {
 }
 
 /// `integrity;origins;readers[;tainted_budget_uj]` or `bottom` / `top`.
-fn parse_label(s: &str) -> anyhow::Result<Label> {
+pub(crate) fn parse_label(s: &str) -> anyhow::Result<Label> {
     match s {
         "bottom" => return Ok(Label::bottom()),
         "top" => return Ok(Label::top()),
@@ -532,7 +532,7 @@ enum FrameCmd {
 
 /// The flags a frame is built from.
 #[derive(Debug, Args)]
-struct FrameFlags {
+pub(crate) struct FrameFlags {
     /// The action.
     #[arg(long, default_value = "read")]
     action: String,
@@ -553,7 +553,7 @@ struct FrameFlags {
     resource: Option<String>,
 }
 
-fn build_frame(leaf: &SignedGrant, a: &FrameFlags) -> anyhow::Result<Frame> {
+pub(crate) fn build_frame(leaf: &SignedGrant, a: &FrameFlags) -> anyhow::Result<Frame> {
     Ok(Frame {
         kind: FrameKind::parse(&a.kind).ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
         trust: match a.trust.as_str() {

@@ -6,3 +6,4 @@ pub mod intent;
 pub mod meter;
 pub mod run;
 pub mod stream;
+pub mod wire;

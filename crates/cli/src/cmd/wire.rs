@@ -1,0 +1,379 @@
+//! `jcp serve`, `jcp call`, `jcp feed`: the enforcement point on the wire
+//! (spec §11, §4.3 propagation, §4.7 amendments, §4.11).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context};
+use clap::{Args, Subcommand};
+use jcp::cbor::ContentId;
+use jcp::decision::{Gate, Money, Verdict};
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::frame::Frame;
+use jcp::revocation::SignedRevocation;
+use jcp::steering::{SignedAmendment, SignedCheckpoint};
+use jcp_wire::endpoint::{Address, Config, Endpoint};
+use jcp_wire::message::{Feed, RequestBody, WireRequest, WireResponse};
+use serde_json::json;
+
+use super::core::{build_frame, core_err, parse_did, parse_label, parse_resource, read_bytes, read_grant, read_key, FrameFlags};
+use crate::out::{coded, emit, CLEAN, FINDINGS};
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+}
+
+fn wire_err(e: jcp_wire::WireError) -> anyhow::Error {
+    coded(e.code(), e.to_string())
+}
+
+fn parse_addr(s: &str) -> anyhow::Result<Address> {
+    s.parse::<Address>().map_err(wire_err)
+}
+
+// ------------------------------------------------------------------ serve
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen: tcp:HOST:PORT or unix:PATH (repeatable).
+    #[arg(long = "listen", required = true, num_args = 1)]
+    listen: Vec<String>,
+    /// The record: the receipt stream this endpoint writes (as its only writer).
+    #[arg(long)]
+    stream: PathBuf,
+    /// The endpoint's (steward's) key file: it seals every receipt.
+    #[arg(long)]
+    steward_key: PathBuf,
+    /// A trust root RESOURCE=DID (repeatable; RESOURCE as hex or text:NAME).
+    #[arg(long = "trust-root")]
+    trust_roots: Vec<String>,
+    /// The freshness window in seconds (§11).
+    #[arg(long, default_value_t = 30)]
+    window_s: u64,
+    /// The revocation-knowledge marker stated before the feed delivers anything (§4.3).
+    #[arg(long, default_value_t = 0)]
+    known_through: u64,
+    /// The largest message body accepted, bytes.
+    #[arg(long, default_value_t = jcp_wire::codec::DEFAULT_CAP)]
+    cap: usize,
+    /// Print the start and stop summaries as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let steward = read_key(&a.steward_key)?;
+    let mut gate = Gate::new();
+    for tr in &a.trust_roots {
+        let (r, d) = tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
+    }
+    let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut config = Config::new(&a.stream);
+    config.window_s = a.window_s;
+    config.known_through = Some(a.known_through);
+    config.cap = a.cap;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let steward_did = steward.did();
+        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(wire_err)?;
+        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(wire_err)?;
+        let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
+        let r = &report.replay;
+        emit(
+            a.json,
+            &json!({"event": "listening", "listen": listening, "stream": a.stream, "steward": steward_did.to_did_string(),
+                    "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
+                    "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
+            || {
+                let mut s = String::new();
+                for l in &listening {
+                    s += &format!("jcp serve: listening on {l}\n");
+                }
+                s += &format!(
+                    "jcp serve: record {} (steward {}): replayed {} receipts ({} allows), {} refused, {} unresolved, {} requests remembered\n",
+                    a.stream.display(),
+                    steward_did,
+                    r.verified,
+                    r.replayed_allows,
+                    r.rejected_total(),
+                    r.unresolved.len(),
+                    report.requests_remembered
+                );
+                s
+            },
+        )?;
+        let mut tasks = Vec::new();
+        let mut unix_paths = Vec::new();
+        for (listener, addr) in bound {
+            if let Some(p) = jcp_wire::endpoint::unix_path(&addr) {
+                unix_paths.push(p.to_path_buf());
+            }
+            let ep = endpoint.clone();
+            tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
+        }
+        wait_for_signal().await?;
+        for t in &tasks {
+            t.abort();
+        }
+        endpoint.shutdown().await.map_err(wire_err)?;
+        for p in unix_paths {
+            let _ = std::fs::remove_file(p);
+        }
+        let st = endpoint.stats();
+        emit(a.json, &json!({"event": "stopped", "stats": st}), || {
+            format!(
+                "jcp serve: stopped; record flushed and released ({} decided, {} allowed, {} repeats, {} stale, {} impersonated, {} unrecorded)\n",
+                st.decided, st.allowed, st.repeats, st.stale, st.impersonated, st.unrecorded
+            )
+        })?;
+        Ok(ExitCode::from(CLEAN))
+    })
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> anyhow::Result<()> {
+    tokio::signal::ctrl_c().await.context("waiting for ctrl-c")
+}
+
+// ------------------------------------------------------------------ call
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The endpoint: tcp:HOST:PORT or unix:PATH.
+    #[arg(long)]
+    connect: String,
+    /// The caller's key file (the holder that metered the action).
+    #[arg(long, required_unless_present = "request")]
+    key: Option<PathBuf>,
+    /// The chain, root first.
+    #[arg(long = "chain", num_args = 1.., required_unless_present = "request")]
+    chain: Vec<PathBuf>,
+    /// A frame file (canonical CBOR). Otherwise the frame is built from the flags below.
+    #[arg(long)]
+    frame: Option<PathBuf>,
+    #[command(flatten)]
+    f: FrameFlags,
+    /// The metered cost in µJ.
+    #[arg(long, default_value_t = 0)]
+    cost_uj: u64,
+    /// HwShunt | ModelBased | Estimator.
+    #[arg(long, default_value = "Estimator")]
+    provenance: String,
+    /// Mark the cost Partial (§5.2).
+    #[arg(long)]
+    partial: bool,
+    /// A money cost CURRENCY:MINOR (§4.8).
+    #[arg(long)]
+    money: Option<String>,
+    /// The argument's label: bottom | top | INTEGRITY;ORIGINS;READERS. Absent = not computed.
+    #[arg(long)]
+    flow: Option<String>,
+    /// A file whose bytes are the argument forwarded behind the gate; its content id becomes the payload hash.
+    #[arg(long)]
+    args_file: Option<PathBuf>,
+    /// The freshness stamp (unix seconds). Default: now.
+    #[arg(long)]
+    now: Option<u64>,
+    /// Also write the signed request's canonical bytes here (to present it again with --request).
+    #[arg(long)]
+    save_request: Option<PathBuf>,
+    /// Send this saved request (canonical bytes) instead of building one.
+    #[arg(long, conflicts_with_all = ["key", "chain", "frame"])]
+    request: Option<PathBuf>,
+    /// Write the sealed receipt's bytes here.
+    #[arg(long)]
+    receipt_out: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn build_request(a: &CallArgs) -> anyhow::Result<WireRequest> {
+    if let Some(p) = &a.request {
+        let bytes = read_bytes(p)?;
+        let v = jcp_wire::codec::decode_body(&bytes).map_err(|e| coded(e.code(), format!("{}: {e}", p.display())))?;
+        return WireRequest::from_value(&v).map_err(|e| coded(e.code(), format!("{}: {e}", p.display())));
+    }
+    let key_path = a.key.as_ref().ok_or_else(|| coded("missing-key", "--key is required to sign a new request"))?;
+    let caller = read_key(key_path)?;
+    let chain = a.chain.iter().map(|p| read_grant(p)).collect::<anyhow::Result<Vec<_>>>()?;
+    let leaf = chain.last().ok_or_else(|| anyhow!("--chain needs at least one grant"))?;
+    let args = a.args_file.as_ref().map(|p| read_bytes(p)).transpose()?;
+    let mut frame = match &a.frame {
+        Some(p) => Frame::from_bytes(&read_bytes(p)?).map_err(|e| core_err(p, &e))?,
+        None => build_frame(leaf, &a.f)?,
+    };
+    if let Some(b) = &args {
+        frame.payload_hash = ContentId::of_bytes(b);
+    }
+    let provenance = Provenance::parse(&a.provenance)
+        .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
+    let money = match &a.money {
+        None => None,
+        Some(m) => {
+            let (c, n) = m.split_once(':').ok_or_else(|| coded("invalid-funds", format!("{m:?}: expected CURRENCY:MINOR")))?;
+            Some(Money { currency: c.to_owned(), minor: n.parse().map_err(|_| coded("invalid-funds", format!("{m:?}: minor units")))? })
+        }
+    };
+    let body = RequestBody {
+        frame,
+        chain,
+        cost: Energy { uj: a.cost_uj, provenance, coverage: if a.partial { Coverage::Partial } else { Coverage::Whole } },
+        money,
+        label: a.flow.as_deref().map(parse_label).transpose()?,
+        args,
+        continues: None,
+        now: a.now.unwrap_or_else(unix_now),
+    };
+    Ok(body.sign(&caller))
+}
+
+fn response_json(r: &WireResponse) -> serde_json::Value {
+    let receipt = jcp_receipt::verify_receipt(&r.receipt, None);
+    json!({
+        "verdict": match r.decision.verdict { Verdict::Allow => "allow", Verdict::Deny(_) => "deny" },
+        "reason": r.decision.reason().map(|x| x.as_str()),
+        "debited_uj": r.decision.debited_uj,
+        "budget_uj": r.decision.budget_uj,
+        "budget_remaining_uj": r.decision.budget_remaining_uj,
+        "receipt": {
+            "id": r.receipt_id(),
+            "bytes": r.receipt.len(),
+            "signature": if receipt.is_ok() { "valid" } else { "INVALID" },
+            "steward": receipt.as_ref().ok().map(|v| v.core.steward.to_did_string()),
+            "known_through": receipt.as_ref().ok().and_then(|v| v.position.known_through),
+        },
+    })
+}
+
+pub fn run_call(a: CallArgs) -> anyhow::Result<ExitCode> {
+    let addr = parse_addr(&a.connect)?;
+    let req = build_request(&a)?;
+    if let Some(p) = &a.save_request {
+        std::fs::write(p, req.to_bytes()).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let rt = runtime()?;
+    let resp = rt.block_on(async {
+        let mut c = jcp_wire::client::Client::connect(&addr).await?;
+        c.call(&req).await
+    });
+    let resp = resp.map_err(wire_err)?;
+    if let Some(p) = &a.receipt_out {
+        std::fs::write(p, &resp.receipt).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let j = response_json(&resp);
+    emit(a.json, &j, || {
+        let d = &resp.decision;
+        let mut s = match d.verdict {
+            Verdict::Allow => format!("allow: debited {} µJ; {} µJ of {} µJ remain\n", d.debited_uj, d.budget_remaining_uj, d.budget_uj),
+            Verdict::Deny(r) => format!("deny ({r}): nothing debited; {} µJ of {} µJ remain\n", d.budget_remaining_uj, d.budget_uj),
+        };
+        s += &format!(
+            "receipt {} ({} bytes, signature {}, steward {}, known_through {})\n",
+            j["receipt"]["id"].as_str().unwrap_or_default(),
+            resp.receipt.len(),
+            j["receipt"]["signature"].as_str().unwrap_or_default(),
+            j["receipt"]["steward"].as_str().unwrap_or("?"),
+            j["receipt"]["known_through"].as_u64().map_or("not stated".to_owned(), |k| k.to_string()),
+        );
+        s
+    })?;
+    Ok(ExitCode::from(if resp.decision.is_allow() { CLEAN } else { FINDINGS }))
+}
+
+// ------------------------------------------------------------------ feed
+
+#[derive(Debug, Args)]
+pub struct FeedArgs {
+    #[command(subcommand)]
+    cmd: FeedCmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum FeedCmd {
+    /// Sends a signed revocation to an endpoint: recorded, then applied (§4.3, §11).
+    Revoke {
+        /// The endpoint: tcp:HOST:PORT or unix:PATH.
+        #[arg(long)]
+        connect: String,
+        /// The signed revocation (`jcp grant revoke` writes one).
+        #[arg(long)]
+        revocation: PathBuf,
+        /// The grant it revokes.
+        #[arg(long)]
+        grant: PathBuf,
+        /// The revocation feed's marker at which it was issued (monotonic, §4.3).
+        #[arg(long)]
+        marker: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sends a signed checkpoint + amendment and the continuation grant: the steered grant is superseded (§4.7).
+    Amend {
+        /// The endpoint: tcp:HOST:PORT or unix:PATH.
+        #[arg(long)]
+        connect: String,
+        /// The steered grant.
+        #[arg(long)]
+        steered: PathBuf,
+        /// The agent's signed checkpoint.
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// The issuer's signed amendment.
+        #[arg(long)]
+        amendment: PathBuf,
+        /// The continuation grant.
+        #[arg(long)]
+        continuation: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
+    let (connect, feed, json) = match a.cmd {
+        FeedCmd::Revoke { connect, revocation, grant, marker, json } => {
+            let rev = SignedRevocation::from_bytes(&read_bytes(&revocation)?).map_err(|e| core_err(&revocation, &e))?;
+            (connect, Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker }, json)
+        }
+        FeedCmd::Amend { connect, steered, checkpoint, amendment, continuation, json } => {
+            let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?).map_err(|e| core_err(&checkpoint, &e))?;
+            let am = SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
+            (connect, Feed::Amendment { steered: read_grant(&steered)?, checkpoint: cp, amendment: am, continuation: read_grant(&continuation)? }, json)
+        }
+    };
+    let addr = parse_addr(&connect)?;
+    let rt = runtime()?;
+    let ans = rt
+        .block_on(async {
+            let mut c = jcp_wire::client::Client::connect(&addr).await?;
+            c.feed(&feed).await
+        })
+        .map_err(wire_err)?;
+    emit(json, &ans, || {
+        format!(
+            "{}: {} ({}); known_through {}\n",
+            if ans.admitted { "admitted" } else { "refused" },
+            ans.message,
+            ans.code,
+            ans.known_through.map_or("not stated".to_owned(), |k| k.to_string())
+        )
+    })?;
+    Ok(ExitCode::from(if ans.admitted { CLEAN } else { FINDINGS }))
+}

@@ -1,0 +1,165 @@
+//! The endpoint behind the gate (§11: "invoked only on Allow"), and the
+//! §6.1 continuation payload a later exchange carries.
+
+use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::frame::Frame;
+
+use crate::error::WireError;
+
+/// One call of the endpoint behind the gate. Built by the enforcement
+/// point from the fields it decided over (§6.1 item 3): the frame it
+/// decided, the argument bytes the receipt sealed, the handle it bound.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The frame the gate allowed.
+    pub frame: &'a Frame,
+    /// The argument bytes (their content id is the frame's payload hash).
+    pub args: Option<&'a [u8]>,
+    /// For a later exchange: the handle it continues, and the client's
+    /// answers (already flow-checked).
+    pub continues: Option<(&'a str, Option<&'a [u8]>)>,
+}
+
+/// What the endpoint behind the gate answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendReply {
+    /// The work is done; its output.
+    Done(Vec<u8>),
+    /// The work failed; what it said.
+    Failed(Vec<u8>),
+    /// The work goes on under a handle the endpoint minted; a status text.
+    Working {
+        /// The handle (a bearer string until the gate binds it to a grant).
+        handle: String,
+        /// Status text.
+        status: Vec<u8>,
+    },
+    /// The work needs the client's answers, sent with the handle.
+    InputRequired {
+        /// The handle.
+        handle: String,
+        /// What it asks.
+        prompt: Vec<u8>,
+    },
+}
+
+/// The endpoint behind the enforcement point. Called on a blocking thread,
+/// only after an allow was recorded durably.
+pub trait Backend: Send + Sync + 'static {
+    /// Runs one call.
+    fn call(&self, call: Call<'_>) -> BackendReply;
+}
+
+/// The payload of a later exchange (§6.1 item 1): it commits to the id of
+/// the receipt it continues, so one piece of work's receipts chain. Its
+/// canonical bytes are the request's `args`; their content id the frame's
+/// `payload_hash`, which the receipt seals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Continuation {
+    /// The receipt this exchange continues (the first, or the previous
+    /// continuation's).
+    pub continues: ContentId,
+    /// The handle.
+    pub handle: String,
+    /// The client's answers, if the work asked for input.
+    pub answers: Option<Vec<u8>>,
+}
+
+impl Continuation {
+    /// The canonical value.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("continues", Some(Value::text(self.continues.to_hex()))),
+            ("handle", Some(Value::text(self.handle.as_str()))),
+            ("answers", self.answers.clone().map(Value::Bytes)),
+        ])
+    }
+
+    /// Canonical bytes (a later exchange's `args`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.to_value().encode()
+    }
+
+    /// Reads canonical bytes.
+    pub fn from_bytes(b: &[u8]) -> Result<Self, WireError> {
+        let v = cbor::decode_strict(b)?;
+        let mut f = Fields::new("Continuation", &v)?;
+        let continues = f.cid("continues")?;
+        let handle = f.text("handle")?.to_owned();
+        let answers = match f.opt("answers") {
+            None => None,
+            Some(Value::Bytes(b)) => Some(b.clone()),
+            Some(_) => return Err(f.error("answers", "expected bytes").into()),
+        };
+        f.finish()?;
+        Ok(Self { continues, handle, answers })
+    }
+}
+
+/// The closing record of a continued piece of work (§6.1 item 4): the
+/// first receipt, every continuation's receipt, the joules metered across
+/// them, the outcome's digest, and whether that sum covers the work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closing {
+    /// The first request's receipt.
+    pub first: ContentId,
+    /// Every continuation's receipt, in order.
+    pub continuations: Vec<ContentId>,
+    /// µJ metered across the exchanges.
+    pub joules_uj: u64,
+    /// `Partial` unless the meter read the work between the exchanges
+    /// (§5.2): the endpoint works inside no exchange's span.
+    pub coverage: jcp::energy::Coverage,
+    /// The outcome's content id.
+    pub outcome: ContentId,
+    /// `done` or `failed`.
+    pub status: &'static str,
+}
+
+impl Closing {
+    /// The canonical value (sealed as a JCR-1 record in the stream).
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_record", Some(Value::text("closing"))),
+            ("first", Some(Value::text(self.first.to_hex()))),
+            ("continuations", Some(Value::Array(self.continuations.iter().map(|c| Value::text(c.to_hex())).collect()))),
+            ("joules_uj", Some(Value::Uint(self.joules_uj))),
+            ("energy_coverage", Some(Value::text(self.coverage.as_str()))),
+            ("outcome", Some(Value::text(self.outcome.to_hex()))),
+            ("status", Some(Value::text(self.status))),
+        ])
+    }
+
+    /// Reads the canonical value.
+    pub fn from_value(v: &Value) -> Result<Self, WireError> {
+        let mut f = Fields::new("Closing", v)?;
+        if f.text("jcp_record")? != "closing" {
+            return Err(f.error("jcp_record", "expected \"closing\"").into());
+        }
+        let first = f.cid("first")?;
+        let Value::Array(items) = f.req("continuations")? else {
+            return Err(f.error("continuations", "expected an array").into());
+        };
+        let continuations = items
+            .iter()
+            .map(|i| match i {
+                Value::Text(t) => ContentId::parse(t).ok_or_else(|| WireError::schema("Closing", "continuations: expected content ids")),
+                _ => Err(WireError::schema("Closing", "continuations: expected content ids")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let joules_uj = f.uint("joules_uj")?;
+        let coverage = match f.text("energy_coverage")? {
+            "Whole" => jcp::energy::Coverage::Whole,
+            "Partial" => jcp::energy::Coverage::Partial,
+            other => return Err(f.error("energy_coverage", format!("unknown coverage {other:?}")).into()),
+        };
+        let outcome = f.cid("outcome")?;
+        let status = match f.text("status")? {
+            "done" => "done",
+            "failed" => "failed",
+            other => return Err(f.error("status", format!("unknown status {other:?}")).into()),
+        };
+        f.finish()?;
+        Ok(Self { first, continuations, joules_uj, coverage, outcome, status })
+    }
+}

@@ -1,0 +1,109 @@
+//! A `jcp/1` client: connects over TCP or a Unix socket, sends framed
+//! messages, reads the endpoint's answers.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::codec;
+use crate::endpoint::Address;
+use crate::error::WireError;
+use crate::message::{Feed, FeedAnswer, Outbound, WireReply, WireRequest, WireResponse};
+
+enum Sock {
+    Tcp(tokio::net::TcpStream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+/// A connection to an endpoint.
+pub struct Client {
+    sock: Sock,
+    cap: usize,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("cap", &self.cap).finish_non_exhaustive()
+    }
+}
+
+async fn read<S: AsyncRead + Unpin>(s: &mut S, cap: usize) -> Result<Outbound, WireError> {
+    match codec::read_frame(s, cap).await? {
+        Some(body) => Outbound::decode(&body),
+        None => Err(WireError::Stopped("the endpoint closed the connection".into())),
+    }
+}
+
+async fn write<S: AsyncWrite + Unpin>(s: &mut S, framed: &[u8]) -> Result<(), WireError> {
+    codec::write_frame(s, framed).await
+}
+
+impl Client {
+    /// Connects.
+    pub async fn connect(addr: &Address) -> Result<Self, WireError> {
+        let sock = match addr {
+            Address::Tcp(a) => {
+                let s = tokio::net::TcpStream::connect(a).await.map_err(|e| WireError::io(format!("connecting to tcp:{a}"), e))?;
+                let _ = s.set_nodelay(true);
+                Sock::Tcp(s)
+            }
+            #[cfg(unix)]
+            Address::Unix(p) => Sock::Unix(
+                tokio::net::UnixStream::connect(p).await.map_err(|e| WireError::io(format!("connecting to unix:{}", p.display()), e))?,
+            ),
+            #[cfg(not(unix))]
+            Address::Unix(p) => return Err(WireError::BadAddress(format!("unix:{}", p.display()))),
+        };
+        Ok(Self { sock, cap: codec::DEFAULT_CAP })
+    }
+
+    /// Sends already-framed bytes (tests use this to misbehave).
+    pub async fn send_raw(&mut self, framed: &[u8]) -> Result<(), WireError> {
+        match &mut self.sock {
+            Sock::Tcp(s) => write(s, framed).await,
+            #[cfg(unix)]
+            Sock::Unix(s) => write(s, framed).await,
+        }
+    }
+
+    /// Reads the endpoint's next message.
+    pub async fn recv(&mut self) -> Result<Outbound, WireError> {
+        let cap = self.cap;
+        match &mut self.sock {
+            Sock::Tcp(s) => read(s, cap).await,
+            #[cfg(unix)]
+            Sock::Unix(s) => read(s, cap).await,
+        }
+    }
+
+    /// Sends a request and reads its response (§11). A refusal of the
+    /// frame itself is [`WireError::Refused`].
+    pub async fn call(&mut self, req: &WireRequest) -> Result<WireResponse, WireError> {
+        self.send_raw(&codec::frame_value(&req.to_value())).await?;
+        match self.recv().await? {
+            Outbound::Response(r) => Ok(r),
+            Outbound::Error { code, message } => Err(WireError::Refused { code, message }),
+            other => Err(WireError::schema("WireResponse", format!("expected a response, got {other:?}"))),
+        }
+    }
+
+    /// Reads the reply of the endpoint behind the gate that follows an
+    /// allowed request's response (only where the endpoint has one).
+    pub async fn reply(&mut self) -> Result<WireReply, WireError> {
+        match self.recv().await? {
+            Outbound::Reply(r) => Ok(r),
+            Outbound::Error { code, message } => Err(WireError::Refused { code, message }),
+            other => Err(WireError::schema("WireReply", format!("expected a reply, got {other:?}"))),
+        }
+    }
+
+    /// Sends a feed message (a revocation, an amendment) and reads whether
+    /// it was admitted.
+    pub async fn feed(&mut self, feed: &Feed) -> Result<FeedAnswer, WireError> {
+        self.send_raw(&codec::frame_value(&feed.to_value())).await?;
+        match self.recv().await? {
+            Outbound::FeedAnswer(a) => Ok(a),
+            Outbound::Error { code, message } => Err(WireError::Refused { code, message }),
+            other => Err(WireError::schema("FeedAnswer", format!("expected a feed answer, got {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! §11 framing: a 4-byte big-endian length, then the message's canonical
+//! det-CBOR bytes. A receiver refuses a length over its cap before reading
+//! the body, and a body that is not canonical (trailing bytes included).
+
+use jcp::cbor::{self, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::error::WireError;
+
+/// The default cap on a message body: 1 MiB.
+pub const DEFAULT_CAP: usize = 1 << 20;
+
+/// Frames a body: length prefix + bytes.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Frames a value's canonical encoding.
+pub fn frame_value(v: &Value) -> Vec<u8> {
+    let mut out = vec![0; 4];
+    v.encode_into(&mut out);
+    let n = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
+    out[..4].copy_from_slice(&n.to_be_bytes());
+    out
+}
+
+/// Splits one frame from the front of `buf` (the synchronous form of the
+/// reader, for tests and fuzzing): `Ok(None)` when more bytes are needed,
+/// `Ok(Some((body, used)))` for a whole frame.
+pub fn split(buf: &[u8], cap: usize) -> Result<Option<(&[u8], usize)>, WireError> {
+    let Some(head) = buf.get(..4) else { return Ok(None) };
+    let declared = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let n = usize::try_from(declared).unwrap_or(usize::MAX);
+    if n > cap {
+        return Err(WireError::Oversized { declared: u64::from(declared), cap });
+    }
+    Ok(buf.get(4..4 + n).map(|body| (body, 4 + n)))
+}
+
+/// Decodes a frame body: one canonical det-CBOR item, nothing after it.
+/// Strict profile (§3): no floats, bools, nulls or tags.
+pub fn decode_body(body: &[u8]) -> Result<Value, WireError> {
+    Ok(cbor::decode_strict(body)?)
+}
+
+/// Reads one frame from `r`. `Ok(None)` on a clean end of stream before a
+/// frame starts; a stream that ends inside a frame is `Truncated`.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, cap: usize) -> Result<Option<Vec<u8>>, WireError> {
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut head[got..]).await.map_err(|e| WireError::io("reading a frame length", e))?;
+        if n == 0 {
+            return if got == 0 { Ok(None) } else { Err(WireError::Truncated { got, want: 4 }) };
+        }
+        got += n;
+    }
+    let declared = u32::from_be_bytes(head);
+    let n = usize::try_from(declared).unwrap_or(usize::MAX);
+    if n > cap {
+        return Err(WireError::Oversized { declared: u64::from(declared), cap });
+    }
+    let mut body = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        let k = r.read(&mut body[got..]).await.map_err(|e| WireError::io("reading a frame body", e))?;
+        if k == 0 {
+            return Err(WireError::Truncated { got: got + 4, want: n + 4 });
+        }
+        got += k;
+    }
+    Ok(Some(body))
+}
+
+/// Writes one framed message.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, framed: &[u8]) -> Result<(), WireError> {
+    w.write_all(framed).await.map_err(|e| WireError::io("writing a frame", e))?;
+    w.flush().await.map_err(|e| WireError::io("flushing a frame", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s11_split_needs_the_whole_frame_and_refuses_over_the_cap() {
+        let f = frame(b"\xa0");
+        assert_eq!(split(&f[..3], 16).unwrap(), None);
+        assert_eq!(split(&f[..4], 16).unwrap(), None);
+        assert_eq!(split(&f, 16).unwrap(), Some((&b"\xa0"[..], 5)));
+        let big = frame(&[0u8; 17]);
+        assert!(matches!(split(&big, 16), Err(WireError::Oversized { declared: 17, cap: 16 })));
+    }
+
+    #[test]
+    fn s11_a_non_canonical_body_is_refused() {
+        // 0x18 0x01: the integer 1 not in its shortest form.
+        assert!(matches!(decode_body(&[0x18, 0x01]), Err(WireError::NonCanonical(_))));
+        // Trailing bytes after the item.
+        assert!(matches!(decode_body(&[0x01, 0x01]), Err(WireError::NonCanonical(_))));
+        // A float (strict profile).
+        assert!(matches!(decode_body(&[0xf9, 0x3c, 0x00]), Err(WireError::NonCanonical(_))));
+    }
+}

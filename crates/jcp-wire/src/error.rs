@@ -1,0 +1,88 @@
+//! The crate's one error enum. A deny is not an error: it is a decision,
+//! sealed and answered. These are refusals to read a message (the
+//! connection is closed) and failures of the transport or the record.
+
+use jcp_receipt::StreamError;
+
+/// Errors of the wire binding; each has a stable [`WireError::code`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// §11: a declared length above the receiver's cap.
+    #[error("frame-oversized: declared length {declared} bytes is above the cap of {cap} bytes")]
+    Oversized { declared: u64, cap: usize },
+    /// The stream ended inside a frame (a half frame).
+    #[error("frame-truncated: the stream ended after {got} of {want} bytes of a frame")]
+    Truncated { got: usize, want: usize },
+    /// §11/§3: a body that is not canonical det-CBOR (or has trailing bytes).
+    #[error("non-canonical: {0}")]
+    NonCanonical(#[from] jcp::cbor::DecodeError),
+    /// A canonical body that is not the message it was read as.
+    #[error("not-a-message: {object}: {problem}")]
+    NotAMessage { object: &'static str, problem: String },
+    /// The peer sent nothing within the endpoint's read timeout mid-frame.
+    #[error("frame-timeout: no complete frame within {secs} s")]
+    Timeout { secs: u64 },
+    /// The record (the receipt stream) could not be opened or written.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// A socket error.
+    #[error("io: {context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    /// An address that is neither `tcp:HOST:PORT` nor `unix:PATH`.
+    #[error("bad-address: {0:?} (expected tcp:HOST:PORT or unix:PATH)")]
+    BadAddress(String),
+    /// The endpoint answered with a refusal of an admin message.
+    #[error("refused: {code}: {message}")]
+    Refused { code: String, message: String },
+    /// The endpoint stopped (shutdown or a failed record).
+    #[error("endpoint-stopped: {0}")]
+    Stopped(String),
+}
+
+impl WireError {
+    /// A stable code for machines and the console.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Oversized { .. } => "frame-oversized",
+            Self::Truncated { .. } => "frame-truncated",
+            Self::NonCanonical(_) => "non-canonical",
+            Self::NotAMessage { .. } => "not-a-message",
+            Self::Timeout { .. } => "frame-timeout",
+            Self::Stream(e) => e.code(),
+            Self::Io { .. } => "io",
+            Self::BadAddress(_) => "bad-address",
+            Self::Refused { .. } => "refused",
+            Self::Stopped(_) => "endpoint-stopped",
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io { context: context.into(), source }
+    }
+
+    pub(crate) fn schema(object: &'static str, problem: impl Into<String>) -> Self {
+        Self::NotAMessage { object, problem: problem.into() }
+    }
+}
+
+impl From<jcp::Error> for WireError {
+    fn from(e: jcp::Error) -> Self {
+        match e {
+            jcp::Error::Decode(d) => Self::NonCanonical(d),
+            other => Self::NotAMessage { object: "message", problem: other.to_string() },
+        }
+    }
+}
+
+impl From<jcp::cbor::SchemaError> for WireError {
+    fn from(e: jcp::cbor::SchemaError) -> Self {
+        Self::NotAMessage { object: "message", problem: e.to_string() }
+    }
+}
+
+impl From<jcp::identity::IdentityError> for WireError {
+    fn from(e: jcp::identity::IdentityError) -> Self {
+        Self::NotAMessage { object: "message", problem: e.to_string() }
+    }
+}

@@ -1,0 +1,23 @@
+//! # jcp-wire — the `jcp/1` wire binding (spec `jcp-v0.3.md` §11)
+//!
+//! | module | spec |
+//! |---|---|
+//! | [`codec`] | §11 framing: 4-byte big-endian length + canonical det-CBOR, a cap |
+//! | [`message`] | §11 `WireRequest` / `WireResponse`, the revocation and amendment feeds (§4.3, §4.7), replies (§6.1) |
+//! | [`endpoint`] | the enforcement endpoint: decided once, group-committed record, restart replay (§11, §4.11), continuations (§6.1) |
+//! | [`backend`] | the endpoint behind the gate, continuation payloads and closing records (§6.1) |
+//! | [`client`] | a client: connect, sign, call, feed |
+//!
+//! Goals: a request is decided once and its response survives a restart;
+//! the record precedes every response and every action (§4.11); one
+//! misbehaving client never stops the endpoint answering the others.
+#![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod client;
+pub mod codec;
+pub mod endpoint;
+pub mod error;
+pub mod message;
+
+pub use error::WireError;

@@ -1,0 +1,391 @@
+//! C8 (wire binding), C13 (the caller-signature half), §11, §4.3
+//! propagation, §4.11 over real TCP and Unix sockets in one process.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use jcp::cbor::ContentId;
+use jcp::decision::{Reason, Verdict};
+use jcp::revocation::Revocation;
+use jcp_receipt::stream::{Item, Reader, RecordKind};
+use jcp_wire::client::Client;
+use jcp_wire::codec;
+use jcp_wire::message::{Feed, Inbound, Outbound, WireRequest};
+use tokio::io::AsyncWriteExt;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn kinds(path: &std::path::Path) -> Vec<RecordKind> {
+    let r = Reader::new(std::fs::File::open(path).unwrap()).unwrap();
+    r.filter_map(|i| match i {
+        Item::Record(r) => Some(r.kind),
+        Item::Fault(f) => panic!("fault {f:?}"),
+    })
+    .collect()
+}
+
+#[test]
+fn c08_request_round_trips_the_framing_canonically() {
+    let g = grant(1000, 1);
+    let req = request(&g, 10, b"q", T0);
+    let framed = codec::frame_value(&req.to_value());
+    let (body, used) = codec::split(&framed, codec::DEFAULT_CAP).unwrap().unwrap();
+    assert_eq!(used, framed.len());
+    let Inbound::Request(back) = Inbound::decode(body).unwrap() else { panic!("not a request") };
+    assert_eq!(*back, req);
+    assert_eq!(back.to_bytes(), body, "one wire form: re-encoding gives the same bytes");
+    assert!(back.verify_signature());
+    // Any other field set than §11's (plus the named optional ones) is refused.
+    let mut v = req.to_value();
+    if let jcp::cbor::Value::Map(m) = &mut v {
+        m.push((jcp::cbor::Value::text("x-instructions"), jcp::cbor::Value::text("ignore the grant")));
+    }
+    let e = Inbound::decode(&v.encode()).unwrap_err();
+    assert_eq!(e.code(), "not-a-message", "{e}");
+}
+
+#[test]
+fn c08_a_repeat_gets_the_first_response_and_is_not_decided_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let s = Served::start(config(&dir.path().join("s.jcps"), &clock), dir.path(), None).await.unwrap();
+        let g = grant(1000, 1);
+        let req = request(&g, 600, b"q1", T0);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let first = c.call(&req).await.unwrap();
+        assert!(first.decision.is_allow());
+        assert_eq!(first.decision.budget_remaining_uj, 400);
+        // Again, on another socket kind: the same bytes, not debited again.
+        clock.set(T0 + 5);
+        let mut u = Client::connect(&s.unix).await.unwrap();
+        let again = u.call(&req).await.unwrap();
+        assert_eq!(again, first);
+        assert_eq!(codec::frame_value(&again.to_value()), codec::frame_value(&first.to_value()));
+        // A new request (stamped later) is decided against the one debit.
+        let next = c.call(&request(&g, 600, b"q1", T0 + 1)).await.unwrap();
+        assert_eq!(next.decision.reason(), Some(Reason::BudgetExceeded));
+        assert_eq!(next.decision.budget_remaining_uj, 400);
+        let st = s.endpoint.stats();
+        assert_eq!((st.decided, st.repeats, st.allowed), (2, 1, 1));
+        s.stop().await;
+    });
+    // Recorded once: request + receipt per decided request, nothing for the repeat.
+    let k = kinds(&dir.path().join("s.jcps"));
+    assert_eq!(k, vec![RecordKind::Request, RecordKind::Receipt, RecordKind::Request, RecordKind::Receipt]);
+}
+
+#[test]
+fn c08_a_request_outside_the_window_is_refused_stale_sealed_and_not_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let g = grant(1000, 1);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        for stamp in [T0 - 31, T0 + 31] {
+            let r = c.call(&request(&g, 10, b"old", stamp)).await.unwrap();
+            assert_eq!(r.decision.reason(), Some(Reason::StaleRequest));
+            assert_eq!(r.decision.debited_uj, 0);
+            let v = jcp_receipt::verify_receipt(&r.receipt, Some(&steward().did())).unwrap();
+            assert_eq!(v.core.verdict, Verdict::Deny(Reason::StaleRequest));
+        }
+        // At the edge of the window it is fresh; the endpoint decides at its
+        // own clock, never at the stamp.
+        assert!(c.call(&request(&g, 10, b"edge", T0 - 30)).await.unwrap().decision.is_allow());
+        // A stale request was not remembered: once the clock comes back to
+        // it, the same request is decided (and only then remembered).
+        let req = request(&g, 10, b"later", T0 + 40);
+        let r1 = c.call(&req).await.unwrap();
+        assert_eq!(r1.decision.reason(), Some(Reason::StaleRequest));
+        clock.set(T0 + 40);
+        let r2 = c.call(&req).await.unwrap();
+        assert!(r2.decision.is_allow());
+        // Once its stamp has left the window, a repeat is stale.
+        clock.set(T0 + 71);
+        let r3 = c.call(&req).await.unwrap();
+        assert_eq!(r3.decision.reason(), Some(Reason::StaleRequest));
+        assert_eq!(s.endpoint.stats().stale, 4);
+        s.stop().await;
+    });
+}
+
+#[test]
+fn c13_an_impersonated_caller_is_denied_bad_signature_sealed_and_not_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let g = grant(1000, 1);
+        // The thief signs with its own key but names the agent as caller.
+        let genuine = request(&g, 100, b"steal", T0);
+        let thief = common::key(66);
+        let forged = WireRequest { signature: thief.sign(&genuine.signed_bytes()), ..genuine.clone() };
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let r = c.call(&forged).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::BadSignature));
+        assert_eq!(r.decision.budget_remaining_uj, 1000);
+        let v = jcp_receipt::verify_receipt(&r.receipt, Some(&steward().did())).unwrap();
+        assert_eq!(v.core.subject, agent().did());
+        // The genuine request (same signed content) is not shadowed by the
+        // refused one: it was never remembered.
+        let ok = c.call(&genuine).await.unwrap();
+        assert!(ok.decision.is_allow());
+        assert_eq!(s.endpoint.stats().impersonated, 1);
+        s.stop().await;
+    });
+    // The refused impersonation is evidence: its receipt is in the record.
+    let k = kinds(&path);
+    assert_eq!(k, vec![RecordKind::Receipt, RecordKind::Request, RecordKind::Receipt]);
+}
+
+#[test]
+fn c08_decided_once_holds_across_a_restart_and_spend_is_not_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(1000, 1);
+    let req = request(&g, 700, b"once", T0);
+    let first = rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let r = c.call(&req).await.unwrap();
+        s.stop().await;
+        r
+    });
+    assert!(first.decision.is_allow());
+    clock.set(T0 + 10);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        assert_eq!(s.report.requests_remembered, 1);
+        assert_eq!(s.report.replay.replayed_allows, 1);
+        let mut c = Client::connect(&s.unix).await.unwrap();
+        let again = c.call(&req).await.unwrap();
+        assert_eq!(again, first, "the same response after a restart");
+        let next = c.call(&request(&g, 400, b"more", T0 + 10)).await.unwrap();
+        assert_eq!(next.decision.reason(), Some(Reason::BudgetExceeded), "the replayed spend binds");
+        assert_eq!(s.endpoint.stats().decided, 1);
+        s.stop().await;
+    });
+    // Outside the window after the restart, the repeat is stale: not remembered.
+    clock.set(T0 + 100);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        assert_eq!(s.report.requests_remembered, 0);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        assert_eq!(c.call(&req).await.unwrap().decision.reason(), Some(Reason::StaleRequest));
+        s.stop().await;
+    });
+}
+
+#[test]
+fn s4_11_a_second_endpoint_on_the_same_record_fails_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let e = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap_err();
+        assert_eq!(e.code(), "stream-locked", "{e}");
+        s.stop().await;
+        // Released on shutdown.
+        let (ep, _) = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap();
+        ep.shutdown().await.unwrap();
+    });
+}
+
+#[test]
+fn c06_a_revocation_on_the_wire_is_recorded_before_it_applies_and_receipts_state_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(1000, 1);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let r0 = c.call(&request(&g, 10, b"a", T0)).await.unwrap();
+        assert_eq!(jcp_receipt::verify_receipt(&r0.receipt, None).unwrap().position.known_through, Some(0));
+        // A forged revocation (not the issuer) is refused and changes nothing.
+        let thief = common::key(66);
+        let forged = Revocation { grant_id: g.id(), revoked_by: thief.did(), nonce: [7; 16] };
+        let bytes = forged.to_value().encode();
+        let forged = jcp::revocation::SignedRevocation::from_value(&jcp::cbor::map([
+            ("revocation", Some(forged.to_value())),
+            ("sig", Some(jcp::cbor::Value::Bytes(thief.sign(&bytes).to_vec()))),
+        ]))
+        .unwrap();
+        let a = c.feed(&Feed::Revocation { revocation: forged, grant: g.clone(), marker: 9 }).await.unwrap();
+        assert!(!a.admitted, "{a:?}");
+        assert_eq!(a.known_through, Some(0), "a refused revocation moves no marker");
+        assert!(c.call(&request(&g, 10, b"b", T0)).await.unwrap().decision.is_allow());
+        let rev = Revocation::issue(&g, &issuer(), Some([1; 16])).unwrap();
+        let a = c.feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 3 }).await.unwrap();
+        assert!(a.admitted, "{a:?}");
+        assert_eq!(a.known_through, Some(3));
+        let r = c.call(&request(&g, 10, b"c", T0)).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::Revoked));
+        assert_eq!(jcp_receipt::verify_receipt(&r.receipt, None).unwrap().position.known_through, Some(3));
+        s.stop().await;
+    });
+    // After a restart the revocation is still held (replayed from the record).
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let r = c.call(&request(&g, 10, b"d", T0)).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::Revoked));
+        assert_eq!(jcp_receipt::verify_receipt(&r.receipt, None).unwrap().position.known_through, Some(3));
+        s.stop().await;
+    });
+    let k = kinds(&path);
+    let rev_at = k.iter().position(|k| *k == RecordKind::Revocation).unwrap();
+    assert!(k[..rev_at].contains(&RecordKind::Grant), "the revoked grant is recorded so replay can re-admit it");
+}
+
+/// Reads whatever the endpoint sends until it closes; returns the messages.
+async fn drain(c: &mut Client) -> Vec<Outbound> {
+    let mut out = Vec::new();
+    while let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(5), c.recv()).await {
+        out.push(m);
+    }
+    out
+}
+
+#[test]
+fn c08_misbehaving_clients_never_stop_the_endpoint_answering_a_well_behaved_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let mut cfg = config(&path, &clock);
+        cfg.cap = 64 * 1024;
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        let mut good = Client::connect(&s.tcp).await.unwrap();
+        let mut n = 0u64;
+        let mut ask = |c: &'static [u8]| {
+            n += 1;
+            request(&g, 1, c, T0 + n % 10)
+        };
+        // Garbage: a length and bytes that are not CBOR.
+        let mut bad = Client::connect(&s.tcp).await.unwrap();
+        bad.send_raw(&codec::frame(b"\xff\xfe garbage")).await.unwrap();
+        let m = drain(&mut bad).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "non-canonical"), "{m:?}");
+        assert!(good.call(&ask(b"1")).await.unwrap().decision.is_allow());
+        // An oversized declared length: refused before any body is read.
+        let mut big = Client::connect(&s.unix).await.unwrap();
+        big.send_raw(&(100 * 1024 * 1024u32).to_be_bytes()).await.unwrap();
+        let m = drain(&mut big).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "frame-oversized"), "{m:?}");
+        assert!(good.call(&ask(b"2")).await.unwrap().decision.is_allow());
+        // A well-formed map that is not a request.
+        let mut odd = Client::connect(&s.tcp).await.unwrap();
+        odd.send_raw(&codec::frame_value(&jcp::cbor::map([("frame", Some(jcp::cbor::Value::Uint(1)))]))).await.unwrap();
+        let m = drain(&mut odd).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "not-a-message"), "{m:?}");
+        // A half frame, then silence: the endpoint answers others meanwhile
+        // and cuts the half frame after its frame timeout.
+        let mut half = tokio::net::TcpStream::connect(match &s.tcp {
+            jcp_wire::endpoint::Address::Tcp(a) => a.clone(),
+            _ => unreachable!(),
+        })
+        .await
+        .unwrap();
+        let whole = codec::frame_value(&ask(b"half").to_value());
+        half.write_all(&whole[..whole.len() / 2]).await.unwrap();
+        assert!(good.call(&ask(b"3")).await.unwrap().decision.is_allow());
+        // 500 connections held open at once.
+        let mut held = Vec::new();
+        for _ in 0..250 {
+            held.push(Client::connect(&s.tcp).await.unwrap());
+            held.push(Client::connect(&s.unix).await.unwrap());
+        }
+        assert!(good.call(&ask(b"4")).await.unwrap().decision.is_allow());
+        // Each of them can still be answered.
+        for (i, h) in held.iter_mut().enumerate().step_by(50) {
+            let r = h.call(&request(&g, 1, format!("held {i}").as_bytes(), T0)).await.unwrap();
+            assert!(r.decision.is_allow());
+        }
+        drop(held);
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert!(good.call(&ask(b"5")).await.unwrap().decision.is_allow());
+        assert!(s.endpoint.stats().refused_frames >= 4, "{:?}", s.endpoint.stats());
+        s.stop().await;
+    });
+}
+
+#[test]
+fn c08_the_record_holds_every_response_before_it_leaves() {
+    // Group commit: many clients at once; after the endpoint stops, every
+    // allowed response's receipt is in the record and replay re-establishes
+    // exactly the spend the responses stated.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(10_000, 1);
+    let (ids, remaining) = rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..16u32 {
+            let addr = if t % 2 == 0 { s.tcp.clone() } else { s.unix.clone() };
+            let g = g.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::connect(&addr).await.unwrap();
+                let mut got = Vec::new();
+                for i in 0..20u32 {
+                    let r = c.call(&request(&g, 30, format!("{t}/{i}").as_bytes(), T0)).await.unwrap();
+                    got.push(r);
+                }
+                got
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        let st = s.endpoint.stats();
+        assert_eq!(st.decided, 320);
+        assert!(st.commits <= 320);
+        s.stop().await;
+        let allows: Vec<ContentId> = all.iter().filter(|r| r.decision.is_allow()).map(|r| r.receipt_id()).collect();
+        let min_remaining = all.iter().map(|r| r.decision.budget_remaining_uj).min().unwrap();
+        (allows, min_remaining)
+    });
+    assert_eq!(ids.len(), 320);
+    assert_eq!(remaining, 10_000 - 320 * 30);
+    let mut in_record = std::collections::HashSet::new();
+    for i in Reader::new(std::fs::File::open(&path).unwrap()).unwrap() {
+        if let Item::Record(r) = i {
+            if r.kind == RecordKind::Receipt {
+                in_record.insert(ContentId::of_bytes(&r.payload));
+            }
+        }
+    }
+    assert!(ids.iter().all(|id| in_record.contains(id)));
+    let (dg, _) = jcp_receipt::runtime::DurableGate::open(&path, steward(), jcp::decision::Gate::new()).unwrap();
+    assert_eq!(dg.gate().spent(&g.id()).uj, 320 * 30);
+}
+
+#[test]
+fn c08_the_endpoint_answers_in_process_through_the_same_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let (ep, _) = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap();
+        let g = grant(100, 1);
+        let req = request(&g, 60, b"x", T0);
+        let a = ep.submit(req.clone()).await.unwrap();
+        let b = ep.submit(req).await.unwrap();
+        assert_eq!(a, b);
+        let Outbound::Response(r) = Outbound::decode(&a[4..]).unwrap() else { panic!() };
+        assert!(r.decision.is_allow());
+        ep.shutdown().await.unwrap();
+    });
+}

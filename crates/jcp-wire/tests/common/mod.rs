@@ -1,0 +1,140 @@
+//! Fixtures for the wire tests: seeded keys, grants, a served endpoint on a
+//! temp-dir stream, signed requests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use jcp::cbor::ContentId;
+use jcp::decision::Gate;
+use jcp::energy::{Energy, Provenance};
+use jcp::flow::Label;
+use jcp::frame::{Frame, FrameKind, Trust};
+use jcp::grant::{Capability, Grant, SignedGrant};
+use jcp::identity::Keypair;
+use jcp_wire::backend::Backend;
+use jcp_wire::endpoint::{Address, Config, Endpoint, OpenReport};
+use jcp_wire::message::{RequestBody, WireRequest};
+
+pub const T0: u64 = 1_800_000_000;
+
+pub fn key(n: u8) -> Keypair {
+    Keypair::from_seed([n; 32]).unwrap()
+}
+
+pub fn steward() -> Keypair {
+    key(90)
+}
+pub fn issuer() -> Keypair {
+    key(1)
+}
+pub fn agent() -> Keypair {
+    key(2)
+}
+
+pub fn resource() -> ContentId {
+    ContentId::of_bytes(b"resource: the search tool")
+}
+
+pub fn grant(budget: u64, nonce: u8) -> SignedGrant {
+    Grant {
+        issuer: issuer().did(),
+        subject: agent().did(),
+        capability: Capability { resource: resource(), actions: vec!["read".into(), "write".into()] },
+        budget_uj: budget,
+        budget_funds: None,
+        caveats: vec![],
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [nonce; 16],
+    }
+    .sign(&issuer())
+    .unwrap()
+}
+
+pub fn frame(g: &SignedGrant, payload: &[u8]) -> Frame {
+    Frame {
+        kind: FrameKind::ToolCall,
+        trust: Trust::Control,
+        grant_id: g.id(),
+        action: "read".into(),
+        resource: g.grant().capability.resource,
+        payload_hash: ContentId::of_bytes(payload),
+        model: None,
+    }
+}
+
+/// A request on `g` for `uj`, stamped `now`, with the argument `payload`.
+pub fn request(g: &SignedGrant, uj: u64, payload: &[u8], now: u64) -> WireRequest {
+    RequestBody {
+        frame: frame(g, payload),
+        chain: vec![g.clone()],
+        cost: Energy::new(uj, Provenance::HwShunt),
+        money: None,
+        label: Some(Label::bottom()),
+        args: Some(payload.to_vec()),
+        continues: None,
+        now,
+    }
+    .sign(&agent())
+}
+
+/// A settable clock shared with an endpoint.
+#[derive(Clone)]
+pub struct TestClock(pub Arc<AtomicU64>);
+
+impl TestClock {
+    pub fn new(t: u64) -> Self {
+        Self(Arc::new(AtomicU64::new(t)))
+    }
+    pub fn set(&self, t: u64) {
+        self.0.store(t, Ordering::SeqCst);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn clock(&self) -> jcp_wire::endpoint::Clock {
+        let a = self.0.clone();
+        Arc::new(move || a.load(Ordering::SeqCst))
+    }
+}
+
+pub fn config(stream: &Path, clock: &TestClock) -> Config {
+    let mut c = Config::new(stream);
+    c.clock = clock.clock();
+    c.frame_timeout = std::time::Duration::from_millis(500);
+    c
+}
+
+/// A served endpoint: TCP on an ephemeral port and a Unix socket.
+pub struct Served {
+    pub endpoint: Endpoint,
+    pub report: OpenReport,
+    pub tcp: Address,
+    pub unix: Address,
+    tasks: Vec<tokio::task::JoinHandle<Result<(), jcp_wire::WireError>>>,
+}
+
+impl Served {
+    pub async fn start(cfg: Config, dir: &Path, backend: Option<Arc<dyn Backend>>) -> Result<Self, jcp_wire::WireError> {
+        let (endpoint, report) = Endpoint::open(cfg, steward(), Gate::new(), backend)?;
+        let (tl, tcp) = Address::Tcp("127.0.0.1:0".into()).bind().await?;
+        let sock: PathBuf = dir.join(format!("ep-{}.sock", std::process::id()));
+        let (ul, unix) = Address::Unix(sock).bind().await?;
+        let mut tasks = Vec::new();
+        for l in [tl, ul] {
+            let ep = endpoint.clone();
+            tasks.push(tokio::spawn(async move { ep.serve(l).await }));
+        }
+        Ok(Self { endpoint, report, tcp, unix, tasks })
+    }
+
+    pub async fn stop(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.endpoint.shutdown().await.unwrap();
+    }
+}
