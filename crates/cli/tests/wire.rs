@@ -1,0 +1,151 @@
+//! The enforcement point across processes: `jcp serve`, `jcp call`,
+//! `jcp feed` (§11, §4.3, §4.11, C8, C13).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn jcp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = jcp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn setup(dir: &Path) {
+    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
+    ok(dir, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
+}
+
+/// A `jcp serve` child, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(dir: &Path, listen: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
+            .current_dir(dir)
+            .args(["serve", "--listen", listen, "--stream", "s.jcps", "--steward-key", "steward.key"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut addr = None;
+        let mut line = String::new();
+        while addr.is_none() && Instant::now() < deadline {
+            line.clear();
+            if out.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            if let Some(a) = line.trim().strip_prefix("jcp serve: listening on ") {
+                addr = Some(a.to_owned());
+            }
+        }
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in out.lines() {});
+        let addr = addr.unwrap_or_else(|| panic!("jcp serve did not start: {:?}", child.try_wait()));
+        Self { child, addr }
+    }
+
+    fn sigkill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    fn sigterm(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "jcp serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn call(dir: &Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let o = jcp(dir, args);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), v)
+}
+
+#[test]
+fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    let s = Server::start(d, "tcp:127.0.0.1:0");
+    let (code, first) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "700", "--save-request", "r1.bin", "--receipt-out", "r1.jcr", "--json"]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(first["verdict"], "allow");
+    assert_eq!(first["budget_remaining_uj"], 300);
+    s.sigkill();
+    // A fresh process replays the record before answering anything.
+    let s = Server::start(d, "unix:ep.sock");
+    let (code, again) = call(d, &["call", "--connect", &s.addr, "--request", "r1.bin", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(again, first, "the same response, the same receipt, after SIGKILL + restart");
+    // Not debited twice: a new 400 µJ request does not fit.
+    std::thread::sleep(Duration::from_millis(1100));
+    let (code, next) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "400", "--json"]);
+    assert_eq!(code, 1, "{next}");
+    assert_eq!(next["reason"], "budget-exceeded");
+    // A second endpoint on the same record is refused while this one holds it.
+    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stream-locked"), "{}", String::from_utf8_lossy(&o.stderr));
+    // SIGTERM: a clean stop, the socket file removed, the record released.
+    let st = s.sigterm();
+    assert!(st.success(), "{st:?}");
+    assert!(!d.join("ep.sock").exists());
+    let audit = jcp(d, &["audit", "s.jcps", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(v["receipts"]["verified"], 2, "{v}");
+}
+
+#[test]
+fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_sealed() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    ok(d, &["key", "new", "--out", "thief.key", "--seed", &"66".repeat(32)]);
+    let s = Server::start(d, "tcp:127.0.0.1:0");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let stale = (now - 120).to_string();
+    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--now", &stale, "--json"]);
+    assert_eq!((code, v["reason"].as_str()), (1, Some("stale-request")), "{v}");
+    // The thief holds the grant file but not the agent's key.
+    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "thief.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+    assert_eq!((code, v["reason"].as_str()), (1, Some("wrong-subject")), "{v}");
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
+    let o = jcp(d, &["feed", "revoke", "--connect", &s.addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+    assert_eq!((code, v["reason"].as_str()), (1, Some("revoked")), "{v}");
+    assert_eq!(v["receipt"]["known_through"], 5);
+    // No endpoint: exit 2, a transport error.
+    let o = jcp(d, &["call", "--connect", "unix:/nonexistent/ep.sock", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    drop(s);
+}
