@@ -107,6 +107,10 @@ pub enum StreamError {
     /// A revocation refused by the core (authority, signature).
     #[error("revocation-refused: {0}")]
     Revocation(jcp::Error),
+    /// An amendment refused by the core (§4.7: signature, binding, amender,
+    /// widening, above the remainder); the code is the core's.
+    #[error("amendment-refused: {0}")]
+    AmendmentRefused(jcp::Error),
     /// An outcome for a decision this writer did not record, or recorded twice.
     #[error("outcome-unknown: {0}")]
     OutcomeUnknown(String),
@@ -124,6 +128,7 @@ impl StreamError {
             Self::Receipt(e) => e.code(),
             Self::MarkerRegressed { .. } => "marker-regressed",
             Self::Revocation(_) => "revocation-refused",
+            Self::AmendmentRefused(e) => e.code(),
             Self::OutcomeUnknown(_) => "outcome-unknown",
         }
     }

@@ -16,6 +16,8 @@ use crate::receipt::check_steward;
 pub const OUTCOME_PROFILE: &str = "jcp-outcome/1";
 /// Profile tag of a revocation notice.
 pub const REVOCATION_PROFILE: &str = "jcp-revocation/1";
+/// The profile tag of an amendment notice (§4.7 admitted at a point).
+pub const AMENDMENT_PROFILE: &str = "jcp-amendment/1";
 
 /// How an action whose decision was recorded ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -177,4 +179,69 @@ pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationN
 pub fn verify_sealed(sealed: &Sealed, expected: Option<&Did>) -> Result<(), ReceiptError> {
     check_steward(&sealed.steward, expected)?;
     sealed.verify_signature()
+}
+
+/// An amendment an enforcement point admitted (§4.7: a soft revoke): the
+/// four signed objects, self-authenticating, sealed by the recording point
+/// so replay re-admits it and an auditor sees when the steered grant
+/// stopped being spendable at this point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmendmentNotice {
+    /// The steered grant.
+    pub steered: jcp::grant::SignedGrant,
+    /// The agent's signed checkpoint.
+    pub checkpoint: jcp::steering::SignedCheckpoint,
+    /// The issuer's signed amendment.
+    pub amendment: jcp::steering::SignedAmendment,
+    /// The continuation grant.
+    pub continuation: jcp::grant::SignedGrant,
+    /// The recording enforcement point.
+    pub steward: Did,
+}
+
+impl AmendmentNotice {
+    /// Canonical core.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_amendment", Some(Value::text(AMENDMENT_PROFILE))),
+            ("steered", Some(Value::Bytes(self.steered.to_bytes()))),
+            ("checkpoint", Some(Value::Bytes(self.checkpoint.to_bytes()))),
+            ("amendment", Some(Value::Bytes(self.amendment.to_bytes()))),
+            ("continuation", Some(Value::Bytes(self.continuation.to_bytes()))),
+            ("steward", Some(Value::text(self.steward.to_did_string()))),
+        ])
+    }
+
+    /// Reads the core (the amendment's authority is checked by the reader).
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Fields::new("jcp_amendment", v)?;
+        let tag = f.text("jcp_amendment")?;
+        if tag != AMENDMENT_PROFILE {
+            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+        }
+        let mut bytes = |f: &mut Fields<'_>, field: &'static str| -> Result<Vec<u8>, ReceiptError> {
+            match f.req(field)? {
+                Value::Bytes(b) => Ok(b.clone()),
+                _ => Err(f.error(field, "expected a byte string").into()),
+            }
+        };
+        let bad = |field: &'static str| move |e: jcp::Error| ReceiptError::Invalid { field, problem: e.to_string() };
+        let steered = jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "steered")?).map_err(bad("steered"))?;
+        let checkpoint = jcp::steering::SignedCheckpoint::from_bytes(&bytes(&mut f, "checkpoint")?).map_err(bad("checkpoint"))?;
+        let amendment = jcp::steering::SignedAmendment::from_bytes(&bytes(&mut f, "amendment")?).map_err(bad("amendment"))?;
+        let continuation = jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "continuation")?).map_err(bad("continuation"))?;
+        let steward = dids.parse(f.text("steward")?)?;
+        f.finish()?;
+        Ok(Self { steered, checkpoint, amendment, continuation, steward })
+    }
+}
+
+/// Opens an amendment notice (signature unchecked; see [`verify_sealed`]).
+pub fn open_amendment(bytes: &[u8], dids: &mut DidCache) -> Result<(AmendmentNotice, Sealed), ReceiptError> {
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let a = AmendmentNotice::from_value(&core, dids)?;
+    if a.steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch { core: a.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+    }
+    Ok((a, sealed))
 }

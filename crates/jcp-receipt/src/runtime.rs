@@ -237,18 +237,63 @@ impl DurableGate {
         grant: &SignedGrant,
         marker: u64,
     ) -> Result<u64, StreamError> {
-        self.gate.admit_revocation(rev, grant).map_err(StreamError::Revocation)?;
+        // Authority first (nothing changes for a forged one), then the
+        // record, then the gate: recorded before applied (§11).
+        rev.check_authority(grant).map_err(StreamError::Revocation)?;
         // Replay must be able to re-admit it: the grant goes in the stream too.
         if !self.grants.contains_key(&grant.id()) {
             self.record_grant(grant)?;
         }
+        let before = self.known_through;
         if self.known_through.is_none_or(|k| k < marker) {
             self.known_through = Some(marker);
         }
         let notice = RevocationNotice { revocation: rev.clone(), marker, steward: self.steward_did };
         let pos = self.position();
+        let appended = record::seal_core(&notice.to_value(), pos, &self.steward)
+            .map_err(StreamError::from)
+            .and_then(|bytes| self.writer.append(RecordKind::Revocation, &bytes));
+        let at = match appended {
+            Ok(at) => at,
+            Err(e) => {
+                // Not recorded: not applied, and the marker does not move.
+                self.known_through = before;
+                return Err(e);
+            }
+        };
+        self.gate.admit_revocation(rev, grant).map_err(StreamError::Revocation)?;
+        Ok(at)
+    }
+
+    /// Admits an amendment (§4.7 soft revoke): checked against the gate
+    /// without changing it, recorded as a sealed amendment notice, then
+    /// applied — the steered grant is superseded at this point. Replay
+    /// re-admits it. A refused amendment is neither recorded nor applied.
+    pub fn admit_amendment(
+        &mut self,
+        steered: &SignedGrant,
+        checkpoint: &jcp::steering::SignedCheckpoint,
+        amendment: &jcp::steering::SignedAmendment,
+        continuation: &SignedGrant,
+    ) -> Result<u64, StreamError> {
+        self.gate.check_amendment(steered, checkpoint, amendment, continuation).map_err(StreamError::AmendmentRefused)?;
+        for g in [steered, continuation] {
+            if !self.grants.contains_key(&g.id()) {
+                self.record_grant(g)?;
+            }
+        }
+        let notice = record::AmendmentNotice {
+            steered: steered.clone(),
+            checkpoint: checkpoint.clone(),
+            amendment: amendment.clone(),
+            continuation: continuation.clone(),
+            steward: self.steward_did,
+        };
+        let pos = self.position();
         let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
-        self.writer.append(RecordKind::Revocation, &bytes)
+        let at = self.writer.append(RecordKind::Amendment, &bytes)?;
+        self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(StreamError::AmendmentRefused)?;
+        Ok(at)
     }
 
     fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, StreamError> {
@@ -511,7 +556,19 @@ impl Replay<'_> {
             // Records of the layers above (the wire endpoint's admitted
             // requests and closing records, §11, §6.1): theirs to read.
             RecordKind::Request | RecordKind::Closing => {}
-            RecordKind::Amendment => self.report.reject(r.offset, "amendment-not-admitted"),
+            RecordKind::Amendment => {
+                let res = record::open_amendment(&r.payload, &mut self.dids)
+                    .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));
+                match res {
+                    Ok((n, s)) => {
+                        self.note_position(s.position);
+                        if let Err(e) = self.gate.admit_amendment(&n.steered, &n.checkpoint, &n.amendment, &n.continuation) {
+                            self.report.reject(r.offset, e.code());
+                        }
+                    }
+                    Err(e) => self.report.reject(r.offset, e.code()),
+                }
+            }
             RecordKind::Revocation => {
                 let res = record::open_revocation(&r.payload, &mut self.dids)
                     .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));

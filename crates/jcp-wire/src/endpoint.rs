@@ -477,8 +477,10 @@ impl Core {
             Feed::Revocation { revocation, grant, marker } => {
                 self.gate.admit_revocation(revocation, grant, *marker).map(|_| format!("revocation of {} admitted at marker {marker}", grant.id()))
             }
-            // XXX-AMEND: waits on DurableGate::admit_amendment
-            Feed::Amendment { amendment, .. } => Err(jcp_receipt::StreamError::OutcomeUnknown(format!("amendment {} not admitted yet", amendment.id()))),
+            Feed::Amendment { steered, checkpoint, amendment, continuation } => self
+                .gate
+                .admit_amendment(steered, checkpoint, amendment, continuation)
+                .map(|_| format!("amendment {} admitted: grant {} superseded by {}", amendment.id(), steered.id(), continuation.id())),
         };
         match res {
             Ok(message) => FeedAnswer { admitted: true, code: "admitted".into(), message, known_through: self.gate.known_through() },

@@ -389,3 +389,49 @@ fn c08_the_endpoint_answers_in_process_through_the_same_record() {
         ep.shutdown().await.unwrap();
     });
 }
+
+#[test]
+fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restart() {
+    use jcp::energy::Provenance;
+    use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(1000, 1);
+    let mut run = Run::new(g.clone());
+    let (cp, am, cont) = rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        assert!(c.call(&request(&g, 700, b"work", T0)).await.unwrap().decision.is_allow());
+        let cp = run
+            .checkpoint(&agent(), CheckpointInput { state: ContentId([1; 32]), at: T0, spent: Some(Spent { uj: 700, provenance: Provenance::HwShunt }), nonce: Some([1; 16]) })
+            .unwrap();
+        // A widening (above the 300 µJ remainder) is refused and changes nothing.
+        let mut wide = run.clone();
+        let wide_res = wide.amend(&issuer(), AmendInput { budget_uj: 400, ..AmendInput::default() });
+        assert!(wide_res.is_err(), "the amending side refuses a widening too");
+        let (am, cont) = run.amend(&issuer(), AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+        // The agent cannot amend its own run.
+        let forged = jcp::steering::Amendment { amended_by: agent().did(), ..am.amendment().clone() }.sign(&agent());
+        let a = c.feed(&Feed::Amendment { steered: g.clone(), checkpoint: cp.clone(), amendment: forged, continuation: cont.clone() }).await.unwrap();
+        assert!(!a.admitted, "{a:?}");
+        assert!(c.call(&request(&g, 0, b"still mine", T0)).await.unwrap().decision.is_allow());
+        let a = c.feed(&Feed::Amendment { steered: g.clone(), checkpoint: cp.clone(), amendment: am.clone(), continuation: cont.clone() }).await.unwrap();
+        assert!(a.admitted, "{a:?}");
+        let r = c.call(&request(&g, 1, b"old grant", T0)).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::Superseded));
+        assert!(c.call(&request(&cont, 300, b"continued", T0)).await.unwrap().decision.is_allow());
+        assert_eq!(c.call(&request(&cont, 1, b"past the ceiling", T0)).await.unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+        s.stop().await;
+        (cp, am, cont)
+    });
+    let _ = (cp, am);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        assert_eq!(s.report.replay.rejected_total(), 0, "{:?}", s.report.replay.rejected);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        assert_eq!(c.call(&request(&g, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::Superseded));
+        assert_eq!(c.call(&request(&cont, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+        s.stop().await;
+    });
+}

@@ -14,6 +14,7 @@ use crate::frame::{Frame, Trust};
 use crate::grant::{Caveat, SignedGrant};
 use crate::identity::Did;
 use crate::revocation::SignedRevocation;
+use crate::steering::{SignedAmendment, SignedCheckpoint};
 
 /// The spec's deny reasons (§7, §4.2, §4.8, §4.9, §4.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -243,6 +244,9 @@ pub struct Gate {
     trust_roots: HashMap<ContentId, HashSet<Did>>,
     taint_floors: HashMap<ContentId, TaintFloor>,
     revoked: HashSet<ContentId>,
+    /// Steered grants superseded by an admitted amendment (§4.7 soft
+    /// revoke): grant id → the amendment's id.
+    superseded: HashMap<ContentId, ContentId>,
     spend: HashMap<ContentId, Spend>,
     verified: HashSet<ContentId>,
 }
@@ -289,6 +293,57 @@ impl Gate {
         rev.check_authority(grant)?;
         self.revoked.insert(grant.id());
         Ok(())
+    }
+
+    /// Checks an amendment as an enforcement point must before admitting it
+    /// (§4.7), changing nothing: the signed checkpoint and amendment against
+    /// the steered grant (`steering::verify_amendment`: signature, binding,
+    /// amender = issuer ≠ agent, only tightening, at most the remainder the
+    /// checkpoint states), the continuation grant against both
+    /// (`steering::verify_continuation`), and — fail closed — at most the
+    /// remainder by this point's own record of spend on the steered grant,
+    /// which an agent's understated checkpoint cannot raise.
+    pub fn check_amendment(
+        &self,
+        steered: &SignedGrant,
+        checkpoint: &SignedCheckpoint,
+        amendment: &SignedAmendment,
+        continuation: &SignedGrant,
+    ) -> Result<(), Error> {
+        crate::steering::verify_amendment(steered, checkpoint, amendment)?;
+        crate::steering::verify_continuation(steered, amendment.amendment(), continuation)?;
+        let recorded = self.spent(&steered.id()).uj;
+        let left = steered.grant().budget_uj.saturating_sub(recorded);
+        if amendment.amendment().budget_uj > left {
+            return Err(Error::Steering(crate::steering::SteeringError::Widening(format!(
+                "amended budget {} µJ exceeds the remainder {left} µJ this point recorded ({recorded} µJ spent of {} µJ)",
+                amendment.amendment().budget_uj,
+                steered.grant().budget_uj
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Admits an amendment (§4.7): after [`Gate::check_amendment`], the
+    /// steered grant is superseded — a soft revoke: every decision against
+    /// it, or against a chain containing it, is denied `superseded`; the run
+    /// goes on under the continuation grant alone. A refused amendment
+    /// changes nothing.
+    pub fn admit_amendment(
+        &mut self,
+        steered: &SignedGrant,
+        checkpoint: &SignedCheckpoint,
+        amendment: &SignedAmendment,
+        continuation: &SignedGrant,
+    ) -> Result<(), Error> {
+        self.check_amendment(steered, checkpoint, amendment, continuation)?;
+        self.superseded.insert(steered.id(), amendment.id());
+        Ok(())
+    }
+
+    /// Whether an admitted amendment superseded a grant here.
+    pub fn is_superseded(&self, id: &ContentId) -> bool {
+        self.superseded.contains_key(id)
     }
 
     /// Whether a grant id is revoked here.
@@ -499,6 +554,9 @@ impl Gate {
         if self.revoked.contains(&g.id()) {
             return deny(Reason::Revoked, format!("grant {} is revoked", g.id()));
         }
+        if let Some(am) = self.superseded.get(&g.id()) {
+            return deny(Reason::Superseded, format!("grant {} was superseded by amendment {am}: the run goes on under its continuation", g.id()));
+        }
         if !self.root_trusted(&req.frame.resource, &grant.issuer) {
             return deny(Reason::UntrustedRoot, format!("{} is not a trust root for this resource", grant.issuer));
         }
@@ -531,6 +589,9 @@ impl Gate {
         }
         if let Some(link) = req.chain.iter().position(|g| self.revoked.contains(&g.id())) {
             return deny(Reason::Revoked, format!("link {link} ({}) is revoked", req.chain[link].id()));
+        }
+        if let Some(link) = req.chain.iter().position(|g| self.superseded.contains_key(&g.id())) {
+            return deny(Reason::Superseded, format!("link {link} ({}) was superseded by an amendment", req.chain[link].id()));
         }
         let (Some(root), Some(leaf)) = (req.chain.first(), req.chain.last()) else {
             return deny(Reason::ChainBroken, "empty chain");

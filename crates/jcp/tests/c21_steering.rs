@@ -707,3 +707,94 @@ proptest! {
         prop_assert!(hr.findings.iter().all(|f| f.admitted), "authored run has refused records: {:?}", hr.findings);
     }
 }
+
+// ------------------------------------------- amendments at the gate (§4.7 soft revoke)
+
+fn frame_on(g: &SignedGrant) -> jcp::frame::Frame {
+    jcp::frame::Frame {
+        kind: jcp::frame::FrameKind::ToolCall,
+        trust: jcp::frame::Trust::Control,
+        grant_id: g.id(),
+        action: "run".into(),
+        resource: g.grant().capability.resource,
+        payload_hash: ContentId::of(&Value::text("p")),
+        model: None,
+    }
+}
+
+fn spend(gate: &mut jcp::decision::Gate, g: &SignedGrant, agent: &Keypair, uj: u64) -> jcp::decision::Decision {
+    let cost = jcp::decision::Cost::energy(jcp::energy::Energy::new(uj, Provenance::HwShunt));
+    let f = frame_on(g);
+    let did = agent.did();
+    gate.decide(&jcp::decision::Request { frame: &f, chain: std::slice::from_ref(g), caller: &did, cost: &cost, now: NOW, flow: None })
+}
+
+#[test]
+fn c21_an_admitted_amendment_supersedes_the_steered_grant() {
+    // Grant 1000 µJ, 700 spent, amended to 300: before, the agent could
+    // spend 300 on the old grant plus 300 on the continuation.
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let mut gate = jcp::decision::Gate::new();
+    assert!(spend(&mut gate, &g, &k.agent, 700).is_allow());
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&k.agent, input(1, spent(700))).unwrap();
+    let (am, cont) = run.amend(&k.issuer, AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    assert!(gate.is_superseded(&g.id()));
+    let d = spend(&mut gate, &g, &k.agent, 1);
+    assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded), "{}", d.detail);
+    assert!(spend(&mut gate, &cont, &k.agent, 300).is_allow());
+    assert_eq!(spend(&mut gate, &cont, &k.agent, 1).reason(), Some(jcp::decision::Reason::BudgetExceeded));
+}
+
+#[test]
+fn c21_the_gate_refuses_an_amendment_above_the_remainder_it_recorded() {
+    // The agent understates its spend (500 where the gate saw 700): the
+    // checkpoint's figure would allow 500, the gate's record only 300.
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let mut gate = jcp::decision::Gate::new();
+    assert!(spend(&mut gate, &g, &k.agent, 700).is_allow());
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&k.agent, input(1, spent(500))).unwrap();
+    let (am, cont) = run.amend(&k.issuer, AmendInput { budget_uj: 500, ..AmendInput::default() }).unwrap();
+    let e = gate.admit_amendment(&g, &cp, &am, &cont).unwrap_err();
+    assert!(e.to_string().contains("remainder 300"), "{e}");
+    assert!(!gate.is_superseded(&g.id()), "a refused amendment changes nothing");
+    assert!(spend(&mut gate, &g, &k.agent, 300).is_allow());
+    // A forged amendment (signed by the agent) is refused too.
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&k.agent, input(1, spent(1000))).unwrap();
+    let forged = Amendment { grant_id: g.id(), checkpoint: cp.id(), amended_by: k.agent.did(), budget_uj: 0, expiry: None, instructions: None, continuation: cont.id(), nonce: [3; 16] }.sign(&k.agent);
+    assert!(gate.admit_amendment(&g, &cp, &forged, &cont).is_err());
+    assert!(!gate.is_superseded(&g.id()));
+}
+
+#[test]
+fn c21_a_chain_through_a_superseded_grant_is_refused() {
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let worker = Keypair::from_seed([7; 32]).unwrap();
+    let child = jcp::grant::attenuate(&g, &k.agent, jcp::grant::Attenuation {
+        subject: Some(worker.did()),
+        actions: None,
+        budget_uj: Some(100),
+        budget_funds: None,
+        add_caveats: vec![],
+        expiry: None,
+        delegate_depth: None,
+        nonce: Some([8; 16]),
+    }).unwrap();
+    let mut gate = jcp::decision::Gate::new();
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&k.agent, input(1, spent(0))).unwrap();
+    let (am, cont) = run.amend(&k.issuer, AmendInput { budget_uj: 500, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    let cost = jcp::decision::Cost::energy(jcp::energy::Energy::new(1, Provenance::HwShunt));
+    let f = frame_on(&child);
+    let chain = [g, child];
+    let did = worker.did();
+    let d = gate.decide(&jcp::decision::Request { frame: &f, chain: &chain, caller: &did, cost: &cost, now: NOW, flow: None });
+    assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded));
+}
