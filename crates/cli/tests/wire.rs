@@ -122,6 +122,8 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
     let audit = jcp(d, &["audit", "s.jcps", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
     assert_eq!(v["receipts"]["verified"], 2, "{v}");
+    assert_eq!(v["receipts"]["wire_requests"], 2, "{v}");
+    assert!(v["findings_by_code"].get("record-kind-unaudited").is_none(), "{v}");
 }
 
 #[test]

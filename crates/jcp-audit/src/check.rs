@@ -23,6 +23,13 @@ pub(crate) enum Body {
     /// An outcome: the id of the receipt it names.
     Outcome(ContentId),
     Revocation(Box<RevocationNotice>),
+    /// An amendment notice (§4.7 soft revoke at the recording point).
+    Amendment(Box<jcp_receipt::record::AmendmentNotice>),
+    /// A closing record of continued work (§6.1 item 4); sealed.
+    Closing,
+    /// A wire request record (§11): unsealed, paired with the receipt
+    /// after it; counted.
+    WireRequest,
     Grant(Box<SignedGrant>),
     /// The record was refused: a reason code and a sentence.
     Refused(&'static str, String),
@@ -178,10 +185,24 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
             Ok((r, s)) => Opened::Signed(Body::Revocation(Box::new(r)), s.into()),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
-        RecordKind::Request | RecordKind::Amendment | RecordKind::Closing => Opened::Done(Body::Refused(
-            "record-kind-unaudited",
-            format!("a {kind:?} record: this audit does not read its kind yet, so it is counted, not trusted"),
-        )),
+        RecordKind::Amendment => match record::open_amendment(payload, dids) {
+            Ok((a, s)) => Opened::Signed(Body::Amendment(Box::new(a)), s.into()),
+            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+        },
+        RecordKind::Closing => match jcp_receipt::cose::open(payload, dids) {
+            Ok((s, core)) if core.get("jcp_record").is_some_and(|v| *v == jcp::cbor::Value::text("closing")) => {
+                Opened::Signed(Body::Closing, s.into())
+            }
+            Ok(_) => Opened::Done(Body::Refused("closing-invalid", "a sealed record that is not a closing record".into())),
+            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+        },
+        RecordKind::Request => match jcp::cbor::decode_strict(payload) {
+            Ok(v) if matches!(v.get("request"), Some(jcp::cbor::Value::Bytes(_))) && matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) => {
+                Opened::Done(Body::WireRequest)
+            }
+            Ok(_) => Opened::Done(Body::Refused("request-record-invalid", "a request record without its request bytes and decision time".into())),
+            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+        },
         RecordKind::Grant => match SignedGrant::from_bytes(payload) {
             Ok(g) if g.verify_signature() => Opened::Done(Body::Grant(Box::new(g))),
             Ok(g) => Opened::Done(Body::Refused(

@@ -179,6 +179,10 @@ struct Engine {
     seen: SeenSet,
     /// Receipt ids of refused receipts (outcomes naming them are not orphans).
     refused_receipts: Set<u128>,
+    /// Grants superseded by an admitted amendment (§4.7), with the stream
+    /// and steward that recorded it: that point's later allows on them are
+    /// findings.
+    superseded: Map<ContentId, Vec<(usize, Key, ContentId)>>,
 }
 
 /// Adds to a report counter without allocating the key when it exists
@@ -219,6 +223,7 @@ impl Engine {
             stewards: Map::default(),
             seen: SeenSet::with_capacity(signed_records),
             refused_receipts: Set::default(),
+            superseded: Map::default(),
         }
     }
 
@@ -288,6 +293,7 @@ impl Engine {
                 });
                 self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
             }
+            Body::WireRequest => self.counts.wire_requests += 1,
             Body::Grant(g) => {
                 self.counts.grants += 1;
                 self.grant_records.insert(g.id(), *g);
@@ -321,6 +327,18 @@ impl Engine {
                         self.counts.revocation_notices += 1;
                         self.notices.push(Notice { notice: *n, stream: s, offset: off });
                     }
+                    Body::Amendment(a) => {
+                        let checked = jcp::steering::verify_amendment(&a.steered, &a.checkpoint, &a.amendment)
+                            .and_then(|_| jcp::steering::verify_continuation(&a.steered, a.amendment.amendment(), &a.continuation));
+                        match checked {
+                            Ok(()) => {
+                                self.counts.amendments += 1;
+                                self.superseded.entry(a.steered.id()).or_default().push((s, meta.steward, a.amendment.id()));
+                            }
+                            Err(e) => self.finding(s, off, "amendment-invalid", format!("an amendment notice whose amendment does not verify: {e}")),
+                        }
+                    }
+                    Body::Closing => self.counts.closings += 1,
                     _ => {}
                 }
             }
@@ -376,6 +394,9 @@ impl Engine {
         }
         if meta.known_through.is_none() {
             self.stewards.entry(meta.steward).or_default().without_marker += 1;
+        }
+        if c.verdict == Verdict::Allow && !self.superseded.is_empty() {
+            self.check_superseded(s, off, meta, c, chains);
         }
         let gkey = (c.grant_id, c.subject);
         let leaf_budget = c.budget_uj;
@@ -494,6 +515,19 @@ impl Engine {
     }
 
     /// Where the grant records are known, a chain must link root first.
+    /// §4.7: an allow, by the point that admitted an amendment, on a grant
+    /// that amendment superseded (or a chain through it), after it.
+    fn check_superseded(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, chains: &[ContentId]) {
+        let (start, n) = (c.chain.0 as usize, c.chain.1 as usize);
+        let ids = if n == 0 { std::slice::from_ref(&c.grant_id) } else { chains.get(start..start + n).unwrap_or_default() };
+        let hit = ids.iter().find_map(|id| {
+            self.superseded.get(id)?.iter().find(|(st, stw, _)| *st == s && *stw == meta.steward).map(|(_, _, am)| (*id, *am))
+        });
+        if let Some((id, am)) = hit {
+            self.finding(s, off, "superseded-spend", format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
+        }
+    }
+
     fn check_links(&mut self, s: usize, off: u64, ids: &[ContentId]) {
         for w in ids.windows(2) {
             if let Some(child) = self.grant_records.get(&w[1]) {

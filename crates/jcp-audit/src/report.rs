@@ -61,6 +61,12 @@ pub struct ReceiptCounts {
     pub grants: u64,
     /// Revocation notices verified.
     pub revocation_notices: u64,
+    /// Amendment notices verified and admitted (§4.7).
+    pub amendments: u64,
+    /// Closing records of continued work verified (§6.1).
+    pub closings: u64,
+    /// Wire request records (§11), each paired with the receipt after it.
+    pub wire_requests: u64,
     /// Non-receipt records refused, by reason.
     pub other_failed_by_reason: BTreeMap<String, u64>,
 }
@@ -301,8 +307,8 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "other records: {} outcomes, {} grants, {} revocation notices",
-            r.outcomes, r.grants, r.revocation_notices
+            "other records: {} outcomes, {} grants, {} revocation notices, {} amendments, {} closing records, {} wire requests",
+            r.outcomes, r.grants, r.revocation_notices, r.amendments, r.closings, r.wire_requests
         );
         let e = &self.energy;
         let _ = writeln!(s, "energy: provenance floor {}, coverage floor {}", e.provenance_floor, e.coverage_floor);

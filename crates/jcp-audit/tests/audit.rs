@@ -598,3 +598,57 @@ fn s8_legacy_jcp1_receipts_in_a_stream_verify_and_are_counted() {
     assert_eq!(r.receipts.legacy_jcp1, n);
     assert_eq!(r.receipts.verified, n);
 }
+
+#[test]
+fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant() {
+    use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jcps");
+    let b = dir.path().join("b.jcps");
+    let steward = Keypair::from_seed([9; 32]).unwrap();
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let g = Grant {
+        issuer: issuer.did(),
+        subject: agent.did(),
+        capability: Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] },
+        budget_uj: 1000,
+        budget_funds: None,
+        caveats: vec![],
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [1; 16],
+    }
+    .sign(&issuer)
+    .unwrap();
+    let frame = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "run".into(), resource: g.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
+    let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
+    let did = agent.did();
+    let req = Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
+    // Stream a: an allow, then an admitted amendment.
+    let (mut p, _) = DurableGate::open(&a, steward.clone(), Gate::new()).unwrap();
+    p.record_grant(&g).unwrap();
+    assert!(p.decide(&req).unwrap().decision.is_allow());
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&agent, CheckpointInput { state: ContentId([3; 32]), at: 11, spent: Some(Spent { uj: 100, provenance: Provenance::HwShunt }), nonce: Some([4; 16]) }).unwrap();
+    let (am, cont) = run.amend(&issuer, AmendInput { budget_uj: 900, ..AmendInput::default() }).unwrap();
+    p.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    // The gate refuses the steered grant now.
+    assert_eq!(p.decide(&req).unwrap().decision.reason(), Some(jcp::decision::Reason::Superseded));
+    p.close().unwrap();
+    let r = audit(&[&a]);
+    assert_eq!(r.receipts.amendments, 1);
+    assert!(!codes(&r).iter().any(|(c, _)| c == "superseded-spend" || c == "record-kind-unaudited"), "{:?}", codes(&r));
+    // A point that kept spending on it after recording the amendment: an
+    // allow on the old grant, sealed by the same steward, spliced after.
+    let (mut q, _) = DurableGate::open(&b, steward, Gate::new()).unwrap();
+    let cost2 = Cost::energy(Energy::new(200, Provenance::HwShunt));
+    let stray = q.decide(&Request { cost: &cost2, ..req }).unwrap();
+    assert!(stray.decision.is_allow());
+    q.close().unwrap();
+    let bytes = stream::frame(RecordKind::Receipt, &stray.sealed).unwrap();
+    mutate(&a, |f| f.extend_from_slice(&bytes));
+    let r = audit(&[&a]);
+    assert!(codes(&r).iter().any(|(c, n)| c == "superseded-spend" && *n == 1), "{:?}", codes(&r));
+}
