@@ -18,6 +18,8 @@ pub mod client;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod message;
 
 pub use error::WireError;
