@@ -1,6 +1,8 @@
 //! The enforcement point across processes: `jcp serve`, `jcp call`,
 //! `jcp feed` (§11, §4.3, §4.11, C8, C13).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

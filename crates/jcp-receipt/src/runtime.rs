@@ -192,6 +192,12 @@ impl DurableGate {
         self.steward_did
     }
 
+    /// The recorded decision `receipt` names, while its outcome is not
+    /// recorded.
+    pub fn pending_of(&self, receipt: &ContentId) -> Option<&Unresolved> {
+        self.pending.get(receipt)
+    }
+
     /// Decisions recorded whose outcome is not yet recorded.
     pub fn pending(&self) -> impl Iterator<Item = &Unresolved> {
         self.pending.values()

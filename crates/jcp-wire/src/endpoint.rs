@@ -481,6 +481,28 @@ impl Core {
                 .gate
                 .admit_amendment(steered, checkpoint, amendment, continuation)
                 .map(|_| format!("amendment {} admitted: grant {} superseded by {}", amendment.id(), steered.id(), continuation.id())),
+            Feed::Outcome(o) => {
+                let refuse = |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
+                if !o.verify_signature() {
+                    return FeedAnswer { known_through: self.gate.known_through(), ..refuse("bad-signature", format!("the outcome's signature does not verify under {}", o.holder)) };
+                }
+                match self.gate.pending_of(&o.receipt) {
+                    None => {
+                        return FeedAnswer {
+                            known_through: self.gate.known_through(),
+                            ..refuse("outcome-unknown", format!("no allowed decision {} awaits its outcome here (never decided here, or already settled)", o.receipt))
+                        }
+                    }
+                    Some(p) if p.holder != o.holder => {
+                        return FeedAnswer {
+                            known_through: self.gate.known_through(),
+                            ..refuse("wrong-subject", format!("only the holder {} reports this outcome, not {}", p.holder, o.holder))
+                        }
+                    }
+                    Some(_) => {}
+                }
+                self.gate.complete(&o.receipt, o.status).map(|_| format!("outcome of {} recorded: {}", o.receipt, o.status.as_str()))
+            }
         };
         match res {
             Ok(message) => FeedAnswer { admitted: true, code: "admitted".into(), message, known_through: self.gate.known_through() },

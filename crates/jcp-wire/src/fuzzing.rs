@@ -123,6 +123,7 @@ pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
             Ok(match *f {
                 Feed::Revocation { .. } => "revocation",
                 Feed::Amendment { .. } => "amendment",
+                Feed::Outcome(_) => "outcome",
             })
         }
         Err(e) => Err(refusal(&e, canonical, "inbound")?),

@@ -453,6 +453,70 @@ pub enum Feed {
         /// The continuation grant.
         continuation: SignedGrant,
     },
+    /// The outcome of an allowed action, reported by the party that ran it
+    /// (§4.11: only the holder knows whether it took effect), signed by it.
+    Outcome(SignedOutcome),
+}
+
+/// An outcome report: the holder of an allowed decision says whether the
+/// action completed or failed (§4.11), signed by the holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedOutcome {
+    /// The allow receipt's id.
+    pub receipt: ContentId,
+    /// `completed` or `failed`.
+    pub status: jcp_receipt::record::OutcomeStatus,
+    /// The reporter: must be the receipt's holder (its subject).
+    pub holder: Did,
+    /// Ed25519 by `holder` over the canonical bytes of the other fields.
+    pub signature: [u8; 64],
+}
+
+fn status_str(s: jcp_receipt::record::OutcomeStatus) -> &'static str {
+    s.as_str()
+}
+
+impl SignedOutcome {
+    fn body(receipt: &ContentId, status: jcp_receipt::record::OutcomeStatus, holder: &Did) -> Value {
+        cbor::map([
+            ("msg", Some(Value::text("outcome"))),
+            ("receipt", Some(Value::text(receipt.to_hex()))),
+            ("status", Some(Value::text(status_str(status)))),
+            ("holder", Some(Value::text(holder.to_did_string()))),
+        ])
+    }
+
+    /// Signs a report as `holder`.
+    pub fn sign(receipt: ContentId, status: jcp_receipt::record::OutcomeStatus, holder: &Keypair) -> Self {
+        let did = holder.did();
+        let signature = holder.sign(&Self::body(&receipt, status, &did).encode());
+        Self { receipt, status, holder: did, signature }
+    }
+
+    /// Whether the holder's signature verifies.
+    pub fn verify_signature(&self) -> bool {
+        self.holder.verify(&Self::body(&self.receipt, self.status, &self.holder).encode(), &self.signature)
+    }
+
+    fn to_value(&self) -> Value {
+        let mut v = Self::body(&self.receipt, self.status, &self.holder);
+        if let Value::Map(m) = &mut v {
+            m.push((Value::text("signature"), Value::Bytes(self.signature.to_vec())));
+        }
+        v
+    }
+
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, WireError> {
+        let receipt = f.cid("receipt")?;
+        let status = match f.text("status")? {
+            "completed" => jcp_receipt::record::OutcomeStatus::Completed,
+            "failed" => jcp_receipt::record::OutcomeStatus::Failed,
+            other => return Err(f.error("status", format!("{other:?} is not completed|failed")).into()),
+        };
+        let holder = Did::parse(f.text("holder")?)?;
+        let signature = f.bytes_n::<64>("signature")?;
+        Ok(Self { receipt, status, holder, signature })
+    }
 }
 
 impl Feed {
@@ -472,6 +536,7 @@ impl Feed {
                 ("amendment", Some(amendment.to_value())),
                 ("continuation", Some(continuation.to_value())),
             ]),
+            Self::Outcome(o) => o.to_value(),
         }
     }
 
@@ -490,6 +555,7 @@ impl Feed {
                 amendment: jcp::steering::SignedAmendment::from_value(f.req("amendment")?)?,
                 continuation: SignedGrant::from_value(f.req("continuation")?)?,
             },
+            "outcome" => Self::Outcome(SignedOutcome::from_fields(&mut f)?),
             other => return Err(WireError::schema("Feed", format!("unknown message {other:?}"))),
         };
         f.finish()?;

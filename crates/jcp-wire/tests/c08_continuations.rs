@@ -3,6 +3,8 @@
 //! time against that grant, receipts chained, unknown handles refused and
 //! sealed, flow-checked answers, a Partial closing record.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
 mod common;
 
 use std::sync::{Arc, Mutex};

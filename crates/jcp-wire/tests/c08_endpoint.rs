@@ -1,6 +1,8 @@
 //! C8 (wire binding), C13 (the caller-signature half), §11, §4.3
 //! propagation, §4.11 over real TCP and Unix sockets in one process.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
 mod common;
 
 use std::time::Duration;
@@ -432,6 +434,64 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
         let mut c = Client::connect(&s.tcp).await.unwrap();
         assert_eq!(c.call(&request(&g, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::Superseded));
         assert_eq!(c.call(&request(&cont, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+        s.stop().await;
+    });
+}
+
+#[test]
+fn s4_11_the_holder_settles_an_allowed_decision_and_nobody_else_can() {
+    use jcp_receipt::record::OutcomeStatus;
+    use jcp_wire::message::SignedOutcome;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(1000, 1);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let a = c.call(&request(&g, 10, b"one", T0)).await.unwrap();
+        let b = c.call(&request(&g, 10, b"two", T0)).await.unwrap();
+        // Not the holder: refused.
+        let thief = common::key(66);
+        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &thief))).await.unwrap();
+        assert_eq!((r.admitted, r.code.as_str()), (false, "wrong-subject"), "{r:?}");
+        // A forged signature: refused.
+        let mut forged = SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &agent());
+        forged.status = OutcomeStatus::Failed;
+        let r = c.feed(&Feed::Outcome(forged)).await.unwrap();
+        assert_eq!((r.admitted, r.code.as_str()), (false, "bad-signature"), "{r:?}");
+        // The holder: recorded; a second report of the same is refused.
+        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &agent()))).await.unwrap();
+        assert!(r.admitted, "{r:?}");
+        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Failed, &agent()))).await.unwrap();
+        assert_eq!((r.admitted, r.code.as_str()), (false, "outcome-unknown"), "{r:?}");
+        let _ = b;
+        s.stop().await;
+    });
+    // After a restart only the unsettled allow is unresolved, naming its holder.
+    let (dg, rep) = jcp_receipt::runtime::DurableGate::open(&path, steward(), jcp::decision::Gate::new()).unwrap();
+    assert_eq!(rep.unresolved.len(), 1);
+    assert_eq!(rep.unresolved[0].holder, agent().did());
+    drop(dg);
+}
+
+#[test]
+fn c08_the_remembered_table_forgets_requests_whose_stamp_left_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        for i in 0..50u32 {
+            assert!(c.call(&request(&g, 1, format!("{i}").as_bytes(), T0)).await.unwrap().decision.is_allow());
+        }
+        assert_eq!(s.endpoint.stats().remembered, 50);
+        assert_eq!(s.endpoint.stats().remembered_bytes, jcp_wire::endpoint::remembered_table_bytes(50));
+        clock.set(T0 + 31);
+        assert!(c.call(&request(&g, 1, b"late", T0 + 31)).await.unwrap().decision.is_allow());
+        assert_eq!(s.endpoint.stats().remembered, 1, "50 stamps left the window; only the new one is held");
         s.stop().await;
     });
 }

@@ -344,6 +344,23 @@ enum FeedCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Reports the outcome of an allowed action as its holder: recorded, and the decision is no longer unresolved (§4.11).
+    Outcome {
+        /// The endpoint: tcp:HOST:PORT or unix:PATH.
+        #[arg(long)]
+        connect: String,
+        /// The holder's key file (the allowed request's caller).
+        #[arg(long)]
+        key: PathBuf,
+        /// The allow receipt's id (as `jcp call` prints it).
+        #[arg(long)]
+        receipt: String,
+        /// completed | failed.
+        #[arg(long)]
+        status: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
@@ -356,6 +373,17 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?).map_err(|e| core_err(&checkpoint, &e))?;
             let am = SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
             (connect, Feed::Amendment { steered: read_grant(&steered)?, checkpoint: cp, amendment: am, continuation: read_grant(&continuation)? }, json)
+        }
+        FeedCmd::Outcome { connect, key, receipt, status, json } => {
+            let holder = read_key(&key)?;
+            let receipt = ContentId::parse(&receipt)
+                .ok_or_else(|| coded("invalid-content-id", format!("--receipt {receipt:?} is not 64 lowercase hex digits")))?;
+            let status = match status.as_str() {
+                "completed" => jcp_receipt::record::OutcomeStatus::Completed,
+                "failed" => jcp_receipt::record::OutcomeStatus::Failed,
+                other => return Err(coded("invalid-status", format!("--status {other:?} is not completed|failed"))),
+            };
+            (connect, Feed::Outcome(jcp_wire::message::SignedOutcome::sign(receipt, status, &holder)), json)
         }
     };
     let addr = parse_addr(&connect)?;

@@ -1,6 +1,6 @@
 //! Fixtures for the wire tests: seeded keys, grants, a served endpoint on a
 //! temp-dir stream, signed requests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
