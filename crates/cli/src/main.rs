@@ -19,6 +19,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     // ---- registered subcommands (one line each; keep alphabetical) ----
+    /// A simulated long agent run that asks an enforcement endpoint for every action and is steered at checkpoints (spec §4.7, §11).
+    Agent(cmd::agent::AgentArgs),
     /// Audits receipt streams: verification, budgets, groups, revocations, conservation (spec §8, §5.5).
     Audit(cmd::audit::AuditArgs),
     /// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         // ---- dispatch (one line each) ----
+        Command::Agent(a) => cmd::agent::run(a),
         Command::Audit(a) => cmd::audit::run(a),
         Command::Blueprint(a) => cmd::blueprint::run(a),
         Command::Call(a) => cmd::wire::run_call(a),

@@ -124,3 +124,67 @@ fn c04_cli_frame_file_round_trips_and_a_data_frame_is_refused() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("untrusted-control"));
 }
+
+#[test]
+fn s4_11_cli_decide_with_a_stream_seals_records_and_accumulates_spend_across_calls() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (agent, _) = setup(d);
+    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    let steward = ok(d, &["key", "show", "steward.key"]).trim().to_owned();
+    let decide = ["decide", "--chain", "root.jcp", "--cost-uj", "600", "--now", "1000", "--stream", "s.jcps", "--steward-key", "steward.key", "--json"];
+    // First call: 600 of 1 000 µJ, allowed, sealed and recorded.
+    let o = jcp(d, &decide);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let first: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(first["decision"]["verdict"]["verdict"], "allow");
+    assert_eq!(first["receipt"]["steward"], steward.as_str());
+    assert_eq!(first["receipt"]["id"].as_str().unwrap().len(), 64);
+    // Second call, a fresh process: the stream is replayed first, so the
+    // first 600 µJ are spent; 600 more are denied budget-exceeded.
+    let o = jcp(d, &decide);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let second: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(second["decision"]["verdict"]["reason"], "BudgetExceeded");
+    assert!(second["receipt"]["offset"].as_u64().unwrap() > first["receipt"]["offset"].as_u64().unwrap());
+    // Human output names the receipt too.
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--now", "1000", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("recorded at offset"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The audit verifies every receipt under that steward; the allows
+    // stay unresolved (no outcome was recorded) and are named, not hidden.
+    let o = jcp(d, &["audit", "s.jcps", "--steward", &steward, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["receipts"]["verified"], 3, "{v}");
+    assert_eq!(v["receipts"]["failed"], 0, "{v}");
+    assert_eq!((v["receipts"]["allows"].as_u64(), v["receipts"]["denies"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(v["receipts"]["deny_reasons"]["budget-exceeded"], 1);
+    assert_eq!(v["unresolved_total"], 2);
+    assert_eq!(v["unresolved"][0]["holder"], agent.as_str());
+    let root = v["grants"].as_array().unwrap().iter().find(|g| g["budget_uj"] == 1000).unwrap();
+    assert_eq!(root["spent_uj"], 601);
+    assert!(v["findings_by_code"].get("remaining-mismatch").is_none(), "{v}");
+}
+
+#[test]
+fn s4_11_cli_decide_refuses_a_stream_held_by_another_writer() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).args(["stream", "hold", "s.jcps", "--seconds", "60"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("holding"), "{line}");
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stream-locked") && err.contains("s.jcps"), "{err}");
+    // --stream needs --steward-key.
+    let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--stream", "s.jcps"]);
+    assert_eq!(o.status.code(), Some(2));
+}

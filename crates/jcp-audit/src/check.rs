@@ -10,7 +10,7 @@ use jcp::decision::{Reason, Verdict};
 use jcp::energy::{Coverage, Provenance};
 use jcp_receipt::cose::{DidCache, Unsealed};
 use jcp_receipt::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore};
-use jcp_receipt::record::{self, RevocationNotice};
+use jcp_receipt::record::{self, OutcomeRecord, RevocationNotice};
 use jcp_receipt::stream::{Batch, BatchItem, Fault, RecordKind};
 use rayon::prelude::*;
 
@@ -22,6 +22,8 @@ pub(crate) enum Body {
     Receipt(Facts),
     /// An outcome: the id of the receipt it names.
     Outcome(ContentId),
+    /// A settlement of the metered path's reservation (§4.9, §4.11).
+    Settlement(Box<SettlementFacts>),
     Revocation(Box<RevocationNotice>),
     /// An amendment notice (§4.7 soft revoke at the recording point).
     Amendment(Box<jcp_receipt::record::AmendmentNotice>),
@@ -34,6 +36,21 @@ pub(crate) enum Body {
     /// The record was refused: a reason code and a sentence.
     Refused(&'static str, String),
     Fault(Fault),
+}
+
+/// What the accounting reads of a settlement record: the reservation it
+/// takes back (the receipt it carries, opened here, off the accounting's
+/// path) and the receipt that settles it.
+#[derive(Debug)]
+pub(crate) struct SettlementFacts {
+    /// The reservation receipt's record id.
+    pub reservation: ContentId,
+    /// Its core: what its accounting added.
+    pub core: ReceiptCore,
+    /// Its `known_through` (the revocation classes it was counted under).
+    pub known_through: Option<u64>,
+    /// The record id of the receipt that settles it.
+    pub settled_by: ContentId,
 }
 
 /// What the accounting reads of a receipt: read from its checked view
@@ -177,8 +194,22 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
                 Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
             }
         }
-        RecordKind::Outcome => match record::open_outcome_unsealed(payload, dids) {
-            Ok((o, u)) => Opened::Signed(Body::Outcome(o.receipt), u),
+        // An outcome costs what it did before settlements existed: the
+        // same zero-copy reader first; only another shape is read further.
+        RecordKind::Outcome => match record::open_outcome_record_unsealed(payload, dids) {
+            Ok((OutcomeRecord::Outcome(o), u)) => Opened::Signed(Body::Outcome(o.receipt), u),
+            Ok((OutcomeRecord::Settlement(st), u)) => match st.open_reservation(dids) {
+                Ok(r) => Opened::Signed(
+                    Body::Settlement(Box::new(SettlementFacts {
+                        reservation: st.reservation_id(),
+                        core: r.core,
+                        known_through: r.sealed.position.known_through,
+                        settled_by: st.settled_by,
+                    })),
+                    u,
+                ),
+                Err(e) => Opened::Done(Body::Refused(e.code(), format!("settlement: its reservation receipt: {e}"))),
+            },
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Revocation => match record::open_revocation(payload, dids) {

@@ -172,8 +172,6 @@ struct Engine {
     unresolved: Vec<UnresolvedLine>,
     unresolved_total: u64,
     energy: EnergyFloors,
-    provenance_floor: Option<Provenance>,
-    coverage_floor: Option<Coverage>,
     stewards: Map<Key, StewardAcc>,
     /// Every signed record accounted, by its duplicate key (`Meta::dedup`).
     seen: SeenSet,
@@ -218,8 +216,6 @@ impl Engine {
             unresolved: Vec::new(),
             unresolved_total: 0,
             energy: EnergyFloors::default(),
-            provenance_floor: None,
-            coverage_floor: None,
             stewards: Map::default(),
             seen: SeenSet::with_capacity(signed_records),
             refused_receipts: Set::default(),
@@ -323,6 +319,7 @@ impl Engine {
                             self.finding(s, off, "orphan-outcome", format!("outcome for {receipt} which was not decided earlier in this stream"));
                         }
                     }
+                    Body::Settlement(st) => self.settle(s, off, &meta, &st),
                     Body::Revocation(n) => {
                         self.counts.revocation_notices += 1;
                         self.notices.push(Notice { notice: *n, stream: s, offset: off });
@@ -342,6 +339,86 @@ impl Engine {
                     _ => {}
                 }
             }
+        }
+    }
+
+    /// A settlement (§4.9, §4.11): the reservation it carries and the
+    /// receipt that settles it must both be allows this steward recorded
+    /// earlier in this stream with no outcome yet, for the same grant and
+    /// holder. Then what the reservation's accounting added is taken back —
+    /// its joules and money on every link, its action in the group and grant
+    /// lines, its grade, its revocation class — and it is resolved; the
+    /// settling receipt stands for the action. Anything else is
+    /// `settlement-unmatched` and takes nothing back (fail closed).
+    fn settle(&mut self, s: usize, off: u64, meta: &Meta, st: &check::SettlementFacts) {
+        let c = &st.core;
+        let subject = *c.subject.public_bytes();
+        let pending = &self.streams[s].pending;
+        let settling = match (pending.get(&st.reservation.0), pending.get(&st.settled_by.0)) {
+            (Some(a), Some(b))
+                if st.reservation != st.settled_by
+                    && a.steward == meta.steward
+                    && b.steward == meta.steward
+                    && a.grant_id == c.grant_id
+                    && b.grant_id == c.grant_id
+                    && a.holder == subject
+                    && b.holder == subject
+                    && a.cost_uj == c.cost_uj =>
+            {
+                Some((a.offset, b.offset))
+            }
+            _ => None,
+        };
+        let Some((held_at, settled_at)) = settling else {
+            let msg = format!(
+                "settlement of reservation {} by {}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back",
+                st.reservation, st.settled_by
+            );
+            return self.finding(s, off, "settlement-unmatched", msg);
+        };
+        self.streams[s].pending.remove(&st.reservation.0);
+        self.counts.settlements += 1;
+        let measured = c.provenance.is_measured();
+        let minor = c.money.as_ref().map_or(0, |m| m.minor);
+        for id in c.debited_ids() {
+            let budget = self.grant_records.get(id).map(|g| g.grant().budget_uj);
+            let Some(g) = self.grants.get_mut(id) else { continue };
+            let run = g.running.slot(&meta.steward);
+            *run = run.saturating_sub(c.cost_uj);
+            g.spent_uj = g.spent_uj.saturating_sub(c.cost_uj);
+            g.allows = g.allows.saturating_sub(1);
+            if measured {
+                g.measured_uj = g.measured_uj.saturating_sub(c.cost_uj);
+            } else {
+                g.modelled_uj = g.modelled_uj.saturating_sub(c.cost_uj);
+            }
+            g.spent_minor = g.spent_minor.saturating_sub(minor);
+            if let Some(b) = g.by_marker.get_mut(&st.known_through) {
+                b.count = b.count.saturating_sub(1);
+                b.first.retain(|&at| at != (s, held_at));
+            }
+            if g.first_over == Some((s, held_at)) {
+                let budget = budget.or(if *id == c.grant_id { g.budget_from_receipt } else { None });
+                g.first_over = budget.is_some_and(|b| g.spent_uj > b).then_some((s, settled_at));
+            }
+        }
+        if let Some(group) = self.groups.get_mut(&(c.grant_id, subject)) {
+            group.allows = group.allows.saturating_sub(1);
+            group.uj = group.uj.saturating_sub(c.cost_uj);
+        }
+        let p = c.provenance.as_str();
+        if let Some(n) = self.energy.uj_by_provenance.get_mut(p) {
+            *n = n.saturating_sub(c.cost_uj);
+        }
+        if let Some(n) = self.energy.allows_by_provenance.get_mut(p) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.energy.allows_by_provenance.remove(p);
+                self.energy.uj_by_provenance.remove(p);
+            }
+        }
+        if c.coverage == Coverage::Partial {
+            self.energy.partial_allows = self.energy.partial_allows.saturating_sub(1);
         }
     }
 
@@ -468,10 +545,8 @@ impl Engine {
                 if let Some(b) = c.breach {
                     self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
                 }
-                // Energy floors.
+                // Energy by grade (the floors are read off these at the end).
                 let p = c.provenance;
-                self.provenance_floor = Some(self.provenance_floor.map_or(p, |f| f.min(p)));
-                self.coverage_floor = Some(self.coverage_floor.map_or(c.coverage, |f| f.min(c.coverage)));
                 bump(&mut self.energy.uj_by_provenance, p.as_str(), c.cost_uj);
                 bump(&mut self.energy.allows_by_provenance, p.as_str(), 1);
                 if c.coverage == Coverage::Partial {
@@ -514,7 +589,6 @@ impl Engine {
         }
     }
 
-    /// Where the grant records are known, a chain must link root first.
     /// §4.7: an allow, by the point that admitted an amendment, on a grant
     /// that amendment superseded (or a chain through it), after it.
     fn check_superseded(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, chains: &[ContentId]) {
@@ -528,6 +602,7 @@ impl Engine {
         }
     }
 
+    /// Where the grant records are known, a chain must link root first.
     fn check_links(&mut self, s: usize, off: u64, ids: &[ContentId]) {
         for w in ids.windows(2) {
             if let Some(child) = self.grant_records.get(&w[1]) {
@@ -569,13 +644,33 @@ impl Engine {
         }
     }
 
-    fn finish(mut self) -> Report {
-        // Revocations: authority, then classification of the allows on each subtree.
-        let notices = std::mem::take(&mut self.notices);
-        let mut revocations = Vec::new();
-        for n in notices {
-            let rv = n.notice.revocation.revocation();
-            let gid = rv.grant_id;
+    /// §4.3: the revocation lines, and a finding for every allow on a
+    /// revoked subtree by a point that had heard (or did not say).
+    fn revocations(&mut self) -> Vec<RevocationLine> {
+        // Revocations: one line per revocation, however many points
+        // recorded it (keyed by the signed revocation, content and
+        // signature), at the smallest marker any of its notices states;
+        // authority is checked once, at its first notice.
+        let mut revs: Vec<Rev> = Vec::new();
+        let mut index: HashMap<(ContentId, [u8; 64]), usize> = HashMap::new();
+        for n in std::mem::take(&mut self.notices) {
+            let key = (n.notice.revocation.id(), *n.notice.revocation.signature());
+            if let Some(r) = index.get(&key).and_then(|&i| revs.get_mut(i)) {
+                r.notices += 1;
+                r.marker = r.marker.min(n.notice.marker);
+            } else {
+                index.insert(key, revs.len());
+                revs.push(Rev { marker: n.notice.marker, notices: 1, first: n });
+            }
+        }
+        // The earliest marker of each revoked grant's revocations that are
+        // not forged: every allow on its subtree is a finding once, not once
+        // per notice or per revocation of the same grant.
+        let mut earliest: BTreeMap<ContentId, u64> = BTreeMap::new();
+        let mut lines = Vec::new();
+        for r in revs {
+            let n = &r.first;
+            let gid = n.notice.revocation.revocation().grant_id;
             let authority = match self.grant_records.get(&gid) {
                 None => "unverifiable",
                 Some(g) => match n.notice.revocation.check_authority(g) {
@@ -583,53 +678,47 @@ impl Engine {
                     Err(_) => "forged",
                 },
             };
-            let mut classes = RevocationClasses::default();
             match authority {
                 "forged" => self.finding(n.stream, n.offset, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied")),
                 "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against")),
                 _ => {}
             }
-            if authority != "forged" {
-                let m = n.notice.marker;
-                if let Some(g) = self.grants.get(&gid) {
-                    let mut found = Vec::new();
-                    for (k, b) in &g.by_marker {
-                        match k {
-                            Some(k) if *k < m => classes.explicable += b.count,
-                            Some(_) => {
-                                classes.violation += b.count;
-                                classes.violation_at.extend(b.first.iter().copied());
-                                found.extend(b.first.iter().map(|&(s, o)| (s, o, "revocation-violation")));
-                            }
-                            None => {
-                                classes.unverifiable += b.count;
-                                classes.unverifiable_at.extend(b.first.iter().copied());
-                                found.extend(b.first.iter().map(|&(s, o)| (s, o, "revocation-unverifiable")));
-                            }
-                        }
-                    }
-                    classes.violation_at.sort_unstable();
-                    classes.unverifiable_at.sort_unstable();
-                    found.sort_unstable();
-                    // One finding per classified allow, counted exactly;
-                    // the first few are kept with their offsets.
-                    let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
-                    let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-                    for (s, o, code) in found {
-                        let msg = if code == "revocation-violation" {
-                            format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
-                        } else {
-                            format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
-                        };
-                        self.finding(s, o, code, msg);
-                    }
-                    *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
-                    *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
-                    self.findings_by_code.retain(|_, v| *v > 0);
-                }
-            }
-            revocations.push(RevocationLine { grant_id: gid, marker: n.notice.marker, at: (n.stream, n.offset), authority, allows: classes });
+            let classes = if authority == "forged" {
+                RevocationClasses::default()
+            } else {
+                let e = earliest.entry(gid).or_insert(r.marker);
+                *e = (*e).min(r.marker);
+                self.grants.get(&gid).map(|g| classify(g, r.marker)).unwrap_or_default()
+            };
+            lines.push(RevocationLine { grant_id: gid, marker: r.marker, at: (n.stream, n.offset), notices: r.notices, authority, allows: classes });
         }
+        for (gid, m) in earliest {
+            let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else { continue };
+            let mut found: Vec<(usize, u64, &'static str)> = Vec::new();
+            found.extend(classes.violation_at.iter().map(|&(s, o)| (s, o, "revocation-violation")));
+            found.extend(classes.unverifiable_at.iter().map(|&(s, o)| (s, o, "revocation-unverifiable")));
+            found.sort_unstable();
+            // One finding per classified allow, counted exactly; the first
+            // few are kept with their offsets.
+            for (s, o, code) in found {
+                let msg = if code == "revocation-violation" {
+                    format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
+                } else {
+                    format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
+                };
+                self.finding(s, o, code, msg);
+            }
+            let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
+            let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
+            *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
+            *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
+            self.findings_by_code.retain(|_, v| *v > 0);
+        }
+        lines
+    }
+
+    fn finish(mut self) -> Report {
+        let revocations = self.revocations();
         // Grants and conservation.
         let mut ids: Vec<ContentId> = self.grants.keys().chain(self.grant_records.keys()).copied().collect();
         ids.sort_unstable();
@@ -707,9 +796,16 @@ impl Engine {
             .map(|(d, a)| StewardLine { steward: did_string_of(&d), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
             .collect();
         stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
+        // The floors are read off the counts (a settlement takes its
+        // reservation's count back, and with it its grade).
         let mut energy = self.energy;
-        energy.provenance_floor = self.provenance_floor.map_or("none".into(), |p| p.as_str().to_owned());
-        energy.coverage_floor = self.coverage_floor.map_or("none".into(), |c| c.as_str().to_owned());
+        let floor = energy.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
+        energy.provenance_floor = floor.map_or("none".into(), |p| p.as_str().to_owned());
+        energy.coverage_floor = match floor {
+            None => "none".into(),
+            Some(_) if energy.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
+            Some(_) => Coverage::Whole.as_str().to_owned(),
+        };
         self.findings.sort_by(|a, b| (a.stream, a.offset).cmp(&(b.stream, b.offset)));
         let total: u64 = self.findings_by_code.values().sum();
         Report {
@@ -729,6 +825,35 @@ impl Engine {
             stewards,
         }
     }
+}
+
+/// A revocation and its notices (`first` names where it was first recorded).
+struct Rev {
+    marker: u64,
+    notices: u64,
+    first: Notice,
+}
+
+/// The verified allows on a grant's subtree, classified against marker `m`
+/// (§4.3 propagation).
+fn classify(g: &GrantAcc, m: u64) -> RevocationClasses {
+    let mut classes = RevocationClasses::default();
+    for (k, b) in &g.by_marker {
+        match k {
+            Some(k) if *k < m => classes.explicable += b.count,
+            Some(_) => {
+                classes.violation += b.count;
+                classes.violation_at.extend(b.first.iter().copied());
+            }
+            None => {
+                classes.unverifiable += b.count;
+                classes.unverifiable_at.extend(b.first.iter().copied());
+            }
+        }
+    }
+    classes.violation_at.sort_unstable();
+    classes.unverifiable_at.sort_unstable();
+    classes
 }
 
 fn install<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {

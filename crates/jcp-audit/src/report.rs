@@ -67,6 +67,10 @@ pub struct ReceiptCounts {
     pub closings: u64,
     /// Wire request records (§11), each paired with the receipt after it.
     pub wire_requests: u64,
+    /// Settlements of the metered path (§4.9, §4.11): each took back its
+    /// reservation receipt's debit (that receipt stays counted among the
+    /// allows above; its joules, its action and its revocation class do not).
+    pub settlements: u64,
     /// Non-receipt records refused, by reason.
     pub other_failed_by_reason: BTreeMap<String, u64>,
 }
@@ -174,10 +178,14 @@ pub struct RevocationClasses {
 pub struct RevocationLine {
     /// The revoked grant.
     pub grant_id: ContentId,
-    /// The feed marker `M` at which it was issued.
+    /// The feed marker `M` at which it was issued (the smallest any notice
+    /// of it states).
     pub marker: u64,
-    /// Where the notice was (stream, offset).
+    /// Where the first notice of it was (stream, offset).
     pub at: (usize, u64),
+    /// How many notices recorded this revocation (one per point that
+    /// admitted it, usually); the allows are classified once, not per notice.
+    pub notices: u64,
     /// `verified` (authority checked against the grant record), `forged`
     /// (authority refused: not applied) or `unverifiable` (grant unknown).
     pub authority: &'static str,
@@ -307,8 +315,8 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "other records: {} outcomes, {} grants, {} revocation notices, {} amendments, {} closing records, {} wire requests",
-            r.outcomes, r.grants, r.revocation_notices, r.amendments, r.closings, r.wire_requests
+            "other records: {} outcomes, {} settlements, {} grants, {} revocation notices, {} amendments, {} closing records, {} wire requests",
+            r.outcomes, r.settlements, r.grants, r.revocation_notices, r.amendments, r.closings, r.wire_requests
         );
         let e = &self.energy;
         let _ = writeln!(s, "energy: provenance floor {}, coverage floor {}", e.provenance_floor, e.coverage_floor);
@@ -360,8 +368,8 @@ impl Report {
         for rv in &self.revocations {
             let _ = writeln!(
                 s,
-                "\nrevocation of {} at marker {} ({}): {} explicable, {} violation, {} unverifiable",
-                rv.grant_id, rv.marker, rv.authority, rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable
+                "\nrevocation of {} at marker {} ({}, {} notice(s)): {} explicable, {} violation, {} unverifiable",
+                rv.grant_id, rv.marker, rv.authority, rv.notices, rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable
             );
         }
         if self.unresolved_total > 0 {

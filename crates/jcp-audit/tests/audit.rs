@@ -652,3 +652,136 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
     let r = audit(&[&a]);
     assert!(codes(&r).iter().any(|(c, n)| c == "superseded-spend" && *n == 1), "{:?}", codes(&r));
 }
+
+#[test]
+fn s4_3_one_revocation_recorded_by_two_points_is_one_finding_per_violating_allow() {
+    // Points A and B both admit the same revocation (marker 10). B had
+    // stated known_through 10 and allowed before it recorded the notice:
+    // one violating allow, one finding — not one per notice.
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let rev = Revocation::issue(&pts.root, &pts.issuer, Some([5; 16])).unwrap();
+    let pa = dir.path().join("a.jcps");
+    let (mut a, _) = DurableGate::open(&pa, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    a.set_known_through(9).unwrap();
+    a.admit_revocation(&rev, &pts.root, 10).unwrap();
+    a.close().unwrap();
+    let pb = dir.path().join("b.jcps");
+    let (mut b, _) = DurableGate::open(&pb, Keypair::from_seed([41; 32]).unwrap(), Gate::new()).unwrap();
+    b.set_known_through(10).unwrap();
+    allow_once(&mut b, &pts, 1);
+    b.admit_revocation(&rev, &pts.root, 10).unwrap();
+    b.close().unwrap();
+    let r = audit(&[&pa, &pb]);
+    assert_eq!(r.receipts.revocation_notices, 2);
+    assert_eq!(r.findings_by_code.get("revocation-violation"), Some(&1), "{:?}", codes(&r));
+    assert_eq!(r.findings.iter().filter(|f| f.code == "revocation-violation").count(), 1);
+    assert_eq!(r.revocations.len(), 1, "one revocation, however many points recorded it");
+    let rv = &r.revocations[0];
+    assert_eq!((rv.notices, rv.marker, rv.authority), (2, 10, "verified"));
+    assert_eq!((rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable), (0, 1, 0));
+    // A second revocation of the same grant (another nonce) classifies the
+    // same allow: still one finding for it.
+    let again = Revocation::issue(&pts.root, &pts.issuer, Some([6; 16])).unwrap();
+    let (mut a, _) = DurableGate::open(&pa, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    a.admit_revocation(&again, &pts.root, 10).unwrap();
+    a.close().unwrap();
+    let r = audit(&[&pa, &pb]);
+    assert_eq!(r.revocations.len(), 2);
+    assert_eq!(r.findings_by_code.get("revocation-violation"), Some(&1), "{:?}", codes(&r));
+}
+
+/// The metered path through a served chain [root, shard 0]: authorize,
+/// then (unless `crash`) charge `measured` and complete, `times` times.
+fn metered(p: &Path, pts: &Points, times: usize, measured: u64, crash: bool) -> Vec<jcp_receipt::runtime::Recorded> {
+    let (g, w) = &pts.shards[0];
+    let chain = [pts.root.clone(), g.clone()];
+    let (mut dg, _) = DurableGate::open(p, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    dg.record_grant(&pts.root).unwrap();
+    dg.record_grant(g).unwrap();
+    dg.set_known_through(1).unwrap();
+    let caller: Did = w.did();
+    let zero = Cost::energy(Energy::new(0, Provenance::HwShunt));
+    let m = Cost::energy(Energy::new(measured, Provenance::HwShunt));
+    let mut out = Vec::new();
+    for i in 0..times {
+        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: pts.resource, payload_hash: ContentId::of(&Value::Uint(i as u64)), model: None };
+        let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &zero, now: 1, flow: None };
+        let r = dg.authorize(&req).unwrap().unwrap();
+        if crash {
+            out.push(r.reservation);
+            continue;
+        }
+        let rec = dg.charge(r, &Request { cost: &m, ..req }).unwrap();
+        dg.complete(&rec.receipt, jcp_receipt::record::OutcomeStatus::Completed).unwrap();
+        out.push(rec);
+    }
+    drop(dg);
+    out
+}
+
+#[test]
+fn s4_9_a_charged_metered_action_is_debited_its_measured_cost_once_in_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("m.jcps");
+    metered(&p, &pts, 2, 300, false);
+    // The gate, replayed.
+    let (dg, replay) = DurableGate::open(&p, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    assert_eq!((dg.gate().spent(&pts.root.id()).uj, dg.gate().spent(&pts.shards[0].0.id()).uj), (600, 600));
+    assert_eq!(replay.settlements, 2);
+    drop(dg);
+    // The audit.
+    let r = audit(&[&p]);
+    assert!(r.clean, "{:?}", r.findings);
+    assert_eq!(r.receipts.settlements, 2);
+    assert_eq!(r.receipts.allows, 4, "two reservations and two charges, every receipt counted");
+    for id in [pts.root.id(), pts.shards[0].0.id()] {
+        let g = r.grants.iter().find(|g| g.grant_id == id).unwrap();
+        assert_eq!((g.spent_uj, g.allows), (600, 2), "{id}");
+        assert_eq!(g.conservation.as_ref().unwrap().basis, "measured");
+    }
+    let grp = r.groups.iter().find(|g| g.grant_id == pts.shards[0].0.id()).unwrap();
+    assert_eq!((grp.allows, grp.uj), (2, 600));
+    assert_eq!(r.energy.provenance_floor, "HwShunt", "the reservations' Estimator grade is taken back with them");
+    assert_eq!(r.energy.allows_by_provenance.get("Estimator"), None);
+    assert_eq!(r.unresolved_total, 0);
+}
+
+#[test]
+fn s4_11_a_crash_after_authorize_is_unresolved_in_the_audit_and_stays_debited() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("m.jcps");
+    let held = metered(&p, &pts, 1, 0, true);
+    let r = audit(&[&p]);
+    assert_eq!(r.unresolved_total, 1);
+    let u = &r.unresolved[0];
+    assert_eq!((u.receipt, u.cost_uj), (held[0].receipt, 200_000), "the shard's whole remainder is held");
+    assert_eq!(u.holder, pts.shards[0].1.did().to_did_string());
+    let g = r.grants.iter().find(|g| g.grant_id == pts.root.id()).unwrap();
+    assert_eq!(g.spent_uj, 200_000);
+    assert_eq!(r.energy.provenance_floor, "Estimator", "a held figure is not a measurement");
+    assert!(r.findings.iter().any(|f| f.code == "unresolved-decision"));
+}
+
+#[test]
+fn s4_11_a_settlement_spliced_into_another_stream_takes_nothing_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("m.jcps");
+    metered(&p, &pts, 1, 300, false);
+    let settlement = record_offsets(&p).into_iter().filter(|r| r.1 == RecordKind::Outcome).map(|r| r.2).next().unwrap();
+    let q = dir.path().join("n.jcps");
+    let (mut dg, _) = DurableGate::open(&q, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    dg.set_known_through(1).unwrap();
+    allow_once(&mut dg, &pts, 0);
+    dg.close().unwrap();
+    let framed = stream::frame(RecordKind::Outcome, &settlement).unwrap();
+    mutate(&q, |b| b.extend_from_slice(&framed));
+    let r = audit(&[&q]);
+    assert_eq!(r.findings_by_code.get("settlement-unmatched"), Some(&1), "{:?}", codes(&r));
+    assert_eq!(r.receipts.settlements, 0);
+    let g = r.grants.iter().find(|g| g.grant_id == pts.root.id()).unwrap();
+    assert_eq!(g.spent_uj, 100, "nothing taken back");
+}

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`cose`] | the JCR-1 envelope: tagged `COSE_Sign1`, EdDSA, `kid` = steward did (via `coset`) |
 //! | [`receipt`] | the `jcp/2` core, legacy `jcp/1` verification, sealing and verifying |
-//! | [`record`] | outcome records and revocation notices (also JCR-1 envelopes) |
+//! | [`record`] | outcome records, settlements of the metered path, revocation and amendment notices (also JCR-1 envelopes) |
 //! | [`stream`] | the framed file format and the fault-tolerant streaming reader |
 //! | [`writer`] | the single writer: exclusive OS lock, fsync per record, torn-tail cut |
 //! | [`runtime`] | [`runtime::DurableGate`]: decide → seal → fsync → act → outcome; replay on open |

@@ -1,8 +1,11 @@
-//! The other signed records of a stream (§4.11, §4.3): the **outcome** of an
-//! action whose decision was recorded before it ran, and the **revocation
-//! notice** an enforcement point records when it admits a revocation, with
-//! the marker of its revocation feed at which the revocation was issued.
-//! Both are JCR-1 envelopes (same COSE machinery) with their own profile tag.
+//! The other signed records of a stream (§4.11, §4.3, §4.7, §4.9): the
+//! **outcome** of an action whose decision was recorded before it ran, the
+//! **settlement** of a metered action's reservation by its charge, the
+//! **revocation notice** an enforcement point records when it admits a
+//! revocation, with the marker of its revocation feed at which the
+//! revocation was issued, and the **amendment notice** of an admitted
+//! amendment. All are JCR-1 envelopes (same COSE machinery) with their own
+//! profile tag.
 
 use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp::identity::{Did, Keypair};
@@ -219,7 +222,7 @@ impl AmendmentNotice {
         if tag != AMENDMENT_PROFILE {
             return Err(ReceiptError::UnknownProfile(tag.to_owned()));
         }
-        let mut bytes = |f: &mut Fields<'_>, field: &'static str| -> Result<Vec<u8>, ReceiptError> {
+        let bytes = |f: &mut Fields<'_>, field: &'static str| -> Result<Vec<u8>, ReceiptError> {
             match f.req(field)? {
                 Value::Bytes(b) => Ok(b.clone()),
                 _ => Err(f.error(field, "expected a byte string").into()),
@@ -244,4 +247,132 @@ pub fn open_amendment(bytes: &[u8], dids: &mut DidCache) -> Result<(AmendmentNot
         return Err(ReceiptError::StewardMismatch { core: a.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((a, sealed))
+}
+
+/// The profile tag of a settlement record (§4.9 two-phase path, §4.11).
+pub const SETTLEMENT_PROFILE: &str = "jcp-settlement/1";
+
+/// The settlement of a reservation (§4.9, §4.11): phase one of the metered
+/// path recorded an allow receipt whose cost is what it held (the
+/// reservation); the charge recorded the allow receipt of the measured cost
+/// (`settled_by`) and then this record, which releases the reservation's
+/// debit. It travels as an outcome-kind record: it resolves the
+/// reservation. It carries the reservation receipt's sealed bytes (their
+/// blake3 is its record id), so a reader that met the reservation earlier
+/// in the stream knows exactly which debit to take back without keeping
+/// every allow's chain; it holds no figure of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    /// The reservation receipt, byte for byte as recorded.
+    pub reservation: Vec<u8>,
+    /// The record id of the allow receipt that settles it (recorded before
+    /// this record).
+    pub settled_by: ContentId,
+    /// The recording enforcement point.
+    pub steward: Did,
+}
+
+impl Settlement {
+    /// The reservation receipt's record id (what an outcome would name).
+    pub fn reservation_id(&self) -> ContentId {
+        ContentId::of_bytes(&self.reservation)
+    }
+
+    /// Opens the reservation receipt (signature unchecked: a reader checks
+    /// that its id is one it verified earlier in the stream). It must be an
+    /// allow sealed by this record's steward.
+    pub fn open_reservation(&self, dids: &mut DidCache) -> Result<crate::receipt::OpenedReceipt, ReceiptError> {
+        let o = crate::receipt::OpenedReceipt::open(&self.reservation, dids)?;
+        if o.core.steward != self.steward {
+            return Err(ReceiptError::StewardMismatch { core: o.core.steward.to_did_string(), kid: self.steward.to_did_string() });
+        }
+        if !o.core.is_allow() {
+            return Err(ReceiptError::Invalid { field: "reservation", problem: "a reservation is an allow receipt".into() });
+        }
+        Ok(o)
+    }
+
+    /// Canonical core.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_settlement", Some(Value::text(SETTLEMENT_PROFILE))),
+            ("reservation", Some(Value::Bytes(self.reservation.clone()))),
+            ("settled_by", Some(Value::text(self.settled_by.to_hex()))),
+            ("steward", Some(Value::text(self.steward.to_did_string()))),
+        ])
+    }
+
+    /// Reads the core.
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Fields::new("jcp_settlement", v)?;
+        let tag = f.text("jcp_settlement")?;
+        if tag != SETTLEMENT_PROFILE {
+            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+        }
+        let reservation = match f.req("reservation")? {
+            Value::Bytes(b) => b.clone(),
+            _ => return Err(f.error("reservation", "expected a byte string").into()),
+        };
+        let settled_by = f.cid("settled_by")?;
+        let steward = dids.parse(f.text("steward")?)?;
+        f.finish()?;
+        Ok(Self { reservation, settled_by, steward })
+    }
+}
+
+/// What an outcome-kind record holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutcomeRecord {
+    /// How an action ended ([`OUTCOME_PROFILE`]).
+    Outcome(Outcome),
+    /// A reservation settled by the charge's receipt ([`SETTLEMENT_PROFILE`]).
+    Settlement(Settlement),
+}
+
+/// Opens an outcome-kind record of either profile (signature unchecked).
+/// An outcome in the layout this crate mints takes the same path as
+/// [`open_outcome`]; anything else is read through `coset`, as a
+/// settlement when its core is tagged `jcp_settlement`, else as an outcome.
+pub fn open_outcome_record(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+    if let Some((o, s)) = crate::fast::open_outcome(bytes, dids) {
+        return Ok((OutcomeRecord::Outcome(o), s));
+    }
+    outcome_record_coset(bytes, dids)
+}
+
+/// [`open_outcome_record`] without the record id (the audit's path; see
+/// [`crate::cose::Unsealed`]). An outcome costs what
+/// [`open_outcome_unsealed`] costs.
+pub fn open_outcome_record_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(OutcomeRecord, crate::cose::Unsealed<'a>), ReceiptError> {
+    if let Some((o, u)) = crate::fast::open_outcome_unsealed(bytes, dids) {
+        return Ok((OutcomeRecord::Outcome(o), u));
+    }
+    outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
+}
+
+fn outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let (rec, steward) = if core.get("jcp_settlement").is_some() {
+        let st = Settlement::from_value(&core, dids)?;
+        let d = st.steward;
+        (OutcomeRecord::Settlement(st), d)
+    } else {
+        let o = Outcome::from_value(&core, dids)?;
+        let d = o.steward;
+        (OutcomeRecord::Outcome(o), d)
+    };
+    if steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch { core: steward.to_did_string(), kid: sealed.steward.to_did_string() });
+    }
+    Ok((rec, sealed))
+}
+
+/// Opens a settlement record (signature unchecked; see [`verify_sealed`]).
+pub fn open_settlement(bytes: &[u8], dids: &mut DidCache) -> Result<(Settlement, Sealed), ReceiptError> {
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let st = Settlement::from_value(&core, dids)?;
+    if st.steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch { core: st.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+    }
+    Ok((st, sealed))
 }

@@ -16,7 +16,7 @@ use jcp::revocation::SignedRevocation;
 use crate::cose::{DidCache, Position};
 use crate::error::{ReceiptError, StreamError};
 use crate::receipt::{OpenedReceipt, ReceiptCore};
-use crate::record::{self, Outcome, OutcomeStatus, RevocationNotice};
+use crate::record::{self, Outcome, OutcomeRecord, OutcomeStatus, RevocationNotice, Settlement};
 use crate::stream::{Fault, Item, RecordKind};
 use crate::writer::{Durability, StreamWriter, TornCut};
 
@@ -61,6 +61,9 @@ pub struct ReplayReport {
     pub unresolved: Vec<Unresolved>,
     /// The largest `known_through` marker found.
     pub known_through: Option<u64>,
+    /// Reservations of the metered path settled by their charge's receipt
+    /// (their debit taken back, the charge's kept).
+    pub settlements: u64,
 }
 
 impl ReplayReport {
@@ -88,6 +91,30 @@ pub struct Recorded {
     pub sealed: Vec<u8>,
 }
 
+/// Phase one of the metered path, recorded (§4.9, §4.11): the gate's
+/// authorization and the reservation receipt that holds the debit until
+/// [`DurableGate::charge`] settles it. If the point stops before that, the
+/// reservation is what replay finds: an allow with no outcome (unresolved,
+/// naming the holder) whose held debit stays debited.
+#[derive(Debug)]
+pub struct Reserved {
+    /// Phase one's token (what the charge presents to the gate).
+    pub auth: Authorization,
+    /// The reservation receipt: an allow of what phase one holds
+    /// ([`Gate::reservation`]), sealed and recorded.
+    pub reservation: Recorded,
+}
+
+/// A reservation recorded and not yet settled: what its settlement takes back.
+#[derive(Debug)]
+struct Held {
+    bytes: Vec<u8>,
+    chain_ids: Vec<ContentId>,
+    uj: u64,
+    minor: u64,
+    tainted: bool,
+}
+
 /// What [`DurableGate::run`] returns.
 #[derive(Debug)]
 pub enum RunResult<T, E> {
@@ -108,6 +135,8 @@ pub struct DurableGate {
     known_through: Option<u64>,
     pending: HashMap<ContentId, Unresolved>,
     grants: HashMap<ContentId, SignedGrant>,
+    /// Reservations recorded by [`DurableGate::authorize`], not yet settled.
+    held: HashMap<ContentId, Held>,
 }
 
 impl DurableGate {
@@ -167,6 +196,7 @@ impl DurableGate {
             known_through: report.known_through,
             pending,
             grants,
+            held: HashMap::new(),
         };
         Ok((me, report))
     }
@@ -185,6 +215,20 @@ impl DurableGate {
     /// The writer (for its sync count and length).
     pub fn writer(&self) -> &StreamWriter {
         &self.writer
+    }
+
+    /// Fault injection for tests: the next record this point writes fails
+    /// as a full disk would (see [`StreamWriter::fail_next_append_for_tests`]).
+    #[doc(hidden)]
+    pub fn fail_next_append_for_tests(&mut self) {
+        self.writer.fail_next_append_for_tests();
+    }
+
+    /// Fault injection for tests: `ok` more records are written, the one
+    /// after fails (see [`StreamWriter::fail_append_after_for_tests`]).
+    #[doc(hidden)]
+    pub fn fail_append_after_for_tests(&mut self, ok: u64) {
+        self.writer.fail_append_after_for_tests(ok);
     }
 
     /// This enforcement point's identity.
@@ -374,23 +418,93 @@ impl DurableGate {
         self.record_decision(d, req)
     }
 
-    /// Phase one of the two-phase metered path (§4.9): nothing debited and
-    /// nothing recorded (a refusal here is recorded as a deny receipt).
-    pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Authorization, Recorded>, StreamError> {
-        match self.gate.authorize(req) {
-            Ok(a) => Ok(Ok(a)),
-            Err(d) => self.record_decision(d, req).map(Err),
+    /// Phase one of the two-phase metered path (§4.9), recorded before the
+    /// action runs (§4.11). A refusal is recorded as a deny receipt. On
+    /// allow the point holds a **reservation** ([`Gate::reservation`]: the
+    /// most the charge could debit without a breach — a `MaxCostUj` bound,
+    /// else every link's remainder down to the smallest) and seals and
+    /// records it as an allow receipt of that cost, graded `Estimator`: the
+    /// action may run once this returns (after [`DurableGate::commit`]
+    /// under group commit). A point that stops before the charge leaves that
+    /// receipt with no outcome: replay reports it unresolved, naming the
+    /// holder, and its held debit stays debited (fail closed). If the
+    /// reservation cannot be recorded nothing is held and the error is
+    /// returned: the action must not run.
+    pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Reserved, Recorded>, StreamError> {
+        let auth = match self.gate.authorize(req) {
+            Ok(a) => a,
+            Err(d) => return self.record_decision(d, req).map(Err),
+        };
+        let cost = self.gate.reservation(req);
+        let held_req = Request { cost: &cost, ..*req };
+        let chain_ids: Vec<ContentId> = req.chain.iter().map(SignedGrant::id).collect();
+        let (uj, minor) = (cost.energy.uj, cost.money.as_ref().map_or(0, |m| m.minor));
+        let tainted = req.flow.is_some_and(|l| !l.is_bottom());
+        self.gate.replay_debit(&chain_ids, uj, minor, tainted);
+        let budget_uj = req.chain.last().map_or(0, |g| g.grant().budget_uj);
+        let spent = chain_ids.last().map_or(0, |id| self.gate.spent(id).uj);
+        let d = Decision {
+            verdict: Verdict::Allow,
+            detail: "reservation: phase one of the metered path holds this until the charge settles it".into(),
+            chain_ids: chain_ids.clone(),
+            debited_uj: uj,
+            debited_minor: minor,
+            budget_uj,
+            budget_remaining_uj: budget_uj.saturating_sub(spent),
+            breach: None,
+        };
+        match self.record_decision(d, &held_req) {
+            Ok(rec) => {
+                self.held.insert(rec.receipt, Held { bytes: rec.sealed.clone(), chain_ids, uj, minor, tainted });
+                Ok(Ok(Reserved { auth, reservation: rec }))
+            }
+            Err(e) => {
+                // Not recorded: not held, and the action must not run.
+                self.gate.release(&chain_ids, uj, minor, tainted);
+                Err(e)
+            }
         }
     }
 
-    /// Phase two (§4.9): charges the measured cost and records the allow,
-    /// carrying a debit-point breach in the receipt's `breach` field.
-    pub fn charge(&mut self, auth: Authorization, req: &Request<'_>) -> Result<Recorded, StreamError> {
-        let d = self
-            .gate
-            .charge(auth, req)
-            .map_err(|e| StreamError::Receipt(ReceiptError::Invalid { field: "chain_ids", problem: e.to_string() }))?;
-        self.record_decision(d, req)
+    /// Phase two (§4.9): charges the measured cost and records the allow
+    /// receipt of the measured cost (a debit-point breach in its `breach`
+    /// field), then a settlement record ([`Settlement`]) that releases the
+    /// reservation. The breach is judged without the action's own hold;
+    /// the receipt states the remainder as the record stands when it is
+    /// written, the hold still in it (the settlement, the next record, takes
+    /// it back), so replay and audit re-derive every stated figure. If the
+    /// point stops between the two records, both debits stay: the
+    /// reservation remains unresolved (fail closed, never lower).
+    pub fn charge(&mut self, reserved: Reserved, req: &Request<'_>) -> Result<Recorded, StreamError> {
+        let Reserved { auth, reservation } = reserved;
+        let Some(h) = self.held.remove(&reservation.receipt) else {
+            return Err(StreamError::OutcomeUnknown(format!(
+                "no held reservation {} (never recorded here, already settled, or resolved by an outcome)",
+                reservation.receipt
+            )));
+        };
+        self.gate.release(&h.chain_ids, h.uj, h.minor, h.tainted);
+        let charged = self.gate.charge(auth, req);
+        self.gate.replay_debit(&h.chain_ids, h.uj, h.minor, h.tainted);
+        let mut d = match charged {
+            Ok(d) => d,
+            Err(e) => {
+                self.held.insert(reservation.receipt, h);
+                return Err(StreamError::Receipt(ReceiptError::Invalid { field: "chain_ids", problem: e.to_string() }));
+            }
+        };
+        if let Some(leaf) = d.chain_ids.last() {
+            d.budget_remaining_uj = d.budget_uj.saturating_sub(self.gate.spent(leaf).uj);
+        }
+        let rec = self.record_decision(d, req)?;
+        let st = Settlement { reservation: h.bytes, settled_by: rec.receipt, steward: self.steward_did };
+        let pos = self.position();
+        let bytes = record::seal_core(&st.to_value(), pos, &self.steward)?;
+        // Not recorded: the reservation stays held and unresolved.
+        self.writer.append(RecordKind::Outcome, &bytes)?;
+        self.gate.release(&h.chain_ids, h.uj, h.minor, h.tainted);
+        self.pending.remove(&reservation.receipt);
+        Ok(rec)
     }
 
     /// Records the outcome of an allowed action (durably).
@@ -405,6 +519,9 @@ impl DurableGate {
         let bytes = record::seal_core(&o.to_value(), pos, &self.steward)?;
         let at = self.writer.append(RecordKind::Outcome, &bytes)?;
         self.pending.remove(receipt);
+        // A reservation resolved by an outcome keeps its held debit and can
+        // no longer be settled by a charge.
+        self.held.remove(receipt);
         Ok(at)
     }
 
@@ -483,6 +600,32 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
+    /// A settlement (§4.9, §4.11): the reservation it carries and the
+    /// receipt that settles it must both be allows recorded earlier in this
+    /// stream with no outcome yet, for the same grant and holder; then the
+    /// reservation's debit is taken back and it is resolved. Anything else
+    /// is refused and takes nothing back (fail closed).
+    fn settle(&mut self, offset: u64, st: &Settlement) {
+        let id = st.reservation_id();
+        let matched = match (self.pending.get(&id), self.pending.get(&st.settled_by)) {
+            (Some(a), Some(b)) => id != st.settled_by && a.grant_id == b.grant_id && a.holder == b.holder,
+            _ => false,
+        };
+        if !matched {
+            return self.report.reject(offset, "settlement-unmatched");
+        }
+        match st.open_reservation(&mut self.dids) {
+            Ok(o) => {
+                let c = &o.core;
+                let minor = c.money.as_ref().map_or(0, |m| m.minor);
+                self.gate.release(c.debited_ids(), c.cost_uj, minor, c.tainted);
+                self.pending.remove(&id);
+                self.report.settlements += 1;
+            }
+            Err(e) => self.report.reject(offset, e.code()),
+        }
+    }
+
     fn note_position(&mut self, p: Position) {
         if let Some(s) = p.seq {
             self.max_seq = Some(self.max_seq.map_or(s, |m| m.max(s)));
@@ -547,14 +690,18 @@ impl Replay<'_> {
                 }
             }
             RecordKind::Outcome => {
-                let res = record::open_outcome(&r.payload, &mut self.dids)
+                let res = record::open_outcome_record(&r.payload, &mut self.dids)
                     .and_then(|(o, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (o, s)));
                 match res {
-                    Ok((o, s)) => {
+                    Ok((OutcomeRecord::Outcome(o), s)) => {
                         self.note_position(s.position);
                         if self.pending.remove(&o.receipt).is_none() && !self.refused.contains(&o.receipt) {
                             self.report.reject(r.offset, "orphan-outcome");
                         }
+                    }
+                    Ok((OutcomeRecord::Settlement(st), s)) => {
+                        self.note_position(s.position);
+                        self.settle(r.offset, &st);
                     }
                     Err(e) => self.report.reject(r.offset, e.code()),
                 }

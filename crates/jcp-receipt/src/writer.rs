@@ -53,6 +53,8 @@ pub struct StreamWriter {
     syncs: u64,
     /// The length known durable.
     committed_len: u64,
+    /// Test hook: appends still to succeed before one fails (`None`: none fails).
+    fail_after: Option<u64>,
 }
 
 impl StreamWriter {
@@ -76,7 +78,7 @@ impl StreamWriter {
                 return Err(StreamError::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
             }
         }
-        let mut w = Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0 };
+        let mut w = Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0, fail_after: None };
         let size = w.file.metadata().map_err(io)?.len();
         if size < HEADER.len() as u64 {
             // A new file, or one whose creation was torn before its header
@@ -133,6 +135,15 @@ impl StreamWriter {
     /// Appends one record and, under [`Durability::SyncEachRecord`], makes
     /// it durable before returning. Returns the record's offset.
     pub fn append(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, StreamError> {
+        match self.fail_after {
+            Some(0) => {
+                self.fail_after = None;
+                let e = std::io::Error::other("injected append failure (a test's fault injection)");
+                return Err(StreamError::io(&self.path, e));
+            }
+            Some(n) => self.fail_after = Some(n - 1),
+            None => {}
+        }
         let framed = stream::frame(kind, payload)?;
         let at = self.len;
         let io = |e| StreamError::io(&self.path, e);
@@ -157,6 +168,21 @@ impl StreamWriter {
         self.syncs += 1;
         self.committed_len = self.len;
         Ok(())
+    }
+
+    /// Fault injection for tests: the next [`StreamWriter::append`] fails
+    /// with an I/O error and writes nothing (as a full disk would), so a
+    /// test can hold what a caller does when its record cannot be written.
+    #[doc(hidden)]
+    pub fn fail_next_append_for_tests(&mut self) {
+        self.fail_append_after_for_tests(0);
+    }
+
+    /// Fault injection for tests: `ok` more appends succeed, the one after
+    /// fails as [`StreamWriter::fail_next_append_for_tests`] describes.
+    #[doc(hidden)]
+    pub fn fail_append_after_for_tests(&mut self, ok: u64) {
+        self.fail_after = Some(ok);
     }
 
     /// Bytes appended but not yet made durable (0 unless group commit).

@@ -311,3 +311,43 @@ fn rfc9052_eddsa_sig_01_tobesign_and_signature_reproduce() {
     let err = OpenedReceipt::open(&bytes, &mut DidCache::new()).unwrap_err();
     assert!(["cose-non-canonical", "cose-bad-kid", "cose-malformed"].contains(&err.code()), "{err}");
 }
+
+#[test]
+fn c08_endpoint_deny_reasons_verify() {
+    // §11's refusals made before the gate decides (a stale request, one
+    // that could not be recorded) seal as deny receipts like any other and
+    // verify through the typed path, the coset path and the audit's view.
+    let fx = fx();
+    let root = [fx.root.clone()];
+    let holder = fx.holder.did();
+    let f = frame(&fx.root, "invoke", 42);
+    let c = cost(10);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &c, now: 100, flow: None };
+    for reason in [Reason::StaleRequest, Reason::Unrecorded] {
+        let d = jcp::decision::Decision {
+            verdict: Verdict::Deny(reason),
+            detail: String::new(),
+            chain_ids: vec![fx.root.id()],
+            debited_uj: 0,
+            debited_minor: 0,
+            budget_uj: fx.root.grant().budget_uj,
+            budget_remaining_uj: fx.root.grant().budget_uj,
+            breach: None,
+        };
+        let core = ReceiptCore::from_decision(&d, &req, fx.steward.did()).unwrap();
+        let bytes = core.seal(Position { seq: Some(0), known_through: Some(1) }, &fx.steward).unwrap();
+        let v = verify_receipt(&bytes, Some(&fx.steward.did())).unwrap();
+        assert_eq!(v.core.verdict, Verdict::Deny(reason));
+        assert_eq!(v.core, core);
+        let mut dids = DidCache::new();
+        let slow = OpenedReceipt::open_coset(&bytes, &mut dids).unwrap();
+        slow.verify(Some(&fx.steward.did())).unwrap();
+        assert_eq!(slow.core, core);
+        let (view, unsealed) = OpenedReceipt::open_view(&bytes, &mut dids).expect("the minted layout reads as a view");
+        assert_eq!(view.verdict, Verdict::Deny(reason), "{}", reason.as_str());
+        assert_eq!(ReceiptCore::from_view(&view, &mut dids).unwrap(), core);
+        unsealed.verify_signature().unwrap();
+        // A wrong steward still fails (C5).
+        assert!(verify_receipt(&bytes, Some(&fx.issuer.did())).is_err());
+    }
+}

@@ -499,3 +499,236 @@ fn s8_1_a_stream_torn_inside_its_header_is_started_again() {
     assert_eq!(err.code(), "not-a-stream");
     assert_eq!(std::fs::read(&p).unwrap(), b"ABCD".to_vec());
 }
+
+// ---- §11 / §4.3 / §4.7: recorded before applied; §4.9 + §4.11: the metered path recorded at phase one ----
+
+#[test]
+fn s11_a_revocation_that_cannot_be_recorded_is_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    let root = [fx.root.clone()];
+    let holder = fx.holder.did();
+    let f = frame(&fx.root, "invoke", 1);
+    let c = cost(1);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &c, now: 1, flow: None };
+    let rev = Revocation::issue(&fx.root, &fx.issuer, Some([1; 16])).unwrap();
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        dg.record_grant(&fx.root).unwrap();
+        dg.set_known_through(3).unwrap();
+        // The notice cannot be written: nothing changes, the marker included.
+        dg.fail_next_append_for_tests();
+        assert_eq!(dg.admit_revocation(&rev, &fx.root, 9).unwrap_err().code(), "io");
+        assert!(!dg.gate().is_revoked(&fx.root.id()), "applied although not recorded");
+        assert_eq!(dg.known_through(), Some(3));
+        assert!(dg.decide(&req).unwrap().decision.is_allow());
+        // Recorded, then applied.
+        dg.admit_revocation(&rev, &fx.root, 9).unwrap();
+        assert!(dg.gate().is_revoked(&fx.root.id()));
+        dg.close().unwrap();
+    }
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.rejected_total(), 0, "{:?}", replay.rejected_at);
+    assert!(dg.gate().is_revoked(&fx.root.id()));
+    assert_eq!(dg.decide(&req).unwrap().decision.verdict, Verdict::Deny(Reason::Revoked));
+}
+
+#[test]
+fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
+    use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx_with(1000, None, Vec::new());
+    let holder = fx.holder.did();
+    let spend = |dg: &mut DurableGate, g: &jcp::grant::SignedGrant, uj: u64, n: u64| {
+        let f = frame(g, "invoke", n);
+        let c = cost(uj);
+        let chain = [g.clone()];
+        dg.decide(&Request { frame: &f, chain: &chain, caller: &holder, cost: &c, now: 1, flow: None }).unwrap().decision
+    };
+    let mut run = Run::new(fx.root.clone());
+    let cp = run
+        .checkpoint(&fx.holder, CheckpointInput { state: jcp::cbor::ContentId([3; 32]), at: 1, spent: Some(Spent { uj: 700, provenance: jcp::energy::Provenance::HwShunt }), nonce: Some([4; 16]) })
+        .unwrap();
+    let (am, cont) = run.amend(&fx.issuer, AmendInput { budget_uj: 300, nonce: Some([5; 16]), ..AmendInput::default() }).unwrap();
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        dg.record_grant(&fx.root).unwrap();
+        dg.record_grant(&cont).unwrap();
+        assert!(spend(&mut dg, &fx.root, 700, 0).is_allow());
+        // The notice cannot be written: the steered grant stays spendable.
+        dg.fail_next_append_for_tests();
+        assert_eq!(dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err().code(), "io");
+        assert!(!dg.gate().is_superseded(&fx.root.id()), "applied although not recorded");
+        // A forged amendment (signed by the agent) is refused, not recorded.
+        let forged = jcp::steering::Amendment { amended_by: fx.holder.did(), ..am.amendment().clone() }.sign(&fx.holder);
+        assert!(dg.admit_amendment(&fx.root, &cp, &forged, &cont).is_err());
+        assert!(!dg.gate().is_superseded(&fx.root.id()));
+        dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap();
+        assert_eq!(spend(&mut dg, &fx.root, 1, 1).reason(), Some(Reason::Superseded));
+        dg.close().unwrap();
+    }
+    let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.rejected_total(), 0, "{:?}", replay.rejected_at);
+    assert_eq!(records(&p).iter().filter(|(_, k)| *k == RecordKind::Amendment).count(), 1, "one notice, the admitted one");
+    assert!(dg.gate().is_superseded(&fx.root.id()), "superseded across the restart");
+    assert_eq!(spend(&mut dg, &fx.root, 1, 2).reason(), Some(Reason::Superseded));
+    assert!(spend(&mut dg, &cont, 300, 3).is_allow());
+    assert_eq!(spend(&mut dg, &cont, 1, 4).reason(), Some(Reason::BudgetExceeded));
+}
+
+/// A 1 000 µJ root grant, optionally bounded by `MaxCostUj(250)`.
+fn metered_fx(bounded: bool) -> Fx {
+    fx_with(1000, None, if bounded { vec![jcp::grant::Caveat::MaxCostUj(250)] } else { Vec::new() })
+}
+
+#[test]
+fn s4_11_a_crash_after_authorize_leaves_the_reservation_unresolved_and_held() {
+    for (bounded, held) in [(false, 1000), (true, 250)] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jcps");
+        let fx = metered_fx(bounded);
+        let root = [fx.root.clone()];
+        let holder = fx.holder.did();
+        let f = frame(&fx.root, "invoke", 1);
+        let c = cost(0);
+        let req = Request { frame: &f, chain: &root, caller: &holder, cost: &c, now: 1, flow: None };
+        let reservation = {
+            let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+            let r = dg.authorize(&req).unwrap().unwrap();
+            assert_eq!(r.reservation.decision.debited_uj, held);
+            assert_eq!(dg.gate().spent(&fx.root.id()).uj, held, "held while the action runs");
+            // The process dies while the action is in flight: no charge.
+            drop(dg);
+            r.reservation.receipt
+        };
+        let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        assert_eq!(replay.rejected_total(), 0, "{:?}", replay.rejected_at);
+        assert_eq!(replay.unresolved.len(), 1, "bounded {bounded}");
+        let u = &replay.unresolved[0];
+        assert_eq!((u.receipt, u.holder, u.grant_id), (reservation, holder, fx.root.id()));
+        assert!(u.cost_uj >= held);
+        assert!(dg.gate().spent(&fx.root.id()).uj >= held, "the spend is not lower than the reservation");
+        assert_eq!(dg.gate().spent(&fx.root.id()).uj, held);
+        // What is left after the hold (in steps the caveat admits), and not
+        // a microjoule more.
+        let step = cost(250);
+        for _ in 0..(1000 - held) / 250 {
+            assert!(dg.decide(&Request { cost: &step, ..req }).unwrap().decision.is_allow());
+        }
+        let one = cost(1);
+        assert_eq!(dg.decide(&Request { cost: &one, ..req }).unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+    }
+}
+
+#[test]
+fn s4_9_authorize_and_charge_debit_the_measured_cost_once_also_after_replay() {
+    for bounded in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jcps");
+        let fx = metered_fx(bounded);
+        let root = [fx.root.clone()];
+        let holder = fx.holder.did();
+        let f = frame(&fx.root, "invoke", 1);
+        let zero = cost(0);
+        let req = Request { frame: &f, chain: &root, caller: &holder, cost: &zero, now: 1, flow: None };
+        {
+            let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+            dg.record_grant(&fx.root).unwrap();
+            let r = dg.authorize(&req).unwrap().unwrap();
+            let reservation = r.reservation.receipt;
+            let measured = cost(200);
+            let rec = dg.charge(r, &Request { cost: &measured, ..req }).unwrap();
+            assert!(rec.decision.is_allow());
+            assert_eq!((rec.decision.debited_uj, rec.decision.breach), (200, None));
+            assert_eq!(dg.gate().spent(&fx.root.id()).uj, 200, "the measured cost, once");
+            assert!(dg.pending_of(&reservation).is_none(), "the reservation is settled");
+            dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
+            // A charge over the bound: debited in full, the breach recorded.
+            let r = dg.authorize(&req).unwrap().unwrap();
+            let measured = cost(300);
+            let rec = dg.charge(r, &Request { cost: &measured, ..req }).unwrap();
+            assert_eq!(rec.decision.breach, if bounded { Some(Reason::CaveatUnsatisfied) } else { None });
+            assert_eq!(dg.gate().spent(&fx.root.id()).uj, 500);
+            dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
+            dg.close().unwrap();
+        }
+        let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        assert_eq!(replay.rejected_total(), 0, "{:?}", replay.rejected_at);
+        assert!(replay.unresolved.is_empty(), "{:?}", replay.unresolved);
+        assert_eq!(replay.settlements, 2);
+        assert_eq!(dg.gate().spent(&fx.root.id()).uj, 500, "replay re-derives the measured spend exactly");
+    }
+}
+
+#[test]
+fn s4_11_a_crash_between_the_charge_and_its_settlement_keeps_both_debits() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = metered_fx(true);
+    let root = [fx.root.clone()];
+    let holder = fx.holder.did();
+    let f = frame(&fx.root, "invoke", 1);
+    let zero = cost(0);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &zero, now: 1, flow: None };
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        let r = dg.authorize(&req).unwrap().unwrap();
+        // The charge's receipt is written, its settlement is not.
+        dg.fail_append_after_for_tests(1);
+        let measured = cost(100);
+        assert_eq!(dg.charge(r, &Request { cost: &measured, ..req }).unwrap_err().code(), "io");
+        assert_eq!(dg.gate().spent(&fx.root.id()).uj, 350, "held and charged");
+        drop(dg);
+    }
+    let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.settlements, 0);
+    assert_eq!(replay.unresolved.len(), 2, "the reservation and the charge");
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 350, "never lower than what was held");
+}
+
+#[test]
+fn s4_11_a_settlement_that_matches_nothing_takes_nothing_back() {
+    use jcp_receipt::record::Settlement;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let q = dir.path().join("t.jcps");
+    let fx = metered_fx(false);
+    let root = [fx.root.clone()];
+    let holder = fx.holder.did();
+    let f = frame(&fx.root, "invoke", 1);
+    let zero = cost(0);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &zero, now: 1, flow: None };
+    // A settled reservation in one stream; its settlement record spliced
+    // into another stream where the reservation is not: refused.
+    {
+        let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+        let r = dg.authorize(&req).unwrap().unwrap();
+        let measured = cost(10);
+        dg.charge(r, &Request { cost: &measured, ..req }).unwrap();
+        dg.close().unwrap();
+    }
+    let settlement = items(&p)
+        .into_iter()
+        .filter_map(|i| match i {
+            Item::Record(r) if r.kind == RecordKind::Outcome => Some(r.payload),
+            _ => None,
+        })
+        .next_back()
+        .unwrap();
+    let mut dids = jcp_receipt::cose::DidCache::new();
+    let (st, _): (Settlement, _) = jcp_receipt::record::open_settlement(&settlement, &mut dids).unwrap();
+    assert_eq!(st.open_reservation(&mut dids).unwrap().core.cost_uj, 1000);
+    {
+        let (mut dg, _) = DurableGate::open(&q, fx.steward.clone(), Gate::new()).unwrap();
+        let c = cost(5);
+        assert!(dg.decide(&Request { cost: &c, ..req }).unwrap().decision.is_allow());
+        dg.close().unwrap();
+    }
+    let framed = stream::frame(RecordKind::Outcome, &settlement).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&q).unwrap().write_all(&framed).unwrap();
+    let (dg, replay) = DurableGate::open(&q, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(replay.rejected.get("settlement-unmatched"), Some(&1));
+    assert_eq!(dg.gate().spent(&fx.root.id()).uj, 5, "nothing taken back");
+}

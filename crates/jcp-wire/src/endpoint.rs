@@ -4,7 +4,10 @@
 //! record) and decides requests in arrival order. It takes requests in
 //! batches: each is decided and appended, then one sync makes the batch
 //! durable (group commit), and only then do the batch's responses leave
-//! and the actions behind its allows run. Connection tasks read and decode
+//! and the actions behind its allows run. The sync runs on a second
+//! thread, so the core decides the next batch while the last one is made
+//! durable; batches queued during a sync share the next one. Connection
+//! tasks read and decode
 //! frames, check the caller's signature (on every core of the machine) and
 //! write responses, so a client that misbehaves holds nothing but its own
 //! task.
@@ -195,8 +198,41 @@ struct Binding {
 }
 
 /// A request's record: the request as admitted and the time it was decided.
-fn request_record(req_bytes: &[u8], decided_at: u64) -> Vec<u8> {
-    cbor::map([("request", Some(Value::Bytes(req_bytes.to_vec()))), ("decided_at", Some(Value::Uint(decided_at)))]).encode()
+fn request_record(req_bytes: Vec<u8>, decided_at: u64) -> Vec<u8> {
+    cbor::map([("request", Some(Value::Bytes(req_bytes))), ("decided_at", Some(Value::Uint(decided_at)))]).encode()
+}
+
+/// A request's identity and whether its caller's signature verifies
+/// ([`WireRequest::id`] and [`WireRequest::verify_signature`]), from one
+/// copy of the signed bytes rather than two encodings. `bytes` are the
+/// request's canonical bytes (`req.to_bytes()`).
+fn authenticate(req: &WireRequest, bytes: &[u8]) -> (ContentId, bool) {
+    let signed = signed_bytes_of(req, bytes);
+    debug_assert!(signed == req.signed_bytes(), "signed bytes cut from the body differ from the encoded ones");
+    (ContentId::of_bytes(&signed), req.caller.verify(&signed, &req.signature))
+}
+
+/// What the caller signed (every field but `signature`, canonical), cut
+/// from the request's canonical bytes instead of encoded again. In a
+/// canonical request map `signature` is the last entry (no field name of
+/// a request sorts after it: none is longer than 9 bytes, and of the
+/// 9-byte ones `continues` < `signature`), so the signed bytes are the map
+/// with one entry fewer and its last 76 bytes (`"signature"`, a 64-byte
+/// string) gone. Anything else falls back to encoding.
+fn signed_bytes_of(req: &WireRequest, bytes: &[u8]) -> Vec<u8> {
+    const TAIL: usize = 1 + 9 + 2 + 64;
+    let cut = bytes.len().checked_sub(TAIL).filter(|&at| at > 0);
+    if let (Some(at), Some(&head)) = (cut, bytes.first()) {
+        let tail = &bytes[at..];
+        // A map of 1..=23 entries has a one-byte head 0xa1..=0xb7.
+        if (0xa1..=0xb7).contains(&head) && tail[..12] == *b"\x69signature\x58\x40" && tail[12..] == req.signature {
+            let mut out = Vec::with_capacity(at);
+            out.push(head - 1);
+            out.extend_from_slice(&bytes[1..at]);
+            return out;
+        }
+    }
+    req.signed_bytes()
 }
 
 /// Reads a request record: the request and its decision time.
@@ -213,12 +249,106 @@ pub fn read_request_record(payload: &[u8]) -> Result<(WireRequest, u64), WireErr
 }
 
 enum Job {
-    Decide { req: Box<WireRequest>, id: ContentId, signed_ok: bool, tx: oneshot::Sender<Answer> },
+    /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
+    /// frame body it was decoded from, so the core does not encode it again.
+    Decide { req: Box<WireRequest>, bytes: Vec<u8>, id: ContentId, signed_ok: bool, tx: oneshot::Sender<Answer> },
     Feed { feed: Box<Feed>, tx: oneshot::Sender<FeedAnswer> },
     Outcome { receipt: ContentId, status: OutcomeStatus },
     Bind { handle: String, binding: Box<Binding> },
     Close { handle: String, outcome: ContentId, status: &'static str, tx: oneshot::Sender<Option<ContentId>> },
     Shutdown { tx: oneshot::Sender<Result<(), String>> },
+    /// The sync thread has handed batches back (their sync failed).
+    Wake,
+}
+
+/// A decided batch whose records are appended up to `end` (the stream's
+/// length after it): its answers leave only once a sync covers `end`.
+#[derive(Default)]
+struct Pending {
+    end: u64,
+    decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)>,
+    fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
+    closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
+}
+
+impl Pending {
+    /// The batch is durable: its answers leave.
+    fn release(self) {
+        for (tx, a, _) in self.decided {
+            let _ = tx.send(a);
+        }
+        for (tx, a) in self.fed {
+            let _ = tx.send(a);
+        }
+        for (tx, c) in self.closed {
+            let _ = tx.send(c);
+        }
+    }
+}
+
+/// `fdatasync` of the stream (a test can make it fail).
+fn sync_stream(file: &File) -> std::io::Result<()> {
+    #[cfg(test)]
+    if tests::FAIL_SYNC.load(Ordering::SeqCst) {
+        return Err(std::io::Error::other("injected sync failure"));
+    }
+    file.sync_data()
+}
+
+/// The group commit, off the core thread: makes decided batches durable
+/// in order, one `fdatasync` for every batch queued while the previous one
+/// ran, then lets their answers leave, while the core decides the next
+/// batch. The sync is on its own handle to the stream file (a sync makes
+/// the file's data durable whichever handle wrote it); the core thread
+/// remains the only writer. Once a sync fails nothing more is synced:
+/// every batch it holds then or gets after goes back to the core, which
+/// answers it `unrecorded` (§11).
+struct Syncer {
+    file: File,
+    /// The stream length known durable.
+    synced: u64,
+    failed: Option<String>,
+    rx: std::sync::mpsc::Receiver<Pending>,
+    back: std::sync::mpsc::Sender<(String, Pending)>,
+    wake: mpsc::WeakSender<Job>,
+    stats: Arc<Stats>,
+}
+
+impl Syncer {
+    fn run(mut self) {
+        while let Ok(first) = self.rx.recv() {
+            let mut group = vec![first];
+            while let Ok(p) = self.rx.try_recv() {
+                group.push(p);
+            }
+            // Lengths only grow: the last batch's end covers the group.
+            let end = group.iter().map(|p| p.end).max().unwrap_or(0);
+            if self.failed.is_none() && end > self.synced {
+                match sync_stream(&self.file) {
+                    Ok(()) => {
+                        self.synced = end;
+                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        tracing::error!("syncing the record failed: {e}");
+                        self.failed = Some(format!("syncing the record: {e}"));
+                    }
+                }
+            }
+            match &self.failed {
+                None => group.into_iter().for_each(Pending::release),
+                Some(why) => {
+                    for p in group {
+                        let _ = self.back.send((why.clone(), p));
+                    }
+                    if let Some(tx) = self.wake.upgrade() {
+                        // A full queue wakes the core anyway.
+                        let _ = tx.try_send(Job::Wake);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What the core answers a decision job.
@@ -236,6 +366,11 @@ struct Answer {
 struct Core {
     gate: DurableGate,
     read: File,
+    /// Hands appended batches to the sync thread (`None` once stopping).
+    syncer: Option<std::sync::mpsc::Sender<Pending>>,
+    sync_thread: Option<std::thread::JoinHandle<()>>,
+    /// Batches whose sync failed, back from the sync thread.
+    unsynced: std::sync::mpsc::Receiver<(String, Pending)>,
     table: HashMap<ContentId, Entry>,
     handles: HashMap<String, Binding>,
     window_s: u64,
@@ -329,7 +464,7 @@ impl Core {
         self.failed = Some(why);
     }
 
-    fn decide(&mut self, req: &WireRequest, id: ContentId, signed_ok: bool) -> Answer {
+    fn decide(&mut self, req: &WireRequest, req_bytes: Vec<u8>, id: ContentId, signed_ok: bool) -> Answer {
         let now = self.now();
         self.sweep(now);
         if let Some(why) = self.failed.clone() {
@@ -371,8 +506,10 @@ impl Core {
         }
         // Admitted: the request is recorded, then decided (its receipt
         // follows it in the stream).
-        let req_bytes = req.to_bytes();
-        let at = match self.gate.append_record(RecordKind::Request, &request_record(&req_bytes, now)) {
+        // One wire form (§11): the body a request was decoded from is its
+        // canonical encoding (held by the `wire_decode` fuzz target).
+        debug_assert!(req_bytes == req.to_bytes(), "a request's bytes are not its canonical encoding");
+        let at = match self.gate.append_record(RecordKind::Request, &request_record(req_bytes, now)) {
             Ok(at) => at,
             Err(e) => {
                 self.fail(e.to_string());
@@ -522,11 +659,72 @@ impl Core {
         }
     }
 
-    /// The core loop: take a batch, decide and append each, one sync, then
-    /// answer.
+    /// Answers a batch none of whose records is known durable: every
+    /// decision in it `unrecorded`, every admission refused.
+    fn answer_unrecorded(&mut self, why: &str, p: Pending) {
+        for (tx, a, req) in p.decided {
+            let a = if a.fresh || a.allow { self.unrecorded(&req, &format!("the record cannot be written: {why}")) } else { a };
+            let _ = tx.send(a);
+        }
+        for (tx, _) in p.fed {
+            let _ = tx.send(FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None });
+        }
+        for (tx, _) in p.closed {
+            let _ = tx.send(None);
+        }
+    }
+
+    /// Batches the sync thread could not make durable: the record has
+    /// failed; they are answered `unrecorded`.
+    fn take_unsynced(&mut self) {
+        while let Ok((why, p)) = self.unsynced.try_recv() {
+            if self.failed.is_none() {
+                self.fail(why);
+            }
+            let why = self.failed.clone().unwrap_or_default();
+            self.answer_unrecorded(&why, p);
+        }
+    }
+
+    /// Hands a decided batch to the sync thread; its answers leave once it
+    /// is durable. With the record failed, it is answered here.
+    fn commit(&mut self, mut p: Pending) {
+        if let Some(why) = self.failed.clone() {
+            self.answer_unrecorded(&why, p);
+            return;
+        }
+        p.end = self.gate.writer().len();
+        let refused = match &self.syncer {
+            Some(tx) => tx.send(p).err().map(|e| e.0),
+            None => Some(p),
+        };
+        if let Some(p) = refused {
+            self.fail("the sync thread has stopped".into());
+            let why = self.failed.clone().unwrap_or_default();
+            self.answer_unrecorded(&why, p);
+        }
+    }
+
+    /// Waits for the sync thread to finish what it holds, answers anything
+    /// it could not sync, then syncs and closes the record.
+    fn finish(mut self) -> Result<(), String> {
+        drop(self.syncer.take());
+        if let Some(t) = self.sync_thread.take() {
+            if t.join().is_err() {
+                self.fail("the sync thread panicked".into());
+            }
+        }
+        self.take_unsynced();
+        self.gate.close().map_err(|e| e.to_string())
+    }
+
+    /// The core loop: take a batch, decide and append each, hand it to the
+    /// sync thread (group commit: its answers leave once it is durable),
+    /// take the next batch.
     fn run(mut self, mut rx: mpsc::Receiver<Job>, batch_max: usize) {
         let mut batch: Vec<Job> = Vec::with_capacity(batch_max);
         loop {
+            self.take_unsynced();
             let Some(first) = rx.blocking_recv() else { break };
             batch.push(first);
             while batch.len() < batch_max {
@@ -535,19 +733,19 @@ impl Core {
                     Err(_) => break,
                 }
             }
-            let mut decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)> = Vec::new();
-            let mut fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)> = Vec::new();
-            let mut closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)> = Vec::new();
+            // A failed sync is known before this batch is decided.
+            self.take_unsynced();
+            let mut p = Pending::default();
             let mut shutdown = None;
             for job in batch.drain(..) {
                 match job {
-                    Job::Decide { req, id, signed_ok, tx } => {
-                        let a = self.decide(&req, id, signed_ok);
-                        decided.push((tx, a, req));
+                    Job::Decide { req, bytes, id, signed_ok, tx } => {
+                        let a = self.decide(&req, bytes, id, signed_ok);
+                        p.decided.push((tx, a, req));
                     }
                     Job::Feed { feed, tx } => {
                         let a = self.feed(&feed);
-                        fed.push((tx, a));
+                        p.fed.push((tx, a));
                     }
                     Job::Outcome { receipt, status } => {
                         if self.failed.is_none() {
@@ -561,51 +759,20 @@ impl Core {
                     }
                     Job::Close { handle, outcome, status, tx } => {
                         let c = self.close(&handle, outcome, status);
-                        closed.push((tx, c));
+                        p.closed.push((tx, c));
                     }
                     Job::Shutdown { tx } => shutdown = Some(tx),
+                    Job::Wake => {}
                 }
             }
             // Group commit: the batch is durable before anything leaves.
-            if self.failed.is_none() {
-                match self.gate.commit() {
-                    Ok(()) => {
-                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => self.fail(e.to_string()),
-                }
-            }
-            if let Some(why) = self.failed.clone() {
-                // Nothing of this batch is known durable: every decision in
-                // it is answered unrecorded, every admission refused.
-                for (tx, a, req) in decided {
-                    let a = if a.fresh || a.allow { self.unrecorded(&req, &format!("the record cannot be written: {why}")) } else { a };
-                    let _ = tx.send(a);
-                }
-                for (tx, _) in fed {
-                    let _ = tx.send(FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None });
-                }
-                for (tx, _) in closed {
-                    let _ = tx.send(None);
-                }
-            } else {
-                for (tx, a, _) in decided {
-                    let _ = tx.send(a);
-                }
-                for (tx, a) in fed {
-                    let _ = tx.send(a);
-                }
-                for (tx, c) in closed {
-                    let _ = tx.send(c);
-                }
-            }
+            self.commit(p);
             if let Some(tx) = shutdown {
-                let r = self.gate.close().map_err(|e| e.to_string());
-                let _ = tx.send(r);
+                let _ = tx.send(self.finish());
                 return;
             }
         }
-        if let Err(e) = self.gate.close() {
+        if let Err(e) = self.finish() {
             tracing::error!("closing the record failed: {e}");
         }
     }
@@ -686,9 +853,24 @@ impl Endpoint {
             requests_unreadable: counts.1,
             closings: counts.2,
         };
+        let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
+        let (to_sync, sync_rx) = std::sync::mpsc::channel();
+        let (back, unsynced) = std::sync::mpsc::channel();
+        let sync_file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&config.stream)
+            .map_err(|e| WireError::io(format!("opening {} to sync", config.stream.display()), e))?;
+        let syncer = Syncer { file: sync_file, synced: 0, failed: None, rx: sync_rx, back, wake: tx.downgrade(), stats: stats.clone() };
+        let sync_thread = std::thread::Builder::new()
+            .name("jcp-endpoint-sync".into())
+            .spawn(move || syncer.run())
+            .map_err(|e| WireError::io("starting the endpoint's sync thread", e))?;
         let core = Core {
             gate,
             read,
+            syncer: Some(to_sync),
+            sync_thread: Some(sync_thread),
+            unsynced,
             table,
             handles: HashMap::new(),
             window_s: config.window_s,
@@ -697,7 +879,6 @@ impl Endpoint {
             stats: stats.clone(),
             last_sweep: now,
         };
-        let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
         let batch_max = config.batch_max.max(1);
         let handle = std::thread::Builder::new()
             .name("jcp-endpoint-core".into())
@@ -736,12 +917,12 @@ impl Endpoint {
     /// Decides one request in-process (through the same core, record and
     /// memory as a socket request): the response's framed bytes.
     pub async fn submit(&self, req: WireRequest) -> Result<Vec<u8>, WireError> {
-        let signed_ok = req.verify_signature();
-        let id = req.id();
+        let bytes = req.to_bytes();
+        let (id, signed_ok) = authenticate(&req, &bytes);
         let (tx, rx) = oneshot::channel();
         self.shared
             .tx
-            .send(Job::Decide { req: Box::new(req), id, signed_ok, tx })
+            .send(Job::Decide { req: Box::new(req), bytes, id, signed_ok, tx })
             .await
             .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
         let a = rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
@@ -939,7 +1120,11 @@ async fn next_frame<S: AsyncRead + Unpin>(s: &mut S, cap: usize, timeout: Durati
     }
 }
 
-async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut s: S) {
+async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S) {
+    // Buffered reads: a frame's length and body (and any frames a client
+    // sent behind it) come in one read from the socket, not three.
+    // Writes go straight through.
+    let mut s = tokio::io::BufReader::new(s);
     loop {
         let body = match next_frame(&mut s, shared.cap, shared.frame_timeout).await {
             Ok(Some(b)) => b,
@@ -959,7 +1144,7 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut 
             }
         };
         let ok = match msg {
-            Inbound::Request(req) => handle_request(&shared, &mut s, req).await,
+            Inbound::Request(req) => handle_request(&shared, &mut s, req, body).await,
             Inbound::Feed(feed) => {
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {
@@ -977,12 +1162,12 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut 
     }
 }
 
-async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>, s: &mut S, req: Box<WireRequest>) -> bool {
+/// `body` is the frame body `req` was decoded from: its canonical bytes.
+async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>, s: &mut S, req: Box<WireRequest>, body: Vec<u8>) -> bool {
     // The caller's signature is checked here, on the runtime's worker
     // threads (every core); the core thread decides what a failure means
     // (§11: sealed, not remembered).
-    let signed_ok = req.verify_signature();
-    let id = req.id();
+    let (id, signed_ok) = authenticate(&req, &body);
     let (tx, rx) = oneshot::channel();
     let frame = req.frame.clone();
     let args = req.args.clone();
@@ -990,7 +1175,7 @@ async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>,
     let label = req.label.clone();
     // A first request's chain, kept to bind a handle the backend returns.
     let chain = if shared.backend.is_some() && continues.is_none() { req.chain.clone() } else { Vec::new() };
-    if shared.tx.send(Job::Decide { req, id, signed_ok, tx }).await.is_err() {
+    if shared.tx.send(Job::Decide { req, bytes: body, id, signed_ok, tx }).await.is_err() {
         return false;
     }
     let Ok(a) = rx.await else { return false };
@@ -1082,5 +1267,143 @@ pub fn unix_path(a: &Address) -> Option<&Path> {
     match a {
         Address::Unix(p) => Some(p),
         Address::Tcp(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use jcp::cbor::ContentId;
+    use jcp::decision::{Gate, Reason};
+    use jcp::energy::{Energy, Provenance};
+    use jcp::flow::Label;
+    use jcp::frame::{Frame, FrameKind, Trust};
+    use jcp::grant::{Capability, Grant};
+    use jcp::identity::Keypair;
+
+    use super::*;
+    use crate::message::{Outbound, RequestBody};
+
+    /// Makes the sync thread's next syncs fail (only this module's test
+    /// sets it).
+    pub(super) static FAIL_SYNC: AtomicBool = AtomicBool::new(false);
+
+    fn key(n: u8) -> Keypair {
+        Keypair::from_seed([n; 32]).unwrap()
+    }
+
+    fn request(g: &SignedGrant, payload: &[u8]) -> WireRequest {
+        RequestBody {
+            frame: Frame {
+                kind: FrameKind::ToolCall,
+                trust: Trust::Control,
+                grant_id: g.id(),
+                action: "read".into(),
+                resource: g.grant().capability.resource,
+                payload_hash: ContentId::of_bytes(payload),
+                model: None,
+            },
+            chain: vec![g.clone()],
+            cost: Energy::new(10, Provenance::HwShunt),
+            money: None,
+            label: Some(Label::bottom()),
+            args: Some(payload.to_vec()),
+            continues: None,
+            now: 1_800_000_000,
+        }
+        .sign(&key(2))
+    }
+
+    fn decision(framed: &[u8]) -> WireDecision {
+        match Outbound::decode(&framed[4..]).unwrap() {
+            Outbound::Response(r) => r.decision,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn s11_the_signed_bytes_cut_from_a_request_are_the_encoded_ones() {
+        let g = Grant {
+            issuer: key(1).did(),
+            subject: key(2).did(),
+            capability: Capability { resource: ContentId::of_bytes(b"tool"), actions: vec!["read".into()] },
+            budget_uj: 1000,
+            budget_funds: None,
+            caveats: vec![],
+            expiry: 0,
+            parent: None,
+            delegate_depth: None,
+            nonce: [1; 16],
+        }
+        .sign(&key(1))
+        .unwrap();
+        let plain = request(&g, b"q");
+        let bare = WireRequest { label: None, args: None, ..plain.clone() };
+        let full = RequestBody {
+            frame: plain.frame.clone(),
+            chain: vec![g.clone()],
+            cost: plain.cost,
+            money: Some(jcp::decision::Money { currency: "EUR".into(), minor: 7 }),
+            label: Some(Label::untrusted_from(["web"])),
+            args: Some(b"q".to_vec()),
+            continues: Some("h".repeat(128)),
+            now: 1,
+        }
+        .sign(&key(2));
+        for r in [plain, bare, full] {
+            let bytes = r.to_bytes();
+            assert_eq!(signed_bytes_of(&r, &bytes), r.signed_bytes());
+            assert_eq!(authenticate(&r, &bytes), (r.id(), r.verify_signature()));
+        }
+        // Anything that is not a request's canonical tail is encoded instead.
+        let r = request(&g, b"q");
+        assert_eq!(signed_bytes_of(&r, b""), r.signed_bytes());
+        assert_eq!(signed_bytes_of(&r, &r.signed_bytes()), r.signed_bytes());
+    }
+
+    #[test]
+    fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::new(dir.path().join("s.jcps"));
+        cfg.clock = Arc::new(|| 1_800_000_000);
+        let g = Grant {
+            issuer: key(1).did(),
+            subject: key(2).did(),
+            capability: Capability { resource: ContentId::of_bytes(b"tool"), actions: vec!["read".into()] },
+            budget_uj: 1000,
+            budget_funds: None,
+            caveats: vec![],
+            expiry: 0,
+            parent: None,
+            delegate_depth: None,
+            nonce: [1; 16],
+        }
+        .sign(&key(1))
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
+            let first = request(&g, b"one");
+            assert!(decision(&ep.submit(first.clone()).await.unwrap()).is_allow());
+            assert_eq!(ep.stats().commits, 1);
+            FAIL_SYNC.store(true, Ordering::SeqCst);
+            // Decided and appended, but its sync fails: answered unrecorded.
+            let d = decision(&ep.submit(request(&g, b"two")).await.unwrap());
+            assert_eq!(d.reason(), Some(Reason::Unrecorded), "{d:?}");
+            assert_eq!(d.debited_uj, 0);
+            FAIL_SYNC.store(false, Ordering::SeqCst);
+            // The record has failed: everything after is unrecorded, a
+            // repeat of a durable decision and a feed included.
+            assert_eq!(decision(&ep.submit(request(&g, b"three")).await.unwrap()).reason(), Some(Reason::Unrecorded));
+            assert_eq!(decision(&ep.submit(first).await.unwrap()).reason(), Some(Reason::Unrecorded));
+            let rev = jcp::revocation::Revocation::issue(&g, &key(1), Some([3; 16])).unwrap();
+            let a = ep.feed(Feed::Revocation { revocation: rev, grant: g.clone(), marker: 1 }).await.unwrap();
+            assert_eq!((a.admitted, a.code.as_str()), (false, "unrecorded"), "{a:?}");
+            let st = ep.stats();
+            assert_eq!((st.commits, st.allowed), (1, 2), "{st:?}");
+            assert!(st.unrecorded >= 3, "{st:?}");
+            ep.shutdown().await.unwrap();
+        });
     }
 }

@@ -369,6 +369,53 @@ impl Gate {
         }
     }
 
+    /// Takes back a debit (the inverse of [`Gate::replay_debit`], saturating
+    /// at zero). Only for releasing a reservation of the metered path
+    /// (§4.9, §4.11) once the charge that settles it is recorded; a
+    /// decision's own debit is never given back.
+    pub fn release(&mut self, chain_ids: &[ContentId], uj: u64, minor: u64, tainted: bool) {
+        for id in chain_ids {
+            if let Some(s) = self.spend.get_mut(id) {
+                s.uj = s.uj.saturating_sub(uj);
+                s.minor = s.minor.saturating_sub(minor);
+                if tainted {
+                    s.tainted_uj = s.tainted_uj.saturating_sub(uj);
+                }
+            }
+        }
+    }
+
+    /// What an enforcement point holds for a metered action between phase
+    /// one and its charge (§4.9, §4.11): the most phase two could debit
+    /// without a breach. Joules: the smallest remainder over the links,
+    /// bounded by the smallest `MaxCostUj` of any link; money, where a link
+    /// carries a money ceiling: the smallest remainder over those links, in
+    /// the first one's currency. Graded `Estimator` (a bound, not a
+    /// measurement), `Whole`. Pure: the caller debits it.
+    pub fn reservation(&self, req: &Request<'_>) -> Cost {
+        let mut uj = req
+            .chain
+            .iter()
+            .map(|g| g.grant().budget_uj.saturating_sub(self.spent(&g.id()).uj))
+            .min()
+            .unwrap_or(0);
+        for c in req.chain.iter().flat_map(|g| g.grant().caveats.iter()) {
+            if let Caveat::MaxCostUj(n) = c {
+                uj = uj.min(*n);
+            }
+        }
+        let mut money: Option<Money> = None;
+        for g in req.chain {
+            let Some(f) = &g.grant().budget_funds else { continue };
+            let left = f.minor.saturating_sub(self.spent(&g.id()).minor);
+            match &mut money {
+                Some(m) => m.minor = m.minor.min(left),
+                None => money = Some(Money { currency: f.currency.clone(), minor: left }),
+            }
+        }
+        Cost { energy: Energy::new(uj, crate::energy::Provenance::Estimator), money }
+    }
+
     /// Decides and, on allow, debits every link (§7). Caches a verified chain.
     pub fn decide(&mut self, req: &Request<'_>) -> Decision {
         let (decision, verified_key) = self.evaluate_inner(req, Phase::Whole);

@@ -744,6 +744,12 @@ fn c21_an_admitted_amendment_supersedes_the_steered_grant() {
     assert!(gate.is_superseded(&g.id()));
     let d = spend(&mut gate, &g, &k.agent, 1);
     assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded), "{}", d.detail);
+    // Phase one of the metered path refuses it too.
+    let f = frame_on(&g);
+    let did = k.agent.did();
+    let zero = jcp::decision::Cost::energy(jcp::energy::Energy::new(0, Provenance::HwShunt));
+    let req = jcp::decision::Request { frame: &f, chain: std::slice::from_ref(&g), caller: &did, cost: &zero, now: NOW, flow: None };
+    assert_eq!(gate.authorize(&req).unwrap_err().reason(), Some(jcp::decision::Reason::Superseded));
     assert!(spend(&mut gate, &cont, &k.agent, 300).is_allow());
     assert_eq!(spend(&mut gate, &cont, &k.agent, 1).reason(), Some(jcp::decision::Reason::BudgetExceeded));
 }

@@ -192,6 +192,43 @@ fn c24_two_phase_metered_path_defers_cost_caveats_and_records_a_breach_with_the_
     assert_eq!(gate.spent(&g.id()).uj, 300);
 }
 
+#[test]
+fn s4_11_a_reservation_is_the_most_phase_two_can_charge_without_a_breach() {
+    // Root 1 000 µJ / 100 USD minor; child 300 µJ under MaxCostUj(250).
+    let (issuer, agent, worker) = (key(1), key(2), key(3));
+    let root = funded(1_000, 100).sign(&issuer).unwrap();
+    let child = attenuate(&root, &agent, Attenuation {
+        subject: Some(worker.did()),
+        budget_uj: Some(300),
+        add_caveats: vec![Caveat::MaxCostUj(250)],
+        nonce: Some([4; 16]),
+        ..Attenuation::default()
+    })
+    .unwrap();
+    let mut gate = Gate::new();
+    let chain = [root.clone(), child.clone()];
+    let f = frame_for(&child, "read");
+    let did = worker.did();
+    let c = cost(0);
+    let req = Request { frame: &f, chain: &chain, caller: &did, cost: &c, now: NOW, flow: None };
+    // The caveat binds below both remainders.
+    let r = gate.reservation(&req);
+    assert_eq!(r.energy.uj, 250);
+    assert_eq!(r.energy.provenance, Provenance::Estimator, "a bound, not a measurement");
+    assert_eq!(r.money, Some(Money { currency: "USD".into(), minor: 100 }));
+    // Spend on the root elsewhere: its remainder binds below the caveat.
+    gate.replay_debit(&[root.id()], 900, 70, false);
+    let r = gate.reservation(&req);
+    assert_eq!((r.energy.uj, r.money.as_ref().map(|m| m.minor)), (100, Some(30)));
+    // Held, then released: the spend is what it was.
+    let ids = [root.id(), child.id()];
+    gate.replay_debit(&ids, r.energy.uj, 30, false);
+    assert_eq!(gate.authorize(&req).unwrap_err().reason(), Some(Reason::BudgetExceeded), "the held chain is exhausted");
+    gate.release(&ids, r.energy.uj, 30, false);
+    assert_eq!((gate.spent(&root.id()).uj, gate.spent(&root.id()).minor, gate.spent(&child.id()).uj), (900, 70, 0));
+    assert!(gate.authorize(&req).is_ok());
+}
+
 fn ceiling_grant(ceiling: Label, tainted: Option<u64>) -> jcp::grant::SignedGrant {
     let mut g = root_grant(&key(1), &key(2), 1_000);
     g.caveats = vec![Caveat::FlowBelow(FlowCeiling { ceiling, tainted_budget_uj: tainted })];

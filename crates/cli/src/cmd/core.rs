@@ -16,6 +16,7 @@ use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{attenuate, shard, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant, Slice};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::{Revocation, SignedRevocation};
+use jcp_receipt::runtime::DurableGate;
 use serde_json::json;
 
 use crate::out::{coded, emit, CLEAN, FINDINGS};
@@ -628,6 +629,14 @@ pub struct DecideArgs {
     /// A trust root RESOURCE=DID (repeatable; RESOURCE as hex or text:NAME).
     #[arg(long = "trust-root")]
     trust_roots: Vec<String>,
+    /// The enforcement point's receipt stream (§8.1, §4.11): opened as its
+    /// only writer and replayed first, so spend accumulates across calls;
+    /// the decision is sealed and recorded there. Needs --steward-key.
+    #[arg(long, requires = "steward_key")]
+    stream: Option<PathBuf>,
+    /// The steward's key file (`jcp key new`): it seals the receipt.
+    #[arg(long, requires = "stream")]
+    steward_key: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -654,26 +663,91 @@ pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
         let (r, d) = tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
         gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
     }
+    let mut revocations = Vec::new();
     for rp in &a.revocations {
         let r = SignedRevocation::from_bytes(&read_bytes(rp)?).map_err(|e| core_err(rp, &e))?;
         let target = chain
             .iter()
             .find(|g| g.id() == r.revocation().grant_id)
             .ok_or_else(|| coded("revocation-unrelated", format!("{}: names a grant not in the chain", rp.display())))?;
-        gate.admit_revocation(&r, target).map_err(|e| core_err(rp, &e))?;
+        revocations.push((rp, r, target));
     }
     let label = a.flow.as_deref().map(parse_label).transpose()?;
     let now = match a.now {
         Some(n) => n,
         None => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
     };
-    let d = gate.decide(&Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now, flow: label.as_ref() });
-    emit(a.json, &json!({"decision": d, "frame_id": frame.id(), "now": now}), || match d.reason() {
-        None => format!(
-            "ALLOW  debited {} µJ from {} link(s); leaf remaining {} of {} µJ\n",
-            d.debited_uj, d.chain_ids.len(), d.budget_remaining_uj, d.budget_uj
-        ),
-        Some(r) => format!("DENY   {r}\n  {}\n  nothing debited\n", d.detail),
+    let req = Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now, flow: label.as_ref() };
+    // clap makes --stream and --steward-key go together.
+    let (d, recorded) = if let (Some(path), Some(key)) = (&a.stream, &a.steward_key) {
+        let (d, r) = decide_recorded(path, read_key(key)?, gate, &revocations, &req)?;
+        (d, Some(r))
+    } else {
+        for (rp, r, target) in &revocations {
+            gate.admit_revocation(r, target).map_err(|e| core_err(rp, &e))?;
+        }
+        (gate.decide(&req), None)
+    };
+    let mut out = json!({"decision": d, "frame_id": frame.id(), "now": now});
+    if let Some(r) = &recorded {
+        out["receipt"] = r.clone();
+    }
+    emit(a.json, &out, || {
+        let mut s = match d.reason() {
+            None => format!(
+                "ALLOW  debited {} µJ from {} link(s); leaf remaining {} of {} µJ\n",
+                d.debited_uj, d.chain_ids.len(), d.budget_remaining_uj, d.budget_uj
+            ),
+            Some(r) => format!("DENY   {r}\n  {}\n  nothing debited\n", d.detail),
+        };
+        if let Some(r) = &recorded {
+            s += &format!(
+                "  receipt {} recorded at offset {} of {} (steward {})\n",
+                r["id"].as_str().unwrap_or("?"),
+                r["offset"],
+                r["stream"].as_str().unwrap_or("?"),
+                r["steward"].as_str().unwrap_or("?")
+            );
+        }
+        s
     })?;
     Ok(ExitCode::from(if d.is_allow() { CLEAN } else { FINDINGS }))
+}
+
+/// `jcp decide --stream`: opens the stream as its single writer (§4.11:
+/// another writer holding it is an error naming the file), replays it
+/// through `gate` so spend accumulates across calls, admits the given
+/// revocations not already replayed (each recorded before it applies, at
+/// the point's current marker), then decides, seals and records the
+/// receipt before returning (§8, §4.11). Returns the decision and the
+/// receipt's `{id, offset, stream, steward}`.
+fn decide_recorded(
+    path: &Path,
+    steward: Keypair,
+    gate: Gate,
+    revocations: &[(&PathBuf, SignedRevocation, &SignedGrant)],
+    req: &Request<'_>,
+) -> anyhow::Result<(jcp::decision::Decision, serde_json::Value)> {
+    // Every message names the file (most of the stream's errors do already).
+    let stream_err = |e: jcp_receipt::StreamError| {
+        let (msg, file) = (e.to_string(), path.display().to_string());
+        coded(e.code(), if msg.contains(&file) { msg } else { format!("{file}: {msg}") })
+    };
+    let (mut dg, _replay) = DurableGate::open(path, steward, gate).map_err(stream_err)?;
+    for (rp, r, target) in revocations {
+        if dg.gate().is_revoked(&target.id()) {
+            continue;
+        }
+        let marker = dg.known_through().unwrap_or(0);
+        dg.admit_revocation(r, target, marker).map_err(|e| coded(e.code(), format!("{}: {e}", rp.display())))?;
+    }
+    let rec = dg.decide(req).map_err(stream_err)?;
+    let info = json!({
+        "id": rec.receipt,
+        "offset": rec.offset,
+        "stream": path.display().to_string(),
+        "steward": dg.steward().to_did_string(),
+    });
+    dg.close().map_err(stream_err)?;
+    Ok((rec.decision, info))
 }

@@ -1,4 +1,5 @@
 //! One module per subcommand group.
+pub mod agent;
 pub mod audit;
 pub mod blueprint;
 pub mod core;

@@ -1,0 +1,384 @@
+//! `jcp agent demo` across real processes (§4.3, §4.7, §11, C21): a served
+//! endpoint, a long simulated agent run, and a steward who revokes or
+//! amends it while it runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use jcp::steering::{Record, Run};
+use serde_json::Value;
+
+/// Every wait in these tests is bounded by this.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn jcp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = jcp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn setup(dir: &Path, budget_uj: u64) {
+    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
+    ok(
+        dir,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &agent,
+            "--resource",
+            "text:search",
+            "--actions",
+            "read",
+            "--budget-uj",
+            &budget_uj.to_string(),
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "root.jcp",
+        ],
+    );
+}
+
+/// A child process whose stdout lines arrive on a channel; killed when
+/// dropped, so a failing test never leaves it running.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Proc {
+    fn spawn(dir: &Path, name: &'static str, args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
+            .current_dir(dir)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (mut err, sink) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Self { name, child, lines, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The next stdout line, within the bound.
+    fn line(&self) -> String {
+        match self.lines.recv_timeout(WAIT) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => panic!("{}: no output line within {WAIT:?}; stderr: {}", self.name, self.stderr()),
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(200));
+                panic!("{}: stdout closed; stderr: {}", self.name, self.stderr())
+            }
+        }
+    }
+
+    /// The next JSON event.
+    fn event(&self) -> Value {
+        let l = self.line();
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{}: not a JSON line ({e}): {l}", self.name))
+    }
+
+    /// Events up to and including the first that `stop` accepts.
+    fn until(&self, stop: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = Vec::new();
+        loop {
+            assert!(Instant::now() < deadline, "{}: waited too long; events so far: {seen:?}", self.name);
+            let e = self.event();
+            let done = stop(&e);
+            seen.push(e);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "{}: did not exit within {WAIT:?}", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM: `jcp serve` flushes its record and releases it.
+    fn sigterm(&mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        self.wait()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `jcp serve` on `unix:DIR/s.sock`, recording to `DIR/s.jcps`; returns it
+/// once it says it is listening, with the address.
+fn serve(dir: &Path) -> (Proc, String) {
+    let addr = format!("unix:{}", dir.join("s.sock").display());
+    let p = Proc::spawn(dir, "jcp serve", &["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "jcp serve did not start: {}", p.stderr());
+        if p.line().starts_with("jcp serve: listening on ") {
+            return (p, addr);
+        }
+    }
+}
+
+fn agent(dir: &Path, addr: &str, extra: &[&str]) -> Proc {
+    let mut args = vec![
+        "agent", "demo", "--connect", addr, "--run", "r.jcprun", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "100",
+        "--interval-ms", "40", "--json",
+    ];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--wait-timeout-s") {
+        args.extend_from_slice(&["--wait-timeout-s", "60"]);
+    }
+    Proc::spawn(dir, "jcp agent demo", &args)
+}
+
+fn is(e: &Value, event: &str) -> bool {
+    e["event"] == event
+}
+
+/// The signed checkpoint and amendment of a run file's last steering, as
+/// the files `jcp feed amend` takes.
+fn export_steering(dir: &Path, run: &str) {
+    let run = Run::read(&dir.join(run)).unwrap();
+    let cp = run.records().iter().rev().find_map(|r| if let Record::Checkpoint(c) = r { Some(c.to_bytes()) } else { None });
+    let am = run.records().iter().rev().find_map(|r| if let Record::Amendment(a) = r { Some(a.to_bytes()) } else { None });
+    std::fs::write(dir.join("cp.jcp"), cp.unwrap()).unwrap();
+    std::fs::write(dir.join("am.jcp"), am.unwrap()).unwrap();
+}
+
+fn call(dir: &Path, addr: &str, chain: &str) -> (i32, Value) {
+    let o = jcp(dir, &["call", "--connect", addr, "--key", "agent.key", "--chain", chain, "--cost-uj", "1", "--json"]);
+    (o.status.code().unwrap_or(-1), serde_json::from_slice(&o.stdout).unwrap_or(Value::Null))
+}
+
+#[test]
+fn c21_agent_stops_on_revocation() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1_000_000_000);
+    let (mut server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "1000"]);
+    let started = ag.event();
+    assert!(is(&started, "started"), "{started}");
+    let root = started["grant"].as_str().unwrap().to_owned();
+    // Some allowed actions, then the issuer revokes and the feed delivers it.
+    let first = ag.until(|e| is(e, "decision") && e["step"] == 3);
+    assert!(first.iter().all(|e| e["verdict"] == "allow" && e["debited_uj"] == 100), "{first:?}");
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
+    ok(d, &["feed", "revoke", "--connect", &addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "1"]);
+    let rest = ag.until(|e| is(e, "stopped"));
+    let stopped = rest.last().unwrap();
+    assert_eq!(stopped["why"], "revoked", "{rest:?}");
+    assert_eq!(stopped["message"], format!("stopped: grant {root} was revoked"));
+    assert_eq!(ag.wait().code(), Some(1), "{}", ag.stderr());
+    let decisions: Vec<&Value> = first.iter().chain(&rest).filter(|e| is(e, "decision")).collect();
+    let (last, allowed) = decisions.split_last().unwrap();
+    assert!(allowed.iter().all(|e| e["verdict"] == "allow"), "{decisions:?}");
+    assert_eq!((last["verdict"].as_str(), last["reason"].as_str()), (Some("deny"), Some("revoked")));
+    assert_eq!(stopped["allowed"], allowed.len());
+    assert_eq!(stopped["spent_uj"], 100 * allowed.len() as u64);
+    // Steps are consecutive: one decision per action, none repeated.
+    for (i, e) in decisions.iter().enumerate() {
+        assert_eq!(e["step"], i + 1);
+    }
+    // The record holds every decision, and audits.
+    assert!(server.sigterm().success(), "{}", server.stderr());
+    let o = jcp(d, &["audit", "s.jcps", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["receipts"]["verified"], decisions.len(), "{v}");
+    assert_eq!(v["receipts"]["wire_requests"], decisions.len(), "{v}");
+    assert_eq!((v["receipts"]["allows"].as_u64(), v["receipts"]["denies"].as_u64()), (Some(allowed.len() as u64), Some(1)), "{v}");
+    assert_eq!(v["receipts"]["deny_reasons"]["revoked"], 1, "{v}");
+    assert_eq!(v["receipts"]["revocation_notices"], 1, "{v}");
+    // The agent settled every allow it was given (§4.11): nothing unresolved.
+    assert_eq!(v["receipts"]["outcomes"], allowed.len(), "{v}");
+    assert_eq!((o.status.code(), v["clean"].as_bool()), (Some(0), Some(true)), "{v}");
+}
+
+#[test]
+fn c21_agent_continues_under_amended_ceiling() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1000);
+    let (_server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "3"]);
+    let started = ag.event();
+    let root = started["grant"].as_str().unwrap().to_owned();
+    assert_eq!(started["budget_uj"], 1000);
+    // The run file is created under the leaf; three allowed actions, then
+    // a checkpoint stating the 300 µJ the agent was debited.
+    let first = ag.until(|e| is(e, "checkpoint"));
+    let cp = first.last().unwrap();
+    assert_eq!(first.iter().filter(|e| is(e, "decision") && e["verdict"] == "allow").count(), 3, "{first:?}");
+    assert_eq!((cp["seq"].as_u64(), cp["spent_uj"].as_u64()), (Some(0), Some(300)), "{cp}");
+    assert_eq!(cp["grant"], root.as_str());
+    // Above the remainder (700): the steward's tool refuses it.
+    let o = jcp(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "701"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The steward amends: 200 µJ for the rest of the run.
+    let out = ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "200", "--continuation-out", "cont.jcp", "--json"]);
+    let amended: Value = serde_json::from_str(&out).unwrap();
+    let cont = amended["continuation"].as_str().unwrap().to_owned();
+    export_steering(d, "r.jcprun");
+    let fed = ok(d, &[
+        "feed", "amend", "--connect", &addr, "--steered", "root.jcp", "--checkpoint", "cp.jcp", "--amendment", "am.jcp", "--continuation", "cont.jcp", "--json",
+    ]);
+    let fed: Value = serde_json::from_str(&fed).unwrap();
+    assert_eq!(fed["admitted"], true, "{fed}");
+    // The agent verifies the amendment and continues under the continuation.
+    let rest = ag.until(|e| is(e, "stopped"));
+    let continued = rest.iter().find(|e| is(e, "continued")).unwrap_or_else(|| panic!("{rest:?}"));
+    assert_eq!(continued["checkpoint"], cp["id"]);
+    assert_eq!(continued["continuation"], cont.as_str());
+    assert_eq!(continued["budget_uj"], 200);
+    assert_eq!(continued["chain"], serde_json::json!([cont]), "a root re-issue is a chain of its own");
+    let after: Vec<&Value> = rest.iter().filter(|e| is(e, "decision")).collect();
+    assert!(after.iter().all(|e| e["grant"] == cont.as_str()), "{after:?}");
+    let debited: u64 = after.iter().map(|e| e["debited_uj"].as_u64().unwrap()).sum();
+    assert_eq!(debited, 200, "never past the amended ceiling: {after:?}");
+    assert_eq!(after.iter().map(|e| e["verdict"].as_str().unwrap()).collect::<Vec<_>>(), ["allow", "allow", "deny"]);
+    assert_eq!(after[2]["reason"], "budget-exceeded");
+    let stopped = rest.last().unwrap();
+    assert_eq!(stopped["why"], "budget-exhausted", "{stopped}");
+    assert_eq!(stopped["message"], "stopped: budget exhausted: 0 µJ remain, the next action costs 100 µJ");
+    assert_eq!(stopped["spent_uj"], 500);
+    assert_eq!(ag.wait().code(), Some(1), "{}", ag.stderr());
+    // The steered grant is superseded at the endpoint (needs
+    // Gate::admit_amendment): a request on it is denied.
+    let (code, v) = call(d, &addr, "root.jcp");
+    assert_eq!((code, v["reason"].as_str()), (1, Some("superseded")), "{v}");
+    // The run file verifies clean, active under the continuation.
+    let v: Value = serde_json::from_str(&ok(d, &["run", "verify", "r.jcprun", "--json"])).unwrap();
+    assert_eq!(v["clean"], true, "{v}");
+    assert_eq!(v["active_grant"], cont.as_str());
+    // Started again on the same run file, the agent resumes under the
+    // continuation with the spend its run declared, and is stopped at once.
+    let mut ag2 = agent(d, &addr, &["--checkpoint-every", "3"]);
+    let started = ag2.event();
+    assert_eq!((started["grant"].as_str(), started["spent_uj"].as_u64()), (Some(cont.as_str()), Some(300)), "{started}");
+    let rest = ag2.until(|e| is(e, "stopped"));
+    assert_eq!(rest.last().unwrap()["why"], "budget-exhausted", "{rest:?}");
+    assert_eq!(ag2.wait().code(), Some(1));
+}
+
+#[test]
+fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1_000_000_000);
+    let (_server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "0"]);
+    let root = ag.event()["grant"].as_str().unwrap().to_owned();
+    ag.until(|e| is(e, "decision") && e["step"] == 2);
+    // The steward steers a copy of the run the agent never sees.
+    std::fs::copy(d.join("r.jcprun"), d.join("steer.jcprun")).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().to_string();
+    ok(d, &["run", "checkpoint", "--run", "steer.jcprun", "--key", "agent.key", "--state", "text:x", "--at", &now, "--spent-uj", "200"]);
+    ok(d, &["run", "amend", "--run", "steer.jcprun", "--key", "issuer.key", "--budget-uj", "1000", "--continuation-out", "cont.jcp"]);
+    export_steering(d, "steer.jcprun");
+    ok(d, &["feed", "amend", "--connect", &addr, "--steered", "root.jcp", "--checkpoint", "cp.jcp", "--amendment", "am.jcp", "--continuation", "cont.jcp"]);
+    let rest = ag.until(|e| is(e, "stopped"));
+    let stopped = rest.last().unwrap();
+    assert_eq!(stopped["why"], "superseded", "{rest:?}");
+    assert_eq!(stopped["message"], format!("stopped: grant {root} superseded, no continuation in the run file r.jcprun"));
+    assert_eq!(rest.iter().rev().nth(1).unwrap()["reason"], "superseded");
+    assert_eq!(ag.wait().code(), Some(1));
+}
+
+#[test]
+fn c21_agent_waits_for_an_amendment_and_times_out() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1000);
+    let (_server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "2", "--wait-timeout-s", "1"]);
+    let events = ag.until(|e| is(e, "stopped"));
+    let cp = events.iter().find(|e| is(e, "checkpoint")).unwrap();
+    let stopped = events.last().unwrap();
+    assert_eq!(stopped["why"], "wait-timeout", "{events:?}");
+    assert!(stopped["message"].as_str().unwrap().contains(cp["id"].as_str().unwrap()), "{stopped}");
+    assert_eq!(ag.wait().code(), Some(1));
+    // The checkpoint is in the run file, signed by the agent.
+    let v: Value = serde_json::from_str(&ok(d, &["run", "verify", "r.jcprun", "--json"])).unwrap();
+    assert_eq!(v["checkpoints"][0]["id"], cp["id"]);
+    assert_eq!(v["checkpoints"][0]["spent"]["uj"], 200);
+}
+
+#[test]
+fn c21_agent_exits_2_when_no_endpoint_listens() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1000);
+    let addr = format!("unix:{}", d.join("none.sock").display());
+    let mut args = vec!["agent", "demo", "--connect", addr.as_str(), "--run", "r.jcprun", "--key", "agent.key", "--chain", "root.jcp"];
+    let mut ag = Proc::spawn(d, "jcp agent demo", &args);
+    assert_eq!(ag.wait().code(), Some(2));
+    let mut out = String::new();
+    while let Ok(l) = ag.lines.recv_timeout(Duration::from_secs(5)) {
+        out += &l;
+        out.push('\n');
+    }
+    assert!(out.contains(&format!("stopped: the endpoint at {addr} failed: [io]")), "{out}");
+    let err = ag.stderr();
+    assert!(err.contains("error [io]") && err.contains(&format!("connecting to {addr}")), "{err}");
+    // With --json: the stopped event names the error's code.
+    args.push("--json");
+    let mut ag = Proc::spawn(d, "jcp agent demo", &args);
+    let events = ag.until(|e| is(e, "stopped"));
+    assert_eq!((events.last().unwrap()["why"].as_str(), events.last().unwrap()["code"].as_str()), (Some("endpoint-error"), Some("io")));
+    assert_eq!(ag.wait().code(), Some(2));
+}
