@@ -329,8 +329,8 @@ fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().to_string();
     ok(d, &["run", "checkpoint", "--run", "steer.jcprun", "--key", "agent.key", "--state", "text:x", "--at", &now, "--spent-uj", "200"]);
     ok(d, &["run", "amend", "--run", "steer.jcprun", "--key", "issuer.key", "--budget-uj", "1000", "--continuation-out", "cont.jcp"]);
-    export_steering(d, "steer.jcprun");
-    ok(d, &["feed", "amend", "--connect", &addr, "--steered", "root.jcp", "--checkpoint", "cp.jcp", "--amendment", "am.jcp", "--continuation", "cont.jcp"]);
+    // Straight from the run file: its latest amendment and what it steers.
+    ok(d, &["feed", "amend", "--connect", &addr, "--run", "steer.jcprun"]);
     let rest = ag.until(|e| is(e, "stopped"));
     let stopped = rest.last().unwrap();
     assert_eq!(stopped["why"], "superseded", "{rest:?}");

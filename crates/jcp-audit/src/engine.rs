@@ -181,6 +181,9 @@ struct Engine {
     /// and steward that recorded it: that point's later allows on them are
     /// findings.
     superseded: Map<ContentId, Vec<(usize, Key, ContentId)>>,
+    /// For each continuation named by a verified amendment notice: the
+    /// run's declared spend when it began.
+    run_base: Map<ContentId, Option<u64>>,
 }
 
 /// Adds to a report counter without allocating the key when it exists
@@ -220,6 +223,7 @@ impl Engine {
             seen: SeenSet::with_capacity(signed_records),
             refused_receipts: Set::default(),
             superseded: Map::default(),
+            run_base: Map::default(),
         }
     }
 
@@ -325,11 +329,16 @@ impl Engine {
                         self.notices.push(Notice { notice: *n, stream: s, offset: off });
                     }
                     Body::Amendment(a) => {
-                        let checked = jcp::steering::verify_amendment(&a.steered, &a.checkpoint, &a.amendment)
+                        // A continuation steered again began at the spend its
+                        // own amendment's checkpoint stated (§4.7: spend is
+                        // cumulative over the run).
+                        let base = self.run_base.get(&a.steered.id()).copied().unwrap_or(Some(0));
+                        let checked = jcp::steering::verify_amendment_from(&a.steered, &a.checkpoint, &a.amendment, base)
                             .and_then(|_| jcp::steering::verify_continuation(&a.steered, a.amendment.amendment(), &a.continuation));
                         match checked {
                             Ok(()) => {
                                 self.counts.amendments += 1;
+                                self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
                                 self.superseded.entry(a.steered.id()).or_default().push((s, meta.steward, a.amendment.id()));
                             }
                             Err(e) => self.finding(s, off, "amendment-invalid", format!("an amendment notice whose amendment does not verify: {e}")),

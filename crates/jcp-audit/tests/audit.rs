@@ -785,3 +785,49 @@ fn s4_11_a_settlement_spliced_into_another_stream_takes_nothing_back() {
     let g = r.grants.iter().find(|g| g.grant_id == pts.root.id()).unwrap();
     assert_eq!(g.spent_uj, 100, "nothing taken back");
 }
+
+#[test]
+fn c21_the_audit_admits_a_continuation_steered_again() {
+    use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jcps");
+    let steward = Keypair::from_seed([9; 32]).unwrap();
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let g = Grant {
+        issuer: issuer.did(),
+        subject: agent.did(),
+        capability: Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] },
+        budget_uj: 1000,
+        budget_funds: None,
+        caveats: vec![],
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [1; 16],
+    }
+    .sign(&issuer)
+    .unwrap();
+    let did = agent.did();
+    let cost = Cost::energy(Energy::new(200, Provenance::HwShunt));
+    let spend = |p: &mut DurableGate, on: &SignedGrant| {
+        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: on.id(), action: "run".into(), resource: on.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
+        p.decide(&Request { frame: &f, chain: std::slice::from_ref(on), caller: &did, cost: &cost, now: 10, flow: None }).unwrap().decision
+    };
+    let at = |n: u64, uj: u64| CheckpointInput { state: ContentId([n as u8; 32]), at: 10 + n, spent: Some(Spent { uj, provenance: Provenance::HwShunt }), nonce: Some([n as u8; 16]) };
+    let (mut p, _) = DurableGate::open(&a, steward, Gate::new()).unwrap();
+    let mut run = Run::new(g.clone());
+    assert!(spend(&mut p, &g).is_allow());
+    let cp1 = run.checkpoint(&agent, at(1, 200)).unwrap();
+    let (am1, c1) = run.amend(&issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
+    p.admit_amendment(&g, &cp1, &am1, &c1).unwrap();
+    assert!(spend(&mut p, &c1).is_allow());
+    let cp2 = run.checkpoint(&agent, at(2, 400)).unwrap();
+    let (am2, c2) = run.amend(&issuer, AmendInput { budget_uj: 400, ..AmendInput::default() }).unwrap();
+    p.admit_amendment(&c1, &cp2, &am2, &c2).unwrap();
+    assert!(spend(&mut p, &c2).is_allow());
+    p.close().unwrap();
+    let r = audit(&[&a]);
+    assert_eq!(r.receipts.amendments, 2);
+    assert!(!codes(&r).iter().any(|(c, _)| c == "amendment-invalid" || c == "superseded-spend"), "{:?}", codes(&r));
+}

@@ -247,6 +247,9 @@ pub struct Gate {
     /// Steered grants superseded by an admitted amendment (§4.7 soft
     /// revoke): grant id → the amendment's id.
     superseded: HashMap<ContentId, ContentId>,
+    /// For each continuation admitted here: the run's declared spend when
+    /// it began (`None`: that checkpoint stated none).
+    run_base: HashMap<ContentId, Option<u64>>,
     spend: HashMap<ContentId, Spend>,
     verified: HashSet<ContentId>,
 }
@@ -310,7 +313,13 @@ impl Gate {
         amendment: &SignedAmendment,
         continuation: &SignedGrant,
     ) -> Result<(), Error> {
-        crate::steering::verify_amendment(steered, checkpoint, amendment)?;
+        // A continuation admitted here began at the spend its amendment's
+        // checkpoint stated; any other grant at 0 (the fail-closed reading).
+        let base = match self.run_base.get(&steered.id()) {
+            Some(b) => *b,
+            None => Some(0),
+        };
+        crate::steering::verify_amendment_from(steered, checkpoint, amendment, base)?;
         crate::steering::verify_continuation(steered, amendment.amendment(), continuation)?;
         let recorded = self.spent(&steered.id()).uj;
         let left = steered.grant().budget_uj.saturating_sub(recorded);
@@ -338,6 +347,7 @@ impl Gate {
     ) -> Result<(), Error> {
         self.check_amendment(steered, checkpoint, amendment, continuation)?;
         self.superseded.insert(steered.id(), amendment.id());
+        self.run_base.insert(continuation.id(), checkpoint.checkpoint().spent.map(|s| s.uj));
         Ok(())
     }
 

@@ -578,6 +578,20 @@ pub fn verify_amendment(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedA
     check_amendment_rules(grant, cp, am.amendment(), Some(0))
 }
 
+/// [`verify_amendment`] for a grant that may itself be a continuation:
+/// `base` is the cumulative spend the run had declared when `grant` began
+/// (the stated spend at the checkpoint where it was steered in; 0 for the
+/// run's own grant; `None` when that checkpoint stated none — the
+/// fail-closed reading counts all declared spend against `grant`).
+/// Checkpoints state spend across the whole run, so the remainder under a
+/// continuation is its budget less the spend declared since it began.
+pub fn verify_amendment_from(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedAmendment, base: Option<u64>) -> Result<u64, Error> {
+    if !am.verify_signature() {
+        return Err(Error::BadSignature { object: "Amendment", signer: am.amendment().amended_by.to_string() });
+    }
+    check_amendment_rules(grant, cp, am.amendment(), base)
+}
+
 /// Checks a continuation grant against the amendment that names it and the
 /// grant it continues (§4.7): the named id, the issuer's signature, the same
 /// issuer, agent and chain position (`parent`), a budget no larger than the

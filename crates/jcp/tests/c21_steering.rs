@@ -804,3 +804,27 @@ fn c21_a_chain_through_a_superseded_grant_is_refused() {
     let d = gate.decide(&jcp::decision::Request { frame: &f, chain: &chain, caller: &did, cost: &cost, now: NOW, flow: None });
     assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded));
 }
+
+#[test]
+fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
+    // 1000 µJ, amended to 600 at 200 declared; 200 more under the
+    // continuation (400 declared): the second ceiling is 600 − 200 = 400,
+    // not 600 − 400.
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let mut gate = jcp::decision::Gate::new();
+    assert!(spend(&mut gate, &g, &k.agent, 200).is_allow());
+    let mut run = Run::new(g.clone());
+    let cp1 = run.checkpoint(&k.agent, input(1, spent(200))).unwrap();
+    let (am1, c1) = run.amend(&k.issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&g, &cp1, &am1, &c1).unwrap();
+    assert!(spend(&mut gate, &c1, &k.agent, 200).is_allow());
+    let cp2 = run.checkpoint(&k.agent, input(2, spent(400))).unwrap();
+    let mut too_much = run.clone();
+    assert!(too_much.amend(&k.issuer, AmendInput { budget_uj: 401, ..AmendInput::default() }).is_err());
+    let (am2, c2) = run.amend(&k.issuer, AmendInput { budget_uj: 400, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&c1, &cp2, &am2, &c2).unwrap();
+    assert_eq!(spend(&mut gate, &c1, &k.agent, 1).reason(), Some(jcp::decision::Reason::Superseded));
+    assert!(spend(&mut gate, &c2, &k.agent, 400).is_allow());
+    run.verify().unwrap();
+}

@@ -329,18 +329,22 @@ enum FeedCmd {
         /// The endpoint: tcp:HOST:PORT or unix:PATH.
         #[arg(long)]
         connect: String,
-        /// The steered grant.
+        /// The run file (`jcp run amend` wrote the amendment into it): its latest amendment is sent,
+        /// with the checkpoint it steers at, the steered grant and the continuation.
+        #[arg(long, conflicts_with_all = ["steered", "checkpoint", "amendment", "continuation"])]
+        run: Option<PathBuf>,
+        /// The steered grant (instead of --run).
+        #[arg(long, requires_all = ["checkpoint", "amendment", "continuation"])]
+        steered: Option<PathBuf>,
+        /// The agent's signed checkpoint (instead of --run).
         #[arg(long)]
-        steered: PathBuf,
-        /// The agent's signed checkpoint.
+        checkpoint: Option<PathBuf>,
+        /// The issuer's signed amendment (instead of --run).
         #[arg(long)]
-        checkpoint: PathBuf,
-        /// The issuer's signed amendment.
+        amendment: Option<PathBuf>,
+        /// The continuation grant (instead of --run).
         #[arg(long)]
-        amendment: PathBuf,
-        /// The continuation grant.
-        #[arg(long)]
-        continuation: PathBuf,
+        continuation: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -369,10 +373,17 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             let rev = SignedRevocation::from_bytes(&read_bytes(&revocation)?).map_err(|e| core_err(&revocation, &e))?;
             (connect, Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker }, json)
         }
-        FeedCmd::Amend { connect, steered, checkpoint, amendment, continuation, json } => {
-            let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?).map_err(|e| core_err(&checkpoint, &e))?;
-            let am = SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
-            (connect, Feed::Amendment { steered: read_grant(&steered)?, checkpoint: cp, amendment: am, continuation: read_grant(&continuation)? }, json)
+        FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, json } => {
+            let feed = match (run, steered, checkpoint, amendment, continuation) {
+                (Some(run), ..) => latest_amendment(&run)?,
+                (None, Some(steered), Some(checkpoint), Some(amendment), Some(continuation)) => {
+                    let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?).map_err(|e| core_err(&checkpoint, &e))?;
+                    let am = SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
+                    Feed::Amendment { steered: read_grant(&steered)?, checkpoint: cp, amendment: am, continuation: read_grant(&continuation)? }
+                }
+                _ => return Err(coded("missing-argument", "give --run RUN.jcprun, or all of --steered, --checkpoint, --amendment and --continuation")),
+            };
+            (connect, feed, json)
         }
         FeedCmd::Outcome { connect, key, receipt, status, json } => {
             let holder = read_key(&key)?;
@@ -404,4 +415,35 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     Ok(ExitCode::from(if ans.admitted { CLEAN } else { FINDINGS }))
+}
+
+/// The latest amendment of a run file with what it steers: the checkpoint
+/// it names, the grant that checkpoint was under, and its continuation.
+fn latest_amendment(path: &std::path::Path) -> anyhow::Result<Feed> {
+    use jcp::steering::{Record, Run};
+    let run = Run::read(path).map_err(|e| core_err(path, &e))?;
+    let records = run.records();
+    let missing = |what: String| coded("run-incomplete", format!("{}: {what}", path.display()));
+    let am = records
+        .iter()
+        .rev()
+        .find_map(|r| if let Record::Amendment(a) = r { Some(a.clone()) } else { None })
+        .ok_or_else(|| missing("the run has no amendment yet".into()))?;
+    let a = am.amendment();
+    let cp = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Checkpoint(c) if c.id() == a.checkpoint => Some(c.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| missing(format!("the checkpoint {} the amendment steers at is not in the run", a.checkpoint)))?;
+    let grant = |id: ContentId| {
+        records.iter().find_map(|r| match r {
+            Record::Grant(g) if g.id() == id => Some(g.clone()),
+            _ => None,
+        })
+    };
+    let steered = grant(a.grant_id).ok_or_else(|| missing(format!("the steered grant {} is not in the run", a.grant_id)))?;
+    let continuation = grant(a.continuation).ok_or_else(|| missing(format!("the continuation {} is not in the run", a.continuation)))?;
+    Ok(Feed::Amendment { steered, checkpoint: cp, amendment: am, continuation })
 }
