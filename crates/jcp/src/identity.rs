@@ -87,6 +87,13 @@ impl PartialOrd for Did {
     }
 }
 
+/// How many parsed dids a thread recalls ([`Did::parse`]).
+pub const PARSED_RECALL: usize = 256;
+
+thread_local! {
+    static PARSED: std::cell::RefCell<std::collections::HashMap<String, Did>> = std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 impl Ord for Did {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.key.cmp(&other.key)
@@ -95,7 +102,27 @@ impl Ord for Did {
 
 impl Did {
     /// Parses a `did:key`, refusing every form but the canonical one.
+    ///
+    /// Parsing decompresses a curve point (a quarter of a signature
+    /// check); a process meets few keys, so each thread recalls the last
+    /// [`PARSED_RECALL`] it parsed by their exact text. A recalled did is
+    /// the one that text parsed to: a string that failed is never recalled.
     pub fn parse(s: &str) -> Result<Self, IdentityError> {
+        if let Some(d) = PARSED.with(|m| m.borrow().get(s).copied()) {
+            return Ok(d);
+        }
+        let d = Self::parse_uncached(s)?;
+        PARSED.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.len() >= PARSED_RECALL {
+                m.clear();
+            }
+            m.insert(s.to_owned(), d);
+        });
+        Ok(d)
+    }
+
+    fn parse_uncached(s: &str) -> Result<Self, IdentityError> {
         let rest = s.strip_prefix(DID_KEY_PREFIX).ok_or(IdentityError::NotDidKey)?;
         let mut chars = rest.chars();
         match chars.next() {
@@ -259,6 +286,25 @@ pub fn fresh_nonce() -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn s2_a_recalled_did_is_the_parsed_one_and_refusals_are_never_recalled() {
+        let kp = Keypair::from_seed([7; 32]).unwrap();
+        let text = kp.did().to_did_string();
+        assert_eq!(Did::parse(&text).unwrap(), kp.did());
+        assert_eq!(Did::parse(&text).unwrap(), kp.did());
+        // A non-canonical spelling of the same key is still refused.
+        let bad = format!("{text} ");
+        assert!(Did::parse(&bad).is_err());
+        assert!(Did::parse(&bad).is_err());
+        // Past the recall bound the table starts over; parsing stays right.
+        for n in 0..u16::try_from(PARSED_RECALL + 10).unwrap() {
+            let mut seed = [1u8; 32];
+            seed[..2].copy_from_slice(&n.to_le_bytes());
+            let k = Keypair::from_seed(seed).unwrap();
+            assert_eq!(Did::parse(&k.did().to_did_string()).unwrap(), k.did());
+        }
+    }
 
     #[test]
     fn s2_did_key_round_trips() {
