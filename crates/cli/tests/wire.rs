@@ -153,3 +153,39 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     assert_eq!(o.status.code(), Some(2));
     drop(s);
 }
+
+#[test]
+fn s2_an_encrypted_steward_key_serves_and_its_refusals_name_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    std::fs::write(d.join("pass"), "open sesame\n").unwrap();
+    std::fs::write(d.join("wrong"), "open barley\n").unwrap();
+    let out = ok(d, &["key", "new", "--out", "enc.key", "--passphrase-file", "pass", "--work-factor", "10", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["encrypted"], true);
+    // The did is shown while locked.
+    assert_eq!(ok(d, &["key", "show", "enc.key"]).trim(), v["did"].as_str().unwrap());
+    // Locked: no passphrase file given.
+    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "e.jcps", "--steward-key", "enc.key"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("key-locked"), "{}", String::from_utf8_lossy(&o.stderr));
+    // Wrong passphrase: named, exit 2.
+    let o = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).env("JCP_PASSPHRASE_FILE", d.join("wrong"))
+        .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "e.jcps", "--steward-key", "enc.key"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("key-wrong-passphrase") && err.contains("enc.key"), "{err}");
+    // Unlocked: it seals receipts as that did.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).env("JCP_PASSPHRASE_FILE", d.join("pass"))
+        .args(["serve", "--listen", "unix:e.sock", "--stream", "e.jcps", "--steward-key", "enc.key"])
+        .stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("listening on unix:e.sock"), "{line}");
+    let (code, r) = call(d, &["call", "--connect", "unix:e.sock", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "5", "--json"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["receipt"]["steward"], v["did"]);
+}

@@ -29,9 +29,25 @@ struct KeyFile {
     seed: String,
 }
 
+/// A passphrase from a file: its first line, without the line end.
+fn read_passphrase(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading passphrase file {}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
 /// Reads a key file of `jcp key new` (`{did, seed}` JSON), checking that the
-/// did is the seed's. Every subcommand that signs reads keys through this.
+/// did is the seed's, or an encrypted steward key file (`keystore`) opened
+/// with the passphrase in the file `JCP_PASSPHRASE_FILE` names. Every
+/// subcommand that signs reads keys through this.
 pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
+    if keystore::is_key_file(&bytes) {
+        let pf = std::env::var_os("JCP_PASSPHRASE_FILE").ok_or_else(|| {
+            coded("key-locked", format!("{} is encrypted at rest: set JCP_PASSPHRASE_FILE to a file holding its passphrase", path.display()))
+        })?;
+        let pass = read_passphrase(Path::new(&pf))?;
+        return keystore::unlock(path, &pass).map_err(|e| coded(e.code(), e.to_string()));
+    }
     let text = std::fs::read_to_string(path).with_context(|| format!("reading key file {}", path.display()))?;
     let kf: KeyFile = serde_json::from_str(&text)
         .map_err(|e| coded("key-file-invalid", format!("{}: not a jcp key file: {e}", path.display())))?;
@@ -220,6 +236,13 @@ enum KeyCmd {
         /// A 32-byte seed in hex, for reproducible keys (tests, vectors). Default: fresh randomness.
         #[arg(long)]
         seed: Option<String>,
+        /// Encrypt the key at rest under the passphrase in this file (age: scrypt + ChaCha20-Poly1305).
+        /// Commands that sign then read the passphrase from the file named by JCP_PASSPHRASE_FILE.
+        #[arg(long)]
+        passphrase_file: Option<PathBuf>,
+        /// The scrypt work factor (log2 N) of an encrypted key file.
+        #[arg(long, default_value_t = keystore::DEFAULT_WORK_FACTOR, requires = "passphrase_file")]
+        work_factor: u8,
         #[arg(long)]
         json: bool,
     },
@@ -233,7 +256,7 @@ enum KeyCmd {
 
 pub fn run_key(args: KeyArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        KeyCmd::New { out, seed, json } => {
+        KeyCmd::New { out, seed, passphrase_file, work_factor, json } => {
             let kp = match seed {
                 Some(s) => {
                     let seed: [u8; 32] = hex::decode(&s)
@@ -244,12 +267,27 @@ pub fn run_key(args: KeyArgs) -> anyhow::Result<ExitCode> {
                 }
                 None => Keypair::generate(),
             };
-            write_key(&out, &kp)?;
-            emit(json, &json!({"did": kp.did(), "file": out}), || format!("{}\nwritten to {}", kp.did(), out.display()))?;
+            let encrypted = passphrase_file.is_some();
+            match &passphrase_file {
+                Some(pf) => {
+                    let pass = read_passphrase(pf)?;
+                    keystore::create(&out, &kp, &pass, work_factor).map_err(|e| coded(e.code(), e.to_string()))?;
+                }
+                None => write_key(&out, &kp)?,
+            }
+            emit(json, &json!({"did": kp.did(), "file": out, "encrypted": encrypted}), || {
+                format!("{}\nwritten to {}{}", kp.did(), out.display(), if encrypted { " (encrypted at rest)" } else { "" })
+            })?;
         }
         KeyCmd::Show { file, json } => {
-            let kp = read_key(&file)?;
-            emit(json, &json!({"did": kp.did()}), || kp.did().to_string())?;
+            // An encrypted key file states its did without the passphrase.
+            let bytes = read_bytes(&file)?;
+            let did = if keystore::is_key_file(&bytes) {
+                keystore::did(&file).map_err(|e| coded(e.code(), e.to_string()))?
+            } else {
+                read_key(&file)?.did()
+            };
+            emit(json, &json!({"did": did}), || did.to_string())?;
         }
     }
     Ok(ExitCode::from(CLEAN))

@@ -1,0 +1,206 @@
+//! # keystore — the steward's Ed25519 key at rest
+//!
+//! A steward signs amendments, revocations and continuation grants (spec
+//! §4.3, §4.7); its key must not sit on disk in the clear. A key file here
+//! is:
+//!
+//! ```text
+//! jcp-steward-key/1\n
+//! did:key:z6Mk…\n            (public: shown while the key is locked)
+//! <age file>                 (binary; scrypt passphrase recipient,
+//!                             ChaCha20-Poly1305 payload: the 32-byte seed)
+//! ```
+//!
+//! The whole encryption format is `age`'s (a well-kept, audited format:
+//! scrypt key derivation, an authenticated header, an AEAD payload), not a
+//! hand-assembled one. The did line is checked against the decrypted seed,
+//! so a file whose public line was edited is refused, not trusted.
+//!
+//! Files are created owner-only (0600), never overwritten, and a file that
+//! others can read is refused before it is decrypted, with the fix named.
+#![forbid(unsafe_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use age::secrecy::SecretString;
+use jcp::identity::{Did, Keypair};
+
+/// The first line of a key file.
+pub const MAGIC: &str = "jcp-steward-key/1";
+/// The scrypt work factor (log₂ N) a new key file is written with: about a
+/// second on this project's machines in an optimised build.
+pub const DEFAULT_WORK_FACTOR: u8 = 18;
+/// The largest work factor a key file may demand when it is opened (a file
+/// cannot make the console spin for minutes).
+pub const MAX_WORK_FACTOR: u8 = 22;
+
+/// Why a key file was refused. Every message names the file and the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The passphrase does not open the file.
+    #[error("key-wrong-passphrase: {path}: the passphrase does not open this key (nothing was changed; try again)")]
+    WrongPassphrase { path: PathBuf },
+    /// The file is not a whole key file (cut short, edited or corrupted).
+    #[error("key-corrupt: {path}: {detail} (the file was not changed; restore it from a backup, or create or import the key again)")]
+    Corrupt { path: PathBuf, detail: String },
+    /// Others may read the file.
+    #[error("key-permissions: {path}: mode {mode:o} lets others read it; run `chmod 600 {path}` (the key was not opened)")]
+    ReadableByOthers { path: PathBuf, mode: u32 },
+    /// Creating would overwrite a file.
+    #[error("key-exists: {path}: a file is already there; it is never overwritten (choose another path, or move it away first)")]
+    Exists { path: PathBuf },
+    /// An empty passphrase.
+    #[error("key-passphrase-empty: a key file needs a passphrase")]
+    EmptyPassphrase,
+    /// A work factor out of range.
+    #[error("key-work-factor: {0} is outside 1..={MAX_WORK_FACTOR}")]
+    WorkFactor(u8),
+    /// Reading or writing failed.
+    #[error("io: {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+impl KeyError {
+    /// A stable code for the console and the CLI (`{code, message}`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::WrongPassphrase { .. } => "key-wrong-passphrase",
+            Self::Corrupt { .. } => "key-corrupt",
+            Self::ReadableByOthers { .. } => "key-permissions",
+            Self::Exists { .. } => "key-exists",
+            Self::EmptyPassphrase => "key-passphrase-empty",
+            Self::WorkFactor(_) => "key-work-factor",
+            Self::Io { .. } => "io",
+        }
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
+    move |source| KeyError::Io { path: path.to_path_buf(), source }
+}
+
+fn corrupt(path: &Path, detail: impl Into<String>) -> KeyError {
+    KeyError::Corrupt { path: path.to_path_buf(), detail: detail.into() }
+}
+
+/// Whether `bytes` look like a key file of this format (its first line).
+pub fn is_key_file(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC.as_bytes()) && bytes.get(MAGIC.len()) == Some(&b'\n')
+}
+
+/// Writes `key` to a new file at `path`, encrypted under `passphrase`
+/// with scrypt work factor `work_factor` (log₂ N). Owner-only; refuses to
+/// overwrite. Returns the key's did.
+pub fn create(path: &Path, key: &Keypair, passphrase: &str, work_factor: u8) -> Result<Did, KeyError> {
+    if passphrase.is_empty() {
+        return Err(KeyError::EmptyPassphrase);
+    }
+    if work_factor == 0 || work_factor > MAX_WORK_FACTOR {
+        return Err(KeyError::WorkFactor(work_factor));
+    }
+    let mut recipient = age::scrypt::Recipient::new(SecretString::from(passphrase.to_owned()));
+    recipient.set_work_factor(work_factor);
+    let seed = key.seed();
+    let sealed = age::encrypt(&recipient, &seed).map_err(|e| KeyError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(format!("encrypting the key: {e}")),
+    })?;
+    let did = key.did();
+    let mut out = Vec::with_capacity(sealed.len() + 80);
+    out.extend_from_slice(MAGIC.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(did.to_did_string().as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(&sealed);
+    let mut f = open_new_private(path)?;
+    f.write_all(&out).map_err(io(path))?;
+    f.sync_all().map_err(io(path))?;
+    Ok(did)
+}
+
+#[cfg(unix)]
+fn open_new_private(path: &Path) -> Result<std::fs::File, KeyError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            KeyError::Exists { path: path.to_path_buf() }
+        } else {
+            KeyError::Io { path: path.to_path_buf(), source: e }
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn open_new_private(path: &Path) -> Result<std::fs::File, KeyError> {
+    std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            KeyError::Exists { path: path.to_path_buf() }
+        } else {
+            KeyError::Io { path: path.to_path_buf(), source: e }
+        }
+    })
+}
+
+/// Refuses a file others may read (unix: any group or other bit).
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), KeyError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::ReadableByOthers { path: path.to_path_buf(), mode });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path) -> Result<(), KeyError> {
+    Ok(())
+}
+
+/// The did a key file states, read without the passphrase (what the
+/// console shows while the key is locked). It is checked against the
+/// seed only by [`unlock`].
+pub fn did(path: &Path) -> Result<Did, KeyError> {
+    check_private(path)?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    split(path, &bytes).map(|(d, _)| d)
+}
+
+fn split<'a>(path: &Path, bytes: &'a [u8]) -> Result<(Did, &'a [u8]), KeyError> {
+    if !is_key_file(bytes) {
+        return Err(corrupt(path, format!("not a steward key file (its first line is not {MAGIC:?})")));
+    }
+    let rest = &bytes[MAGIC.len() + 1..];
+    let nl = rest.iter().position(|b| *b == b'\n').ok_or_else(|| corrupt(path, "cut short inside its did line"))?;
+    let line = std::str::from_utf8(&rest[..nl]).map_err(|_| corrupt(path, "its did line is not text"))?;
+    let did = Did::parse(line).map_err(|e| corrupt(path, format!("its did line does not parse: {e}")))?;
+    Ok((did, &rest[nl + 1..]))
+}
+
+/// Opens a key file with `passphrase`: the file must be owner-only, whole,
+/// and its seed must be the did it states.
+pub fn unlock(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
+    check_private(path)?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let (did, sealed) = split(path, &bytes)?;
+    if sealed.is_empty() {
+        return Err(corrupt(path, "cut short: no encrypted key after the did line"));
+    }
+    let mut identity = age::scrypt::Identity::new(SecretString::from(passphrase.to_owned()));
+    identity.set_max_work_factor(MAX_WORK_FACTOR);
+    let seed = age::decrypt(&identity, sealed).map_err(|e| match e {
+        age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => KeyError::WrongPassphrase { path: path.to_path_buf() },
+        age::DecryptError::ExcessiveWork { required, .. } => {
+            corrupt(path, format!("it demands scrypt work factor {required}, above the {MAX_WORK_FACTOR} this console accepts"))
+        }
+        other => corrupt(path, format!("the encrypted key does not open: {other}")),
+    })?;
+    let seed: [u8; 32] = seed.try_into().map_err(|v: Vec<u8>| corrupt(path, format!("the encrypted key holds {} bytes, not a 32-byte seed", v.len())))?;
+    let key = Keypair::from_seed(seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
+    if key.did() != did {
+        return Err(corrupt(path, format!("its did line names {did}, but the key inside is {}", key.did())));
+    }
+    Ok(key)
+}

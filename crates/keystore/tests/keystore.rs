@@ -1,0 +1,117 @@
+//! The steward's key at rest (issue 17: "stored encrypted at rest … a file
+//! with owner-only permissions"; wrong passphrase, a corrupted or truncated
+//! key file, a file readable by others: each a clear message naming the
+//! file and the fix, nothing overwritten).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
+use jcp::identity::Keypair;
+use keystore::{create, did, unlock, KeyError};
+
+/// Tests use a small scrypt work factor; the format and checks are the same.
+const WF: u8 = 10;
+
+fn key() -> Keypair {
+    Keypair::from_seed([42; 32]).unwrap()
+}
+
+#[test]
+fn s2_a_key_file_round_trips_under_its_passphrase_and_is_owner_only() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("steward.jcpkey");
+    let d = create(&p, &key(), "correct horse", WF).unwrap();
+    assert_eq!(d, key().did());
+    assert_eq!(did(&p).unwrap(), key().did(), "the did is readable while locked");
+    assert_eq!(unlock(&p, "correct horse").unwrap().did(), key().did());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    // The seed is not in the file in the clear.
+    let bytes = std::fs::read(&p).unwrap();
+    assert!(!bytes.windows(32).any(|w| w == key().seed()));
+}
+
+#[test]
+fn s2_a_wrong_passphrase_is_named_and_changes_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("k");
+    create(&p, &key(), "right", WF).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let e = unlock(&p, "wrong").unwrap_err();
+    assert_eq!(e.code(), "key-wrong-passphrase", "{e}");
+    assert!(e.to_string().contains(&p.display().to_string()));
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+}
+
+#[test]
+fn s2_a_truncated_or_corrupted_key_file_is_refused_as_corrupt() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("k");
+    create(&p, &key(), "pw", WF).unwrap();
+    let whole = std::fs::read(&p).unwrap();
+    let write = |b: &[u8]| {
+        let q = t.path().join(format!("k{}", b.len()));
+        let _ = std::fs::remove_file(&q);
+        std::fs::write(&q, b).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&q, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        q
+    };
+    // Cut short anywhere: inside the header, the did line, the age header, the payload.
+    for cut in [5, 30, 70, whole.len() / 2, whole.len() - 1] {
+        let q = write(&whole[..cut]);
+        let e = unlock(&q, "pw").unwrap_err();
+        assert!(matches!(e, KeyError::Corrupt { .. }), "cut at {cut}: {e}");
+        assert!(e.to_string().contains("restore it from a backup"), "{e}");
+    }
+    // A flipped byte in the encrypted payload (the last byte: the AEAD tag).
+    let mut flipped = whole.clone();
+    let n = flipped.len();
+    flipped[n - 1] ^= 1;
+    let e = unlock(&write(&flipped[..]), "pw").unwrap_err();
+    assert!(matches!(e, KeyError::Corrupt { .. }), "{e}");
+    // A did line naming another key: refused, not trusted.
+    let other = Keypair::from_seed([7; 32]).unwrap().did().to_did_string();
+    let text = String::from_utf8_lossy(&whole[..keystore::MAGIC.len() + 1 + other.len() + 1]).into_owned();
+    let mut swapped = text.replace(&key().did().to_did_string(), &other).into_bytes();
+    swapped.extend_from_slice(&whole[keystore::MAGIC.len() + 1 + other.len() + 1..]);
+    let e = unlock(&write(&swapped[..]), "pw").unwrap_err();
+    assert!(matches!(e, KeyError::Corrupt { .. }) && e.to_string().contains("the key inside is"), "{e}");
+    // Not a key file at all.
+    let e = unlock(&write(b"{\"did\": \"x\"}"), "pw").unwrap_err();
+    assert_eq!(e.code(), "key-corrupt");
+}
+
+#[cfg(unix)]
+#[test]
+fn s2_a_key_file_readable_by_others_is_refused_with_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("k");
+    create(&p, &key(), "pw", WF).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = unlock(&p, "pw").unwrap_err();
+    assert_eq!(e.code(), "key-permissions");
+    assert!(e.to_string().contains("chmod 600"), "{e}");
+    assert!(did(&p).is_err());
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(unlock(&p, "pw").is_ok());
+}
+
+#[test]
+fn s2_a_key_file_is_never_overwritten_and_needs_a_passphrase() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("k");
+    create(&p, &key(), "pw", WF).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let e = create(&p, &Keypair::from_seed([1; 32]).unwrap(), "pw", WF).unwrap_err();
+    assert_eq!(e.code(), "key-exists");
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+    assert_eq!(create(&t.path().join("k2"), &key(), "", WF).unwrap_err().code(), "key-passphrase-empty");
+    assert!(!t.path().join("k2").exists());
+}
