@@ -509,14 +509,10 @@ impl Core {
         // One wire form (§11): the body a request was decoded from is its
         // canonical encoding (held by the `wire_decode` fuzz target).
         debug_assert!(req_bytes == req.to_bytes(), "a request's bytes are not its canonical encoding");
-        let at = match self.gate.append_record(RecordKind::Request, &request_record(req_bytes, now)) {
-            Ok(at) => at,
-            Err(e) => {
-                self.fail(e.to_string());
-                return self.unrecorded(req, &e.to_string());
-            }
-        };
-        let _ = at;
+        if let Err(e) = self.gate.append_record(RecordKind::Request, &request_record(req_bytes, now)) {
+            self.fail(e.to_string());
+            return self.unrecorded(req, &e.to_string());
+        }
         let (rec, continued) = match &req.continues {
             None => match self.gate.decide(&base) {
                 Ok(rec) => (rec, None),

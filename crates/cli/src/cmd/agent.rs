@@ -23,7 +23,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Reason, Verdict};
-use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::energy::{Coverage, Energy};
 use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
@@ -719,8 +719,7 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
             format!("{} is {}, but the leaf grant's subject is {}", a.key.display(), key.did(), leaf.grant().subject),
         ));
     }
-    let provenance = Provenance::parse(&a.provenance)
-        .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
+    let provenance = super::core::parse_provenance(&a.provenance)?;
     let actions = &leaf.grant().capability.actions;
     let action = match &a.action {
         Some(x) => x.clone(),

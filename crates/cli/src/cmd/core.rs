@@ -120,6 +120,16 @@ pub(crate) fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
     }
 }
 
+/// `HwShunt | ModelBased | Estimator` (§5), for every subcommand that states a cost.
+pub(crate) fn parse_provenance(s: &str) -> anyhow::Result<Provenance> {
+    Provenance::parse(s).ok_or_else(|| coded("invalid-provenance", format!("{s:?} is not HwShunt|ModelBased|Estimator")))
+}
+
+/// A money cost `CURRENCY:MINOR` (§4.8).
+pub(crate) fn parse_money(s: &str) -> anyhow::Result<Money> {
+    parse_funds(s).map(|f| Money { currency: f.currency, minor: f.minor })
+}
+
 fn parse_funds(s: &str) -> anyhow::Result<Funds> {
     let (cur, minor) = s.split_once(':').ok_or_else(|| coded("invalid-funds", format!("{s:?}: expected CURRENCY:MINOR, e.g. USD:500")))?;
     let minor = minor.parse().map_err(|_| coded("invalid-funds", format!("{s:?}: minor units must be an unsigned integer")))?;
@@ -690,11 +700,10 @@ pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Frame::from_bytes(&read_bytes(p)?).map_err(|e| core_err(p, &e))?,
         None => build_frame(leaf, &a.f)?,
     };
-    let provenance = Provenance::parse(&a.provenance)
-        .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
+    let provenance = parse_provenance(&a.provenance)?;
     let cost = Cost {
         energy: Energy { uj: a.cost_uj, provenance, coverage: if a.partial { Coverage::Partial } else { Coverage::Whole } },
-        money: a.money.as_deref().map(parse_funds).transpose()?.map(|f| Money { currency: f.currency, minor: f.minor }),
+        money: a.money.as_deref().map(parse_money).transpose()?,
     };
     let mut gate = Gate::new();
     for tr in &a.trust_roots {

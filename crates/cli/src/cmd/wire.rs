@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use jcp::cbor::ContentId;
-use jcp::decision::{Gate, Money, Verdict};
-use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::decision::{Gate, Verdict};
+use jcp::energy::{Coverage, Energy};
 use jcp::frame::Frame;
 use jcp::revocation::SignedRevocation;
 use jcp::steering::{SignedAmendment, SignedCheckpoint};
@@ -16,7 +16,9 @@ use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::{Feed, RequestBody, WireRequest, WireResponse};
 use serde_json::json;
 
-use super::core::{build_frame, core_err, parse_did, parse_label, parse_resource, read_bytes, read_grant, read_key, FrameFlags};
+use super::core::{
+    build_frame, core_err, parse_did, parse_label, parse_money, parse_provenance, parse_resource, read_bytes, read_grant, read_key, FrameFlags,
+};
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -222,15 +224,8 @@ fn build_request(a: &CallArgs) -> anyhow::Result<WireRequest> {
     if let Some(b) = &args {
         frame.payload_hash = ContentId::of_bytes(b);
     }
-    let provenance = Provenance::parse(&a.provenance)
-        .ok_or_else(|| coded("invalid-provenance", format!("{:?} is not HwShunt|ModelBased|Estimator", a.provenance)))?;
-    let money = match &a.money {
-        None => None,
-        Some(m) => {
-            let (c, n) = m.split_once(':').ok_or_else(|| coded("invalid-funds", format!("{m:?}: expected CURRENCY:MINOR")))?;
-            Some(Money { currency: c.to_owned(), minor: n.parse().map_err(|_| coded("invalid-funds", format!("{m:?}: minor units")))? })
-        }
-    };
+    let provenance = parse_provenance(&a.provenance)?;
+    let money = a.money.as_deref().map(parse_money).transpose()?;
     let body = RequestBody {
         frame,
         chain,
