@@ -10,7 +10,9 @@ source scripts/setup.sh
 npm --prefix ui run build
 # Release: the console audits million-receipt streams in-process, at the
 # speed of `cargo build --release -p jcp-cli`'s `jcp audit` (docs/performance.md).
-cargo build --release --locked -p jcp-console
+# The Steward view's demo long run starts `jcp agent demo` as a child: built
+# beside the console, where the console looks for it.
+cargo build --release --locked -p jcp-console -p jcp-cli
 # The demo workspace lives under target/ (created and filled on first start).
 export JCP_CONSOLE_WORKSPACE="${JCP_CONSOLE_WORKSPACE:-$PWD/target/demo-workspace}"
 exec "${CARGO_TARGET_DIR:-target}/release/jcp-console" "$@"

@@ -1,7 +1,10 @@
 //! Builds the shell: checks the front end was built, then lets tauri-build
 //! read `tauri.conf.json` and the app's own command permissions.
 
+include!("command_names.rs");
+
 fn main() {
+    println!("cargo:rerun-if-changed=src-tauri/command_names.rs");
     // The front end is embedded at compile time (custom-protocol); say how to
     // build it instead of failing deep inside tauri's codegen.
     let dist = std::path::Path::new("ui/dist/index.html");
@@ -13,22 +16,7 @@ fn main() {
     }
     let attrs = tauri_build::Attributes::new()
         .capabilities_path_pattern("./src-tauri/capabilities/**/*")
-        .app_manifest(tauri_build::AppManifest::new().commands(&[
-            "app_info",
-            "energy_snapshot",
-            "energy_export",
-            "audit_pick_streams",
-            "audit_start",
-            "audit_status",
-            "audit_report",
-            "audit_cancel",
-            "audit_export",
-            "workspace_streams",
-            "steward_actions",
-            "workspace_overview",
-            "blueprint_report",
-            "run_report",
-        ]));
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(e) = tauri_build::try_build(attrs) {
         println!("cargo:warning=tauri-build failed: {e:#}");
         std::process::exit(1);

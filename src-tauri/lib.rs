@@ -3,11 +3,13 @@
 //! list of the app's own commands. Every command calls a crate and returns
 //! its typed result or an `{code, message}` error.
 
+pub mod command_names;
 pub mod commands;
 pub mod engines;
 pub mod error;
 pub mod priority;
 pub mod state;
+pub mod steward;
 
 use std::path::PathBuf;
 
@@ -28,6 +30,7 @@ fn workspace_dir<R: Runtime>(app: &tauri::App<R>) -> Result<PathBuf, String> {
 pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
     builder
         .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_notification::init())
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::energy_snapshot,
@@ -43,6 +46,19 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             commands::workspace_overview,
             commands::blueprint_report,
             commands::run_report,
+            steward::key_status_get,
+            steward::key_create_new,
+            steward::key_import_pick,
+            steward::key_unlock_now,
+            steward::key_lock_now,
+            steward::steward_overview,
+            steward::steward_run,
+            steward::steward_preview,
+            steward::steward_amend,
+            steward::steward_revoke_plan,
+            steward::steward_revoke,
+            steward::live_run_start,
+            steward::live_run_stop,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.
@@ -97,10 +113,24 @@ pub fn run() -> std::process::ExitCode {
                     state.record_failed_start(streams.clone(), e);
                 }
             }
+            let steward = steward::StewardState::new(&dir);
+            steward::start_watcher(state.store.clone(), steward.runs_dir.clone(), steward.revision.clone());
             app.manage(state);
+            app.manage(steward);
+            steward::start_attention(app.handle().clone());
             Ok(())
         })
-        .run(tauri::generate_context!());
+        .build(tauri::generate_context!())
+        .map(|app| {
+            app.run(|handle, event| {
+                // Closing the console stops its live runs: each agent gets SIGTERM, each endpoint flushes its record.
+                if let tauri::RunEvent::Exit = event {
+                    if let Some(st) = handle.try_state::<steward::StewardState>() {
+                        st.stop_all();
+                    }
+                }
+            });
+        });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -3,6 +3,8 @@
 //! security settings the issue asks for, read from the files that set them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+use common::invoke;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -11,9 +13,7 @@ use console_store::WindowRecord;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp_console::state::{AppState, EngineOutcome, MeterView, ProgressCounters};
 use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
+use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::{Manager, WebviewWindow};
 
 fn meter_off() -> MeterView {
@@ -55,21 +55,6 @@ fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<Mock
     (app, webview)
 }
 
-fn invoke(w: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
-    get_ipc_response(
-        w,
-        InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(body),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
-    )
-    .map(|b| b.deserialize::<Value>().unwrap())
-}
 
 fn wait_done(w: &WebviewWindow<MockRuntime>) -> Value {
     let t = Instant::now();
@@ -243,26 +228,47 @@ fn root() -> std::path::PathBuf {
 
 #[test]
 fn capability_lists_only_the_apps_own_commands_each_explicit() {
+    let commands = jcp_console::command_names::COMMANDS;
     let cap: Value = serde_json::from_str(&std::fs::read_to_string(root().join("src-tauri/capabilities/main-window.json")).unwrap()).unwrap();
     let perms: Vec<&str> = cap["permissions"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
-    let lib = std::fs::read_to_string(root().join("src-tauri/lib.rs")).unwrap();
-    let handler: Vec<String> = lib
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("commands::"))
-        .map(|c| format!("allow-{}", c.trim_end_matches(',').replace('_', "-")))
-        .collect();
-    assert!(!handler.is_empty());
-    let mut a: Vec<&str> = perms.clone();
-    let mut b: Vec<&str> = handler.iter().map(String::as_str).collect();
-    a.sort_unstable();
-    b.sort_unstable();
-    assert_eq!(a, b, "the capability must grant exactly the registered commands");
     assert!(perms.iter().all(|p| !p.contains(':')), "no plugin or core permission reaches the window: {perms:?}");
+    // The handler registered in lib.rs: `module::command,` lines inside generate_handler!.
+    let lib = std::fs::read_to_string(root().join("src-tauri/lib.rs")).unwrap();
+    let start = lib.find("generate_handler![").unwrap();
+    let end = start + lib[start..].find("])").unwrap();
+    let handler: Vec<&str> = lib[start..end]
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(',').rsplit_once("::").map(|(_, c)| c))
+        .collect();
+    let sorted = |v: &[&str]| {
+        let mut v: Vec<String> = v.iter().map(|s| (*s).to_owned()).collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(sorted(&handler), sorted(commands), "lib.rs must register exactly the commands of src-tauri/command_names.rs");
+    let allowed: Vec<String> = commands.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    assert_eq!(sorted(&perms), sorted(&allowed), "the capability must grant exactly the commands of src-tauri/command_names.rs");
     let build = std::fs::read_to_string(root().join("src-tauri/build.rs")).unwrap();
-    for p in &handler {
-        let cmd = p.trim_start_matches("allow-").replace('-', "_");
-        assert!(build.contains(&format!("\"{cmd}\"")), "{cmd} missing from the app manifest in build.rs");
+    assert!(build.contains("include!(\"command_names.rs\")") && build.contains(".commands(COMMANDS)"), "build.rs gives tauri-build the one list");
+}
+
+/// The front end's command names are generated from the one list (issue 17:
+/// "the UI's command names come from one list"); `JCP_UPDATE_TS=1` rewrites it.
+#[test]
+fn ui_command_names_are_generated_from_the_one_list() {
+    let mut text = String::from("// Generated from src-tauri/command_names.rs by tests/commands.rs (JCP_UPDATE_TS=1). Do not edit.\nexport const COMMANDS = [\n");
+    for c in jcp_console::command_names::COMMANDS {
+        text += &format!("  \"{c}\",\n");
     }
+    text += "] as const;\nexport type Command = (typeof COMMANDS)[number];\n";
+    let file = root().join("ui/src/gen/commands.ts");
+    if std::env::var_os("JCP_UPDATE_TS").is_some() {
+        std::fs::write(&file, &text).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), text, "ui/src/gen/commands.ts is stale: JCP_UPDATE_TS=1 cargo test -p jcp-console --test commands");
+    let ipc = std::fs::read_to_string(root().join("ui/src/ipc.ts")).unwrap();
+    assert!(ipc.contains("cmd: Command"), "ui/src/ipc.ts calls only names of type Command");
 }
 
 #[test]

@@ -64,6 +64,18 @@ class Session {
   async click(css) {
     await wd("POST", this.u(`/element/${await this.find(css)}/click`), {});
   }
+  async type(css, text) {
+    const id = await this.find(css);
+    await wd("POST", this.u(`/element/${id}/clear`), {});
+    await wd("POST", this.u(`/element/${id}/value`), { text });
+  }
+  /** Text read in the page in one step (no element reference to go stale under a poll's re-render). */
+  textOf(css) {
+    return this.exec(`const e = document.querySelector(${JSON.stringify(css)}); return e ? e.textContent : null`);
+  }
+  visible(css) {
+    return this.exec(`const e = document.querySelector(${JSON.stringify(css)}); return !!e && !e.hidden && e.offsetParent !== null`);
+  }
   async shot(name) {
     fs.mkdirSync(SHOTS, { recursive: true });
     const file = path.join(SHOTS, `${name}.png`);
@@ -346,6 +358,92 @@ test("blueprint view: the demo reconcile as `jcp blueprint reconcile --json` rep
     assert.equal(await s.exec("return document.querySelector('.steps-table tr.step.failed .check.fail .code').textContent"), "binding_descriptor_mismatch");
     await s.exec("document.querySelector('.steps-table tr.step.failed').scrollIntoView(); return true");
     await s.shot("blueprint-rugpull");
+  } finally {
+    await s.end();
+  }
+});
+
+// The steward's job end to end (issue 17): a key, the demo long run on the
+// console's own endpoint, a checkpoint, an amendment (a widening refused
+// before signing), the run going on under the new ceiling, a revocation
+// after a confirmation naming what dies, the run stopping, and its record
+// in the Auditor with the amendment and the revocation reflected.
+test("steward: key, live run, amend, refused widening, revoke, stop, audit", async () => {
+  const s = await Session.start();
+  try {
+    await s.click("#tab-steward");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#key-state') !== null")) === true, 20000, "the key panel");
+    if (await s.exec("return document.querySelector('#key-create') !== null")) {
+      await s.type("#key-pass", "correct horse battery");
+      await s.type("#key-pass2", "correct horse battery");
+      await s.click("#key-create");
+    } else if (await s.exec("return document.querySelector('#key-unlock') !== null")) {
+      await s.type("#key-pass", "correct horse battery");
+      await s.click("#key-unlock");
+    }
+    await s.waitFor(async () => (await s.textOf("#key-state")) === "Unlocked for this session", 30000, "the key unlocked");
+    const did = await s.textOf("#key-did");
+    assert.match(did, /^did:key:z6Mk/, "the did:key is shown");
+    await s.shot("steward-key");
+
+    // The demo run: a checkpoint arrives and is unmistakable.
+    await s.click("#live-start");
+    await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).includes("awaits your decision"), 60000, "the first checkpoint");
+    assert.match(await s.textOf("#awaiting-banner"), /^Checkpoint 0 awaits your decision: spent 500 µJ, Estimator; remainder 4\.500 mJ/);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#steward-badge').hidden")) === false, 5000, "the tab's badge");
+    assert.equal(await s.exec("return document.querySelector('#steward-badge').textContent"), "1");
+    assert.match(await s.exec("return document.title"), /checkpoint awaits you/);
+    await s.shot("steward-checkpoint");
+
+    // A widening (above the 4.5 mJ remainder) is refused before anything is signed.
+    await s.type("#amend-budget", "4501");
+    await s.click("#amend-sign");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#action-result .result.refused') !== null")) === true, 10000, "the refusal");
+    const refusal = await s.textOf("#action-result .result.refused");
+    assert.match(refusal, /Refused before signing \(steer-above-remainder\)/, refusal);
+    assert.equal(await s.exec("return document.querySelectorAll('.history-list li.amend').length"), 0, "nothing was signed");
+    await s.shot("steward-refused");
+
+    // The amendment: 800 µJ for the rest of the run.
+    await s.type("#amend-budget", "800");
+    await s.click("#amend-sign");
+    await s.waitFor(async () => (await s.exec("return document.querySelectorAll('.history-list li.amend').length")) === 1, 10000, "the amendment in the history");
+    const signedBy = await s.exec("return document.querySelector('.history-list li.amend .id').title");
+    assert.equal(signedBy, did, "the history says who signed");
+    // The run goes on under the continuation and stops at its next checkpoint: 500 µJ spent of 800.
+    await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).startsWith("Checkpoint 1"), 60000, "the second checkpoint");
+    const events = await s.textOf("#live-events");
+    assert.match(events, /continued under grant .* with a ceiling of 800 µJ/, events);
+    assert.match(await s.textOf("#awaiting-banner"), /remainder 300 µJ/);
+    await s.shot("steward-amended");
+
+    // Revoke the continuation: the confirmation names what dies; the run stops.
+    await s.click("#revoke-plan");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#revoke-confirm') !== null")) === true, 10000, "the confirmation");
+    assert.ok((await s.exec("return document.querySelectorAll('#revoke-confirm li.dies').length")) >= 1, "every grant that dies is named");
+    await s.shot("steward-revoke-confirm");
+    await s.click("#revoke-sign");
+    await s.waitFor(async () => (await s.textOf("#live-state")) === "stopped", 30000, "the run to stop");
+    assert.match(await s.textOf("#live-ended"), /revoked/);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#steward-badge').hidden")) === true, 10000, "the badge to clear");
+    await s.shot("steward-stopped");
+
+    // Its record in the Auditor: the amendment and the revocation are there, as `jcp audit --json` says.
+    const stream = await s.exec("return [...document.querySelectorAll('.live-facts dt')].find(d => d.textContent === 'record').nextElementSibling.textContent");
+    await s.click("#open-in-auditor");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#audit-verdict') !== null")) === true, 60000, "the audit verdict");
+    const shown = await readShown(s);
+    const cell = (h) => shown.cells.find(([k]) => k === h)?.[1];
+    assert.equal(cell("amendments"), "1", "the amendment (the steered grant superseded) is in the record");
+    assert.equal(cell("revocation notices"), "1", "the revocation is in the record");
+    if (process.env.JCP_E2E_JCP) {
+      const r = spawnSync(process.env.JCP_E2E_JCP, ["audit", stream, "--json"], { encoding: "utf8" });
+      const cli = JSON.parse(r.stdout);
+      assert.equal(shown.verdict, cli.clean ? "clean" : "findings", "the same verdict as `jcp audit --json`");
+      assert.equal(cli.receipts.amendments, 1);
+      assert.equal(cli.receipts.revocation_notices, 1);
+    }
+    await s.shot("steward-audit");
   } finally {
     await s.end();
   }

@@ -13,8 +13,19 @@ import type { UiError } from "./gen/UiError";
 import type { WorkspaceItem } from "./gen/WorkspaceItem";
 import type { BlueprintReportView } from "./gen/BlueprintReportView";
 import type { RunView } from "./gen/RunView";
+import type { KeyStatus } from "./gen/KeyStatus";
+import type { StewardOverview } from "./gen/StewardOverview";
+import type { StewardRunView } from "./gen/StewardRunView";
+import type { AmendForm } from "./gen/AmendForm";
+import type { AmendPreview } from "./gen/AmendPreview";
+import type { SignedAction } from "./gen/SignedAction";
+import type { RevokePlan } from "./gen/RevokePlan";
+import type { RunRow } from "./gen/RunRow";
+import type { LiveView } from "./gen/LiveView";
+import type { Command } from "./gen/commands";
 
 export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
+export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
 export function toUiError(e: unknown): UiError {
@@ -26,7 +37,7 @@ export function toUiError(e: unknown): UiError {
   return { code: "ipc.failed", message: "The console's back end did not answer as expected." };
 }
 
-async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+async function call<T>(cmd: Command, args?: Record<string, unknown>): Promise<T> {
   try {
     return await invoke<T>(cmd, args);
   } catch (e) {
@@ -49,5 +60,18 @@ export const api = {
   workspaceOverview: () => call<WorkspaceItem[]>("workspace_overview"),
   blueprintReport: (id: number) => call<BlueprintReportView>("blueprint_report", { id }),
   runReport: (id: number) => call<RunView>("run_report", { id }),
+  keyStatus: () => call<KeyStatus>("key_status_get"),
+  keyCreate: (passphrase: string) => call<KeyStatus>("key_create_new", { passphrase }),
+  keyImport: (fromPassphrase: string, passphrase: string) => call<KeyStatus | null>("key_import_pick", { fromPassphrase, passphrase }),
+  keyUnlock: (passphrase: string) => call<KeyStatus>("key_unlock_now", { passphrase }),
+  keyLock: () => call<KeyStatus>("key_lock_now"),
+  stewardOverview: () => call<StewardOverview>("steward_overview"),
+  stewardRun: (id: number) => call<StewardRunView>("steward_run", { id }),
+  stewardPreview: (id: number, form: AmendForm) => call<AmendPreview>("steward_preview", { id, form }),
+  stewardAmend: (id: number, form: AmendForm) => call<SignedAction>("steward_amend", { id, form }),
+  stewardRevokePlan: (id: number, grant: string) => call<RevokePlan>("steward_revoke_plan", { id, grant }),
+  stewardRevoke: (id: number, grant: string) => call<SignedAction>("steward_revoke", { id, grant }),
+  liveStart: () => call<RunRow>("live_run_start"),
+  liveStop: (id: number) => call<LiveView>("live_run_stop", { id }),
 };
 export type Api = typeof api;

@@ -9,9 +9,10 @@ import { AuditorView } from "./views/auditor";
 import { WorkspaceView } from "./views/workspace";
 import { BlueprintView } from "./views/blueprint";
 import { RunView } from "./views/run";
+import { StewardView } from "./views/steward";
 import type { WorkspaceItem } from "./ipc";
 
-export type ViewName = "workspace" | "energy" | "auditor" | "run" | "blueprint";
+export type ViewName = "workspace" | "steward" | "energy" | "auditor" | "run" | "blueprint";
 
 export class Console {
   readonly root: HTMLElement;
@@ -23,6 +24,8 @@ export class Console {
   readonly workspace: WorkspaceView;
   readonly blueprint: BlueprintView;
   readonly run: RunView;
+  readonly steward: StewardView;
+  private badge = el("span", "badge");
   private current: ViewName = "workspace";
   private tabs: Record<string, HTMLButtonElement> = {};
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -39,10 +42,17 @@ export class Console {
     this.workspace = new WorkspaceView((item) => void this.openItem(item));
     this.blueprint = new BlueprintView();
     this.run = new RunView();
+    this.steward = new StewardView(notify);
+    this.steward.onAwaiting = (n) => this.setAwaiting(n);
+    this.steward.onAudit = (path) => {
+      this.select("auditor");
+      void this.auditor.start([path]);
+    };
     const nav = el("nav");
     nav.append(el("span", "brand", "JCP Console"));
     for (const [id, label] of [
       ["workspace", "Workspace"],
+      ["steward", "Steward"],
       ["energy", "Live energy"],
       ["auditor", "Auditor"],
       ["run", "Run"],
@@ -56,13 +66,16 @@ export class Console {
     }
     this.banner.hidden = true;
     const main = el("main");
-    main.append(this.workspace.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root);
+    this.badge.id = "steward-badge";
+    this.badge.hidden = true;
+    this.tabs.steward.append(this.badge);
+    main.append(this.workspace.root, this.steward.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root);
     root.replaceChildren(nav, this.banner, this.notices, main, this.footer);
     this.select("workspace");
   }
 
   private views(): Record<ViewName, { root: HTMLElement; refresh(): Promise<void> }> {
-    return { workspace: this.workspace, energy: this.energy, auditor: this.auditor, run: this.run, blueprint: this.blueprint };
+    return { workspace: this.workspace, steward: this.steward, energy: this.energy, auditor: this.auditor, run: this.run, blueprint: this.blueprint };
   }
 
   /** Opens a workspace item in its view: a stream is audited, a run verified, a blueprint reconciled. */
@@ -77,6 +90,17 @@ export class Console {
       this.select("blueprint");
       await this.blueprint.open(item.id);
     }
+  }
+
+  /** The Steward tab's badge and the window title say how many checkpoints
+   *  await the steward; a new one while the window is in the background is
+   *  also announced by the shell as a desktop notification. */
+  setAwaiting(n: number): void {
+    this.badge.hidden = n === 0;
+    this.badge.textContent = String(n);
+    this.badge.title = `${n} checkpoint(s) await your decision`;
+    this.tabs.steward.classList.toggle("attention", n > 0);
+    document.title = n > 0 ? `(${n}) JCP Console — a checkpoint awaits you` : "JCP Console";
   }
 
   notice(text: string, kind: "error" | "info", code?: string): void {
@@ -127,6 +151,8 @@ export class Console {
   async tick(loop: boolean): Promise<void> {
     const token = loop ? ++this.loopToken : this.loopToken;
     await this.views()[this.current].refresh();
+    // The badge is kept current from every view.
+    if (this.current !== "steward") await this.steward.poll();
     if (loop && token === this.loopToken) {
       const delay = this.current === "auditor" && this.auditor.running ? 200 : 1000;
       this.timer = setTimeout(() => void this.tick(true), delay);

@@ -359,6 +359,31 @@ fn c21_agent_waits_for_an_amendment_and_times_out() {
 }
 
 #[test]
+fn c21_agent_waiting_at_a_checkpoint_stops_on_a_revocation_beside_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1000);
+    let (_server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "2"]);
+    let root = ag.event()["grant"].as_str().unwrap().to_owned();
+    let events = ag.until(|e| is(e, "checkpoint"));
+    assert!(is(events.last().unwrap(), "checkpoint"));
+    // A revocation by someone other than the issuer is ignored ...
+    std::fs::create_dir_all(d.join("r.jcprun.revocations")).unwrap();
+    ok(d, &["key", "new", "--out", "other.key", "--seed", &"05".repeat(32)]);
+    let forged = jcp(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "r.jcprun.revocations/forged.jcp"]);
+    assert!(!forged.status.success(), "the CLI refuses to sign a revocation by a non-issuer");
+    std::fs::write(d.join("r.jcprun.revocations/junk.jcp"), b"not a revocation").unwrap();
+    // ... the issuer's, written where the console writes it, stops the waiting agent.
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", &format!("r.jcprun.revocations/{root}.jcp")]);
+    let rest = ag.until(|e| is(e, "stopped"));
+    let stopped = rest.last().unwrap();
+    assert_eq!((stopped["why"].as_str(), stopped["revoked"].as_str()), (Some("revoked"), Some(root.as_str())), "{rest:?}");
+    assert!(!rest.iter().any(|e| is(e, "decision")), "no request while waiting: {rest:?}");
+    assert_eq!(ag.wait().code(), Some(1));
+}
+
+#[test]
 fn c21_agent_exits_2_when_no_endpoint_listens() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();

@@ -559,12 +559,27 @@ impl Store {
 
     /// The most recent `limit` steward actions, newest first.
     pub fn actions(&self, limit: u32) -> Result<Vec<StewardAction>, StoreError> {
+        self.actions_where(None, limit)
+    }
+
+    /// The steward's actions on one subject (a run file), oldest first:
+    /// the run's history.
+    pub fn actions_on(&self, subject: &str, limit: u32) -> Result<Vec<StewardAction>, StoreError> {
+        let mut v = self.actions_where(Some(subject), limit)?;
+        v.reverse();
+        Ok(v)
+    }
+
+    fn actions_where(&self, subject: Option<&str>, limit: u32) -> Result<Vec<StewardAction>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, at_ms, action, subject, detail_json FROM steward_actions ORDER BY id DESC LIMIT ?1")
+            .prepare(
+                "SELECT id, at_ms, action, subject, detail_json FROM steward_actions
+                 WHERE ?2 IS NULL OR subject = ?2 ORDER BY id DESC LIMIT ?1",
+            )
             .map_err(|e| self.err(&e))?;
         let rows = stmt
-            .query_map(params![limit], |r| {
+            .query_map(params![limit, subject], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
             })
             .map_err(|e| self.err(&e))?;

@@ -194,6 +194,10 @@ fn store_steward_actions_newest_first() {
     assert_eq!(a.len(), 2);
     assert_eq!(a[0].action, "export_report");
     assert_eq!(a[1].detail, json!({"verdict": "clean"}));
+    // A run's history: its subject's actions, oldest first.
+    let h = s.actions_on("/a", 10).unwrap();
+    assert_eq!(h.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["open_stream", "audit"]);
+    assert!(s.actions_on("/none", 10).unwrap().is_empty());
 }
 
 #[test]

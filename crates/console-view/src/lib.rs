@@ -11,6 +11,7 @@ pub mod ipc;
 pub mod export;
 pub mod report;
 pub mod run;
+pub mod steward;
 
 /// Everything that can go wrong rendering a view.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +57,28 @@ pub enum ViewError {
         /// What was wrong, naming the record.
         detail: String,
     },
+    /// A steward's action was refused — before anything was signed — by
+    /// the core's rule `code` (§4.3, §4.7).
+    #[error("refused before signing ({code}): {detail}")]
+    Refused {
+        /// The run file, where there is one.
+        path: std::path::PathBuf,
+        /// The core's reason code (e.g. `steer-above-remainder`).
+        code: &'static str,
+        /// The rule in words.
+        detail: String,
+    },
+    /// A signed artifact could not be written (nothing else was changed).
+    #[error("{} could not be written: {detail}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        detail: String,
+    },
+    /// The steward's form does not parse (a caveat, a figure).
+    #[error("the form is not complete: {0}")]
+    Form(String),
     /// A demo file could not be written.
     #[error("the demo file {} could not be written: {detail}", path.display())]
     DemoWrite {
@@ -78,6 +101,9 @@ impl ViewError {
             Self::Demo(_) => "demo.blueprint",
             Self::Run { .. } => "run.unreadable",
             Self::DemoWrite { .. } => "demo.write_failed",
+            Self::Refused { code, .. } => code,
+            Self::Form(_) => "steward.bad_form",
+            Self::Write { .. } => "steward.write_failed",
         }
     }
 }

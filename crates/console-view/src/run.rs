@@ -48,7 +48,7 @@ pub struct RemainderCell {
     pub text: String,
 }
 
-fn remainder_cell(r: &Remainder) -> RemainderCell {
+pub(crate) fn remainder_cell(r: &Remainder) -> RemainderCell {
     match r {
         Remainder::Known { uj } => RemainderCell { known: true, uj: Some(*uj), text: energy_text(*uj) },
         Remainder::Unknown { reason } => RemainderCell {

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::cbor::{self, ContentId, Fields, SchemaError, Value};
 use crate::energy::Provenance;
 use crate::error::Error;
-use crate::grant::{check_narrows, Grant, SignedGrant};
+use crate::grant::{check_narrows, Caveat, Grant, SignedGrant};
 use crate::identity::{Did, Keypair};
 
 pub mod demo;
@@ -1187,7 +1187,7 @@ pub struct CheckpointInput {
 }
 
 /// What the issuer sets at an amendment ([`Run::amend`]).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct AmendInput {
     /// The new budget (≤ the remainder; ≤ the issued budget where the
     /// checkpoint stated no spend).
@@ -1200,6 +1200,25 @@ pub struct AmendInput {
     pub nonce: Option<[u8; 16]>,
     /// The continuation grant's nonce (fresh randomness when `None`).
     pub continuation_nonce: Option<[u8; 16]>,
+    /// Caveats the continuation carries on top of the steered grant's
+    /// (§4.9: a caveat only ever narrows, so adding one tightens).
+    pub add_caveats: Vec<Caveat>,
+}
+
+/// An amendment as the issuer is about to sign it ([`Run::plan_amend`]):
+/// the draft and its continuation grant, both unsigned, already checked by
+/// the verifier's rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmendPlan {
+    /// The amendment to sign.
+    pub amendment: Amendment,
+    /// The continuation grant to sign.
+    pub continuation: Grant,
+    /// The most this amendment could have set (the remainder, or the issued
+    /// budget where the checkpoint stated no spend).
+    pub ceiling_uj: u64,
+    /// What the steered grant has left, as the checkpoint lets one know it.
+    pub remainder: Remainder,
 }
 
 /// One run: its grant, then checkpoints, amendments and continuations in
@@ -1320,12 +1339,15 @@ impl Run {
         Ok(cp)
     }
 
-    /// The issuer amends the run at its latest checkpoint (§4.7): mints the
-    /// continuation grant (same issuer, agent and chain position, the amended
-    /// budget and expiry), then signs the amendment naming it. Refused —
-    /// before anything is signed — by the same rules the verifier applies.
-    pub fn amend(&mut self, issuer: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
-        let mut v = self.clean_state()?;
+    /// Plans the issuer's amendment at the run's latest checkpoint (§4.7)
+    /// without signing anything: the continuation grant (same issuer, agent
+    /// and chain position, the amended budget and expiry, the steered
+    /// grant's caveats plus any added) and the amendment naming it, checked
+    /// by exactly the verifier's rules — so a widening, an amount above the
+    /// remainder or an amender who is not the issuer is refused here, before
+    /// a signature exists.
+    pub fn plan_amend(&self, issuer: &Did, input: &AmendInput) -> Result<AmendPlan, Error> {
+        let v = self.clean_state()?;
         let active = v.active.clone().ok_or_else(|| {
             steer(SteeringError::WrongGrant("the run has no active grant to amend (already steered?)".into()))
         })?;
@@ -1333,16 +1355,19 @@ impl Run {
             steer(SteeringError::WrongCheckpoint("an amendment cites a checkpoint; the run has none yet".into()))
         })?;
         let g = active.grant();
+        let mut caveats = g.caveats.clone();
+        caveats.extend(input.add_caveats.iter().cloned());
         let continuation = Grant {
             budget_uj: input.budget_uj,
             expiry: input.expiry.unwrap_or(g.expiry),
             nonce: input.continuation_nonce.unwrap_or_else(crate::identity::fresh_nonce),
+            caveats,
             ..g.clone()
         };
         let draft = Amendment {
             grant_id: active.id(),
             checkpoint: last.cp.id(),
-            amended_by: issuer.did(),
+            amended_by: issuer.clone(),
             budget_uj: input.budget_uj,
             expiry: input.expiry,
             instructions: input.instructions,
@@ -1352,8 +1377,23 @@ impl Run {
         // The amending side's check: exactly the verifier's rules, before
         // any signature exists.
         check_amendment_rules(&active, &last.cp, &draft, v.base)?;
-        let cont = continuation.sign(issuer)?;
-        let am = draft.sign(issuer);
+        // The continuation is checked as the verifier will check it (no
+        // wider on any axis than the steered grant), on the unsigned draft.
+        check_narrows(&Grant { delegate_depth: None, ..g.clone() }, &Grant { delegate_depth: None, ..continuation.clone() })
+            .map_err(|amp| steer(SteeringError::Widening(format!("continuation widens the steered grant: {amp}"))))?;
+        let stated = last.cp.checkpoint().spent.map(|s| s.uj);
+        let (ceiling_uj, remainder) = amend_ceiling(g.budget_uj, v.base, stated);
+        Ok(AmendPlan { amendment: draft, continuation, ceiling_uj, remainder })
+    }
+
+    /// The issuer amends the run at its latest checkpoint (§4.7): plans it
+    /// ([`Run::plan_amend`], refused before anything is signed), signs the
+    /// continuation grant and the amendment naming it, and appends both.
+    pub fn amend(&mut self, issuer: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
+        let plan = self.plan_amend(&issuer.did(), &input)?;
+        let mut v = self.clean_state()?;
+        let cont = plan.continuation.sign(issuer)?;
+        let am = plan.amendment.sign(issuer);
         let n = v.report.findings.len();
         let (ra, rg) = (Record::Amendment(am.clone()), Record::Grant(cont.clone()));
         v.step(self.records.len(), &ra);

@@ -85,6 +85,56 @@ fn corrupt(path: &Path, detail: impl Into<String>) -> KeyError {
     KeyError::Corrupt { path: path.to_path_buf(), detail: detail.into() }
 }
 
+/// Reads a plain key file, the unencrypted JSON `{"did": …, "seed": 64
+/// hex digits}` that `jcp key new` writes without a passphrase (an agent's
+/// working key, or a steward key to import): owner-only, and its did must
+/// be its seed's.
+pub fn read_plain(path: &Path) -> Result<Keypair, KeyError> {
+    check_private(path)?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    plain_from_bytes(path, &bytes)
+}
+
+fn plain_from_bytes(path: &Path, bytes: &[u8]) -> Result<Keypair, KeyError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Plain {
+        did: String,
+        seed: String,
+    }
+    let p: Plain = serde_json::from_slice(bytes).map_err(|e| corrupt(path, format!("not a plain jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
+    let seed: [u8; 32] = hex::decode(&p.seed)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt(path, "its seed is not 64 hex digits"))?;
+    let key = Keypair::from_seed(seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
+    if key.did().to_did_string() != p.did {
+        return Err(corrupt(path, format!("its did {} is not its seed's ({})", p.did, key.did())));
+    }
+    Ok(key)
+}
+
+/// Writes `key` as a new plain key file (owner-only, never overwriting):
+/// for keys that are not the steward's, such as a demo agent's.
+pub fn write_plain(path: &Path, key: &Keypair) -> Result<(), KeyError> {
+    let text = format!("{{\n  \"did\": \"{}\",\n  \"seed\": \"{}\"\n}}", key.did().to_did_string(), hex::encode(key.seed()));
+    let mut f = open_new_private(path)?;
+    f.write_all(text.as_bytes()).map_err(io(path))?;
+    f.sync_all().map_err(io(path))
+}
+
+/// Reads a key to import: a steward key file (opened with `passphrase`)
+/// or a plain key file (`passphrase` unused).
+pub fn read_any(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
+    check_private(path)?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    if is_key_file(&bytes) {
+        unlock(path, passphrase)
+    } else {
+        plain_from_bytes(path, &bytes)
+    }
+}
+
 /// Whether `bytes` look like a key file of this format (its first line).
 pub fn is_key_file(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC.as_bytes()) && bytes.get(MAGIC.len()) == Some(&b'\n')

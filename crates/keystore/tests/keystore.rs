@@ -115,3 +115,33 @@ fn s2_a_key_file_is_never_overwritten_and_needs_a_passphrase() {
     assert_eq!(create(&t.path().join("k2"), &key(), "", WF).unwrap_err().code(), "key-passphrase-empty");
     assert!(!t.path().join("k2").exists());
 }
+
+#[test]
+fn s2_a_plain_key_file_round_trips_and_imports_either_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("agent.key");
+    keystore::write_plain(&plain, &key()).unwrap();
+    assert_eq!(keystore::read_plain(&plain).unwrap().did(), key().did());
+    // Never overwritten.
+    assert_eq!(keystore::write_plain(&plain, &Keypair::generate()).unwrap_err().code(), "key-exists");
+    assert_eq!(keystore::read_any(&plain, "").unwrap().did(), key().did());
+    let sealed = dir.path().join("steward.key");
+    keystore::create(&sealed, &key(), "pw", 4).unwrap();
+    assert_eq!(keystore::read_any(&sealed, "pw").unwrap().did(), key().did());
+    assert_eq!(keystore::read_any(&sealed, "nope").unwrap_err().code(), "key-wrong-passphrase");
+}
+
+#[test]
+fn s2_a_plain_key_file_whose_did_is_not_its_seed_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("k.json");
+    let other = Keypair::generate();
+    let text = format!("{{\"did\": \"{}\", \"seed\": \"{}\"}}", other.did().to_did_string(), hex::encode(key().seed()));
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let e = keystore::read_plain(&p).unwrap_err();
+    assert_eq!(e.code(), "key-corrupt");
+    assert!(e.to_string().contains("k.json"), "{e}");
+    std::fs::write(&p, b"{\"did\": 1}").unwrap();
+    assert_eq!(keystore::read_any(&p, "").unwrap_err().code(), "key-corrupt");
+}

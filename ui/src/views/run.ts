@@ -1,4 +1,4 @@
-// Run view, the steward's (JCP §4.7), read-only for now: a run's checkpoints
+// Run view (JCP §4.7), read-only verification (the Steward view signs): a run's checkpoints
 // in order — sequence, declared spend with its provenance or "not stated",
 // what is left (or "unknown": never the full budget when no spend is stated),
 // amendments with their continuation grants, and the verdict on each record.
@@ -8,8 +8,8 @@ import { ItemView } from "./item";
 
 export class RunView extends ItemView<Run> {
   constructor() {
-    const note = el("p", "hint", "Read-only: approving, amending and revoking from the console come in a later release; ");
-    note.append(el("code", undefined, "jcp run amend"), document.createTextNode(" does it headless today."));
+    const note = el("p", "hint", "Verification of a run file, read-only here: approve, amend or revoke in the Steward view (headless: ");
+    note.append(el("code", undefined, "jcp run amend"), document.createTextNode(", "), el("code", undefined, "jcp grant revoke"), document.createTextNode(")."));
     super(
       {
         kind: "run",
@@ -28,6 +28,14 @@ export class RunView extends ItemView<Run> {
   }
 
   show(v: Run): void {
+    this.report.replaceChildren(...renderRun(v));
+  }
+}
+
+/** A verified run as the Run and Steward views show it: verdict, summary,
+ *  every checkpoint with its amendments, grants and findings. */
+export function renderRun(v: Run): HTMLElement[] {
+  {
     const parts: HTMLElement[] = [];
     const verdict = el("div", `verdict ${v.verdict}`);
     verdict.id = "run-verdict";
@@ -51,6 +59,7 @@ export class RunView extends ItemView<Run> {
     kv("budget issued", v.issued_budget);
     kv("budget in force", v.active_budget ?? "none: no grant is active (an amendment's continuation is missing or refused)");
     kv("latest stated spend", v.latest_spent.text, v.latest_spent.uj === null ? "none" : undefined);
+    kv("coverage of the spend claim", v.latest_spent.uj === null ? "—" : "not stated: a checkpoint states a figure and its provenance only (§4.7); it is the agent's claim, not a measurement", "none");
     kv("remainder of the budget in force", v.remainder.text, v.remainder.known ? "remainder" : "remainder unknown");
     kv("records", String(v.records));
     const summary = el("div", "panel");
@@ -125,6 +134,6 @@ export class RunView extends ItemView<Run> {
     lower.append(grants, findings);
     parts.push(lower);
 
-    this.report.replaceChildren(...parts);
+    return parts;
   }
 }

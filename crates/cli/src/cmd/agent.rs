@@ -10,7 +10,8 @@
 //! to its run file, stating the cumulative spend it has been debited, and
 //! waits — polling the file — for the steward's amendment citing it; it then
 //! verifies the amendment and the continuation grant and goes on under the
-//! continuation. It stops on `revoked`, on `superseded` with no continuation
+//! continuation. While it waits, a revocation of a grant of its chain
+//! written beside the run (`<run>.revocations/`) stops it. It stops on `revoked`, on `superseded` with no continuation
 //! in its run file, on `budget-exceeded`, on any other deny, or when the
 //! wait times out (exit 1); when the endpoint is unreachable or refuses a
 //! frame (exit 2); after `--actions N` allowed actions (exit 0).
@@ -503,6 +504,9 @@ impl Agent {
                     ))),
                 };
             }
+            if let Some(stop) = self.revoked_while_waiting() {
+                return Ok(Waited::Stopped(stop));
+            }
             if Instant::now() >= deadline {
                 return Ok(Waited::Stopped(Stop::new(
                     "wait-timeout",
@@ -516,6 +520,36 @@ impl Agent {
             }
             tokio::time::sleep(self.interval).await;
         }
+    }
+
+    /// While it waits at a checkpoint the agent asks the endpoint nothing,
+    /// so a revocation reaches it where the steward writes it beside the run
+    /// (`<run>.revocations/<grant id>.jcp`, as the console does): one that
+    /// verifies against a grant of the agent's chain — the revoker is that
+    /// grant's issuer and the signature holds (§4.3) — stops the run. A file
+    /// that does not verify is ignored (the endpoint still decides).
+    fn revoked_while_waiting(&self) -> Option<Stop> {
+        let mut dir = self.run_path.as_os_str().to_owned();
+        dir.push(".revocations");
+        let entries = std::fs::read_dir(PathBuf::from(dir)).ok()?;
+        for e in entries.flatten() {
+            let Ok(bytes) = std::fs::read(e.path()) else { continue };
+            let Ok(rev) = jcp::revocation::SignedRevocation::from_bytes(&bytes) else { continue };
+            let id = rev.revocation().grant_id;
+            if let Some(g) = self.chain.iter().find(|g| g.id() == id && rev.check_authority(g).is_ok()) {
+                let leaf = self.chain.last().map(SignedGrant::id);
+                return Some(Stop {
+                    why: "revoked",
+                    message: if leaf == Some(g.id()) {
+                        format!("stopped: grant {id} was revoked (revocation {} beside the run)", rev.id())
+                    } else {
+                        format!("stopped: grant {id} above the agent's grant in its chain was revoked (revocation {} beside the run)", rev.id())
+                    },
+                    extra: json!({"revocation": rev.id(), "revoked": id}),
+                });
+            }
+        }
+        None
     }
 
     /// On `superseded`: the continuation, if the run file has one by now.

@@ -170,7 +170,7 @@ fn label_from_parts(parts: &[&str], s: &str) -> anyhow::Result<Label> {
 
 /// `Name=argument`, e.g. `MaxCostUj=100`, `ActionIn=read,write`,
 /// `FlowBelow=untrusted;search;all;1000`.
-fn parse_caveat(s: &str) -> anyhow::Result<Caveat> {
+pub(crate) fn parse_caveat(s: &str) -> anyhow::Result<Caveat> {
     let (name, arg) = s.split_once('=').ok_or_else(|| coded("invalid-caveat", format!("{s:?}: expected Name=argument")))?;
     let uint = |a: &str| -> anyhow::Result<u64> {
         a.parse().map_err(|_| coded("invalid-caveat", format!("{s:?}: expected an unsigned integer")))

@@ -16,7 +16,7 @@ use jcp::grant::SignedGrant;
 use jcp::steering::{self, AmendInput, CheckpointInput, Remainder, Run, RunReport, Spent};
 use serde_json::json;
 
-use crate::cmd::core::read_key;
+use crate::cmd::core::{parse_caveat, read_key};
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 /// `jcp run`: checkpoints, amendments and run verification (§4.7).
@@ -98,6 +98,9 @@ enum RunCmd {
         /// A new instruction-set commitment: 64 hex digits, or text:NAME.
         #[arg(long)]
         instructions: Option<String>,
+        /// A caveat the continuation adds (repeatable; Name=argument as `jcp grant issue --caveat`, e.g. MaxCostUj=100).
+        #[arg(long = "caveat")]
+        caveats: Vec<String>,
         /// Also write the continuation grant to this file.
         #[arg(long)]
         continuation_out: Option<PathBuf>,
@@ -321,6 +324,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             budget_uj,
             expiry,
             instructions,
+            caveats,
             continuation_out,
             nonce,
             continuation_nonce,
@@ -334,6 +338,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 instructions: instructions.as_deref().map(|i| commitment(i, "--instructions")).transpose()?,
                 nonce: nonce_arg(nonce.as_ref(), "--nonce")?,
                 continuation_nonce: nonce_arg(continuation_nonce.as_ref(), "--continuation-nonce")?,
+                add_caveats: caveats.iter().map(|c| parse_caveat(c)).collect::<anyhow::Result<Vec<_>>>()?,
             };
             let (am, cont) = run.amend(&issuer, input).map_err(|e| core_err(&path, &e))?;
             write_run(&path, &run)?;

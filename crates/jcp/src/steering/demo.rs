@@ -133,6 +133,7 @@ pub fn demo_run(seed: u64) -> Result<Run, Error> {
             instructions: Some(commit("instructions v2: top 12 sources only, skip the exhaustive sweep")),
             nonce: Some(nonce(seed, "amendment")),
             continuation_nonce: Some(nonce(seed, "continuation")),
+            add_caveats: Vec::new(),
         },
     )?;
     for i in 4u64..=6 {

@@ -1,0 +1,503 @@
+// Steward view (JCP §4.3, §4.7, §4.11): the steward's key (create, import,
+// unlock, lock now — the private key stays in the shell), the runs of the
+// workspace's runs folder and the live runs of the console's endpoint, and
+// on a run: approve, amend (checked — and a widening or an amount above the
+// remainder refused — before anything is signed) and revoke (after a
+// confirmation naming every grant that dies with it), the live agent's
+// account of itself, and the run's history: what was signed, by whom, when.
+import { api, type AmendForm, type KeyStatus, type RunRow, type StewardOverview, type StewardRunView, type UiError } from "../ipc";
+import type { CaveatInput } from "../gen/CaveatInput";
+import type { CaveatKind } from "../gen/CaveatKind";
+import type { Notifier } from "./energy";
+import { el, shortId } from "../format";
+import { renderRun } from "./run";
+
+const CAVEATS: [CaveatKind, string][] = [
+  ["ActionIn", "only these actions (comma-separated)"],
+  ["MaxCostUj", "at most this many µJ per action"],
+  ["NotAfter", "not after (Unix seconds)"],
+  ["NotBefore", "not before (Unix seconds)"],
+];
+
+function input(id: string, placeholder: string, type = "text"): HTMLInputElement {
+  const i = el("input");
+  i.id = id;
+  i.type = type;
+  i.placeholder = placeholder;
+  return i;
+}
+
+function button(id: string, label: string, cls = "action"): HTMLButtonElement {
+  const b = el("button", cls, label);
+  b.id = id;
+  return b;
+}
+
+export class StewardView {
+  readonly root: HTMLElement;
+  private keyPanel = el("div", "panel key-panel");
+  private runsList = el("div", "runs-list");
+  private status = el("p", "status");
+  private detail = el("div", "steward-run");
+  private actions = el("div", "panel actions");
+  private live = el("div", "panel live-panel");
+  private awaitingBanner = el("div", "awaiting-banner");
+  private history = el("div", "panel history");
+  private report = el("div", "run-report");
+  private result = el("div", "action-result");
+  private overview: StewardOverview | null = null;
+  private selected: number | null = null;
+  private shownRevision = -1;
+  private shownId: number | null = null;
+  private keyShown = "";
+  private caveats: CaveatInput[] = [];
+  /** Called with the number of checkpoints awaiting the steward (the tab's badge). */
+  onAwaiting: (n: number) => void = () => {};
+  /** Opens a stream in the Auditor view. */
+  onAudit: (path: string) => void = () => {};
+
+  constructor(private notify: Notifier) {
+    this.root = el("section", "view steward");
+    this.root.id = "view-steward";
+    const head = el("div", "view-head");
+    const start = button("live-start", "Start demo run");
+    start.title = "Issues a demo agent a grant under your key, starts the console's enforcement endpoint and the agent (jcp agent demo)";
+    start.addEventListener("click", () => void this.startLive());
+    head.append(el("h2", undefined, "Steward"), start);
+    const side = el("aside", "steward-side");
+    const runs = el("div", "panel");
+    runs.append(el("h3", undefined, "Runs"), this.runsList);
+    side.append(this.keyPanel, runs);
+    this.awaitingBanner.id = "awaiting-banner";
+    this.awaitingBanner.hidden = true;
+    this.live.id = "live-panel";
+    this.actions.id = "actions";
+    this.history.id = "history";
+    this.result.id = "action-result";
+    this.detail.append(this.awaitingBanner, this.live, this.actions, this.result, this.history, this.report);
+    const mainCol = el("div", "steward-main");
+    mainCol.append(this.status, this.detail);
+    const grid = el("div", "steward-grid");
+    grid.append(side, mainCol);
+    this.root.append(head, grid);
+  }
+
+  get awaitingCount(): number {
+    return this.overview?.awaiting ?? 0;
+  }
+
+  /** Polls the overview (every view does, for the tab's badge). */
+  async poll(): Promise<StewardOverview | null> {
+    try {
+      this.overview = await api.stewardOverview();
+    } catch (e) {
+      this.fail(e as UiError);
+      return null;
+    }
+    this.onAwaiting(this.overview.awaiting);
+    return this.overview;
+  }
+
+  async refresh(): Promise<void> {
+    const ov = await this.poll();
+    if (!ov) return;
+    this.renderKey(ov.key);
+    if (this.selected === null || !ov.runs.some((r) => r.id === this.selected)) {
+      // First a run that awaits the steward, else the newest.
+      this.selected = (ov.runs.find((r) => r.awaiting && r.mine) ?? ov.runs[ov.runs.length - 1])?.id ?? null;
+    }
+    this.renderRuns(ov.runs);
+    if (this.selected === null) {
+      this.status.textContent = "No run yet: start the demo run, or put a run file (.jcprun) in the workspace's runs folder.";
+      return;
+    }
+    if (ov.revision !== this.shownRevision || this.selected !== this.shownId) await this.load();
+  }
+
+  async open(id: number): Promise<void> {
+    this.selected = id;
+    this.shownId = null;
+    await this.refresh();
+  }
+
+  private fail(e: UiError): void {
+    this.status.textContent = e.message;
+    this.status.className = "status error";
+  }
+
+  private renderKey(k: KeyStatus): void {
+    const sig = JSON.stringify(k);
+    if (sig === this.keyShown) return;
+    this.keyShown = sig;
+    const parts: HTMLElement[] = [el("h3", undefined, "Your key")];
+    const state = el("div", `key-state ${k.unlocked ? "unlocked" : k.exists ? "locked" : "none"}`);
+    state.id = "key-state";
+    state.textContent = k.unlocked ? "Unlocked for this session" : k.exists ? "Locked" : "No key yet";
+    parts.push(state);
+    if (k.did) {
+      const row = el("div", "did-row");
+      const did = el("code", "did", k.did);
+      did.id = "key-did";
+      const copy = button("key-copy", "Copy", "small");
+      copy.addEventListener("click", () => void navigator.clipboard?.writeText(k.did ?? "").then(() => this.notify.info("did:key copied"), () => this.notify.info(k.did ?? "")));
+      row.append(did, copy);
+      parts.push(row);
+    }
+    parts.push(el("p", "hint path", k.path));
+    if (k.error) {
+      const err = el("p", "key-error error", k.error.message);
+      err.id = "key-error";
+      parts.push(err);
+    }
+    const form = el("div", "key-form");
+    if (!k.exists) {
+      const p1 = input("key-pass", "passphrase", "password");
+      const p2 = input("key-pass2", "passphrase again", "password");
+      const create = button("key-create", "Create key");
+      create.addEventListener("click", () => {
+        if (!p1.value) return this.notify.error({ code: "key-passphrase-empty", message: "A key file needs a passphrase." });
+        if (p1.value !== p2.value) return this.notify.error({ code: "key.mismatch", message: "The two passphrases differ; nothing was created." });
+        void this.keyCall(() => api.keyCreate(p1.value), "Key created and unlocked.");
+      });
+      const from = input("key-import-pass", "passphrase of the file to import (if any)", "password");
+      const imp = button("key-import", "Import a key file…", "small");
+      imp.addEventListener("click", () => {
+        if (!p1.value || p1.value !== p2.value) return this.notify.error({ code: "key.mismatch", message: "Type the new passphrase twice above; the imported key is stored under it." });
+        void this.keyCall(() => api.keyImport(from.value, p1.value), "Key imported and unlocked.");
+      });
+      form.append(p1, p2, create, from, imp);
+    } else if (!k.unlocked) {
+      const p = input("key-pass", "passphrase", "password");
+      const unlock = button("key-unlock", "Unlock");
+      const go = () => void this.keyCall(() => api.keyUnlock(p.value), "Key unlocked for this session.");
+      unlock.addEventListener("click", go);
+      p.addEventListener("keydown", (e) => e.key === "Enter" && go());
+      form.append(p, unlock);
+    } else {
+      const lock = button("key-lock", "Lock now");
+      lock.addEventListener("click", () => void this.keyCall(() => api.keyLock(), "Key locked."));
+      form.append(lock);
+    }
+    parts.push(form);
+    this.keyPanel.replaceChildren(...parts);
+  }
+
+  private async keyCall(f: () => Promise<KeyStatus | null>, ok: string): Promise<void> {
+    try {
+      const k = await f();
+      if (k) {
+        this.notify.info(ok);
+        this.renderKey(k);
+      }
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+    this.shownRevision = -1;
+    await this.refresh();
+  }
+
+  private renderRuns(runs: RunRow[]): void {
+    this.runsList.replaceChildren(
+      ...runs.map((r) => {
+        const b = el("button", "run-pick");
+        b.dataset.id = String(r.id);
+        b.classList.toggle("active", r.id === this.selected);
+        b.append(el("span", "label", r.label));
+        if (r.live) b.append(el("span", `chip live ${r.live}`, r.live));
+        if (r.awaiting && r.mine) b.append(el("span", "chip awaiting", "awaits you"));
+        else if (r.awaiting) b.append(el("span", "chip waits", "awaits its steward (not your key)"));
+        if (r.verdict === "findings") b.append(el("span", "chip findings", "findings"));
+        if (r.error) b.append(el("span", "chip error", "unreadable"));
+        b.title = r.error ?? r.path;
+        b.addEventListener("click", () => void this.open(r.id));
+        return b;
+      }),
+    );
+  }
+
+  private async load(): Promise<void> {
+    const id = this.selected;
+    if (id === null) return;
+    const rev = this.overview?.revision ?? -1;
+    try {
+      const v = await api.stewardRun(id);
+      if (this.selected !== id) return;
+      const fresh = this.shownId !== id;
+      this.shownId = id;
+      this.shownRevision = rev;
+      this.status.textContent = "";
+      this.status.className = "status";
+      this.show(v, fresh);
+    } catch (e) {
+      this.shownId = id;
+      this.shownRevision = rev;
+      this.fail(e as UiError);
+    }
+  }
+
+  /** Renders a run; the action forms are rebuilt only for another run or a new checkpoint (typing is never lost to a poll). */
+  show(v: StewardRunView, fresh = true): void {
+    const last = v.run.checkpoints[v.run.checkpoints.length - 1];
+    const mine = this.overview?.runs.find((r) => r.id === v.id)?.mine ?? false;
+    this.awaitingBanner.hidden = !v.awaiting;
+    this.awaitingBanner.classList.toggle("other", !mine);
+    this.awaitingBanner.textContent = !(v.awaiting && last)
+      ? ""
+      : mine
+        ? `Checkpoint ${last.seq} awaits your decision: spent ${last.spent.text}; remainder ${last.remainder.text}. The agent waits until you approve, amend or revoke.`
+        : `Checkpoint ${last.seq} awaits its steward ${v.run.issuer.slice(0, 24)}…, not your key: only the run's issuer may steer it (§4.7).`;
+    this.renderLive(v);
+    if (fresh) this.result.replaceChildren();
+    const actionsKey = `${v.id}:${v.awaiting}:${last?.id ?? ""}:${v.revoked.join(",")}:${v.run.grants.length}`;
+    if (fresh || this.actions.dataset.key !== actionsKey) {
+      this.actions.dataset.key = actionsKey;
+      this.renderActions(v);
+    }
+    this.renderHistory(v);
+    this.report.replaceChildren(...renderRun(v.run));
+  }
+
+  private renderLive(v: StewardRunView): void {
+    const l = v.live;
+    this.live.hidden = l === null;
+    if (!l) return;
+    const parts: HTMLElement[] = [];
+    const head = el("h3", undefined, "Live run ");
+    const st = el("span", `chip live ${l.state}`, l.state);
+    st.id = "live-state";
+    head.append(st);
+    parts.push(head);
+    const facts = el("dl", "live-facts");
+    const fact = (k: string, val: string | HTMLElement, id?: string) => {
+      const dd = el("dd");
+      if (id) dd.id = id;
+      if (typeof val === "string") dd.textContent = val;
+      else dd.append(val);
+      facts.append(el("dt", undefined, k), dd);
+    };
+    fact("endpoint", l.endpoint);
+    fact("record", l.stream);
+    fact("agent", shortId(l.agent, 24));
+    fact("grant in force", l.grant ? shortId(l.grant, 12) : "—", "live-grant");
+    fact("decisions", `${l.allowed} allowed, ${l.denied} denied`, "live-decisions");
+    fact("debited this session", l.spent, "live-spent");
+    parts.push(facts);
+    if (l.ended) {
+      const ended = el("p", `live-ended ${l.state}`, l.ended);
+      ended.id = "live-ended";
+      parts.push(ended);
+    }
+    if (l.stderr) {
+      const pre = el("pre", "live-stderr", l.stderr);
+      parts.push(pre);
+    }
+    const events = el("ol", "live-events");
+    events.id = "live-events";
+    for (const e of l.events.slice(-14)) events.append(el("li", `event ${e.event}`, e.text));
+    parts.push(events);
+    const row = el("div", "button-row");
+    if (l.state === "running") {
+      const stop = button("live-stop", "Stop the run", "small");
+      stop.addEventListener("click", () => void this.act(async () => {
+        await api.liveStop(v.id);
+        this.notify.info("The live run was stopped; its run file and record stay in the workspace.");
+      }));
+      row.append(stop);
+    }
+    const audit = button("open-in-auditor", "Open its record in the Auditor", "small");
+    audit.addEventListener("click", () => this.onAudit(l.stream));
+    row.append(audit);
+    parts.push(row);
+    this.live.replaceChildren(...parts);
+  }
+
+  private form(budget: string, expiry: string, instructions: string): AmendForm {
+    const num = (s: string) => (s.trim() === "" ? null : Number(s.trim()));
+    return { budget_uj: num(budget), expiry: num(expiry), instructions: instructions.trim() === "" ? null : instructions, add_caveats: [...this.caveats] };
+  }
+
+  private showResult(kind: "ok" | "refused" | "preview", title: string, lines: string[] = []): void {
+    const box = el("div", `result ${kind}`);
+    box.append(el("strong", undefined, title));
+    if (lines.length) {
+      const ul = el("ul");
+      for (const l of lines) ul.append(el("li", undefined, l));
+      box.append(ul);
+    }
+    this.result.replaceChildren(box);
+    box.scrollIntoView?.({ block: "nearest" });
+  }
+
+  private refusal(e: UiError, signing: boolean): void {
+    this.showResult("refused", signing ? `Refused (${e.code}): nothing was signed.` : `Refused before signing (${e.code})`, [e.message]);
+  }
+
+  private renderActions(v: StewardRunView): void {
+    this.caveats = [];
+    const parts: HTMLElement[] = [el("h3", undefined, "Your decision")];
+    const unlocked = this.overview?.key.unlocked ?? false;
+    if (!unlocked) parts.push(el("p", "hint", "Unlock your key to sign: nothing is signed while it is locked."));
+    if (v.awaiting) {
+      // Approve: the remainder, previewed first.
+      const approve = el("div", "approve");
+      const ab = button("approve", "Approve (continue with the remainder)");
+      ab.disabled = !unlocked;
+      ab.addEventListener("click", () => void this.act(async () => {
+        const p = await api.stewardPreview(v.id, { budget_uj: null, expiry: null, instructions: null, add_caveats: [] }).catch((e: UiError) => {
+          this.refusal(e, false);
+          return null;
+        });
+        if (!p) return;
+        this.showResult("preview", `Approve: a continuation grant of ${p.budget} (the remainder) at checkpoint ${p.checkpoint.slice(0, 8)}…`);
+        const sign = button("approve-sign", "Sign approval");
+        sign.addEventListener("click", () => void this.act(async () => {
+          const d = await api.stewardAmend(v.id, { budget_uj: null, expiry: null, instructions: null, add_caveats: [] });
+          this.showResult("ok", d.message, [`signed by ${d.signed_by}`, ...d.signed.map((s) => `signed ${s}`)]);
+        }, true));
+        this.result.firstElementChild?.append(sign);
+      }));
+      approve.append(ab);
+      parts.push(approve);
+
+      // Amend: tighter only.
+      const amend = el("div", "amend-form");
+      const budget = input("amend-budget", "new budget, µJ", "number");
+      const expiry = input("amend-expiry", "earlier expiry, Unix seconds (optional)", "number");
+      const instr = input("amend-instructions", "new instructions: text or 64 hex digits (optional)");
+      const kind = el("select");
+      kind.id = "caveat-kind";
+      for (const [k, label] of CAVEATS) {
+        const o = el("option", undefined, `${k}: ${label}`);
+        o.value = k;
+        kind.append(o);
+      }
+      const cval = input("caveat-value", "caveat argument");
+      const cadd = button("caveat-add", "Add caveat", "small");
+      const clist = el("ul", "caveat-list");
+      clist.id = "caveat-list";
+      cadd.addEventListener("click", () => {
+        if (!cval.value.trim()) return;
+        this.caveats.push({ kind: kind.value as CaveatKind, value: cval.value.trim() });
+        clist.append(el("li", undefined, `${kind.value} ${cval.value.trim()}`));
+        cval.value = "";
+      });
+      const check = button("amend-check", "Check", "small");
+      const sign = button("amend-sign", "Sign amendment");
+      sign.disabled = !unlocked;
+      check.addEventListener("click", () => void this.act(async () => {
+        try {
+          const p = await api.stewardPreview(v.id, this.form(budget.value, expiry.value, instr.value));
+          this.showResult("preview", `Within the rules: ${p.budget} of at most ${p.ceiling} (remainder ${p.remainder.text})`, [
+            `continuation expires ${p.expiry === 0 ? "never" : new Date(p.expiry * 1000).toISOString()}`,
+            ...p.caveats.map((c) => `caveat ${c}`),
+            ...(p.instructions ? [`new instructions ${p.instructions}`] : []),
+          ]);
+        } catch (e) {
+          this.refusal(e as UiError, false);
+        }
+      }));
+      sign.addEventListener("click", () => void this.act(async () => {
+        if (budget.value.trim() === "") return this.refusal({ code: "steward.bad_form", message: "An amendment states its budget; to continue with the remainder, approve." }, false);
+        try {
+          // Checked first: a refusal is shown before anything is signed.
+          await api.stewardPreview(v.id, this.form(budget.value, expiry.value, instr.value));
+        } catch (e) {
+          return this.refusal(e as UiError, false);
+        }
+        const d = await api.stewardAmend(v.id, this.form(budget.value, expiry.value, instr.value));
+        this.showResult("ok", d.message, [`signed by ${d.signed_by}`, ...d.signed.map((s) => `signed ${s}`)]);
+      }, true));
+      amend.append(el("h4", undefined, "Amend (only ever tighter)"), budget, expiry, instr, el("div", "caveat-row"), clist);
+      amend.querySelector(".caveat-row")?.append(kind, cval, cadd);
+      const row = el("div", "button-row");
+      row.append(check, sign);
+      amend.append(row);
+      parts.push(amend);
+    } else {
+      parts.push(el("p", "hint", v.revoked.length ? "Revoked: nothing awaits you on this run." : "No checkpoint awaits you on this run."));
+    }
+
+    // Revoke any grant of the run not yet revoked.
+    const live = v.run.grants.filter((g) => !v.revoked.includes(g.id));
+    if (live.length) {
+      const rv = el("div", "revoke");
+      const sel = el("select");
+      sel.id = "revoke-grant";
+      for (const g of live) {
+        const o = el("option", undefined, `${g.role} ${g.id.slice(0, 10)}… (${g.budget})`);
+        o.value = g.id;
+        sel.append(o);
+      }
+      sel.value = live[live.length - 1].id;
+      const rb = button("revoke-plan", "Revoke…", "danger");
+      rb.disabled = !unlocked;
+      rb.addEventListener("click", () => void this.act(async () => {
+        let plan;
+        try {
+          plan = await api.stewardRevokePlan(v.id, sel.value);
+        } catch (e) {
+          return this.refusal(e as UiError, false);
+        }
+        const box = el("div", "result confirm");
+        box.id = "revoke-confirm";
+        box.append(el("strong", undefined, `Revoke grant ${plan.target.slice(0, 10)}…? These grants die with it:`));
+        const ul = el("ul", "dies");
+        for (const d of plan.dies) {
+          const li = el("li", `dies ${d.why}`);
+          li.append(shortId(d.id, 16), document.createTextNode(` — held by ${d.subject.slice(0, 20)}…, ${d.budget}${d.why === "below" ? " (delegated below it)" : ""}`));
+          ul.append(li);
+        }
+        const yes = button("revoke-sign", `Revoke ${plan.dies.length} grant(s)`, "danger");
+        const no = button("revoke-cancel", "Cancel", "small");
+        no.addEventListener("click", () => this.result.replaceChildren());
+        yes.addEventListener("click", () => void this.act(async () => {
+          const d = await api.stewardRevoke(v.id, sel.value);
+          this.showResult("ok", d.message, [`signed by ${d.signed_by}`, ...d.files.map((f) => `written to ${f}`)]);
+        }, true));
+        box.append(ul, yes, no);
+        this.result.replaceChildren(box);
+        box.scrollIntoView?.({ block: "nearest" });
+      }));
+      rv.append(el("h4", undefined, "Revoke"), sel, rb);
+      parts.push(rv);
+    }
+    this.actions.replaceChildren(...parts);
+  }
+
+  private renderHistory(v: StewardRunView): void {
+    const parts: HTMLElement[] = [el("h3", undefined, `History (${v.history.length})`)];
+    if (!v.history.length) parts.push(el("p", "none", "Nothing signed on this run from this console yet."));
+    const ol = el("ol", "history-list");
+    for (const h of v.history) {
+      const li = el("li", `history ${h.action}`);
+      li.append(el("span", "when", new Date(h.at_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"), el("strong", "what", ` ${h.action} `), el("span", "text", h.text));
+      if (h.signed_by) li.append(el("span", "who", " — signed by "), shortId(h.signed_by, 20));
+      ol.append(li);
+    }
+    parts.push(ol);
+    this.history.replaceChildren(...parts);
+  }
+
+  private async startLive(): Promise<void> {
+    await this.act(async () => {
+      const r = await api.liveStart();
+      this.selected = r.id;
+      this.shownId = null;
+      this.notify.info("Demo run started: the agent asks the console's endpoint for every action and stops at each checkpoint for you.");
+    });
+  }
+
+  /** Runs an action, shows its error, and reloads the run (after a signature, the actions are rebuilt). */
+  private async act(f: () => Promise<void>, signed = false): Promise<void> {
+    try {
+      await f();
+    } catch (e) {
+      const u = e as UiError;
+      if (signed) this.refusal(u, true);
+      else this.notify.error(u);
+    }
+    this.shownRevision = -1;
+    if (signed) this.actions.dataset.key = "";
+    await this.refresh();
+  }
+}

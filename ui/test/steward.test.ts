@@ -1,0 +1,205 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
+import { StewardView } from "../src/views/steward";
+import type { KeyStatus, StewardOverview, StewardRunView } from "../src/ipc";
+import { runView } from "./fixtures";
+
+afterEach(() => clearMocks());
+
+const ME = "did:key:z6MkSteward";
+const key = (over: Partial<KeyStatus> = {}): KeyStatus => ({ path: "/ws/steward.key", exists: true, did: ME, unlocked: true, error: null, ...over });
+const overview = (over: Partial<StewardOverview> = {}): StewardOverview => ({
+  revision: 1,
+  awaiting: 1,
+  runs: [{ id: 7, label: "run live-1", path: "/ws/runs/live-1.jcprun", live: "running", awaiting: true, mine: true, checkpoints: 3, verdict: "clean", error: null }],
+  key: key(),
+  ...over,
+});
+const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
+  id: 7,
+  run: runView({ path: "/ws/runs/live-1.jcprun" }),
+  awaiting: true,
+  revoked: [],
+  history: [{ at_ms: 1_767_258_000_000, action: "amend", signed_by: ME, text: "amended at checkpoint 3" }],
+  live: {
+    state: "running",
+    endpoint: "unix:/ws/live/1/endpoint.sock",
+    stream: "/ws/live/1/record.jcps",
+    agent: "did:key:z6MkAgent",
+    grant: "18663457bbbbbbbbbbbb",
+    allowed: 5,
+    denied: 0,
+    spent: "500 µJ",
+    events: [{ event: "checkpoint", text: "checkpoint seq 4 after step 5: spent 500 µJ (Estimator); waiting for the steward" }],
+    ended: null,
+    stderr: null,
+  },
+  ...over,
+});
+const noop = { error: () => {}, info: () => {} };
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+function mock(handlers: Record<string, (args: Record<string, unknown>) => unknown>, calls: [string, unknown][] = []) {
+  mockIPC((cmd, args) => {
+    calls.push([cmd, args]);
+    const h = handlers[cmd];
+    if (!h) throw new Error(`unexpected ${cmd}`);
+    return h(args as Record<string, unknown>);
+  });
+  return calls;
+}
+
+describe("steward view (issue 17)", () => {
+  it("s4_7_an_awaiting_checkpoint_is_unmistakable_and_counts_on_the_badge", async () => {
+    mock({ steward_overview: () => overview(), steward_run: () => run() });
+    const v = new StewardView(noop);
+    let badge = -1;
+    v.onAwaiting = (n) => (badge = n);
+    await v.refresh();
+    expect(badge).toBe(1);
+    const banner = v.root.querySelector("#awaiting-banner") as HTMLElement;
+    expect(banner.hidden).toBe(false);
+    expect(banner.textContent).toContain("Checkpoint 4 awaits your decision");
+    expect(v.root.querySelector(".run-pick .chip.awaiting")?.textContent).toBe("awaits you");
+    expect(v.root.querySelector("#live-state")?.textContent).toBe("running");
+    expect(v.root.querySelector("#history")?.textContent).toContain(ME.slice(0, 20));
+    expect(v.root.querySelector("#key-state")?.textContent).toBe("Unlocked for this session");
+    expect(v.root.querySelector("#key-did")?.textContent).toBe(ME);
+  });
+
+  it("s4_7_a_run_of_another_steward_awaits_them_not_you", async () => {
+    mock({
+      steward_overview: () => overview({ awaiting: 0, runs: [{ ...overview().runs[0], mine: false, live: null }] }),
+      steward_run: () => run({ live: null, run: runView({ issuer: "did:key:z6MkSomeoneElse" }) }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#awaiting-banner")?.textContent).toContain("awaits its steward did:key:z6MkSomeoneElse");
+    expect(v.root.querySelector(".run-pick .chip.awaiting")).toBeNull();
+  });
+
+  it("s4_7_a_widening_is_refused_before_anything_is_signed", async () => {
+    const calls = mock({
+      steward_overview: () => overview(),
+      steward_run: () => run(),
+      steward_preview: () => {
+        throw { code: "steer-above-remainder", message: "refused before signing (steer-above-remainder): amended budget 4501 µJ exceeds the remainder 4500 µJ" };
+      },
+      steward_amend: () => {
+        throw new Error("must not be called");
+      },
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "4501";
+    (v.root.querySelector("#amend-sign") as HTMLButtonElement).click();
+    await tick();
+    await tick();
+    const refused = v.root.querySelector("#action-result .result.refused");
+    expect(refused?.textContent).toContain("Refused before signing (steer-above-remainder)");
+    expect(calls.map((c) => c[0])).not.toContain("steward_amend");
+    expect(calls.find((c) => c[0] === "steward_preview")?.[1]).toEqual({ id: 7, form: { budget_uj: 4501, expiry: null, instructions: null, add_caveats: [] } });
+  });
+
+  it("s4_7_amend_sends_budget_expiry_instructions_and_caveats_and_shows_who_signed", async () => {
+    const calls = mock({
+      steward_overview: () => overview(),
+      steward_run: () => run(),
+      steward_preview: () => ({}),
+      steward_amend: () => ({ action: "amend", signed_by: ME, signed: ["am1", "cont1"], files: ["/ws/runs/live-1.jcprun"], message: "amended at checkpoint 4: continuation grant cont1 with 800 µJ" }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "800";
+    (v.root.querySelector("#amend-expiry") as HTMLInputElement).value = "1767270000";
+    (v.root.querySelector("#amend-instructions") as HTMLInputElement).value = "top 12 sources only";
+    (v.root.querySelector("#caveat-kind") as HTMLSelectElement).value = "MaxCostUj";
+    (v.root.querySelector("#caveat-value") as HTMLInputElement).value = "150";
+    (v.root.querySelector("#caveat-add") as HTMLButtonElement).click();
+    expect(v.root.querySelector("#caveat-list")?.textContent).toBe("MaxCostUj 150");
+    (v.root.querySelector("#amend-sign") as HTMLButtonElement).click();
+    for (let i = 0; i < 5; i++) await tick();
+    const amend = calls.find((c) => c[0] === "steward_amend");
+    expect(amend?.[1]).toEqual({ id: 7, form: { budget_uj: 800, expiry: 1767270000, instructions: "top 12 sources only", add_caveats: [{ kind: "MaxCostUj", value: "150" }] } });
+    expect(v.root.querySelector("#action-result .result.ok")?.textContent).toContain(`signed by ${ME}`);
+  });
+
+  it("s4_7_approve_previews_the_remainder_then_signs_with_no_budget", async () => {
+    const calls = mock({
+      steward_overview: () => overview(),
+      steward_run: () => run(),
+      steward_preview: () => ({ checkpoint: "ca06ffff", steered: "x", budget_uj: 300, budget: "300 µJ", ceiling_uj: 300, ceiling: "300 µJ", remainder: { known: true, uj: 300, text: "300 µJ" }, continuation: "c", expiry: 0, caveats: [], instructions: null }),
+      steward_amend: () => ({ action: "approve", signed_by: ME, signed: ["a", "c"], files: [], message: "approved at checkpoint 4" }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    (v.root.querySelector("#approve") as HTMLButtonElement).click();
+    for (let i = 0; i < 4; i++) await tick();
+    expect(v.root.querySelector("#action-result .result.preview")?.textContent).toContain("a continuation grant of 300 µJ (the remainder)");
+    (v.root.querySelector("#approve-sign") as HTMLButtonElement).click();
+    for (let i = 0; i < 4; i++) await tick();
+    expect(calls.find((c) => c[0] === "steward_amend")?.[1]).toEqual({ id: 7, form: { budget_uj: null, expiry: null, instructions: null, add_caveats: [] } });
+  });
+
+  it("s4_3_revoke_names_every_grant_that_dies_before_it_is_signed", async () => {
+    const calls = mock({
+      steward_overview: () => overview(),
+      steward_run: () => run(),
+      steward_revoke_plan: () => ({
+        target: "18663457bbbbbbbbbbbb",
+        dies: [
+          { id: "18663457bbbbbbbbbbbb", subject: "did:key:z6MkAgent", budget: "800 µJ", why: "revoked" },
+          { id: "77777777cccccccccccc", subject: "did:key:z6MkSubAgent", budget: "100 µJ", why: "below" },
+        ],
+      }),
+      steward_revoke: () => ({ action: "revoke", signed_by: ME, signed: ["r"], files: ["/ws/runs/live-1.jcprun.revocations/18663457.jcp"], message: "revoked grant 18663457; 2 grant(s) die with it" }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect((v.root.querySelector("#revoke-grant") as HTMLSelectElement).value).toBe("18663457bbbbbbbbbbbb");
+    (v.root.querySelector("#revoke-plan") as HTMLButtonElement).click();
+    for (let i = 0; i < 4; i++) await tick();
+    expect(calls.map((c) => c[0])).not.toContain("steward_revoke");
+    const dies = [...v.root.querySelectorAll("#revoke-confirm li.dies")].map((l) => l.textContent);
+    expect(dies).toHaveLength(2);
+    expect(dies[1]).toContain("delegated below it");
+    (v.root.querySelector("#revoke-sign") as HTMLButtonElement).click();
+    for (let i = 0; i < 4; i++) await tick();
+    expect(calls.find((c) => c[0] === "steward_revoke")?.[1]).toEqual({ id: 7, grant: "18663457bbbbbbbbbbbb" });
+  });
+
+  it("s2_a_locked_key_signs_nothing_and_a_crashed_agent_is_shown", async () => {
+    mock({
+      steward_overview: () => overview({ key: key({ unlocked: false }) }),
+      steward_run: () => run({ live: { ...run().live!, state: "crashed", ended: "the agent ended without saying why (killed by signal 9): it crashed or was killed", stderr: "thread main panicked" } }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#key-state")?.textContent).toBe("Locked");
+    expect(v.root.querySelector("#key-unlock")).not.toBeNull();
+    expect((v.root.querySelector("#amend-sign") as HTMLButtonElement).disabled).toBe(true);
+    expect((v.root.querySelector("#approve") as HTMLButtonElement).disabled).toBe(true);
+    expect(v.root.querySelector("#live-state")?.textContent).toBe("crashed");
+    expect(v.root.querySelector("#live-ended")?.textContent).toContain("crashed or was killed");
+    expect(v.root.querySelector(".live-stderr")?.textContent).toContain("panicked");
+  });
+
+  it("s2_key_creation_needs_the_passphrase_twice_and_never_sends_a_key", async () => {
+    const calls = mock({
+      steward_overview: () => overview({ runs: [], awaiting: 0, key: key({ exists: false, did: null, unlocked: false }) }),
+      key_create_new: () => key(),
+    });
+    const errors: string[] = [];
+    const v = new StewardView({ error: (e) => errors.push(e.code), info: () => {} });
+    await v.refresh();
+    (v.root.querySelector("#key-pass") as HTMLInputElement).value = "a";
+    (v.root.querySelector("#key-pass2") as HTMLInputElement).value = "b";
+    (v.root.querySelector("#key-create") as HTMLButtonElement).click();
+    expect(errors).toEqual(["key.mismatch"]);
+    expect(calls.map((c) => c[0])).not.toContain("key_create_new");
+    (v.root.querySelector("#key-pass2") as HTMLInputElement).value = "a";
+    (v.root.querySelector("#key-create") as HTMLButtonElement).click();
+    await tick();
+    expect(calls.find((c) => c[0] === "key_create_new")?.[1]).toEqual({ passphrase: "a" });
+  });
+});
