@@ -33,4 +33,6 @@ pub const COMMANDS: &[&str] = &[
     "steward_revoke",
     "live_run_start",
     "live_run_stop",
+    "steward_unresolved",
+    "steward_settle",
 ];

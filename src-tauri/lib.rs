@@ -59,6 +59,8 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             steward::steward_revoke,
             steward::live_run_start,
             steward::live_run_stop,
+            steward::steward_unresolved,
+            steward::steward_settle,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.

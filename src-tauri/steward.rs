@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 use console_store::{ItemKind, Store};
 use console_view::ipc::UiError;
 use console_view::steward::{
-    self as sv, AgentEventLine, AmendForm, AmendPreview, HistoryRow, KeyStatus, LiveState, LiveView, RevokePlan, RunRow, SignedAction,
-    StewardActionKind, StewardOverview, StewardRunView,
+    self as sv, AgentEventLine, AmendForm, AmendPreview, HistoryRow, KeyStatus, LiveState, LiveView, RevokePlan, RunRow, SettleStatus, SignedAction,
+    StewardActionKind, StewardOverview, StewardRunView, UnresolvedStream,
 };
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::Gate;
@@ -321,7 +321,7 @@ pub fn amend(state: &AppState, st: &StewardState, id: i64, form: &AmendForm) -> 
     sv::write_run(&path, &steering.run).map_err(|e| error::view(&e))?;
     st.revision.fetch_add(1, Ordering::Relaxed);
     let approve = form.budget_uj.is_none();
-    let budget = console_view::run::energy_text(steering.continuation.grant().budget_uj);
+    let budget = console_view::format_uj(steering.continuation.grant().budget_uj);
     let done = SignedAction {
         action: if approve { StewardActionKind::Approve } else { StewardActionKind::Amend },
         signed_by: signer,
@@ -394,6 +394,68 @@ pub fn revoke(state: &AppState, st: &StewardState, id: i64, grant: &str) -> CmdR
         message: format!("revoked grant {}; {} grant(s) die with it", target.id(), plan.dies.len()),
     };
     record(state, &item.path, &done)?;
+    Ok(done)
+}
+
+// ------------------------------------------------------------- unresolved
+
+/// Every workspace stream's unresolved decisions (§4.11), from its last
+/// audit, each with the party that held it and any settlement signed since.
+pub fn unresolved(state: &AppState) -> CmdResult<Vec<UnresolvedStream>> {
+    let streams = state.with_store(|s| s.streams().map_err(|e| error::store(&e)))?;
+    let mut out = Vec::new();
+    for r in streams {
+        let Some(report) = r.last_audit.as_ref() else { continue };
+        let total = report["unresolved_total"].as_u64().unwrap_or(0);
+        if total == 0 {
+            continue;
+        }
+        // The report may cover several streams: this one is the index whose path is it.
+        let index = report["streams"]
+            .as_array()
+            .and_then(|a| a.iter().position(|s| s["path"].as_str() == Some(r.path.as_str())))
+            .unwrap_or(0);
+        let path = PathBuf::from(&r.path);
+        let size = std::fs::metadata(&path).map(|m| m.len()).ok();
+        let audited = report["streams"][index]["bytes"].as_u64();
+        out.push(UnresolvedStream {
+            rows: sv::unresolved_rows(report, index, &path),
+            stream: r.path,
+            audited_at_ms: r.last_audit_at_ms.unwrap_or(0),
+            changed_since: size != audited,
+            total,
+        });
+    }
+    Ok(out)
+}
+
+/// Settles an unresolved decision with a signed note (the audit of the
+/// stream must list it unresolved); recorded in the history. Never retried,
+/// nothing re-debited or refunded.
+pub fn settle(state: &AppState, st: &StewardState, stream: &str, receipt: &str, status: SettleStatus, note: &str) -> CmdResult<SignedAction> {
+    let id = ContentId::parse(receipt).ok_or_else(|| UiError::new("settle.bad_receipt", format!("{receipt:?} is not a receipt id")))?;
+    if note.trim().is_empty() {
+        return Err(UiError::new("settle.no_note", "a settlement says why: write a note (it is signed with the settlement)"));
+    }
+    let status_r = match status {
+        SettleStatus::Completed => jcp_receipt::record::OutcomeStatus::Completed,
+        SettleStatus::Failed => jcp_receipt::record::OutcomeStatus::Failed,
+    };
+    let at = now_ms() / 1000;
+    let (n, path) = st.with_key(|k| jcp_audit::settle(Path::new(stream), &id, status_r, note.trim(), k, at).map_err(|e| UiError::new(e.code(), e.to_string())))?;
+    let done = SignedAction {
+        action: StewardActionKind::Settle,
+        signed_by: n.note().settled_by.to_string(),
+        signed: vec![n.id().to_string()],
+        files: vec![path.display().to_string()],
+        message: format!(
+            "settled decision {} (held by {}) as {}; its energy stays debited",
+            n.note().receipt,
+            n.note().holder,
+            status_r.as_str()
+        ),
+    };
+    record(state, stream, &done)?;
     Ok(done)
 }
 
@@ -507,7 +569,7 @@ impl LiveRun {
             grant,
             allowed,
             denied,
-            spent: console_view::run::energy_text(spent),
+            spent: console_view::format_uj(spent),
             events: events[start..].iter().map(sv::event_line).collect::<Vec<AgentEventLine>>(),
             ended,
             stderr,
@@ -666,7 +728,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| io_err("cannot start the demo agent", &jcp, &e))?;
-    let label = format!("live run {stamp} (demo agent, {} budget)", console_view::run::energy_text(LIVE_BUDGET_UJ));
+    let label = format!("live run {stamp} (demo agent, {} budget)", console_view::format_uj(LIVE_BUDGET_UJ));
     let item_id = state.with_store(|s| {
         s.add_item(ItemKind::Run, &label, &run_path.display().to_string(), &serde_json::json!({"source": "live", "stream": stream, "dir": dir}), now_ms())
             .map_err(|e| error::store(&e))
@@ -741,7 +803,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
     st.live.lock().map_err(|_| error::poisoned("live runs"))?.insert(item_id, live.clone());
     st.revision.fetch_add(1, Ordering::Relaxed);
     state.with_store(|s| {
-        s.record_action(now_ms(), "live_start", &run_path.display().to_string(), &serde_json::json!({"signed_by": root.grant().issuer.to_string(), "message": format!("started the demo run: grant {} of {} to agent {}", root.id(), console_view::run::energy_text(LIVE_BUDGET_UJ), agent.did())}))
+        s.record_action(now_ms(), "live_start", &run_path.display().to_string(), &serde_json::json!({"signed_by": root.grant().issuer.to_string(), "message": format!("started the demo run: grant {} of {} to agent {}", root.id(), console_view::format_uj(LIVE_BUDGET_UJ), agent.did())}))
             .map_err(|e| error::store(&e))
     })?;
     Ok(RunRow {
@@ -846,6 +908,25 @@ pub fn steward_revoke_plan(state: tauri::State<'_, AppState>, st: tauri::State<'
 #[tauri::command]
 pub fn steward_revoke(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64, grant: String) -> CmdResult<SignedAction> {
     revoke(&state, &st, id, &grant)
+}
+
+/// Every workspace stream's unresolved decisions.
+#[tauri::command]
+pub fn steward_unresolved(state: tauri::State<'_, AppState>) -> CmdResult<Vec<UnresolvedStream>> {
+    unresolved(&state)
+}
+
+/// Settles an unresolved decision with a signed note.
+#[tauri::command]
+pub fn steward_settle(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    stream: String,
+    receipt: String,
+    status: SettleStatus,
+    note: String,
+) -> CmdResult<SignedAction> {
+    settle(&state, &st, &stream, &receipt, status, &note)
 }
 
 /// Starts the demo long run on the embedded endpoint.

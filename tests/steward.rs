@@ -19,7 +19,7 @@ use tauri::{Manager, WebviewWindow};
 
 fn app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
     let app = jcp_console::configure(mock_builder()).build(mock_context(noop_assets())).unwrap();
-    let state = AppState::open(dir, None, jcp_console::engines::AUDIT_MISSING, jcp_console::engines::meter_view());
+    let state = AppState::open(dir, jcp_console::engines::audit_engine(), jcp_console::engines::AUDIT_MISSING, jcp_console::engines::meter_view());
     let mut steward = StewardState::new(dir);
     steward.work_factor = 10;
     jcp_console::steward::start_watcher(state.store.clone(), steward.runs_dir.clone(), steward.revision.clone());
@@ -147,4 +147,45 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     assert_eq!(a["receipts"]["allows"], 10, "{a:#}");
     assert_eq!(a["receipts"]["outcomes"], 10, "every allow settled by the agent: {a:#}");
     assert_eq!(a["clean"], true, "{a:#}");
+}
+
+#[test]
+fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with_a_signed_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = app(dir.path());
+    let stream = dir.path().join("u.jcps");
+    let out = std::process::Command::new(jcp_bin()).args(["stream", "demo"]).arg(&stream).args(["--fast", "--receipts", "60", "--unresolved", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stream = stream.display().to_string();
+    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
+    let t = Instant::now();
+    while invoke(&w, "audit_status", json!({})).unwrap()["state"] == "running" {
+        assert!(t.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let list = invoke(&w, "steward_unresolved", json!({})).unwrap();
+    let s0 = &list[0];
+    assert_eq!((s0["stream"].as_str(), s0["total"].as_u64(), s0["changed_since"].as_bool()), (Some(stream.as_str()), Some(2), Some(false)), "{list:#}");
+    let row = s0["rows"][0].clone();
+    assert!(row["holder"].as_str().unwrap().starts_with("did:key:"), "the party that held it is named: {row}");
+    assert!(row["settled"].is_null());
+    let receipt = row["receipt"].as_str().unwrap();
+    let settle = |status: &str, note: &str| invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": status, "note": note}));
+    // Locked: nothing is signed.
+    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_lock_now", json!({})).unwrap();
+    assert_eq!(settle("failed", "lost").unwrap_err()["code"], "key.locked");
+    invoke(&w, "key_unlock_now", json!({"passphrase": "pw"})).unwrap();
+    assert_eq!(settle("failed", "  ").unwrap_err()["code"], "settle.no_note");
+    let done = settle("failed", "the worker's host was lost mid-write; nothing committed").unwrap();
+    assert_eq!(done["action"], "settle");
+    let list = invoke(&w, "steward_unresolved", json!({})).unwrap();
+    let settled = &list[0]["rows"][0]["settled"];
+    assert_eq!((settled["status"].as_str(), settled["settled_by"].as_str()), (Some("failed"), done["signed_by"].as_str()), "{list:#}");
+    assert!(list[0]["rows"][1]["settled"].is_null(), "only the one settled");
+    // Once only; and never retried or re-debited: the stream is unchanged.
+    assert_eq!(settle("completed", "again").unwrap_err()["code"], "settle-not-unresolved");
+    assert_eq!(list[0]["changed_since"], false, "the record is not written by a settlement");
+    let history = invoke(&w, "steward_actions", json!({"limit": 5})).unwrap();
+    assert_eq!(history[0]["action"], "settle", "{history}");
 }

@@ -1,11 +1,5 @@
-// Formatting shared by the views. Energy is integer µJ on the wire (§5).
-
-export function formatUj(uj: number): string {
-  if (uj < 1_000) return `${uj} µJ`;
-  if (uj < 1_000_000) return `${(uj / 1e3).toFixed(3)} mJ`;
-  if (uj < 1_000_000_000) return `${(uj / 1e6).toFixed(3)} J`;
-  return `${(uj / 1e9).toFixed(3)} kJ`;
-}
+// Formatting shared by the views. Energy is integer µJ on the wire (§5); its
+// words come from Rust (`jcp::energy::format_uj`, the one formatter), never from here.
 
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;

@@ -23,9 +23,11 @@ import type { RevokePlan } from "./gen/RevokePlan";
 import type { RunRow } from "./gen/RunRow";
 import type { LiveView } from "./gen/LiveView";
 import type { Command } from "./gen/commands";
+import type { UnresolvedStream } from "./gen/UnresolvedStream";
+import type { SettleStatus } from "./gen/SettleStatus";
 
 export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
-export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command };
+export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
 export function toUiError(e: unknown): UiError {
@@ -71,6 +73,9 @@ export const api = {
   stewardAmend: (id: number, form: AmendForm) => call<SignedAction>("steward_amend", { id, form }),
   stewardRevokePlan: (id: number, grant: string) => call<RevokePlan>("steward_revoke_plan", { id, grant }),
   stewardRevoke: (id: number, grant: string) => call<SignedAction>("steward_revoke", { id, grant }),
+  stewardUnresolved: () => call<UnresolvedStream[]>("steward_unresolved"),
+  stewardSettle: (stream: string, receipt: string, status: SettleStatus, note: string) =>
+    call<SignedAction>("steward_settle", { stream, receipt, status, note }),
   liveStart: () => call<RunRow>("live_run_start"),
   liveStop: (id: number) => call<LiveView>("live_run_stop", { id }),
 };

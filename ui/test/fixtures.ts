@@ -13,9 +13,9 @@ export const info = (over: Partial<AppInfo> = {}): AppInfo => ({
 export const snapshot = (over: Partial<EnergySnapshot> = {}): EnergySnapshot => ({
   meter: { available: true, reason: null },
   windows: [
-    { seq: 1, start_ms: 1000, end_ms: 2000, energy_uj: 1_250_000, provenance: "HwShunt", coverage: "Whole", rung: "rapl" },
-    { seq: 2, start_ms: 2000, end_ms: 3000, energy_uj: null, provenance: null, coverage: null, rung: null },
-    { seq: 3, start_ms: 3000, end_ms: 4000, energy_uj: 40_000, provenance: "ModelBased", coverage: "Partial", rung: "nvml" },
+    { seq: 1, start_ms: 1000, end_ms: 2000, energy_uj: 1_250_000, energy_text: "1.250 J", provenance: "HwShunt", coverage: "Whole", rung: "rapl" },
+    { seq: 2, start_ms: 2000, end_ms: 3000, energy_uj: null, energy_text: null, provenance: null, coverage: null, rung: null },
+    { seq: 3, start_ms: 3000, end_ms: 4000, energy_uj: 40_000, energy_text: "40.000 mJ", provenance: "ModelBased", coverage: "Partial", rung: "nvml" },
   ],
   chart_svg: '<svg xmlns="http://www.w3.org/2000/svg" id="svg-from-rust"><rect width="1" height="1"/></svg>',
   ladder: [
@@ -124,7 +124,7 @@ export const runView = (over: Partial<RunView> = {}): RunView => ({
   agent: "did:key:z6MkAgent",
   issued_budget: BUDGET,
   active_budget: "1.286 MJ (0.357 kWh)",
-  latest_spent: { uj: 1_769_786_037_992, provenance: "HwShunt", amount: "1.770 MJ (0.492 kWh)", text: "1.770 MJ (0.492 kWh), HwShunt" },
+  latest_spent: { uj: 1_769_786_037_992, provenance: "HwShunt", amount: "1.769 MJ (0.491 kWh)", text: "1.769 MJ (0.491 kWh), HwShunt" },
   remainder: { known: true, uj: 544_319_340_812, text: "544.319 kJ" },
   records: 10,
   grants: [
@@ -140,10 +140,10 @@ export const runView = (over: Partial<RunView> = {}): RunView => ({
     },
     {
       index: 4, seq: 3, id: "23b5", grant_id: "9f8f3235aaaaaaaaaaaa", at: 1767261660,
-      spent: { uj: 1_028_210_757_609, provenance: "HwShunt", amount: "1.028 MJ (0.286 kWh)", text: "1.028 MJ (0.286 kWh), HwShunt" },
-      remainder: { known: true, uj: 2_571_789_242_391, text: "2.572 MJ (0.714 kWh)" },
-      amend_ceiling: "2.572 MJ (0.714 kWh)",
-      amendments: [{ index: 5, id: "970a", amended_by: "did:key:z6MkSteward", budget: "1.286 MJ (0.357 kWh)", ceiling: "2.572 MJ (0.714 kWh)", expiry: 1767272400, instructions: "21fba371", continuation: "18663457bbbbbbbbbbbb", continuation_verified: true }],
+      spent: { uj: 1_028_210_757_609, provenance: "HwShunt", amount: "1.028 MJ (0.285 kWh)", text: "1.028 MJ (0.286 kWh), HwShunt" },
+      remainder: { known: true, uj: 2_571_789_242_391, text: "2.571 MJ (0.714 kWh)" },
+      amend_ceiling: "2.571 MJ (0.714 kWh)",
+      amendments: [{ index: 5, id: "970a", amended_by: "did:key:z6MkSteward", budget: "1.286 MJ (0.357 kWh)", ceiling: "2.571 MJ (0.714 kWh)", expiry: 1767272400, instructions: "21fba371", continuation: "18663457bbbbbbbbbbbb", continuation_verified: true }],
       verdict: "ok", codes: [],
     },
     {

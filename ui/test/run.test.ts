@@ -28,7 +28,7 @@ describe("run view (the steward's, read-only)", () => {
     expect(rows[0].querySelector(".remainder")?.textContent).not.toContain("3.600 MJ");
     expect(rows[0].querySelector(".at")?.textContent).toBe("2026-01-01 09:01 UTC");
     // A stated spend carries its grade.
-    expect(rows[1].querySelector(".spent .amount")?.textContent).toBe("1.028 MJ (0.286 kWh)");
+    expect(rows[1].querySelector(".spent .amount")?.textContent).toBe("1.028 MJ (0.285 kWh)");
     expect(rows[1].querySelector(".spent .grade")?.textContent).toBe("HwShunt");
     // The amendment and its continuation.
     const am = rows[1].nextElementSibling!.querySelector(".amendment")!;

@@ -113,3 +113,49 @@ fn s8_1_replay_after_a_crash_cuts_the_torn_tail() {
     assert_eq!(std::fs::metadata(&p).unwrap().len(), len);
     assert_eq!(jcp().arg("audit").arg(&p).output().unwrap().status.code(), Some(0));
 }
+
+fn audit_json(p: &Path) -> serde_json::Value {
+    let out = jcp().arg("audit").arg(p).arg("--json").output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn s4_11_an_operator_settles_an_unresolved_decision_with_a_signed_note_and_energy_stays_debited() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("u.jcps");
+    demo(&p, &["--unresolved", "2"]);
+    let key = dir.path().join("op.key");
+    assert!(jcp().args(["key", "new", "--out"]).arg(&key).output().unwrap().status.success());
+    let before = audit_json(&p);
+    assert_eq!(before["unresolved_total"], 2, "{before}");
+    let spent_before = before["grants"].clone();
+    let first = before["unresolved"][0].clone();
+    let receipt = first["receipt"].as_str().unwrap();
+    let settle = |r: &str, status: &str| jcp().args(["stream", "settle"]).arg(&p).args(["--receipt", r, "--status", status, "--note", "host lost mid-write; nothing committed", "--json", "--key"]).arg(&key).output().unwrap();
+    let out = settle(receipt, "failed");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["status"].as_str(), v["holder"].as_str()), (Some("failed"), first["holder"].as_str()), "{v}");
+    let after = audit_json(&p);
+    assert_eq!(after["unresolved_total"], 2, "the decision stays unresolved in the record: {after}");
+    assert_eq!(after["unresolved_settled"], 1);
+    assert_eq!(after["unresolved"][0]["settled"]["status"], "failed");
+    assert_eq!(after["unresolved"][0]["settled"]["text"], "host lost mid-write; nothing committed");
+    assert_eq!(after["grants"], spent_before, "energy stays debited either way");
+    assert!(!after["unresolved"][1]["settled"].is_object());
+    // Once: a second settlement of the same decision is refused; a decision that is not unresolved too.
+    let again = settle(receipt, "completed");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("settle-not-unresolved"));
+    let nope = settle(&"ab".repeat(32), "completed");
+    assert!(String::from_utf8_lossy(&nope.stderr).contains("settle-not-unresolved"), "{}", String::from_utf8_lossy(&nope.stderr));
+    // A forged note beside the stream is refused and counted, never shown as a settlement.
+    let notes = jcp_receipt::settle::notes_dir(&p);
+    let good = std::fs::read_dir(&notes).unwrap().next().unwrap().unwrap().path();
+    let mut forged = std::fs::read(&good).unwrap();
+    let i = forged.windows(4).position(|w| w == b"host").unwrap();
+    forged[i] = b'H';
+    std::fs::write(notes.join("forged.jcp"), forged).unwrap();
+    let v = audit_json(&p);
+    assert_eq!((v["unresolved_settled"].as_u64(), v["settlement_notes_refused"].as_u64()), (Some(1), Some(1)), "{v}");
+}

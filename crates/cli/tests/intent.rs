@@ -138,3 +138,31 @@ fn s4_hash_of_a_vector_is_the_hash_of_its_binding() {
     assert_eq!(r["intent_hash"], "sha256:87fb08703bfcfc2249c4aa2ed144c53b900de74f7bedb432ea690e0b5388f3fa");
     assert_eq!(r["canonical_json"], "{\"Z\":3,\"za\":2,\"zé\":1,\"Éclair\":4}");
 }
+
+#[test]
+fn s6_compare_names_the_property_that_makes_another_intent_exit_1_and_same_intent_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    let c = dir.path().join("c.json");
+    std::fs::write(&a, r#"{"action":{"type":"deployment.scale","parameters":{"replicas":3}},"n":-0}"#).unwrap();
+    std::fs::write(&b, r#"{"n":0,"action":{"parameters":{"replicas":30},"type":"deployment.scale"}}"#).unwrap();
+    std::fs::write(&c, r#"{"n":0,"action":{"parameters":{"replicas":3},"type":"deployment.scale"}}"#).unwrap();
+    let out = jcp(&["intent", "compare", "--json", p(&a), p(&b)]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json_line(&out);
+    assert_eq!(r["same_intent"], false);
+    assert_eq!(r["differences"].as_array().unwrap().len(), 1);
+    assert_eq!(r["differences"][0]["path"], "$.action.parameters.replicas");
+    assert_eq!(r["differences"][0]["change"], "changed");
+    assert_ne!(r["left"]["intent_hash"], r["right"]["intent_hash"]);
+    let text = jcp(&["intent", "compare", p(&a), p(&b)]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("DIFFERENT INTENTS: 1 property differ"));
+    // Key order and -0 are not properties: the same intent, exit 0.
+    let same = jcp(&["intent", "compare", "--json", p(&a), p(&c)]);
+    assert_eq!(same.status.code(), Some(0));
+    assert_eq!(json_line(&same)["same_intent"], true);
+    // The hash `jcp intent hash` prints is the one compare states.
+    let h = json_line(&jcp(&["intent", "hash", "--json", p(&b)]));
+    assert_eq!(h["intent_hash"], r["right"]["intent_hash"]);
+}

@@ -20,6 +20,8 @@ pub struct ExportRow<'a> {
     pub reading: &'static str,
     /// Integer µJ; `null` for a gap.
     pub energy_uj: Option<u64>,
+    /// The same figure in words, by the one formatter (`jcp::energy::format_uj`); `null` for a gap.
+    pub energy: Option<String>,
     /// `HwShunt` / `ModelBased` / `Estimator`; `null` for a gap.
     pub provenance: Option<&'static str>,
     /// `Whole` / `Partial`; `null` for a gap.
@@ -35,6 +37,7 @@ fn rows(windows: &[WindowRecord]) -> impl Iterator<Item = ExportRow<'_>> {
         end_ms: w.end_ms,
         reading: if w.energy.is_some() { "reading" } else { "gap" },
         energy_uj: w.energy.map(|e| e.uj),
+        energy: w.energy.map(|e| crate::format_uj(e.uj)),
         provenance: w.energy.map(|e| e.provenance.as_str()),
         coverage: w.energy.map(|e| e.coverage.as_str()),
         rung: w.rung.as_deref(),
@@ -44,7 +47,7 @@ fn rows(windows: &[WindowRecord]) -> impl Iterator<Item = ExportRow<'_>> {
 /// CSV with a header row; a gap's grades are written `none`, its energy empty.
 pub fn windows_csv(windows: &[WindowRecord]) -> Result<String, ViewError> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["seq", "start_ms", "end_ms", "reading", "energy_uj", "provenance", "coverage", "rung"])
+    w.write_record(["seq", "start_ms", "end_ms", "reading", "energy_uj", "energy", "provenance", "coverage", "rung"])
         .map_err(|e| ViewError::Csv(e.to_string()))?;
     for r in rows(windows) {
         w.write_record([
@@ -53,6 +56,7 @@ pub fn windows_csv(windows: &[WindowRecord]) -> Result<String, ViewError> {
             r.end_ms.to_string(),
             r.reading.to_owned(),
             r.energy_uj.map(|u| u.to_string()).unwrap_or_default(),
+            r.energy.unwrap_or_default(),
             r.provenance.unwrap_or("none").to_owned(),
             r.coverage.unwrap_or("none").to_owned(),
             r.rung.unwrap_or("").to_owned(),

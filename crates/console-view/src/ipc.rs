@@ -82,6 +82,8 @@ pub struct WindowRow {
     /// Integer µJ, absent for a gap.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub energy_uj: Option<u64>,
+    /// The figure in words by the one formatter (`jcp::energy::format_uj`), absent for a gap.
+    pub energy_text: Option<String>,
     /// The grade (`HwShunt`, `ModelBased`, `Estimator`), absent for a gap.
     pub provenance: Option<String>,
     /// `Whole` or `Partial`, absent for a gap.
@@ -242,6 +244,7 @@ impl From<&console_store::WindowRecord> for WindowRow {
             start_ms: w.start_ms,
             end_ms: w.end_ms,
             energy_uj: w.energy.map(|e| e.uj),
+            energy_text: w.energy.map(|e| crate::format_uj(e.uj)),
             provenance: w.energy.map(|e| e.provenance.as_str().to_owned()),
             coverage: w.energy.map(|e| e.coverage.as_str().to_owned()),
             rung: w.rung.clone(),
@@ -261,6 +264,7 @@ mod tests {
         let mut all = all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow, WorkspaceItem);
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());
+        all.extend(crate::intent::tests::generated());
         all.extend(crate::steward::tests::generated());
         all
     }

@@ -7,6 +7,7 @@
 
 pub mod blueprint;
 pub mod chart;
+pub mod intent;
 pub mod ipc;
 pub mod export;
 pub mod report;
@@ -124,17 +125,5 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
-/// Formats microjoules for people: µJ, mJ, J or kJ with three significant figures.
-pub fn format_uj(uj: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let v = uj as f64;
-    if uj < 1_000 {
-        format!("{uj} µJ")
-    } else if uj < 1_000_000 {
-        format!("{:.3} mJ", v / 1e3)
-    } else if uj < 1_000_000_000 {
-        format!("{:.3} J", v / 1e6)
-    } else {
-        format!("{:.3} kJ", v / 1e9)
-    }
-}
+/// Energy for people: the one formatter ([`jcp::energy::format_uj`], truncating).
+pub use jcp::energy::format_uj;

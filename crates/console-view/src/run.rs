@@ -14,23 +14,12 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use ts_rs::TS;
 
-use crate::ViewError;
+use crate::{format_uj, ViewError};
 
-/// Energy for people: µJ … kJ as [`crate::format_uj`], then MJ, with the
-/// kWh equivalent from 1 MJ up (a steward thinks of run budgets in kWh).
-pub fn energy_text(uj: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let v = uj as f64;
-    if uj < 1_000_000_000_000 {
-        crate::format_uj(uj)
-    } else {
-        format!("{:.3} MJ ({:.3} kWh)", v / 1e12, v / 3.6e12)
-    }
-}
 
 fn spent_text(s: Option<&Spent>) -> String {
     match s {
-        Some(s) => format!("{}, {}", energy_text(s.uj), s.provenance.as_str()),
+        Some(s) => format!("{}, {}", format_uj(s.uj), s.provenance.as_str()),
         None => "not stated".to_owned(),
     }
 }
@@ -50,7 +39,7 @@ pub struct RemainderCell {
 
 pub(crate) fn remainder_cell(r: &Remainder) -> RemainderCell {
     match r {
-        Remainder::Known { uj } => RemainderCell { known: true, uj: Some(*uj), text: energy_text(*uj) },
+        Remainder::Known { uj } => RemainderCell { known: true, uj: Some(*uj), text: format_uj(*uj) },
         Remainder::Unknown { reason } => RemainderCell {
             known: false,
             uj: None,
@@ -82,7 +71,7 @@ fn spend_cell(s: Option<&Spent>) -> SpendCell {
     SpendCell {
         uj: s.map(|s| s.uj),
         provenance: s.map(|s| s.provenance.as_str().to_owned()),
-        amount: s.map(|s| energy_text(s.uj)),
+        amount: s.map(|s| format_uj(s.uj)),
         text: spent_text(s),
     }
 }
@@ -239,7 +228,7 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
             at: c.at,
             spent: spend_cell(c.spent.as_ref()),
             remainder: remainder_cell(&c.remainder),
-            amend_ceiling: c.amend_ceiling_uj.map(energy_text),
+            amend_ceiling: c.amend_ceiling_uj.map(format_uj),
             amendments: c
                 .amendments
                 .iter()
@@ -247,8 +236,8 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
                     index: n(a.index),
                     id: a.id.to_string(),
                     amended_by: a.amended_by.to_string(),
-                    budget: energy_text(a.budget_uj),
-                    ceiling: energy_text(a.ceiling_uj),
+                    budget: format_uj(a.budget_uj),
+                    ceiling: format_uj(a.ceiling_uj),
                     expiry: a.expiry,
                     instructions: a.instructions.map(|i| i.to_string()),
                     continuation: a.continuation.to_string(),
@@ -281,8 +270,8 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
         run_grant: report.run_grant.to_string(),
         issuer: report.issuer.to_string(),
         agent: report.agent.to_string(),
-        issued_budget: energy_text(report.issued_budget_uj),
-        active_budget: report.active_budget_uj.map(energy_text),
+        issued_budget: format_uj(report.issued_budget_uj),
+        active_budget: report.active_budget_uj.map(format_uj),
         latest_spent: spend_cell(report.latest_spent.as_ref()),
         remainder,
         records: n(report.records),
@@ -293,7 +282,7 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
                 index: n(g.index),
                 id: g.id.to_string(),
                 role: g.role.to_owned(),
-                budget: energy_text(g.budget_uj),
+                budget: format_uj(g.budget_uj),
                 expiry: g.expiry,
                 verdict: g.verdict.to_owned(),
             })
@@ -349,6 +338,6 @@ pub(crate) mod tests {
         assert_eq!(r.text, "unknown — no spend stated");
         assert_eq!(spend_cell(None).text, "not stated");
         assert!(spend_cell(None).uj.is_none());
-        assert_eq!(energy_text(3_600_000_000_000), "3.600 MJ (1.000 kWh)");
+        assert_eq!(format_uj(3_600_000_000_000), "3.600 MJ (1.000 kWh)");
     }
 }

@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use ts_rs::TS;
 
-use crate::run::{energy_text, RemainderCell};
+use crate::format_uj;
+use crate::run::RemainderCell;
 use crate::ViewError;
 
 /// The kinds of caveat the console lets a steward add at an amendment
@@ -203,7 +204,7 @@ pub fn commitment(s: &str) -> ContentId {
 fn caveat_text(c: &Caveat) -> String {
     match c {
         Caveat::ActionIn(a) => format!("ActionIn {}", a.join(", ")),
-        Caveat::MaxCostUj(u) => format!("MaxCostUj {}", energy_text(*u)),
+        Caveat::MaxCostUj(u) => format!("MaxCostUj {}", format_uj(*u)),
         Caveat::NotAfter(t) => format!("NotAfter {t}"),
         Caveat::NotBefore(t) => format!("NotBefore {t}"),
         other => format!("{} {}", other.name(), serde_json::to_string(other).unwrap_or_default()),
@@ -260,9 +261,9 @@ pub fn preview_amend(path: &Path, issuer: &Did, form: &AmendForm) -> Result<Amen
         checkpoint: p.amendment.checkpoint.to_string(),
         steered: p.amendment.grant_id.to_string(),
         budget_uj: p.amendment.budget_uj,
-        budget: energy_text(p.amendment.budget_uj),
+        budget: format_uj(p.amendment.budget_uj),
         ceiling_uj: p.ceiling_uj,
-        ceiling: energy_text(p.ceiling_uj),
+        ceiling: format_uj(p.ceiling_uj),
         remainder: crate::run::remainder_cell(&p.remainder),
         continuation: p.amendment.continuation.to_string(),
         expiry: p.continuation.expiry,
@@ -349,7 +350,7 @@ pub fn plan_revoke(target: &SignedGrant, known: &[SignedGrant], steward: &Did) -
     let line = |g: &SignedGrant, why: &str| DyingGrant {
         id: g.id().to_string(),
         subject: g.grant().subject.to_string(),
-        budget: energy_text(g.grant().budget_uj),
+        budget: format_uj(g.grant().budget_uj),
         why: why.to_owned(),
     };
     let mut dying: Vec<ContentId> = vec![target.id()];
@@ -572,10 +573,115 @@ pub struct StewardRunView {
     pub live: Option<LiveView>,
 }
 
+/// How an operator settles an unresolved decision (§4.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+#[serde(rename_all = "snake_case")]
+pub enum SettleStatus {
+    /// The action took effect.
+    Completed,
+    /// It did not.
+    Failed,
+}
+
+/// A signed settlement shown beside its decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct SettledCell {
+    /// As settled.
+    pub status: SettleStatus,
+    /// Who signed the note.
+    pub settled_by: String,
+    /// When (Unix seconds).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub at: u64,
+    /// The operator's words.
+    pub text: String,
+}
+
+/// A decision recorded with no outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct UnresolvedRow {
+    /// The decision receipt.
+    pub receipt: String,
+    /// Its byte offset in the stream.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub offset: u64,
+    /// The party that held it and ran the action (only it knows whether it took effect).
+    pub holder: String,
+    /// The enforcement point that recorded it.
+    pub recorded_by: String,
+    /// The grant.
+    pub grant: String,
+    /// The action.
+    pub action: String,
+    /// Its debit, in words (stays debited either way).
+    pub debited: String,
+    /// The operator's settlement, once signed.
+    pub settled: Option<SettledCell>,
+}
+
+/// A stream's unresolved decisions, from its last audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct UnresolvedStream {
+    /// The stream.
+    pub stream: String,
+    /// When its last audit finished (Unix ms).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub audited_at_ms: u64,
+    /// Whether the file changed since (audit again for a current list).
+    pub changed_since: bool,
+    /// Unresolved in total (the list may be capped).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub total: u64,
+    /// The decisions.
+    pub rows: Vec<UnresolvedRow>,
+}
+
+/// Reads a stored audit report's unresolved decisions for stream index
+/// `index`, with each verified settlement note beside the stream.
+pub fn unresolved_rows(report: &serde_json::Value, index: usize, stream: &Path) -> Vec<UnresolvedRow> {
+    let (notes, _) = jcp_receipt::settle::read_notes(stream);
+    let Some(lines) = report["unresolved"].as_array() else { return Vec::new() };
+    lines
+        .iter()
+        .filter(|u| u["stream"].as_u64() == Some(index as u64))
+        .map(|u| {
+            let receipt = u["receipt"].as_str().unwrap_or("").to_owned();
+            let holder = u["holder"].as_str().unwrap_or("").to_owned();
+            let settled = notes
+                .iter()
+                .map(jcp_receipt::settle::SignedSettlementNote::note)
+                .find(|n| n.receipt.to_hex() == receipt && n.holder.to_did_string() == holder)
+                .map(|n| SettledCell {
+                    status: match n.status {
+                        jcp_receipt::record::OutcomeStatus::Completed => SettleStatus::Completed,
+                        jcp_receipt::record::OutcomeStatus::Failed => SettleStatus::Failed,
+                    },
+                    settled_by: n.settled_by.to_did_string(),
+                    at: n.at,
+                    text: n.text.clone(),
+                });
+            UnresolvedRow {
+                receipt,
+                offset: u["offset"].as_u64().unwrap_or(0),
+                holder,
+                recorded_by: u["steward"].as_str().unwrap_or("").to_owned(),
+                grant: u["grant_id"].as_str().unwrap_or("").to_owned(),
+                action: u["action"].as_str().unwrap_or("").to_owned(),
+                debited: u["cost_uj"].as_u64().map_or_else(|| "not stated".to_owned(), format_uj),
+                settled,
+            }
+        })
+        .collect()
+}
+
 /// An agent's JSON event line in words (the console's live panel).
 pub fn event_line(v: &serde_json::Value) -> AgentEventLine {
     let s = |k: &str| v[k].as_str().unwrap_or("").to_owned();
-    let u = |k: &str| v[k].as_u64().map_or_else(|| "?".to_owned(), energy_text);
+    let u = |k: &str| v[k].as_u64().map_or_else(|| "?".to_owned(), format_uj);
     let short = |k: &str| s(k).chars().take(12).collect::<String>();
     let event = s("event");
     let text = match event.as_str() {
@@ -603,7 +709,7 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(CaveatKind, CaveatInput, AmendForm, AmendPreview, SignedAction, StewardActionKind, DyingGrant, RevokePlan, KeyStatus, LiveState, AgentEventLine, LiveView, RunRow, StewardOverview, HistoryRow, StewardRunView)
+        all!(CaveatKind, CaveatInput, AmendForm, AmendPreview, SignedAction, StewardActionKind, DyingGrant, RevokePlan, KeyStatus, LiveState, AgentEventLine, LiveView, RunRow, StewardOverview, HistoryRow, StewardRunView, SettleStatus, SettledCell, UnresolvedRow, UnresolvedStream)
     }
 
     struct Keys {

@@ -58,10 +58,10 @@ fn s5_2_partial_window_is_marked_on_the_chart() {
 fn s5_csv_export_has_provenance_and_coverage_on_every_row_and_no_zero_for_a_gap() {
     let csv = export::windows_csv(&sample()).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "seq,start_ms,end_ms,reading,energy_uj,provenance,coverage,rung");
-    assert_eq!(lines[1], "1,1000,2000,reading,3000000,HwShunt,Whole,\"rapl, package-0\"");
-    assert_eq!(lines[2], "2,2000,3000,gap,,none,none,");
-    assert_eq!(lines[3], "3,3000,4000,reading,1000000,ModelBased,Partial,\"rapl, package-0\"");
+    assert_eq!(lines[0], "seq,start_ms,end_ms,reading,energy_uj,energy,provenance,coverage,rung");
+    assert_eq!(lines[1], "1,1000,2000,reading,3000000,3.000 J,HwShunt,Whole,\"rapl, package-0\"");
+    assert_eq!(lines[2], "2,2000,3000,gap,,,none,none,");
+    assert_eq!(lines[3], "3,3000,4000,reading,1000000,1.000 J,ModelBased,Partial,\"rapl, package-0\"");
     assert_eq!(lines.len(), 5);
 }
 
@@ -73,6 +73,8 @@ fn s5_json_export_gap_is_null_not_zero() {
     assert_eq!(v[1]["reading"], "gap");
     assert!(v[1]["energy_uj"].is_null() && v[1]["provenance"].is_null() && v[1]["coverage"].is_null());
     assert_eq!(v[2]["coverage"], "Partial");
+    assert_eq!(v[0]["energy"], "3.000 J", "the one formatter's words beside the exact figure");
+    assert!(v[1]["energy"].is_null());
 }
 
 #[test]

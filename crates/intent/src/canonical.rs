@@ -48,7 +48,7 @@ impl Default for Limits {
 pub const FORBIDDEN_KEYS: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
 /// A canonicalized value and its intent hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Canonical {
     /// The canonical form (§4); always well-formed UTF-8.
     pub canonical_json: String,

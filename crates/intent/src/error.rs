@@ -115,6 +115,37 @@ impl IntentError {
         }
     }
 
+    /// The rule of the profile (or of this implementation's documented
+    /// fail-closed reading) the refusal enforces, in words with its section.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::NotUtf8 { .. } => "JSON text is UTF-8 (RFC 8259 §8.1)",
+            Self::JsonSyntax { .. } => "the binding is one JSON text (RFC 8259)",
+            Self::DuplicateKey { .. } => "an object names each key once: parsers disagree on which duplicate wins (docs/decisions.md)",
+            Self::NestingLimit { .. } | Self::TooDeep { .. } => "§3: a producer MUST refuse a binding nested deeper than 20",
+            Self::InvalidNumber { .. } => "§3: numbers MUST be finite",
+            Self::UnsafeKey { .. } => "§3: objects MUST be plain: a key named __proto__, constructor or prototype is refused before anything is hashed",
+            Self::TooComplex { .. } => "§3: a producer MUST refuse a binding of more than 5,000 entries",
+            Self::ArrayTooLarge { .. } => "§3: a producer MUST refuse an array of more than 1,000 elements",
+            Self::TooLarge { .. } => "§3: a producer MUST refuse a binding of more than 100 KiB of canonical bytes",
+            Self::NotAnObject { .. } => "§3: the binding is one JSON object",
+            Self::UnknownKey { .. } => "§3: an object with a fixed key set MUST NOT carry any other key",
+            Self::MissingKey { .. } => "§3: the binding has exactly its top-level properties (schema.json)",
+            Self::InvalidValue { .. } => "§3: each property meets its constraint (schema.json)",
+            Self::UnsupportedVersion { .. } => "§9: only agent-safe.intent/1 is implemented",
+            Self::ProposalForbiddenKey { .. } | Self::ProposalInvalid { .. } => {
+                "§3: the agent's proposal is action.type, action.resource and action.parameters, and nothing else"
+            }
+            Self::ContextReservedKey { .. } => "§3: the idempotency key is the producer's, never the agent's",
+            Self::NotIJson { .. } => "§8: a digested value is I-JSON (no lone surrogates)",
+            Self::McpInvocationInvalid { .. }
+            | Self::McpToolMismatch { .. }
+            | Self::McpArgumentsInvalid { .. }
+            | Self::McpTargetUnresolved { .. } => "§8: an MCP tools/call is bound only as its tool binding declares",
+            Self::PatternUnavailable { .. } => "internal: the validator itself is broken (a defect, not the input's fault)",
+        }
+    }
+
     /// Whether this is a failure to decode the bytes as JSON at all (as
     /// against a refusal of a well-formed document).
     pub fn is_decode_error(&self) -> bool {

@@ -16,7 +16,9 @@
 
 pub mod binding;
 pub mod canonical;
+pub mod compare;
 pub mod error;
+pub mod inspect;
 pub mod mcp;
 pub mod parse;
 pub mod schema;
@@ -24,7 +26,9 @@ pub mod value;
 pub mod verify;
 
 pub use binding::{accept, capture, validate, Actor, Captured, DownstreamTarget, Proposal, TrustedContext, PROTOCOL_VERSION};
+pub use compare::{compare, Change, CompareError, Comparison, Difference};
 pub use canonical::{canonical_json, canonicalize, intent_hash, Canonical, Limits, LIMITS};
 pub use error::IntentError;
+pub use inspect::{inspect, Inspection, Refusal, Subject};
 pub use parse::parse;
 pub use value::{JsString, Object, Value};

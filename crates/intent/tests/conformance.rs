@@ -264,3 +264,33 @@ fn s8_reference_mcp_framework_vector_reproduces() {
     assert_eq!(bound.arguments_digest, "sha256:9fbecdbc9e34afe9b74c0dfc28c0ca6ff7d1c83118ade0360fe831c480820a70");
     assert_eq!(bound.captured.intent_hash, "sha256:b275810adef3e8f9192430270f15e294f1fe41dbea789c916e89d6726b521b30");
 }
+
+/// §6: every mutation of the compromised-principal vector is another intent,
+/// and `intent::compare` names the one property it changed: a single
+/// difference at its path, or, where the property is an array whose elements
+/// were reordered, differences only inside it.
+#[test]
+fn s6_compare_names_the_one_mutated_property_of_every_compromised_principal_mutation() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/intent/vectors/compromised-principal.json");
+    let doc = load(&path);
+    let o = doc.as_object().unwrap();
+    let base = o.get("binding").unwrap();
+    let Some(Value::Array(mutations)) = o.get("mutations") else { panic!("no mutations") };
+    assert!(mutations.len() >= 8);
+    for m in mutations {
+        let m = m.as_object().unwrap();
+        let Some(Value::String(p)) = m.get("path") else { panic!("mutation without path") };
+        let c = intent::compare(base, m.get("binding").unwrap()).unwrap();
+        assert!(!c.same_intent, "{p:?}");
+        let want = format!("$.{}", p.as_str().unwrap());
+        assert!(!c.differences.is_empty());
+        for d in &c.differences {
+            assert!(d.path == want || d.path.starts_with(&format!("{want}[")), "{want}: {:?}", c.differences);
+        }
+        if !matches!(m.get("value"), Some(Value::Array(_))) {
+            assert_eq!(c.differences.len(), 1, "{want}: {:?}", c.differences);
+        }
+        let Some(Value::String(h)) = m.get("intent_hash") else { panic!("no hash") };
+        assert_eq!(Some(c.right.intent_hash.as_str()), h.as_str());
+    }
+}

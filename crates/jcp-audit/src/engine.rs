@@ -637,6 +637,7 @@ impl Engine {
                 steward: did_string_of(&p.steward),
                 action: p.action,
                 cost_uj: p.cost_uj,
+                settled: None,
             })
             .collect();
         pending.sort_by_key(|u| u.offset);
@@ -830,6 +831,8 @@ impl Engine {
             revocations,
             unresolved: self.unresolved,
             unresolved_total: self.unresolved_total,
+            unresolved_settled: 0,
+            settlement_notes_refused: 0,
             energy,
             stewards,
         }

@@ -159,6 +159,13 @@ pub enum AuditError {
     /// The worker pool could not be built.
     #[error("threads: {0}")]
     Threads(String),
+    /// A settlement names a decision the stream does not hold unresolved
+    /// (§4.11: only an unresolved decision is settled, once).
+    #[error("settle-not-unresolved: {0}")]
+    NotUnresolved(String),
+    /// The settlement note could not be signed or written.
+    #[error("settle-note: {0}")]
+    Note(String),
 }
 
 impl AuditError {
@@ -170,6 +177,8 @@ impl AuditError {
             Self::NoInput => "no-input",
             Self::Cancelled => "cancelled",
             Self::Threads(_) => "threads",
+            Self::NotUnresolved(_) => "settle-not-unresolved",
+            Self::Note(_) => "settle-note",
         }
     }
 }
@@ -187,7 +196,7 @@ pub fn audit_paths<P: AsRef<Path>>(
         return Err(AuditError::NoInput);
     }
     let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-    if opts.threads == 0 {
+    let mut report = if opts.threads == 0 {
         engine::run(&paths, opts, progress, None)
     } else {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -195,5 +204,65 @@ pub fn audit_paths<P: AsRef<Path>>(
             .build()
             .map_err(|e| AuditError::Threads(e.to_string()))?;
         engine::run(&paths, opts, progress, Some(&pool))
+    }?;
+    attach_settlements(&mut report, &paths);
+    Ok(report)
+}
+
+/// Settles an unresolved decision of `stream` as an operator (§4.11): the
+/// audit of the stream must list `receipt` as unresolved and not yet
+/// settled; the note names its holder as the record does, is signed with
+/// `key` and written beside the stream. Nothing in the stream changes, the
+/// decision's energy stays debited, and nothing is retried.
+pub fn settle(
+    stream: &Path,
+    receipt: &jcp::cbor::ContentId,
+    status: jcp_receipt::record::OutcomeStatus,
+    text: &str,
+    key: &jcp::identity::Keypair,
+    at: u64,
+) -> Result<(jcp_receipt::settle::SignedSettlementNote, PathBuf), AuditError> {
+    let report = audit_paths(&[stream], &AuditOptions::default(), |_| ControlFlow::Continue(()))?;
+    let line = report.unresolved.iter().find(|u| u.receipt == *receipt).ok_or_else(|| {
+        AuditError::NotUnresolved(format!("{}: decision {receipt} is not unresolved in this stream (it has an outcome, or is not there)", stream.display()))
+    })?;
+    if let Some(st) = &line.settled {
+        return Err(AuditError::NotUnresolved(format!("{}: decision {receipt} was already settled {} by {}", stream.display(), st.status, st.settled_by)));
+    }
+    let holder = jcp::identity::Did::parse(&line.holder).map_err(|e| AuditError::Note(e.to_string()))?;
+    let note = jcp_receipt::settle::SettlementNote { receipt: *receipt, holder, status, text: text.to_owned(), settled_by: key.did(), at }
+        .sign(key)
+        .map_err(|e| AuditError::Note(e.to_string()))?;
+    let path = jcp_receipt::settle::write_note(stream, &note)
+        .map_err(|e| AuditError::Note(format!("writing beside {}: {e}", stream.display())))?;
+    Ok((note, path))
+}
+
+/// Shows each operator's settlement note (§4.11, `<stream>.settlements/`)
+/// beside the unresolved decision it names: the note must verify and name
+/// a decision unresolved in that stream, with its holder. A note that does
+/// not is counted as refused. Nothing about the decision changes: it stays
+/// unresolved in the record, its energy debited, its finding kept.
+fn attach_settlements(report: &mut report::Report, paths: &[PathBuf]) {
+    for (i, path) in paths.iter().enumerate() {
+        let (notes, refused) = jcp_receipt::settle::read_notes(path);
+        report.settlement_notes_refused += refused.len() as u64;
+        for n in notes {
+            let note = n.note();
+            let line = report.unresolved.iter_mut().find(|u| u.stream == i && u.receipt == note.receipt && u.holder == note.holder.to_did_string());
+            match line {
+                Some(u) if u.settled.is_none() => {
+                    u.settled = Some(report::SettledLine {
+                        status: note.status.as_str(),
+                        settled_by: note.settled_by.to_did_string(),
+                        at: note.at,
+                        text: note.text.clone(),
+                        note: n.id(),
+                    });
+                    report.unresolved_settled += 1;
+                }
+                _ => report.settlement_notes_refused += 1,
+            }
+        }
     }
 }

@@ -212,6 +212,27 @@ pub struct UnresolvedLine {
     pub action: String,
     /// Its debit (stays debited).
     pub cost_uj: u64,
+    /// An operator's signed settlement note beside the stream naming this
+    /// decision and its holder, if one verifies (§4.11). The decision stays
+    /// unresolved in the record and its energy stays debited; the note is
+    /// the operator's statement, shown beside it.
+    pub settled: Option<SettledLine>,
+}
+
+/// An operator's settlement of an unresolved decision (a verified
+/// `jcp-settlement-note/1` beside the stream).
+#[derive(Debug, Clone, Serialize)]
+pub struct SettledLine {
+    /// `completed` or `failed`, as the operator states.
+    pub status: &'static str,
+    /// Who signed the note.
+    pub settled_by: String,
+    /// When (Unix seconds, as signed).
+    pub at: u64,
+    /// The operator's words.
+    pub text: String,
+    /// The note's content id.
+    pub note: ContentId,
 }
 
 /// Provenance and coverage floors over verified allows (§5, §5.2).
@@ -267,6 +288,11 @@ pub struct Report {
     pub unresolved: Vec<UnresolvedLine>,
     /// Unresolved decisions in total.
     pub unresolved_total: u64,
+    /// Of the listed unresolved decisions, those an operator's verified note settles.
+    pub unresolved_settled: u64,
+    /// Settlement notes beside the streams that were refused (not verified,
+    /// or naming no unresolved decision of that stream and holder).
+    pub settlement_notes_refused: u64,
     /// Energy floors.
     pub energy: EnergyFloors,
     /// Stewards.
@@ -380,6 +406,9 @@ impl Report {
                     "  stream {} @{}: {} {} µJ, held by {}",
                     u.stream, u.offset, u.action, u.cost_uj, u.holder
                 );
+                if let Some(st) = &u.settled {
+                    let _ = writeln!(s, "    settled {} by {} (note {}): {}", st.status, st.settled_by, st.note, st.text);
+                }
             }
         }
         if !self.findings_by_code.is_empty() {

@@ -34,6 +34,7 @@ pub mod error;
 pub mod receipt;
 pub mod record;
 pub mod runtime;
+pub mod settle;
 pub mod stream;
 pub mod writer;
 

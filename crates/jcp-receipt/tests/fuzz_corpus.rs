@@ -95,6 +95,24 @@ fn regen() {
     longform.extend_from_slice(&first[2..]);
     std::fs::write(c.join("long-form-array"), longform).unwrap();
     std::fs::write(c.join("empty"), b"").unwrap();
+    // Settlement notes (§4.11), decoded by the same target.
+    let k = jcp::identity::Keypair::from_seed([5; 32]).unwrap();
+    let note = jcp_receipt::settle::SettlementNote {
+        receipt: jcp::cbor::ContentId::of(&jcp::cbor::Value::text("seed")),
+        holder: jcp::identity::Keypair::from_seed([6; 32]).unwrap().did(),
+        status: jcp_receipt::record::OutcomeStatus::Completed,
+        text: "settled by the operator".into(),
+        settled_by: k.did(),
+        at: 1,
+    }
+    .sign(&k)
+    .unwrap()
+    .to_bytes();
+    std::fs::write(c.join("settlement-note"), &note).unwrap();
+    let mut forged = note.clone();
+    let i = forged.windows(8).position(|w| w == b"operator").unwrap();
+    forged[i] = b'O';
+    std::fs::write(c.join("settlement-note-forged"), forged).unwrap();
 }
 
 #[test]
@@ -134,8 +152,14 @@ fn fuzz_cose_open_corpus_replays_with_typed_errors_and_the_hot_path_matches_cose
         assert_eq!(hot.is_ok(), jcp_receipt::record::open_outcome_coset(&data, &mut dids).is_ok());
         let _ = jcp_receipt::record::open_outcome(&data, &mut dids);
         let _ = jcp_receipt::record::open_revocation(&data, &mut dids);
+        let note = jcp_receipt::settle::SignedSettlementNote::from_bytes(&data);
+        if let Ok(n) = &note {
+            assert_eq!(n.to_bytes(), data, "an accepted note is its canonical bytes");
+        }
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         match name.as_str() {
+            "settlement-note" => assert!(note.is_ok(), "{note:?}"),
+            "settlement-note-forged" => assert_eq!(note.unwrap_err().code(), "bad-signature"),
             "valid-receipt" => assert!(r.unwrap().verify(None).is_ok()),
             "untagged" | "long-form-array" | "truncated-receipt" | "empty" => {
                 let e = r.unwrap_err();

@@ -97,3 +97,52 @@ impl Energy {
         Self { uj, provenance, coverage: Coverage::Whole }
     }
 }
+
+/// Energy for people, the one formatter the CLI, the console and every
+/// export use: the figure in µJ below 1 mJ, otherwise in mJ, J, kJ or MJ
+/// with three decimals, **truncated** (integer arithmetic, never rounded
+/// up: 1 999 999 µJ is "1.999 J", never "2.000 J" — a figure shown never
+/// exceeds what was measured), and from 1 MJ up the kWh equivalent beside
+/// it, truncated the same way (a steward thinks of run budgets in kWh).
+///
+/// ```
+/// assert_eq!(jcp::energy::format_uj(999), "999 µJ");
+/// assert_eq!(jcp::energy::format_uj(1_999_999), "1.999 J");
+/// assert_eq!(jcp::energy::format_uj(3_600_000_000_000), "3.600 MJ (1.000 kWh)");
+/// ```
+pub fn format_uj(uj: u64) -> String {
+    const MJ: u64 = 1_000_000_000_000;
+    let scaled = |scale: u64, unit: &str| format!("{}.{:03} {unit}", uj / scale, (uj % scale) / (scale / 1_000));
+    match uj {
+        0..=999 => format!("{uj} µJ"),
+        1_000..=999_999 => scaled(1_000, "mJ"),
+        1_000_000..=999_999_999 => scaled(1_000_000, "J"),
+        1_000_000_000..=999_999_999_999 => scaled(1_000_000_000, "kJ"),
+        _ => {
+            // 1 kWh = 3.6e12 µJ; thousandths of a kWh = uj / 3.6e9.
+            let milli_kwh = uj / 3_600_000_000;
+            format!("{} ({}.{:03} kWh)", scaled(MJ, "MJ"), milli_kwh / 1_000, milli_kwh % 1_000)
+        }
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::format_uj;
+
+    #[test]
+    fn s5_energy_text_truncates_never_rounds_up() {
+        assert_eq!(format_uj(0), "0 µJ");
+        assert_eq!(format_uj(999), "999 µJ");
+        assert_eq!(format_uj(1_000), "1.000 mJ");
+        assert_eq!(format_uj(999_999), "999.999 mJ");
+        assert_eq!(format_uj(1_999_999), "1.999 J");
+        assert_eq!(format_uj(1_250_000), "1.250 J");
+        assert_eq!(format_uj(999_999_999), "999.999 J");
+        assert_eq!(format_uj(1_000_000_000), "1.000 kJ");
+        assert_eq!(format_uj(999_999_999_999), "999.999 kJ");
+        assert_eq!(format_uj(1_000_000_000_000), "1.000 MJ (0.277 kWh)");
+        assert_eq!(format_uj(3_600_000_000_000), "3.600 MJ (1.000 kWh)");
+        assert_eq!(format_uj(u64::MAX), "18446744.073 MJ (5124095.576 kWh)");
+    }
+}

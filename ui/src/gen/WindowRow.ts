@@ -21,6 +21,10 @@ end_ms: number,
  */
 energy_uj: number | null, 
 /**
+ * The figure in words by the one formatter (`jcp::energy::format_uj`), absent for a gap.
+ */
+energy_text: string | null, 
+/**
  * The grade (`HwShunt`, `ModelBased`, `Estimator`), absent for a gap.
  */
 provenance: string | null, 

@@ -27,5 +27,7 @@ export const COMMANDS = [
   "steward_revoke",
   "live_run_start",
   "live_run_stop",
+  "steward_unresolved",
+  "steward_settle",
 ] as const;
 export type Command = (typeof COMMANDS)[number];

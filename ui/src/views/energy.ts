@@ -1,7 +1,7 @@
 // Live energy view (spec §5, §5.1, §5.2): the plotters chart rendered by the
 // shell, the ladder panel, the recent windows table, CSV/JSON export.
 import { api, type EnergySnapshot, type UiError } from "../ipc";
-import { el, formatTime, formatUj, GRADE_MEANING } from "../format";
+import { el, formatTime, GRADE_MEANING } from "../format";
 
 export const CHART_WINDOWS = 60;
 
@@ -106,7 +106,7 @@ export class EnergyView {
     this.windows.replaceChildren(
       ...rows.map((w) => {
         const tr = el("tr", w.energy_uj === null ? "window gap" : "window");
-        const energy = w.energy_uj === null ? el("td", "energy none", "no reading") : el("td", "energy num", formatUj(w.energy_uj));
+        const energy = w.energy_uj === null ? el("td", "energy none", "no reading") : el("td", "energy num", w.energy_text ?? "no reading");
         const prov = gradeCell(w.provenance);
         prov.classList.add("provenance");
         const cov = el("td", w.coverage === "Partial" ? "coverage partial" : "coverage", w.coverage ?? "—");

@@ -5,7 +5,7 @@
 // remainder refused — before anything is signed) and revoke (after a
 // confirmation naming every grant that dies with it), the live agent's
 // account of itself, and the run's history: what was signed, by whom, when.
-import { api, type AmendForm, type KeyStatus, type RunRow, type StewardOverview, type StewardRunView, type UiError } from "../ipc";
+import { api, type AmendForm, type KeyStatus, type RunRow, type SettleStatus, type StewardOverview, type StewardRunView, type UiError, type UnresolvedStream } from "../ipc";
 import type { CaveatInput } from "../gen/CaveatInput";
 import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
@@ -45,6 +45,8 @@ export class StewardView {
   private history = el("div", "panel history");
   private report = el("div", "run-report");
   private result = el("div", "action-result");
+  private unresolvedPanel = el("div", "panel unresolved");
+  private unresolvedShown = "";
   private overview: StewardOverview | null = null;
   private selected: number | null = null;
   private shownRevision = -1;
@@ -76,7 +78,8 @@ export class StewardView {
     this.result.id = "action-result";
     this.detail.append(this.awaitingBanner, this.live, this.actions, this.result, this.history, this.report);
     const mainCol = el("div", "steward-main");
-    mainCol.append(this.status, this.detail);
+    this.unresolvedPanel.id = "unresolved-panel";
+    mainCol.append(this.status, this.detail, this.unresolvedPanel);
     const grid = el("div", "steward-grid");
     grid.append(side, mainCol);
     this.root.append(head, grid);
@@ -107,6 +110,7 @@ export class StewardView {
       this.selected = (ov.runs.find((r) => r.awaiting && r.mine) ?? ov.runs[ov.runs.length - 1])?.id ?? null;
     }
     this.renderRuns(ov.runs);
+    await this.loadUnresolved();
     if (this.selected === null) {
       this.status.textContent = "No run yet: start the demo run, or put a run file (.jcprun) in the workspace's runs folder.";
       return;
@@ -476,6 +480,64 @@ export class StewardView {
     }
     parts.push(ol);
     this.history.replaceChildren(...parts);
+  }
+
+  private async loadUnresolved(): Promise<void> {
+    let list: UnresolvedStream[];
+    try {
+      list = await api.stewardUnresolved();
+    } catch (e) {
+      this.unresolvedPanel.replaceChildren(el("h3", undefined, "Unresolved decisions"), el("p", "error", (e as UiError).message));
+      return;
+    }
+    const sig = JSON.stringify(list);
+    if (sig === this.unresolvedShown) return;
+    this.unresolvedShown = sig;
+    this.renderUnresolved(list);
+  }
+
+  /** §4.11: decisions recorded with no outcome, per stream, with the party that held them; settled by a signed note, never retried. */
+  renderUnresolved(list: UnresolvedStream[]): void {
+    const parts: HTMLElement[] = [el("h3", undefined, "Unresolved decisions (recorded, no outcome)")];
+    if (!list.length) {
+      parts.push(el("p", "none", "None in the streams audited in this workspace. (A stream's unresolved decisions are listed once it has been audited.)"));
+      this.unresolvedPanel.replaceChildren(...parts);
+      return;
+    }
+    parts.push(el("p", "hint", "Whether each action took effect is known only to the party that held it. Settle each as completed or failed with a signed note; its energy stays debited either way, and the console never retries it."));
+    const unlocked = this.overview?.key.unlocked ?? false;
+    for (const s of list) {
+      const box = el("div", "unresolved-stream");
+      box.append(el("h4", undefined, `${s.stream} — ${s.total} unresolved`));
+      if (s.changed_since) box.append(el("p", "hint", "The stream changed since its last audit: audit it again for a current list."));
+      const ul = el("ul", "unresolved-list");
+      for (const r of s.rows) {
+        const li = el("li", `unresolved-row ${r.settled ? "settled" : "open"}`);
+        li.dataset.receipt = r.receipt;
+        li.append(shortId(r.receipt, 10), el("span", undefined, ` ${r.action}, ${r.debited} debited, held by `), shortId(r.holder, 20));
+        if (r.settled) {
+          li.append(el("span", `settled ${r.settled.status}`, ` — settled ${r.settled.status} by ${r.settled.settled_by.slice(0, 20)}…: “${r.settled.text}”`));
+        } else {
+          const note = input(`settle-note-${r.receipt.slice(0, 12)}`, "why (signed with the settlement)");
+          note.className = "settle-note";
+          const go = (status: SettleStatus) => {
+            const b = button(`settle-${status}-${r.receipt.slice(0, 12)}`, `Settle ${status}`, "small");
+            b.disabled = !unlocked;
+            b.addEventListener("click", () => void this.act(async () => {
+              const d = await api.stewardSettle(s.stream, r.receipt, status, note.value);
+              this.notify.info(d.message);
+              this.unresolvedShown = "";
+            }));
+            return b;
+          };
+          li.append(note, go("completed"), go("failed"));
+        }
+        ul.append(li);
+      }
+      box.append(ul);
+      parts.push(box);
+    }
+    this.unresolvedPanel.replaceChildren(...parts);
   }
 
   private async startLive(): Promise<void> {

@@ -35,6 +35,8 @@ pub enum IntentCommand {
     Hash(HashArgs),
     /// Prints schema.json (JSON Schema 2020-12), generated from the validator.
     Schema,
+    /// Compares two bindings: which properties make them different intents (§6). Exit 0 same intent, 1 different.
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -56,10 +58,22 @@ pub struct HashArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first binding (or vector, or JSON document).
+    pub first: PathBuf,
+    /// The second.
+    pub second: PathBuf,
+    /// The result as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 pub fn run(args: IntentArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         IntentCommand::Verify(a) => run_verify(&a),
         IntentCommand::Hash(a) => run_hash(&a),
+        IntentCommand::Compare(a) => run_compare(&a),
         IntentCommand::Schema => {
             print!("{}", intent::schema::schema_text()?);
             Ok(ExitCode::from(out::CLEAN))
@@ -231,39 +245,83 @@ fn render(report: &VerifyReport) -> String {
 struct HashReport {
     file: String,
     /// `binding` when the document has `protocol_version` (accepted under §3 first), else `canonical`.
-    kind: &'static str,
+    kind: intent::Subject,
     canonical_json: String,
     intent_hash: String,
 }
 
+fn read_doc(path: &Path) -> anyhow::Result<intent::Value> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| out::CodedError { code: "UNREADABLE", message: format!("{file}: {e}") })?;
+    Ok(intent::parse(&bytes).map_err(|e| out::CodedError { code: e.code(), message: format!("{file}: {e} ({})", e.rule()) })?)
+}
+
 fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
     let file = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file).map_err(|e| out::CodedError { code: "UNREADABLE", message: format!("{file}: {e}") })?;
-    let parsed = intent::parse(&bytes).map_err(|e| out::CodedError { code: e.code(), message: format!("{file}: {e}") })?;
-    // A vector's subject is its `binding`; anything else is hashed as it is.
-    let doc = match parsed.as_object().filter(|o| !o.contains_key("protocol_version")).and_then(|o| o.get("binding")) {
-        Some(b @ intent::Value::Object(_)) => b,
-        _ => &parsed,
-    };
-    let whole = doc.as_object().is_some_and(|o| o.contains_key("protocol_version"));
-    let result = if whole { intent::accept(doc) } else { intent::canonicalize(doc) };
-    match result {
-        Ok(c) => {
-            let report =
-                HashReport { file, kind: if whole { "binding" } else { "canonical" }, canonical_json: c.canonical_json, intent_hash: c.intent_hash };
+    let parsed = read_doc(&args.file)?;
+    // The same inspection the console's Intent panel shows (intent::inspect).
+    let i = intent::inspect::inspect_value(&parsed);
+    match (i.canonical_json, i.intent_hash, i.refusal) {
+        (Some(canonical_json), Some(intent_hash), None) => {
+            let report = HashReport { file, kind: i.kind, canonical_json, intent_hash };
             out::emit(args.json, &report, || format!("{}\n{}", report.canonical_json, report.intent_hash))?;
             Ok(ExitCode::from(out::CLEAN))
         }
-        Err(e) => {
+        (_, _, refusal) => {
             #[derive(Serialize)]
             struct Refused<'a> {
                 file: &'a str,
                 refusal: &'static str,
+                rule: &'static str,
                 message: String,
             }
-            let refused = Refused { file: &file, refusal: e.code(), message: e.to_string() };
-            out::emit(args.json, &refused, || format!("REFUSED {}: {}", refused.refusal, refused.message))?;
+            let r = refusal.unwrap_or(intent::Refusal { code: "INTERNAL", rule: "internal", message: "no hash and no refusal".into() });
+            let refused = Refused { file: &file, refusal: r.code, rule: r.rule, message: r.message };
+            out::emit(args.json, &refused, || format!("REFUSED {}: {}\n  rule: {}", refused.refusal, refused.message, refused.rule))?;
             Ok(ExitCode::from(out::FINDINGS))
         }
     }
+}
+
+fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let (a, b) = (read_doc(&args.first)?, read_doc(&args.second)?);
+    let (sa, sb) = (intent::inspect::subject(&a), intent::inspect::subject(&b));
+    let c = intent::compare(sa, sb).map_err(|e| out::CodedError { code: e.error.code(), message: e.to_string() })?;
+    #[derive(Serialize)]
+    struct CompareReport<'a> {
+        first: String,
+        second: String,
+        /// Each document's own refusal as a binding, if any (compared all the same).
+        first_refusal: Option<intent::Refusal>,
+        second_refusal: Option<intent::Refusal>,
+        #[serde(flatten)]
+        comparison: &'a intent::Comparison,
+    }
+    let refusal = |v: &intent::Value| intent::inspect::inspect_value(v).refusal;
+    let report = CompareReport {
+        first: args.first.display().to_string(),
+        second: args.second.display().to_string(),
+        first_refusal: refusal(&a),
+        second_refusal: refusal(&b),
+        comparison: &c,
+    };
+    out::emit(args.json, &report, || {
+        let mut t = format!("first   {}  {}\nsecond  {}  {}\n", c.left.intent_hash, report.first, c.right.intent_hash, report.second);
+        for (side, r) in [("first", &report.first_refusal), ("second", &report.second_refusal)] {
+            if let Some(r) = r {
+                t += &format!("{side} is refused as a binding: {} {} ({})\n", r.code, r.message, r.rule);
+            }
+        }
+        if c.same_intent {
+            t += "SAME INTENT: equal canonical bytes, equal hash\n";
+        } else {
+            t += &format!("DIFFERENT INTENTS: {} propert{} differ (§6)\n", c.differences.len(), if c.differences.len() == 1 { "y" } else { "ies" });
+            for d in &c.differences {
+                let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
+                t += &format!("  {:<8} {}: {} -> {}\n", format!("{:?}", d.change).to_lowercase(), d.path, side(&d.left), side(&d.right));
+            }
+        }
+        t.trim_end().to_owned()
+    })?;
+    Ok(ExitCode::from(if c.same_intent { out::CLEAN } else { out::FINDINGS }))
 }

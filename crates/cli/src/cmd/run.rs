@@ -151,15 +151,12 @@ fn nonce_arg(n: Option<&String>, flag: &str) -> anyhow::Result<Option<[u8; 16]>>
 }
 
 fn uj(n: u64) -> String {
-    // µJ with a scaled figure beside it for people (integer arithmetic:
-    // three decimals, truncated).
-    let (unit, scale) = match n {
-        1_000_000_000_000.. => ("MJ", 1_000_000_000_000),
-        1_000_000_000.. => ("kJ", 1_000_000_000),
-        1_000_000.. => ("J", 1_000_000),
-        _ => return format!("{n} µJ"),
-    };
-    format!("{n} µJ ({}.{:03} {unit})", n / scale, (n % scale) / (scale / 1_000))
+    // The exact figure, with the one formatter's words beside it from 1 mJ up.
+    if n < 1_000 {
+        format!("{n} µJ")
+    } else {
+        format!("{n} µJ ({})", jcp::energy::format_uj(n))
+    }
 }
 
 fn remainder_text(r: Remainder) -> String {

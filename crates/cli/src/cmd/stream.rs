@@ -7,6 +7,8 @@
 //! - `jcp stream replay PATH [--seed S]`: reopens as the demo steward,
 //!   replays through a fresh gate, cuts a torn tail; exit 1 when anything
 //!   was refused or is unresolved.
+//! - `jcp stream settle PATH --receipt ID --status completed|failed --note TEXT --key K`:
+//!   an operator's signed settlement note of an unresolved decision (§4.11).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,6 +37,29 @@ pub enum StreamCommand {
     Hold(HoldArgs),
     /// Replays a stream as its (demo) enforcement point would on restart.
     Replay(ReplayArgs),
+    /// Settles an unresolved decision as an operator (§4.11): a signed note beside the stream; energy stays debited, nothing is retried.
+    Settle(SettleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SettleArgs {
+    /// The stream.
+    pub stream: PathBuf,
+    /// The unresolved decision's receipt id (as `jcp audit` lists it).
+    #[arg(long)]
+    pub receipt: String,
+    /// `completed` or `failed`.
+    #[arg(long)]
+    pub status: String,
+    /// Why, in words (signed with the note).
+    #[arg(long)]
+    pub note: String,
+    /// The operator's (steward's) key file.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The settlement as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -121,6 +146,25 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             drop(so);
             std::thread::sleep(std::time::Duration::from_secs(a.seconds));
             w.close().map_err(|e| coded(&e))?;
+            Ok(ExitCode::from(out::CLEAN))
+        }
+        StreamCommand::Settle(a) => {
+            let receipt = jcp::cbor::ContentId::parse(&a.receipt)
+                .ok_or_else(|| out::coded("invalid-content-id", format!("--receipt {:?} is not 64 lowercase hex digits", a.receipt)))?;
+            let status = match a.status.as_str() {
+                "completed" => jcp_receipt::record::OutcomeStatus::Completed,
+                "failed" => jcp_receipt::record::OutcomeStatus::Failed,
+                other => return Err(out::coded("invalid-status", format!("--status {other:?}: completed or failed"))),
+            };
+            let key = super::core::read_key(&a.key)?;
+            let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let (note, path) = jcp_audit::settle(&a.stream, &receipt, status, &a.note, &key, at).map_err(|e| out::coded(e.code(), e.to_string()))?;
+            let n = note.note();
+            out::emit(
+                a.json,
+                &serde_json::json!({"note": note.id(), "path": path, "receipt": n.receipt, "holder": n.holder.to_did_string(), "status": n.status.as_str(), "settled_by": n.settled_by.to_did_string(), "at": n.at}),
+                || format!("settled {} {} (held by {}) by {}: note {} written to {}\nits energy stays debited; the decision stays unresolved in the record, with this note beside it", n.receipt, n.status.as_str(), n.holder, n.settled_by, note.id(), path.display()),
+            )?;
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Replay(a) => {

@@ -1,5 +1,5 @@
 //! Fuzzes the JCR-1 decoders (COSE envelope, receipt core, outcome and
-//! revocation cores): typed errors, never a panic; and differentially, the
+//! revocation cores, settlement notes): typed errors, never a panic; and differentially, the
 //! zero-copy reader of the audit's hot path against the `coset` reference
 //! path (and its checked view): it may decline (and fall back), but never
 //! accepts what the reference refuses, and what both accept is the same record.
@@ -34,4 +34,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(a, b);
     }
     let _ = jcp_receipt::record::open_revocation(data, &mut dids);
+    // A settlement note (§4.11): refused with a typed error, or its canonical bytes.
+    if let Ok(n) = jcp_receipt::settle::SignedSettlementNote::from_bytes(data) {
+        assert_eq!(n.to_bytes(), data);
+    }
 });
