@@ -35,4 +35,8 @@ pub const COMMANDS: &[&str] = &[
     "live_run_stop",
     "steward_unresolved",
     "steward_settle",
+    "developer_pick_file",
+    "blueprint_open",
+    "intent_inspect",
+    "intent_compare",
 ];

@@ -33,6 +33,7 @@ pub fn info(state: &AppState) -> CmdResult<AppInfo> {
             reason: if state.engine.is_some() { None } else { Some(state.engine_missing.to_owned()) },
         },
         demo_streams: state.demo_streams.lock().map_err(|_| error::poisoned("demo"))?.clone(),
+        open_at_start: *state.open_at_start.lock().map_err(|_| error::poisoned("startup"))?,
     })
 }
 
@@ -78,7 +79,7 @@ pub fn audit_export_text(state: &AppState, id: u64, format: &str) -> CmdResult<S
     let (verdict, report, paths) = state.audit_report(id)?;
     match format {
         "json" => serde_json::to_string_pretty(&report).map_err(|e| UiError::new("export.json", e.to_string())),
-        "html" => console_view::report::report_html(&report, &verdict, "JCP audit report", &paths).map_err(|e| error::view(&e)),
+        "html" => console_view::report::report_html(&report, verdict.as_str(), "JCP audit report", &paths).map_err(|e| error::view(&e)),
         other => Err(UiError::new("export.bad_format", format!("audit reports export as json or html, not {other:?}"))),
     }
 }
@@ -138,7 +139,11 @@ pub fn audit_status(state: State<'_, AppState>) -> CmdResult<Option<AuditJob>> {
 pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditReportView> {
     let (verdict, report, _) = state.audit_report(id)?;
     let html = console_view::report::report_fragment(&report).map_err(|e| error::view(&e))?;
-    Ok(AuditReportView { id, verdict, report, html })
+    let findings_by_code = report["findings_by_code"]
+        .as_object()
+        .map(|m| m.iter().map(|(code, n)| console_view::tags::FindingCount { code: code.clone(), count: n.as_u64().unwrap_or(0) }).collect())
+        .unwrap_or_default();
+    Ok(AuditReportView { id, verdict, findings_by_code, report, html })
 }
 
 /// Asks a running audit to stop.
@@ -164,7 +169,7 @@ pub fn workspace_streams(state: State<'_, AppState>) -> CmdResult<Vec<StreamRow>
         Ok(s.streams()
             .map_err(|e| error::store(&e))?
             .into_iter()
-            .map(|r| StreamRow { path: r.path, size_bytes: r.size_bytes, opened_at_ms: r.opened_at_ms, last_verdict: r.last_verdict })
+            .map(|r| StreamRow { path: r.path, size_bytes: r.size_bytes, opened_at_ms: r.opened_at_ms, last_verdict: r.last_verdict.as_deref().and_then(console_view::tags::Verdict::parse) })
             .collect())
     })
 }
@@ -190,7 +195,7 @@ pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
             .map_err(|e| error::store(&e))?
             .into_iter()
             .map(|r| WorkspaceItem {
-                kind: "stream".into(),
+                kind: console_view::tags::ItemKind::Stream,
                 id: None,
                 label: Path::new(&r.path).file_name().map_or_else(|| r.path.clone(), |n| n.to_string_lossy().into_owned()),
                 path: r.path,
@@ -198,7 +203,10 @@ pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
             })
             .collect();
         out.extend(s.items().map_err(|e| error::store(&e))?.into_iter().map(|i| WorkspaceItem {
-            kind: i.kind.as_str().into(),
+            kind: match i.kind {
+                ItemKind::Run => console_view::tags::ItemKind::Run,
+                ItemKind::Blueprint => console_view::tags::ItemKind::Blueprint,
+            },
             id: Some(i.id),
             label: i.label,
             path: i.path,
@@ -225,7 +233,7 @@ pub fn blueprint_view(state: &AppState, id: i64) -> CmdResult<BlueprintReportVie
     let files: ReconcileFiles = serde_json::from_value(item.detail)
         .map_err(|e| UiError::new("workspace.invalid_item", format!("workspace item {id} does not name its blueprint files: {e}")))?;
     let view = console_view::blueprint::report(&files).map_err(|e| error::view(&e))?;
-    state.with_store(|s| s.set_item_status(id, &view.verdict, now_ms()).map_err(|e| error::store(&e)))?;
+    state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     Ok(view)
 }
 
@@ -234,7 +242,7 @@ pub fn blueprint_view(state: &AppState, id: i64) -> CmdResult<BlueprintReportVie
 pub fn run_view(state: &AppState, id: i64) -> CmdResult<RunView> {
     let item = item_of(state, id, ItemKind::Run)?;
     let view = console_view::run::report(Path::new(&item.path)).map_err(|e| error::view(&e))?;
-    state.with_store(|s| s.set_item_status(id, &view.verdict, now_ms()).map_err(|e| error::store(&e)))?;
+    state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     Ok(view)
 }
 

@@ -23,12 +23,8 @@ pub fn audit_engine() -> Option<crate::state::EngineFn> {
 pub const AUDIT_MISSING: &str = "the audit engine (crates/jcp-audit) is not part of this build; `jcp audit STREAM --json` is the headless equivalent";
 
 /// Verdict word for a report (`clean` exactly when `jcp audit` exits 0).
-pub fn verdict(report: &jcp_audit::Report) -> &'static str {
-    if report.clean {
-        "clean"
-    } else {
-        "findings"
-    }
+pub fn verdict(report: &jcp_audit::Report) -> console_view::tags::Verdict {
+    console_view::tags::Verdict::of(report.clean)
 }
 
 fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> EngineOutcome {
@@ -57,7 +53,7 @@ fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> En
     })
     .map_err(|e| UiError::new(&format!("audit.{}", e.code()), e.to_string()))?;
     let json = serde_json::to_value(&report).map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
-    Ok((verdict(&report).to_owned(), json))
+    Ok((verdict(&report), json))
 }
 
 /// The meter's view before the probe has finished (or when there is no meter).
@@ -80,13 +76,12 @@ pub fn ladder_rows(report: &jcp_meter::ProbeReport) -> Vec<RungRow> {
         .map(|r| RungRow {
             name: r.title.to_owned(),
             status: match r.status {
-                jcp_meter::RungStatus::Chosen => "chosen",
-                jcp_meter::RungStatus::Declined => "declined",
-                jcp_meter::RungStatus::Unavailable => "unavailable",
-                jcp_meter::RungStatus::Standby => "standby",
-            }
-            .to_owned(),
-            provenance: Some(r.provenance.as_str().to_owned()),
+                jcp_meter::RungStatus::Chosen => console_view::tags::RungStatus::Chosen,
+                jcp_meter::RungStatus::Declined => console_view::tags::RungStatus::Declined,
+                jcp_meter::RungStatus::Unavailable => console_view::tags::RungStatus::Unavailable,
+                jcp_meter::RungStatus::Standby => console_view::tags::RungStatus::Standby,
+            },
+            provenance: Some(r.provenance.into()),
             why: r.why.clone(),
             fix: r.fix.clone(),
         })

@@ -5,6 +5,7 @@
 
 pub mod command_names;
 pub mod commands;
+pub mod developer;
 pub mod engines;
 pub mod error;
 pub mod priority;
@@ -61,6 +62,10 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             steward::live_run_stop,
             steward::steward_unresolved,
             steward::steward_settle,
+            developer::developer_pick_file,
+            developer::blueprint_open,
+            developer::intent_inspect,
+            developer::intent_compare,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.
@@ -75,9 +80,19 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
         })
 }
 
-/// Starts the console. Arguments are stream files to open and audit at once.
+/// Starts the console. Arguments are stream files to open and audit at
+/// once, and `--blueprint F --deployment F [--keys F] [--host-bounds F]
+/// [--descriptors F]`: a reconcile to open in the Blueprint view.
 pub fn run() -> std::process::ExitCode {
-    let streams: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (blueprint, rest) = match developer::split_args(&args) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("jcp-console: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let streams: Vec<String> = rest.into_iter().filter(|a| !a.starts_with('-')).collect();
     let result = configure(tauri::Builder::default())
         .setup(move |app| {
             if let Err(e) = priority::init_audit_pool() {
@@ -113,6 +128,12 @@ pub fn run() -> std::process::ExitCode {
                 if let Err(e) = state.start_audit(streams.clone()) {
                     eprintln!("jcp-console: {}", e.message);
                     state.record_failed_start(streams.clone(), e);
+                }
+            }
+            if let Some(form) = &blueprint {
+                match developer::open_blueprint(&state, form) {
+                    Ok(id) => state.set_open_at_start(id),
+                    Err(e) => eprintln!("jcp-console: {}", e.message),
                 }
             }
             let steward = steward::StewardState::new(&dir);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use console_store::Store;
 use console_view::ipc::{AuditJob, AuditProgress, Availability, RungRow, StoreInfo, UiError};
+use console_view::tags::Verdict;
 use serde_json::Value;
 
 use crate::error::{self, CmdResult};
@@ -41,7 +42,7 @@ impl ProgressCounters {
 
 /// What an audit engine returns: the verdict word and the report as JSON
 /// (the same value `jcp audit --json` prints).
-pub type EngineOutcome = Result<(String, Value), UiError>;
+pub type EngineOutcome = Result<(Verdict, Value), UiError>;
 
 /// An audit engine: reads the streams, updates progress, stops when `cancel` is set.
 pub type EngineFn = fn(&[PathBuf], &ProgressCounters, &AtomicBool) -> EngineOutcome;
@@ -60,6 +61,16 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// As the front end's closed set.
+    fn tag(self) -> console_view::tags::JobState {
+        match self {
+            Self::Running => console_view::tags::JobState::Running,
+            Self::Done => console_view::tags::JobState::Done,
+            Self::Cancelled => console_view::tags::JobState::Cancelled,
+            Self::Failed => console_view::tags::JobState::Failed,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
@@ -86,7 +97,7 @@ pub struct Job {
     started: Instant,
     took: Option<Duration>,
     /// The verdict and report when done.
-    pub report: Option<(String, Value)>,
+    pub report: Option<(Verdict, Value)>,
     /// Why it failed.
     pub error: Option<UiError>,
 }
@@ -97,10 +108,10 @@ impl Job {
         AuditJob {
             id: self.id,
             paths: self.paths.clone(),
-            state: self.state.as_str().to_owned(),
+            state: self.state.tag(),
             progress: self.progress.snapshot(),
             elapsed_ms: u64::try_from(self.took.unwrap_or_else(|| self.started.elapsed()).as_millis()).unwrap_or(u64::MAX),
-            verdict: self.report.as_ref().map(|r| r.0.clone()),
+            verdict: self.report.as_ref().map(|r| r.0),
             error: self.error.clone(),
         }
     }
@@ -144,6 +155,8 @@ pub struct AppState {
     pub meter: Arc<Mutex<MeterView>>,
     /// Demo streams prepared on first start.
     pub demo_streams: Arc<Mutex<Vec<String>>>,
+    /// The workspace item the app's arguments asked to open (a blueprint reconcile).
+    pub open_at_start: Arc<Mutex<Option<i64>>>,
 }
 
 impl AppState {
@@ -182,6 +195,14 @@ impl AppState {
             engine_missing,
             meter: Arc::new(Mutex::new(meter)),
             demo_streams: Arc::new(Mutex::new(Vec::new())),
+            open_at_start: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Remembers the item the arguments asked to open; the front end reads it from `app_info`.
+    pub fn set_open_at_start(&self, id: i64) {
+        if let Ok(mut o) = self.open_at_start.lock() {
+            *o = Some(id);
         }
     }
 
@@ -302,11 +323,11 @@ impl AppState {
     }
 
     /// The finished job's verdict and report.
-    pub fn audit_report(&self, id: u64) -> CmdResult<(String, Value, Vec<String>)> {
+    pub fn audit_report(&self, id: u64) -> CmdResult<(Verdict, Value, Vec<String>)> {
         let jobs = self.audit.lock().map_err(|_| error::poisoned("audit"))?;
         match jobs.current.as_ref() {
             Some(j) if j.id == id => match &j.report {
-                Some((v, r)) => Ok((v.clone(), r.clone(), j.paths.clone())),
+                Some((v, r)) => Ok((*v, r.clone(), j.paths.clone())),
                 None => Err(UiError::new("audit.no_report", format!("audit {id} has no report ({})", j.state.as_str()))),
             },
             _ => Err(UiError::new("audit.unknown_job", format!("there is no audit job {id}"))),
@@ -354,7 +375,7 @@ fn finish(audit: &Mutex<AuditJobs>, store: &Mutex<Store>, id: u64, paths: &[Stri
             let now = now_ms();
             if let Ok(s) = store.lock() {
                 for p in paths {
-                    if let Err(e) = s.record_audit(p, &verdict, &report, now) {
+                    if let Err(e) = s.record_audit(p, verdict.as_str(), &report, now) {
                         job.error = Some(error::store(&e));
                     }
                 }

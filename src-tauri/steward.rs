@@ -231,7 +231,7 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
         let live = st.live_of(i.id).map(|l| l.state());
         let (verdict, aw, mine, checkpoints, err) = match Run::read(Path::new(&i.path)).and_then(|r| r.verify()) {
             Ok(rep) => (
-                Some(if rep.clean { "clean" } else { "findings" }.to_owned()),
+                Some(console_view::tags::Verdict::of(rep.clean)),
                 sv::awaiting(&rep),
                 me.as_ref() == Some(&rep.issuer),
                 rep.checkpoints.len() as u64,
@@ -276,7 +276,7 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
             text: a.detail["message"].as_str().unwrap_or("").to_owned(),
         })
         .collect();
-    state.with_store(|s| s.set_item_status(id, &view.verdict, now_ms()).map_err(|e| error::store(&e)))?;
+    state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     Ok(StewardRunView { id, run: view, awaiting, revoked, history, live: st.live_of(id).map(|l| l.view()) })
 }
 
@@ -707,7 +707,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
     })
     .map_err(|e| UiError::new(e.code(), format!("the embedded endpoint did not start: {e}")))?;
     let mut child: Child = Command::new(&jcp)
-        .args(["agent", "demo", "--json", "--connect", &bound.to_string(), "--run"])
+        .args(["agent", "demo", "--json", "--stop-with-parent", "--connect", &bound.to_string(), "--run"])
         .arg(&run_path)
         .arg("--key")
         .arg(&agent_key)
@@ -814,7 +814,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         awaiting: false,
         mine: true,
         checkpoints: 0,
-        verdict: Some("clean".into()),
+        verdict: Some(console_view::tags::Verdict::Clean),
         error: None,
     })
 }

@@ -38,8 +38,8 @@ fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &Atom
         p.bytes_done.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         p.records.fetch_add(1, Ordering::Relaxed);
     }
-    let verdict = if tampered > 0 { "findings" } else { "clean" };
-    Ok((verdict.to_owned(), json!({"verdict": verdict, "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}})))
+    let verdict = console_view::tags::Verdict::of(tampered == 0);
+    Ok((verdict, json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}})))
 }
 
 fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {

@@ -14,6 +14,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import os from "node:os";
 import { spawnSync } from "node:child_process";
 import { webdriver } from "./webdriver.mjs";
 
@@ -363,6 +364,21 @@ test("blueprint view: the demo reconcile as `jcp blueprint reconcile --json` rep
   }
 });
 
+/** Creates the steward key (first time) or unlocks it, on the Steward tab. */
+async function unlock(s) {
+  await s.click("#tab-steward");
+  await s.waitFor(async () => (await s.exec("return document.querySelector('#key-state') !== null")) === true, 20000, "the key panel");
+  if (await s.exec("return document.querySelector('#key-create') !== null")) {
+    await s.type("#key-pass", "correct horse battery");
+    await s.type("#key-pass2", "correct horse battery");
+    await s.click("#key-create");
+  } else if (await s.exec("return document.querySelector('#key-unlock') !== null")) {
+    await s.type("#key-pass", "correct horse battery");
+    await s.click("#key-unlock");
+  }
+  await s.waitFor(async () => (await s.textOf("#key-state")) === "Unlocked for this session", 30000, "the key unlocked");
+}
+
 // The steward's job end to end (issue 17): a key, the demo long run on the
 // console's own endpoint, a checkpoint, an amendment (a widening refused
 // before signing), the run going on under the new ceiling, a revocation
@@ -371,17 +387,7 @@ test("blueprint view: the demo reconcile as `jcp blueprint reconcile --json` rep
 test("steward: key, live run, amend, refused widening, revoke, stop, audit", async () => {
   const s = await Session.start();
   try {
-    await s.click("#tab-steward");
-    await s.waitFor(async () => (await s.exec("return document.querySelector('#key-state') !== null")) === true, 20000, "the key panel");
-    if (await s.exec("return document.querySelector('#key-create') !== null")) {
-      await s.type("#key-pass", "correct horse battery");
-      await s.type("#key-pass2", "correct horse battery");
-      await s.click("#key-create");
-    } else if (await s.exec("return document.querySelector('#key-unlock') !== null")) {
-      await s.type("#key-pass", "correct horse battery");
-      await s.click("#key-unlock");
-    }
-    await s.waitFor(async () => (await s.textOf("#key-state")) === "Unlocked for this session", 30000, "the key unlocked");
+    await unlock(s);
     const did = await s.textOf("#key-did");
     assert.match(did, /^did:key:z6Mk/, "the did:key is shown");
     await s.shot("steward-key");
@@ -444,6 +450,96 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
       assert.equal(cli.receipts.revocation_notices, 1);
     }
     await s.shot("steward-audit");
+  } finally {
+    await s.end();
+  }
+});
+
+// A crash of the agent is shown, not hidden; closing the console stops the
+// children it started (issue 17, "Live steering, end to end").
+const agents = () => {
+  const r = spawnSync("pgrep", ["-f", "jcp agent demo"], { encoding: "utf8" });
+  return r.stdout.split("\n").filter(Boolean).map(Number);
+};
+
+
+test("steward: a killed agent reads crashed; closing the console stops its children", async () => {
+  const before = new Set(agents());
+  const s = await Session.start();
+  let ended = false;
+  try {
+    await unlock(s);
+    await s.click("#live-start");
+    await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).includes("awaits your decision"), 60000, "the first checkpoint");
+    const mine = agents().filter((p) => !before.has(p));
+    assert.equal(mine.length, 1, `one demo agent runs as the console's child: ${mine}`);
+    process.kill(mine[0], "SIGKILL");
+    await s.waitFor(async () => (await s.textOf("#live-state")) === "crashed", 20000, "the crash to be shown");
+    assert.match(await s.textOf("#live-ended"), /ended without saying why .*crashed or was killed/);
+    await s.shot("steward-crashed");
+
+    // A second run, then the console closes while it waits at its checkpoint.
+    await s.click("#live-start");
+    await s.waitFor(async () => agents().filter((p) => !before.has(p)).length === 1, 60000, "the second agent");
+    await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).includes("awaits your decision"), 60000, "the second run's checkpoint");
+    await s.end();
+    ended = true;
+    const t0 = Date.now();
+    while (agents().filter((p) => !before.has(p)).length > 0 && Date.now() - t0 < 15000) await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(agents().filter((p) => !before.has(p)), [], "no demo agent outlives the console");
+  } finally {
+    if (!ended) await s.end();
+  }
+});
+
+// The developer's view (issue 17): a Blueprint opened from disk by the
+// app's arguments, its decode error pointing at line and column; the
+// Intent panel's hash equal to `jcp intent hash`, and two bindings compared.
+test("developer: a broken blueprint from the arguments points at its JSON location; intent hash and compare", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcp-dev-"));
+  const bp = path.join(dir, "broken.blueprint.json");
+  const dep = path.join(dir, "some.deployment.json");
+  fs.writeFileSync(bp, '{"blueprint_id": "x",\n  "release_number": 1,,\n  "more": true}');
+  fs.writeFileSync(dep, "{}");
+  const s = await Session.start(["--blueprint", bp, "--deployment", dep]);
+  try {
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#blueprint-first-failure-location') !== null")) === true, 30000, "the opened reconcile");
+    assert.equal(await s.textOf("#blueprint-verdict .value"), "inconsistent");
+    const at = await s.textOf("#blueprint-first-failure-location .where");
+    assert.equal(at, "at broken.blueprint.json line 2, column 23 (byte 44)");
+    const [, ev] = jcp(["blueprint", "reconcile", bp, dep]);
+    assert.equal(ev.first_failure.subject, "byte 44", "the same place `jcp blueprint reconcile` names");
+    await s.shot("blueprint-opened-broken");
+
+    const vector = path.resolve("conformance/intent/vectors/compromised-principal.json");
+    const doc = JSON.parse(fs.readFileSync(vector, "utf8"));
+    await s.click("#tab-intent");
+    const paste = (slot, text) =>
+      s.exec(`const t = document.querySelector('#intent-text-${slot}'); t.value = arguments[0]; t.dispatchEvent(new Event('input')); return true`, [text]);
+    await paste("a", JSON.stringify(doc.binding, null, 2));
+    await s.click("#intent-inspect-a");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#intent-hash-a') !== null")) === true, 10000, "the hash of A");
+    const shownHash = await s.textOf("#intent-hash-a");
+    const bfile = path.join(dir, "binding.json");
+    fs.writeFileSync(bfile, JSON.stringify(doc.binding));
+    const [code, h] = jcp(["intent", "hash", bfile]);
+    assert.equal(code, 0);
+    assert.equal(shownHash, h.intent_hash, "the panel's hash is `jcp intent hash`'s");
+    assert.equal(await s.textOf("#intent-canonical-a"), h.canonical_json);
+    const m = doc.mutations.find((x) => x.path === "action.parameters.amountMinor") ?? doc.mutations[0];
+    await paste("b", JSON.stringify(m.binding));
+    await s.click("#intent-compare");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#intent-verdict') !== null")) === true, 10000, "the comparison");
+    assert.match(await s.textOf("#intent-verdict"), /^Different intents: 1 property differs/);
+    assert.equal(await s.exec("return document.querySelector('.intent-diff tbody td.path').textContent"), `$.${m.path}`);
+    await s.shot("intent-compare");
+    // A refused binding: its rule, no hash.
+    await paste("b", JSON.stringify({ ...doc.binding, approved_by: "agent" }));
+    await s.click("#intent-inspect-b");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#intent-refusal-b') !== null")) === true, 10000, "the refusal");
+    assert.match(await s.textOf("#intent-refusal-b"), /BINDING_UNKNOWN_KEY.*Rule: §3/s);
+    assert.equal(await s.exec("return document.querySelector('#intent-hash-b')"), null);
+    await s.shot("intent-refused");
   } finally {
     await s.end();
   }

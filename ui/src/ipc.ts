@@ -25,8 +25,22 @@ import type { LiveView } from "./gen/LiveView";
 import type { Command } from "./gen/commands";
 import type { UnresolvedStream } from "./gen/UnresolvedStream";
 import type { SettleStatus } from "./gen/SettleStatus";
+import type { IntentSource } from "./gen/IntentSource";
+import type { IntentView } from "./gen/IntentView";
+import type { IntentComparison } from "./gen/IntentComparison";
+import type { JsonLocation } from "./gen/JsonLocation";
+
+/** The files of a Blueprint reconcile as the open form names them (empty optional fields are absent). */
+export interface BlueprintOpenForm {
+  blueprint: string;
+  deployment: string;
+  keys: string | null;
+  host_bounds: string | null;
+  descriptors: string | null;
+}
 
 export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
+export type { IntentSource, IntentView, IntentComparison, JsonLocation };
 export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
@@ -76,6 +90,10 @@ export const api = {
   stewardUnresolved: () => call<UnresolvedStream[]>("steward_unresolved"),
   stewardSettle: (stream: string, receipt: string, status: SettleStatus, note: string) =>
     call<SignedAction>("steward_settle", { stream, receipt, status, note }),
+  developerPickFile: (what: string) => call<string | null>("developer_pick_file", { what }),
+  blueprintOpen: (form: BlueprintOpenForm) => call<number>("blueprint_open", { form }),
+  intentInspect: (source: IntentSource) => call<IntentView>("intent_inspect", { source }),
+  intentCompare: (first: IntentSource, second: IntentSource) => call<IntentComparison>("intent_compare", { first, second }),
   liveStart: () => call<RunRow>("live_run_start"),
   liveStop: (id: number) => call<LiveView>("live_run_stop", { id }),
 };

@@ -1,5 +1,5 @@
-// The console's front end: five views (workspace overview, live energy,
-// auditor, run, blueprint), a banner for the workspace store's
+// The console's front end: seven views (workspace overview, steward, live
+// energy, auditor, run, blueprint, intent), a banner for the workspace store's
 // state, and one notice area. Everything it shows comes from the shell.
 import "./style.css";
 import { api, type AppInfo, type UiError } from "./ipc";
@@ -10,9 +10,10 @@ import { WorkspaceView } from "./views/workspace";
 import { BlueprintView } from "./views/blueprint";
 import { RunView } from "./views/run";
 import { StewardView } from "./views/steward";
+import { IntentPanel } from "./views/intent";
 import type { WorkspaceItem } from "./ipc";
 
-export type ViewName = "workspace" | "steward" | "energy" | "auditor" | "run" | "blueprint";
+export type ViewName = "workspace" | "steward" | "energy" | "auditor" | "run" | "blueprint" | "intent";
 
 export class Console {
   readonly root: HTMLElement;
@@ -25,6 +26,7 @@ export class Console {
   readonly blueprint: BlueprintView;
   readonly run: RunView;
   readonly steward: StewardView;
+  readonly intent: IntentPanel;
   private badge = el("span", "badge");
   private current: ViewName = "workspace";
   private tabs: Record<string, HTMLButtonElement> = {};
@@ -40,7 +42,8 @@ export class Console {
     this.energy = new EnergyView(notify);
     this.auditor = new AuditorView(notify);
     this.workspace = new WorkspaceView((item) => void this.openItem(item));
-    this.blueprint = new BlueprintView();
+    this.blueprint = new BlueprintView(notify.error);
+    this.intent = new IntentPanel(notify);
     this.run = new RunView();
     this.steward = new StewardView(notify);
     this.steward.onAwaiting = (n) => this.setAwaiting(n);
@@ -57,6 +60,7 @@ export class Console {
       ["auditor", "Auditor"],
       ["run", "Run"],
       ["blueprint", "Blueprint"],
+      ["intent", "Intent"],
     ] as const) {
       const b = el("button", "tab", label);
       b.id = `tab-${id}`;
@@ -69,13 +73,13 @@ export class Console {
     this.badge.id = "steward-badge";
     this.badge.hidden = true;
     this.tabs.steward.append(this.badge);
-    main.append(this.workspace.root, this.steward.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root);
+    main.append(this.workspace.root, this.steward.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root, this.intent.root);
     root.replaceChildren(nav, this.banner, this.notices, main, this.footer);
     this.select("workspace");
   }
 
   private views(): Record<ViewName, { root: HTMLElement; refresh(): Promise<void> }> {
-    return { workspace: this.workspace, steward: this.steward, energy: this.energy, auditor: this.auditor, run: this.run, blueprint: this.blueprint };
+    return { workspace: this.workspace, steward: this.steward, energy: this.energy, auditor: this.auditor, run: this.run, blueprint: this.blueprint, intent: this.intent };
   }
 
   /** Opens a workspace item in its view: a stream is audited, a run verified, a blueprint reconciled. */
@@ -138,7 +142,13 @@ export class Console {
 
   async start(): Promise<void> {
     try {
-      this.showInfo(await api.appInfo());
+      const info = await api.appInfo();
+      this.showInfo(info);
+      // `jcp-console --blueprint F --deployment F` opens that reconcile at once.
+      if (info.open_at_start !== null) {
+        this.select("blueprint");
+        await this.blueprint.open(info.open_at_start);
+      }
     } catch (e) {
       const u = e as UiError;
       this.notice(u.message, "error", u.code);

@@ -86,4 +86,41 @@ describe("blueprint view (the developer's)", () => {
     expect(v.root.querySelector(".status.error")?.textContent).toContain("cannot read /ws/demo/blueprint/summarize.blueprint.json");
     expect(v.root.querySelector("#blueprint-verdict")).toBeNull();
   });
+
+  it("abp_a_pair_opened_from_disk_is_reconciled_and_its_decode_error_shows_line_column_and_text", async () => {
+    const asked: [string, unknown][] = [];
+    const broken = rugPullReport();
+    broken.first_failure = {
+      code: "invalid_syntax",
+      subject: "byte 18",
+      detail: "unexpected character ','",
+      location: { artifact: "blueprint", file: "/tmp/bp.json", byte: 18, line: 2, column: 10, pointer: null, excerpt: ' "b": [1,, 2]}', caret: 9, text: "bp.json line 2, column 10 (byte 18)" },
+    };
+    mockIPC((cmd, args) => {
+      asked.push([cmd, args]);
+      if (cmd === "workspace_overview") return items();
+      if (cmd === "blueprint_open") return 9;
+      if (cmd === "blueprint_report") return broken;
+      throw new Error(cmd);
+    });
+    const v = new BlueprintView();
+    (v.root.querySelector("#bp-open-blueprint") as HTMLInputElement).value = " /tmp/bp.json ";
+    (v.root.querySelector("#bp-open-deployment") as HTMLInputElement).value = "/tmp/dep.json";
+    await v.openForm();
+    expect(asked[0]).toEqual(["blueprint_open", { form: { blueprint: "/tmp/bp.json", deployment: "/tmp/dep.json", keys: null, host_bounds: null, descriptors: null } }]);
+    expect(asked).toContainEqual(["blueprint_report", { id: 9 }]);
+    const at = v.root.querySelector("#blueprint-first-failure-location")!;
+    expect(at.textContent).toContain("at bp.json line 2, column 10 (byte 18)");
+    expect(at.querySelector("pre")?.textContent).toBe(' "b": [1,, 2]}\n         ^');
+  });
+
+  it("abp_opening_a_missing_file_says_which_and_shows_no_report", async () => {
+    mockIPC((cmd) => {
+      if (cmd === "blueprint_open") throw { code: "blueprint.missing_file", message: "the blueprint /tmp/none.json is not a readable file" };
+      throw new Error(cmd);
+    });
+    const v = new BlueprintView();
+    await v.openForm();
+    expect(v.root.querySelector(".bp-open .status.error")?.textContent).toContain("/tmp/none.json");
+  });
 });

@@ -7,6 +7,7 @@ export const info = (over: Partial<AppInfo> = {}): AppInfo => ({
   meter: { available: true, reason: null },
   audit: { available: true, reason: null },
   demo_streams: [],
+  open_at_start: null,
   ...over,
 });
 
@@ -40,6 +41,7 @@ export const job = (over: Partial<AuditJob> = {}): AuditJob => ({
 export const reportView = (over: Partial<AuditReportView> = {}): AuditReportView => ({
   id: 7,
   verdict: "findings",
+  findings_by_code: [{ code: "bad-signature", count: 1 }],
   report: { verdict: "findings", receipts: { verified: 9, failed: 1 } },
   html: '<section class="field"><h3>receipts</h3><table class="kv"><tbody><tr><th>verified</th><td class="num">9</td></tr><tr><th>failed</th><td class="num">1</td></tr></tbody></table></section>',
   ...over,
@@ -75,16 +77,16 @@ export const blueprintReport = (over: Partial<BlueprintReportView> = {}): Bluepr
       ? {
           step,
           status: "partial",
-          checks: [{ subject: "deployment → blueprint", verified: true, code: null, detail: "binds sha-256:abc" }],
+          checks: [{ subject: "deployment → blueprint", verified: true, code: null, detail: "binds sha-256:abc", location: null }],
           not_verified: [{ surface: "binding_attestation_freshness", reason: "no `now` and maximum age supplied by the host", kind: "missing_input" }],
         }
-      : { step, status: "passed", checks: [{ subject: "blueprint", verified: true, code: null, detail: "ok" }], not_verified: [] },
+      : { step, status: "passed", checks: [{ subject: "blueprint", verified: true, code: null, detail: "ok", location: null }], not_verified: [] },
   ),
   first_failure: null,
   effective_bounds: [{ bound: "max_cost", value: "40 EUR" }],
   clamps: [{ bound: "max_cost", protected: false, requested: "50 EUR", effective: "40 EUR" }],
   not_verified: [
-    ...HOST_OWNED.map((s) => ({ surface: s, reason: "host-owned: this protocol cannot establish it", kind: "host_owned" })),
+    ...HOST_OWNED.map((s) => ({ surface: s, reason: "host-owned: this protocol cannot establish it", kind: "host_owned" as const })),
     { surface: "binding_attestation_freshness", reason: "no `now` and maximum age supplied by the host", kind: "missing_input" },
     { surface: "host_bounds", reason: "no host bounds supplied: the deployment's host_bounds stood in", kind: "missing_input" },
   ],
@@ -101,12 +103,12 @@ export const rugPullReport = (): BlueprintReportView => {
     verdict_text: "Inconsistent: binding_descriptor_mismatch at /tool_bindings/0: live descriptor differs",
     steps: base.steps.map((s) =>
       s.step === "bind"
-        ? { ...s, status: "failed", checks: [{ subject: "deployment → blueprint /tool_bindings/0", verified: false, code: "binding_descriptor_mismatch", detail: "live descriptor differs" }], not_verified: [] }
+        ? { ...s, status: "failed", checks: [{ subject: "deployment → blueprint /tool_bindings/0", verified: false, code: "binding_descriptor_mismatch", detail: "live descriptor differs", location: null }], not_verified: [] }
         : s.step === "bounds"
           ? { ...s, status: "not_run", checks: [], not_verified: [{ surface: "bounds", reason: "not reached: an earlier step denied", kind: "not_reached" }] }
           : s,
     ),
-    first_failure: { code: "binding_descriptor_mismatch", subject: "/tool_bindings/0", detail: "live descriptor differs" },
+    first_failure: { code: "binding_descriptor_mismatch", subject: "/tool_bindings/0", detail: "live descriptor differs", location: null },
     effective_bounds: [],
     clamps: [],
     not_verified: [...base.not_verified.filter((n) => n.kind === "host_owned"), { surface: "bounds", reason: "not reached: an earlier step denied", kind: "not_reached" }],

@@ -202,4 +202,79 @@ describe("steward view (issue 17)", () => {
     await tick();
     expect(calls.find((c) => c[0] === "key_create_new")?.[1]).toEqual({ passphrase: "a" });
   });
+
+  it("s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_with_a_signed_note", async () => {
+    const unresolved = [
+      {
+        stream: "/ws/live/1/record.jcps",
+        audited_at_ms: 1_767_258_000_000,
+        changed_since: false,
+        total: 2,
+        rows: [
+          { receipt: "aaaaaaaaaaaaaaaaaaaa", offset: 120, holder: "did:key:z6MkAgent", recorded_by: ME, grant: "g1", action: "tool:fetch", debited: "100 µJ", settled: null },
+          {
+            receipt: "bbbbbbbbbbbbbbbbbbbb",
+            offset: 480,
+            holder: "did:key:z6MkAgent",
+            recorded_by: ME,
+            grant: "g1",
+            action: "tool:write",
+            debited: "250 µJ",
+            settled: { status: "completed" as const, settled_by: ME, at: 1_767_258_100_000, text: "the write is in the log" },
+          },
+        ],
+      },
+    ];
+    const calls = mock({
+      steward_overview: () => overview(),
+      steward_run: () => run(),
+      steward_unresolved: () => unresolved,
+      steward_settle: () => ({ kind: "settle", file: "/ws/live/1/record.jcps.settlements/x.jcpnote", id: "x", message: "settled aaaaaaaaaa as failed" }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const panel = v.root.querySelector("#unresolved-panel") as HTMLElement;
+    expect(panel.textContent).toContain("2 unresolved");
+    expect(panel.textContent).toContain("energy stays debited");
+    const open = panel.querySelector('li.unresolved-row.open[data-receipt="aaaaaaaaaaaaaaaaaaaa"]') as HTMLElement;
+    expect(open.textContent).toContain("100 µJ debited, held by");
+    const settled = panel.querySelector("li.unresolved-row.settled") as HTMLElement;
+    expect(settled.textContent).toContain("settled completed");
+    expect(settled.querySelector("button")).toBeNull(); // settled once: no second settlement offered
+    (panel.querySelector("#settle-note-aaaaaaaaaaaa") as HTMLInputElement).value = "the tool timed out; no effect";
+    (panel.querySelector("#settle-failed-aaaaaaaaaaaa") as HTMLButtonElement).click();
+    await tick();
+    await tick();
+    const settle = calls.find(([c]) => c === "steward_settle");
+    expect(settle?.[1]).toEqual({ stream: "/ws/live/1/record.jcps", receipt: "aaaaaaaaaaaaaaaaaaaa", status: "failed", note: "the tool timed out; no effect" });
+    expect(calls.filter(([c]) => c.startsWith("live_run") || c === "audit_start")).toEqual([]); // never retried, never re-run
+  });
+
+  it("s4_11_settling_needs_the_unlocked_key", async () => {
+    mock({
+      steward_overview: () => overview({ key: key({ unlocked: false }) }),
+      steward_run: () => run(),
+      steward_unresolved: () => [
+        { stream: "/ws/s.jcps", audited_at_ms: 1, changed_since: true, total: 1, rows: [{ receipt: "cccccccccccccccccccc", offset: 1, holder: "did:key:z6MkAgent", recorded_by: ME, grant: "g", action: "a", debited: "1 µJ", settled: null }] },
+      ],
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect((v.root.querySelector("#settle-completed-cccccccccccc") as HTMLButtonElement).disabled).toBe(true);
+    expect(v.root.querySelector("#unresolved-panel")?.textContent).toContain("audit it again");
+  });
+
+  it("s4_7_a_crashed_agent_is_shown_and_the_banner_does_not_say_it_waits", async () => {
+    mock({
+      steward_overview: () => overview({ runs: [{ ...overview().runs[0], live: "crashed" }] }),
+      steward_run: () => run({ live: { ...run().live!, state: "crashed", ended: "the agent ended without saying why (killed by signal 9): it crashed or was killed" } }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#live-state")?.textContent).toBe("crashed");
+    expect(v.root.querySelector("#live-ended")?.textContent).toContain("crashed or was killed");
+    const banner = v.root.querySelector("#awaiting-banner")?.textContent ?? "";
+    expect(banner).toContain("Its agent is not running (crashed)");
+    expect(banner).not.toContain("The agent waits");
+  });
 });

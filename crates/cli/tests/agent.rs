@@ -407,3 +407,46 @@ fn c21_agent_exits_2_when_no_endpoint_listens() {
     assert_eq!((events.last().unwrap()["why"].as_str(), events.last().unwrap()["code"].as_str()), (Some("endpoint-error"), Some("io")));
     assert_eq!(ag.wait().code(), Some(2));
 }
+
+/// With `--stop-with-parent` (how the console starts it), an agent waiting at
+/// a checkpoint stops once the process that started it is gone: closing or
+/// killing the console leaves no agent waiting for a steward who is not there.
+#[cfg(unix)]
+#[test]
+fn c21_agent_stops_when_its_parent_is_gone() {
+    use std::io::Write as _;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1000);
+    let (_server, addr) = serve(d);
+    // The parent: a shell that starts the agent and exits when told (its stdin closes).
+    let script = format!(
+        "\"$JCP\" agent demo --connect '{addr}' --run r.jcprun --key agent.key --chain root.jcp --cost-uj 100 --interval-ms 40 --json --checkpoint-every 2 --wait-timeout-s 60 --stop-with-parent > agent.jsonl 2>&1 & read _"
+    );
+    let mut sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(d)
+        .env("JCP", env!("CARGO_BIN_EXE_jcp"))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let events = || -> Vec<Value> {
+        std::fs::read_to_string(d.join("agent.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    let deadline = Instant::now() + WAIT;
+    while !events().iter().any(|e| is(e, "checkpoint")) {
+        assert!(Instant::now() < deadline, "no checkpoint: {:?}", events());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!events().iter().any(|e| is(e, "stopped")), "it waits while its parent lives");
+    sh.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(sh.wait().unwrap().success());
+    while !events().iter().any(|e| is(e, "stopped")) {
+        assert!(Instant::now() < deadline, "the agent outlived its parent: {:?}", events());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped = events().into_iter().find(|e| is(e, "stopped")).unwrap();
+    assert_eq!(stopped["why"], "parent-gone", "{stopped}");
+}

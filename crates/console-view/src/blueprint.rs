@@ -105,6 +105,92 @@ pub struct CheckRow {
     pub code: Option<String>,
     /// The crate's words.
     pub detail: String,
+    /// Where in which file the failure points, when its subject names a
+    /// place (a byte offset of a decode error, or a JSON pointer).
+    pub location: Option<JsonLocation>,
+}
+
+/// A place in an artifact a failure points at: the file, and either a byte
+/// offset (decode errors: shown as line and column with the line's text) or
+/// a JSON pointer (structure errors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct JsonLocation {
+    /// `blueprint` or `deployment`.
+    pub artifact: String,
+    /// The file.
+    pub file: String,
+    /// The byte offset, for a decode error.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub byte: Option<u64>,
+    /// 1-based line of that byte.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub line: Option<u64>,
+    /// 1-based column (in characters) of that byte.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub column: Option<u64>,
+    /// The JSON pointer, for a structure error (`/signatures/0/kid`).
+    pub pointer: Option<String>,
+    /// The line's text (at most 160 characters around the column), when the file reads.
+    pub excerpt: Option<String>,
+    /// The caret's 0-based character position within `excerpt`.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub caret: Option<u64>,
+    /// In words: `deployment.json line 3, column 12` or `blueprint.json at /signatures/0`.
+    pub text: String,
+}
+
+/// Line, column (1-based, characters) and the line's text around a byte offset.
+fn line_col(bytes: &[u8], offset: usize) -> (u64, u64, String, u64) {
+    let offset = offset.min(bytes.len());
+    let before = &bytes[..offset];
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_end = bytes[offset..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| offset + i);
+    let line = before.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    let head = String::from_utf8_lossy(&bytes[line_start..offset]).chars().count();
+    let text: Vec<char> = String::from_utf8_lossy(&bytes[line_start..line_end]).trim_end_matches('\r').chars().collect();
+    // A window of 160 characters that keeps the caret in view.
+    let from = head.saturating_sub(80);
+    let excerpt: String = text.iter().skip(from).take(160).collect();
+    (line, head as u64 + 1, excerpt, (head - from) as u64)
+}
+
+/// The location a check's subject (`blueprint byte 21`, `deployment /signatures/0`) names.
+pub fn locate(subject: &str, files: &ReconcileFiles) -> Option<JsonLocation> {
+    let (artifact, rest) = subject.split_once(' ')?;
+    let path = match artifact {
+        "blueprint" => &files.blueprint,
+        "deployment" => &files.deployment,
+        _ => return None,
+    };
+    let file = path.display().to_string();
+    let name = path.file_name().map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+    if let Some(n) = rest.strip_prefix("byte ").and_then(|n| n.trim().parse::<usize>().ok()) {
+        let (line, column, excerpt, caret) = match std::fs::read(path) {
+            Ok(bytes) => {
+                let (l, c, e, k) = line_col(&bytes, n);
+                (Some(l), Some(c), Some(e), Some(k))
+            }
+            Err(_) => (None, None, None, None),
+        };
+        let text = match (line, column) {
+            (Some(l), Some(c)) => format!("{name} line {l}, column {c} (byte {n})"),
+            _ => format!("{name} byte {n}"),
+        };
+        return Some(JsonLocation { artifact: artifact.to_owned(), file, byte: Some(n as u64), line, column, pointer: None, excerpt, caret, text });
+    }
+    let pointer = rest.split_whitespace().next().filter(|p| p.starts_with('/'))?;
+    Some(JsonLocation {
+        artifact: artifact.to_owned(),
+        file,
+        byte: None,
+        line: None,
+        column: None,
+        pointer: Some(pointer.to_owned()),
+        excerpt: None,
+        caret: None,
+        text: format!("{name} at {pointer}"),
+    })
 }
 
 /// One step of the pinned order (ABP §13).
@@ -117,7 +203,7 @@ pub struct StepRow {
     /// passed but part of the step was not verified), `failed`, or `not_run`
     /// (no check ran: not reached, or nothing to check) — never `passed`
     /// without a check.
-    pub status: String,
+    pub status: crate::tags::StepStatus,
     /// The checks the step ran, in order.
     pub checks: Vec<CheckRow>,
     /// What in this step was not verified, and why.
@@ -135,7 +221,7 @@ pub struct NotVerifiedRow {
     /// `host_owned` (the protocol can never establish it), `not_reached`
     /// (an earlier step failed), or `missing_input` (the host did not supply
     /// what it needs, or the artifact carries nothing to check).
-    pub kind: String,
+    pub kind: crate::tags::NotVerifiedKind,
 }
 
 /// A named bound value, in words (`40 EUR`, `internal`, `16000`).
@@ -172,6 +258,8 @@ pub struct FindingRow {
     pub subject: String,
     /// What.
     pub detail: String,
+    /// Where in which file (the first failing check's location).
+    pub location: Option<JsonLocation>,
 }
 
 /// Which host input the pass had.
@@ -197,7 +285,7 @@ pub struct BlueprintReportView {
     /// The host inputs supplied (and those not).
     pub inputs: Vec<InputRow>,
     /// `consistent` or `inconsistent` (the same as `jcp blueprint reconcile`'s exit 0 / 1).
-    pub verdict: String,
+    pub verdict: crate::tags::Consistency,
     /// The verdict in words, with what it does not mean.
     pub verdict_text: String,
     /// The Blueprint's content digest, when computed.
@@ -262,13 +350,13 @@ fn step_of(surface: &str) -> Option<&'static str> {
 
 fn not_verified_row(surface: &str, reason: &str) -> NotVerifiedRow {
     let kind = if reconcile::HOST_OWNED.contains(&surface) {
-        "host_owned"
+        crate::tags::NotVerifiedKind::HostOwned
     } else if reconcile::STEPS.contains(&surface) {
-        "not_reached"
+        crate::tags::NotVerifiedKind::NotReached
     } else {
-        "missing_input"
+        crate::tags::NotVerifiedKind::MissingInput
     };
-    NotVerifiedRow { surface: surface.to_owned(), reason: reason.to_owned(), kind: kind.to_owned() }
+    NotVerifiedRow { surface: surface.to_owned(), reason: reason.to_owned(), kind }
 }
 
 /// Maps an Evidence record to the view. `files` names what was read.
@@ -281,19 +369,25 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
                 .checks
                 .iter()
                 .filter(|c| c.step == *step)
-                .map(|c| CheckRow { subject: c.subject.clone(), verified: c.verified, code: c.code.clone(), detail: c.detail.clone() })
+                .map(|c| CheckRow {
+                    subject: c.subject.clone(),
+                    verified: c.verified,
+                    code: c.code.clone(),
+                    detail: c.detail.clone(),
+                    location: if c.verified { None } else { locate(&c.subject, files) },
+                })
                 .collect();
             let open: Vec<NotVerifiedRow> = not_verified.iter().filter(|n| step_of(&n.surface) == Some(step)).cloned().collect();
             let status = if checks.iter().any(|c| !c.verified) {
-                "failed"
+                crate::tags::StepStatus::Failed
             } else if checks.is_empty() {
-                "not_run"
+                crate::tags::StepStatus::NotRun
             } else if open.is_empty() {
-                "passed"
+                crate::tags::StepStatus::Passed
             } else {
-                "partial"
+                crate::tags::StepStatus::Partial
             };
-            StepRow { step: (*step).to_owned(), status: status.to_owned(), checks, not_verified: open }
+            StepRow { step: (*step).to_owned(), status, checks, not_verified: open }
         })
         .collect();
     let effective_bounds = match &ev.effective_bounds {
@@ -308,7 +402,12 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
     let first_failure = ev
         .first_failure
         .as_ref()
-        .map(|e| FindingRow { code: e.code(), subject: e.subject().to_owned(), detail: e.detail().to_owned() });
+        .map(|e| FindingRow {
+            code: e.code(),
+            subject: e.subject().to_owned(),
+            detail: e.detail().to_owned(),
+            location: ev.checks.iter().find(|c| !c.verified).and_then(|c| locate(&c.subject, files)),
+        });
     let open = not_verified.len();
     let verdict_text = match (&first_failure, ev.consistent) {
         (_, true) => format!(
@@ -328,7 +427,7 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
             InputRow { name: "host bounds".into(), path: path(&files.host_bounds) },
             InputRow { name: "live tool descriptors".into(), path: path(&files.descriptors) },
         ],
-        verdict: if ev.consistent { "consistent" } else { "inconsistent" }.to_owned(),
+        verdict: if ev.consistent { crate::tags::Consistency::Consistent } else { crate::tags::Consistency::Inconsistent },
         verdict_text,
         blueprint_digest: ev.blueprint_digest.map(|d| d.to_string()),
         deployment_digest: ev.deployment_digest.map(|d| d.to_string()),
@@ -545,21 +644,37 @@ pub fn write_demo(dir: &Path) -> Result<Vec<DemoReconcile>, ViewError> {
 pub(crate) mod tests {
     use super::*;
 
+    #[test]
+    fn abp_decode_error_points_at_line_column_and_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let bp = dir.path().join("bp.json");
+        std::fs::write(&bp, "{\"a\": 1,\n  \"b\": [1, 2,, 3]}").unwrap();
+        let files = ReconcileFiles { blueprint: bp.clone(), deployment: dir.path().join("dep.json"), keys: None, host_bounds: None, descriptors: None };
+        let l = locate("blueprint byte 21", &files).unwrap();
+        assert_eq!((l.line, l.column, l.byte), (Some(2), Some(13), Some(21)));
+        assert_eq!(l.excerpt.as_deref(), Some("  \"b\": [1, 2,, 3]}"));
+        assert_eq!(l.caret, Some(12));
+        assert_eq!(l.text, "bp.json line 2, column 13 (byte 21)");
+        let p = locate("deployment /signatures/0 kid=x", &files).unwrap();
+        assert_eq!((p.pointer.as_deref(), p.line), (Some("/signatures/0"), None));
+        assert!(locate("host bounds", &files).is_none());
+    }
+
     /// The IPC types of this view (checked with the others in `ipc`).
     pub(crate) fn generated() -> Vec<(String, String)> {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(CheckRow, StepRow, NotVerifiedRow, BoundRow, ClampRow, FindingRow, InputRow, BlueprintReportView)
+        all!(JsonLocation, CheckRow, StepRow, NotVerifiedRow, BoundRow, ClampRow, FindingRow, InputRow, BlueprintReportView)
     }
 
     #[test]
     fn abp_13_host_owned_surfaces_are_classed_host_owned() {
         for s in reconcile::HOST_OWNED {
-            assert_eq!(not_verified_row(s, "x").kind, "host_owned");
+            assert_eq!(not_verified_row(s, "x").kind, crate::tags::NotVerifiedKind::HostOwned);
             assert_eq!(step_of(s), None);
         }
-        assert_eq!(not_verified_row("bind", "not reached").kind, "not_reached");
+        assert_eq!(not_verified_row("bind", "not reached").kind, crate::tags::NotVerifiedKind::NotReached);
         assert_eq!(step_of("binding_attestation_freshness"), Some("bind"));
         assert_eq!(step_of("deployment signatures"), Some("signatures"));
     }

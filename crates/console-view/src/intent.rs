@@ -10,6 +10,53 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use ts_rs::TS;
 
+/// Where a document comes from: pasted text, or a file the shell reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum IntentSource {
+    /// Text pasted into the panel.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A file on disk.
+    File {
+        /// Its path.
+        path: String,
+    },
+}
+
+/// The most bytes read from one file or paste: ten times the §3 bound of
+/// 100 KiB of canonical bytes, so whitespace never stops a binding, while a
+/// wrong file (a log, an image) is refused before it is read whole.
+pub const MAX_SOURCE_BYTES: u64 = 1024 * 1024;
+
+impl IntentSource {
+    /// The bytes and a label (`pasted`, or the file's path).
+    pub fn read(&self) -> Result<(Vec<u8>, String), crate::ViewError> {
+        match self {
+            Self::Text { text } if text.len() as u64 > MAX_SOURCE_BYTES => Err(crate::ViewError::TooLarge(format!(
+                "the pasted text is {} bytes; at most {MAX_SOURCE_BYTES} are read",
+                text.len()
+            ))),
+            Self::Text { text } => Ok((text.as_bytes().to_vec(), "pasted".to_owned())),
+            Self::File { path } => {
+                use std::io::Read as _;
+                let p = std::path::Path::new(path);
+                let unreadable = |e: std::io::Error| crate::ViewError::Unreadable { path: p.to_path_buf(), detail: e.to_string() };
+                let f = std::fs::File::open(p).map_err(unreadable)?;
+                let mut bytes = Vec::new();
+                f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+                if bytes.len() as u64 > MAX_SOURCE_BYTES {
+                    return Err(crate::ViewError::TooLarge(format!("{path} is larger than {MAX_SOURCE_BYTES} bytes: not a binding")));
+                }
+                Ok((bytes, path.clone()))
+            }
+        }
+    }
+}
+
 /// What the document was hashed as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
@@ -216,7 +263,7 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(IntentSubject, IntentRefusal, IntentView, IntentChange, IntentDifference, IntentComparison)
+        all!(IntentSource, IntentSubject, IntentRefusal, IntentView, IntentChange, IntentDifference, IntentComparison)
     }
 
     fn pinned() -> Vec<u8> {
@@ -260,6 +307,18 @@ pub(crate) mod tests {
         assert_eq!(c.hashes.unwrap().1, m["intent_hash"].as_str().unwrap());
         let same = intent_compare(&base, "a", &base, "b");
         assert_eq!((same.same_intent, same.differences.len()), (Some(true), 0));
+    }
+
+    #[test]
+    fn s3_an_oversized_source_is_refused_before_it_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("big.json");
+        std::fs::write(&f, vec![b' '; (MAX_SOURCE_BYTES + 10) as usize]).unwrap();
+        let e = IntentSource::File { path: f.display().to_string() }.read().unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
+        let missing = IntentSource::File { path: dir.path().join("none.json").display().to_string() }.read().unwrap_err();
+        assert!(missing.to_string().contains("none.json"), "{missing}");
+        assert_eq!(IntentSource::Text { text: "{}".into() }.read().unwrap().1, "pasted");
     }
 
     #[test]

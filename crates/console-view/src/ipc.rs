@@ -64,6 +64,9 @@ pub struct AppInfo {
     pub audit: Availability,
     /// Demo streams prepared in the workspace on first start.
     pub demo_streams: Vec<String>,
+    /// A workspace item the app's arguments asked to open (`--blueprint F --deployment F`).
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub open_at_start: Option<i64>,
 }
 
 /// One energy window as shown and exported; a gap has no energy and no grades.
@@ -84,10 +87,10 @@ pub struct WindowRow {
     pub energy_uj: Option<u64>,
     /// The figure in words by the one formatter (`jcp::energy::format_uj`), absent for a gap.
     pub energy_text: Option<String>,
-    /// The grade (`HwShunt`, `ModelBased`, `Estimator`), absent for a gap.
-    pub provenance: Option<String>,
+    /// The grade, absent for a gap.
+    pub provenance: Option<crate::tags::Provenance>,
     /// `Whole` or `Partial`, absent for a gap.
-    pub coverage: Option<String>,
+    pub coverage: Option<crate::tags::Coverage>,
     /// The rung that produced it.
     pub rung: Option<String>,
 }
@@ -98,10 +101,10 @@ pub struct WindowRow {
 pub struct RungRow {
     /// The rung's name.
     pub name: String,
-    /// `chosen`, `declined` or `unavailable`.
-    pub status: String,
+    /// Chosen, declined or unavailable.
+    pub status: crate::tags::RungStatus,
     /// The grade it would give.
-    pub provenance: Option<String>,
+    pub provenance: Option<crate::tags::Provenance>,
     /// Why it was chosen or declined.
     pub why: String,
     /// What the person can do about it, where something can be done.
@@ -160,15 +163,15 @@ pub struct AuditJob {
     pub id: u64,
     /// The streams.
     pub paths: Vec<String>,
-    /// `running`, `done`, `cancelled` or `failed`.
-    pub state: String,
+    /// Running, done, cancelled or failed.
+    pub state: crate::tags::JobState,
     /// Progress.
     pub progress: AuditProgress,
     /// Time since start (or total time when finished).
     #[cfg_attr(test, ts(type = "number"))]
     pub elapsed_ms: u64,
     /// The verdict when done.
-    pub verdict: Option<String>,
+    pub verdict: Option<crate::tags::Verdict>,
     /// Why it failed.
     pub error: Option<UiError>,
 }
@@ -182,7 +185,9 @@ pub struct AuditReportView {
     #[cfg_attr(test, ts(type = "number"))]
     pub id: u64,
     /// The verdict.
-    pub verdict: String,
+    pub verdict: crate::tags::Verdict,
+    /// Findings by code, every one counted (from the report's `findings_by_code`).
+    pub findings_by_code: Vec<crate::tags::FindingCount>,
     /// The engine's report.
     #[cfg_attr(test, ts(type = "unknown"))]
     pub report: serde_json::Value,
@@ -203,7 +208,7 @@ pub struct StreamRow {
     #[cfg_attr(test, ts(type = "number"))]
     pub opened_at_ms: u64,
     /// Last verdict, if audited.
-    pub last_verdict: Option<String>,
+    pub last_verdict: Option<crate::tags::Verdict>,
 }
 
 /// One thing in the workspace, as the overview lists it: a stream, a run
@@ -211,8 +216,8 @@ pub struct StreamRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct WorkspaceItem {
-    /// `stream`, `run` or `blueprint`.
-    pub kind: String,
+    /// Stream, run or blueprint.
+    pub kind: crate::tags::ItemKind,
     /// The store's id of a run or blueprint item; `null` for a stream (opened by path).
     #[cfg_attr(test, ts(type = "number | null"))]
     pub id: Option<i64>,
@@ -245,8 +250,8 @@ impl From<&console_store::WindowRecord> for WindowRow {
             end_ms: w.end_ms,
             energy_uj: w.energy.map(|e| e.uj),
             energy_text: w.energy.map(|e| crate::format_uj(e.uj)),
-            provenance: w.energy.map(|e| e.provenance.as_str().to_owned()),
-            coverage: w.energy.map(|e| e.coverage.as_str().to_owned()),
+            provenance: w.energy.map(|e| e.provenance.into()),
+            coverage: w.energy.map(|e| e.coverage.into()),
             rung: w.rung.clone(),
         }
     }
@@ -265,6 +270,7 @@ mod tests {
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());
         all.extend(crate::intent::tests::generated());
+        all.extend(crate::tags::tests::generated());
         all.extend(crate::steward::tests::generated());
         all
     }

@@ -13,6 +13,7 @@ pub mod export;
 pub mod report;
 pub mod run;
 pub mod steward;
+pub mod tags;
 
 /// Everything that can go wrong rendering a view.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +81,9 @@ pub enum ViewError {
     /// The steward's form does not parse (a caveat, a figure).
     #[error("the form is not complete: {0}")]
     Form(String),
+    /// A document offered to a view is larger than the view reads.
+    #[error("{0}")]
+    TooLarge(String),
     /// A demo file could not be written.
     #[error("the demo file {} could not be written: {detail}", path.display())]
     DemoWrite {
@@ -104,6 +108,7 @@ impl ViewError {
             Self::DemoWrite { .. } => "demo.write_failed",
             Self::Refused { code, .. } => code,
             Self::Form(_) => "steward.bad_form",
+            Self::TooLarge(_) => "input.too_large",
             Self::Write { .. } => "steward.write_failed",
         }
     }

@@ -17,6 +17,16 @@ use ts_rs::TS;
 use crate::{format_uj, ViewError};
 
 
+/// The core's record verdict word as the closed set; a word the core does
+/// not use reads as refused (fail closed: never shown as ok).
+fn record_verdict(v: &str) -> crate::tags::RecordVerdict {
+    match v {
+        "ok" => crate::tags::RecordVerdict::Ok,
+        "finding" => crate::tags::RecordVerdict::Finding,
+        _ => crate::tags::RecordVerdict::Refused,
+    }
+}
+
 fn spent_text(s: Option<&Spent>) -> String {
     match s {
         Some(s) => format!("{}, {}", format_uj(s.uj), s.provenance.as_str()),
@@ -127,8 +137,8 @@ pub struct CheckpointLine {
     pub amend_ceiling: Option<String>,
     /// Amendments made at this checkpoint.
     pub amendments: Vec<AmendmentLine>,
-    /// `ok`, `finding` or `refused`.
-    pub verdict: String,
+    /// Ok, finding or refused.
+    pub verdict: crate::tags::RecordVerdict,
     /// The reason codes behind a finding or refusal.
     pub codes: Vec<String>,
 }
@@ -149,8 +159,8 @@ pub struct GrantLine {
     /// Expiry, Unix seconds.
     #[cfg_attr(test, ts(type = "number"))]
     pub expiry: u64,
-    /// `ok` or `refused`.
-    pub verdict: String,
+    /// Ok or refused.
+    pub verdict: crate::tags::RecordVerdict,
 }
 
 /// A finding on one record.
@@ -177,7 +187,7 @@ pub struct RunView {
     /// The run file.
     pub path: String,
     /// `clean` or `findings` (as `jcp run verify`'s exit 0 / 1).
-    pub verdict: String,
+    pub verdict: crate::tags::Verdict,
     /// The verdict in words.
     pub verdict_text: String,
     /// The run's grant id.
@@ -244,7 +254,7 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
                     continuation_verified: a.continuation_verified,
                 })
                 .collect(),
-            verdict: c.verdict.to_owned(),
+            verdict: record_verdict(c.verdict),
             codes: c.codes.iter().map(|s| (*s).to_owned()).collect(),
         })
         .collect();
@@ -265,7 +275,7 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
     };
     Ok(RunView {
         path: path.display().to_string(),
-        verdict: if report.clean { "clean" } else { "findings" }.to_owned(),
+        verdict: crate::tags::Verdict::of(report.clean),
         verdict_text,
         run_grant: report.run_grant.to_string(),
         issuer: report.issuer.to_string(),
@@ -284,7 +294,7 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
                 role: g.role.to_owned(),
                 budget: format_uj(g.budget_uj),
                 expiry: g.expiry,
-                verdict: g.verdict.to_owned(),
+                verdict: record_verdict(g.verdict),
             })
             .collect(),
         checkpoints,

@@ -518,8 +518,8 @@ pub struct RunRow {
     /// Checkpoints so far.
     #[cfg_attr(test, ts(type = "number"))]
     pub checkpoints: u64,
-    /// `clean` or `findings`; absent when the file does not read.
-    pub verdict: Option<String>,
+    /// Clean or findings; absent when the file does not read.
+    pub verdict: Option<crate::tags::Verdict>,
     /// Why the file does not read.
     pub error: Option<String>,
 }

@@ -62,6 +62,109 @@ use jcp::identity::Did;
 
 pub use report::{Finding, Report};
 
+/// Every code a finding of this audit can carry, sorted: the audit's own
+/// (`duplicate-record`, `overspend`, …), the stream's framing faults, and
+/// the refusal codes of the records it opens (jcp-receipt, the core's
+/// decoders, identities and steering). The console generates its
+/// TypeScript `FindingCode` union from this list; the test
+/// `finding_codes_list_every_code_the_sources_can_emit` holds it complete.
+pub const FINDING_CODES: &[&str] = &[
+    "amendment-invalid",
+    "attenuation-violation",
+    "bad-signature",
+    "budget-mismatch",
+    "cbor-duplicate-key",
+    "cbor-forbidden-type",
+    "cbor-indefinite-length",
+    "cbor-invalid-utf8",
+    "cbor-length-too-large",
+    "cbor-non-shortest",
+    "cbor-non-shortest-float",
+    "cbor-non-text-key",
+    "cbor-reserved",
+    "cbor-too-deep",
+    "cbor-trailing-bytes",
+    "cbor-truncated",
+    "cbor-unsorted-keys",
+    "chain-broken",
+    "chain-mismatch",
+    "closing-invalid",
+    "core-bad-did",
+    "core-invalid",
+    "core-non-canonical",
+    "core-schema",
+    "cose-bad-kid",
+    "cose-detached-payload",
+    "cose-malformed",
+    "cose-non-canonical",
+    "cose-wrong-alg",
+    "debit-point-breach",
+    "delegation-forbidden",
+    "did-bad-base58",
+    "did-invalid-point",
+    "did-non-minimal-varint",
+    "did-not-did-key",
+    "did-small-order",
+    "did-wrong-base",
+    "did-wrong-codec",
+    "did-wrong-length",
+    "duplicate-record",
+    "garbage",
+    "invalid",
+    "io",
+    "io-error",
+    "legacy-mint-refused",
+    "lock-unsupported",
+    "marker-regressed",
+    "not-a-stream",
+    "not-holder",
+    "orphan-outcome",
+    "out-of-order",
+    "outcome-unknown",
+    "overspend",
+    "record-corrupt",
+    "record-oversized",
+    "remaining-mismatch",
+    "request-record-invalid",
+    "revocation-authority-unknown",
+    "revocation-forged",
+    "revocation-refused",
+    "revocation-unauthorized",
+    "revocation-unverifiable",
+    "revocation-violation",
+    "run-header",
+    "schema-invalid-field",
+    "schema-missing-field",
+    "schema-not-a-map",
+    "schema-unknown-field",
+    "sequence-gap",
+    "settlement-unmatched",
+    "shard-overflow",
+    "steer-above-remainder",
+    "steer-continuation",
+    "steer-not-agent",
+    "steer-not-issuer",
+    "steer-overspent",
+    "steer-run-not-clean",
+    "steer-self-amend",
+    "steer-sequence",
+    "steer-spend-decreased",
+    "steer-spend-omitted",
+    "steer-widening",
+    "steer-wrong-checkpoint",
+    "steer-wrong-grant",
+    "steward-mismatch",
+    "stream-locked",
+    "superseded-spend",
+    "torn-tail",
+    "unknown-profile",
+    "unknown-record-kind",
+    "unresolved-decision",
+    "unsequenced-record",
+    "wrong-steward",
+];
+
+
 /// How signatures are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -264,5 +367,72 @@ fn attach_settlements(report: &mut report::Report, paths: &[PathBuf]) {
                 _ => report.settlement_notes_refused += 1,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod finding_codes_tests {
+    use super::FINDING_CODES;
+
+    /// The quoted codes in `s`: kebab-case literals (`"bad-signature"`) and,
+    /// after `=> ` or as a `finding(…)` argument, single words (`"garbage"`).
+    fn literals(s: &str, single_words: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let parts: Vec<&str> = s.split('"').collect();
+        for (i, p) in parts.iter().enumerate() {
+            if i % 2 == 0 || p.is_empty() {
+                continue;
+            }
+            let ok_chars = p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && p.as_bytes()[0].is_ascii_lowercase()
+                && !p.ends_with('-');
+            let before = parts[i - 1];
+            let kebab = p.contains('-');
+            let coded = before.ends_with("=> ") || before.trim_end().ends_with("o,") || before.ends_with("Refused(");
+            if ok_chars && (kebab || (single_words && coded)) {
+                out.push((*p).to_owned());
+            }
+        }
+        out
+    }
+
+    fn read(rel: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+    }
+
+    /// The `code()` bodies of the error types whose codes reach a finding.
+    fn code_bodies(src: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = src;
+        while let Some(at) = rest.find("fn code(") {
+            let body = &rest[at..];
+            let end = body.find("\n    }\n").unwrap_or(body.len());
+            out.push(body[..end].to_owned());
+            rest = &body[end..];
+        }
+        out
+    }
+
+    #[test]
+    fn finding_codes_list_every_code_the_sources_can_emit() {
+        let mut want: Vec<String> = Vec::new();
+        for f in ["../jcp/src/cbor.rs", "../jcp/src/identity.rs", "../jcp/src/steering.rs", "../jcp/src/error.rs", "../jcp-receipt/src/error.rs", "../jcp-receipt/src/stream.rs"] {
+            for body in code_bodies(&read(f)) {
+                want.extend(literals(&body, true));
+            }
+        }
+        for f in ["src/check.rs", "src/engine.rs"] {
+            want.extend(literals(&read(f), false));
+        }
+        want.push("overspend".into()); // the audit's one single-word code of its own
+        want.sort();
+        want.dedup();
+        let missing: Vec<&String> = want.iter().filter(|c| !FINDING_CODES.contains(&c.as_str())).collect();
+        assert!(missing.is_empty(), "codes the sources emit but FINDING_CODES lacks: {missing:?}");
+        let stale: Vec<&&str> = FINDING_CODES.iter().filter(|c| !want.iter().any(|w| w == *c)).collect();
+        assert!(stale.is_empty(), "FINDING_CODES names codes no source emits: {stale:?}");
+        let mut sorted = FINDING_CODES.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, FINDING_CODES, "kept sorted");
     }
 }

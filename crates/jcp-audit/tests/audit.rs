@@ -35,6 +35,10 @@ fn demo_stream(dir: &Path, name: &str, receipts: u64, tamper: u64, unresolved: u
 }
 
 fn codes(r: &Report) -> Vec<(String, u64)> {
+    // Every code a real audit emits is one the console's FindingCode union names.
+    for k in r.findings_by_code.keys() {
+        assert!(jcp_audit::FINDING_CODES.contains(&k.as_str()), "{k} is not in jcp_audit::FINDING_CODES");
+    }
     r.findings_by_code.iter().map(|(k, v)| (k.clone(), *v)).collect()
 }
 

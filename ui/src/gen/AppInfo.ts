@@ -29,4 +29,8 @@ audit: Availability,
 /**
  * Demo streams prepared in the workspace on first start.
  */
-demo_streams: Array<string>, };
+demo_streams: Array<string>, 
+/**
+ * A workspace item the app's arguments asked to open (`--blueprint F --deployment F`).
+ */
+open_at_start: number | null, };

@@ -4,6 +4,7 @@ import type { GrantLine } from "./GrantLine";
 import type { RemainderCell } from "./RemainderCell";
 import type { RunFinding } from "./RunFinding";
 import type { SpendCell } from "./SpendCell";
+import type { Verdict } from "./Verdict";
 
 /**
  * The run as the steward's view shows it.
@@ -16,7 +17,7 @@ path: string,
 /**
  * `clean` or `findings` (as `jcp run verify`'s exit 0 / 1).
  */
-verdict: string, 
+verdict: Verdict, 
 /**
  * The verdict in words.
  */

@@ -29,5 +29,9 @@ export const COMMANDS = [
   "live_run_stop",
   "steward_unresolved",
   "steward_settle",
+  "developer_pick_file",
+  "blueprint_open",
+  "intent_inspect",
+  "intent_compare",
 ] as const;
 export type Command = (typeof COMMANDS)[number];

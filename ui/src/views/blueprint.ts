@@ -3,7 +3,7 @@
 // of the pinned order with its checks, the effective bounds and clamps, and
 // everything the pass did NOT verify. A step that ran no check reads "not
 // run", never passed; a consistent record is evidence, not an authorization.
-import { api, type BlueprintReportView } from "../ipc";
+import { api, type BlueprintOpenForm, type BlueprintReportView, type JsonLocation, type UiError } from "../ipc";
 import { el, table } from "../format";
 import { ItemView } from "./item";
 
@@ -20,16 +20,84 @@ const KIND_WORDS: Record<string, string> = {
   missing_input: "not checked",
 };
 
+/** Where a failure points: the file, line and column with the line's text and a caret, or the JSON pointer. */
+export function locationBox(l: JsonLocation): HTMLElement {
+  const box = el("div", "location");
+  box.append(el("span", "where", `at ${l.text}`));
+  if (l.excerpt !== null && l.caret !== null) {
+    box.append(el("pre", "excerpt", `${l.excerpt}\n${" ".repeat(l.caret)}^`));
+  }
+  return box;
+}
+
+const FIELDS: [keyof BlueprintOpenForm, string, boolean][] = [
+  ["blueprint", "Blueprint", true],
+  ["deployment", "Deployment", true],
+  ["keys", "Trusted keys", false],
+  ["host_bounds", "Host bounds", false],
+  ["descriptors", "Tool descriptors", false],
+];
+
 export class BlueprintView extends ItemView<BlueprintReportView> {
-  constructor() {
-    super({
-      kind: "blueprint",
-      name: "blueprint",
-      title: "Blueprint",
-      again: ["reconcile-again", "Reconcile again"],
-      empty: "No blueprint in this workspace yet.",
-      reportClass: "bp-report",
-    });
+  private inputs = {} as Record<keyof BlueprintOpenForm, HTMLInputElement>;
+  private openStatus = el("p", "status");
+
+  constructor(private onError: (e: UiError) => void = () => {}) {
+    const form = el("details", "panel bp-open");
+    super(
+      {
+        kind: "blueprint",
+        name: "blueprint",
+        title: "Blueprint",
+        again: ["reconcile-again", "Reconcile again"],
+        empty: "No blueprint in this workspace yet.",
+        reportClass: "bp-report",
+      },
+      form,
+    );
+    form.id = "bp-open";
+    form.append(el("summary", undefined, "Open a Blueprint and Deployment from disk…"));
+    const grid = el("div", "bp-open-grid");
+    for (const [key, label, required] of FIELDS) {
+      const input = el("input");
+      input.type = "text";
+      input.id = `bp-open-${key}`;
+      input.placeholder = required ? "required: a .json file" : "optional";
+      this.inputs[key] = input;
+      const browse = el("button", "browse", "Browse…");
+      browse.addEventListener("click", () => void this.browse(key, label));
+      grid.append(el("label", undefined, label), input, browse);
+    }
+    const go = el("button", "primary", "Open and reconcile");
+    go.id = "bp-open-go";
+    go.addEventListener("click", () => void this.openForm());
+    form.append(grid, go, this.openStatus);
+  }
+
+  private async browse(key: keyof BlueprintOpenForm, label: string): Promise<void> {
+    try {
+      const p = await api.developerPickFile(label.toLowerCase());
+      if (p !== null) this.inputs[key].value = p;
+    } catch (e) {
+      this.onError(e as UiError);
+    }
+  }
+
+  /** Adds the files in the form to the workspace and shows their reconcile. */
+  async openForm(): Promise<void> {
+    const v = (k: keyof BlueprintOpenForm) => this.inputs[k].value.trim();
+    const opt = (k: keyof BlueprintOpenForm) => (v(k) === "" ? null : v(k));
+    const form: BlueprintOpenForm = { blueprint: v("blueprint"), deployment: v("deployment"), keys: opt("keys"), host_bounds: opt("host_bounds"), descriptors: opt("descriptors") };
+    try {
+      const id = await api.blueprintOpen(form);
+      this.openStatus.textContent = "";
+      this.openStatus.className = "status";
+      await this.open(id);
+    } catch (e) {
+      const u = e as UiError;
+      this.openStatus.textContent = u.message;
+      this.openStatus.className = "status error";
+    }
   }
 
   protected fetch(id: number): Promise<BlueprintReportView> {
@@ -50,6 +118,11 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
       el("span", "open", ` — ${open} surface(s) not verified`),
     );
     parts.push(verdict, el("p", "verdict-text", v.verdict_text));
+    if (v.first_failure?.location) {
+      const at = locationBox(v.first_failure.location);
+      at.id = "blueprint-first-failure-location";
+      parts.push(at);
+    }
 
     // What was read.
     const [ft, fb] = table("bp-files", ["what", "file"]);
@@ -83,6 +156,7 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
         line.append(el("span", "mark", c.verified ? "ok" : "FAIL"), el("span", "subject", ` ${c.subject}`));
         if (c.code) line.append(el("code", "code", c.code));
         line.append(el("span", "detail", ` ${c.detail}`));
+        if (c.location) line.append(locationBox(c.location));
         checks.append(line);
       }
       const nv = el("td", "step-open");

@@ -248,7 +248,11 @@ export class StewardView {
     this.awaitingBanner.textContent = !(v.awaiting && last)
       ? ""
       : mine
-        ? `Checkpoint ${last.seq} awaits your decision: spent ${last.spent.text}; remainder ${last.remainder.text}. The agent waits until you approve, amend or revoke.`
+        ? `Checkpoint ${last.seq} awaits your decision: spent ${last.spent.text}; remainder ${last.remainder.text}. ${
+            v.live && v.live.state !== "running"
+              ? `Its agent is not running (${v.live.state}): your decision is recorded in the run file, and an agent resuming the run picks it up.`
+              : "The agent waits until you approve, amend or revoke."
+          }`
         : `Checkpoint ${last.seq} awaits its steward ${v.run.issuer.slice(0, 24)}…, not your key: only the run's issuer may steer it (§4.7).`;
     this.renderLive(v);
     if (fresh) this.result.replaceChildren();

@@ -96,11 +96,28 @@ struct DemoArgs {
     /// One JSON event per line.
     #[arg(long)]
     json: bool,
+    /// Stop (cleanly, with a `parent-gone` event) when the process that
+    /// started the agent is gone — e.g. the console that drives it closed or
+    /// was killed — instead of waiting out a checkpoint nobody can answer.
+    #[arg(long)]
+    stop_with_parent: bool,
 }
 
 pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
         AgentCmd::Demo(a) => run_demo(a),
+    }
+}
+
+/// The parent's pid (Unix); elsewhere there is none to watch.
+fn parent_pid() -> Option<u32> {
+    #[cfg(unix)]
+    {
+        Some(std::os::unix::process::parent_id())
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 
@@ -249,6 +266,8 @@ struct Agent {
     cost: Energy,
     interval: Duration,
     wait_timeout: Duration,
+    /// The parent's pid at start, with `--stop-with-parent` (Unix).
+    parent: Option<u32>,
     every: u64,
     actions: u64,
     client: Option<Client>,
@@ -504,7 +523,7 @@ impl Agent {
                     ))),
                 };
             }
-            if let Some(stop) = self.revoked_while_waiting() {
+            if let Some(stop) = self.revoked_while_waiting().or_else(|| self.parent_gone()) {
                 return Ok(Waited::Stopped(stop));
             }
             if Instant::now() >= deadline {
@@ -520,6 +539,16 @@ impl Agent {
             }
             tokio::time::sleep(self.interval).await;
         }
+    }
+
+    /// With `--stop-with-parent`: a stop once the parent is gone (the agent
+    /// was re-parented, so its parent pid changed).
+    fn parent_gone(&self) -> Option<Stop> {
+        let was = self.parent?;
+        let now = parent_pid()?;
+        (now != was).then(|| {
+            Stop::new("parent-gone", format!("stopped: the process that started the agent ({was}) is gone; nobody is left to steer the run"))
+        })
     }
 
     /// While it waits at a checkpoint the agent asks the endpoint nothing,
@@ -653,6 +682,9 @@ impl Agent {
                 let stop = Stop::new("done", format!("done: {} actions allowed, {} µJ spent", self.allowed, self.spent));
                 return self.stopped(&stop, CLEAN);
             }
+            if let Some(stop) = self.parent_gone() {
+                return self.stopped(&stop, FINDINGS);
+            }
             self.step += 1;
             let req = self.request(self.step)?;
             let resp = match self.call(&req).await {
@@ -771,6 +803,7 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
         cost: Energy { uj: a.cost_uj, provenance, coverage: Coverage::Whole },
         interval: Duration::from_millis(a.interval_ms),
         wait_timeout: Duration::from_secs(a.wait_timeout_s),
+        parent: if a.stop_with_parent { parent_pid() } else { None },
         every: a.checkpoint_every,
         actions: a.actions,
         client: None,
