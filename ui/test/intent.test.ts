@@ -92,6 +92,9 @@ describe("intent panel (the developer's, Agent-Safe Intent v1)", () => {
       ["$.action.parameters.replicas", "changed", "3", "30"],
       ["$.context.ticket", "only in B", "(absent)", '"CHG-1"'],
     ]);
+    // Editing a binding takes the stale comparison away.
+    p.paste("b", "C");
+    expect(p.root.querySelector("#intent-verdict")).toBeNull();
   });
 
   it("asi_4_a_document_that_does_not_decode_is_not_compared_and_says_which", async () => {

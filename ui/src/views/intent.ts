@@ -65,6 +65,8 @@ export class IntentPanel {
   }
 
   private setFile(s: Slot, path: string | null): void {
+    // A changed binding makes the shown comparison stale: it goes.
+    this.comparison.replaceChildren();
     this.files[s] = path;
     this.fileLabels[s].textContent = path ?? "pasted text";
     this.fileLabels[s].className = path ? "file" : "file none";
