@@ -167,7 +167,7 @@ fn s4_11_cli_decide_with_a_stream_seals_records_and_accumulates_spend_across_cal
 }
 
 #[test]
-fn s4_11_cli_decide_refuses_a_stream_held_by_another_writer() {
+fn c26_cli_decide_refuses_a_stream_held_by_another_process() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let t = tempfile::tempdir().unwrap();

@@ -644,7 +644,7 @@ fn s5_4_live_meter_hands_over_windows_with_grades() {
 }
 
 #[test]
-fn s5_1_real_system_probe_always_yields_a_figure_and_says_why() {
+fn c09_real_system_probe_always_yields_a_figure_and_says_why() {
     // C9: on whatever machine runs the tests, the ladder yields a figure and every declined rung says why.
     let cfg = MeterConfig {
         interval: Duration::from_millis(50),

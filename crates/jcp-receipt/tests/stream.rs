@@ -452,7 +452,7 @@ fn s4_3_revocation_is_replayed_and_known_through_is_monotonic() {
 }
 
 #[test]
-fn s4_11_second_writer_in_the_same_process_is_refused() {
+fn c26_a_second_writer_is_refused_and_the_claim_is_released_with_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jcps");
     let (w, _) = StreamWriter::open(&p, Durability::SyncEachRecord, |_| {}).unwrap();

@@ -1,0 +1,218 @@
+//! Keeps `docs/conformance.md` true (spec §9): its class table names every
+//! conformance class the spec defines, once; a class marked `implemented` or
+//! `partial` has at least one test named after it (`c07_…`, `c7_…`, `cneg_…`)
+//! in the test files the row lists; a row not implemented says why; and every
+//! path the document names exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use testkit::repo_root;
+
+/// One row of the class table.
+#[derive(Debug)]
+struct Row {
+    class: String,
+    modules: Vec<String>,
+    tests: Vec<String>,
+    status: String,
+    why: String,
+}
+
+fn cells(line: &str) -> Vec<String> {
+    line.trim().trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect()
+}
+
+fn backticked(cell: &str) -> Vec<String> {
+    cell.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+/// The class table: rows whose first cell is `C<n>` or `C-neg`.
+fn table(doc: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for line in doc.lines().filter(|l| l.starts_with("| C")) {
+        let c = cells(line);
+        assert_eq!(c.len(), 7, "docs/conformance.md: a class row has 7 cells (class, spec, holds, modules, tests, status, why): {line}");
+        rows.push(Row { class: c[0].clone(), modules: backticked(&c[3]), tests: backticked(&c[4]), status: c[5].clone(), why: c[6].clone() });
+    }
+    rows
+}
+
+/// Every class the spec defines: `**C<n> — …` bullets (§9 and the later entries).
+fn spec_classes() -> BTreeSet<String> {
+    let p = repo_root().join("..").join("shared").join("spec").join("jcp-v0.3.md");
+    let spec = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("the spec is read from {}: {e}", p.display()));
+    let mut out = BTreeSet::new();
+    for line in spec.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("- **C") else { continue };
+        let id: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        if !id.is_empty() {
+            out.insert(format!("C{id}"));
+        }
+    }
+    out
+}
+
+/// The prefixes a test named after `class` starts with.
+fn prefixes(class: &str) -> Vec<String> {
+    if class == "C-neg" {
+        return vec!["cneg_".into(), "c_neg_".into()];
+    }
+    let n: u32 = class[1..].parse().unwrap_or_else(|_| panic!("class id {class}"));
+    let mut p = vec![format!("c{n}_"), format!("c{n:02}_")];
+    p.dedup();
+    p
+}
+
+/// Test function names in a Rust source: a `fn` whose attributes directly
+/// above it include `#[test]` or `#[tokio::test…]`.
+fn test_fns(src: &str) -> Vec<String> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let Some(rest) = t.strip_prefix("fn ").or_else(|| t.strip_prefix("async fn ")) else { continue };
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        // The attributes directly above the fn (and doc comments between them).
+        let attrs = lines[..i].iter().rev().take_while(|a| {
+            let a = a.trim_start();
+            a.starts_with("#[") || a.starts_with("///") || a.starts_with("//")
+        });
+        if attrs.into_iter().any(|a| a.contains("#[test]") || a.contains("#[tokio::test")) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if p.is_dir() {
+            if name != "target" && name != "node_modules" && name != "corpus" {
+                rust_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn doc() -> String {
+    let p = repo_root().join("docs").join("conformance.md");
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn s9_conformance_table_names_every_class_of_the_spec_once() {
+    let rows = table(&doc());
+    let mut seen = BTreeMap::new();
+    for r in &rows {
+        *seen.entry(r.class.clone()).or_insert(0) += 1;
+    }
+    let dup: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).map(|(c, _)| c.clone()).collect();
+    assert!(dup.is_empty(), "docs/conformance.md lists these classes more than once: {dup:?}");
+    let mut want = spec_classes();
+    assert!(want.len() >= 26, "the spec's class list was not found ({want:?})");
+    want.insert("C-neg".into());
+    let have: BTreeSet<String> = seen.keys().cloned().collect();
+    let missing: Vec<_> = want.difference(&have).collect();
+    let extra: Vec<_> = have.difference(&want).collect();
+    assert!(missing.is_empty(), "docs/conformance.md has no row for {missing:?}");
+    assert!(extra.is_empty(), "docs/conformance.md has rows for classes the spec does not define: {extra:?}");
+}
+
+#[test]
+fn s9_a_class_listed_as_implemented_has_a_test_named_after_it() {
+    let root = repo_root();
+    let rows = table(&doc());
+    assert!(!rows.is_empty(), "docs/conformance.md has no class table");
+    let mut failures = Vec::new();
+    for r in &rows {
+        match r.status.as_str() {
+            "implemented" | "partial" => {}
+            "not implemented" => {
+                if r.why.is_empty() {
+                    failures.push(format!("{}: not implemented, and the row does not say why", r.class));
+                }
+                continue;
+            }
+            other => {
+                failures.push(format!("{}: status {other:?} is not one of implemented / partial / not implemented", r.class));
+                continue;
+            }
+        }
+        if r.status == "partial" && r.why.is_empty() {
+            failures.push(format!("{}: partial, and the row does not say what is missing", r.class));
+        }
+        if r.tests.is_empty() {
+            failures.push(format!("{}: {} but lists no test file", r.class, r.status));
+            continue;
+        }
+        let pre = prefixes(&r.class);
+        let mut named = Vec::new();
+        for t in &r.tests {
+            let p = root.join(t);
+            let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: test file {}: {e}", r.class, p.display()));
+            named.extend(test_fns(&src).into_iter().filter(|f| pre.iter().any(|x| f.starts_with(x.as_str()))));
+        }
+        if named.is_empty() {
+            failures.push(format!("{}: {} but none of {:?} holds a test named {}…", r.class, r.status, r.tests, pre.join("… or ")));
+        }
+    }
+    assert!(failures.is_empty(), "docs/conformance.md is not true:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn s9_every_path_the_conformance_document_names_exists() {
+    let root = repo_root();
+    let text = doc();
+    let mut missing = Vec::new();
+    for p in backticked(&text.replace('\n', " ")) {
+        let looks_like_path = ["crates/", "src-tauri/", "conformance/", "ui/", "docs/", "tests/"].iter().any(|d| p.starts_with(d));
+        if looks_like_path && !p.contains(' ') && !root.join(p.trim_end_matches('/')).exists() {
+            missing.push(p);
+        }
+    }
+    assert!(missing.is_empty(), "docs/conformance.md names paths that do not exist: {missing:?}");
+}
+
+#[test]
+fn s9_tests_named_after_a_class_are_all_listed_in_its_row() {
+    // The converse: a test file holding `cNN_` tests for a class the table
+    // marks implemented/partial is listed in that class's row, so the table
+    // says where every class's evidence is.
+    let root = repo_root();
+    let rows = table(&doc());
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    rust_files(&root.join("src-tauri"), &mut files);
+    let mut unlisted = Vec::new();
+    for r in rows.iter().filter(|r| r.status != "not implemented") {
+        let pre = prefixes(&r.class);
+        for f in &files {
+            let Ok(src) = std::fs::read_to_string(f) else { continue };
+            if test_fns(&src).iter().any(|n| pre.iter().any(|x| n.starts_with(x.as_str()))) {
+                let rel = f.strip_prefix(&root).unwrap_or(f).to_string_lossy().replace('\\', "/");
+                if !r.tests.iter().any(|t| t == &rel) {
+                    unlisted.push(format!("{}: {rel}", r.class));
+                }
+            }
+        }
+    }
+    assert!(unlisted.is_empty(), "test files with tests named after a class but not listed in its row of docs/conformance.md:\n{}", unlisted.join("\n"));
+}
+
+#[test]
+fn s9_the_table_parser_sees_test_names_and_prefixes() {
+    // The checks above cannot pass vacuously: the parser finds test names
+    // and tells c1_ from c10_.
+    let src = "#[test]\nfn c07_spliced_chain_is_refused() {}\nfn c07_helper() {}\n#[tokio::test]\nasync fn c8_live() {}\n";
+    assert_eq!(test_fns(src), vec!["c07_spliced_chain_is_refused".to_owned(), "c8_live".to_owned()]);
+    assert!(!prefixes("C1").iter().any(|p| "c10_x".starts_with(p.as_str())));
+    assert!(prefixes("C7").iter().any(|p| "c07_x".starts_with(p.as_str())));
+    let rows = table("| C3 | §4 | x | `crates/jcp` | `crates/jcp/tests/a.rs` | implemented | |\n");
+    assert_eq!(rows[0].tests, vec!["crates/jcp/tests/a.rs".to_owned()]);
+}
