@@ -29,11 +29,16 @@ pub fn emit<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String)
     Ok(())
 }
 
-/// A typed error that carries a stable code to the user (`{code, message}`).
+/// A typed error that carries a stable code to the user (`{code, message}`)
+/// and the exit status it ends the command with: [`FINDINGS`] for a
+/// refusal (the input was read and the protocol said no), [`ERROR`] for
+/// input that could not be read or an operational failure. Built only by
+/// [`coded`], [`refused`] and [`core_err`], so the status is decided here.
 #[derive(Debug)]
 pub struct CodedError {
     pub code: &'static str,
     pub message: String,
+    exit: u8,
 }
 
 impl std::fmt::Display for CodedError {
@@ -45,20 +50,46 @@ impl std::fmt::Display for CodedError {
 impl std::error::Error for CodedError {}
 
 /// An error carrying a stable code to the user, e.g. a crate error's
-/// `code()` and its message.
+/// `code()` and its message; the command exits [`ERROR`] (2).
 pub fn coded(code: &'static str, message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(CodedError { code, message: message.into() })
+    anyhow::Error::new(CodedError { code, message: message.into(), exit: ERROR })
+}
+
+/// A refusal: the input was read and the protocol refused it (an
+/// amplifying attenuation, an overflowing shard, a revocation by someone
+/// other than the issuer, a steering refusal). Exits [`FINDINGS`] (1), as
+/// the README says.
+pub fn refused(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(CodedError { code, message: message.into(), exit: FINDINGS })
+}
+
+/// A core error: a refusal ([`jcp::Error::is_refusal`]) exits 1, anything
+/// unreadable exits 2.
+pub fn jcp_err(e: &jcp::Error, message: String) -> anyhow::Error {
+    if e.is_refusal() {
+        refused(e.code(), message)
+    } else {
+        coded(e.code(), message)
+    }
+}
+
+/// [`jcp_err`] about the file at `path`.
+pub fn core_err(path: &std::path::Path, e: &jcp::Error) -> anyhow::Error {
+    jcp_err(e, format!("{}: {e}", path.display()))
 }
 
 /// Reports an error on stderr (text and, for machines, a JSON line when
-/// `JCP_JSON_ERRORS=1`) and returns exit code 2.
+/// `JCP_JSON_ERRORS=1`) and returns its exit code: 1 for a refusal, 2 for
+/// everything else (an error that is not a [`CodedError`] included).
 pub fn fail(err: &anyhow::Error) -> ExitCode {
-    let code = err.downcast_ref::<CodedError>().map_or("error", |c| c.code);
+    let coded = err.downcast_ref::<CodedError>();
+    let code = coded.map_or("error", |c| c.code);
+    let exit = coded.map_or(ERROR, |c| c.exit);
     let message = format!("{err:#}");
     if std::env::var_os("JCP_JSON_ERRORS").is_some() {
         eprintln!("{}", serde_json::json!({"error": {"code": code, "message": message}}));
     } else {
         eprintln!("jcp: error [{code}]: {message}");
     }
-    ExitCode::from(ERROR)
+    ExitCode::from(exit)
 }

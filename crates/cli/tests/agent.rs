@@ -268,7 +268,8 @@ fn c21_agent_continues_under_amended_ceiling() {
     assert_eq!(cp["grant"], root.as_str());
     // Above the remainder (700): the steward's tool refuses it.
     let o = jcp(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "701"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("steer-above-remainder"));
     // The steward amends: 200 µJ for the rest of the run.
     let out = ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "200", "--continuation-out", "cont.jcp", "--json"]);
     let amended: Value = serde_json::from_str(&out).unwrap();

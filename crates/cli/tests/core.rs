@@ -51,7 +51,7 @@ fn c06_cli_revocation_by_the_issuer_kills_the_chain_and_a_non_issuer_cannot_revo
     let (_, worker) = setup(d);
     ok(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--out", "child.jcp"]);
     let o = jcp(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "bad.rev"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("revocation-unauthorized"));
     ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "root.rev"]);
     let o = jcp(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "1", "--revocation", "root.rev"]);
@@ -65,11 +65,16 @@ fn c02_cli_attenuate_refuses_amplification_and_non_holders() {
     let d = t.path();
     let (_, worker) = setup(d);
     let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--budget-uj", "1001", "--out", "c.jcp"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("attenuation-violation"));
     let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "worker.key", "--out", "c.jcp"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not-holder"));
+    assert_eq!(o.status.code(), Some(1));
     assert!(!d.join("c.jcp").exists());
+    // An unreadable parent is not a refusal: exit 2.
+    std::fs::write(d.join("garbage.jcp"), b"not cbor").unwrap();
+    let o = jcp(d, &["grant", "attenuate", "--parent", "garbage.jcp", "--key", "agent.key", "--out", "c.jcp"]);
+    assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]
@@ -78,7 +83,7 @@ fn c11_cli_shard_refuses_slices_past_the_parent() {
     let d = t.path();
     let (agent, worker) = setup(d);
     let o = jcp(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=401"), "--out-dir", "shards"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("shard-overflow"));
     let out = ok(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=400"), "--out-dir", "shards", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -98,7 +98,7 @@ fn c21_cli_authoring_checkpoints_and_an_amendment_within_the_remainder() {
     // Above the remainder (700): refused before signing, file unchanged.
     let before = std::fs::read(d.join("r.jcprun")).unwrap();
     let o = jcp(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "701"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("steer-above-remainder"));
     assert_eq!(std::fs::read(d.join("r.jcprun")).unwrap(), before);
     // The agent cannot steer itself; a third principal cannot either.
@@ -238,7 +238,7 @@ fn c21_cli_verify_exits_1_on_findings_and_2_on_unreadable() {
             "900",
         ],
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("steer-run-not-clean"),
         "{}",

@@ -95,4 +95,24 @@ impl Error {
             Self::Steering(e) => e.code(),
         }
     }
+
+    /// Whether this is a refusal — the object was read and the protocol
+    /// said no (an amplifying attenuation, a non-holder, an overflowing
+    /// shard, an unauthorised revocation, a broken chain, a bad signature,
+    /// a steering refusal) — rather than bytes that could not be read. The
+    /// CLI exits 1 for a refusal and 2 for unreadable input; this is the
+    /// one place that tells them apart.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            Self::Decode(_) | Self::Schema(_) | Self::Identity(_) | Self::Invalid(_) => false,
+            Self::BadSignature { .. }
+            | Self::AttenuationViolation(_)
+            | Self::NotHolder { .. }
+            | Self::DelegationForbidden
+            | Self::ShardOverflow { .. }
+            | Self::RevocationUnauthorized(_)
+            | Self::ChainBroken(_) => true,
+            Self::Steering(e) => e.is_refusal(),
+        }
+    }
 }

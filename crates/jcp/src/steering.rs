@@ -130,6 +130,12 @@ impl SteeringError {
             Self::RunFile { source, .. } => source.code(),
         }
     }
+
+    /// A steering refusal (§4.7, C21) as opposed to a run file that could
+    /// not be read (see [`crate::Error::is_refusal`]).
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, Self::Io(_) | Self::RunHeader(_) | Self::RunFile { .. })
+    }
 }
 
 fn steer(e: SteeringError) -> Error {

@@ -36,7 +36,7 @@ use jcp_wire::WireError;
 use serde_json::json;
 
 use super::core::{read_grant, read_key};
-use crate::out::{coded, emit, CodedError, CLEAN, FINDINGS};
+use crate::out::{coded, core_err, emit, CodedError, CLEAN, FINDINGS};
 
 /// How many times a run file that does not decode is read again before
 /// the agent gives up (the steward's writer may be replacing it).
@@ -129,9 +129,6 @@ fn wire_err(e: &WireError) -> anyhow::Error {
     coded(e.code(), e.to_string())
 }
 
-fn steer_err(path: &Path, e: &jcp::Error) -> anyhow::Error {
-    coded(e.code(), format!("{}: {e}", path.display()))
-}
 
 /// The state commitment of step `n` (deterministic simulated work).
 fn state_of(step: u64) -> ContentId {
@@ -433,7 +430,7 @@ impl Agent {
     /// writes it too).
     async fn checkpoint(&mut self) -> anyhow::Result<SignedCheckpoint> {
         let mut run = read_run(&self.run_path).await?;
-        let report = run.verify().map_err(|e| steer_err(&self.run_path, &e))?;
+        let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
         let leaf = self.leaf()?.id();
         if report.active_grant != Some(leaf) {
             return Err(coded(
@@ -460,7 +457,7 @@ impl Agent {
             spent: Some(Spent { uj: self.spent, provenance: self.cost.provenance }),
             nonce: None,
         };
-        let cp = run.checkpoint(&self.key, input).map_err(|e| steer_err(&self.run_path, &e))?;
+        let cp = run.checkpoint(&self.key, input).map_err(|e| core_err(&self.run_path, &e))?;
         write_run(&self.run_path, &run)?;
         let c = cp.checkpoint();
         let timeout = self.wait_timeout.as_secs();
@@ -511,7 +508,7 @@ impl Agent {
                         ),
                     )));
                 }
-                let report = run.verify().map_err(|e| steer_err(&self.run_path, &e))?;
+                let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
                 return match verify_steering(&run, &report, &steered, &s) {
                     Ok(ceiling) => {
                         self.switch(&s, ceiling)?;
@@ -591,7 +588,7 @@ impl Agent {
                 format!("stopped: grant {} superseded, no continuation in the run file {}", steered.id(), self.run_path.display()),
             )));
         };
-        let report = run.verify().map_err(|e| steer_err(&self.run_path, &e))?;
+        let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
         match verify_steering(&run, &report, &steered, &s) {
             Ok(ceiling) => {
                 self.switch(&s, ceiling)?;
@@ -732,7 +729,7 @@ impl Agent {
 fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedGrant>, u64)> {
     let leaf = chain.last().ok_or_else(|| coded("chain-empty", "--chain needs at least one grant"))?.clone();
     let run = if path.exists() {
-        Run::read(path).map_err(|e| steer_err(path, &e))?
+        Run::read(path).map_err(|e| core_err(path, &e))?
     } else {
         let run = Run::new(leaf.clone());
         write_run(path, &run)?;
@@ -750,7 +747,7 @@ fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedG
             ),
         ));
     }
-    let report = run.verify().map_err(|e| steer_err(path, &e))?;
+    let report = run.verify().map_err(|e| core_err(path, &e))?;
     if let Some(f) = report.findings.iter().find(|f| !f.admitted) {
         return Err(coded(
             "steer-run-not-clean",

@@ -41,7 +41,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let mut expected = Vec::new();
     for s in &args.stewards {
         let d = Did::parse(s)
-            .map_err(|e| out::CodedError { code: e.code(), message: format!("--steward {s}: {e}") })?;
+            .map_err(|e| out::coded(e.code(), format!("--steward {s}: {e}")))?;
         expected.push(d);
     }
     let opts = AuditOptions {

@@ -14,7 +14,7 @@ use blueprint::reconcile::{self, Inputs};
 use blueprint::signature::{self, KeySet};
 use clap::{Args, Subcommand};
 
-use crate::out::{self, CodedError};
+use crate::out;
 
 /// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
 #[derive(Debug, Args)]
@@ -95,10 +95,7 @@ fn is_unreadable(e: &blueprint::Error) -> bool {
 }
 
 fn coded(e: &blueprint::Error, what: &Path) -> anyhow::Error {
-    anyhow::Error::new(CodedError {
-        code: leak(e.code()),
-        message: format!("{}: {e}", what.display()),
-    })
+    out::coded(leak(e.code()), format!("{}: {e}", what.display()))
 }
 
 // Codes are a closed set of short strings; leaking one per failed run is bounded.
@@ -235,10 +232,7 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                 let v = blueprint::json::decode(&read(d)?, &Limits::default())
                     .map_err(|e| coded(&e, d))?;
                 let m = v.as_object().ok_or_else(|| {
-                    anyhow::Error::new(CodedError {
-                        code: "invalid_type",
-                        message: format!("{}: expected an object", d.display()),
-                    })
+                    out::coded("invalid_type", format!("{}: expected an object", d.display()))
                 })?;
                 for (op, digest) in m.iter() {
                     if let Some(s) = digest.as_str() {
@@ -267,10 +261,7 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
             let v = blueprint::canon::decode_canonical(&bytes, &Limits::default())
                 .map_err(|e| coded(&e, &file))?;
             let Some(kind) = kind_of(&v) else {
-                return Err(anyhow::Error::new(CodedError {
-                    code: "invalid_type",
-                    message: format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display()),
-                }));
+                return Err(out::coded("invalid_type", format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display())));
             };
             let m = v.as_object().cloned().unwrap_or_default();
             let computed = artifact::compute_digest(kind, &m).map_err(|e| coded(&e, &file))?;

@@ -91,9 +91,7 @@ pub(crate) fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading {}", path.display()))
 }
 
-pub(crate) fn core_err(path: &Path, e: &jcp::Error) -> anyhow::Error {
-    coded(e.code(), format!("{}: {e}", path.display()))
-}
+pub(crate) use crate::out::core_err;
 
 pub(crate) fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
     SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
@@ -456,7 +454,7 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                 delegate_depth: n.depth,
                 nonce: nonce_arg(n.nonce.as_ref())?,
             };
-            let g = attenuate(&p, &holder, a).map_err(|e| coded(e.code(), e.to_string()))?;
+            let g = attenuate(&p, &holder, a).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
             emit_grant(json, &g, &out)?;
         }
         GrantCmd::Shard { parent, key, slices, out_dir, json } => {
@@ -470,7 +468,7 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                     Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let shards = shard(&p, &holder, &slices).map_err(|e| coded(e.code(), e.to_string()))?;
+            let shards = shard(&p, &holder, &slices).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
             std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
             let mut files = Vec::new();
             for (i, s) in shards.iter().enumerate() {
@@ -489,7 +487,7 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
         GrantCmd::Revoke { grant, key, out, json } => {
             let g = read_grant(&grant)?;
             let issuer = read_key(&key)?;
-            let r = Revocation::issue(&g, &issuer, None).map_err(|e| coded(e.code(), e.to_string()))?;
+            let r = Revocation::issue(&g, &issuer, None).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
             write_object(&out, &r.to_bytes())?;
             emit(json, &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}), || {
                 format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display())

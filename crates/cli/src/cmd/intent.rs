@@ -252,8 +252,8 @@ struct HashReport {
 
 fn read_doc(path: &Path) -> anyhow::Result<intent::Value> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| out::CodedError { code: "UNREADABLE", message: format!("{file}: {e}") })?;
-    Ok(intent::parse(&bytes).map_err(|e| out::CodedError { code: e.code(), message: format!("{file}: {e} ({})", e.rule()) })?)
+    let bytes = std::fs::read(path).map_err(|e| out::coded("UNREADABLE", format!("{file}: {e}")))?;
+    intent::parse(&bytes).map_err(|e| out::coded(e.code(), format!("{file}: {e} ({})", e.rule())))
 }
 
 fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
@@ -286,7 +286,7 @@ fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
 fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (a, b) = (read_doc(&args.first)?, read_doc(&args.second)?);
     let (sa, sb) = (intent::inspect::subject(&a), intent::inspect::subject(&b));
-    let c = intent::compare(sa, sb).map_err(|e| out::CodedError { code: e.error.code(), message: e.to_string() })?;
+    let c = intent::compare(sa, sb).map_err(|e| out::coded(e.error.code(), e.to_string()))?;
     #[derive(Serialize)]
     struct CompareReport<'a> {
         first: String,

@@ -32,7 +32,7 @@ use jcp_meter::plausibility::fmt_mw;
 use jcp_meter::trace::{Trace, TraceBackend, TraceUtil};
 use jcp_meter::{Backends, Meter, MeterConfig, ProbeReport, RungStatus, Window};
 
-use crate::out::{self, CodedError};
+use crate::out;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -148,14 +148,8 @@ fn unix_ms() -> u64 {
 }
 
 fn read_trace(path: &Path) -> anyhow::Result<(Trace, String)> {
-    let bytes = std::fs::read(path).map_err(|e| CodedError {
-        code: "io",
-        message: format!("{}: {e}", path.display()),
-    })?;
-    let trace = Trace::from_bytes(&bytes).map_err(|e| CodedError {
-        code: e.code(),
-        message: format!("{}: {e}", path.display()),
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| out::coded("io", format!("{}: {e}", path.display())))?;
+    let trace = Trace::from_bytes(&bytes).map_err(|e| out::coded(e.code(), format!("{}: {e}", path.display())))?;
     Ok((trace, Trace::content_id(&bytes)))
 }
 
@@ -377,11 +371,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let Some(path) = args.out.clone().or_else(default_calibration_path) else {
-        return Err(CodedError {
-            code: "io",
-            message: "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in".into(),
-        }
-        .into());
+        return Err(out::coded("io", "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in"));
     };
     calibration.store(&path).map_err(|e| coded(&e))?;
     let elsewhere = calibration.measured_on != here;
@@ -414,11 +404,7 @@ fn refuse(json: bool, e: &jcp_meter::Error) -> anyhow::Result<ExitCode> {
 
 fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if args.step_ms == 0 || args.duration_ms < args.step_ms {
-        return Err(CodedError {
-            code: "bad-interval",
-            message: "--step-ms must be positive and no longer than --duration-ms".into(),
-        }
-        .into());
+        return Err(out::coded("bad-interval", "--step-ms must be positive and no longer than --duration-ms"));
     }
     let mut backends = Backends::system(&args.powercap_root);
     let intervals = usize::try_from(args.duration_ms / args.step_ms).unwrap_or(usize::MAX);
@@ -440,10 +426,7 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let text = serde_json::to_string(&trace)? + "\n";
-    std::fs::write(&args.out, &text).map_err(|e| CodedError {
-        code: "io",
-        message: format!("{}: {e}", args.out.display()),
-    })?;
+    std::fs::write(&args.out, &text).map_err(|e| out::coded("io", format!("{}: {e}", args.out.display())))?;
     let value = serde_json::json!({"written": args.out.display().to_string(), "rung": trace.rung, "counters": trace.counters.len(), "samples": trace.samples.len(), "id": Trace::content_id(text.as_bytes())});
     out::emit(args.json, &value, || {
         format!(

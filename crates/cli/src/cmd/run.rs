@@ -115,9 +115,7 @@ enum RunCmd {
     },
 }
 
-fn core_err(what: &Path, e: &jcp::Error) -> anyhow::Error {
-    coded(e.code(), format!("{}: {e}", what.display()))
-}
+use crate::out::core_err;
 
 fn read_run(path: &Path) -> anyhow::Result<Run> {
     Run::read(path).map_err(|e| core_err(path, &e))
