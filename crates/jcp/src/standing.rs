@@ -312,7 +312,7 @@ impl MintLedger {
         grant: &SignedGrant,
         policy: &SignedMintPolicy,
         minter: &Keypair,
-        request: FiringRequest,
+        request: &FiringRequest,
         now: u64,
     ) -> Result<SignedGrant, Error> {
         verify_policy(grant, policy)?;
@@ -497,7 +497,7 @@ pub fn fuzz_ledger_decode(data: &[u8]) -> Result<(), String> {
         budget_uj: None,
         nonce: Some([0; 16]),
     };
-    match ledger.fire(&fx.grant, &fx.policy, &fx.issuer, request, vectors::NOW) {
+    match ledger.fire(&fx.grant, &fx.policy, &fx.issuer, &request, vectors::NOW) {
         Err(_) if ledger.to_bytes() != data => Err("a refused firing changed the ledger".into()),
         Err(_) => Ok(()),
         Ok(child) => {

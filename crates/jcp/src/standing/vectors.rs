@@ -85,7 +85,7 @@ fn firing(
     grant: &SignedGrant,
     policy: &SignedMintPolicy,
     minter: &Keypair,
-    req: FiringRequest,
+    req: &FiringRequest,
     now: u64,
 ) -> Json {
     let before = hex::encode(ledger.to_bytes());
@@ -118,32 +118,32 @@ fn firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
     let (g, p, m) = (&fx.grant, &fx.policy, &fx.issuer);
     let mut out = Vec::new();
     let mut l = MintLedger::open(p);
-    out.push(firing("first-firing", &mut l, g, p, m, request(fx, &fx.class, None, 0x81), NOW));
-    out.push(firing("second-firing-smaller-slice", &mut l, g, p, m, request(fx, &fx.class, Some(200), 0x82), NOW));
-    out.push(firing("wrong-event-class", &mut l, g, p, m, request(fx, &fx.other_class, None, 0x83), NOW));
-    out.push(firing("slice-above-per-firing", &mut l, g, p, m, request(fx, &fx.class, Some(301), 0x84), NOW));
-    out.push(firing("minter-is-not-the-holder", &mut l, g, p, &fx.mallory, request(fx, &fx.class, None, 0x85), NOW));
-    out.push(firing("grant-expired", &mut l, g, p, m, request(fx, &fx.class, None, 0x86), NOW + 86_400));
-    out.push(firing("third-firing", &mut l, g, p, m, request(fx, &fx.class, None, 0x87), NOW));
-    out.push(firing("count-exhausted", &mut l, g, p, m, request(fx, &fx.class, None, 0x88), NOW));
+    out.push(firing("first-firing", &mut l, g, p, m, &request(fx, &fx.class, None, 0x81), NOW));
+    out.push(firing("second-firing-smaller-slice", &mut l, g, p, m, &request(fx, &fx.class, Some(200), 0x82), NOW));
+    out.push(firing("wrong-event-class", &mut l, g, p, m, &request(fx, &fx.other_class, None, 0x83), NOW));
+    out.push(firing("slice-above-per-firing", &mut l, g, p, m, &request(fx, &fx.class, Some(301), 0x84), NOW));
+    out.push(firing("minter-is-not-the-holder", &mut l, g, p, &fx.mallory, &request(fx, &fx.class, None, 0x85), NOW));
+    out.push(firing("grant-expired", &mut l, g, p, m, &request(fx, &fx.class, None, 0x86), NOW + 86_400));
+    out.push(firing("third-firing", &mut l, g, p, m, &request(fx, &fx.class, None, 0x87), NOW));
+    out.push(firing("count-exhausted", &mut l, g, p, m, &request(fx, &fx.class, None, 0x88), NOW));
 
     let wide = MintPolicy::issue(g, m, fx.class.id(), 400, 5, Some([0x73; 16]))?;
     let mut l = MintLedger::open(&wide);
-    out.push(firing("budget-first", &mut l, g, &wide, m, request(fx, &fx.class, None, 0x91), NOW));
-    out.push(firing("budget-second", &mut l, g, &wide, m, request(fx, &fx.class, None, 0x92), NOW));
-    out.push(firing("cumulative-spend-past-the-grant", &mut l, g, &wide, m, request(fx, &fx.class, None, 0x93), NOW));
-    out.push(firing("budget-exactly-to-the-grant", &mut l, g, &wide, m, request(fx, &fx.class, Some(200), 0x94), NOW));
-    out.push(firing("budget-spent", &mut l, g, &wide, m, request(fx, &fx.class, Some(1), 0x95), NOW));
+    out.push(firing("budget-first", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x91), NOW));
+    out.push(firing("budget-second", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x92), NOW));
+    out.push(firing("cumulative-spend-past-the-grant", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x93), NOW));
+    out.push(firing("budget-exactly-to-the-grant", &mut l, g, &wide, m, &request(fx, &fx.class, Some(200), 0x94), NOW));
+    out.push(firing("budget-spent", &mut l, g, &wide, m, &request(fx, &fx.class, Some(1), 0x95), NOW));
 
     let mut l = MintLedger::open(p);
-    out.push(firing("ledger-of-another-policy", &mut l, g, &wide, m, request(fx, &fx.class, None, 0xa1), NOW));
+    out.push(firing("ledger-of-another-policy", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0xa1), NOW));
     let other = grant(m, m, Some(1), 0x74)?;
     let foreign = MintPolicy::issue(&other, m, fx.class.id(), 300, 3, Some([0x75; 16]))?;
     let mut l = MintLedger::open(p);
-    out.push(firing("policy-of-another-grant", &mut l, g, &foreign, m, request(fx, &fx.class, None, 0xa2), NOW));
+    out.push(firing("policy-of-another-grant", &mut l, g, &foreign, m, &request(fx, &fx.class, None, 0xa2), NOW));
     let forged = p.policy().clone().sign(&fx.mallory);
     let mut l = MintLedger::open(p);
-    out.push(firing("policy-signature-forged", &mut l, g, &forged, m, request(fx, &fx.class, None, 0xa3), NOW));
+    out.push(firing("policy-signature-forged", &mut l, g, &forged, m, &request(fx, &fx.class, None, 0xa3), NOW));
     Ok(out)
 }
 
