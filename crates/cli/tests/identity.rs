@@ -40,28 +40,28 @@ fn new_identity(d: &Path) -> serde_json::Value {
 fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_committed_key() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let s = new_identity(d);
+    let inception = new_identity(d);
     let identity = did_of(d, "k0.key");
-    assert_eq!(s["state"]["identity"], identity);
-    assert_eq!(s["state"]["current"], identity);
-    assert_eq!(s["state"]["seq"], 0);
-    let r = ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k1.key", "--next-key", "k2.key", "--json"]);
-    assert_eq!(r["state"]["identity"], identity, "the identity DID is stable across rotations");
-    assert_eq!(r["state"]["current"], did_of(d, "k1.key"));
-    assert_eq!(r["state"]["seq"], 1);
+    assert_eq!(inception["state"]["identity"], identity);
+    assert_eq!(inception["state"]["current"], identity);
+    assert_eq!(inception["state"]["seq"], 0);
+    let rotated = ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k1.key", "--next-key", "k2.key", "--json"]);
+    assert_eq!(rotated["state"]["identity"], identity, "the identity DID is stable across rotations");
+    assert_eq!(rotated["state"]["current"], did_of(d, "k1.key"));
+    assert_eq!(rotated["state"]["seq"], 1);
     ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k2.key", "--next-key", "k3.key", "--json"]);
-    let v = ok(d, &["identity", "verify", "id.jcpkeys", "--json"]);
-    assert_eq!(v["verified"], true);
-    assert_eq!(v["state"]["identity"], identity);
-    assert_eq!(v["state"]["current"], did_of(d, "k2.key"));
-    assert_eq!(v["state"]["seq"], 2);
+    let verified = ok(d, &["identity", "verify", "id.jcpkeys", "--json"]);
+    assert_eq!(verified["verified"], true);
+    assert_eq!(verified["state"]["identity"], identity);
+    assert_eq!(verified["state"]["current"], did_of(d, "k2.key"));
+    assert_eq!(verified["state"]["seq"], 2);
     let show = ok(d, &["identity", "show", "id.jcpkeys", "--json"]);
     assert_eq!(show["events"].as_array().unwrap().len(), 3);
     assert_eq!(show["events"][2]["event"]["parent"], show["events"][1]["id"]);
     // The same log through `jcp inspect`.
-    let i = ok(d, &["inspect", "id.jcpkeys", "--json"]);
-    assert_eq!(i["type"], "key-log");
-    assert_eq!(i["state"]["current"], did_of(d, "k2.key"));
+    let inspected = ok(d, &["inspect", "id.jcpkeys", "--json"]);
+    assert_eq!(inspected["type"], "key-log");
+    assert_eq!(inspected["state"]["current"], did_of(d, "k2.key"));
     let text = String::from_utf8(jcp(d, &["inspect", "id.jcpkeys"]).stdout).unwrap();
     assert!(text.contains("verified") && text.contains(&identity), "{text}");
 }
