@@ -8,12 +8,20 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
     let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -30,8 +38,21 @@ fn new_identity(d: &Path) -> serde_json::Value {
     ok(
         d,
         &[
-            "identity", "new", "--log", "id.jcpkeys", "--key", "k0.key", "--next-key", "k1.key", "--seed", &"21".repeat(32),
-            "--next-seed", &"22".repeat(32), "--nonce", &"31".repeat(16), "--json",
+            "identity",
+            "new",
+            "--log",
+            "id.jcpkeys",
+            "--key",
+            "k0.key",
+            "--next-key",
+            "k1.key",
+            "--seed",
+            &"21".repeat(32),
+            "--next-seed",
+            &"22".repeat(32),
+            "--nonce",
+            &"31".repeat(16),
+            "--json",
         ],
     )
 }
@@ -45,11 +66,40 @@ fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_com
     assert_eq!(inception["state"]["identity"], identity);
     assert_eq!(inception["state"]["current"], identity);
     assert_eq!(inception["state"]["seq"], 0);
-    let rotated = ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k1.key", "--next-key", "k2.key", "--json"]);
-    assert_eq!(rotated["state"]["identity"], identity, "the identity DID is stable across rotations");
+    let rotated = ok(
+        d,
+        &[
+            "identity",
+            "rotate",
+            "--log",
+            "id.jcpkeys",
+            "--key",
+            "k1.key",
+            "--next-key",
+            "k2.key",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        rotated["state"]["identity"], identity,
+        "the identity DID is stable across rotations"
+    );
     assert_eq!(rotated["state"]["current"], did_of(d, "k1.key"));
     assert_eq!(rotated["state"]["seq"], 1);
-    ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k2.key", "--next-key", "k3.key", "--json"]);
+    ok(
+        d,
+        &[
+            "identity",
+            "rotate",
+            "--log",
+            "id.jcpkeys",
+            "--key",
+            "k2.key",
+            "--next-key",
+            "k3.key",
+            "--json",
+        ],
+    );
     let verified = ok(d, &["identity", "verify", "id.jcpkeys", "--json"]);
     assert_eq!(verified["verified"], true);
     assert_eq!(verified["state"]["identity"], identity);
@@ -57,13 +107,19 @@ fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_com
     assert_eq!(verified["state"]["seq"], 2);
     let show = ok(d, &["identity", "show", "id.jcpkeys", "--json"]);
     assert_eq!(show["events"].as_array().unwrap().len(), 3);
-    assert_eq!(show["events"][2]["event"]["parent"], show["events"][1]["id"]);
+    assert_eq!(
+        show["events"][2]["event"]["parent"],
+        show["events"][1]["id"]
+    );
     // The same log through `jcp inspect`.
     let inspected = ok(d, &["inspect", "id.jcpkeys", "--json"]);
     assert_eq!(inspected["type"], "key-log");
     assert_eq!(inspected["state"]["current"], did_of(d, "k2.key"));
     let text = String::from_utf8(jcp(d, &["inspect", "id.jcpkeys"]).stdout).unwrap();
-    assert!(text.contains("verified") && text.contains(&identity), "{text}");
+    assert!(
+        text.contains("verified") && text.contains(&identity),
+        "{text}"
+    );
 }
 
 #[test]
@@ -72,12 +128,32 @@ fn c12_cli_a_thief_with_the_current_key_cannot_rotate_and_nothing_is_written() {
     let d = tmp.path();
     new_identity(d);
     let before = std::fs::read(d.join("id.jcpkeys")).unwrap();
-    let o = jcp(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k0.key", "--next-key", "thief.key", "--json"]);
+    let o = jcp(
+        d,
+        &[
+            "identity",
+            "rotate",
+            "--log",
+            "id.jcpkeys",
+            "--key",
+            "k0.key",
+            "--next-key",
+            "thief.key",
+            "--json",
+        ],
+    );
     assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["refused"]["code"], "rotation-hash-mismatch");
-    assert_eq!(std::fs::read(d.join("id.jcpkeys")).unwrap(), before, "the log is unchanged");
-    assert!(!d.join("thief.key").exists(), "no next key is written for a refused rotation");
+    assert_eq!(
+        std::fs::read(d.join("id.jcpkeys")).unwrap(),
+        before,
+        "the log is unchanged"
+    );
+    assert!(
+        !d.join("thief.key").exists(),
+        "no next key is written for a refused rotation"
+    );
 }
 
 #[test]
@@ -86,7 +162,22 @@ fn c12_cli_verify_refuses_a_tampered_log_with_exit_1_and_an_unreadable_one_with_
     let d = tmp.path();
     new_identity(d);
     let nonce = "ab".repeat(16);
-    ok(d, &["identity", "rotate", "--log", "id.jcpkeys", "--key", "k1.key", "--next-key", "k2.key", "--nonce", &nonce, "--json"]);
+    ok(
+        d,
+        &[
+            "identity",
+            "rotate",
+            "--log",
+            "id.jcpkeys",
+            "--key",
+            "k1.key",
+            "--next-key",
+            "k2.key",
+            "--nonce",
+            &nonce,
+            "--json",
+        ],
+    );
     let mut bytes = std::fs::read(d.join("id.jcpkeys")).unwrap();
     let n = bytes.len();
     // Tamper with the signed content of the rotation (its nonce): it still
@@ -102,5 +193,9 @@ fn c12_cli_verify_refuses_a_tampered_log_with_exit_1_and_an_unreadable_one_with_
     std::fs::write(d.join("cut.jcpkeys"), &bytes[..n / 2]).unwrap();
     let o = jcp(d, &["identity", "verify", "cut.jcpkeys"]);
     assert_eq!(code(&o), 2);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("[cbor-"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("[cbor-"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -8,12 +8,20 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
     let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -24,21 +32,75 @@ fn did_of(dir: &Path, key: &str) -> String {
 
 /// A standing grant (issuer → issuer, 1000 µJ) and a policy of 300 µJ × 3.
 fn setup(d: &Path) -> String {
-    ok(d, &["key", "new", "--out", "issuer.key", "--seed", &"61".repeat(32), "--json"]);
-    ok(d, &["key", "new", "--out", "worker.key", "--seed", &"62".repeat(32), "--json"]);
+    ok(
+        d,
+        &[
+            "key",
+            "new",
+            "--out",
+            "issuer.key",
+            "--seed",
+            &"61".repeat(32),
+            "--json",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "key",
+            "new",
+            "--out",
+            "worker.key",
+            "--seed",
+            &"62".repeat(32),
+            "--json",
+        ],
+    );
     let issuer = did_of(d, "issuer.key");
     ok(
         d,
         &[
-            "grant", "issue", "--key", "issuer.key", "--subject", &issuer, "--resource", "text:triage", "--actions",
-            "triage", "--budget-uj", "1000", "--expiry", "2000000000", "--out", "standing.jcp", "--json",
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &issuer,
+            "--resource",
+            "text:triage",
+            "--actions",
+            "triage",
+            "--budget-uj",
+            "1000",
+            "--expiry",
+            "2000000000",
+            "--out",
+            "standing.jcp",
+            "--json",
         ],
     );
     let p = ok(
         d,
         &[
-            "standing", "new", "--grant", "standing.jcp", "--key", "issuer.key", "--source", "repo", "--kind", "push",
-            "--per-firing-uj", "300", "--max-firings", "3", "--out", "policy.jcp", "--ledger", "ledger.jcp", "--json",
+            "standing",
+            "new",
+            "--grant",
+            "standing.jcp",
+            "--key",
+            "issuer.key",
+            "--source",
+            "repo",
+            "--kind",
+            "push",
+            "--per-firing-uj",
+            "300",
+            "--max-firings",
+            "3",
+            "--out",
+            "policy.jcp",
+            "--ledger",
+            "ledger.jcp",
+            "--json",
         ],
     );
     assert_eq!(p["policy"]["per_firing_uj"], 300);
@@ -50,8 +112,26 @@ fn fire(d: &Path, worker: &str, kind: &str, out: &str) -> Output {
     jcp(
         d,
         &[
-            "standing", "fire", "--grant", "standing.jcp", "--policy", "policy.jcp", "--ledger", "ledger.jcp", "--key",
-            "issuer.key", "--source", "repo", "--kind", kind, "--subject", worker, "--now", "1700000000", "--out", out,
+            "standing",
+            "fire",
+            "--grant",
+            "standing.jcp",
+            "--policy",
+            "policy.jcp",
+            "--ledger",
+            "ledger.jcp",
+            "--key",
+            "issuer.key",
+            "--source",
+            "repo",
+            "--kind",
+            kind,
+            "--subject",
+            worker,
+            "--now",
+            "1700000000",
+            "--out",
+            out,
             "--json",
         ],
     )
@@ -72,17 +152,39 @@ fn c20_cli_firings_mint_children_that_chain_verify_until_the_count_is_exhausted(
         assert_eq!(j["standing"]["ledger"]["firings"], n);
         // The child is a delegation of the standing grant: the §7 chain path takes it.
         let i = ok(d, &["inspect", &out, "--json"]);
-        assert_eq!(i["grant"]["parent"], ok(d, &["inspect", "standing.jcp", "--json"])["id"]);
+        assert_eq!(
+            i["grant"]["parent"],
+            ok(d, &["inspect", "standing.jcp", "--json"])["id"]
+        );
     }
     let before = std::fs::read(d.join("ledger.jcp")).unwrap();
     let o = fire(d, &worker, "push", "child-4.jcp");
     assert_eq!(o.status.code(), Some(1));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["refused"]["code"], "standing-firings-exhausted");
-    assert_eq!(std::fs::read(d.join("ledger.jcp")).unwrap(), before, "a refused firing leaves the ledger file unchanged");
+    assert_eq!(
+        std::fs::read(d.join("ledger.jcp")).unwrap(),
+        before,
+        "a refused firing leaves the ledger file unchanged"
+    );
     assert!(!d.join("child-4.jcp").exists());
-    let v = ok(d, &["standing", "ledger", "ledger.jcp", "--grant", "standing.jcp", "--policy", "policy.jcp", "--json"]);
-    assert_eq!((v["firings_left"].as_u64(), v["budget_left_uj"].as_u64()), (Some(0), Some(100)));
+    let v = ok(
+        d,
+        &[
+            "standing",
+            "ledger",
+            "ledger.jcp",
+            "--grant",
+            "standing.jcp",
+            "--policy",
+            "policy.jcp",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (v["firings_left"].as_u64(), v["budget_left_uj"].as_u64()),
+        (Some(0), Some(100))
+    );
 }
 
 #[test]
@@ -106,8 +208,25 @@ fn c20_cli_an_amplifying_policy_is_refused_and_nothing_is_written() {
     let o = jcp(
         d,
         &[
-            "standing", "new", "--grant", "standing.jcp", "--key", "issuer.key", "--source", "repo", "--kind", "push",
-            "--per-firing-uj", "1001", "--max-firings", "3", "--out", "wide.jcp", "--ledger", "wide-ledger.jcp", "--json",
+            "standing",
+            "new",
+            "--grant",
+            "standing.jcp",
+            "--key",
+            "issuer.key",
+            "--source",
+            "repo",
+            "--kind",
+            "push",
+            "--per-firing-uj",
+            "1001",
+            "--max-firings",
+            "3",
+            "--out",
+            "wide.jcp",
+            "--ledger",
+            "wide-ledger.jcp",
+            "--json",
         ],
     );
     assert_eq!(o.status.code(), Some(1));

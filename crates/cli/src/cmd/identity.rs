@@ -15,7 +15,9 @@ use jcp::error::Refusal;
 use jcp::rotation::{KeyLog, KeyLogView};
 use serde_json::json;
 
-use crate::cmd::core::{core_err, create_file, keypair_from, nonce_arg, read_bytes, read_key, replace_file, write_key};
+use crate::cmd::core::{
+    core_err, create_file, keypair_from, nonce_arg, read_bytes, read_key, replace_file, write_key,
+};
 use crate::out::{emit, CLEAN, FINDINGS};
 
 /// `jcp identity`: key logs (§2.1).
@@ -90,7 +92,9 @@ fn read_log(path: &Path) -> anyhow::Result<KeyLog> {
 
 fn refused(json: bool, path: &Path, e: &jcp::Error) -> anyhow::Result<ExitCode> {
     let r = Refusal::from(e);
-    emit(json, &json!({"refused": r, "file": path}), || format!("{}: refused: {}", path.display(), r.message))?;
+    emit(json, &json!({"refused": r, "file": path}), || {
+        format!("{}: refused: {}", path.display(), r.message)
+    })?;
     Ok(ExitCode::from(FINDINGS))
 }
 
@@ -103,8 +107,21 @@ fn view_human(v: &KeyLogView) -> String {
         let _ = writeln!(s, "  #{} seq {}  {}", r.index, e.seq, r.id);
         let _ = writeln!(s, "      current    {}", e.current);
         let _ = writeln!(s, "      next_hash  {}", e.next_hash);
-        let _ = writeln!(s, "      parent     {}", e.parent.map_or_else(|| "none (inception)".to_owned(), |p| p.to_hex()));
-        let _ = writeln!(s, "      signature  {}", if r.signature_valid { "valid for current" } else { "INVALID" });
+        let _ = writeln!(
+            s,
+            "      parent     {}",
+            e.parent
+                .map_or_else(|| "none (inception)".to_owned(), |p| p.to_hex())
+        );
+        let _ = writeln!(
+            s,
+            "      signature  {}",
+            if r.signature_valid {
+                "valid for current"
+            } else {
+                "INVALID"
+            }
+        );
     }
     match (&v.state, &v.refusal) {
         (Some(st), _) => {
@@ -127,7 +144,11 @@ fn show(v: &KeyLogView, json: bool) -> anyhow::Result<ExitCode> {
     let mut j = serde_json::to_value(v)?;
     j["type"] = json!("key-log");
     emit(json, &j, || view_human(v))?;
-    Ok(ExitCode::from(if v.refusal.is_none() { CLEAN } else { FINDINGS }))
+    Ok(ExitCode::from(if v.refusal.is_none() {
+        CLEAN
+    } else {
+        FINDINGS
+    }))
 }
 
 /// `jcp inspect` of a key log: its events and verified state (exit 1 when refused).
@@ -138,7 +159,15 @@ pub(crate) fn inspect_key_log(file: &Path, v: &Value, json: bool) -> anyhow::Res
 
 pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        IdentityCmd::New { log, key, next_key, seed, next_seed, nonce, json } => {
+        IdentityCmd::New {
+            log,
+            key,
+            next_key,
+            seed,
+            next_seed,
+            nonce,
+            json,
+        } => {
             let identity = keypair_from(seed.as_deref(), "--seed")?;
             let next = keypair_from(next_seed.as_deref(), "--next-seed")?;
             let kl = KeyLog::incept(&identity, &next.did(), nonce_arg(nonce.as_ref())?);
@@ -146,8 +175,11 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
             create_file(&log, &kl.to_bytes())?;
             write_key(&key, &identity)?;
             write_key(&next_key, &next)?;
-            emit(json, &json!({"log": log, "key": key, "next_key": next_key, "state": state}), || {
-                format!(
+            emit(
+                json,
+                &json!({"log": log, "key": key, "next_key": next_key, "state": state}),
+                || {
+                    format!(
                     "identity {}\n  current    {} ({})\n  next key   {} (pre-committed: {})\n  key log    {}\n",
                     state.identity(),
                     state.current(),
@@ -156,9 +188,17 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
                     state.next_hash(),
                     log.display()
                 )
-            })?;
+                },
+            )?;
         }
-        IdentityCmd::Rotate { log, key, next_key, next_seed, nonce, json } => {
+        IdentityCmd::Rotate {
+            log,
+            key,
+            next_key,
+            next_seed,
+            nonce,
+            json,
+        } => {
             let mut kl = read_log(&log)?;
             let new_current = read_key(&key)?;
             let next = keypair_from(next_seed.as_deref(), "--next-seed")?;
@@ -170,8 +210,11 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
             };
             write_key(&next_key, &next)?;
             replace_file(&log, &kl.to_bytes())?;
-            emit(json, &json!({"log": log, "next_key": next_key, "state": state}), || {
-                format!(
+            emit(
+                json,
+                &json!({"log": log, "next_key": next_key, "state": state}),
+                || {
+                    format!(
                     "identity {} rotated to seq {}\n  current    {} ({})\n  next key   {} (pre-committed: {})\n",
                     state.identity(),
                     state.seq(),
@@ -180,13 +223,19 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
                     next_key.display(),
                     state.next_hash()
                 )
-            })?;
+                },
+            )?;
         }
         IdentityCmd::Verify { log, json } => {
             let kl = read_log(&log)?;
             match kl.verify() {
                 Ok(state) => emit(json, &json!({"verified": true, "state": state}), || {
-                    format!("verified: identity {} controlled by {} (seq {})", state.identity(), state.current(), state.seq())
+                    format!(
+                        "verified: identity {} controlled by {} (seq {})",
+                        state.identity(),
+                        state.current(),
+                        state.seq()
+                    )
                 })?,
                 Err(e) => return refused(json, &log, &e),
             }

@@ -3,5 +3,10 @@
 
 fn main() -> std::process::ExitCode {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    jcp::vectors::write_published("gen-rotation-vectors", &root, jcp::rotation::vectors::PATH, jcp::rotation::vectors::generate_text())
+    jcp::vectors::write_published(
+        "gen-rotation-vectors",
+        &root,
+        jcp::rotation::vectors::PATH,
+        jcp::rotation::vectors::generate_text(),
+    )
 }

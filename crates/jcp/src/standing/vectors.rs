@@ -42,7 +42,12 @@ pub struct Fixture {
     pub policy: SignedMintPolicy,
 }
 
-fn grant(issuer: &Keypair, subject: &Keypair, depth: Option<u64>, nonce: u8) -> Result<SignedGrant, Error> {
+fn grant(
+    issuer: &Keypair,
+    subject: &Keypair,
+    depth: Option<u64>,
+    nonce: u8,
+) -> Result<SignedGrant, Error> {
     Grant {
         issuer: issuer.did(),
         subject: subject.did(),
@@ -67,14 +72,33 @@ pub fn fixture() -> Result<Fixture, Error> {
     let worker = Keypair::from_seed([0x62; 32])?;
     let mallory = Keypair::from_seed([0x63; 32])?;
     let grant = grant(&issuer, &issuer, Some(1), 0x71)?;
-    let class = EventClass { source: "github.com/example/repo".into(), kind: "issue.opened".into() };
-    let other_class = EventClass { source: "github.com/example/other".into(), kind: "issue.opened".into() };
+    let class = EventClass {
+        source: "github.com/example/repo".into(),
+        kind: "issue.opened".into(),
+    };
+    let other_class = EventClass {
+        source: "github.com/example/other".into(),
+        kind: "issue.opened".into(),
+    };
     let policy = MintPolicy::issue(&grant, &issuer, class.id(), 300, 3, Some([0x72; 16]))?;
-    Ok(Fixture { issuer, worker, mallory, grant, class, other_class, policy })
+    Ok(Fixture {
+        issuer,
+        worker,
+        mallory,
+        grant,
+        class,
+        other_class,
+        policy,
+    })
 }
 
 fn request(fx: &Fixture, class: &EventClass, budget_uj: Option<u64>, nonce: u8) -> FiringRequest {
-    FiringRequest { event_class: class.id(), subject: fx.worker.did(), budget_uj, nonce: Some([nonce; 16]) }
+    FiringRequest {
+        event_class: class.id(),
+        subject: fx.worker.did(),
+        budget_uj,
+        nonce: Some([nonce; 16]),
+    }
 }
 
 /// One firing: the ledger before, what was asked, and the outcome with the
@@ -97,7 +121,9 @@ fn firing(
         "now": now,
     });
     let expected = match ledger.fire(grant, policy, minter, req, now) {
-        Ok(child) => json!({"ok": {"child": hex::encode(child.to_bytes()), "child_id": child.id(), "child_budget_uj": child.grant().budget_uj}}),
+        Ok(child) => {
+            json!({"ok": {"child": hex::encode(child.to_bytes()), "child_id": child.id(), "child_budget_uj": child.grant().budget_uj}})
+        }
         Err(e) => json!({"refused": e.code()}),
     };
     json!({
@@ -115,35 +141,186 @@ fn firing(
 /// second policy to exhaustion of the grant's budget, and refusals by a
 /// policy that is not this grant's or not validly signed.
 fn firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
+    let mut out = count_firings(fx);
+    out.extend(budget_firings(fx)?);
+    out.extend(policy_refusals(fx)?);
+    Ok(out)
+}
+
+/// The main policy (300 µJ × 3) to exhaustion of its count.
+fn count_firings(fx: &Fixture) -> Vec<Json> {
     let (g, p, m) = (&fx.grant, &fx.policy, &fx.issuer);
     let mut out = Vec::new();
     let mut l = MintLedger::open(p);
-    out.push(firing("first-firing", &mut l, g, p, m, &request(fx, &fx.class, None, 0x81), NOW));
-    out.push(firing("second-firing-smaller-slice", &mut l, g, p, m, &request(fx, &fx.class, Some(200), 0x82), NOW));
-    out.push(firing("wrong-event-class", &mut l, g, p, m, &request(fx, &fx.other_class, None, 0x83), NOW));
-    out.push(firing("slice-above-per-firing", &mut l, g, p, m, &request(fx, &fx.class, Some(301), 0x84), NOW));
-    out.push(firing("minter-is-not-the-holder", &mut l, g, p, &fx.mallory, &request(fx, &fx.class, None, 0x85), NOW));
-    out.push(firing("grant-expired", &mut l, g, p, m, &request(fx, &fx.class, None, 0x86), NOW + 86_400));
-    out.push(firing("third-firing", &mut l, g, p, m, &request(fx, &fx.class, None, 0x87), NOW));
-    out.push(firing("count-exhausted", &mut l, g, p, m, &request(fx, &fx.class, None, 0x88), NOW));
+    out.push(firing(
+        "first-firing",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, None, 0x81),
+        NOW,
+    ));
+    out.push(firing(
+        "second-firing-smaller-slice",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, Some(200), 0x82),
+        NOW,
+    ));
+    out.push(firing(
+        "wrong-event-class",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.other_class, None, 0x83),
+        NOW,
+    ));
+    out.push(firing(
+        "slice-above-per-firing",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, Some(301), 0x84),
+        NOW,
+    ));
+    out.push(firing(
+        "minter-is-not-the-holder",
+        &mut l,
+        g,
+        p,
+        &fx.mallory,
+        &request(fx, &fx.class, None, 0x85),
+        NOW,
+    ));
+    out.push(firing(
+        "grant-expired",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, None, 0x86),
+        NOW + 86_400,
+    ));
+    out.push(firing(
+        "third-firing",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, None, 0x87),
+        NOW,
+    ));
+    out.push(firing(
+        "count-exhausted",
+        &mut l,
+        g,
+        p,
+        m,
+        &request(fx, &fx.class, None, 0x88),
+        NOW,
+    ));
 
+    out
+}
+
+/// A wider policy (400 µJ × 5) to exhaustion of the grant's budget.
+fn budget_firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
+    let (g, m) = (&fx.grant, &fx.issuer);
+    let mut out = Vec::new();
     let wide = MintPolicy::issue(g, m, fx.class.id(), 400, 5, Some([0x73; 16]))?;
     let mut l = MintLedger::open(&wide);
-    out.push(firing("budget-first", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x91), NOW));
-    out.push(firing("budget-second", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x92), NOW));
-    out.push(firing("cumulative-spend-past-the-grant", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0x93), NOW));
-    out.push(firing("budget-exactly-to-the-grant", &mut l, g, &wide, m, &request(fx, &fx.class, Some(200), 0x94), NOW));
-    out.push(firing("budget-spent", &mut l, g, &wide, m, &request(fx, &fx.class, Some(1), 0x95), NOW));
+    out.push(firing(
+        "budget-first",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, None, 0x91),
+        NOW,
+    ));
+    out.push(firing(
+        "budget-second",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, None, 0x92),
+        NOW,
+    ));
+    out.push(firing(
+        "cumulative-spend-past-the-grant",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, None, 0x93),
+        NOW,
+    ));
+    out.push(firing(
+        "budget-exactly-to-the-grant",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, Some(200), 0x94),
+        NOW,
+    ));
+    out.push(firing(
+        "budget-spent",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, Some(1), 0x95),
+        NOW,
+    ));
 
+    Ok(out)
+}
+
+/// Firings under a policy that is not this grant's, not this ledger's, or not validly signed.
+fn policy_refusals(fx: &Fixture) -> Result<Vec<Json>, Error> {
+    let (g, p, m) = (&fx.grant, &fx.policy, &fx.issuer);
+    let mut out = Vec::new();
+    let wide = MintPolicy::issue(g, m, fx.class.id(), 400, 5, Some([0x73; 16]))?;
     let mut l = MintLedger::open(p);
-    out.push(firing("ledger-of-another-policy", &mut l, g, &wide, m, &request(fx, &fx.class, None, 0xa1), NOW));
+    out.push(firing(
+        "ledger-of-another-policy",
+        &mut l,
+        g,
+        &wide,
+        m,
+        &request(fx, &fx.class, None, 0xa1),
+        NOW,
+    ));
     let other = grant(m, m, Some(1), 0x74)?;
     let foreign = MintPolicy::issue(&other, m, fx.class.id(), 300, 3, Some([0x75; 16]))?;
     let mut l = MintLedger::open(p);
-    out.push(firing("policy-of-another-grant", &mut l, g, &foreign, m, &request(fx, &fx.class, None, 0xa2), NOW));
+    out.push(firing(
+        "policy-of-another-grant",
+        &mut l,
+        g,
+        &foreign,
+        m,
+        &request(fx, &fx.class, None, 0xa2),
+        NOW,
+    ));
     let forged = p.policy().clone().sign(&fx.mallory);
     let mut l = MintLedger::open(p);
-    out.push(firing("policy-signature-forged", &mut l, g, &forged, m, &request(fx, &fx.class, None, 0xa3), NOW));
+    out.push(firing(
+        "policy-signature-forged",
+        &mut l,
+        g,
+        &forged,
+        m,
+        &request(fx, &fx.class, None, 0xa3),
+        NOW,
+    ));
     Ok(out)
 }
 
@@ -170,14 +347,30 @@ fn policies(fx: &Fixture) -> Result<Vec<Json>, Error> {
     for_leaf.grant_id = leaf.id();
     let cases: Vec<(&str, &SignedGrant, SignedMintPolicy)> = vec![
         ("valid", g, fx.policy.clone()),
-        ("per-firing-equal-to-the-grant", g, raw(BUDGET_UJ, 1, 0xb0).sign(&fx.issuer)),
-        ("per-firing-above-the-grant", g, raw(BUDGET_UJ + 1, 3, 0xb1).sign(&fx.issuer)),
+        (
+            "per-firing-equal-to-the-grant",
+            g,
+            raw(BUDGET_UJ, 1, 0xb0).sign(&fx.issuer),
+        ),
+        (
+            "per-firing-above-the-grant",
+            g,
+            raw(BUDGET_UJ + 1, 3, 0xb1).sign(&fx.issuer),
+        ),
         ("max-firings-zero", g, raw(300, 0, 0xb2).sign(&fx.issuer)),
         ("per-firing-zero", g, raw(0, 3, 0xb7).sign(&fx.issuer)),
         ("signed-by-a-non-issuer", g, by_mallory.sign(&fx.mallory)),
-        ("issuer-named-but-another-key-signs", g, raw(300, 3, 0xb8).sign(&fx.mallory)),
+        (
+            "issuer-named-but-another-key-signs",
+            g,
+            raw(300, 3, 0xb8).sign(&fx.mallory),
+        ),
         ("bound-to-another-grant", g, unbound.sign(&fx.issuer)),
-        ("grant-not-held-by-its-issuer", &not_held, for_not_held.sign(&fx.issuer)),
+        (
+            "grant-not-held-by-its-issuer",
+            &not_held,
+            for_not_held.sign(&fx.issuer),
+        ),
         ("leaf-only-grant", &leaf, for_leaf.sign(&fx.issuer)),
     ];
     Ok(cases
@@ -201,10 +394,16 @@ fn policies(fx: &Fixture) -> Result<Vec<Json>, Error> {
 /// Builds the whole vector document.
 pub fn generate() -> Result<Json, Error> {
     let fx = fixture()?;
-    let keys: Vec<Json> = [("issuer", 0x61u8, &fx.issuer), ("worker", 0x62, &fx.worker), ("mallory", 0x63, &fx.mallory)]
-        .iter()
-        .map(|(name, seed, kp)| json!({"name": name, "seed": hex::encode([*seed; 32]), "did": kp.did()}))
-        .collect();
+    let keys: Vec<Json> = [
+        ("issuer", 0x61u8, &fx.issuer),
+        ("worker", 0x62, &fx.worker),
+        ("mallory", 0x63, &fx.mallory),
+    ]
+    .iter()
+    .map(
+        |(name, seed, kp)| json!({"name": name, "seed": hex::encode([*seed; 32]), "did": kp.did()}),
+    )
+    .collect();
     let classes: Vec<Json> = [("permitted", &fx.class), ("other", &fx.other_class)]
         .iter()
         .map(|(name, c)| json!({"name": name, "class": c, "canonical": hex::encode(c.to_value().encode()), "id": c.id()}))
