@@ -16,12 +16,28 @@ fn jcp(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let o = jcp(dir, args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    ok_out(jcp(dir, args))
+}
+
+/// `jcp identity rotate --log id.jcpkeys --key KEY --next-key NEXT --json EXTRA…`.
+fn rotate(d: &Path, key: &str, next_key: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "identity",
+        "rotate",
+        "--log",
+        "id.jcpkeys",
+        "--key",
+        key,
+        "--next-key",
+        next_key,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    jcp(d, &args)
+}
+
+fn ok_out(o: Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -66,40 +82,14 @@ fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_com
     assert_eq!(inception["state"]["identity"], identity);
     assert_eq!(inception["state"]["current"], identity);
     assert_eq!(inception["state"]["seq"], 0);
-    let rotated = ok(
-        d,
-        &[
-            "identity",
-            "rotate",
-            "--log",
-            "id.jcpkeys",
-            "--key",
-            "k1.key",
-            "--next-key",
-            "k2.key",
-            "--json",
-        ],
-    );
+    let rotated = ok_out(rotate(d, "k1.key", "k2.key", &[]));
     assert_eq!(
         rotated["state"]["identity"], identity,
         "the identity DID is stable across rotations"
     );
     assert_eq!(rotated["state"]["current"], did_of(d, "k1.key"));
     assert_eq!(rotated["state"]["seq"], 1);
-    ok(
-        d,
-        &[
-            "identity",
-            "rotate",
-            "--log",
-            "id.jcpkeys",
-            "--key",
-            "k2.key",
-            "--next-key",
-            "k3.key",
-            "--json",
-        ],
-    );
+    ok_out(rotate(d, "k2.key", "k3.key", &[]));
     let verified = ok(d, &["identity", "verify", "id.jcpkeys", "--json"]);
     assert_eq!(verified["verified"], true);
     assert_eq!(verified["state"]["identity"], identity);
@@ -128,20 +118,7 @@ fn c12_cli_a_thief_with_the_current_key_cannot_rotate_and_nothing_is_written() {
     let d = tmp.path();
     new_identity(d);
     let before = std::fs::read(d.join("id.jcpkeys")).unwrap();
-    let o = jcp(
-        d,
-        &[
-            "identity",
-            "rotate",
-            "--log",
-            "id.jcpkeys",
-            "--key",
-            "k0.key",
-            "--next-key",
-            "thief.key",
-            "--json",
-        ],
-    );
+    let o = rotate(d, "k0.key", "thief.key", &[]);
     assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["refused"]["code"], "rotation-hash-mismatch");
@@ -162,22 +139,7 @@ fn c12_cli_verify_refuses_a_tampered_log_with_exit_1_and_an_unreadable_one_with_
     let d = tmp.path();
     new_identity(d);
     let nonce = "ab".repeat(16);
-    ok(
-        d,
-        &[
-            "identity",
-            "rotate",
-            "--log",
-            "id.jcpkeys",
-            "--key",
-            "k1.key",
-            "--next-key",
-            "k2.key",
-            "--nonce",
-            &nonce,
-            "--json",
-        ],
-    );
+    ok_out(rotate(d, "k1.key", "k2.key", &["--nonce", &nonce]));
     let mut bytes = std::fs::read(d.join("id.jcpkeys")).unwrap();
     let n = bytes.len();
     // Tamper with the signed content of the rotation (its nonce): it still

@@ -16,18 +16,45 @@ fn jcp(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let o = jcp(dir, args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
+    ok_out(jcp(dir, args))
 }
 
 fn did_of(dir: &Path, key: &str) -> String {
     let o = jcp(dir, &["key", "show", key]);
     String::from_utf8(o.stdout).unwrap().trim().to_owned()
+}
+
+/// `jcp standing new` over standing.jcp (source repo, kind push, 3 firings).
+fn standing_new(d: &Path, per_firing_uj: &str, out: &str, ledger: &str) -> Output {
+    jcp(
+        d,
+        &[
+            "standing",
+            "new",
+            "--grant",
+            "standing.jcp",
+            "--key",
+            "issuer.key",
+            "--source",
+            "repo",
+            "--kind",
+            "push",
+            "--per-firing-uj",
+            per_firing_uj,
+            "--max-firings",
+            "3",
+            "--out",
+            out,
+            "--ledger",
+            ledger,
+            "--json",
+        ],
+    )
+}
+
+fn ok_out(o: Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// A standing grant (issuer → issuer, 1000 µJ) and a policy of 300 µJ × 3.
@@ -79,30 +106,7 @@ fn setup(d: &Path) -> String {
             "--json",
         ],
     );
-    let p = ok(
-        d,
-        &[
-            "standing",
-            "new",
-            "--grant",
-            "standing.jcp",
-            "--key",
-            "issuer.key",
-            "--source",
-            "repo",
-            "--kind",
-            "push",
-            "--per-firing-uj",
-            "300",
-            "--max-firings",
-            "3",
-            "--out",
-            "policy.jcp",
-            "--ledger",
-            "ledger.jcp",
-            "--json",
-        ],
-    );
+    let p = ok_out(standing_new(d, "300", "policy.jcp", "ledger.jcp"));
     assert_eq!(p["policy"]["per_firing_uj"], 300);
     assert_eq!(p["ledger"]["ledger"]["firings"], 0);
     did_of(d, "worker.key")
@@ -205,30 +209,7 @@ fn c20_cli_an_amplifying_policy_is_refused_and_nothing_is_written() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     setup(d);
-    let o = jcp(
-        d,
-        &[
-            "standing",
-            "new",
-            "--grant",
-            "standing.jcp",
-            "--key",
-            "issuer.key",
-            "--source",
-            "repo",
-            "--kind",
-            "push",
-            "--per-firing-uj",
-            "1001",
-            "--max-firings",
-            "3",
-            "--out",
-            "wide.jcp",
-            "--ledger",
-            "wide-ledger.jcp",
-            "--json",
-        ],
-    );
+    let o = standing_new(d, "1001", "wide.jcp", "wide-ledger.jcp");
     assert_eq!(o.status.code(), Some(1));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["refused"]["code"], "standing-policy-amplifies");

@@ -414,6 +414,16 @@ fn c12_a_grant_signed_by_a_superseded_key_is_refused() {
     );
 }
 
+/// A 40 µJ child of `parent` from its subject `agent` to `worker`.
+fn delegate(parent: &SignedGrant, agent: &Keypair, worker: &Keypair) -> SignedGrant {
+    let a = Attenuation {
+        subject: Some(worker.did()),
+        budget_uj: Some(40),
+        ..Attenuation::default()
+    };
+    attenuate(parent, agent, a).unwrap()
+}
+
 #[test]
 fn c12_a_chain_rooted_in_a_rotated_identity_verifies_with_the_key_log() {
     let (log, id, k1, _k2) = two_events();
@@ -421,16 +431,7 @@ fn c12_a_chain_rooted_in_a_rotated_identity_verifies_with_the_key_log() {
     let agent = key(20);
     let worker = key(21);
     let root = issue_grant(grant(&id.did(), &agent.did(), 5), &k1, &state).unwrap();
-    let child = attenuate(
-        &root,
-        &agent,
-        Attenuation {
-            subject: Some(worker.did()),
-            budget_uj: Some(40),
-            ..Attenuation::default()
-        },
-    )
-    .unwrap();
+    let child = delegate(&root, &agent, &worker);
     let chain = [root.clone(), child.clone()];
     // Without the key log the root's signature does not verify ...
     assert!(verify_chain(&chain).is_err());
@@ -439,16 +440,7 @@ fn c12_a_chain_rooted_in_a_rotated_identity_verifies_with_the_key_log() {
     verify_chain_with_key_logs(&chain, resolve).unwrap();
     // A root signed by a superseded key fails the chain the same way.
     let stale = signed_by(root.grant(), &id);
-    let stale_child = attenuate(
-        &stale,
-        &agent,
-        Attenuation {
-            subject: Some(worker.did()),
-            budget_uj: Some(40),
-            ..Attenuation::default()
-        },
-    )
-    .unwrap();
+    let stale_child = delegate(&stale, &agent, &worker);
     assert_eq!(
         verify_chain_with_key_logs(&[stale, stale_child], resolve)
             .unwrap_err()

@@ -92,235 +92,121 @@ pub fn fixture() -> Result<Fixture, Error> {
     })
 }
 
-fn request(fx: &Fixture, class: &EventClass, budget_uj: Option<u64>, nonce: u8) -> FiringRequest {
-    FiringRequest {
-        event_class: class.id(),
-        subject: fx.worker.did(),
-        budget_uj,
-        nonce: Some([nonce; 16]),
-    }
-}
-
-/// One firing: the ledger before, what was asked, and the outcome with the
-/// ledger after (equal to before on a refusal).
-fn firing(
-    name: &str,
-    ledger: &mut MintLedger,
-    grant: &SignedGrant,
-    policy: &SignedMintPolicy,
-    minter: &Keypair,
-    req: &FiringRequest,
+/// One step of a firing sequence: its name, the policy it fires under (and
+/// the ledger was opened for, unless it says otherwise), who fires it, the
+/// event's class, the slice asked for, the nonce and the clock.
+struct Step<'a> {
+    name: &'a str,
+    policy: &'a SignedMintPolicy,
+    minter: &'a Keypair,
+    class: &'a EventClass,
+    budget_uj: Option<u64>,
+    nonce: u8,
     now: u64,
-) -> Json {
-    let before = hex::encode(ledger.to_bytes());
-    let asked = json!({
-        "event_class": req.event_class,
-        "subject": req.subject,
-        "budget_uj": req.budget_uj,
-        "nonce": req.nonce.map(hex::encode),
-        "now": now,
-    });
-    let expected = match ledger.fire(grant, policy, minter, req, now) {
-        Ok(child) => {
-            json!({"ok": {"child": hex::encode(child.to_bytes()), "child_id": child.id(), "child_budget_uj": child.grant().budget_uj}})
-        }
-        Err(e) => json!({"refused": e.code()}),
-    };
-    json!({
-        "name": name,
-        "grant": hex::encode(grant.to_bytes()),
-        "policy": hex::encode(policy.to_bytes()),
-        "ledger_before": before,
-        "request": asked,
-        "expected": expected,
-        "ledger_after": hex::encode(ledger.to_bytes()),
-    })
 }
 
-/// The firing sequences: the main policy to exhaustion of its count, a
-/// second policy to exhaustion of the grant's budget, and refusals by a
-/// policy that is not this grant's or not validly signed.
+/// Fires each step in turn on one ledger, recording the ledger before, what
+/// was asked, and the outcome with the ledger after (equal to before on a
+/// refusal).
+fn sequence(fx: &Fixture, ledger: &mut MintLedger, steps: &[Step]) -> Vec<Json> {
+    steps
+        .iter()
+        .map(|st| {
+            let req = FiringRequest {
+                event_class: st.class.id(),
+                subject: fx.worker.did(),
+                budget_uj: st.budget_uj,
+                nonce: Some([st.nonce; 16]),
+            };
+            let before = hex::encode(ledger.to_bytes());
+            let asked = json!({
+                "event_class": req.event_class,
+                "subject": req.subject,
+                "budget_uj": req.budget_uj,
+                "nonce": req.nonce.map(hex::encode),
+                "now": st.now,
+            });
+            let expected = match ledger.fire(&fx.grant, st.policy, st.minter, &req, st.now) {
+                Ok(child) => json!({"ok": {
+                    "child": hex::encode(child.to_bytes()),
+                    "child_id": child.id(),
+                    "child_budget_uj": child.grant().budget_uj,
+                }}),
+                Err(e) => json!({"refused": e.code()}),
+            };
+            json!({
+                "name": st.name,
+                "grant": hex::encode(fx.grant.to_bytes()),
+                "policy": hex::encode(st.policy.to_bytes()),
+                "ledger_before": before,
+                "request": asked,
+                "expected": expected,
+                "ledger_after": hex::encode(ledger.to_bytes()),
+            })
+        })
+        .collect()
+}
+
+/// The firing sequences: the main policy (300 µJ × 3) to exhaustion of its
+/// count, a wider one (400 µJ × 5) to exhaustion of the grant's budget, and
+/// firings under a policy that is not this ledger's or grant's, or not
+/// validly signed.
 fn firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
-    let mut out = count_firings(fx);
-    out.extend(budget_firings(fx)?);
-    out.extend(policy_refusals(fx)?);
-    Ok(out)
-}
-
-/// The main policy (300 µJ × 3) to exhaustion of its count.
-fn count_firings(fx: &Fixture) -> Vec<Json> {
-    let (g, p, m) = (&fx.grant, &fx.policy, &fx.issuer);
-    let mut out = Vec::new();
-    let mut l = MintLedger::open(p);
-    out.push(firing(
-        "first-firing",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, None, 0x81),
-        NOW,
-    ));
-    out.push(firing(
-        "second-firing-smaller-slice",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, Some(200), 0x82),
-        NOW,
-    ));
-    out.push(firing(
-        "wrong-event-class",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.other_class, None, 0x83),
-        NOW,
-    ));
-    out.push(firing(
-        "slice-above-per-firing",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, Some(301), 0x84),
-        NOW,
-    ));
-    out.push(firing(
-        "minter-is-not-the-holder",
-        &mut l,
-        g,
-        p,
-        &fx.mallory,
-        &request(fx, &fx.class, None, 0x85),
-        NOW,
-    ));
-    out.push(firing(
-        "grant-expired",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, None, 0x86),
-        NOW + 86_400,
-    ));
-    out.push(firing(
-        "third-firing",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, None, 0x87),
-        NOW,
-    ));
-    out.push(firing(
-        "count-exhausted",
-        &mut l,
-        g,
-        p,
-        m,
-        &request(fx, &fx.class, None, 0x88),
-        NOW,
-    ));
-
-    out
-}
-
-/// A wider policy (400 µJ × 5) to exhaustion of the grant's budget.
-fn budget_firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
-    let (g, m) = (&fx.grant, &fx.issuer);
-    let mut out = Vec::new();
-    let wide = MintPolicy::issue(g, m, fx.class.id(), 400, 5, Some([0x73; 16]))?;
-    let mut l = MintLedger::open(&wide);
-    out.push(firing(
-        "budget-first",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, None, 0x91),
-        NOW,
-    ));
-    out.push(firing(
-        "budget-second",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, None, 0x92),
-        NOW,
-    ));
-    out.push(firing(
-        "cumulative-spend-past-the-grant",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, None, 0x93),
-        NOW,
-    ));
-    out.push(firing(
-        "budget-exactly-to-the-grant",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, Some(200), 0x94),
-        NOW,
-    ));
-    out.push(firing(
-        "budget-spent",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, Some(1), 0x95),
-        NOW,
-    ));
-
-    Ok(out)
-}
-
-/// Firings under a policy that is not this grant's, not this ledger's, or not validly signed.
-fn policy_refusals(fx: &Fixture) -> Result<Vec<Json>, Error> {
-    let (g, p, m) = (&fx.grant, &fx.policy, &fx.issuer);
-    let mut out = Vec::new();
-    let wide = MintPolicy::issue(g, m, fx.class.id(), 400, 5, Some([0x73; 16]))?;
-    let mut l = MintLedger::open(p);
-    out.push(firing(
-        "ledger-of-another-policy",
-        &mut l,
-        g,
-        &wide,
-        m,
-        &request(fx, &fx.class, None, 0xa1),
-        NOW,
+    let (p, m, c) = (&fx.policy, &fx.issuer, &fx.class);
+    let step = |name, policy, budget_uj, nonce| Step {
+        name,
+        policy,
+        minter: m,
+        class: c,
+        budget_uj,
+        nonce,
+        now: NOW,
+    };
+    let mut out = sequence(
+        fx,
+        &mut MintLedger::open(p),
+        &[
+            step("first-firing", p, None, 0x81),
+            step("second-firing-smaller-slice", p, Some(200), 0x82),
+            Step {
+                class: &fx.other_class,
+                ..step("wrong-event-class", p, None, 0x83)
+            },
+            step("slice-above-per-firing", p, Some(301), 0x84),
+            Step {
+                minter: &fx.mallory,
+                ..step("minter-is-not-the-holder", p, None, 0x85)
+            },
+            Step {
+                now: NOW + 86_400,
+                ..step("grant-expired", p, None, 0x86)
+            },
+            step("third-firing", p, None, 0x87),
+            step("count-exhausted", p, None, 0x88),
+        ],
+    );
+    let wide = MintPolicy::issue(&fx.grant, m, c.id(), 400, 5, Some([0x73; 16]))?;
+    out.extend(sequence(
+        fx,
+        &mut MintLedger::open(&wide),
+        &[
+            step("budget-first", &wide, None, 0x91),
+            step("budget-second", &wide, None, 0x92),
+            step("cumulative-spend-past-the-grant", &wide, None, 0x93),
+            step("budget-exactly-to-the-grant", &wide, Some(200), 0x94),
+            step("budget-spent", &wide, Some(1), 0x95),
+        ],
     ));
     let other = grant(m, m, Some(1), 0x74)?;
-    let foreign = MintPolicy::issue(&other, m, fx.class.id(), 300, 3, Some([0x75; 16]))?;
-    let mut l = MintLedger::open(p);
-    out.push(firing(
-        "policy-of-another-grant",
-        &mut l,
-        g,
-        &foreign,
-        m,
-        &request(fx, &fx.class, None, 0xa2),
-        NOW,
-    ));
+    let foreign = MintPolicy::issue(&other, m, c.id(), 300, 3, Some([0x75; 16]))?;
     let forged = p.policy().clone().sign(&fx.mallory);
-    let mut l = MintLedger::open(p);
-    out.push(firing(
-        "policy-signature-forged",
-        &mut l,
-        g,
-        &forged,
-        m,
-        &request(fx, &fx.class, None, 0xa3),
-        NOW,
-    ));
+    for st in [
+        step("ledger-of-another-policy", &wide, None, 0xa1),
+        step("policy-of-another-grant", &foreign, None, 0xa2),
+        step("policy-signature-forged", &forged, None, 0xa3),
+    ] {
+        out.extend(sequence(fx, &mut MintLedger::open(p), &[st]));
+    }
     Ok(out)
 }
 
