@@ -2,6 +2,8 @@
 //! through the same invariants the fuzz targets check, so every CI run
 //! exercises them without nightly.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] fns (clippy.toml allows these in tests)
+
 use std::path::PathBuf;
 
 fn replay(target: &str, check: fn(&[u8]) -> Result<(), String>) {
