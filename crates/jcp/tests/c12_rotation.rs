@@ -439,10 +439,10 @@ fn c12_a_chain_rooted_in_a_rotated_identity_verifies_with_the_key_log() {
     let resolve = |d: &Did| (d == state.identity()).then_some(&state);
     verify_chain_with_key_logs(&chain, resolve).unwrap();
     // A root signed by a superseded key fails the chain the same way.
-    let stale = signed_by(root.grant(), &id);
-    let stale_child = delegate(&stale, &agent, &worker);
+    let stale_root = signed_by(root.grant(), &id);
+    let stale_child = delegate(&stale_root, &agent, &worker);
     assert_eq!(
-        verify_chain_with_key_logs(&[stale, stale_child], resolve)
+        verify_chain_with_key_logs(&[stale_root, stale_child], resolve)
             .unwrap_err()
             .code(),
         "rotation-superseded-key"
