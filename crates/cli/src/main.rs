@@ -35,6 +35,8 @@ enum Command {
     Frame(cmd::core::FrameArgs),
     /// Issues, attenuates, shards, revokes and inspects grants (spec §4).
     Grant(cmd::core::GrantArgs),
+    /// Long-lived identities: key logs with pre-committed rotation (spec §2.1, C12).
+    Identity(cmd::identity::IdentityArgs),
     /// Pretty-prints any JCP object (grant, revocation, frame) with its content id and signature status.
     Inspect(cmd::core::InspectArgs),
     /// Agent-Safe Intent v1: verifies vectors, hashes bindings, prints the schema.
@@ -47,6 +49,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Runs the enforcement endpoint on TCP and Unix sockets with a durable record (spec §11, §4.11).
     Serve(cmd::wire::ServeArgs),
+    /// Standing grants: mint policies, firings and mint ledgers (spec §4.6, C20).
+    Standing(cmd::standing::StandingArgs),
     /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
     Stream(cmd::stream::StreamArgs),
 }
@@ -63,12 +67,14 @@ fn main() -> ExitCode {
         Command::Feed(a) => cmd::wire::run_feed(a),
         Command::Frame(a) => cmd::core::run_frame(a),
         Command::Grant(a) => cmd::core::run_grant(a),
+        Command::Identity(a) => cmd::identity::run(a),
         Command::Inspect(a) => cmd::core::run_inspect(a),
         Command::Intent(a) => cmd::intent::run(a),
         Command::Key(a) => cmd::core::run_key(a),
         Command::Meter(a) => cmd::meter::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Serve(a) => cmd::wire::run_serve(a),
+        Command::Standing(a) => cmd::standing::run(a),
         Command::Stream(a) => cmd::stream::run(a),
     };
     match result {

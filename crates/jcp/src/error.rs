@@ -2,7 +2,7 @@
 //! verdict with a [`crate::decision::Reason`]. These are refusals to build,
 //! mint or read an object.
 
-use crate::cbor::{DecodeError, SchemaError};
+use crate::cbor::{ContentId, DecodeError, SchemaError};
 use crate::identity::IdentityError;
 
 /// Which attenuation axis a child would amplify (§4.1, §4.4, §4.8, §4.9).
@@ -75,6 +75,83 @@ pub enum Error {
     /// steering reason (`steer-*`, `run-*`).
     #[error(transparent)]
     Steering(#[from] crate::steering::SteeringError),
+
+    // ---- §2.1 identity continuity: pre-committed rotation (C12), `crate::rotation` ----
+    /// A key log with no events: nothing shows who controls the identity.
+    #[error("rotation-empty-log: a key log holds at least its inception event")]
+    RotationEmptyLog,
+    /// An event whose `seq` is not the previous event's + 1 (0 at inception).
+    #[error("rotation-sequence-gap: event #{index} has seq {got}, expected {expected}")]
+    RotationSequenceGap { index: usize, expected: u64, got: u64 },
+    /// An event whose `parent` is not the previous event's id (or an
+    /// inception that names a parent).
+    #[error("rotation-parent-mismatch: event seq {seq} names parent {got}, expected {expected}")]
+    RotationParentMismatch { seq: u64, expected: String, got: String },
+    /// A rotation whose new `current` key does not hash to the previous
+    /// event's `next_hash`: not the pre-committed key.
+    #[error("rotation-hash-mismatch: event seq {seq}: key {current} does not hash to the pre-committed next_hash {expected} (only the pre-committed key may rotate the identity)")]
+    RotationHashMismatch { seq: u64, current: String, expected: ContentId },
+    /// An event naming another identity than the log's inception DID, an
+    /// inception whose `current` is not its `identity`, or an object issued
+    /// in another identity's name than the key log's.
+    #[error("rotation-wrong-identity: {what} (event seq {seq}): expected {expected}, got {got}")]
+    RotationWrongIdentity { seq: u64, what: &'static str, expected: String, got: String },
+    /// A grant signed by a key that controlled the identity once but has been
+    /// rotated away (docs/decisions.md, "§2.1 superseded keys").
+    #[error("rotation-superseded-key: signed by {signer}, which stopped controlling {identity} at event seq {superseded_at}; the current key is {current}")]
+    RotationSupersededKey { identity: String, signer: String, superseded_at: u64, current: String },
+    /// A key log event that does not decode; the code is the event's.
+    #[error("{}: key log event #{index}: {source}", .source.code())]
+    KeyLogEvent { index: usize, source: Box<Error> },
+
+    // ---- §4.6 standing grants (C20), `crate::standing` ----
+    /// A mint policy not signed by the standing grant's issuer.
+    #[error("standing-not-issuer: the mint policy is signed by {signer}, not the grant's issuer {issuer}")]
+    StandingNotIssuer { signer: String, issuer: String },
+    /// A standing grant its issuer does not hold (`subject` ≠ `issuer`): the
+    /// grant the trigger spends must stay with the issuer (docs/decisions.md).
+    #[error("standing-not-held-by-issuer: the standing grant's subject {subject} is not its issuer {issuer}")]
+    StandingNotHeldByIssuer { issuer: String, subject: String },
+    /// A mint policy that would amplify its grant (a per-firing budget above
+    /// the grant's, or a zero bound that could be read as "unlimited").
+    #[error("standing-policy-amplifies: {0}")]
+    StandingPolicyAmplifies(String),
+    /// A mint policy bound to another grant than the one presented.
+    #[error("standing-policy-unbound: the policy is bound to grant {policy_grant}, not {grant}")]
+    StandingPolicyUnbound { policy_grant: ContentId, grant: ContentId },
+    /// A mint ledger kept for another policy or grant.
+    #[error("standing-ledger-mismatch: the ledger is kept for {field} {ledger}, not {presented}")]
+    StandingLedgerMismatch { field: &'static str, ledger: ContentId, presented: ContentId },
+    /// An event of another class than the policy permits.
+    #[error("standing-wrong-event-class: the policy permits event class {expected}, the event is {got}")]
+    StandingWrongEventClass { expected: ContentId, got: ContentId },
+    /// The policy's maximum number of firings is used up.
+    #[error("standing-firings-exhausted: {firings} of {max} firings used")]
+    StandingFiringsExhausted { firings: u64, max: u64 },
+    /// A firing asking for more than the policy's per-firing budget.
+    #[error("standing-slice-exceeds-policy: a firing of {slice} µJ exceeds the per-firing budget {per_firing} µJ")]
+    StandingSliceExceedsPolicy { slice: u64, per_firing: u64 },
+    /// A firing that would push cumulative spend past the standing grant.
+    #[error("standing-budget-exhausted: {spent} µJ minted so far + {slice} µJ exceeds the grant's {budget} µJ")]
+    StandingBudgetExhausted { spent: u64, slice: u64, budget: u64 },
+    /// A firing at or after the standing grant's expiry.
+    #[error("standing-grant-expired: the standing grant expired at {expiry} (now {now})")]
+    StandingGrantExpired { expiry: u64, now: u64 },
+}
+
+/// A refusal as the console and `--json` output show it: `{code, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Refusal {
+    /// The stable code ([`Error::code`]).
+    pub code: &'static str,
+    /// The human message (starts with the code).
+    pub message: String,
+}
+
+impl From<&Error> for Refusal {
+    fn from(e: &Error) -> Self {
+        Self { code: e.code(), message: e.to_string() }
+    }
 }
 
 impl Error {
@@ -93,6 +170,25 @@ impl Error {
             Self::ChainBroken(_) => "chain-broken",
             Self::Invalid(_) => "invalid",
             Self::Steering(e) => e.code(),
+            // §2.1 rotation (C12)
+            Self::RotationEmptyLog => "rotation-empty-log",
+            Self::RotationSequenceGap { .. } => "rotation-sequence-gap",
+            Self::RotationParentMismatch { .. } => "rotation-parent-mismatch",
+            Self::RotationHashMismatch { .. } => "rotation-hash-mismatch",
+            Self::RotationWrongIdentity { .. } => "rotation-wrong-identity",
+            Self::RotationSupersededKey { .. } => "rotation-superseded-key",
+            Self::KeyLogEvent { source, .. } => source.code(),
+            // §4.6 standing grants (C20)
+            Self::StandingNotIssuer { .. } => "standing-not-issuer",
+            Self::StandingNotHeldByIssuer { .. } => "standing-not-held-by-issuer",
+            Self::StandingPolicyAmplifies(_) => "standing-policy-amplifies",
+            Self::StandingPolicyUnbound { .. } => "standing-policy-unbound",
+            Self::StandingLedgerMismatch { .. } => "standing-ledger-mismatch",
+            Self::StandingWrongEventClass { .. } => "standing-wrong-event-class",
+            Self::StandingFiringsExhausted { .. } => "standing-firings-exhausted",
+            Self::StandingSliceExceedsPolicy { .. } => "standing-slice-exceeds-policy",
+            Self::StandingBudgetExhausted { .. } => "standing-budget-exhausted",
+            Self::StandingGrantExpired { .. } => "standing-grant-expired",
         }
     }
 

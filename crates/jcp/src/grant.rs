@@ -276,6 +276,15 @@ impl Grant {
         Ok(SignedGrant::assemble(self, bytes, signature))
     }
 
+    /// Signs the grant with `controller`, the key that controls the issuer's
+    /// identity after a rotation (§2.1). The caller ([`crate::rotation::issue_grant`])
+    /// has checked that `controller` is the issuer identity's current key.
+    pub(crate) fn sign_as_controller(self, controller: &Keypair) -> SignedGrant {
+        let bytes = self.canonical_bytes();
+        let signature = controller.sign(&bytes);
+        SignedGrant::assemble(self, bytes, signature)
+    }
+
     /// Whether the grant has expired at `now` (expiry is the first second at
     /// which it no longer holds: `now >= expiry`; 0 never expires).
     pub fn expired_at(&self, now: u64) -> bool {

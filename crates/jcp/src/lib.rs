@@ -6,10 +6,12 @@
 //! |---|---|
 //! | [`cbor`] | §3 canonical det-CBOR, content ids |
 //! | [`identity`] | §2 actors as Ed25519 `did:key` |
+//! | [`rotation`] | §2.1 identity continuity: pre-committed key rotation, key logs (C12) |
 //! | [`energy`] | §5 provenance, §5.2 coverage, costs |
 //! | [`grant`] | §4 grants, §4.1 attenuation, §4.4 depth, §4.5 shards, §4.8 money, §4.9 caveats |
 //! | [`chain`] | §4.2 chain verification |
 //! | [`revocation`] | §4.3 revocation |
+//! | [`standing`] | §4.6 standing grants: mint policies, mint ledgers, firings (C20) |
 //! | [`steering`] | §4.7 checkpoints, amendments, continuations, run files (C21) |
 //! | [`flow`] | §4.10 labels, ceilings, taint floors |
 //! | [`frame`] | §6 frames |
@@ -33,6 +35,8 @@ pub mod grant;
 pub mod identity;
 pub mod ids;
 pub mod revocation;
+pub mod rotation;
+pub mod standing;
 pub mod steering;
 pub mod vectors;
 

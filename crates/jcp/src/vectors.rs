@@ -211,8 +211,32 @@ fn run_step(gate: &mut Gate, s: &Step<'_>) -> Json {
 
 /// The vector document as the exact text written to disk.
 pub fn generate_text() -> Result<String, Error> {
-    let v = generate()?;
-    let mut s = serde_json::to_string_pretty(&v).map_err(|e| Error::Invalid(e.to_string()))?;
+    to_text(&generate()?)
+}
+
+/// A vector document as the exact text written to disk: pretty JSON and a
+/// trailing newline.
+pub fn to_text(v: &Json) -> Result<String, Error> {
+    let mut s = serde_json::to_string_pretty(v).map_err(|e| Error::Invalid(e.to_string()))?;
     s.push('\n');
     Ok(s)
+}
+
+/// The body of a `gen-*-vectors` bin: generates the text and writes it to
+/// `rel` under the repository root (`root`), reporting as `bin`.
+pub fn write_published(bin: &str, root: &std::path::Path, rel: &str, text: Result<String, Error>) -> std::process::ExitCode {
+    let path = root.join(rel);
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{bin}: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if let Err(e) = std::fs::write(&path, text) {
+        eprintln!("{bin}: writing {}: {e}", path.display());
+        return std::process::ExitCode::from(2);
+    }
+    println!("wrote {}", path.display());
+    std::process::ExitCode::SUCCESS
 }

@@ -2,6 +2,8 @@
 //! through the same invariants the fuzz targets check, so every CI run
 //! exercises them without nightly.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] fns (clippy.toml allows these in tests)
+
 use std::path::PathBuf;
 
 fn replay(target: &str, check: fn(&[u8]) -> Result<(), String>) {
@@ -31,4 +33,29 @@ fn s4_fuzz_corpus_grant_decode() {
 #[test]
 fn s4_2_fuzz_corpus_chain_decode() {
     replay("chain_decode", jcp::fuzzing::chain_decode);
+}
+
+/// How many corpus files of `target` the decoder accepts (a corpus of
+/// rejects alone would not exercise what follows decoding).
+fn accepted(target: &str, decodes: fn(&[u8]) -> bool) -> usize {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target);
+    std::fs::read_dir(&dir).unwrap().filter(|e| decodes(&std::fs::read(e.as_ref().unwrap().path()).unwrap())).count()
+}
+
+#[test]
+fn c12_fuzz_corpus_keylog_decode() {
+    replay("keylog_decode", jcp::rotation::fuzz_keylog_decode);
+    assert!(accepted("keylog_decode", |d| jcp::rotation::KeyLog::from_bytes(d).is_ok()) >= 10);
+}
+
+#[test]
+fn c20_fuzz_corpus_policy_decode() {
+    replay("policy_decode", jcp::standing::fuzz_policy_decode);
+    assert!(accepted("policy_decode", |d| jcp::standing::SignedMintPolicy::from_bytes(d).is_ok()) >= 10);
+}
+
+#[test]
+fn c20_fuzz_corpus_ledger_decode() {
+    replay("ledger_decode", jcp::standing::fuzz_ledger_decode);
+    assert!(accepted("ledger_decode", |d| jcp::standing::MintLedger::from_bytes(d).is_ok()) >= 10);
 }

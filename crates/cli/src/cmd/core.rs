@@ -62,7 +62,7 @@ pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
     Ok(kp)
 }
 
-fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
+pub(crate) fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(&KeyFile { did: kp.did().to_did_string(), seed: hex::encode(kp.seed()) })?;
     write_private(path, text.as_bytes())
 }
@@ -97,15 +97,41 @@ pub(crate) fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
     SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
 }
 
-fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Replaces a file by writing a sibling temporary file and renaming it over
+/// the original, so an interrupted write never leaves half an object.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// Creates a file that must not exist yet.
+pub(crate) fn create_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
+    f.write_all(bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Unix seconds now, or the given clock.
+pub(crate) fn now_or(at: Option<u64>) -> u64 {
+    at.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()))
 }
 
 pub(crate) fn parse_did(s: &str) -> anyhow::Result<Did> {
     Did::parse(s).map_err(|e| coded(e.code(), format!("{s:?}: {e}")))
 }
 
-fn parse_cid(s: &str, what: &str) -> anyhow::Result<ContentId> {
+pub(crate) fn parse_cid(s: &str, what: &str) -> anyhow::Result<ContentId> {
     ContentId::parse(s).ok_or_else(|| coded("invalid-content-id", format!("{what}: {s:?} is not 64 lowercase hex digits")))
 }
 
@@ -227,6 +253,16 @@ fn grant_human(g: &SignedGrant) -> String {
 
 // ------------------------------------------------------------------ key
 
+/// A keypair from a `--seed`-style flag (64 hex digits), or a fresh one.
+pub(crate) fn keypair_from(seed: Option<&str>, flag: &str) -> anyhow::Result<Keypair> {
+    let Some(s) = seed else { return Ok(Keypair::generate()) };
+    let seed: [u8; 32] = hex::decode(s)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| coded("invalid-seed", format!("{flag} must be 64 hex digits")))?;
+    Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))
+}
+
 /// `jcp key`: Ed25519 identities as did:key (§2).
 #[derive(Debug, Args)]
 pub struct KeyArgs {
@@ -265,16 +301,7 @@ enum KeyCmd {
 pub fn run_key(args: KeyArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
         KeyCmd::New { out, seed, passphrase_file, work_factor, json } => {
-            let kp = match seed {
-                Some(s) => {
-                    let seed: [u8; 32] = hex::decode(&s)
-                        .ok()
-                        .and_then(|b| b.try_into().ok())
-                        .ok_or_else(|| coded("invalid-seed", "--seed must be 64 hex digits"))?;
-                    Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))?
-                }
-                None => Keypair::generate(),
-            };
+            let kp = keypair_from(seed.as_deref(), "--seed")?;
             let encrypted = passphrase_file.is_some();
             match &passphrase_file {
                 Some(pf) => {
@@ -404,7 +431,7 @@ enum GrantCmd {
     },
 }
 
-fn nonce_arg(n: Option<&String>) -> anyhow::Result<Option<[u8; 16]>> {
+pub(crate) fn nonce_arg(n: Option<&String>) -> anyhow::Result<Option<[u8; 16]>> {
     n.map(|s| hex::decode(s).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| coded("invalid-nonce", "--nonce must be 32 hex digits")))
         .transpose()
 }
@@ -500,7 +527,7 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
 
 // ------------------------------------------------------------------ inspect
 
-/// `jcp inspect FILE`: any JCP object (grant, revocation, frame).
+/// `jcp inspect FILE`: any JCP object (grant, revocation, frame, key log, mint policy, mint ledger).
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     file: PathBuf,
@@ -549,7 +576,19 @@ fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::from(CLEAN));
     }
-    Err(coded("unknown-object", format!("{}: canonical CBOR, but not a grant, revocation or frame", file.display())))
+    if jcp::rotation::KeyLog::is_key_log(&v) {
+        return crate::cmd::identity::inspect_key_log(file, &v, json);
+    }
+    if v.get("policy").is_some() {
+        return crate::cmd::standing::inspect_policy(file, &v, json);
+    }
+    if jcp::standing::MintLedger::is_ledger(&v) {
+        return crate::cmd::standing::inspect_ledger(file, &v, json);
+    }
+    Err(coded(
+        "unknown-object",
+        format!("{}: canonical CBOR, but not a grant, revocation, frame, key log, mint policy or mint ledger", file.display()),
+    ))
 }
 
 // ------------------------------------------------------------------ frame
