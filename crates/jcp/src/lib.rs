@@ -10,6 +10,7 @@
 //! | [`grant`] | §4 grants, §4.1 attenuation, §4.4 depth, §4.5 shards, §4.8 money, §4.9 caveats |
 //! | [`chain`] | §4.2 chain verification |
 //! | [`revocation`] | §4.3 revocation |
+//! | [`channel`] | §4.5 receipt-settled budget channels: statements, settlement, overdraft proofs (C17) |
 //! | [`steering`] | §4.7 checkpoints, amendments, continuations, run files (C21) |
 //! | [`flow`] | §4.10 labels, ceilings, taint floors |
 //! | [`frame`] | §6 frames |
@@ -22,6 +23,7 @@
 
 pub mod cbor;
 pub mod chain;
+pub mod channel;
 pub mod decision;
 pub mod energy;
 pub mod error;

@@ -211,8 +211,13 @@ fn run_step(gate: &mut Gate, s: &Step<'_>) -> Json {
 
 /// The vector document as the exact text written to disk.
 pub fn generate_text() -> Result<String, Error> {
-    let v = generate()?;
-    let mut s = serde_json::to_string_pretty(&v).map_err(|e| Error::Invalid(e.to_string()))?;
+    file_text(&generate()?)
+}
+
+/// A vector document as the exact text written to disk: pretty JSON and a
+/// final newline (every published vector file).
+pub fn file_text(v: &Json) -> Result<String, Error> {
+    let mut s = serde_json::to_string_pretty(v).map_err(|e| Error::Invalid(e.to_string()))?;
     s.push('\n');
     Ok(s)
 }

@@ -32,3 +32,8 @@ fn s4_fuzz_corpus_grant_decode() {
 fn s4_2_fuzz_corpus_chain_decode() {
     replay("chain_decode", jcp::fuzzing::chain_decode);
 }
+
+#[test]
+fn c17_fuzz_corpus_statement_decode() {
+    replay("statement_decode", jcp::fuzzing::statement_decode);
+}

@@ -99,7 +99,7 @@ pub(crate) fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
     SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
 }
 
-fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
