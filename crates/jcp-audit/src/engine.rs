@@ -290,6 +290,7 @@ impl Engine {
                     RecordKind::Request => "wire request",
                     RecordKind::Amendment => "amendment",
                     RecordKind::Closing => "closing record",
+                    RecordKind::Statement => "channel statement",
                 });
                 self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
             }
@@ -345,6 +346,15 @@ impl Engine {
                         }
                     }
                     Body::Closing => self.counts.closings += 1,
+                    // §4.5: the recording point sealed it; the statement
+                    // itself must verify under its point. Whether it was
+                    // stale or regressing was the point's to judge when it
+                    // admitted it (replay judges it again); a channel's
+                    // overdraft is audited across points by `jcp channel audit`.
+                    Body::Statement(n) => match n.statement.verify() {
+                        Ok(()) => self.counts.channel_statements += 1,
+                        Err(e) => self.finding(s, off, "statement-invalid", format!("a channel statement notice whose statement does not verify: {e}")),
+                    },
                     _ => {}
                 }
             }

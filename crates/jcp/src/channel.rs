@@ -476,10 +476,17 @@ impl ChannelPoint {
     /// replayed from the record): it must be this point's, and pass the
     /// channel's checks.
     pub fn note_own(&mut self, s: &SignedStatement) -> Result<(), Error> {
+        self.check_own(s)?;
+        self.channel.last.insert(s.statement.point, s.clone());
+        Ok(())
+    }
+
+    /// Whether [`ChannelPoint::note_own`] would take `s`, changing nothing.
+    pub fn check_own(&self, s: &SignedStatement) -> Result<(), Error> {
         if s.statement.point != self.me {
             return Err(Error::StatementSigner { point: s.statement.point.to_string(), signer: self.me.to_string() });
         }
-        self.channel.admit(s)
+        self.channel.check(s)
     }
 }
 

@@ -422,6 +422,11 @@ impl Gate {
         Ok(self.channel_of(grant_id)?.next_statement(self.local_spent(grant_id).uj))
     }
 
+    /// Whether [`Gate::note_own_statement`] would take `s`, changing nothing.
+    pub fn check_own_statement(&self, s: &SignedStatement) -> Result<(), Error> {
+        self.channel_of(&s.statement().grant_id)?.check_own(s)
+    }
+
     /// Records one of this point's own signed statements on a channel.
     pub fn note_own_statement(&mut self, s: &SignedStatement) -> Result<(), Error> {
         self.channel_mut(&s.statement().grant_id)?.note_own(s)
