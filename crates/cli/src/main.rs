@@ -31,7 +31,7 @@ enum Command {
     Channel(cmd::channel::ChannelArgs),
     /// Decides a frame against a grant or chain and a metered cost (spec §7).
     Decide(cmd::core::DecideArgs),
-    /// Sends a revocation, an amendment or an outcome report to an enforcement endpoint: recorded, then applied (spec §4.3, §4.7, §4.11, §11).
+    /// Sends a revocation, an amendment, an outcome report or a channel statement to an enforcement endpoint: recorded, then applied; asks a point for its statement (spec §4.3, §4.5, §4.7, §4.11, §11).
     Feed(cmd::wire::FeedArgs),
     /// Writes frames (spec §6).
     Frame(cmd::core::FrameArgs),

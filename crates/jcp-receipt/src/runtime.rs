@@ -670,6 +670,26 @@ impl Replay<'_> {
         }
     }
 
+    /// A budget-channel statement record (§4.5): re-admitted as it was
+    /// admitted — this point's own statement as its own, a peer's as a
+    /// peer's. One the channel refuses now is refused and applies nothing.
+    fn statement(&mut self, offset: u64, payload: &[u8]) {
+        let res = record::open_statement(payload, &mut self.dids)
+            .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));
+        match res {
+            Ok((n, s)) => {
+                self.note_position(s.position);
+                let st = &n.statement;
+                let own = self.gate.channel(&st.statement().grant_id).is_some_and(|c| c.me() == st.statement().point);
+                let applied = if own { self.gate.note_own_statement(st) } else { self.gate.admit_statement(st) };
+                if let Err(e) = applied {
+                    self.report.reject(offset, e.code());
+                }
+            }
+            Err(e) => self.report.reject(offset, e.code()),
+        }
+    }
+
     fn note_position(&mut self, p: Position) {
         if let Some(s) = p.seq {
             self.max_seq = Some(self.max_seq.map_or(s, |m| m.max(s)));
@@ -679,6 +699,7 @@ impl Replay<'_> {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // one arm per record kind
     fn visit(&mut self, item: &Item) {
         let r = match item {
             Item::Fault(f) => {
@@ -753,22 +774,7 @@ impl Replay<'_> {
             // Records of the layers above (the wire endpoint's admitted
             // requests and closing records, §11, §6.1): theirs to read.
             RecordKind::Request | RecordKind::Closing => {}
-            RecordKind::Statement => {
-                let res = record::open_statement(&r.payload, &mut self.dids)
-                    .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));
-                match res {
-                    Ok((n, s)) => {
-                        self.note_position(s.position);
-                        let st = &n.statement;
-                        let own = self.gate.channel(&st.statement().grant_id).is_some_and(|c| c.me() == st.statement().point);
-                        let applied = if own { self.gate.note_own_statement(st) } else { self.gate.admit_statement(st) };
-                        if let Err(e) = applied {
-                            self.report.reject(r.offset, e.code());
-                        }
-                    }
-                    Err(e) => self.report.reject(r.offset, e.code()),
-                }
-            }
+            RecordKind::Statement => self.statement(r.offset, &r.payload),
             RecordKind::Amendment => {
                 let res = record::open_amendment(&r.payload, &mut self.dids)
                     .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));

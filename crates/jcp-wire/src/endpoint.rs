@@ -275,6 +275,9 @@ pub fn read_request_record(payload: &[u8]) -> Result<(WireRequest, u64), WireErr
     Ok((req, at))
 }
 
+/// §4.5: a point's signed statement, or the refusal to sign one.
+type StatementAnswer = Result<SignedStatement, FeedAnswer>;
+
 enum Job {
     /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
     /// frame body it was decoded from, so the core does not encode it again.
@@ -285,7 +288,7 @@ enum Job {
     Close { handle: String, outcome: ContentId, status: &'static str, tx: oneshot::Sender<Option<ContentId>> },
     Shutdown { tx: oneshot::Sender<Result<(), String>> },
     /// §4.5: this point's signed statement on a channel grant.
-    Statement { grant_id: ContentId, tx: oneshot::Sender<Result<SignedStatement, FeedAnswer>> },
+    Statement { grant_id: ContentId, tx: oneshot::Sender<StatementAnswer> },
     /// §4.5: the channel's merged ledger as this point holds it.
     Ledger { grant_id: ContentId, tx: oneshot::Sender<Option<Ledger>> },
     /// The sync thread has handed batches back (their sync failed).
@@ -300,7 +303,7 @@ struct Pending {
     decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)>,
     fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
     closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
-    stated: Vec<(oneshot::Sender<Result<SignedStatement, FeedAnswer>>, Result<SignedStatement, FeedAnswer>)>,
+    stated: Vec<(oneshot::Sender<StatementAnswer>, StatementAnswer)>,
 }
 
 impl Pending {
