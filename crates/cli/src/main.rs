@@ -27,9 +27,11 @@ enum Command {
     Blueprint(cmd::blueprint::BlueprintArgs),
     /// Sends one caller-signed request to an enforcement endpoint and prints the decision and receipt (spec §11).
     Call(cmd::wire::CallArgs),
+    /// Receipt-settled budget channels: sign and verify statements, audit settlement, prove overdrafts (spec §4.5, C17).
+    Channel(cmd::channel::ChannelArgs),
     /// Decides a frame against a grant or chain and a metered cost (spec §7).
     Decide(cmd::core::DecideArgs),
-    /// Sends a revocation, an amendment or an outcome report to an enforcement endpoint: recorded, then applied (spec §4.3, §4.7, §4.11, §11).
+    /// Sends a revocation, an amendment, an outcome report or a channel statement to an enforcement endpoint: recorded, then applied; asks a point for its statement (spec §4.3, §4.5, §4.7, §4.11, §11).
     Feed(cmd::wire::FeedArgs),
     /// Writes frames (spec §6).
     Frame(cmd::core::FrameArgs),
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Audit(a) => cmd::audit::run(a),
         Command::Blueprint(a) => cmd::blueprint::run(a),
         Command::Call(a) => cmd::wire::run_call(a),
+        Command::Channel(a) => cmd::channel::run(a),
         Command::Decide(a) => cmd::core::run_decide(a),
         Command::Feed(a) => cmd::wire::run_feed(a),
         Command::Frame(a) => cmd::core::run_frame(a),

@@ -34,9 +34,15 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, listen: &str) -> Self {
+        Self::start_with(dir, listen, &["--stream", "s.jcps"])
+    }
+
+    /// With other flags than the default stream (`--stream` among them).
+    fn start_with(dir: &Path, listen: &str, flags: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
             .current_dir(dir)
-            .args(["serve", "--listen", listen, "--stream", "s.jcps", "--steward-key", "steward.key"])
+            .args(["serve", "--listen", listen, "--steward-key", "steward.key"])
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -188,4 +194,43 @@ fn s2_an_encrypted_steward_key_serves_and_its_refusals_name_the_file() {
     let _ = child.wait();
     assert_eq!(code, 0, "{r}");
     assert_eq!(r["receipt"]["steward"], v["did"]);
+}
+
+#[test]
+fn c17_cli_two_served_points_settle_by_signed_statement_and_the_overdraft_is_proved() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    ok(d, &["key", "new", "--out", "a.key", "--seed", &"31".repeat(32)]);
+    ok(d, &["key", "new", "--out", "b.key", "--seed", &"32".repeat(32)]);
+    let pa = ok(d, &["key", "show", "a.key"]).trim().to_owned();
+    let pb = ok(d, &["key", "show", "b.key"]).trim().to_owned();
+    let a = Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "a.jcps", "--channel-grant", "root.jcp", "--point-key", "a.key", "--peer", &pb]);
+    let b = Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "b.jcps", "--channel-grant", "root.jcp", "--point-key", "b.key", "--peer", &pa]);
+    for s in [&a, &b] {
+        let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "600", "--json"]);
+        assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    }
+    ok(d, &["feed", "ask-statement", "--connect", &a.addr, "--grant", "root.jcp", "--out", "a.st"]);
+    ok(d, &["feed", "ask-statement", "--connect", &b.addr, "--grant", "root.jcp", "--out", "b.st"]);
+    let (code, v) = call(d, &["feed", "statement", "--connect", &b.addr, "--statement", "a.st", "--json"]);
+    assert_eq!((code, v["code"].as_str()), (0, Some("admitted")), "{v}");
+    let (code, v) = call(d, &["feed", "statement", "--connect", &a.addr, "--statement", "b.st", "--json"]);
+    assert_eq!((code, v["code"].as_str()), (0, Some("admitted")), "{v}");
+    for s in [&a, &b] {
+        let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+        assert_eq!((code, v["reason"].as_str()), (1, Some("budget-exceeded")), "{v}");
+    }
+    // The same statement again is stale: refused over the wire, exit 1.
+    let (code, v) = call(d, &["feed", "statement", "--connect", &b.addr, "--statement", "a.st", "--json"]);
+    assert_eq!((code, v["code"].as_str()), (1, Some("statement-stale")), "{v}");
+    let (code, v) = call(d, &["channel", "audit", "--grant", "root.jcp", "--member", &pa, "--member", &pb, "a.st", "b.st", "--proof-out", "over.proof", "--json"]);
+    assert_eq!((code, v["report"]["overdraft"]["overdraft_uj"].as_u64()), (1, Some(200)), "{v}");
+    assert_eq!(jcp(d, &["channel", "verify", "over.proof"]).status.code(), Some(0));
+    assert!(a.sigterm().success());
+    assert!(b.sigterm().success());
+    // Each record audits with its channel statements counted, no unaudited kind.
+    let v: serde_json::Value = serde_json::from_slice(&jcp(d, &["audit", "b.jcps", "--json"]).stdout).unwrap();
+    assert_eq!(v["receipts"]["channel_statements"], 2, "{v}");
+    assert!(v["findings_by_code"].get("record-kind-unaudited").is_none(), "{v}");
 }

@@ -25,6 +25,8 @@ pub(crate) enum Body {
     /// A settlement of the metered path's reservation (§4.9, §4.11).
     Settlement(Box<SettlementFacts>),
     Revocation(Box<RevocationNotice>),
+    /// A budget-channel statement the point recorded (§4.5).
+    Statement(Box<record::StatementNotice>),
     /// An amendment notice (§4.7 soft revoke at the recording point).
     Amendment(Box<jcp_receipt::record::AmendmentNotice>),
     /// A closing record of continued work (§6.1 item 4); sealed.
@@ -218,6 +220,10 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
         },
         RecordKind::Amendment => match record::open_amendment(payload, dids) {
             Ok((a, s)) => Opened::Signed(Body::Amendment(Box::new(a)), s.into()),
+            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+        },
+        RecordKind::Statement => match record::open_statement(payload, dids) {
+            Ok((n, s)) => Opened::Signed(Body::Statement(Box::new(n)), s.into()),
             Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
         },
         RecordKind::Closing => match jcp_receipt::cose::open(payload, dids) {

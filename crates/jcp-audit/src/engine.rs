@@ -248,6 +248,18 @@ impl Engine {
     }
 
     /// `chains`: the arena of the part the record came in (its chain ids).
+    /// §4.5: the recording point sealed the record; the statement itself
+    /// must verify under its point. Whether it was stale or regressing was
+    /// the point's to judge when it admitted it (its replay judges it
+    /// again); a channel's overdraft is audited across points by
+    /// `jcp channel audit`.
+    fn channel_statement(&mut self, s: usize, off: u64, n: &jcp_receipt::record::StatementNotice) {
+        match n.statement.verify() {
+            Ok(()) => self.counts.channel_statements += 1,
+            Err(e) => self.finding(s, off, "statement-invalid", format!("a channel statement notice whose statement does not verify: {e}")),
+        }
+    }
+
     fn account_one(&mut self, c: Checked, chains: &[ContentId]) {
         let (s, off) = (c.stream, c.offset);
         if c.kind.is_some() {
@@ -290,6 +302,7 @@ impl Engine {
                     RecordKind::Request => "wire request",
                     RecordKind::Amendment => "amendment",
                     RecordKind::Closing => "closing record",
+                    RecordKind::Statement => "channel statement",
                 });
                 self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
             }
@@ -345,6 +358,7 @@ impl Engine {
                         }
                     }
                     Body::Closing => self.counts.closings += 1,
+                    Body::Statement(n) => self.channel_statement(s, off, &n),
                     _ => {}
                 }
             }

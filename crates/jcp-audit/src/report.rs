@@ -65,6 +65,8 @@ pub struct ReceiptCounts {
     pub amendments: u64,
     /// Closing records of continued work verified (§6.1).
     pub closings: u64,
+    /// Budget-channel statement records whose statement verified (§4.5).
+    pub channel_statements: u64,
     /// Wire request records (§11), each paired with the receipt after it.
     pub wire_requests: u64,
     /// Settlements of the metered path (§4.9, §4.11): each took back its
@@ -341,8 +343,8 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "other records: {} outcomes, {} settlements, {} grants, {} revocation notices, {} amendments, {} closing records, {} wire requests",
-            r.outcomes, r.settlements, r.grants, r.revocation_notices, r.amendments, r.closings, r.wire_requests
+            "other records: {} outcomes, {} settlements, {} grants, {} revocation notices, {} amendments, {} closing records, {} channel statements, {} wire requests",
+            r.outcomes, r.settlements, r.grants, r.revocation_notices, r.amendments, r.closings, r.channel_statements, r.wire_requests
         );
         let e = &self.energy;
         let _ = writeln!(s, "energy: provenance floor {}, coverage floor {}", e.provenance_floor, e.coverage_floor);

@@ -835,3 +835,63 @@ fn c21_the_audit_admits_a_continuation_steered_again() {
     assert_eq!(r.receipts.amendments, 2);
     assert!(!codes(&r).iter().any(|(c, _)| c == "amendment-invalid" || c == "superseded-spend"), "{:?}", codes(&r));
 }
+
+#[test]
+fn c17_the_audit_reads_channel_statement_records_and_names_a_forged_one() {
+    use jcp::channel::Statement;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("point.jcps");
+    let steward = Keypair::from_seed([9; 32]).unwrap();
+    let pts = points();
+    let (me, peer) = (Keypair::from_seed([31; 32]).unwrap(), Keypair::from_seed([32; 32]).unwrap());
+    let mut gate = Gate::new();
+    gate.join_channel(pts.root.clone(), me.did(), [peer.did()]).unwrap();
+    let (mut dg, _) = DurableGate::open(&p, steward.clone(), gate).unwrap();
+    dg.record_grant(&pts.root).unwrap();
+    allow_once(&mut dg, &pts, 0);
+    let theirs = Statement { grant_id: pts.root.id(), point: peer.did(), spent_uj: 600, seq: 0 }.sign(&peer).unwrap();
+    dg.admit_statement(&theirs).unwrap();
+    let (mine, recorded) = dg.issue_statement(&pts.root.id(), &me).unwrap();
+    assert!(recorded);
+    assert_eq!(mine.statement().spent_uj, 100);
+    // A refused statement is not recorded.
+    assert_eq!(dg.admit_statement(&theirs).unwrap_err().code(), "statement-stale");
+    dg.close().unwrap();
+    let kinds: Vec<RecordKind> = record_offsets(&p).into_iter().map(|(_, k, _)| k).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == RecordKind::Statement).count(), 2, "{kinds:?}");
+    let r = audit(&[&p]);
+    assert_eq!(r.receipts.channel_statements, 2);
+    assert_eq!(codes(&r), Vec::<(String, u64)>::new());
+
+    // A statement record sealed by the point over a forged statement: the
+    // seal verifies, the statement does not — a finding, never counted.
+    let forged = theirs.with_claim_for_tests(1, 0);
+    let notice = jcp_receipt::record::StatementNotice { statement: forged, steward: steward.did() };
+    let protected = coset::HeaderBuilder::new()
+        .algorithm(coset::iana::Algorithm::EdDSA)
+        .key_id(steward.did().to_did_string().into_bytes())
+        .text_value("jcp-seq".into(), coset::cbor::Value::Integer(9.into()))
+        .build();
+    use coset::TaggedCborSerializable;
+    let sealed = coset::CoseSign1Builder::new()
+        .protected(protected)
+        .payload(notice.to_value().encode())
+        .create_signature(b"", |m| steward.sign(m).to_vec())
+        .build()
+        .to_tagged_vec()
+        .unwrap();
+    let end = std::fs::metadata(&p).unwrap().len();
+    mutate(&p, |b| b.extend_from_slice(&stream::frame(RecordKind::Statement, &sealed).unwrap()));
+    let r = audit(&[&p]);
+    assert_eq!(r.receipts.channel_statements, 2, "the forged statement is not counted");
+    let f = r.findings.iter().find(|f| f.code == "statement-invalid").unwrap();
+    assert_eq!(f.offset, end);
+    // And replay refuses it too: the point's channel is as it was.
+    let mut gate = Gate::new();
+    gate.join_channel(pts.root.clone(), me.did(), [peer.did()]).unwrap();
+    let (dg, report) = DurableGate::open(&p, Keypair::from_seed([9; 32]).unwrap(), gate).unwrap();
+    assert_eq!(report.rejected_at, vec![(end, "bad-signature")]);
+    let l = dg.gate().channel(&pts.root.id()).unwrap().channel().ledger();
+    assert_eq!(l.total_uj, 700);
+    assert_eq!(dg.gate().spent(&pts.root.id()).uj, 700);
+}

@@ -111,6 +111,10 @@ pub enum StreamError {
     /// widening, above the remainder); the code is the core's.
     #[error("amendment-refused: {0}")]
     AmendmentRefused(jcp::Error),
+    /// A budget-channel statement refused by the core (§4.5: forged, stale,
+    /// regressing, wrong grant, non-member, no channel); the code is the core's.
+    #[error("statement-refused: {0}")]
+    StatementRefused(jcp::Error),
     /// An outcome for a decision this writer did not record, or recorded twice.
     #[error("outcome-unknown: {0}")]
     OutcomeUnknown(String),
@@ -128,7 +132,7 @@ impl StreamError {
             Self::Receipt(e) => e.code(),
             Self::MarkerRegressed { .. } => "marker-regressed",
             Self::Revocation(_) => "revocation-refused",
-            Self::AmendmentRefused(e) => e.code(),
+            Self::AmendmentRefused(e) | Self::StatementRefused(e) => e.code(),
             Self::OutcomeUnknown(_) => "outcome-unknown",
         }
     }

@@ -249,6 +249,58 @@ pub fn open_amendment(bytes: &[u8], dids: &mut DidCache) -> Result<(AmendmentNot
     Ok((a, sealed))
 }
 
+/// The profile tag of a budget-channel statement record (§4.5).
+pub const STATEMENT_PROFILE: &str = "jcp-statement/1";
+
+/// A budget-channel statement a point recorded (§4.5): a peer's it admitted
+/// (recorded before applied) or one of its own it signed (recorded before
+/// it left), sealed by the recording point so replay re-admits it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatementNotice {
+    /// The statement, as signed by its point.
+    pub statement: jcp::channel::SignedStatement,
+    /// The recording enforcement point.
+    pub steward: Did,
+}
+
+impl StatementNotice {
+    /// Canonical core.
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("jcp_statement", Some(Value::text(STATEMENT_PROFILE))),
+            ("statement", Some(Value::Bytes(self.statement.to_bytes()))),
+            ("steward", Some(Value::text(self.steward.to_did_string()))),
+        ])
+    }
+
+    /// Reads the core (the statement's signature is checked on admission).
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+        let mut f = Fields::new("jcp_statement", v)?;
+        let tag = f.text("jcp_statement")?;
+        if tag != STATEMENT_PROFILE {
+            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+        }
+        let Value::Bytes(bytes) = f.req("statement")? else {
+            return Err(f.error("statement", "expected a byte string").into());
+        };
+        let statement = jcp::channel::SignedStatement::from_bytes(bytes)
+            .map_err(|e| ReceiptError::Invalid { field: "statement", problem: e.to_string() })?;
+        let steward = dids.parse(f.text("steward")?)?;
+        f.finish()?;
+        Ok(Self { statement, steward })
+    }
+}
+
+/// Opens a statement record (signature unchecked).
+pub fn open_statement(bytes: &[u8], dids: &mut DidCache) -> Result<(StatementNotice, Sealed), ReceiptError> {
+    let (sealed, core) = cose::open(bytes, dids)?;
+    let n = StatementNotice::from_value(&core, dids)?;
+    if n.steward != sealed.steward {
+        return Err(ReceiptError::StewardMismatch { core: n.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+    }
+    Ok((n, sealed))
+}
+
 /// The profile tag of a settlement record (§4.9 two-phase path, §4.11).
 pub const SETTLEMENT_PROFILE: &str = "jcp-settlement/1";
 

@@ -346,6 +346,50 @@ impl DurableGate {
         Ok(at)
     }
 
+    fn record_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, StreamError> {
+        let notice = record::StatementNotice { statement: statement.clone(), steward: self.steward_did };
+        let pos = self.position();
+        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
+        self.writer.append(RecordKind::Statement, &bytes)
+    }
+
+    /// Admits a peer's budget-channel statement (§4.5): checked against the
+    /// gate without changing it (signature, grant, membership, not stale,
+    /// not regressing), recorded as a sealed statement notice, then applied
+    /// — from then on the peer's settled spend counts against the grant's
+    /// budget here. Replay re-admits it. A refused statement is neither
+    /// recorded nor applied.
+    pub fn admit_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, StreamError> {
+        self.gate.check_statement(statement).map_err(StreamError::StatementRefused)?;
+        let at = self.record_statement(statement)?;
+        self.gate.admit_statement(statement).map_err(StreamError::StatementRefused)?;
+        Ok(at)
+    }
+
+    /// This point's signed statement of its cumulative allowed spend on a
+    /// channel grant (§4.5), signed with its point key. While its local
+    /// spend is what its last statement stated, that statement is returned
+    /// again (nothing recorded); otherwise a new one at the next `seq` is
+    /// signed and recorded before it is returned, so a restart never signs
+    /// a `seq` twice. The bool says whether it was recorded now.
+    pub fn issue_statement(
+        &mut self,
+        grant_id: &ContentId,
+        point: &Keypair,
+    ) -> Result<(jcp::channel::SignedStatement, bool), StreamError> {
+        let next = self.gate.next_statement(grant_id).map_err(StreamError::StatementRefused)?;
+        let last = self.gate.channel(grant_id).and_then(|c| c.last_own().cloned());
+        if let Some(last) = last.filter(|l| l.statement().spent_uj == next.spent_uj) {
+            return Ok((last, false));
+        }
+        let signed = next.sign(point).map_err(StreamError::StatementRefused)?;
+        // Checked as it will be applied (its point is this channel's).
+        self.gate.check_own_statement(&signed).map_err(StreamError::StatementRefused)?;
+        self.record_statement(&signed)?;
+        self.gate.note_own_statement(&signed).map_err(StreamError::StatementRefused)?;
+        Ok((signed, true))
+    }
+
     fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, StreamError> {
         let core = ReceiptCore::from_decision(&decision, req, self.steward_did)?;
         let pos = self.position();
@@ -626,6 +670,26 @@ impl Replay<'_> {
         }
     }
 
+    /// A budget-channel statement record (§4.5): re-admitted as it was
+    /// admitted — this point's own statement as its own, a peer's as a
+    /// peer's. One the channel refuses now is refused and applies nothing.
+    fn statement(&mut self, offset: u64, payload: &[u8]) {
+        let res = record::open_statement(payload, &mut self.dids)
+            .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));
+        match res {
+            Ok((n, s)) => {
+                self.note_position(s.position);
+                let st = &n.statement;
+                let own = self.gate.channel(&st.statement().grant_id).is_some_and(|c| c.me() == st.statement().point);
+                let applied = if own { self.gate.note_own_statement(st) } else { self.gate.admit_statement(st) };
+                if let Err(e) = applied {
+                    self.report.reject(offset, e.code());
+                }
+            }
+            Err(e) => self.report.reject(offset, e.code()),
+        }
+    }
+
     fn note_position(&mut self, p: Position) {
         if let Some(s) = p.seq {
             self.max_seq = Some(self.max_seq.map_or(s, |m| m.max(s)));
@@ -635,6 +699,7 @@ impl Replay<'_> {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // one arm per record kind
     fn visit(&mut self, item: &Item) {
         let r = match item {
             Item::Fault(f) => {
@@ -709,6 +774,7 @@ impl Replay<'_> {
             // Records of the layers above (the wire endpoint's admitted
             // requests and closing records, §11, §6.1): theirs to read.
             RecordKind::Request | RecordKind::Closing => {}
+            RecordKind::Statement => self.statement(r.offset, &r.payload),
             RecordKind::Amendment => {
                 let res = record::open_amendment(&r.payload, &mut self.dids)
                     .and_then(|(n, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (n, s)));

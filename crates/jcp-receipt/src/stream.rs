@@ -49,6 +49,9 @@ pub enum RecordKind {
     Amendment,
     /// The closing record of a piece of continued work (§6.1 item 4).
     Closing,
+    /// A budget-channel statement this point admitted from a peer or signed
+    /// itself (§4.5), sealed by the recording point.
+    Statement,
 }
 
 impl RecordKind {
@@ -62,6 +65,7 @@ impl RecordKind {
             Self::Request => 5,
             Self::Amendment => 6,
             Self::Closing => 7,
+            Self::Statement => 8,
         }
     }
 
@@ -75,6 +79,7 @@ impl RecordKind {
             5 => Self::Request,
             6 => Self::Amendment,
             7 => Self::Closing,
+            8 => Self::Statement,
             _ => return None,
         })
     }

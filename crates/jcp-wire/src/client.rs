@@ -106,4 +106,17 @@ impl Client {
             other => Err(WireError::schema("FeedAnswer", format!("expected a feed answer, got {other:?}"))),
         }
     }
+
+    /// Asks the endpoint for its signed statement of its cumulative allowed
+    /// spend on a channel grant (§4.5). A refusal (no channel there, the
+    /// record failed) is [`WireError::Refused`] with its code.
+    pub async fn ask_statement(&mut self, grant_id: &jcp::cbor::ContentId) -> Result<jcp::channel::SignedStatement, WireError> {
+        self.send_raw(&codec::frame_value(&crate::message::statement_ask(grant_id))).await?;
+        match self.recv().await? {
+            Outbound::Statement(s) => Ok(s),
+            Outbound::FeedAnswer(a) => Err(WireError::Refused { code: a.code, message: a.message }),
+            Outbound::Error { code, message } => Err(WireError::Refused { code, message }),
+            other => Err(WireError::schema("Statement", format!("expected a statement, got {other:?}"))),
+        }
+    }
 }

@@ -35,6 +35,7 @@ use jcp::decision::{Cost, Gate, Reason, Request, Verdict};
 use jcp::energy::Coverage;
 use jcp::flow::Label;
 use jcp::frame::{Frame, Trust};
+use jcp::channel::{Ledger, SignedStatement};
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 use jcp_receipt::record::OutcomeStatus;
@@ -77,6 +78,30 @@ pub struct Config {
     pub max_connections: usize,
     /// The endpoint's clock.
     pub clock: Clock,
+    /// §4.5 budget channels this endpoint is a point of.
+    pub channels: Vec<ChannelSetup>,
+}
+
+/// One budget channel an endpoint is a point of (§4.5): the grant, this
+/// point's own key (it signs the point's statements) and its peers.
+#[derive(Clone)]
+pub struct ChannelSetup {
+    /// The grant the points spend optimistically against.
+    pub grant: SignedGrant,
+    /// This point's key: its did is the `point` of its statements.
+    pub point: Keypair,
+    /// The other points of the channel.
+    pub peers: Vec<jcp::identity::Did>,
+}
+
+impl std::fmt::Debug for ChannelSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelSetup")
+            .field("grant", &self.grant.id())
+            .field("point", &self.point.did())
+            .field("peers", &self.peers)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -89,6 +114,7 @@ impl std::fmt::Debug for Config {
             .field("known_through", &self.known_through)
             .field("frame_timeout", &self.frame_timeout)
             .field("max_connections", &self.max_connections)
+            .field("channels", &self.channels)
             .finish_non_exhaustive()
     }
 }
@@ -106,6 +132,7 @@ impl Config {
             frame_timeout: Duration::from_secs(10),
             max_connections: 4096,
             clock: system_clock(),
+            channels: Vec::new(),
         }
     }
 }
@@ -248,6 +275,9 @@ pub fn read_request_record(payload: &[u8]) -> Result<(WireRequest, u64), WireErr
     Ok((req, at))
 }
 
+/// §4.5: a point's signed statement, or the refusal to sign one.
+type StatementAnswer = Result<SignedStatement, FeedAnswer>;
+
 enum Job {
     /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
     /// frame body it was decoded from, so the core does not encode it again.
@@ -257,6 +287,10 @@ enum Job {
     Bind { handle: String, binding: Box<Binding> },
     Close { handle: String, outcome: ContentId, status: &'static str, tx: oneshot::Sender<Option<ContentId>> },
     Shutdown { tx: oneshot::Sender<Result<(), String>> },
+    /// §4.5: this point's signed statement on a channel grant.
+    Statement { grant_id: ContentId, tx: oneshot::Sender<StatementAnswer> },
+    /// §4.5: the channel's merged ledger as this point holds it.
+    Ledger { grant_id: ContentId, tx: oneshot::Sender<Option<Ledger>> },
     /// The sync thread has handed batches back (their sync failed).
     Wake,
 }
@@ -269,6 +303,7 @@ struct Pending {
     decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)>,
     fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
     closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
+    stated: Vec<(oneshot::Sender<StatementAnswer>, StatementAnswer)>,
 }
 
 impl Pending {
@@ -282,6 +317,9 @@ impl Pending {
         }
         for (tx, c) in self.closed {
             let _ = tx.send(c);
+        }
+        for (tx, a) in self.stated {
+            let _ = tx.send(a);
         }
     }
 }
@@ -378,6 +416,8 @@ struct Core {
     failed: Option<String>,
     stats: Arc<Stats>,
     last_sweep: u64,
+    /// §4.5: this point's key per channel grant.
+    point_keys: HashMap<ContentId, Keypair>,
 }
 
 fn framed_response(d: WireDecision, receipt: Vec<u8>) -> Vec<u8> {
@@ -614,6 +654,10 @@ impl Core {
                 .gate
                 .admit_amendment(steered, checkpoint, amendment, continuation)
                 .map(|_| format!("amendment {} admitted: grant {} superseded by {}", amendment.id(), steered.id(), continuation.id())),
+            Feed::Statement(st) => self.gate.admit_statement(st).map(|_| {
+                let c = st.statement();
+                format!("statement of {} admitted: {} µJ settled at seq {} on grant {}", c.point, c.spent_uj, c.seq, c.grant_id)
+            }),
             Feed::Outcome(o) => {
                 let refuse = |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
                 if !o.verify_signature() {
@@ -643,6 +687,23 @@ impl Core {
         }
     }
 
+    /// §4.5: this point's signed statement of its cumulative allowed spend
+    /// on a channel grant (a new one is recorded before it leaves).
+    fn statement(&mut self, grant_id: &ContentId) -> Result<SignedStatement, FeedAnswer> {
+        let refuse = |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
+        if let Some(why) = &self.failed {
+            return Err(refuse("unrecorded", format!("the record cannot be written: {why}")));
+        }
+        let Some(key) = self.point_keys.get(grant_id) else {
+            let e = jcp::Error::ChannelUnknown { grant_id: grant_id.to_hex() };
+            return Err(refuse(e.code(), e.to_string()));
+        };
+        match self.gate.issue_statement(grant_id, key) {
+            Ok((s, _)) => Ok(s),
+            Err(e) => Err(refuse(e.code(), e.to_string())),
+        }
+    }
+
     fn close(&mut self, handle: &str, outcome: ContentId, status: &'static str) -> Option<ContentId> {
         let b = self.handles.remove(handle)?;
         let c = Closing { first: b.first, continuations: b.continuations, joules_uj: b.joules_uj, coverage: Coverage::Partial, outcome, status };
@@ -667,6 +728,9 @@ impl Core {
         }
         for (tx, _) in p.closed {
             let _ = tx.send(None);
+        }
+        for (tx, _) in p.stated {
+            let _ = tx.send(Err(FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None }));
         }
     }
 
@@ -758,6 +822,13 @@ impl Core {
                         p.closed.push((tx, c));
                     }
                     Job::Shutdown { tx } => shutdown = Some(tx),
+                    Job::Statement { grant_id, tx } => {
+                        let a = self.statement(&grant_id);
+                        p.stated.push((tx, a));
+                    }
+                    Job::Ledger { grant_id, tx } => {
+                        let _ = tx.send(self.gate.gate().channel(&grant_id).map(|c| c.channel().ledger()));
+                    }
                     Job::Wake => {}
                 }
             }
@@ -833,6 +904,13 @@ impl Endpoint {
                 _ => {}
             }
         };
+        // Channels are configuration, before replay re-admits their statements.
+        let mut gate = gate;
+        let mut point_keys = HashMap::new();
+        for c in &config.channels {
+            gate.join_channel(c.grant.clone(), c.point.did(), c.peers.iter().copied())?;
+            point_keys.insert(c.grant.id(), c.point.clone());
+        }
         let (mut gate, replay) = DurableGate::open_with_records(&config.stream, steward, gate, Durability::GroupCommit, &mut visit)?;
         if let Some(k) = config.known_through {
             if gate.known_through().is_none_or(|have| have < k) {
@@ -874,6 +952,7 @@ impl Endpoint {
             failed: None,
             stats: stats.clone(),
             last_sweep: now,
+            point_keys,
         };
         let batch_max = config.batch_max.max(1);
         let handle = std::thread::Builder::new()
@@ -931,6 +1010,31 @@ impl Endpoint {
         self.shared
             .tx
             .send(Job::Feed { feed: Box::new(feed), tx })
+            .await
+            .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
+        rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
+    }
+
+    /// §4.5: this point's signed statement of its cumulative allowed spend
+    /// on a channel grant, or the refusal (`channel-unknown`, `unrecorded`).
+    pub async fn statement(&self, grant_id: ContentId) -> Result<Result<SignedStatement, FeedAnswer>, WireError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Job::Statement { grant_id, tx })
+            .await
+            .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
+        rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
+    }
+
+    /// §4.5: the merged ledger of a channel as this point holds it (its
+    /// own last statement and its peers' admitted ones); `None` where it
+    /// runs no channel on the grant.
+    pub async fn channel_ledger(&self, grant_id: ContentId) -> Result<Option<Ledger>, WireError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Job::Ledger { grant_id, tx })
             .await
             .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
         rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
@@ -1141,6 +1245,18 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S
         };
         let ok = match msg {
             Inbound::Request(req) => handle_request(&shared, &mut s, req, body).await,
+            Inbound::StatementAsk(grant_id) => {
+                let (tx, rx) = oneshot::channel();
+                if shared.tx.send(Job::Statement { grant_id, tx }).await.is_err() {
+                    return;
+                }
+                let framed = match rx.await {
+                    Ok(Ok(st)) => codec::frame_value(&crate::message::statement_answer(&st)),
+                    Ok(Err(a)) => codec::frame_value(&a.to_value()),
+                    Err(_) => return,
+                };
+                codec::write_frame(&mut s, &framed).await.is_ok()
+            }
             Inbound::Feed(feed) => {
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {

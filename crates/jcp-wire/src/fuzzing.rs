@@ -124,7 +124,12 @@ pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
                 Feed::Revocation { .. } => "revocation",
                 Feed::Amendment { .. } => "amendment",
                 Feed::Outcome(_) => "outcome",
+                Feed::Statement(_) => "statement",
             })
+        }
+        Ok(Inbound::StatementAsk(id)) => {
+            same("a statement ask", &crate::message::statement_ask(&id).encode(), body)?;
+            Ok("statement-ask")
         }
         Err(e) => Err(refusal(&e, canonical, "inbound")?),
     };
@@ -140,6 +145,10 @@ pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
         Ok(Outbound::FeedAnswer(a)) => {
             same("a feed answer", &a.to_value().encode(), body)?;
             Ok("feed-answer")
+        }
+        Ok(Outbound::Statement(st)) => {
+            same("a statement answer", &crate::message::statement_answer(&st).encode(), body)?;
+            Ok("statement")
         }
         Ok(Outbound::Error { code, message }) => {
             let v = jcp::cbor::map([

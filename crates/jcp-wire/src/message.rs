@@ -456,6 +456,9 @@ pub enum Feed {
     /// The outcome of an allowed action, reported by the party that ran it
     /// (§4.11: only the holder knows whether it took effect), signed by it.
     Outcome(SignedOutcome),
+    /// A peer point's signed budget-channel statement (§4.5): admitted
+    /// (recorded, then applied), its settled spend counts from then on.
+    Statement(jcp::channel::SignedStatement),
 }
 
 /// An outcome report: the holder of an allowed decision says whether the
@@ -537,6 +540,7 @@ impl Feed {
                 ("continuation", Some(continuation.to_value())),
             ]),
             Self::Outcome(o) => o.to_value(),
+            Self::Statement(st) => cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(st.to_value()))]),
         }
     }
 
@@ -556,6 +560,7 @@ impl Feed {
                 continuation: SignedGrant::from_value(f.req("continuation")?)?,
             },
             "outcome" => Self::Outcome(SignedOutcome::from_fields(&mut f)?),
+            "statement" => Self::Statement(jcp::channel::SignedStatement::from_value(f.req("statement")?)?),
             other => return Err(WireError::schema("Feed", format!("unknown message {other:?}"))),
         };
         f.finish()?;
@@ -612,6 +617,27 @@ pub enum Inbound {
     Request(Box<WireRequest>),
     /// A feed message.
     Feed(Box<Feed>),
+    /// §4.5: asks the endpoint for its signed statement of its cumulative
+    /// allowed spend on a channel grant (`{msg: "statement-ask", grant_id}`).
+    StatementAsk(ContentId),
+}
+
+/// The ask for a point's statement on a channel grant (§4.5).
+pub fn statement_ask(grant_id: &ContentId) -> Value {
+    cbor::map([("msg", Some(Value::text("statement-ask"))), ("grant_id", Some(Value::text(grant_id.to_hex())))])
+}
+
+/// The endpoint's answer to a statement ask: `{msg: "statement", statement}`.
+pub fn statement_answer(s: &jcp::channel::SignedStatement) -> Value {
+    cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(s.to_value()))])
+}
+
+fn read_ask(v: &Value) -> Result<ContentId, WireError> {
+    let mut f = Fields::new("StatementAsk", v)?;
+    f.text("msg")?;
+    let id = f.cid("grant_id")?;
+    f.finish()?;
+    Ok(id)
 }
 
 impl Inbound {
@@ -625,6 +651,7 @@ impl Inbound {
         });
         match kind {
             None => Ok(Self::Request(Box::new(WireRequest::from_value(&v)?))),
+            Some(Ok(k)) if k == "statement-ask" => Ok(Self::StatementAsk(read_ask(&v)?)),
             Some(k) => Ok(Self::Feed(Box::new(Feed::from_value(&k?, &v)?))),
         }
     }
@@ -639,6 +666,8 @@ pub enum Outbound {
     Reply(WireReply),
     /// The answer to a feed message.
     FeedAnswer(FeedAnswer),
+    /// A point's signed statement, answering a statement ask (§4.5).
+    Statement(jcp::channel::SignedStatement),
     /// The endpoint refused a frame (and closed the connection).
     Error {
         /// The refusal's code ([`WireError::code`]).
@@ -656,6 +685,13 @@ impl Outbound {
             None => Ok(Self::Response(WireResponse::from_value(&v)?)),
             Some(Value::Text(t)) if t == "reply" => Ok(Self::Reply(WireReply::from_value(&v)?)),
             Some(Value::Text(t)) if t == "feed-answer" => Ok(Self::FeedAnswer(FeedAnswer::from_value(&v)?)),
+            Some(Value::Text(t)) if t == "statement" => {
+                let mut f = Fields::new("StatementAnswer", &v)?;
+                f.text("msg")?;
+                let st = jcp::channel::SignedStatement::from_value(f.req("statement")?)?;
+                f.finish()?;
+                Ok(Self::Statement(st))
+            }
             Some(Value::Text(t)) if t == "error" => {
                 let mut f = Fields::new("Error", &v)?;
                 f.text("msg")?;

@@ -142,6 +142,16 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("feed-amendment-valid", codec::frame_value(&amendment.to_value())));
     let outcome = Feed::Outcome(SignedOutcome::sign(ContentId([5; 32]), jcp_receipt::record::OutcomeStatus::Completed, &agent()));
     out.push(("feed-outcome-valid", codec::frame_value(&outcome.to_value())));
+    // §4.5 budget channels: a peer's statement, the ask, the answer.
+    let st = jcp::channel::Statement { grant_id: g.id(), point: key(31).did(), spent_uj: 600, seq: 1 }.sign(&key(31)).unwrap();
+    let st_feed = Feed::Statement(st.clone()).to_value();
+    out.push(("feed-statement-valid", codec::frame_value(&st_feed)));
+    out.push(("feed-statement-unknown-field", codec::frame(&set(st_feed.clone(), &["statement", "statement"], "note", Value::text("settle me")).encode())));
+    let st_bytes = codec::frame_value(&st_feed);
+    out.push(("feed-statement-truncated", st_bytes[..st_bytes.len() - 9].to_vec()));
+    out.push(("statement-ask-valid", codec::frame_value(&jcp_wire::message::statement_ask(&g.id()))));
+    out.push(("statement-ask-bad-grant-id", codec::frame(&set(jcp_wire::message::statement_ask(&g.id()), &[], "grant_id", Value::text("not hex")).encode())));
+    out.push(("statement-answer-valid", codec::frame_value(&jcp_wire::message::statement_answer(&st))));
     // Pipelined: a request, a revocation, the request again, in one read.
     let mut pipelined = framed.clone();
     pipelined.extend(codec::frame_value(&revocation.to_value()));
@@ -229,6 +239,12 @@ fn expect(name: &str, r: &Report) {
         "feed-revocation-valid" => one(Ok("revocation"), Err(NM)),
         "feed-amendment-valid" => one(Ok("amendment"), Err(NM)),
         "feed-outcome-valid" => one(Ok("outcome"), Err(NM)),
+        // Inbound and outbound share the `statement` message name: a peer's
+        // statement sent to an endpoint reads as the endpoint's answer too.
+        "feed-statement-valid" | "statement-answer-valid" => one(Ok("statement"), Ok("statement")),
+        "statement-ask-valid" => one(Ok("statement-ask"), Err(NM)),
+        "feed-statement-unknown-field" | "statement-ask-bad-grant-id" => one(Err(NM), Err(NM)),
+        "feed-statement-truncated" => assert!(frames.is_empty() && matches!(r.tail, Tail::NeedsMore(_)), "{name}: {r:?}"),
         "pipelined-three" => {
             assert_eq!(frames, vec![(Ok("request"), Err(NM)), (Ok("revocation"), Err(NM)), (Ok("request"), Err(NM))], "{name}");
             assert_eq!(r.tail, Tail::End);

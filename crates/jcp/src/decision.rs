@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::cbor::ContentId;
 use crate::chain::{check_structure, ChainFault};
+use crate::channel::{ChannelPoint, SignedStatement, Statement};
 use crate::energy::Energy;
 use crate::error::Error;
 use crate::flow::{FlowCeiling, Label, TaintFloor};
@@ -251,6 +252,9 @@ pub struct Gate {
     /// it began (`None`: that checkpoint stated none).
     run_base: HashMap<ContentId, Option<u64>>,
     spend: HashMap<ContentId, Spend>,
+    /// §4.5 budget channels this point is a member of, by grant id: the
+    /// peers' settled spend there counts against the grant's budget.
+    channels: HashMap<ContentId, ChannelPoint>,
     verified: HashSet<ContentId>,
 }
 
@@ -361,9 +365,71 @@ impl Gate {
         self.revoked.contains(id)
     }
 
-    /// The spend recorded against a grant.
+    /// The spend counted against a grant: this point's own, plus — where
+    /// it runs a budget channel on the grant (§4.5) — its peers' settled
+    /// spend, counted against the shared budget once admitted.
     pub fn spent(&self, id: &ContentId) -> Spend {
+        let mut s = self.local_spent(id);
+        if let Some(c) = self.channels.get(id) {
+            s.uj = s.uj.saturating_add(c.peers_settled_uj());
+        }
+        s
+    }
+
+    /// The spend this point itself allowed against a grant (what its own
+    /// channel statements state, §4.5).
+    pub fn local_spent(&self, id: &ContentId) -> Spend {
         self.spend.get(id).copied().unwrap_or_default()
+    }
+
+    /// Joins a budget channel on `grant` as the point `me`, with `peers`
+    /// (§4.5): configuration, like a trust root. Joining again replaces the
+    /// channel (and forgets what it had admitted).
+    pub fn join_channel(&mut self, grant: SignedGrant, me: Did, peers: impl IntoIterator<Item = Did>) -> Result<(), Error> {
+        let id = grant.id();
+        self.channels.insert(id, ChannelPoint::join(grant, me, peers)?);
+        Ok(())
+    }
+
+    /// The budget channel this point runs on a grant.
+    pub fn channel(&self, grant_id: &ContentId) -> Option<&ChannelPoint> {
+        self.channels.get(grant_id)
+    }
+
+    fn channel_of(&self, grant_id: &ContentId) -> Result<&ChannelPoint, Error> {
+        self.channels.get(grant_id).ok_or_else(|| Error::ChannelUnknown { grant_id: grant_id.to_hex() })
+    }
+
+    fn channel_mut(&mut self, grant_id: &ContentId) -> Result<&mut ChannelPoint, Error> {
+        self.channels.get_mut(grant_id).ok_or_else(|| Error::ChannelUnknown { grant_id: grant_id.to_hex() })
+    }
+
+    /// Whether a peer's statement would be admitted, changing nothing (§4.5).
+    pub fn check_statement(&self, s: &SignedStatement) -> Result<(), Error> {
+        self.channel_of(&s.statement().grant_id)?.check_peer(s)
+    }
+
+    /// Admits a peer's statement (§4.5): signature, grant, membership,
+    /// not stale, not regressing. From then on its settled spend counts
+    /// against the grant's budget here. A refusal changes nothing.
+    pub fn admit_statement(&mut self, s: &SignedStatement) -> Result<(), Error> {
+        self.channel_mut(&s.statement().grant_id)?.admit_peer(s)
+    }
+
+    /// The statement this point would sign now on a channel grant: its
+    /// local spend, the next `seq`.
+    pub fn next_statement(&self, grant_id: &ContentId) -> Result<Statement, Error> {
+        Ok(self.channel_of(grant_id)?.next_statement(self.local_spent(grant_id).uj))
+    }
+
+    /// Whether [`Gate::note_own_statement`] would take `s`, changing nothing.
+    pub fn check_own_statement(&self, s: &SignedStatement) -> Result<(), Error> {
+        self.channel_of(&s.statement().grant_id)?.check_own(s)
+    }
+
+    /// Records one of this point's own signed statements on a channel.
+    pub fn note_own_statement(&mut self, s: &SignedStatement) -> Result<(), Error> {
+        self.channel_mut(&s.statement().grant_id)?.note_own(s)
     }
 
     /// Re-applies a recorded debit to every named grant (replay of a verified

@@ -68,6 +68,34 @@ pub enum Error {
     /// A structurally broken chain (§4.2) — `chain-broken`.
     #[error("chain-broken: {0}")]
     ChainBroken(String),
+    /// §4.5 channels: a statement signed by a key other than its `point`,
+    /// or presented as this point's own when it is not.
+    #[error("statement-signer: the statement's point is {point}, the signer {signer}")]
+    StatementSigner { point: String, signer: String },
+    /// §4.5 channels: a statement naming a grant other than the channel's.
+    #[error("statement-wrong-grant: the statement names grant {got}, the channel is on {expected}")]
+    StatementWrongGrant { expected: String, got: String },
+    /// §4.5 channels: a statement from a point that is not a member.
+    #[error("statement-not-member: {point} is not a member point of the channel")]
+    StatementNotMember { point: String },
+    /// §4.5 channels: a stale statement (`seq` not strictly increasing).
+    #[error("statement-stale: {point} already settled seq {last_seq}; seq {seq} is not above it")]
+    StatementStale { point: String, last_seq: u64, seq: u64 },
+    /// §4.5 channels: a regressing statement (`spent_uj` decreasing).
+    #[error("statement-regressing: {point} already settled {last_uj} µJ; {spent_uj} µJ would go back")]
+    StatementRegressing { point: String, last_uj: u64, spent_uj: u64 },
+    /// §4.5 channels: a point's own statement presented to it as a peer's.
+    #[error("statement-from-self: the statement is this point's own ({point}); its own spend is counted locally")]
+    StatementFromSelf { point: String },
+    /// §4.5 overdraft proof: two statements from one point.
+    #[error("statement-duplicate: {point} appears twice in the proof; one statement per point")]
+    StatementDuplicate { point: String },
+    /// §4.5 overdraft proof: the statements do not sum past the budget.
+    #[error("overdraft-unproven: the statements sum to {total_uj} µJ, within the budget of {budget_uj} µJ")]
+    OverdraftUnproven { total_uj: u128, budget_uj: u64 },
+    /// §4.5 channels: a statement for a grant this point runs no channel on.
+    #[error("channel-unknown: this point runs no budget channel on grant {grant_id}")]
+    ChannelUnknown { grant_id: String },
     /// A value outside what the object allows (e.g. duplicate actions).
     #[error("invalid: {0}")]
     Invalid(String),
@@ -168,6 +196,15 @@ impl Error {
             Self::ShardOverflow { .. } => "shard-overflow",
             Self::RevocationUnauthorized(_) => "revocation-unauthorized",
             Self::ChainBroken(_) => "chain-broken",
+            Self::StatementSigner { .. } => "statement-signer",
+            Self::StatementWrongGrant { .. } => "statement-wrong-grant",
+            Self::StatementNotMember { .. } => "statement-not-member",
+            Self::StatementStale { .. } => "statement-stale",
+            Self::StatementRegressing { .. } => "statement-regressing",
+            Self::StatementFromSelf { .. } => "statement-from-self",
+            Self::StatementDuplicate { .. } => "statement-duplicate",
+            Self::OverdraftUnproven { .. } => "overdraft-unproven",
+            Self::ChannelUnknown { .. } => "channel-unknown",
             Self::Invalid(_) => "invalid",
             Self::Steering(e) => e.code(),
             // §2.1 rotation (C12)

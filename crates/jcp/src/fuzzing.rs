@@ -56,3 +56,29 @@ pub fn chain_decode(data: &[u8]) -> Result<(), String> {
     let _ = crate::frame::Frame::from_bytes(data);
     Ok(())
 }
+
+/// A decoded signed statement (§4.5) re-encodes to the input and its id is
+/// its statement's content id; a decoded overdraft proof re-encodes to the
+/// input; verifying either never panics.
+pub fn statement_decode(data: &[u8]) -> Result<(), String> {
+    if let Ok(s) = crate::channel::SignedStatement::from_bytes(data) {
+        if s.to_bytes() != data {
+            return Err("signed statement did not round-trip".into());
+        }
+        if s.id() != crate::cbor::ContentId::of(&s.statement().to_value()) {
+            return Err("statement id differs from its content id".into());
+        }
+        let _ = s.verify();
+    }
+    if let Ok(p) = crate::channel::OverdraftProof::from_bytes(data) {
+        if p.to_bytes() != data {
+            return Err("overdraft proof did not round-trip".into());
+        }
+        if let Ok(o) = p.verify() {
+            if o.total_uj <= u128::from(o.budget_uj) {
+                return Err("verified an overdraft within the budget".into());
+            }
+        }
+    }
+    Ok(())
+}

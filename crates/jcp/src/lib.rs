@@ -12,6 +12,7 @@
 //! | [`chain`] | §4.2 chain verification |
 //! | [`revocation`] | §4.3 revocation |
 //! | [`standing`] | §4.6 standing grants: mint policies, mint ledgers, firings (C20) |
+//! | [`channel`] | §4.5 receipt-settled budget channels: statements, settlement, overdraft proofs (C17) |
 //! | [`steering`] | §4.7 checkpoints, amendments, continuations, run files (C21) |
 //! | [`flow`] | §4.10 labels, ceilings, taint floors |
 //! | [`frame`] | §6 frames |
@@ -24,6 +25,7 @@
 
 pub mod cbor;
 pub mod chain;
+pub mod channel;
 pub mod decision;
 pub mod energy;
 pub mod error;

@@ -2,6 +2,7 @@
 pub mod agent;
 pub mod audit;
 pub mod blueprint;
+pub mod channel;
 pub mod core;
 pub mod identity;
 pub mod intent;

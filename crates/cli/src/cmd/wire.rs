@@ -58,6 +58,15 @@ pub struct ServeArgs {
     /// The largest message body accepted, bytes.
     #[arg(long, default_value_t = jcp_wire::codec::DEFAULT_CAP)]
     cap: usize,
+    /// A budget channel's grant: this endpoint is one of its points (§4.5); needs --point-key and --peer.
+    #[arg(long, requires_all = ["point_key", "peers"])]
+    channel_grant: Option<PathBuf>,
+    /// This point's key file: it signs the point's channel statements (§4.5).
+    #[arg(long, requires = "channel_grant")]
+    point_key: Option<PathBuf>,
+    /// A peer point's did on the channel (repeatable).
+    #[arg(long = "peer", requires = "channel_grant")]
+    peers: Vec<String>,
     /// Print the start and stop summaries as JSON lines.
     #[arg(long)]
     json: bool,
@@ -75,6 +84,10 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     config.window_s = a.window_s;
     config.known_through = Some(a.known_through);
     config.cap = a.cap;
+    if let (Some(g), Some(k)) = (&a.channel_grant, &a.point_key) {
+        let peers = a.peers.iter().map(|p| parse_did(p)).collect::<anyhow::Result<Vec<_>>>()?;
+        config.channels.push(jcp_wire::endpoint::ChannelSetup { grant: read_grant(g)?, point: read_key(k)?, peers });
+    }
     let rt = runtime()?;
     rt.block_on(async move {
         let steward_did = steward.did();
@@ -360,6 +373,31 @@ enum FeedCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Sends a peer point's signed budget-channel statement: recorded, then its settled spend counts (§4.5).
+    Statement {
+        /// The endpoint: tcp:HOST:PORT or unix:PATH.
+        #[arg(long)]
+        connect: String,
+        /// The signed statement (`jcp channel statement` or `jcp feed ask-statement` writes one).
+        #[arg(long)]
+        statement: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Asks an endpoint for its signed statement of its cumulative allowed spend on a channel grant (§4.5).
+    AskStatement {
+        /// The endpoint: tcp:HOST:PORT or unix:PATH.
+        #[arg(long)]
+        connect: String,
+        /// The channel's grant.
+        #[arg(long)]
+        grant: PathBuf,
+        /// Where to write the signed statement.
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
@@ -391,6 +429,11 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             };
             (connect, Feed::Outcome(jcp_wire::message::SignedOutcome::sign(receipt, status, &holder)), json)
         }
+        FeedCmd::Statement { connect, statement, json } => {
+            let st = jcp::channel::SignedStatement::from_bytes(&read_bytes(&statement)?).map_err(|e| core_err(&statement, &e))?;
+            (connect, Feed::Statement(st), json)
+        }
+        FeedCmd::AskStatement { connect, grant, out, json } => return ask_statement(&connect, &grant, &out, json),
     };
     let addr = parse_addr(&connect)?;
     let rt = runtime()?;
@@ -441,4 +484,30 @@ fn latest_amendment(path: &std::path::Path) -> anyhow::Result<Feed> {
     let steered = grant(a.grant_id).ok_or_else(|| missing(format!("the steered grant {} is not in the run", a.grant_id)))?;
     let continuation = grant(a.continuation).ok_or_else(|| missing(format!("the continuation {} is not in the run", a.continuation)))?;
     Ok(Feed::Amendment { steered, checkpoint: cp, amendment: am, continuation })
+}
+
+/// `jcp feed ask-statement`: the endpoint's signed statement on a channel
+/// grant, written to `out` (exit 1 when the endpoint refuses).
+fn ask_statement(connect: &str, grant: &std::path::Path, out: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let g = read_grant(grant)?;
+    let addr = parse_addr(connect)?;
+    let rt = runtime()?;
+    let got = rt.block_on(async {
+        let mut c = jcp_wire::client::Client::connect(&addr).await?;
+        c.ask_statement(&g.id()).await
+    });
+    let st = match got {
+        Ok(st) => st,
+        Err(jcp_wire::WireError::Refused { code, message }) => {
+            emit(json, &json!({"admitted": false, "code": code, "message": message}), || format!("refused: {message} ({code})\n"))?;
+            return Ok(ExitCode::from(FINDINGS));
+        }
+        Err(e) => return Err(wire_err(e)),
+    };
+    super::core::write_object(out, &st.to_bytes())?;
+    let c = st.statement();
+    emit(json, &json!({"id": st.id(), "statement": c, "out": out}), || {
+        format!("statement {}: {} spent {} µJ on grant {} at seq {}; written to {}\n", st.id(), c.point, c.spent_uj, c.grant_id, c.seq, out.display())
+    })?;
+    Ok(ExitCode::from(CLEAN))
 }

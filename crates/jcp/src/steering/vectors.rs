@@ -271,8 +271,5 @@ pub fn generate() -> Result<Json, Error> {
 
 /// The vector document as the exact text written to disk.
 pub fn generate_text() -> Result<String, Error> {
-    let v = generate()?;
-    let mut s = serde_json::to_string_pretty(&v).map_err(|e| Error::Invalid(e.to_string()))?;
-    s.push('\n');
-    Ok(s)
+    crate::vectors::to_text(&generate()?)
 }
