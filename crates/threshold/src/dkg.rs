@@ -114,14 +114,11 @@ pub fn round1<R: RngCore + CryptoRng>(
 
 /// The others' round-1 packages by sender (one's own, if given, is left
 /// out; a repeated sender is refused).
-fn others<'a, T: 'a>(
+fn others<'a, T: Clone + 'a>(
     me: u16,
     items: impl IntoIterator<Item = (u16, &'a T)>,
     object: &'static str,
-) -> Result<BTreeMap<Identifier, T>, ThresholdError>
-where
-    T: Clone,
-{
+) -> Result<BTreeMap<Identifier, T>, ThresholdError> {
     let mut out = BTreeMap::new();
     for (from, p) in items {
         if from == me {

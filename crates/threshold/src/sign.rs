@@ -21,7 +21,7 @@ use crate::group::{GroupDescriptor, KeyShare};
 pub struct Nonces {
     group: Did,
     identifier: u16,
-    nonces: SigningNonces,
+    frost: SigningNonces,
 }
 
 impl std::fmt::Debug for Nonces {
@@ -36,7 +36,7 @@ impl std::fmt::Debug for Nonces {
 pub struct Commitments {
     group: Did,
     identifier: u16,
-    commitments: SigningCommitments,
+    frost: SigningCommitments,
 }
 
 /// A signer's signature share over one message.
@@ -51,8 +51,8 @@ impl Nonces {
     /// Nonces from given FROST nonces (interop vectors with fixed nonces,
     /// RFC 9591 Appendix E; never for a live signature).
     pub fn from_frost(share: &KeyShare, nonces: SigningNonces) -> (Self, Commitments) {
-        let commitments = Commitments { group: share.group(), identifier: share.identifier(), commitments: *nonces.commitments() };
-        (Self { group: share.group(), identifier: share.identifier(), nonces }, commitments)
+        let commitments = Commitments { group: share.group(), identifier: share.identifier(), frost: *nonces.commitments() };
+        (Self { group: share.group(), identifier: share.identifier(), frost: nonces }, commitments)
     }
 
     /// The signer.
@@ -72,7 +72,7 @@ impl Commitments {
     }
     /// The FROST commitments.
     pub fn frost(&self) -> &SigningCommitments {
-        &self.commitments
+        &self.frost
     }
 }
 
@@ -95,8 +95,8 @@ impl SignatureShare {
 pub fn round1<R: RngCore + CryptoRng>(share: &KeyShare, rng: &mut R) -> (Nonces, Commitments) {
     let (nonces, commitments) = fround1::commit(share.frost().signing_share(), rng);
     (
-        Nonces { group: share.group(), identifier: share.identifier(), nonces },
-        Commitments { group: share.group(), identifier: share.identifier(), commitments },
+        Nonces { group: share.group(), identifier: share.identifier(), frost: nonces },
+        Commitments { group: share.group(), identifier: share.identifier(), frost: commitments },
     )
 }
 
@@ -107,7 +107,7 @@ fn package(group: Did, commitments: &[Commitments], message: &[u8]) -> Result<Si
         if c.group != group {
             return Err(ThresholdError::mismatch("Commitments", format!("participant {}'s commitments are for {}, not {group}", c.identifier, c.group)));
         }
-        if map.insert(frost_id(c.identifier)?, c.commitments).is_some() {
+        if map.insert(frost_id(c.identifier)?, c.frost).is_some() {
             return Err(ThresholdError::mismatch("Commitments", format!("two commitments from participant {}", c.identifier)));
         }
     }
@@ -117,6 +117,7 @@ fn package(group: Did, commitments: &[Commitments], message: &[u8]) -> Result<Si
 /// Round 2: this signer's share over `message`, given every signer's
 /// commitments (its own among them). The nonces are consumed: a nonce
 /// pair signs once.
+#[allow(clippy::needless_pass_by_value)] // taken by value on purpose: a nonce pair is used up
 pub fn round2(share: &KeyShare, nonces: Nonces, commitments: &[Commitments], message: &[u8]) -> Result<SignatureShare, ThresholdError> {
     if nonces.group != share.group() || nonces.identifier != share.identifier() {
         return Err(ThresholdError::mismatch(
@@ -128,7 +129,7 @@ pub fn round2(share: &KeyShare, nonces: Nonces, commitments: &[Commitments], mes
         return Err(ThresholdError::TooFewSigners { have: commitments.len(), need: share.min_signers() });
     }
     let pkg = package(share.group(), commitments, message)?;
-    let s = fround2::sign(&pkg, &nonces.nonces, share.frost()).map_err(|e| ThresholdError::SigningRefused(e.to_string()))?;
+    let s = fround2::sign(&pkg, &nonces.frost, share.frost()).map_err(|e| ThresholdError::SigningRefused(e.to_string()))?;
     Ok(SignatureShare { group: share.group(), identifier: share.identifier(), share: s })
 }
 
@@ -173,7 +174,7 @@ pub fn aggregate(
     Ok(out)
 }
 
-fn read_group_id<'a>(f: &mut jcp::cbor::Fields<'a>) -> Result<(Did, u16), ThresholdError> {
+fn read_group_id(f: &mut jcp::cbor::Fields<'_>) -> Result<(Did, u16), ThresholdError> {
     let group = Did::parse(f.text("group")?)?;
     let identifier = read_id(f, "identifier")?;
     Ok((group, identifier))
@@ -188,15 +189,15 @@ impl ParticipantFile for Nonces {
     const SECRET: bool = true;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.nonces.serialize()))]))
+        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]))
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
         let mut f = open("Nonces", Self::TYPE, v)?;
         let (group, identifier) = read_group_id(&mut f)?;
-        let nonces = read_frost(&mut f, "SigningNonces", SigningNonces::deserialize, SigningNonces::serialize)?;
+        let frost = read_frost(&mut f, "SigningNonces", SigningNonces::deserialize, SigningNonces::serialize)?;
         f.finish()?;
-        Ok(Self { group, identifier, nonces })
+        Ok(Self { group, identifier, frost })
     }
 }
 
@@ -205,15 +206,15 @@ impl ParticipantFile for Commitments {
     const SECRET: bool = false;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.commitments.serialize()))]))
+        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]))
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
         let mut f = open("Commitments", Self::TYPE, v)?;
         let (group, identifier) = read_group_id(&mut f)?;
-        let commitments = read_frost(&mut f, "SigningCommitments", SigningCommitments::deserialize, SigningCommitments::serialize)?;
+        let frost = read_frost(&mut f, "SigningCommitments", SigningCommitments::deserialize, SigningCommitments::serialize)?;
         f.finish()?;
-        Ok(Self { group, identifier, commitments })
+        Ok(Self { group, identifier, frost })
     }
 }
 

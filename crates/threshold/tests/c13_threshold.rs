@@ -3,6 +3,8 @@
 //! the aggregate is usable wherever JCP checks a signature (grant,
 //! revocation, amendment §4.7).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
 mod common;
 
 use common::*;
@@ -229,10 +231,10 @@ fn c13_the_aggregate_issues_a_grant_that_chain_verifies_and_the_gate_allows() {
     let mut gate = Gate::new();
     // Trust root configured as the group: an ordinary issuer.
     gate.add_trust_root(resource(), group.group());
-    let f = frame(&g, b"x");
-    let c = cost(100);
-    let d = gate.decide(&request(&f, std::slice::from_ref(&g), &agent.did(), &c));
-    assert!(d.is_allow(), "{d:?}");
+    let fr = frame(&g, b"x");
+    let spend = cost(100);
+    let decision = gate.decide(&request(&fr, std::slice::from_ref(&g), &agent.did(), &spend));
+    assert!(decision.is_allow(), "{decision:?}");
     // A delegation by the agent chains under the group-issued root.
     let child = jcp::grant::attenuate(&g, &agent, jcp::grant::Attenuation { budget_uj: Some(100), ..Default::default() }).unwrap();
     jcp::chain::verify_chain(&[g.clone(), child]).unwrap();
