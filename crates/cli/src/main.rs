@@ -49,6 +49,8 @@ enum Command {
     Serve(cmd::wire::ServeArgs),
     /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
     Stream(cmd::stream::StreamArgs),
+    /// Threshold actors: a k-of-n did:key by a trusted dealer or DKG, signing rounds, aggregate (spec §2.2, FROST RFC 9591).
+    Threshold(cmd::threshold::ThresholdArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Serve(a) => cmd::wire::run_serve(a),
         Command::Stream(a) => cmd::stream::run(a),
+        Command::Threshold(a) => cmd::threshold::run(a),
     };
     match result {
         Ok(code) => code,

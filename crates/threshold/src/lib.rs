@@ -27,6 +27,7 @@ pub mod sign;
 pub mod vectors;
 
 pub use error::ThresholdError;
+pub use rand_core;
 pub use file::ParticipantFile;
 pub use group::{GroupDescriptor, GroupView, KeyShare, Origin};
 

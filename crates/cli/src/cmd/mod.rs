@@ -7,4 +7,5 @@ pub mod intent;
 pub mod meter;
 pub mod run;
 pub mod stream;
+pub mod threshold;
 pub mod wire;
