@@ -55,6 +55,8 @@ enum Command {
     Standing(cmd::standing::StandingArgs),
     /// Writes demo receipt streams, holds a stream's writer lock, replays a stream (spec §8.1, §4.11).
     Stream(cmd::stream::StreamArgs),
+    /// Threshold actors: a k-of-n did:key by a trusted dealer or DKG, signing rounds, aggregate (spec §2.2, FROST RFC 9591).
+    Threshold(cmd::threshold::ThresholdArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::wire::run_serve(a),
         Command::Standing(a) => cmd::standing::run(a),
         Command::Stream(a) => cmd::stream::run(a),
+        Command::Threshold(a) => cmd::threshold::run(a),
     };
     match result {
         Ok(code) => code,

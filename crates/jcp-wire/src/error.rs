@@ -35,6 +35,10 @@ pub enum WireError {
     /// The endpoint answered with a refusal of an admin message.
     #[error("refused: {code}: {message}")]
     Refused { code: String, message: String },
+    /// A caller signature that does not verify under the caller (§11),
+    /// refused when a request is assembled from an outside signature.
+    #[error("bad-signature: the request signature does not verify under the caller {signer}")]
+    BadSignature { signer: String },
     /// The endpoint stopped (shutdown or a failed record).
     #[error("endpoint-stopped: {0}")]
     Stopped(String),
@@ -53,6 +57,7 @@ impl WireError {
             Self::Io { .. } => "io",
             Self::BadAddress(_) => "bad-address",
             Self::Refused { .. } => "refused",
+            Self::BadSignature { .. } => "bad-signature",
             Self::Stopped(_) => "endpoint-stopped",
         }
     }

@@ -127,11 +127,31 @@ impl RequestBody {
     /// Signs as `caller` (§11 caller authentication).
     pub fn sign(self, caller: &Keypair) -> WireRequest {
         let did = caller.did();
-        let signature = caller.sign(&self.to_value(&did).encode());
+        let signature = caller.sign(&self.signed_bytes(&did));
+        self.join(did, signature)
+    }
+
+    /// The canonical bytes `caller` signs (every field but `signature`):
+    /// what a threshold caller's shareholders sign together (§2.2, §11).
+    pub fn signed_bytes(&self, caller: &Did) -> Vec<u8> {
+        self.to_value(caller).encode()
+    }
+
+    /// Joins the body and a caller signature produced elsewhere (a k-of-n
+    /// aggregate, §2.2), refusing one that does not verify under `caller`
+    /// — `bad-signature`, so no unauthenticated request is ever built.
+    pub fn with_signature(self, caller: Did, signature: [u8; 64]) -> Result<WireRequest, WireError> {
+        if !caller.verify(&self.signed_bytes(&caller), &signature) {
+            return Err(WireError::BadSignature { signer: caller.to_string() });
+        }
+        Ok(self.join(caller, signature))
+    }
+
+    fn join(self, caller: Did, signature: [u8; 64]) -> WireRequest {
         WireRequest {
             frame: self.frame,
             chain: self.chain,
-            caller: did,
+            caller,
             cost: self.cost,
             money: self.money,
             label: self.label,
@@ -159,7 +179,7 @@ impl WireRequest {
 
     /// The canonical bytes the caller signs: every field but `signature`.
     pub fn signed_bytes(&self) -> Vec<u8> {
-        self.body().to_value(&self.caller).encode()
+        self.body().signed_bytes(&self.caller)
     }
 
     /// The request's identity for "decided once" (§11): the content id of

@@ -323,6 +323,18 @@ impl SignedGrant {
         Self { grant, grant_bytes, signature, id, signed_id }
     }
 
+    /// Joins a grant and a signature produced elsewhere (a threshold
+    /// actor's aggregate, §2.2; an external signer), refusing one that does
+    /// not verify under the grant's issuer over its canonical bytes
+    /// ([`Grant::canonical_bytes`]) — `bad-signature`.
+    pub fn from_parts(grant: Grant, signature: [u8; 64]) -> Result<Self, Error> {
+        let bytes = grant.canonical_bytes();
+        if !grant.issuer.verify(&bytes, &signature) {
+            return Err(Error::BadSignature { object: "Grant", signer: grant.issuer.to_string() });
+        }
+        Ok(Self::assemble(grant, bytes, signature))
+    }
+
     /// The grant (not yet checked: see [`SignedGrant::verify_signature`]).
     pub fn grant(&self) -> &Grant {
         &self.grant

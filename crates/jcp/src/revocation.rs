@@ -71,6 +71,18 @@ pub struct SignedRevocation {
 }
 
 impl SignedRevocation {
+    /// Joins a revocation and a signature produced elsewhere (a threshold
+    /// issuer's aggregate, §2.2), refusing one that does not verify under
+    /// `revoked_by` over the revocation's canonical bytes — `bad-signature`.
+    /// Authority over the grant is still checked where it is honoured.
+    pub fn from_parts(revocation: Revocation, signature: [u8; 64]) -> Result<Self, Error> {
+        let bytes = revocation.to_value().encode();
+        if !revocation.revoked_by.verify(&bytes, &signature) {
+            return Err(Error::BadSignature { object: "Revocation", signer: revocation.revoked_by.to_string() });
+        }
+        Ok(Self { revocation, bytes, signature })
+    }
+
     /// The revocation (not yet admitted).
     pub fn revocation(&self) -> &Revocation {
         &self.revocation

@@ -393,6 +393,18 @@ pub struct SignedAmendment {
 }
 
 impl SignedAmendment {
+    /// Joins an amendment and a signature produced elsewhere (a threshold
+    /// issuer's aggregate, §2.2), refusing one that does not verify under
+    /// `amended_by` over the amendment's canonical bytes — `bad-signature`.
+    /// The §4.7 rules are still judged by [`verify_amendment`].
+    pub fn from_parts(amendment: Amendment, signature: [u8; 64]) -> Result<Self, Error> {
+        let bytes = amendment.to_value().encode();
+        if !amendment.amended_by.verify(&bytes, &signature) {
+            return Err(Error::BadSignature { object: "Amendment", signer: amendment.amended_by.to_string() });
+        }
+        Ok(Self { id: ContentId::of_bytes(&bytes), amendment, bytes, signature })
+    }
+
     /// The amendment (not yet checked).
     pub fn amendment(&self) -> &Amendment {
         &self.amendment

@@ -367,16 +367,35 @@ struct Narrowing {
 
 #[derive(Debug, Subcommand)]
 enum GrantCmd {
-    /// Issues a root grant signed by the issuer's key.
+    /// Issues a root grant signed by the issuer's key, or (--issuer DID --unsigned-out F) writes its
+    /// canonical unsigned bytes for an outside signer such as a threshold group (§2.2).
     Issue {
         /// The issuer's key file.
-        #[arg(long)]
-        key: PathBuf,
+        #[arg(long, required_unless_present = "issuer", conflicts_with = "issuer")]
+        key: Option<PathBuf>,
+        /// The issuer's did:key, when the signature is made elsewhere (needs --unsigned-out).
+        #[arg(long, requires = "unsigned_out")]
+        issuer: Option<String>,
         /// The resource: 64 hex digits, or text:NAME.
         #[arg(long)]
         resource: String,
         #[command(flatten)]
         n: Narrowing,
+        #[arg(long, required_unless_present = "unsigned_out", conflicts_with = "unsigned_out")]
+        out: Option<PathBuf>,
+        /// Writes the grant's canonical unsigned bytes (what the issuer signs) instead of signing.
+        #[arg(long)]
+        unsigned_out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Joins an unsigned grant and a 64-byte signature made elsewhere; refused unless it verifies under the issuer.
+    Assemble {
+        #[arg(long)]
+        unsigned: PathBuf,
+        /// The raw 64-byte signature (e.g. `jcp threshold aggregate --out`).
+        #[arg(long)]
+        signature: PathBuf,
         #[arg(long)]
         out: PathBuf,
         #[arg(long)]
@@ -443,10 +462,28 @@ fn emit_grant(json: bool, g: &SignedGrant, out: &Path) -> anyhow::Result<()> {
     emit(json, &j, || format!("{}written to {}", grant_human(g), out.display()))
 }
 
+/// `jcp grant assemble`: an unsigned grant and an outside signature (a
+/// threshold aggregate, §2.2), joined only if it verifies under the issuer.
+fn assemble(unsigned: &Path, signature: &Path, out: &Path, json: bool) -> anyhow::Result<()> {
+    let bytes = read_bytes(unsigned)?;
+    let v = cbor::decode_strict(&bytes).map_err(|e| coded(e.code(), format!("{}: {e}", unsigned.display())))?;
+    let grant = Grant::from_value(&v).map_err(|e| core_err(unsigned, &e))?;
+    let sig: [u8; 64] = read_bytes(signature)?
+        .try_into()
+        .map_err(|b: Vec<u8>| coded("invalid-signature-file", format!("{}: {} bytes, a signature is 64", signature.display(), b.len())))?;
+    let g = SignedGrant::from_parts(grant, sig).map_err(|e| core_err(signature, &e))?;
+    emit_grant(json, &g, out)
+}
+
 pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        GrantCmd::Issue { key, resource, n, out, json } => {
-            let issuer = read_key(&key)?;
+        GrantCmd::Issue { key, issuer, resource, n, out, unsigned_out, json } => {
+            let signer = key.as_deref().map(read_key).transpose()?;
+            let issuer_did = match (&signer, &issuer) {
+                (Some(k), _) => k.did(),
+                (None, Some(d)) => parse_did(d)?,
+                (None, None) => bail!(coded("missing-issuer", "--key or --issuer is required")),
+            };
             let subject = match &n.subject {
                 Some(s) => parse_did(s)?,
                 None => bail!(coded("missing-subject", "--subject is required for a root grant")),
@@ -454,7 +491,7 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
             let actions = n.actions.as_deref().map(list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
             let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
             let grant = Grant {
-                issuer: issuer.did(),
+                issuer: issuer_did,
                 subject,
                 capability: Capability { resource: parse_resource(&resource)?, actions },
                 budget_uj,
@@ -465,9 +502,21 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                 delegate_depth: n.depth,
                 nonce: nonce_arg(n.nonce.as_ref())?.unwrap_or_else(jcp::identity::fresh_nonce),
             };
-            let g = grant.sign(&issuer).map_err(|e| core_err(&key, &e))?;
-            emit_grant(json, &g, &out)?;
+            match (signer, key, out, unsigned_out) {
+                (Some(k), Some(kp), Some(out), None) => {
+                    let g = grant.sign(&k).map_err(|e| core_err(&kp, &e))?;
+                    emit_grant(json, &g, &out)?;
+                }
+                (None, None, None, Some(u)) => {
+                    write_object(&u, &grant.canonical_bytes())?;
+                    emit(json, &json!({"type": "unsigned-grant", "id": grant.id(), "issuer": grant.issuer, "file": u}), || {
+                        format!("unsigned grant {} (issuer {})\nwritten to {}: sign these bytes, then `jcp grant assemble`", grant.id(), grant.issuer, u.display())
+                    })?;
+                }
+                _ => bail!(coded("invalid-arguments", "either --key with --out, or --issuer with --unsigned-out")),
+            }
         }
+        GrantCmd::Assemble { unsigned, signature, out, json } => assemble(&unsigned, &signature, &out, json)?,
         GrantCmd::Attenuate { parent, key, n, out, json } => {
             let p = read_grant(&parent)?;
             let holder = read_key(&key)?;
@@ -543,6 +592,9 @@ fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let bytes = read_bytes(file)?;
     let v = cbor::decode_strict(&bytes).map_err(|e| coded(e.code(), format!("{}: {e}", file.display())))?;
     let id = ContentId::of_bytes(&bytes);
+    if let Some(kind) = jcp_threshold::file::file_type(&bytes) {
+        return crate::cmd::threshold::inspect(file, &bytes, &kind, json);
+    }
     if v.get("grant").is_some() {
         let g = SignedGrant::from_value(&v).map_err(|e| core_err(file, &e))?;
         let ok = g.verify_signature();

@@ -10,4 +10,5 @@ pub mod meter;
 pub mod run;
 pub mod standing;
 pub mod stream;
+pub mod threshold;
 pub mod wire;
