@@ -84,7 +84,7 @@ fn c18_cli_dkg_among_three_then_two_sign_a_grant_that_decide_allows() {
     bad[0] ^= 1;
     std::fs::write(d.join("bad.sig"), bad).unwrap();
     let o = jcp(d, &["grant", "assemble", "--unsigned", "grant.unsigned", "--signature", "bad.sig", "--out", "bad.jcp"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a bad signature is a refusal: exit 1");
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad-signature"));
     // Used nonces cannot be offered again.
     let o = jcp(d, &["threshold", "sign-round2", "--share", "p1/share.jcpt", "--nonces", "p1/nonces", "--commitments", "c1.jcpt", "c3.jcpt", "--message", "grant.unsigned", "--out", "again.jcpt"]);

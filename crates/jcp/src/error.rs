@@ -245,6 +245,34 @@ impl Error {
             | Self::ShardOverflow { .. }
             | Self::RevocationUnauthorized(_)
             | Self::ChainBroken(_) => true,
+            // §4.5 channels, §2.1 rotation, §4.6 standing grants: every one a refusal of a read object.
+            Self::StatementSigner { .. }
+            | Self::StatementWrongGrant { .. }
+            | Self::StatementNotMember { .. }
+            | Self::StatementStale { .. }
+            | Self::StatementRegressing { .. }
+            | Self::StatementFromSelf { .. }
+            | Self::StatementDuplicate { .. }
+            | Self::OverdraftUnproven { .. }
+            | Self::ChannelUnknown { .. }
+            | Self::RotationEmptyLog
+            | Self::RotationSequenceGap { .. }
+            | Self::RotationParentMismatch { .. }
+            | Self::RotationHashMismatch { .. }
+            | Self::RotationWrongIdentity { .. }
+            | Self::RotationSupersededKey { .. }
+            | Self::StandingNotIssuer { .. }
+            | Self::StandingNotHeldByIssuer { .. }
+            | Self::StandingPolicyAmplifies(_)
+            | Self::StandingPolicyUnbound { .. }
+            | Self::StandingLedgerMismatch { .. }
+            | Self::StandingWrongEventClass { .. }
+            | Self::StandingFiringsExhausted { .. }
+            | Self::StandingSliceExceedsPolicy { .. }
+            | Self::StandingBudgetExhausted { .. }
+            | Self::StandingGrantExpired { .. } => true,
+            // An event of a key log that does not decode is unreadable; one that is refused is a refusal.
+            Self::KeyLogEvent { source, .. } => source.is_refusal(),
             Self::Steering(e) => e.is_refusal(),
         }
     }

@@ -58,6 +58,7 @@ fn c20_fuzz_corpus_policy_decode() {
 fn c20_fuzz_corpus_ledger_decode() {
     replay("ledger_decode", jcp::standing::fuzz_ledger_decode);
     assert!(accepted("ledger_decode", |d| jcp::standing::MintLedger::from_bytes(d).is_ok()) >= 10);
+}
 
 #[test]
 fn c17_fuzz_corpus_statement_decode() {
