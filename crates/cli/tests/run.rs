@@ -246,3 +246,65 @@ fn c21_cli_verify_exits_1_on_findings_and_2_on_unreadable() {
     );
     assert_eq!(std::fs::read(d.join("bad.jcprun")).unwrap(), bytes);
 }
+
+/// A run by a steward (identity seed 0x11) that rotated once to key 0x12,
+/// written with its key log; returns the run's file name.
+fn rotated_run(dir: &Path) -> &'static str {
+    use jcp::cbor::{ContentId, Value};
+    use jcp::grant::{Capability, Grant};
+    use jcp::identity::Keypair;
+    use jcp::rotation::{issue_grant, KeyLog, KeyRing};
+    use jcp::steering::{CheckpointInput, Run};
+    let k = |n: u8| Keypair::from_seed([n; 32]).unwrap();
+    let (id, k1, k2, agent) = (k(0x11), k(0x12), k(0x13), k(0x19));
+    let mut log = KeyLog::incept(&id, &k1.did(), Some([1; 16]));
+    let state = log.rotate(&k1, &k2.did(), Some([2; 16])).unwrap();
+    let grant = Grant {
+        issuer: id.did(),
+        subject: agent.did(),
+        capability: Capability { resource: ContentId::of(&Value::text("r")), actions: vec!["run".into()] },
+        budget_uj: 1_000,
+        budget_funds: None,
+        caveats: vec![],
+        expiry: 0,
+        parent: None,
+        delegate_depth: Some(0),
+        nonce: [3; 16],
+    };
+    let mut ring = KeyRing::new();
+    ring.add(&log).unwrap();
+    let mut run = Run::new(issue_grant(grant, &k1, &state).unwrap()).with_key_ring(ring);
+    let input = CheckpointInput { state: ContentId::of(&Value::text("s")), at: 10, spent: None, nonce: Some([4; 16]) };
+    run.checkpoint(&agent, input).unwrap();
+    run.write(&dir.join("rotated.jcprun")).unwrap();
+    std::fs::write(dir.join("steward.jcpkeys"), log.to_bytes()).unwrap();
+    // A fork: the pre-committed key signs a second rotation at seq 1.
+    let mut fork = KeyLog::from_events(log.events()[..1].to_vec());
+    fork.rotate(&k1, &k(0x50).did(), Some([5; 16])).unwrap();
+    std::fs::write(dir.join("fork.jcpkeys"), fork.to_bytes()).unwrap();
+    "rotated.jcprun"
+}
+
+#[test]
+fn c12_cli_run_verify_reads_a_rotated_stewards_key_log() {
+    let d = tempfile::tempdir().unwrap();
+    let run = rotated_run(d.path());
+    // Without the log the steward's grant is refused on its signature (exit 1).
+    let o = jcp(d.path(), &["run", "verify", run, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["findings"][0]["code"], "bad-signature");
+    // With it the run verifies clean.
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(d.path(), &["run", "verify", run, "--key-log", "steward.jcpkeys", "--json"])).unwrap();
+    assert_eq!(v["clean"], true);
+    // A second log that forks the identity: refused, exit 1, rotation-forked.
+    let o = jcp(d.path(), &["run", "verify", run, "--key-log", "steward.jcpkeys", "--key-log", "fork.jcpkeys"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("rotation-forked"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A key log that is not one: unreadable, exit 2, naming the file.
+    std::fs::write(d.path().join("junk.jcpkeys"), b"\x01\x02").unwrap();
+    let o = jcp(d.path(), &["run", "verify", run, "--key-log", "junk.jcpkeys"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("junk.jcpkeys"));
+}

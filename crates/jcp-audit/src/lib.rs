@@ -135,6 +135,7 @@ pub const FINDING_CODES: &[&str] = &[
     "revocation-unverifiable",
     "revocation-violation",
     "rotation-empty-log",
+    "rotation-forked",
     "rotation-hash-mismatch",
     "rotation-parent-mismatch",
     "rotation-sequence-gap",

@@ -128,6 +128,11 @@ pub enum Error {
     /// rotated away (docs/decisions.md, "§2.1 superseded keys").
     #[error("rotation-superseded-key: signed by {signer}, which stopped controlling {identity} at event seq {superseded_at}; the current key is {current}")]
     RotationSupersededKey { identity: String, signer: String, superseded_at: u64, current: String },
+    /// Two verified key logs for one identity that disagree at some event:
+    /// the pre-committed key signed two different rotations, so nobody can
+    /// tell which key controls the identity (fail closed: neither is used).
+    #[error("rotation-forked: two key logs for {identity} diverge at event seq {seq}; no key is taken to control it")]
+    RotationForked { identity: String, seq: u64 },
     /// A key log event that does not decode; the code is the event's.
     #[error("{}: key log event #{index}: {source}", .source.code())]
     KeyLogEvent { index: usize, source: Box<Error> },
@@ -214,6 +219,7 @@ impl Error {
             Self::RotationHashMismatch { .. } => "rotation-hash-mismatch",
             Self::RotationWrongIdentity { .. } => "rotation-wrong-identity",
             Self::RotationSupersededKey { .. } => "rotation-superseded-key",
+            Self::RotationForked { .. } => "rotation-forked",
             Self::KeyLogEvent { source, .. } => source.code(),
             // §4.6 standing grants (C20)
             Self::StandingNotIssuer { .. } => "standing-not-issuer",
@@ -261,6 +267,7 @@ impl Error {
             | Self::RotationHashMismatch { .. }
             | Self::RotationWrongIdentity { .. }
             | Self::RotationSupersededKey { .. }
+            | Self::RotationForked { .. }
             | Self::StandingNotIssuer { .. }
             | Self::StandingNotHeldByIssuer { .. }
             | Self::StandingPolicyAmplifies(_)

@@ -515,6 +515,10 @@ fn check_issuer(grant: &Grant, state: &KeyState) -> Result<(), Error> {
 }
 
 fn superseded_or_unknown(state: &KeyState, signer: &Did) -> Error {
+    superseded_or_bad(state, signer, "Grant")
+}
+
+fn superseded_or_bad(state: &KeyState, signer: &Did, object: &'static str) -> Error {
     match state.superseded.iter().position(|k| k == signer) {
         Some(i) => Error::RotationSupersededKey {
             identity: state.identity.to_string(),
@@ -523,7 +527,7 @@ fn superseded_or_unknown(state: &KeyState, signer: &Did) -> Error {
             current: state.current.to_string(),
         },
         None => Error::BadSignature {
-            object: "Grant",
+            object,
             signer: state.current.to_string(),
         },
     }
@@ -578,6 +582,101 @@ pub fn verify_chain_with_key_logs<'a>(
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------- key ring
+
+/// One identity in a [`KeyRing`]: its verified state and the event ids that
+/// led there, or the fork that makes it unusable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RingEntry {
+    events: Vec<ContentId>,
+    state: KeyState,
+    forked_at: Option<u64>,
+}
+
+/// The verified key logs a verifier knows, by identity: where a signer may
+/// be a rotated identity (a steward's grants and amendments, §2.1 with
+/// §4.7), each signature is checked under the identity's **current** key
+/// when the ring holds its log, and under the DID itself otherwise — so an
+/// identity whose log is not presented stays refused on its signature (fail
+/// closed). Two logs of one identity where one extends the other keep the
+/// longer; two that diverge make the identity `rotation-forked`: no key is
+/// taken to control it (docs/decisions.md, "§2.1 forked key logs").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyRing {
+    entries: Vec<RingEntry>,
+}
+
+impl KeyRing {
+    /// An empty ring: every signature is checked under its signer's DID.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Verifies `log` and adds its identity; returns the state the ring now
+    /// holds for it (the longer log's, when one extends the other), or the
+    /// log's refusal, or `rotation-forked`.
+    pub fn add(&mut self, log: &KeyLog) -> Result<KeyState, Error> {
+        let state = log.verify()?;
+        let events: Vec<ContentId> = log.events.iter().map(SignedKeyEvent::id).collect();
+        let Some(e) = self.entries.iter_mut().find(|e| e.state.identity == state.identity) else {
+            self.entries.push(RingEntry { events, state: state.clone(), forked_at: None });
+            return Ok(state);
+        };
+        let common = e.events.iter().zip(&events).take_while(|(a, b)| a == b).count();
+        if common < e.events.len().min(events.len()) {
+            let seq = u64::try_from(common).unwrap_or(u64::MAX);
+            e.forked_at = Some(e.forked_at.map_or(seq, |f| f.min(seq)));
+        } else if events.len() > e.events.len() {
+            e.events = events;
+            e.state = state;
+        }
+        match e.forked_at {
+            Some(seq) => Err(Error::RotationForked { identity: e.state.identity.to_string(), seq }),
+            None => Ok(e.state.clone()),
+        }
+    }
+
+    /// The state held for `identity` (absent when no log of it was added or
+    /// its logs fork).
+    pub fn get(&self, identity: &Did) -> Option<&KeyState> {
+        self.entries.iter().find(|e| e.state.identity == *identity && e.forked_at.is_none()).map(|e| &e.state)
+    }
+
+    /// Whether no identity is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Checks `signature` over `bytes` as made by `signer` (an object of
+    /// kind `object`, for the error): under the current key of `signer`'s
+    /// log when the ring holds one — a superseded key is
+    /// `rotation-superseded-key` — under `signer` itself otherwise; a forked
+    /// identity is `rotation-forked`.
+    pub fn verify(&self, signer: &Did, object: &'static str, bytes: &[u8], signature: &[u8; 64]) -> Result<(), Error> {
+        match self.entries.iter().find(|e| e.state.identity == *signer) {
+            Some(RingEntry { forked_at: Some(seq), .. }) => {
+                Err(Error::RotationForked { identity: signer.to_string(), seq: *seq })
+            }
+            Some(RingEntry { state, .. }) => {
+                if state.current.verify(bytes, signature) {
+                    return Ok(());
+                }
+                match state.superseded.iter().find(|k| k.verify(bytes, signature)) {
+                    Some(k) => Err(superseded_or_bad(state, k, object)),
+                    None => Err(Error::BadSignature { object, signer: state.current.to_string() }),
+                }
+            }
+            None if signer.verify(bytes, signature) => Ok(()),
+            None => Err(Error::BadSignature { object, signer: signer.to_string() }),
+        }
+    }
+
+    /// Checks a grant's issuer signature ([`KeyRing::verify`] for the issuer).
+    pub fn verify_grant(&self, grant: &SignedGrant) -> Result<(), Error> {
+        self.verify(&grant.grant().issuer, "Grant", grant.grant_bytes(), grant.signature())
+    }
 }
 
 // ------------------------------------------------------------------ fuzzing

@@ -27,6 +27,7 @@ use crate::energy::Provenance;
 use crate::error::Error;
 use crate::grant::{check_narrows, Caveat, Grant, SignedGrant};
 use crate::identity::{Did, Keypair};
+use crate::rotation::KeyRing;
 
 pub mod demo;
 pub mod vectors;
@@ -615,6 +616,12 @@ pub fn verify_amendment_from(grant: &SignedGrant, cp: &SignedCheckpoint, am: &Si
 /// issuer, agent and chain position (`parent`), a budget no larger than the
 /// amendment's, an expiry no later, and no wider on any other axis.
 pub fn verify_continuation(steered: &SignedGrant, am: &Amendment, cont: &SignedGrant) -> Result<(), Error> {
+    continuation_under(steered, am, cont, &KeyRing::new())
+}
+
+/// [`verify_continuation`] with the issuer's signature checked through
+/// `keys` (a rotated steward's continuation is signed by its current key).
+fn continuation_under(steered: &SignedGrant, am: &Amendment, cont: &SignedGrant, keys: &KeyRing) -> Result<(), Error> {
     let (s, c) = (steered.grant(), cont.grant());
     if cont.id() != am.continuation {
         return Err(steer(SteeringError::Continuation(format!(
@@ -623,9 +630,7 @@ pub fn verify_continuation(steered: &SignedGrant, am: &Amendment, cont: &SignedG
             am.continuation
         ))));
     }
-    if !cont.verify_signature() {
-        return Err(Error::BadSignature { object: "Grant", signer: c.issuer.to_string() });
-    }
+    keys.verify_grant(cont)?;
     if c.issuer != s.issuer || c.subject != s.subject {
         return Err(steer(SteeringError::Continuation(format!(
             "a continuation is re-issued by the same issuer to the same agent; got {} → {}, expected {} → {}",
@@ -894,12 +899,15 @@ struct Verifier {
     high: Option<u64>,
     pending: Option<Pending>,
     report: RunReport,
+    /// Key logs of rotated signers (§2.1).
+    keys: KeyRing,
 }
 
 impl Verifier {
-    fn start(grant: &SignedGrant) -> Self {
+    fn start(grant: &SignedGrant, keys: KeyRing) -> Self {
         let g = grant.grant();
-        let ok = grant.verify_signature();
+        let signed = keys.verify_grant(grant);
+        let ok = signed.is_ok();
         let mut report = RunReport {
             format: RUN_FORMAT,
             clean: true,
@@ -926,16 +934,10 @@ impl Verifier {
             unattached_amendments: Vec::new(),
             findings: Vec::new(),
         };
-        if !ok {
-            report.findings.push(finding(
-                0,
-                "grant",
-                grant.id(),
-                &Error::BadSignature { object: "Grant", signer: g.issuer.to_string() },
-                false,
-            ));
+        if let Err(e) = &signed {
+            report.findings.push(finding(0, "grant", grant.id(), e, false));
         }
-        Self { active: ok.then(|| grant.clone()), base: Some(0), last: None, high: None, pending: None, report }
+        Self { active: ok.then(|| grant.clone()), base: Some(0), last: None, high: None, pending: None, report, keys }
     }
 
     fn refuse(&mut self, index: usize, kind: &'static str, id: ContentId, e: &Error) {
@@ -994,7 +996,7 @@ impl Verifier {
             );
             return;
         };
-        match verify_continuation(&p.steered, p.am.amendment(), g) {
+        match continuation_under(&p.steered, p.am.amendment(), g, &self.keys) {
             Ok(()) => {
                 row.verdict = "ok";
                 // The continuation begins at the spend stated where it was
@@ -1107,9 +1109,7 @@ impl Verifier {
 
     fn amendment_rules(&self, am: &SignedAmendment) -> Result<(SignedGrant, usize, u64), Error> {
         let a = am.amendment();
-        if !am.verify_signature() {
-            return Err(Error::BadSignature { object: "Amendment", signer: a.amended_by.to_string() });
-        }
+        self.keys.verify(&a.amended_by, "Amendment", &am.bytes, &am.signature)?;
         let Some(last) = &self.last else {
             return Err(steer(SteeringError::WrongCheckpoint(format!(
                 "amendment cites checkpoint {}, but the run has no admitted checkpoint before it",
@@ -1244,18 +1244,22 @@ pub struct AmendPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run {
     records: Vec<Record>,
+    /// The key logs its signers' signatures are checked with (§2.1); empty
+    /// by default, so a rotated steward's records are refused unless the
+    /// caller presents the steward's log ([`Run::with_key_ring`]).
+    keys: KeyRing,
 }
 
 impl Run {
     /// A new run under `grant`.
     pub fn new(grant: SignedGrant) -> Self {
-        Self { records: vec![Record::Grant(grant)] }
+        Self { records: vec![Record::Grant(grant)], keys: KeyRing::new() }
     }
 
     /// Builds a run from records as given (record 0 must be a grant).
     pub fn from_records(records: Vec<Record>) -> Result<Self, Error> {
         match records.first() {
-            Some(Record::Grant(_)) => Ok(Self { records }),
+            Some(Record::Grant(_)) => Ok(Self { records, keys: KeyRing::new() }),
             _ => Err(steer(SteeringError::RunHeader("a run's first record is its grant".into()))),
         }
     }
@@ -1278,8 +1282,23 @@ impl Run {
         }
     }
 
+    /// Checks every grant and amendment signature with `keys` (§2.1): a
+    /// steward that rotated its key signs under its current key, and its
+    /// records verify only when its key log is in the ring. Verification
+    /// and authoring onto the run both use it.
+    #[must_use]
+    pub fn with_key_ring(mut self, keys: KeyRing) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The key ring signatures are checked with.
+    pub fn key_ring(&self) -> &KeyRing {
+        &self.keys
+    }
+
     fn verifier(&self) -> Option<Verifier> {
-        let mut v = Verifier::start(self.grant()?);
+        let mut v = Verifier::start(self.grant()?, self.keys.clone());
         for (i, r) in self.records.iter().enumerate().skip(1) {
             v.step(i, r);
         }
@@ -1408,10 +1427,34 @@ impl Run {
     /// ([`Run::plan_amend`], refused before anything is signed), signs the
     /// continuation grant and the amendment naming it, and appends both.
     pub fn amend(&mut self, issuer: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
-        let plan = self.plan_amend(&issuer.did(), &input)?;
+        self.amend_signed(&issuer.did(), &input, issuer, |g| g.sign(issuer))
+    }
+
+    /// [`Run::amend`] by a steward that rotated its key (§2.1 with §4.7):
+    /// the amendment and its continuation name `identity` (the steward's
+    /// inception DID) and are signed by `current`, which must be the key
+    /// that controls it in this run's key ring ([`Run::with_key_ring`]);
+    /// a superseded key is refused `rotation-superseded-key`.
+    pub fn amend_as(&mut self, identity: &Did, current: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
+        let state = self
+            .keys
+            .get(identity)
+            .cloned()
+            .ok_or_else(|| Error::BadSignature { object: "Amendment", signer: identity.to_string() })?;
+        self.amend_signed(identity, &input, current, |g| crate::rotation::issue_grant(g, current, &state))
+    }
+
+    fn amend_signed(
+        &mut self,
+        issuer: &Did,
+        input: &AmendInput,
+        signer: &Keypair,
+        sign_grant: impl FnOnce(Grant) -> Result<SignedGrant, Error>,
+    ) -> Result<(SignedAmendment, SignedGrant), Error> {
+        let plan = self.plan_amend(issuer, input)?;
         let mut v = self.clean_state()?;
-        let cont = plan.continuation.sign(issuer)?;
-        let am = plan.amendment.sign(issuer);
+        let cont = sign_grant(plan.continuation)?;
+        let am = plan.amendment.sign(signer);
         let n = v.report.findings.len();
         let (ra, rg) = (Record::Amendment(am.clone()), Record::Grant(cont.clone()));
         v.step(self.records.len(), &ra);
@@ -1465,7 +1508,7 @@ impl Run {
         if records.is_empty() {
             return Err(steer(SteeringError::RunHeader("the run file holds no grant".into())));
         }
-        Ok(Self { records })
+        Ok(Self { records, keys: KeyRing::new() })
     }
 
     /// Writes the run file.

@@ -86,7 +86,7 @@ enum IdentityCmd {
     },
 }
 
-fn read_log(path: &Path) -> anyhow::Result<KeyLog> {
+pub(crate) fn read_log(path: &Path) -> anyhow::Result<KeyLog> {
     KeyLog::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
 }
 

@@ -41,6 +41,11 @@ enum RunCmd {
     /// Verifies a run file: exit 0 clean, 1 findings, 2 unreadable.
     Verify {
         path: PathBuf,
+        /// A key log of a steward that rotated its key (§2.1): the run's
+        /// grants and amendments in its name are checked under its current
+        /// key. Repeatable. Without it such a run is refused on its signatures.
+        #[arg(long = "key-log", value_name = "FILE")]
+        key_logs: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -249,8 +254,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             })?;
             Ok(ExitCode::from(if s.clean { CLEAN } else { FINDINGS }))
         }
-        RunCmd::Verify { path, json } => {
-            let run = read_run(&path)?;
+        RunCmd::Verify { path, key_logs, json } => {
+            let mut ring = jcp::rotation::KeyRing::new();
+            for f in &key_logs {
+                ring.add(&crate::cmd::identity::read_log(f)?).map_err(|e| core_err(f, &e))?;
+            }
+            let run = read_run(&path)?.with_key_ring(ring);
             let report = run.verify().map_err(|e| core_err(&path, &e))?;
             emit(json, &report, || report_human(&report))?;
             Ok(ExitCode::from(if report.clean { CLEAN } else { FINDINGS }))
