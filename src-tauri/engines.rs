@@ -200,6 +200,32 @@ pub fn prepare_demo_run(dir: &Path) -> Result<DemoItem, UiError> {
     })
 }
 
+/// Writes the demo's authority runs (`console_view::authority::demo`): a
+/// rotated steward's run with its key log, a 2-of-3 threshold issuer's run
+/// with its group, and a run minted by a standing grant with its policy and
+/// ledger, each in its own folder under `dir`, and returns them as items.
+pub fn prepare_demo_authority(dir: &Path) -> Result<Vec<DemoItem>, UiError> {
+    let runs = console_view::authority::demo::write_demo(dir).map_err(|e| crate::error::view(&e))?;
+    Ok(runs
+        .into_iter()
+        .map(|path| {
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let label = match stem.as_str() {
+                "rotated-steward" => "demo run: a steward that rotated its key (key log beside the run)",
+                "threshold-board" => "demo run: a 2-of-3 threshold board's grant (FROST aggregate)",
+                "minted-by-standing-grant" => "demo run: a grant minted by a standing grant (mint ledger beside it)",
+                _ => "demo run",
+            };
+            DemoItem {
+                kind: console_store::ItemKind::Run,
+                label: label.to_owned(),
+                path: path.display().to_string(),
+                detail: serde_json::json!({}),
+            }
+        })
+        .collect())
+}
+
 /// A workspace item the demo adds (see `state::register_demo_items`).
 #[derive(Debug, Clone)]
 pub struct DemoItem {

@@ -111,6 +111,10 @@ pub fn run() -> std::process::ExitCode {
                     Ok(item) => state::register_demo_items(&store, &[item]),
                     Err(e) => eprintln!("jcp-console: {}", e.message),
                 }
+                match engines::prepare_demo_authority(&demo_dir.join("authority")) {
+                    Ok(items) => state::register_demo_items(&store, &items),
+                    Err(e) => eprintln!("jcp-console: {}", e.message),
+                }
                 match engines::prepare_demo_blueprints(&demo_dir.join("blueprint")) {
                     Ok(items) => state::register_demo_items(&store, &items),
                     Err(e) => eprintln!("jcp-console: {}", e.message),

@@ -23,6 +23,7 @@ use jcp::cbor::{ContentId, Value};
 use jcp::decision::Gate;
 use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::Keypair;
+use console_view::authority::read_run;
 use jcp::steering::Run;
 use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::Feed;
@@ -229,7 +230,7 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     let mut awaiting = 0u32;
     for i in items.into_iter().filter(|i| i.kind == ItemKind::Run) {
         let live = st.live_of(i.id).map(|l| l.state());
-        let (verdict, aw, mine, checkpoints, err) = match Run::read(Path::new(&i.path)).and_then(|r| r.verify()) {
+        let (verdict, aw, mine, checkpoints, err) = match read_run(Path::new(&i.path)).and_then(|(r, _)| r.verify()) {
             Ok(rep) => (
                 Some(console_view::tags::Verdict::of(rep.clean)),
                 sv::awaiting(&rep),
@@ -250,7 +251,7 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
 }
 
 fn revoked_any(run_path: &Path) -> bool {
-    Run::read(run_path).is_ok_and(|r| {
+    read_run(run_path).is_ok_and(|(r, _)| {
         let revoked = sv::revocations_of(run_path, &r);
         r.verify().ok().and_then(|rep| rep.active_grant).is_some_and(|a| revoked.iter().any(|(g, _)| *g == a))
     })
@@ -262,7 +263,7 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
     let item = run_item(state, id)?;
     let path = PathBuf::from(&item.path);
     let view = console_view::run::report(&path).map_err(|e| error::view(&e))?;
-    let run = Run::read(&path).map_err(|e| UiError::new(e.code(), e.to_string()))?;
+    let (run, _) = read_run(&path).map_err(|e| UiError::new(e.code(), e.to_string()))?;
     let report = run.verify().map_err(|e| UiError::new(e.code(), e.to_string()))?;
     let revoked: Vec<String> = sv::revocations_of(&path, &run).into_iter().map(|(g, _)| g.to_string()).collect();
     let awaiting = sv::awaiting(&report) && !report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));

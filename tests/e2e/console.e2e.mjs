@@ -275,7 +275,8 @@ test("workspace: the demo's streams, run and blueprint are listed on first start
     // The demo's two streams (earlier tests in this workspace opened others too).
     const inDemo = (p) => !WS || p.startsWith(path.join(WS, "demo") + path.sep);
     assert.equal(rows.filter((r) => r[0] === "stream" && inDemo(r[1])).length, 2, JSON.stringify(rows));
-    assert.equal(rows.filter((r) => r[0] === "run").length, 1, JSON.stringify(rows));
+    // The demo long run and the three authority runs (rotated steward, threshold board, standing grant).
+    assert.equal(rows.filter((r) => r[0] === "run").length, 4, JSON.stringify(rows));
     assert.equal(rows.filter((r) => r[0] === "blueprint").length, 2, JSON.stringify(rows));
     for (const [, p] of rows) assert.ok(!WS || fs.existsSync(p), `${p} exists`);
     await s.shot("workspace");
@@ -284,13 +285,23 @@ test("workspace: the demo's streams, run and blueprint are listed on first start
   }
 });
 
+/** Opens the run item whose file is `file` from the overview. */
+async function openRun(s, file) {
+  const clicked = await s.exec(
+    `const r = [...document.querySelectorAll('#view-workspace tr.item.run')].find(r => r.querySelector('.path').textContent === ${JSON.stringify(file)});
+     if (!r) return false; r.querySelector('button.open-item').click(); return true`,
+  );
+  assert.ok(clicked, `${file} is listed`);
+}
+
 test("run view: the demo run's checkpoints as `jcp run verify --json` reports them", async () => {
   const s = await Session.start();
   try {
-    await s.waitFor(async () => (await overview(s)).some((r) => r[0] === "run"), 60000, "the demo run in the overview");
-    const runPath = (await overview(s)).find((r) => r[0] === "run")[1];
+    const isDemo = (r) => r[0] === "run" && r[1].endsWith(`${path.sep}demo.jcprun`);
+    await s.waitFor(async () => (await overview(s)).some(isDemo), 60000, "the demo run in the overview");
+    const runPath = (await overview(s)).find(isDemo)[1];
     // Opened from the overview, as a newcomer would.
-    await s.exec("[...document.querySelectorAll('#view-workspace tr.item.run button.open-item')][0].click(); return true");
+    await openRun(s, runPath);
     await s.waitFor(async () => (await s.exec("return document.querySelector('#run-verdict') !== null")) === true, 30000, "the run's verdict");
     assert.equal(await s.exec("return document.querySelector('#view-run').hidden"), false);
     const [code, report] = jcp(["run", "verify", runPath]);
@@ -318,6 +329,54 @@ test("run view: the demo run's checkpoints as `jcp run verify --json` reports th
     await s.shot("run");
     await s.exec("document.querySelector('.checkpoints-table').scrollIntoView(); return true");
     await s.shot("run-checkpoints");
+  } finally {
+    await s.end();
+  }
+});
+
+// Issue 18: who stands behind a run's grants, from the files beside the run.
+test("run view: a rotated steward's key log, a 2-of-3 threshold issuer, a standing grant's ledger", async () => {
+  const s = await Session.start();
+  try {
+    const find = async (name) => (await overview(s)).find((r) => r[0] === "run" && r[1].endsWith(`${path.sep}${name}.jcprun`));
+    await s.waitFor(async () => Boolean(await find("minted-by-standing-grant")), 60000, "the authority demo runs in the overview");
+    const show = async (name) => {
+      const file = (await find(name))[1];
+      await s.exec("document.querySelector('#run-authority')?.remove(); return true");
+      await openRun(s, file);
+      await s.waitFor(async () => (await s.exec("return document.querySelector('#view-run #run-authority') !== null")) === true, 30000, `${name}'s authority panel`);
+      return file;
+    };
+
+    // The rotated steward: clean only with its key log, as `jcp run verify --key-log` says.
+    const rotated = await show("rotated-steward");
+    const log = path.join(path.dirname(rotated), "steward.jcpkeys");
+    const [withLog, withReport] = jcp(["run", "verify", rotated, "--key-log", log]);
+    const [without] = jcp(["run", "verify", rotated]);
+    assert.deepEqual([withLog, withReport.clean, without], [0, true, 1], "the CLI: clean with the log, refused without");
+    assert.equal(await s.textOf("#run-verdict .value"), "clean");
+    assert.equal(await s.textOf(".run-summary .chip.issuer-rotated"), "rotated identity");
+    const events = await s.exec("return [...document.querySelectorAll('.key-log-table tr.key-event')].map(r => [r.querySelector('.num').textContent, Boolean(r.querySelector('.superseded')), Boolean(r.querySelector('.current'))])");
+    assert.deepEqual(events, [["0", true, false], ["1", true, false], ["2", false, true]]);
+    await s.exec("document.querySelector('#run-authority').scrollIntoView(); return true");
+    await s.shot("run-authority-rotated");
+
+    // The threshold board: marked 2-of-3, and its aggregate verifies as any signature.
+    await show("threshold-board");
+    assert.equal(await s.textOf("#run-verdict .value"), "clean");
+    assert.equal(await s.textOf(".run-summary .chip.threshold"), "2-of-3 threshold");
+    assert.match(await s.textOf(".threshold-group h4"), /2-of-3/);
+    await s.exec("document.querySelector('#run-authority').scrollIntoView(); return true");
+    await s.shot("run-authority-threshold");
+
+    // The standing grant: firings and minted budget from the ledger beside the run.
+    const minted = await show("minted-by-standing-grant");
+    const ledger = jcp(["inspect", path.join(path.dirname(minted), "mint-ledger.jcp")])[1];
+    assert.equal(await s.textOf(".standing-table .firings td"), "3 of 5 (2 left)");
+    assert.match(JSON.stringify(ledger), /"firings":3/);
+    assert.match(await s.textOf(".standing-table .chain td"), /chain-verifies to the standing grant/);
+    await s.exec("document.querySelector('#run-authority').scrollIntoView(); return true");
+    await s.shot("run-authority-standing");
   } finally {
     await s.end();
   }

@@ -158,5 +158,6 @@ export const runView = (over: Partial<RunView> = {}): RunView => ({
   findings: [{ index: 7, kind: "checkpoint", code: "steer-spend-decreased", message: "the declared spend went down", admitted: false }],
   unattached_amendments: [],
   report: {},
+  authority: { issuer: "did:key:z6MkSteward", issuer_kind: "key", issuer_text: "plain did:key: its own key signs", key_log: null, threshold: null, standing: null, problems: [] },
   ...over,
 });

@@ -62,3 +62,95 @@ describe("run view (the steward's, read-only)", () => {
     expect(v.root.querySelector("#run-verdict")).toBeNull();
   });
 });
+
+describe("who stands behind the grants (§2.1, §2.2, §4.6)", () => {
+  const plain = () => runView().authority;
+
+  it("c12_a_rotated_stewards_key_log_shows_current_and_rotated_away_keys", () => {
+    const v = new RunView();
+    v.show(runView({
+      authority: {
+        ...plain(),
+        issuer: "did:key:z6MkIdentity",
+        issuer_kind: "rotated",
+        issuer_text: "rotated identity: 2 rotation(s); its key log names did:key:z6MkK2 as the key that signs for it now",
+        key_log: {
+          path: "/ws/demo/authority/rotated/steward.jcpkeys",
+          identity: "did:key:z6MkIdentity",
+          current: "did:key:z6MkK2",
+          rotations: 2,
+          superseded: ["did:key:z6MkIdentity", "did:key:z6MkK1"],
+          events: [
+            { seq: 0, role: "inception", id: "aa01", current: "did:key:z6MkIdentity", next_hash: "h1", signature_valid: true },
+            { seq: 1, role: "rotation", id: "aa02", current: "did:key:z6MkK1", next_hash: "h2", signature_valid: true },
+            { seq: 2, role: "rotation", id: "aa03", current: "did:key:z6MkK2", next_hash: "h3", signature_valid: true },
+          ],
+          refused: null,
+        },
+      },
+    }));
+    expect(v.root.querySelector(".run-summary .chip.issuer-rotated")?.textContent).toBe("rotated identity");
+    const rows = [...v.root.querySelectorAll(".key-log-table tr.key-event")];
+    expect(rows.map((r) => r.querySelector(".num")?.textContent)).toEqual(["0", "1", "2"]);
+    expect(rows[0].querySelector(".superseded")?.textContent).toContain("rotated away");
+    expect(rows[1].querySelector(".superseded")?.textContent).toContain("rotated away");
+    expect(rows[2].querySelector(".current")?.textContent).toContain("current");
+    expect(v.root.querySelector(".key-log-state")?.textContent).toContain("after 2 rotation(s)");
+  });
+
+  it("c12_a_refused_key_log_says_no_key_controls_the_identity", () => {
+    const v = new RunView();
+    v.show(runView({
+      verdict: "findings",
+      authority: {
+        ...plain(),
+        issuer_kind: "unresolved",
+        issuer_text: "no key is taken to control this identity: rotation-forked: two key logs diverge",
+        key_log: { path: "/k", identity: "did:key:z6MkSteward", current: null, rotations: null, superseded: [], events: [], refused: { code: "rotation-forked", message: "rotation-forked: two key logs diverge" } },
+        problems: [{ path: "/ws/fork.jcpkeys", claims: "key log", refused: { code: "rotation-forked", message: "rotation-forked: two key logs diverge" } }],
+      },
+    }));
+    expect(v.root.querySelector(".chip.issuer-unresolved")).not.toBeNull();
+    expect(v.root.querySelector(".key-log-state.refused .code")?.textContent).toBe("rotation-forked");
+    expect(v.root.querySelector(".problems-table .code")?.textContent).toBe("rotation-forked");
+  });
+
+  it("s2_2_a_threshold_issuer_is_marked_k_of_n", () => {
+    const v = new RunView();
+    v.show(runView({
+      authority: {
+        ...plain(),
+        issuer_text: "threshold actor, 2-of-3 (dealer): any 2 of its 3 shareholders sign together, and the aggregate verifies under the group's did:key",
+        threshold: { path: "/ws/board.jcpt", group: "did:key:z6MkSteward", threshold: "2-of-3", min_signers: 2, max_signers: 3, origin: "dealer", participants: [1, 2, 3] },
+      },
+    }));
+    expect(v.root.querySelector(".run-summary .chip.threshold")?.textContent).toBe("2-of-3 threshold");
+    expect(v.root.querySelector(".threshold-group h4")?.textContent).toContain("2-of-3");
+    expect(v.root.querySelector(".threshold-group")?.textContent).toContain("any 2 of its 3 shareholders (1, 2, 3)");
+  });
+
+  it("c20_a_standing_grants_ledger_shows_firings_and_minted_budget_not_as_energy", () => {
+    const v = new RunView();
+    v.show(runView({
+      authority: {
+        ...plain(),
+        standing: {
+          grant_id: "5t4nd1ng", grant_path: "/s/standing-grant.jcp", policy_path: "/s/mint-policy.jcp", ledger_path: "/s/mint-ledger.jcp",
+          event_class: "c1a55", grant_budget: "10.000 MJ (2.777 kWh)", per_firing: "2.000 MJ (0.555 kWh)", max_firings: 5, firings: 3, firings_left: 2,
+          minted: "6.000 MJ (1.666 kWh)", mintable: "4.000 MJ (1.111 kWh)", chain_ok: true, chain_text: "this run's grant chain-verifies to the standing grant (§4.2)", refused: null,
+        },
+      },
+    }));
+    expect(v.root.querySelector(".standing-table .firings td")?.textContent).toBe("3 of 5 (2 left)");
+    expect(v.root.querySelector(".standing-table .minted td")?.textContent).toContain("not energy measured");
+    expect(v.root.querySelector(".standing-table .chain.ok td")?.textContent).toContain("chain-verifies");
+  });
+
+  it("a plain steward shows no chip and no material", () => {
+    const v = new RunView();
+    v.show(runView());
+    expect(v.root.querySelector(".run-summary .chip")).toBeNull();
+    expect(v.root.querySelector("#run-authority .issuer-text")?.textContent).toContain("plain did:key");
+    expect(v.root.querySelector(".key-log, .threshold-group, .standing, .material-problems")).toBeNull();
+  });
+});

@@ -269,6 +269,7 @@ mod tests {
         let mut all = all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow, WorkspaceItem);
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());
+        all.extend(crate::authority::tests::generated());
         all.extend(crate::intent::tests::generated());
         all.extend(crate::tags::tests::generated());
         all.extend(crate::steward::tests::generated());

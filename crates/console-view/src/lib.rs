@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod authority;
 pub mod blueprint;
 pub mod chart;
 pub mod intent;

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use jcp::steering::{Remainder, Run, RunReport, Spent};
+use jcp::steering::{Remainder, RunReport, Spent};
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
@@ -219,6 +219,10 @@ pub struct RunView {
     /// The report exactly as `jcp run verify --json` prints it.
     #[cfg_attr(test, ts(type = "unknown"))]
     pub report: serde_json::Value,
+    /// Who stands behind the run's grants: a rotated steward's key log, a
+    /// threshold issuer (k-of-n), a standing grant and its ledger (§2.1,
+    /// §2.2, §4.6), from the files beside the run.
+    pub authority: crate::authority::AuthorityView,
 }
 
 fn n(i: usize) -> u64 {
@@ -226,7 +230,7 @@ fn n(i: usize) -> u64 {
 }
 
 /// Maps a verified run's report to the view.
-pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
+pub fn run_view(report: &RunReport, path: &Path, authority: crate::authority::AuthorityView) -> Result<RunView, ViewError> {
     let checkpoints = report
         .checkpoints
         .iter()
@@ -301,17 +305,19 @@ pub fn run_view(report: &RunReport, path: &Path) -> Result<RunView, ViewError> {
         findings,
         unattached_amendments: report.unattached_amendments.iter().map(|i| n(*i)).collect(),
         report: serde_json::to_value(report).map_err(|e| ViewError::Json(e.to_string()))?,
+        authority,
     })
 }
 
-/// Reads, verifies and maps a run file (what the console's command does).
+/// Reads (with the key logs beside it), verifies and maps a run file (what
+/// the console's command does).
 /// An unreadable or undecodable file is an error naming the file and the
 /// record; findings in a readable run are part of the view.
 pub fn report(path: &Path) -> Result<RunView, ViewError> {
     let bad = |e: &jcp::Error| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() };
-    let run = Run::read(path).map_err(|e| bad(&e))?;
+    let (run, material) = crate::authority::read_run(path).map_err(|e| bad(&e))?;
     let report = run.verify().map_err(|e| bad(&e))?;
-    run_view(&report, path)
+    run_view(&report, path, crate::authority::view(&run, material))
 }
 
 /// Writes the demo run (`jcp::steering::demo`, seed 1) to `path` unless it

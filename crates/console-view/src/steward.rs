@@ -212,7 +212,7 @@ fn caveat_text(c: &Caveat) -> String {
 }
 
 fn read(path: &Path) -> Result<Run, ViewError> {
-    Run::read(path).map_err(|e| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() })
+    crate::authority::read_run(path).map(|(r, _)| r).map_err(|e| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() })
 }
 
 /// Plans the amendment the form asks for at the run's latest checkpoint —

@@ -644,6 +644,15 @@ impl KeyRing {
         self.entries.iter().find(|e| e.state.identity == *identity && e.forked_at.is_none()).map(|e| &e.state)
     }
 
+    /// Where the ring stands on `identity`: `None` when no log of it was
+    /// added, the state held, or `rotation-forked`.
+    pub fn state(&self, identity: &Did) -> Option<Result<&KeyState, Error>> {
+        self.entries.iter().find(|e| e.state.identity == *identity).map(|e| match e.forked_at {
+            Some(seq) => Err(Error::RotationForked { identity: identity.to_string(), seq }),
+            None => Ok(&e.state),
+        })
+    }
+
     /// Whether no identity is held.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -5,6 +5,7 @@
 import { api, type RunView as Run } from "../ipc";
 import { el, formatUnixUtc, GRADE_MEANING, shortId, table } from "../format";
 import { ItemView } from "./item";
+import { issuerChips, renderAuthority } from "./authority";
 
 export class RunView extends ItemView<Run> {
   constructor() {
@@ -54,7 +55,9 @@ export function renderRun(v: Run): HTMLElement[] {
       sb.append(tr);
     };
     kv("file", v.path, "path");
-    kv("steward (issuer)", shortId(v.issuer, 24));
+    const steward = el("span");
+    steward.append(shortId(v.issuer, 24), ...issuerChips(v.authority));
+    kv("steward (issuer)", steward);
     kv("agent", shortId(v.agent, 24));
     kv("budget issued", v.issued_budget);
     kv("budget in force", v.active_budget ?? "none: no grant is active (an amendment's continuation is missing or refused)");
@@ -132,7 +135,7 @@ export function renderRun(v: Run): HTMLElement[] {
     }
     if (v.unattached_amendments.length) findings.append(el("p", "unattached", `Refused amendments not at the latest checkpoint: records ${v.unattached_amendments.join(", ")}`));
     lower.append(grants, findings);
-    parts.push(lower);
+    parts.push(lower, renderAuthority(v.authority));
 
     return parts;
   }
