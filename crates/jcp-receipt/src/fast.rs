@@ -665,7 +665,7 @@ mod tests {
         let mut rs = rs;
         let kp = jcp::identity::Keypair::from_seed([7; 32]).unwrap();
         let cores: Vec<ReceiptCore> = rs.iter().map(|r| slow(r).unwrap().core).collect();
-        let money = Some(jcp::decision::Money { currency: "EUR".into(), minor: 1234 });
+        let money = Some(jcp::grant::Funds { currency: "EUR".into(), minor: 1234 });
         for (c, allow, chained) in cores.iter().map(|c| (c, c.verdict == jcp::decision::Verdict::Allow, !c.chain_ids.is_empty())) {
             let mut c = c.clone();
             c.steward = kp.did();

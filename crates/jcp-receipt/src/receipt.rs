@@ -10,7 +10,8 @@
 //! restores the tainted allowance).
 
 use jcp::cbor::{self, ContentId, SchemaError, Value};
-use jcp::decision::{Decision, Money, Reason, Request, Verdict};
+use jcp::decision::{Decision, Reason, Request, Verdict};
+use jcp::grant::Funds;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::frame::{FrameKind, Trust};
 use jcp::identity::{Did, Keypair};
@@ -267,7 +268,7 @@ pub struct ReceiptCore {
     /// A debit-point breach recorded on an allow (§4.9 two-phase path).
     pub breach: Option<Reason>,
     /// The money cost of a priced decision (§4.8).
-    pub money: Option<Money>,
+    pub money: Option<Funds>,
     /// The argument was tainted (§4.10): its debit also counts against the
     /// tainted allowance.
     pub tainted: bool,
@@ -431,7 +432,7 @@ impl ReceiptCore {
             steward: dids.parse_bytes(v.steward)?,
             chain_ids,
             breach: v.breach,
-            money: v.money.map(|(c, minor)| Money { currency: c.to_owned(), minor }),
+            money: v.money.map(|(c, minor)| Funds { currency: c.to_owned(), minor }),
             tainted: v.tainted,
         })
     }

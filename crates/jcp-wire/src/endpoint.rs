@@ -1456,7 +1456,7 @@ mod tests {
             frame: plain.frame.clone(),
             chain: vec![g.clone()],
             cost: plain.cost,
-            money: Some(jcp::decision::Money { currency: "EUR".into(), minor: 7 }),
+            money: Some(jcp::grant::Funds { currency: "EUR".into(), minor: 7 }),
             label: Some(Label::untrusted_from(["web"])),
             args: Some(b"q".to_vec()),
             continues: Some("h".repeat(128)),

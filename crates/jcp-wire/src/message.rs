@@ -13,7 +13,8 @@
 //! names).
 
 use jcp::cbor::{self, ContentId, Fields, Value};
-use jcp::decision::{Cost, Money, Reason, Verdict};
+use jcp::decision::{Cost, Reason, Verdict};
+use jcp::grant::Funds;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::Label;
 use jcp::frame::Frame;
@@ -40,7 +41,7 @@ pub struct WireRequest {
     /// The holder's measured cost.
     pub cost: Energy,
     /// A priced action's money cost (§4.8).
-    pub money: Option<Money>,
+    pub money: Option<Funds>,
     /// The argument's label (§4.10); `None` = provenance not computed.
     pub label: Option<Label>,
     /// The argument bytes forwarded to the endpoint behind the gate.
@@ -63,7 +64,7 @@ pub struct RequestBody {
     /// See [`WireRequest::cost`].
     pub cost: Energy,
     /// See [`WireRequest::money`].
-    pub money: Option<Money>,
+    pub money: Option<Funds>,
     /// See [`WireRequest::label`].
     pub label: Option<Label>,
     /// See [`WireRequest::args`].
@@ -97,18 +98,6 @@ fn energy_from(v: &Value) -> Result<Energy, WireError> {
     Ok(Energy { uj, provenance, coverage })
 }
 
-fn money_value(m: &Money) -> Value {
-    cbor::map([("currency", Some(Value::text(m.currency.as_str()))), ("minor", Some(Value::Uint(m.minor)))])
-}
-
-fn money_from(v: &Value) -> Result<Money, WireError> {
-    let mut f = Fields::new("Money", v)?;
-    let currency = f.text("currency")?.to_owned();
-    let minor = f.uint("minor")?;
-    f.finish()?;
-    Ok(Money { currency, minor })
-}
-
 impl RequestBody {
     fn to_value(&self, caller: &Did) -> Value {
         cbor::map([
@@ -116,7 +105,7 @@ impl RequestBody {
             ("chain", Some(Value::Array(self.chain.iter().map(SignedGrant::to_value).collect()))),
             ("caller", Some(Value::text(caller.to_did_string()))),
             ("cost", Some(energy_value(&self.cost))),
-            ("money", self.money.as_ref().map(money_value)),
+            ("money", self.money.as_ref().map(Funds::to_value)),
             ("label", self.label.as_ref().map(Label::to_value)),
             ("args", self.args.clone().map(Value::Bytes)),
             ("continues", self.continues.clone().map(Value::Text)),
@@ -229,7 +218,7 @@ impl WireRequest {
         let chain = links.iter().map(SignedGrant::from_value).collect::<Result<Vec<_>, _>>()?;
         let caller = Did::parse(f.text("caller")?)?;
         let cost = energy_from(f.req("cost")?)?;
-        let money = f.opt("money").map(money_from).transpose()?;
+        let money = f.opt("money").map(Funds::from_value).transpose()?;
         let label = f.opt("label").map(Label::from_value).transpose()?;
         let args = match f.opt("args") {
             None => None,

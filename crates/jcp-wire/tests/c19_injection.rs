@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use common::*;
 use jcp::cbor::{ContentId, Value};
-use jcp::decision::{Money, Reason, Verdict};
+use jcp::decision::{Reason, Verdict};
+use jcp::grant::Funds;
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::{FlowCeiling, Integrity, Label};
 use jcp::frame::{Frame, FrameKind, Trust};
@@ -389,7 +390,7 @@ fn c19_an_unknown_field_anywhere_is_refused_at_decode_and_the_connection_closed(
                     frame: frame(&g, c.clean.text.as_bytes()),
                     chain: vec![g.clone()],
                     cost: Energy::new(1, Provenance::HwShunt),
-                    money: Some(Money { currency: "EUR".into(), minor: 1 }),
+                    money: Some(Funds { currency: "EUR".into(), minor: 1 }),
                     label: Some(Label::bottom()),
                     args: Some(c.clean.text.as_bytes().to_vec()),
                     continues: None,

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use jcp::cbor::{ContentId, Value};
-use jcp::decision::{Money, Reason, Verdict};
+use jcp::decision::{Reason, Verdict};
+use jcp::grant::Funds;
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::Label;
 use jcp::frame::{FrameKind, Trust};
@@ -102,7 +103,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         frame: frame(&g, &args),
         chain: vec![g.clone()],
         cost: Energy { uj: 25, provenance: Provenance::Estimator, coverage: jcp::energy::Coverage::Partial },
-        money: Some(Money { currency: "EUR".into(), minor: 3 }),
+        money: Some(Funds { currency: "EUR".into(), minor: 3 }),
         label: Some(Label::untrusted_from(["mail", "web"])),
         args: Some(args),
         continues: Some("task-7".into()),

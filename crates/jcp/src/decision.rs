@@ -12,7 +12,7 @@ use crate::energy::Energy;
 use crate::error::Error;
 use crate::flow::{FlowCeiling, Label, TaintFloor};
 use crate::frame::{Frame, Trust};
-use crate::grant::{Caveat, SignedGrant};
+use crate::grant::{Caveat, Funds, SignedGrant};
 use crate::identity::Did;
 use crate::revocation::SignedRevocation;
 use crate::steering::{SignedAmendment, SignedCheckpoint};
@@ -128,22 +128,13 @@ impl std::fmt::Display for Reason {
     }
 }
 
-/// A money cost (§4.8).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Money {
-    /// Currency code.
-    pub currency: String,
-    /// Amount in minor units.
-    pub minor: u64,
-}
-
 /// What an action costs: metered energy and, for a priced action, money.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Cost {
     /// The metered energy (µJ with provenance and coverage).
     pub energy: Energy,
     /// The money cost, if the action is priced.
-    pub money: Option<Money>,
+    pub money: Option<Funds>,
 }
 
 impl Cost {
@@ -480,13 +471,13 @@ impl Gate {
                 uj = uj.min(*n);
             }
         }
-        let mut money: Option<Money> = None;
+        let mut money: Option<Funds> = None;
         for g in req.chain {
             let Some(f) = &g.grant().budget_funds else { continue };
             let left = f.minor.saturating_sub(self.spent(&g.id()).minor);
             match &mut money {
                 Some(m) => m.minor = m.minor.min(left),
-                None => money = Some(Money { currency: f.currency.clone(), minor: left }),
+                None => money = Some(Funds { currency: f.currency.clone(), minor: left }),
             }
         }
         Cost { energy: Energy::new(uj, crate::energy::Provenance::Estimator), money }

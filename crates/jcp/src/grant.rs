@@ -25,11 +25,14 @@ pub struct Funds {
 }
 
 impl Funds {
-    fn to_value(&self) -> Value {
+    /// The canonical map `{currency, minor}` (a grant's `budget_funds`, a
+    /// cost's money, a receipt's and a wire message's money: one form).
+    pub fn to_value(&self) -> Value {
         cbor::map([("currency", Some(Value::text(self.currency.as_str()))), ("minor", Some(Value::Uint(self.minor)))])
     }
 
-    fn from_value(v: &Value) -> Result<Self, SchemaError> {
+    /// Reads `{currency, minor}` strictly; an empty currency is refused.
+    pub fn from_value(v: &Value) -> Result<Self, SchemaError> {
         let mut f = Fields::new("Funds", v)?;
         let currency = f.text("currency")?.to_owned();
         let minor = f.uint("minor")?;

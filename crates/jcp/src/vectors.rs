@@ -7,7 +7,7 @@
 use serde_json::{json, Value as Json};
 
 use crate::cbor::{ContentId, Value};
-use crate::decision::{Cost, Gate, Money, Request};
+use crate::decision::{Cost, Gate, Request};
 use crate::energy::{Energy, Provenance};
 use crate::flow::Label;
 use crate::frame::{Frame, FrameKind, Trust};
@@ -185,7 +185,7 @@ fn run_step(gate: &mut Gate, s: &Step<'_>) -> Json {
     let f = frame(leaf, s.action, s.trust);
     let cost = Cost {
         energy: Energy::new(s.cost_uj, Provenance::HwShunt),
-        money: s.money.map(|(c, m)| Money { currency: c.to_owned(), minor: m }),
+        money: s.money.map(|(c, m)| Funds { currency: c.to_owned(), minor: m }),
     };
     let caller = s.caller.did();
     let d = gate.decide(&Request { frame: &f, chain: &chain, caller: &caller, cost: &cost, now: s.now, flow: s.flow.as_ref() });

@@ -2,13 +2,13 @@
 
 mod common;
 use common::*;
-use jcp::decision::{Cost, Gate, Money, Reason, Request, Verdict};
+use jcp::decision::{Cost, Gate, Reason, Request, Verdict};
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::{FlowCeiling, Integrity, Label, Origins, Readers, TaintFloor};
 use jcp::grant::{attenuate, Attenuation, Caveat, Funds, Grant};
 
 fn priced(uj: u64, currency: &str, minor: u64) -> Cost {
-    Cost { energy: Energy::new(uj, Provenance::HwShunt), money: Some(Money { currency: currency.into(), minor }) }
+    Cost { energy: Energy::new(uj, Provenance::HwShunt), money: Some(Funds { currency: currency.into(), minor }) }
 }
 
 fn funded(budget: u64, minor: u64) -> Grant {
@@ -215,7 +215,7 @@ fn s4_11_a_reservation_is_the_most_phase_two_can_charge_without_a_breach() {
     let r = gate.reservation(&req);
     assert_eq!(r.energy.uj, 250);
     assert_eq!(r.energy.provenance, Provenance::Estimator, "a bound, not a measurement");
-    assert_eq!(r.money, Some(Money { currency: "USD".into(), minor: 100 }));
+    assert_eq!(r.money, Some(Funds { currency: "USD".into(), minor: 100 }));
     // Spend on the root elsewhere: its remainder binds below the caveat.
     gate.replay_debit(&[root.id()], 900, 70, false);
     let r = gate.reservation(&req);

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
 use jcp::cbor::{self, ContentId, Value};
-use jcp::decision::{Cost, Gate, Money, Request};
+use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::{FlowCeiling, Integrity, Label, Origins, Readers};
 use jcp::frame::{Frame, FrameKind, Trust};
@@ -150,8 +150,8 @@ pub(crate) fn parse_provenance(s: &str) -> anyhow::Result<Provenance> {
 }
 
 /// A money cost `CURRENCY:MINOR` (§4.8).
-pub(crate) fn parse_money(s: &str) -> anyhow::Result<Money> {
-    parse_funds(s).map(|f| Money { currency: f.currency, minor: f.minor })
+pub(crate) fn parse_money(s: &str) -> anyhow::Result<Funds> {
+    parse_funds(s)
 }
 
 fn parse_funds(s: &str) -> anyhow::Result<Funds> {

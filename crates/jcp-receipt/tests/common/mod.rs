@@ -2,7 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use jcp::cbor::{ContentId, Value};
-use jcp::decision::{Cost, Money};
+use jcp::decision::Cost;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{attenuate, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant};
@@ -94,7 +94,7 @@ pub fn partial_cost(uj: u64) -> Cost {
 }
 
 pub fn priced(uj: u64, minor: u64) -> Cost {
-    Cost { energy: Energy::new(uj, Provenance::HwShunt), money: Some(Money { currency: "USD".into(), minor }) }
+    Cost { energy: Energy::new(uj, Provenance::HwShunt), money: Some(Funds { currency: "USD".into(), minor }) }
 }
 
 pub fn did(k: &Keypair) -> Did {
