@@ -293,7 +293,7 @@ fn exactly(v: &Value, names: &[&str]) -> bool {
 /// The envelope checks every entry passes before any key is used, in the
 /// reference's order: the entry is exactly `{protected, signature,
 /// signed_attributes}`, the header exactly `{alg, b64, crit, kid}` with
-/// `alg` EdDSA (`signature_algorithm_unsupported` otherwise), `b64:false`,
+/// `alg` `EdDSA` (`signature_algorithm_unsupported` otherwise), `b64:false`,
 /// `crit:["b64"]`; the signed attributes exactly the five members with
 /// `algorithm` Ed25519, a tagged `content_digest`, a `Z` `created_at`, a
 /// dot-free `key_id` equal to `kid` and a known `purpose`; the signature 64
@@ -307,9 +307,8 @@ fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
             "an entry is exactly {protected, signature, signed_attributes}",
         ));
     }
-    let (prot, attrs) = match (entry.get("protected"), entry.get("signed_attributes")) {
-        (Some(p), Some(a)) => (p, a),
-        _ => return Err(malformed("signature", "absent members")),
+    let (Some(prot), Some(attrs)) = (entry.get("protected"), entry.get("signed_attributes")) else {
+        return Err(malformed("signature", "absent members"));
     };
     if !exactly(prot, &["alg", "b64", "crit", "kid"]) {
         return Err(malformed("protected", "a header is exactly {alg, b64, crit, kid}"));

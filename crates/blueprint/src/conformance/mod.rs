@@ -6,7 +6,7 @@
 //! [`artifacts`] (blueprint, deployment, signature, schema),
 //! [`negotiation`] (negotiation, extension), [`bounds`] (bounds, algebra),
 //! [`federation`] (portability, compatibility, federation decode and
-//! verify_commitment), and [`project`] (this project's `corpus.load` and
+//! `verify_commitment`), and [`project`] (this project's `corpus.load` and
 //! `reconcile.run`).
 //!
 //! A case passes when the verdict matches and, for `valid`, it pins at least
@@ -198,15 +198,12 @@ fn compare_valid(expected: &Value, got: &Map) -> Option<(bool, String, String)> 
     let (mut want, mut have) = (Vec::new(), Vec::new());
     for (k, v) in pins {
         want.push(format!("{k}={}", show(v)));
-        match got.get(k) {
-            Some(g) => {
-                have.push(format!("{k}={}", show(g)));
-                ok &= g.same(v);
-            }
-            None => {
-                have.push(format!("{k}=<absent>"));
-                ok = false;
-            }
+        if let Some(g) = got.get(k) {
+            have.push(format!("{k}={}", show(g)));
+            ok &= g.same(v);
+        } else {
+            have.push(format!("{k}=<absent>"));
+            ok = false;
         }
     }
     Some((
@@ -319,11 +316,12 @@ pub struct Report {
 impl Report {
     /// The human summary line: `N passed, M failed` (plus file failures).
     pub fn summary(&self) -> String {
-        let mut s = format!("{} passed, {} failed", self.passed, self.failed);
-        if !self.file_failures.is_empty() {
-            s.push_str(&format!(", {} file(s) not run", self.file_failures.len()));
+        let s = format!("{} passed, {} failed", self.passed, self.failed);
+        if self.file_failures.is_empty() {
+            s
+        } else {
+            format!("{s}, {} file(s) not run", self.file_failures.len())
         }
-        s
     }
 }
 
@@ -426,6 +424,9 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
     })
 }
 
+/// Case files as `(name, bytes)`.
+pub type CaseFiles = Vec<(String, Vec<u8>)>;
+
 fn unreadable(path: &Path, e: &std::io::Error) -> Error {
     Error::new(
         Code::CorpusFileSetMismatch,
@@ -457,7 +458,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 /// applicability, corpus digest — any failure refuses the whole corpus,
 /// §15). Any other folder contributes every `*.json` below it (sorted); a
 /// file is itself. A path that cannot be read is `corpus_file_set_mismatch`.
-pub fn collect(path: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<Tagged>)> {
+pub fn collect(path: &Path) -> Result<(CaseFiles, Option<Tagged>)> {
     if !path.is_dir() {
         return Ok((vec![(path.display().to_string(), read(path)?)], None));
     }
