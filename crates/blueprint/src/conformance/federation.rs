@@ -53,7 +53,12 @@ fn compatibility_verify(input: &Value) -> Result<Map> {
     ]))
 }
 
-const CODECS: &[&str] = &["to_a2a_state", "from_a2a_state", "to_mcp_state", "from_mcp_state"];
+const CODECS: &[&str] = &[
+    "to_a2a_state",
+    "from_a2a_state",
+    "to_mcp_state",
+    "from_mcp_state",
+];
 
 fn federation_decode(input: &Value) -> Result<Map> {
     if let Some(k) = CODECS.iter().find(|k| input.get(k).is_some()) {
@@ -85,7 +90,11 @@ fn pin(ctx: &Value, k: &str) -> Result<Option<String>> {
     match ctx.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => fail(Code::InvalidType, format!("context.{k}"), "expected a string"),
+        Some(_) => fail(
+            Code::InvalidType,
+            format!("context.{k}"),
+            "expected a string",
+        ),
     }
 }
 
@@ -128,7 +137,13 @@ pub fn context_of(ctx: &Value) -> Result<Context> {
             }
             Some(sets)
         }
-        Some(_) => return fail(Code::InvalidType, "context.issuer_key_sets", "expected an object"),
+        Some(_) => {
+            return fail(
+                Code::InvalidType,
+                "context.issuer_key_sets",
+                "expected an object",
+            )
+        }
     };
     let prior_receipts = match ctx.get("prior_receipts") {
         None => Vec::new(),
@@ -137,7 +152,13 @@ pub fn context_of(ctx: &Value) -> Result<Context> {
             .enumerate()
             .map(|(i, v)| prior(v, i))
             .collect::<Result<_>>()?,
-        Some(_) => return fail(Code::InvalidType, "context.prior_receipts", "expected an array"),
+        Some(_) => {
+            return fail(
+                Code::InvalidType,
+                "context.prior_receipts",
+                "expected an array",
+            )
+        }
     };
     Ok(Context {
         keys,
@@ -155,7 +176,11 @@ pub fn context_of(ctx: &Value) -> Result<Context> {
 /// `Federation.verify_commitment`.
 fn verify_commitment(input: &Value) -> Result<Map> {
     let env = federation::decode_envelope(text(input, "envelope")?.as_bytes(), &Limits::default())?;
-    let ctx = context_of(input.get("context").unwrap_or(&Value::Object(Map::default())))?;
+    let ctx = context_of(
+        input
+            .get("context")
+            .unwrap_or(&Value::Object(Map::default())),
+    )?;
     let fact = federation::verify_commitment(&env.value, &ctx)?;
     Ok(out(vec![
         ("task_identity", Value::str(&fact.task_identity)),

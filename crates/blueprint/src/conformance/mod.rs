@@ -18,11 +18,11 @@
 
 mod artifacts;
 mod bounds;
+mod bytes;
 pub mod federation;
 mod input;
 mod negotiation;
 mod project;
-mod bytes;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -138,7 +138,11 @@ pub fn parse_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
 /// A parsed case file whose every case names a known surface.
 fn runnable_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
     let cases = parse_case_file(bytes, name)?;
-    if let Some((i, c)) = cases.iter().enumerate().find(|(_, c)| !is_known(&c.surface)) {
+    if let Some((i, c)) = cases
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !is_known(&c.surface))
+    {
         return fail(
             Code::CorpusCaseInvalid,
             format!("{name}#{i}"),
