@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use blueprint::artifact::{self, Kind};
 use blueprint::json::{Map, Value};
-use blueprint::{b64, canon, corpus, signature};
+use blueprint::{b64, canon, corpus, federation, signature};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{json, Value as J};
 
@@ -422,7 +422,7 @@ fn main() {
     // ---- blueprint.decode ----------------------------------------------------------
     let s = "blueprint.decode";
     let good = bp(|_| {});
-    f.ok(s, "own-bp-valid", json!({"text": good}), json!({}));
+    f.ok(s, "own-bp-valid", json!({"text": good}), json!({"digest": (digest_of(Kind::Blueprint, &good))}));
     f.no(
         s,
         "non_canonical_bytes",
@@ -511,8 +511,9 @@ fn main() {
     // ---- deployment.decode (+ binding) ----------------------------------------------
     let s = "deployment.decode";
     let dgood = dep_for(&good, |_| {});
-    f.ok(s, "own-dep-valid", json!({"text": dgood}), json!({}));
-    f.ok(s, "own-dep-binds", json!({"text": dgood, "binding": {"blueprint": good, "now": "2026-11-01T00:00:05Z", "max_attestation_age_ms": 10000}}), json!({}));
+    let dgood_digest = digest_of(Kind::Deployment, &dgood);
+    f.ok(s, "own-dep-valid", json!({"text": dgood}), json!({"digest": dgood_digest}));
+    f.ok(s, "own-dep-binds", json!({"text": dgood, "binding": {"blueprint": good, "now": "2026-11-01T00:00:05Z", "max_attestation_age_ms": 10000}}), json!({"digest": dgood_digest}));
     f.no(s, "compatibility_identity_inexact", "own-dep-range", json!({"text": dep_for(&good, |m| { m["build_identities"][0]["version"] = json!("^0.1"); })}));
     f.no(
         s,
@@ -572,32 +573,26 @@ fn main() {
         s,
         "own-dep-authoritative",
         json!({"text": with_publish("authoritative"), "binding": {"blueprint": needs_two}}),
-        json!({}),
+        json!({"digest": (digest_of(Kind::Deployment, &with_publish("authoritative")))}),
     );
     f.no(s, "binding_attestation_stale", "own-dep-stale", json!({"text": dgood, "binding": {"blueprint": good, "now": "2026-12-01T00:00:00Z", "max_attestation_age_ms": 86_400_000}}));
     f.no(s, "binding_descriptor_mismatch", "own-dep-rug-pull", json!({"text": dgood, "binding": {"blueprint": good, "descriptors": {"example.console.fetch": "sha-256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"}}}));
 
+    // The reference's form: {text: <deployment>, observed: {identities}}.
     let s = "compatibility.verify";
     let ident = |v: &str| json!({"digest": "sha-256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "kind": "package", "name": "jcp_console", "version": v});
+    let observed = |ids: J| json!({"text": dgood, "observed": {"identities": ids}});
     f.ok(
         s,
         "own-compat-exact",
-        json!({"text": dgood, "required": [ident("0.1.0")]}),
-        json!({"verified": 1}),
+        observed(json!([ident("0.1.0"), {"digest": "sha-256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB", "kind": "image", "name": "unrelated", "version": "2.0.0"}])),
+        json!({"verified": true, "identities": 1}),
     );
-    f.no(
-        s,
-        "compatibility_identity_inexact",
-        "own-compat-other-version",
-        json!({"text": dgood, "required": [ident("0.1.1")]}),
-    );
-    f.no(
-        s,
-        "compatibility_identity_inexact",
-        "own-compat-range-required",
-        json!({"text": dgood, "required": [ident("0.1.*")]}),
-    );
-    f.no(s, "compatibility_entry_missing", "own-compat-missing", json!({"text": dgood, "required": [{"digest": "sha-256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "kind": "image", "name": "runner", "version": "1.0.0"}]}));
+    f.no(s, "compatibility_entry_missing", "own-compat-other-version", observed(json!([ident("0.1.1")])));
+    f.no(s, "compatibility_identity_inexact", "own-compat-range-observed", observed(json!([ident("0.1.*")])));
+    f.no(s, "compatibility_duplicate_entry", "own-compat-observed-twice", observed(json!([ident("0.1.0"), ident("0.1.0")])));
+    f.no(s, "invalid_type", "own-compat-no-identities", json!({"text": dgood, "observed": {}}));
+    f.no(s, "invalid_type", "own-compat-malformed-identity", observed(json!([{"kind": "package", "name": "jcp_console", "version": "0.1.0"}])));
 
     // ---- negotiation.negotiate / extension.resolve --------------------------------------
     let fed_schema: J =
@@ -724,7 +719,7 @@ fn main() {
     f.ok(
         s,
         "own-fed-to-mcp",
-        json!({"to_mcp_state": "submitted"}),
+        json!({"to_mcp_state": "working"}),
         json!({"mcp_state": "working"}),
     );
     f.no(
@@ -732,6 +727,12 @@ fn main() {
         "federation_state_unmappable",
         "own-fed-rejected-to-mcp",
         json!({"to_mcp_state": "rejected"}),
+    );
+    f.no(
+        s,
+        "federation_state_unmappable",
+        "own-fed-submitted-to-mcp",
+        json!({"to_mcp_state": "submitted"}),
     );
     f.no(
         s,
@@ -746,15 +747,111 @@ fn main() {
         json!({"text": (text(&v(&without(&env, "issuer"))))}),
     );
     f.no(s, "forbidden_portable_value", "own-fed-endpoint", json!({"text": (text(&v(&with_env(&env, "recovery_handle", json!("https://peer.example/tasks/1")))))}));
-    let s = "federation.commitment";
-    f.ok(s, "own-fedc-same", json!({"envelope": env_t, "other": env_t, "context": {"issuer": "iss-1", "subject": "sub-1", "audience": "aud-1"}}), json!({}));
-    f.no(s, "federation_terminal_conflict", "own-fedc-diverged", json!({"envelope": env_t, "other": (text(&v(&with_env(&env, "terminal_state", json!("failed")))))}));
-    f.no(s, "audience_mismatch", "own-fedc-audience", json!({"envelope": env_t, "context": {"issuer": "iss-1", "subject": "sub-1", "audience": "aud-2"}}));
+    // federation.verify_commitment, the reference's form:
+    // {envelope: <text>, context: {keys: [{key_id, key}], issuer?, subject?,
+    // audience?, prior_receipts?: [{task_identity, terminal_state, commitment}]}}
+    let receipt = |mut e: J, purpose: &str| -> String {
+        let val = v(&e);
+        let commitment = federation::terminal_commitment(&val).expect("commitment");
+        e["evidence_receipt"]["terminal_commitment"] = J::from(commitment.to_string());
+        let covered = federation::covered_digest(&v(&e)).expect("covered");
+        let attrs = json!({"algorithm": "Ed25519", "content_digest": covered.to_string(), "created_at": "2026-11-01T00:00:00Z", "key_id": "peer", "purpose": purpose});
+        let prot = json!({"alg": "EdDSA", "b64": false, "crit": ["b64"], "kid": "peer"});
+        let mut input = b64::encode(&canon::canonical_bytes(&v(&prot)).expect("c")).into_bytes();
+        input.push(b'.');
+        input.extend(signature::signing_payload(&v(&attrs)).expect("p"));
+        let sig = sk.sign(&input).to_bytes();
+        e["evidence_receipt"]["signature"] = json!({"protected": prot, "signature": b64::encode(&sig), "signed_attributes": attrs});
+        text(&v(&e))
+    };
+    let good_env = receipt(env.clone(), "federation-envelope");
+    let good_commitment = federation::terminal_commitment(&v(&env)).expect("c").to_string();
+    let peer = json!([{"key_id": "peer", "key": pk}]);
+    let s = "federation.verify_commitment";
+    f.ok(
+        s,
+        "own-fedc-valid",
+        json!({"envelope": good_env, "context": {"keys": peer, "issuer": "iss-1", "subject": "sub-1", "audience": "aud-1",
+            "prior_receipts": [{"task_identity": "task-1", "terminal_state": "completed", "commitment": good_commitment}]}}),
+        json!({"task_identity": "task-1", "terminal_commitment": good_commitment}),
+    );
+    f.no(s, "audience_mismatch", "own-fedc-audience", json!({"envelope": good_env, "context": {"keys": peer, "audience": "aud-2"}}));
+    f.no(s, "audience_mismatch", "own-fedc-issuer", json!({"envelope": good_env, "context": {"keys": peer, "issuer": "iss-2"}}));
+    f.no(s, "federation_terminal_conflict", "own-fedc-diverged", json!({"envelope": good_env, "context": {"keys": peer,
+        "prior_receipts": [{"task_identity": "task-1", "terminal_state": "failed", "commitment": good_commitment}]}}));
+    f.add(s, "terminal_equivocation", "own-fedc-equivocation", json!({"envelope": good_env, "context": {"keys": peer,
+        "prior_receipts": [{"task_identity": "task-1", "terminal_state": "completed", "commitment": dd}]}}),
+        json!({"verdict": "invalid", "code": "federation_terminal_conflict"}));
+    let other_pk = b64::encode(&SigningKey::from_bytes(&[0x43; 32]).verifying_key().to_bytes());
+    f.add(s, "signature_invalid", "own-fedc-wrong-key", json!({"envelope": good_env, "context": {"keys": [{"key_id": "peer", "key": other_pk}]}}),
+        json!({"verdict": "invalid", "code": "signature_not_verified"}));
+    f.no(s, "signature_key_unsupported", "own-fedc-no-key", json!({"envelope": good_env, "context": {}}));
+    f.no(s, "invalid_constraint", "own-fedc-lifted-purpose", json!({"envelope": (receipt(env.clone(), "deployment")), "context": {"keys": peer}}));
+    let edited = good_env.replace("\"idem-1\"", "\"idem-2\"");
+    f.no(s, "digest_mismatch", "own-fedc-edited-after-signing", json!({"envelope": edited, "context": {"keys": peer}}));
+    f.no(s, "invalid_type", "own-fedc-malformed-prior", json!({"envelope": good_env, "context": {"keys": peer, "prior_receipts": [{"task_identity": "task-1"}]}}));
+
+    // ---- portability.scan (the reference's form: {text}) ---------------------------------------
+    let s = "portability.scan";
+    f.ok(s, "own-port-clean", json!({"text": "{\"kind\":\"ordinary\",\"items\":[{\"label\":\"summary\"}]}"}), json!({"clean": true}));
+    f.no(s, "forbidden_portable_value", "own-port-api-key", json!({"text": "{\"api_key\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}"}));
+    f.add(s, "name_spelling", "own-port-deep-tenant-spelling", json!({"text": "{\"a\":[{\"b\":{\"Tenant-ID\":\"t-42\"}}]}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
+    f.add(s, "value_shape", "own-port-pem-value", json!({"text": "{\"notes\":[\"-----BEGIN PRIVATE KEY-----\"]}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
+    f.add(s, "raw_endpoint", "own-port-endpoint-value", json!({"text": "{\"next\":{\"at\":\"https://db.internal:5432/orders\"}}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
+    f.no(s, "invalid_syntax", "own-port-not-json", json!({"text": "{\"kind\":"}));
+
+    // ---- schema.validate_instance (the reference's form: {schema, instance, dialect?}) --------
+    let s = "schema.validate_instance";
+    let closed = json!({"additionalProperties": false, "properties": {"n": {"type": "integer", "minimum": 1}, "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}}}, "required": ["n"], "type": "object"});
+    f.ok(s, "own-schema-valid", json!({"schema": closed, "instance": {"n": 3, "tags": ["a"]}}), json!({"valid": true}));
+    f.ok(s, "own-schema-valid-dialect", json!({"schema": closed, "instance": {"n": 1}, "dialect": blueprint::schema::DIALECT}), json!({"valid": true}));
+    f.no(s, "invalid_type", "own-schema-instance-type", json!({"schema": closed, "instance": {"n": "3"}}));
+    f.no(s, "invalid_constraint", "own-schema-instance-minimum", json!({"schema": closed, "instance": {"n": 0}}));
+    f.no(s, "invalid_constraint", "own-schema-instance-additional", json!({"schema": closed, "instance": {"n": 1, "x": 1}}));
+    f.no(s, "invalid_cardinality", "own-schema-instance-max-items", json!({"schema": closed, "instance": {"n": 1, "tags": ["a", "b", "c"]}}));
+    let many: serde_json::Map<String, J> = (1..=300).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    f.add(s, "maximum_plus_one", "own-schema-complexity", json!({"schema": {"properties": many, "type": "object"}, "instance": {}}),
+        json!({"verdict": "invalid", "code": "schema_complexity_exceeded"}));
+    f.no(s, "schema_keyword_not_allowed", "own-schema-pattern", json!({"schema": {"type": "string", "pattern": "^a"}, "instance": "a"}));
+    f.no(s, "schema_keyword_value_invalid", "own-schema-bad-minimum", json!({"schema": {"type": "integer", "minimum": "1"}, "instance": 1}));
+    f.no(s, "schema_dialect_unknown", "own-schema-dialect", json!({"schema": closed, "instance": {"n": 1}, "dialect": "http://json-schema.org/draft-07/schema#"}));
+    f.no(s, "schema_ref_unresolvable", "own-schema-ref", json!({"schema": {"$ref": "#/$defs/absent"}, "instance": 1}));
+    f.no(s, "schema_ref_cycle", "own-schema-cycle", json!({"schema": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "instance": 1}));
+    f.no(s, "schema_invalid_shape", "own-schema-shape", json!({"schema": {"properties": {"n": 5}}, "instance": {"n": 1}}));
+    f.no(s, "invalid_type", "own-schema-not-an-object", json!({"schema": "object", "instance": {}}));
 
     // ---- signature.verify ------------------------------------------------------------------
     let s = "signature.verify";
+    // The reference's form: {entry: <signature entry text>, keys: [{key_id, key}]}.
+    let entry_of = |t: String| -> String {
+        let a: J = serde_json::from_str(&t).expect("artifact");
+        text(&v(&a["signatures"][0]))
+    };
+    let key_list = json!([{"key_id": "console-key", "key": pk}]);
+    let entry = entry_of(signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false));
+    f.ok(s, "own-sig-entry-valid", json!({"entry": entry, "keys": key_list}), json!({"verified": true}));
+    f.add(s, "signature_invalid", "own-sig-entry-tampered", json!({"entry": (entry_of(signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", true))), "keys": key_list}),
+        json!({"verdict": "invalid", "code": "signature_not_verified"}));
+    f.add(s, "invalid_constraint", "own-sig-entry-no-crit", json!({"entry": entry.replace(",\"crit\":[\"b64\"]", ""), "keys": key_list}),
+        json!({"verdict": "invalid", "code": "signature_malformed"}));
+    let sig_at = entry.find("\"signature\":\"").expect("sig") + 13;
+    let mut bad_b64 = entry.clone();
+    bad_b64.replace_range(sig_at..sig_at + 3, "!!!");
+    f.add(s, "invalid_encoding", "own-sig-entry-bad-base64url", json!({"entry": bad_b64, "keys": key_list}),
+        json!({"verdict": "invalid", "code": "signature_malformed"}));
+    f.add(s, "unknown_kid", "own-sig-entry-unknown-kid", json!({"entry": entry, "keys": [{"key_id": "someone-else", "key": pk}]}),
+        json!({"verdict": "invalid", "code": "signature_key_unsupported"}));
+    f.add(s, "small_order_key", "own-sig-entry-small-order-key", json!({"entry": entry, "keys": [{"key_id": "console-key", "key": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}),
+        json!({"verdict": "invalid", "code": "signature_key_unsupported"}));
+    f.no(s, "signature_algorithm_unsupported", "own-sig-entry-alg", json!({"entry": entry.replace("\"alg\":\"EdDSA\"", "\"alg\":\"ES256\""), "keys": key_list}));
+    f.no(s, "invalid_type", "own-sig-entry-no-keys", json!({"entry": entry}));
+    // This project's artifact form: {text: <artifact>, keys} verifies every
+    // signature of an artifact against its own digest and purpose.
     let keys = json!({"console-key": pk});
-    f.ok(s, "own-sig-valid", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false), "keys": keys}), json!({"verified": 1}));
+    f.ok(s, "own-sig-valid", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false), "keys": keys}), json!({"verified": true, "checks": 1}));
     f.no(s, "signature_not_verified", "own-sig-tampered", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", true), "keys": keys}));
     f.no(s, "signature_not_verified", "own-sig-lifted-purpose", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "deployment", false), "keys": keys}));
     f.no(s, "signature_key_unsupported", "own-sig-unknown-kid", json!({"text": signed(Kind::Blueprint, &good, &sk, "other-key", "blueprint", false), "keys": keys}));

@@ -1,6 +1,6 @@
 //! Compatibility (spec §10): build identities are exact or an error.
 
-use crate::error::{fail, Code, Result};
+use crate::error::{fail, Code, Error, Result};
 use crate::json::Value;
 
 /// One exact build identity.
@@ -75,4 +75,84 @@ pub fn verify_compatibility(deployment: &Value, required: &[Identity]) -> Result
         }
     }
     Ok(())
+}
+
+fn observed_identity(v: &Value, at: &str) -> Result<Identity> {
+    let m = v
+        .as_object()
+        .ok_or_else(|| Error::new(Code::InvalidType, at, "expected {kind, name, version, digest}"))?;
+    let get = |k: &str| {
+        m.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| {
+            Error::new(Code::InvalidType, format!("{at}/{k}"), "expected a string")
+        })
+    };
+    if m.len() != 4 {
+        return fail(
+            Code::InvalidType,
+            at,
+            "an identity has exactly kind, name, version and digest",
+        );
+    }
+    Ok(Identity {
+        kind: get("kind")?,
+        name: get("name")?,
+        version: get("version")?,
+        digest: get("digest")?,
+    })
+}
+
+/// `Compatibility.verify(deployment, observed)` in the reference's form:
+/// `observed` is the host's list of resolved identities. Every manifest
+/// `build_identities` entry needs exactly one observed identity with the
+/// exact `(kind, name, version, digest)` tuple: none is
+/// `compatibility_entry_missing`, two are `compatibility_duplicate_entry`;
+/// a range on either side is `compatibility_identity_inexact`; a malformed
+/// observed entry is `invalid_type`. Observed identities the manifest does
+/// not name are evidence-neutral. Returns the verified identities.
+pub fn verify_observed(deployment: &Value, observed: &[Value]) -> Result<Vec<Identity>> {
+    let manifest = match deployment.get("build_identities") {
+        Some(Value::Array(a)) if a.is_empty() => {
+            return fail(
+                Code::InvalidCardinality,
+                "/build_identities",
+                "a manifest names at least one build identity",
+            )
+        }
+        Some(Value::Array(a)) => check_identities(a)?,
+        Some(_) => return fail(Code::InvalidType, "/build_identities", "expected an array"),
+        None => return fail(Code::MissingRequiredField, "/build_identities", "absent"),
+    };
+    let mut seen = Vec::new();
+    for (i, v) in observed.iter().enumerate() {
+        let at = format!("identities/{i}");
+        let id = observed_identity(v, &at)?;
+        if let Err((code, why)) = crate::artifact::exact_version(&id.version) {
+            return fail(code, format!("{at}/version"), why);
+        }
+        seen.push(id);
+    }
+    for (i, want) in manifest.iter().enumerate() {
+        let at = format!("/build_identities/{i}");
+        match seen.iter().filter(|o| *o == want).count() {
+            0 => {
+                return fail(
+                    Code::CompatibilityEntryMissing,
+                    at,
+                    format!(
+                        "no observed identity is exactly {}/{}@{} {}",
+                        want.kind, want.name, want.version, want.digest
+                    ),
+                )
+            }
+            1 => {}
+            n => {
+                return fail(
+                    Code::CompatibilityDuplicateEntry,
+                    at,
+                    format!("{n} observed identities match {}/{}", want.kind, want.name),
+                )
+            }
+        }
+    }
+    Ok(manifest)
 }

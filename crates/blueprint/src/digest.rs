@@ -13,6 +13,10 @@ pub enum Domain {
     DeploymentContent,
     FederationEnvelope,
     Signature,
+    /// Extension body schemas (a registry entry's `schema_digest`).
+    ExtensionSchema,
+    /// The compiled extension registry's own digest.
+    ExtensionRegistry,
     ConformanceReport,
     CorpusIndex,
 }
@@ -25,6 +29,8 @@ impl Domain {
             Domain::DeploymentContent => "agent-blueprint-protocol/deployment-content",
             Domain::FederationEnvelope => "agent-blueprint-protocol/federation-envelope",
             Domain::Signature => "agent-blueprint-protocol/signature",
+            Domain::ExtensionSchema => "agent-blueprint-protocol/extension-schema",
+            Domain::ExtensionRegistry => "agent-blueprint-protocol/extension-registry",
             Domain::ConformanceReport => "agent-blueprint-protocol/conformance-report",
             Domain::CorpusIndex => "agent-blueprint-protocol/corpus-index",
         }
@@ -37,6 +43,8 @@ impl Domain {
             "deployment_content" => Domain::DeploymentContent,
             "federation_envelope" => Domain::FederationEnvelope,
             "signature" => Domain::Signature,
+            "extension_schema" => Domain::ExtensionSchema,
+            "extension_registry" => Domain::ExtensionRegistry,
             "conformance_report" => Domain::ConformanceReport,
             "corpus_index" => Domain::CorpusIndex,
             _ => return None,

@@ -3,6 +3,8 @@
 //! codecs, terminal commitments and audience checks. Correlation grants
 //! nothing.
 
+use std::collections::BTreeMap;
+
 use crate::artifact::{exact_version, CLASSIFICATION, MARKERS, SIGNATURE};
 use crate::canon;
 use crate::digest::{Domain, Tagged};
@@ -10,7 +12,8 @@ use crate::error::{fail, Code, Error, Result};
 use crate::json::{Map, Value};
 use crate::limits::Limits;
 use crate::portability;
-use crate::shape::{self, req, Field, Ty};
+use crate::shape::{self, opt, req, Field, Ty};
+use crate::signature::{self, KeySet};
 
 const TEXT: Ty = Ty::Str(shape::text);
 const DIGEST: Ty = Ty::Str(shape::digest);
@@ -19,23 +22,31 @@ const U32: Ty = Ty::Int {
     max: 4_294_967_295,
 };
 
-/// Internal task states.
+/// Logical task states (the reference's spelling: `canceled`).
 pub const STATES: &[&str] = &[
     "submitted",
     "working",
     "input_required",
     "completed",
-    "cancelled",
+    "canceled",
     "failed",
     "rejected",
     "auth_required",
 ];
 /// Terminal states a receipt may carry (cancellation is a request until confirmed).
-pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled", "rejected"];
+pub const TERMINAL: &[&str] = &["completed", "failed", "canceled", "rejected"];
+/// Checkpoint statuses (a non-terminal observed state).
+pub const CHECKPOINT_STATUSES: &[&str] = &["submitted", "working", "input_required", "auth_required"];
 
-/// The envelope members this release knows (the reference's remaining five
-/// optional members are not published in the interop corpus; see
-/// docs/decisions.md — unknown members are refused, fail-closed).
+const IDENTITY_CLAIM: Ty = Ty::Obj(&[
+    req("kind", Ty::Enum(&["correlation", "binding", "authority"])),
+    req("value", TEXT),
+]);
+
+/// The envelope's closed world: 23 members (18 required, 5 optional), one
+/// per row of [`MAPPING`]. `terminal_state`/`evidence_receipt` travel
+/// together, as do `checkpoint_status`/`checkpoint_commitment`
+/// ([`cross_field`]).
 pub const ENVELOPE_FIELDS: &[Field] = &[
     req("audience", TEXT),
     req(
@@ -47,6 +58,15 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
         },
     ),
     req("blueprint_digest", DIGEST),
+    opt("checkpoint_commitment", DIGEST),
+    opt(
+        "checkpoint_request",
+        Ty::Obj(&[
+            req("kind", Ty::Enum(&["input_required", "auth_required"])),
+            req("request_digest", DIGEST),
+        ]),
+    ),
+    opt("checkpoint_status", Ty::Enum(CHECKPOINT_STATUSES)),
     req(
         "compatibility_reference",
         Ty::Arr {
@@ -56,7 +76,7 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
         },
     ),
     req("deployment_digest", DIGEST),
-    req(
+    opt(
         "evidence_receipt",
         Ty::Obj(&[
             req("checkpoint_history_commitment", DIGEST),
@@ -71,14 +91,16 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
         Ty::Obj(&[req(
             "claims",
             Ty::Arr {
-                item: &Ty::Obj(&[req("kind", Ty::Enum(&["correlation"])), req("value", TEXT)]),
+                item: &IDENTITY_CLAIM,
                 min: 0,
                 max: 16,
             },
         )]),
     ),
+    opt("initiating_subject", TEXT),
     req("input_commitment", DIGEST),
     req("issuer", TEXT),
+    opt("parent_execution_reference", TEXT),
     req("recovery_handle", TEXT),
     req(
         "resource_policy",
@@ -106,9 +128,44 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
     req("result_schema", DIGEST),
     req("subject", TEXT),
     req("task_identity", TEXT),
-    req("terminal_state", Ty::Enum(TERMINAL)),
+    opt("terminal_state", Ty::Enum(TERMINAL)),
     req("time_policy", Ty::Obj(&[req("elapsed_ms", U32)])),
 ];
+
+/// The envelope's cross-field rules (`invalid_constraint`): a parent
+/// reference needs its initiating subject; checkpoint status and commitment
+/// travel together and never beside a terminal state; a terminal state and
+/// its evidence receipt travel together.
+pub fn cross_field(envelope: &Value) -> Result<()> {
+    let has = |k: &str| envelope.get(k).is_some();
+    let rule = |ok: bool, at: &str, why: &str| {
+        if ok {
+            Ok(())
+        } else {
+            fail(Code::InvalidConstraint, at, why)
+        }
+    };
+    rule(
+        !has("parent_execution_reference") || has("initiating_subject"),
+        "/parent_execution_reference",
+        "a parent execution reference needs its initiating_subject",
+    )?;
+    rule(
+        has("checkpoint_status") == has("checkpoint_commitment"),
+        "/checkpoint_status",
+        "checkpoint_status and checkpoint_commitment travel together",
+    )?;
+    rule(
+        !(has("checkpoint_status") && has("terminal_state")),
+        "/checkpoint_status",
+        "a checkpoint status never sits beside a terminal state",
+    )?;
+    rule(
+        has("terminal_state") == has("evidence_receipt"),
+        "/terminal_state",
+        "terminal_state and evidence_receipt travel together",
+    )
+}
 
 /// A decoded envelope.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -124,6 +181,7 @@ pub fn decode_envelope(bytes: &[u8], limits: &Limits) -> Result<Envelope> {
     shape::object(&value, "")?;
     portability::scan(&value, "", &[], Code::ForbiddenPortableValue)?;
     shape::check_object(&value, ENVELOPE_FIELDS, "")?;
+    cross_field(&value)?;
     let canonical = canon::canonical_string(&value)?;
     Ok(Envelope { value, canonical })
 }
@@ -162,15 +220,16 @@ pub fn from_a2a(a2a: &str) -> Result<String> {
     Ok(lower)
 }
 
-/// Internal state → MCP task status. `rejected` and `auth_required` have no
-/// MCP counterpart and deny crossing.
+/// Logical state → MCP task status. `submitted` and `auth_required` have no
+/// MCP counterpart, `rejected` is terminal with none: each denies crossing
+/// (`federation_state_unmappable`), never a silent degrade.
 pub fn to_mcp(state: &str) -> Result<&'static str> {
     let i = state_index(state, "state")?;
     Ok(match STATES[i] {
-        "submitted" | "working" => "working",
+        "working" => "working",
         "input_required" => "input_required",
         "completed" => "completed",
-        "cancelled" => "cancelled",
+        "canceled" => "cancelled",
         "failed" => "failed",
         other => {
             return fail(
@@ -182,13 +241,13 @@ pub fn to_mcp(state: &str) -> Result<&'static str> {
     })
 }
 
-/// MCP task status → internal state.
+/// MCP task status → logical state.
 pub fn from_mcp(status: &str) -> Result<&'static str> {
     Ok(match status {
         "working" => "working",
         "input_required" => "input_required",
         "completed" => "completed",
-        "cancelled" => "cancelled",
+        "cancelled" => "canceled",
         "failed" => "failed",
         other => {
             return fail(
@@ -200,144 +259,169 @@ pub fn from_mcp(status: &str) -> Result<&'static str> {
     })
 }
 
-/// How one envelope member is carried.
+/// How one envelope member is carried (the mapping's verdict).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Carriage {
-    /// Carried by a native A2A/MCP field.
+    /// The transport field carries the semantic exactly.
     Native,
-    /// Partly expressible natively; the full value rides in the extension.
+    /// A native home exists but carries less than the member means.
     Partial,
-    /// Only in the extension payload.
+    /// No safe native home: only in the extension payload.
     Extension,
 }
 
-/// One row of the mapping table.
+/// One row of the field-by-field A2A / MCP Tasks mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct MappingRow {
+    /// 1-based row number of the published table.
+    pub index: u8,
+    /// The logical field (bijective with an envelope member).
     pub member: &'static str,
     pub carriage: Carriage,
+    /// Where A2A 1.0.0 holds it, if anywhere.
     pub a2a: &'static str,
+    /// Where MCP Tasks holds it, if anywhere.
     pub mcp: &'static str,
 }
 
-/// The mapping of the members this release knows. The protocol carries zero
-/// native wire fields of its own: every member rides under the registered
-/// extension key; `Native`/`Partial` rows only say where A2A/MCP already
-/// hold an equivalent that adapters must keep consistent.
+const fn row(
+    index: u8,
+    member: &'static str,
+    a2a: &'static str,
+    mcp: &'static str,
+    carriage: Carriage,
+) -> MappingRow {
+    MappingRow {
+        index,
+        member,
+        carriage,
+        a2a,
+        mcp,
+    }
+}
+
+/// The 23-row mapping (3 native, 5 partial, 15 extension), in the published
+/// table's order. Where each row comes from: docs/decisions.md (§11).
 pub const MAPPING: &[MappingRow] = &[
-    MappingRow {
-        member: "task_identity",
-        carriage: Carriage::Native,
-        a2a: "Task.id",
-        mcp: "_meta taskId",
-    },
-    MappingRow {
-        member: "terminal_state",
-        carriage: Carriage::Native,
-        a2a: "Task.status.state",
-        mcp: "task status",
-    },
-    MappingRow {
-        member: "idempotency_identity",
-        carriage: Carriage::Partial,
-        a2a: "Message.messageId",
-        mcp: "request id",
-    },
-    MappingRow {
-        member: "recovery_handle",
-        carriage: Carriage::Partial,
-        a2a: "Task.contextId",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "result_schema",
-        carriage: Carriage::Partial,
-        a2a: "Artifact.metadata",
-        mcp: "outputSchema",
-    },
-    MappingRow {
-        member: "audience",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "authority_proof_references",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "blueprint_digest",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "compatibility_reference",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "deployment_digest",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "evidence_receipt",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "identity_mapping_evidence",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "input_commitment",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "issuer",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "resource_policy",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "result_classification_ceiling",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "subject",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
-    MappingRow {
-        member: "time_policy",
-        carriage: Carriage::Extension,
-        a2a: "Task.metadata",
-        mcp: "_meta",
-    },
+    row(1, "task_identity", "Task.id", "Task.taskId", Carriage::Native),
+    row(
+        2,
+        "idempotency_identity",
+        "none (Message.message_id identifies a message, not an idempotency key)",
+        "none",
+        Carriage::Extension,
+    ),
+    row(
+        3,
+        "parent_execution_reference",
+        "Message.reference_task_ids, Task.context_id (a reference, not a parent execution)",
+        "none",
+        Carriage::Partial,
+    ),
+    row(
+        4,
+        "initiating_subject",
+        "none (SecurityScheme is transport-level)",
+        "none (transport auth)",
+        Carriage::Extension,
+    ),
+    row(5, "blueprint_digest", "none", "none", Carriage::Extension),
+    row(6, "deployment_digest", "none", "none", Carriage::Extension),
+    row(
+        7,
+        "input_commitment",
+        "Message.parts[].data, Part.metadata (a payload home, not a digest commitment)",
+        "request params",
+        Carriage::Partial,
+    ),
+    row(
+        8,
+        "result_schema",
+        "Part.media_type, AgentSkill.output_modes (a media type is not a schema identity)",
+        "CompletedTask.result (untyped)",
+        Carriage::Extension,
+    ),
+    row(9, "result_classification_ceiling", "none", "none", Carriage::Extension),
+    row(
+        10,
+        "time_policy",
+        "SendMessageConfiguration (no time bound)",
+        "Task.ttlMs (a storage TTL, not an execution bound)",
+        Carriage::Partial,
+    ),
+    row(11, "resource_policy", "none", "none", Carriage::Extension),
+    row(
+        12,
+        "recovery_handle",
+        "Task.id + GetTask",
+        "taskId + tasks/get",
+        Carriage::Native,
+    ),
+    row(
+        13,
+        "issuer",
+        "transport-level only (SecurityScheme)",
+        "transport auth",
+        Carriage::Extension,
+    ),
+    row(14, "subject", "none", "none", Carriage::Extension),
+    row(15, "audience", "none", "none", Carriage::Extension),
+    row(16, "identity_mapping_evidence", "none", "none", Carriage::Extension),
+    row(
+        17,
+        "checkpoint_request",
+        "TASK_STATE_INPUT_REQUIRED + TaskStatus.message (free-form, not typed)",
+        "status input_required + inputRequests",
+        Carriage::Partial,
+    ),
+    row(
+        18,
+        "checkpoint_status",
+        "TaskStatus.state",
+        "Task.status",
+        Carriage::Native,
+    ),
+    row(
+        19,
+        "checkpoint_commitment",
+        "none",
+        "tasks/update inputResponses (responses, no commitment digest)",
+        Carriage::Extension,
+    ),
+    row(
+        20,
+        "terminal_state",
+        "TASK_STATE_COMPLETED/FAILED/CANCELED/REJECTED",
+        "completed/failed/cancelled (lossy both directions)",
+        Carriage::Partial,
+    ),
+    row(
+        21,
+        "evidence_receipt",
+        "none (AgentCardSignature signs the AgentCard, not a task result)",
+        "none",
+        Carriage::Extension,
+    ),
+    row(
+        22,
+        "compatibility_reference",
+        "AgentCard.version (a version string, not an exact build identity)",
+        "none",
+        Carriage::Extension,
+    ),
+    row(
+        23,
+        "authority_proof_references",
+        "transport-level only",
+        "transport auth",
+        Carriage::Extension,
+    ),
 ];
 
-/// `federation_mapping/0` after a consistency check: every known member
-/// exactly once, and no native A2A/MCP field claimed by two members.
+/// `federation_mapping/0` after a consistency check: every envelope member
+/// exactly once, rows numbered 1..=23 in order, 3 native / 5 partial /
+/// 15 extension, and no native transport field claimed by two members.
 pub fn federation_mapping() -> Result<&'static [MappingRow]> {
     check_mapping(MAPPING)?;
     Ok(MAPPING)
@@ -345,68 +429,123 @@ pub fn federation_mapping() -> Result<&'static [MappingRow]> {
 
 /// The mapping consistency gate (`federation_mapping_conflict`).
 pub fn check_mapping(rows: &[MappingRow]) -> Result<()> {
+    let conflict = |at: &str, why: String| fail(Code::FederationMappingConflict, at, why);
     for f in ENVELOPE_FIELDS {
         let n = rows.iter().filter(|r| r.member == f.name).count();
         if n != 1 {
-            return fail(
-                Code::FederationMappingConflict,
-                f.name,
-                format!("mapped {n} times"),
-            );
+            return conflict(f.name, format!("mapped {n} times"));
         }
     }
+    if rows.len() != ENVELOPE_FIELDS.len() {
+        return conflict(
+            "mapping",
+            format!("{} rows for {} members", rows.len(), ENVELOPE_FIELDS.len()),
+        );
+    }
     for (i, r) in rows.iter().enumerate() {
-        if r.carriage == Carriage::Extension {
-            continue;
+        if usize::from(r.index) != i + 1 {
+            return conflict(r.member, format!("row {} is numbered {}", i + 1, r.index));
         }
-        if rows[..i]
-            .iter()
-            .any(|o| o.carriage != Carriage::Extension && (o.a2a == r.a2a || o.mcp == r.mcp))
+        if r.carriage == Carriage::Native
+            && rows[..i]
+                .iter()
+                .any(|o| o.carriage == Carriage::Native && (o.a2a == r.a2a || o.mcp == r.mcp))
         {
-            return fail(
-                Code::FederationMappingConflict,
-                r.member,
-                "a native field is claimed twice",
-            );
+            return conflict(r.member, "a native field is claimed twice".into());
         }
+    }
+    let count = |c: Carriage| rows.iter().filter(|r| r.carriage == c).count();
+    let split = (
+        count(Carriage::Native),
+        count(Carriage::Partial),
+        count(Carriage::Extension),
+    );
+    if split != (3, 5, 15) {
+        return conflict(
+            "mapping",
+            format!(
+                "{} native, {} partial, {} extension: the published verdict is 3/5/15",
+                split.0, split.1, split.2
+            ),
+        );
     }
     Ok(())
 }
 
-/// A Terminal Commitment: the digest over task identity, terminal state,
-/// result digest, result classification, compatibility ref, authority-proof
-/// refs and checkpoint-history commitment (federation-envelope domain).
-pub fn terminal_commitment(envelope: &Value) -> Result<Tagged> {
-    let receipt = envelope.get("evidence_receipt");
-    let pick =
-        |v: Option<&Value>, k: &str| v.and_then(|x| x.get(k)).cloned().unwrap_or(Value::Null);
-    let body = Value::Object(Map::from_pairs(vec![
-        (
-            "authority_proof_references".into(),
-            pick(Some(envelope), "authority_proof_references"),
+fn receipt(envelope: &Value) -> Result<&Map> {
+    for k in ["task_identity", "terminal_state"] {
+        match envelope.get(k) {
+            Some(Value::String(_)) => {}
+            Some(_) => return fail(Code::InvalidType, format!("/{k}"), "expected a string"),
+            None => {
+                return fail(
+                    Code::MissingRequiredField,
+                    format!("/{k}"),
+                    "a terminal receipt names its task and terminal state",
+                )
+            }
+        }
+    }
+    match envelope.get("evidence_receipt") {
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => fail(Code::InvalidType, "/evidence_receipt", "expected an object"),
+        None => fail(
+            Code::MissingRequiredField,
+            "/evidence_receipt",
+            "a terminal receipt carries its evidence receipt",
         ),
+    }
+}
+
+fn receipt_member<'a>(r: &'a Map, k: &str) -> Result<&'a Value> {
+    r.get(k).ok_or_else(|| {
+        Error::new(
+            Code::MissingRequiredField,
+            format!("/evidence_receipt/{k}"),
+            "absent",
+        )
+    })
+}
+
+/// A Terminal Commitment: the federation-envelope digest over exactly task
+/// identity, terminal state, result digest, result classification,
+/// compatibility reference, authority-proof references and
+/// checkpoint-history commitment.
+pub fn terminal_commitment(envelope: &Value) -> Result<Tagged> {
+    let r = receipt(envelope)?;
+    let top = |k: &str| envelope.get(k).cloned().unwrap_or(Value::Null);
+    let body = Value::Object(Map::from_pairs(vec![
+        ("authority_proof_references".into(), top("authority_proof_references")),
         (
             "checkpoint_history_commitment".into(),
-            pick(receipt, "checkpoint_history_commitment"),
+            receipt_member(r, "checkpoint_history_commitment")?.clone(),
         ),
-        (
-            "compatibility_reference".into(),
-            pick(Some(envelope), "compatibility_reference"),
-        ),
+        ("compatibility_reference".into(), top("compatibility_reference")),
         (
             "result_classification_ceiling".into(),
-            pick(Some(envelope), "result_classification_ceiling"),
+            top("result_classification_ceiling"),
         ),
-        ("result_digest".into(), pick(receipt, "result_digest")),
-        (
-            "task_identity".into(),
-            pick(Some(envelope), "task_identity"),
-        ),
-        (
-            "terminal_state".into(),
-            pick(Some(envelope), "terminal_state"),
-        ),
+        ("result_digest".into(), receipt_member(r, "result_digest")?.clone()),
+        ("task_identity".into(), top("task_identity")),
+        ("terminal_state".into(), top("terminal_state")),
     ]));
+    Ok(Tagged::compute(
+        Domain::FederationEnvelope,
+        &canon::canonical_bytes(&body)?,
+    ))
+}
+
+/// The digest a receipt signature must name: the federation-envelope digest
+/// of the envelope with the receipt's own `signature` member removed.
+pub fn covered_digest(envelope: &Value) -> Result<Tagged> {
+    let mut body = envelope.clone();
+    if let Value::Object(m) = &mut body {
+        if let Some(Value::Object(r)) = m.get("evidence_receipt") {
+            let mut r = r.clone();
+            r.remove("signature");
+            m.insert("evidence_receipt", Value::Object(r));
+        }
+    }
     Ok(Tagged::compute(
         Domain::FederationEnvelope,
         &canon::canonical_bytes(&body)?,
@@ -430,29 +569,171 @@ pub fn compare_receipts(a: &Value, b: &Value) -> Result<()> {
     Ok(())
 }
 
-/// The receiving context of `verify_commitment`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Context {
-    pub issuer: String,
-    pub subject: String,
-    pub audience: String,
+/// A verified terminal fact (and the form a receiver keeps of earlier ones).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReceiptFact {
+    pub task_identity: String,
+    pub terminal_state: String,
+    pub terminal_commitment: Tagged,
 }
 
-/// `Federation.verify_commitment`: issuer/subject/audience against the receiving context.
-pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<()> {
-    for (k, want) in [
-        ("issuer", &ctx.issuer),
-        ("subject", &ctx.subject),
-        ("audience", &ctx.audience),
+/// The receiving context of [`verify_commitment`]. Each `None` pin means the
+/// receiver does not pin that member. Caller-supplied data: it carries no
+/// authority.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The flat pool of trusted keys (used when `issuer_key_sets` is `None`).
+    pub keys: KeySet,
+    pub issuer: Option<String>,
+    pub subject: Option<String>,
+    pub audience: Option<String>,
+    /// Per-issuer key pools; when present they replace the flat pool and the
+    /// receipt's claimed issuer selects one (an unknown issuer: no key).
+    pub issuer_key_sets: Option<BTreeMap<String, KeySet>>,
+    /// Inclusive RFC 3339 `Z` bounds on the signed `created_at`.
+    pub created_after: Option<String>,
+    pub created_before: Option<String>,
+    /// Terminal facts verified earlier.
+    pub prior_receipts: Vec<ReceiptFact>,
+}
+
+fn freshness(attrs: &Value, ctx: &Context) -> Result<()> {
+    let at = "/evidence_receipt/signature/signed_attributes/created_at";
+    let stamp = attrs
+        .get("created_at")
+        .and_then(Value::as_str)
+        .and_then(shape::parse_timestamp_ms)
+        .ok_or_else(|| Error::new(Code::InvalidType, at, "not an RFC 3339 timestamp"))?;
+    for (name, pin, after) in [
+        ("created_after", &ctx.created_after, true),
+        ("created_before", &ctx.created_before, false),
     ] {
-        let got = envelope.get(k).and_then(Value::as_str).unwrap_or_default();
-        if got != want {
+        let Some(pin) = pin else { continue };
+        let bound = shape::parse_timestamp_ms(pin)
+            .ok_or_else(|| Error::new(Code::InvalidType, name, "not an RFC 3339 Z timestamp"))?;
+        if (after && stamp < bound) || (!after && stamp > bound) {
             return fail(
-                Code::AudienceMismatch,
-                k,
-                format!("envelope says {got:?}, receiving context is {want:?}"),
+                Code::InvalidConstraint,
+                at,
+                format!("signed outside the receiver's window ({name} {pin})"),
             );
         }
     }
     Ok(())
+}
+
+/// `Federation.verify_commitment`: verifies a terminal receipt against the
+/// receiving context, in the reference's order — terminal members present →
+/// receipt signature (the context's keys) → binding (purpose
+/// `federation-envelope`, signed digest = [`covered_digest`]) → terminal
+/// commitment recomputed → issuer/subject/audience pins
+/// (`audience_mismatch`) → conflict with prior receipts
+/// (`federation_terminal_conflict`) → freshness window. Facts, never a
+/// decision: correlation grants nothing.
+pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<ReceiptFact> {
+    let r = receipt(envelope)?;
+    let sig = receipt_member(r, "signature")?;
+    let (pool, attributed) = match &ctx.issuer_key_sets {
+        None => (ctx.keys.clone(), false),
+        Some(sets) => (
+            envelope
+                .get("issuer")
+                .and_then(Value::as_str)
+                .and_then(|i| sets.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            true,
+        ),
+    };
+    signature::verify_signature(sig, &pool).map_err(|e| match e.fixed_code() {
+        Some(Code::SignatureKeyUnsupported) if attributed => Error::new(
+            Code::SignatureKeyUnsupported,
+            "/issuer",
+            "no key of this issuer's key set signed the receipt",
+        ),
+        _ => e,
+    })?;
+    let attrs = sig.get("signed_attributes").unwrap_or(&Value::Null);
+    let s = |k: &str| attrs.get(k).and_then(Value::as_str).unwrap_or_default();
+    let at = "/evidence_receipt/signature";
+    if s("purpose") != "federation-envelope" {
+        return fail(
+            Code::InvalidConstraint,
+            at,
+            format!("signed for purpose {:?}, not a federation receipt", s("purpose")),
+        );
+    }
+    let covered = covered_digest(envelope)?;
+    if s("content_digest") != covered.to_string() {
+        return fail(
+            Code::DigestMismatch,
+            at,
+            format!("signed digest {} is not this envelope's {covered}", s("content_digest")),
+        );
+    }
+    let commitment = terminal_commitment(envelope)?;
+    let declared = receipt_member(r, "terminal_commitment")?
+        .as_str()
+        .ok_or_else(|| {
+            Error::new(
+                Code::InvalidType,
+                "/evidence_receipt/terminal_commitment",
+                "expected a tagged digest",
+            )
+        })?;
+    if Tagged::parse(declared)? != commitment {
+        return fail(
+            Code::DigestMismatch,
+            "/evidence_receipt/terminal_commitment",
+            format!("declared {declared}, recomputed {commitment}"),
+        );
+    }
+    for (k, pin) in [
+        ("issuer", &ctx.issuer),
+        ("subject", &ctx.subject),
+        ("audience", &ctx.audience),
+    ] {
+        let Some(want) = pin else { continue };
+        let got = envelope.get(k).and_then(Value::as_str).unwrap_or_default();
+        if got != want {
+            return fail(
+                Code::AudienceMismatch,
+                format!("/{k}"),
+                format!("envelope says {got:?}, receiving context is {want:?}"),
+            );
+        }
+    }
+    let fact = ReceiptFact {
+        task_identity: envelope
+            .get("task_identity")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        terminal_state: envelope
+            .get("terminal_state")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        terminal_commitment: commitment,
+    };
+    if let Some(p) = ctx.prior_receipts.iter().find(|p| {
+        p.task_identity == fact.task_identity
+            && (p.terminal_state != fact.terminal_state
+                || p.terminal_commitment != fact.terminal_commitment)
+    }) {
+        return fail(
+            Code::FederationTerminalConflict,
+            "/evidence_receipt",
+            format!(
+                "task {:?} was already received as {} ({}); this receipt says {} ({})",
+                fact.task_identity,
+                p.terminal_state,
+                p.terminal_commitment,
+                fact.terminal_state,
+                fact.terminal_commitment
+            ),
+        );
+    }
+    freshness(attrs, ctx)?;
+    Ok(fact)
 }

@@ -83,6 +83,14 @@ pub fn exercise(bytes: &[u8]) -> Option<String> {
             crate::schema::check_schema(v, "$").err(),
             crate::predicate::Predicate::compile(v, None, "$").err(),
             crate::conformance::parse_case_file(bytes, "fuzz").err(),
+            crate::schema::validate_instance(v, v, None).err(),
+            crate::portability::scan(v, "", &[], Code::ForbiddenPortableValue).err(),
+            crate::signature::KeySet::from_list(v, "keys").err(),
+            crate::signature::verify_signature(v, &crate::signature::KeySet::new()).err(),
+            crate::conformance::federation::context_of(v)
+                .and_then(|ctx| crate::federation::verify_commitment(v, &ctx))
+                .err(),
+            crate::compat::verify_observed(v, v.as_array().unwrap_or_default()).err(),
         ];
         for e in results.iter().flatten() {
             if let Some(v) = vocab(e) {
@@ -91,6 +99,14 @@ pub fn exercise(bytes: &[u8]) -> Option<String> {
         }
         if let Value::Object(_) = v {
             let _ = artifact::check_structure(Kind::Blueprint, v);
+        }
+        // a decodable input run as a case file: the runner reports, never panics
+        if let Ok(r) = crate::conformance::run_files(&[("fuzz".to_string(), bytes.to_vec())]) {
+            for f in &r.file_failures {
+                if Code::parse(&f.code).is_none() {
+                    return Some(format!("file failure code {:?} is outside the vocabulary", f.code));
+                }
+            }
         }
     }
     None

@@ -46,6 +46,7 @@ pub use artifact::{decode_blueprint, decode_deployment};
 pub use bounds::intersect;
 pub use canon::canonical_bytes;
 pub use compat::verify_compatibility;
+pub use conformance::{run_corpus_dir, Report as CorpusReport};
 pub use federation::{decode_envelope as decode_federation_envelope, federation_mapping};
 pub use negotiation::negotiate;
 pub use reconcile::{reconcile, Evidence, Inputs};

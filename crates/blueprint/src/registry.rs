@@ -63,11 +63,11 @@ pub struct Entry {
 /// The body schema of `com.example/federation` shipped with the registry.
 pub const FEDERATION_SCHEMA: &str = r#"{"additionalProperties":false,"properties":{"audience":{"type":"string"},"issuer":{"type":"string"},"subject":{"type":"string"}},"type":"object"}"#;
 
-/// The digest that binds a body schema to a registry entry: the Blueprint
-/// content separator over the schema's JCS bytes (see docs/decisions.md).
+/// The digest that binds a body schema to a registry entry: the
+/// extension-schema separator over the JCS bytes of the PARSED schema.
 pub fn schema_digest(schema: &Value) -> Result<Tagged> {
     Ok(Tagged::compute(
-        Domain::BlueprintContent,
+        Domain::ExtensionSchema,
         &canon::canonical_bytes(schema)?,
     ))
 }
@@ -135,9 +135,11 @@ impl Registry {
         self.entries.iter().find(|e| e.namespace == ns)
     }
 
-    /// A host's support table `{ns: {criticality, state}}`: the consumer's
-    /// view. Schema digests come from the compiled-in entry of the same
-    /// namespace (a host cannot swap the schema binding).
+    /// A host's support table `{ns: {criticality, state, schema_digest?}}`:
+    /// the consumer's view. A compiled-in schema digest always binds (a host
+    /// declaring a different one is `extension_schema_digest_mismatch`); a
+    /// namespace the compiled registry publishes no schema for takes the
+    /// host-declared digest, so a host can govern its own product extensions.
     pub fn from_support(v: &Value) -> Result<Registry> {
         let m = v.as_object().ok_or_else(|| {
             Error::new(Code::InvalidType, "support.registry", "expected an object")
@@ -163,15 +165,94 @@ impl Registry {
                 );
             };
             let base = shipped.get(ns);
+            let declared = match e.get("schema_digest") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(t)) => Some(Tagged::parse(t)?),
+                Some(_) => {
+                    return fail(
+                        Code::InvalidType,
+                        format!("support.registry/{ns}/schema_digest"),
+                        "expected a tagged digest",
+                    )
+                }
+            };
+            let schema_digest = match (base.and_then(|b| b.schema_digest), declared) {
+                (Some(shipped), Some(host)) if shipped != host => {
+                    return fail(
+                        Code::ExtensionSchemaDigestMismatch,
+                        format!("support.registry/{ns}/schema_digest"),
+                        format!("the compiled registry binds {shipped}; the host declares {host}"),
+                    )
+                }
+                (shipped, host) => shipped.or(host),
+            };
             entries.push(Entry {
                 namespace: ns.clone(),
                 owner: base.map_or_else(|| "host".to_string(), |b| b.owner.clone()),
                 criticality,
                 state,
-                schema_digest: base.and_then(|b| b.schema_digest),
+                schema_digest,
             });
         }
         Ok(Registry { entries })
+    }
+}
+
+/// Host-supplied extension body schemas (§8), each checked on registration:
+/// the namespace's registry entry must publish a schema digest
+/// (`extension_schema_unavailable`), the schema must lie in the bounded
+/// dialect (`schema_*`), and its digest must equal the entry's
+/// (`extension_schema_digest_mismatch`). Resolution re-checks the digest, so
+/// a map built by hand gains nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaRegistry {
+    schemas: BTreeMap<String, Value>,
+}
+
+impl SchemaRegistry {
+    /// No schema: every critical body is `extension_schema_unavailable`.
+    pub fn new() -> SchemaRegistry {
+        SchemaRegistry::default()
+    }
+
+    /// Registers `schema` for `namespace` against `registry`; returns its digest.
+    pub fn register(&mut self, registry: &Registry, namespace: &str, schema: Value) -> Result<Tagged> {
+        let at = format!("schemas/{namespace}");
+        let Some(entry) = registry.get(namespace) else {
+            return fail(
+                Code::ExtensionSchemaUnavailable,
+                at,
+                "the namespace is not registered: no schema can be bound to it",
+            );
+        };
+        let Some(want) = entry.schema_digest else {
+            return fail(
+                Code::ExtensionSchemaUnavailable,
+                at,
+                "the registry publishes no schema digest for this namespace",
+            );
+        };
+        schema::check_schema(&schema, &at)?;
+        let got = schema_digest(&schema)?;
+        if got != want {
+            return fail(
+                Code::ExtensionSchemaDigestMismatch,
+                at,
+                format!("schema digests to {got}; the registry binds {want}"),
+            );
+        }
+        self.schemas.insert(namespace.to_string(), schema);
+        Ok(got)
+    }
+
+    /// The registered schema of `namespace`.
+    pub fn get(&self, namespace: &str) -> Option<&Value> {
+        self.schemas.get(namespace)
+    }
+
+    /// The schemas by namespace (the form `resolve` takes).
+    pub fn as_map(&self) -> &BTreeMap<String, Value> {
+        &self.schemas
     }
 }
 

@@ -247,8 +247,9 @@ fn check_refs(root: &Value, path: &str) -> Result<()> {
 }
 
 /// Validates `instance` against a schema that passed [`check_schema`].
-/// A failing instance is `invalid_type` (wrong JSON type) or
-/// `invalid_constraint` (any other keyword).
+/// A failing instance is `invalid_type` (wrong JSON type),
+/// `invalid_cardinality` (`minItems`/`maxItems`) or `invalid_constraint`
+/// (any other keyword).
 pub fn validate(instance: &Value, schema: &Value, path: &str) -> Result<()> {
     validate_in(instance, schema, schema, path, 0)
 }
@@ -370,7 +371,7 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
                     .is_some_and(|hi| n > hi)
             {
                 return fail(
-                    Code::InvalidConstraint,
+                    Code::InvalidCardinality,
                     path,
                     "item count outside minItems/maxItems",
                 );
@@ -429,4 +430,23 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
     }
     Ok(())
+}
+
+/// `Schema.validate_instance(schema, instance, dialect)`: the schema must be
+/// a document of the bounded dialect (`dialect`, when given, must be
+/// [`DIALECT`]: else `schema_dialect_unknown`), then `instance` must satisfy
+/// it. Schema faults are the `schema_*` codes, instance faults
+/// `invalid_type` / `invalid_cardinality` / `invalid_constraint`.
+pub fn validate_instance(schema: &Value, instance: &Value, dialect: Option<&str>) -> Result<()> {
+    if let Some(d) = dialect {
+        if d != DIALECT {
+            return fail(
+                Code::SchemaDialectUnknown,
+                "dialect",
+                format!("{d:?} is not the bounded 2020-12 dialect"),
+            );
+        }
+    }
+    check_schema(schema, "schema")?;
+    validate(instance, schema, "")
 }

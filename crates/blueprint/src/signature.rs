@@ -10,7 +10,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::b64;
 use crate::canon;
-use crate::digest::{Domain, Tagged};
+use crate::digest::Tagged;
 use crate::error::{fail, Code, Error, Result};
 use crate::json::{self, Value};
 use crate::limits::Limits;
@@ -37,10 +37,44 @@ impl KeySet {
         self.keys.keys()
     }
 
-    /// Parses a keys file: `{kid: base64url-key, ...}` or a JWK set
-    /// `{keys: [{kty: "OKP", crv: "Ed25519", kid, x}]}`.
+    /// The reference's key-list form `[{key_id, key: base64url}]` (the
+    /// conformance cases' `keys`). A malformed entry is `invalid_type`.
+    pub fn from_list(v: &Value, at: &str) -> Result<KeySet> {
+        let list = v
+            .as_array()
+            .ok_or_else(|| Error::new(Code::InvalidType, at, "expected [{key_id, key}]"))?;
+        let mut out = KeySet::new();
+        for (i, k) in list.iter().enumerate() {
+            let here = format!("{at}/{i}");
+            let (Some(kid), Some(x)) = (
+                k.get("key_id").and_then(Value::as_str),
+                k.get("key").and_then(Value::as_str),
+            ) else {
+                return fail(Code::InvalidType, here, "expected {key_id, key}");
+            };
+            let raw: [u8; 32] = b64::decode(x)
+                .ok()
+                .and_then(|r| r.try_into().ok())
+                .ok_or_else(|| {
+                    Error::new(
+                        Code::InvalidType,
+                        &here,
+                        "key must be 32 bytes of unpadded base64url",
+                    )
+                })?;
+            out.insert(kid, raw);
+        }
+        Ok(out)
+    }
+
+    /// Parses a keys file: `{kid: base64url-key, ...}`, a JWK set
+    /// `{keys: [{kty: "OKP", crv: "Ed25519", kid, x}]}`, or the key-list
+    /// form `[{key_id, key}]`.
     pub fn from_json(bytes: &[u8]) -> Result<KeySet> {
         let v = json::decode(bytes, &Limits::default())?;
+        if let Value::Array(_) = v {
+            return KeySet::from_list(&v, "keys");
+        }
         let mut out = KeySet::new();
         let raw = |s: &str, at: &str| -> Result<[u8; 32]> {
             let k = b64::decode(s)?;
@@ -229,12 +263,13 @@ pub fn verify_bytes(input: &[u8], sig: &[u8; 64], key: &[u8; 32], kid: &str) -> 
         })
 }
 
-/// The protocol's detached payload: separator, a zero byte, `JCS(signed_attributes)`.
+/// The detached payload: `JCS(signed_attributes)`, unencoded (RFC 7797).
+/// The JWS signing input is `BASE64URL(JCS(protected)) || "." || payload`.
+/// The reference's corpus signatures verify over exactly these bytes; §6's
+/// "separator, zero byte" prefix does not (docs/decisions.md, §6: the
+/// corpus is the truth).
 pub fn signing_payload(signed_attributes: &Value) -> Result<Vec<u8>> {
-    let mut out = Domain::Signature.separator().as_bytes().to_vec();
-    out.push(0);
-    out.extend_from_slice(&canon::canonical_bytes(signed_attributes)?);
-    Ok(out)
+    canon::canonical_bytes(signed_attributes)
 }
 
 /// One signature check: evidence, never a decision.
@@ -248,78 +283,161 @@ pub struct SignatureCheck {
     pub detail: String,
 }
 
-/// Verifies one signature entry against the artifact's `purpose` and digest.
-pub fn verify_entry(entry: &Value, purpose: &str, digest: &Tagged, keys: &KeySet) -> Result<()> {
-    let prot = entry
-        .get("protected")
-        .ok_or_else(|| Error::new(Code::SignatureMalformed, "protected", "absent"))?;
-    let attrs = entry
-        .get("signed_attributes")
-        .ok_or_else(|| Error::new(Code::SignatureMalformed, "signed_attributes", "absent"))?;
-    let s = |v: &Value, k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
+const PURPOSES: &[&str] = &["blueprint", "deployment", "federation-envelope"];
+
+fn exactly(v: &Value, names: &[&str]) -> bool {
+    v.as_object()
+        .is_some_and(|m| m.len() == names.len() && names.iter().all(|n| m.contains_key(n)))
+}
+
+/// The envelope checks every entry passes before any key is used, in the
+/// reference's order: the entry is exactly `{protected, signature,
+/// signed_attributes}`, the header exactly `{alg, b64, crit, kid}` with
+/// `alg` `EdDSA` (`signature_algorithm_unsupported` otherwise), `b64:false`,
+/// `crit:["b64"]`; the signed attributes exactly the five members with
+/// `algorithm` Ed25519, a tagged `content_digest`, a `Z` `created_at`, a
+/// dot-free `key_id` equal to `kid` and a known `purpose`; the signature 64
+/// bytes of strict base64url. Every other fault is `signature_malformed`.
+/// Returns `(kid, protected, signed_attributes)`.
+fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
+    let malformed = |at: &str, why: &str| Error::new(Code::SignatureMalformed, at, why);
+    if !exactly(entry, &["protected", "signature", "signed_attributes"]) {
+        return Err(malformed(
+            "signature",
+            "an entry is exactly {protected, signature, signed_attributes}",
+        ));
+    }
+    let (Some(prot), Some(attrs)) = (entry.get("protected"), entry.get("signed_attributes")) else {
+        return Err(malformed("signature", "absent members"));
     };
-    let kid = s(prot, "kid");
-    if s(prot, "alg") != "EdDSA" || s(attrs, "algorithm") != "Ed25519" {
-        return fail(
-            Code::SignatureAlgorithmUnsupported,
-            &kid,
-            "only EdDSA / Ed25519",
-        );
+    if !exactly(prot, &["alg", "b64", "crit", "kid"]) {
+        return Err(malformed("protected", "a header is exactly {alg, b64, crit, kid}"));
+    }
+    let kid = text_of(prot, "kid");
+    match prot.get("alg") {
+        Some(Value::String(a)) if a == "EdDSA" => {}
+        Some(Value::String(a)) => {
+            return fail(
+                Code::SignatureAlgorithmUnsupported,
+                &kid,
+                format!("alg {a:?}: only EdDSA"),
+            )
+        }
+        _ => return Err(malformed(&kid, "alg is not a string")),
     }
     let crit_ok = prot
         .get("crit")
         .and_then(Value::as_array)
         .is_some_and(|c| c.len() == 1 && c[0].as_str() == Some("b64"));
-    if prot.get("b64") != Some(&Value::Bool(false)) || !crit_ok {
-        return fail(
-            Code::SignatureMalformed,
+    if prot.get("b64") != Some(&Value::Bool(false)) || !crit_ok || kid.is_empty() {
+        return Err(malformed(
             &kid,
-            "protected header must carry b64:false and crit:[\"b64\"]",
-        );
+            "protected header must carry b64:false, crit:[\"b64\"] and a kid",
+        ));
     }
-    if s(attrs, "key_id") != kid {
-        return fail(
-            Code::SignatureMalformed,
+    if !exactly(
+        attrs,
+        &["algorithm", "content_digest", "created_at", "key_id", "purpose"],
+    ) {
+        return Err(malformed(
             &kid,
-            "signed key_id differs from the header kid",
-        );
+            "signed_attributes are exactly {algorithm, content_digest, created_at, key_id, purpose}",
+        ));
     }
-    let Some(key) = keys.get(&kid) else {
-        return fail(
+    match attrs.get("algorithm") {
+        Some(Value::String(a)) if a == "Ed25519" => {}
+        Some(Value::String(a)) => {
+            return fail(
+                Code::SignatureAlgorithmUnsupported,
+                &kid,
+                format!("algorithm {a:?}: only Ed25519"),
+            )
+        }
+        _ => return Err(malformed(&kid, "algorithm is not a string")),
+    }
+    if Tagged::parse(&text_of(attrs, "content_digest")).is_err() {
+        return Err(malformed(&kid, "content_digest is not a tagged digest"));
+    }
+    let created = text_of(attrs, "created_at");
+    if created.len() != 20 || crate::shape::parse_timestamp_ms(&created).is_none() {
+        return Err(malformed(&kid, "created_at is not YYYY-MM-DDTHH:MM:SSZ"));
+    }
+    let key_id = text_of(attrs, "key_id");
+    if key_id.is_empty() || key_id.contains('.') || key_id != kid {
+        return Err(malformed(
+            &kid,
+            "signed key_id must be non-empty, dot-free and equal to the header kid",
+        ));
+    }
+    if !PURPOSES.contains(&text_of(attrs, "purpose").as_str()) {
+        return Err(malformed(&kid, "unknown purpose"));
+    }
+    if !matches!(entry.get("signature"), Some(Value::String(_))) {
+        return Err(malformed(&kid, "signature is not a string"));
+    }
+    Ok((kid, prot, attrs))
+}
+
+fn text_of(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn key_for<'a>(keys: &'a KeySet, kid: &str) -> Result<&'a [u8; 32]> {
+    keys.get(kid).ok_or_else(|| {
+        Error::new(
             Code::SignatureKeyUnsupported,
-            &kid,
+            kid,
             "no host-supplied key has this key_id (no discovery is done)",
-        );
-    };
-    if s(attrs, "purpose") != purpose {
+        )
+    })
+}
+
+fn verify_envelope(entry: &Value, prot: &Value, attrs: &Value, key: &[u8; 32], kid: &str) -> Result<()> {
+    let header = b64::encode(&canon::canonical_bytes(prot)?);
+    let mut input = header.into_bytes();
+    input.push(b'.');
+    input.extend_from_slice(&signing_payload(attrs)?);
+    verify_raw(&input, &text_of(entry, "signature"), key, kid)
+}
+
+/// `Signature.verify(entry, keys)`: one signature entry against a host key
+/// set, over its own signed attributes only (which artifact or receipt it
+/// names is the caller's binding step — see [`verify_entry`] and
+/// `federation::verify_commitment`).
+pub fn verify_signature(entry: &Value, keys: &KeySet) -> Result<()> {
+    let (kid, prot, attrs) = envelope(entry)?;
+    let key = key_for(keys, &kid)?;
+    verify_envelope(entry, prot, attrs, key, &kid)
+}
+
+/// Verifies one signature entry against the artifact's `purpose` and digest.
+pub fn verify_entry(entry: &Value, purpose: &str, digest: &Tagged, keys: &KeySet) -> Result<()> {
+    let (kid, prot, attrs) = envelope(entry)?;
+    let key = key_for(keys, &kid)?;
+    if text_of(attrs, "purpose") != purpose {
         return fail(
             Code::SignatureNotVerified,
             &kid,
             format!(
                 "signed for purpose {:?}, not {purpose:?}",
-                s(attrs, "purpose")
+                text_of(attrs, "purpose")
             ),
         );
     }
-    if s(attrs, "content_digest") != digest.to_string() {
+    if text_of(attrs, "content_digest") != digest.to_string() {
         return fail(
             Code::SignatureNotVerified,
             &kid,
             format!(
                 "signed digest {} is not this artifact's {digest}",
-                s(attrs, "content_digest")
+                text_of(attrs, "content_digest")
             ),
         );
     }
-    let header = b64::encode(&canon::canonical_bytes(prot)?);
-    let mut input = header.into_bytes();
-    input.push(b'.');
-    input.extend_from_slice(&signing_payload(attrs)?);
-    verify_raw(&input, &s(entry, "signature"), key, &kid)
+    verify_envelope(entry, prot, attrs, key, &kid)
 }
 
 /// Verifies every entry of `signatures`, producing check entries.

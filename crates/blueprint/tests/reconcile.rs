@@ -1,4 +1,4 @@
-//! §10/§11/§13: binding, federation, and reconcile in the pinned order
+//! §10/§13: binding and reconcile in the pinned order
 //! with Evidence whose `not_verified` always names the host-owned surfaces.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -9,7 +9,6 @@ mod signatures_support {
 use blueprint::artifact::{self, Kind};
 use blueprint::binding::{verify_binding, BindingInputs};
 use blueprint::canon;
-use blueprint::federation;
 use blueprint::json::{self, Map, Value};
 use blueprint::limits::Limits;
 use blueprint::reconcile::{reconcile, Inputs, HOST_OWNED, STEPS};
@@ -285,100 +284,6 @@ fn s10_binding_pinned_deny_order() {
     assert_eq!(
         verify_binding(&ok, &bp, &rug).expect_err("x").code(),
         "binding_descriptor_mismatch"
-    );
-}
-
-#[test]
-fn s11_state_codecs_are_lossy_aware() {
-    assert_eq!(
-        federation::to_a2a("completed").expect("a2a"),
-        "TASK_STATE_COMPLETED"
-    );
-    assert_eq!(
-        federation::from_a2a("TASK_STATE_AUTH_REQUIRED").expect("from"),
-        "auth_required"
-    );
-    assert_eq!(
-        federation::from_a2a("TASK_STATE_UNSPECIFIED")
-            .expect_err("x")
-            .code(),
-        "federation_state_unmappable"
-    );
-    for s in ["rejected", "auth_required"] {
-        assert_eq!(
-            federation::to_mcp(s).expect_err(s).code(),
-            "federation_state_unmappable"
-        );
-    }
-    assert_eq!(
-        federation::to_a2a("no-such-state").expect_err("x").code(),
-        "invalid_type"
-    );
-    assert_eq!(federation::from_mcp("cancelled").expect("mcp"), "cancelled");
-    assert_eq!(
-        federation::from_mcp("paused").expect_err("x").code(),
-        "invalid_type"
-    );
-}
-
-fn envelope() -> Value {
-    let cases = testkit::interop_json("agent-blueprint-protocol/cases/federation-decode.json");
-    let text = cases["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["id"] == "federation-decode-valid")
-        .expect("valid")["input"]["text"]
-        .as_str()
-        .expect("text")
-        .to_string();
-    federation::decode_envelope(text.as_bytes(), &Limits::default())
-        .expect("decode")
-        .value
-}
-
-#[test]
-fn s11_any_terminal_divergence_conflicts_and_audience_is_checked() {
-    let a = envelope();
-    federation::compare_receipts(&a, &a).expect("same");
-    let mut b = a.clone();
-    if let Value::Object(m) = &mut b {
-        m.insert(
-            "result_classification_ceiling",
-            j(r#"{"level":"public","markers":[]}"#),
-        );
-    }
-    assert_eq!(
-        federation::compare_receipts(&a, &b).expect_err("x").code(),
-        "federation_terminal_conflict"
-    );
-    let ctx = federation::Context {
-        issuer: "issuer-alpha".into(),
-        subject: "subject-beta".into(),
-        audience: "audience-gamma".into(),
-    };
-    federation::verify_commitment(&a, &ctx).expect("ctx");
-    let wrong = federation::Context {
-        audience: "other".into(),
-        ..ctx
-    };
-    assert_eq!(
-        federation::verify_commitment(&a, &wrong)
-            .expect_err("x")
-            .code(),
-        "audience_mismatch"
-    );
-}
-
-#[test]
-fn s11_mapping_table_is_consistent_and_conflicts_are_caught() {
-    let rows = federation::federation_mapping().expect("mapping");
-    assert_eq!(rows.len(), federation::ENVELOPE_FIELDS.len());
-    let mut bad = rows.to_vec();
-    bad.push(bad[0]);
-    assert_eq!(
-        federation::check_mapping(&bad).expect_err("dup").code(),
-        "federation_mapping_conflict"
     );
 }
 

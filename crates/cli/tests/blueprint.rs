@@ -186,3 +186,69 @@ fn s6_verify_an_unsigned_artifact_is_a_finding() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no signature to verify"), "{out}");
 }
+
+#[test]
+fn s15_conformance_json_gives_per_surface_and_per_class_counts() {
+    let dir = testkit::conformance("blueprint").display().to_string();
+    let (code, out, err) = jcp(&["blueprint", "conformance", "--json", &dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["green"], true);
+    assert_eq!(v["failed"], 0);
+    let index: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(testkit::conformance("blueprint").join("index.json")).expect("index"),
+    )
+    .expect("index json");
+    assert_eq!(v["corpus_digest"], index["corpus_digest"]);
+    assert_eq!(v["passed"], index["case_count"]);
+    assert_eq!(v["missing_surfaces"].as_array().map(Vec::len), Some(0));
+    let surfaces = v["surfaces"].as_object().expect("surfaces");
+    for s in blueprint::conformance::SURFACES {
+        let t = &surfaces[*s];
+        assert!(t["passed"].as_u64().expect("n") >= 2, "{s}: {t}");
+        assert_eq!(t["failed"], 0, "{s}");
+    }
+    // per class: the sum over classes is the case count, and the matrix
+    // holds the same cells by surface
+    let classes = v["classes"].as_object().expect("classes");
+    let total: u64 = classes.values().map(|t| t["passed"].as_u64().expect("n")).sum();
+    assert_eq!(Some(total), index["case_count"].as_u64());
+    assert_eq!(v["matrix"]["federation.verify_commitment"]["audience_mismatch"]["passed"], 2);
+    assert_eq!(v["matrix"]["schema.validate_instance"]["invalid_cardinality"]["passed"], 1);
+    // the human form closes with the same counts and a per-surface table
+    let (_, text, _) = jcp(&["blueprint", "conformance", &dir]);
+    assert!(text.contains("portability.scan"), "{text}");
+}
+
+#[test]
+fn s15_unknown_surface_fails_its_file_only() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("a-good.json"),
+        r#"{"format":"agent-blueprint-protocol-conformance-cases","cases":[
+        {"class":"valid","id":"ok-1","surface":"base64url.decode","input":{"base64url":"QQQ"},"expected":{"verdict":"valid","decoded":"QQQ"}}]}"#,
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("b-unknown.json"),
+        r#"{"format":"agent-blueprint-protocol-conformance-cases","cases":[
+        {"class":"valid","id":"tp-1","surface":"federation.teleport","input":{},"expected":{"verdict":"valid","x":1}}]}"#,
+    )
+    .expect("write");
+    std::fs::write(dir.path().join("c-not-json.json"), "{").expect("write");
+    let (code, out, err) = jcp(&["blueprint", "conformance", "--json", dir.path().to_str().expect("p")]);
+    assert_eq!(code, 1, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["passed"], 1, "the good file still ran");
+    assert_eq!(v["green"], false);
+    let ff = v["file_failures"].as_array().expect("file failures");
+    assert_eq!(ff.len(), 2);
+    assert!(ff[0]["file"].as_str().expect("f").ends_with("b-unknown.json"));
+    assert_eq!(ff[0]["code"], "corpus_case_invalid");
+    assert!(ff[0]["detail"].as_str().expect("d").contains("federation.teleport"));
+    assert!(ff[1]["file"].as_str().expect("f").ends_with("c-not-json.json"));
+    let (code, text, _) = jcp(&["blueprint", "conformance", dir.path().to_str().expect("p")]);
+    assert_eq!(code, 1);
+    assert!(text.contains("b-unknown.json not run"), "{text}");
+    assert_eq!(text.trim_end().lines().last(), Some("1 passed, 0 failed, 2 file(s) not run"));
+}

@@ -47,6 +47,16 @@ pub enum ViewError {
         /// What was wrong.
         detail: String,
     },
+    /// A Blueprint conformance corpus was refused (its index does not verify) or could not be read.
+    #[error("the conformance corpus {} was refused ({code}): {detail}", path.display())]
+    BlueprintCorpus {
+        /// The folder or file.
+        path: std::path::PathBuf,
+        /// The Agent Blueprint Protocol's code.
+        code: String,
+        /// What was wrong.
+        detail: String,
+    },
     /// The demo artifacts could not be generated (a defect: they are fixed).
     #[error("the demo blueprint could not be generated: {0}")]
     Demo(String),
@@ -104,6 +114,7 @@ impl ViewError {
             Self::Json(_) => "view.json",
             Self::Unreadable { .. } => "view.unreadable",
             Self::BlueprintInput { .. } => "blueprint.bad_input",
+            Self::BlueprintCorpus { .. } => "blueprint.corpus_refused",
             Self::Demo(_) => "demo.blueprint",
             Self::Run { .. } => "run.unreadable",
             Self::DemoWrite { .. } => "demo.write_failed",

@@ -120,64 +120,23 @@ fn keys(p: Option<&PathBuf>) -> anyhow::Result<KeySet> {
     }
 }
 
-fn collect(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() && p.join(blueprint::corpus::INDEX).is_file() {
-            // A corpus folder: verify its index (hashes, file set, counts,
-            // ids, applicability, corpus digest) before running anything.
-            let mut all = std::collections::BTreeMap::new();
-            let mut stack = vec![p.clone()];
-            while let Some(d) = stack.pop() {
-                for e in
-                    std::fs::read_dir(&d).with_context(|| format!("cannot list {}", d.display()))?
-                {
-                    let path = e?.path();
-                    if path.is_dir() {
-                        stack.push(path);
-                    } else if let Ok(rel) = path.strip_prefix(p) {
-                        let key = rel
-                            .components()
-                            .map(|c| c.as_os_str().to_string_lossy())
-                            .collect::<Vec<_>>()
-                            .join("/");
-                        all.insert(key, read(&path)?);
-                    }
-                }
-            }
-            let corpus = blueprint::corpus::load(&all).map_err(|e| coded(&e, p))?;
-            files.extend(
-                corpus
-                    .files
-                    .into_iter()
-                    .map(|(name, bytes)| (p.join(name).display().to_string(), bytes)),
-            );
-        } else if p.is_dir() {
-            let mut found: Vec<PathBuf> = Vec::new();
-            let mut stack = vec![p.clone()];
-            while let Some(d) = stack.pop() {
-                for e in
-                    std::fs::read_dir(&d).with_context(|| format!("cannot list {}", d.display()))?
-                {
-                    let path = e?.path();
-                    if path.is_dir() {
-                        stack.push(path);
-                    } else if path.extension().is_some_and(|x| x == "json")
-                        && path.file_name().is_some_and(|n| n != "index.json")
-                    {
-                        found.push(path);
-                    }
-                }
-            }
-            found.sort();
-            for f in found {
-                files.push((f.display().to_string(), read(&f)?));
-            }
-        } else {
-            files.push((p.display().to_string(), read(p)?));
-        }
+fn conformance_text(report: &blueprint::conformance::Report) -> String {
+    let mut s = String::new();
+    for f in &report.file_failures {
+        let _ = writeln!(s, "FILE {} not run: {} ({})", f.file, f.code, f.detail);
     }
-    Ok(files)
+    for r in report.results.iter().filter(|r| !r.passed) {
+        let _ = writeln!(
+            s,
+            "FAIL {} [{}] expected {}, got {}",
+            r.id, r.surface, r.expected, r.got
+        );
+    }
+    for (surface, t) in &report.surfaces {
+        let _ = writeln!(s, "  {surface:<30} {:>4} passed {:>4} failed", t.passed, t.failed);
+    }
+    let _ = writeln!(s, "{}", report.summary());
+    s
 }
 
 /// Runs `jcp blueprint …`.
@@ -185,22 +144,20 @@ fn collect(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         Sub::Conformance { paths, json } => {
-            let files = collect(&paths)?;
-            let report = blueprint::conformance::run_files(&files)
+            let mut files = Vec::new();
+            let mut digests = Vec::new();
+            for p in &paths {
+                let (f, d) = blueprint::conformance::collect(p).map_err(|e| coded(&e, p))?;
+                files.extend(f);
+                digests.extend(d);
+            }
+            let mut report = blueprint::conformance::run_files(&files)
                 .map_err(|e| coded(&e, Path::new("cases")))?;
-            out::emit(json, &report, || {
-                let mut s = String::new();
-                for r in report.results.iter().filter(|r| !r.passed) {
-                    let _ = writeln!(
-                        s,
-                        "FAIL {} [{}] expected {}, got {}",
-                        r.id, r.surface, r.expected, r.got
-                    );
-                }
-                let _ = writeln!(s, "{} passed, {} failed", report.passed, report.failed);
-                s
-            })?;
-            Ok(ExitCode::from(if report.failed == 0 {
+            if let [only] = digests.as_slice() {
+                report.corpus_digest = Some(only.to_string());
+            }
+            out::emit(json, &report, || conformance_text(&report))?;
+            Ok(ExitCode::from(if report.green {
                 out::CLEAN
             } else {
                 out::FINDINGS
