@@ -11,20 +11,13 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use testkit::{run_in, run_ok};
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+const JCP: &str = env!("CARGO_BIN_EXE_jcp");
 
 /// Every child this test starts; all are killed and reaped when it ends,
 /// whether it passed or panicked.
@@ -146,7 +139,7 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
     let mut children = Children::default();
     // The meter on this machine (whatever rung it chooses here), and a replayed GPU trace.
     let jcp_cmd = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_jcp"));
+        let mut c = Command::new(JCP);
         c.current_dir(d);
         c
     };
@@ -156,23 +149,23 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
     let gpu = children.start_json("meter --replay", jcp_cmd().args(["meter", "serve", "--listen", "127.0.0.1:0", "--replay", &trace, "--json"]));
     let gpu = host_port(gpu["metrics"].as_str().unwrap());
     // The enforcement point: an allow, a deny, a revocation at marker 5.
-    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    ok(d, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    ok(d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = ok(d, &["key", "show", "agent.key"]).trim().to_owned();
-    ok(d, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
-    let grant_id = serde_json::from_str::<Value>(&ok(d, &["inspect", "root.jcp", "--json"])).unwrap()["id"].as_str().unwrap().to_owned();
+    run_ok(JCP, d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    run_ok(JCP, d, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    run_ok(JCP, d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    let agent = run_ok(JCP, d, &["key", "show", "agent.key"]).trim().to_owned();
+    run_ok(JCP, d, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
+    let grant_id = serde_json::from_str::<Value>(&run_ok(JCP, d, &["inspect", "root.jcp", "--json"])).unwrap()["id"].as_str().unwrap().to_owned();
     let serve = children.start_json(
         "jcp serve",
         jcp_cmd().args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key", "--metrics", "127.0.0.1:0", "--json"]),
     );
     let ep = serve["listen"][0].as_str().unwrap().to_owned();
     let endpoint = host_port(serve["metrics"].as_str().unwrap());
-    let call = |uj: &str| jcp(d, &["call", "--connect", &ep, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", uj, "--json"]).status.code();
+    let call = |uj: &str| run_in(JCP, d, &["call", "--connect", &ep, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", uj, "--json"]).status.code();
     assert_eq!(call("700"), Some(0));
     assert_eq!(call("400"), Some(1), "budget-exceeded");
-    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
-    ok(d, &["feed", "revoke", "--connect", &ep, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5", "--json"]);
+    run_ok(JCP, d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
+    run_ok(JCP, d, &["feed", "revoke", "--connect", &ep, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5", "--json"]);
     // Prometheus, scraping all three every second.
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: jcp-meter\n    static_configs:\n      - targets: ['{host}', '{gpu}']\n  - job_name: jcp-serve\n    static_configs:\n      - targets: ['{endpoint}']\n"

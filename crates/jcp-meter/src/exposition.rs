@@ -1,4 +1,4 @@
-//! The meter as OpenMetrics (what `jcp meter serve` exposes on `/metrics`).
+//! The meter as `OpenMetrics` (what `jcp meter serve` exposes on `/metrics`).
 //!
 //! Every energy series carries the figure's `provenance`, `coverage`, the
 //! `rung` that metered it and its `domain` ([`RungId::domain`]):
@@ -42,7 +42,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::backend::RungId;
-use crate::meter::{Meter, ProbeReport, RungStatus, Window};
+use crate::meter::{Meter, ProbeReport, Window};
 use crate::plausibility::Plausibility;
 
 /// A figure's grade and what it reads.
@@ -242,17 +242,48 @@ impl MeterMetrics {
         let r = &mut m.registry;
         let uj = || Unit::Other("microjoules".into());
         r.register_with_unit("energy", "Energy of every metered window (§5), by provenance, coverage, rung and domain; a Partial series is never summed into a Whole one, and a gap adds nothing", uj(), m.energy.clone());
-        r.register("windows", "Metered windows, by provenance, coverage, rung and domain", m.windows.clone());
-        r.register_with_unit("window_energy", "The last window's energy; absent when it was a gap (never a zero)", uj(), m.last_energy.clone());
-        r.register_with_unit("window_power", "The last window's mean power; absent when it was a gap", Unit::Other("milliwatts".into()), m.last_power.clone());
-        r.register("gap_windows", "Windows no rung could meter: no figure, not a zero", m.gaps.clone());
+        r.register(
+            "windows",
+            "Metered windows, by provenance, coverage, rung and domain",
+            m.windows.clone(),
+        );
+        r.register_with_unit(
+            "window_energy",
+            "The last window's energy; absent when it was a gap (never a zero)",
+            uj(),
+            m.last_energy.clone(),
+        );
+        r.register_with_unit(
+            "window_power",
+            "The last window's mean power; absent when it was a gap",
+            Unit::Other("milliwatts".into()),
+            m.last_power.clone(),
+        );
+        r.register(
+            "gap_windows",
+            "Windows no rung could meter: no figure, not a zero",
+            m.gaps.clone(),
+        );
         r.register("window_declines", "Windows in which a rung above the metering one did not meter, by rung and reason code (§5.1)", m.declines.clone());
         r.register("rung", "Each rung of the ladder at the probe (§5.1): status chosen, declined, unavailable or standby, with its reason code", m.rungs.clone());
-        r.register("counter_liveness", "§5 liveness of each probed counter: 1 on its status", m.liveness.clone());
-        r.register("counter_liveness_advanced_intervals", "Probe intervals in which the counter advanced", m.advanced.clone());
-        r.register("counter_liveness_intervals", "Probe intervals observed", m.intervals.clone());
+        r.register(
+            "counter_liveness",
+            "§5 liveness of each probed counter: 1 on its status",
+            m.liveness.clone(),
+        );
+        r.register(
+            "counter_liveness_advanced_intervals",
+            "Probe intervals in which the counter advanced",
+            m.advanced.clone(),
+        );
+        r.register(
+            "counter_liveness_intervals",
+            "Probe intervals observed",
+            m.intervals.clone(),
+        );
         m.probe_plausibility.register(r, "probe", "a probed");
-        m.window_plausibility.register(r, "window", "the last window's");
+        m.window_plausibility
+            .register(r, "window", "the last window's");
         r.register("plausibility_refusals", "Windows in which a counter was refused by §5 plausibility, by verdict and the bound it broke (none: unjudgeable)", m.refusals.clone());
         m
     }
@@ -267,15 +298,12 @@ impl MeterMetrics {
         self.intervals.clear();
         self.probe_plausibility.clear();
         if let Ok(mut c) = self.counter_rung.lock() {
-            *c = report.chosen.filter(|r| matches!(r, RungId::Rapl | RungId::Nvml));
+            *c = report
+                .chosen
+                .filter(|r| matches!(r, RungId::Rapl | RungId::Nvml));
         }
         for r in &report.rungs {
-            let status = match r.status {
-                RungStatus::Chosen => "chosen",
-                RungStatus::Declined => "declined",
-                RungStatus::Unavailable => "unavailable",
-                RungStatus::Standby => "standby",
-            };
+            let status = r.status.as_str();
             let rung = r.rung.as_str();
             self.rungs
                 .get_or_create(&RungLabels {
@@ -360,7 +388,7 @@ impl MeterMetrics {
         }
     }
 
-    /// The exposition: a complete OpenMetrics text message.
+    /// The exposition: a complete `OpenMetrics` text message.
     pub fn render(&self) -> Result<String, fmt::Error> {
         let _turn = self.turn.read();
         let mut s = String::new();
@@ -387,7 +415,11 @@ impl MeterExporter {
         let metrics = Arc::new(MeterMetrics::new());
         let stop = Arc::new(AtomicBool::new(false));
         let windows = Arc::new(AtomicU64::new(0));
-        let (m, s, n) = (Arc::clone(&metrics), Arc::clone(&stop), Arc::clone(&windows));
+        let (m, s, n) = (
+            Arc::clone(&metrics),
+            Arc::clone(&stop),
+            Arc::clone(&windows),
+        );
         let thread = std::thread::spawn(move || {
             m.record_probe(meter.probe());
             while !s.load(Ordering::Relaxed) {

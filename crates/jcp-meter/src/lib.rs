@@ -48,7 +48,7 @@
 //! - [`conservation`]: the exact ppm floor (§5.5) and the physical bound (§5.6).
 //!
 //! ## Exposition
-//! [`exposition::MeterMetrics`] is the meter as OpenMetrics (what
+//! [`exposition::MeterMetrics`] is the meter as `OpenMetrics` (what
 //! `jcp meter serve` exposes): energy by provenance, coverage, rung and
 //! domain, each rung's status, liveness and plausibility findings;
 //! [`exposition::MeterExporter`] samples into it on its own thread.

@@ -1,4 +1,4 @@
-//! §5, §5.1, §5.2: the meter as OpenMetrics, checked on the rendered text.
+//! §5, §5.1, §5.2: the meter as `OpenMetrics`, checked on the rendered text.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,9 +15,11 @@ const MS: u64 = 1_000_000;
 
 type Labels = BTreeMap<String, String>;
 
-/// Every sample of `name` in an exposition: its labels and its value.
+/// Every sample of `name` in an exposition: its labels and its value,
+/// sorted by labels (a family's order is not fixed).
 fn series(text: &str, name: &str) -> Vec<(Labels, String)> {
-    text.lines()
+    let mut found: Vec<(Labels, String)> = text
+        .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let (head, value) = l.rsplit_once(' ')?;
@@ -35,7 +37,9 @@ fn series(text: &str, name: &str) -> Vec<(Labels, String)> {
             }
             Some((m, value.to_owned()))
         })
-        .collect()
+        .collect();
+    found.sort();
+    found
 }
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {

@@ -1,7 +1,7 @@
 //! # jcp-metrics — the `/metrics` responder
 //!
 //! The meter (`jcp meter serve`) and the enforcement point
-//! (`jcp serve --metrics`) each keep an OpenMetrics registry of their own
+//! (`jcp serve --metrics`) each keep an `OpenMetrics` registry of their own
 //! (`jcp_meter::exposition`, `jcp_wire::metrics`); this crate is the small
 //! HTTP/1.1 server (hyper 1) that hands a scraper the rendered text. It knows
 //! nothing of what is rendered: it takes a [`Render`] and answers
@@ -32,7 +32,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 
-/// The OpenMetrics 1.0 text format's media type (what `prometheus-client` encodes).
+/// The `OpenMetrics` 1.0 text format's media type (what `prometheus-client` encodes).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The path the exposition is served on.
@@ -68,7 +68,7 @@ impl MetricsError {
     }
 }
 
-/// Encodes one registry as a complete OpenMetrics message.
+/// Encodes one registry as a complete `OpenMetrics` message.
 pub fn render_registry(registry: &Registry) -> Result<String, std::fmt::Error> {
     let mut s = String::new();
     prometheus_client::encoding::text::encode(&mut s, registry)?;
@@ -87,7 +87,9 @@ pub async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), M
         addr: addr.to_owned(),
         source,
     };
-    let l = tokio::net::TcpListener::bind(addr).await.map_err(bind_err)?;
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(bind_err)?;
     let local = l.local_addr().map_err(bind_err)?;
     Ok((l, local))
 }
@@ -105,7 +107,10 @@ fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
 /// The answer to one request.
 pub fn respond(method: &Method, path: &str, render: &Render) -> Response<Full<Bytes>> {
     if path != PATH {
-        return plain(StatusCode::NOT_FOUND, "not found: the exposition is at /metrics\n");
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: the exposition is at /metrics\n",
+        );
     }
     if method != Method::GET && method != Method::HEAD {
         let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
@@ -191,7 +196,10 @@ mod tests {
 
     #[test]
     fn s5_s11_exposition_served_on_metrics_only_and_a_failed_render_is_a_500_not_a_partial_text() {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let (addr, stop) = rt.block_on(async {
             let (l, addr) = bind("127.0.0.1:0").await.unwrap();
             let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -216,13 +224,19 @@ mod tests {
         assert!(!failed.contains("x 1"), "{failed}");
         assert!(get(addr, "GET /").starts_with("HTTP/1.1 404"));
         let post = get(addr, "POST /metrics");
-        assert!(post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"), "{post}");
+        assert!(
+            post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"),
+            "{post}"
+        );
         let _ = stop.send(());
     }
 
     #[test]
     fn s5_s11_a_metrics_listen_address_that_is_not_host_port_is_refused_with_its_code() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         for bad in ["", "9464", ":9464", "localhost:http", "127.0.0.1:99999"] {
             let e = rt.block_on(bind(bad)).unwrap_err();
             assert_eq!(e.code(), "bad-metrics-address", "{bad}");

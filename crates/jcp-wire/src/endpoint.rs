@@ -1031,7 +1031,7 @@ impl Endpoint {
         self.shared.metrics.clone()
     }
 
-    /// The exposition now (`jcp serve --metrics`): a complete OpenMetrics message.
+    /// The exposition now (`jcp serve --metrics`): a complete `OpenMetrics` message.
     pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
         self.shared.metrics.render(self.shared.stats.remembered.load(Ordering::Relaxed))
     }

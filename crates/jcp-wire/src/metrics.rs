@@ -1,4 +1,4 @@
-//! The enforcement point as OpenMetrics (what `jcp serve --metrics` exposes).
+//! The enforcement point as `OpenMetrics` (what `jcp serve --metrics` exposes).
 //!
 //! | metric | type | what |
 //! |---|---|---|
@@ -155,7 +155,7 @@ impl WireMetrics {
         self.refused_frames.inc();
     }
 
-    /// The exposition, with `remembered` requests as of now: a complete OpenMetrics message.
+    /// The exposition, with `remembered` requests as of now: a complete `OpenMetrics` message.
     pub fn render(&self, remembered: u64) -> Result<String, fmt::Error> {
         self.remembered.set(remembered);
         let mut s = String::new();

@@ -10,7 +10,7 @@
 //! - `jcp meter record --out TRACE`: records the first counter rung that
 //!   opens as a trace; with none, says why, writes nothing and exits 1.
 //! - `jcp meter serve --listen HOST:PORT`: meters in the background, window
-//!   after window, and serves the meter as OpenMetrics at
+//!   after window, and serves the meter as `OpenMetrics` at
 //!   `http://HOST:PORT/metrics` (energy by provenance, coverage, rung and
 //!   domain; each rung's status; liveness and plausibility findings) until
 //!   SIGTERM or SIGINT. `--replay TRACE` serves a recorded trace's windows.
@@ -57,7 +57,7 @@ pub enum MeterCommand {
     Calibrate(CalibrateArgs),
     /// Records a counter rung's readings as a trace (jcp-meter-trace/1) for --replay and calibrate --from-trace.
     Record(RecordArgs),
-    /// Meters in the background and serves the windows as OpenMetrics at http://HOST:PORT/metrics.
+    /// Meters in the background and serves the windows as `OpenMetrics` at http://HOST:PORT/metrics.
     Serve(ServeArgs),
 }
 
@@ -228,12 +228,7 @@ fn probe_text(r: &ProbeReport) -> String {
         None => s += "chosen: none: windows are gaps\n",
     }
     for x in &r.rungs {
-        let status = match x.status {
-            RungStatus::Chosen => "CHOSEN",
-            RungStatus::Declined => "declined",
-            RungStatus::Unavailable => "unavailable",
-            RungStatus::Standby => "standby",
-        };
+        let status = if x.status == RungStatus::Chosen { "CHOSEN" } else { x.status.as_str() };
         let _ = writeln!(
             s,
             "\n{} [{status}] {} -> {}, {}\n  why ({}): {}",

@@ -67,9 +67,9 @@ pub struct ServeArgs {
     /// A peer point's did on the channel (repeatable).
     #[arg(long = "peer", requires = "channel_grant")]
     peers: Vec<String>,
-    /// Also serve the endpoint's OpenMetrics exposition at http://HOST:PORT/metrics
+    /// Also serve the endpoint's `OpenMetrics` exposition at http://HOST:PORT/metrics
     /// (decisions by verdict and reason, commit latency, remembered requests,
-    /// known_through, spend per grant).
+    /// `known_through`, spend per grant).
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
     /// Print the start and stop summaries as JSON lines.
@@ -122,7 +122,9 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     s += &format!("jcp serve: listening on {l}\n");
                 }
                 if let Some(u) = &metrics_url {
-                    s += &format!("jcp serve: metrics on {u}\n");
+                    s += "jcp serve: metrics on ";
+                    s += u;
+                    s += "\n";
                 }
                 s += &format!(
                     "jcp serve: record {} (steward {}): replayed {} receipts ({} allows), {} refused, {} unresolved, {} requests remembered\n",
