@@ -102,12 +102,13 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async move {
         let steward_did = steward.did();
-        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(wire_err)?;
-        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(wire_err)?;
+        // An exposition address that cannot be served is refused before the record is opened.
         let metrics = match &a.metrics {
             Some(m) => Some(bind_metrics(m).await?),
             None => None,
         };
+        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(wire_err)?;
+        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(wire_err)?;
         let metrics_url = metrics.as_ref().map(|(_, u)| u.clone());
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
         let r = &report.replay;
