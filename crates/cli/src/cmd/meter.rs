@@ -57,7 +57,7 @@ pub enum MeterCommand {
     Calibrate(CalibrateArgs),
     /// Records a counter rung's readings as a trace (jcp-meter-trace/1) for --replay and calibrate --from-trace.
     Record(RecordArgs),
-    /// Meters in the background and serves the windows as `OpenMetrics` at http://HOST:PORT/metrics.
+    #[command(about = "Meters in the background and serves the windows as OpenMetrics text at http://HOST:PORT/metrics")]
     Serve(ServeArgs),
 }
 

@@ -67,10 +67,11 @@ pub struct ServeArgs {
     /// A peer point's did on the channel (repeatable).
     #[arg(long = "peer", requires = "channel_grant")]
     peers: Vec<String>,
-    /// Also serve the endpoint's `OpenMetrics` exposition at http://HOST:PORT/metrics
-    /// (decisions by verdict and reason, commit latency, remembered requests,
-    /// `known_through`, spend per grant).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        help = "Also serve the endpoint's OpenMetrics exposition at http://HOST:PORT/metrics (decisions by verdict and reason, commit latency, remembered requests, known_through, spend per grant)"
+    )]
     metrics: Option<String>,
     /// Print the start and stop summaries as JSON lines.
     #[arg(long)]
