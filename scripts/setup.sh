@@ -15,6 +15,9 @@ for p in libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libxdo-dev libssl-dev \
          webkit2gtk-driver xvfb imagemagick xauth; do
   have_pkg "$p" || need_apt+=("$p")
 done
+# The metrics integration test (crates/cli/tests/metrics.rs) scrapes
+# `jcp meter serve` and `jcp serve --metrics` with a real Prometheus.
+have_pkg prometheus || need_apt+=(prometheus)
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ "${#need_apt[@]}" -gt 0 ]; then

@@ -80,6 +80,22 @@ impl RungId {
         }
     }
 
+    /// The domain a figure from this rung claims to read (the `domain` label
+    /// of the exposition): `cpu-package` (RAPL's package counters, and rung 5,
+    /// a power calibrated against them), `gpu` (NVML), `process-cpu`
+    /// (per-process CPU energy), `soc` (`IOReport`), `host` (the estimate: no
+    /// counter behind it, a figure for the machine's work). docs/decisions.md,
+    /// "§5.1 exposition domain".
+    pub fn domain(self) -> &'static str {
+        match self {
+            Self::Rapl | Self::Calibrated => "cpu-package",
+            Self::Nvml => "gpu",
+            Self::ProcessEnergy => "process-cpu",
+            Self::Ioreport => "soc",
+            Self::Estimate => "host",
+        }
+    }
+
     /// Parses a label.
     pub fn parse(s: &str) -> Option<Self> {
         Self::LADDER.into_iter().find(|r| r.as_str() == s)

@@ -47,6 +47,12 @@
 //! - [`dynamism`]: per-window grades, declared baselines, evidenced causes, three kinds of "look".
 //! - [`conservation`]: the exact ppm floor (§5.5) and the physical bound (§5.6).
 //!
+//! ## Exposition
+//! [`exposition::MeterMetrics`] is the meter as `OpenMetrics` (what
+//! `jcp meter serve` exposes): energy by provenance, coverage, rung and
+//! domain, each rung's status, liveness and plausibility findings;
+//! [`exposition::MeterExporter`] samples into it on its own thread.
+//!
 //! Every refusal is an [`Error`] with a stable [`Error::code`].
 #![forbid(unsafe_code)]
 
@@ -57,6 +63,7 @@ pub mod dynamism;
 pub mod efficiency;
 mod error;
 pub mod estimate;
+pub mod exposition;
 #[doc(hidden)]
 pub mod fuzzing;
 mod live;

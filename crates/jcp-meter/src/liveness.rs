@@ -59,6 +59,20 @@ pub enum LiveStatus {
 }
 
 impl LiveStatus {
+    /// The stable code (as serialised: `live`, `frozen`, `lumpy`,
+    /// `too-few-advances`, `too-short`, `reset`, `unreadable`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Frozen => "frozen",
+            Self::Lumpy { .. } => "lumpy",
+            Self::TooFewAdvances => "too-few-advances",
+            Self::TooShort => "too-short",
+            Self::Reset { .. } => "reset",
+            Self::Unreadable { .. } => "unreadable",
+        }
+    }
+
     /// Whether the counter may give a hardware-graded figure.
     pub fn is_live(&self) -> bool {
         matches!(self, Self::Live)

@@ -133,6 +133,18 @@ pub enum RungStatus {
     Standby,
 }
 
+impl RungStatus {
+    /// The stable code (as serialised: `chosen`, `declined`, `unavailable`, `standby`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chosen => "chosen",
+            Self::Declined => "declined",
+            Self::Unavailable => "unavailable",
+            Self::Standby => "standby",
+        }
+    }
+}
+
 /// A counter's probe record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CounterReport {

@@ -66,6 +66,17 @@ pub enum BoundKind {
     DrawFloor,
 }
 
+impl BoundKind {
+    /// The stable code (as serialised: `power-limit`, `draw-ceiling`, `draw-floor`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PowerLimit => "power-limit",
+            Self::DrawCeiling => "draw-ceiling",
+            Self::DrawFloor => "draw-floor",
+        }
+    }
+}
+
 /// The finding for one span.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
@@ -113,6 +124,38 @@ impl Plausibility {
     /// Whether the counter may give a hardware-graded figure for the span.
     pub fn admits(&self) -> bool {
         matches!(self, Self::NotRefuted { .. } | Self::NoBound { .. })
+    }
+
+    /// The stable verdict code (as serialised: `not-refuted`, `implausible`,
+    /// `unjudgeable`, `no-bound`).
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Self::NotRefuted { .. } => "not-refuted",
+            Self::Implausible { .. } => "implausible",
+            Self::Unjudgeable { .. } => "unjudgeable",
+            Self::NoBound { .. } => "no-bound",
+        }
+    }
+
+    /// The implied rate, mW.
+    pub fn rate_mw(&self) -> u64 {
+        match self {
+            Self::NotRefuted { rate_mw, .. }
+            | Self::Implausible { rate_mw, .. }
+            | Self::Unjudgeable { rate_mw, .. }
+            | Self::NoBound { rate_mw } => *rate_mw,
+        }
+    }
+
+    /// The bounds the rate was held to, with their values, mW: for
+    /// `implausible` the one it broke; for `not-refuted` every one it was
+    /// held to; none for `unjudgeable` (no yardstick) and `no-bound`.
+    pub fn bounds(&self) -> Vec<(BoundKind, u64)> {
+        match self {
+            Self::NotRefuted { bounds, .. } => bounds.clone(),
+            Self::Implausible { bound, bound_mw, .. } => vec![(*bound, *bound_mw)],
+            Self::Unjudgeable { .. } | Self::NoBound { .. } => Vec::new(),
+        }
     }
 
     /// A one-line account for people.

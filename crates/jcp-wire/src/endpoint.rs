@@ -49,6 +49,7 @@ use crate::backend::{Backend, BackendReply, Call, Closing, Continuation};
 use crate::codec;
 use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, Inbound, ReplyState, WireDecision, WireReply, WireRequest, WireResponse};
+use crate::metrics::WireMetrics;
 
 /// The endpoint's clock: unix seconds. Time is the endpoint's (§11).
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -308,8 +309,9 @@ struct Pending {
 
 impl Pending {
     /// The batch is durable: its answers leave.
-    fn release(self) {
+    fn release(self, metrics: &WireMetrics) {
         for (tx, a, _) in self.decided {
+            metrics.answered(a.verdict, a.repeat);
             let _ = tx.send(a);
         }
         for (tx, a) in self.fed {
@@ -350,6 +352,7 @@ struct Syncer {
     back: std::sync::mpsc::Sender<(String, Pending)>,
     wake: mpsc::WeakSender<Job>,
     stats: Arc<Stats>,
+    metrics: Arc<WireMetrics>,
 }
 
 impl Syncer {
@@ -362,8 +365,10 @@ impl Syncer {
             // Lengths only grow: the last batch's end covers the group.
             let end = group.iter().map(|p| p.end).max().unwrap_or(0);
             if self.failed.is_none() && end > self.synced {
+                let started = std::time::Instant::now();
                 match sync_stream(&self.file) {
                     Ok(()) => {
+                        self.metrics.committed(started.elapsed().as_secs_f64());
                         self.synced = end;
                         self.stats.commits.fetch_add(1, Ordering::Relaxed);
                     }
@@ -374,7 +379,7 @@ impl Syncer {
                 }
             }
             match &self.failed {
-                None => group.into_iter().for_each(Pending::release),
+                None => group.into_iter().for_each(|p| p.release(&self.metrics)),
                 Some(why) => {
                     for p in group {
                         let _ = self.back.send((why.clone(), p));
@@ -399,6 +404,10 @@ struct Answer {
     fresh: bool,
     /// For an allowed continuation: the binding as it stands after it.
     continued: Option<(String, Box<Binding>)>,
+    /// The verdict the caller gets (for the exposition).
+    verdict: Verdict,
+    /// Answered from memory: not decided again.
+    repeat: bool,
 }
 
 struct Core {
@@ -418,6 +427,7 @@ struct Core {
     last_sweep: u64,
     /// §4.5: this point's key per channel grant.
     point_keys: HashMap<ContentId, Keypair>,
+    metrics: Arc<WireMetrics>,
 }
 
 fn framed_response(d: WireDecision, receipt: Vec<u8>) -> Vec<u8> {
@@ -434,6 +444,13 @@ fn wire_decision(verdict: Verdict, cost_uj: u64, budget_uj: u64, remaining: u64)
 }
 
 impl Core {
+    /// The spend now counted against each of `grants`, for the exposition.
+    fn note_spend(&self, grants: &[ContentId]) {
+        for id in grants {
+            self.metrics.spent(id, self.gate.gate().spent(id).uj);
+        }
+    }
+
     fn now(&self) -> u64 {
         (self.clock)()
     }
@@ -478,7 +495,7 @@ impl Core {
         let c = &v.core;
         let d = wire_decision(c.verdict, c.cost_uj, c.budget_uj, c.budget_remaining_uj);
         let receipt = ContentId::of_bytes(&bytes);
-        Ok(Answer { framed: framed_response(d, bytes), receipt, allow: c.is_allow(), fresh: false, continued: None })
+        Ok(Answer { framed: framed_response(d, bytes), receipt, allow: c.is_allow(), fresh: false, continued: None, verdict: c.verdict, repeat: true })
     }
 
     fn unrecorded(&mut self, req: &WireRequest, why: &str) -> Answer {
@@ -496,7 +513,7 @@ impl Core {
         };
         let receipt = ContentId::of_bytes(&bytes);
         let wd = wire_decision(d.verdict, req.cost.uj, d.budget_uj, d.budget_remaining_uj);
-        Answer { framed: framed_response(wd, bytes), receipt, allow: false, fresh: false, continued: None }
+        Answer { framed: framed_response(wd, bytes), receipt, allow: false, fresh: false, continued: None, verdict: d.verdict, repeat: false }
     }
 
     fn fail(&mut self, why: String) {
@@ -536,7 +553,7 @@ impl Core {
             return match self.gate.record_refusal(&base, reason, why) {
                 Ok(rec) => {
                     let wd = wire_decision(rec.decision.verdict, req.cost.uj, rec.decision.budget_uj, rec.decision.budget_remaining_uj);
-                    Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow: false, fresh: false, continued: None }
+                    Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow: false, fresh: false, continued: None, verdict: rec.decision.verdict, repeat: false }
                 }
                 Err(e) => {
                     self.fail(e.to_string());
@@ -576,8 +593,14 @@ impl Core {
         if allow {
             self.stats.allowed.fetch_add(1, Ordering::Relaxed);
         }
+        if allow {
+            self.note_spend(&rec.decision.chain_ids);
+        }
+        if let Some(leaf) = rec.decision.chain_ids.last() {
+            self.metrics.budget(leaf, rec.decision.budget_uj);
+        }
         let wd = wire_decision(rec.decision.verdict, req.cost.uj, rec.decision.budget_uj, rec.decision.budget_remaining_uj);
-        Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow, fresh: true, continued }
+        Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow, fresh: true, continued, verdict: rec.decision.verdict, repeat: false }
     }
 
     /// §6.1: a later exchange is decided against the grant the first was
@@ -681,6 +704,10 @@ impl Core {
                 self.gate.complete(&o.receipt, o.status).map(|_| format!("outcome of {} recorded: {}", o.receipt, o.status.as_str()))
             }
         };
+        self.metrics.known_through(self.gate.known_through());
+        if let (Ok(_), Feed::Statement(st)) = (&res, feed) {
+            self.note_spend(&[st.statement().grant_id]);
+        }
         match res {
             Ok(message) => FeedAnswer { admitted: true, code: "admitted".into(), message, known_through: self.gate.known_through() },
             Err(e) => FeedAnswer { admitted: false, code: e.code().into(), message: e.to_string(), known_through: self.gate.known_through() },
@@ -721,6 +748,7 @@ impl Core {
     fn answer_unrecorded(&mut self, why: &str, p: Pending) {
         for (tx, a, req) in p.decided {
             let a = if a.fresh || a.allow { self.unrecorded(&req, &format!("the record cannot be written: {why}")) } else { a };
+            self.metrics.answered(a.verdict, a.repeat);
             let _ = tx.send(a);
         }
         for (tx, _) in p.fed {
@@ -849,6 +877,7 @@ impl Core {
 struct Shared {
     tx: mpsc::Sender<Job>,
     stats: Arc<Stats>,
+    metrics: Arc<WireMetrics>,
     cap: usize,
     frame_timeout: Duration,
     backend: Option<Arc<dyn Backend>>,
@@ -934,7 +963,12 @@ impl Endpoint {
             .write(true)
             .open(&config.stream)
             .map_err(|e| WireError::io(format!("opening {} to sync", config.stream.display()), e))?;
-        let syncer = Syncer { file: sync_file, synced: 0, failed: None, rx: sync_rx, back, wake: tx.downgrade(), stats: stats.clone() };
+        let metrics = Arc::new(WireMetrics::new());
+        metrics.known_through(gate.known_through());
+        for (id, spend) in gate.gate().spent_grants() {
+            metrics.spent(&id, spend.uj);
+        }
+        let syncer = Syncer { file: sync_file, synced: 0, failed: None, rx: sync_rx, back, wake: tx.downgrade(), stats: stats.clone(), metrics: metrics.clone() };
         let sync_thread = std::thread::Builder::new()
             .name("jcp-endpoint-sync".into())
             .spawn(move || syncer.run())
@@ -953,6 +987,7 @@ impl Endpoint {
             stats: stats.clone(),
             last_sweep: now,
             point_keys,
+            metrics: metrics.clone(),
         };
         let batch_max = config.batch_max.max(1);
         let handle = std::thread::Builder::new()
@@ -962,6 +997,7 @@ impl Endpoint {
         let shared = Arc::new(Shared {
             tx,
             stats,
+            metrics,
             cap: config.cap,
             frame_timeout: config.frame_timeout,
             backend,
@@ -987,6 +1023,17 @@ impl Endpoint {
             remembered_bytes: remembered_table_bytes(remembered),
             refused_frames: s.refused_frames.load(Ordering::Relaxed),
         }
+    }
+
+    /// The endpoint's metrics registry (decisions, commit latency, the
+    /// revocation marker, spend per grant).
+    pub fn metrics(&self) -> Arc<WireMetrics> {
+        self.shared.metrics.clone()
+    }
+
+    /// The exposition now (`jcp serve --metrics`): a complete `OpenMetrics` message.
+    pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
+        self.shared.metrics.render(self.shared.stats.remembered.load(Ordering::Relaxed))
     }
 
     /// Decides one request in-process (through the same core, record and
@@ -1231,6 +1278,7 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S
             Ok(None) => return,
             Err(e) => {
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.refused_frame();
                 let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
                 return;
             }
@@ -1239,6 +1287,7 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S
             Ok(m) => m,
             Err(e) => {
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.refused_frame();
                 let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
                 return;
             }
@@ -1515,6 +1564,12 @@ mod tests {
             let st = ep.stats();
             assert_eq!((st.commits, st.allowed), (1, 2), "{st:?}");
             assert!(st.unrecorded >= 3, "{st:?}");
+            // The exposition counts what callers got: one allow (the durable
+            // one), and the allow whose sync failed as the unrecorded deny it became.
+            let text = ep.render_metrics().unwrap();
+            assert!(text.contains("jcp_wire_decisions_total{verdict=\"allow\",reason=\"none\"} 1\n"), "{text}");
+            assert!(text.contains("jcp_wire_decisions_total{verdict=\"deny\",reason=\"unrecorded\"} 3\n"), "{text}");
+            assert!(text.contains("jcp_wire_record_commit_seconds_count 1\n"), "{text}");
             ep.shutdown().await.unwrap();
         });
     }

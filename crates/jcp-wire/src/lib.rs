@@ -7,6 +7,7 @@
 //! | [`endpoint`] | the enforcement endpoint: decided once, group-committed record, restart replay (§11, §4.11), continuations (§6.1) |
 //! | [`backend`] | the endpoint behind the gate, continuation payloads and closing records (§6.1) |
 //! | [`client`] | a client: connect, sign, call, feed |
+//! | [`metrics`] | the endpoint as OpenMetrics: decisions by verdict and reason, commit latency, remembered requests, `known_through`, spend per grant |
 //!
 //! Goals: a request is decided once and its response survives a restart;
 //! the record precedes every response and every action (§4.11); one
@@ -21,5 +22,6 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod message;
+pub mod metrics;
 
 pub use error::WireError;

@@ -367,6 +367,16 @@ impl Gate {
         s
     }
 
+    /// Every grant with spend counted against it here (its own, or a
+    /// channel peer's settled spend), with [`Gate::spent`]: what an
+    /// operator's exposition lists per grant. Sorted by grant id.
+    pub fn spent_grants(&self) -> Vec<(ContentId, Spend)> {
+        let mut ids: Vec<ContentId> = self.spend.keys().chain(self.channels.keys()).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().map(|id| (id, self.spent(&id))).collect()
+    }
+
     /// The spend this point itself allowed against a grant (what its own
     /// channel statements state, §4.5).
     pub fn local_spent(&self, id: &ContentId) -> Spend {

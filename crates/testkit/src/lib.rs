@@ -43,3 +43,19 @@ pub fn interop_json(rel: &str) -> serde_json::Value {
 pub fn conformance(rel: &str) -> PathBuf {
     repo_root().join("conformance").join(rel)
 }
+
+/// Runs `bin` (a CLI test passes `env!("CARGO_BIN_EXE_jcp")`) in `dir` with `args`.
+pub fn run_in(bin: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(bin)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("starting {bin}: {e}"))
+}
+
+/// [`run_in`], which must succeed: its stdout.
+pub fn run_ok(bin: &str, dir: &Path, args: &[&str]) -> String {
+    let o = run_in(bin, dir, args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not UTF-8: {e}"))
+}

@@ -9,6 +9,11 @@
 //!   what the person can do about it.
 //! - `jcp meter record --out TRACE`: records the first counter rung that
 //!   opens as a trace; with none, says why, writes nothing and exits 1.
+//! - `jcp meter serve --listen HOST:PORT`: meters in the background, window
+//!   after window, and serves the meter as `OpenMetrics` at
+//!   `http://HOST:PORT/metrics` (energy by provenance, coverage, rung and
+//!   domain; each rung's status; liveness and plausibility findings) until
+//!   SIGTERM or SIGINT. `--replay TRACE` serves a recorded trace's windows.
 //! - `jcp meter calibrate [--from-trace TRACE] [--out FILE]`: measures rung
 //!   5's active power against a live RAPL counter (or a recorded one) and
 //!   stores it with where it was measured. With no live counter it says so,
@@ -30,6 +35,7 @@ use jcp_meter::estimate::{default_calibration_path, Calibration, HostId};
 use jcp_meter::meter::calibrate_from_trace;
 use jcp_meter::plausibility::fmt_mw;
 use jcp_meter::trace::{Trace, TraceBackend, TraceUtil};
+use jcp_meter::exposition::MeterExporter;
 use jcp_meter::{Backends, Meter, MeterConfig, ProbeReport, RungStatus, Window};
 
 use crate::out;
@@ -51,6 +57,20 @@ pub enum MeterCommand {
     Calibrate(CalibrateArgs),
     /// Records a counter rung's readings as a trace (jcp-meter-trace/1) for --replay and calibrate --from-trace.
     Record(RecordArgs),
+    #[command(about = "Meters in the background and serves the windows as OpenMetrics text at http://HOST:PORT/metrics")]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub source: Source,
+    /// Where to serve /metrics: HOST:PORT (port 0 picks a free one).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: String,
+    /// The start and stop summaries as JSON lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +214,7 @@ pub fn run(args: MeterArgs) -> anyhow::Result<ExitCode> {
         Some(MeterCommand::Probe(p)) => probe(&p),
         Some(MeterCommand::Calibrate(c)) => calibrate(&c),
         Some(MeterCommand::Record(r)) => record(&r),
+        Some(MeterCommand::Serve(s)) => serve(&s),
         None => stream(&args.stream),
     }
 }
@@ -207,12 +228,7 @@ fn probe_text(r: &ProbeReport) -> String {
         None => s += "chosen: none: windows are gaps\n",
     }
     for x in &r.rungs {
-        let status = match x.status {
-            RungStatus::Chosen => "CHOSEN",
-            RungStatus::Declined => "declined",
-            RungStatus::Unavailable => "unavailable",
-            RungStatus::Standby => "standby",
-        };
+        let status = if x.status == RungStatus::Chosen { "CHOSEN" } else { x.status.as_str() };
         let _ = writeln!(
             s,
             "\n{} [{status}] {} -> {}, {}\n  why ({}): {}",
@@ -437,5 +453,30 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             trace.counters.len()
         )
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let (meter, replay_end) = build(&args.source)?;
+    let rt = super::wire::runtime()?;
+    let (listener, url) = rt.block_on(super::wire::bind_metrics(&args.listen))?;
+    let exporter = MeterExporter::spawn(meter, replay_end);
+    let metrics = exporter.metrics();
+    let value = serde_json::json!({"event": "listening", "metrics": url, "interval_ms": args.source.interval_ms, "replay": args.source.replay});
+    out::emit(args.json, &value, || {
+        format!("jcp meter serve: metrics on {url} (a window every {} ms)\n", args.source.interval_ms)
+    })?;
+    std::io::stdout().flush()?;
+    let render: jcp_metrics::Render = Arc::new(move || metrics.render());
+    rt.block_on(async move {
+        let served = tokio::spawn(jcp_metrics::serve(listener, render, std::future::pending()));
+        let stopped = super::wire::wait_for_signal().await;
+        served.abort();
+        stopped
+    })?;
+    let windows = exporter.windows();
+    exporter.stop();
+    let value = serde_json::json!({"event": "stopped", "windows": windows});
+    out::emit(args.json, &value, || format!("jcp meter serve: stopped after {windows} windows\n"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -21,7 +21,7 @@ use super::core::{
 };
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
@@ -67,9 +67,21 @@ pub struct ServeArgs {
     /// A peer point's did on the channel (repeatable).
     #[arg(long = "peer", requires = "channel_grant")]
     peers: Vec<String>,
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        help = "Also serve the endpoint's OpenMetrics exposition at http://HOST:PORT/metrics (decisions by verdict and reason, commit latency, remembered requests, known_through, spend per grant)"
+    )]
+    metrics: Option<String>,
     /// Print the start and stop summaries as JSON lines.
     #[arg(long)]
     json: bool,
+}
+
+/// Binds a `/metrics` listener and says where it is.
+pub(crate) async fn bind_metrics(addr: &str) -> anyhow::Result<(tokio::net::TcpListener, String)> {
+    let (l, at) = jcp_metrics::bind(addr).await.map_err(|e| coded(e.code(), e.to_string()))?;
+    Ok((l, format!("http://{at}{}", jcp_metrics::PATH)))
 }
 
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -91,19 +103,30 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async move {
         let steward_did = steward.did();
+        // An exposition address that cannot be served is refused before the record is opened.
+        let metrics = match &a.metrics {
+            Some(m) => Some(bind_metrics(m).await?),
+            None => None,
+        };
         let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(wire_err)?;
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(wire_err)?;
+        let metrics_url = metrics.as_ref().map(|(_, u)| u.clone());
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
         let r = &report.replay;
         emit(
             a.json,
-            &json!({"event": "listening", "listen": listening, "stream": a.stream, "steward": steward_did.to_did_string(),
+            &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "stream": a.stream, "steward": steward_did.to_did_string(),
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
                     "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
             || {
                 let mut s = String::new();
                 for l in &listening {
                     s += &format!("jcp serve: listening on {l}\n");
+                }
+                if let Some(u) = &metrics_url {
+                    s += "jcp serve: metrics on ";
+                    s += u;
+                    s += "\n";
                 }
                 s += &format!(
                     "jcp serve: record {} (steward {}): replayed {} receipts ({} allows), {} refused, {} unresolved, {} requests remembered\n",
@@ -118,6 +141,11 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                 s
             },
         )?;
+        let exposition = metrics.map(|(listener, _)| {
+            let ep = endpoint.clone();
+            let render: jcp_metrics::Render = std::sync::Arc::new(move || ep.render_metrics());
+            tokio::spawn(jcp_metrics::serve(listener, render, std::future::pending()))
+        });
         let mut tasks = Vec::new();
         let mut unix_paths = Vec::new();
         for (listener, addr) in bound {
@@ -129,6 +157,9 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         wait_for_signal().await?;
         for t in &tasks {
+            t.abort();
+        }
+        if let Some(t) = &exposition {
             t.abort();
         }
         endpoint.shutdown().await.map_err(wire_err)?;
@@ -147,7 +178,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[cfg(unix)]
-async fn wait_for_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
@@ -159,7 +190,7 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
     tokio::signal::ctrl_c().await.context("waiting for ctrl-c")
 }
 

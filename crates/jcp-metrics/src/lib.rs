@@ -1,0 +1,246 @@
+//! # jcp-metrics — the `/metrics` responder
+//!
+//! The meter (`jcp meter serve`) and the enforcement point
+//! (`jcp serve --metrics`) each keep an `OpenMetrics` registry of their own
+//! (`jcp_meter::exposition`, `jcp_wire::metrics`); this crate is the small
+//! HTTP/1.1 server (hyper 1) that hands a scraper the rendered text. It knows
+//! nothing of what is rendered: it takes a [`Render`] and answers
+//!
+//! - `GET /metrics` (and `HEAD`): `200`, the text, [`CONTENT_TYPE`];
+//! - any other path: `404`; any other method on `/metrics`: `405`;
+//! - a render that fails: `500`, never a partial exposition.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), jcp_metrics::MetricsError> {
+//! use std::sync::Arc;
+//! let (listener, addr) = jcp_metrics::bind("127.0.0.1:0").await?;
+//! println!("scrape http://{addr}/metrics");
+//! let render: jcp_metrics::Render = Arc::new(|| Ok("# EOF\n".to_owned()));
+//! jcp_metrics::serve(listener, render, std::future::pending::<()>()).await;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus_client::registry::Registry;
+
+/// The `OpenMetrics` 1.0 text format's media type (what `prometheus-client` encodes).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The path the exposition is served on.
+pub const PATH: &str = "/metrics";
+
+/// Renders the exposition at scrape time (a complete message, `# EOF` included).
+pub type Render = Arc<dyn Fn() -> Result<String, std::fmt::Error> + Send + Sync>;
+
+/// What the responder refuses, each with a stable [`MetricsError::code`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetricsError {
+    /// The listen address is not `HOST:PORT`.
+    #[error("bad-metrics-address: {0:?} is not HOST:PORT (e.g. 127.0.0.1:9464)")]
+    BadAddress(String),
+    /// The address could not be bound (in use, not ours).
+    #[error("metrics-bind-failed: binding {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+impl MetricsError {
+    /// The stable reason code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadAddress(_) => "bad-metrics-address",
+            Self::Bind { .. } => "metrics-bind-failed",
+        }
+    }
+}
+
+/// Encodes one registry as a complete `OpenMetrics` message.
+pub fn render_registry(registry: &Registry) -> Result<String, std::fmt::Error> {
+    let mut s = String::new();
+    prometheus_client::encoding::text::encode(&mut s, registry)?;
+    Ok(s)
+}
+
+/// Binds `addr` (`HOST:PORT`; port 0 picks a free one) and says where it is.
+pub async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), MetricsError> {
+    let ok_shape = addr
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+    if !ok_shape {
+        return Err(MetricsError::BadAddress(addr.to_owned()));
+    }
+    let bind_err = |source| MetricsError::Bind {
+        addr: addr.to_owned(),
+        source,
+    };
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(bind_err)?;
+    let local = l.local_addr().map_err(bind_err)?;
+    Ok((l, local))
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(text.to_owned())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// The answer to one request.
+pub fn respond(method: &Method, path: &str, render: &Render) -> Response<Full<Bytes>> {
+    if path != PATH {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: the exposition is at /metrics\n",
+        );
+    }
+    if method != Method::GET && method != Method::HEAD {
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        r.headers_mut().insert(
+            hyper::header::ALLOW,
+            hyper::header::HeaderValue::from_static("GET, HEAD"),
+        );
+        return r;
+    }
+    match render() {
+        Ok(text) => {
+            let body = if method == Method::HEAD {
+                Bytes::new()
+            } else {
+                Bytes::from(text)
+            };
+            let mut r = Response::new(Full::new(body));
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(CONTENT_TYPE),
+            );
+            r
+        }
+        Err(_) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the exposition could not be encoded\n",
+        ),
+    }
+}
+
+/// Serves `/metrics` on `listener` until `shutdown` resolves. Each
+/// connection runs on its own task; one that misbehaves holds nothing but
+/// itself. Failed accepts are logged and serving goes on.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    render: Render,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => return,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("metrics: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let render = Arc::clone(&render);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let r = respond(req.method(), req.uri().path(), &render);
+                async move { Ok::<_, Infallible>(r) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = conn.await {
+                tracing::debug!("metrics: connection ended: {e}");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    fn get(addr: SocketAddr, line: &str) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "{line} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn s5_s11_exposition_served_on_metrics_only_and_a_failed_render_is_a_500_not_a_partial_text() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (addr, stop) = rt.block_on(async {
+            let (l, addr) = bind("127.0.0.1:0").await.unwrap();
+            let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let render: Render = Arc::new(move || {
+                if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                    return Err(std::fmt::Error);
+                }
+                Ok("# TYPE x gauge\nx 1\n# EOF\n".to_owned())
+            });
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(serve(l, render, async {
+                let _ = rx.await;
+            }));
+            (addr, tx)
+        });
+        let ok = get(addr, "GET /metrics");
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        assert!(ok.contains(CONTENT_TYPE), "{ok}");
+        assert!(ok.ends_with("x 1\n# EOF\n"), "{ok}");
+        let failed = get(addr, "GET /metrics");
+        assert!(failed.starts_with("HTTP/1.1 500"), "{failed}");
+        assert!(!failed.contains("x 1"), "{failed}");
+        assert!(get(addr, "GET /").starts_with("HTTP/1.1 404"));
+        let post = get(addr, "POST /metrics");
+        assert!(
+            post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"),
+            "{post}"
+        );
+        let _ = stop.send(());
+    }
+
+    #[test]
+    fn s5_s11_a_metrics_listen_address_that_is_not_host_port_is_refused_with_its_code() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for bad in ["", "9464", ":9464", "localhost:http", "127.0.0.1:99999"] {
+            let e = rt.block_on(bind(bad)).unwrap_err();
+            assert_eq!(e.code(), "bad-metrics-address", "{bad}");
+            assert!(e.to_string().starts_with("bad-metrics-address"), "{e}");
+        }
+    }
+}

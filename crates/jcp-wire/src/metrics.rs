@@ -1,0 +1,165 @@
+//! The enforcement point as `OpenMetrics` (what `jcp serve --metrics` exposes).
+//!
+//! | metric | type | what |
+//! |---|---|---|
+//! | `jcp_wire_decisions_total` | counter | decisions answered, by `verdict` (allow / deny) and `reason` (the deny reason code; `none` on an allow) |
+//! | `jcp_wire_repeats_total` | counter | repeats answered from memory: not decided again (§11) |
+//! | `jcp_wire_record_commit_seconds` | histogram | the record's group commit: one `fdatasync` covering a batch (§4.11) |
+//! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
+//! | `jcp_wire_revocation_known_through` | gauge | the revocation-knowledge marker this point states (§4.3); absent when it states none |
+//! | `jcp_wire_grant_spent_microjoules` | gauge | spend counted against a grant here (its own allows, and a budget channel's settled peer spend, §4.5), by `grant` |
+//! | `jcp_wire_grant_budget_microjoules` | gauge | a decided leaf grant's joule ceiling, by `grant` |
+//! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision (bad framing or message) |
+//!
+//! A decision is counted when its answer leaves the endpoint, after the
+//! group commit that made it durable: a decision whose commit failed is
+//! counted as what the caller got (`deny`, `unrecorded`), never as the allow
+//! it would have been.
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+
+use jcp::cbor::ContentId;
+use jcp::decision::Verdict;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+/// A decision's verdict and reason.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    /// `allow` or `deny`.
+    pub verdict: String,
+    /// The deny reason code (`budget-exceeded`, `revoked`, ...); `none` on an allow.
+    pub reason: String,
+}
+
+impl DecisionLabels {
+    /// The labels of a verdict.
+    pub fn of(v: Verdict) -> Self {
+        match v {
+            Verdict::Allow => Self {
+                verdict: "allow".into(),
+                reason: "none".into(),
+            },
+            Verdict::Deny(r) => Self {
+                verdict: "deny".into(),
+                reason: r.as_str().into(),
+            },
+        }
+    }
+}
+
+/// A grant, by content id (hex).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GrantLabels {
+    /// The grant's content id.
+    pub grant: String,
+}
+
+type GaugeU = Gauge<u64, AtomicU64>;
+
+/// The endpoint's registry. Every recording is an atomic update: the core
+/// and sync threads record, a scrape renders, and none waits on another.
+#[derive(Debug)]
+pub struct WireMetrics {
+    registry: Registry,
+    decisions: Family<DecisionLabels, Counter>,
+    repeats: Counter,
+    commit: Histogram,
+    remembered: GaugeU,
+    /// One series (no labels) while a marker is stated; empty while none is.
+    known_through: Family<Vec<(String, String)>, GaugeU>,
+    spent: Family<GrantLabels, GaugeU>,
+    budget: Family<GrantLabels, GaugeU>,
+    refused_frames: Counter,
+}
+
+impl Default for WireMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WireMetrics {
+    /// An empty registry.
+    pub fn new() -> Self {
+        let mut m = Self {
+            registry: Registry::with_prefix("jcp_wire"),
+            decisions: Family::default(),
+            repeats: Counter::default(),
+            // 50 µs .. ~3.3 s: an fdatasync on anything from tmpfs to a busy disk.
+            commit: Histogram::new(exponential_buckets(0.000_05, 2.0, 17)),
+            remembered: GaugeU::default(),
+            known_through: Family::default(),
+            spent: Family::default(),
+            budget: Family::default(),
+            refused_frames: Counter::default(),
+        };
+        let r = &mut m.registry;
+        let uj = || Unit::Other("microjoules".into());
+        r.register("decisions", "Decisions answered (§7, §11), by verdict and reason code (none on an allow); counted once durable", m.decisions.clone());
+        r.register("repeats", "Repeats of a remembered request answered with its first response: not decided, debited or recorded again (§11)", m.repeats.clone());
+        r.register_with_unit("record_commit", "The record's group commit: one fdatasync making a batch of decisions durable before any answer leaves (§4.11)", Unit::Seconds, m.commit.clone());
+        r.register("remembered_requests", "Requests remembered while their stamp is inside the freshness window (§11)", m.remembered.clone());
+        r.register("revocation_known_through", "The revocation-knowledge marker this point states (§4.3); absent when it states none (an auditor reads its allows as unverifiable)", m.known_through.clone());
+        r.register_with_unit("grant_spent", "Spend counted against a grant at this point: its own allows and a budget channel's settled peer spend (§4.5)", uj(), m.spent.clone());
+        r.register_with_unit("grant_budget", "A decided leaf grant's joule ceiling", uj(), m.budget.clone());
+        r.register("refused_frames", "Frames refused before any decision (bad framing or message); their connections closed", m.refused_frames.clone());
+        m
+    }
+
+    /// An answered decision (`repeat`: answered from memory).
+    pub fn answered(&self, verdict: Verdict, repeat: bool) {
+        if repeat {
+            self.repeats.inc();
+        } else {
+            self.decisions.get_or_create(&DecisionLabels::of(verdict)).inc();
+        }
+    }
+
+    /// A group commit that took `secs`.
+    pub fn committed(&self, secs: f64) {
+        self.commit.observe(secs);
+    }
+
+    /// The marker now stated (`None`: none, and the series goes).
+    pub fn known_through(&self, marker: Option<u64>) {
+        match marker {
+            Some(k) => {
+                self.known_through.get_or_create(&Vec::new()).set(k);
+            }
+            None => self.known_through.clear(),
+        }
+    }
+
+    /// Spend now counted against `grant`.
+    pub fn spent(&self, grant: &ContentId, uj: u64) {
+        self.spent
+            .get_or_create(&GrantLabels { grant: grant.to_hex() })
+            .set(uj);
+    }
+
+    /// A leaf grant's joule ceiling.
+    pub fn budget(&self, grant: &ContentId, uj: u64) {
+        self.budget
+            .get_or_create(&GrantLabels { grant: grant.to_hex() })
+            .set(uj);
+    }
+
+    /// A frame refused before any decision.
+    pub fn refused_frame(&self) {
+        self.refused_frames.inc();
+    }
+
+    /// The exposition, with `remembered` requests as of now: a complete `OpenMetrics` message.
+    pub fn render(&self, remembered: u64) -> Result<String, fmt::Error> {
+        self.remembered.set(remembered);
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode(&mut s, &self.registry)?;
+        Ok(s)
+    }
+}
