@@ -39,4 +39,6 @@ pub const COMMANDS: &[&str] = &[
     "blueprint_open",
     "intent_inspect",
     "intent_compare",
+    "developer_pick_folder",
+    "blueprint_conformance",
 ];

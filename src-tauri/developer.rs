@@ -117,6 +117,28 @@ pub async fn developer_pick_file<R: Runtime>(app: AppHandle<R>, what: String) ->
     Ok(picked.and_then(|p| p.into_path().ok()).map(|p| p.display().to_string()))
 }
 
+/// Opens the native dialog for one folder (`what` says which, for its title).
+#[tauri::command]
+pub async fn developer_pick_folder<R: Runtime>(app: AppHandle<R>, what: String) -> CmdResult<Option<String>> {
+    let picked = app.dialog().file().set_title(format!("Open {what}")).blocking_pick_folder();
+    Ok(picked.and_then(|p| p.into_path().ok()).map(|p| p.display().to_string()))
+}
+
+/// Runs an Agent Blueprint Protocol conformance corpus (a folder of case
+/// files, or one file) as `jcp blueprint conformance --json` does (§15):
+/// per-surface and per-class counts, the surface × class matrix, files that
+/// could not run, and every case. Off the UI thread: a corpus can be large.
+#[tauri::command]
+pub async fn blueprint_conformance(path: String) -> CmdResult<console_view::blueprint::ConformanceView> {
+    let dir = PathBuf::from(path.trim());
+    if path.trim().is_empty() || !dir.exists() {
+        return Err(UiError::new("blueprint.missing_file", format!("choose a corpus folder or case file; {:?} is not there", path.trim())));
+    }
+    tauri::async_runtime::spawn_blocking(move || console_view::blueprint::run_conformance(&dir).map_err(|e| error::view(&e)))
+        .await
+        .map_err(|e| UiError::new("blueprint.corpus_refused", format!("the conformance run stopped: {e}")))?
+}
+
 /// Adds a Blueprint + Deployment from disk to the workspace; returns the item to open.
 #[tauri::command]
 pub fn blueprint_open(state: State<'_, AppState>, form: BlueprintOpenForm) -> CmdResult<i64> {

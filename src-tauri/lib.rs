@@ -66,6 +66,8 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             developer::blueprint_open,
             developer::intent_inspect,
             developer::intent_compare,
+            developer::developer_pick_folder,
+            developer::blueprint_conformance,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.

@@ -423,6 +423,29 @@ test("blueprint view: the demo reconcile as `jcp blueprint reconcile --json` rep
   }
 });
 
+test("blueprint view: a conformance corpus run shows the matrix `jcp blueprint conformance --json` counts", async () => {
+  const s = await Session.start();
+  try {
+    const corpus = path.resolve("conformance/blueprint");
+    const [code, cli] = jcp(["blueprint", "conformance", corpus]);
+    await s.click("#tab-blueprint");
+    await s.exec(`const d = document.querySelector('#bp-conformance'); d.open = true; d.scrollIntoView();
+      const i = document.querySelector('#bp-conformance-path'); i.value = ${JSON.stringify(corpus)}; document.querySelector('#bp-conformance-go').click(); return true`);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#conformance-verdict') !== null")) === true, 60000, "the conformance verdict");
+    assert.equal(await s.textOf("#conformance-verdict .value"), cli.green ? "green" : "not green");
+    assert.equal(code, cli.green ? 0 : 1);
+    const shown = await s.exec("return [...document.querySelectorAll('.conformance-matrix tr.surface')].map(r => [r.querySelector('.name').textContent, r.querySelector('td.total').textContent])");
+    const expected = Object.entries(cli.surfaces).map(([name, t]) => [name, `${t.passed}/${t.passed + t.failed}`]);
+    assert.deepEqual(shown, expected, "one row per surface with the CLI's counts");
+    assert.deepEqual(cli.missing_surfaces, [], "the own corpus covers the 16-surface floor");
+    assert.equal(await s.exec("return document.querySelector('.missing-surfaces') === null"), true);
+    await s.exec("document.querySelector('.conformance-matrix').scrollIntoView(); return true");
+    await s.shot("blueprint-conformance");
+  } finally {
+    await s.end();
+  }
+});
+
 /** Creates the steward key (first time) or unlocks it, on the Steward tab. */
 async function unlock(s) {
   await s.click("#tab-steward");

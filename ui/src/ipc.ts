@@ -29,6 +29,7 @@ import type { IntentSource } from "./gen/IntentSource";
 import type { IntentView } from "./gen/IntentView";
 import type { IntentComparison } from "./gen/IntentComparison";
 import type { JsonLocation } from "./gen/JsonLocation";
+import type { ConformanceView } from "./gen/ConformanceView";
 
 /** The files of a Blueprint reconcile as the open form names them (empty optional fields are absent). */
 export interface BlueprintOpenForm {
@@ -40,7 +41,7 @@ export interface BlueprintOpenForm {
 }
 
 export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
-export type { IntentSource, IntentView, IntentComparison, JsonLocation };
+export type { IntentSource, IntentView, IntentComparison, JsonLocation, ConformanceView };
 export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
@@ -92,6 +93,8 @@ export const api = {
     call<SignedAction>("steward_settle", { stream, receipt, status, note }),
   developerPickFile: (what: string) => call<string | null>("developer_pick_file", { what }),
   blueprintOpen: (form: BlueprintOpenForm) => call<number>("blueprint_open", { form }),
+  developerPickFolder: (what: string) => call<string | null>("developer_pick_folder", { what }),
+  blueprintConformance: (path: string) => call<ConformanceView>("blueprint_conformance", { path }),
   intentInspect: (source: IntentSource) => call<IntentView>("intent_inspect", { source }),
   intentCompare: (first: IntentSource, second: IntentSource) => call<IntentComparison>("intent_compare", { first, second }),
   liveStart: () => call<RunRow>("live_run_start"),

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
 import { BlueprintView } from "../src/views/blueprint";
 import { blueprintReport, items, rugPullReport } from "./fixtures";
+import type { ConformanceView } from "../src/ipc";
 
 afterEach(() => clearMocks());
 
@@ -122,5 +123,75 @@ describe("blueprint view (the developer's)", () => {
     const v = new BlueprintView();
     await v.openForm();
     expect(v.root.querySelector(".bp-open .status.error")?.textContent).toContain("/tmp/none.json");
+  });
+});
+
+describe("conformance run (ABP §15)", () => {
+  const view = (over: Partial<ConformanceView> = {}): ConformanceView => ({
+    path: "/corpus",
+    green: false,
+    passed: 3,
+    failed: 1,
+    files_run: 2,
+    corpus_digest: null,
+    report_digest: "sha-256:abcdef0123456789abcdef",
+    missing_surfaces: ["portability.scan"],
+    surfaces: [
+      { name: "digest.compute", passed: 2, failed: 0 },
+      { name: "signature.verify", passed: 1, failed: 1 },
+    ],
+    classes: [
+      { name: "valid", passed: 2, failed: 0 },
+      { name: "signature_invalid", passed: 1, failed: 1 },
+    ],
+    matrix: [
+      { surface: "digest.compute", class: "valid", passed: 2, failed: 0 },
+      { surface: "signature.verify", class: "signature_invalid", passed: 1, failed: 1 },
+    ],
+    file_failures: [{ file: "/corpus/federation.json", code: "corpus_surface_unknown", detail: "unknown surface \"federation.carrier\"" }],
+    cases: [
+      { file: "/corpus/sig.json", id: "sig-2", surface: "signature.verify", class: "signature_invalid", passed: false, expected: "signature_invalid", got: "valid" },
+      { file: "/corpus/sig.json", id: "sig-1", surface: "signature.verify", class: "signature_invalid", passed: true, expected: "signature_invalid", got: "signature_invalid" },
+    ],
+    ...over,
+  });
+
+  it("s15_a_corpus_run_shows_the_matrix_failed_files_and_cases", async () => {
+    const asked: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "blueprint_conformance") {
+        asked.push(args);
+        return view();
+      }
+      throw new Error(cmd);
+    });
+    const v = new BlueprintView();
+    (v.root.querySelector("#bp-conformance-path") as HTMLInputElement).value = " /corpus ";
+    await v.conformance.run();
+    expect(asked).toEqual([{ path: "/corpus" }]);
+    expect(v.root.querySelector("#conformance-verdict .value")?.textContent).toBe("not green");
+    const rows = [...v.root.querySelectorAll(".conformance-matrix tr.surface")];
+    expect(rows.map((r) => r.querySelector(".name")?.textContent)).toEqual(["digest.compute", "signature.verify"]);
+    expect([...rows[0].querySelectorAll("td")].map((t) => t.textContent)).toEqual(["2/2", "—", "2/2"]);
+    expect(rows[1].querySelector("td.cell.failed")?.textContent).toBe("1/2");
+    expect(v.root.querySelector(".conformance-file-failures .code")?.textContent).toBe("corpus_surface_unknown");
+    expect(v.root.querySelectorAll(".conformance-failed-cases tr.case").length).toBe(1);
+    expect(v.root.querySelector(".missing-surfaces")?.textContent).toContain("portability.scan");
+  });
+
+  it("s15_an_empty_run_is_never_green_in_words", () => {
+    const v = new BlueprintView();
+    v.conformance.show(view({ passed: 0, failed: 0, files_run: 0, surfaces: [], classes: [], matrix: [], file_failures: [], cases: [] }));
+    expect(v.root.querySelector("#conformance-verdict .value")?.textContent).toBe("not green");
+    expect(v.root.querySelector(".conformance-result .verdict-text")?.textContent).toContain("never green");
+  });
+
+  it("a corpus that cannot be run is said with its code", async () => {
+    mockIPC(() => {
+      throw { code: "blueprint.corpus_refused", message: "the corpus index /c/index.json is refused" };
+    });
+    const v = new BlueprintView();
+    await v.conformance.run();
+    expect(v.root.querySelector(".bp-conformance .status.error")?.textContent).toContain("blueprint.corpus_refused");
   });
 });

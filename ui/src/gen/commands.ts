@@ -33,5 +33,7 @@ export const COMMANDS = [
   "blueprint_open",
   "intent_inspect",
   "intent_compare",
+  "developer_pick_folder",
+  "blueprint_conformance",
 ] as const;
 export type Command = (typeof COMMANDS)[number];

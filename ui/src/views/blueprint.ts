@@ -6,6 +6,7 @@
 import { api, type BlueprintOpenForm, type BlueprintReportView, type JsonLocation, type UiError } from "../ipc";
 import { el, table } from "../format";
 import { ItemView } from "./item";
+import { ConformancePanel } from "./conformance";
 
 const STATUS_WORDS: Record<string, string> = {
   passed: "passed",
@@ -42,8 +43,11 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
   private inputs = {} as Record<keyof BlueprintOpenForm, HTMLInputElement>;
   private openStatus = el("p", "status");
 
+  readonly conformance: ConformancePanel;
+
   constructor(private onError: (e: UiError) => void = () => {}) {
     const form = el("details", "panel bp-open");
+    const conformance = new ConformancePanel(onError);
     super(
       {
         kind: "blueprint",
@@ -54,7 +58,9 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
         reportClass: "bp-report",
       },
       form,
+      conformance.root,
     );
+    this.conformance = conformance;
     form.id = "bp-open";
     form.append(el("summary", undefined, "Open a Blueprint and Deployment from disk…"));
     const grid = el("div", "bp-open-grid");
