@@ -272,6 +272,16 @@ pub fn signing_payload(signed_attributes: &Value) -> Result<Vec<u8>> {
     canon::canonical_bytes(signed_attributes)
 }
 
+/// The whole signing input of a signature entry (§6 with RFC 7797):
+/// `BASE64URL(JCS(protected)) || "." || JCS(signed_attributes)` — the one
+/// place these bytes are built, for the signer and the verifier alike.
+pub fn signing_input(protected: &Value, signed_attributes: &Value) -> Result<Vec<u8>> {
+    let mut input = b64::encode(&canon::canonical_bytes(protected)?).into_bytes();
+    input.push(b'.');
+    input.extend_from_slice(&signing_payload(signed_attributes)?);
+    Ok(input)
+}
+
 /// One signature check: evidence, never a decision.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SignatureCheck {
@@ -396,10 +406,7 @@ fn key_for<'a>(keys: &'a KeySet, kid: &str) -> Result<&'a [u8; 32]> {
 }
 
 fn verify_envelope(entry: &Value, prot: &Value, attrs: &Value, key: &[u8; 32], kid: &str) -> Result<()> {
-    let header = b64::encode(&canon::canonical_bytes(prot)?);
-    let mut input = header.into_bytes();
-    input.push(b'.');
-    input.extend_from_slice(&signing_payload(attrs)?);
+    let input = signing_input(prot, attrs)?;
     verify_raw(&input, &text_of(entry, "signature"), key, kid)
 }
 

@@ -561,9 +561,7 @@ fn seal(kind: Kind, j: &serde_json::Value) -> Result<(String, String), ViewError
     let attrs = val(&serde_json::json!({"algorithm": "Ed25519", "content_digest": digest.to_string(), "created_at": "2026-11-01T00:00:00Z",
         "key_id": DEMO_KEY_ID, "purpose": kind.purpose()}))?;
     let prot = val(&serde_json::json!({"alg": "EdDSA", "b64": false, "crit": ["b64"], "kid": DEMO_KEY_ID}))?;
-    let mut input = b64::encode(&canon::canonical_bytes(&prot).map_err(err)?).into_bytes();
-    input.push(b'.');
-    input.extend(signature::signing_payload(&attrs).map_err(err)?);
+    let input = signature::signing_input(&prot, &attrs).map_err(err)?;
     let sig = demo_key().sign(&input).to_bytes();
     let entry = Value::Object(Map::from_pairs(vec![
         ("protected".into(), prot),
