@@ -55,7 +55,7 @@ fn window(seq: u64, fig: Option<(u64, &str, &str, &str)>) -> Value {
     }
 }
 
-fn session(dir: &Path, name: &str, occupancy: Option<&str>, windows: Vec<Value>) {
+fn session(dir: &Path, name: &str, occupancy: Option<&str>, windows: &[Value]) {
     let s = json!({"format": "jcp-meter-session/1", "host": host(), "occupancy": occupancy, "interval_ns": 1_000_000_000u64, "replay_of": null, "windows": windows});
     std::fs::write(dir.join(name), s.to_string()).unwrap();
 }
@@ -73,8 +73,8 @@ fn trace_file() -> String {
 #[test]
 fn s5_4_meter_out_records_a_session_the_energy_commands_read() {
     let d = tempfile::tempdir().unwrap();
-    let t = trace_file();
-    let o = jcp(d.path(), &["meter", "--replay", &t, "--interval-ms", "100", "--count", "4", "--json", "--out", "s.json", "--occupancy", "idle"]);
+    let trace = trace_file();
+    let o = jcp(d.path(), &["meter", "--replay", &trace, "--interval-ms", "100", "--count", "4", "--json", "--out", "s.json", "--occupancy", "idle"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lines: Vec<Value> = String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let s: Value = serde_json::from_slice(&std::fs::read(d.path().join("s.json")).unwrap()).unwrap();
@@ -102,21 +102,21 @@ fn s5_4_session_decoder_refuses_by_file_and_field() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("b.json"), json!({"format": "jcp-meter-baseline/1", "scope": null, "low_uj": 1, "high_uj": 2}).to_string()).unwrap();
     // An overclaimed grade: an estimate graded HwShunt (§5.1).
-    session(d.path(), "over.json", Some("idle"), vec![window(0, Some((5, "HwShunt", "Whole", "estimate")))]);
+    session(d.path(), "over.json", Some("idle"), &[window(0, Some((5, "HwShunt", "Whole", "estimate")))]);
     let e = refused(d.path(), &["energy", "dynamism", "--windows", "over.json", "--baseline", "b.json"], 1, "window-grade-overclaimed");
     assert!(e.contains("over.json") && e.contains("windows[0]"), "{e}");
     // NVML reads the GPU only: a Whole NVML figure claims more than it covers (§5.2).
-    session(d.path(), "nvml.json", Some("idle"), vec![window(0, Some((5, "HwShunt", "Whole", "nvml")))]);
+    session(d.path(), "nvml.json", Some("idle"), &[window(0, Some((5, "HwShunt", "Whole", "nvml")))]);
     refused(d.path(), &["energy", "dynamism", "--windows", "nvml.json", "--baseline", "b.json"], 1, "window-grade-overclaimed");
     // Overlapping windows would count joules twice.
     let mut w1 = rapl(1, 5);
     w1["start_ns"] = json!(500_000_000u64);
-    session(d.path(), "overlap.json", Some("idle"), vec![rapl(0, 5), w1]);
+    session(d.path(), "overlap.json", Some("idle"), &[rapl(0, 5), w1]);
     refused(d.path(), &["energy", "dynamism", "--windows", "overlap.json", "--baseline", "b.json"], 2, "windows-overlap");
     // A field of the wrong type is named by its path.
     let mut w = rapl(0, 5);
     w["energy_uj"] = json!(-3);
-    session(d.path(), "neg.json", Some("idle"), vec![w]);
+    session(d.path(), "neg.json", Some("idle"), &[w]);
     let e = refused(d.path(), &["energy", "dynamism", "--windows", "neg.json", "--baseline", "b.json"], 2, "session-malformed");
     assert!(e.contains("windows[0].energy_uj"), "{e}");
     // Another format's file.
@@ -158,7 +158,7 @@ fn outcome(dir: &Path, outcome_uj: u64, parts: &[(u64, Provenance, Coverage)], t
     Traced { outcome: "outcome.cbor".into(), activities }
 }
 
-fn trace_args<'a>(t: &'a Traced) -> Vec<&'a str> {
+fn trace_args(t: &Traced) -> Vec<&str> {
     let mut v = vec!["energy", "trace", t.outcome.as_str()];
     v.extend(t.activities.iter().map(String::as_str));
     v.push("--json");
@@ -237,14 +237,14 @@ fn demo_grant(dir: &Path, basis: &str) -> (String, u64) {
 fn s5_5_spend_reconciles_exactly_against_whole_measured_windows() {
     let d = tempfile::tempdir().unwrap();
     let (grant, spent) = demo_grant(d.path(), "measured");
-    session(d.path(), "s.json", None, vec![rapl(0, spent / 2), rapl(1, spent - spent / 2)]);
+    session(d.path(), "s.json", None, &[rapl(0, spent / 2), rapl(1, spent - spent / 2)]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "s.json", "d.jcps", "--json"], 0);
     assert_eq!(r["balanced"], true);
     assert_eq!(r["basis"], "measured");
     assert_eq!(r["conservation"]["discrepancy_uj"], 0);
     assert_eq!(r["spend"]["debited_uj"].as_u64(), Some(spent));
     // One µJ off is seen: the floor is exact, and the discrepancy is signed.
-    session(d.path(), "off.json", None, vec![rapl(0, spent / 2), rapl(1, spent - spent / 2 + 1)]);
+    session(d.path(), "off.json", None, &[rapl(0, spent / 2), rapl(1, spent - spent / 2 + 1)]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "off.json", "d.jcps", "--json"], 1);
     assert_eq!(r["balanced"], false);
     assert_eq!(r["conservation"]["discrepancy_uj"], -1);
@@ -256,13 +256,13 @@ fn s5_5_floor_over_modelled_figures_says_so() {
     let d = tempfile::tempdir().unwrap();
     let (grant, spent) = demo_grant(d.path(), "measured");
     // Measured debits, but the meter's windows are an estimate.
-    session(d.path(), "s.json", None, vec![window(0, Some((spent, "Estimator", "Whole", "estimate")))]);
+    session(d.path(), "s.json", None, &[window(0, Some((spent, "Estimator", "Whole", "estimate")))]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "s.json", "d.jcps", "--json"], 0);
     assert_eq!((r["basis"].as_str(), r["provenance_floor"].as_str()), (Some("modelled"), Some("Estimator")));
     assert!(r["statement"].as_str().unwrap().contains("model"), "{}", r["statement"]);
     // Modelled debits against measured windows are modelled too.
     let (grant, spent) = demo_grant(d.path(), "modelled");
-    session(d.path(), "m.json", None, vec![rapl(0, spent)]);
+    session(d.path(), "m.json", None, &[rapl(0, spent)]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "m.json", "d.jcps", "--json"], 0);
     assert_eq!(r["basis"], "modelled");
 }
@@ -272,14 +272,14 @@ fn s5_5_partial_windows_and_gaps_are_never_summed_into_a_whole() {
     let d = tempfile::tempdir().unwrap();
     let (grant, spent) = demo_grant(d.path(), "measured");
     // A Partial GPU window beside a whole one that alone would balance.
-    session(d.path(), "p.json", None, vec![rapl(0, spent), window(1, Some((10, "HwShunt", "Partial", "nvml")))]);
+    session(d.path(), "p.json", None, &[rapl(0, spent), window(1, Some((10, "HwShunt", "Partial", "nvml")))]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "p.json", "d.jcps", "--json"], 1);
     assert_eq!(r["unreconciled"], "meter-coverage-partial");
     assert_eq!(r["conservation"], Value::Null);
     assert_eq!((r["whole_uj"].as_u64(), r["partial_uj"].as_u64()), (Some(spent), Some(10)));
     assert_eq!(r["partial_windows"], json!([1]));
     // A gap is unmetered, not zero.
-    session(d.path(), "g.json", None, vec![rapl(0, spent), window(1, None)]);
+    session(d.path(), "g.json", None, &[rapl(0, spent), window(1, None)]);
     let r = run_json(d.path(), &["energy", "reconcile", "--grant", &grant, "--windows", "g.json", "d.jcps", "--json"], 1);
     assert_eq!(r["unreconciled"], "meter-gap");
     assert_eq!(r["gap_windows"], json!([1]));
@@ -298,7 +298,7 @@ fn s5_6_bounds_refute_or_do_not_and_never_verify() {
         d.path(),
         "s.json",
         None,
-        vec![rapl(0, 30_000_000), rapl(1, 70_000_000), rapl(2, 500_000), window(3, Some((5, "HwShunt", "Partial", "nvml"))), window(4, None)],
+        &[rapl(0, 30_000_000), rapl(1, 70_000_000), rapl(2, 500_000), window(3, Some((5, "HwShunt", "Partial", "nvml"))), window(4, None)],
     );
     let r = run_json(d.path(), &["energy", "bounds", "--windows", "s.json", "--envelope", "env.json", "--json"], 1);
     let words: Vec<Value> = r["windows"].as_array().unwrap().iter().map(|w| w["word"].clone()).collect();
@@ -311,9 +311,9 @@ fn s5_6_bounds_refute_or_do_not_and_never_verify() {
     assert!(!text.contains("verified") || text.contains("not verified"), "{text}");
     assert!(!json_text.contains("verified"), "{json_text}");
     // Only not-refuted windows: exit 0. Nothing held: nothing checked, exit 1.
-    session(d.path(), "ok.json", None, vec![rapl(0, 30_000_000)]);
+    session(d.path(), "ok.json", None, &[rapl(0, 30_000_000)]);
     run_json(d.path(), &["energy", "bounds", "--windows", "ok.json", "--envelope", "env.json", "--json"], 0);
-    session(d.path(), "none.json", None, vec![window(0, None)]);
+    session(d.path(), "none.json", None, &[window(0, None)]);
     run_json(d.path(), &["energy", "bounds", "--windows", "none.json", "--envelope", "env.json", "--json"], 1);
     // An envelope whose floor is above its ceiling is refused by field.
     std::fs::write(d.path().join("bad.json"), json!({"format": "jcp-meter-envelope/1", "part": "p", "rungs": ["rapl"], "burst_mw": 10, "idle_mw": 20}).to_string()).unwrap();
@@ -338,7 +338,7 @@ fn s5_4_three_kinds_of_look_are_kept_apart() {
         d.path(),
         "s.json",
         Some("idle"),
-        vec![rapl(0, 7_000_000), rapl(1, 50_000_000), window(2, None), rapl(3, 60_000_000), window(4, Some((7_000_000, "HwShunt", "Partial", "nvml")))],
+        &[rapl(0, 7_000_000), rapl(1, 50_000_000), window(2, None), rapl(3, 60_000_000), window(4, Some((7_000_000, "HwShunt", "Partial", "nvml")))],
     );
     let r = run_json(d.path(), &["energy", "dynamism", "--windows", "s.json", "--baseline", "b.json", "--causes", "c.json", "--json"], 1);
     let kinds: Vec<&str> = r["windows"].as_array().unwrap().iter().map(|w| w["assessment"]["assessment"].as_str().unwrap()).collect();
@@ -349,7 +349,7 @@ fn s5_4_three_kinds_of_look_are_kept_apart() {
     );
     assert!(r.get("score").is_none(), "no single score");
     // Every window within band: clean.
-    session(d.path(), "ok.json", Some("idle"), vec![rapl(0, 7_000_000), rapl(1, 9_000_000)]);
+    session(d.path(), "ok.json", Some("idle"), &[rapl(0, 7_000_000), rapl(1, 9_000_000)]);
     run_json(d.path(), &["energy", "dynamism", "--windows", "ok.json", "--baseline", "b.json", "--json"], 0);
     // A window longer than the phenomenon could not have seen it.
     let r = run_json(d.path(), &["energy", "dynamism", "--windows", "ok.json", "--baseline", "b.json", "--phenomenon-ns", "1000", "--json"], 1);
@@ -359,7 +359,7 @@ fn s5_4_three_kinds_of_look_are_kept_apart() {
 #[test]
 fn s5_4_baseline_outside_its_scope_is_inapplicable() {
     let d = tempfile::tempdir().unwrap();
-    session(d.path(), "s.json", Some("idle"), vec![rapl(0, 50_000_000)]);
+    session(d.path(), "s.json", Some("idle"), &[rapl(0, 50_000_000)]);
     let mut other = host();
     other["hostname"] = json!("elsewhere");
     for (name, h, occ) in [("undeclared.json", None, "idle"), ("other-host.json", Some(other), "idle"), ("busy.json", Some(host()), "serving")] {
@@ -368,7 +368,7 @@ fn s5_4_baseline_outside_its_scope_is_inapplicable() {
         assert_eq!((r["inapplicable"].as_u64(), r["unexplained"].as_u64()), (Some(1), Some(0)), "{name}");
     }
     // A session that declares no occupancy has no baseline that applies to it.
-    session(d.path(), "anon.json", None, vec![rapl(0, 50_000_000)]);
+    session(d.path(), "anon.json", None, &[rapl(0, 50_000_000)]);
     baseline(d.path(), "b.json", Some(host()), "idle");
     let r = run_json(d.path(), &["energy", "dynamism", "--windows", "anon.json", "--baseline", "b.json", "--json"], 1);
     assert_eq!(r["inapplicable"], 1);
@@ -379,7 +379,7 @@ fn s5_4_baseline_outside_its_scope_is_inapplicable() {
 fn s5_4_cause_without_evidence_is_refused() {
     let d = tempfile::tempdir().unwrap();
     baseline(d.path(), "b.json", Some(host()), "idle");
-    session(d.path(), "s.json", Some("idle"), vec![rapl(0, 50_000_000)]);
+    session(d.path(), "s.json", Some("idle"), &[rapl(0, 50_000_000)]);
     std::fs::write(d.path().join("c.json"), json!({"format": "jcp-meter-causes/1", "causes": [{"seq": 0, "kind": "cold-start"}]}).to_string()).unwrap();
     refused(d.path(), &["energy", "dynamism", "--windows", "s.json", "--baseline", "b.json", "--causes", "c.json"], 1, "cause-without-evidence");
     std::fs::write(d.path().join("c2.json"), json!({"format": "jcp-meter-causes/1", "causes": [{"seq": 0, "kind": "cold-start", "evidence": "nope"}]}).to_string()).unwrap();

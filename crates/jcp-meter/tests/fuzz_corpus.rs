@@ -119,8 +119,7 @@ fn replay_named(
         let want = expected
             .iter()
             .find(|(f, _)| *f == name)
-            .map(|(_, c)| *c)
-            .unwrap_or_else(|| panic!("{target}/{name}: no expected outcome listed"));
+            .map_or_else(|| panic!("{target}/{name}: no expected outcome listed"), |(_, c)| *c);
         assert_eq!(got, want, "{target}/{name}");
     }
     assert!(accepted >= 3 && refused >= 7, "{target}: {accepted} accepted, {refused} refused");

@@ -41,16 +41,16 @@ fn metered(n: usize) -> Vec<Window> {
     (0..n).map(|_| m.next_window()).collect()
 }
 
-fn win(seq: u64, e: Option<(u64, Provenance, Coverage, RungId)>) -> Window {
+fn win(seq: u64, figure: Option<(u64, Provenance, Coverage, RungId)>) -> Window {
     let mut w = metered(1).remove(0);
     w.seq = seq;
     w.start_ns = seq * 1_000_000_000;
     w.end_ns = (seq + 1) * 1_000_000_000;
     w.declined.clear();
     w.counters.clear();
-    match e {
-        Some((uj, p, c, r)) => {
-            (w.energy_uj, w.provenance, w.coverage, w.rung, w.gap) = (Some(uj), Some(p), Some(c), Some(r), None);
+    match figure {
+        Some((uj, provenance, coverage, rung)) => {
+            (w.energy_uj, w.provenance, w.coverage, w.rung, w.gap) = (Some(uj), Some(provenance), Some(coverage), Some(rung), None);
         }
         None => {
             (w.energy_uj, w.provenance, w.coverage, w.rung, w.gap) = (None, None, None, None, Some("no reading".into()));

@@ -55,7 +55,7 @@ pub enum EnergyCommand {
 pub struct TraceArgs {
     /// The sealed efficiency/1 outcome receipt.
     pub outcome: PathBuf,
-    /// Activity files (canonical det-CBOR maps with joules_uj and provenance), found by the content id of their bytes.
+    /// Activity files (canonical det-CBOR maps with `joules_uj` and `provenance`), found by the content id of their bytes.
     pub activities: Vec<PathBuf>,
     /// The report as one line of JSON.
     #[arg(long)]
