@@ -28,7 +28,8 @@ use clap::{Args, Subcommand};
 use jcp::cbor::ContentId;
 use jcp_meter::declared::{load_baseline, Causes, EnvelopeFile};
 use jcp_meter::dynamism::Assessment;
-use jcp_meter::layers;
+use jcp_meter::conservation::BoundVerdict;
+use jcp_meter::layers::{self, Word};
 use jcp_meter::session::Session;
 
 use crate::out;
@@ -214,12 +215,13 @@ fn bounds(a: &BoundsArgs) -> anyhow::Result<ExitCode> {
             r.part, r.envelope.burst_mw, r.envelope.idle_mw, r.refuted, r.not_refuted, r.not_held
         );
         for w in &r.windows {
-            let what = match (w.word, &w.not_held) {
-                (Some(word), _) => {
-                    let v = serde_json::to_value(&w.verdict).ok();
-                    let rate = v.as_ref().and_then(|v| v.get("rate_mw")).and_then(serde_json::Value::as_u64).unwrap_or(0);
-                    let bound = v.as_ref().and_then(|v| v.get("burst_mw").or_else(|| v.get("idle_mw")).cloned());
-                    format!("{} at {rate} mW{}", word.as_str(), bound.map_or_else(String::new, |b| format!(" (bound {b} mW)")))
+            let what = match (&w.verdict, &w.not_held) {
+                (Some(BoundVerdict::NotRefuted { rate_mw }), _) => format!("{} at {rate_mw} mW", Word::NotRefuted.as_str()),
+                (Some(BoundVerdict::RefutedAbove { rate_mw, burst_mw }), _) => {
+                    format!("{} at {rate_mw} mW, above the burst rating {burst_mw} mW", Word::Refuted.as_str())
+                }
+                (Some(BoundVerdict::RefutedBelow { rate_mw, idle_mw }), _) => {
+                    format!("{} at {rate_mw} mW, below the idle floor {idle_mw} mW", Word::Refuted.as_str())
                 }
                 (None, Some(why)) => format!("not held: {why}"),
                 (None, None) => "not held".into(),
