@@ -181,7 +181,12 @@ pub fn baseline_from_bytes(file: &str, bytes: &[u8]) -> Result<Baseline, Error> 
             return Err(malformed(f, file, "scope.window_ns", "0 ns is no window"));
         }
         if s.occupancy.trim().is_empty() {
-            return Err(malformed(f, file, "scope.occupancy", "empty: name the occupancy the band was measured at"));
+            return Err(malformed(
+                f,
+                file,
+                "scope.occupancy",
+                "empty: name the occupancy the band was measured at",
+            ));
         }
     }
     Ok(Baseline {
@@ -317,16 +322,31 @@ impl EnvelopeFile {
             return Err(malformed(f, file, "part", "empty: name the part"));
         }
         if e.rungs.is_empty() {
-            return Err(malformed(f, file, "rungs", "no rung: name the rungs whose figures read this part"));
+            return Err(malformed(
+                f,
+                file,
+                "rungs",
+                "no rung: name the rungs whose figures read this part",
+            ));
         }
         let mut seen = BTreeSet::new();
         for (i, r) in e.rungs.iter().enumerate() {
             if !seen.insert(*r) {
-                return Err(malformed(f, file, format!("rungs[{i}]"), format!("{r} named twice")));
+                return Err(malformed(
+                    f,
+                    file,
+                    format!("rungs[{i}]"),
+                    format!("{r} named twice"),
+                ));
             }
         }
         if e.burst_mw == 0 {
-            return Err(malformed(f, file, "burst_mw", "0 mW: a part that draws nothing refutes every figure"));
+            return Err(malformed(
+                f,
+                file,
+                "burst_mw",
+                "0 mW: a part that draws nothing refutes every figure",
+            ));
         }
         if e.idle_mw > e.burst_mw {
             return Err(malformed(
