@@ -31,6 +31,8 @@ enum Command {
     Channel(cmd::channel::ChannelArgs),
     /// Decides a frame against a grant or chain and a metered cost (spec §7).
     Decide(cmd::core::DecideArgs),
+    /// The energy layers above the meter over recorded windows and receipt streams: trace, reconcile, bounds, dynamism (spec §5.3–§5.6).
+    Energy(cmd::energy::EnergyArgs),
     /// Sends a revocation, an amendment, an outcome report or a channel statement to an enforcement endpoint: recorded, then applied; asks a point for its statement (spec §4.3, §4.5, §4.7, §4.11, §11).
     Feed(cmd::wire::FeedArgs),
     /// Writes frames (spec §6).
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Call(a) => cmd::wire::run_call(a),
         Command::Channel(a) => cmd::channel::run(a),
         Command::Decide(a) => cmd::core::run_decide(a),
+        Command::Energy(a) => cmd::energy::run(a),
         Command::Feed(a) => cmd::wire::run_feed(a),
         Command::Frame(a) => cmd::core::run_frame(a),
         Command::Grant(a) => cmd::core::run_grant(a),

@@ -24,6 +24,7 @@ use crate::Error;
 
 /// Where an expectation was measured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Scope {
     /// The silicon.
     pub host: HostId,
@@ -169,6 +170,9 @@ pub fn assess(
         None => Err("no baseline".into()),
         Some(Baseline { scope: None, .. }) => {
             Err("the baseline does not declare where it was measured".into())
+        }
+        Some(Baseline { scope: Some(_), .. }) if here.occupancy.is_empty() => {
+            Err("the windows declare no occupancy, so no baseline can be held to them".into())
         }
         Some(b @ Baseline { scope: Some(s), .. }) => {
             if s.host != here.host {

@@ -132,6 +132,77 @@ pub enum Error {
     /// A span of zero length has no rate.
     #[error("a span of 0 ns has no power")]
     ZeroSpan,
+
+    // ------------------------------------------------------------ recorded and declared files (crate::session, crate::declared)
+    /// A file of one of this crate's formats is not well-formed: which file, which field, what.
+    #[error("{file}: {format}: {field}: {detail}")]
+    FileMalformed {
+        /// The file (its path, or where the bytes came from).
+        file: String,
+        /// Which of the formats it was read as.
+        format: crate::declared::FileFormat,
+        /// The field, as a path (`windows[3].energy_uj`), or where in the text.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The file declares a format tag this build does not read.
+    #[error("{file}: unsupported format `{found}` (expected `{expected}`)")]
+    FileUnsupported {
+        /// The file.
+        file: String,
+        /// The tag this reader takes.
+        expected: &'static str,
+        /// The tag found.
+        found: String,
+    },
+    /// A recorded window claims a better grade than the rung that metered it
+    /// gives (§5.1: a figure MUST NOT claim better provenance than how it was
+    /// obtained; §5.2: nor more coverage).
+    #[error("{file}: windows[{index}] (seq {seq}): {detail}")]
+    WindowGradeOverclaimed {
+        /// The file.
+        file: String,
+        /// Index in `windows`.
+        index: usize,
+        /// The window's seq.
+        seq: u64,
+        /// What it claims against what its rung gives.
+        detail: String,
+    },
+    /// Two recorded windows overlap in time: summing them would count the
+    /// same joules twice (§5.5 sums must be exact).
+    #[error("{file}: windows[{index}] starts at {start_ns} ns, before the previous window ends at {previous_end_ns} ns")]
+    WindowsOverlap {
+        /// The file.
+        file: String,
+        /// Index in `windows`.
+        index: usize,
+        /// Its start.
+        start_ns: u64,
+        /// The previous window's end.
+        previous_end_ns: u64,
+    },
+    /// The grant to reconcile has no line in the streams read.
+    #[error("grant {grant} has no receipt and no grant record in the streams read")]
+    GrantNotInStreams {
+        /// The grant id asked for.
+        grant: String,
+    },
+    /// The grant's ceiling is not known from the streams (no grant record, no receipt carrying it).
+    #[error("grant {grant}: its budget is not known from the streams read")]
+    GrantBudgetUnknown {
+        /// The grant id.
+        grant: String,
+    },
+    /// A receipt stream could not be audited (the audit's own code).
+    #[error("{detail}")]
+    Stream {
+        /// The audit's code (`io`, `not-a-stream`, ...).
+        code: &'static str,
+        /// What failed.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -170,7 +241,36 @@ impl Error {
             Self::ZeroBudget => "zero-budget",
             Self::ShapeDeclaredAfter { .. } => "shape-declared-after",
             Self::ZeroSpan => "zero-span",
+            Self::FileMalformed { format, .. } => format.malformed_code(),
+            Self::FileUnsupported { .. } => "unsupported-format",
+            Self::WindowGradeOverclaimed { .. } => "window-grade-overclaimed",
+            Self::WindowsOverlap { .. } => "windows-overlap",
+            Self::GrantNotInStreams { .. } => "grant-not-in-streams",
+            Self::GrantBudgetUnknown { .. } => "grant-budget-unknown",
+            Self::Stream { code, .. } => code,
         }
+    }
+
+    /// Whether this is a refusal: the input was read, and a rule of the spec
+    /// said no (exit 1 in the CLI). Everything else is unreadable input or an
+    /// operational failure (exit 2).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::CalibrationMeasuredElsewhere { .. }
+                | Self::PartialHeadline
+                | Self::HeadlineMismatch { .. }
+                | Self::Untraceable
+                | Self::ActivityBoundTwice { .. }
+                | Self::BadSignature { .. }
+                | Self::ReceiptCountedTwice { .. }
+                | Self::UnresolvableActivity { .. }
+                | Self::ActivityIdMismatch { .. }
+                | Self::CauseWithoutEvidence { .. }
+                | Self::ShapeDeclaredAfter { .. }
+                | Self::WindowGradeOverclaimed { .. }
+                | Self::GrantBudgetUnknown { .. }
+        )
     }
 }
 

@@ -91,3 +91,66 @@ pub fn calibration(data: &[u8]) {
         );
     }
 }
+
+/// Decodes a recorded session; whatever is accepted keeps its promises,
+/// reads back unchanged, and runs through the layers above the meter.
+pub fn session(data: &[u8]) {
+    use crate::session::Session;
+    let Ok(s) = Session::from_bytes("fuzz", data) else {
+        return;
+    };
+    assert!(s.validate("fuzz").is_ok(), "an accepted session fails validation");
+    let again = serde_json::to_vec(&s).map(|b| Session::from_bytes("fuzz", &b));
+    assert!(
+        matches!(&again, Ok(Ok(t)) if *t == s),
+        "an accepted session does not read back: {again:?}"
+    );
+    let mut previous_end = 0;
+    for w in &s.windows {
+        assert!(w.start_ns >= previous_end && w.end_ns > w.start_ns, "overlapping or empty window accepted");
+        previous_end = w.end_ns;
+        if let (Some(p), Some(r)) = (w.provenance, w.rung) {
+            assert!(p == r.provenance(), "a grade its rung does not give");
+        }
+    }
+    let r = crate::layers::dynamism(&s, None, &crate::declared::Causes::default(), None);
+    assert!(
+        r.within_band + r.explained + r.unexplained + r.inapplicable + r.unresolvable
+            == s.windows.len() as u64,
+        "a window assessed twice or not at all"
+    );
+    assert!(r.within_band == 0 && r.unexplained == 0, "a finding against no baseline");
+}
+
+/// Decodes a declared baseline; an accepted one reads back unchanged.
+pub fn baseline(data: &[u8]) {
+    use crate::declared::{baseline_from_bytes, baseline_to_json};
+    if let Ok(b) = baseline_from_bytes("fuzz", data) {
+        assert!(b.low_uj <= b.high_uj, "an inverted band accepted");
+        assert!(
+            baseline_from_bytes("fuzz", baseline_to_json(&b).as_bytes()).as_ref() == Ok(&b),
+            "an accepted baseline does not read back"
+        );
+    }
+}
+
+/// Decodes evidenced causes; an accepted file reads back unchanged.
+pub fn causes(data: &[u8]) {
+    use crate::declared::Causes;
+    if let Ok(c) = Causes::from_bytes("fuzz", data) {
+        assert!(
+            Causes::from_bytes("fuzz", c.to_json().as_bytes()).as_ref() == Ok(&c),
+            "accepted causes do not read back"
+        );
+    }
+}
+
+/// Decodes a power envelope; an accepted one is ordered and reads back unchanged.
+pub fn envelope(data: &[u8]) {
+    use crate::declared::EnvelopeFile;
+    if let Ok(e) = EnvelopeFile::from_bytes("fuzz", data) {
+        assert!(e.idle_mw <= e.burst_mw && e.burst_mw > 0 && !e.rungs.is_empty(), "a broken envelope accepted");
+        let again = serde_json::to_vec(&e).map(|b| EnvelopeFile::from_bytes("fuzz", &b));
+        assert!(matches!(&again, Ok(Ok(x)) if *x == e), "an accepted envelope does not read back");
+    }
+}

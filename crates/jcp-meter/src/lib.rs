@@ -46,6 +46,8 @@
 //! - [`traceability`]: an outcome's activities by content id, the signed residual, floors.
 //! - [`dynamism`]: per-window grades, declared baselines, evidenced causes, three kinds of "look".
 //! - [`conservation`]: the exact ppm floor (§5.5) and the physical bound (§5.6).
+//! - [`session`]: recorded windows (`jcp-meter-session/1`); [`declared`]: baselines, causes, power envelopes.
+//! - [`layers`]: the four layers over those files, for `jcp energy` and the console.
 //!
 //! ## Exposition
 //! [`exposition::MeterMetrics`] is the meter as `OpenMetrics` (what
@@ -59,6 +61,7 @@
 pub mod backend;
 pub mod clock;
 pub mod conservation;
+pub mod declared;
 pub mod dynamism;
 pub mod efficiency;
 mod error;
@@ -67,11 +70,13 @@ pub mod exposition;
 #[doc(hidden)]
 pub mod fuzzing;
 mod live;
+pub mod layers;
 pub mod liveness;
 pub mod meter;
 pub mod nvml;
 pub mod plausibility;
 pub mod rapl;
+pub mod session;
 pub mod trace;
 pub mod traceability;
 pub mod vectors;

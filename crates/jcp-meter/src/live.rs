@@ -15,7 +15,9 @@ use std::sync::mpsc::{channel, Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::estimate::HostId;
 use crate::meter::{Meter, ProbeReport, Window};
+use crate::session::Session;
 
 /// A [`Meter`] running on a background thread.
 #[derive(Debug)]
@@ -24,11 +26,15 @@ pub struct LiveMeter {
     stop: Arc<AtomicBool>,
     probe: Arc<Mutex<Option<ProbeReport>>>,
     thread: Option<JoinHandle<()>>,
+    host: HostId,
+    interval_ns: u64,
 }
 
 impl LiveMeter {
     /// Probes and starts metering on a new thread.
     pub fn spawn(mut meter: Meter) -> Self {
+        let host = meter.host().clone();
+        let interval_ns = u64::try_from(meter.config().interval.as_nanos()).unwrap_or(u64::MAX);
         let (tx, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let probe = Arc::new(Mutex::new(None));
@@ -50,7 +56,26 @@ impl LiveMeter {
             stop,
             probe,
             thread: Some(thread),
+            host,
+            interval_ns,
         }
+    }
+
+    /// The host metered.
+    pub fn host(&self) -> &HostId {
+        &self.host
+    }
+
+    /// The window length, ns.
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
+    /// `windows` (drained from this meter) as a recorded session, with the
+    /// occupancy the operator declares for it (§5.4); write it with
+    /// [`crate::session::record_to`].
+    pub fn session(&self, windows: &[Window], occupancy: Option<String>) -> Session {
+        Session::new(self.host.clone(), occupancy, self.interval_ns, None, windows)
     }
 
     /// The probe report, once the probe has run.

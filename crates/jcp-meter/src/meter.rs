@@ -210,8 +210,8 @@ impl ProbeReport {
 pub struct WindowDecline {
     /// The rung.
     pub rung: RungId,
-    /// A stable reason code.
-    pub code: &'static str,
+    /// A stable reason code (owned, so a recorded session reads back: [`crate::session`]).
+    pub code: String,
     /// Why.
     pub why: String,
 }
@@ -754,7 +754,7 @@ impl Meter {
                 }
                 Err((code, why, deltas)) => {
                     counters = deltas;
-                    declined.push(WindowDecline { rung, code, why });
+                    declined.push(WindowDecline { rung, code: code.to_owned(), why });
                 }
             }
         }
@@ -767,7 +767,7 @@ impl Meter {
                         .filter(|x| x.rung < below && Some(x.rung) != skip)
                         .map(|x| WindowDecline {
                             rung: x.rung,
-                            code: x.code,
+                            code: x.code.to_owned(),
                             why: x.why.clone(),
                         })
                         .collect()
@@ -826,7 +826,7 @@ impl Meter {
             if let Some(r) = report.and_then(|r| r.rung(RungId::Estimate)) {
                 all_declines.push(WindowDecline {
                     rung: RungId::Estimate,
-                    code: r.code,
+                    code: r.code.to_owned(),
                     why: r.why.clone(),
                 });
             }

@@ -91,3 +91,142 @@ fn s5_1_trace_decoder_names_what_is_wrong() {
         );
     }
 }
+
+/// Replays `target`'s corpus through `fuzz` and checks each named file's
+/// outcome: `Ok` for accepted, else the error code.
+fn replay_named(
+    target: &str,
+    fuzz: fn(&[u8]),
+    decode: fn(&[u8]) -> Result<(), jcp_meter::Error>,
+    expected: &[(&str, &str)],
+) {
+    let files = corpus(target);
+    assert!(files.len() >= 10, "{target}: a corpus of at least 10 files");
+    let (mut accepted, mut refused) = (0, 0);
+    for (p, b) in &files {
+        fuzz(b);
+        let name = p.file_name().unwrap().to_str().unwrap();
+        let got = match decode(b) {
+            Ok(()) => {
+                accepted += 1;
+                "ok".to_owned()
+            }
+            Err(e) => {
+                refused += 1;
+                e.code().to_owned()
+            }
+        };
+        let want = expected
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map_or_else(|| panic!("{target}/{name}: no expected outcome listed"), |(_, c)| *c);
+        assert_eq!(got, want, "{target}/{name}");
+    }
+    assert!(accepted >= 3 && refused >= 7, "{target}: {accepted} accepted, {refused} refused");
+}
+
+#[test]
+fn s5_4_fuzz_corpus_session_decode_replays_with_typed_errors() {
+    replay_named(
+        "session_decode",
+        jcp_meter::fuzzing::session,
+        |b| jcp_meter::session::Session::from_bytes("corpus", b).map(|_| ()),
+        &[
+            ("good-rapl.json", "ok"),
+            ("good-gap.json", "ok"),
+            ("good-nvml-partial.json", "ok"),
+            ("good-estimate.json", "ok"),
+            ("good-replay.json", "ok"),
+            ("bad-format.json", "unsupported-format"),
+            ("bad-overclaim.json", "window-grade-overclaimed"),
+            ("bad-nvml-whole.json", "window-grade-overclaimed"),
+            ("bad-overlap.json", "windows-overlap"),
+            ("bad-type.json", "session-malformed"),
+            ("bad-unknown-field.json", "session-malformed"),
+            ("bad-no-window.json", "session-malformed"),
+            ("bad-gap-with-grade.json", "session-malformed"),
+            ("bad-zero-span.json", "session-malformed"),
+            ("bad-declined-below.json", "session-malformed"),
+            ("bad-seq-order.json", "session-malformed"),
+            ("bad-replay-id.json", "session-malformed"),
+            ("truncated.json", "session-malformed"),
+            ("not-json.json", "session-malformed"),
+            ("not-utf8", "session-malformed"),
+            ("duplicate-key.json", "session-malformed"),
+            ("trailing.json", "session-malformed"),
+        ],
+    );
+}
+
+#[test]
+fn s5_4_fuzz_corpus_baseline_decode_replays_with_typed_errors() {
+    replay_named(
+        "baseline_decode",
+        jcp_meter::fuzzing::baseline,
+        |b| jcp_meter::declared::baseline_from_bytes("corpus", b).map(|_| ()),
+        &[
+            ("good-scoped.json", "ok"),
+            ("good-undeclared.json", "ok"),
+            ("good-point-band.json", "ok"),
+            ("bad-inverted.json", "baseline-malformed"),
+            ("bad-zero-window.json", "baseline-malformed"),
+            ("bad-empty-occupancy.json", "baseline-malformed"),
+            ("bad-unknown-field.json", "baseline-malformed"),
+            ("bad-host-extra.json", "baseline-malformed"),
+            ("bad-format.json", "unsupported-format"),
+            ("bad-type.json", "baseline-malformed"),
+            ("truncated.json", "baseline-malformed"),
+            ("not-object.json", "baseline-malformed"),
+            ("no-format.json", "baseline-malformed"),
+        ],
+    );
+}
+
+#[test]
+fn s5_4_fuzz_corpus_causes_decode_replays_with_typed_errors() {
+    replay_named(
+        "causes_decode",
+        jcp_meter::fuzzing::causes,
+        |b| jcp_meter::declared::Causes::from_bytes("corpus", b).map(|_| ()),
+        &[
+            ("good-one.json", "ok"),
+            ("good-none.json", "ok"),
+            ("good-every-kind.json", "ok"),
+            ("refused-no-evidence.json", "cause-without-evidence"),
+            ("refused-null-evidence.json", "cause-without-evidence"),
+            ("bad-evidence-hex.json", "causes-malformed"),
+            ("bad-evidence-upper.json", "causes-malformed"),
+            ("bad-dup-seq.json", "causes-malformed"),
+            ("bad-kind.json", "causes-malformed"),
+            ("bad-unknown-field.json", "causes-malformed"),
+            ("truncated.json", "causes-malformed"),
+            ("bad-format.json", "unsupported-format"),
+            ("not-utf8", "causes-malformed"),
+        ],
+    );
+}
+
+#[test]
+fn s5_6_fuzz_corpus_envelope_decode_replays_with_typed_errors() {
+    replay_named(
+        "envelope_decode",
+        jcp_meter::fuzzing::envelope,
+        |b| jcp_meter::declared::EnvelopeFile::from_bytes("corpus", b).map(|_| ()),
+        &[
+            ("good.json", "ok"),
+            ("good-two-rungs.json", "ok"),
+            ("good-with-source.json", "ok"),
+            ("good-zero-idle.json", "ok"),
+            ("bad-inverted.json", "envelope-malformed"),
+            ("bad-zero-burst.json", "envelope-malformed"),
+            ("bad-no-rungs.json", "envelope-malformed"),
+            ("bad-dup-rung.json", "envelope-malformed"),
+            ("bad-unknown-rung.json", "envelope-malformed"),
+            ("bad-empty-part.json", "envelope-malformed"),
+            ("bad-unknown-field.json", "envelope-malformed"),
+            ("bad-format.json", "unsupported-format"),
+            ("truncated.json", "envelope-malformed"),
+            ("bad-negative.json", "envelope-malformed"),
+        ],
+    );
+}

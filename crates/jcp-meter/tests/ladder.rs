@@ -644,6 +644,25 @@ fn s5_4_live_meter_hands_over_windows_with_grades() {
 }
 
 #[test]
+fn s5_4_live_meter_windows_record_as_a_session_that_reads_back() {
+    // The console's "record a session": drained windows, the meter's host and window length.
+    let t = gpu_trace(|t| uj(14_800, t), |_| Some(14_800), Some(65_000));
+    let clock = ManualClock::new();
+    let m = meter(vec![replay(t)], &clock, MeterConfig::default());
+    let live = LiveMeter::spawn(m);
+    let windows: Vec<_> = (0..3).map(|_| live.recv().unwrap()).collect();
+    let session = live.session(&windows, Some("one-model-serving".into()));
+    live.stop();
+    assert_eq!((&session.host, session.interval_ns), (&host(), 1_000_000_000));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    jcp_meter::session::record_to(&path, &session).unwrap();
+    let back = jcp_meter::session::Session::load(&path).unwrap();
+    assert_eq!(back, session);
+    assert!(back.windows.iter().all(|w| w.coverage == Some(Coverage::Partial) && w.rung == Some(RungId::Nvml)));
+}
+
+#[test]
 fn c09_real_system_probe_always_yields_a_figure_and_says_why() {
     // C9: on whatever machine runs the tests, the ladder yields a figure and every declined rung says why.
     let cfg = MeterConfig {

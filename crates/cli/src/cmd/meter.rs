@@ -5,6 +5,8 @@
 //!   object per line, each with its provenance and coverage, the rung that
 //!   metered it and every rung above with why it did not. `--replay TRACE`
 //!   meters a recorded counter trace instead of this machine.
+//!   `--out SESSION [--occupancy NAME]` also records the windows as a
+//!   session file (`jcp-meter-session/1`) for `jcp energy`.
 //! - `jcp meter probe [--json]`: every rung, chosen or declined, why, and
 //!   what the person can do about it.
 //! - `jcp meter record --out TRACE`: records the first counter rung that
@@ -127,6 +129,12 @@ pub struct StreamArgs {
     /// One JSON object per window, per line.
     #[arg(long)]
     pub json: bool,
+    /// Also record the windows as a session file (jcp-meter-session/1) for `jcp energy`; needs --count, or a replay's end.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The occupancy to declare for the recorded session (§5.4: a baseline applies only at the occupancy it was measured at).
+    #[arg(long, requires = "out")]
+    pub occupancy: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -173,8 +181,8 @@ fn read_trace(path: &Path) -> anyhow::Result<(Trace, String)> {
     Ok((trace, Trace::content_id(&bytes)))
 }
 
-/// The meter for `source`, and the end of a replayed trace (ns), if any.
-fn build(source: &Source) -> anyhow::Result<(Meter, Option<u64>)> {
+/// The meter for `source`, the end of a replayed trace (ns) and the trace's content id, if any.
+fn build(source: &Source) -> anyhow::Result<(Meter, Option<(u64, String)>)> {
     let calibration = source
         .calibration
         .as_deref()
@@ -189,8 +197,8 @@ fn build(source: &Source) -> anyhow::Result<(Meter, Option<u64>)> {
     };
     config.validate().map_err(|e| coded(&e))?;
     if let Some(path) = &source.replay {
-        let (trace, _) = read_trace(path)?;
-        let end = trace.end_ns();
+        let (trace, id) = read_trace(path)?;
+        let end = (trace.end_ns(), id);
         let host = trace.host.clone().unwrap_or_else(HostId::this_host);
         let backends = Backends {
             counters: vec![Box::new(TraceBackend::new(trace.clone()))],
@@ -295,7 +303,12 @@ fn declined_codes(w: &Window) -> String {
 }
 
 fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
-    let (mut meter, replay_end) = build(&args.source)?;
+    let (mut meter, replay) = build(&args.source)?;
+    if args.out.is_some() && args.count.is_none() && replay.is_none() {
+        return Err(out::coded("bad-interval", "--out records a session of a known length: give --count N (or --replay a trace)"));
+    }
+    let replay_end = replay.as_ref().map(|(end, _)| *end);
+    let mut recorded = Vec::new();
     let report = meter.probe().clone();
     let mut stdout = std::io::stdout().lock();
     if args.csv {
@@ -365,7 +378,24 @@ fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
         stdout.flush()?;
+        if args.out.is_some() {
+            recorded.push(w);
+        }
         n += 1;
+    }
+    if let Some(path) = &args.out {
+        let session = jcp_meter::session::Session::new(
+            meter.host().clone(),
+            args.occupancy.clone(),
+            u64::try_from(meter.config().interval.as_nanos()).unwrap_or(u64::MAX),
+            replay.map(|(_, id)| id),
+            &recorded,
+        );
+        session.validate(&path.display().to_string()).map_err(|e| coded(&e))?;
+        jcp_meter::session::record_to(path, &session).map_err(|e| coded(&e))?;
+        if !args.json && !args.csv {
+            writeln!(stdout, "recorded {} windows to {}", recorded.len(), path.display())?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

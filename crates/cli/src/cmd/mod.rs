@@ -4,6 +4,7 @@ pub mod audit;
 pub mod blueprint;
 pub mod channel;
 pub mod core;
+pub mod energy;
 pub mod identity;
 pub mod intent;
 pub mod meter;
