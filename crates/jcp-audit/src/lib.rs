@@ -50,6 +50,7 @@
 
 pub mod batch;
 mod check;
+pub mod energy;
 mod engine;
 pub mod phases;
 pub mod report;

@@ -362,7 +362,7 @@ impl MeterMetrics {
             self.declines
                 .get_or_create(&DeclineLabels {
                     rung: d.rung.as_str().into(),
-                    code: d.code.into(),
+                    code: d.code.clone(),
                 })
                 .inc();
         }

@@ -7,12 +7,10 @@
 //! |---|---|---|
 //! | [`trace_files`] | §5.3 | a sealed `efficiency/1` outcome and activity files |
 //! | [`dynamism`] | §5.4 | a [`Session`], a declared baseline, evidenced causes |
-//! | [`reconcile_grant`] | §5.5 | a grant's spend in receipt streams against a [`Session`] |
+//! | [`reconcile_spend`] | §5.5 | a grant's spend ([`GrantSpend`], read from receipt streams by `jcp_audit::energy::grant_spend`) against a [`Session`] |
 //! | [`bounds`] | §5.6 | a [`Session`] against an [`EnvelopeFile`] |
 
 use std::collections::HashMap;
-use std::ops::ControlFlow;
-use std::path::Path;
 
 use jcp::cbor::ContentId;
 use jcp::energy::{Coverage, Energy, Provenance};
@@ -257,44 +255,6 @@ pub struct GrantSpend {
     pub receipts_failed: u64,
 }
 
-/// Reads a grant's spend from receipt streams with the audit (`jcp-audit`).
-pub fn grant_spend<P: AsRef<Path>>(streams: &[P], grant: &ContentId) -> Result<GrantSpend, Error> {
-    let report = jcp_audit::audit_paths(streams, &jcp_audit::AuditOptions::default(), |_| {
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| Error::Stream {
-        code: e.code(),
-        detail: e.to_string(),
-    })?;
-    let line = report
-        .grants
-        .iter()
-        .find(|g| g.grant_id == *grant)
-        .ok_or_else(|| Error::GrantNotInStreams {
-            grant: grant.to_hex(),
-        })?;
-    let c = line
-        .conservation
-        .as_ref()
-        .ok_or_else(|| Error::GrantBudgetUnknown {
-            grant: grant.to_hex(),
-        })?;
-    Ok(GrantSpend {
-        grant_id: *grant,
-        budget_uj: c.budget_uj,
-        debited_uj: line.spent_uj,
-        measured_uj: c.measured_uj,
-        modelled_uj: c.modelled_uj,
-        coverage: if c.coverage == "Partial" {
-            Coverage::Partial
-        } else {
-            Coverage::Whole
-        },
-        allows: line.allows,
-        receipts_failed: report.receipts.failed,
-    })
-}
-
 /// Why a spend was not reconciled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -436,12 +396,3 @@ pub fn reconcile_spend(
     })
 }
 
-/// [`grant_spend`] then [`reconcile_spend`]: the console's "conservation of
-/// a grant's spend against the meter's windows".
-pub fn reconcile_grant<P: AsRef<Path>>(
-    streams: &[P],
-    grant: &ContentId,
-    session: &Session,
-) -> Result<SpendReconciliation, Error> {
-    reconcile_spend(&grant_spend(streams, grant)?, session)
-}

@@ -3,7 +3,6 @@
 //! and the console call).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -200,61 +199,6 @@ fn s5_5_partial_and_gap_windows_are_kept_apart() {
     assert_eq!(
         (r.unreconciled, r.basis),
         (Some(Unreconciled::MeterGap), Basis::Modelled)
-    );
-}
-
-#[test]
-fn s5_5_grant_spend_is_read_from_a_real_receipt_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("d.jcps");
-    jcp_receipt::demo::write_demo(
-        &p,
-        &jcp_receipt::demo::DemoOptions {
-            receipts: 20,
-            tamper: 1,
-            unresolved: 0,
-            seed: 3,
-            durability: jcp_receipt::writer::Durability::GeneratorOnly,
-        },
-    )
-    .unwrap();
-    let audit = jcp_audit::audit_paths(&[&p], &jcp_audit::AuditOptions::default(), |_| {
-        ControlFlow::Continue(())
-    })
-    .unwrap();
-    let line = audit.grants.iter().find(|g| g.spent_uj > 0).unwrap();
-    let s = layers::grant_spend(&[&p], &line.grant_id).unwrap();
-    assert_eq!(
-        (s.debited_uj, s.budget_uj, s.allows),
-        (line.spent_uj, line.budget_uj.unwrap(), line.allows)
-    );
-    assert_eq!(
-        s.receipts_failed, 1,
-        "the tampered receipt is counted, not skipped"
-    );
-    let session = session(&[win(
-        0,
-        Some((
-            s.debited_uj,
-            Provenance::HwShunt,
-            Coverage::Whole,
-            RungId::Rapl,
-        )),
-    )]);
-    let r = layers::reconcile_grant(&[&p], &line.grant_id, &session).unwrap();
-    assert_eq!(r.conservation.unwrap().discrepancy_uj, 0);
-    assert!(!r.balanced, "a stream with a failed receipt never balances");
-    assert_eq!(
-        layers::grant_spend(&[&p], &ContentId::of_bytes(b"none"))
-            .unwrap_err()
-            .code(),
-        "grant-not-in-streams"
-    );
-    assert_eq!(
-        layers::grant_spend(&[dir.path().join("absent.jcps")], &line.grant_id)
-            .unwrap_err()
-            .code(),
-        "io"
     );
 }
 

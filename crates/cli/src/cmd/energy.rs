@@ -178,7 +178,7 @@ fn reconcile(a: &ReconcileArgs) -> anyhow::Result<ExitCode> {
     let grant = ContentId::parse(&a.grant)
         .ok_or_else(|| out::coded("invalid-content-id", format!("--grant {:?} is not 64 lowercase hex digits", a.grant)))?;
     let session = Session::load(&a.windows).map_err(|e| err(&e))?;
-    let r = layers::reconcile_grant(&a.streams, &grant, &session).map_err(|e| err(&e))?;
+    let r = jcp_audit::energy::reconcile_grant(&a.streams, &grant, &session).map_err(|e| err(&e))?;
     out::emit(a.json, &r, || {
         let sp = &r.spend;
         let mut s = format!(

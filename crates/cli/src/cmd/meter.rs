@@ -490,7 +490,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (meter, replay_end) = build(&args.source)?;
     let rt = super::wire::runtime()?;
     let (listener, url) = rt.block_on(super::wire::bind_metrics(&args.listen))?;
-    let exporter = MeterExporter::spawn(meter, replay_end);
+    let exporter = MeterExporter::spawn(meter, replay_end.map(|(end, _)| end));
     let metrics = exporter.metrics();
     let value = serde_json::json!({"event": "listening", "metrics": url, "interval_ms": args.source.interval_ms, "replay": args.source.replay});
     out::emit(args.json, &value, || {
