@@ -41,4 +41,9 @@ pub const COMMANDS: &[&str] = &[
     "intent_compare",
     "developer_pick_folder",
     "blueprint_conformance",
+    "energy_record_status",
+    "energy_record_start",
+    "energy_record_stop",
+    "energy_session_analyze",
+    "energy_baseline_declare",
 ];

@@ -102,7 +102,7 @@ pub fn window_record(w: &jcp_meter::Window) -> WindowRecord {
 /// Starts the machine's meter on its own thread: every closed window goes
 /// into the store (bounded history) and the ladder into `view`. A machine
 /// where no meter can start says why in `view`, and nothing is made up.
-pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>) {
+pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>, recorder: Arc<crate::sessions::Recorder>) {
     let config = jcp_meter::MeterConfig::default();
     let window_ms = u64::try_from(config.interval.as_millis()).unwrap_or(1000);
     let meter = match jcp_meter::Meter::system(config, Path::new(jcp_meter::rapl::POWERCAP_ROOT)) {
@@ -115,6 +115,7 @@ pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>) {
         }
     };
     let live = jcp_meter::LiveMeter::spawn(meter);
+    recorder.meter_started(live.host().clone(), live.interval_ns());
     let spawned = std::thread::Builder::new().name("meter-pump".into()).spawn(move || {
         let mut have_probe = false;
         while let Some(w) = live.recv() {
@@ -131,6 +132,7 @@ pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>) {
                     have_probe = true;
                 }
             }
+            recorder.push(&w);
             let rec = window_record(&w);
             let stored = store.lock().map(|mut s| s.record_window(&rec));
             if let Ok(Err(e)) = stored {

@@ -9,6 +9,7 @@ pub mod developer;
 pub mod engines;
 pub mod error;
 pub mod priority;
+pub mod sessions;
 pub mod state;
 pub mod steward;
 
@@ -68,6 +69,11 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             developer::intent_compare,
             developer::developer_pick_folder,
             developer::blueprint_conformance,
+            sessions::energy_record_status,
+            sessions::energy_record_start,
+            sessions::energy_record_stop,
+            sessions::energy_session_analyze,
+            sessions::energy_baseline_declare,
         ])
         .on_window_event(|window, event| {
             // Streams dropped on the window are read in Rust; the front end sees the job by polling.
@@ -129,7 +135,7 @@ pub fn run() -> std::process::ExitCode {
             if let Err(e) = spawned {
                 eprintln!("jcp-console: the demo workspace was not prepared: {e}");
             }
-            engines::start_meter(state.store.clone(), state.meter.clone());
+            engines::start_meter(state.store.clone(), state.meter.clone(), state.recorder.clone());
             if !streams.is_empty() {
                 if let Err(e) = state.start_audit(streams.clone()) {
                     eprintln!("jcp-console: {}", e.message);

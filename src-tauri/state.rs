@@ -157,6 +157,8 @@ pub struct AppState {
     pub demo_streams: Arc<Mutex<Vec<String>>>,
     /// The workspace item the app's arguments asked to open (a blueprint reconcile).
     pub open_at_start: Arc<Mutex<Option<i64>>>,
+    /// The recording of the machine's windows as a session (§5.4).
+    pub recorder: Arc<crate::sessions::Recorder>,
 }
 
 impl AppState {
@@ -196,6 +198,7 @@ impl AppState {
             meter: Arc::new(Mutex::new(meter)),
             demo_streams: Arc::new(Mutex::new(Vec::new())),
             open_at_start: Arc::new(Mutex::new(None)),
+            recorder: Arc::new(crate::sessions::Recorder::default()),
         }
     }
 

@@ -247,6 +247,52 @@ test("auditor: the demo workspace's streams are listed and auditable with a clic
   assert.ok(WS === undefined || fs.existsSync(path.join(WS, "workspace.sqlite")), "the workspace store was created");
 });
 
+// Issue 21: record the machine's windows as a session, declare a baseline from it, read a second
+// session against it (the five looks apart) and reconcile a demo grant's spend against it — the
+// same figures `jcp energy dynamism` and `jcp energy reconcile` give for the same files.
+test("energy view: a recorded session against a declared baseline and a grant's spend, as `jcp energy` says", async () => {
+  const s = await Session.start();
+  try {
+    await s.click("#tab-energy");
+    await s.waitFor(async () => (await s.text("#view-energy .status")).startsWith("Metering live"), 20000, "the meter going live");
+    const record = async (windows) => {
+      await s.exec("const i = document.querySelector('#session-occupancy'); i.value = 'idle'; document.querySelector('#session-record').click(); return true");
+      await s.waitFor(async () => (await s.exec("return document.querySelector('.rec-state').textContent")).includes(`${windows} window`), 30000, `${windows} recorded windows`);
+      await s.exec("document.querySelector('#session-record').click(); return true");
+      await s.waitFor(async () => (await s.exec("return document.querySelector('#session-path').value")).endsWith(".json"), 10000, "the saved session");
+      const p = await s.exec("return document.querySelector('#session-path').value");
+      await s.exec("document.querySelector('#session-path').value = ''; return true");
+      return p;
+    };
+    const first = await record(3);
+    await s.exec(`document.querySelector('#session-path').value = ${JSON.stringify(first)}; document.querySelector('#session-declare').click(); return true`);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#session-baseline').value")).includes("baseline-"), 10000, "the declared baseline");
+    const baseline = await s.exec("return document.querySelector('#session-baseline').value");
+    const second = await record(3);
+    // A demo grant with spend, from the demo stream's audit.
+    const stream = path.join(WS ?? "", "demo", "demo.jcps");
+    const [, audit] = jcp(["audit", stream]);
+    const grant = audit.grants.find((g) => g.spent_uj > 0).grant_id;
+    await s.exec(`document.querySelector('#session-path').value = ${JSON.stringify(second)};
+      document.querySelector('#session-streams').value = ${JSON.stringify(stream)};
+      document.querySelector('#session-grant').value = ${JSON.stringify(grant)};
+      document.querySelector('#session-analyze').click(); return true`);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#session-conservation') !== null")) === true, 30000, "the analysis");
+    const [, dyn] = jcp(["energy", "dynamism", "--windows", second, "--baseline", baseline]);
+    const looks = await s.exec("return [...document.querySelectorAll('.looks .look .n')].map(n => Number(n.textContent))");
+    assert.deepEqual(looks, [dyn.within_band, dyn.explained, dyn.unexplained, dyn.inapplicable, dyn.unresolvable], "the five looks as the CLI counts them");
+    assert.equal(looks.reduce((a, b) => a + b, 0), dyn.windows.length);
+    const [, rec] = jcp(["energy", "reconcile", "--grant", grant, "--windows", second, stream]);
+    const shown = await s.exec("return { balanced: document.querySelector('#session-conservation .balanced td').textContent, statement: document.querySelector('#session-conservation .statement').textContent }");
+    assert.equal(shown.balanced, rec.balanced ? "yes" : "no");
+    assert.equal(shown.statement, rec.statement);
+    await s.exec("document.querySelector('#energy-sessions').scrollIntoView(); return true");
+    await s.shot("energy-sessions");
+  } finally {
+    await s.end();
+  }
+});
+
 // ---- the demo workspace: overview, run view, blueprint view ----
 
 /** `jcp ARGS --json` → [exit code, parsed JSON]. */

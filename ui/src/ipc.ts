@@ -30,6 +30,11 @@ import type { IntentView } from "./gen/IntentView";
 import type { IntentComparison } from "./gen/IntentComparison";
 import type { JsonLocation } from "./gen/JsonLocation";
 import type { ConformanceView } from "./gen/ConformanceView";
+import type { RecordingStatus } from "./gen/RecordingStatus";
+import type { RecordedSession } from "./gen/RecordedSession";
+import type { SessionAnalysis } from "./gen/SessionAnalysis";
+import type { SessionForm } from "./gen/SessionForm";
+import type { DeclaredBaseline } from "./gen/DeclaredBaseline";
 
 /** The files of a Blueprint reconcile as the open form names them (empty optional fields are absent). */
 export interface BlueprintOpenForm {
@@ -42,6 +47,7 @@ export interface BlueprintOpenForm {
 
 export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
 export type { IntentSource, IntentView, IntentComparison, JsonLocation, ConformanceView };
+export type { RecordingStatus, RecordedSession, SessionAnalysis, SessionForm, DeclaredBaseline };
 export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus };
 
 /** Turns whatever a rejected invoke carries into a UiError a person can read. */
@@ -97,6 +103,11 @@ export const api = {
   blueprintConformance: (path: string) => call<ConformanceView>("blueprint_conformance", { path }),
   intentInspect: (source: IntentSource) => call<IntentView>("intent_inspect", { source }),
   intentCompare: (first: IntentSource, second: IntentSource) => call<IntentComparison>("intent_compare", { first, second }),
+  energyRecordStatus: () => call<RecordingStatus>("energy_record_status"),
+  energyRecordStart: (occupancy: string) => call<RecordingStatus>("energy_record_start", { occupancy }),
+  energyRecordStop: () => call<RecordedSession>("energy_record_stop"),
+  energySessionAnalyze: (form: SessionForm) => call<SessionAnalysis>("energy_session_analyze", { form }),
+  energyBaselineDeclare: (session: string) => call<DeclaredBaseline>("energy_baseline_declare", { session }),
   liveStart: () => call<RunRow>("live_run_start"),
   liveStop: (id: number) => call<LiveView>("live_run_stop", { id }),
 };

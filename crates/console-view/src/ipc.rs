@@ -270,6 +270,7 @@ mod tests {
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());
         all.extend(crate::authority::tests::generated());
+        all.extend(crate::session::tests::generated());
         all.extend(crate::intent::tests::generated());
         all.extend(crate::tags::tests::generated());
         all.extend(crate::steward::tests::generated());

@@ -13,6 +13,7 @@ pub mod ipc;
 pub mod export;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod steward;
 pub mod tags;
 
@@ -95,6 +96,16 @@ pub enum ViewError {
     /// A document offered to a view is larger than the view reads.
     #[error("{0}")]
     TooLarge(String),
+    /// A recorded session, baseline, causes or stream was refused (§5.4, §5.5).
+    #[error("{} was refused ({code}): {detail}", path.display())]
+    Energy {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The meter's or audit's code.
+        code: String,
+        /// What was wrong.
+        detail: String,
+    },
     /// A demo file could not be written.
     #[error("the demo file {} could not be written: {detail}", path.display())]
     DemoWrite {
@@ -122,6 +133,7 @@ impl ViewError {
             Self::Form(_) => "steward.bad_form",
             Self::TooLarge(_) => "input.too_large",
             Self::Write { .. } => "steward.write_failed",
+            Self::Energy { .. } => "energy.refused",
         }
     }
 }

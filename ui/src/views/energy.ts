@@ -2,6 +2,7 @@
 // shell, the ladder panel, the recent windows table, CSV/JSON export.
 import { api, type EnergySnapshot, type UiError } from "../ipc";
 import { el, formatTime, GRADE_MEANING } from "../format";
+import { SessionsPanel } from "./sessions";
 
 export const CHART_WINDOWS = 60;
 
@@ -29,6 +30,7 @@ export class EnergyView {
   private ladder = el("tbody");
   private windows = el("tbody");
   private lastSeq = -1;
+  readonly sessions: SessionsPanel;
 
   constructor(private notify: Notifier) {
     this.root = el("section", "view energy");
@@ -59,13 +61,15 @@ export class EnergyView {
 
     const lower = el("div", "lower");
     lower.append(ladderBox, winBox);
-    this.root.append(head, this.status, this.chart, lower);
+    this.sessions = new SessionsPanel(notify);
+    this.root.append(head, this.status, this.chart, lower, this.sessions.root);
   }
 
   async refresh(): Promise<void> {
     let snap: EnergySnapshot;
     try {
       snap = await api.energySnapshot(CHART_WINDOWS);
+      await this.sessions.refresh();
     } catch (e) {
       this.status.textContent = (e as UiError).message;
       this.status.className = "status error";
