@@ -15,6 +15,8 @@ for p in libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libxdo-dev libssl-dev \
          webkit2gtk-driver xvfb imagemagick xauth; do
   have_pkg "$p" || need_apt+=("$p")
 done
+# GNU parallel runs the README's fleet-audit recipe in the CLI tests (crates/cli/tests/fleet.rs).
+have_pkg parallel || need_apt+=(parallel)
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ "${#need_apt[@]}" -gt 0 ]; then
