@@ -414,16 +414,13 @@ impl Sink for Recorder {
         for part in chunk {
             for c in part.checked {
                 let at = c.offset;
-                match self.entry(c, &part.chains) {
-                    Some(e) => {
-                        if let Some(st) = self.streams.last_mut() {
-                            st.records.push(e);
-                        }
+                if let Some(e) = self.entry(c, &part.chains) {
+                    if let Some(st) = self.streams.last_mut() {
+                        st.records.push(e);
                     }
-                    None => {
-                        let path = self.streams.last().map(|s| s.path.clone()).unwrap_or_default();
-                        self.broken.get_or_insert((path, at));
-                    }
+                } else {
+                    let path = self.streams.last().map(|s| s.path.clone()).unwrap_or_default();
+                    self.broken.get_or_insert((path, at));
                 }
             }
         }

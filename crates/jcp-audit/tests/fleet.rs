@@ -38,7 +38,7 @@ fn streams(dir: &Path) -> Vec<PathBuf> {
     assert_eq!(f.points.len(), 4);
     let d = dir.join("fleet/point-demo.jcps");
     demo::write_demo(&d, &DemoOptions { receipts: 120, tamper: 2, unresolved: 2, seed: 9, durability: Durability::GeneratorOnly }).unwrap();
-    let first = single(&[d.clone()]);
+    let first = single(std::slice::from_ref(&d));
     let key = demo::cast(9).unwrap().steward;
     let u = &first.unresolved[0];
     jcp_audit::settle(&d, &u.receipt, jcp_receipt::record::OutcomeStatus::Completed, "done, per the holder", &key, 1_767_000_000).unwrap();
@@ -115,7 +115,7 @@ fn s4_3_the_fleet_violation_is_found_only_across_streams() {
     let paths: Vec<PathBuf> = (0..3).map(|p| fleet::point_path(dir.path(), p)).collect();
     let (v, off) = sum.violation;
     // The violator's stream alone holds no revocation: nothing to violate.
-    let alone = jcp_audit::merge_report(&[("v".into(), part(&[paths[v].clone()]))]).unwrap();
+    let alone = jcp_audit::merge_report(&[("v".into(), part(std::slice::from_ref(&paths[v])))]).unwrap();
     assert!(alone.clean, "{:?}", alone.findings);
     // With the point that recorded the revocation, its allow at
     // known_through >= M is the one violation (§4.3), where it was.
@@ -165,7 +165,7 @@ fn s8_2_one_stream_in_two_partials_is_audited_as_given_twice() {
 /// A valid one-stream partial's JSON, as a value to break.
 fn sample(dir: &Path) -> serde_json::Value {
     let sum = fleet::write_fleet(dir, &FleetOptions::new(2, 4, 5, Durability::GeneratorOnly).unwrap()).unwrap();
-    serde_json::from_slice(&part(&[sum.points[0].path.clone()]).to_json().unwrap()).unwrap()
+    serde_json::from_slice(&part(std::slice::from_ref(&sum.points[0].path)).to_json().unwrap()).unwrap()
 }
 
 fn refused(v: &serde_json::Value) -> AuditError {
@@ -175,7 +175,7 @@ fn refused(v: &serde_json::Value) -> AuditError {
 fn field_of(e: &AuditError) -> (&'static str, String) {
     match e {
         AuditError::PartialField { file, field, .. } | AuditError::PartialVersion { file, field, .. } | AuditError::PartialMismatch { file, field, .. } => {
-            assert!(file.ends_with(".json"), "{e}");
+            assert!(Path::new(file).extension().is_some_and(|x| x == "json"), "{e}");
             (e.code(), field.clone())
         }
         AuditError::PartialUnreadable { file, .. } => {
@@ -208,7 +208,8 @@ fn s4_3_a_malformed_partial_is_refused_naming_file_and_field() {
     let v = sample(dir.path());
     let receipt_at = v["streams"][0]["records"].as_array().unwrap().iter().position(|r| r.get("receipt").is_some()).unwrap();
     let r = format!("streams[0].records[{receipt_at}]");
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str, String)> = vec![
+    type Break = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Break, &str, String)> = vec![
         ("unknown field", Box::new(|w| w["streams"][0]["extra"] = 1.into()), "partial-field", "streams[0].extra".into()),
         ("index outside keys", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["grant"] = 9999.into()), "partial-field", format!("{r}.grant")),
         ("upper-case hex", Box::new(move |w| {

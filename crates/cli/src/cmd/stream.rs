@@ -125,6 +125,7 @@ fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<E
         .ok_or_else(|| out::coded("fleet-too-small", "a fleet needs at least 2 points and 2 receipts per point"))?;
     let sum = jcp_receipt::fleet::write_fleet(dir, &opts).map_err(|e| coded(&e))?;
     out::emit(a.json, &sum, || {
+        use std::fmt::Write as _;
         let mut s = format!(
             "wrote {} points' streams to {} under root {} ({} µJ, sharded); revocation at marker {}\n",
             sum.points.len(),
@@ -135,9 +136,9 @@ fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<E
         );
         for p in &sum.points {
             let heard = p.heard_at.map_or(String::new(), |m| format!(", heard at known_through {m}"));
-            s.push_str(&format!("  {} {:?}: {} receipts ({} allow, {} deny){heard}\n", p.path.display(), p.role, p.receipts, p.allows, p.denies));
+            let _ = writeln!(s, "  {} {:?}: {} receipts ({} allow, {} deny){heard}", p.path.display(), p.role, p.receipts, p.allows, p.denies);
         }
-        s.push_str(&format!("the one violation: point {} at offset {}", sum.violation.0, sum.violation.1));
+        let _ = write!(s, "the one violation: point {} at offset {}", sum.violation.0, sum.violation.1);
         s
     })?;
     Ok(ExitCode::from(out::CLEAN))
