@@ -182,22 +182,22 @@ pub struct ReceiptEntry {
     /// Its sealing facts.
     pub meta: MetaEntry,
     /// `jcp/1` or `jcp/2`.
-    pub profile: String,
+    pub profile: ProfileTag,
     /// The leaf grant: an index into `keys`.
     pub grant: u32,
     /// The subject's key: an index into `keys`.
     pub subject: u32,
     /// `allow` or `deny`.
-    pub verdict: String,
+    pub verdict: VerdictTag,
     /// A deny's reason code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Cost, µJ.
     pub cost_uj: u64,
     /// `HwShunt`, `ModelBased` or `Estimator`.
-    pub provenance: String,
+    pub provenance: Provenance,
     /// `Whole` or `Partial`.
-    pub coverage: String,
+    pub coverage: Coverage,
     /// The remainder the receipt states.
     pub remaining_uj: u64,
     /// The leaf's budget the receipt states.
@@ -214,6 +214,27 @@ pub struct ReceiptEntry {
     /// An allow's action: an index into `actions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<u32>,
+}
+
+/// A receipt's profile tag (§8 profile versioning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProfileTag {
+    /// The retired predecessor.
+    #[serde(rename = "jcp/1")]
+    Jcp1,
+    /// The current profile.
+    #[serde(rename = "jcp/2")]
+    Jcp2,
+}
+
+/// A receipt's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictTag {
+    /// Allowed (and debited).
+    Allow,
+    /// Denied, with a reason.
+    Deny,
 }
 
 /// `N` bytes as exactly `2N` lowercase hex digits.
@@ -303,13 +324,6 @@ fn kind_of(s: &str) -> Option<RecordKind> {
 
 const FAULTS: [FaultCode; 5] = [FaultCode::Garbage, FaultCode::Oversized, FaultCode::ChecksumMismatch, FaultCode::UnknownKind, FaultCode::TornTail];
 
-fn profile_of(s: &str) -> Option<Profile> {
-    [Profile::Jcp1, Profile::Jcp2].into_iter().find(|p| p.as_str() == s)
-}
-
-fn coverage_of(s: &str) -> Option<Coverage> {
-    [Coverage::Whole, Coverage::Partial].into_iter().find(|c| c.as_str() == s)
-}
 
 // ---------------------------------------------------------------- writing
 
@@ -367,20 +381,23 @@ impl Recorder {
                 };
                 let chain = chain_ids.iter().map(|id| self.key(&id.0)).collect();
                 let (verdict, reason) = match f.verdict {
-                    Verdict::Allow => ("allow", None),
-                    Verdict::Deny(r) => ("deny", Some(r.as_str().to_owned())),
+                    Verdict::Allow => (VerdictTag::Allow, None),
+                    Verdict::Deny(r) => (VerdictTag::Deny, Some(r.as_str().to_owned())),
                 };
                 Entry::Receipt(Box::new(ReceiptEntry {
                     at,
                     meta,
-                    profile: f.profile.as_str().into(),
+                    profile: match f.profile {
+                        Profile::Jcp1 => ProfileTag::Jcp1,
+                        Profile::Jcp2 => ProfileTag::Jcp2,
+                    },
                     grant: self.key(&f.grant_id.0),
                     subject: self.key(&f.subject),
-                    verdict: verdict.into(),
+                    verdict,
                     reason,
                     cost_uj: f.cost_uj,
-                    provenance: f.provenance.as_str().into(),
-                    coverage: f.coverage.as_str().into(),
+                    provenance: f.provenance,
+                    coverage: f.coverage,
                     remaining_uj: f.budget_remaining_uj,
                     budget_uj: f.budget_uj,
                     chain,
@@ -542,11 +559,9 @@ pub fn write_partial(path: &Path, partial: &Partial) -> Result<(), AuditError> {
 
 // ---------------------------------------------------------------- merging
 
-/// Merges partials (each with the file it came from) into one partial:
-/// their streams together, in merge order. Associative and independent of
-/// the order the partials are given in; refused when their options differ.
-pub fn merge(parts: &[(String, Partial)]) -> Result<Partial, AuditError> {
-    let Some((_, first)) = parts.first() else { return Err(AuditError::NoInput) };
+/// Partials merged must have been audited under the same options.
+fn same_options(parts: &[(String, Partial)]) -> Result<&PartialOptions, AuditError> {
+    let Some((first_file, first)) = parts.first() else { return Err(AuditError::NoInput) };
     for (file, p) in parts {
         let (a, b) = (&first.options, &p.options);
         let differs = [
@@ -558,28 +573,37 @@ pub fn merge(parts: &[(String, Partial)]) -> Result<Partial, AuditError> {
             return Err(AuditError::PartialMismatch {
                 file: file.clone(),
                 field: (*field).into(),
-                message: format!("differs from {}'s: partials audited under different options have no single-run report", parts[0].0),
+                message: format!("differs from {first_file}'s: partials audited under different options have no single-run report"),
             });
         }
     }
+    Ok(&first.options)
+}
+
+/// Merges partials (each with the file it came from) into one partial:
+/// their streams together, in merge order. Associative and independent of
+/// the order the partials are given in; refused when their options differ.
+pub fn merge(parts: &[(String, Partial)]) -> Result<Partial, AuditError> {
+    let options = same_options(parts)?.clone();
     let mut streams: Vec<PartialStream> = parts.iter().flat_map(|(_, p)| p.streams.iter().cloned()).collect();
     sort_streams(&mut streams);
-    Ok(Partial { format: PARTIAL_FORMAT.into(), spec: SPEC.into(), options: first.options.clone(), streams })
+    Ok(Partial { format: PARTIAL_FORMAT.into(), spec: SPEC.into(), options, streams })
 }
 
 /// The report of partials merged: the report a single audit of all their
-/// streams, in merge order (by path), gives.
-pub fn merge_report(parts: &[(String, Partial)]) -> Result<Report, AuditError> {
-    let merged = merge(parts)?;
-    // Which file each stream came from, for errors.
-    let mut origin: Vec<(&PartialStream, &str)> = parts.iter().flat_map(|(f, p)| p.streams.iter().map(move |s| (s, f.as_str()))).collect();
-    origin.sort_by(|a, b| cmp_streams(a.0, b.0));
-    let max = usize::try_from(merged.options.max_findings).unwrap_or(usize::MAX);
-    let records: usize = merged.streams.iter().map(|s| s.records.len()).sum();
+/// streams, in merge order (by path), gives. Each stream is accounted and
+/// dropped in turn.
+pub fn merge_report(parts: Vec<(String, Partial)>) -> Result<Report, AuditError> {
+    let max = usize::try_from(same_options(&parts)?.max_findings).unwrap_or(usize::MAX);
+    // Each stream with the file it came from, for errors.
+    let mut streams: Vec<(PartialStream, String)> = parts.into_iter().flat_map(|(f, p)| p.streams.into_iter().map(move |s| (s, f.clone()))).collect();
+    streams.sort_by(|a, b| cmp_streams(&a.0, &b.0));
+    let records: usize = streams.iter().map(|s| s.0.records.len()).sum();
     let mut eng = Engine::for_replay(max, records);
-    let mut notes = Vec::with_capacity(merged.streams.len());
-    for (i, (st, file)) in origin.iter().enumerate() {
-        let loaded = load(st, i, file, &format!("streams[{i}] ({})", st.path))?;
+    let mut notes = Vec::with_capacity(streams.len());
+    for (i, (st, file)) in streams.into_iter().enumerate() {
+        let loaded = load(&st, i, &file, &format!("streams[{i}] ({})", st.path))?;
+        drop(st.records);
         eng.start_stream(loaded.summary);
         eng.take(loaded.parts);
         eng.end_stream(i);
@@ -669,12 +693,11 @@ fn load_receipt(
 ) -> Result<Checked, AuditError> {
     let meta = load_meta(&r.meta, &|i, f| key(i, &format!("meta.{f}")))?;
     let reason = |f: &str, v: &str| Reason::parse(v).ok_or_else(|| field(f, format!("{v:?} is not a reason code")));
-    let verdict = match (r.verdict.as_str(), &r.reason) {
-        ("allow", None) => Verdict::Allow,
-        ("deny", Some(code)) => Verdict::Deny(reason("reason", code)?),
-        ("allow", Some(_)) => return Err(field("reason", "an allow has no reason".into())),
-        ("deny", None) => return Err(field("reason", "a deny states its reason".into())),
-        (v, _) => return Err(field("verdict", format!("{v:?}: allow or deny"))),
+    let verdict = match (r.verdict, &r.reason) {
+        (VerdictTag::Allow, None) => Verdict::Allow,
+        (VerdictTag::Deny, Some(code)) => Verdict::Deny(reason("reason", code)?),
+        (VerdictTag::Allow, Some(_)) => return Err(field("reason", "an allow has no reason".into())),
+        (VerdictTag::Deny, None) => return Err(field("reason", "a deny states its reason".into())),
     };
     let action = match (verdict, r.action) {
         (Verdict::Allow, Some(i)) => st.actions.get(i as usize).cloned().ok_or_else(|| field("action", format!("index {i} outside actions ({} entries)", st.actions.len())))?,
@@ -691,13 +714,16 @@ fn load_receipt(
     }
     let chain = (u32::try_from(start).unwrap_or(u32::MAX), u32::try_from(r.chain.len()).unwrap_or(0));
     let facts = Facts {
-        profile: profile_of(&r.profile).ok_or_else(|| field("profile", format!("{:?}: jcp/1 or jcp/2", r.profile)))?,
+        profile: match r.profile {
+            ProfileTag::Jcp1 => Profile::Jcp1,
+            ProfileTag::Jcp2 => Profile::Jcp2,
+        },
         grant_id: ContentId(key(r.grant, "grant")?),
         subject: key(r.subject, "subject")?,
         verdict,
         cost_uj: r.cost_uj,
-        provenance: Provenance::parse(&r.provenance).ok_or_else(|| field("provenance", format!("{:?} is not a provenance", r.provenance)))?,
-        coverage: coverage_of(&r.coverage).ok_or_else(|| field("coverage", format!("{:?}: Whole or Partial", r.coverage)))?,
+        provenance: r.provenance,
+        coverage: r.coverage,
         budget_remaining_uj: r.remaining_uj,
         budget_uj: r.budget_uj,
         chain,
@@ -727,8 +753,8 @@ pub fn fuzz_partial_decode(data: &[u8]) -> Result<(), String> {
     if q != p {
         return Err("partial did not round-trip".into());
     }
-    let one = merge_report(&[("fuzz".into(), p.clone())]).map_err(|e| format!("a decoded partial does not merge: {e}"))?;
-    let two = merge_report(&[("a".into(), p.clone()), ("b".into(), p)]).map_err(|e| format!("a decoded partial does not merge with itself: {e}"))?;
+    let one = merge_report(vec![("fuzz".into(), p.clone())]).map_err(|e| format!("a decoded partial does not merge: {e}"))?;
+    let two = merge_report(vec![("a".into(), p.clone()), ("b".into(), p)]).map_err(|e| format!("a decoded partial does not merge with itself: {e}"))?;
     if two.streams.len() != 2 * one.streams.len() {
         return Err("merging a partial with itself lost streams".into());
     }

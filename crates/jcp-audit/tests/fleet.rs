@@ -103,7 +103,7 @@ fn s4_3_every_grouping_of_a_fleet_into_partials_merges_to_the_single_run_byte_fo
                 (name.clone(), Partial::from_json(&name, &json).unwrap())
             })
             .collect();
-        let got = jcp_audit::merge_report(&parts).unwrap();
+        let got = jcp_audit::merge_report(parts).unwrap();
         assert!(bytes(&got) == want, "grouping {grouping:?}: the merged report differs from the single run");
     }
 }
@@ -115,12 +115,12 @@ fn s4_3_the_fleet_violation_is_found_only_across_streams() {
     let paths: Vec<PathBuf> = (0..3).map(|p| fleet::point_path(dir.path(), p)).collect();
     let (v, off) = sum.violation;
     // The violator's stream alone holds no revocation: nothing to violate.
-    let alone = jcp_audit::merge_report(&[("v".into(), part(std::slice::from_ref(&paths[v])))]).unwrap();
+    let alone = jcp_audit::merge_report(vec![("v".into(), part(std::slice::from_ref(&paths[v])))]).unwrap();
     assert!(alone.clean, "{:?}", alone.findings);
     // With the point that recorded the revocation, its allow at
     // known_through >= M is the one violation (§4.3), where it was.
     let parts: Vec<(String, Partial)> = paths.iter().map(|p| (p.display().to_string(), part(&[p.clone()]))).collect();
-    let r = jcp_audit::merge_report(&parts).unwrap();
+    let r = jcp_audit::merge_report(parts).unwrap();
     assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
     assert_eq!((r.findings[0].code.as_str(), r.findings[0].stream, r.findings[0].offset), ("revocation-violation", v, off));
     // The laggard's allows after the revocation are a propagation delay.
@@ -147,7 +147,7 @@ fn s4_3_merge_is_associative_and_independent_of_order() {
     let want = bytes(&single(&paths));
     for order in [[&a, &b, &c], [&c, &a, &b], [&b, &c, &a], [&c, &b, &a]] {
         let parts: Vec<(String, Partial)> = order.iter().enumerate().map(|(i, p)| named(&i.to_string(), (*p).clone())).collect();
-        assert!(bytes(&jcp_audit::merge_report(&parts).unwrap()) == want);
+        assert!(bytes(&jcp_audit::merge_report(parts).unwrap()) == want);
     }
 }
 
@@ -158,7 +158,7 @@ fn s8_2_one_stream_in_two_partials_is_audited_as_given_twice() {
     let p = sum.points[0].path.clone();
     let want = single(&[p.clone(), p.clone()]);
     assert!(want.findings_by_code.get("duplicate-record").is_some_and(|n| *n > 0));
-    let got = jcp_audit::merge_report(&[("x".into(), part(&[p.clone()])), ("y".into(), part(&[p]))]).unwrap();
+    let got = jcp_audit::merge_report(vec![("x".into(), part(&[p.clone()])), ("y".into(), part(&[p]))]).unwrap();
     assert!(bytes(&got) == bytes(&want));
 }
 
@@ -221,7 +221,7 @@ fn s4_3_a_malformed_partial_is_refused_naming_file_and_field() {
             w["streams"][0]["records"][receipt_at]["receipt"]["verdict"] = "deny".into();
             w["streams"][0]["records"][receipt_at]["receipt"]["reason"] = "because".into();
         }), "partial-field", format!("{r}.reason")),
-        ("unknown provenance", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["provenance"] = "Guess".into()), "partial-field", format!("{r}.provenance")),
+        ("unknown provenance", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["provenance"] = "Guess".into()), "partial-field", format!("{r}.receipt.provenance")),
         ("a grant record that does not open", Box::new(|w| w["streams"][0]["records"][0] = serde_json::json!({"whole": {"at": 8, "kind": "grant", "bytes": "a0"}})), "partial-field", "streams[0].records[0].bytes".into()),
         ("no streams", Box::new(|w| w["streams"] = serde_json::json!([])), "partial-field", "streams".into()),
         ("unsorted stewards", Box::new(|w| w["options"]["expected_stewards"] = serde_json::json!(["did:key:x"])), "partial-field", "options.expected_stewards[0]".into()),
@@ -249,7 +249,7 @@ fn c5_partials_audited_under_different_options_are_refused_together() {
     let steward = jcp::identity::Did::parse(&sum.points[0].steward).unwrap();
     let opts = AuditOptions { expected_stewards: vec![steward], ..AuditOptions::default() };
     let b = jcp_audit::audit_partial(&[sum.points[1].path.clone()], &opts, go).unwrap();
-    let e = jcp_audit::merge_report(&[("a.json".into(), a), ("b.json".into(), b)]).unwrap_err();
+    let e = jcp_audit::merge_report(vec![("a.json".into(), a), ("b.json".into(), b)]).unwrap_err();
     assert_eq!(field_of(&e), ("partial-mismatch", "options.expected_stewards".into()));
     assert!(e.to_string().starts_with("partial-mismatch: b.json"), "{e}");
 }

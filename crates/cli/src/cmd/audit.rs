@@ -129,6 +129,6 @@ fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {
         out::emit(m.json, &summary, || format!("wrote merged partial {}: {} stream(s)\n{}", out_path.display(), merged.streams.len(), jcp_audit::partial::describe(&merged)))?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = jcp_audit::merge_report(&parts).map_err(|e| coded(&e))?;
+    let report = jcp_audit::merge_report(parts).map_err(|e| coded(&e))?;
     emit_report(m.json, &report)
 }
