@@ -35,6 +35,13 @@
 //!   [`AuditError`] (the CLI's exit 2).
 //! * Nothing is skipped (§8.2): every record is either verified and
 //!   accounted, or counted under a named reason with its byte offset.
+//! * A fleet's audit runs as parallel jobs ([`partial`]): [`audit_partial`]
+//!   reads and checks some streams and returns a [`Partial`] (written with
+//!   [`write_partial`], read strictly with [`read_partial`]);
+//!   [`merge_report`] accounts any set of partials into the report
+//!   [`audit_paths`] gives over all their streams ordered by path, byte for
+//!   byte in its JSON; [`merge`] merges partials into one (associative,
+//!   order-independent).
 //!
 //! ## What the report holds
 //! receipts verified / failed by reason; framing faults (torn tail, garbage,
