@@ -250,5 +250,23 @@ mod tests {
         // Heard points deny after the revocation; the others allow throughout.
         assert!(sa.points[0].denies >= 1 && sa.points[3].denies == 0 && sa.points[2].denies == 0);
         assert!(FleetOptions::new(1, 6, 7, Durability::GeneratorOnly).is_none());
+        // Each stream holds the root and its own shard; the shards are the
+        // root's children and their budgets sum to exactly the root's (§4.5).
+        let mut shard_sum = 0;
+        for p in 0..4 {
+            let f = std::fs::File::open(point_path(a.path(), p)).unwrap();
+            let grants: Vec<jcp::grant::SignedGrant> = crate::stream::Reader::new(f)
+                .unwrap()
+                .filter_map(|i| match i {
+                    crate::stream::Item::Record(r) if r.kind == crate::stream::RecordKind::Grant => Some(jcp::grant::SignedGrant::from_bytes(&r.payload).unwrap()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(grants.len(), 2);
+            assert_eq!(grants[0].id(), sa.root);
+            assert_eq!((grants[1].id(), grants[1].grant().parent), (sa.points[p].shard, Some(sa.root)));
+            shard_sum += grants[1].grant().budget_uj;
+        }
+        assert_eq!((shard_sum, sa.root_budget_uj), (4 * SHARD_UJ, 4 * SHARD_UJ));
     }
 }
