@@ -68,7 +68,7 @@ use std::path::{Path, PathBuf};
 
 use jcp::identity::Did;
 
-pub use partial::{audit_partial, merge, merge_report, read_partial, write_partial, Partial, PARTIAL_FORMAT};
+pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
 pub use report::{Finding, Report};
 
 /// Every code a finding of this audit can carry, sorted: the audit's own

@@ -119,7 +119,7 @@ fn s4_3_the_fleet_violation_is_found_only_across_streams() {
     assert!(alone.clean, "{:?}", alone.findings);
     // With the point that recorded the revocation, its allow at
     // known_through >= M is the one violation (§4.3), where it was.
-    let parts: Vec<(String, Partial)> = paths.iter().map(|p| (p.display().to_string(), part(&[p.clone()]))).collect();
+    let parts: Vec<(String, Partial)> = paths.iter().map(|p| (p.display().to_string(), part(std::slice::from_ref(p)))).collect();
     let r = jcp_audit::merge_report(parts).unwrap();
     assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
     assert_eq!((r.findings[0].code.as_str(), r.findings[0].stream, r.findings[0].offset), ("revocation-violation", v, off));
@@ -158,7 +158,7 @@ fn s8_2_one_stream_in_two_partials_is_audited_as_given_twice() {
     let p = sum.points[0].path.clone();
     let want = single(&[p.clone(), p.clone()]);
     assert!(want.findings_by_code.get("duplicate-record").is_some_and(|n| *n > 0));
-    let got = jcp_audit::merge_report(vec![("x".into(), part(&[p.clone()])), ("y".into(), part(&[p]))]).unwrap();
+    let got = jcp_audit::merge_report(vec![("x".into(), part(std::slice::from_ref(&p))), ("y".into(), part(&[p]))]).unwrap();
     assert!(bytes(&got) == bytes(&want));
 }
 
@@ -167,6 +167,9 @@ fn sample(dir: &Path) -> serde_json::Value {
     let sum = fleet::write_fleet(dir, &FleetOptions::new(2, 4, 5, Durability::GeneratorOnly).unwrap()).unwrap();
     serde_json::from_slice(&part(std::slice::from_ref(&sum.points[0].path)).to_json().unwrap()).unwrap()
 }
+
+/// A change to a valid partial's JSON.
+type Break = Box<dyn Fn(&mut serde_json::Value)>;
 
 fn refused(v: &serde_json::Value) -> AuditError {
     Partial::from_json("p.json", &serde_json::to_vec(v).unwrap()).unwrap_err()
@@ -208,7 +211,6 @@ fn s4_3_a_malformed_partial_is_refused_naming_file_and_field() {
     let v = sample(dir.path());
     let receipt_at = v["streams"][0]["records"].as_array().unwrap().iter().position(|r| r.get("receipt").is_some()).unwrap();
     let r = format!("streams[0].records[{receipt_at}]");
-    type Break = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(&str, Break, &str, String)> = vec![
         ("unknown field", Box::new(|w| w["streams"][0]["extra"] = 1.into()), "partial-field", "streams[0].extra".into()),
         ("index outside keys", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["grant"] = 9999.into()), "partial-field", format!("{r}.grant")),
@@ -269,4 +271,33 @@ fn s4_3_fuzz_corpus_partial_decode() {
     }
     assert!(n >= 10, "only {n} corpus files");
     assert!(accepted >= 3 && accepted < n, "{accepted} of {n} accepted: the corpus must hold partials that decode and ones that do not");
+}
+
+#[test]
+fn s4_3_partial_files_merge_to_the_single_run_whether_their_streams_follow_or_interleave() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = streams(dir.path());
+    let want = bytes(&single(&paths));
+    let write = |name: &str, ps: &[PathBuf]| {
+        let f = dir.path().join(name);
+        jcp_audit::write_partial(&f, &part(ps)).unwrap();
+        f
+    };
+    // One file per stream, given in reverse (they follow one another once ordered).
+    let each: Vec<PathBuf> = paths.iter().enumerate().rev().map(|(i, p)| write(&format!("each-{i}.json"), std::slice::from_ref(p))).collect();
+    assert!(bytes(&jcp_audit::merge_report_files(&each).unwrap()) == want);
+    // Interleaved: streams 0, 2, 4 in one file and 1, 3, 5 in the other.
+    let even: Vec<PathBuf> = paths.iter().step_by(2).cloned().collect();
+    let odd: Vec<PathBuf> = paths.iter().skip(1).step_by(2).cloned().collect();
+    let files = [write("odd.json", &odd), write("even.json", &even)];
+    assert!(bytes(&jcp_audit::merge_report_files(&files).unwrap()) == want);
+    // The same stream in two files (equal keys): audited twice, as given twice.
+    let twice = [write("x.json", &paths[..1]), write("y.json", &paths[..1])];
+    let want_twice = bytes(&single(&[paths[0].clone(), paths[0].clone()]));
+    assert!(bytes(&jcp_audit::merge_report_files(&twice).unwrap()) == want_twice);
+    // A bad file among them is named.
+    std::fs::write(&each[0], b"{").unwrap();
+    let e = jcp_audit::merge_report_files(&each).unwrap_err();
+    assert_eq!(e.code(), "partial-unreadable");
+    assert!(e.to_string().contains("each-5.json"), "{e}");
 }

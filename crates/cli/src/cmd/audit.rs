@@ -118,17 +118,17 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let mut parts = Vec::with_capacity(m.partials.len());
-    for p in &m.partials {
-        parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| coded(&e))?));
-    }
     if let Some(out_path) = &m.partial {
+        let mut parts = Vec::with_capacity(m.partials.len());
+        for p in &m.partials {
+            parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| coded(&e))?));
+        }
         let merged = jcp_audit::merge(&parts).map_err(|e| coded(&e))?;
         jcp_audit::write_partial(out_path, &merged).map_err(|e| coded(&e))?;
         let summary = serde_json::json!({"partial": out_path, "format": merged.format, "streams": merged.streams.len()});
         out::emit(m.json, &summary, || format!("wrote merged partial {}: {} stream(s)\n{}", out_path.display(), merged.streams.len(), jcp_audit::partial::describe(&merged)))?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = jcp_audit::merge_report(parts).map_err(|e| coded(&e))?;
+    let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| coded(&e))?;
     emit_report(m.json, &report)
 }
