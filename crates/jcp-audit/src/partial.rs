@@ -802,11 +802,24 @@ fn load_receipt(
     Ok(Checked { stream: s, offset: r.at, kind: Some(RecordKind::Receipt), body: Body::Receipt(facts), meta: Some(meta), refused_id: None, raw: None })
 }
 
-/// One line per stream of a partial, for the CLI's human output.
+/// One line per stream of a partial, for the CLI's human output, with the
+/// revocation notices it carries: the revoked grant, the marker `M` it was
+/// issued at and the point's `known_through` when it recorded it (§4.3).
 pub fn describe(p: &Partial) -> String {
     let mut s = String::new();
+    let mut dids = DidCache::new();
     for st in &p.streams {
         let _ = writeln!(s, "  {} ({} bytes, {} records)", st.path, st.bytes, st.records.len());
+        for e in &st.records {
+            let Entry::Whole { at, kind, bytes } = e else { continue };
+            if kind != "revocation" {
+                continue;
+            }
+            if let Ok((n, sealed)) = jcp_receipt::record::open_revocation(&bytes.0, &mut dids) {
+                let heard = sealed.position.known_through.map_or("no marker".into(), |k| format!("known_through {k}"));
+                let _ = writeln!(s, "    @{at}: revocation of {} at marker {}, recorded at {heard}", n.revocation.revocation().grant_id, n.marker);
+            }
+        }
     }
     s
 }

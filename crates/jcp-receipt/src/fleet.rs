@@ -186,8 +186,10 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Stre
             match role {
                 Role::Heard if i == half => {
                     let at = REVOCATION_MARKER + 2 * heard;
-                    dg.admit_revocation(&revocation, &root, REVOCATION_MARKER)?;
+                    // The feed stands at `at` when the revocation (issued
+                    // at M) reaches this point: its notice is sealed there.
                     dg.set_known_through(at)?;
+                    dg.admit_revocation(&revocation, &root, REVOCATION_MARKER)?;
                     sum.heard_at = Some(at);
                     heard += 1;
                 }
