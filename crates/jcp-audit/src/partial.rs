@@ -19,7 +19,8 @@
 //! The file is JSON, versioned ([`PARTIAL_FORMAT`], the spec it applies),
 //! strictly decoded: unknown or duplicate fields, wrong types, non-lowercase
 //! hex, an unknown code, an index outside its table and a record that does
-//! not open are each an [`AuditError`] naming the file and the field. A
+//! not open are each an [`AuditError`] naming the file and the field; and
+//! a partial is read only in its one encoding (what it re-encodes to). A
 //! partial states the options that change a report (expected stewards,
 //! verification, the findings cap); partials made under different ones are
 //! refused together, since no single run gives their merge.
@@ -514,6 +515,14 @@ impl Partial {
         })?;
         de.end().map_err(|e| AuditError::PartialUnreadable { file: file.into(), message: e.to_string() })?;
         p.check(file)?;
+        // One encoding per partial: what decodes must be exactly what it
+        // re-encodes to (compact, fields in order, absent rather than null,
+        // objects as objects), so no second spelling of a partial is read.
+        let canonical = p.to_json()?;
+        if canonical != bytes {
+            let at = canonical.iter().zip(bytes).position(|(a, b)| a != b).unwrap_or(canonical.len().min(bytes.len()));
+            return Err(field(&format!("byte {at}"), "not the canonical encoding (compact JSON as `jcp audit --partial` writes it: fields in order, absent rather than null, no escapes it does not need)".into()));
+        }
         Ok(p)
     }
 
@@ -826,10 +835,14 @@ pub fn describe(p: &Partial) -> String {
 
 /// The fuzz invariant (`crates/jcp-audit/fuzz`, and the corpus replay in
 /// `cargo test`): decoding never panics; a partial that decodes re-encodes
-/// to one that decodes equal, and merges (alone and with itself) to a report.
+/// to exactly its input, decodes equal again, and merges (alone and with
+/// itself) to a report.
 pub fn fuzz_partial_decode(data: &[u8]) -> Result<(), String> {
     let Ok(p) = Partial::from_json("fuzz", data) else { return Ok(()) };
     let again = p.to_json().map_err(|e| e.to_string())?;
+    if again != data {
+        return Err("a partial decoded from bytes other than its own encoding".into());
+    }
     let q = Partial::from_json("again", &again).map_err(|e| format!("re-encoded partial refused: {e}"))?;
     if q != p {
         return Err("partial did not round-trip".into());

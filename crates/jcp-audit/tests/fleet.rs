@@ -239,8 +239,20 @@ fn s4_3_a_malformed_partial_is_refused_naming_file_and_field() {
     for bad in [b"not json".to_vec(), good[..good.len() / 2].to_vec(), [good.clone(), b" {}".to_vec()].concat()] {
         assert_eq!(field_of(&Partial::from_json("p.json", &bad).unwrap_err()).0, "partial-unreadable");
     }
-    let s = String::from_utf8(good).unwrap().replacen("\"bytes\":", "\"bytes\":1,\"bytes\":", 1);
+    let s = String::from_utf8(good.clone()).unwrap().replacen("\"bytes\":", "\"bytes\":1,\"bytes\":", 1);
     assert_eq!(field_of(&Partial::from_json("p.json", s.as_bytes()).unwrap_err()).0, "partial-field");
+    // Another spelling of the same partial: pretty-printed, an object as an
+    // array, a null for an absent field. One encoding is read, no other.
+    let pretty = serde_json::to_vec_pretty(&v).unwrap();
+    let (code, at) = field_of(&Partial::from_json("p.json", &pretty).unwrap_err());
+    assert_eq!((code, at.as_str()), ("partial-field", "byte 1"));
+    let mut w = v.clone();
+    let o = w["options"].clone();
+    w["options"] = serde_json::json!([o["expected_stewards"], o["verification"], o["max_findings"]]);
+    assert!(Partial::from_json("p.json", &serde_json::to_vec(&w).unwrap()).is_err(), "an object spelled as an array");
+    let mut w = v.clone();
+    w["streams"][0]["records"][receipt_at]["receipt"]["money_minor"] = serde_json::Value::Null;
+    assert_eq!(field_of(&refused(&w)).0, "partial-field", "null for absent");
 }
 
 #[test]
