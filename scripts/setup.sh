@@ -18,6 +18,8 @@ done
 # The metrics integration test (crates/cli/tests/metrics.rs) scrapes
 # `jcp meter serve` and `jcp serve --metrics` with a real Prometheus.
 have_pkg prometheus || need_apt+=(prometheus)
+# GNU parallel runs the README's fleet-audit recipe in the CLI tests (crates/cli/tests/fleet.rs).
+have_pkg parallel || need_apt+=(parallel)
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ "${#need_apt[@]}" -gt 0 ]; then

@@ -146,6 +146,10 @@ pub(crate) struct Checked {
     pub meta: Option<Meta>,
     /// For a refused receipt: its record id (so its outcome is not an orphan).
     pub refused_id: Option<[u8; 32]>,
+    /// The record's bytes, kept for the rare kinds a partial audit carries
+    /// whole (grants, revocation, amendment and statement notices, closing
+    /// records, settlements): `None` for receipts, outcomes and the rest.
+    pub raw: Option<Box<[u8]>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -170,6 +174,36 @@ pub(crate) struct Meta {
 enum Opened<'a> {
     Signed(Body, Unsealed<'a>),
     Done(Body),
+}
+
+/// The stream facts of a sealed record: steward, duplicate key, position
+/// (the record id is filled in where something refers to it).
+pub(crate) fn meta_of(sealed: &Unsealed<'_>) -> Meta {
+    let mut r_prefix = [0u8; 16];
+    r_prefix.copy_from_slice(&sealed.signature[..16]);
+    Meta {
+        steward: *sealed.steward.public_bytes(),
+        dedup: u128::from_be_bytes(r_prefix),
+        id: None,
+        seq: sealed.position.seq,
+        known_through: sealed.position.known_through,
+    }
+}
+
+/// Whether a checked body is one a partial audit carries as its bytes.
+fn kept_whole(body: &Body) -> bool {
+    matches!(body, Body::Grant(_) | Body::Settlement(_) | Body::Revocation(_) | Body::Statement(_) | Body::Amendment(_) | Body::Closing)
+}
+
+/// Decodes a record whose signature a partial audit already checked
+/// (`crate::partial`): its body and stream facts, without checking the
+/// signature again; `Err` with the refusal's code when it does not decode.
+pub(crate) fn reopen(kind: RecordKind, payload: &[u8], dids: &mut DidCache, chains: &mut Vec<ContentId>) -> Result<(Body, Option<Meta>), String> {
+    match open(kind, payload, dids, chains) {
+        Opened::Signed(body, sealed) => Ok((body, Some(meta_of(&sealed)))),
+        Opened::Done(Body::Refused(code, msg)) => Err(format!("{code}: {msg}")),
+        Opened::Done(body) => Ok((body, None)),
+    }
 }
 
 fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &mut Vec<ContentId>) -> Opened<'a> {
@@ -303,30 +337,23 @@ fn check_slice(
     for item in items {
         match *item {
             BatchItem::Fault(f) => {
-                out.push(Checked { stream, offset: f.offset, kind: None, body: Body::Fault(f), meta: None, refused_id: None });
+                out.push(Checked { stream, offset: f.offset, kind: None, body: Body::Fault(f), meta: None, refused_id: None, raw: None });
             }
             BatchItem::Record { offset, kind, .. } => {
                 let payload = batch.payload(item);
                 match open(kind, payload, dids, &mut chains) {
                     Opened::Done(body) => {
                         let refused_id = (kind == RecordKind::Receipt).then(|| record_id(payload));
-                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: None, refused_id });
+                        let raw = kept_whole(&body).then(|| payload.into());
+                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: None, refused_id, raw });
                     }
                     Opened::Signed(body, sealed) => {
-                        let mut r_prefix = [0u8; 16];
-                        r_prefix.copy_from_slice(&sealed.signature[..16]);
                         let referred = match &body {
                             Body::Receipt(core) => core.verdict == Verdict::Allow,
                             _ => false,
                         };
-                        let meta = Meta {
-                            steward: *sealed.steward.public_bytes(),
-                            dedup: u128::from_be_bytes(r_prefix),
-                            // Filled below, hashed with the slice's other allows.
-                            id: None,
-                            seq: sealed.position.seq,
-                            known_through: sealed.position.known_through,
-                        };
+                        // The record id is filled below, hashed with the slice's other allows.
+                        let meta = meta_of(&sealed);
                         if !expected.is_empty() && !expected.contains(&sealed.steward) {
                             out.push(Checked {
                                 stream,
@@ -338,10 +365,12 @@ fn check_slice(
                                 ),
                                 meta: None,
                                 refused_id: Some(record_id(payload)),
+                                raw: None,
                             });
                             continue;
                         }
-                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None });
+                        let raw = kept_whole(&body).then(|| payload.into());
+                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None, raw });
                         if referred {
                             to_id.push((out.len() - 1, payload));
                         }

@@ -159,7 +159,7 @@ struct Notice {
     offset: u64,
 }
 
-struct Engine {
+pub(crate) struct Engine {
     max_findings: usize,
     streams: Vec<StreamState>,
     counts: ReceiptCounts,
@@ -459,9 +459,10 @@ impl Engine {
         match meta.seq {
             None => out.push(("unsequenced-record", "a signed record without a stream sequence number".into())),
             Some(q) => {
-                let expected = state.last.map_or(0, |l| l + 1);
-                if q < expected {
-                    out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", expected - 1)));
+                // A sequence at u64::MAX has no successor: whatever follows is out of order.
+                let expected = state.last.map_or(Some(0), |l| l.checked_add(1)).unwrap_or(u64::MAX);
+                if q < expected || state.last == Some(u64::MAX) {
+                    out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
                 } else if q > expected {
                     let missing = q - expected;
                     if faults == 0 && missing > refused {
@@ -889,11 +890,51 @@ fn install<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Se
     }
 }
 
+/// What the reading half hands its checked records to, in stream order:
+/// the accounting ([`Engine`]) or a partial audit's recorder
+/// (`crate::partial`), which keeps them for a later merge.
+pub(crate) trait Sink: Send {
+    /// A stream is about to be read.
+    fn start_stream(&mut self, summary: StreamSummary);
+    /// The next chunk of the current stream, checked, in order.
+    fn take(&mut self, chunk: Vec<Part>);
+    /// The stream `s` was read to its end.
+    fn end_stream(&mut self, s: usize);
+}
+
+impl Sink for Engine {
+    fn start_stream(&mut self, summary: StreamSummary) {
+        self.streams.push(StreamState { summary, ..StreamState::default() });
+    }
+
+    fn take(&mut self, chunk: Vec<Part>) {
+        self.account(chunk);
+    }
+
+    fn end_stream(&mut self, s: usize) {
+        Engine::end_stream(self, s);
+    }
+}
+
+impl Engine {
+    /// An engine for replaying checked records (a merge of partial audits):
+    /// `max_findings` as the partials were made with, the duplicate set
+    /// sized for `signed_records`.
+    pub(crate) fn for_replay(max_findings: usize, signed_records: usize) -> Self {
+        Self::new(&AuditOptions { max_findings, ..AuditOptions::default() }, signed_records)
+    }
+
+    /// The report of everything replayed so far.
+    pub(crate) fn into_report(self) -> Report {
+        self.finish()
+    }
+}
+
 /// Runs the audit over `paths`.
 pub(crate) fn run(
     paths: &[PathBuf],
     opts: &AuditOptions,
-    mut progress: impl FnMut(&Progress) -> ControlFlow<()>,
+    progress: impl FnMut(&Progress) -> ControlFlow<()>,
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<Report, AuditError> {
     // Size the duplicate set for one signed record per KiB of input (a
@@ -901,6 +942,19 @@ pub(crate) fn run(
     // no more than 2 million ahead (32 MiB), beyond that it grows as filled.
     let bytes: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     let mut eng = Engine::new(opts, usize::try_from(bytes / 1024).unwrap_or(usize::MAX).min(1 << 21));
+    read_into(paths, opts, progress, pool, &mut eng)?;
+    Ok(eng.finish())
+}
+
+/// Reads and checks every stream of `paths` in turn, handing each chunk's
+/// checked records to `sink` in stream order.
+pub(crate) fn read_into<S: Sink>(
+    paths: &[PathBuf],
+    opts: &AuditOptions,
+    mut progress: impl FnMut(&Progress) -> ControlFlow<()>,
+    pool: Option<&rayon::ThreadPool>,
+    sink: &mut S,
+) -> Result<(), AuditError> {
     let chunk_records = opts.chunk_records.max(1);
     let mut records_done = 0u64;
     for (idx, path) in paths.iter().enumerate() {
@@ -908,10 +962,7 @@ pub(crate) fn run(
         let io = |e: std::io::Error| AuditError::Io { path: name.clone(), message: e.to_string() };
         let file = File::open(path).map_err(io)?;
         let bytes_total = file.metadata().map_err(io)?.len();
-        eng.streams.push(StreamState {
-            summary: StreamSummary { path: name.clone(), bytes: bytes_total, ..StreamSummary::default() },
-            ..StreamState::default()
-        });
+        sink.start_stream(StreamSummary { path: name.clone(), bytes: bytes_total, ..StreamSummary::default() });
         if progress(&Progress::StreamStarted { index: idx, path: path.clone(), bytes_total }).is_break() {
             return Err(AuditError::Cancelled);
         }
@@ -935,7 +986,7 @@ pub(crate) fn run(
             let prev_n = prev.as_ref().map_or(0, |p| p.iter().map(|part| part.checked.len()).sum::<usize>()) as u64;
             let expected = &opts.expected_stewards;
             let mode = opts.verification;
-            let eng_ref = &mut eng;
+            let sink_ref = &mut *sink;
             let prev_chunk = prev.take();
             let (reader_ref, next_ref) = (&mut reader, &mut next);
             // Verify this chunk on all cores while the next one is read and
@@ -949,7 +1000,7 @@ pub(crate) fn run(
                             reader_ref.read_batch(chunk_records, next_ref);
                         }
                         if let Some(p) = prev_chunk {
-                            eng_ref.account(p);
+                            sink_ref.take(p);
                         }
                     },
                 )
@@ -965,12 +1016,12 @@ pub(crate) fn run(
             prev = Some(checked);
             std::mem::swap(&mut batch, &mut next);
         }
-        eng.end_stream(idx);
+        sink.end_stream(idx);
     }
     if progress(&Progress::Finishing).is_break() {
         return Err(AuditError::Cancelled);
     }
-    Ok(eng.finish())
+    Ok(())
 }
 
 #[cfg(test)]

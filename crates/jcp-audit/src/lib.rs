@@ -35,6 +35,13 @@
 //!   [`AuditError`] (the CLI's exit 2).
 //! * Nothing is skipped (§8.2): every record is either verified and
 //!   accounted, or counted under a named reason with its byte offset.
+//! * A fleet's audit runs as parallel jobs ([`partial`]): [`audit_partial`]
+//!   reads and checks some streams and returns a [`Partial`] (written with
+//!   [`write_partial`], read strictly with [`read_partial`]);
+//!   [`merge_report`] accounts any set of partials into the report
+//!   [`audit_paths`] gives over all their streams ordered by path, byte for
+//!   byte in its JSON; [`merge`] merges partials into one (associative,
+//!   order-independent).
 //!
 //! ## What the report holds
 //! receipts verified / failed by reason; framing faults (torn tail, garbage,
@@ -52,6 +59,7 @@ pub mod batch;
 mod check;
 pub mod energy;
 mod engine;
+pub mod partial;
 pub mod phases;
 pub mod report;
 mod seen;
@@ -61,6 +69,7 @@ use std::path::{Path, PathBuf};
 
 use jcp::identity::Did;
 
+pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
 pub use report::{Finding, Report};
 
 /// Every code a finding of this audit can carry, sorted: the audit's own
@@ -297,6 +306,57 @@ pub enum AuditError {
     /// The settlement note could not be signed or written.
     #[error("settle-note: {0}")]
     Note(String),
+    /// A partial audit file that is not JSON (or has bytes after it).
+    #[error("partial-unreadable: {file}: {message}")]
+    PartialUnreadable {
+        /// The partial.
+        file: String,
+        /// What the JSON reader said (with line and column).
+        message: String,
+    },
+    /// A partial of another format or spec version: refused, never read
+    /// as this one.
+    #[error("partial-version: {file}: {field} is {found}, this audit reads {expected}")]
+    PartialVersion {
+        /// The partial.
+        file: String,
+        /// `format` or `spec`.
+        field: String,
+        /// What it states.
+        found: String,
+        /// What this audit reads.
+        expected: &'static str,
+    },
+    /// A field of a partial is missing, unknown, repeated, of the wrong
+    /// type or value, or names what it cannot.
+    #[error("partial-field: {file}: {field}: {message}")]
+    PartialField {
+        /// The partial.
+        file: String,
+        /// Where in it (`streams[0].records[12].grant`).
+        field: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// Partials audited under different options, given to one merge.
+    #[error("partial-mismatch: {file}: {field} {message}")]
+    PartialMismatch {
+        /// The partial that differs from the first.
+        file: String,
+        /// The option.
+        field: String,
+        /// How.
+        message: String,
+    },
+    /// A checked record a partial audit could not carry (an internal
+    /// inconsistency; the partial is not written).
+    #[error("partial-unrecordable: {path}: the record at {offset} could not be carried into the partial")]
+    PartialUnrecordable {
+        /// The stream.
+        path: String,
+        /// The record's offset.
+        offset: u64,
+    },
 }
 
 impl AuditError {
@@ -310,6 +370,11 @@ impl AuditError {
             Self::Threads(_) => "threads",
             Self::NotUnresolved(_) => "settle-not-unresolved",
             Self::Note(_) => "settle-note",
+            Self::PartialUnreadable { .. } => "partial-unreadable",
+            Self::PartialVersion { .. } => "partial-version",
+            Self::PartialField { .. } => "partial-field",
+            Self::PartialMismatch { .. } => "partial-mismatch",
+            Self::PartialUnrecordable { .. } => "partial-unrecordable",
         }
     }
 }
@@ -327,17 +392,22 @@ pub fn audit_paths<P: AsRef<Path>>(
         return Err(AuditError::NoInput);
     }
     let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-    let mut report = if opts.threads == 0 {
-        engine::run(&paths, opts, progress, None)
+    let mut report = with_pool(opts, |pool| engine::run(&paths, opts, progress, pool))?;
+    attach_settlements(&mut report, &paths);
+    Ok(report)
+}
+
+/// Runs `f` on the pool `opts` asks for (`threads` 0: the global one).
+fn with_pool<R>(opts: &AuditOptions, f: impl FnOnce(Option<&rayon::ThreadPool>) -> Result<R, AuditError>) -> Result<R, AuditError> {
+    if opts.threads == 0 {
+        f(None)
     } else {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(opts.threads)
             .build()
             .map_err(|e| AuditError::Threads(e.to_string()))?;
-        engine::run(&paths, opts, progress, Some(&pool))
-    }?;
-    attach_settlements(&mut report, &paths);
-    Ok(report)
+        f(Some(&pool))
+    }
 }
 
 /// Settles an unresolved decision of `stream` as an operator (§4.11): the
@@ -377,23 +447,29 @@ pub fn settle(
 fn attach_settlements(report: &mut report::Report, paths: &[PathBuf]) {
     for (i, path) in paths.iter().enumerate() {
         let (notes, refused) = jcp_receipt::settle::read_notes(path);
-        report.settlement_notes_refused += refused.len() as u64;
-        for n in notes {
-            let note = n.note();
-            let line = report.unresolved.iter_mut().find(|u| u.stream == i && u.receipt == note.receipt && u.holder == note.holder.to_did_string());
-            match line {
-                Some(u) if u.settled.is_none() => {
-                    u.settled = Some(report::SettledLine {
-                        status: note.status.as_str(),
-                        settled_by: note.settled_by.to_did_string(),
-                        at: note.at,
-                        text: note.text.clone(),
-                        note: n.id(),
-                    });
-                    report.unresolved_settled += 1;
-                }
-                _ => report.settlement_notes_refused += 1,
+        attach_notes(report, i, &notes, refused.len() as u64);
+    }
+}
+
+/// Stream `i`'s verified settlement notes beside its unresolved decisions,
+/// `refused` more counted as refused (a partial audit carries both).
+pub(crate) fn attach_notes(report: &mut report::Report, i: usize, notes: &[jcp_receipt::settle::SignedSettlementNote], refused: u64) {
+    report.settlement_notes_refused += refused;
+    for n in notes {
+        let note = n.note();
+        let line = report.unresolved.iter_mut().find(|u| u.stream == i && u.receipt == note.receipt && u.holder == note.holder.to_did_string());
+        match line {
+            Some(u) if u.settled.is_none() => {
+                u.settled = Some(report::SettledLine {
+                    status: note.status.as_str(),
+                    settled_by: note.settled_by.to_did_string(),
+                    at: note.at,
+                    text: note.text.clone(),
+                    note: n.id(),
+                });
+                report.unresolved_settled += 1;
             }
+            _ => report.settlement_notes_refused += 1,
         }
     }
 }

@@ -66,7 +66,7 @@ pub struct DemoSummary {
     pub bytes: u64,
 }
 
-fn key(seed: u64, label: &str) -> Result<Keypair, StreamError> {
+pub(crate) fn key(seed: u64, label: &str) -> Result<Keypair, StreamError> {
     let mut h = blake3::Hasher::new();
     h.update(b"jcp-demo-key");
     h.update(&seed.to_be_bytes());
@@ -75,7 +75,7 @@ fn key(seed: u64, label: &str) -> Result<Keypair, StreamError> {
         .map_err(|e| StreamError::Revocation(jcp::Error::Identity(e)))
 }
 
-fn nonce(seed: u64, label: &str) -> [u8; 16] {
+pub(crate) fn nonce(seed: u64, label: &str) -> [u8; 16] {
     let mut h = blake3::Hasher::new();
     h.update(b"jcp-demo-nonce");
     h.update(&seed.to_be_bytes());
@@ -85,7 +85,7 @@ fn nonce(seed: u64, label: &str) -> [u8; 16] {
     n
 }
 
-fn core_err(e: jcp::Error) -> StreamError {
+pub(crate) fn core_err(e: jcp::Error) -> StreamError {
     StreamError::Revocation(e)
 }
 

@@ -13,6 +13,7 @@
 //! | [`writer`] | the single writer: exclusive OS lock, fsync per record, torn-tail cut |
 //! | [`runtime`] | [`runtime::DurableGate`]: decide → seal → fsync → act → outcome; replay on open |
 //! | [`demo`] | deterministic demo streams for the CLI, console, tests and benchmark |
+//! | [`fleet`] | a deterministic fleet: N points under one sharded root, a revocation reaching them at different markers, one violation |
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,6 +30,7 @@
 
 pub mod cose;
 pub mod demo;
+pub mod fleet;
 mod fast;
 pub mod error;
 pub mod receipt;

@@ -2,6 +2,9 @@
 //! stream as its enforcement point would on restart (spec §8.1, §4.11).
 //!
 //! - `jcp stream demo OUT [--receipts N] [--tamper K] [--unresolved U] [--seed S] [--fast]`
+//! - `jcp stream demo --fleet N --out DIR [--receipts K] [--seed S] [--fast]`: N
+//!   points' streams under one sharded root, a revocation reaching them at
+//!   different markers, one violation (§4.5, §4.3; `jcp_receipt::fleet`).
 //! - `jcp stream hold PATH [--seconds N]`: takes the single-writer lock and
 //!   holds it (exit 2 with `stream-locked` when another writer holds it).
 //! - `jcp stream replay PATH [--seed S]`: reopens as the demo steward,
@@ -65,10 +68,19 @@ pub struct SettleArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Output stream (created; an existing stream is appended to).
-    pub out: PathBuf,
-    /// Decision receipts to write.
-    #[arg(long, default_value_t = 200)]
-    pub receipts: u64,
+    #[arg(required_unless_present = "fleet", conflicts_with = "fleet")]
+    pub out: Option<PathBuf>,
+    /// Writes a fleet instead: N points' streams (`point-NN.jcps`) under one
+    /// root grant sharded N ways, a revocation reaching them at different
+    /// markers and one violation (§4.5, §4.3).
+    #[arg(long, requires = "out_dir", conflicts_with_all = ["tamper", "unresolved"], value_parser = clap::value_parser!(u16).range(2..=999))]
+    pub fleet: Option<u16>,
+    /// The fleet's directory (with `--fleet`).
+    #[arg(long = "out", requires = "fleet")]
+    pub out_dir: Option<PathBuf>,
+    /// Decision receipts to write (per point with `--fleet`, default 200 / 12).
+    #[arg(long)]
+    pub receipts: Option<u64>,
     /// Receipts to tamper with afterwards (caught by their signatures).
     #[arg(long, default_value_t = 0)]
     pub tamper: u64,
@@ -107,6 +119,31 @@ pub struct ReplayArgs {
     pub json: bool,
 }
 
+fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let durability = if a.fast { Durability::GeneratorOnly } else { Durability::SyncEachRecord };
+    let opts = jcp_receipt::fleet::FleetOptions::new(points, a.receipts.unwrap_or(12), a.seed, durability)
+        .ok_or_else(|| out::coded("fleet-too-small", "a fleet needs at least 2 points and 2 receipts per point"))?;
+    let sum = jcp_receipt::fleet::write_fleet(dir, &opts).map_err(|e| coded(&e))?;
+    out::emit(a.json, &sum, || {
+        use std::fmt::Write as _;
+        let mut s = format!(
+            "wrote {} points' streams to {} under root {} ({} µJ, sharded); revocation at marker {}\n",
+            sum.points.len(),
+            dir.display(),
+            sum.root,
+            sum.root_budget_uj,
+            sum.revocation_marker
+        );
+        for p in &sum.points {
+            let heard = p.heard_at.map_or(String::new(), |m| format!(", heard at known_through {m}"));
+            let _ = writeln!(s, "  {} {:?}: {} receipts ({} allow, {} deny){heard}", p.path.display(), p.role, p.receipts, p.allows, p.denies);
+        }
+        let _ = write!(s, "the one violation: point {} at offset {}", sum.violation.0, sum.violation.1);
+        s
+    })?;
+    Ok(ExitCode::from(out::CLEAN))
+}
+
 fn coded(e: &StreamError) -> anyhow::Error {
     out::coded(e.code(), e.to_string())
 }
@@ -114,18 +151,22 @@ fn coded(e: &StreamError) -> anyhow::Error {
 pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StreamCommand::Demo(a) => {
+            if let (Some(n), Some(dir)) = (a.fleet, &a.out_dir) {
+                return fleet(&a, usize::from(n), dir);
+            }
+            let out_path = a.out.clone().unwrap_or_default();
             let opts = DemoOptions {
-                receipts: a.receipts,
+                receipts: a.receipts.unwrap_or(200),
                 tamper: a.tamper,
                 unresolved: a.unresolved,
                 seed: a.seed,
                 durability: if a.fast { Durability::GeneratorOnly } else { Durability::SyncEachRecord },
             };
-            let sum = demo::write_demo(&a.out, &opts).map_err(|e| coded(&e))?;
+            let sum = demo::write_demo(&out_path, &opts).map_err(|e| coded(&e))?;
             out::emit(a.json, &sum, || {
                 format!(
                     "wrote {}: {} receipts ({} allow, {} deny), {} grants, {} tampered, {} unresolved, {} bytes\nsteward {}",
-                    a.out.display(),
+                    out_path.display(),
                     sum.receipts,
                     sum.allows,
                     sum.denies,
