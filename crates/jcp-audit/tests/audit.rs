@@ -14,6 +14,7 @@ use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::Revocation;
+use jcp_meter::conservation::Basis;
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::runtime::DurableGate;
@@ -127,13 +128,14 @@ fn s5_5_conservation_line_is_exact_integer_with_its_ppm_floor_and_basis() {
         let c = g.conservation.as_ref().expect("every demo grant has a record");
         assert_eq!(c.spent_uj + c.remaining_uj, c.budget_uj, "exact integers");
         assert_eq!(c.measured_uj + c.modelled_uj, c.spent_uj);
-        assert_eq!(c.floor_ppm_fraction, format!("1000000/{}", c.budget_uj));
-        let want_basis = if c.spent_uj == 0 { "none" } else if c.modelled_uj == 0 { "measured" } else { "modelled" };
+        // The meter's floor, exact, in lowest terms.
+        assert_eq!(c.floor_ppm_fraction, Some(jcp_meter::conservation::floor_ppm(c.budget_uj).unwrap()));
+        let f = c.floor_ppm_fraction.unwrap();
+        assert_eq!(f.num * u128::from(c.budget_uj), f.den * 1_000_000);
+        let want_basis = if c.spent_uj == 0 { None } else if c.modelled_uj == 0 { Some(Basis::Measured) } else { Some(Basis::Modelled) };
         assert_eq!(c.basis, want_basis);
+        assert_eq!(c.unstated.is_empty(), c.spent_uj > 0);
     }
-    assert_eq!(jcp_audit::report::ppm_floor(1_000_000), ("1000000/1000000".into(), "1.000000".into()));
-    assert_eq!(jcp_audit::report::ppm_floor(2_000_000).1, "0.500000");
-    assert_eq!(jcp_audit::report::ppm_floor(3).1, "333333.333334", "rounded up, never flattering");
     assert_eq!(r.energy.provenance_floor, "Estimator");
     assert_eq!(r.energy.coverage_floor, "Partial");
 }
@@ -743,7 +745,7 @@ fn s4_9_a_charged_metered_action_is_debited_its_measured_cost_once_in_the_audit(
     for id in [pts.root.id(), pts.shards[0].0.id()] {
         let g = r.grants.iter().find(|g| g.grant_id == id).unwrap();
         assert_eq!((g.spent_uj, g.allows), (600, 2), "{id}");
-        assert_eq!(g.conservation.as_ref().unwrap().basis, "measured");
+        assert_eq!(g.conservation.as_ref().unwrap().basis, Some(Basis::Measured));
     }
     let grp = r.groups.iter().find(|g| g.grant_id == pts.shards[0].0.id()).unwrap();
     assert_eq!((grp.allows, grp.uj), (2, 600));
