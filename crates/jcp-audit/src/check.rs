@@ -232,7 +232,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
         }
         // An outcome costs what it did before settlements existed: the
         // same zero-copy reader first; only another shape is read further.
-        RecordKind::Outcome => match record::open_outcome_record_unsealed(payload, dids) {
+        RecordKind::Outcome => match jcp_receipt::open::open_outcome_record_unsealed(payload, dids) {
             Ok((OutcomeRecord::Outcome(o), u)) => Opened::Signed(Body::Outcome(o.receipt), u),
             Ok((OutcomeRecord::Settlement(st), u)) => match st.open_reservation(dids) {
                 Ok(r) => Opened::Signed(

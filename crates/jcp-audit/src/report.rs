@@ -337,12 +337,7 @@ impl Report {
                         c.budget_uj.to_string(),
                         if c.overspent_uj > 0 { format!("-{}", c.overspent_uj) } else { c.remaining_uj.to_string() },
                         c.floor_ppm.clone().unwrap_or_else(|| "-".into()),
-                        match c.basis {
-                            Some(Basis::Measured) => "measured",
-                            Some(Basis::Modelled) => "modelled",
-                            // Never "measured" over nothing: why there is none.
-                            None => c.unstated.last().map_or("-", |u| u.as_str()),
-                        },
+                        basis_label(c),
                     ),
                     None => ("?".into(), "?".into(), "?".into(), "-"),
                 };
@@ -408,5 +403,15 @@ impl Report {
             }
         }
         s
+    }
+}
+
+/// A conservation line's basis for the human table; without one, why there
+/// is none (never "measured" over nothing).
+fn basis_label(c: &Conservation) -> &'static str {
+    match c.basis {
+        Some(Basis::Measured) => "measured",
+        Some(Basis::Modelled) => "modelled",
+        None => c.unstated.last().map_or("-", |u| u.as_str()),
     }
 }

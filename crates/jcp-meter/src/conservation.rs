@@ -188,12 +188,10 @@ pub struct LedgerConservation {
 pub fn ledger(budget_uj: u64, debits: &Debits) -> LedgerConservation {
     let spent_uj = debits.measured_uj.saturating_add(debits.modelled_uj);
     let floor = floor_ppm(budget_uj).ok();
-    let basis = (spent_uj > 0).then(|| {
-        if debits.modelled_uj == 0 {
-            Basis::Measured
-        } else {
-            Basis::Modelled
-        }
+    let basis = (spent_uj > 0).then_some(if debits.modelled_uj == 0 {
+        Basis::Measured
+    } else {
+        Basis::Modelled
     });
     let mut unstated = Vec::new();
     if floor.is_none() {
