@@ -14,7 +14,7 @@ use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::Revocation;
-use jcp_meter::conservation::Basis;
+use jcp_meter::conservation::{Basis, Unstated};
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::runtime::DurableGate;
@@ -461,6 +461,32 @@ fn s4_3_allows_after_a_revocation_are_explicable_violation_or_unverifiable() {
     assert_eq!(u.stream, 3);
     assert!(!r.clean);
     let _ = &pts.holder;
+}
+
+/// §5.5 (docs/decisions.md, "§5.5 floor"): a grant nothing debited has a
+/// floor but no basis, and says why; never "measured" over nothing.
+#[test]
+fn s5_5_a_grant_without_debits_states_no_basis_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("n.jcps");
+    let (mut a, _) = DurableGate::open(&p, Keypair::from_seed([44; 32]).unwrap(), Gate::new()).unwrap();
+    a.record_grant(&pts.root).unwrap();
+    a.record_grant(&pts.shards[1].0).unwrap();
+    allow_once(&mut a, &pts, 0);
+    a.close().unwrap();
+    let r = audit(&[&p]);
+    let line = |id: ContentId| r.grants.iter().find(|g| g.grant_id == id).unwrap().conservation.clone().unwrap();
+    let idle = line(pts.shards[1].0.id());
+    assert_eq!((idle.spent_uj, idle.basis, idle.unstated.as_slice()), (0, None, &[Unstated::NoDebits][..]));
+    assert_eq!(idle.floor_ppm.as_deref(), Some("5.000000"), "a 200 000 µJ grant still has its floor");
+    let used = line(pts.shards[0].0.id());
+    assert_eq!((used.spent_uj, used.basis, used.unstated.len()), (100, Some(Basis::Measured), 0));
+    let json = serde_json::to_value(&r).unwrap();
+    let idle_json = json["grants"].as_array().unwrap().iter().find(|g| g["grant_id"] == pts.shards[1].0.id().to_hex()).unwrap();
+    assert_eq!(idle_json["conservation"]["basis"], serde_json::Value::Null);
+    assert_eq!(idle_json["conservation"]["unstated"], serde_json::json!(["no-debits"]));
+    assert!(r.render_text().contains("no-debits"), "the human table says why too");
 }
 
 #[test]
