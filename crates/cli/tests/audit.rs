@@ -40,7 +40,16 @@ fn s8_2_audit_json_names_each_failure_and_exits_1() {
     assert_eq!(v["receipts"]["failed_by_reason"]["bad-signature"], 2);
     assert_eq!(v["unresolved_total"], 1);
     assert_eq!(v["clean"], false);
-    assert!(v["grants"][0]["conservation"]["floor_ppm_fraction"].as_str().unwrap().starts_with("1000000/"));
+    // §5.5: the exact floor 1_000_000 / budget ppm, in lowest terms, and what it rests on.
+    for g in v["grants"].as_array().unwrap() {
+        let c = &g["conservation"];
+        let (num, den) = (c["floor_ppm_fraction"]["num"].as_u64().unwrap(), c["floor_ppm_fraction"]["den"].as_u64().unwrap());
+        assert_eq!(u128::from(num) * u128::from(c["budget_uj"].as_u64().unwrap()), u128::from(den) * 1_000_000);
+        match c["basis"].as_str() {
+            Some(b) => assert!(["measured", "modelled"].contains(&b) && c["unstated"] == serde_json::json!([])),
+            None => assert_eq!((c["spent_uj"].as_u64(), &c["unstated"]), (Some(0), &serde_json::json!(["no-debits"]))),
+        }
+    }
 }
 
 #[test]

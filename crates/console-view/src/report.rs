@@ -33,6 +33,12 @@ fn is_scalar(v: &Value) -> bool {
 pub fn value_html(v: &Value, out: &mut String) {
     match v {
         Value::Object(map) if map.is_empty() => out.push_str("<span class=\"none\">none</span>"),
+        // An exact ratio (`jcp_meter`'s `Ratio`, e.g. a §5.5 floor in ppm) as `num/den`.
+        Value::Object(map) if map.len() == 2 && map.get("num").is_some_and(Value::is_u64) && map.get("den").is_some_and(Value::is_u64) => {
+            out.push_str(&scalar(&map["num"]));
+            out.push('/');
+            out.push_str(&scalar(&map["den"]));
+        }
         Value::Object(map) => {
             out.push_str("<table class=\"kv\"><tbody>");
             for (k, v) in map {

@@ -180,19 +180,21 @@ fn bad_form(detail: impl Into<String>) -> ViewError {
 /// Parses a caveat as the form gave it.
 pub fn caveat(c: &CaveatInput) -> Result<Caveat, ViewError> {
     let v = c.value.trim();
-    let uint = || v.parse::<u64>().map_err(|_| bad_form(format!("{:?} needs an unsigned integer, not {v:?}", c.kind)));
-    Ok(match c.kind {
+    // The form picks the kind and trims what was typed; the caveat's text
+    // form is read by the protocol crate (`Caveat`'s `FromStr`).
+    let text = match c.kind {
         CaveatKind::ActionIn => {
-            let actions: Vec<String> = v.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+            let actions: Vec<&str> = v.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
             if actions.is_empty() {
                 return Err(bad_form("ActionIn needs at least one action (comma-separated)"));
             }
-            Caveat::ActionIn(actions)
+            format!("ActionIn={}", actions.join(","))
         }
-        CaveatKind::MaxCostUj => Caveat::MaxCostUj(uint()?),
-        CaveatKind::NotAfter => Caveat::NotAfter(uint()?),
-        CaveatKind::NotBefore => Caveat::NotBefore(uint()?),
-    })
+        CaveatKind::MaxCostUj => format!("MaxCostUj={v}"),
+        CaveatKind::NotAfter => format!("NotAfter={v}"),
+        CaveatKind::NotBefore => format!("NotBefore={v}"),
+    };
+    text.parse().map_err(|e: jcp::Error| bad_form(e.to_string()))
 }
 
 /// A commitment: 64 hex digits as given, else the content id of the text
@@ -826,6 +828,11 @@ pub(crate) mod tests {
         // A caveat that does not parse is named.
         let bad = AmendForm { add_caveats: vec![CaveatInput { kind: CaveatKind::MaxCostUj, value: "lots".into() }], ..form(Some(1)) };
         assert_eq!(preview_amend(&path, &k.steward.did(), &bad).unwrap_err().code(), "steward.bad_form");
+        // The form trims; the caveat's text form is the protocol crate's, and its refusal is named.
+        let typed = CaveatInput { kind: CaveatKind::ActionIn, value: " read , write ,".into() };
+        assert_eq!(caveat(&typed).unwrap(), Caveat::ActionIn(vec!["read".into(), "write".into()]));
+        let lots = caveat(&CaveatInput { kind: CaveatKind::NotAfter, value: "lots".into() }).unwrap_err();
+        assert!(lots.to_string().contains("invalid-caveat"), "{lots}");
     }
 
     #[test]

@@ -97,6 +97,20 @@ fn s8_2_report_fragment_shows_every_number_and_escapes_text() {
     assert!(!html.contains("style=") && !html.contains("<script"), "fragment obeys the app's CSP");
 }
 
+/// §5.5: the audit's conservation line as the console shows it: the exact
+/// floor as `num/den`, a grant without debits with no basis and the reason.
+#[test]
+fn s5_5_report_fragment_shows_an_exact_floor_and_an_unstated_basis() {
+    let r = json!({"grants": [
+        {"grant_id": "g1", "conservation": {"floor_ppm_fraction": {"num": 1, "den": 3}, "floor_ppm": "0.333334", "basis": "measured", "unstated": []}},
+        {"grant_id": "g2", "conservation": {"floor_ppm_fraction": {"num": 1, "den": 1}, "floor_ppm": "1.000000", "basis": null, "unstated": ["no-debits"]}}
+    ]});
+    let html = report::report_fragment(&r).unwrap();
+    assert!(html.contains("1/3") && html.contains("1/1"), "{html}");
+    assert!(html.contains("no-debits") && html.contains("—"), "{html}");
+    assert!(!html.contains(">num<"), "a ratio is one figure, not a table: {html}");
+}
+
 #[test]
 fn s8_report_html_is_self_contained() {
     let r = json!({"verdict": "clean", "receipts": {"verified": 3, "failed": 0}});

@@ -164,7 +164,7 @@ fn decode_only(p: &Path) -> (Duration, Duration) {
                         }
                     }
                     RecordKind::Outcome => {
-                        jcp_receipt::record::open_outcome_unsealed(payload, &mut dids).expect("valid");
+                        jcp_receipt::open::open_outcome_unsealed(payload, &mut dids).expect("valid");
                     }
                     _ => {}
                 }

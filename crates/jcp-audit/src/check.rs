@@ -232,7 +232,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
         }
         // An outcome costs what it did before settlements existed: the
         // same zero-copy reader first; only another shape is read further.
-        RecordKind::Outcome => match record::open_outcome_record_unsealed(payload, dids) {
+        RecordKind::Outcome => match jcp_receipt::open::open_outcome_record_unsealed(payload, dids) {
             Ok((OutcomeRecord::Outcome(o), u)) => Opened::Signed(Body::Outcome(o.receipt), u),
             Ok((OutcomeRecord::Settlement(st), u)) => match st.open_reservation(dids) {
                 Ok(r) => Opened::Signed(
@@ -292,12 +292,12 @@ fn record_id(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// The record ids of a slice's allows, hashed side by side
-/// ([`jcp::ids::content_ids`]: one BLAKE3 chunk per SIMD lane).
+/// ([`crate::ids::content_ids`]: one BLAKE3 chunk per SIMD lane).
 fn record_ids(out: &mut [Checked], to_id: &[(usize, &[u8])]) {
     let _probe = crate::phases::probe!(IDS);
     let inputs: Vec<&[u8]> = to_id.iter().map(|(_, b)| *b).collect();
     let mut ids = vec![ContentId([0; 32]); inputs.len()];
-    jcp::ids::content_ids(&inputs, &mut ids);
+    crate::ids::content_ids(&inputs, &mut ids);
     for ((i, _), id) in to_id.iter().zip(ids) {
         if let Some(m) = out[*i].meta.as_mut() {
             m.id = Some(id.0);

@@ -8,7 +8,6 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use jcp::cbor::ContentId;
-use jcp::energy::Coverage;
 use jcp_meter::layers::{reconcile_spend, GrantSpend, SpendReconciliation};
 use jcp_meter::session::Session;
 use jcp_meter::Error;
@@ -41,11 +40,7 @@ pub fn grant_spend<P: AsRef<Path>>(streams: &[P], grant: &ContentId) -> Result<G
         debited_uj: line.spent_uj,
         measured_uj: c.measured_uj,
         modelled_uj: c.modelled_uj,
-        coverage: if c.coverage == "Partial" {
-            Coverage::Partial
-        } else {
-            Coverage::Whole
-        },
+        coverage: c.coverage,
         allows: line.allows,
         receipts_failed: report.receipts.failed,
     })

@@ -10,6 +10,7 @@ use jcp::decision::Verdict;
 use jcp::energy::{Coverage, Provenance};
 use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
+use jcp_meter::conservation::{self, Debits};
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
@@ -17,7 +18,7 @@ use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
+    EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
 use crate::{AuditError, AuditOptions, Progress};
@@ -754,27 +755,12 @@ impl Engine {
             let acc = self.grants.remove(&id).unwrap_or_default();
             let rec = self.grant_records.get(&id);
             let budget = rec.map(|g| g.grant().budget_uj).or(acc.budget_from_receipt);
-            let conservation = budget.map(|b| {
-                let (frac, dec) = ppm_floor(b);
-                Conservation {
-                    budget_uj: b,
-                    spent_uj: acc.spent_uj,
-                    remaining_uj: b.saturating_sub(acc.spent_uj),
-                    overspent_uj: acc.spent_uj.saturating_sub(b),
-                    floor_ppm_fraction: frac,
-                    floor_ppm: dec,
-                    basis: if acc.spent_uj == 0 {
-                        "none"
-                    } else if acc.modelled_uj == 0 {
-                        "measured"
-                    } else {
-                        "modelled"
-                    },
-                    measured_uj: acc.measured_uj,
-                    modelled_uj: acc.modelled_uj,
-                    coverage: if acc.partial { "Partial" } else { "Whole" },
-                }
-            });
+            let debits = Debits {
+                measured_uj: acc.measured_uj,
+                modelled_uj: acc.modelled_uj,
+                coverage: if acc.partial { Coverage::Partial } else { Coverage::Whole },
+            };
+            let conservation = budget.map(|b| conservation::ledger(b, &debits));
             if let Some(c) = &conservation {
                 if c.overspent_uj > 0 {
                     let (s, o) = acc.first_over.unwrap_or((0, 0));

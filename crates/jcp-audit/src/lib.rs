@@ -59,6 +59,7 @@ pub mod batch;
 mod check;
 pub mod energy;
 mod engine;
+mod ids;
 pub mod partial;
 pub mod phases;
 pub mod report;

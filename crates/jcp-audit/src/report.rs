@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use jcp::cbor::ContentId;
+use jcp_meter::conservation::Basis;
 use serde::Serialize;
 
 /// One named problem at a byte offset.
@@ -88,33 +89,9 @@ pub struct MoneyLine {
     pub spent_minor: u64,
 }
 
-/// §5.5: the conservation line of a grant.
-#[derive(Debug, Clone, Serialize)]
-pub struct Conservation {
-    /// The ceiling, µJ (exact).
-    pub budget_uj: u64,
-    /// Spent, µJ (exact sum of verified allow debits naming the grant).
-    pub spent_uj: u64,
-    /// Remaining, µJ (0 when overspent).
-    pub remaining_uj: u64,
-    /// Spent beyond the ceiling, µJ.
-    pub overspent_uj: u64,
-    /// The smallest representable discrepancy: `1_000_000 / budget_uj`
-    /// parts per million, as an exact fraction.
-    pub floor_ppm_fraction: String,
-    /// The same, as a decimal rounded up to 6 places.
-    pub floor_ppm: String,
-    /// `measured` when every debit rests on a hardware reading, `modelled`
-    /// when any rests on a model or estimator, `none` without debits.
-    pub basis: &'static str,
-    /// µJ from `HwShunt` figures.
-    pub measured_uj: u64,
-    /// µJ from `ModelBased` or `Estimator` figures.
-    pub modelled_uj: u64,
-    /// `Partial` when any debit covered only part of its work (§5.2): the
-    /// total is then partial too.
-    pub coverage: &'static str,
-}
+/// §5.5: the conservation line of a grant, computed by the meter's
+/// conservation (one implementation: [`jcp_meter::conservation::ledger`]).
+pub use jcp_meter::conservation::LedgerConservation as Conservation;
 
 /// Per-grant budget replay.
 #[derive(Debug, Clone, Serialize)]
@@ -359,8 +336,8 @@ impl Report {
                     Some(c) => (
                         c.budget_uj.to_string(),
                         if c.overspent_uj > 0 { format!("-{}", c.overspent_uj) } else { c.remaining_uj.to_string() },
-                        c.floor_ppm.clone(),
-                        c.basis,
+                        c.floor_ppm.clone().unwrap_or_else(|| "-".into()),
+                        basis_label(c),
                     ),
                     None => ("?".into(), "?".into(), "?".into(), "-"),
                 };
@@ -429,16 +406,12 @@ impl Report {
     }
 }
 
-/// `1_000_000 / budget` ppm, as an exact fraction and a decimal rounded up
-/// to 6 places (integer arithmetic only).
-pub fn ppm_floor(budget_uj: u64) -> (String, String) {
-    if budget_uj == 0 {
-        return ("1000000/0".into(), "undefined".into());
+/// A conservation line's basis for the human table; without one, why there
+/// is none (never "measured" over nothing).
+fn basis_label(c: &Conservation) -> &'static str {
+    match c.basis {
+        Some(Basis::Measured) => "measured",
+        Some(Basis::Modelled) => "modelled",
+        None => c.unstated.last().map_or("-", |u| u.as_str()),
     }
-    let frac = format!("1000000/{budget_uj}");
-    let scaled_num: u128 = 1_000_000u128 * 1_000_000u128;
-    let b = u128::from(budget_uj);
-    let q = scaled_num.div_ceil(b);
-    let dec = format!("{}.{:06}", q / 1_000_000, q % 1_000_000);
-    (frac, dec)
 }

@@ -14,6 +14,7 @@ use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::Revocation;
+use jcp_meter::conservation::{Basis, Unstated};
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::runtime::DurableGate;
@@ -127,13 +128,14 @@ fn s5_5_conservation_line_is_exact_integer_with_its_ppm_floor_and_basis() {
         let c = g.conservation.as_ref().expect("every demo grant has a record");
         assert_eq!(c.spent_uj + c.remaining_uj, c.budget_uj, "exact integers");
         assert_eq!(c.measured_uj + c.modelled_uj, c.spent_uj);
-        assert_eq!(c.floor_ppm_fraction, format!("1000000/{}", c.budget_uj));
-        let want_basis = if c.spent_uj == 0 { "none" } else if c.modelled_uj == 0 { "measured" } else { "modelled" };
+        // The meter's floor, exact, in lowest terms.
+        assert_eq!(c.floor_ppm_fraction, Some(jcp_meter::conservation::floor_ppm(c.budget_uj).unwrap()));
+        let f = c.floor_ppm_fraction.unwrap();
+        assert_eq!(f.num * u128::from(c.budget_uj), f.den * 1_000_000);
+        let want_basis = if c.spent_uj == 0 { None } else if c.modelled_uj == 0 { Some(Basis::Measured) } else { Some(Basis::Modelled) };
         assert_eq!(c.basis, want_basis);
+        assert_eq!(c.unstated.is_empty(), c.spent_uj > 0);
     }
-    assert_eq!(jcp_audit::report::ppm_floor(1_000_000), ("1000000/1000000".into(), "1.000000".into()));
-    assert_eq!(jcp_audit::report::ppm_floor(2_000_000).1, "0.500000");
-    assert_eq!(jcp_audit::report::ppm_floor(3).1, "333333.333334", "rounded up, never flattering");
     assert_eq!(r.energy.provenance_floor, "Estimator");
     assert_eq!(r.energy.coverage_floor, "Partial");
 }
@@ -461,6 +463,32 @@ fn s4_3_allows_after_a_revocation_are_explicable_violation_or_unverifiable() {
     let _ = &pts.holder;
 }
 
+/// §5.5 (docs/decisions.md, "§5.5 floor"): a grant nothing debited has a
+/// floor but no basis, and says why; never "measured" over nothing.
+#[test]
+fn s5_5_a_grant_without_debits_states_no_basis_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("n.jcps");
+    let (mut a, _) = DurableGate::open(&p, Keypair::from_seed([44; 32]).unwrap(), Gate::new()).unwrap();
+    a.record_grant(&pts.root).unwrap();
+    a.record_grant(&pts.shards[1].0).unwrap();
+    allow_once(&mut a, &pts, 0);
+    a.close().unwrap();
+    let r = audit(&[&p]);
+    let line = |id: ContentId| r.grants.iter().find(|g| g.grant_id == id).unwrap().conservation.clone().unwrap();
+    let idle = line(pts.shards[1].0.id());
+    assert_eq!((idle.spent_uj, idle.basis, idle.unstated.as_slice()), (0, None, &[Unstated::NoDebits][..]));
+    assert_eq!(idle.floor_ppm.as_deref(), Some("5.000000"), "a 200 000 µJ grant still has its floor");
+    let used = line(pts.shards[0].0.id());
+    assert_eq!((used.spent_uj, used.basis, used.unstated.len()), (100, Some(Basis::Measured), 0));
+    let json = serde_json::to_value(&r).unwrap();
+    let idle_json = json["grants"].as_array().unwrap().iter().find(|g| g["grant_id"] == pts.shards[1].0.id().to_hex()).unwrap();
+    assert_eq!(idle_json["conservation"]["basis"], serde_json::Value::Null);
+    assert_eq!(idle_json["conservation"]["unstated"], serde_json::json!(["no-debits"]));
+    assert!(r.render_text().contains("no-debits"), "the human table says why too");
+}
+
 #[test]
 fn s4_3_a_forged_revocation_notice_is_a_finding_and_not_applied() {
     let dir = tempfile::tempdir().unwrap();
@@ -743,7 +771,7 @@ fn s4_9_a_charged_metered_action_is_debited_its_measured_cost_once_in_the_audit(
     for id in [pts.root.id(), pts.shards[0].0.id()] {
         let g = r.grants.iter().find(|g| g.grant_id == id).unwrap();
         assert_eq!((g.spent_uj, g.allows), (600, 2), "{id}");
-        assert_eq!(g.conservation.as_ref().unwrap().basis, "measured");
+        assert_eq!(g.conservation.as_ref().unwrap().basis, Some(Basis::Measured));
     }
     let grp = r.groups.iter().find(|g| g.grant_id == pts.shards[0].0.id()).unwrap();
     assert_eq!((grp.allows, grp.uj), (2, 600));

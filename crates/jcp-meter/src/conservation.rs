@@ -31,6 +31,23 @@ pub enum Basis {
     Modelled,
 }
 
+impl Basis {
+    /// What a floor over figures whose worst grade is `floor` rests on.
+    pub fn of(floor: Provenance) -> Self {
+        if floor.is_measured() {
+            Self::Measured
+        } else {
+            Self::Modelled
+        }
+    }
+}
+
+/// The smallest representable discrepancy against a grant of `budget_uj`:
+/// `1_000_000 / budget_uj` ppm, exact; a grant of 0 µJ has none.
+pub fn floor_ppm(budget_uj: u64) -> Result<Ratio, Error> {
+    Ratio::new(1_000_000, u128::from(budget_uj)).ok_or(Error::ZeroBudget)
+}
+
 /// A grant reconciled against the figures debited from it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConservationReport {
@@ -77,15 +94,11 @@ pub fn reconcile(
         coverage_floor = coverage_floor.min(f.coverage);
     }
     let discrepancy_uj = i128::from(debited_uj) - i128::from(spent);
-    let b = u128::from(budget_uj);
-    let floor_ppm = Ratio::new(1_000_000, b).ok_or(Error::ZeroBudget)?;
+    let floor_ppm = floor_ppm(budget_uj)?;
     let discrepancy_ppm =
-        Ratio::new(discrepancy_uj.unsigned_abs() * 1_000_000, b).ok_or(Error::ZeroBudget)?;
-    let basis = if provenance_floor.is_measured() {
-        Basis::Measured
-    } else {
-        Basis::Modelled
-    };
+        Ratio::new(discrepancy_uj.unsigned_abs() * 1_000_000, u128::from(budget_uj))
+            .ok_or(Error::ZeroBudget)?;
+    let basis = Basis::of(provenance_floor);
     let statement = match basis {
         Basis::Measured => format!("floor {floor_ppm} ppm over measured figures"),
         Basis::Modelled => format!("floor {floor_ppm} ppm is exact arithmetic over a model's figures ({provenance_floor} floor): a drift inside the model's error cannot be seen"),
@@ -102,6 +115,104 @@ pub fn reconcile(
         coverage_floor,
         statement,
     })
+}
+
+/// A grant's debits as a ledger (the audit) tallies them: µJ by what they
+/// rest on, and whether any covered only part of its work (§5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Debits {
+    /// µJ from `HwShunt` figures.
+    pub measured_uj: u64,
+    /// µJ from `ModelBased` or `Estimator` figures.
+    pub modelled_uj: u64,
+    /// `Partial` when any debit is.
+    pub coverage: Coverage,
+}
+
+/// Why a [`LedgerConservation`] states no floor or no basis (§5.5: a floor
+/// is quoted with what it rests on, or not at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unstated {
+    /// A grant of 0 µJ: `1_000_000 / 0` ppm is no floor.
+    ZeroBudget,
+    /// Nothing was debited: the floor rests on no figure, measured or modelled.
+    NoDebits,
+}
+
+impl Unstated {
+    /// The stable label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ZeroBudget => "zero-budget",
+            Self::NoDebits => "no-debits",
+        }
+    }
+}
+
+/// A grant's ceiling held to the debits its ledger records (§5.5), with no
+/// meter windows to hold them to: the audit's per-grant conservation line.
+/// Integer µJ throughout; the floor is exact and says what it rests on, and
+/// where it rests on nothing, says so in `unstated` (`basis: null`), never
+/// "measured".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LedgerConservation {
+    /// The ceiling, µJ (exact).
+    pub budget_uj: u64,
+    /// Spent, µJ: measured + modelled (saturating, like the ledger's sums).
+    pub spent_uj: u64,
+    /// Remaining, µJ (0 when overspent).
+    pub remaining_uj: u64,
+    /// Spent beyond the ceiling, µJ.
+    pub overspent_uj: u64,
+    /// The smallest representable discrepancy, `1_000_000 / budget_uj` ppm,
+    /// exact in lowest terms ([`floor_ppm`]); `null` for a grant of 0 µJ.
+    pub floor_ppm_fraction: Option<Ratio>,
+    /// The same as a decimal rounded up to 6 places (never flattering).
+    pub floor_ppm: Option<String>,
+    /// What the floor rests on: `measured` when every debit is a hardware
+    /// reading, `modelled` when any is a model's; `null` without debits.
+    pub basis: Option<Basis>,
+    /// Why `floor_ppm_fraction` or `basis` is `null` (empty when neither is).
+    pub unstated: Vec<Unstated>,
+    /// µJ from `HwShunt` figures.
+    pub measured_uj: u64,
+    /// µJ from `ModelBased` or `Estimator` figures.
+    pub modelled_uj: u64,
+    /// `Partial` when any debit covered only part of its work (§5.2): the
+    /// total is then partial too.
+    pub coverage: Coverage,
+}
+
+/// Holds a grant of `budget_uj` to the `debits` its ledger records (§5.5).
+pub fn ledger(budget_uj: u64, debits: &Debits) -> LedgerConservation {
+    let spent_uj = debits.measured_uj.saturating_add(debits.modelled_uj);
+    let floor = floor_ppm(budget_uj).ok();
+    let basis = (spent_uj > 0).then_some(if debits.modelled_uj == 0 {
+        Basis::Measured
+    } else {
+        Basis::Modelled
+    });
+    let mut unstated = Vec::new();
+    if floor.is_none() {
+        unstated.push(Unstated::ZeroBudget);
+    }
+    if basis.is_none() {
+        unstated.push(Unstated::NoDebits);
+    }
+    LedgerConservation {
+        budget_uj,
+        spent_uj,
+        remaining_uj: budget_uj.saturating_sub(spent_uj),
+        overspent_uj: spent_uj.saturating_sub(budget_uj),
+        floor_ppm_fraction: floor,
+        floor_ppm: floor.and_then(|f| f.decimal_ceil(6)),
+        basis,
+        unstated,
+        measured_uj: debits.measured_uj,
+        modelled_uj: debits.modelled_uj,
+        coverage: debits.coverage,
+    }
 }
 
 /// A part's power envelope, deliberately permissive.
@@ -449,6 +560,52 @@ mod tests {
                 .code(),
             "zero-budget"
         );
+    }
+
+    fn debits(measured_uj: u64, modelled_uj: u64) -> Debits {
+        Debits {
+            measured_uj,
+            modelled_uj,
+            coverage: Coverage::Whole,
+        }
+    }
+
+    #[test]
+    fn s5_5_ledger_floor_is_the_reconcile_floor_rounded_up_in_decimal() {
+        let l = ledger(3, &debits(1, 0));
+        assert_eq!(l.floor_ppm_fraction, Some(Ratio { num: 1_000_000, den: 3 }));
+        assert_eq!(l.floor_ppm.as_deref(), Some("333333.333334"), "rounded up, never flattering");
+        let r = reconcile(3, 1, &[Energy::new(1, Provenance::HwShunt)]).unwrap();
+        assert_eq!(l.floor_ppm_fraction, Some(r.floor_ppm), "one floor, two callers");
+        assert_eq!(ledger(1_000_000, &debits(0, 1)).floor_ppm.as_deref(), Some("1.000000"));
+        assert_eq!(ledger(2_000_000, &debits(0, 1)).floor_ppm.as_deref(), Some("0.500000"));
+        assert_eq!((l.spent_uj, l.remaining_uj, l.overspent_uj), (1, 2, 0));
+        let over = ledger(3, &debits(2, 2));
+        assert_eq!((over.spent_uj, over.remaining_uj, over.overspent_uj), (4, 0, 1));
+    }
+
+    #[test]
+    fn s5_5_ledger_basis_is_measured_only_when_every_debit_is_a_reading() {
+        assert_eq!(ledger(10, &debits(4, 0)).basis, Some(Basis::Measured));
+        assert_eq!(ledger(10, &debits(4, 1)).basis, Some(Basis::Modelled));
+        assert_eq!(ledger(10, &debits(0, 1)).basis, Some(Basis::Modelled));
+        assert_eq!(Basis::of(Provenance::ModelBased), Basis::Modelled);
+        assert_eq!(Basis::of(Provenance::HwShunt), Basis::Measured);
+    }
+
+    #[test]
+    fn s5_5_no_debits_states_no_basis_and_a_zero_grant_no_floor() {
+        let l = ledger(1_000_000, &debits(0, 0));
+        assert_eq!((l.basis, l.unstated.as_slice()), (None, &[Unstated::NoDebits][..]));
+        assert!(l.floor_ppm_fraction.is_some());
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["basis"], serde_json::Value::Null, "never \"measured\" over nothing");
+        assert_eq!(json["unstated"], serde_json::json!(["no-debits"]));
+        let z = ledger(0, &debits(5, 0));
+        assert_eq!((z.floor_ppm_fraction, z.floor_ppm.as_deref()), (None, None));
+        assert_eq!((z.basis, z.unstated.as_slice()), (Some(Basis::Measured), &[Unstated::ZeroBudget][..]));
+        assert_eq!(z.overspent_uj, 5);
+        assert_eq!(floor_ppm(0).unwrap_err().code(), "zero-budget");
     }
 
     #[test]

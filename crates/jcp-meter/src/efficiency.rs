@@ -266,6 +266,19 @@ impl Ratio {
             den: den / g,
         })
     }
+
+    /// The ratio as a decimal with `places` digits after the point, rounded
+    /// up (never flattering a floor), in integer arithmetic; `None` when
+    /// scaling by `10^places` overflows.
+    pub fn decimal_ceil(&self, places: u32) -> Option<String> {
+        let scale = 10u128.checked_pow(places)?;
+        let q = self.num.checked_mul(scale)?.div_ceil(self.den);
+        let width = usize::try_from(places).ok()?;
+        Some(match places {
+            0 => q.to_string(),
+            _ => format!("{}.{:0width$}", q / scale, q % scale),
+        })
+    }
 }
 
 impl std::fmt::Display for Ratio {

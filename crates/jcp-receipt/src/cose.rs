@@ -114,7 +114,7 @@ impl DidCache {
     fn recall(&mut self, b: &[u8]) -> Result<&std::sync::Arc<Did>, jcp::identity::IdentityError> {
         let slot = did_slot(b);
         let i = match self.slots[slot].checked_sub(1).map(usize::from) {
-            Some(i) if self.keys.get(i).is_some_and(|(k, _)| crate::fast::same_bytes(k, b)) => i,
+            Some(i) if self.keys.get(i).is_some_and(|(k, _)| crate::raw::same_bytes(k, b)) => i,
             _ => match self.map.get(b) {
                 Some(&i) => i,
                 None => {
@@ -155,7 +155,7 @@ impl DidCache {
         w.copy_from_slice(&text[..8]);
         let slot = (u64::from_le_bytes(w).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % CID_SLOTS;
         if let Some((t, id)) = &self.cids[slot] {
-            if crate::fast::same_bytes(t, text) {
+            if crate::raw::same_bytes(t, text) {
                 return Some(*id);
             }
         }

@@ -17,144 +17,10 @@ use jcp::energy::{Coverage, Provenance};
 use jcp::frame::{FrameKind, Trust};
 
 use crate::cose::{DidCache, Position, Sealed, Unsealed, KNOWN_THROUGH_LABEL, SEQ_LABEL};
-use crate::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore, TextItems, FIELDS};
+use crate::fields::{Field, BY_RANK, FIELDS};
+use crate::raw::{same_bytes, Cur};
+use crate::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore, TextItems};
 use crate::record::{Outcome, OutcomeStatus};
-
-/// Byte-string equality for the short texts a decoder compares on every
-/// record (map keys, did and id cache hits): word compares, never a libc
-/// `memcmp` call (a call per key was a visible share of the audit's decode,
-/// docs/performance.md). Same answer as `a == b`, held to it by
-/// `s8_decoder_compare_is_slice_equality`.
-#[inline]
-pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    if n < 8 {
-        return a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
-    }
-    let word = |s: &[u8]| s.first_chunk::<8>().map_or(0, |c| u64::from_ne_bytes(*c));
-    let mut acc = 0u64;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        acc |= word(x) ^ word(y);
-    }
-    // The last eight bytes (overlapping the words above when n is not a multiple of 8).
-    acc |= word(&a[n - 8..]) ^ word(&b[n - 8..]);
-    acc == 0
-}
-
-struct Cur<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cur<'a> {
-    fn byte(&mut self) -> Option<u8> {
-        let v = *self.b.get(self.pos)?;
-        self.pos += 1;
-        Some(v)
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.b.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-
-    /// A head in its shortest form: (major, argument).
-    fn head(&mut self) -> Option<(u8, u64)> {
-        let ib = self.byte()?;
-        let (major, ai) = (ib >> 5, ib & 0x1f);
-        let v = match ai {
-            0..=23 => u64::from(ai),
-            24 => {
-                let v = u64::from(self.byte()?);
-                (v >= 24).then_some(v)?
-            }
-            25 => {
-                let s = self.take(2)?;
-                let v = u64::from(u16::from_be_bytes([s[0], s[1]]));
-                (v > 0xff).then_some(v)?
-            }
-            26 => {
-                let s = self.take(4)?;
-                let v = u64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
-                (v > 0xffff).then_some(v)?
-            }
-            27 => {
-                let s = self.take(8)?;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                let v = u64::from_be_bytes(a);
-                (v > 0xffff_ffff).then_some(v)?
-            }
-            _ => return None,
-        };
-        Some((major, v))
-    }
-
-    fn len_of(&mut self, major: u8) -> Option<usize> {
-        let (m, n) = self.head()?;
-        if m != major {
-            return None;
-        }
-        usize::try_from(n).ok()
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = self.len_of(2)?;
-        self.take(n)
-    }
-
-    /// A text string's bytes, UTF-8 unchecked (see [`FVal::Text`]). A
-    /// length below 24 sits in the initial byte (always its shortest form)
-    /// and one of 24..=255 in the next (shortest form iff it is ≥ 24): both
-    /// read at once (every key, did and id of a record is one or the other),
-    /// the rest through [`Cur::head`].
-    #[inline]
-    fn text_bytes(&mut self) -> Option<&'a [u8]> {
-        let ib = *self.b.get(self.pos)?;
-        if (0x60..0x78).contains(&ib) {
-            self.pos += 1;
-            return self.take(usize::from(ib - 0x60));
-        }
-        if ib == 0x78 {
-            let n = *self.b.get(self.pos + 1)?;
-            if n < 24 {
-                return None;
-            }
-            self.pos += 2;
-            return self.take(usize::from(n));
-        }
-        let n = self.len_of(3)?;
-        self.take(n)
-    }
-
-    /// An unsigned integer; below 24 it is the initial byte itself.
-    #[inline]
-    fn uint(&mut self) -> Option<u64> {
-        let ib = *self.b.get(self.pos)?;
-        if ib < 0x18 {
-            self.pos += 1;
-            return Some(u64::from(ib));
-        }
-        let (m, n) = self.head()?;
-        (m == 0).then_some(n)
-    }
-
-    fn done(&self) -> bool {
-        self.pos == self.b.len()
-    }
-}
-
-/// The text strings of a [`TextItems::Cbor`] array, in order (checked when
-/// the array was read; walking stops at anything else).
-pub(crate) fn text_items(enc: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut c = Cur { b: enc, pos: 0 };
-    std::iter::from_fn(move || if c.done() { None } else { c.text_bytes() })
-}
 
 /// The protected header exactly as minted: `{1: -8, 4: kid, ?"jcp-seq": uint,
 /// ?"jcp-known-through": uint}` in canonical order.
@@ -222,34 +88,6 @@ pub(crate) fn open_receipt_view<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Opt
     (view.steward_key == *unsealed.steward.public_bytes()).then_some((view, unsealed))
 }
 
-/// The core's field names in canonical key order (RFC 8949 §4.2.1:
-/// shorter encoded keys first, then bytewise), each with its slot; held
-/// to the canonical order and to `receipt::slot_of` by `s8_canonical_rank_table_matches_the_key_order`.
-const BY_RANK: [(&str, usize); FIELDS] = [
-    ("flow", 11),
-    ("trust", 20),
-    ("action", 0),
-    ("breach", 1),
-    ("issuer", 14),
-    ("cost_uj", 7),
-    ("steward", 18),
-    ("subject", 19),
-    ("verdict", 21),
-    ("grant_id", 13),
-    ("resource", 17),
-    ("budget_uj", 3),
-    ("chain_ids", 4),
-    ("cost_minor", 6),
-    ("frame_kind", 12),
-    ("deny_reason", 8),
-    ("jcp_receipt", 15),
-    ("payload_hash", 16),
-    ("cost_currency", 5),
-    ("energy_coverage", 9),
-    ("energy_provenance", 10),
-    ("budget_remaining_uj", 2),
-];
-
 /// A text value as UTF-8 (what reading it as text checks).
 fn utf8_text<'a>(c: &mut Cur<'a>) -> Option<&'a str> {
     std::str::from_utf8(c.text_bytes()?).ok()
@@ -295,11 +133,11 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
         let rank = next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| same_bytes(name.as_bytes(), key))?;
         next_rank = rank + 1;
         match BY_RANK[rank].1 {
-            0 => action = Some(utf8_text(&mut c)?),
-            1 => breach = Some(reason(&mut c)?),
-            2 => budget_remaining_uj = Some(c.uint()?),
-            3 => budget_uj = Some(c.uint()?),
-            4 => {
+            Field::Action => action = Some(utf8_text(&mut c)?),
+            Field::Breach => breach = Some(reason(&mut c)?),
+            Field::BudgetRemainingUj => budget_remaining_uj = Some(c.uint()?),
+            Field::BudgetUj => budget_uj = Some(c.uint()?),
+            Field::ChainIds => {
                 let items = c.len_of(4)?;
                 let start = c.pos;
                 for _ in 0..items {
@@ -307,48 +145,47 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
                 }
                 chain = Some(TextItems::Cbor { enc: &b[start..c.pos], n: items });
             }
-            5 => currency = Some(utf8_text(&mut c)?),
-            6 => minor = Some(c.uint()?),
-            7 => cost_uj = Some(c.uint()?),
-            8 => deny_reason = Some(reason(&mut c)?),
-            9 => {
+            Field::CostCurrency => currency = Some(utf8_text(&mut c)?),
+            Field::CostMinor => minor = Some(c.uint()?),
+            Field::CostUj => cost_uj = Some(c.uint()?),
+            Field::DenyReason => deny_reason = Some(reason(&mut c)?),
+            Field::EnergyCoverage => {
                 (c.text_bytes()? == b"Partial").then_some(())?;
                 coverage = Coverage::Partial;
             }
-            10 => provenance = Some(Provenance::parse_bytes(c.text_bytes()?)?),
-            11 => {
+            Field::EnergyProvenance => provenance = Some(Provenance::parse_bytes(c.text_bytes()?)?),
+            Field::Flow => {
                 (c.text_bytes()? == b"tainted").then_some(())?;
                 tainted = true;
             }
-            12 => frame_kind = Some(FrameKind::parse_bytes(c.text_bytes()?)?),
-            13 => grant_id = Some(dids.content_id(c.text_bytes()?)?),
-            14 => issuer = Some(did(&mut c, dids)?),
-            15 => {
+            Field::FrameKind => frame_kind = Some(FrameKind::parse_bytes(c.text_bytes()?)?),
+            Field::GrantId => grant_id = Some(dids.content_id(c.text_bytes()?)?),
+            Field::Issuer => issuer = Some(did(&mut c, dids)?),
+            Field::JcpReceipt => {
                 profile = Some(match c.text_bytes()? {
                     b"jcp/2" => Profile::Jcp2,
                     b"jcp/1" => Profile::Jcp1,
                     _ => return None,
                 });
             }
-            16 => payload_hash = Some(ContentId::parse_bytes(c.text_bytes()?)?),
-            17 => resource = Some(dids.content_id(c.text_bytes()?)?),
-            18 => steward = Some(did(&mut c, dids)?),
-            19 => subject = Some(did(&mut c, dids)?),
-            20 => {
+            Field::PayloadHash => payload_hash = Some(ContentId::parse_bytes(c.text_bytes()?)?),
+            Field::Resource => resource = Some(dids.content_id(c.text_bytes()?)?),
+            Field::Steward => steward = Some(did(&mut c, dids)?),
+            Field::Subject => subject = Some(did(&mut c, dids)?),
+            Field::Trust => {
                 trust = Some(match c.text_bytes()? {
                     b"control" => Trust::Control,
                     b"data" => Trust::Data,
                     _ => return None,
                 });
             }
-            21 => {
+            Field::Verdict => {
                 allow = Some(match c.text_bytes()? {
                     b"allow" => true,
                     b"deny" => false,
                     _ => return None,
                 });
             }
-            _ => return None,
         }
     }
     if !c.done() {
@@ -460,32 +297,8 @@ pub(crate) fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Option<(Outcome
 mod tests {
     use super::*;
     use crate::demo::{self, DemoOptions};
-    use crate::receipt::slot_of;
     use crate::stream::{Item, Reader, RecordKind};
     use crate::writer::Durability;
-
-    /// §8 decoding compares keys and cached texts with `same_bytes`: it
-    /// must be exactly slice equality, for every length up to past the
-    /// longest text it sees and a difference at every position.
-    #[test]
-    fn s8_decoder_compare_is_slice_equality() {
-        for n in 0..=80usize {
-            let a: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
-            assert!(same_bytes(&a, &a.clone()), "equal, length {n}");
-            for at in 0..n {
-                let mut b = a.clone();
-                b[at] ^= 0x40;
-                assert!(!same_bytes(&a, &b), "differs at {at} of {n}");
-            }
-            assert!(
-                !same_bytes(&a, &a[..n.saturating_sub(1)]) || n == 0,
-                "shorter, length {n}"
-            );
-        }
-        proptest::proptest!(|(a in proptest::collection::vec(0u8..4, 0..40), b in proptest::collection::vec(0u8..4, 0..40))| {
-            proptest::prop_assert_eq!(same_bytes(&a, &b), a == b);
-        });
-    }
 
     fn slow(bytes: &[u8]) -> Option<OpenedReceipt> {
         let mut dids = DidCache::new();
@@ -544,29 +357,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn s8_canonical_rank_table_matches_the_key_order() {
-        let names = [
-            "action", "breach", "budget_remaining_uj", "budget_uj", "chain_ids", "cost_currency", "cost_minor", "cost_uj",
-            "deny_reason", "energy_coverage", "energy_provenance", "flow", "frame_kind", "grant_id", "issuer", "jcp_receipt",
-            "payload_hash", "resource", "steward", "subject", "trust", "verdict",
-        ];
-        assert_eq!(names.len(), FIELDS);
-        // Every name once, with its slot, ...
-        let mut by_rank: Vec<&str> = BY_RANK.iter().map(|(name, slot)| {
-            assert_eq!(slot_of(name.as_bytes()), Some(*slot), "{name}");
-            *name
-        }).collect();
-        // ... in RFC 8949 §4.2.1 order over the encoded keys (the text head
-        // orders by length first, then the bytes).
-        let table = by_rank.clone();
-        by_rank.sort_by_key(|n| (n.len(), *n));
-        assert_eq!(table, by_rank);
-        let mut all = names.to_vec();
-        all.sort_by_key(|n| (n.len(), *n));
-        assert_eq!(table, all);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | [`cose`] | the JCR-1 envelope: tagged `COSE_Sign1`, EdDSA, `kid` = steward did (via `coset`) |
 //! | [`receipt`] | the `jcp/2` core, legacy `jcp/1` verification, sealing and verifying |
 //! | [`record`] | outcome records, settlements of the metered path, revocation and amendment notices (also JCR-1 envelopes) |
+//! | [`open`] | opening records: the zero-copy reader for the layout this crate mints, else the reference (`coset`) reader |
 //! | [`stream`] | the framed file format and the fault-tolerant streaming reader |
 //! | [`writer`] | the single writer: exclusive OS lock, fsync per record, torn-tail cut |
 //! | [`runtime`] | [`runtime::DurableGate`]: decide → seal → fsync → act → outcome; replay on open |
@@ -33,6 +34,9 @@ pub mod demo;
 pub mod fleet;
 mod fast;
 pub mod error;
+mod fields;
+pub mod open;
+mod raw;
 pub mod receipt;
 pub mod record;
 pub mod runtime;

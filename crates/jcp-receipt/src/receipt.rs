@@ -18,6 +18,7 @@ use jcp::identity::{Did, Keypair};
 
 use crate::cose::{self, DidCache, Position, Sealed};
 use crate::error::ReceiptError;
+use crate::fields::{slot_of, Field, FIELDS};
 
 /// A receipt core read and checked under its profile (every rule
 /// [`ReceiptCore`] is read under: this is where they are), its texts still
@@ -79,42 +80,42 @@ impl<'a> CoreView<'a> {
     fn read(mut f: Entries<'_, 'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
         // Known ASCII values are matched as bytes; only anything else is
         // checked as UTF-8 (first, as reading it as text would) to be named.
-        let profile = match f.raw(F_JCP_RECEIPT)? {
+        let profile = match f.raw(Field::JcpReceipt)? {
             b"jcp/2" => Profile::Jcp2,
             b"jcp/1" => Profile::Jcp1,
-            other => return Err(ReceiptError::UnknownProfile(utf8(F_JCP_RECEIPT, other)?.to_owned())),
+            other => return Err(ReceiptError::UnknownProfile(utf8(Field::JcpReceipt, other)?.to_owned())),
         };
-        let grant_id = f.cid_cached(F_GRANT_ID, dids)?;
-        let (issuer, _) = f.did(F_ISSUER, dids)?;
-        let (subject, subject_key) = f.did(F_SUBJECT, dids)?;
-        let resource = f.cid_cached(F_RESOURCE, dids)?;
-        let action = f.text(F_ACTION)?;
+        let grant_id = f.cid_cached(Field::GrantId, dids)?;
+        let (issuer, _) = f.did(Field::Issuer, dids)?;
+        let (subject, subject_key) = f.did(Field::Subject, dids)?;
+        let resource = f.cid_cached(Field::Resource, dids)?;
+        let action = f.text(Field::Action)?;
         // `jcp/1` has no payload_hash; a `jcp/1` core carrying one is not `jcp/1`
         // (closed world: `finish` refuses the untaken field).
         let payload_hash = match profile {
-            Profile::Jcp2 => Some(f.cid(F_PAYLOAD_HASH)?), // unique per decision: not cached
+            Profile::Jcp2 => Some(f.cid(Field::PayloadHash)?), // unique per decision: not cached
             Profile::Jcp1 => None,
         };
-        let fk = f.raw(F_FRAME_KIND)?;
+        let fk = f.raw(Field::FrameKind)?;
         let Some(frame_kind) = FrameKind::parse_bytes(fk) else {
-            let fk = utf8(F_FRAME_KIND, fk)?;
+            let fk = utf8(Field::FrameKind, fk)?;
             return Err(invalid("frame_kind", format!("unknown kind {fk:?}")));
         };
-        let trust = match f.raw(F_TRUST)? {
+        let trust = match f.raw(Field::Trust)? {
             b"control" => Trust::Control,
             b"data" => Trust::Data,
-            other => return Err(invalid("trust", format!("unknown trust {:?}", utf8(F_TRUST, other)?))),
+            other => return Err(invalid("trust", format!("unknown trust {:?}", utf8(Field::Trust, other)?))),
         };
-        let verdict_b = f.raw(F_VERDICT)?;
+        let verdict_b = f.raw(Field::Verdict)?;
         let allow = match verdict_b {
             b"allow" => Some(true),
             b"deny" => Some(false),
             other => {
-                utf8(F_VERDICT, other)?;
+                utf8(Field::Verdict, other)?;
                 None
             }
         };
-        let reason = f.opt_text(F_DENY_REASON)?;
+        let reason = f.opt_text(Field::DenyReason)?;
         let verdict = match (allow, reason) {
             (Some(true), None) => Verdict::Allow,
             (Some(true), Some(_)) => {
@@ -125,32 +126,32 @@ impl<'a> CoreView<'a> {
             ),
             (Some(false), None) => return Err(invalid("deny_reason", "a deny must name its reason")),
             (None, _) => {
-                let other = utf8(F_VERDICT, verdict_b)?;
+                let other = utf8(Field::Verdict, verdict_b)?;
                 return Err(invalid("verdict", format!("{other:?} is neither allow nor deny")));
             }
         };
-        let cost_uj = f.uint(F_COST_UJ)?;
-        let p = f.raw(F_ENERGY_PROVENANCE)?;
+        let cost_uj = f.uint(Field::CostUj)?;
+        let p = f.raw(Field::EnergyProvenance)?;
         let Some(provenance) = Provenance::parse_bytes(p) else {
-            let p = utf8(F_ENERGY_PROVENANCE, p)?;
+            let p = utf8(Field::EnergyProvenance, p)?;
             return Err(invalid("energy_provenance", format!("{p:?}")));
         };
-        let coverage = match f.opt_text(F_ENERGY_COVERAGE)? {
+        let coverage = match f.opt_text(Field::EnergyCoverage)? {
             None => Coverage::Whole,
             Some("Partial") => Coverage::Partial,
             Some(other) => {
                 return Err(invalid("energy_coverage", format!("{other:?}: only \"Partial\" is carried (§5.2)")))
             }
         };
-        let budget_remaining_uj = f.uint(F_BUDGET_REMAINING_UJ)?;
-        let budget_uj = f.uint(F_BUDGET_UJ)?;
-        let (steward, steward_key) = f.did(F_STEWARD, dids)?;
+        let budget_remaining_uj = f.uint(Field::BudgetRemainingUj)?;
+        let budget_uj = f.uint(Field::BudgetUj)?;
+        let (steward, steward_key) = f.did(Field::Steward, dids)?;
         let mut chain = None;
         let mut breach = None;
         let mut money = None;
         let mut tainted = false;
         if profile == Profile::Jcp2 {
-            if let Some(items) = f.opt_texts(F_CHAIN_IDS)? {
+            if let Some(items) = f.opt_texts(Field::ChainIds)? {
                 let mut last = None;
                 for s in items.iter() {
                     last = Some(dids.content_id(s).ok_or_else(|| invalid("chain_ids", "expected content ids"))?);
@@ -163,18 +164,18 @@ impl<'a> CoreView<'a> {
                 }
                 chain = Some(items);
             }
-            if let Some(b) = f.opt_text(F_BREACH)? {
+            if let Some(b) = f.opt_text(Field::Breach)? {
                 breach = Some(Reason::parse(b).ok_or_else(|| invalid("breach", format!("unknown reason {b:?}")))?);
                 if verdict != Verdict::Allow {
                     return Err(invalid("breach", "a breach is recorded only on an allow"));
                 }
             }
-            match (f.opt_text(F_COST_CURRENCY)?, f.opt_uint(F_COST_MINOR)?) {
+            match (f.opt_text(Field::CostCurrency)?, f.opt_uint(Field::CostMinor)?) {
                 (None, None) => {}
                 (Some(c), Some(m)) if !c.is_empty() => money = Some((c, m)),
                 _ => return Err(invalid("cost_currency", "cost_currency and cost_minor come together")),
             }
-            match f.opt_text(F_FLOW)? {
+            match f.opt_text(Field::Flow)? {
                 None => {}
                 Some("tainted") if verdict == Verdict::Allow => tainted = true,
                 Some(other) => return Err(invalid("flow", format!("{other:?}: only \"tainted\", on an allow"))),
@@ -497,67 +498,7 @@ impl<'a> TextItems<'a> {
             Self::Cbor { enc, .. } => (enc, &[][..]),
             Self::List(l) => (&[][..], l),
         };
-        crate::fast::text_items(enc).chain(list.iter().copied())
-    }
-}
-
-/// A core field the profile knows: its slot in [`Entries`] and its name.
-#[derive(Clone, Copy)]
-struct Field {
-    slot: usize,
-    name: &'static str,
-}
-
-const F_ACTION: Field = Field { slot: 0, name: "action" };
-const F_BREACH: Field = Field { slot: 1, name: "breach" };
-const F_BUDGET_REMAINING_UJ: Field = Field { slot: 2, name: "budget_remaining_uj" };
-const F_BUDGET_UJ: Field = Field { slot: 3, name: "budget_uj" };
-const F_CHAIN_IDS: Field = Field { slot: 4, name: "chain_ids" };
-const F_COST_CURRENCY: Field = Field { slot: 5, name: "cost_currency" };
-const F_COST_MINOR: Field = Field { slot: 6, name: "cost_minor" };
-const F_COST_UJ: Field = Field { slot: 7, name: "cost_uj" };
-const F_DENY_REASON: Field = Field { slot: 8, name: "deny_reason" };
-const F_ENERGY_COVERAGE: Field = Field { slot: 9, name: "energy_coverage" };
-const F_ENERGY_PROVENANCE: Field = Field { slot: 10, name: "energy_provenance" };
-const F_FLOW: Field = Field { slot: 11, name: "flow" };
-const F_FRAME_KIND: Field = Field { slot: 12, name: "frame_kind" };
-const F_GRANT_ID: Field = Field { slot: 13, name: "grant_id" };
-const F_ISSUER: Field = Field { slot: 14, name: "issuer" };
-const F_JCP_RECEIPT: Field = Field { slot: 15, name: "jcp_receipt" };
-const F_PAYLOAD_HASH: Field = Field { slot: 16, name: "payload_hash" };
-const F_RESOURCE: Field = Field { slot: 17, name: "resource" };
-const F_STEWARD: Field = Field { slot: 18, name: "steward" };
-const F_SUBJECT: Field = Field { slot: 19, name: "subject" };
-const F_TRUST: Field = Field { slot: 20, name: "trust" };
-const F_VERDICT: Field = Field { slot: 21, name: "verdict" };
-pub(crate) const FIELDS: usize = 22;
-
-/// The slot of a known field name; `None` for anything else.
-pub(crate) fn slot_of(key: &[u8]) -> Option<usize> {
-    match key {
-            b"action" => Some(0),
-            b"breach" => Some(1),
-            b"budget_remaining_uj" => Some(2),
-            b"budget_uj" => Some(3),
-            b"chain_ids" => Some(4),
-            b"cost_currency" => Some(5),
-            b"cost_minor" => Some(6),
-            b"cost_uj" => Some(7),
-            b"deny_reason" => Some(8),
-            b"energy_coverage" => Some(9),
-            b"energy_provenance" => Some(10),
-            b"flow" => Some(11),
-            b"frame_kind" => Some(12),
-            b"grant_id" => Some(13),
-            b"issuer" => Some(14),
-            b"jcp_receipt" => Some(15),
-            b"payload_hash" => Some(16),
-            b"resource" => Some(17),
-            b"steward" => Some(18),
-            b"subject" => Some(19),
-            b"trust" => Some(20),
-            b"verdict" => Some(21),
-        _ => None,
+        crate::raw::text_items(enc).chain(list.iter().copied())
     }
 }
 
@@ -591,17 +532,17 @@ impl<'e, 'a> Entries<'e, 'a> {
     }
 
     fn opt(&mut self, field: Field) -> Option<&'e FVal<'a>> {
-        let i = self.slots[field.slot]?;
-        self.taken |= 1 << field.slot;
+        let i = self.slots[field.slot()]?;
+        self.taken |= 1 << field.slot();
         Some(&self.entries[i].1)
     }
 
     fn wrong(field: Field, what: &str) -> ReceiptError {
-        SchemaError::Invalid { object: OBJ, field: field.name, problem: format!("expected {what}") }.into()
+        SchemaError::Invalid { object: OBJ, field: field.name(), problem: format!("expected {what}") }.into()
     }
 
     fn text(&mut self, field: Field) -> Result<&'a str, ReceiptError> {
-        self.opt_text(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
+        self.opt_text(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
     fn opt_raw(&mut self, field: Field) -> Result<Option<&'a [u8]>, ReceiptError> {
@@ -613,7 +554,7 @@ impl<'e, 'a> Entries<'e, 'a> {
     }
 
     fn raw(&mut self, field: Field) -> Result<&'a [u8], ReceiptError> {
-        self.opt_raw(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
+        self.opt_raw(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
     fn opt_text(&mut self, field: Field) -> Result<Option<&'a str>, ReceiptError> {
@@ -631,7 +572,7 @@ impl<'e, 'a> Entries<'e, 'a> {
     }
 
     fn uint(&mut self, field: Field) -> Result<u64, ReceiptError> {
-        self.opt_uint(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name }.into())
+        self.opt_uint(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
     fn opt_uint(&mut self, field: Field) -> Result<Option<u64>, ReceiptError> {
@@ -695,33 +636,6 @@ pub struct OpenedReceipt {
 }
 
 impl OpenedReceipt {
-    /// Opens and reads a receipt without checking the signature.
-    pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<Self, ReceiptError> {
-        if let Some(fast) = crate::fast::open_receipt(bytes, dids) {
-            return Ok(fast);
-        }
-        Self::open_coset(bytes, dids)
-    }
-
-    /// [`OpenedReceipt::open`] without the record id (the audit's hot path;
-    /// see [`crate::cose::Unsealed`]). Same acceptance and errors.
-    pub fn open_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(ReceiptCore, crate::cose::Unsealed<'a>), ReceiptError> {
-        if let Some(fast) = crate::fast::open_receipt_unsealed(bytes, dids) {
-            return Ok(fast);
-        }
-        Self::open_coset(bytes, dids).map(|o| (o.core, o.sealed.into()))
-    }
-
-    /// A receipt in the canonical layout this crate mints, read as a
-    /// [`CoreView`] without copying (the audit's hot path). `None` for
-    /// anything else, valid or not: then [`OpenedReceipt::open_unsealed`]
-    /// reads it or names what is wrong. Never accepts what `open_unsealed`
-    /// refuses, and reads the same values (tested record by record and bit
-    /// flip by bit flip).
-    pub fn open_view<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Option<(CoreView<'a>, crate::cose::Unsealed<'a>)> {
-        crate::fast::open_receipt_view(bytes, dids)
-    }
-
     /// [`OpenedReceipt::open`] through `coset` only (the reference path the
     /// zero-copy reader must never be wider than; for tests and fuzzing).
     #[doc(hidden)]

@@ -135,24 +135,7 @@ pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> 
     cose::seal(core, position, steward)
 }
 
-/// Opens an outcome record (signature unchecked).
-pub fn open_outcome(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
-    if let Some(fast) = crate::fast::open_outcome(bytes, dids) {
-        return Ok(fast);
-    }
-    open_outcome_coset(bytes, dids)
-}
-
-/// [`open_outcome`] without the record id (the audit's hot path; see
-/// [`crate::cose::Unsealed`]). Same acceptance and errors.
-pub fn open_outcome_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(Outcome, crate::cose::Unsealed<'a>), ReceiptError> {
-    if let Some(fast) = crate::fast::open_outcome_unsealed(bytes, dids) {
-        return Ok(fast);
-    }
-    open_outcome_coset(bytes, dids).map(|(o, s)| (o, s.into()))
-}
-
-/// [`open_outcome`] through `coset` only (the reference path).
+/// [`crate::open::open_outcome`] through `coset` only (the reference path).
 pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let o = Outcome::from_value(&core, dids)?;
@@ -330,20 +313,6 @@ impl Settlement {
         ContentId::of_bytes(&self.reservation)
     }
 
-    /// Opens the reservation receipt (signature unchecked: a reader checks
-    /// that its id is one it verified earlier in the stream). It must be an
-    /// allow sealed by this record's steward.
-    pub fn open_reservation(&self, dids: &mut DidCache) -> Result<crate::receipt::OpenedReceipt, ReceiptError> {
-        let o = crate::receipt::OpenedReceipt::open(&self.reservation, dids)?;
-        if o.core.steward != self.steward {
-            return Err(ReceiptError::StewardMismatch { core: o.core.steward.to_did_string(), kid: self.steward.to_did_string() });
-        }
-        if !o.core.is_allow() {
-            return Err(ReceiptError::Invalid { field: "reservation", problem: "a reservation is an allow receipt".into() });
-        }
-        Ok(o)
-    }
-
     /// Canonical core.
     pub fn to_value(&self) -> Value {
         cbor::map([
@@ -381,28 +350,7 @@ pub enum OutcomeRecord {
     Settlement(Settlement),
 }
 
-/// Opens an outcome-kind record of either profile (signature unchecked).
-/// An outcome in the layout this crate mints takes the same path as
-/// [`open_outcome`]; anything else is read through `coset`, as a
-/// settlement when its core is tagged `jcp_settlement`, else as an outcome.
-pub fn open_outcome_record(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
-    if let Some((o, s)) = crate::fast::open_outcome(bytes, dids) {
-        return Ok((OutcomeRecord::Outcome(o), s));
-    }
-    outcome_record_coset(bytes, dids)
-}
-
-/// [`open_outcome_record`] without the record id (the audit's path; see
-/// [`crate::cose::Unsealed`]). An outcome costs what
-/// [`open_outcome_unsealed`] costs.
-pub fn open_outcome_record_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(OutcomeRecord, crate::cose::Unsealed<'a>), ReceiptError> {
-    if let Some((o, u)) = crate::fast::open_outcome_unsealed(bytes, dids) {
-        return Ok((OutcomeRecord::Outcome(o), u));
-    }
-    outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
-}
-
-fn outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+pub(crate) fn outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let (rec, steward) = if core.get("jcp_settlement").is_some() {
         let st = Settlement::from_value(&core, dids)?;

@@ -755,7 +755,7 @@ impl Replay<'_> {
                 }
             }
             RecordKind::Outcome => {
-                let res = record::open_outcome_record(&r.payload, &mut self.dids)
+                let res = crate::open::open_outcome_record(&r.payload, &mut self.dids)
                     .and_then(|(o, s)| record::verify_sealed(&s, Some(&self.me)).map(|()| (o, s)));
                 match res {
                     Ok((OutcomeRecord::Outcome(o), s)) => {

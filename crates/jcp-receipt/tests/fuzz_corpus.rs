@@ -148,9 +148,9 @@ fn fuzz_cose_open_corpus_replays_with_typed_errors_and_the_hot_path_matches_cose
         let reference = OpenedReceipt::open_coset(&data, &mut dids);
         assert_eq!(r.as_ref().err().map(|e| e.code()), reference.as_ref().err().map(|e| e.code()));
         assert_eq!(OpenedReceipt::open_unsealed(&data, &mut dids).is_ok(), reference.is_ok());
-        let hot = jcp_receipt::record::open_outcome_unsealed(&data, &mut dids);
+        let hot = jcp_receipt::open::open_outcome_unsealed(&data, &mut dids);
         assert_eq!(hot.is_ok(), jcp_receipt::record::open_outcome_coset(&data, &mut dids).is_ok());
-        let _ = jcp_receipt::record::open_outcome(&data, &mut dids);
+        let _ = jcp_receipt::open::open_outcome(&data, &mut dids);
         let _ = jcp_receipt::record::open_revocation(&data, &mut dids);
         let note = jcp_receipt::settle::SignedSettlementNote::from_bytes(&data);
         if let Ok(n) = &note {

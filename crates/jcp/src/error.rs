@@ -99,6 +99,23 @@ pub enum Error {
     /// A value outside what the object allows (e.g. duplicate actions).
     #[error("invalid: {0}")]
     Invalid(String),
+
+    // ---- text forms of protocol objects (people's input: flags, forms, key files) ----
+    /// A caveat's text form (`Name=argument`, [`crate::grant::Caveat`]'s `FromStr`) is malformed.
+    #[error("invalid-caveat: {text:?}: {problem}")]
+    InvalidCaveat { text: String, problem: String },
+    /// A label's text form (`bottom`, `top` or `INTEGRITY;ORIGINS;READERS`, [`crate::flow::Label`]'s `FromStr`) is malformed.
+    #[error("invalid-label: {text:?}: {problem}")]
+    InvalidLabel { text: String, problem: String },
+    /// A money amount's text form (`CURRENCY:MINOR`, [`crate::grant::Funds`]'s `FromStr`) is malformed.
+    #[error("invalid-funds: {text:?}: {problem}")]
+    InvalidFunds { text: String, problem: String },
+    /// Text that should be a content id (64 lowercase hex digits) is not.
+    #[error("invalid-content-id: {what}: {text:?} is not 64 lowercase hex digits")]
+    InvalidContentId { what: &'static str, text: String },
+    /// A plain key file (`{"did", "seed"}` JSON, [`crate::identity::KeyFile`]) is malformed or its did is not its seed's.
+    #[error("key-file-invalid: {problem}")]
+    KeyFileInvalid { problem: String },
     /// A steering record or run refused (§4.7, C21); the code is the
     /// steering reason (`steer-*`, `run-*`).
     #[error(transparent)]
@@ -211,6 +228,11 @@ impl Error {
             Self::OverdraftUnproven { .. } => "overdraft-unproven",
             Self::ChannelUnknown { .. } => "channel-unknown",
             Self::Invalid(_) => "invalid",
+            Self::InvalidCaveat { .. } => "invalid-caveat",
+            Self::InvalidLabel { .. } => "invalid-label",
+            Self::InvalidFunds { .. } => "invalid-funds",
+            Self::InvalidContentId { .. } => "invalid-content-id",
+            Self::KeyFileInvalid { .. } => "key-file-invalid",
             Self::Steering(e) => e.code(),
             // §2.1 rotation (C12)
             Self::RotationEmptyLog => "rotation-empty-log",
@@ -243,7 +265,16 @@ impl Error {
     /// one place that tells them apart.
     pub fn is_refusal(&self) -> bool {
         match self {
-            Self::Decode(_) | Self::Schema(_) | Self::Identity(_) | Self::Invalid(_) => false,
+            // Unreadable input, not a refusal of a read object.
+            Self::Decode(_)
+            | Self::Schema(_)
+            | Self::Identity(_)
+            | Self::Invalid(_)
+            | Self::InvalidCaveat { .. }
+            | Self::InvalidLabel { .. }
+            | Self::InvalidFunds { .. }
+            | Self::InvalidContentId { .. }
+            | Self::KeyFileInvalid { .. } => false,
             Self::BadSignature { .. }
             | Self::AttenuationViolation(_)
             | Self::NotHolder { .. }

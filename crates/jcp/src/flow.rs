@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use crate::cbor::{self, Fields, SchemaError, Value};
+use crate::error::Error;
 
 /// Integrity: a principal-authored value is trusted; anything from a channel
 /// the principal does not control is untrusted. `Trusted < Untrusted`.
@@ -174,6 +175,48 @@ fn sorted_set(f: &mut Fields<'_>, field: &'static str) -> Result<BTreeSet<String
         return Err(f.error(field, "a set must be sorted and free of duplicates"));
     }
     Ok(set)
+}
+
+/// A comma-separated list as people write one (actions, origins, readers,
+/// model ids); empty items are dropped.
+pub fn text_list(s: &str) -> Vec<String> {
+    s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect()
+}
+
+impl Label {
+    /// A label from its three text parts `INTEGRITY`, `ORIGINS` (`any` or a
+    /// comma list) and `READERS` (`all` or a comma list); `text` is what the
+    /// person wrote, for the error.
+    pub(crate) fn from_text_parts(integrity: &str, origins: &str, readers: &str, text: &str) -> Result<Self, Error> {
+        let integrity = match integrity {
+            "trusted" => Integrity::Trusted,
+            "untrusted" => Integrity::Untrusted,
+            other => {
+                return Err(Error::InvalidLabel { text: text.to_owned(), problem: format!("integrity {other:?} is not trusted|untrusted") })
+            }
+        };
+        let origins = if origins == "any" { Origins::Any } else { Origins::Set(text_list(origins).into_iter().collect()) };
+        let readers = if readers == "all" { Readers::All } else { Readers::Only(text_list(readers).into_iter().collect()) };
+        Ok(Self { integrity, origins, readers })
+    }
+}
+
+/// A label's text form, for people (flags and forms): `bottom`, `top`, or
+/// `INTEGRITY;ORIGINS;READERS`, e.g. `untrusted;search,mail;all`.
+impl std::str::FromStr for Label {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "bottom" => return Ok(Self::bottom()),
+            "top" => return Ok(Self::top()),
+            _ => {}
+        }
+        match s.split(';').collect::<Vec<_>>()[..] {
+            [integrity, origins, readers] => Self::from_text_parts(integrity, origins, readers, s),
+            _ => Err(Error::InvalidLabel { text: s.to_owned(), problem: "expected bottom, top or INTEGRITY;ORIGINS;READERS".into() }),
+        }
+    }
 }
 
 /// The argument of a `FlowBelow` caveat (§4.10).

@@ -82,3 +82,16 @@ pub fn statement_decode(data: &[u8]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A plain key file the reader accepts is its keypair's own: the file
+/// written for that keypair reads back to the same seed and did (§2).
+pub fn key_file_decode(data: &[u8]) -> Result<(), String> {
+    use crate::identity::KeyFile;
+    if let Ok(k) = KeyFile::decode(data) {
+        let again = KeyFile::decode(KeyFile::encode(&k).as_bytes()).map_err(|e| format!("the key's own file is refused: {e}"))?;
+        if again.seed() != k.seed() || again.did() != k.did() {
+            return Err("the key's own file reads back to another key".into());
+        }
+    }
+    Ok(())
+}

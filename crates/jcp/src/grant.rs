@@ -3,7 +3,7 @@
 
 use crate::cbor::{self, ContentId, Fields, SchemaError, Value};
 use crate::error::{Amplification, Error};
-use crate::flow::FlowCeiling;
+use crate::flow::{FlowCeiling, Label};
 use crate::identity::{Did, Keypair};
 
 /// What a grant authorizes: one content-addressed resource and some actions.
@@ -44,6 +44,35 @@ impl Funds {
     }
 }
 
+/// A money amount's text form, for people: `CURRENCY:MINOR`, e.g. `USD:500`.
+impl std::str::FromStr for Funds {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = |problem: &str| Error::InvalidFunds { text: s.to_owned(), problem: problem.to_owned() };
+        let (currency, minor) = s.split_once(':').ok_or_else(|| bad("expected CURRENCY:MINOR, e.g. USD:500"))?;
+        let minor = minor.parse().map_err(|_| bad("minor units must be an unsigned integer"))?;
+        if currency.is_empty() {
+            return Err(bad("empty currency"));
+        }
+        Ok(Self { currency: currency.to_owned(), minor })
+    }
+}
+
+/// A content id given as text: 64 lowercase hex digits; `what` names it in the error.
+pub fn content_id_from_text(s: &str, what: &'static str) -> Result<ContentId, Error> {
+    ContentId::parse(s).ok_or_else(|| Error::InvalidContentId { what, text: s.to_owned() })
+}
+
+/// A resource given as text, for people: a content id, or `text:NAME`, whose
+/// id is the content id of the canonical CBOR text `NAME`.
+pub fn resource_from_text(s: &str) -> Result<ContentId, Error> {
+    match s.strip_prefix("text:") {
+        Some(name) => Ok(ContentId::of(&Value::text(name))),
+        None => content_id_from_text(s, "resource"),
+    }
+}
+
 /// An embedded condition (§4.9). Every predicate ranges only over what an
 /// enforcement point holds when it decides.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
@@ -65,6 +94,48 @@ pub enum Caveat {
     ModelIn(Vec<ContentId>),
     /// The argument's label must sit at or below this ceiling (§4.10).
     FlowBelow(FlowCeiling),
+}
+
+/// A caveat's text form, for people (flags and forms): `Name=argument`,
+/// e.g. `MaxCostUj=100`, `ActionIn=read,write`, `CallerIs=did:key:…`,
+/// `ModelIn=<id>,<id>`, `FlowBelow=untrusted;search;all;1000` (a label's
+/// three parts and, optionally, the tainted allowance in µJ).
+impl std::str::FromStr for Caveat {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = |problem: &str| Error::InvalidCaveat { text: s.to_owned(), problem: problem.to_owned() };
+        let (name, arg) = s.split_once('=').ok_or_else(|| bad("expected Name=argument"))?;
+        let uint = |a: &str| -> Result<u64, Error> { a.parse().map_err(|_| bad("expected an unsigned integer")) };
+        Ok(match name {
+            "ActionIn" => Self::ActionIn(crate::flow::text_list(arg)),
+            "PayloadIs" => Self::PayloadIs(content_id_from_text(arg, "PayloadIs")?),
+            "CallerIs" => Self::CallerIs(Did::parse(arg)?),
+            "NotBefore" => Self::NotBefore(uint(arg)?),
+            "NotAfter" => Self::NotAfter(uint(arg)?),
+            "MaxCostUj" => Self::MaxCostUj(uint(arg)?),
+            "ModelIn" => Self::ModelIn(
+                crate::flow::text_list(arg).iter().map(|m| content_id_from_text(m, "ModelIn")).collect::<Result<_, _>>()?,
+            ),
+            "FlowBelow" => match arg.split(';').collect::<Vec<_>>()[..] {
+                [integrity, origins, readers] => Self::FlowBelow(FlowCeiling {
+                    ceiling: Label::from_text_parts(integrity, origins, readers, arg)?,
+                    tainted_budget_uj: None,
+                }),
+                [integrity, origins, readers, tainted] => Self::FlowBelow(FlowCeiling {
+                    ceiling: Label::from_text_parts(integrity, origins, readers, arg)?,
+                    tainted_budget_uj: Some(uint(tainted)?),
+                }),
+                _ => return Err(bad("FlowBelow=INTEGRITY;ORIGINS;READERS[;TAINTED_UJ]")),
+            },
+            other => {
+                return Err(Error::InvalidCaveat {
+                    text: s.to_owned(),
+                    problem: format!("unknown caveat {other:?} (ActionIn, PayloadIs, CallerIs, NotBefore, NotAfter, MaxCostUj, ModelIn, FlowBelow)"),
+                })
+            }
+        })
+    }
 }
 
 impl Caveat {

@@ -276,6 +276,48 @@ impl Keypair {
     }
 }
 
+/// The plain key file: JSON `{"did": "did:key:…", "seed": "<64 hex digits>"}`,
+/// as `jcp key new` writes it (owner-only; the format is this type's alone).
+/// Reading is strict: no other member, a seed of exactly 32 bytes in hex,
+/// and a did that is the seed's.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyFile {
+    /// The key's did (checked against the seed when read).
+    pub did: String,
+    /// The 32-byte seed, hex.
+    pub seed: String,
+}
+
+impl fmt::Debug for KeyFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyFile").field("did", &self.did).finish_non_exhaustive()
+    }
+}
+
+impl KeyFile {
+    /// The file's text for `key` (pretty JSON, two-space indent, no final newline).
+    pub fn encode(key: &Keypair) -> String {
+        let kf = Self { did: key.did().to_did_string(), seed: hex::encode(key.seed()) };
+        format!("{{\n  \"did\": {},\n  \"seed\": {}\n}}", serde_json::Value::from(kf.did), serde_json::Value::from(kf.seed))
+    }
+
+    /// Reads a key file's bytes into its keypair.
+    pub fn decode(bytes: &[u8]) -> Result<Keypair, crate::Error> {
+        let bad = |problem: String| crate::Error::KeyFileInvalid { problem };
+        let kf: Self = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
+        let seed: [u8; 32] = hex::decode(&kf.seed)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| bad("seed must be 64 hex digits".into()))?;
+        let key = Keypair::from_seed(seed)?;
+        if key.did().to_did_string() != kf.did {
+            return Err(bad(format!("the did {} is not the seed's ({})", kf.did, key.did())));
+        }
+        Ok(key)
+    }
+}
+
 /// 16 bytes of fresh randomness for a nonce.
 pub fn fresh_nonce() -> [u8; 16] {
     let mut n = [0u8; 16];

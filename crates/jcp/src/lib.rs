@@ -35,7 +35,6 @@ pub mod frame;
 pub mod fuzzing;
 pub mod grant;
 pub mod identity;
-pub mod ids;
 pub mod revocation;
 pub mod rotation;
 pub mod standing;

@@ -64,3 +64,9 @@ fn c20_fuzz_corpus_ledger_decode() {
 fn c17_fuzz_corpus_statement_decode() {
     replay("statement_decode", jcp::fuzzing::statement_decode);
 }
+
+#[test]
+fn s2_fuzz_corpus_key_file_decode() {
+    replay("key_file_decode", jcp::fuzzing::key_file_decode);
+    assert!(accepted("key_file_decode", |d| jcp::identity::KeyFile::decode(d).is_ok()) >= 2);
+}

@@ -96,28 +96,13 @@ pub fn read_plain(path: &Path) -> Result<Keypair, KeyError> {
 }
 
 fn plain_from_bytes(path: &Path, bytes: &[u8]) -> Result<Keypair, KeyError> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Plain {
-        did: String,
-        seed: String,
-    }
-    let p: Plain = serde_json::from_slice(bytes).map_err(|e| corrupt(path, format!("not a plain jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
-    let seed: [u8; 32] = hex::decode(&p.seed)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| corrupt(path, "its seed is not 64 hex digits"))?;
-    let key = Keypair::from_seed(seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
-    if key.did().to_did_string() != p.did {
-        return Err(corrupt(path, format!("its did {} is not its seed's ({})", p.did, key.did())));
-    }
-    Ok(key)
+    jcp::identity::KeyFile::decode(bytes).map_err(|e| corrupt(path, e.to_string()))
 }
 
 /// Writes `key` as a new plain key file (owner-only, never overwriting):
 /// for keys that are not the steward's, such as a demo agent's.
 pub fn write_plain(path: &Path, key: &Keypair) -> Result<(), KeyError> {
-    let text = format!("{{\n  \"did\": \"{}\",\n  \"seed\": \"{}\"\n}}", key.did().to_did_string(), hex::encode(key.seed()));
+    let text = jcp::identity::KeyFile::encode(key);
     let mut f = open_new_private(path)?;
     f.write_all(text.as_bytes()).map_err(io(path))?;
     f.sync_all().map_err(io(path))

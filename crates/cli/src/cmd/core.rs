@@ -2,7 +2,6 @@
 //! (spec §2, §4, §6, §7) from the command line. Objects travel as files of
 //! canonical det-CBOR; keys as small JSON files holding the seed (mode 0600).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,23 +10,17 @@ use clap::{Args, Subcommand};
 use jcp::cbor::{self, ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Coverage, Energy, Provenance};
-use jcp::flow::{FlowCeiling, Integrity, Label, Origins, Readers};
+use jcp::flow::{text_list, Label};
 use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, shard, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant, Slice};
-use jcp::identity::{Did, Keypair};
+use jcp::grant::{attenuate, content_id_from_text, resource_from_text, shard, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant, Slice};
+use jcp::identity::{Did, KeyFile, Keypair};
 use jcp::revocation::{Revocation, SignedRevocation};
 use jcp_receipt::runtime::DurableGate;
 use serde_json::json;
 
-use crate::out::{coded, emit, CLEAN, FINDINGS};
+use crate::out::{coded, emit, jcp_err, CLEAN, FINDINGS};
 
 // ------------------------------------------------------------------ files
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct KeyFile {
-    did: String,
-    seed: String,
-}
 
 /// A passphrase from a file: its first line, without the line end.
 fn read_passphrase(path: &Path) -> anyhow::Result<String> {
@@ -48,23 +41,11 @@ pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
         let pass = read_passphrase(Path::new(&pf))?;
         return keystore::unlock(path, &pass).map_err(|e| coded(e.code(), e.to_string()));
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading key file {}", path.display()))?;
-    let kf: KeyFile = serde_json::from_str(&text)
-        .map_err(|e| coded("key-file-invalid", format!("{}: not a jcp key file: {e}", path.display())))?;
-    let seed: [u8; 32] = hex::decode(&kf.seed)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| coded("key-file-invalid", format!("{}: seed must be 64 hex digits", path.display())))?;
-    let kp = Keypair::from_seed(seed).map_err(|e| coded(e.code(), e.to_string()))?;
-    if kp.did().to_did_string() != kf.did {
-        return Err(coded("key-file-invalid", format!("{}: the did does not match the seed", path.display())));
-    }
-    Ok(kp)
+    KeyFile::decode(&bytes).map_err(|e| core_err(path, &e))
 }
 
 pub(crate) fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(&KeyFile { did: kp.did().to_did_string(), seed: hex::encode(kp.seed()) })?;
-    write_private(path, text.as_bytes())
+    write_private(path, KeyFile::encode(kp).as_bytes())
 }
 
 #[cfg(unix)]
@@ -131,17 +112,19 @@ pub(crate) fn parse_did(s: &str) -> anyhow::Result<Did> {
     Did::parse(s).map_err(|e| coded(e.code(), format!("{s:?}: {e}")))
 }
 
-pub(crate) fn parse_cid(s: &str, what: &str) -> anyhow::Result<ContentId> {
-    ContentId::parse(s).ok_or_else(|| coded("invalid-content-id", format!("{what}: {s:?} is not 64 lowercase hex digits")))
+/// The text forms below are the protocol crate's (`FromStr` and `*_from_text`
+/// in `jcp`); these only turn its errors into the CLI's.
+fn text_err(e: &jcp::Error) -> anyhow::Error {
+    jcp_err(e, e.to_string())
 }
 
-/// A resource is given as a content id, or as `text:NAME` (its id is the
-/// blake3 of the canonical CBOR text NAME), for people.
+pub(crate) fn parse_cid(s: &str, what: &'static str) -> anyhow::Result<ContentId> {
+    content_id_from_text(s, what).map_err(|e| text_err(&e))
+}
+
+/// A resource: a content id, or `text:NAME` for people ([`jcp::grant::resource_from_text`]).
 pub(crate) fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
-    match s.strip_prefix("text:") {
-        Some(name) => Ok(ContentId::of(&Value::text(name))),
-        None => parse_cid(s, "resource"),
-    }
+    resource_from_text(s).map_err(|e| text_err(&e))
 }
 
 /// `HwShunt | ModelBased | Estimator` (§5), for every subcommand that states a cost.
@@ -149,75 +132,20 @@ pub(crate) fn parse_provenance(s: &str) -> anyhow::Result<Provenance> {
     Provenance::parse(s).ok_or_else(|| coded("invalid-provenance", format!("{s:?} is not HwShunt|ModelBased|Estimator")))
 }
 
-/// A money cost `CURRENCY:MINOR` (§4.8).
+/// A money amount `CURRENCY:MINOR` (§4.8).
 pub(crate) fn parse_money(s: &str) -> anyhow::Result<Funds> {
-    parse_funds(s)
+    s.parse().map_err(|e| text_err(&e))
 }
 
-fn parse_funds(s: &str) -> anyhow::Result<Funds> {
-    let (cur, minor) = s.split_once(':').ok_or_else(|| coded("invalid-funds", format!("{s:?}: expected CURRENCY:MINOR, e.g. USD:500")))?;
-    let minor = minor.parse().map_err(|_| coded("invalid-funds", format!("{s:?}: minor units must be an unsigned integer")))?;
-    if cur.is_empty() {
-        bail!(coded("invalid-funds", format!("{s:?}: empty currency")));
-    }
-    Ok(Funds { currency: cur.to_owned(), minor })
-}
-
-fn list(s: &str) -> Vec<String> {
-    s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect()
-}
-
-/// `integrity;origins;readers[;tainted_budget_uj]` or `bottom` / `top`.
+/// `integrity;origins;readers` or `bottom` / `top` (§4.10).
 pub(crate) fn parse_label(s: &str) -> anyhow::Result<Label> {
-    match s {
-        "bottom" => return Ok(Label::bottom()),
-        "top" => return Ok(Label::top()),
-        _ => {}
-    }
-    let parts: Vec<&str> = s.split(';').collect();
-    if parts.len() != 3 {
-        bail!(coded("invalid-label", format!("{s:?}: expected bottom, top or INTEGRITY;ORIGINS;READERS")));
-    }
-    label_from_parts(&parts, s)
-}
-
-fn label_from_parts(parts: &[&str], s: &str) -> anyhow::Result<Label> {
-    let integrity = match parts[0] {
-        "trusted" => Integrity::Trusted,
-        "untrusted" => Integrity::Untrusted,
-        other => bail!(coded("invalid-label", format!("{s:?}: integrity {other:?} is not trusted|untrusted"))),
-    };
-    let origins = if parts[1] == "any" { Origins::Any } else { Origins::Set(list(parts[1]).into_iter().collect()) };
-    let readers = if parts[2] == "all" { Readers::All } else { Readers::Only(list(parts[2]).into_iter().collect::<BTreeSet<_>>()) };
-    Ok(Label { integrity, origins, readers })
+    s.parse().map_err(|e| text_err(&e))
 }
 
 /// `Name=argument`, e.g. `MaxCostUj=100`, `ActionIn=read,write`,
-/// `FlowBelow=untrusted;search;all;1000`.
+/// `FlowBelow=untrusted;search;all;1000` (§4.9).
 pub(crate) fn parse_caveat(s: &str) -> anyhow::Result<Caveat> {
-    let (name, arg) = s.split_once('=').ok_or_else(|| coded("invalid-caveat", format!("{s:?}: expected Name=argument")))?;
-    let uint = |a: &str| -> anyhow::Result<u64> {
-        a.parse().map_err(|_| coded("invalid-caveat", format!("{s:?}: expected an unsigned integer")))
-    };
-    Ok(match name {
-        "ActionIn" => Caveat::ActionIn(list(arg)),
-        "PayloadIs" => Caveat::PayloadIs(parse_cid(arg, "PayloadIs")?),
-        "CallerIs" => Caveat::CallerIs(parse_did(arg)?),
-        "NotBefore" => Caveat::NotBefore(uint(arg)?),
-        "NotAfter" => Caveat::NotAfter(uint(arg)?),
-        "MaxCostUj" => Caveat::MaxCostUj(uint(arg)?),
-        "ModelIn" => Caveat::ModelIn(list(arg).iter().map(|m| parse_cid(m, "ModelIn")).collect::<Result<_, _>>()?),
-        "FlowBelow" => {
-            let parts: Vec<&str> = arg.split(';').collect();
-            if parts.len() != 3 && parts.len() != 4 {
-                bail!(coded("invalid-caveat", format!("{s:?}: FlowBelow=INTEGRITY;ORIGINS;READERS[;TAINTED_UJ]")));
-            }
-            let ceiling = label_from_parts(&parts[..3], arg)?;
-            let tainted_budget_uj = parts.get(3).map(|t| uint(t)).transpose()?;
-            Caveat::FlowBelow(FlowCeiling { ceiling, tainted_budget_uj })
-        }
-        other => bail!(coded("invalid-caveat", format!("unknown caveat {other:?} (ActionIn, PayloadIs, CallerIs, NotBefore, NotAfter, MaxCostUj, ModelIn, FlowBelow)"))),
-    })
+    s.parse().map_err(|e| text_err(&e))
 }
 
 fn grant_json(g: &SignedGrant) -> serde_json::Value {
@@ -488,14 +416,14 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                 Some(s) => parse_did(s)?,
                 None => bail!(coded("missing-subject", "--subject is required for a root grant")),
             };
-            let actions = n.actions.as_deref().map(list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
+            let actions = n.actions.as_deref().map(text_list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
             let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
             let grant = Grant {
                 issuer: issuer_did,
                 subject,
                 capability: Capability { resource: parse_resource(&resource)?, actions },
                 budget_uj,
-                budget_funds: n.funds.as_deref().map(parse_funds).transpose()?,
+                budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
                 caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
                 expiry: n.expiry.unwrap_or(0),
                 parent: None,
@@ -522,9 +450,9 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
             let holder = read_key(&key)?;
             let a = Attenuation {
                 subject: n.subject.as_deref().map(parse_did).transpose()?,
-                actions: n.actions.as_deref().map(list),
+                actions: n.actions.as_deref().map(text_list),
                 budget_uj: n.budget_uj,
-                budget_funds: n.funds.as_deref().map(parse_funds).transpose()?,
+                budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
                 add_caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
                 expiry: n.expiry,
                 delegate_depth: n.depth,

@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let unsealed = OpenedReceipt::open_unsealed(data, &mut dids);
     assert_eq!(unsealed.is_ok(), reference.is_ok());
-    let hot = jcp_receipt::record::open_outcome_unsealed(data, &mut dids);
+    let hot = jcp_receipt::open::open_outcome_unsealed(data, &mut dids);
     let reference = jcp_receipt::record::open_outcome_coset(data, &mut dids);
     assert_eq!(hot.is_ok(), reference.is_ok());
     if let (Ok((a, _)), Ok((b, _))) = (hot, reference) {

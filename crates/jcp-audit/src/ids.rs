@@ -7,8 +7,8 @@
 //! lane; BLAKE3's own kernels hash up to 16 chunks side by side
 //! (`hash_many`: 4 lanes SSE4.1, 8 AVX2, 16 AVX-512). blake3 exposes those
 //! kernels only through its `#[doc(hidden)]` `platform` module, so this
-//! module pins the exact blake3 version (`=1.8.7` in the workspace
-//! manifest), uses nothing but that module's safe functions, and is held to
+//! module pins the exact blake3 version (`=1.8.7`, the workspace's
+//! `blake3-pinned`: only this crate is pinned, not the protocol core), uses nothing but that module's safe functions, and is held to
 //! `blake3::hash` by a differential test over every length 0..=1 100 and a
 //! property test over random batches (docs/decisions.md, "§3 record ids
 //! in batches"). Inputs longer than one chunk, or empty, go to `blake3::hash`.
@@ -16,10 +16,11 @@
 //! Hand-written because no crate offers "hash many independent short
 //! messages" over BLAKE3's SIMD lanes; the compression itself is blake3's.
 
+use blake3_pinned as blake3;
 use blake3::platform::Platform;
 use blake3::{IncrementCounter, BLOCK_LEN, CHUNK_LEN};
 
-use crate::cbor::ContentId;
+use jcp::cbor::ContentId;
 
 // BLAKE3's IV and domain flags, as the BLAKE3 specification gives them
 // (the same values as blake3's private constants; `s3_constants_are_blake3s`
