@@ -12,7 +12,7 @@ use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
+use jcp_receipt::stream::{Batch, Fault, FaultCode, HeaderError, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
@@ -186,6 +186,31 @@ pub(crate) struct Engine {
     run_base: Map<ContentId, Option<u64>>,
 }
 
+/// The sentence of a framing fault's finding (§8.1).
+pub(crate) fn fault_message(f: &Fault) -> String {
+    match f.code {
+        FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
+        FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
+        FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
+        FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
+        FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
+    }
+}
+
+/// What a record of `kind` is called in a refusal's finding.
+pub(crate) fn kind_noun(kind: RecordKind) -> &'static str {
+    match kind {
+        RecordKind::Receipt => "receipt",
+        RecordKind::Outcome => "outcome",
+        RecordKind::Grant => "grant",
+        RecordKind::Revocation => "revocation notice",
+        RecordKind::Request => "wire request",
+        RecordKind::Amendment => "amendment",
+        RecordKind::Closing => "closing record",
+        RecordKind::Statement => "channel statement",
+    }
+}
+
 /// Adds to a report counter without allocating the key when it exists
 /// (once per receipt on the hot path).
 fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
@@ -273,14 +298,7 @@ impl Engine {
                 if f.code == FaultCode::TornTail {
                     st.summary.torn_tail_at = Some(f.offset);
                 }
-                let msg = match f.code {
-                    FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
-                    FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
-                    FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
-                    FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
-                    FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
-                };
-                self.finding(s, f.offset, f.code.code(), msg);
+                self.finding(s, f.offset, f.code.code(), fault_message(&f));
             }
             Body::Refused(code, msg) => {
                 self.streams[s].refused_since += 1;
@@ -294,16 +312,7 @@ impl Engine {
                 } else {
                     *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
                 }
-                let what = c.kind.map_or("record", |k| match k {
-                    RecordKind::Receipt => "receipt",
-                    RecordKind::Outcome => "outcome",
-                    RecordKind::Grant => "grant",
-                    RecordKind::Revocation => "revocation notice",
-                    RecordKind::Request => "wire request",
-                    RecordKind::Amendment => "amendment",
-                    RecordKind::Closing => "closing record",
-                    RecordKind::Statement => "channel statement",
-                });
+                let what = c.kind.map_or("record", kind_noun);
                 self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
             }
             Body::WireRequest => self.counts.wire_requests += 1,

@@ -61,6 +61,7 @@ pub mod energy;
 mod engine;
 pub mod partial;
 pub mod phases;
+pub mod reference;
 pub mod report;
 mod seen;
 
@@ -70,6 +71,7 @@ use std::path::{Path, PathBuf};
 use jcp::identity::Did;
 
 pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
+pub use reference::audit_reference;
 pub use report::{Finding, Report};
 
 /// Every code a finding of this audit can carry, sorted: the audit's own

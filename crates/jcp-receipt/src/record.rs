@@ -334,7 +334,17 @@ impl Settlement {
     /// that its id is one it verified earlier in the stream). It must be an
     /// allow sealed by this record's steward.
     pub fn open_reservation(&self, dids: &mut DidCache) -> Result<crate::receipt::OpenedReceipt, ReceiptError> {
-        let o = crate::receipt::OpenedReceipt::open(&self.reservation, dids)?;
+        self.check_reservation(crate::receipt::OpenedReceipt::open(&self.reservation, dids)?)
+    }
+
+    /// [`Settlement::open_reservation`] through `coset` only (the reference
+    /// audit's path, `jcp_audit::reference`). Same acceptance and errors.
+    pub fn open_reservation_coset(&self, dids: &mut DidCache) -> Result<crate::receipt::OpenedReceipt, ReceiptError> {
+        self.check_reservation(crate::receipt::OpenedReceipt::open_coset(&self.reservation, dids)?)
+    }
+
+    /// The reservation must be an allow sealed by this record's steward.
+    fn check_reservation(&self, o: crate::receipt::OpenedReceipt) -> Result<crate::receipt::OpenedReceipt, ReceiptError> {
         if o.core.steward != self.steward {
             return Err(ReceiptError::StewardMismatch { core: o.core.steward.to_did_string(), kid: self.steward.to_did_string() });
         }
@@ -389,7 +399,7 @@ pub fn open_outcome_record(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome
     if let Some((o, s)) = crate::fast::open_outcome(bytes, dids) {
         return Ok((OutcomeRecord::Outcome(o), s));
     }
-    outcome_record_coset(bytes, dids)
+    open_outcome_record_coset(bytes, dids)
 }
 
 /// [`open_outcome_record`] without the record id (the audit's path; see
@@ -399,10 +409,13 @@ pub fn open_outcome_record_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) ->
     if let Some((o, u)) = crate::fast::open_outcome_unsealed(bytes, dids) {
         return Ok((OutcomeRecord::Outcome(o), u));
     }
-    outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
+    open_outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
 }
 
-fn outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+/// [`open_outcome_record`] through `coset` only (the reference path the
+/// zero-copy outcome reader must never be wider than; the reference audit,
+/// `jcp_audit::reference`, reads every outcome-kind record this way).
+pub fn open_outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let (rec, steward) = if core.get("jcp_settlement").is_some() {
         let st = Settlement::from_value(&core, dids)?;
