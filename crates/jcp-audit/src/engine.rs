@@ -7,20 +7,20 @@ use std::path::PathBuf;
 
 use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
-use jcp::energy::{Coverage, Provenance};
+use jcp::energy::Coverage;
 use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{Batch, Fault, FaultCode, HeaderError, Reader, RecordKind};
+use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
+    Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
-use crate::{AuditError, AuditOptions, Progress};
+use crate::{words, AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
 
@@ -186,31 +186,6 @@ pub(crate) struct Engine {
     run_base: Map<ContentId, Option<u64>>,
 }
 
-/// The sentence of a framing fault's finding (§8.1).
-pub(crate) fn fault_message(f: &Fault) -> String {
-    match f.code {
-        FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
-        FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
-        FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
-        FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
-        FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
-    }
-}
-
-/// What a record of `kind` is called in a refusal's finding.
-pub(crate) fn kind_noun(kind: RecordKind) -> &'static str {
-    match kind {
-        RecordKind::Receipt => "receipt",
-        RecordKind::Outcome => "outcome",
-        RecordKind::Grant => "grant",
-        RecordKind::Revocation => "revocation notice",
-        RecordKind::Request => "wire request",
-        RecordKind::Amendment => "amendment",
-        RecordKind::Closing => "closing record",
-        RecordKind::Statement => "channel statement",
-    }
-}
-
 /// Adds to a report counter without allocating the key when it exists
 /// (once per receipt on the hot path).
 fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
@@ -298,7 +273,7 @@ impl Engine {
                 if f.code == FaultCode::TornTail {
                     st.summary.torn_tail_at = Some(f.offset);
                 }
-                self.finding(s, f.offset, f.code.code(), fault_message(&f));
+                self.finding(s, f.offset, f.code.code(), words::fault(&f));
             }
             Body::Refused(code, msg) => {
                 self.streams[s].refused_since += 1;
@@ -312,8 +287,7 @@ impl Engine {
                 } else {
                     *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
                 }
-                let what = c.kind.map_or("record", kind_noun);
-                self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
+                self.finding(s, off, code, words::refused(c.kind, &msg));
             }
             Body::WireRequest => self.counts.wire_requests += 1,
             Body::Grant(g) => {
@@ -402,11 +376,7 @@ impl Engine {
             _ => None,
         };
         let Some((held_at, settled_at)) = settling else {
-            let msg = format!(
-                "settlement of reservation {} by {}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back",
-                st.reservation, st.settled_by
-            );
-            return self.finding(s, off, "settlement-unmatched", msg);
+            return self.finding(s, off, "settlement-unmatched", words::settlement_unmatched(&st.reservation, &st.settled_by));
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
@@ -612,10 +582,7 @@ impl Engine {
                 s,
                 off,
                 "remaining-mismatch",
-                format!(
-                    "receipt states {} µJ remaining on {}, the replayed record gives {} µJ",
-                    c.budget_remaining_uj, c.grant_id, expected
-                ),
+                words::remaining_mismatch(c.budget_remaining_uj, &c.grant_id, expected),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
             *self.grants.entry(c.grant_id).or_default().running.slot(steward) = resync;
@@ -667,11 +634,7 @@ impl Engine {
         pending.sort_by_key(|u| u.offset);
         for u in pending {
             self.unresolved_total += 1;
-            let msg = format!(
-                "decision recorded with no outcome: whether it took effect is known only to its holder {} (§4.11); its {} µJ stay debited",
-                u.holder, u.cost_uj
-            );
-            self.finding(u.stream, u.offset, "unresolved-decision", msg);
+            self.finding(u.stream, u.offset, "unresolved-decision", words::unresolved(&u.holder, u.cost_uj));
             if self.unresolved.len() < self.max_findings {
                 self.unresolved.push(u);
             }
@@ -713,8 +676,8 @@ impl Engine {
                 },
             };
             match authority {
-                "forged" => self.finding(n.stream, n.offset, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied")),
-                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against")),
+                "forged" => self.finding(n.stream, n.offset, "revocation-forged", words::revocation_forged(&gid)),
+                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", words::revocation_authority_unknown(&gid)),
                 _ => {}
             }
             let classes = if authority == "forged" {
@@ -735,12 +698,7 @@ impl Engine {
             // One finding per classified allow, counted exactly; the first
             // few are kept with their offsets.
             for (s, o, code) in found {
-                let msg = if code == "revocation-violation" {
-                    format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
-                } else {
-                    format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
-                };
-                self.finding(s, o, code, msg);
+                self.finding(s, o, code, words::revocation_allow(code, &gid, m));
             }
             let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
             let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
@@ -763,31 +721,11 @@ impl Engine {
             let acc = self.grants.remove(&id).unwrap_or_default();
             let rec = self.grant_records.get(&id);
             let budget = rec.map(|g| g.grant().budget_uj).or(acc.budget_from_receipt);
-            let conservation = budget.map(|b| {
-                let (frac, dec) = ppm_floor(b);
-                Conservation {
-                    budget_uj: b,
-                    spent_uj: acc.spent_uj,
-                    remaining_uj: b.saturating_sub(acc.spent_uj),
-                    overspent_uj: acc.spent_uj.saturating_sub(b),
-                    floor_ppm_fraction: frac,
-                    floor_ppm: dec,
-                    basis: if acc.spent_uj == 0 {
-                        "none"
-                    } else if acc.modelled_uj == 0 {
-                        "measured"
-                    } else {
-                        "modelled"
-                    },
-                    measured_uj: acc.measured_uj,
-                    modelled_uj: acc.modelled_uj,
-                    coverage: if acc.partial { "Partial" } else { "Whole" },
-                }
-            });
+            let conservation = budget.map(|b| Conservation::of(b, acc.spent_uj, acc.measured_uj, acc.modelled_uj, acc.partial));
             if let Some(c) = &conservation {
                 if c.overspent_uj > 0 {
                     let (s, o) = acc.first_over.unwrap_or((0, 0));
-                    overs.push((s, o, format!("grant {id} spent {} µJ against a ceiling of {} µJ ({} µJ over)", c.spent_uj, c.budget_uj, c.overspent_uj)));
+                    overs.push((s, o, words::overspend_uj(&id, c.spent_uj, c.budget_uj, c.overspent_uj)));
                 }
             }
             let funds = rec.and_then(|g| g.grant().budget_funds.clone());
@@ -811,7 +749,7 @@ impl Engine {
             });
             if let Some(f) = &funds {
                 if acc.spent_minor > f.minor {
-                    overs.push((0, 0, format!("grant {id} spent {} {} minor against a money ceiling of {}", acc.spent_minor, f.currency, f.minor)));
+                    overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, &f.currency, f.minor)));
                 }
             }
         }
@@ -833,13 +771,7 @@ impl Engine {
         // The floors are read off the counts (a settlement takes its
         // reservation's count back, and with it its grade).
         let mut energy = self.energy;
-        let floor = energy.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
-        energy.provenance_floor = floor.map_or("none".into(), |p| p.as_str().to_owned());
-        energy.coverage_floor = match floor {
-            None => "none".into(),
-            Some(_) if energy.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
-            Some(_) => Coverage::Whole.as_str().to_owned(),
-        };
+        energy.read_floors();
         self.findings.sort_by(|a, b| (a.stream, a.offset).cmp(&(b.stream, b.offset)));
         let total: u64 = self.findings_by_code.values().sum();
         Report {

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::Verdict;
-use jcp::energy::{Coverage, Provenance};
+use jcp::energy::Coverage;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
 use jcp_receipt::cose::{self, DidCache, Sealed};
@@ -41,10 +41,10 @@ use jcp_receipt::record::{self, AmendmentNotice, OutcomeRecord, RevocationNotice
 use jcp_receipt::stream::{Fault, FaultCode, HeaderError, Item, Reader, Record, RecordKind};
 
 use crate::report::{
-    ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
-    RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
+    Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report, RevocationClasses, RevocationLine, StewardLine,
+    StreamSummary, UnresolvedLine,
 };
-use crate::{AuditError, AuditOptions};
+use crate::{words, AuditError, AuditOptions};
 
 /// How many offsets of a grant's allows at one `known_through` marker the
 /// report keeps (the revocation line's `violation_at` / `unverifiable_at`:
@@ -91,7 +91,12 @@ enum Signed {
     Outcome(ContentId),
     /// A settlement: the reservation receipt it takes back (its id, core
     /// and `known_through`) and the receipt that settles it.
-    Settlement { reservation: ContentId, core: Box<ReceiptCore>, known_through: Option<u64>, settled_by: ContentId },
+    Settlement {
+        reservation: ContentId,
+        core: Box<ReceiptCore>,
+        known_through: Option<u64>,
+        settled_by: ContentId,
+    },
     Revocation(Box<RevocationNotice>),
     Amendment(Box<AmendmentNotice>),
     Closing,
@@ -344,7 +349,7 @@ impl Ledger {
         if f.code == FaultCode::TornTail {
             st.summary.torn_tail_at = Some(f.offset);
         }
-        self.finding(s, f.offset, f.code.code(), crate::engine::fault_message(f));
+        self.finding(s, f.offset, f.code.code(), words::fault(f));
     }
 
     fn record(&mut self, s: usize, r: &Record) {
@@ -392,8 +397,7 @@ impl Ledger {
         } else {
             *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
         }
-        let what = crate::engine::kind_noun(r.kind);
-        self.finding(s, r.offset, code, format!("{what} refused, contributes nothing: {msg}"));
+        self.finding(s, r.offset, code, words::refused(Some(r.kind), msg));
     }
 
     fn signed(&mut self, at: &At, body: Signed) {
@@ -403,7 +407,12 @@ impl Ledger {
                 self.counts.outcomes += 1;
                 let was_pending = self.streams[at.stream].pending.remove(&receipt).is_some();
                 if !was_pending && !self.refused_receipts.contains(&receipt) {
-                    self.finding(at.stream, at.offset, "orphan-outcome", format!("outcome for {receipt} which was not decided earlier in this stream"));
+                    self.finding(
+                        at.stream,
+                        at.offset,
+                        "orphan-outcome",
+                        format!("outcome for {receipt} which was not decided earlier in this stream"),
+                    );
                 }
             }
             Signed::Settlement { reservation, core, known_through, settled_by } => self.settlement(at, reservation, &core, known_through, settled_by),
@@ -415,7 +424,12 @@ impl Ledger {
             Signed::Closing => self.counts.closings += 1,
             Signed::Statement(n) => match n.statement.verify() {
                 Ok(()) => self.counts.channel_statements += 1,
-                Err(e) => self.finding(at.stream, at.offset, "statement-invalid", format!("a channel statement notice whose statement does not verify: {e}")),
+                Err(e) => self.finding(
+                    at.stream,
+                    at.offset,
+                    "statement-invalid",
+                    format!("a channel statement notice whose statement does not verify: {e}"),
+                ),
             },
         }
     }
@@ -612,7 +626,7 @@ impl Ledger {
         if expected == c.budget_remaining_uj {
             return;
         }
-        let msg = format!("receipt states {} µJ remaining on {}, the replayed record gives {} µJ", c.budget_remaining_uj, c.grant_id, expected);
+        let msg = words::remaining_mismatch(c.budget_remaining_uj, &c.grant_id, expected);
         self.finding(at.stream, at.offset, "remaining-mismatch", msg);
         let g = self.grants.entry(c.grant_id).or_default();
         g.running.insert(at.steward.clone(), c.budget_uj.saturating_sub(c.budget_remaining_uj));
@@ -623,14 +637,21 @@ impl Ledger {
     fn superseded_spend(&mut self, at: &At, c: &ReceiptCore) {
         let mut hit = None;
         for id in c.debited_ids() {
-            let Some(list) = self.superseded.get(id) else { continue };
+            let Some(list) = self.superseded.get(id) else {
+                continue;
+            };
             if let Some((_, _, am)) = list.iter().find(|(st, stw, _)| *st == at.stream && *stw == at.steward) {
                 hit = Some((*id, *am));
                 break;
             }
         }
         if let Some((id, am)) = hit {
-            self.finding(at.stream, at.offset, "superseded-spend", format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
+            self.finding(
+                at.stream,
+                at.offset,
+                "superseded-spend",
+                format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"),
+            );
         }
     }
 
@@ -638,7 +659,9 @@ impl Ledger {
     /// before it as its parent (one finding per receipt at most).
     fn chain_links(&mut self, at: &At, ids: &[ContentId]) {
         for w in ids.windows(2) {
-            let Some(child) = self.grant_records.get(&w[1]) else { continue };
+            let Some(child) = self.grant_records.get(&w[1]) else {
+                continue;
+            };
             if child.grant().parent != Some(w[0]) {
                 let msg = format!("chain_ids names {} after {}, but its grant record's parent differs", w[1], w[0]);
                 self.finding(at.stream, at.offset, "chain-mismatch", msg);
@@ -662,9 +685,7 @@ impl Ledger {
             _ => None,
         };
         let Some((held_at, settled_at)) = held else {
-            let msg = format!(
-                "settlement of reservation {reservation} by {settled_by}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back"
-            );
+            let msg = words::settlement_unmatched(&reservation, &settled_by);
             return self.finding(s, at.offset, "settlement-unmatched", msg);
         };
         self.streams[s].pending.remove(&reservation);
@@ -672,7 +693,9 @@ impl Ledger {
         let minor = c.money.as_ref().map_or(0, |m| m.minor);
         for id in c.debited_ids() {
             let record_budget = self.grant_records.get(id).map(|g| g.grant().budget_uj);
-            let Some(g) = self.grants.get_mut(id) else { continue };
+            let Some(g) = self.grants.get_mut(id) else {
+                continue;
+            };
             let run = g.running.entry(at.steward.clone()).or_default();
             *run = run.saturating_sub(c.cost_uj);
             g.spent_uj = g.spent_uj.saturating_sub(c.cost_uj);
@@ -742,11 +765,7 @@ impl Ledger {
         lines.sort_by_key(|u| u.offset);
         for u in lines {
             self.unresolved_total += 1;
-            let msg = format!(
-                "decision recorded with no outcome: whether it took effect is known only to its holder {} (§4.11); its {} µJ stay debited",
-                u.holder, u.cost_uj
-            );
-            self.finding(u.stream, u.offset, "unresolved-decision", msg);
+            self.finding(u.stream, u.offset, "unresolved-decision", words::unresolved(&u.holder, u.cost_uj));
             if self.unresolved.len() < self.max_findings {
                 self.unresolved.push(u);
             }
@@ -760,26 +779,25 @@ impl Ledger {
     /// or did not say (unverifiable), against the earliest marker of its
     /// revocations that are not forged.
     fn revocations(&mut self) -> Vec<RevocationLine> {
-        // (revocation id, signature) → (smallest marker, notices, first notice's place).
+        // One signed revocation (its id and signature), in the order first read.
         let mut order: Vec<(ContentId, [u8; 64])> = Vec::new();
-        let mut revs: BTreeMap<(ContentId, [u8; 64]), (u64, u64, usize, u64, RevocationNotice)> = BTreeMap::new();
+        let mut revs: BTreeMap<(ContentId, [u8; 64]), Revoked> = BTreeMap::new();
         for (n, s, off) in std::mem::take(&mut self.notices) {
             let key = (n.revocation.id(), *n.revocation.signature());
-            match revs.get_mut(&key) {
-                Some(r) => {
-                    r.0 = r.0.min(n.marker);
-                    r.1 += 1;
-                }
-                None => {
-                    order.push(key);
-                    revs.insert(key, (n.marker, 1, s, off, n));
-                }
+            if let Some(r) = revs.get_mut(&key) {
+                r.marker = r.marker.min(n.marker);
+                r.notices += 1;
+            } else {
+                order.push(key);
+                revs.insert(key, Revoked { marker: n.marker, notices: 1, at: (s, off), first: n });
             }
         }
         let mut earliest: BTreeMap<ContentId, u64> = BTreeMap::new();
         let mut lines = Vec::new();
         for key in order {
-            let Some((marker, notices, s, off, n)) = revs.remove(&key) else { continue };
+            let Some(Revoked { marker, notices, at: (s, off), first: n }) = revs.remove(&key) else {
+                continue;
+            };
             let gid = n.revocation.revocation().grant_id;
             let authority = match self.grant_records.get(&gid) {
                 None => "unverifiable",
@@ -787,9 +805,9 @@ impl Ledger {
                 Some(_) => "forged",
             };
             if authority == "forged" {
-                self.finding(s, off, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied"));
+                self.finding(s, off, "revocation-forged", words::revocation_forged(&gid));
             } else if authority == "unverifiable" {
-                self.finding(s, off, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against"));
+                self.finding(s, off, "revocation-authority-unknown", words::revocation_authority_unknown(&gid));
             }
             let classes = if authority == "forged" {
                 RevocationClasses::default()
@@ -801,7 +819,9 @@ impl Ledger {
             lines.push(RevocationLine { grant_id: gid, marker, at: (s, off), notices, authority, allows: classes });
         }
         for (gid, m) in earliest {
-            let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else { continue };
+            let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else {
+                continue;
+            };
             let mut found: Vec<(usize, u64, &str)> = Vec::new();
             for &(s, o) in &classes.violation_at {
                 found.push((s, o, "revocation-violation"));
@@ -809,14 +829,9 @@ impl Ledger {
             for &(s, o) in &classes.unverifiable_at {
                 found.push((s, o, "revocation-unverifiable"));
             }
-            found.sort();
+            found.sort_unstable();
             for (s, o, code) in found {
-                let msg = if code == "revocation-violation" {
-                    format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
-                } else {
-                    format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
-                };
-                self.finding(s, o, code, msg);
+                self.finding(s, o, code, words::revocation_allow(code, &gid, m));
             }
             // Every classified allow is a finding; those past the kept
             // offsets are counted without detail.
@@ -836,38 +851,17 @@ impl Ledger {
             Some(g) => Some(g.grant().budget_uj),
             None => acc.budget_from_receipt,
         };
-        let conservation = budget.map(|b| {
-            let (frac, dec) = ppm_floor(b);
-            let basis = if acc.spent_uj == 0 {
-                "none"
-            } else if acc.modelled_uj == 0 {
-                "measured"
-            } else {
-                "modelled"
-            };
-            Conservation {
-                budget_uj: b,
-                spent_uj: acc.spent_uj,
-                remaining_uj: b.saturating_sub(acc.spent_uj),
-                overspent_uj: acc.spent_uj.saturating_sub(b),
-                floor_ppm_fraction: frac,
-                floor_ppm: dec,
-                basis,
-                measured_uj: acc.measured_uj,
-                modelled_uj: acc.modelled_uj,
-                coverage: if acc.partial { "Partial" } else { "Whole" },
-            }
-        });
+        let conservation = budget.map(|b| Conservation::of(b, acc.spent_uj, acc.measured_uj, acc.modelled_uj, acc.partial));
         if let Some(c) = &conservation {
             if c.spent_uj > c.budget_uj {
                 let (s, o) = acc.first_over.unwrap_or((0, 0));
-                overs.push((s, o, format!("grant {id} spent {} µJ against a ceiling of {} µJ ({} µJ over)", c.spent_uj, c.budget_uj, c.overspent_uj)));
+                overs.push((s, o, words::overspend_uj(&id, c.spent_uj, c.budget_uj, c.overspent_uj)));
             }
         }
         let funds = rec.and_then(|g| g.grant().budget_funds.clone());
         if let Some(f) = &funds {
             if acc.spent_minor > f.minor {
-                overs.push((0, 0, format!("grant {id} spent {} {} minor against a money ceiling of {}", acc.spent_minor, f.currency, f.minor)));
+                overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, &f.currency, f.minor)));
             }
         }
         GrantLine {
@@ -914,16 +908,7 @@ impl Ledger {
             .collect();
         // §5, §5.2: the floors over the allows still counted.
         let mut energy = std::mem::take(&mut self.energy);
-        let floor: Option<Provenance> = energy.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
-        energy.provenance_floor = match floor {
-            None => "none".into(),
-            Some(p) => p.as_str().to_owned(),
-        };
-        energy.coverage_floor = match floor {
-            None => "none".into(),
-            Some(_) if energy.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
-            Some(_) => Coverage::Whole.as_str().to_owned(),
-        };
+        energy.read_floors();
         // Stable: findings at one place keep the order they were found in.
         self.findings.sort_by_key(|f| (f.stream, f.offset));
         let total: u64 = self.findings_by_code.values().sum();
@@ -948,6 +933,18 @@ impl Ledger {
     }
 }
 
+/// A signed revocation as the notices recorded it.
+struct Revoked {
+    /// The smallest marker any of its notices states.
+    marker: u64,
+    /// How many notices recorded it.
+    notices: u64,
+    /// Where its first notice is (stream, offset).
+    at: (usize, u64),
+    /// That notice.
+    first: RevocationNotice,
+}
+
 /// The verified allows on a grant's subtree against marker `m` (§4.3):
 /// `known_through < m` explicable, `>= m` violation, none unverifiable.
 fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
@@ -965,7 +962,7 @@ fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
             }
         }
     }
-    classes.violation_at.sort();
-    classes.unverifiable_at.sort();
+    classes.violation_at.sort_unstable();
+    classes.unverifiable_at.sort_unstable();
     classes
 }

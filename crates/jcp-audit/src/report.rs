@@ -116,6 +116,35 @@ pub struct Conservation {
     pub coverage: &'static str,
 }
 
+impl Conservation {
+    /// §5.5: the line of a grant with ceiling `budget_uj` whose verified
+    /// debits sum to `spent_uj`, of which `measured_uj` rest on hardware
+    /// readings and `modelled_uj` on models or estimators; `partial` when
+    /// any debit covered only part of its work (§5.2).
+    pub fn of(budget_uj: u64, spent_uj: u64, measured_uj: u64, modelled_uj: u64, partial: bool) -> Self {
+        let (floor_ppm_fraction, floor_ppm) = ppm_floor(budget_uj);
+        let basis = if spent_uj == 0 {
+            "none"
+        } else if modelled_uj == 0 {
+            "measured"
+        } else {
+            "modelled"
+        };
+        Self {
+            budget_uj,
+            spent_uj,
+            remaining_uj: budget_uj.saturating_sub(spent_uj),
+            overspent_uj: spent_uj.saturating_sub(budget_uj),
+            floor_ppm_fraction,
+            floor_ppm,
+            basis,
+            measured_uj,
+            modelled_uj,
+            coverage: if partial { "Partial" } else { "Whole" },
+        }
+    }
+}
+
 /// Per-grant budget replay.
 #[derive(Debug, Clone, Serialize)]
 pub struct GrantLine {
@@ -250,6 +279,21 @@ pub struct EnergyFloors {
     pub allows_by_provenance: BTreeMap<String, u64>,
     /// Allows whose figure is partial.
     pub partial_allows: u64,
+}
+
+impl EnergyFloors {
+    /// Reads the floors off the counts: the worst grade with an allow
+    /// counted, `Partial` when any counted allow is (`none` without allows).
+    pub(crate) fn read_floors(&mut self) {
+        use jcp::energy::{Coverage, Provenance};
+        let floor = self.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
+        self.provenance_floor = floor.map_or("none".into(), |p| p.as_str().to_owned());
+        self.coverage_floor = match floor {
+            None => "none".into(),
+            Some(_) if self.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
+            Some(_) => Coverage::Whole.as_str().to_owned(),
+        };
+    }
 }
 
 /// A steward (enforcement point) seen in the streams.

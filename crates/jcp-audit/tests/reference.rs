@@ -5,6 +5,7 @@
 //! overspend (§4.2, §5.5), and a proptest over generated streams with
 //! flipped bytes, torn tails, duplicated, dropped and swapped records.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::many_single_char_names)]
 
 use std::io::Cursor;
 use std::ops::ControlFlow;
@@ -133,7 +134,18 @@ fn cast() -> Cast {
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let holder = Keypair::from_seed([2; 32]).unwrap();
     let capability = Capability { resource: ContentId::of(&Value::text("r")), actions: vec!["invoke".into()] };
-    let root = Grant { issuer: issuer.did(), subject: holder.did(), capability, budget_uj: 1_000_000, budget_funds: None, caveats: Vec::new(), expiry: 0, parent: None, delegate_depth: None, nonce: [3; 16] };
+    let root = Grant {
+        issuer: issuer.did(),
+        subject: holder.did(),
+        capability,
+        budget_uj: 1_000_000,
+        budget_funds: None,
+        caveats: Vec::new(),
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [3; 16],
+    };
     let root = root.sign(&issuer).unwrap();
     let shards = (0..4u8)
         .map(|i| {
@@ -154,8 +166,16 @@ fn point(p: &Path, i: u8) -> DurableGate {
 fn spend(dg: &mut DurableGate, c: &Cast, s: usize, uj: u64, n: u64, open: bool) {
     let (g, w) = &c.shards[s];
     let chain = [c.root.clone(), g.clone()];
-    let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: g.grant().capability.resource, payload_hash: ContentId::of(&Value::Uint(n)), model: None };
-    let cost = Cost::energy(Energy::new(uj, if n % 2 == 0 { Provenance::HwShunt } else { Provenance::Estimator }));
+    let f = Frame {
+        kind: FrameKind::ToolCall,
+        trust: Trust::Control,
+        grant_id: g.id(),
+        action: "invoke".into(),
+        resource: g.grant().capability.resource,
+        payload_hash: ContentId::of(&Value::Uint(n)),
+        model: None,
+    };
+    let cost = Cost::energy(Energy::new(uj, if n.is_multiple_of(2) { Provenance::HwShunt } else { Provenance::Estimator }));
     let rec = dg.decide(&Request { frame: &f, chain: &chain, caller: &w.did(), cost: &cost, now: 1, flow: None }).unwrap();
     if rec.decision.is_allow() && !open {
         dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
@@ -171,14 +191,15 @@ fn seal(steward: &Keypair, core: &Value, seq: u64) -> Vec<u8> {
         .key_id(steward.did().to_did_string().into_bytes())
         .text_value("jcp-seq".into(), coset::cbor::Value::Integer(seq.into()))
         .build();
-    let sign1 = coset::CoseSign1Builder::new().protected(protected).payload(core.encode()).create_signature(b"", |m| steward.sign(m).to_vec()).build();
+    let sign1 =
+        coset::CoseSign1Builder::new().protected(protected).payload(core.encode()).create_signature(b"", |m| steward.sign(m).to_vec()).build();
     sign1.to_tagged_vec().unwrap()
 }
 
 /// Replaces the text `from` by `to` wherever it stands in `v`.
 fn swap_text(v: &mut Value, from: &str, to: &str) {
     match v {
-        Value::Text(t) if t == from => *t = to.to_owned(),
+        Value::Text(t) if t == from => to.clone_into(t),
         Value::Map(entries) => entries.iter_mut().for_each(|(_, x)| swap_text(x, from, to)),
         Value::Array(items) => items.iter_mut().for_each(|x| swap_text(x, from, to)),
         _ => {}
@@ -239,7 +260,11 @@ fn s4_3_reference_equals_fast_on_revocations_from_several_points() {
     let r = same(&paths, &plain()).unwrap();
     assert!(r.findings_by_code.get("revocation-violation").is_some_and(|n| *n >= 12), "{:?}", r.findings_by_code);
     assert!(r.findings_by_code.contains_key("revocation-unverifiable"));
-    assert!(r.findings_by_code.contains_key("revocation-forged") && r.findings_by_code.contains_key("revocation-authority-unknown"), "{:?}", r.findings_by_code);
+    assert!(
+        r.findings_by_code.contains_key("revocation-forged") && r.findings_by_code.contains_key("revocation-authority-unknown"),
+        "{:?}",
+        r.findings_by_code
+    );
     // More violations than offsets kept: counted, and the cap applies alike.
     same(&paths, &AuditOptions { max_findings: 5, ..plain() });
     same(&[&paths[2], &paths[0]], &plain());
@@ -259,7 +284,15 @@ fn metered_streams(dir: &Path) -> Vec<PathBuf> {
     dg.set_known_through(1).unwrap();
     let zero = Cost::energy(Energy::new(0, Provenance::HwShunt));
     for i in 0..3u64 {
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: g.grant().capability.resource, payload_hash: ContentId::of(&Value::Uint(i)), model: None };
+        let f = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: g.id(),
+            action: "invoke".into(),
+            resource: g.grant().capability.resource,
+            payload_hash: ContentId::of(&Value::Uint(i)),
+            model: None,
+        };
         let req = Request { frame: &f, chain: &chain, caller: &w.did(), cost: &zero, now: 1, flow: None };
         let held = dg.authorize(&req).unwrap().unwrap();
         if i == 2 {
@@ -309,14 +342,38 @@ fn amendment_stream(dir: &Path) -> PathBuf {
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let agent = Keypair::from_seed([2; 32]).unwrap();
     let capability = Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] };
-    let g = Grant { issuer: issuer.did(), subject: agent.did(), capability, budget_uj: 1000, budget_funds: None, caveats: vec![], expiry: 0, parent: None, delegate_depth: None, nonce: [1; 16] };
+    let g = Grant {
+        issuer: issuer.did(),
+        subject: agent.did(),
+        capability,
+        budget_uj: 1000,
+        budget_funds: None,
+        caveats: vec![],
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [1; 16],
+    };
     let g = g.sign(&issuer).unwrap();
     let decide = |p: &mut DurableGate, on: &SignedGrant, uj: u64| {
         let cost = Cost::energy(Energy::new(uj, Provenance::HwShunt));
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: on.id(), action: "run".into(), resource: on.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
+        let f = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: on.id(),
+            action: "run".into(),
+            resource: on.grant().capability.resource,
+            payload_hash: ContentId::of(&Value::text("p")),
+            model: None,
+        };
         p.decide(&Request { frame: &f, chain: std::slice::from_ref(on), caller: &agent.did(), cost: &cost, now: 10, flow: None }).unwrap()
     };
-    let at = |n: u8, uj: u64| CheckpointInput { state: ContentId([n; 32]), at: 10 + u64::from(n), spent: Some(Spent { uj, provenance: Provenance::HwShunt }), nonce: Some([n; 16]) };
+    let at = |n: u8, uj: u64| CheckpointInput {
+        state: ContentId([n; 32]),
+        at: 10 + u64::from(n),
+        spent: Some(Spent { uj, provenance: Provenance::HwShunt }),
+        nonce: Some([n; 16]),
+    };
     let p = dir.join("amended.jcps");
     let mut dg = point(&p, 9);
     dg.record_grant(&g).unwrap();
