@@ -17,7 +17,7 @@ use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
+    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions, Progress};
@@ -163,8 +163,7 @@ pub(crate) struct Engine {
     max_findings: usize,
     streams: Vec<StreamState>,
     counts: ReceiptCounts,
-    findings: Vec<Finding>,
-    findings_by_code: BTreeMap<String, u64>,
+    findings: Findings,
     grants: Map<ContentId, GrantAcc>,
     grant_records: Map<ContentId, SignedGrant>,
     groups: Map<(ContentId, Key), GroupAcc>,
@@ -210,8 +209,7 @@ impl Engine {
             max_findings: opts.max_findings,
             streams: Vec::new(),
             counts: ReceiptCounts::default(),
-            findings: Vec::new(),
-            findings_by_code: BTreeMap::new(),
+            findings: Findings::new(opts.max_findings),
             grants: Map::default(),
             grant_records: Map::default(),
             groups: Map::default(),
@@ -228,10 +226,7 @@ impl Engine {
     }
 
     fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
-        *self.findings_by_code.entry(code.to_owned()).or_default() += 1;
-        if self.findings.len() < self.max_findings {
-            self.findings.push(Finding { stream, offset, code: code.to_owned(), message });
-        }
+        self.findings.add(stream, offset, code, message);
     }
 
     fn account(&mut self, chunk: Vec<Part>) {
@@ -702,9 +697,8 @@ impl Engine {
             }
             let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
             let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-            *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
-            *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
-            self.findings_by_code.retain(|_, v| *v > 0);
+            self.findings.count_more("revocation-violation", v_extra);
+            self.findings.count_more("revocation-unverifiable", u_extra);
         }
         lines
     }
@@ -768,30 +762,18 @@ impl Engine {
             .map(|(d, a)| StewardLine { steward: did_string_of(&d), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
             .collect();
         stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
-        // The floors are read off the counts (a settlement takes its
-        // reservation's count back, and with it its grade).
-        let mut energy = self.energy;
-        energy.read_floors();
-        self.findings.sort_by(|a, b| (a.stream, a.offset).cmp(&(b.stream, b.offset)));
-        let total: u64 = self.findings_by_code.values().sum();
-        Report {
-            spec: "jcp-v0.3",
+        Report::assemble(Parts {
             streams: self.streams.into_iter().map(|s| s.summary).collect(),
             receipts: self.counts,
-            findings_omitted: total.saturating_sub(self.findings.len() as u64),
             findings: self.findings,
-            clean: total == 0,
-            findings_by_code: self.findings_by_code,
             grants,
             groups,
             revocations,
             unresolved: self.unresolved,
             unresolved_total: self.unresolved_total,
-            unresolved_settled: 0,
-            settlement_notes_refused: 0,
-            energy,
+            energy: self.energy,
             stewards,
-        }
+        })
     }
 }
 

@@ -41,8 +41,8 @@ use jcp_receipt::record::{self, AmendmentNotice, OutcomeRecord, RevocationNotice
 use jcp_receipt::stream::{Fault, FaultCode, HeaderError, Item, Reader, Record, RecordKind};
 
 use crate::report::{
-    Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report, RevocationClasses, RevocationLine, StewardLine,
-    StreamSummary, UnresolvedLine,
+    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report, RevocationClasses, RevocationLine,
+    StewardLine, StreamSummary, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions};
 
@@ -237,20 +237,12 @@ struct SeqState {
     last_marker: Option<u64>,
 }
 
-/// An allow with no outcome yet.
-struct Pending {
-    offset: u64,
-    grant_id: ContentId,
-    holder: String,
-    steward: String,
-    action: String,
-    cost_uj: u64,
-}
-
 #[derive(Default)]
 struct StreamBooks {
     summary: StreamSummary,
-    pending: BTreeMap<ContentId, Pending>,
+    /// Allows with no outcome yet, by record id: the line each is reported
+    /// as if none comes (§4.11).
+    pending: BTreeMap<ContentId, UnresolvedLine>,
     /// Records refused and framing faults since the last sealed record
     /// accounted (a gap they explain is not a `sequence-gap`).
     refused_since: u64,
@@ -263,8 +255,7 @@ struct Ledger {
     expected: Vec<Did>,
     streams: Vec<StreamBooks>,
     counts: ReceiptCounts,
-    findings: Vec<Finding>,
-    findings_by_code: BTreeMap<String, u64>,
+    findings: Findings,
     grants: BTreeMap<ContentId, GrantBooks>,
     grant_records: BTreeMap<ContentId, SignedGrant>,
     groups: BTreeMap<(ContentId, String), GroupBooks>,
@@ -292,8 +283,7 @@ impl Ledger {
             expected: opts.expected_stewards.clone(),
             streams: Vec::new(),
             counts: ReceiptCounts::default(),
-            findings: Vec::new(),
-            findings_by_code: BTreeMap::new(),
+            findings: Findings::new(opts.max_findings),
             grants: BTreeMap::new(),
             grant_records: BTreeMap::new(),
             groups: BTreeMap::new(),
@@ -309,12 +299,8 @@ impl Ledger {
         }
     }
 
-    /// Counts a finding; keeps it in detail while there is room.
     fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
-        *self.findings_by_code.entry(code.to_owned()).or_default() += 1;
-        if self.findings.len() < self.max_findings {
-            self.findings.push(Finding { stream, offset, code: code.to_owned(), message });
-        }
+        self.findings.add(stream, offset, code, message);
     }
 
     fn read_stream(&mut self, s: usize, path: &Path) -> Result<(), AuditError> {
@@ -567,13 +553,16 @@ impl Ledger {
                     self.energy.partial_allows += 1;
                 }
                 // §4.11: pending until an outcome (or a settlement) names it.
-                let pending = Pending {
+                let pending = UnresolvedLine {
+                    stream: s,
                     offset: off,
+                    receipt: at.id,
                     grant_id: c.grant_id,
                     holder: c.subject.to_did_string(),
                     steward: at.steward.clone(),
                     action: std::mem::take(&mut c.action),
                     cost_uj: c.cost_uj,
+                    settled: None,
                 };
                 self.streams[s].pending.insert(at.id, pending);
             }
@@ -679,7 +668,7 @@ impl Ledger {
         let s = at.stream;
         let holder = c.subject.to_did_string();
         let pending = &self.streams[s].pending;
-        let matches = |p: &Pending| p.steward == at.steward && p.grant_id == c.grant_id && p.holder == holder;
+        let matches = |p: &UnresolvedLine| p.steward == at.steward && p.grant_id == c.grant_id && p.holder == holder;
         let held = match (pending.get(&reservation), pending.get(&settled_by)) {
             (Some(a), Some(b)) if reservation != settled_by && matches(a) && matches(b) && a.cost_uj == c.cost_uj => Some((a.offset, b.offset)),
             _ => None,
@@ -747,21 +736,7 @@ impl Ledger {
     /// §4.11: every allow of the stream still pending is unresolved, named
     /// with its holder, in stream order; it stays debited.
     fn end_stream(&mut self, s: usize) {
-        let pending = std::mem::take(&mut self.streams[s].pending);
-        let mut lines: Vec<UnresolvedLine> = pending
-            .into_iter()
-            .map(|(id, p)| UnresolvedLine {
-                stream: s,
-                offset: p.offset,
-                receipt: id,
-                grant_id: p.grant_id,
-                holder: p.holder,
-                steward: p.steward,
-                action: p.action,
-                cost_uj: p.cost_uj,
-                settled: None,
-            })
-            .collect();
+        let mut lines: Vec<UnresolvedLine> = std::mem::take(&mut self.streams[s].pending).into_values().collect();
         lines.sort_by_key(|u| u.offset);
         for u in lines {
             self.unresolved_total += 1;
@@ -835,11 +810,8 @@ impl Ledger {
             }
             // Every classified allow is a finding; those past the kept
             // offsets are counted without detail.
-            let more_violations = classes.violation.saturating_sub(classes.violation_at.len() as u64);
-            let more_unverifiable = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-            *self.findings_by_code.entry("revocation-violation".into()).or_default() += more_violations;
-            *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += more_unverifiable;
-            self.findings_by_code.retain(|_, v| *v > 0);
+            self.findings.count_more("revocation-violation", classes.violation.saturating_sub(classes.violation_at.len() as u64));
+            self.findings.count_more("revocation-unverifiable", classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64));
         }
         lines
     }
@@ -906,30 +878,18 @@ impl Ledger {
             .into_iter()
             .map(|(steward, a)| StewardLine { steward, records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
             .collect();
-        // §5, §5.2: the floors over the allows still counted.
-        let mut energy = std::mem::take(&mut self.energy);
-        energy.read_floors();
-        // Stable: findings at one place keep the order they were found in.
-        self.findings.sort_by_key(|f| (f.stream, f.offset));
-        let total: u64 = self.findings_by_code.values().sum();
-        Report {
-            spec: "jcp-v0.3",
+        Report::assemble(Parts {
             streams: self.streams.into_iter().map(|s| s.summary).collect(),
             receipts: self.counts,
-            findings_omitted: total.saturating_sub(self.findings.len() as u64),
             findings: self.findings,
-            clean: total == 0,
-            findings_by_code: self.findings_by_code,
             grants,
             groups,
             revocations,
             unresolved: self.unresolved,
             unresolved_total: self.unresolved_total,
-            unresolved_settled: 0,
-            settlement_notes_refused: 0,
-            energy,
+            energy: self.energy,
             stewards,
-        }
+        })
     }
 }
 
@@ -948,21 +908,20 @@ struct Revoked {
 /// The verified allows on a grant's subtree against marker `m` (§4.3):
 /// `known_through < m` explicable, `>= m` violation, none unverifiable.
 fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
-    let mut classes = RevocationClasses::default();
-    for (k, b) in &g.by_marker {
-        match k {
-            Some(k) if *k < m => classes.explicable += b.count,
-            Some(_) => {
-                classes.violation += b.count;
-                classes.violation_at.extend(b.first.iter().copied());
-            }
-            None => {
-                classes.unverifiable += b.count;
-                classes.unverifiable_at.extend(b.first.iter().copied());
-            }
-        }
+    let heard = |k: &Option<u64>| k.is_some_and(|k| k >= m);
+    let behind = |k: &Option<u64>| k.is_some_and(|k| k < m);
+    let silent = |k: &Option<u64>| k.is_none();
+    let count = |class: &dyn Fn(&Option<u64>) -> bool| -> u64 { g.by_marker.iter().filter(|(k, _)| class(k)).map(|(_, b)| b.count).sum() };
+    let kept = |class: &dyn Fn(&Option<u64>) -> bool| -> Vec<(usize, u64)> {
+        let mut at: Vec<(usize, u64)> = g.by_marker.iter().filter(|(k, _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
+        at.sort_unstable();
+        at
+    };
+    RevocationClasses {
+        explicable: count(&behind),
+        violation: count(&heard),
+        unverifiable: count(&silent),
+        violation_at: kept(&heard),
+        unverifiable_at: kept(&silent),
     }
-    classes.violation_at.sort_unstable();
-    classes.unverifiable_at.sort_unstable();
-    classes
 }

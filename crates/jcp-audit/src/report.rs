@@ -347,7 +347,81 @@ pub struct Report {
     pub clean: bool,
 }
 
+/// The findings of an audit as they are found: every one counted by its
+/// code, the first `max` kept in detail.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    kept: Vec<Finding>,
+    by_code: BTreeMap<String, u64>,
+    max: usize,
+}
+
+impl Findings {
+    /// Keeps at most `max` findings in detail.
+    pub(crate) fn new(max: usize) -> Self {
+        Self { kept: Vec::new(), by_code: BTreeMap::new(), max }
+    }
+
+    /// Counts a finding, and keeps it while there is room.
+    pub(crate) fn add(&mut self, stream: usize, offset: u64, code: &str, message: String) {
+        *self.by_code.entry(code.to_owned()).or_default() += 1;
+        if self.kept.len() < self.max {
+            self.kept.push(Finding { stream, offset, code: code.to_owned(), message });
+        }
+    }
+
+    /// Counts `n` more findings of `code` without keeping them.
+    pub(crate) fn count_more(&mut self, code: &str, n: u64) {
+        if n > 0 {
+            *self.by_code.entry(code.to_owned()).or_default() += n;
+        }
+    }
+}
+
+/// What an audit's accounting hands over to become its [`Report`].
+pub(crate) struct Parts {
+    pub streams: Vec<StreamSummary>,
+    pub receipts: ReceiptCounts,
+    pub findings: Findings,
+    pub grants: Vec<GrantLine>,
+    pub groups: Vec<GroupLine>,
+    pub revocations: Vec<RevocationLine>,
+    pub unresolved: Vec<UnresolvedLine>,
+    pub unresolved_total: u64,
+    pub energy: EnergyFloors,
+    pub stewards: Vec<StewardLine>,
+}
+
 impl Report {
+    /// The report of `p`: findings in stream order (those at one place in
+    /// the order they were found), the energy floors read off the counts;
+    /// no settlement note attached yet.
+    pub(crate) fn assemble(p: Parts) -> Self {
+        let Findings { mut kept, by_code, .. } = p.findings;
+        kept.sort_by_key(|f| (f.stream, f.offset));
+        let total: u64 = by_code.values().sum();
+        let mut energy = p.energy;
+        energy.read_floors();
+        Self {
+            spec: "jcp-v0.3",
+            streams: p.streams,
+            receipts: p.receipts,
+            findings_omitted: total.saturating_sub(kept.len() as u64),
+            findings: kept,
+            clean: total == 0,
+            findings_by_code: by_code,
+            grants: p.grants,
+            groups: p.groups,
+            revocations: p.revocations,
+            unresolved: p.unresolved,
+            unresolved_total: p.unresolved_total,
+            unresolved_settled: 0,
+            settlement_notes_refused: 0,
+            energy,
+            stewards: p.stewards,
+        }
+    }
+
     /// 0 when clean, 1 when there is any finding.
     pub fn exit_code(&self) -> i32 {
         i32::from(!self.clean)
