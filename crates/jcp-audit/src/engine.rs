@@ -17,7 +17,7 @@ use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report,
+    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report, Unresolved,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions, Progress};
@@ -168,8 +168,7 @@ pub(crate) struct Engine {
     grant_records: Map<ContentId, SignedGrant>,
     groups: Map<(ContentId, Key), GroupAcc>,
     notices: Vec<Notice>,
-    unresolved: Vec<UnresolvedLine>,
-    unresolved_total: u64,
+    unresolved: Unresolved,
     energy: EnergyFloors,
     stewards: Map<Key, StewardAcc>,
     /// Every signed record accounted, by its duplicate key (`Meta::dedup`).
@@ -214,8 +213,7 @@ impl Engine {
             grant_records: Map::default(),
             groups: Map::default(),
             notices: Vec::new(),
-            unresolved: Vec::new(),
-            unresolved_total: 0,
+            unresolved: Unresolved::default(),
             energy: EnergyFloors::default(),
             stewards: Map::default(),
             seen: SeenSet::with_capacity(signed_records),
@@ -403,20 +401,7 @@ impl Engine {
             group.allows = group.allows.saturating_sub(1);
             group.uj = group.uj.saturating_sub(c.cost_uj);
         }
-        let p = c.provenance.as_str();
-        if let Some(n) = self.energy.uj_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(c.cost_uj);
-        }
-        if let Some(n) = self.energy.allows_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.energy.allows_by_provenance.remove(p);
-                self.energy.uj_by_provenance.remove(p);
-            }
-        }
-        if c.coverage == Coverage::Partial {
-            self.energy.partial_allows = self.energy.partial_allows.saturating_sub(1);
-        }
+        self.energy.take_back(c.provenance.as_str(), c.cost_uj, c.coverage == Coverage::Partial);
     }
 
     fn sequence(&mut self, s: usize, off: u64, meta: &Meta) {
@@ -611,7 +596,7 @@ impl Engine {
     }
 
     fn end_stream(&mut self, s: usize) {
-        let mut pending: Vec<UnresolvedLine> = self.streams[s]
+        let pending: Vec<UnresolvedLine> = self.streams[s]
             .pending
             .drain()
             .map(|(id, p)| UnresolvedLine {
@@ -626,14 +611,7 @@ impl Engine {
                 settled: None,
             })
             .collect();
-        pending.sort_by_key(|u| u.offset);
-        for u in pending {
-            self.unresolved_total += 1;
-            self.finding(u.stream, u.offset, "unresolved-decision", words::unresolved(&u.holder, u.cost_uj));
-            if self.unresolved.len() < self.max_findings {
-                self.unresolved.push(u);
-            }
-        }
+        self.unresolved.list(pending, &mut self.findings, self.max_findings);
     }
 
     /// §4.3: the revocation lines, and a finding for every allow on a
@@ -770,7 +748,6 @@ impl Engine {
             groups,
             revocations,
             unresolved: self.unresolved,
-            unresolved_total: self.unresolved_total,
             energy: self.energy,
             stewards,
         })

@@ -42,7 +42,7 @@ use jcp_receipt::stream::{Fault, FaultCode, HeaderError, Item, Reader, Record, R
 
 use crate::report::{
     Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report, RevocationClasses, RevocationLine,
-    StewardLine, StreamSummary, UnresolvedLine,
+    StewardLine, StreamSummary, Unresolved, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions};
 
@@ -261,8 +261,7 @@ struct Ledger {
     groups: BTreeMap<(ContentId, String), GroupBooks>,
     /// Revocation notices with where they were, in the order read.
     notices: Vec<(RevocationNotice, usize, u64)>,
-    unresolved: Vec<UnresolvedLine>,
-    unresolved_total: u64,
+    unresolved: Unresolved,
     energy: EnergyFloors,
     stewards: BTreeMap<String, StewardBooks>,
     /// The bytes of every sealed record accounted.
@@ -288,8 +287,7 @@ impl Ledger {
             grant_records: BTreeMap::new(),
             groups: BTreeMap::new(),
             notices: Vec::new(),
-            unresolved: Vec::new(),
-            unresolved_total: 0,
+            unresolved: Unresolved::default(),
             energy: EnergyFloors::default(),
             stewards: BTreeMap::new(),
             seen: BTreeSet::new(),
@@ -717,34 +715,14 @@ impl Ledger {
             group.allows = group.allows.saturating_sub(1);
             group.uj = group.uj.saturating_sub(c.cost_uj);
         }
-        let p = c.provenance.as_str();
-        if let Some(n) = self.energy.uj_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(c.cost_uj);
-        }
-        if let Some(n) = self.energy.allows_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.energy.allows_by_provenance.remove(p);
-                self.energy.uj_by_provenance.remove(p);
-            }
-        }
-        if c.coverage == Coverage::Partial {
-            self.energy.partial_allows = self.energy.partial_allows.saturating_sub(1);
-        }
+        self.energy.take_back(c.provenance.as_str(), c.cost_uj, c.coverage == Coverage::Partial);
     }
 
     /// §4.11: every allow of the stream still pending is unresolved, named
     /// with its holder, in stream order; it stays debited.
     fn end_stream(&mut self, s: usize) {
-        let mut lines: Vec<UnresolvedLine> = std::mem::take(&mut self.streams[s].pending).into_values().collect();
-        lines.sort_by_key(|u| u.offset);
-        for u in lines {
-            self.unresolved_total += 1;
-            self.finding(u.stream, u.offset, "unresolved-decision", words::unresolved(&u.holder, u.cost_uj));
-            if self.unresolved.len() < self.max_findings {
-                self.unresolved.push(u);
-            }
-        }
+        let lines: Vec<UnresolvedLine> = std::mem::take(&mut self.streams[s].pending).into_values().collect();
+        self.unresolved.list(lines, &mut self.findings, self.max_findings);
     }
 
     /// §4.3: one line per signed revocation (however many points recorded
@@ -886,7 +864,6 @@ impl Ledger {
             groups,
             revocations,
             unresolved: self.unresolved,
-            unresolved_total: self.unresolved_total,
             energy: self.energy,
             stewards,
         })

@@ -282,6 +282,24 @@ pub struct EnergyFloors {
 }
 
 impl EnergyFloors {
+    /// Takes back one allow of grade `provenance` and `uj` µJ (a settled
+    /// reservation, §4.9): a grade with no allow left leaves the counts.
+    pub(crate) fn take_back(&mut self, provenance: &str, uj: u64, partial: bool) {
+        if let Some(n) = self.uj_by_provenance.get_mut(provenance) {
+            *n = n.saturating_sub(uj);
+        }
+        if let Some(n) = self.allows_by_provenance.get_mut(provenance) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.allows_by_provenance.remove(provenance);
+                self.uj_by_provenance.remove(provenance);
+            }
+        }
+        if partial {
+            self.partial_allows = self.partial_allows.saturating_sub(1);
+        }
+    }
+
     /// Reads the floors off the counts: the worst grade with an allow
     /// counted, `Partial` when any counted allow is (`none` without allows).
     pub(crate) fn read_floors(&mut self) {
@@ -378,6 +396,29 @@ impl Findings {
     }
 }
 
+/// §4.11: the decisions an audit lists as unresolved.
+#[derive(Debug, Default)]
+pub(crate) struct Unresolved {
+    lines: Vec<UnresolvedLine>,
+    total: u64,
+}
+
+impl Unresolved {
+    /// Lists one stream's allows left with no outcome, in stream order: each
+    /// is a finding naming its holder (its energy stays debited); the first
+    /// `max` are kept in detail.
+    pub(crate) fn list(&mut self, mut lines: Vec<UnresolvedLine>, findings: &mut Findings, max: usize) {
+        lines.sort_by_key(|u| u.offset);
+        for u in lines {
+            self.total += 1;
+            findings.add(u.stream, u.offset, crate::words::UNRESOLVED, crate::words::unresolved(&u.holder, u.cost_uj));
+            if self.lines.len() < max {
+                self.lines.push(u);
+            }
+        }
+    }
+}
+
 /// What an audit's accounting hands over to become its [`Report`].
 pub(crate) struct Parts {
     pub streams: Vec<StreamSummary>,
@@ -386,8 +427,7 @@ pub(crate) struct Parts {
     pub grants: Vec<GrantLine>,
     pub groups: Vec<GroupLine>,
     pub revocations: Vec<RevocationLine>,
-    pub unresolved: Vec<UnresolvedLine>,
-    pub unresolved_total: u64,
+    pub unresolved: Unresolved,
     pub energy: EnergyFloors,
     pub stewards: Vec<StewardLine>,
 }
@@ -413,8 +453,8 @@ impl Report {
             grants: p.grants,
             groups: p.groups,
             revocations: p.revocations,
-            unresolved: p.unresolved,
-            unresolved_total: p.unresolved_total,
+            unresolved: p.unresolved.lines,
+            unresolved_total: p.unresolved.total,
             unresolved_settled: 0,
             settlement_notes_refused: 0,
             energy,

@@ -35,6 +35,9 @@ pub(crate) fn refused(kind: Option<RecordKind>, msg: &str) -> String {
     format!("{what} refused, contributes nothing: {msg}")
 }
 
+/// §4.11: the code of an allow with no outcome.
+pub(crate) const UNRESOLVED: &str = "unresolved-decision";
+
 /// §4.11: an allow with no outcome.
 pub(crate) fn unresolved(holder: &str, cost_uj: u64) -> String {
     format!("decision recorded with no outcome: whether it took effect is known only to its holder {holder} (§4.11); its {cost_uj} µJ stay debited")

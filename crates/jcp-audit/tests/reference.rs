@@ -16,7 +16,7 @@ use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Energy, Provenance};
 use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
+use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 use jcp::revocation::Revocation;
 use jcp_audit::{audit_paths, audit_reference, AuditOptions, Report, Verification};
@@ -27,6 +27,10 @@ use jcp_receipt::runtime::DurableGate;
 use jcp_receipt::stream::{self, Item, Reader, RecordKind, FRAME_OVERHEAD};
 use jcp_receipt::writer::Durability;
 use proptest::prelude::*;
+
+mod common;
+
+use common::{points, run_grant, Points};
 
 /// Both audits over `paths`: the same JSON, or the same error. The report.
 fn same<P: AsRef<Path>>(paths: &[P], opts: &AuditOptions) -> Option<Report> {
@@ -122,59 +126,31 @@ fn s4_3_reference_equals_fast_on_the_demo_fleet() {
     assert_eq!(r.findings_by_code.get("revocation-violation"), None);
 }
 
-/// A root of 1 J, four 0.2 J shards of it held by four workers; a gate
-/// per point seeded `40 + i`.
-struct Cast {
-    issuer: Keypair,
-    root: SignedGrant,
-    shards: Vec<(SignedGrant, Keypair)>,
+/// A tool call on `grant` of `action` over `payload`.
+fn call(grant: &SignedGrant, action: &str, payload: &Value) -> Frame {
+    let resource = grant.grant().capability.resource;
+    Frame {
+        kind: FrameKind::ToolCall,
+        trust: Trust::Control,
+        grant_id: grant.id(),
+        action: action.into(),
+        resource,
+        payload_hash: ContentId::of(payload),
+        model: None,
+    }
 }
 
-fn cast() -> Cast {
-    let issuer = Keypair::from_seed([1; 32]).unwrap();
-    let holder = Keypair::from_seed([2; 32]).unwrap();
-    let capability = Capability { resource: ContentId::of(&Value::text("r")), actions: vec!["invoke".into()] };
-    let root = Grant {
-        issuer: issuer.did(),
-        subject: holder.did(),
-        capability,
-        budget_uj: 1_000_000,
-        budget_funds: None,
-        caveats: Vec::new(),
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [3; 16],
-    };
-    let root = root.sign(&issuer).unwrap();
-    let shards = (0..4u8)
-        .map(|i| {
-            let w = Keypair::from_seed([10 + i; 32]).unwrap();
-            let att = Attenuation { subject: Some(w.did()), budget_uj: Some(200_000), nonce: Some([20 + i; 16]), ..Attenuation::default() };
-            (attenuate(&root, &holder, att).unwrap(), w)
-        })
-        .collect();
-    Cast { issuer, root, shards }
-}
-
+/// A gate per point, its steward seeded `40 + i`.
 fn point(p: &Path, i: u8) -> DurableGate {
     DurableGate::open_with(p, Keypair::from_seed([40 + i; 32]).unwrap(), Gate::new(), Durability::GeneratorOnly).unwrap().0
 }
 
 /// One decision of `uj` on shard `s` through the chain [root, shard]; an
 /// outcome unless `open`.
-fn spend(dg: &mut DurableGate, c: &Cast, s: usize, uj: u64, n: u64, open: bool) {
+fn spend(dg: &mut DurableGate, c: &Points, s: usize, uj: u64, n: u64, open: bool) {
     let (g, w) = &c.shards[s];
     let chain = [c.root.clone(), g.clone()];
-    let f = Frame {
-        kind: FrameKind::ToolCall,
-        trust: Trust::Control,
-        grant_id: g.id(),
-        action: "invoke".into(),
-        resource: g.grant().capability.resource,
-        payload_hash: ContentId::of(&Value::Uint(n)),
-        model: None,
-    };
+    let f = call(g, "invoke", &Value::Uint(n));
     let cost = Cost::energy(Energy::new(uj, if n.is_multiple_of(2) { Provenance::HwShunt } else { Provenance::Estimator }));
     let rec = dg.decide(&Request { frame: &f, chain: &chain, caller: &w.did(), cost: &cost, now: 1, flow: None }).unwrap();
     if rec.decision.is_allow() && !open {
@@ -211,7 +187,7 @@ fn swap_text(v: &mut Value, from: &str, to: &str) {
 /// (violation), one that states no marker (unverifiable); a second
 /// revocation of the same grant and a forged one.
 fn revocation_streams(dir: &Path) -> Vec<PathBuf> {
-    let c = cast();
+    let c = points();
     let rev = Revocation::issue(&c.root, &c.issuer, Some([5; 16])).unwrap();
     let paths: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("rev-{i}.jcps"))).collect();
     let mut a = point(&paths[0], 0);
@@ -226,12 +202,11 @@ fn revocation_streams(dir: &Path) -> Vec<PathBuf> {
     // Sealed by the point without the gate's check: the holder's revocation
     // of shard 1 pointed at the root (forged), and one of shard 3
     // whose grant record no stream holds (authority unknown).
-    let holder = Keypair::from_seed([2; 32]).unwrap();
-    let of_shard = Revocation::issue(&c.shards[1].0, &holder, Some([7; 16])).unwrap();
+    let of_shard = Revocation::issue(&c.shards[1].0, &c.holder, Some([7; 16])).unwrap();
     let mut v = jcp::cbor::decode_strict(&of_shard.to_bytes()).unwrap();
     swap_text(&mut v, &c.shards[1].0.id().to_hex(), &c.root.id().to_hex());
     let forged = jcp::revocation::SignedRevocation::from_bytes(&v.encode()).unwrap();
-    let unknown = Revocation::issue(&c.shards[3].0, &holder, Some([8; 16])).unwrap();
+    let unknown = Revocation::issue(&c.shards[3].0, &c.holder, Some([8; 16])).unwrap();
     let mut b = std::fs::read(&paths[0]).unwrap();
     b.extend(stream::frame(RecordKind::Grant, &c.shards[1].0.to_bytes()).unwrap());
     for (seq, rev) in [(40u64, forged), (41, unknown)] {
@@ -274,7 +249,7 @@ fn s4_3_reference_equals_fast_on_revocations_from_several_points() {
 /// a reservation left held by a crash; and a settlement spliced into
 /// another point's stream.
 fn metered_streams(dir: &Path) -> Vec<PathBuf> {
-    let c = cast();
+    let c = points();
     let (g, w) = &c.shards[0];
     let chain = [c.root.clone(), g.clone()];
     let p = dir.join("metered.jcps");
@@ -284,15 +259,7 @@ fn metered_streams(dir: &Path) -> Vec<PathBuf> {
     dg.set_known_through(1).unwrap();
     let zero = Cost::energy(Energy::new(0, Provenance::HwShunt));
     for i in 0..3u64 {
-        let f = Frame {
-            kind: FrameKind::ToolCall,
-            trust: Trust::Control,
-            grant_id: g.id(),
-            action: "invoke".into(),
-            resource: g.grant().capability.resource,
-            payload_hash: ContentId::of(&Value::Uint(i)),
-            model: None,
-        };
+        let f = call(g, "invoke", &Value::Uint(i));
         let req = Request { frame: &f, chain: &chain, caller: &w.did(), cost: &zero, now: 1, flow: None };
         let held = dg.authorize(&req).unwrap().unwrap();
         if i == 2 {
@@ -341,31 +308,10 @@ fn amendment_stream(dir: &Path) -> PathBuf {
     use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let agent = Keypair::from_seed([2; 32]).unwrap();
-    let capability = Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] };
-    let g = Grant {
-        issuer: issuer.did(),
-        subject: agent.did(),
-        capability,
-        budget_uj: 1000,
-        budget_funds: None,
-        caveats: vec![],
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [1; 16],
-    };
-    let g = g.sign(&issuer).unwrap();
+    let g = run_grant(&issuer, &agent);
     let decide = |p: &mut DurableGate, on: &SignedGrant, uj: u64| {
         let cost = Cost::energy(Energy::new(uj, Provenance::HwShunt));
-        let f = Frame {
-            kind: FrameKind::ToolCall,
-            trust: Trust::Control,
-            grant_id: on.id(),
-            action: "run".into(),
-            resource: on.grant().capability.resource,
-            payload_hash: ContentId::of(&Value::text("p")),
-            model: None,
-        };
+        let f = call(on, "run", &Value::text("p"));
         p.decide(&Request { frame: &f, chain: std::slice::from_ref(on), caller: &agent.did(), cost: &cost, now: 10, flow: None }).unwrap()
     };
     let at = |n: u8, uj: u64| CheckpointInput {
@@ -414,7 +360,7 @@ fn s5_5_reference_equals_fast_on_overspend_across_points_and_stated_remainders()
     // then a third stream of the first point's steward, from a gate that
     // forgot its spend: its stated remainders mismatch.
     let dir = tempfile::tempdir().unwrap();
-    let c = cast();
+    let c = points();
     let mut paths = Vec::new();
     for (i, seed) in [(0usize, 0u8), (1, 1), (2, 0)] {
         let p = dir.path().join(format!("over-{i}.jcps"));
