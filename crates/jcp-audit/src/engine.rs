@@ -17,7 +17,7 @@ use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report, Unresolved,
+    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, Unresolved,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions, Progress};
@@ -701,24 +701,9 @@ impl Engine {
                 }
             }
             let funds = rec.and_then(|g| g.grant().budget_funds.clone());
-            grants.push(GrantLine {
-                grant_id: id,
-                grant_record: rec.is_some(),
-                issuer: rec.map(|g| g.grant().issuer.to_string()),
-                subject: rec.map(|g| g.grant().subject.to_string()),
-                parent: rec.and_then(|g| g.grant().parent),
-                budget_uj: budget,
-                spent_uj: acc.spent_uj,
-                allows: acc.allows,
-                denies: acc.denies,
-                breaches: acc.breaches,
-                money: MoneyLine {
-                    currency: funds.as_ref().map(|f| f.currency.clone()),
-                    ceiling_minor: funds.as_ref().map(|f| f.minor),
-                    spent_minor: acc.spent_minor,
-                },
-                conservation,
-            });
+            let mut line = GrantLine::of_record(id, rec, budget, acc.spent_minor, conservation);
+            (line.spent_uj, line.allows, line.denies, line.breaches) = (acc.spent_uj, acc.allows, acc.denies, acc.breaches);
+            grants.push(line);
             if let Some(f) = &funds {
                 if acc.spent_minor > f.minor {
                     overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, &f.currency, f.minor)));

@@ -41,8 +41,8 @@ use jcp_receipt::record::{self, AmendmentNotice, OutcomeRecord, RevocationNotice
 use jcp_receipt::stream::{Fault, FaultCode, HeaderError, Item, Reader, Record, RecordKind};
 
 use crate::report::{
-    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, MoneyLine, Parts, ReceiptCounts, Report, RevocationClasses, RevocationLine,
-    StewardLine, StreamSummary, Unresolved, UnresolvedLine,
+    Conservation, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, RevocationClasses, RevocationLine, StewardLine,
+    StreamSummary, Unresolved, UnresolvedLine,
 };
 use crate::{words, AuditError, AuditOptions};
 
@@ -808,30 +808,17 @@ impl Ledger {
                 overs.push((s, o, words::overspend_uj(&id, c.spent_uj, c.budget_uj, c.overspent_uj)));
             }
         }
-        let funds = rec.and_then(|g| g.grant().budget_funds.clone());
-        if let Some(f) = &funds {
-            if acc.spent_minor > f.minor {
-                overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, &f.currency, f.minor)));
+        let mut line = GrantLine::of_record(id, rec, budget, acc.spent_minor, conservation);
+        line.spent_uj = acc.spent_uj;
+        line.allows = acc.allows;
+        line.denies = acc.denies;
+        line.breaches = acc.breaches;
+        if let (Some(ceiling), Some(currency)) = (line.money.ceiling_minor, &line.money.currency) {
+            if acc.spent_minor > ceiling {
+                overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, currency, ceiling)));
             }
         }
-        GrantLine {
-            grant_id: id,
-            grant_record: rec.is_some(),
-            issuer: rec.map(|g| g.grant().issuer.to_string()),
-            subject: rec.map(|g| g.grant().subject.to_string()),
-            parent: rec.and_then(|g| g.grant().parent),
-            budget_uj: budget,
-            spent_uj: acc.spent_uj,
-            allows: acc.allows,
-            denies: acc.denies,
-            breaches: acc.breaches,
-            money: MoneyLine {
-                currency: funds.as_ref().map(|f| f.currency.clone()),
-                ceiling_minor: funds.as_ref().map(|f| f.minor),
-                spent_minor: acc.spent_minor,
-            },
-            conservation,
-        }
+        line
     }
 
     fn finish(mut self) -> Report {

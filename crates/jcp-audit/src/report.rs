@@ -174,6 +174,29 @@ pub struct GrantLine {
     pub conservation: Option<Conservation>,
 }
 
+impl GrantLine {
+    /// The line of grant `id`: what its record states, when a stream held
+    /// it, and its ceiling `budget_uj`; the money line with `spent_minor`;
+    /// no allow, deny or spend counted yet.
+    pub(crate) fn of_record(id: ContentId, rec: Option<&jcp::grant::SignedGrant>, budget_uj: Option<u64>, spent_minor: u64, conservation: Option<Conservation>) -> Self {
+        let funds = rec.and_then(|g| g.grant().budget_funds.as_ref());
+        Self {
+            grant_id: id,
+            grant_record: rec.is_some(),
+            issuer: rec.map(|g| g.grant().issuer.to_string()),
+            subject: rec.map(|g| g.grant().subject.to_string()),
+            parent: rec.and_then(|g| g.grant().parent),
+            budget_uj,
+            spent_uj: 0,
+            allows: 0,
+            denies: 0,
+            breaches: 0,
+            money: MoneyLine { currency: funds.map(|f| f.currency.clone()), ceiling_minor: funds.map(|f| f.minor), spent_minor },
+            conservation,
+        }
+    }
+}
+
 /// §8.2 group accounting by `(grant_id, subject)`.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupLine {
