@@ -168,3 +168,35 @@ fn s4_11_an_operator_settles_an_unresolved_decision_with_a_signed_note_and_energ
     let v = audit_json(&p);
     assert_eq!((v["unresolved_settled"].as_u64(), v["settlement_notes_refused"].as_u64()), (Some(1), Some(1)), "{v}");
 }
+
+#[test]
+fn s8_2_audit_reference_gives_the_same_json_and_exit_code_as_the_fast_audit() {
+    // A tampered stream with an unresolved decision and a torn tail, audited
+    // with a clean one: `--reference` prints the fast audit's JSON byte for
+    // byte and exits as it does (1, findings); clean alone, 0 both ways; an
+    // unreadable stream, 2 both ways.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.jcps"), dir.path().join("b.jcps"));
+    demo(&a, &["--tamper", "2", "--unresolved", "1"]);
+    demo(&b, &[]);
+    let len = std::fs::metadata(&a).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&a).unwrap().set_len(len - 5).unwrap();
+    let run = |extra: &[&str], streams: &[&Path]| {
+        let out = jcp().arg("audit").args(streams).arg("--json").args(extra).output().unwrap();
+        (out.status.code(), out.stdout)
+    };
+    let fast = run(&[], &[&a, &b]);
+    let reference = run(&["--reference"], &[&a, &b]);
+    assert_eq!(fast.0, Some(1));
+    assert!(!fast.1.is_empty());
+    assert_eq!(String::from_utf8(reference.1).unwrap(), String::from_utf8(fast.1).unwrap());
+    assert_eq!(reference.0, fast.0);
+    assert_eq!(run(&["--reference"], &[&b]), run(&[], &[&b]));
+    assert_eq!(run(&["--reference"], &[&b]).0, Some(0));
+    let not = dir.path().join("not.jcps");
+    std::fs::write(&not, b"not a stream").unwrap();
+    assert_eq!(run(&["--reference"], &[&not]).0, Some(2));
+    // A reference audit writes no partial.
+    let out = jcp().arg("audit").arg(&b).args(["--reference", "--partial"]).arg(dir.path().join("p.json")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 
 use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
-use jcp::energy::{Coverage, Provenance};
+use jcp::energy::Coverage;
 use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
-use jcp_meter::conservation::{self, Debits};
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
@@ -18,10 +17,10 @@ use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
 use crate::report::{
-    EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
+    conservation_of, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, Unresolved,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
-use crate::{AuditError, AuditOptions, Progress};
+use crate::{words, AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
 
@@ -164,14 +163,12 @@ pub(crate) struct Engine {
     max_findings: usize,
     streams: Vec<StreamState>,
     counts: ReceiptCounts,
-    findings: Vec<Finding>,
-    findings_by_code: BTreeMap<String, u64>,
+    findings: Findings,
     grants: Map<ContentId, GrantAcc>,
     grant_records: Map<ContentId, SignedGrant>,
     groups: Map<(ContentId, Key), GroupAcc>,
     notices: Vec<Notice>,
-    unresolved: Vec<UnresolvedLine>,
-    unresolved_total: u64,
+    unresolved: Unresolved,
     energy: EnergyFloors,
     stewards: Map<Key, StewardAcc>,
     /// Every signed record accounted, by its duplicate key (`Meta::dedup`).
@@ -211,14 +208,12 @@ impl Engine {
             max_findings: opts.max_findings,
             streams: Vec::new(),
             counts: ReceiptCounts::default(),
-            findings: Vec::new(),
-            findings_by_code: BTreeMap::new(),
+            findings: Findings::new(opts.max_findings),
             grants: Map::default(),
             grant_records: Map::default(),
             groups: Map::default(),
             notices: Vec::new(),
-            unresolved: Vec::new(),
-            unresolved_total: 0,
+            unresolved: Unresolved::default(),
             energy: EnergyFloors::default(),
             stewards: Map::default(),
             seen: SeenSet::with_capacity(signed_records),
@@ -229,10 +224,7 @@ impl Engine {
     }
 
     fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
-        *self.findings_by_code.entry(code.to_owned()).or_default() += 1;
-        if self.findings.len() < self.max_findings {
-            self.findings.push(Finding { stream, offset, code: code.to_owned(), message });
-        }
+        self.findings.add(stream, offset, code, message);
     }
 
     fn account(&mut self, chunk: Vec<Part>) {
@@ -274,14 +266,7 @@ impl Engine {
                 if f.code == FaultCode::TornTail {
                     st.summary.torn_tail_at = Some(f.offset);
                 }
-                let msg = match f.code {
-                    FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
-                    FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
-                    FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
-                    FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
-                    FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
-                };
-                self.finding(s, f.offset, f.code.code(), msg);
+                self.finding(s, f.offset, f.code.code(), words::fault(&f));
             }
             Body::Refused(code, msg) => {
                 self.streams[s].refused_since += 1;
@@ -295,17 +280,7 @@ impl Engine {
                 } else {
                     *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
                 }
-                let what = c.kind.map_or("record", |k| match k {
-                    RecordKind::Receipt => "receipt",
-                    RecordKind::Outcome => "outcome",
-                    RecordKind::Grant => "grant",
-                    RecordKind::Revocation => "revocation notice",
-                    RecordKind::Request => "wire request",
-                    RecordKind::Amendment => "amendment",
-                    RecordKind::Closing => "closing record",
-                    RecordKind::Statement => "channel statement",
-                });
-                self.finding(s, off, code, format!("{what} refused, contributes nothing: {msg}"));
+                self.finding(s, off, code, words::refused(c.kind, &msg));
             }
             Body::WireRequest => self.counts.wire_requests += 1,
             Body::Grant(g) => {
@@ -394,11 +369,7 @@ impl Engine {
             _ => None,
         };
         let Some((held_at, settled_at)) = settling else {
-            let msg = format!(
-                "settlement of reservation {} by {}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back",
-                st.reservation, st.settled_by
-            );
-            return self.finding(s, off, "settlement-unmatched", msg);
+            return self.finding(s, off, "settlement-unmatched", words::settlement_unmatched(&st.reservation, &st.settled_by));
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
@@ -430,20 +401,7 @@ impl Engine {
             group.allows = group.allows.saturating_sub(1);
             group.uj = group.uj.saturating_sub(c.cost_uj);
         }
-        let p = c.provenance.as_str();
-        if let Some(n) = self.energy.uj_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(c.cost_uj);
-        }
-        if let Some(n) = self.energy.allows_by_provenance.get_mut(p) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.energy.allows_by_provenance.remove(p);
-                self.energy.uj_by_provenance.remove(p);
-            }
-        }
-        if c.coverage == Coverage::Partial {
-            self.energy.partial_allows = self.energy.partial_allows.saturating_sub(1);
-        }
+        self.energy.take_back(c.provenance.as_str(), c.cost_uj, c.coverage == Coverage::Partial);
     }
 
     fn sequence(&mut self, s: usize, off: u64, meta: &Meta) {
@@ -604,10 +562,7 @@ impl Engine {
                 s,
                 off,
                 "remaining-mismatch",
-                format!(
-                    "receipt states {} µJ remaining on {}, the replayed record gives {} µJ",
-                    c.budget_remaining_uj, c.grant_id, expected
-                ),
+                words::remaining_mismatch(c.budget_remaining_uj, &c.grant_id, expected),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
             *self.grants.entry(c.grant_id).or_default().running.slot(steward) = resync;
@@ -641,7 +596,7 @@ impl Engine {
     }
 
     fn end_stream(&mut self, s: usize) {
-        let mut pending: Vec<UnresolvedLine> = self.streams[s]
+        let pending: Vec<UnresolvedLine> = self.streams[s]
             .pending
             .drain()
             .map(|(id, p)| UnresolvedLine {
@@ -656,18 +611,7 @@ impl Engine {
                 settled: None,
             })
             .collect();
-        pending.sort_by_key(|u| u.offset);
-        for u in pending {
-            self.unresolved_total += 1;
-            let msg = format!(
-                "decision recorded with no outcome: whether it took effect is known only to its holder {} (§4.11); its {} µJ stay debited",
-                u.holder, u.cost_uj
-            );
-            self.finding(u.stream, u.offset, "unresolved-decision", msg);
-            if self.unresolved.len() < self.max_findings {
-                self.unresolved.push(u);
-            }
-        }
+        self.unresolved.list(pending, &mut self.findings, self.max_findings);
     }
 
     /// §4.3: the revocation lines, and a finding for every allow on a
@@ -705,8 +649,8 @@ impl Engine {
                 },
             };
             match authority {
-                "forged" => self.finding(n.stream, n.offset, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied")),
-                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against")),
+                "forged" => self.finding(n.stream, n.offset, "revocation-forged", words::revocation_forged(&gid)),
+                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", words::revocation_authority_unknown(&gid)),
                 _ => {}
             }
             let classes = if authority == "forged" {
@@ -727,18 +671,12 @@ impl Engine {
             // One finding per classified allow, counted exactly; the first
             // few are kept with their offsets.
             for (s, o, code) in found {
-                let msg = if code == "revocation-violation" {
-                    format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
-                } else {
-                    format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
-                };
-                self.finding(s, o, code, msg);
+                self.finding(s, o, code, words::revocation_allow(code, &gid, m));
             }
             let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
             let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-            *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
-            *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
-            self.findings_by_code.retain(|_, v| *v > 0);
+            self.findings.count_more("revocation-violation", v_extra);
+            self.findings.count_more("revocation-unverifiable", u_extra);
         }
         lines
     }
@@ -755,40 +693,20 @@ impl Engine {
             let acc = self.grants.remove(&id).unwrap_or_default();
             let rec = self.grant_records.get(&id);
             let budget = rec.map(|g| g.grant().budget_uj).or(acc.budget_from_receipt);
-            let debits = Debits {
-                measured_uj: acc.measured_uj,
-                modelled_uj: acc.modelled_uj,
-                coverage: if acc.partial { Coverage::Partial } else { Coverage::Whole },
-            };
-            let conservation = budget.map(|b| conservation::ledger(b, &debits));
+            let conservation = budget.map(|b| conservation_of(b, acc.measured_uj, acc.modelled_uj, acc.partial));
             if let Some(c) = &conservation {
                 if c.overspent_uj > 0 {
                     let (s, o) = acc.first_over.unwrap_or((0, 0));
-                    overs.push((s, o, format!("grant {id} spent {} µJ against a ceiling of {} µJ ({} µJ over)", c.spent_uj, c.budget_uj, c.overspent_uj)));
+                    overs.push((s, o, words::overspend_uj(&id, c.spent_uj, c.budget_uj, c.overspent_uj)));
                 }
             }
             let funds = rec.and_then(|g| g.grant().budget_funds.clone());
-            grants.push(GrantLine {
-                grant_id: id,
-                grant_record: rec.is_some(),
-                issuer: rec.map(|g| g.grant().issuer.to_string()),
-                subject: rec.map(|g| g.grant().subject.to_string()),
-                parent: rec.and_then(|g| g.grant().parent),
-                budget_uj: budget,
-                spent_uj: acc.spent_uj,
-                allows: acc.allows,
-                denies: acc.denies,
-                breaches: acc.breaches,
-                money: MoneyLine {
-                    currency: funds.as_ref().map(|f| f.currency.clone()),
-                    ceiling_minor: funds.as_ref().map(|f| f.minor),
-                    spent_minor: acc.spent_minor,
-                },
-                conservation,
-            });
+            let mut line = GrantLine::of_record(id, rec, budget, acc.spent_minor, conservation);
+            (line.spent_uj, line.allows, line.denies, line.breaches) = (acc.spent_uj, acc.allows, acc.denies, acc.breaches);
+            grants.push(line);
             if let Some(f) = &funds {
                 if acc.spent_minor > f.minor {
-                    overs.push((0, 0, format!("grant {id} spent {} {} minor against a money ceiling of {}", acc.spent_minor, f.currency, f.minor)));
+                    overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, &f.currency, f.minor)));
                 }
             }
         }
@@ -807,36 +725,17 @@ impl Engine {
             .map(|(d, a)| StewardLine { steward: did_string_of(&d), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
             .collect();
         stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
-        // The floors are read off the counts (a settlement takes its
-        // reservation's count back, and with it its grade).
-        let mut energy = self.energy;
-        let floor = energy.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
-        energy.provenance_floor = floor.map_or("none".into(), |p| p.as_str().to_owned());
-        energy.coverage_floor = match floor {
-            None => "none".into(),
-            Some(_) if energy.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
-            Some(_) => Coverage::Whole.as_str().to_owned(),
-        };
-        self.findings.sort_by(|a, b| (a.stream, a.offset).cmp(&(b.stream, b.offset)));
-        let total: u64 = self.findings_by_code.values().sum();
-        Report {
-            spec: "jcp-v0.3",
+        Report::assemble(Parts {
             streams: self.streams.into_iter().map(|s| s.summary).collect(),
             receipts: self.counts,
-            findings_omitted: total.saturating_sub(self.findings.len() as u64),
             findings: self.findings,
-            clean: total == 0,
-            findings_by_code: self.findings_by_code,
             grants,
             groups,
             revocations,
             unresolved: self.unresolved,
-            unresolved_total: self.unresolved_total,
-            unresolved_settled: 0,
-            settlement_notes_refused: 0,
-            energy,
+            energy: self.energy,
             stewards,
-        }
+        })
     }
 }
 

@@ -62,8 +62,10 @@ mod engine;
 mod ids;
 pub mod partial;
 pub mod phases;
+pub mod reference;
 pub mod report;
 mod seen;
+mod words;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -71,6 +73,7 @@ use std::path::{Path, PathBuf};
 use jcp::identity::Did;
 
 pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
+pub use reference::audit_reference;
 pub use report::{Finding, Report};
 
 /// Every code a finding of this audit can carry, sorted: the audit's own
@@ -123,8 +126,13 @@ pub const FINDING_CODES: &[&str] = &[
     "duplicate-record",
     "garbage",
     "invalid",
+    "invalid-caveat",
+    "invalid-content-id",
+    "invalid-funds",
+    "invalid-label",
     "io",
     "io-error",
+    "key-file-invalid",
     "legacy-mint-refused",
     "lock-unsupported",
     "marker-regressed",
@@ -526,7 +534,7 @@ mod finding_codes_tests {
                 want.extend(literals(&body, true));
             }
         }
-        for f in ["src/check.rs", "src/engine.rs"] {
+        for f in ["src/check.rs", "src/engine.rs", "src/reference/mod.rs", "src/reference/open.rs", "src/reference/accounting.rs", "src/reference/close.rs", "src/words.rs"] {
             want.extend(literals(&read(f), false));
         }
         want.push("overspend".into()); // the audit's one single-word code of its own

@@ -93,6 +93,19 @@ pub struct MoneyLine {
 /// conservation (one implementation: [`jcp_meter::conservation::ledger`]).
 pub use jcp_meter::conservation::LedgerConservation as Conservation;
 
+/// §5.5: the line of a grant with ceiling `budget_uj` whose verified debits
+/// rest on hardware readings (`measured_uj`) and on models or estimators
+/// (`modelled_uj`); `partial` when any debit covered only part of its work
+/// (§5.2). The fast engine and the reference audit both call this.
+pub fn conservation_of(budget_uj: u64, measured_uj: u64, modelled_uj: u64, partial: bool) -> Conservation {
+    let debits = jcp_meter::conservation::Debits {
+        measured_uj,
+        modelled_uj,
+        coverage: if partial { jcp::energy::Coverage::Partial } else { jcp::energy::Coverage::Whole },
+    };
+    jcp_meter::conservation::ledger(budget_uj, &debits)
+}
+
 /// Per-grant budget replay.
 #[derive(Debug, Clone, Serialize)]
 pub struct GrantLine {
@@ -120,6 +133,29 @@ pub struct GrantLine {
     pub money: MoneyLine,
     /// §5.5 conservation (when the budget is known).
     pub conservation: Option<Conservation>,
+}
+
+impl GrantLine {
+    /// The line of grant `id`: what its record states, when a stream held
+    /// it, and its ceiling `budget_uj`; the money line with `spent_minor`;
+    /// no allow, deny or spend counted yet.
+    pub(crate) fn of_record(id: ContentId, rec: Option<&jcp::grant::SignedGrant>, budget_uj: Option<u64>, spent_minor: u64, conservation: Option<Conservation>) -> Self {
+        let funds = rec.and_then(|g| g.grant().budget_funds.as_ref());
+        Self {
+            grant_id: id,
+            grant_record: rec.is_some(),
+            issuer: rec.map(|g| g.grant().issuer.to_string()),
+            subject: rec.map(|g| g.grant().subject.to_string()),
+            parent: rec.and_then(|g| g.grant().parent),
+            budget_uj,
+            spent_uj: 0,
+            allows: 0,
+            denies: 0,
+            breaches: 0,
+            money: MoneyLine { currency: funds.map(|f| f.currency.clone()), ceiling_minor: funds.map(|f| f.minor), spent_minor },
+            conservation,
+        }
+    }
 }
 
 /// §8.2 group accounting by `(grant_id, subject)`.
@@ -229,6 +265,39 @@ pub struct EnergyFloors {
     pub partial_allows: u64,
 }
 
+impl EnergyFloors {
+    /// Takes back one allow of grade `provenance` and `uj` µJ (a settled
+    /// reservation, §4.9): a grade with no allow left leaves the counts.
+    pub(crate) fn take_back(&mut self, provenance: &str, uj: u64, partial: bool) {
+        if let Some(n) = self.uj_by_provenance.get_mut(provenance) {
+            *n = n.saturating_sub(uj);
+        }
+        if let Some(n) = self.allows_by_provenance.get_mut(provenance) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.allows_by_provenance.remove(provenance);
+                self.uj_by_provenance.remove(provenance);
+            }
+        }
+        if partial {
+            self.partial_allows = self.partial_allows.saturating_sub(1);
+        }
+    }
+
+    /// Reads the floors off the counts: the worst grade with an allow
+    /// counted, `Partial` when any counted allow is (`none` without allows).
+    pub(crate) fn read_floors(&mut self) {
+        use jcp::energy::{Coverage, Provenance};
+        let floor = self.allows_by_provenance.keys().filter_map(|p| Provenance::parse(p)).min();
+        self.provenance_floor = floor.map_or("none".into(), |p| p.as_str().to_owned());
+        self.coverage_floor = match floor {
+            None => "none".into(),
+            Some(_) if self.partial_allows > 0 => Coverage::Partial.as_str().to_owned(),
+            Some(_) => Coverage::Whole.as_str().to_owned(),
+        };
+    }
+}
+
 /// A steward (enforcement point) seen in the streams.
 #[derive(Debug, Clone, Serialize)]
 pub struct StewardLine {
@@ -280,7 +349,103 @@ pub struct Report {
     pub clean: bool,
 }
 
+/// The findings of an audit as they are found: every one counted by its
+/// code, the first `max` kept in detail.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    kept: Vec<Finding>,
+    by_code: BTreeMap<String, u64>,
+    max: usize,
+}
+
+impl Findings {
+    /// Keeps at most `max` findings in detail.
+    pub(crate) fn new(max: usize) -> Self {
+        Self { kept: Vec::new(), by_code: BTreeMap::new(), max }
+    }
+
+    /// Counts a finding, and keeps it while there is room.
+    pub(crate) fn add(&mut self, stream: usize, offset: u64, code: &str, message: String) {
+        *self.by_code.entry(code.to_owned()).or_default() += 1;
+        if self.kept.len() < self.max {
+            self.kept.push(Finding { stream, offset, code: code.to_owned(), message });
+        }
+    }
+
+    /// Counts `n` more findings of `code` without keeping them.
+    pub(crate) fn count_more(&mut self, code: &str, n: u64) {
+        if n > 0 {
+            *self.by_code.entry(code.to_owned()).or_default() += n;
+        }
+    }
+}
+
+/// §4.11: the decisions an audit lists as unresolved.
+#[derive(Debug, Default)]
+pub(crate) struct Unresolved {
+    lines: Vec<UnresolvedLine>,
+    total: u64,
+}
+
+impl Unresolved {
+    /// Lists one stream's allows left with no outcome, in stream order: each
+    /// is a finding naming its holder (its energy stays debited); the first
+    /// `max` are kept in detail.
+    pub(crate) fn list(&mut self, mut lines: Vec<UnresolvedLine>, findings: &mut Findings, max: usize) {
+        lines.sort_by_key(|u| u.offset);
+        for u in lines {
+            self.total += 1;
+            findings.add(u.stream, u.offset, crate::words::UNRESOLVED, crate::words::unresolved(&u.holder, u.cost_uj));
+            if self.lines.len() < max {
+                self.lines.push(u);
+            }
+        }
+    }
+}
+
+/// What an audit's accounting hands over to become its [`Report`].
+pub(crate) struct Parts {
+    pub streams: Vec<StreamSummary>,
+    pub receipts: ReceiptCounts,
+    pub findings: Findings,
+    pub grants: Vec<GrantLine>,
+    pub groups: Vec<GroupLine>,
+    pub revocations: Vec<RevocationLine>,
+    pub unresolved: Unresolved,
+    pub energy: EnergyFloors,
+    pub stewards: Vec<StewardLine>,
+}
+
 impl Report {
+    /// The report of `p`: findings in stream order (those at one place in
+    /// the order they were found), the energy floors read off the counts;
+    /// no settlement note attached yet.
+    pub(crate) fn assemble(p: Parts) -> Self {
+        let Findings { mut kept, by_code, .. } = p.findings;
+        kept.sort_by_key(|f| (f.stream, f.offset));
+        let total: u64 = by_code.values().sum();
+        let mut energy = p.energy;
+        energy.read_floors();
+        Self {
+            spec: "jcp-v0.3",
+            streams: p.streams,
+            receipts: p.receipts,
+            findings_omitted: total.saturating_sub(kept.len() as u64),
+            findings: kept,
+            clean: total == 0,
+            findings_by_code: by_code,
+            grants: p.grants,
+            groups: p.groups,
+            revocations: p.revocations,
+            unresolved: p.unresolved.lines,
+            unresolved_total: p.unresolved.total,
+            unresolved_settled: 0,
+            settlement_notes_refused: 0,
+            energy,
+            stewards: p.stewards,
+        }
+    }
+
     /// 0 when clean, 1 when there is any finding.
     pub fn exit_code(&self) -> i32 {
         i32::from(!self.clean)

@@ -11,10 +11,13 @@ use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Energy, Provenance};
 use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
+use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::Revocation;
 use jcp_meter::conservation::{Basis, Unstated};
+mod common;
+
+use common::{points, run_grant, Points};
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::runtime::DurableGate;
@@ -366,42 +369,6 @@ fn s8_1_unreadable_input_is_an_error_not_a_report() {
 
 // ---- §4.3 propagation: several enforcement points, one revocation ----
 
-struct Points {
-    resource: ContentId,
-    issuer: Keypair,
-    holder: Keypair,
-    root: SignedGrant,
-    shards: Vec<(SignedGrant, Keypair)>,
-}
-
-fn points() -> Points {
-    let issuer = Keypair::from_seed([1; 32]).unwrap();
-    let holder = Keypair::from_seed([2; 32]).unwrap();
-    let resource = ContentId::of(&Value::text("r"));
-    let root = Grant {
-        issuer: issuer.did(),
-        subject: holder.did(),
-        capability: Capability { resource, actions: vec!["invoke".into()] },
-        budget_uj: 1_000_000,
-        budget_funds: None,
-        caveats: Vec::new(),
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [3; 16],
-    }
-    .sign(&issuer)
-    .unwrap();
-    let shards = (0..4u8)
-        .map(|i| {
-            let w = Keypair::from_seed([10 + i; 32]).unwrap();
-            let g = attenuate(&root, &holder, Attenuation { subject: Some(w.did()), budget_uj: Some(200_000), nonce: Some([20 + i; 16]), ..Attenuation::default() }).unwrap();
-            (g, w)
-        })
-        .collect();
-    Points { resource, issuer, holder, root, shards }
-}
-
 fn allow_once(dg: &mut DurableGate, pts: &Points, shard: usize) {
     let (g, w) = &pts.shards[shard];
     let chain = [pts.root.clone(), g.clone()];
@@ -640,20 +607,7 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
     let steward = Keypair::from_seed([9; 32]).unwrap();
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let agent = Keypair::from_seed([2; 32]).unwrap();
-    let g = Grant {
-        issuer: issuer.did(),
-        subject: agent.did(),
-        capability: Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] },
-        budget_uj: 1000,
-        budget_funds: None,
-        caveats: vec![],
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [1; 16],
-    }
-    .sign(&issuer)
-    .unwrap();
+    let g = run_grant(&issuer, &agent);
     let frame = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "run".into(), resource: g.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
     let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
     let did = agent.did();
@@ -826,20 +780,7 @@ fn c21_the_audit_admits_a_continuation_steered_again() {
     let steward = Keypair::from_seed([9; 32]).unwrap();
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let agent = Keypair::from_seed([2; 32]).unwrap();
-    let g = Grant {
-        issuer: issuer.did(),
-        subject: agent.did(),
-        capability: Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["run".into()] },
-        budget_uj: 1000,
-        budget_funds: None,
-        caveats: vec![],
-        expiry: 0,
-        parent: None,
-        delegate_depth: None,
-        nonce: [1; 16],
-    }
-    .sign(&issuer)
-    .unwrap();
+    let g = run_grant(&issuer, &agent);
     let did = agent.did();
     let cost = Cost::energy(Energy::new(200, Provenance::HwShunt));
     let spend = |p: &mut DurableGate, on: &SignedGrant| {

@@ -45,7 +45,17 @@ impl Settlement {
     /// that its id is one it verified earlier in the stream). It must be an
     /// allow sealed by this record's steward.
     pub fn open_reservation(&self, dids: &mut DidCache) -> Result<OpenedReceipt, ReceiptError> {
-        let o = OpenedReceipt::open(&self.reservation, dids)?;
+        self.check_reservation(OpenedReceipt::open(&self.reservation, dids)?)
+    }
+
+    /// [`Settlement::open_reservation`] through `coset` only (the reference
+    /// audit's path, `jcp_audit::reference`). Same acceptance and errors.
+    pub fn open_reservation_coset(&self, dids: &mut DidCache) -> Result<OpenedReceipt, ReceiptError> {
+        self.check_reservation(OpenedReceipt::open_coset(&self.reservation, dids)?)
+    }
+
+    /// The reservation must be an allow sealed by this record's steward.
+    fn check_reservation(&self, o: OpenedReceipt) -> Result<OpenedReceipt, ReceiptError> {
         if o.core.steward != self.steward {
             return Err(ReceiptError::StewardMismatch { core: o.core.steward.to_did_string(), kid: self.steward.to_did_string() });
         }
@@ -81,7 +91,7 @@ pub fn open_outcome_record(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome
     if let Some((o, s)) = fast::open_outcome(bytes, dids) {
         return Ok((OutcomeRecord::Outcome(o), s));
     }
-    record::outcome_record_coset(bytes, dids)
+    record::open_outcome_record_coset(bytes, dids)
 }
 
 /// [`open_outcome_record`] without the record id (the audit's path; see
@@ -91,5 +101,5 @@ pub fn open_outcome_record_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) ->
     if let Some((o, u)) = fast::open_outcome_unsealed(bytes, dids) {
         return Ok((OutcomeRecord::Outcome(o), u));
     }
-    record::outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
+    record::open_outcome_record_coset(bytes, dids).map(|(r, s)| (r, s.into()))
 }

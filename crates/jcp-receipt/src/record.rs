@@ -350,7 +350,11 @@ pub enum OutcomeRecord {
     Settlement(Settlement),
 }
 
-pub(crate) fn outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+/// An outcome-kind record through `coset` only (the reference path the
+/// zero-copy outcome reader must never be wider than; the reference audit,
+/// `jcp_audit::reference`, reads every outcome-kind record this way; the
+/// fast-first readers are in [`crate::open`]).
+pub fn open_outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let (rec, steward) = if core.get("jcp_settlement").is_some() {
         let st = Settlement::from_value(&core, dids)?;

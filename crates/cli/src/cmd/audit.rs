@@ -1,5 +1,7 @@
 //! `jcp audit STREAM... [--json]`: one pass over receipt streams (spec §8,
 //! §8.1, §8.2, §4.3, §4.11, §5.5). Exit 0 clean, 1 findings, 2 unreadable.
+//! `--reference` runs the slow, obviously-correct reference audit instead
+//! (the same report, byte for byte in its JSON).
 //!
 //! A fleet's audit as parallel jobs (`jcp_audit::partial`):
 //! - `jcp audit --partial OUT.json STREAM...` checks the streams and writes
@@ -20,6 +22,7 @@ use crate::out;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[allow(clippy::struct_excessive_bools)] // independent command-line flags
 pub struct AuditArgs {
     #[command(subcommand)]
     pub command: Option<AuditCommand>,
@@ -45,6 +48,11 @@ pub struct AuditArgs {
     /// of a report (`jcp audit merge` reads it).
     #[arg(long, value_name = "OUT.json")]
     pub partial: Option<PathBuf>,
+    /// Runs the reference audit instead (`jcp_audit::reference`): one record
+    /// at a time, every signature checked with `verify_strict`, no batching,
+    /// caches or threads. Slow; the same report.
+    #[arg(long, conflicts_with = "partial")]
+    pub reference: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -113,8 +121,12 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = audit_paths(&args.streams, &opts, progress).map_err(|e| coded(&e))?;
-    emit_report(args.json, &report)
+    let report = if args.reference {
+        jcp_audit::audit_reference(&args.streams, &opts)
+    } else {
+        audit_paths(&args.streams, &opts, progress)
+    };
+    emit_report(args.json, &report.map_err(|e| coded(&e))?)
 }
 
 fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {

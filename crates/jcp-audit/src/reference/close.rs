@@ -1,0 +1,142 @@
+//! Closing the books: the revocation lines and their findings (§4.3
+//! propagation) and each grant's line with its §5.5 conservation.
+
+use std::collections::BTreeMap;
+
+use jcp::cbor::ContentId;
+use jcp_receipt::record::RevocationNotice;
+
+use super::{GrantBooks, Ledger};
+use crate::report::{GrantLine, RevocationClasses, RevocationLine};
+use crate::words;
+
+impl Ledger {
+    /// §4.3: one line per signed revocation (however many points recorded
+    /// it), at the smallest marker any notice of it states, its authority
+    /// checked at its first notice; then, per revoked grant, a finding for
+    /// every allow on its subtree from a point that had heard (violation)
+    /// or did not say (unverifiable), against the earliest marker of its
+    /// revocations that are not forged.
+    pub(super) fn revocations(&mut self) -> Vec<RevocationLine> {
+        // One signed revocation (its id and signature), in the order first read.
+        let mut order: Vec<(ContentId, [u8; 64])> = Vec::new();
+        let mut revs: BTreeMap<(ContentId, [u8; 64]), Revoked> = BTreeMap::new();
+        for (n, s, off) in std::mem::take(&mut self.notices) {
+            let key = (n.revocation.id(), *n.revocation.signature());
+            if let Some(r) = revs.get_mut(&key) {
+                r.marker = r.marker.min(n.marker);
+                r.notices += 1;
+            } else {
+                order.push(key);
+                revs.insert(key, Revoked { marker: n.marker, notices: 1, at: (s, off), first: n });
+            }
+        }
+        let mut earliest: BTreeMap<ContentId, u64> = BTreeMap::new();
+        let mut lines = Vec::new();
+        for key in order {
+            let Some(Revoked { marker, notices, at: (s, off), first: n }) = revs.remove(&key) else {
+                continue;
+            };
+            let gid = n.revocation.revocation().grant_id;
+            let authority = match self.grant_records.get(&gid) {
+                None => "unverifiable",
+                Some(g) if n.revocation.check_authority(g).is_ok() => "verified",
+                Some(_) => "forged",
+            };
+            if authority == "forged" {
+                self.finding(s, off, "revocation-forged", words::revocation_forged(&gid));
+            } else if authority == "unverifiable" {
+                self.finding(s, off, "revocation-authority-unknown", words::revocation_authority_unknown(&gid));
+            }
+            let classes = if authority == "forged" {
+                RevocationClasses::default()
+            } else {
+                let e = earliest.entry(gid).or_insert(marker);
+                *e = (*e).min(marker);
+                self.grants.get(&gid).map(|g| classify(g, marker)).unwrap_or_default()
+            };
+            lines.push(RevocationLine { grant_id: gid, marker, at: (s, off), notices, authority, allows: classes });
+        }
+        for (gid, m) in earliest {
+            let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else {
+                continue;
+            };
+            let mut found: Vec<(usize, u64, &str)> = Vec::new();
+            for &(s, o) in &classes.violation_at {
+                found.push((s, o, "revocation-violation"));
+            }
+            for &(s, o) in &classes.unverifiable_at {
+                found.push((s, o, "revocation-unverifiable"));
+            }
+            found.sort_unstable();
+            for (s, o, code) in found {
+                self.finding(s, o, code, words::revocation_allow(code, &gid, m));
+            }
+            // Every classified allow is a finding; those past the kept
+            // offsets are counted without detail.
+            self.findings.count_more("revocation-violation", classes.violation.saturating_sub(classes.violation_at.len() as u64));
+            self.findings.count_more("revocation-unverifiable", classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64));
+        }
+        lines
+    }
+
+    /// §5.5: a grant's conservation line and, past its ceiling, an `overspend`.
+    pub(super) fn grant_line(&self, id: ContentId, acc: &GrantBooks, overs: &mut Vec<(usize, u64, String)>) -> GrantLine {
+        let rec = self.grant_records.get(&id);
+        let budget = match rec {
+            Some(g) => Some(g.grant().budget_uj),
+            None => acc.budget_from_receipt,
+        };
+        let conservation = budget.map(|b| crate::report::conservation_of(b, acc.measured_uj, acc.modelled_uj, acc.partial));
+        if let Some(c) = &conservation {
+            if c.spent_uj > c.budget_uj {
+                let (s, o) = acc.first_over.unwrap_or((0, 0));
+                overs.push((s, o, words::overspend_uj(&id, c.spent_uj, c.budget_uj, c.overspent_uj)));
+            }
+        }
+        let mut line = GrantLine::of_record(id, rec, budget, acc.spent_minor, conservation);
+        line.spent_uj = acc.spent_uj;
+        line.allows = acc.allows;
+        line.denies = acc.denies;
+        line.breaches = acc.breaches;
+        if let (Some(ceiling), Some(currency)) = (line.money.ceiling_minor, &line.money.currency) {
+            if acc.spent_minor > ceiling {
+                overs.push((0, 0, words::overspend_money(&id, acc.spent_minor, currency, ceiling)));
+            }
+        }
+        line
+    }
+}
+
+/// A signed revocation as the notices recorded it.
+struct Revoked {
+    /// The smallest marker any of its notices states.
+    marker: u64,
+    /// How many notices recorded it.
+    notices: u64,
+    /// Where its first notice is (stream, offset).
+    at: (usize, u64),
+    /// That notice.
+    first: RevocationNotice,
+}
+
+/// The verified allows on a grant's subtree against marker `m` (§4.3):
+/// `known_through < m` explicable, `>= m` violation, none unverifiable.
+fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
+    let heard = |k: &Option<u64>| k.is_some_and(|k| k >= m);
+    let behind = |k: &Option<u64>| k.is_some_and(|k| k < m);
+    let silent = |k: &Option<u64>| k.is_none();
+    let count = |class: &dyn Fn(&Option<u64>) -> bool| -> u64 { g.by_marker.iter().filter(|(k, _)| class(k)).map(|(_, b)| b.count).sum() };
+    let kept = |class: &dyn Fn(&Option<u64>) -> bool| -> Vec<(usize, u64)> {
+        let mut at: Vec<(usize, u64)> = g.by_marker.iter().filter(|(k, _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
+        at.sort_unstable();
+        at
+    };
+    RevocationClasses {
+        explicable: count(&behind),
+        violation: count(&heard),
+        unverifiable: count(&silent),
+        violation_at: kept(&heard),
+        unverifiable_at: kept(&silent),
+    }
+}

@@ -1,0 +1,86 @@
+//! The sentences of the audit's findings, one place for each: the fast
+//! engine (`engine`) and the reference audit (`reference`) decide every
+//! finding each on their own and word it here, so their reports can be
+//! compared byte for byte.
+
+use std::fmt::Display;
+
+use jcp::cbor::ContentId;
+use jcp_receipt::stream::{Fault, FaultCode, RecordKind};
+
+/// A framing fault (§8.1).
+pub(crate) fn fault(f: &Fault) -> String {
+    match f.code {
+        FaultCode::TornTail => format!("torn final record ({} bytes): reported and never read as a record", f.len),
+        FaultCode::Garbage => format!("{} bytes that are not a record", f.len),
+        FaultCode::Oversized => format!("declared length above the record limit; {} bytes skipped", f.len),
+        FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
+        FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
+    }
+}
+
+/// A refused record (§8.2: it contributes nothing); `kind` `None` for a
+/// record of no known kind.
+pub(crate) fn refused(kind: Option<RecordKind>, msg: &str) -> String {
+    let what = kind.map_or("record", |k| match k {
+        RecordKind::Receipt => "receipt",
+        RecordKind::Outcome => "outcome",
+        RecordKind::Grant => "grant",
+        RecordKind::Revocation => "revocation notice",
+        RecordKind::Request => "wire request",
+        RecordKind::Amendment => "amendment",
+        RecordKind::Closing => "closing record",
+        RecordKind::Statement => "channel statement",
+    });
+    format!("{what} refused, contributes nothing: {msg}")
+}
+
+/// §4.11: the code of an allow with no outcome.
+pub(crate) const UNRESOLVED: &str = "unresolved-decision";
+
+/// §4.11: an allow with no outcome.
+pub(crate) fn unresolved(holder: &str, cost_uj: u64) -> String {
+    format!("decision recorded with no outcome: whether it took effect is known only to its holder {holder} (§4.11); its {cost_uj} µJ stay debited")
+}
+
+/// §8.1: a stated remainder the replay does not give.
+pub(crate) fn remaining_mismatch(stated: u64, grant: &ContentId, replayed: u64) -> String {
+    format!("receipt states {stated} µJ remaining on {grant}, the replayed record gives {replayed} µJ")
+}
+
+/// §4.9 + §4.11: a settlement that matches no pair of pending allows.
+pub(crate) fn settlement_unmatched(reservation: &ContentId, settled_by: &ContentId) -> String {
+    format!(
+        "settlement of reservation {reservation} by {settled_by}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back"
+    )
+}
+
+/// §4.3: a revocation notice whose authority fails.
+pub(crate) fn revocation_forged(grant: &ContentId) -> String {
+    format!("revocation of {grant} fails its authority check (§4.3): not applied")
+}
+
+/// §4.3: a revocation of a grant no stream holds the record of.
+pub(crate) fn revocation_authority_unknown(grant: &ContentId) -> String {
+    format!("revocation of {grant}: no grant record to check its authority against")
+}
+
+/// §4.3: an allow on a revoked subtree, classified `code`
+/// (`revocation-violation` against marker `m`, or `revocation-unverifiable`).
+pub(crate) fn revocation_allow(code: &str, grant: &ContentId, m: u64) -> String {
+    if code == "revocation-violation" {
+        format!("allow on the subtree of {grant} by a point whose known_through was at or past the revocation's marker {m}")
+    } else {
+        format!("allow on the subtree of {grant} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
+    }
+}
+
+/// §5.5: joules past a grant's ceiling.
+pub(crate) fn overspend_uj(grant: &ContentId, spent: u64, budget: u64, over: u64) -> String {
+    format!("grant {grant} spent {spent} µJ against a ceiling of {budget} µJ ({over} µJ over)")
+}
+
+/// §4.8: money past a grant's money ceiling.
+pub(crate) fn overspend_money(grant: &ContentId, spent_minor: u64, currency: impl Display, ceiling_minor: u64) -> String {
+    format!("grant {grant} spent {spent_minor} {currency} minor against a money ceiling of {ceiling_minor}")
+}
