@@ -20,6 +20,7 @@ use crate::report::{
     ppm_floor, Conservation, EnergyFloors, Finding, GrantLine, GroupLine, MoneyLine, ReceiptCounts, Report,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
+use crate::codes::{Authority, FindingCode};
 use crate::{AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
@@ -164,7 +165,7 @@ pub(crate) struct Engine {
     streams: Vec<StreamState>,
     counts: ReceiptCounts,
     findings: Vec<Finding>,
-    findings_by_code: BTreeMap<String, u64>,
+    findings_by_code: BTreeMap<FindingCode, u64>,
     grants: Map<ContentId, GrantAcc>,
     grant_records: Map<ContentId, SignedGrant>,
     groups: Map<(ContentId, Key), GroupAcc>,
@@ -227,10 +228,10 @@ impl Engine {
         }
     }
 
-    fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
-        *self.findings_by_code.entry(code.to_owned()).or_default() += 1;
+    fn finding(&mut self, stream: usize, offset: u64, code: FindingCode, message: String) {
+        *self.findings_by_code.entry(code).or_default() += 1;
         if self.findings.len() < self.max_findings {
-            self.findings.push(Finding { stream, offset, code: code.to_owned(), message });
+            self.findings.push(Finding { stream, offset, code, message });
         }
     }
 
@@ -256,7 +257,7 @@ impl Engine {
     fn channel_statement(&mut self, s: usize, off: u64, n: &jcp_receipt::record::StatementNotice) {
         match n.statement.verify() {
             Ok(()) => self.counts.channel_statements += 1,
-            Err(e) => self.finding(s, off, "statement-invalid", format!("a channel statement notice whose statement does not verify: {e}")),
+            Err(e) => self.finding(s, off, FindingCode::StatementInvalid, format!("a channel statement notice whose statement does not verify: {e}")),
         }
     }
 
@@ -280,19 +281,19 @@ impl Engine {
                     FaultCode::ChecksumMismatch => format!("corrupt record (checksum or length); {} bytes skipped", f.len),
                     FaultCode::UnknownKind => format!("record of an unknown kind ({} bytes)", f.len),
                 };
-                self.finding(s, f.offset, f.code.code(), msg);
+                self.finding(s, f.offset, FindingCode::from(f.code), msg);
             }
             Body::Refused(code, msg) => {
                 self.streams[s].refused_since += 1;
                 if c.kind == Some(RecordKind::Receipt) {
                     self.counts.total += 1;
                     self.counts.failed += 1;
-                    *self.counts.failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                    *self.counts.failed_by_reason.entry(code).or_default() += 1;
                     if let Some(id) = c.refused_id {
                         self.refused_receipts.insert(short(&id));
                     }
                 } else {
-                    *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                    *self.counts.other_failed_by_reason.entry(code).or_default() += 1;
                 }
                 let what = c.kind.map_or("record", |k| match k {
                     RecordKind::Receipt => "receipt",
@@ -317,9 +318,9 @@ impl Engine {
                     if c.kind == Some(RecordKind::Receipt) {
                         self.counts.total += 1;
                         self.counts.failed += 1;
-                        *self.counts.failed_by_reason.entry("duplicate-record".into()).or_default() += 1;
+                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
                     }
-                    self.finding(s, off, "duplicate-record", "a record seen before, again: counted once, accounted once".into());
+                    self.finding(s, off, FindingCode::DuplicateRecord, "a record seen before, again: counted once, accounted once".into());
                     return;
                 }
                 self.sequence(s, off, &meta);
@@ -333,7 +334,7 @@ impl Engine {
                         if self.streams[s].pending.remove(&receipt.0).is_none()
                             && !self.refused_receipts.contains(&short(&receipt.0))
                         {
-                            self.finding(s, off, "orphan-outcome", format!("outcome for {receipt} which was not decided earlier in this stream"));
+                            self.finding(s, off, FindingCode::OrphanOutcome, format!("outcome for {receipt} which was not decided earlier in this stream"));
                         }
                     }
                     Body::Settlement(st) => self.settle(s, off, &meta, &st),
@@ -354,7 +355,7 @@ impl Engine {
                                 self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
                                 self.superseded.entry(a.steered.id()).or_default().push((s, meta.steward, a.amendment.id()));
                             }
-                            Err(e) => self.finding(s, off, "amendment-invalid", format!("an amendment notice whose amendment does not verify: {e}")),
+                            Err(e) => self.finding(s, off, FindingCode::AmendmentInvalid, format!("an amendment notice whose amendment does not verify: {e}")),
                         }
                     }
                     Body::Closing => self.counts.closings += 1,
@@ -397,7 +398,7 @@ impl Engine {
                 "settlement of reservation {} by {}: not both allows of this point's earlier in this stream and unresolved, for one grant and holder; nothing taken back",
                 st.reservation, st.settled_by
             );
-            return self.finding(s, off, "settlement-unmatched", msg);
+            return self.finding(s, off, FindingCode::SettlementUnmatched, msg);
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
@@ -455,18 +456,18 @@ impl Engine {
         let refused = std::mem::take(&mut st.refused_since);
         let faults = std::mem::take(&mut st.faults_since);
         let state = st.seq.entry(meta.steward).or_default();
-        let mut out: Vec<(&'static str, String)> = Vec::new();
+        let mut out: Vec<(FindingCode, String)> = Vec::new();
         match meta.seq {
-            None => out.push(("unsequenced-record", "a signed record without a stream sequence number".into())),
+            None => out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into())),
             Some(q) => {
                 // A sequence at u64::MAX has no successor: whatever follows is out of order.
                 let expected = state.last.map_or(Some(0), |l| l.checked_add(1)).unwrap_or(u64::MAX);
                 if q < expected || state.last == Some(u64::MAX) {
-                    out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
+                    out.push((FindingCode::OutOfOrder, format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
                 } else if q > expected {
                     let missing = q - expected;
                     if faults == 0 && missing > refused {
-                        out.push(("sequence-gap", format!("{} record(s) missing before sequence {q}", missing - refused)));
+                        out.push((FindingCode::SequenceGap, format!("{} record(s) missing before sequence {q}", missing - refused)));
                     }
                 }
                 state.last = Some(state.last.map_or(q, |l| l.max(q)));
@@ -475,7 +476,7 @@ impl Engine {
         if let Some(k) = meta.known_through {
             if let Some(prev) = state.last_marker {
                 if k < prev {
-                    out.push(("marker-regressed", format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                    out.push((FindingCode::MarkerRegressed, format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
                 }
             }
             state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
@@ -513,7 +514,7 @@ impl Engine {
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != leaf_budget {
                 let msg = format!("receipt states budget {} µJ but the grant record says {}", leaf_budget, rec.grant().budget_uj);
-                self.finding(s, off, "budget-mismatch", msg);
+                self.finding(s, off, FindingCode::BudgetMismatch, msg);
             }
         }
         match c.verdict {
@@ -567,7 +568,7 @@ impl Engine {
                 let spent = self.grants.get(&c.grant_id).map_or(0, |g| g.running.get(&meta.steward));
                 self.check_remaining(s, off, &meta.steward, c, spent);
                 if let Some(b) = c.breach {
-                    self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                    self.finding(s, off, FindingCode::DebitPointBreach, format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
                 }
                 // Energy by grade (the floors are read off these at the end).
                 let p = c.provenance;
@@ -602,7 +603,7 @@ impl Engine {
             self.finding(
                 s,
                 off,
-                "remaining-mismatch",
+                FindingCode::RemainingMismatch,
                 format!(
                     "receipt states {} µJ remaining on {}, the replayed record gives {} µJ",
                     c.budget_remaining_uj, c.grant_id, expected
@@ -622,7 +623,7 @@ impl Engine {
             self.superseded.get(id)?.iter().find(|(st, stw, _)| *st == s && *stw == meta.steward).map(|(_, _, am)| (*id, *am))
         });
         if let Some((id, am)) = hit {
-            self.finding(s, off, "superseded-spend", format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
+            self.finding(s, off, FindingCode::SupersededSpend, format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
         }
     }
 
@@ -632,7 +633,7 @@ impl Engine {
             if let Some(child) = self.grant_records.get(&w[1]) {
                 if child.grant().parent != Some(w[0]) {
                     let msg = format!("chain_ids names {} after {}, but its grant record's parent differs", w[1], w[0]);
-                    self.finding(s, off, "chain-mismatch", msg);
+                    self.finding(s, off, FindingCode::ChainMismatch, msg);
                     return;
                 }
             }
@@ -662,7 +663,7 @@ impl Engine {
                 "decision recorded with no outcome: whether it took effect is known only to its holder {} (§4.11); its {} µJ stay debited",
                 u.holder, u.cost_uj
             );
-            self.finding(u.stream, u.offset, "unresolved-decision", msg);
+            self.finding(u.stream, u.offset, FindingCode::UnresolvedDecision, msg);
             if self.unresolved.len() < self.max_findings {
                 self.unresolved.push(u);
             }
@@ -697,18 +698,18 @@ impl Engine {
             let n = &r.first;
             let gid = n.notice.revocation.revocation().grant_id;
             let authority = match self.grant_records.get(&gid) {
-                None => "unverifiable",
+                None => Authority::Unverifiable,
                 Some(g) => match n.notice.revocation.check_authority(g) {
-                    Ok(()) => "verified",
-                    Err(_) => "forged",
+                    Ok(()) => Authority::Verified,
+                    Err(_) => Authority::Forged,
                 },
             };
             match authority {
-                "forged" => self.finding(n.stream, n.offset, "revocation-forged", format!("revocation of {gid} fails its authority check (§4.3): not applied")),
-                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", format!("revocation of {gid}: no grant record to check its authority against")),
+                Authority::Forged => self.finding(n.stream, n.offset, FindingCode::RevocationForged, format!("revocation of {gid} fails its authority check (§4.3): not applied")),
+                Authority::Unverifiable => self.finding(n.stream, n.offset, FindingCode::RevocationAuthorityUnknown, format!("revocation of {gid}: no grant record to check its authority against")),
                 _ => {}
             }
-            let classes = if authority == "forged" {
+            let classes = if authority == Authority::Forged {
                 RevocationClasses::default()
             } else {
                 let e = earliest.entry(gid).or_insert(r.marker);
@@ -719,14 +720,14 @@ impl Engine {
         }
         for (gid, m) in earliest {
             let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else { continue };
-            let mut found: Vec<(usize, u64, &'static str)> = Vec::new();
-            found.extend(classes.violation_at.iter().map(|&(s, o)| (s, o, "revocation-violation")));
-            found.extend(classes.unverifiable_at.iter().map(|&(s, o)| (s, o, "revocation-unverifiable")));
+            let mut found: Vec<(usize, u64, FindingCode)> = Vec::new();
+            found.extend(classes.violation_at.iter().map(|&(s, o)| (s, o, FindingCode::RevocationViolation)));
+            found.extend(classes.unverifiable_at.iter().map(|&(s, o)| (s, o, FindingCode::RevocationUnverifiable)));
             found.sort_unstable();
             // One finding per classified allow, counted exactly; the first
             // few are kept with their offsets.
             for (s, o, code) in found {
-                let msg = if code == "revocation-violation" {
+                let msg = if code == FindingCode::RevocationViolation {
                     format!("allow on the subtree of {gid} by a point whose known_through was at or past the revocation's marker {m}")
                 } else {
                     format!("allow on the subtree of {gid} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
@@ -735,8 +736,8 @@ impl Engine {
             }
             let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
             let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-            *self.findings_by_code.entry("revocation-violation".into()).or_default() += v_extra;
-            *self.findings_by_code.entry("revocation-unverifiable".into()).or_default() += u_extra;
+            *self.findings_by_code.entry(FindingCode::RevocationViolation).or_default() += v_extra;
+            *self.findings_by_code.entry(FindingCode::RevocationUnverifiable).or_default() += u_extra;
             self.findings_by_code.retain(|_, v| *v > 0);
         }
         lines
@@ -807,7 +808,7 @@ impl Engine {
             }
         }
         for (s, o, msg) in overs {
-            self.finding(s, o, "overspend", msg);
+            self.finding(s, o, FindingCode::Overspend, msg);
         }
         let mut groups: Vec<GroupLine> = self
             .groups

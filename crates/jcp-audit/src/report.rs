@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 use jcp::cbor::ContentId;
 use serde::Serialize;
 
+use crate::codes::{Authority, FindingCode};
+
 /// One named problem at a byte offset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -16,7 +18,7 @@ pub struct Finding {
     /// Byte offset in that stream (0 for findings about the whole audit).
     pub offset: u64,
     /// Stable code (`bad-signature`, `torn-tail`, `duplicate-record`, ...).
-    pub code: String,
+    pub code: FindingCode,
     /// A sentence saying what was wrong.
     pub message: String,
 }
@@ -44,7 +46,7 @@ pub struct ReceiptCounts {
     /// Verified and accounted.
     pub verified: u64,
     /// Refused, by reason code.
-    pub failed_by_reason: BTreeMap<String, u64>,
+    pub failed_by_reason: BTreeMap<FindingCode, u64>,
     /// Refused in total.
     pub failed: u64,
     /// Verified allows.
@@ -74,7 +76,7 @@ pub struct ReceiptCounts {
     /// allows above; its joules, its action and its revocation class do not).
     pub settlements: u64,
     /// Non-receipt records refused, by reason.
-    pub other_failed_by_reason: BTreeMap<String, u64>,
+    pub other_failed_by_reason: BTreeMap<FindingCode, u64>,
 }
 
 /// The money dimension of a grant (§4.8).
@@ -190,7 +192,7 @@ pub struct RevocationLine {
     pub notices: u64,
     /// `verified` (authority checked against the grant record), `forged`
     /// (authority refused: not applied) or `unverifiable` (grant unknown).
-    pub authority: &'static str,
+    pub authority: Authority,
     /// The classification of every verified allow whose chain contains it.
     pub allows: RevocationClasses,
 }
@@ -277,7 +279,7 @@ pub struct Report {
     /// Findings in detail (first `max_findings`).
     pub findings: Vec<Finding>,
     /// Findings by code (complete).
-    pub findings_by_code: BTreeMap<String, u64>,
+    pub findings_by_code: BTreeMap<FindingCode, u64>,
     /// Findings counted but not kept in detail.
     pub findings_omitted: u64,
     /// Per-grant budgets.
