@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use jcp::identity::Did;
-use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
+use jcp_audit::{audit_paths, AuditOptions, Progress, Report, Verification};
 
 use crate::out;
 
@@ -66,10 +66,6 @@ pub struct MergeArgs {
     pub partial: Option<PathBuf>,
 }
 
-fn coded(e: &AuditError) -> anyhow::Error {
-    out::coded(e.code(), e.to_string())
-}
-
 fn options(args: &AuditArgs) -> anyhow::Result<AuditOptions> {
     let mut expected = Vec::new();
     for s in &args.stewards {
@@ -104,8 +100,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         ControlFlow::Continue(())
     };
     if let Some(out_path) = &args.partial {
-        let partial = jcp_audit::audit_partial(&args.streams, &opts, progress).map_err(|e| coded(&e))?;
-        jcp_audit::write_partial(out_path, &partial).map_err(|e| coded(&e))?;
+        let partial = jcp_audit::audit_partial(&args.streams, &opts, progress).map_err(|e| out::crate_err(&e))?;
+        jcp_audit::write_partial(out_path, &partial).map_err(|e| out::crate_err(&e))?;
         let records: usize = partial.streams.iter().map(|s| s.records.len()).sum();
         let summary = serde_json::json!({"partial": out_path, "format": partial.format, "streams": partial.streams.len(), "records": records});
         out::emit(args.json, &summary, || {
@@ -113,7 +109,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = audit_paths(&args.streams, &opts, progress).map_err(|e| coded(&e))?;
+    let report = audit_paths(&args.streams, &opts, progress).map_err(|e| out::crate_err(&e))?;
     emit_report(args.json, &report)
 }
 
@@ -121,14 +117,14 @@ fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {
     if let Some(out_path) = &m.partial {
         let mut parts = Vec::with_capacity(m.partials.len());
         for p in &m.partials {
-            parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| coded(&e))?));
+            parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| out::crate_err(&e))?));
         }
-        let merged = jcp_audit::merge(&parts).map_err(|e| coded(&e))?;
-        jcp_audit::write_partial(out_path, &merged).map_err(|e| coded(&e))?;
+        let merged = jcp_audit::merge(&parts).map_err(|e| out::crate_err(&e))?;
+        jcp_audit::write_partial(out_path, &merged).map_err(|e| out::crate_err(&e))?;
         let summary = serde_json::json!({"partial": out_path, "format": merged.format, "streams": merged.streams.len()});
         out::emit(m.json, &summary, || format!("wrote merged partial {}: {} stream(s)\n{}", out_path.display(), merged.streams.len(), jcp_audit::partial::describe(&merged)))?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| coded(&e))?;
+    let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| out::crate_err(&e))?;
     emit_report(m.json, &report)
 }
