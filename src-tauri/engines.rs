@@ -165,7 +165,7 @@ pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
         seed: 1,
         durability: jcp_receipt::writer::Durability::GeneratorOnly,
     };
-    let err = |e: jcp_receipt::StreamError| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
+    let err = |e: jcp_receipt::Error| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
     // Each stream is written under a temporary name and renamed when whole,
     // so a start interrupted half-way never leaves a half demo behind.
     for (path, tamper) in [(&clean, 0), (&tampered, 3)] {

@@ -74,7 +74,7 @@ macro_rules! crate_errors {
     )*};
 }
 
-crate_errors!(jcp_audit::AuditError, jcp_meter::Error, jcp_receipt::error::StreamError, blueprint::Error);
+crate_errors!(jcp_audit::AuditError, jcp_meter::Error, jcp_receipt::Error, blueprint::Error);
 
 /// [`coded`] with a crate error's own code and message; exits [`ERROR`] (2).
 pub fn crate_err(e: &impl CrateError) -> anyhow::Error {

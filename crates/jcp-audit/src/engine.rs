@@ -12,7 +12,7 @@ use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
+use jcp_receipt::stream::{Batch, FaultCode, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
@@ -969,8 +969,9 @@ pub(crate) fn read_into<S: Sink>(
         }
         let mut reader = match Reader::new(file) {
             Ok(r) => r,
-            Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
-            Err(HeaderError::Io(e)) => return Err(io(e)),
+            Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
+            Err(jcp_receipt::Error::Io { message, .. }) => return Err(AuditError::Io { path: name, message }),
+            Err(e) => return Err(AuditError::Io { path: name, message: e.to_string() }),
         };
         let mut prev: Option<Vec<Part>> = None;
         let mut batch = Batch::new();

@@ -241,11 +241,7 @@ impl Checkpoint {
     /// [`verify_checkpoint`] and [`Run::checkpoint`].
     pub fn sign(self, agent: &Keypair) -> Result<SignedCheckpoint, Error> {
         if agent.did() != self.agent {
-            return Err(Error::Invalid(format!(
-                "checkpoint names agent {} but the signing key is {}",
-                self.agent,
-                agent.did()
-            )));
+            return Err(Error::SignerMismatch { object: "checkpoint", named: self.agent.to_string(), key: agent.did().to_string() });
         }
         let bytes = self.to_value().encode();
         let signature = agent.sign(&bytes);
