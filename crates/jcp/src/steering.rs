@@ -475,7 +475,7 @@ pub enum Remainder {
 }
 
 /// Why a checkpoint's remainder is unknown (§4.7); serialised as its
-/// snake_case word ([`UnknownReason::as_str`]).
+/// `snake_case` word ([`UnknownReason::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnknownReason {
