@@ -421,3 +421,48 @@ mod finding_codes_tests {
         assert_eq!(sorted, FINDING_CODES, "kept sorted");
     }
 }
+
+#[cfg(test)]
+mod audit_error_tests {
+    use super::AuditError;
+
+    /// §8.2: an audit that produces no report says why, code first —
+    /// `Display` starts with `code()` for every variant (the match fails to
+    /// compile when one is added and not listed).
+    #[test]
+    fn s8_2_audit_error_display_starts_with_its_code() {
+        let s = || "x".to_owned();
+        let all = [
+            AuditError::Io { path: s(), message: s() },
+            AuditError::NotAStream { path: s() },
+            AuditError::NoInput,
+            AuditError::Cancelled,
+            AuditError::Threads(s()),
+            AuditError::NotUnresolved(s()),
+            AuditError::Note(s()),
+            AuditError::PartialUnreadable { file: s(), message: s() },
+            AuditError::PartialVersion { file: s(), field: s(), found: s(), expected: "1" },
+            AuditError::PartialField { file: s(), field: s(), message: s() },
+            AuditError::PartialMismatch { file: s(), field: s(), message: s() },
+            AuditError::PartialUnrecordable { path: s(), offset: 1 },
+        ];
+        for e in &all {
+            match e {
+                AuditError::Io { .. }
+                | AuditError::NotAStream { .. }
+                | AuditError::NoInput
+                | AuditError::Cancelled
+                | AuditError::Threads(_)
+                | AuditError::NotUnresolved(_)
+                | AuditError::Note(_)
+                | AuditError::PartialUnreadable { .. }
+                | AuditError::PartialVersion { .. }
+                | AuditError::PartialField { .. }
+                | AuditError::PartialMismatch { .. }
+                | AuditError::PartialUnrecordable { .. } => {}
+            }
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());
+        }
+    }
+}
