@@ -51,9 +51,15 @@ fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> En
             ControlFlow::Continue(())
         }
     })
-    .map_err(|e| UiError::new(&format!("audit.{}", e.code()), e.to_string()))?;
+    .map_err(|e| UiError::new(&audit_code(&e), e.to_string()))?;
     let json = serde_json::to_value(&report).map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
     Ok((verdict(&report), json))
+}
+
+/// The code the shell gives an audit error: `audit.` and the error's own
+/// code, so the shell recognises one (a cancel) by its variant, not a literal.
+pub fn audit_code(e: &jcp_audit::AuditError) -> String {
+    format!("audit.{}", e.code())
 }
 
 /// The meter's view before the probe has finished (or when there is no meter).
@@ -159,7 +165,7 @@ pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
         seed: 1,
         durability: jcp_receipt::writer::Durability::GeneratorOnly,
     };
-    let err = |e: jcp_receipt::StreamError| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
+    let err = |e: jcp_receipt::Error| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
     // Each stream is written under a temporary name and renamed when whole,
     // so a start interrupted half-way never leaves a half demo behind.
     for (path, tamper) in [(&clean, 0), (&tampered, 3)] {
@@ -239,4 +245,15 @@ pub struct DemoItem {
     pub path: String,
     /// Its files, as the item's detail.
     pub detail: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    /// A cancelled audit reaches the UI as `audit.cancelled` (the code the
+    /// shell compares through `AuditError::Cancelled`, never a literal).
+    #[test]
+    fn audit_cancel_code_is_the_cancelled_variants() {
+        assert_eq!(super::audit_code(&jcp_audit::AuditError::Cancelled), "audit.cancelled");
+        assert_ne!(super::audit_code(&jcp_audit::AuditError::NoInput), super::audit_code(&jcp_audit::AuditError::Cancelled));
+    }
 }

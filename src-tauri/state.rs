@@ -386,7 +386,7 @@ fn finish(audit: &Mutex<AuditJobs>, store: &Mutex<Store>, id: u64, paths: &[Stri
             job.state = JobState::Done;
             job.report = Some((verdict, report));
         }
-        Err(e) if cancelled && e.code == "audit.cancelled" => {
+        Err(e) if cancelled && e.code == crate::engines::audit_code(&jcp_audit::AuditError::Cancelled) => {
             job.state = JobState::Cancelled;
         }
         Err(e) => {

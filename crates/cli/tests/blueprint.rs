@@ -252,3 +252,20 @@ fn s15_unknown_surface_fails_its_file_only() {
     assert!(text.contains("b-unknown.json not run"), "{text}");
     assert_eq!(text.trim_end().lines().last(), Some("1 passed, 0 failed, 2 file(s) not run"));
 }
+
+/// §12: the parameterised ceiling family reaches the user whole
+/// (`ceiling:depth`), as the code of an unreadable input (exit 2).
+#[test]
+fn s12_a_ceiling_code_reaches_the_user_whole() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("deep.json");
+    std::fs::write(&p, format!("{}{}", "[".repeat(100), "]".repeat(100))).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .args(["blueprint", "canonical", &p.display().to_string()])
+        .env("JCP_JSON_ERRORS", "1")
+        .output()
+        .expect("run jcp");
+    assert_eq!(out.status.code(), Some(2));
+    let err: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).expect("one JSON line");
+    assert_eq!(err["error"]["code"], "ceiling:depth", "{err}");
+}

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use jcp::steering::{Remainder, RunReport, Spent};
+use jcp::steering::{Remainder, RunReport, Spent, UnknownReason};
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
@@ -53,10 +53,10 @@ pub(crate) fn remainder_cell(r: &Remainder) -> RemainderCell {
         Remainder::Unknown { reason } => RemainderCell {
             known: false,
             uj: None,
-            text: match *reason {
-                "not_stated" => "unknown — no spend stated".to_owned(),
-                "base_unknown" => "unknown — the spend when this grant began was not stated".to_owned(),
-                other => format!("unknown — {}", other.replace('_', " ")),
+            text: match reason {
+                UnknownReason::NotStated => "unknown — no spend stated".to_owned(),
+                UnknownReason::BaseUnknown => "unknown — the spend when this grant began was not stated".to_owned(),
+                UnknownReason::Refused => "unknown — refused".to_owned(),
             },
         },
     }
@@ -349,9 +349,11 @@ pub(crate) mod tests {
 
     #[test]
     fn s4_7_unknown_remainder_is_never_a_figure() {
-        let r = remainder_cell(&Remainder::Unknown { reason: "not_stated" });
+        let r = remainder_cell(&Remainder::Unknown { reason: UnknownReason::NotStated });
         assert!(!r.known && r.uj.is_none());
         assert_eq!(r.text, "unknown — no spend stated");
+        assert_eq!(remainder_cell(&Remainder::Unknown { reason: UnknownReason::Refused }).text, "unknown — refused");
+        assert!(remainder_cell(&Remainder::Unknown { reason: UnknownReason::BaseUnknown }).uj.is_none());
         assert_eq!(spend_cell(None).text, "not stated");
         assert!(spend_cell(None).uj.is_none());
         assert_eq!(format_uj(3_600_000_000_000), "3.600 MJ (1.000 kWh)");

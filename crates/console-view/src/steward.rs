@@ -243,7 +243,7 @@ pub fn plan(run: &Run, path: &Path, issuer: &Did, form: &AmendForm) -> Result<(A
                     code: "steer-remainder-unknown",
                     detail: format!(
                         "approve grants the remainder, and the remainder is unknown here ({}); amend with an explicit budget instead",
-                        reason.replace('_', " ")
+                        reason.as_str().replace('_', " ")
                     ),
                 });
             }

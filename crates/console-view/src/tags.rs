@@ -1,8 +1,9 @@
 //! The closed sets the console shows — provenance and coverage (JCP §5,
-//! §5.2), verdicts, job and step states, the audit's finding codes — as
-//! Rust enums whose TypeScript unions ts-rs generates into `ui/src/gen/`,
-//! so the front end compares against names the compiler checks, never
-//! against free strings it maps by hand.
+//! §5.2), verdicts, job and step states, the audit's finding codes
+//! (`jcp_audit::FindingCode`, derived there) — as Rust enums whose
+//! TypeScript unions ts-rs generates into `ui/src/gen/`, so the front end
+//! compares against names the compiler checks, never against free strings
+//! it maps by hand.
 
 use serde::{Deserialize, Serialize};
 
@@ -190,18 +191,6 @@ pub enum ItemKind {
     Blueprint,
 }
 
-/// The audit's finding codes (`jcp_audit::FINDING_CODES`) as a TypeScript
-/// union. ts-rs cannot derive a union from a list, so the generation test
-/// writes it from the list itself; the list's completeness is held by
-/// jcp-audit's own test against every code its sources can emit.
-pub fn finding_code_ts() -> String {
-    let mut s = String::from("// The audit's finding codes, generated from jcp_audit::FINDING_CODES.\n\nexport type FindingCode = ");
-    let alts: Vec<String> = jcp_audit::FINDING_CODES.iter().map(|c| format!("\"{c}\"")).collect();
-    s.push_str(&alts.join(" | "));
-    s.push_str(";\n");
-    s
-}
-
 /// Findings of one code, counted exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
@@ -227,7 +216,8 @@ pub(crate) mod tests {
         let (name, text) = (<FindingCount as TS>::name(), <FindingCount as TS>::export_to_string().unwrap());
         let (first, rest) = text.split_once('\n').unwrap();
         v.push((name, format!("{first}\nimport type {{ FindingCode }} from \"./FindingCode\";\n{rest}")));
-        v.push(("FindingCode".to_owned(), finding_code_ts()));
+        // The audit's finding codes: ts-rs on jcp_audit's own enum (its `ts` feature).
+        v.push(all!(jcp_audit::FindingCode).remove(0));
         v
     }
 

@@ -14,6 +14,7 @@ use jcp_receipt::record::{self, OutcomeRecord, RevocationNotice};
 use jcp_receipt::stream::{Batch, BatchItem, Fault, RecordKind};
 use rayon::prelude::*;
 
+use crate::codes::FindingCode;
 use crate::Verification;
 
 /// A record after decoding and signature checking.
@@ -36,7 +37,7 @@ pub(crate) enum Body {
     WireRequest,
     Grant(Box<SignedGrant>),
     /// The record was refused: a reason code and a sentence.
-    Refused(&'static str, String),
+    Refused(FindingCode, String),
     Fault(Fault),
 }
 
@@ -227,7 +228,7 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
                     let ch = chain(&mut core.chain_ids.iter().copied());
                     Opened::Signed(Body::Receipt(Facts::of(core, ch)), u)
                 }
-                Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+                Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
             }
         }
         // An outcome costs what it did before settlements existed: the
@@ -244,43 +245,43 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
                     })),
                     u,
                 ),
-                Err(e) => Opened::Done(Body::Refused(e.code(), format!("settlement: its reservation receipt: {e}"))),
+                Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), format!("settlement: its reservation receipt: {e}"))),
             },
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Revocation => match record::open_revocation(payload, dids) {
             Ok((r, s)) => Opened::Signed(Body::Revocation(Box::new(r)), s.into()),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Amendment => match record::open_amendment(payload, dids) {
             Ok((a, s)) => Opened::Signed(Body::Amendment(Box::new(a)), s.into()),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Statement => match record::open_statement(payload, dids) {
             Ok((n, s)) => Opened::Signed(Body::Statement(Box::new(n)), s.into()),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Closing => match jcp_receipt::cose::open(payload, dids) {
             Ok((s, core)) if core.get("jcp_record").is_some_and(|v| *v == jcp::cbor::Value::text("closing")) => {
                 Opened::Signed(Body::Closing, s.into())
             }
-            Ok(_) => Opened::Done(Body::Refused("closing-invalid", "a sealed record that is not a closing record".into())),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Ok(_) => Opened::Done(Body::Refused(FindingCode::ClosingInvalid, "a sealed record that is not a closing record".into())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Request => match jcp::cbor::decode_strict(payload) {
             Ok(v) if matches!(v.get("request"), Some(jcp::cbor::Value::Bytes(_))) && matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) => {
                 Opened::Done(Body::WireRequest)
             }
-            Ok(_) => Opened::Done(Body::Refused("request-record-invalid", "a request record without its request bytes and decision time".into())),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Ok(_) => Opened::Done(Body::Refused(FindingCode::RequestRecordInvalid, "a request record without its request bytes and decision time".into())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Grant => match SignedGrant::from_bytes(payload) {
             Ok(g) if g.verify_signature() => Opened::Done(Body::Grant(Box::new(g))),
             Ok(g) => Opened::Done(Body::Refused(
-                "bad-signature",
+                FindingCode::BadSignature,
                 format!("grant {} does not verify under its issuer {}", g.id(), g.grant().issuer),
             )),
-            Err(e) => Opened::Done(Body::Refused(e.code(), e.to_string())),
+            Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
     }
 }
@@ -360,7 +361,7 @@ fn check_slice(
                                 offset,
                                 kind: Some(kind),
                                 body: Body::Refused(
-                                    "wrong-steward",
+                                    FindingCode::WrongSteward,
                                     format!("sealed by {}, which is not an expected steward", sealed.steward),
                                 ),
                                 meta: None,
@@ -401,7 +402,7 @@ fn verify_pending(out: &mut [Checked], pending: &[(usize, Unsealed<'_>, &[u8])],
     if !batch_ok {
         for (i, s, bytes) in pending.iter() {
             if let Err(e) = s.verify_signature() {
-                out[*i].body = Body::Refused(e.code(), e.to_string());
+                out[*i].body = Body::Refused(FindingCode::of_refusal(e.code()), e.to_string());
                 out[*i].refused_id = Some(record_id(bytes));
                 out[*i].meta = None;
             }

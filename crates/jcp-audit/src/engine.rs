@@ -12,7 +12,7 @@ use jcp::grant::SignedGrant;
 use jcp::identity::did_string_of;
 use jcp_receipt::receipt::Profile;
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{Batch, FaultCode, HeaderError, Reader, RecordKind};
+use jcp_receipt::stream::{Batch, FaultCode, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
 use crate::seen::SeenSet;
@@ -20,6 +20,7 @@ use crate::report::{
     conservation_of, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, Unresolved,
     RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
 };
+use crate::codes::{Authority, FindingCode};
 use crate::{words, AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
@@ -223,7 +224,7 @@ impl Engine {
         }
     }
 
-    fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
+    fn finding(&mut self, stream: usize, offset: u64, code: FindingCode, message: String) {
         self.findings.add(stream, offset, code, message);
     }
 
@@ -249,7 +250,7 @@ impl Engine {
     fn channel_statement(&mut self, s: usize, off: u64, n: &jcp_receipt::record::StatementNotice) {
         match n.statement.verify() {
             Ok(()) => self.counts.channel_statements += 1,
-            Err(e) => self.finding(s, off, "statement-invalid", format!("a channel statement notice whose statement does not verify: {e}")),
+            Err(e) => self.finding(s, off, FindingCode::StatementInvalid, format!("a channel statement notice whose statement does not verify: {e}")),
         }
     }
 
@@ -266,19 +267,19 @@ impl Engine {
                 if f.code == FaultCode::TornTail {
                     st.summary.torn_tail_at = Some(f.offset);
                 }
-                self.finding(s, f.offset, f.code.code(), words::fault(&f));
+                self.finding(s, f.offset, FindingCode::from(f.code), words::fault(&f));
             }
             Body::Refused(code, msg) => {
                 self.streams[s].refused_since += 1;
                 if c.kind == Some(RecordKind::Receipt) {
                     self.counts.total += 1;
                     self.counts.failed += 1;
-                    *self.counts.failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                    *self.counts.failed_by_reason.entry(code).or_default() += 1;
                     if let Some(id) = c.refused_id {
                         self.refused_receipts.insert(short(&id));
                     }
                 } else {
-                    *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
+                    *self.counts.other_failed_by_reason.entry(code).or_default() += 1;
                 }
                 self.finding(s, off, code, words::refused(c.kind, &msg));
             }
@@ -293,9 +294,9 @@ impl Engine {
                     if c.kind == Some(RecordKind::Receipt) {
                         self.counts.total += 1;
                         self.counts.failed += 1;
-                        *self.counts.failed_by_reason.entry("duplicate-record".into()).or_default() += 1;
+                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
                     }
-                    self.finding(s, off, "duplicate-record", "a record seen before, again: counted once, accounted once".into());
+                    self.finding(s, off, FindingCode::DuplicateRecord, "a record seen before, again: counted once, accounted once".into());
                     return;
                 }
                 self.sequence(s, off, &meta);
@@ -309,7 +310,7 @@ impl Engine {
                         if self.streams[s].pending.remove(&receipt.0).is_none()
                             && !self.refused_receipts.contains(&short(&receipt.0))
                         {
-                            self.finding(s, off, "orphan-outcome", format!("outcome for {receipt} which was not decided earlier in this stream"));
+                            self.finding(s, off, FindingCode::OrphanOutcome, format!("outcome for {receipt} which was not decided earlier in this stream"));
                         }
                     }
                     Body::Settlement(st) => self.settle(s, off, &meta, &st),
@@ -330,7 +331,7 @@ impl Engine {
                                 self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
                                 self.superseded.entry(a.steered.id()).or_default().push((s, meta.steward, a.amendment.id()));
                             }
-                            Err(e) => self.finding(s, off, "amendment-invalid", format!("an amendment notice whose amendment does not verify: {e}")),
+                            Err(e) => self.finding(s, off, FindingCode::AmendmentInvalid, format!("an amendment notice whose amendment does not verify: {e}")),
                         }
                     }
                     Body::Closing => self.counts.closings += 1,
@@ -369,7 +370,7 @@ impl Engine {
             _ => None,
         };
         let Some((held_at, settled_at)) = settling else {
-            return self.finding(s, off, "settlement-unmatched", words::settlement_unmatched(&st.reservation, &st.settled_by));
+            return self.finding(s, off, FindingCode::SettlementUnmatched, words::settlement_unmatched(&st.reservation, &st.settled_by));
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
@@ -414,18 +415,18 @@ impl Engine {
         let refused = std::mem::take(&mut st.refused_since);
         let faults = std::mem::take(&mut st.faults_since);
         let state = st.seq.entry(meta.steward).or_default();
-        let mut out: Vec<(&'static str, String)> = Vec::new();
+        let mut out: Vec<(FindingCode, String)> = Vec::new();
         match meta.seq {
-            None => out.push(("unsequenced-record", "a signed record without a stream sequence number".into())),
+            None => out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into())),
             Some(q) => {
                 // A sequence at u64::MAX has no successor: whatever follows is out of order.
                 let expected = state.last.map_or(Some(0), |l| l.checked_add(1)).unwrap_or(u64::MAX);
                 if q < expected || state.last == Some(u64::MAX) {
-                    out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
+                    out.push((FindingCode::OutOfOrder, format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
                 } else if q > expected {
                     let missing = q - expected;
                     if faults == 0 && missing > refused {
-                        out.push(("sequence-gap", format!("{} record(s) missing before sequence {q}", missing - refused)));
+                        out.push((FindingCode::SequenceGap, format!("{} record(s) missing before sequence {q}", missing - refused)));
                     }
                 }
                 state.last = Some(state.last.map_or(q, |l| l.max(q)));
@@ -434,7 +435,7 @@ impl Engine {
         if let Some(k) = meta.known_through {
             if let Some(prev) = state.last_marker {
                 if k < prev {
-                    out.push(("marker-regressed", format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                    out.push((FindingCode::MarkerRegressed, format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
                 }
             }
             state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
@@ -472,7 +473,7 @@ impl Engine {
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != leaf_budget {
                 let msg = format!("receipt states budget {} µJ but the grant record says {}", leaf_budget, rec.grant().budget_uj);
-                self.finding(s, off, "budget-mismatch", msg);
+                self.finding(s, off, FindingCode::BudgetMismatch, msg);
             }
         }
         match c.verdict {
@@ -526,7 +527,7 @@ impl Engine {
                 let spent = self.grants.get(&c.grant_id).map_or(0, |g| g.running.get(&meta.steward));
                 self.check_remaining(s, off, &meta.steward, c, spent);
                 if let Some(b) = c.breach {
-                    self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                    self.finding(s, off, FindingCode::DebitPointBreach, format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
                 }
                 // Energy by grade (the floors are read off these at the end).
                 let p = c.provenance;
@@ -561,7 +562,7 @@ impl Engine {
             self.finding(
                 s,
                 off,
-                "remaining-mismatch",
+                FindingCode::RemainingMismatch,
                 words::remaining_mismatch(c.budget_remaining_uj, &c.grant_id, expected),
             );
             let resync = c.budget_uj.saturating_sub(c.budget_remaining_uj);
@@ -578,7 +579,7 @@ impl Engine {
             self.superseded.get(id)?.iter().find(|(st, stw, _)| *st == s && *stw == meta.steward).map(|(_, _, am)| (*id, *am))
         });
         if let Some((id, am)) = hit {
-            self.finding(s, off, "superseded-spend", format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
+            self.finding(s, off, FindingCode::SupersededSpend, format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
         }
     }
 
@@ -588,7 +589,7 @@ impl Engine {
             if let Some(child) = self.grant_records.get(&w[1]) {
                 if child.grant().parent != Some(w[0]) {
                     let msg = format!("chain_ids names {} after {}, but its grant record's parent differs", w[1], w[0]);
-                    self.finding(s, off, "chain-mismatch", msg);
+                    self.finding(s, off, FindingCode::ChainMismatch, msg);
                     return;
                 }
             }
@@ -642,18 +643,18 @@ impl Engine {
             let n = &r.first;
             let gid = n.notice.revocation.revocation().grant_id;
             let authority = match self.grant_records.get(&gid) {
-                None => "unverifiable",
+                None => Authority::Unverifiable,
                 Some(g) => match n.notice.revocation.check_authority(g) {
-                    Ok(()) => "verified",
-                    Err(_) => "forged",
+                    Ok(()) => Authority::Verified,
+                    Err(_) => Authority::Forged,
                 },
             };
             match authority {
-                "forged" => self.finding(n.stream, n.offset, "revocation-forged", words::revocation_forged(&gid)),
-                "unverifiable" => self.finding(n.stream, n.offset, "revocation-authority-unknown", words::revocation_authority_unknown(&gid)),
-                _ => {}
+                Authority::Forged => self.finding(n.stream, n.offset, FindingCode::RevocationForged, words::revocation_forged(&gid)),
+                Authority::Unverifiable => self.finding(n.stream, n.offset, FindingCode::RevocationAuthorityUnknown, words::revocation_authority_unknown(&gid)),
+                Authority::Verified => {}
             }
-            let classes = if authority == "forged" {
+            let classes = if authority == Authority::Forged {
                 RevocationClasses::default()
             } else {
                 let e = earliest.entry(gid).or_insert(r.marker);
@@ -664,9 +665,9 @@ impl Engine {
         }
         for (gid, m) in earliest {
             let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else { continue };
-            let mut found: Vec<(usize, u64, &'static str)> = Vec::new();
-            found.extend(classes.violation_at.iter().map(|&(s, o)| (s, o, "revocation-violation")));
-            found.extend(classes.unverifiable_at.iter().map(|&(s, o)| (s, o, "revocation-unverifiable")));
+            let mut found: Vec<(usize, u64, FindingCode)> = Vec::new();
+            found.extend(classes.violation_at.iter().map(|&(s, o)| (s, o, FindingCode::RevocationViolation)));
+            found.extend(classes.unverifiable_at.iter().map(|&(s, o)| (s, o, FindingCode::RevocationUnverifiable)));
             found.sort_unstable();
             // One finding per classified allow, counted exactly; the first
             // few are kept with their offsets.
@@ -675,8 +676,8 @@ impl Engine {
             }
             let v_extra = classes.violation.saturating_sub(classes.violation_at.len() as u64);
             let u_extra = classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64);
-            self.findings.count_more("revocation-violation", v_extra);
-            self.findings.count_more("revocation-unverifiable", u_extra);
+            self.findings.count_more(FindingCode::RevocationViolation, v_extra);
+            self.findings.count_more(FindingCode::RevocationUnverifiable, u_extra);
         }
         lines
     }
@@ -711,7 +712,7 @@ impl Engine {
             }
         }
         for (s, o, msg) in overs {
-            self.finding(s, o, "overspend", msg);
+            self.finding(s, o, FindingCode::Overspend, msg);
         }
         let mut groups: Vec<GroupLine> = self
             .groups
@@ -853,8 +854,9 @@ pub(crate) fn read_into<S: Sink>(
         }
         let mut reader = match Reader::new(file) {
             Ok(r) => r,
-            Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
-            Err(HeaderError::Io(e)) => return Err(io(e)),
+            Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
+            Err(jcp_receipt::Error::Io { message, .. }) => return Err(AuditError::Io { path: name, message }),
+            Err(e) => return Err(AuditError::Io { path: name, message: e.to_string() }),
         };
         let mut prev: Option<Vec<Part>> = None;
         let mut batch = Batch::new();

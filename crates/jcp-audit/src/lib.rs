@@ -56,6 +56,7 @@
 #![forbid(unsafe_code)]
 
 pub mod batch;
+mod codes;
 mod check;
 pub mod energy;
 mod engine;
@@ -74,141 +75,9 @@ use jcp::identity::Did;
 
 pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
 pub use reference::audit_reference;
+pub use codes::{Authority, FindingCode, FINDING_CODES};
 pub use report::{Finding, Report};
 
-/// Every code a finding of this audit can carry, sorted: the audit's own
-/// (`duplicate-record`, `overspend`, …), the stream's framing faults, and
-/// the refusal codes of the records it opens (jcp-receipt, the core's
-/// decoders, identities and steering). The console generates its
-/// TypeScript `FindingCode` union from this list; the test
-/// `finding_codes_list_every_code_the_sources_can_emit` holds it complete.
-pub const FINDING_CODES: &[&str] = &[
-    "amendment-invalid",
-    "attenuation-violation",
-    "bad-signature",
-    "budget-mismatch",
-    "cbor-duplicate-key",
-    "cbor-forbidden-type",
-    "cbor-indefinite-length",
-    "cbor-invalid-utf8",
-    "cbor-length-too-large",
-    "cbor-non-shortest",
-    "cbor-non-shortest-float",
-    "cbor-non-text-key",
-    "cbor-reserved",
-    "cbor-too-deep",
-    "cbor-trailing-bytes",
-    "cbor-truncated",
-    "cbor-unsorted-keys",
-    "chain-broken",
-    "chain-mismatch",
-    "channel-unknown",
-    "closing-invalid",
-    "core-bad-did",
-    "core-invalid",
-    "core-non-canonical",
-    "core-schema",
-    "cose-bad-kid",
-    "cose-detached-payload",
-    "cose-malformed",
-    "cose-non-canonical",
-    "cose-wrong-alg",
-    "debit-point-breach",
-    "delegation-forbidden",
-    "did-bad-base58",
-    "did-invalid-point",
-    "did-non-minimal-varint",
-    "did-not-did-key",
-    "did-small-order",
-    "did-wrong-base",
-    "did-wrong-codec",
-    "did-wrong-length",
-    "duplicate-record",
-    "garbage",
-    "invalid",
-    "invalid-caveat",
-    "invalid-content-id",
-    "invalid-funds",
-    "invalid-label",
-    "io",
-    "io-error",
-    "key-file-invalid",
-    "legacy-mint-refused",
-    "lock-unsupported",
-    "marker-regressed",
-    "not-a-stream",
-    "not-holder",
-    "orphan-outcome",
-    "out-of-order",
-    "outcome-unknown",
-    "overdraft-unproven",
-    "overspend",
-    "record-corrupt",
-    "record-oversized",
-    "remaining-mismatch",
-    "request-record-invalid",
-    "revocation-authority-unknown",
-    "revocation-forged",
-    "revocation-refused",
-    "revocation-unauthorized",
-    "revocation-unverifiable",
-    "revocation-violation",
-    "rotation-empty-log",
-    "rotation-forked",
-    "rotation-hash-mismatch",
-    "rotation-parent-mismatch",
-    "rotation-sequence-gap",
-    "rotation-superseded-key",
-    "rotation-wrong-identity",
-    "run-header",
-    "schema-invalid-field",
-    "schema-missing-field",
-    "schema-not-a-map",
-    "schema-unknown-field",
-    "sequence-gap",
-    "settlement-unmatched",
-    "shard-overflow",
-    "standing-budget-exhausted",
-    "standing-firings-exhausted",
-    "standing-grant-expired",
-    "standing-ledger-mismatch",
-    "standing-not-held-by-issuer",
-    "standing-not-issuer",
-    "standing-policy-amplifies",
-    "standing-policy-unbound",
-    "standing-slice-exceeds-policy",
-    "standing-wrong-event-class",
-    "statement-duplicate",
-    "statement-from-self",
-    "statement-invalid",
-    "statement-not-member",
-    "statement-regressing",
-    "statement-signer",
-    "statement-stale",
-    "statement-wrong-grant",
-    "steer-above-remainder",
-    "steer-continuation",
-    "steer-not-agent",
-    "steer-not-issuer",
-    "steer-overspent",
-    "steer-run-not-clean",
-    "steer-self-amend",
-    "steer-sequence",
-    "steer-spend-decreased",
-    "steer-spend-omitted",
-    "steer-widening",
-    "steer-wrong-checkpoint",
-    "steer-wrong-grant",
-    "steward-mismatch",
-    "stream-locked",
-    "superseded-spend",
-    "torn-tail",
-    "unknown-profile",
-    "unknown-record-kind",
-    "unresolved-decision",
-    "unsequenced-record",
-    "wrong-steward",
-];
 
 
 /// How signatures are checked.
@@ -485,7 +354,7 @@ pub(crate) fn attach_notes(report: &mut report::Report, i: usize, notes: &[jcp_r
 
 #[cfg(test)]
 mod finding_codes_tests {
-    use super::FINDING_CODES;
+    use super::{FindingCode, FINDING_CODES};
 
     /// The quoted codes in `s`: kebab-case literals (`"bad-signature"`) and,
     /// after `=> ` or as a `finding(…)` argument, single words (`"garbage"`).
@@ -534,18 +403,70 @@ mod finding_codes_tests {
                 want.extend(literals(&body, true));
             }
         }
-        for f in ["src/check.rs", "src/engine.rs", "src/reference/mod.rs", "src/reference/open.rs", "src/reference/accounting.rs", "src/reference/close.rs", "src/words.rs"] {
-            want.extend(literals(&read(f), false));
+        // The audit's own codes: the variants its accounting names.
+        let own = ["src/check.rs", "src/engine.rs", "src/reference/mod.rs", "src/reference/open.rs", "src/reference/accounting.rs", "src/reference/close.rs", "src/words.rs", "src/report.rs"].map(read).concat();
+        for c in FindingCode::ALL {
+            if own.contains(&format!("FindingCode::{c:?}")) {
+                want.push(c.as_str().to_owned());
+            }
         }
-        want.push("overspend".into()); // the audit's one single-word code of its own
         want.sort();
         want.dedup();
         let missing: Vec<&String> = want.iter().filter(|c| !FINDING_CODES.contains(&c.as_str())).collect();
         assert!(missing.is_empty(), "codes the sources emit but FINDING_CODES lacks: {missing:?}");
-        let stale: Vec<&&str> = FINDING_CODES.iter().filter(|c| !want.iter().any(|w| w == *c)).collect();
+        // `unlisted-refusal` is the fallback no source emits (see `FindingCode::of_refusal`).
+        let stale: Vec<&&str> = FINDING_CODES
+            .iter()
+            .filter(|c| **c != FindingCode::UnlistedRefusal.as_str() && !want.iter().any(|w| w == *c))
+            .collect();
         assert!(stale.is_empty(), "FINDING_CODES names codes no source emits: {stale:?}");
         let mut sorted = FINDING_CODES.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, FINDING_CODES, "kept sorted");
+    }
+}
+
+#[cfg(test)]
+mod audit_error_tests {
+    use super::AuditError;
+
+    /// §8.2: an audit that produces no report says why, code first —
+    /// `Display` starts with `code()` for every variant (the match fails to
+    /// compile when one is added and not listed).
+    #[test]
+    fn s8_2_audit_error_display_starts_with_its_code() {
+        let s = || "x".to_owned();
+        let all = [
+            AuditError::Io { path: s(), message: s() },
+            AuditError::NotAStream { path: s() },
+            AuditError::NoInput,
+            AuditError::Cancelled,
+            AuditError::Threads(s()),
+            AuditError::NotUnresolved(s()),
+            AuditError::Note(s()),
+            AuditError::PartialUnreadable { file: s(), message: s() },
+            AuditError::PartialVersion { file: s(), field: s(), found: s(), expected: "1" },
+            AuditError::PartialField { file: s(), field: s(), message: s() },
+            AuditError::PartialMismatch { file: s(), field: s(), message: s() },
+            AuditError::PartialUnrecordable { path: s(), offset: 1 },
+        ];
+        for e in &all {
+            match e {
+                AuditError::Io { .. }
+                | AuditError::NotAStream { .. }
+                | AuditError::NoInput
+                | AuditError::Cancelled
+                | AuditError::Threads(_)
+                | AuditError::NotUnresolved(_)
+                | AuditError::Note(_)
+                | AuditError::PartialUnreadable { .. }
+                | AuditError::PartialVersion { .. }
+                | AuditError::PartialField { .. }
+                | AuditError::PartialMismatch { .. }
+                | AuditError::PartialUnrecordable { .. } => {}
+            }
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());
+        }
     }
 }

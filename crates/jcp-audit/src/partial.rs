@@ -372,7 +372,7 @@ impl Recorder {
         let kind = c.kind.map_or("record", kind_name);
         Some(match c.body {
             Body::Fault(f) => Entry::Fault { at: f.offset, code: f.code.code().into(), len: f.len },
-            Body::Refused(code, message) => Entry::Refused { at, kind: kind.into(), code: code.into(), message, id: c.refused_id.map(Hex) },
+            Body::Refused(code, message) => Entry::Refused { at, kind: kind.into(), code: code.as_str().into(), message, id: c.refused_id.map(Hex) },
             Body::WireRequest => Entry::Request { at },
             Body::Receipt(f) => {
                 let meta = self.meta(c.meta.as_ref()?);
@@ -723,7 +723,7 @@ fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result<Loaded, Au
             }
             Entry::Refused { at: off, kind, code, message, id } => {
                 let k = kind_of(kind).ok_or_else(|| field(here("kind"), format!("{kind:?} is not a record kind")))?;
-                let code = crate::FINDING_CODES.iter().find(|c| **c == code).ok_or_else(|| field(here("code"), format!("{code:?} is not a refusal code")))?;
+                let code = crate::FindingCode::parse(code).ok_or_else(|| field(here("code"), format!("{code:?} is not a refusal code")))?;
                 Checked { stream: s, offset: *off, kind: Some(k), body: Body::Refused(code, message.clone()), meta: None, refused_id: id.map(|h| h.0), raw: None }
             }
             Entry::Request { at: off } => {

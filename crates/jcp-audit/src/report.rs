@@ -9,6 +9,8 @@ use jcp::cbor::ContentId;
 use jcp_meter::conservation::Basis;
 use serde::Serialize;
 
+use crate::codes::{Authority, FindingCode};
+
 /// One named problem at a byte offset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -17,7 +19,7 @@ pub struct Finding {
     /// Byte offset in that stream (0 for findings about the whole audit).
     pub offset: u64,
     /// Stable code (`bad-signature`, `torn-tail`, `duplicate-record`, ...).
-    pub code: String,
+    pub code: FindingCode,
     /// A sentence saying what was wrong.
     pub message: String,
 }
@@ -45,7 +47,7 @@ pub struct ReceiptCounts {
     /// Verified and accounted.
     pub verified: u64,
     /// Refused, by reason code.
-    pub failed_by_reason: BTreeMap<String, u64>,
+    pub failed_by_reason: BTreeMap<FindingCode, u64>,
     /// Refused in total.
     pub failed: u64,
     /// Verified allows.
@@ -75,7 +77,7 @@ pub struct ReceiptCounts {
     /// allows above; its joules, its action and its revocation class do not).
     pub settlements: u64,
     /// Non-receipt records refused, by reason.
-    pub other_failed_by_reason: BTreeMap<String, u64>,
+    pub other_failed_by_reason: BTreeMap<FindingCode, u64>,
 }
 
 /// The money dimension of a grant (§4.8).
@@ -203,7 +205,7 @@ pub struct RevocationLine {
     pub notices: u64,
     /// `verified` (authority checked against the grant record), `forged`
     /// (authority refused: not applied) or `unverifiable` (grant unknown).
-    pub authority: &'static str,
+    pub authority: Authority,
     /// The classification of every verified allow whose chain contains it.
     pub allows: RevocationClasses,
 }
@@ -323,7 +325,7 @@ pub struct Report {
     /// Findings in detail (first `max_findings`).
     pub findings: Vec<Finding>,
     /// Findings by code (complete).
-    pub findings_by_code: BTreeMap<String, u64>,
+    pub findings_by_code: BTreeMap<FindingCode, u64>,
     /// Findings counted but not kept in detail.
     pub findings_omitted: u64,
     /// Per-grant budgets.
@@ -354,7 +356,7 @@ pub struct Report {
 #[derive(Debug, Default)]
 pub(crate) struct Findings {
     kept: Vec<Finding>,
-    by_code: BTreeMap<String, u64>,
+    by_code: BTreeMap<FindingCode, u64>,
     max: usize,
 }
 
@@ -365,17 +367,17 @@ impl Findings {
     }
 
     /// Counts a finding, and keeps it while there is room.
-    pub(crate) fn add(&mut self, stream: usize, offset: u64, code: &str, message: String) {
-        *self.by_code.entry(code.to_owned()).or_default() += 1;
+    pub(crate) fn add(&mut self, stream: usize, offset: u64, code: FindingCode, message: String) {
+        *self.by_code.entry(code).or_default() += 1;
         if self.kept.len() < self.max {
-            self.kept.push(Finding { stream, offset, code: code.to_owned(), message });
+            self.kept.push(Finding { stream, offset, code, message });
         }
     }
 
     /// Counts `n` more findings of `code` without keeping them.
-    pub(crate) fn count_more(&mut self, code: &str, n: u64) {
+    pub(crate) fn count_more(&mut self, code: FindingCode, n: u64) {
         if n > 0 {
-            *self.by_code.entry(code.to_owned()).or_default() += n;
+            *self.by_code.entry(code).or_default() += n;
         }
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn refused(kind: Option<RecordKind>, msg: &str) -> String {
 }
 
 /// §4.11: the code of an allow with no outcome.
-pub(crate) const UNRESOLVED: &str = "unresolved-decision";
+pub(crate) const UNRESOLVED: crate::FindingCode = crate::FindingCode::UnresolvedDecision;
 
 /// §4.11: an allow with no outcome.
 pub(crate) fn unresolved(holder: &str, cost_uj: u64) -> String {
@@ -67,8 +67,8 @@ pub(crate) fn revocation_authority_unknown(grant: &ContentId) -> String {
 
 /// §4.3: an allow on a revoked subtree, classified `code`
 /// (`revocation-violation` against marker `m`, or `revocation-unverifiable`).
-pub(crate) fn revocation_allow(code: &str, grant: &ContentId, m: u64) -> String {
-    if code == "revocation-violation" {
+pub(crate) fn revocation_allow(code: crate::FindingCode, grant: &ContentId, m: u64) -> String {
+    if code == crate::FindingCode::RevocationViolation {
         format!("allow on the subtree of {grant} by a point whose known_through was at or past the revocation's marker {m}")
     } else {
         format!("allow on the subtree of {grant} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
 
+use jcp_audit::{Authority, FindingCode};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,7 @@ fn codes(r: &Report) -> Vec<(String, u64)> {
     for k in r.findings_by_code.keys() {
         assert!(jcp_audit::FINDING_CODES.contains(&k.as_str()), "{k} is not in jcp_audit::FINDING_CODES");
     }
-    r.findings_by_code.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    r.findings_by_code.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
 fn record_offsets(p: &Path) -> Vec<(u64, RecordKind, Vec<u8>)> {
@@ -91,7 +92,7 @@ fn s8_2_tampered_receipts_are_counted_by_reason_never_skipped() {
     assert_eq!(r.exit_code(), 1);
     assert_eq!(r.receipts.total, 150);
     assert_eq!(r.receipts.failed, 3);
-    assert_eq!(r.receipts.failed_by_reason.get("bad-signature"), Some(&3));
+    assert_eq!(r.receipts.failed_by_reason.get(&FindingCode::BadSignature), Some(&3));
     assert_eq!(r.receipts.verified + r.receipts.failed, r.receipts.total);
     let at: Vec<u64> = r.findings.iter().filter(|f| f.code == "bad-signature").map(|f| f.offset).collect();
     assert_eq!(at, sum.tampered_offsets);
@@ -150,7 +151,7 @@ fn s4_11_unresolved_decisions_are_surfaced_naming_their_holder() {
     let r = audit(&[&p]);
     assert_eq!(r.unresolved_total, 3);
     assert_eq!(sum.unresolved, 3);
-    assert_eq!(r.findings_by_code.get("unresolved-decision"), Some(&3));
+    assert_eq!(r.findings_by_code.get(&FindingCode::UnresolvedDecision), Some(&3));
     let cast = demo::cast(7).unwrap();
     let workers: Vec<String> = cast.chains.iter().map(|(_, d)| d.to_string()).chain(cast.roots.iter().map(|(_, d)| d.to_string())).collect();
     for u in &r.unresolved {
@@ -226,7 +227,7 @@ fn s8_1_duplicated_record_is_counted_once_and_named() {
     let f = r.findings.iter().find(|f| f.code == "duplicate-record").unwrap();
     assert_eq!(f.offset, end);
     assert_eq!(r.receipts.verified, sum.receipts, "debited once");
-    assert_eq!(r.receipts.failed_by_reason.get("duplicate-record"), Some(&1));
+    assert_eq!(r.receipts.failed_by_reason.get(&FindingCode::DuplicateRecord), Some(&1));
 }
 
 #[test]
@@ -293,7 +294,7 @@ fn s3_non_canonical_core_is_refused_at_its_offset_even_when_signed() {
     let r = audit(&[&p]);
     let f = r.findings.iter().find(|f| f.offset == off).unwrap();
     assert_eq!(f.code, "core-non-canonical", "{f:?}");
-    assert_eq!(r.receipts.failed_by_reason.get("core-non-canonical"), Some(&1));
+    assert_eq!(r.receipts.failed_by_reason.get(&FindingCode::CoreNonCanonical), Some(&1));
 }
 
 #[test]
@@ -304,7 +305,7 @@ fn c5_expected_steward_refuses_other_stewards_receipts() {
     let opts = AuditOptions { expected_stewards: vec![other], ..AuditOptions::default() };
     let r = audit_paths(&[&p], &opts, |_| ControlFlow::Continue(())).unwrap();
     assert_eq!(r.receipts.verified, 0);
-    assert_eq!(r.receipts.failed_by_reason.get("wrong-steward"), Some(&sum.receipts));
+    assert_eq!(r.receipts.failed_by_reason.get(&FindingCode::WrongSteward), Some(&sum.receipts));
     let me = demo::cast(7).unwrap().steward.did();
     let opts = AuditOptions { expected_stewards: vec![me], ..AuditOptions::default() };
     assert!(audit_paths(&[&p], &opts, |_| ControlFlow::Continue(())).unwrap().clean);
@@ -420,7 +421,7 @@ fn s4_3_allows_after_a_revocation_are_explicable_violation_or_unverifiable() {
     let r = audit(&refs);
     assert_eq!(r.revocations.len(), 1);
     let rv = &r.revocations[0];
-    assert_eq!((rv.marker, rv.authority), (10, "verified"));
+    assert_eq!((rv.marker, rv.authority), (10, Authority::Verified));
     assert_eq!((rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable), (2, 1, 1));
     let v = r.findings.iter().find(|f| f.code == "revocation-violation").unwrap();
     assert_eq!(v.stream, 2);
@@ -513,7 +514,7 @@ fn s4_3_a_forged_revocation_notice_is_a_finding_and_not_applied() {
     let r = audit(&[&p]);
     let f = r.findings.iter().find(|f| f.code == "revocation-forged").unwrap();
     assert_eq!(f.offset, end);
-    assert_eq!(r.revocations[0].authority, "forged");
+    assert_eq!(r.revocations[0].authority, Authority::Forged);
     assert_eq!(r.revocations[0].allows.violation, 0, "a forged revocation classifies nothing");
 }
 
@@ -660,11 +661,11 @@ fn s4_3_one_revocation_recorded_by_two_points_is_one_finding_per_violating_allow
     b.close().unwrap();
     let r = audit(&[&pa, &pb]);
     assert_eq!(r.receipts.revocation_notices, 2);
-    assert_eq!(r.findings_by_code.get("revocation-violation"), Some(&1), "{:?}", codes(&r));
+    assert_eq!(r.findings_by_code.get(&FindingCode::RevocationViolation), Some(&1), "{:?}", codes(&r));
     assert_eq!(r.findings.iter().filter(|f| f.code == "revocation-violation").count(), 1);
     assert_eq!(r.revocations.len(), 1, "one revocation, however many points recorded it");
     let rv = &r.revocations[0];
-    assert_eq!((rv.notices, rv.marker, rv.authority), (2, 10, "verified"));
+    assert_eq!((rv.notices, rv.marker, rv.authority), (2, 10, Authority::Verified));
     assert_eq!((rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable), (0, 1, 0));
     // A second revocation of the same grant (another nonce) classifies the
     // same allow: still one finding for it.
@@ -674,7 +675,7 @@ fn s4_3_one_revocation_recorded_by_two_points_is_one_finding_per_violating_allow
     a.close().unwrap();
     let r = audit(&[&pa, &pb]);
     assert_eq!(r.revocations.len(), 2);
-    assert_eq!(r.findings_by_code.get("revocation-violation"), Some(&1), "{:?}", codes(&r));
+    assert_eq!(r.findings_by_code.get(&FindingCode::RevocationViolation), Some(&1), "{:?}", codes(&r));
 }
 
 /// The metered path through a served chain [root, shard 0]: authorize,
@@ -766,7 +767,7 @@ fn s4_11_a_settlement_spliced_into_another_stream_takes_nothing_back() {
     let framed = stream::frame(RecordKind::Outcome, &settlement).unwrap();
     mutate(&q, |b| b.extend_from_slice(&framed));
     let r = audit(&[&q]);
-    assert_eq!(r.findings_by_code.get("settlement-unmatched"), Some(&1), "{:?}", codes(&r));
+    assert_eq!(r.findings_by_code.get(&FindingCode::SettlementUnmatched), Some(&1), "{:?}", codes(&r));
     assert_eq!(r.receipts.settlements, 0);
     let g = r.grants.iter().find(|g| g.grant_id == pts.root.id()).unwrap();
     assert_eq!(g.spent_uj, 100, "nothing taken back");

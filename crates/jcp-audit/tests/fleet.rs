@@ -4,6 +4,7 @@
 //! associative and order-independent; bad partials are refused by name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use jcp_audit::FindingCode;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -82,11 +83,11 @@ fn s4_3_every_grouping_of_a_fleet_into_partials_merges_to_the_single_run_byte_fo
     // violation, cross-stream duplicates, refusals, a torn tail, unresolved
     // decisions with a settlement note.
     let by = &want.findings_by_code;
-    assert_eq!(by.get("revocation-violation"), Some(&1), "{by:?}");
-    assert!(by.get("duplicate-record").is_some_and(|n| *n > 10), "{by:?}");
-    assert_eq!(by.get("bad-signature"), Some(&2));
-    assert_eq!(by.get("torn-tail"), Some(&1));
-    assert_eq!(by.get("unresolved-decision"), Some(&2));
+    assert_eq!(by.get(&FindingCode::RevocationViolation), Some(&1), "{by:?}");
+    assert!(by.get(&FindingCode::DuplicateRecord).is_some_and(|n| *n > 10), "{by:?}");
+    assert_eq!(by.get(&FindingCode::BadSignature), Some(&2));
+    assert_eq!(by.get(&FindingCode::TornTail), Some(&1));
+    assert_eq!(by.get(&FindingCode::UnresolvedDecision), Some(&2));
     assert_eq!(want.unresolved_settled, 1);
     let want = bytes(&want);
     let all = partitions(paths.len());
@@ -157,7 +158,7 @@ fn s8_2_one_stream_in_two_partials_is_audited_as_given_twice() {
     let sum = fleet::write_fleet(dir.path(), &FleetOptions::new(2, 4, 5, Durability::GeneratorOnly).unwrap()).unwrap();
     let p = sum.points[0].path.clone();
     let want = single(&[p.clone(), p.clone()]);
-    assert!(want.findings_by_code.get("duplicate-record").is_some_and(|n| *n > 0));
+    assert!(want.findings_by_code.get(&FindingCode::DuplicateRecord).is_some_and(|n| *n > 0));
     let got = jcp_audit::merge_report(vec![("x".into(), part(std::slice::from_ref(&p))), ("y".into(), part(&[p]))]).unwrap();
     assert!(bytes(&got) == bytes(&want));
 }

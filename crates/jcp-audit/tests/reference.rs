@@ -89,7 +89,7 @@ fn s8_2_reference_equals_fast_on_demo_streams_tampered_unresolved_and_torn() {
     let r = same(&[&clean], &plain()).unwrap();
     assert!(r.clean, "{:?}", r.findings);
     let r = same(&[&tampered], &plain()).unwrap();
-    assert_eq!(r.receipts.failed_by_reason.get("bad-signature"), Some(&4));
+    assert_eq!(r.receipts.failed_by_reason.get(&jcp_audit::FindingCode::BadSignature), Some(&4));
     assert_eq!(r.unresolved_total, 3);
     let r = same(&[&torn], &plain()).unwrap();
     assert!(r.streams[0].torn_tail_at.is_some());
@@ -97,7 +97,7 @@ fn s8_2_reference_equals_fast_on_demo_streams_tampered_unresolved_and_torn() {
     // under the findings cap, and strict verification.
     let all = [&clean, &tampered, &torn, &tampered];
     let r = same(&all, &plain()).unwrap();
-    assert!(r.findings_by_code.get("duplicate-record").is_some_and(|n| *n > 100));
+    assert!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord).is_some_and(|n| *n > 100));
     same(&all, &AuditOptions { max_findings: 3, ..plain() });
     same(&all, &AuditOptions { verification: Verification::Strict, threads: 1, chunk_records: 7, ..plain() });
 }
@@ -109,7 +109,7 @@ fn c5_reference_equals_fast_with_expected_stewards() {
     let b = demo_stream(dir.path(), "b.jcps", 40, 0, 1, 2);
     let steward = demo::cast(1).unwrap().steward.did();
     let r = same(&[&a, &b], &AuditOptions { expected_stewards: vec![steward], ..plain() }).unwrap();
-    assert!(r.receipts.failed_by_reason.get("wrong-steward").is_some_and(|n| *n == 40));
+    assert!(r.receipts.failed_by_reason.get(&jcp_audit::FindingCode::WrongSteward).is_some_and(|n| *n == 40));
 }
 
 #[test]
@@ -118,12 +118,12 @@ fn s4_3_reference_equals_fast_on_the_demo_fleet() {
     let sum = fleet::write_fleet(dir.path(), &FleetOptions::new(4, 30, 11, Durability::GeneratorOnly).unwrap()).unwrap();
     let paths: Vec<PathBuf> = (0..sum.points.len()).map(|p| fleet::point_path(dir.path(), p)).collect();
     let r = same(&paths, &plain()).unwrap();
-    assert_eq!(r.findings_by_code.get("revocation-violation"), Some(&1));
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation), Some(&1));
     // In another order, and one stream alone (the violation needs the others).
     let rev: Vec<&PathBuf> = paths.iter().rev().collect();
     same(&rev, &plain());
     let r = same(&paths[sum.violation.0..=sum.violation.0], &plain()).unwrap();
-    assert_eq!(r.findings_by_code.get("revocation-violation"), None);
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation), None);
 }
 
 /// A tool call on `grant` of `action` over `payload`.
@@ -233,10 +233,10 @@ fn s4_3_reference_equals_fast_on_revocations_from_several_points() {
     let dir = tempfile::tempdir().unwrap();
     let paths = revocation_streams(dir.path());
     let r = same(&paths, &plain()).unwrap();
-    assert!(r.findings_by_code.get("revocation-violation").is_some_and(|n| *n >= 12), "{:?}", r.findings_by_code);
-    assert!(r.findings_by_code.contains_key("revocation-unverifiable"));
+    assert!(r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation).is_some_and(|n| *n >= 12), "{:?}", r.findings_by_code);
+    assert!(r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationUnverifiable));
     assert!(
-        r.findings_by_code.contains_key("revocation-forged") && r.findings_by_code.contains_key("revocation-authority-unknown"),
+        r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationForged) && r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationAuthorityUnknown),
         "{:?}",
         r.findings_by_code
     );
@@ -296,10 +296,10 @@ fn s4_9_reference_equals_fast_on_metered_settlements() {
     let r = same(&paths[..1], &plain()).unwrap();
     assert_eq!((r.receipts.settlements, r.unresolved_total), (2, 1));
     let r = same(&paths[1..], &plain()).unwrap();
-    assert_eq!(r.findings_by_code.get("settlement-unmatched"), Some(&1));
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::SettlementUnmatched), Some(&1));
     // Both: the spliced settlement is the first stream's record again.
     let r = same(&paths, &plain()).unwrap();
-    assert_eq!(r.findings_by_code.get("duplicate-record"), Some(&1));
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord), Some(&1));
 }
 
 /// §4.7: an allow, an admitted amendment, a continuation steered again,
@@ -351,7 +351,7 @@ fn c21_reference_equals_fast_on_amendments_and_superseded_spend() {
     let p = amendment_stream(dir.path());
     let r = same(&[&p], &plain()).unwrap();
     assert_eq!(r.receipts.amendments, 2);
-    assert_eq!(r.findings_by_code.get("superseded-spend"), Some(&1), "{:?}", r.findings_by_code);
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::SupersededSpend), Some(&1), "{:?}", r.findings_by_code);
 }
 
 #[test]
@@ -376,8 +376,8 @@ fn s5_5_reference_equals_fast_on_overspend_across_points_and_stated_remainders()
         paths.push(p);
     }
     let r = same(&paths, &plain()).unwrap();
-    assert!(r.findings_by_code.contains_key("overspend"), "{:?}", r.findings_by_code);
-    assert!(r.findings_by_code.contains_key("remaining-mismatch"), "{:?}", r.findings_by_code);
+    assert!(r.findings_by_code.contains_key(&jcp_audit::FindingCode::Overspend), "{:?}", r.findings_by_code);
+    assert!(r.findings_by_code.contains_key(&jcp_audit::FindingCode::RemainingMismatch), "{:?}", r.findings_by_code);
 }
 
 #[test]
@@ -399,9 +399,9 @@ fn s8_1_duplicates_by_full_signed_bytes_agree_with_duplicates_by_signature_r() {
     let r = same(&[&p], &plain()).unwrap();
     let grants = r.receipts.grants;
     let signed = u64::try_from(recs.len()).unwrap() - grants / 2;
-    assert_eq!(r.findings_by_code.get("duplicate-record"), Some(&signed), "every sealed record once again");
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord), Some(&signed), "every sealed record once again");
     let r = same(&[&p, &p], &plain()).unwrap();
-    assert_eq!(r.findings_by_code.get("duplicate-record"), Some(&(signed * 3)));
+    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord), Some(&(signed * 3)));
 }
 
 #[test]

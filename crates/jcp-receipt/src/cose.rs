@@ -16,7 +16,7 @@ use coset::{CoseSign1, CoseSign1Builder, HeaderBuilder, Label, TaggedCborSeriali
 use jcp::cbor::{self, ContentId, Value};
 use jcp::identity::{Did, Keypair};
 
-use crate::error::ReceiptError;
+use crate::error::Error;
 
 /// Protected-header label of the stream sequence number.
 pub const SEQ_LABEL: &str = "jcp-seq";
@@ -282,11 +282,11 @@ impl<'a> Unsealed<'a> {
     }
 
     /// Checks the signature under the `kid` (`verify_strict`).
-    pub fn verify_signature(&self) -> Result<(), ReceiptError> {
+    pub fn verify_signature(&self) -> Result<(), Error> {
         if self.steward.verify(&self.tbs(), &self.signature) {
             Ok(())
         } else {
-            Err(ReceiptError::BadSignature(self.steward.to_did_string()))
+            Err(Error::BadSignature(self.steward.to_did_string()))
         }
     }
 }
@@ -299,11 +299,11 @@ impl From<Sealed> for Unsealed<'static> {
 
 impl Sealed {
     /// Checks the signature under the `kid` (`verify_strict`).
-    pub fn verify_signature(&self) -> Result<(), ReceiptError> {
+    pub fn verify_signature(&self) -> Result<(), Error> {
         if self.steward.verify(&self.tbs, &self.signature) {
             Ok(())
         } else {
-            Err(ReceiptError::BadSignature(self.steward.to_did_string()))
+            Err(Error::BadSignature(self.steward.to_did_string()))
         }
     }
 }
@@ -319,7 +319,7 @@ fn head_len(n: usize) -> usize {
 }
 
 /// Seals a canonical core into a tagged `COSE_Sign1` under `steward`.
-pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
+pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
     let kid = steward.did().to_did_string().into_bytes();
     let mut hb = HeaderBuilder::new().algorithm(iana::Algorithm::EdDSA).key_id(kid);
     if let Some(seq) = position.seq {
@@ -334,18 +334,18 @@ pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Resul
         .payload(core.encode())
         .create_signature(b"", |tbs| steward.sign(tbs).to_vec())
         .build();
-    sign1.to_tagged_vec().map_err(|e| ReceiptError::CoseMalformed(format!("encoding failed: {e:?}")))
+    sign1.to_tagged_vec().map_err(|e| Error::CoseMalformed(format!("encoding failed: {e:?}")))
 }
 
-fn cose_err(e: &coset::CoseError) -> ReceiptError {
-    ReceiptError::CoseMalformed(format!("{e:?}"))
+fn cose_err(e: &coset::CoseError) -> Error {
+    Error::CoseMalformed(format!("{e:?}"))
 }
 
-fn read_uint(v: &CborValue, what: &str) -> Result<u64, ReceiptError> {
+fn read_uint(v: &CborValue, what: &str) -> Result<u64, Error> {
     match v {
         CborValue::Integer(i) => u64::try_from(*i)
-            .map_err(|_| ReceiptError::CoseMalformed(format!("{what} must be an unsigned integer"))),
-        _ => Err(ReceiptError::CoseMalformed(format!("{what} must be an unsigned integer"))),
+            .map_err(|_| Error::CoseMalformed(format!("{what} must be an unsigned integer"))),
+        _ => Err(Error::CoseMalformed(format!("{what} must be an unsigned integer"))),
     }
 }
 
@@ -412,23 +412,23 @@ pub fn sig_structure(protected_original: &[u8], payload: &[u8]) -> Vec<u8> {
 /// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a `did:key` `kid`,
 /// an inline payload that is canonical det-CBOR. Returns the envelope and the
 /// decoded core. Does not check the signature.
-pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), ReceiptError> {
+pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Error> {
     // Tag 18 is required: an untagged `COSE_Sign1` is not a JCR-1 record.
     if bytes.first() != Some(&0xd2) {
-        return Err(ReceiptError::CoseMalformed("missing COSE_Sign1 tag 18".into()));
+        return Err(Error::CoseMalformed("missing COSE_Sign1 tag 18".into()));
     }
     let sign1 = CoseSign1::from_tagged_slice(bytes).map_err(|e| cose_err(&e))?;
     let Some(payload) = sign1.payload.as_deref() else {
-        return Err(ReceiptError::DetachedPayload);
+        return Err(Error::DetachedPayload);
     };
     let Some(protected_bytes) = sign1.protected.original_data.as_deref() else {
-        return Err(ReceiptError::CoseMalformed("protected header bytes unavailable".into()));
+        return Err(Error::CoseMalformed("protected header bytes unavailable".into()));
     };
     if !sign1.unprotected.is_empty() {
-        return Err(ReceiptError::CoseNonCanonical("the unprotected header must be empty in JCR-1".into()));
+        return Err(Error::CoseNonCanonical("the unprotected header must be empty in JCR-1".into()));
     }
     if sign1.signature.len() != 64 {
-        return Err(ReceiptError::CoseMalformed(format!("signature is {} bytes, not 64", sign1.signature.len())));
+        return Err(Error::CoseMalformed(format!("signature is {} bytes, not 64", sign1.signature.len())));
     }
     // The one canonical layout: tag, array(4), bstr protected, {} , bstr payload, bstr(64) sig.
     let canonical_len = 2
@@ -440,24 +440,24 @@ pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Receip
         + 2
         + 64;
     if canonical_len != bytes.len() || bytes[1] != 0x84 {
-        return Err(ReceiptError::CoseNonCanonical("envelope is not in its shortest definite-length form".into()));
+        return Err(Error::CoseNonCanonical("envelope is not in its shortest definite-length form".into()));
     }
     if let Err(e) = cbor::decode(protected_bytes, cbor::Profile::Deterministic) {
-        return Err(ReceiptError::CoseNonCanonical(format!("protected header: {e}")));
+        return Err(Error::CoseNonCanonical(format!("protected header: {e}")));
     }
     let h = &sign1.protected.header;
     match &h.alg {
         Some(coset::RegisteredLabelWithPrivate::Assigned(iana::Algorithm::EdDSA)) => {}
-        other => return Err(ReceiptError::WrongAlgorithm(format!("{other:?}"))),
+        other => return Err(Error::WrongAlgorithm(format!("{other:?}"))),
     }
     if !h.crit.is_empty() || h.content_type.is_some() || !h.iv.is_empty() || !h.partial_iv.is_empty() {
-        return Err(ReceiptError::CoseMalformed("unexpected protected header parameters".into()));
+        return Err(Error::CoseMalformed("unexpected protected header parameters".into()));
     }
-    let kid = std::str::from_utf8(&h.key_id).map_err(|_| ReceiptError::BadKid("kid is not UTF-8".into()))?;
+    let kid = std::str::from_utf8(&h.key_id).map_err(|_| Error::BadKid("kid is not UTF-8".into()))?;
     if kid.is_empty() {
-        return Err(ReceiptError::BadKid("no kid in the protected header".into()));
+        return Err(Error::BadKid("no kid in the protected header".into()));
     }
-    let steward = dids.parse(kid).map_err(|e| ReceiptError::BadKid(format!("{kid:?}: {e}")))?;
+    let steward = dids.parse(kid).map_err(|e| Error::BadKid(format!("{kid:?}: {e}")))?;
     let mut position = Position::default();
     for (label, v) in &h.rest {
         match label {
@@ -465,7 +465,7 @@ pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Receip
             Label::Text(t) if t == KNOWN_THROUGH_LABEL => {
                 position.known_through = Some(read_uint(v, KNOWN_THROUGH_LABEL)?);
             }
-            other => return Err(ReceiptError::CoseMalformed(format!("unknown protected header label {other:?}"))),
+            other => return Err(Error::CoseMalformed(format!("unknown protected header label {other:?}"))),
         }
     }
     let core = cbor::decode_strict(payload)?;

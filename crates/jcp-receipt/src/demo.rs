@@ -15,7 +15,7 @@ use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::revocation::Revocation;
 
-use crate::error::StreamError;
+use crate::error::Error;
 use crate::record::OutcomeStatus;
 use crate::runtime::DurableGate;
 use crate::stream::{FRAME_OVERHEAD, MAGIC};
@@ -66,13 +66,13 @@ pub struct DemoSummary {
     pub bytes: u64,
 }
 
-pub(crate) fn key(seed: u64, label: &str) -> Result<Keypair, StreamError> {
+pub(crate) fn key(seed: u64, label: &str) -> Result<Keypair, Error> {
     let mut h = blake3::Hasher::new();
     h.update(b"jcp-demo-key");
     h.update(&seed.to_be_bytes());
     h.update(label.as_bytes());
     Keypair::from_seed(*h.finalize().as_bytes())
-        .map_err(|e| StreamError::Revocation(jcp::Error::Identity(e)))
+        .map_err(|e| Error::Revocation(jcp::Error::Identity(e)))
 }
 
 pub(crate) fn nonce(seed: u64, label: &str) -> [u8; 16] {
@@ -85,8 +85,8 @@ pub(crate) fn nonce(seed: u64, label: &str) -> [u8; 16] {
     n
 }
 
-pub(crate) fn core_err(e: jcp::Error) -> StreamError {
-    StreamError::Revocation(e)
+pub(crate) fn core_err(e: jcp::Error) -> Error {
+    Error::Revocation(e)
 }
 
 /// The demo's cast: keys, the resource, root grants and 3-hop chains.
@@ -109,7 +109,7 @@ pub struct Cast {
 }
 
 /// Builds the cast for `seed`.
-pub fn cast(seed: u64) -> Result<Cast, StreamError> {
+pub fn cast(seed: u64) -> Result<Cast, Error> {
     let steward = key(seed, "steward")?;
     let resource = ContentId::of(&Value::text("jcp-demo/resource"));
     let mut roots = Vec::new();
@@ -175,7 +175,7 @@ pub fn cast(seed: u64) -> Result<Cast, StreamError> {
 }
 
 /// Writes a demo stream to `path` (which must not exist or be a stream).
-pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, StreamError> {
+pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error> {
     let cast = cast(opts.seed)?;
     let (mut dg, _replay) = DurableGate::open_with(path, cast.steward.clone(), Gate::new(), opts.durability)?;
     let mut sum = DemoSummary { steward: cast.steward.did().to_string(), ..DemoSummary::default() };
@@ -264,28 +264,28 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Stream
             sum.tampered_offsets.push(off);
         }
     }
-    sum.bytes = std::fs::metadata(&path_buf).map_err(|e| StreamError::io(&path_buf, e))?.len();
+    sum.bytes = std::fs::metadata(&path_buf).map_err(|e| Error::io(&path_buf, e))?.len();
     Ok(sum)
 }
 
 /// Changes one byte inside a receipt's signed action text ("invoke" →
 /// "invokf") and fixes the framing checksum, so the envelope and core stay
 /// canonical and only the signature can tell.
-pub fn tamper_record(path: &Path, offset: u64) -> Result<(), StreamError> {
-    let io = |e| StreamError::io(path, e);
+pub fn tamper_record(path: &Path, offset: u64) -> Result<(), Error> {
+    let io = |e| Error::io(path, e);
     let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
     f.seek(SeekFrom::Start(offset)).map_err(io)?;
     let mut head = [0u8; 9];
     f.read_exact(&mut head).map_err(io)?;
     if &head[..4] != MAGIC {
-        return Err(StreamError::NotAStream { path: path.display().to_string() });
+        return Err(Error::NotAStream { path: path.display().to_string() });
     }
     let len = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) as usize;
     let mut payload = vec![0u8; len];
     f.read_exact(&mut payload).map_err(io)?;
     let needle = b"finvoke";
     let Some(p) = payload.windows(needle.len()).position(|w| w == needle) else {
-        return Err(StreamError::OutcomeUnknown(format!("record at {offset} has no action text to tamper")));
+        return Err(Error::OutcomeUnknown(format!("record at {offset} has no action text to tamper")));
     };
     payload[p + needle.len() - 1] = b'f';
     let framed = crate::stream::frame(crate::stream::RecordKind::Receipt, &payload)?;

@@ -1,15 +1,18 @@
-//! The crate's error enums. Each variant has a stable `code()`; the codes
-//! are the spec's reason words where the spec has one (`bad-signature`,
-//! `wrong-steward`, `unknown-profile`) and named stream findings otherwise.
+//! The crate's one error enum. Each variant has a stable `code()` and its
+//! `Display` starts with it; the codes are the spec's reason words where
+//! the spec has one (`bad-signature`, `wrong-steward`, `unknown-profile`)
+//! and named stream findings otherwise.
 
 use jcp::cbor::{DecodeError, SchemaError};
 use jcp::identity::IdentityError;
 
 /// Why a sealed record (a JCR-1 receipt, an outcome, a revocation notice)
-/// does not open or does not verify (§8, §9 C5, C23).
+/// does not open or does not verify (§8, §9 C5, C23), and why a stream file
+/// cannot be opened, written or read (§8.1, §4.11).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReceiptError {
+pub enum Error {
+    // ---- sealed records (§8) ----
     /// Not a tagged (18) `COSE_Sign1` structure.
     #[error("cose-malformed: {0}")]
     CoseMalformed(String),
@@ -55,10 +58,44 @@ pub enum ReceiptError {
     /// An attempt to mint the retired `jcp/1` profile (§8: MUST NOT).
     #[error("legacy-mint-refused: jcp/1 is never minted (§8); only jcp/2")]
     LegacyMintRefused,
+
+    // ---- stream files (§8.1, §4.11) ----
+    /// An I/O failure, with the path.
+    #[error("io: {path}: {message}")]
+    Io { path: String, message: String },
+    /// The file does not start with the stream header.
+    #[error("not-a-stream: {path} does not start with the JCP stream header")]
+    NotAStream { path: String },
+    /// Another writer holds the stream (§4.11: one writer per record).
+    #[error("stream-locked: {path} is held by another writer; a second writer must not start (§4.11, one writer per record)")]
+    Locked { path: String },
+    /// The platform cannot take an exclusive lock (§4.11: fail to open rather than proceed).
+    #[error("lock-unsupported: {path}: exclusive locking is not available here ({detail}); refusing to open for writing")]
+    LockUnsupported { path: String, detail: String },
+    /// A record to append is larger than the format allows.
+    #[error("record-oversized: {len} bytes exceeds the {max}-byte record limit")]
+    Oversized { len: usize, max: usize },
+    /// The revocation-knowledge marker would go backwards (§4.3: monotonic).
+    #[error("marker-regressed: known_through {new} is below the stated {old}")]
+    MarkerRegressed { old: u64, new: u64 },
+    /// A revocation refused by the core (authority, signature).
+    #[error("revocation-refused: {0}")]
+    Revocation(jcp::Error),
+    /// An amendment refused by the core (§4.7: signature, binding, amender,
+    /// widening, above the remainder); the code is the core's.
+    #[error("{0} (the amendment is refused)")]
+    AmendmentRefused(jcp::Error),
+    /// A budget-channel statement refused by the core (§4.5: forged, stale,
+    /// regressing, wrong grant, non-member, no channel); the code is the core's.
+    #[error("{0} (the statement is refused)")]
+    StatementRefused(jcp::Error),
+    /// An outcome for a decision this writer did not record, or recorded twice.
+    #[error("outcome-unknown: {0}")]
+    OutcomeUnknown(String),
 }
 
-impl ReceiptError {
-    /// A stable code for machines.
+impl Error {
+    /// A stable code for machines; `Display` starts with it.
     pub fn code(&self) -> &'static str {
         match self {
             Self::CoseMalformed(_) => "cose-malformed",
@@ -75,61 +112,11 @@ impl ReceiptError {
             Self::WrongSteward { .. } => "wrong-steward",
             Self::BadSignature(_) => "bad-signature",
             Self::LegacyMintRefused => "legacy-mint-refused",
-        }
-    }
-}
-
-/// Errors opening, writing or reading a stream file (§8.1, §4.11).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StreamError {
-    /// An I/O failure, with the path.
-    #[error("io: {path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    /// The file does not start with the stream header.
-    #[error("not-a-stream: {path} does not start with the JCP stream header")]
-    NotAStream { path: String },
-    /// Another writer holds the stream (§4.11: one writer per record).
-    #[error("stream-locked: {path} is held by another writer; a second writer must not start (§4.11, one writer per record)")]
-    Locked { path: String },
-    /// The platform cannot take an exclusive lock (§4.11: fail to open rather than proceed).
-    #[error("lock-unsupported: {path}: exclusive locking is not available here ({detail}); refusing to open for writing")]
-    LockUnsupported { path: String, detail: String },
-    /// A record to append is larger than the format allows.
-    #[error("record-oversized: {len} bytes exceeds the {max}-byte record limit")]
-    Oversized { len: usize, max: usize },
-    /// Sealing failed.
-    #[error(transparent)]
-    Receipt(#[from] ReceiptError),
-    /// The revocation-knowledge marker would go backwards (§4.3: monotonic).
-    #[error("marker-regressed: known_through {new} is below the stated {old}")]
-    MarkerRegressed { old: u64, new: u64 },
-    /// A revocation refused by the core (authority, signature).
-    #[error("revocation-refused: {0}")]
-    Revocation(jcp::Error),
-    /// An amendment refused by the core (§4.7: signature, binding, amender,
-    /// widening, above the remainder); the code is the core's.
-    #[error("amendment-refused: {0}")]
-    AmendmentRefused(jcp::Error),
-    /// A budget-channel statement refused by the core (§4.5: forged, stale,
-    /// regressing, wrong grant, non-member, no channel); the code is the core's.
-    #[error("statement-refused: {0}")]
-    StatementRefused(jcp::Error),
-    /// An outcome for a decision this writer did not record, or recorded twice.
-    #[error("outcome-unknown: {0}")]
-    OutcomeUnknown(String),
-}
-
-impl StreamError {
-    /// A stable code for machines.
-    pub fn code(&self) -> &'static str {
-        match self {
             Self::Io { .. } => "io",
             Self::NotAStream { .. } => "not-a-stream",
             Self::Locked { .. } => "stream-locked",
             Self::LockUnsupported { .. } => "lock-unsupported",
             Self::Oversized { .. } => "record-oversized",
-            Self::Receipt(e) => e.code(),
             Self::MarkerRegressed { .. } => "marker-regressed",
             Self::Revocation(_) => "revocation-refused",
             Self::AmendmentRefused(e) | Self::StatementRefused(e) => e.code(),
@@ -137,7 +124,101 @@ impl StreamError {
         }
     }
 
+    /// Names the file of an error raised without one ([`crate::stream::Reader::new`]).
+    pub fn at_path(self, path: &std::path::Path) -> Self {
+        match self {
+            Self::Io { path: p, message } if p.is_empty() => Self::Io { path: path.display().to_string(), message },
+            Self::NotAStream { path: p } if p.is_empty() => Self::NotAStream { path: path.display().to_string() },
+            other => other,
+        }
+    }
+
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        Self::Io { path: path.display().to_string(), source }
+        Self::Io { path: path.display().to_string(), message: source.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of every variant; the match fails to compile when a variant is
+    /// added and not listed here.
+    fn every_variant() -> Vec<Error> {
+        let s = || "x".to_owned();
+        let core = || jcp::Error::DelegationForbidden;
+        let v = vec![
+            Error::CoseMalformed(s()),
+            Error::CoseNonCanonical(s()),
+            Error::WrongAlgorithm(s()),
+            Error::BadKid(s()),
+            Error::DetachedPayload,
+            Error::Core(DecodeError::NonShortest { offset: 1 }),
+            Error::Schema(SchemaError::Invalid { object: "Receipt", field: "f", problem: s() }),
+            Error::Identity(IdentityError::InvalidPoint),
+            Error::Invalid { field: "kind", problem: s() },
+            Error::UnknownProfile(s()),
+            Error::StewardMismatch { core: s(), kid: s() },
+            Error::WrongSteward { expected: s(), found: s() },
+            Error::BadSignature(s()),
+            Error::LegacyMintRefused,
+            Error::io(std::path::Path::new("p"), std::io::Error::other("gone")),
+            Error::NotAStream { path: s() },
+            Error::Locked { path: s() },
+            Error::LockUnsupported { path: s(), detail: s() },
+            Error::Oversized { len: 2, max: 1 },
+            Error::MarkerRegressed { old: 2, new: 1 },
+            Error::Revocation(core()),
+            Error::AmendmentRefused(core()),
+            Error::StatementRefused(core()),
+            Error::OutcomeUnknown(s()),
+        ];
+        for e in &v {
+            match e {
+                Error::CoseMalformed(_)
+                | Error::CoseNonCanonical(_)
+                | Error::WrongAlgorithm(_)
+                | Error::BadKid(_)
+                | Error::DetachedPayload
+                | Error::Core(_)
+                | Error::Schema(_)
+                | Error::Identity(_)
+                | Error::Invalid { .. }
+                | Error::UnknownProfile(_)
+                | Error::StewardMismatch { .. }
+                | Error::WrongSteward { .. }
+                | Error::BadSignature(_)
+                | Error::LegacyMintRefused
+                | Error::Io { .. }
+                | Error::NotAStream { .. }
+                | Error::Locked { .. }
+                | Error::LockUnsupported { .. }
+                | Error::Oversized { .. }
+                | Error::MarkerRegressed { .. }
+                | Error::Revocation(_)
+                | Error::AmendmentRefused(_)
+                | Error::StatementRefused(_)
+                | Error::OutcomeUnknown(_) => {}
+            }
+        }
+        v
+    }
+
+    /// §8, C5: every refusal names its reason code first — `Display` starts
+    /// with `code()` and a colon, for every variant of the one enum.
+    #[test]
+    fn c5_error_display_starts_with_its_code() {
+        for e in every_variant() {
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());
+        }
+    }
+
+    /// §8.1: the stream reader's header refusal is named by the caller's path.
+    #[test]
+    fn s8_1_header_refusal_is_named_by_its_path() {
+        let e = crate::stream::Reader::new(&b"not a stream"[..]).err().unwrap().at_path(std::path::Path::new("a.jcps"));
+        assert_eq!(e.code(), "not-a-stream");
+        assert_eq!(e.to_string(), "not-a-stream: a.jcps does not start with the JCP stream header");
     }
 }

@@ -31,7 +31,7 @@ use jcp::grant::{shard, Capability, Grant, Slice};
 use jcp::revocation::Revocation;
 
 use crate::demo::{core_err, key, nonce};
-use crate::error::StreamError;
+use crate::error::Error;
 use crate::record::OutcomeStatus;
 use crate::runtime::DurableGate;
 use crate::writer::Durability;
@@ -127,8 +127,8 @@ fn role(points: usize, p: usize) -> Role {
 
 /// Writes the fleet's streams into `dir` (created if missing; the streams
 /// must not exist yet or be streams).
-pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, StreamError> {
-    std::fs::create_dir_all(dir).map_err(|e| StreamError::io(dir, e))?;
+pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let seed = opts.seed;
     let operator = key(seed, "fleet-operator")?;
     let holder = key(seed, "fleet-holder")?;

@@ -44,5 +44,5 @@ pub mod settle;
 pub mod stream;
 pub mod writer;
 
-pub use error::{ReceiptError, StreamError};
+pub use error::Error;
 pub use receipt::{verify_receipt, Profile, ReceiptCore, VerifiedReceipt};

@@ -17,7 +17,7 @@ use jcp::frame::{FrameKind, Trust};
 use jcp::identity::{Did, Keypair};
 
 use crate::cose::{self, DidCache, Position, Sealed};
-use crate::error::ReceiptError;
+use crate::error::Error;
 use crate::fields::{slot_of, Field, FIELDS};
 
 /// A receipt core read and checked under its profile (every rule
@@ -77,13 +77,13 @@ impl<'a> CoreView<'a> {
         self.chain.into_iter().flat_map(|items| items.iter()).filter_map(move |s| dids.content_id(s))
     }
 
-    fn read(mut f: Entries<'_, 'a>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    fn read(mut f: Entries<'_, 'a>, dids: &mut DidCache) -> Result<Self, Error> {
         // Known ASCII values are matched as bytes; only anything else is
         // checked as UTF-8 (first, as reading it as text would) to be named.
         let profile = match f.raw(Field::JcpReceipt)? {
             b"jcp/2" => Profile::Jcp2,
             b"jcp/1" => Profile::Jcp1,
-            other => return Err(ReceiptError::UnknownProfile(utf8(Field::JcpReceipt, other)?.to_owned())),
+            other => return Err(Error::UnknownProfile(utf8(Field::JcpReceipt, other)?.to_owned())),
         };
         let grant_id = f.cid_cached(Field::GrantId, dids)?;
         let (issuer, _) = f.did(Field::Issuer, dids)?;
@@ -278,9 +278,9 @@ pub struct ReceiptCore {
 impl ReceiptCore {
     /// The `jcp/2` core of a decision the gate just made (allow or deny).
     /// `steward` is the sealing enforcement point.
-    pub fn from_decision(decision: &Decision, req: &Request<'_>, steward: Did) -> Result<Self, ReceiptError> {
+    pub fn from_decision(decision: &Decision, req: &Request<'_>, steward: Did) -> Result<Self, Error> {
         let Some(leaf) = req.chain.last() else {
-            return Err(ReceiptError::Invalid { field: "grant_id", problem: "a decision over no grant".into() });
+            return Err(Error::Invalid { field: "grant_id", problem: "a decision over no grant".into() });
         };
         let g = leaf.grant();
         let chain_ids = if decision.chain_ids.len() > 1 { decision.chain_ids.clone() } else { Vec::new() };
@@ -325,12 +325,12 @@ impl ReceiptCore {
     }
 
     /// The canonical core value. Refuses `jcp/1`: nothing mints it (§8).
-    pub fn to_value(&self) -> Result<Value, ReceiptError> {
+    pub fn to_value(&self) -> Result<Value, Error> {
         if self.profile != Profile::Jcp2 {
-            return Err(ReceiptError::LegacyMintRefused);
+            return Err(Error::LegacyMintRefused);
         }
         let Some(payload_hash) = self.payload_hash else {
-            return Err(ReceiptError::Invalid { field: "payload_hash", problem: "jcp/2 requires it (C23)".into() });
+            return Err(Error::Invalid { field: "payload_hash", problem: "jcp/2 requires it (C23)".into() });
         };
         let (verdict, reason) = match self.verdict {
             Verdict::Allow => ("allow", None),
@@ -365,7 +365,7 @@ impl ReceiptCore {
     }
 
     /// Reads a core under the profile its `jcp_receipt` tag names.
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let Value::Map(entries) = v else {
             return Err(SchemaError::NotAMap { object: OBJ }.into());
         };
@@ -395,18 +395,18 @@ impl ReceiptCore {
 
     /// Reads a core from its map entries (the one implementation of the
     /// profile rules, shared by the value path and the zero-copy path).
-    pub(crate) fn from_entries(entries: &[(&[u8], FVal<'_>)], dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub(crate) fn from_entries(entries: &[(&[u8], FVal<'_>)], dids: &mut DidCache) -> Result<Self, Error> {
         Self::from_fields(Entries::new(entries), dids)
     }
 
-    fn from_fields(f: Entries<'_, '_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    fn from_fields(f: Entries<'_, '_>, dids: &mut DidCache) -> Result<Self, Error> {
         let v = CoreView::read(f, dids)?;
         Self::from_view(&v, dids)
     }
 
     /// Materializes a checked view (its keys and ids were parsed when it was
     /// read, so the lookups here are the cache's hits).
-    pub fn from_view(v: &CoreView<'_>, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_view(v: &CoreView<'_>, dids: &mut DidCache) -> Result<Self, Error> {
         let mut chain_ids = Vec::new();
         if let Some(items) = v.chain {
             chain_ids.reserve_exact(items.len());
@@ -439,9 +439,9 @@ impl ReceiptCore {
     }
 
     /// Seals as JCR-1 under `steward`, whose did must be the core's `steward`.
-    pub fn seal(&self, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
+    pub fn seal(&self, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
         if steward.did() != self.steward {
-            return Err(ReceiptError::StewardMismatch {
+            return Err(Error::StewardMismatch {
                 core: self.steward.to_did_string(),
                 kid: steward.did().to_did_string(),
             });
@@ -537,15 +537,15 @@ impl<'e, 'a> Entries<'e, 'a> {
         Some(&self.entries[i].1)
     }
 
-    fn wrong(field: Field, what: &str) -> ReceiptError {
+    fn wrong(field: Field, what: &str) -> Error {
         SchemaError::Invalid { object: OBJ, field: field.name(), problem: format!("expected {what}") }.into()
     }
 
-    fn text(&mut self, field: Field) -> Result<&'a str, ReceiptError> {
+    fn text(&mut self, field: Field) -> Result<&'a str, Error> {
         self.opt_text(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
-    fn opt_raw(&mut self, field: Field) -> Result<Option<&'a [u8]>, ReceiptError> {
+    fn opt_raw(&mut self, field: Field) -> Result<Option<&'a [u8]>, Error> {
         match self.opt(field) {
             None => Ok(None),
             Some(FVal::Text(t)) => Ok(Some(t)),
@@ -553,11 +553,11 @@ impl<'e, 'a> Entries<'e, 'a> {
         }
     }
 
-    fn raw(&mut self, field: Field) -> Result<&'a [u8], ReceiptError> {
+    fn raw(&mut self, field: Field) -> Result<&'a [u8], Error> {
         self.opt_raw(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
-    fn opt_text(&mut self, field: Field) -> Result<Option<&'a str>, ReceiptError> {
+    fn opt_text(&mut self, field: Field) -> Result<Option<&'a str>, Error> {
         match self.opt_raw(field)? {
             None => Ok(None),
             Some(t) => utf8(field, t).map(Some),
@@ -566,16 +566,16 @@ impl<'e, 'a> Entries<'e, 'a> {
 
     /// A `did:key`'s text and public-key bytes (the cache compares bytes;
     /// only a miss parses, and the parser accepts only ASCII).
-    fn did(&mut self, field: Field, dids: &mut DidCache) -> Result<(&'a [u8], [u8; 32]), ReceiptError> {
+    fn did(&mut self, field: Field, dids: &mut DidCache) -> Result<(&'a [u8], [u8; 32]), Error> {
         let raw = self.raw(field)?;
         Ok((raw, dids.key_bytes(raw)?))
     }
 
-    fn uint(&mut self, field: Field) -> Result<u64, ReceiptError> {
+    fn uint(&mut self, field: Field) -> Result<u64, Error> {
         self.opt_uint(field)?.ok_or_else(|| SchemaError::Missing { object: OBJ, field: field.name() }.into())
     }
 
-    fn opt_uint(&mut self, field: Field) -> Result<Option<u64>, ReceiptError> {
+    fn opt_uint(&mut self, field: Field) -> Result<Option<u64>, Error> {
         match self.opt(field) {
             None => Ok(None),
             Some(FVal::Uint(n)) => Ok(Some(*n)),
@@ -583,7 +583,7 @@ impl<'e, 'a> Entries<'e, 'a> {
         }
     }
 
-    fn opt_texts(&mut self, field: Field) -> Result<Option<TextItems<'a>>, ReceiptError> {
+    fn opt_texts(&mut self, field: Field) -> Result<Option<TextItems<'a>>, Error> {
         match self.opt(field) {
             None => Ok(None),
             Some(FVal::Texts(t)) => Ok(Some(*t)),
@@ -591,23 +591,23 @@ impl<'e, 'a> Entries<'e, 'a> {
         }
     }
 
-    fn cid(&mut self, field: Field) -> Result<ContentId, ReceiptError> {
+    fn cid(&mut self, field: Field) -> Result<ContentId, Error> {
         let s = self.raw(field)?;
         ContentId::parse_bytes(s).ok_or_else(|| Self::not_cid(field))
     }
 
     /// [`Entries::cid`] through the cache's recent content ids (grant ids
     /// and resources repeat from one receipt to the next).
-    fn cid_cached(&mut self, field: Field, dids: &mut DidCache) -> Result<ContentId, ReceiptError> {
+    fn cid_cached(&mut self, field: Field, dids: &mut DidCache) -> Result<ContentId, Error> {
         let s = self.raw(field)?;
         dids.content_id(s).ok_or_else(|| Self::not_cid(field))
     }
 
-    fn not_cid(field: Field) -> ReceiptError {
+    fn not_cid(field: Field) -> Error {
         Self::wrong(field, "a content id (64 lowercase hex digits)")
     }
 
-    fn finish(self) -> Result<(), ReceiptError> {
+    fn finish(self) -> Result<(), Error> {
         let untaken = (0..FIELDS).filter(|&s| self.taken & (1 << s) == 0).filter_map(|s| self.slots[s]).min();
         match self.stray.into_iter().chain(untaken).min() {
             Some(i) => Err(SchemaError::Unknown { object: OBJ, field: String::from_utf8_lossy(self.entries[i].0).into_owned() }.into()),
@@ -617,12 +617,12 @@ impl<'e, 'a> Entries<'e, 'a> {
 }
 
 /// A field's text as UTF-8, or the error reading it as text gives.
-fn utf8(field: Field, t: &[u8]) -> Result<&str, ReceiptError> {
+fn utf8(field: Field, t: &[u8]) -> Result<&str, Error> {
     std::str::from_utf8(t).map_err(|_| Entries::wrong(field, "UTF-8 text"))
 }
 
-fn invalid(field: &'static str, problem: impl Into<String>) -> ReceiptError {
-    ReceiptError::Invalid { field, problem: problem.into() }
+fn invalid(field: &'static str, problem: impl Into<String>) -> Error {
+    Error::Invalid { field, problem: problem.into() }
 }
 
 /// A receipt whose envelope opened and whose core read under its profile.
@@ -639,11 +639,11 @@ impl OpenedReceipt {
     /// [`OpenedReceipt::open`] through `coset` only (the reference path the
     /// zero-copy reader must never be wider than; for tests and fuzzing).
     #[doc(hidden)]
-    pub fn open_coset(bytes: &[u8], dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn open_coset(bytes: &[u8], dids: &mut DidCache) -> Result<Self, Error> {
         let (sealed, core) = cose::open(bytes, dids)?;
         let core = ReceiptCore::from_value(&core, dids)?;
         if core.steward != sealed.steward {
-            return Err(ReceiptError::StewardMismatch {
+            return Err(Error::StewardMismatch {
                 core: core.steward.to_did_string(),
                 kid: sealed.steward.to_did_string(),
             });
@@ -652,16 +652,16 @@ impl OpenedReceipt {
     }
 
     /// Checks the expected steward (C5) and the signature.
-    pub fn verify(&self, expected: Option<&Did>) -> Result<(), ReceiptError> {
+    pub fn verify(&self, expected: Option<&Did>) -> Result<(), Error> {
         check_steward(&self.sealed.steward, expected)?;
         self.sealed.verify_signature()
     }
 }
 
-pub(crate) fn check_steward(found: &Did, expected: Option<&Did>) -> Result<(), ReceiptError> {
+pub(crate) fn check_steward(found: &Did, expected: Option<&Did>) -> Result<(), Error> {
     match expected {
         Some(e) if e != found => {
-            Err(ReceiptError::WrongSteward { expected: e.to_did_string(), found: found.to_did_string() })
+            Err(Error::WrongSteward { expected: e.to_did_string(), found: found.to_did_string() })
         }
         _ => Ok(()),
     }
@@ -680,7 +680,7 @@ pub struct VerifiedReceipt {
 
 /// Opens and verifies a JCR-1 receipt under the profile it names (§8).
 /// With `expected`, a receipt sealed by any other steward fails (C5).
-pub fn verify_receipt(bytes: &[u8], expected: Option<&Did>) -> Result<VerifiedReceipt, ReceiptError> {
+pub fn verify_receipt(bytes: &[u8], expected: Option<&Did>) -> Result<VerifiedReceipt, Error> {
     let mut dids = DidCache::new();
     let o = OpenedReceipt::open(bytes, &mut dids)?;
     o.verify(expected)?;

@@ -12,7 +12,7 @@ use jcp::identity::{Did, Keypair};
 use jcp::revocation::SignedRevocation;
 
 use crate::cose::{self, DidCache, Position, Sealed};
-use crate::error::ReceiptError;
+use crate::error::Error;
 use crate::receipt::check_steward;
 
 /// Profile tag of an outcome record.
@@ -65,18 +65,18 @@ impl Outcome {
     }
 
     /// Reads the core.
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let mut f = Fields::new("jcp_outcome", v)?;
         let tag = f.text("jcp_outcome")?;
         if tag != OUTCOME_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
         let receipt = f.cid("receipt")?;
         let status = match f.text("status")? {
             "completed" => OutcomeStatus::Completed,
             "failed" => OutcomeStatus::Failed,
             other => {
-                return Err(ReceiptError::Invalid { field: "status", problem: format!("unknown status {other:?}") })
+                return Err(Error::Invalid { field: "status", problem: format!("unknown status {other:?}") })
             }
         };
         let steward = dids.parse(f.text("steward")?)?;
@@ -110,18 +110,18 @@ impl RevocationNotice {
 
     /// Reads the core (the revocation's authority is checked by the reader,
     /// against the grant it names).
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let mut f = Fields::new("jcp_revocation", v)?;
         let tag = f.text("jcp_revocation")?;
         if tag != REVOCATION_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
         let bytes = match f.req("revocation")? {
             Value::Bytes(b) => b,
             _ => return Err(f.error("revocation", "expected a byte string").into()),
         };
         let revocation = SignedRevocation::from_bytes(bytes)
-            .map_err(|e| ReceiptError::Invalid { field: "revocation", problem: e.to_string() })?;
+            .map_err(|e| Error::Invalid { field: "revocation", problem: e.to_string() })?;
         let marker = f.uint("marker")?;
         let steward = dids.parse(f.text("steward")?)?;
         f.finish()?;
@@ -131,16 +131,16 @@ impl RevocationNotice {
 
 /// Seals any signed-record core as JCR-1 (the receipt path is
 /// [`crate::receipt::ReceiptCore::seal`]).
-pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, ReceiptError> {
+pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
     cose::seal(core, position, steward)
 }
 
 /// [`crate::open::open_outcome`] through `coset` only (the reference path).
-pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), ReceiptError> {
+pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let o = Outcome::from_value(&core, dids)?;
     if o.steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch {
+        return Err(Error::StewardMismatch {
             core: o.steward.to_did_string(),
             kid: sealed.steward.to_did_string(),
         });
@@ -149,11 +149,11 @@ pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome,
 }
 
 /// Opens a revocation notice (signature unchecked).
-pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationNotice, Sealed), ReceiptError> {
+pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationNotice, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let r = RevocationNotice::from_value(&core, dids)?;
     if r.steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch {
+        return Err(Error::StewardMismatch {
             core: r.steward.to_did_string(),
             kid: sealed.steward.to_did_string(),
         });
@@ -162,7 +162,7 @@ pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationN
 }
 
 /// Verifies a sealed record's steward (C5) and signature.
-pub fn verify_sealed(sealed: &Sealed, expected: Option<&Did>) -> Result<(), ReceiptError> {
+pub fn verify_sealed(sealed: &Sealed, expected: Option<&Did>) -> Result<(), Error> {
     check_steward(&sealed.steward, expected)?;
     sealed.verify_signature()
 }
@@ -199,19 +199,19 @@ impl AmendmentNotice {
     }
 
     /// Reads the core (the amendment's authority is checked by the reader).
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let mut f = Fields::new("jcp_amendment", v)?;
         let tag = f.text("jcp_amendment")?;
         if tag != AMENDMENT_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
-        let bytes = |f: &mut Fields<'_>, field: &'static str| -> Result<Vec<u8>, ReceiptError> {
+        let bytes = |f: &mut Fields<'_>, field: &'static str| -> Result<Vec<u8>, Error> {
             match f.req(field)? {
                 Value::Bytes(b) => Ok(b.clone()),
                 _ => Err(f.error(field, "expected a byte string").into()),
             }
         };
-        let bad = |field: &'static str| move |e: jcp::Error| ReceiptError::Invalid { field, problem: e.to_string() };
+        let bad = |field: &'static str| move |e: jcp::Error| Error::Invalid { field, problem: e.to_string() };
         let steered = jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "steered")?).map_err(bad("steered"))?;
         let checkpoint = jcp::steering::SignedCheckpoint::from_bytes(&bytes(&mut f, "checkpoint")?).map_err(bad("checkpoint"))?;
         let amendment = jcp::steering::SignedAmendment::from_bytes(&bytes(&mut f, "amendment")?).map_err(bad("amendment"))?;
@@ -223,11 +223,11 @@ impl AmendmentNotice {
 }
 
 /// Opens an amendment notice (signature unchecked; see [`verify_sealed`]).
-pub fn open_amendment(bytes: &[u8], dids: &mut DidCache) -> Result<(AmendmentNotice, Sealed), ReceiptError> {
+pub fn open_amendment(bytes: &[u8], dids: &mut DidCache) -> Result<(AmendmentNotice, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let a = AmendmentNotice::from_value(&core, dids)?;
     if a.steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch { core: a.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+        return Err(Error::StewardMismatch { core: a.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((a, sealed))
 }
@@ -257,17 +257,17 @@ impl StatementNotice {
     }
 
     /// Reads the core (the statement's signature is checked on admission).
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let mut f = Fields::new("jcp_statement", v)?;
         let tag = f.text("jcp_statement")?;
         if tag != STATEMENT_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
         let Value::Bytes(bytes) = f.req("statement")? else {
             return Err(f.error("statement", "expected a byte string").into());
         };
         let statement = jcp::channel::SignedStatement::from_bytes(bytes)
-            .map_err(|e| ReceiptError::Invalid { field: "statement", problem: e.to_string() })?;
+            .map_err(|e| Error::Invalid { field: "statement", problem: e.to_string() })?;
         let steward = dids.parse(f.text("steward")?)?;
         f.finish()?;
         Ok(Self { statement, steward })
@@ -275,11 +275,11 @@ impl StatementNotice {
 }
 
 /// Opens a statement record (signature unchecked).
-pub fn open_statement(bytes: &[u8], dids: &mut DidCache) -> Result<(StatementNotice, Sealed), ReceiptError> {
+pub fn open_statement(bytes: &[u8], dids: &mut DidCache) -> Result<(StatementNotice, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let n = StatementNotice::from_value(&core, dids)?;
     if n.steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch { core: n.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+        return Err(Error::StewardMismatch { core: n.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((n, sealed))
 }
@@ -324,11 +324,11 @@ impl Settlement {
     }
 
     /// Reads the core.
-    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, ReceiptError> {
+    pub fn from_value(v: &Value, dids: &mut DidCache) -> Result<Self, Error> {
         let mut f = Fields::new("jcp_settlement", v)?;
         let tag = f.text("jcp_settlement")?;
         if tag != SETTLEMENT_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
         let reservation = match f.req("reservation")? {
             Value::Bytes(b) => b.clone(),
@@ -354,7 +354,7 @@ pub enum OutcomeRecord {
 /// zero-copy outcome reader must never be wider than; the reference audit,
 /// `jcp_audit::reference`, reads every outcome-kind record this way; the
 /// fast-first readers are in [`crate::open`]).
-pub fn open_outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), ReceiptError> {
+pub fn open_outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let (rec, steward) = if core.get("jcp_settlement").is_some() {
         let st = Settlement::from_value(&core, dids)?;
@@ -366,17 +366,17 @@ pub fn open_outcome_record_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(O
         (OutcomeRecord::Outcome(o), d)
     };
     if steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch { core: steward.to_did_string(), kid: sealed.steward.to_did_string() });
+        return Err(Error::StewardMismatch { core: steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((rec, sealed))
 }
 
 /// Opens a settlement record (signature unchecked; see [`verify_sealed`]).
-pub fn open_settlement(bytes: &[u8], dids: &mut DidCache) -> Result<(Settlement, Sealed), ReceiptError> {
+pub fn open_settlement(bytes: &[u8], dids: &mut DidCache) -> Result<(Settlement, Sealed), Error> {
     let (sealed, core) = cose::open(bytes, dids)?;
     let st = Settlement::from_value(&core, dids)?;
     if st.steward != sealed.steward {
-        return Err(ReceiptError::StewardMismatch { core: st.steward.to_did_string(), kid: sealed.steward.to_did_string() });
+        return Err(Error::StewardMismatch { core: st.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((st, sealed))
 }

@@ -14,7 +14,7 @@ use jcp::identity::{Did, Keypair};
 use jcp::revocation::SignedRevocation;
 
 use crate::cose::{DidCache, Position};
-use crate::error::{ReceiptError, StreamError};
+use crate::error::Error;
 use crate::receipt::{OpenedReceipt, ReceiptCore};
 use crate::record::{self, Outcome, OutcomeRecord, OutcomeStatus, RevocationNotice, Settlement};
 use crate::stream::{Fault, Item, RecordKind};
@@ -143,7 +143,7 @@ impl DurableGate {
     /// Opens the stream at `path` as its single writer (§4.11), replays it
     /// through `gate` (configured with trust roots and floors, no spend) and
     /// returns the enforcement point ready to decide, with what replay found.
-    pub fn open(path: &Path, steward: Keypair, gate: Gate) -> Result<(Self, ReplayReport), StreamError> {
+    pub fn open(path: &Path, steward: Keypair, gate: Gate) -> Result<(Self, ReplayReport), Error> {
         Self::open_with(path, steward, gate, Durability::SyncEachRecord)
     }
 
@@ -153,7 +153,7 @@ impl DurableGate {
         steward: Keypair,
         gate: Gate,
         durability: Durability,
-    ) -> Result<(Self, ReplayReport), StreamError> {
+    ) -> Result<(Self, ReplayReport), Error> {
         Self::open_with_records(path, steward, gate, durability, &mut |_, _, _| {})
     }
 
@@ -167,7 +167,7 @@ impl DurableGate {
         gate: Gate,
         durability: Durability,
         extra: &mut dyn FnMut(u64, RecordKind, &[u8]),
-    ) -> Result<(Self, ReplayReport), StreamError> {
+    ) -> Result<(Self, ReplayReport), Error> {
         let steward_did = steward.did();
         let mut st = Replay {
             gate,
@@ -254,10 +254,10 @@ impl DurableGate {
 
     /// States how current this point's revocation knowledge is (§4.3). The
     /// marker is monotonic: a smaller one is refused.
-    pub fn set_known_through(&mut self, marker: u64) -> Result<(), StreamError> {
+    pub fn set_known_through(&mut self, marker: u64) -> Result<(), Error> {
         if let Some(old) = self.known_through {
             if marker < old {
-                return Err(StreamError::MarkerRegressed { old, new: marker });
+                return Err(Error::MarkerRegressed { old, new: marker });
             }
         }
         self.known_through = Some(marker);
@@ -272,7 +272,7 @@ impl DurableGate {
 
     /// Records a grant in the stream so an auditor can read its budget,
     /// ceiling and parent (the grant is self-authenticating).
-    pub fn record_grant(&mut self, grant: &SignedGrant) -> Result<u64, StreamError> {
+    pub fn record_grant(&mut self, grant: &SignedGrant) -> Result<u64, Error> {
         let at = self.writer.append(RecordKind::Grant, &grant.to_bytes())?;
         self.grants.insert(grant.id(), grant.clone());
         Ok(at)
@@ -286,10 +286,10 @@ impl DurableGate {
         rev: &SignedRevocation,
         grant: &SignedGrant,
         marker: u64,
-    ) -> Result<u64, StreamError> {
+    ) -> Result<u64, Error> {
         // Authority first (nothing changes for a forged one), then the
         // record, then the gate: recorded before applied (§11).
-        rev.check_authority(grant).map_err(StreamError::Revocation)?;
+        rev.check_authority(grant).map_err(Error::Revocation)?;
         // Replay must be able to re-admit it: the grant goes in the stream too.
         if !self.grants.contains_key(&grant.id()) {
             self.record_grant(grant)?;
@@ -301,7 +301,7 @@ impl DurableGate {
         let notice = RevocationNotice { revocation: rev.clone(), marker, steward: self.steward_did };
         let pos = self.position();
         let appended = record::seal_core(&notice.to_value(), pos, &self.steward)
-            .map_err(StreamError::from)
+            .map_err(Error::from)
             .and_then(|bytes| self.writer.append(RecordKind::Revocation, &bytes));
         let at = match appended {
             Ok(at) => at,
@@ -311,7 +311,7 @@ impl DurableGate {
                 return Err(e);
             }
         };
-        self.gate.admit_revocation(rev, grant).map_err(StreamError::Revocation)?;
+        self.gate.admit_revocation(rev, grant).map_err(Error::Revocation)?;
         Ok(at)
     }
 
@@ -325,8 +325,8 @@ impl DurableGate {
         checkpoint: &jcp::steering::SignedCheckpoint,
         amendment: &jcp::steering::SignedAmendment,
         continuation: &SignedGrant,
-    ) -> Result<u64, StreamError> {
-        self.gate.check_amendment(steered, checkpoint, amendment, continuation).map_err(StreamError::AmendmentRefused)?;
+    ) -> Result<u64, Error> {
+        self.gate.check_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
         for g in [steered, continuation] {
             if !self.grants.contains_key(&g.id()) {
                 self.record_grant(g)?;
@@ -342,11 +342,11 @@ impl DurableGate {
         let pos = self.position();
         let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
         let at = self.writer.append(RecordKind::Amendment, &bytes)?;
-        self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(StreamError::AmendmentRefused)?;
+        self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
         Ok(at)
     }
 
-    fn record_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, StreamError> {
+    fn record_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, Error> {
         let notice = record::StatementNotice { statement: statement.clone(), steward: self.steward_did };
         let pos = self.position();
         let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
@@ -359,10 +359,10 @@ impl DurableGate {
     /// — from then on the peer's settled spend counts against the grant's
     /// budget here. Replay re-admits it. A refused statement is neither
     /// recorded nor applied.
-    pub fn admit_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, StreamError> {
-        self.gate.check_statement(statement).map_err(StreamError::StatementRefused)?;
+    pub fn admit_statement(&mut self, statement: &jcp::channel::SignedStatement) -> Result<u64, Error> {
+        self.gate.check_statement(statement).map_err(Error::StatementRefused)?;
         let at = self.record_statement(statement)?;
-        self.gate.admit_statement(statement).map_err(StreamError::StatementRefused)?;
+        self.gate.admit_statement(statement).map_err(Error::StatementRefused)?;
         Ok(at)
     }
 
@@ -376,21 +376,21 @@ impl DurableGate {
         &mut self,
         grant_id: &ContentId,
         point: &Keypair,
-    ) -> Result<(jcp::channel::SignedStatement, bool), StreamError> {
-        let next = self.gate.next_statement(grant_id).map_err(StreamError::StatementRefused)?;
+    ) -> Result<(jcp::channel::SignedStatement, bool), Error> {
+        let next = self.gate.next_statement(grant_id).map_err(Error::StatementRefused)?;
         let last = self.gate.channel(grant_id).and_then(|c| c.last_own().cloned());
         if let Some(last) = last.filter(|l| l.statement().spent_uj == next.spent_uj) {
             return Ok((last, false));
         }
-        let signed = next.sign(point).map_err(StreamError::StatementRefused)?;
+        let signed = next.sign(point).map_err(Error::StatementRefused)?;
         // Checked as it will be applied (its point is this channel's).
-        self.gate.check_own_statement(&signed).map_err(StreamError::StatementRefused)?;
+        self.gate.check_own_statement(&signed).map_err(Error::StatementRefused)?;
         self.record_statement(&signed)?;
-        self.gate.note_own_statement(&signed).map_err(StreamError::StatementRefused)?;
+        self.gate.note_own_statement(&signed).map_err(Error::StatementRefused)?;
         Ok((signed, true))
     }
 
-    fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, StreamError> {
+    fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, Error> {
         let core = ReceiptCore::from_decision(&decision, req, self.steward_did)?;
         let pos = self.position();
         let bytes = core.seal(pos, &self.steward)?;
@@ -438,7 +438,7 @@ impl DurableGate {
 
     /// Seals and records a refusal made before the gate decides (see
     /// [`DurableGate::refusal`]): the refused request is evidence too.
-    pub fn record_refusal(&mut self, req: &Request<'_>, reason: Reason, detail: impl Into<String>) -> Result<Recorded, StreamError> {
+    pub fn record_refusal(&mut self, req: &Request<'_>, reason: Reason, detail: impl Into<String>) -> Result<Recorded, Error> {
         let d = self.refusal(req, reason, detail);
         self.record_decision(d, req)
     }
@@ -446,7 +446,7 @@ impl DurableGate {
     /// Seals a refusal WITHOUT recording it: only for `unrecorded` (§11),
     /// when the record cannot be written. Returns the decision and the
     /// sealed bytes.
-    pub fn seal_unrecorded(&mut self, req: &Request<'_>, detail: impl Into<String>) -> Result<(Decision, Vec<u8>), StreamError> {
+    pub fn seal_unrecorded(&mut self, req: &Request<'_>, detail: impl Into<String>) -> Result<(Decision, Vec<u8>), Error> {
         let d = self.refusal(req, Reason::Unrecorded, detail);
         let core = ReceiptCore::from_decision(&d, req, self.steward_did)?;
         let pos = self.position();
@@ -457,7 +457,7 @@ impl DurableGate {
     /// Decides (§7), seals the receipt (allow and deny alike, §8) and makes
     /// it durable. On allow the caller runs the action only after this
     /// returns, then calls [`DurableGate::complete`].
-    pub fn decide(&mut self, req: &Request<'_>) -> Result<Recorded, StreamError> {
+    pub fn decide(&mut self, req: &Request<'_>) -> Result<Recorded, Error> {
         let d = self.gate.decide(req);
         self.record_decision(d, req)
     }
@@ -474,7 +474,7 @@ impl DurableGate {
     /// holder, and its held debit stays debited (fail closed). If the
     /// reservation cannot be recorded nothing is held and the error is
     /// returned: the action must not run.
-    pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Reserved, Recorded>, StreamError> {
+    pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Reserved, Recorded>, Error> {
         let auth = match self.gate.authorize(req) {
             Ok(a) => a,
             Err(d) => return self.record_decision(d, req).map(Err),
@@ -519,10 +519,10 @@ impl DurableGate {
     /// it back), so replay and audit re-derive every stated figure. If the
     /// point stops between the two records, both debits stay: the
     /// reservation remains unresolved (fail closed, never lower).
-    pub fn charge(&mut self, reserved: Reserved, req: &Request<'_>) -> Result<Recorded, StreamError> {
+    pub fn charge(&mut self, reserved: Reserved, req: &Request<'_>) -> Result<Recorded, Error> {
         let Reserved { auth, reservation } = reserved;
         let Some(h) = self.held.remove(&reservation.receipt) else {
-            return Err(StreamError::OutcomeUnknown(format!(
+            return Err(Error::OutcomeUnknown(format!(
                 "no held reservation {} (never recorded here, already settled, or resolved by an outcome)",
                 reservation.receipt
             )));
@@ -534,7 +534,7 @@ impl DurableGate {
             Ok(d) => d,
             Err(e) => {
                 self.held.insert(reservation.receipt, h);
-                return Err(StreamError::Receipt(ReceiptError::Invalid { field: "chain_ids", problem: e.to_string() }));
+                return Err(Error::Invalid { field: "chain_ids", problem: e.to_string() });
             }
         };
         if let Some(leaf) = d.chain_ids.last() {
@@ -552,9 +552,9 @@ impl DurableGate {
     }
 
     /// Records the outcome of an allowed action (durably).
-    pub fn complete(&mut self, receipt: &ContentId, status: OutcomeStatus) -> Result<u64, StreamError> {
+    pub fn complete(&mut self, receipt: &ContentId, status: OutcomeStatus) -> Result<u64, Error> {
         if !self.pending.contains_key(receipt) {
-            return Err(StreamError::OutcomeUnknown(format!(
+            return Err(Error::OutcomeUnknown(format!(
                 "no pending decision {receipt} (never recorded here, or already settled)"
             )));
         }
@@ -574,7 +574,7 @@ impl DurableGate {
         &mut self,
         req: &Request<'_>,
         action: impl FnOnce() -> Result<T, E>,
-    ) -> Result<RunResult<T, E>, StreamError> {
+    ) -> Result<RunResult<T, E>, Error> {
         let rec = self.decide(req)?;
         if !rec.decision.is_allow() {
             return Ok(RunResult::Denied(rec));
@@ -588,20 +588,20 @@ impl DurableGate {
     /// Under [`Durability::GroupCommit`]: makes every record appended so far
     /// durable with one sync. Nothing decided since the last commit may be
     /// acted on or answered before this returns `Ok`.
-    pub fn commit(&mut self) -> Result<(), StreamError> {
+    pub fn commit(&mut self) -> Result<(), Error> {
         self.writer.commit()
     }
 
     /// Appends a record of a layer above (a wire request, a closing
     /// record) to the stream; durable at the next commit (or at once under
     /// [`Durability::SyncEachRecord`]). Returns its offset.
-    pub fn append_record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, StreamError> {
+    pub fn append_record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, Error> {
         match kind {
             RecordKind::Request | RecordKind::Closing => self.writer.append(kind, payload),
-            other => Err(StreamError::Receipt(ReceiptError::Invalid {
+            other => Err(Error::Invalid {
                 field: "kind",
                 problem: format!("{other:?} records are written by the gate itself"),
-            })),
+            }),
         }
     }
 
@@ -609,7 +609,7 @@ impl DurableGate {
     /// position and appends it as a closing record (§6.1 item 4). Returns
     /// the record's id (blake3 of its sealed bytes) and offset; durable at
     /// the next commit.
-    pub fn record_closing(&mut self, core: &jcp::cbor::Value) -> Result<(ContentId, u64), StreamError> {
+    pub fn record_closing(&mut self, core: &jcp::cbor::Value) -> Result<(ContentId, u64), Error> {
         let pos = self.position();
         let bytes = record::seal_core(core, pos, &self.steward)?;
         let at = self.writer.append(RecordKind::Closing, &bytes)?;
@@ -623,7 +623,7 @@ impl DurableGate {
     }
 
     /// Syncs and releases the stream (the lock goes with it).
-    pub fn close(self) -> Result<(), StreamError> {
+    pub fn close(self) -> Result<(), Error> {
         self.writer.close()
     }
 }

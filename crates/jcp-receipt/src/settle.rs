@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp::identity::{Did, Keypair};
 
-use crate::error::ReceiptError;
+use crate::error::Error;
 use crate::record::OutcomeStatus;
 
 /// The note's profile tag.
@@ -62,22 +62,22 @@ impl SettlementNote {
         ])
     }
 
-    fn from_value(v: &Value) -> Result<Self, ReceiptError> {
+    fn from_value(v: &Value) -> Result<Self, Error> {
         let mut f = Fields::new("SettlementNote", v)?;
         let tag = f.text("jcp_settlement_note")?;
         if tag != SETTLEMENT_NOTE_PROFILE {
-            return Err(ReceiptError::UnknownProfile(tag.to_owned()));
+            return Err(Error::UnknownProfile(tag.to_owned()));
         }
         let receipt = f.cid("receipt")?;
         let holder = Did::parse(f.text("holder")?)?;
         let status = match f.text("status")? {
             "completed" => OutcomeStatus::Completed,
             "failed" => OutcomeStatus::Failed,
-            other => return Err(ReceiptError::Invalid { field: "status", problem: format!("{other:?} is neither completed nor failed") }),
+            other => return Err(Error::Invalid { field: "status", problem: format!("{other:?} is neither completed nor failed") }),
         };
         let text = f.text("text")?.to_owned();
         if text.len() > MAX_NOTE_TEXT {
-            return Err(ReceiptError::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", text.len()) });
+            return Err(Error::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", text.len()) });
         }
         let settled_by = Did::parse(f.text("settled_by")?)?;
         let at = f.uint("at")?;
@@ -86,15 +86,15 @@ impl SettlementNote {
     }
 
     /// Signs the note with the operator's key (`settled_by` must be its did).
-    pub fn sign(self, key: &Keypair) -> Result<SignedSettlementNote, ReceiptError> {
+    pub fn sign(self, key: &Keypair) -> Result<SignedSettlementNote, Error> {
         if key.did() != self.settled_by {
-            return Err(ReceiptError::Invalid {
+            return Err(Error::Invalid {
                 field: "settled_by",
                 problem: format!("{} is not the signing key {}", self.settled_by, key.did()),
             });
         }
         if self.text.len() > MAX_NOTE_TEXT {
-            return Err(ReceiptError::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", self.text.len()) });
+            return Err(Error::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", self.text.len()) });
         }
         let bytes = self.to_value().encode();
         let signature = key.sign(&bytes);
@@ -128,7 +128,7 @@ impl SignedSettlementNote {
     }
 
     /// Reads strict canonical bytes and verifies the signature under `settled_by`.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ReceiptError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let v = cbor::decode_strict(bytes)?;
         let mut f = Fields::new("SignedSettlementNote", &v)?;
         let nv = f.req("note")?;
@@ -137,7 +137,7 @@ impl SignedSettlementNote {
         let note = SettlementNote::from_value(nv)?;
         let bytes = nv.encode();
         if !note.settled_by.verify(&bytes, &signature) {
-            return Err(ReceiptError::BadSignature(note.settled_by.to_string()));
+            return Err(Error::BadSignature(note.settled_by.to_string()));
         }
         Ok(Self { note, bytes, signature })
     }
@@ -163,7 +163,7 @@ pub fn write_note(stream: &Path, note: &SignedSettlementNote) -> Result<PathBuf,
 }
 
 /// Every note beside a stream: the verified ones, and each refused file with why.
-pub fn read_notes(stream: &Path) -> (Vec<SignedSettlementNote>, Vec<(PathBuf, ReceiptError)>) {
+pub fn read_notes(stream: &Path) -> (Vec<SignedSettlementNote>, Vec<(PathBuf, Error)>) {
     let (mut ok, mut refused) = (Vec::new(), Vec::new());
     let Ok(entries) = std::fs::read_dir(notes_dir(stream)) else { return (ok, refused) };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
@@ -174,7 +174,7 @@ pub fn read_notes(stream: &Path) -> (Vec<SignedSettlementNote>, Vec<(PathBuf, Re
                 Ok(n) => ok.push(n),
                 Err(e) => refused.push((p, e)),
             },
-            Err(e) => refused.push((p, ReceiptError::Invalid { field: "file", problem: e.to_string() })),
+            Err(e) => refused.push((p, Error::Invalid { field: "file", problem: e.to_string() })),
         }
     }
     (ok, refused)

@@ -19,6 +19,8 @@
 
 use std::io::Read;
 
+use crate::error::Error;
+
 /// The 8-byte stream header.
 pub const HEADER: &[u8; 8] = b"JCPSTRM\x01";
 /// The 4-byte record magic.
@@ -209,9 +211,9 @@ impl Batch {
 }
 
 /// Frames a payload.
-pub fn frame(kind: RecordKind, payload: &[u8]) -> Result<Vec<u8>, crate::error::StreamError> {
+pub fn frame(kind: RecordKind, payload: &[u8]) -> Result<Vec<u8>, crate::error::Error> {
     if payload.len() > MAX_RECORD_LEN {
-        return Err(crate::error::StreamError::Oversized { len: payload.len(), max: MAX_RECORD_LEN });
+        return Err(crate::error::Error::Oversized { len: payload.len(), max: MAX_RECORD_LEN });
     }
     let len = u32::try_from(payload.len()).unwrap_or(u32::MAX).to_be_bytes();
     let mut out = Vec::with_capacity(payload.len() + FRAME_OVERHEAD);
@@ -247,26 +249,18 @@ pub struct Reader<R> {
     io_error: Option<std::io::Error>,
 }
 
-/// Why a stream cannot be read at all.
-#[derive(Debug, thiserror::Error)]
-pub enum HeaderError {
-    /// I/O while reading the header.
-    #[error("io: {0}")]
-    Io(#[from] std::io::Error),
-    /// The file does not start with [`HEADER`].
-    #[error("not-a-stream: the file does not start with the JCP stream header")]
-    NotAStream,
-}
-
 const CHUNK: usize = 256 * 1024;
 
 impl<R: Read> Reader<R> {
-    /// Reads and checks the header; the reader then yields records.
-    pub fn new(src: R) -> Result<Self, HeaderError> {
+    /// Reads and checks the header; the reader then yields records. Why a
+    /// stream cannot be read at all is [`Error::NotAStream`] or
+    /// [`Error::Io`], with an empty path: the reader does not know it, the
+    /// caller names it ([`Error::at_path`]).
+    pub fn new(src: R) -> Result<Self, Error> {
         let mut r = Self { src, buf: Vec::with_capacity(CHUNK * 2), start: 0, keep: 0, offset: 0, eof: false, done: false, io_error: None };
-        r.fill(HEADER.len())?;
+        r.fill(HEADER.len()).map_err(|e| Error::io(std::path::Path::new(""), e))?;
         if r.avail() < HEADER.len() || &r.buf[..HEADER.len()] != HEADER {
-            return Err(HeaderError::NotAStream);
+            return Err(Error::NotAStream { path: String::new() });
         }
         r.consume(HEADER.len());
         Ok(r)

@@ -3,8 +3,8 @@
 //! Opening for writing takes an **exclusive OS lock** on the file
 //! (`File::try_lock`, an `flock`/`LockFileEx` claim the operating system
 //! releases when the process dies, so a crash leaves nothing to clean up).
-//! A second writer fails to start with [`StreamError::Locked`]; a platform
-//! without locking fails to open ([`StreamError::LockUnsupported`]) rather
+//! A second writer fails to start with [`Error::Locked`]; a platform
+//! without locking fails to open ([`Error::LockUnsupported`]) rather
 //! than proceed. On open the existing records are scanned: a torn final
 //! record is reported and **cut** (the file is truncated to the last whole
 //! record) before anything is appended.
@@ -13,8 +13,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::StreamError;
-use crate::stream::{self, Fault, FaultCode, HeaderError, Item, Reader, RecordKind, HEADER};
+use crate::error::Error;
+use crate::stream::{self, Fault, FaultCode, Item, Reader, RecordKind, HEADER};
 
 /// How appends reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,17 +65,17 @@ impl StreamWriter {
         path: &Path,
         durability: Durability,
         mut visit: impl FnMut(&Item),
-    ) -> Result<(Self, Option<TornCut>), StreamError> {
-        let io = |e| StreamError::io(path, e);
+    ) -> Result<(Self, Option<TornCut>), Error> {
+        let io = |e| Error::io(path, e);
         let existed = path.exists();
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(StreamError::Locked { path: path.display().to_string() });
+                return Err(Error::Locked { path: path.display().to_string() });
             }
             Err(std::fs::TryLockError::Error(e)) => {
-                return Err(StreamError::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
+                return Err(Error::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
             }
         }
         let mut w = Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0, fail_after: None };
@@ -86,7 +86,7 @@ impl StreamWriter {
             let mut head = vec![0u8; usize::try_from(size).unwrap_or(0)];
             std::io::Read::read_exact(&mut w.file, &mut head).map_err(io)?;
             if !HEADER.starts_with(&head) {
-                return Err(StreamError::NotAStream { path: path.display().to_string() });
+                return Err(Error::NotAStream { path: path.display().to_string() });
             }
             w.file.set_len(0).map_err(io)?;
             w.file.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -102,13 +102,7 @@ impl StreamWriter {
         let mut torn = None;
         {
             let reader_file = w.file.try_clone().map_err(io)?;
-            let mut reader = match Reader::new(std::io::BufReader::new(reader_file)) {
-                Ok(r) => r,
-                Err(HeaderError::NotAStream) => {
-                    return Err(StreamError::NotAStream { path: path.display().to_string() })
-                }
-                Err(HeaderError::Io(e)) => return Err(io(e)),
-            };
+            let mut reader = Reader::new(std::io::BufReader::new(reader_file)).map_err(|e| e.at_path(path))?;
             for item in reader.by_ref() {
                 if let Item::Fault(Fault { code: FaultCode::TornTail, offset, len }) = item {
                     torn = Some(TornCut { offset, len });
@@ -134,19 +128,19 @@ impl StreamWriter {
 
     /// Appends one record and, under [`Durability::SyncEachRecord`], makes
     /// it durable before returning. Returns the record's offset.
-    pub fn append(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, StreamError> {
+    pub fn append(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, Error> {
         match self.fail_after {
             Some(0) => {
                 self.fail_after = None;
                 let e = std::io::Error::other("injected append failure (a test's fault injection)");
-                return Err(StreamError::io(&self.path, e));
+                return Err(Error::io(&self.path, e));
             }
             Some(n) => self.fail_after = Some(n - 1),
             None => {}
         }
         let framed = stream::frame(kind, payload)?;
         let at = self.len;
-        let io = |e| StreamError::io(&self.path, e);
+        let io = |e| Error::io(&self.path, e);
         self.file.write_all(&framed).map_err(io)?;
         self.len += framed.len() as u64;
         if self.durability == Durability::SyncEachRecord {
@@ -160,11 +154,11 @@ impl StreamWriter {
     /// Makes every record appended so far durable (one `fdatasync`); a
     /// no-op when nothing was appended since the last one. Under
     /// [`Durability::SyncEachRecord`] every append already did this.
-    pub fn commit(&mut self) -> Result<(), StreamError> {
+    pub fn commit(&mut self) -> Result<(), Error> {
         if self.committed_len == self.len {
             return Ok(());
         }
-        self.file.sync_data().map_err(|e| StreamError::io(&self.path, e))?;
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         self.syncs += 1;
         self.committed_len = self.len;
         Ok(())
@@ -211,8 +205,8 @@ impl StreamWriter {
     }
 
     /// Syncs everything and releases the lock.
-    pub fn close(self) -> Result<(), StreamError> {
-        self.file.sync_all().map_err(|e| StreamError::io(&self.path, e))?;
+    pub fn close(self) -> Result<(), Error> {
+        self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
         // The lock is released when the file is dropped (and by the OS if
         // the process dies first).
         Ok(())

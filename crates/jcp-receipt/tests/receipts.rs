@@ -12,7 +12,7 @@ use jcp::grant::{Caveat, Funds};
 use jcp::identity::Did;
 use jcp_receipt::cose::{self, DidCache, Position};
 use jcp_receipt::receipt::{verify_receipt, OpenedReceipt, Profile, ReceiptCore};
-use jcp_receipt::ReceiptError;
+use jcp_receipt::Error;
 
 fn seal_decision(fx: &Fx, gate: &mut Gate, chain: &[jcp::grant::SignedGrant], caller: &Did, action: &str, c: &jcp::decision::Cost) -> (ReceiptCore, Vec<u8>) {
     let leaf = chain.last().unwrap();
@@ -119,7 +119,7 @@ fn c5_wrong_steward_fails() {
     let other = kp(99).did();
     let err = verify_receipt(&b, Some(&other)).unwrap_err();
     assert_eq!(err.code(), "wrong-steward");
-    assert!(matches!(err, ReceiptError::WrongSteward { .. }));
+    assert!(matches!(err, Error::WrongSteward { .. }));
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn s8_unknown_profile_tag_is_refused() {
         }
     }
     let err = verify_receipt(&reseal_raw(&v, &fx.steward), None).unwrap_err();
-    assert_eq!(err, ReceiptError::UnknownProfile("jcp/3".into()));
+    assert_eq!(err, Error::UnknownProfile("jcp/3".into()));
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn s8_jcp1_is_never_minted() {
     let (mut core, _) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &cost(10));
     core.profile = Profile::Jcp1;
     core.payload_hash = None;
-    assert_eq!(core.seal(Position::default(), &fx.steward).unwrap_err(), ReceiptError::LegacyMintRefused);
+    assert_eq!(core.seal(Position::default(), &fx.steward).unwrap_err(), Error::LegacyMintRefused);
     assert_eq!(core.to_value().unwrap_err().code(), "legacy-mint-refused");
 }
 

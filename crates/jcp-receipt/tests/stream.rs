@@ -17,7 +17,7 @@ use jcp_receipt::record::OutcomeStatus;
 use jcp_receipt::runtime::{DurableGate, RunResult};
 use jcp_receipt::stream::{self, FaultCode, Item, Reader, RecordKind, HEADER, MAGIC};
 use jcp_receipt::writer::{Durability, StreamWriter};
-use jcp_receipt::StreamError;
+use jcp_receipt::Error;
 
 fn items(path: &Path) -> Vec<Item> {
     Reader::new(std::fs::File::open(path).unwrap()).unwrap().collect()
@@ -222,7 +222,7 @@ fn s8_1_oversized_record_is_refused_and_reading_continues() {
     });
     assert_eq!(faults(&p), vec![(FaultCode::Oversized, off)]);
     assert_eq!(records(&p).len(), recs.len());
-    assert!(matches!(stream::frame(RecordKind::Receipt, &vec![0; stream::MAX_RECORD_LEN + 1]), Err(StreamError::Oversized { .. })));
+    assert!(matches!(stream::frame(RecordKind::Receipt, &vec![0; stream::MAX_RECORD_LEN + 1]), Err(Error::Oversized { .. })));
 }
 
 #[test]
@@ -431,7 +431,7 @@ fn s4_3_revocation_is_replayed_and_known_through_is_monotonic() {
     {
         let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
         dg.set_known_through(3).unwrap();
-        assert!(matches!(dg.set_known_through(2), Err(StreamError::MarkerRegressed { old: 3, new: 2 })));
+        assert!(matches!(dg.set_known_through(2), Err(Error::MarkerRegressed { old: 3, new: 2 })));
         let rev = Revocation::issue(&fx.lead_g, &fx.holder, Some([1; 16])).unwrap();
         dg.admit_revocation(&rev, &fx.lead_g, 7).unwrap();
         // A forged revocation (not the issuer) is refused and not recorded.

@@ -614,7 +614,7 @@ impl Core {
         handle: &str,
         cost: &Cost,
         now: u64,
-    ) -> Result<(jcp_receipt::runtime::Recorded, Option<(String, Box<Binding>)>), jcp_receipt::StreamError> {
+    ) -> Result<(jcp_receipt::runtime::Recorded, Option<(String, Box<Binding>)>), jcp_receipt::Error> {
         let base = Request { frame: &req.frame, chain: &req.chain, caller: &req.caller, cost, now, flow: req.label.as_ref() };
         let Some(b) = self.handles.get(handle).cloned() else {
             let rec = self.gate.record_refusal(

@@ -2,8 +2,6 @@
 //! sealed and answered. These are refusals to read a message (the
 //! connection is closed) and failures of the transport or the record.
 
-use jcp_receipt::StreamError;
-
 /// Errors of the wire binding; each has a stable [`WireError::code`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -25,7 +23,7 @@ pub enum WireError {
     Timeout { secs: u64 },
     /// The record (the receipt stream) could not be opened or written.
     #[error(transparent)]
-    Stream(#[from] StreamError),
+    Stream(#[from] jcp_receipt::Error),
     /// A socket error.
     #[error("io: {context}: {source}")]
     Io { context: String, source: std::io::Error },

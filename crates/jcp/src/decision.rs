@@ -550,7 +550,7 @@ impl Gate {
     pub fn charge(&mut self, auth: Authorization, req: &Request<'_>) -> Result<Decision, Error> {
         let ids: Vec<ContentId> = req.chain.iter().map(SignedGrant::id).collect();
         if ids != auth.chain_ids {
-            return Err(Error::Invalid("charge presented a different chain than was authorized".into()));
+            return Err(Error::ChargeChainMismatch);
         }
         let (checked, _) = self.evaluate_inner(req, Phase::Whole);
         let breach = checked.reason();

@@ -38,13 +38,13 @@ pub enum Amplification {
 #[non_exhaustive]
 pub enum Error {
     /// Bytes that are not canonical det-CBOR (§3).
-    #[error(transparent)]
+    #[error("{code}: {0}", code = .0.code())]
     Decode(#[from] DecodeError),
     /// Canonical CBOR that is not the object it was read as.
-    #[error(transparent)]
+    #[error("{code}: {0}", code = .0.code())]
     Schema(#[from] SchemaError),
     /// A `did:key` refused (§2).
-    #[error(transparent)]
+    #[error("{code}: {0}", code = .0.code())]
     Identity(#[from] IdentityError),
     /// A signature that does not verify under its signer's key.
     #[error("bad-signature: {object} signature does not verify under {signer}")]
@@ -96,10 +96,18 @@ pub enum Error {
     /// §4.5 channels: a statement for a grant this point runs no channel on.
     #[error("channel-unknown: this point runs no budget channel on grant {grant_id}")]
     ChannelUnknown { grant_id: String },
-    /// A value outside what the object allows (e.g. duplicate actions).
-    #[error("invalid: {0}")]
-    Invalid(String),
-
+    /// §4: a list whose entries must be distinct (`capability.actions`)
+    /// names one twice.
+    #[error("duplicate-entry: {entry:?} appears twice in {field}")]
+    DuplicateEntry { field: &'static str, entry: String },
+    /// A signed object (a grant, a checkpoint) names a signer other than
+    /// the key asked to sign it: nothing is signed.
+    #[error("signer-mismatch: the {object} names {named} but the signing key is {key}")]
+    SignerMismatch { object: &'static str, named: String, key: String },
+    /// §4.9 phase two: the charge presents another chain than the one
+    /// authorised in phase one.
+    #[error("charge-chain-mismatch: the charge presented a different chain than was authorized")]
+    ChargeChainMismatch,
     // ---- text forms of protocol objects (people's input: flags, forms, key files) ----
     /// A caveat's text form (`Name=argument`, [`crate::grant::Caveat`]'s `FromStr`) is malformed.
     #[error("invalid-caveat: {text:?}: {problem}")]
@@ -227,7 +235,9 @@ impl Error {
             Self::StatementDuplicate { .. } => "statement-duplicate",
             Self::OverdraftUnproven { .. } => "overdraft-unproven",
             Self::ChannelUnknown { .. } => "channel-unknown",
-            Self::Invalid(_) => "invalid",
+            Self::DuplicateEntry { .. } => "duplicate-entry",
+            Self::SignerMismatch { .. } => "signer-mismatch",
+            Self::ChargeChainMismatch => "charge-chain-mismatch",
             Self::InvalidCaveat { .. } => "invalid-caveat",
             Self::InvalidLabel { .. } => "invalid-label",
             Self::InvalidFunds { .. } => "invalid-funds",
@@ -269,12 +279,14 @@ impl Error {
             Self::Decode(_)
             | Self::Schema(_)
             | Self::Identity(_)
-            | Self::Invalid(_)
+            | Self::DuplicateEntry { .. }
             | Self::InvalidCaveat { .. }
             | Self::InvalidLabel { .. }
             | Self::InvalidFunds { .. }
             | Self::InvalidContentId { .. }
             | Self::KeyFileInvalid { .. } => false,
+            // A caller's misuse, not a protocol refusal of a read object.
+            Self::SignerMismatch { .. } | Self::ChargeChainMismatch => false,
             Self::BadSignature { .. }
             | Self::AttenuationViolation(_)
             | Self::NotHolder { .. }
@@ -312,6 +324,128 @@ impl Error {
             // An event of a key log that does not decode is unreadable; one that is refused is a refusal.
             Self::KeyLogEvent { source, .. } => source.is_refusal(),
             Self::Steering(e) => e.is_refusal(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of every variant; the match below fails to compile when a
+    /// variant is added and not listed here.
+    fn every_variant() -> Vec<Error> {
+        let s = || "x".to_owned();
+        let id = ContentId([7; 32]);
+        let v = vec![
+            Error::Decode(DecodeError::NonShortest { offset: 1 }),
+            Error::Schema(SchemaError::Invalid { object: "Grant", field: "f", problem: s() }),
+            Error::Identity(IdentityError::InvalidPoint),
+            Error::BadSignature { object: "Grant", signer: s() },
+            Error::AttenuationViolation(Amplification::Resource),
+            Error::NotHolder { holder: s(), by: s() },
+            Error::DelegationForbidden,
+            Error::ShardOverflow { sum: 2, parent: 1 },
+            Error::RevocationUnauthorized(s()),
+            Error::ChainBroken(s()),
+            Error::StatementSigner { point: s(), signer: s() },
+            Error::StatementWrongGrant { expected: s(), got: s() },
+            Error::StatementNotMember { point: s() },
+            Error::StatementStale { point: s(), last_seq: 2, seq: 1 },
+            Error::StatementRegressing { point: s(), last_uj: 2, spent_uj: 1 },
+            Error::StatementFromSelf { point: s() },
+            Error::StatementDuplicate { point: s() },
+            Error::OverdraftUnproven { total_uj: 1, budget_uj: 2 },
+            Error::ChannelUnknown { grant_id: s() },
+            Error::DuplicateEntry { field: "capability.actions", entry: s() },
+            Error::SignerMismatch { object: "grant", named: s(), key: s() },
+            Error::ChargeChainMismatch,
+            Error::Steering(crate::steering::SteeringError::SelfAmend { amender: s() }),
+            Error::RotationEmptyLog,
+            Error::RotationSequenceGap { index: 1, expected: 1, got: 2 },
+            Error::RotationParentMismatch { seq: 1, expected: s(), got: s() },
+            Error::RotationHashMismatch { seq: 1, current: s(), expected: id },
+            Error::RotationWrongIdentity { seq: 1, what: "identity", expected: s(), got: s() },
+            Error::RotationSupersededKey { identity: s(), signer: s(), superseded_at: 1, current: s() },
+            Error::RotationForked { identity: s(), seq: 1 },
+            Error::KeyLogEvent { index: 0, source: Box::new(Error::RotationEmptyLog) },
+            Error::StandingNotIssuer { signer: s(), issuer: s() },
+            Error::StandingNotHeldByIssuer { issuer: s(), subject: s() },
+            Error::StandingPolicyAmplifies(s()),
+            Error::StandingPolicyUnbound { policy_grant: id, grant: id },
+            Error::StandingLedgerMismatch { field: "grant", ledger: id, presented: id },
+            Error::StandingWrongEventClass { expected: id, got: id },
+            Error::StandingFiringsExhausted { firings: 1, max: 1 },
+            Error::StandingSliceExceedsPolicy { slice: 2, per_firing: 1 },
+            Error::StandingBudgetExhausted { spent: 1, slice: 1, budget: 1 },
+            Error::StandingGrantExpired { expiry: 1, now: 2 },
+            Error::InvalidCaveat { text: s(), problem: s() },
+            Error::InvalidLabel { text: s(), problem: s() },
+            Error::InvalidFunds { text: s(), problem: s() },
+            Error::InvalidContentId { what: "grant", text: s() },
+            Error::KeyFileInvalid { problem: s() },
+        ];
+        for e in &v {
+            match e {
+                Error::Decode(_)
+                | Error::Schema(_)
+                | Error::Identity(_)
+                | Error::BadSignature { .. }
+                | Error::AttenuationViolation(_)
+                | Error::NotHolder { .. }
+                | Error::DelegationForbidden
+                | Error::ShardOverflow { .. }
+                | Error::RevocationUnauthorized(_)
+                | Error::ChainBroken(_)
+                | Error::StatementSigner { .. }
+                | Error::StatementWrongGrant { .. }
+                | Error::StatementNotMember { .. }
+                | Error::StatementStale { .. }
+                | Error::StatementRegressing { .. }
+                | Error::StatementFromSelf { .. }
+                | Error::StatementDuplicate { .. }
+                | Error::OverdraftUnproven { .. }
+                | Error::ChannelUnknown { .. }
+                | Error::DuplicateEntry { .. }
+                | Error::SignerMismatch { .. }
+                | Error::ChargeChainMismatch
+                | Error::Steering(_)
+                | Error::RotationEmptyLog
+                | Error::RotationSequenceGap { .. }
+                | Error::RotationParentMismatch { .. }
+                | Error::RotationHashMismatch { .. }
+                | Error::RotationWrongIdentity { .. }
+                | Error::RotationSupersededKey { .. }
+                | Error::RotationForked { .. }
+                | Error::KeyLogEvent { .. }
+                | Error::StandingNotIssuer { .. }
+                | Error::StandingNotHeldByIssuer { .. }
+                | Error::StandingPolicyAmplifies(_)
+                | Error::StandingPolicyUnbound { .. }
+                | Error::StandingLedgerMismatch { .. }
+                | Error::StandingWrongEventClass { .. }
+                | Error::StandingFiringsExhausted { .. }
+                | Error::StandingSliceExceedsPolicy { .. }
+                | Error::StandingBudgetExhausted { .. }
+                | Error::StandingGrantExpired { .. }
+                | Error::InvalidCaveat { .. }
+                | Error::InvalidLabel { .. }
+                | Error::InvalidFunds { .. }
+                | Error::InvalidContentId { .. }
+                | Error::KeyFileInvalid { .. } => {}
+            }
+        }
+        v
+    }
+
+    /// §9: every refusal names its reason code first — `Display` starts
+    /// with `code()` and a colon, for every variant.
+    #[test]
+    fn s9_error_display_starts_with_its_code() {
+        for e in every_variant() {
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());
+            assert!(e.code().bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{} is not kebab-case", e.code());
         }
     }
 }

@@ -339,11 +339,7 @@ impl Grant {
     /// Signs the grant with the issuer's key.
     pub fn sign(self, issuer: &Keypair) -> Result<SignedGrant, Error> {
         if issuer.did() != self.issuer {
-            return Err(Error::Invalid(format!(
-                "grant issuer {} is not the signing key {}",
-                self.issuer,
-                issuer.did()
-            )));
+            return Err(Error::SignerMismatch { object: "grant", named: self.issuer.to_string(), key: issuer.did().to_string() });
         }
         let bytes = self.canonical_bytes();
         let signature = issuer.sign(&bytes);
@@ -366,11 +362,11 @@ impl Grant {
     }
 }
 
-fn check_unique(items: &[String], what: &str) -> Result<(), Error> {
+fn check_unique(items: &[String], what: &'static str) -> Result<(), Error> {
     let mut seen = std::collections::HashSet::new();
     for i in items {
         if !seen.insert(i.as_str()) {
-            return Err(Error::Invalid(format!("duplicate entry {i:?} in {what}")));
+            return Err(Error::DuplicateEntry { field: what, entry: i.clone() });
         }
     }
     Ok(())

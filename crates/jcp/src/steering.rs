@@ -241,11 +241,7 @@ impl Checkpoint {
     /// [`verify_checkpoint`] and [`Run::checkpoint`].
     pub fn sign(self, agent: &Keypair) -> Result<SignedCheckpoint, Error> {
         if agent.did() != self.agent {
-            return Err(Error::Invalid(format!(
-                "checkpoint names agent {} but the signing key is {}",
-                self.agent,
-                agent.did()
-            )));
+            return Err(Error::SignerMismatch { object: "checkpoint", named: self.agent.to_string(), key: agent.did().to_string() });
         }
         let bytes = self.to_value().encode();
         let signature = agent.sign(&bytes);
@@ -473,9 +469,34 @@ pub enum Remainder {
     /// under the continuation is bounded only from above; `refused` on a
     /// checkpoint the verifier refused (its claims are not judged).
     Unknown {
-        /// Why it is unknown: `not_stated`, `base_unknown` or `refused`.
-        reason: &'static str,
+        /// Why it is unknown.
+        reason: UnknownReason,
     },
+}
+
+/// Why a checkpoint's remainder is unknown (§4.7); serialised as its
+/// `snake_case` word ([`UnknownReason::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownReason {
+    /// §4.7: the checkpoint states no spend.
+    NotStated,
+    /// §4.7: the checkpoint the active continuation began at stated no
+    /// spend, so the spend under it is bounded only from above.
+    BaseUnknown,
+    /// §4.7: the verifier refused the checkpoint; its claims are not judged.
+    Refused,
+}
+
+impl UnknownReason {
+    /// The wire word (`not_stated`, `base_unknown`, `refused`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotStated => "not_stated",
+            Self::BaseUnknown => "base_unknown",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 /// The ceiling an amendment at a checkpoint may set, and what is left
@@ -486,12 +507,12 @@ pub enum Remainder {
 /// where all of `spent` is counted against it — the fail-closed bound).
 pub fn amend_ceiling(budget_uj: u64, base: Option<u64>, spent: Option<u64>) -> (u64, Remainder) {
     match (spent, base) {
-        (None, _) => (budget_uj, Remainder::Unknown { reason: "not_stated" }),
+        (None, _) => (budget_uj, Remainder::Unknown { reason: UnknownReason::NotStated }),
         (Some(s), Some(b)) => {
             let r = budget_uj.saturating_sub(s.saturating_sub(b));
             (r, Remainder::Known { uj: r })
         }
-        (Some(s), None) => (budget_uj.saturating_sub(s), Remainder::Unknown { reason: "base_unknown" }),
+        (Some(s), None) => (budget_uj.saturating_sub(s), Remainder::Unknown { reason: UnknownReason::BaseUnknown }),
     }
 }
 
@@ -918,7 +939,7 @@ impl Verifier {
             active_grant: None,
             active_budget_uj: None,
             latest_spent: None,
-            remainder: Remainder::Unknown { reason: "not_stated" },
+            remainder: Remainder::Unknown { reason: UnknownReason::NotStated },
             records: 1,
             grants: vec![GrantRow {
                 index: 0,
@@ -1005,7 +1026,7 @@ impl Verifier {
                 self.base = at;
                 self.report.remainder = match at {
                     Some(_) => Remainder::Known { uj: gr.budget_uj },
-                    None => Remainder::Unknown { reason: "base_unknown" },
+                    None => Remainder::Unknown { reason: UnknownReason::BaseUnknown },
                 };
                 self.active = Some(g.clone());
                 if let Some(r) = self.report.checkpoints.get_mut(p.row) {
@@ -1071,7 +1092,7 @@ impl Verifier {
             spent: c.spent,
             // Replaced below once the checkpoint is admitted; a refused
             // checkpoint's claims are not judged.
-            remainder: Remainder::Unknown { reason: "refused" },
+            remainder: Remainder::Unknown { reason: UnknownReason::Refused },
             amend_ceiling_uj: None,
             amendments: Vec::new(),
             verdict: "refused",

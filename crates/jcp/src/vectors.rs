@@ -211,15 +211,14 @@ fn run_step(gate: &mut Gate, s: &Step<'_>) -> Json {
 
 /// The vector document as the exact text written to disk.
 pub fn generate_text() -> Result<String, Error> {
-    to_text(&generate()?)
+    Ok(to_text(&generate()?))
 }
 
 /// A vector document as the exact text written to disk: pretty JSON and a
 /// trailing newline.
-pub fn to_text(v: &Json) -> Result<String, Error> {
-    let mut s = serde_json::to_string_pretty(v).map_err(|e| Error::Invalid(e.to_string()))?;
-    s.push('\n');
-    Ok(s)
+pub fn to_text(v: &Json) -> String {
+    // `{:#}` is serde_json's pretty printer (two-space indent), infallible on a `Value`.
+    format!("{v:#}\n")
 }
 
 /// The body of a `gen-*-vectors` bin: generates the text and writes it to

@@ -12,7 +12,7 @@ use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::Keypair;
 use jcp::steering::{
     self, verify_amendment, verify_checkpoint, verify_continuation, AmendInput, Amendment, Checkpoint, CheckpointInput,
-    Record, Remainder, Run, SignedAmendment, SignedCheckpoint, Spent,
+    Record, Remainder, Run, SignedAmendment, SignedCheckpoint, Spent, UnknownReason,
 };
 use proptest::prelude::*;
 
@@ -218,7 +218,7 @@ fn c21_absent_spend_is_not_zero_spend() {
     run.checkpoint(&k.agent, input(0, None)).unwrap();
     let r = run.verify().unwrap();
     // Unknown, never reported as the full budget.
-    assert_eq!(r.checkpoints[0].remainder, Remainder::Unknown { reason: "not_stated" });
+    assert_eq!(r.checkpoints[0].remainder, Remainder::Unknown { reason: UnknownReason::NotStated });
     assert_eq!(r.checkpoints[0].spent, None);
     assert_eq!(r.latest_spent, None);
     assert_ne!(r.remainder, Remainder::Known { uj: 1_000 });
@@ -237,7 +237,7 @@ fn c21_absent_spend_is_not_zero_spend() {
     run.checkpoint(&k.agent, input(1, spent(400))).unwrap();
     let r = run.verify().unwrap();
     assert!(r.clean, "{:?}", r.findings);
-    assert_eq!(r.checkpoints[1].remainder, Remainder::Unknown { reason: "base_unknown" });
+    assert_eq!(r.checkpoints[1].remainder, Remainder::Unknown { reason: UnknownReason::BaseUnknown });
     assert_eq!(r.checkpoints[1].amend_ceiling_uj, Some(600));
     assert_eq!(run.amend(&k.issuer, amend(601)).unwrap_err().code(), "steer-above-remainder");
 }
@@ -262,7 +262,7 @@ fn c21_declared_spend_never_decreases() {
     assert_eq!(r.latest_spent.map(|s| s.uj), Some(300));
     assert_eq!(r.checkpoints[1].verdict, "refused");
     // A refused checkpoint's claims are not judged: no remainder, no ceiling.
-    assert_eq!(r.checkpoints[1].remainder, Remainder::Unknown { reason: "refused" });
+    assert_eq!(r.checkpoints[1].remainder, Remainder::Unknown { reason: UnknownReason::Refused });
     assert_eq!(r.checkpoints[1].amend_ceiling_uj, None);
     // Across a continuation, too (spend is cumulative over the run).
     run.amend(&k.issuer, amend(500)).unwrap();
@@ -545,7 +545,7 @@ fn c21_demo_run_verifies_clean_and_is_deterministic() {
     let r = run.verify().unwrap();
     assert!(r.clean, "{:?}", r.findings);
     assert_eq!(r.checkpoints[0].spent, None);
-    assert_eq!(r.checkpoints[0].remainder, Remainder::Unknown { reason: "not_stated" });
+    assert_eq!(r.checkpoints[0].remainder, Remainder::Unknown { reason: UnknownReason::NotStated });
     assert_eq!(r.checkpoints[3].amendments.len(), 1);
     assert!(r.checkpoints[3].amendments[0].continuation_verified);
     assert!(r.checkpoints[3].amendments[0].instructions.is_some());
@@ -827,4 +827,14 @@ fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
     assert_eq!(spend(&mut gate, &c1, &k.agent, 1).reason(), Some(jcp::decision::Reason::Superseded));
     assert!(spend(&mut gate, &c2, &k.agent, 400).is_allow());
     run.verify().unwrap();
+}
+
+/// §4.7: an unknown remainder says why in one of three closed words, the
+/// JSON it always was (`{"state":"unknown","reason":"not_stated"}`).
+#[test]
+fn c21_unknown_remainder_reasons_serialise_as_their_words() {
+    for (r, w) in [(UnknownReason::NotStated, "not_stated"), (UnknownReason::BaseUnknown, "base_unknown"), (UnknownReason::Refused, "refused")] {
+        assert_eq!(r.as_str(), w);
+        assert_eq!(serde_json::to_value(Remainder::Unknown { reason: r }).unwrap(), serde_json::json!({"state": "unknown", "reason": w}));
+    }
 }

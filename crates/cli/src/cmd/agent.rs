@@ -660,7 +660,7 @@ impl Agent {
     /// Any error ends the run with a stopped line too, so an event stream
     /// always ends in `stopped`.
     fn failed(&self, e: &anyhow::Error) -> anyhow::Result<()> {
-        let code = e.downcast_ref::<CodedError>().map_or("error", |c| c.code);
+        let code = e.downcast_ref::<CodedError>().map_or("error", |c| c.code.as_ref());
         let (why, message) = if self.endpoint_error {
             ("endpoint-error", format!("stopped: the endpoint at {} failed: [{code}] {e:#}", self.addr))
         } else {

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use jcp::identity::Did;
-use jcp_audit::{audit_paths, AuditError, AuditOptions, Progress, Report, Verification};
+use jcp_audit::{audit_paths, AuditOptions, Progress, Report, Verification};
 
 use crate::out;
 
@@ -74,10 +74,6 @@ pub struct MergeArgs {
     pub partial: Option<PathBuf>,
 }
 
-fn coded(e: &AuditError) -> anyhow::Error {
-    out::coded(e.code(), e.to_string())
-}
-
 fn options(args: &AuditArgs) -> anyhow::Result<AuditOptions> {
     let mut expected = Vec::new();
     for s in &args.stewards {
@@ -112,8 +108,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         ControlFlow::Continue(())
     };
     if let Some(out_path) = &args.partial {
-        let partial = jcp_audit::audit_partial(&args.streams, &opts, progress).map_err(|e| coded(&e))?;
-        jcp_audit::write_partial(out_path, &partial).map_err(|e| coded(&e))?;
+        let partial = jcp_audit::audit_partial(&args.streams, &opts, progress).map_err(|e| out::crate_err(&e))?;
+        jcp_audit::write_partial(out_path, &partial).map_err(|e| out::crate_err(&e))?;
         let records: usize = partial.streams.iter().map(|s| s.records.len()).sum();
         let summary = serde_json::json!({"partial": out_path, "format": partial.format, "streams": partial.streams.len(), "records": records});
         out::emit(args.json, &summary, || {
@@ -126,21 +122,21 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         audit_paths(&args.streams, &opts, progress)
     };
-    emit_report(args.json, &report.map_err(|e| coded(&e))?)
+    emit_report(args.json, &report.map_err(|e| out::crate_err(&e))?)
 }
 
 fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {
     if let Some(out_path) = &m.partial {
         let mut parts = Vec::with_capacity(m.partials.len());
         for p in &m.partials {
-            parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| coded(&e))?));
+            parts.push((p.display().to_string(), jcp_audit::read_partial(p).map_err(|e| out::crate_err(&e))?));
         }
-        let merged = jcp_audit::merge(&parts).map_err(|e| coded(&e))?;
-        jcp_audit::write_partial(out_path, &merged).map_err(|e| coded(&e))?;
+        let merged = jcp_audit::merge(&parts).map_err(|e| out::crate_err(&e))?;
+        jcp_audit::write_partial(out_path, &merged).map_err(|e| out::crate_err(&e))?;
         let summary = serde_json::json!({"partial": out_path, "format": merged.format, "streams": merged.streams.len()});
         out::emit(m.json, &summary, || format!("wrote merged partial {}: {} stream(s)\n{}", out_path.display(), merged.streams.len(), jcp_audit::partial::describe(&merged)))?;
         return Ok(ExitCode::from(out::CLEAN));
     }
-    let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| coded(&e))?;
+    let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| out::crate_err(&e))?;
     emit_report(m.json, &report)
 }

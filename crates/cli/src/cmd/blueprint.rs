@@ -94,13 +94,10 @@ fn is_unreadable(e: &blueprint::Error) -> bool {
         )
 }
 
-fn coded(e: &blueprint::Error, what: &Path) -> anyhow::Error {
-    out::coded(leak(e.code()), format!("{}: {e}", what.display()))
-}
-
-// Codes are a closed set of short strings; leaking one per failed run is bounded.
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
+/// A blueprint error about `what`: its code (owned: the ceiling family is
+/// `ceiling:<limit>`) and the path before its message.
+fn at(e: &blueprint::Error, what: &Path) -> anyhow::Error {
+    out::coded(e.code(), format!("{}: {e}", what.display()))
 }
 
 fn kind_of(v: &Value) -> Option<Kind> {
@@ -116,7 +113,7 @@ fn kind_of(v: &Value) -> Option<Kind> {
 fn keys(p: Option<&PathBuf>) -> anyhow::Result<KeySet> {
     match p {
         None => Ok(KeySet::new()),
-        Some(p) => KeySet::from_json(&read(p)?).map_err(|e| coded(&e, p)),
+        Some(p) => KeySet::from_json(&read(p)?).map_err(|e| at(&e, p)),
     }
 }
 
@@ -147,12 +144,12 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
             let mut files = Vec::new();
             let mut digests = Vec::new();
             for p in &paths {
-                let (f, d) = blueprint::conformance::collect(p).map_err(|e| coded(&e, p))?;
+                let (f, d) = blueprint::conformance::collect(p).map_err(|e| at(&e, p))?;
                 files.extend(f);
                 digests.extend(d);
             }
             let mut report = blueprint::conformance::run_files(&files)
-                .map_err(|e| coded(&e, Path::new("cases")))?;
+                .map_err(|e| at(&e, Path::new("cases")))?;
             if let [only] = digests.as_slice() {
                 report.corpus_digest = Some(only.to_string());
             }
@@ -187,7 +184,7 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
             };
             if let Some(d) = &descriptors {
                 let v = blueprint::json::decode(&read(d)?, &Limits::default())
-                    .map_err(|e| coded(&e, d))?;
+                    .map_err(|e| at(&e, d))?;
                 let m = v.as_object().ok_or_else(|| {
                     out::coded("invalid_type", format!("{}: expected an object", d.display()))
                 })?;
@@ -202,7 +199,7 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
             }
             if let Some(h) = &host_bounds {
                 let v = blueprint::json::decode(&read(h)?, &Limits::default())
-                    .map_err(|e| coded(&e, h))?;
+                    .map_err(|e| at(&e, h))?;
                 inputs.host_bounds = Some(v);
             }
             let ev = reconcile::reconcile(&bp, &dep, &inputs);
@@ -216,12 +213,12 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
         Sub::Digest { file, json } => {
             let bytes = read(&file)?;
             let v = blueprint::canon::decode_canonical(&bytes, &Limits::default())
-                .map_err(|e| coded(&e, &file))?;
+                .map_err(|e| at(&e, &file))?;
             let Some(kind) = kind_of(&v) else {
                 return Err(out::coded("invalid_type", format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display())));
             };
             let m = v.as_object().cloned().unwrap_or_default();
-            let computed = artifact::compute_digest(kind, &m).map_err(|e| coded(&e, &file))?;
+            let computed = artifact::compute_digest(kind, &m).map_err(|e| at(&e, &file))?;
             let declared = m
                 .get(kind.digest_member())
                 .and_then(Value::as_str)
@@ -248,8 +245,8 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
         Sub::Canonical { file } => {
             let bytes = read(&file)?;
             let v = blueprint::json::decode(&bytes, &Limits::default())
-                .map_err(|e| coded(&e, &file))?;
-            let s = blueprint::canon::canonical_string(&v).map_err(|e| coded(&e, &file))?;
+                .map_err(|e| at(&e, &file))?;
+            let s = blueprint::canon::canonical_string(&v).map_err(|e| at(&e, &file))?;
             println!("{s}");
             Ok(ExitCode::from(out::CLEAN))
         }
@@ -261,11 +258,11 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
             let bytes = read(&file)?;
             let keyset = keys(kf.as_ref())?;
             let probe = blueprint::json::decode(&bytes, &Limits::default())
-                .map_err(|e| coded(&e, &file))?;
+                .map_err(|e| at(&e, &file))?;
             let kind = kind_of(&probe).unwrap_or(Kind::Blueprint);
             let a = match artifact::decode(kind, &bytes, &Limits::default()) {
                 Ok(a) => a,
-                Err(e) if is_unreadable(&e) => return Err(coded(&e, &file)),
+                Err(e) if is_unreadable(&e) => return Err(at(&e, &file)),
                 Err(e) => {
                     let body = serde_json::json!({"kind": kind, "valid": false, "error": e});
                     out::emit(json, &body, || format!("INVALID {kind:?}: {e}"))?;

@@ -793,7 +793,7 @@ fn decide_recorded(
     req: &Request<'_>,
 ) -> anyhow::Result<(jcp::decision::Decision, serde_json::Value)> {
     // Every message names the file (most of the stream's errors do already).
-    let stream_err = |e: jcp_receipt::StreamError| {
+    let stream_err = |e: jcp_receipt::Error| {
         let (msg, file) = (e.to_string(), path.display().to_string());
         coded(e.code(), if msg.contains(&file) { msg } else { format!("{file}: {msg}") })
     };

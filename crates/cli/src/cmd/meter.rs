@@ -165,10 +165,6 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-fn coded(e: &jcp_meter::Error) -> anyhow::Error {
-    out::coded(e.code(), e.to_string())
-}
-
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -188,14 +184,14 @@ fn build(source: &Source) -> anyhow::Result<(Meter, Option<(u64, String)>)> {
         .as_deref()
         .map(Calibration::load)
         .transpose()
-        .map_err(|e| coded(&e))?;
+        .map_err(|e| out::crate_err(&e))?;
     let config = MeterConfig {
         interval: Duration::from_millis(source.interval_ms),
         calibration,
         estimate_fallback: !source.no_estimate,
         ..MeterConfig::default()
     };
-    config.validate().map_err(|e| coded(&e))?;
+    config.validate().map_err(|e| out::crate_err(&e))?;
     if let Some(path) = &source.replay {
         let (trace, id) = read_trace(path)?;
         let end = (trace.end_ns(), id);
@@ -207,12 +203,12 @@ fn build(source: &Source) -> anyhow::Result<(Meter, Option<(u64, String)>)> {
             host,
         };
         return Ok((
-            Meter::new(config, backends).map_err(|e| coded(&e))?,
+            Meter::new(config, backends).map_err(|e| out::crate_err(&e))?,
             Some(end),
         ));
     }
     Ok((
-        Meter::system(config, &source.powercap_root).map_err(|e| coded(&e))?,
+        Meter::system(config, &source.powercap_root).map_err(|e| out::crate_err(&e))?,
         None,
     ))
 }
@@ -391,8 +387,8 @@ fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
             replay.map(|(_, id)| id),
             &recorded,
         );
-        session.validate(&path.display().to_string()).map_err(|e| coded(&e))?;
-        jcp_meter::session::record_to(path, &session).map_err(|e| coded(&e))?;
+        session.validate(&path.display().to_string()).map_err(|e| out::crate_err(&e))?;
+        jcp_meter::session::record_to(path, &session).map_err(|e| out::crate_err(&e))?;
         if !args.json && !args.csv {
             writeln!(stdout, "recorded {} windows to {}", recorded.len(), path.display())?;
         }
@@ -410,7 +406,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
         }
     } else {
         let config = MeterConfig::default();
-        let mut meter = Meter::system(config, &args.powercap_root).map_err(|e| coded(&e))?;
+        let mut meter = Meter::system(config, &args.powercap_root).map_err(|e| out::crate_err(&e))?;
         match meter.calibrate(Duration::from_millis(args.duration_ms.max(300)), unix_ms()) {
             Ok(c) => c,
             Err(e) => return refuse(args.json, &e),
@@ -419,7 +415,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
     let Some(path) = args.out.clone().or_else(default_calibration_path) else {
         return Err(out::coded("io", "no --out and no $HOME or $XDG_CONFIG_HOME to store the calibration in"));
     };
-    calibration.store(&path).map_err(|e| coded(&e))?;
+    calibration.store(&path).map_err(|e| out::crate_err(&e))?;
     let elsewhere = calibration.measured_on != here;
     let value = serde_json::json!({"stored": path.display().to_string(), "calibration": calibration, "measured_on_this_host": !elsewhere});
     out::emit(args.json, &value, || {

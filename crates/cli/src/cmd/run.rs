@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use jcp::cbor::{ContentId, Value};
 use jcp::energy::Provenance;
 use jcp::grant::SignedGrant;
-use jcp::steering::{self, AmendInput, CheckpointInput, Remainder, Run, RunReport, Spent};
+use jcp::steering::{self, AmendInput, CheckpointInput, Remainder, Run, RunReport, Spent, UnknownReason};
 use serde_json::json;
 
 use crate::cmd::core::{parse_caveat, read_key};
@@ -165,9 +165,9 @@ fn uj(n: u64) -> String {
 fn remainder_text(r: Remainder) -> String {
     match r {
         Remainder::Known { uj: n } => uj(n),
-        Remainder::Unknown { reason: "not_stated" } => "unknown (spend not stated)".into(),
-        Remainder::Unknown { reason: "refused" } => "not judged (refused)".into(),
-        Remainder::Unknown { reason } => format!("unknown ({reason})"),
+        Remainder::Unknown { reason: UnknownReason::NotStated } => "unknown (spend not stated)".into(),
+        Remainder::Unknown { reason: UnknownReason::Refused } => "not judged (refused)".into(),
+        Remainder::Unknown { reason: UnknownReason::BaseUnknown } => format!("unknown ({})", UnknownReason::BaseUnknown.as_str()),
     }
 }
 

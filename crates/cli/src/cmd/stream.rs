@@ -22,7 +22,6 @@ use jcp::decision::Gate;
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::runtime::DurableGate;
 use jcp_receipt::writer::{Durability, StreamWriter};
-use jcp_receipt::StreamError;
 
 use crate::out;
 
@@ -123,7 +122,7 @@ fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<E
     let durability = if a.fast { Durability::GeneratorOnly } else { Durability::SyncEachRecord };
     let opts = jcp_receipt::fleet::FleetOptions::new(points, a.receipts.unwrap_or(12), a.seed, durability)
         .ok_or_else(|| out::coded("fleet-too-small", "a fleet needs at least 2 points and 2 receipts per point"))?;
-    let sum = jcp_receipt::fleet::write_fleet(dir, &opts).map_err(|e| coded(&e))?;
+    let sum = jcp_receipt::fleet::write_fleet(dir, &opts).map_err(|e| out::crate_err(&e))?;
     out::emit(a.json, &sum, || {
         use std::fmt::Write as _;
         let mut s = format!(
@@ -144,10 +143,6 @@ fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<E
     Ok(ExitCode::from(out::CLEAN))
 }
 
-fn coded(e: &StreamError) -> anyhow::Error {
-    out::coded(e.code(), e.to_string())
-}
-
 pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StreamCommand::Demo(a) => {
@@ -162,7 +157,7 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
                 seed: a.seed,
                 durability: if a.fast { Durability::GeneratorOnly } else { Durability::SyncEachRecord },
             };
-            let sum = demo::write_demo(&out_path, &opts).map_err(|e| coded(&e))?;
+            let sum = demo::write_demo(&out_path, &opts).map_err(|e| out::crate_err(&e))?;
             out::emit(a.json, &sum, || {
                 format!(
                     "wrote {}: {} receipts ({} allow, {} deny), {} grants, {} tampered, {} unresolved, {} bytes\nsteward {}",
@@ -180,13 +175,13 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Hold(a) => {
-            let (w, torn) = StreamWriter::open(&a.path, Durability::SyncEachRecord, |_| {}).map_err(|e| coded(&e))?;
+            let (w, torn) = StreamWriter::open(&a.path, Durability::SyncEachRecord, |_| {}).map_err(|e| out::crate_err(&e))?;
             let mut so = std::io::stdout().lock();
             writeln!(so, "holding {} (torn tail cut: {})", a.path.display(), torn.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset)))?;
             so.flush()?;
             drop(so);
             std::thread::sleep(std::time::Duration::from_secs(a.seconds));
-            w.close().map_err(|e| coded(&e))?;
+            w.close().map_err(|e| out::crate_err(&e))?;
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Settle(a) => {
@@ -209,9 +204,9 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Replay(a) => {
-            let cast = demo::cast(a.seed).map_err(|e| coded(&e))?;
-            let (dg, report) = DurableGate::open(&a.path, cast.steward, Gate::new()).map_err(|e| coded(&e))?;
-            dg.close().map_err(|e| coded(&e))?;
+            let cast = demo::cast(a.seed).map_err(|e| out::crate_err(&e))?;
+            let (dg, report) = DurableGate::open(&a.path, cast.steward, Gate::new()).map_err(|e| out::crate_err(&e))?;
+            dg.close().map_err(|e| out::crate_err(&e))?;
             let findings = report.rejected_total() > 0 || !report.unresolved.is_empty() || !report.faults.is_empty();
             out::emit(a.json, &report, || {
                 let mut s = format!(

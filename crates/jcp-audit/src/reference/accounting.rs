@@ -3,6 +3,7 @@
 //! name (§4.2, §8.1, §8.2), spend on a superseded grant (§4.7), amendments
 //! (§4.7) and settlements of the metered path (§4.9, §4.11).
 
+use crate::FindingCode;
 use jcp::cbor::ContentId;
 use jcp::decision::Verdict;
 use jcp::energy::Coverage;
@@ -30,7 +31,7 @@ impl Ledger {
                 self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
                 self.superseded.entry(a.steered.id()).or_default().push((at.stream, at.steward.clone(), a.amendment.id()));
             }
-            Err(e) => self.finding(at.stream, at.offset, "amendment-invalid", format!("an amendment notice whose amendment does not verify: {e}")),
+            Err(e) => self.finding(at.stream, at.offset, FindingCode::AmendmentInvalid, format!("an amendment notice whose amendment does not verify: {e}")),
         }
     }
 
@@ -49,9 +50,9 @@ impl Ledger {
         let refused = std::mem::take(&mut st.refused_since);
         let faults = std::mem::take(&mut st.faults_since);
         let state = st.seq.entry(at.steward.clone()).or_default();
-        let mut out: Vec<(&str, String)> = Vec::new();
+        let mut out: Vec<(FindingCode, String)> = Vec::new();
         match at.seq {
-            None => out.push(("unsequenced-record", "a signed record without a stream sequence number".into())),
+            None => out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into())),
             Some(q) => {
                 // The sequence number this record should carry; none after u64::MAX.
                 let successor = match state.last {
@@ -63,10 +64,10 @@ impl Ledger {
                     Some(expected) if q > expected => {
                         let missing = q - expected;
                         if faults == 0 && missing > refused {
-                            out.push(("sequence-gap", format!("{} record(s) missing before sequence {q}", missing - refused)));
+                            out.push((FindingCode::SequenceGap, format!("{} record(s) missing before sequence {q}", missing - refused)));
                         }
                     }
-                    _ => out.push(("out-of-order", format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or(0)))),
+                    _ => out.push((FindingCode::OutOfOrder, format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or(0)))),
                 }
                 state.last = Some(match state.last {
                     None => q,
@@ -77,7 +78,7 @@ impl Ledger {
         if let Some(k) = at.known_through {
             if let Some(prev) = state.last_marker {
                 if k < prev {
-                    out.push(("marker-regressed", format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                    out.push((FindingCode::MarkerRegressed, format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
                 }
             }
             state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
@@ -111,7 +112,7 @@ impl Ledger {
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != c.budget_uj {
                 let msg = format!("receipt states budget {} µJ but the grant record says {}", c.budget_uj, rec.grant().budget_uj);
-                self.finding(s, off, "budget-mismatch", msg);
+                self.finding(s, off, FindingCode::BudgetMismatch, msg);
             }
         }
         match c.verdict {
@@ -137,7 +138,7 @@ impl Ledger {
                 let spent = self.grants.get(&c.grant_id).and_then(|g| g.running.get(&at.steward)).copied().unwrap_or(0);
                 self.remaining(at, &c, spent);
                 if let Some(b) = c.breach {
-                    self.finding(s, off, "debit-point-breach", format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                    self.finding(s, off, FindingCode::DebitPointBreach, format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
                 }
                 let p = c.provenance.as_str().to_owned();
                 let uj = self.energy.uj_by_provenance.entry(p.clone()).or_default();
@@ -210,7 +211,7 @@ impl Ledger {
             return;
         }
         let msg = words::remaining_mismatch(c.budget_remaining_uj, &c.grant_id, expected);
-        self.finding(at.stream, at.offset, "remaining-mismatch", msg);
+        self.finding(at.stream, at.offset, FindingCode::RemainingMismatch, msg);
         let g = self.grants.entry(c.grant_id).or_default();
         g.running.insert(at.steward.clone(), c.budget_uj.saturating_sub(c.budget_remaining_uj));
     }
@@ -232,7 +233,7 @@ impl Ledger {
             self.finding(
                 at.stream,
                 at.offset,
-                "superseded-spend",
+                FindingCode::SupersededSpend,
                 format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"),
             );
         }
@@ -247,7 +248,7 @@ impl Ledger {
             };
             if child.grant().parent != Some(w[0]) {
                 let msg = format!("chain_ids names {} after {}, but its grant record's parent differs", w[1], w[0]);
-                self.finding(at.stream, at.offset, "chain-mismatch", msg);
+                self.finding(at.stream, at.offset, FindingCode::ChainMismatch, msg);
                 return;
             }
         }
@@ -269,7 +270,7 @@ impl Ledger {
         };
         let Some((held_at, settled_at)) = held else {
             let msg = words::settlement_unmatched(&reservation, &settled_by);
-            return self.finding(s, at.offset, "settlement-unmatched", msg);
+            return self.finding(s, at.offset, FindingCode::SettlementUnmatched, msg);
         };
         self.streams[s].pending.remove(&reservation);
         self.counts.settlements += 1;

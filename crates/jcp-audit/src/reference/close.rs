@@ -1,6 +1,7 @@
 //! Closing the books: the revocation lines and their findings (§4.3
 //! propagation) and each grant's line with its §5.5 conservation.
 
+use crate::FindingCode;
 use std::collections::BTreeMap;
 
 use jcp::cbor::ContentId;
@@ -39,16 +40,16 @@ impl Ledger {
             };
             let gid = n.revocation.revocation().grant_id;
             let authority = match self.grant_records.get(&gid) {
-                None => "unverifiable",
-                Some(g) if n.revocation.check_authority(g).is_ok() => "verified",
-                Some(_) => "forged",
+                None => crate::Authority::Unverifiable,
+                Some(g) if n.revocation.check_authority(g).is_ok() => crate::Authority::Verified,
+                Some(_) => crate::Authority::Forged,
             };
-            if authority == "forged" {
-                self.finding(s, off, "revocation-forged", words::revocation_forged(&gid));
-            } else if authority == "unverifiable" {
-                self.finding(s, off, "revocation-authority-unknown", words::revocation_authority_unknown(&gid));
+            if authority == crate::Authority::Forged {
+                self.finding(s, off, FindingCode::RevocationForged, words::revocation_forged(&gid));
+            } else if authority == crate::Authority::Unverifiable {
+                self.finding(s, off, FindingCode::RevocationAuthorityUnknown, words::revocation_authority_unknown(&gid));
             }
-            let classes = if authority == "forged" {
+            let classes = if authority == crate::Authority::Forged {
                 RevocationClasses::default()
             } else {
                 let e = earliest.entry(gid).or_insert(marker);
@@ -61,12 +62,12 @@ impl Ledger {
             let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else {
                 continue;
             };
-            let mut found: Vec<(usize, u64, &str)> = Vec::new();
+            let mut found: Vec<(usize, u64, FindingCode)> = Vec::new();
             for &(s, o) in &classes.violation_at {
-                found.push((s, o, "revocation-violation"));
+                found.push((s, o, FindingCode::RevocationViolation));
             }
             for &(s, o) in &classes.unverifiable_at {
-                found.push((s, o, "revocation-unverifiable"));
+                found.push((s, o, FindingCode::RevocationUnverifiable));
             }
             found.sort_unstable();
             for (s, o, code) in found {
@@ -74,8 +75,8 @@ impl Ledger {
             }
             // Every classified allow is a finding; those past the kept
             // offsets are counted without detail.
-            self.findings.count_more("revocation-violation", classes.violation.saturating_sub(classes.violation_at.len() as u64));
-            self.findings.count_more("revocation-unverifiable", classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64));
+            self.findings.count_more(FindingCode::RevocationViolation, classes.violation.saturating_sub(classes.violation_at.len() as u64));
+            self.findings.count_more(FindingCode::RevocationUnverifiable, classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64));
         }
         lines
     }

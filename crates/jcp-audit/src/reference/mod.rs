@@ -30,6 +30,7 @@ mod accounting;
 mod close;
 mod open;
 
+use crate::FindingCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,7 +39,7 @@ use jcp::cbor::ContentId;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
 use jcp_receipt::record::RevocationNotice;
-use jcp_receipt::stream::{Fault, FaultCode, HeaderError, Item, Reader, Record, RecordKind};
+use jcp_receipt::stream::{Fault, FaultCode, Item, Reader, Record, RecordKind};
 
 use crate::report::{EnergyFloors, Findings, GroupLine, Parts, ReceiptCounts, Report, StewardLine, StreamSummary, Unresolved, UnresolvedLine};
 use crate::{words, AuditError, AuditOptions};
@@ -192,7 +193,7 @@ impl Ledger {
         }
     }
 
-    fn finding(&mut self, stream: usize, offset: u64, code: &str, message: String) {
+    fn finding(&mut self, stream: usize, offset: u64, code: FindingCode, message: String) {
         self.findings.add(stream, offset, code, message);
     }
 
@@ -204,8 +205,9 @@ impl Ledger {
         self.streams.push(StreamBooks { summary: StreamSummary { path: name.clone(), bytes, ..StreamSummary::default() }, ..StreamBooks::default() });
         let mut reader = match Reader::new(file) {
             Ok(r) => r,
-            Err(HeaderError::NotAStream) => return Err(AuditError::NotAStream { path: name }),
-            Err(HeaderError::Io(e)) => return Err(io(e)),
+            Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
+            Err(jcp_receipt::Error::Io { message, .. }) => return Err(AuditError::Io { path: name, message }),
+            Err(e) => return Err(AuditError::Io { path: name, message: e.to_string() }),
         };
         for item in &mut reader {
             match item {
@@ -228,7 +230,7 @@ impl Ledger {
         if f.code == FaultCode::TornTail {
             st.summary.torn_tail_at = Some(f.offset);
         }
-        self.finding(s, f.offset, f.code.code(), words::fault(f));
+        self.finding(s, f.offset, FindingCode::from(f.code), words::fault(f));
     }
 
     fn record(&mut self, s: usize, r: &Record) {
@@ -246,9 +248,9 @@ impl Ledger {
                     if r.kind == RecordKind::Receipt {
                         self.counts.total += 1;
                         self.counts.failed += 1;
-                        *self.counts.failed_by_reason.entry("duplicate-record".into()).or_default() += 1;
+                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord.into()).or_default() += 1;
                     }
-                    self.finding(s, r.offset, "duplicate-record", "a record seen before, again: counted once, accounted once".into());
+                    self.finding(s, r.offset, FindingCode::DuplicateRecord, "a record seen before, again: counted once, accounted once".into());
                     return;
                 }
                 let at = At {
@@ -266,15 +268,15 @@ impl Ledger {
     }
 
     /// §8.2: a refused record is counted under its reason and contributes nothing.
-    fn refused(&mut self, s: usize, r: &Record, code: &'static str, msg: &str) {
+    fn refused(&mut self, s: usize, r: &Record, code: FindingCode, msg: &str) {
         self.streams[s].refused_since += 1;
         if r.kind == RecordKind::Receipt {
             self.counts.total += 1;
             self.counts.failed += 1;
-            *self.counts.failed_by_reason.entry(code.to_owned()).or_default() += 1;
+            *self.counts.failed_by_reason.entry(code).or_default() += 1;
             self.refused_receipts.insert(ContentId::of_bytes(&r.payload));
         } else {
-            *self.counts.other_failed_by_reason.entry(code.to_owned()).or_default() += 1;
+            *self.counts.other_failed_by_reason.entry(code).or_default() += 1;
         }
         self.finding(s, r.offset, code, words::refused(Some(r.kind), msg));
     }
@@ -289,7 +291,7 @@ impl Ledger {
                     self.finding(
                         at.stream,
                         at.offset,
-                        "orphan-outcome",
+                        FindingCode::OrphanOutcome,
                         format!("outcome for {receipt} which was not decided earlier in this stream"),
                     );
                 }
@@ -306,7 +308,7 @@ impl Ledger {
                 Err(e) => self.finding(
                     at.stream,
                     at.offset,
-                    "statement-invalid",
+                    FindingCode::StatementInvalid,
                     format!("a channel statement notice whose statement does not verify: {e}"),
                 ),
             },
@@ -332,7 +334,7 @@ impl Ledger {
             grants.push(self.grant_line(id, acc, &mut overs));
         }
         for (s, o, msg) in overs {
-            self.finding(s, o, "overspend", msg);
+            self.finding(s, o, FindingCode::Overspend, msg);
         }
         let groups: Vec<GroupLine> = std::mem::take(&mut self.groups)
             .into_iter()

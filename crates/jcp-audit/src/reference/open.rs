@@ -1,6 +1,7 @@
 //! Decoding one record through the typed receipt path (`coset` only) and
 //! checking its steward (C5) and its signature (`verify_strict`).
 
+use crate::FindingCode;
 use jcp::cbor::{ContentId, Value};
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
@@ -13,7 +14,7 @@ use jcp_receipt::stream::RecordKind;
 /// A record after decoding and its signature check.
 pub(super) enum Opened {
     /// Refused: its reason code and a sentence.
-    Refused(&'static str, String),
+    Refused(FindingCode, String),
     /// A grant whose issuer signature verified.
     Grant(Box<SignedGrant>),
     /// A wire request record (unsealed).
@@ -41,8 +42,8 @@ pub(super) enum Signed {
     Statement(Box<StatementNotice>),
 }
 
-pub(super) fn refused(e: &jcp_receipt::error::ReceiptError) -> Opened {
-    Opened::Refused(e.code(), e.to_string())
+pub(super) fn refused(e: &jcp_receipt::error::Error) -> Opened {
+    Opened::Refused(FindingCode::of_refusal(e.code()), e.to_string())
 }
 
 /// Decodes one record through the typed (`coset`) path and checks its
@@ -66,7 +67,7 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
                     };
                     (sealed, body)
                 }
-                Err(e) => return Opened::Refused(e.code(), format!("settlement: its reservation receipt: {e}")),
+                Err(e) => return Opened::Refused(FindingCode::of_refusal(e.code()), format!("settlement: its reservation receipt: {e}")),
             },
             Err(e) => return refused(&e),
         },
@@ -84,7 +85,7 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
         },
         RecordKind::Closing => match cose::open(payload, dids) {
             Ok((sealed, core)) if core.get("jcp_record") == Some(&Value::text("closing")) => (sealed, Signed::Closing),
-            Ok(_) => return Opened::Refused("closing-invalid", "a sealed record that is not a closing record".into()),
+            Ok(_) => return Opened::Refused(FindingCode::ClosingInvalid, "a sealed record that is not a closing record".into()),
             Err(e) => return refused(&e),
         },
         RecordKind::Request => {
@@ -92,20 +93,20 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
                 Ok(v) if matches!(v.get("request"), Some(Value::Bytes(_))) && matches!(v.get("decided_at"), Some(Value::Uint(_))) => {
                     Opened::WireRequest
                 }
-                Ok(_) => Opened::Refused("request-record-invalid", "a request record without its request bytes and decision time".into()),
-                Err(e) => Opened::Refused(e.code(), e.to_string()),
+                Ok(_) => Opened::Refused(FindingCode::RequestRecordInvalid, "a request record without its request bytes and decision time".into()),
+                Err(e) => Opened::Refused(FindingCode::of_refusal(e.code()), e.to_string()),
             }
         }
         RecordKind::Grant => {
             return match SignedGrant::from_bytes(payload) {
                 Ok(g) if g.verify_signature() => Opened::Grant(Box::new(g)),
-                Ok(g) => Opened::Refused("bad-signature", format!("grant {} does not verify under its issuer {}", g.id(), g.grant().issuer)),
-                Err(e) => Opened::Refused(e.code(), e.to_string()),
+                Ok(g) => Opened::Refused(FindingCode::BadSignature, format!("grant {} does not verify under its issuer {}", g.id(), g.grant().issuer)),
+                Err(e) => Opened::Refused(FindingCode::of_refusal(e.code()), e.to_string()),
             }
         }
     };
     if !expected.is_empty() && !expected.contains(&sealed.steward) {
-        return Opened::Refused("wrong-steward", format!("sealed by {}, which is not an expected steward", sealed.steward));
+        return Opened::Refused(FindingCode::WrongSteward, format!("sealed by {}, which is not an expected steward", sealed.steward));
     }
     match record::verify_sealed(&sealed, None) {
         Ok(()) => Opened::Signed(Box::new(sealed), body),

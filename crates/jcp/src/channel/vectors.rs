@@ -125,7 +125,7 @@ pub fn generate() -> Result<Json, Error> {
         }));
     }
     let ledger = ch.ledger();
-    let proof = ch.overdraft().ok_or_else(|| Error::Invalid("the vector channel is not overdrawn".into()))?;
+    let proof = ch.overdraft().ok_or(Error::OverdraftUnproven { total_uj: ledger.total_uj, budget_uj: ledger.budget_uj })?;
     let members = vec![k.a.did(), k.b.did()];
     let mut proofs = vec![proof_json("overdraft-a1-b1", "A's 600 µJ and B's 600 µJ against 1000 µJ: 200 µJ over", &proof)];
     let bad = |statements: Vec<SignedStatement>, members: Vec<crate::identity::Did>| OverdraftProof { grant: g.clone(), members, statements };
@@ -159,5 +159,5 @@ pub fn generate() -> Result<Json, Error> {
 
 /// The vectors as the file's text (pretty JSON and a final newline).
 pub fn generate_text() -> Result<String, Error> {
-    crate::vectors::to_text(&generate()?)
+    Ok(crate::vectors::to_text(&generate()?))
 }

@@ -246,5 +246,5 @@ pub fn generate() -> Result<Json, Error> {
 
 /// The vector document as written to disk (pretty JSON, trailing newline).
 pub fn generate_text() -> Result<String, Error> {
-    crate::vectors::to_text(&generate()?)
+    Ok(crate::vectors::to_text(&generate()?))
 }

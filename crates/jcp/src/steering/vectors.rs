@@ -271,5 +271,5 @@ pub fn generate() -> Result<Json, Error> {
 
 /// The vector document as the exact text written to disk.
 pub fn generate_text() -> Result<String, Error> {
-    crate::vectors::to_text(&generate()?)
+    Ok(crate::vectors::to_text(&generate()?))
 }
