@@ -8,6 +8,9 @@ echo "== front end (ui/): type-check + build (embedded in the app), Vitest with 
 npm --prefix ui run build
 npm --prefix ui test
 
+echo "== format (rustfmt.toml): every crate formatted as committed"
+cargo fmt --all -- --check
+
 echo "== cargo test (every crate, unit + integration + conformance + doc + benches in test mode)"
 cargo test --workspace --all-targets --locked
 cargo test --workspace --doc --locked

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use console_store::ItemKind;
 use console_view::blueprint::{BlueprintReportView, ReconcileFiles};
+use console_view::ipc::{
+    ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow,
+    WorkspaceItem,
+};
 use console_view::run::RunView;
-use console_view::ipc::{ActionRow, AppInfo, AuditJob, AuditReportView, EnergySnapshot, ExportResult, StreamRow, UiError, WindowRow, WorkspaceItem};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
@@ -39,7 +42,10 @@ pub fn info(state: &AppState) -> CmdResult<AppInfo> {
 
 pub fn snapshot(state: &AppState, limit: u32) -> CmdResult<EnergySnapshot> {
     if limit == 0 || limit > MAX_SNAPSHOT_WINDOWS {
-        return Err(UiError::new("energy.bad_limit", format!("ask for 1 to {MAX_SNAPSHOT_WINDOWS} windows, not {limit}")));
+        return Err(UiError::new(
+            "energy.bad_limit",
+            format!("ask for 1 to {MAX_SNAPSHOT_WINDOWS} windows, not {limit}"),
+        ));
     }
     let windows = state.with_store(|s| s.recent_windows(limit).map_err(|e| error::store(&e)))?;
     let chart_svg = console_view::chart::energy_chart_svg(&windows, 960, 340).map_err(|e| error::view(&e))?;
@@ -70,7 +76,9 @@ pub fn energy_export_text(state: &AppState, format: &str) -> CmdResult<String> {
     match format {
         "csv" => console_view::export::windows_csv(&windows),
         "json" => console_view::export::windows_json(&windows),
-        other => return Err(UiError::new("export.bad_format", format!("energy exports are csv or json, not {other:?}"))),
+        other => {
+            return Err(UiError::new("export.bad_format", format!("energy exports are csv or json, not {other:?}")))
+        }
     }
     .map_err(|e| error::view(&e))
 }
@@ -79,7 +87,8 @@ pub fn audit_export_text(state: &AppState, id: u64, format: &str) -> CmdResult<S
     let (verdict, report, paths) = state.audit_report(id)?;
     match format {
         "json" => serde_json::to_string_pretty(&report).map_err(|e| UiError::new("export.json", e.to_string())),
-        "html" => console_view::report::report_html(&report, verdict.as_str(), "JCP audit report", &paths).map_err(|e| error::view(&e)),
+        "html" => console_view::report::report_html(&report, verdict.as_str(), "JCP audit report", &paths)
+            .map_err(|e| error::view(&e)),
         other => Err(UiError::new("export.bad_format", format!("audit reports export as json or html, not {other:?}"))),
     }
 }
@@ -107,7 +116,11 @@ pub fn energy_snapshot(state: State<'_, AppState>, limit: u32) -> CmdResult<Ener
 
 /// Saves the window history as CSV or JSON where the person chooses.
 #[tauri::command]
-pub async fn energy_export<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, format: String) -> CmdResult<ExportResult> {
+pub async fn energy_export<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    format: String,
+) -> CmdResult<ExportResult> {
     let text = energy_export_text(&state, &format)?;
     match save_dialog(&app, &format!("energy-windows.{format}"), &format) {
         Some(path) => write_export(&state, &path, &text, "export_energy"),
@@ -119,7 +132,12 @@ pub async fn energy_export<R: Runtime>(app: AppHandle<R>, state: State<'_, AppSt
 #[tauri::command]
 pub async fn audit_pick_streams<R: Runtime>(app: AppHandle<R>) -> CmdResult<Vec<String>> {
     let picked = app.dialog().file().set_title("Open receipt streams").blocking_pick_files();
-    Ok(picked.unwrap_or_default().into_iter().filter_map(|p| p.into_path().ok()).map(|p| p.display().to_string()).collect())
+    Ok(picked
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| p.into_path().ok())
+        .map(|p| p.display().to_string())
+        .collect())
 }
 
 /// Starts one audit over the given streams.
@@ -141,7 +159,14 @@ pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditRepor
     let html = console_view::report::report_fragment(&report).map_err(|e| error::view(&e))?;
     let findings_by_code = report["findings_by_code"]
         .as_object()
-        .map(|m| m.iter().map(|(code, n)| console_view::tags::FindingCount { code: code.clone(), count: n.as_u64().unwrap_or(0) }).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(code, n)| console_view::tags::FindingCount {
+                    code: code.clone(),
+                    count: n.as_u64().unwrap_or(0),
+                })
+                .collect()
+        })
         .unwrap_or_default();
     Ok(AuditReportView { id, verdict, findings_by_code, report, html })
 }
@@ -154,7 +179,12 @@ pub fn audit_cancel(state: State<'_, AppState>, id: u64) -> CmdResult<AuditJob> 
 
 /// Saves a finished audit's report as JSON or self-contained HTML.
 #[tauri::command]
-pub async fn audit_export<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, id: u64, format: String) -> CmdResult<ExportResult> {
+pub async fn audit_export<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    id: u64,
+    format: String,
+) -> CmdResult<ExportResult> {
     let text = audit_export_text(&state, id, &format)?;
     match save_dialog(&app, &format!("audit-report.{format}"), &format) {
         Some(path) => write_export(&state, &path, &text, "export_report"),
@@ -169,7 +199,12 @@ pub fn workspace_streams(state: State<'_, AppState>) -> CmdResult<Vec<StreamRow>
         Ok(s.streams()
             .map_err(|e| error::store(&e))?
             .into_iter()
-            .map(|r| StreamRow { path: r.path, size_bytes: r.size_bytes, opened_at_ms: r.opened_at_ms, last_verdict: r.last_verdict.as_deref().and_then(console_view::tags::Verdict::parse) })
+            .map(|r| StreamRow {
+                path: r.path,
+                size_bytes: r.size_bytes,
+                opened_at_ms: r.opened_at_ms,
+                last_verdict: r.last_verdict.as_deref().and_then(console_view::tags::Verdict::parse),
+            })
             .collect())
     })
 }
@@ -197,7 +232,9 @@ pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
             .map(|r| WorkspaceItem {
                 kind: console_view::tags::ItemKind::Stream,
                 id: None,
-                label: Path::new(&r.path).file_name().map_or_else(|| r.path.clone(), |n| n.to_string_lossy().into_owned()),
+                label: Path::new(&r.path)
+                    .file_name()
+                    .map_or_else(|| r.path.clone(), |n| n.to_string_lossy().into_owned()),
                 path: r.path,
                 last_status: r.last_verdict,
             })
@@ -221,7 +258,10 @@ fn item_of(state: &AppState, id: i64, kind: ItemKind) -> CmdResult<console_store
     let item = state.with_store(|s| s.item(id).map_err(|e| error::store(&e)))?;
     match item {
         Some(i) if i.kind == kind => Ok(i),
-        Some(i) => Err(UiError::new("workspace.wrong_kind", format!("workspace item {id} is a {}, not a {}", i.kind.as_str(), kind.as_str()))),
+        Some(i) => Err(UiError::new(
+            "workspace.wrong_kind",
+            format!("workspace item {id} is a {}, not a {}", i.kind.as_str(), kind.as_str()),
+        )),
         None => Err(UiError::new("workspace.unknown_item", format!("there is no workspace item {id}"))),
     }
 }
@@ -230,8 +270,9 @@ fn item_of(state: &AppState, id: i64, kind: ItemKind) -> CmdResult<console_store
 /// keeps its outcome in the store.
 pub fn blueprint_view(state: &AppState, id: i64) -> CmdResult<BlueprintReportView> {
     let item = item_of(state, id, ItemKind::Blueprint)?;
-    let files: ReconcileFiles = serde_json::from_value(item.detail)
-        .map_err(|e| UiError::new("workspace.invalid_item", format!("workspace item {id} does not name its blueprint files: {e}")))?;
+    let files: ReconcileFiles = serde_json::from_value(item.detail).map_err(|e| {
+        UiError::new("workspace.invalid_item", format!("workspace item {id} does not name its blueprint files: {e}"))
+    })?;
     let view = console_view::blueprint::report(&files).map_err(|e| error::view(&e))?;
     state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     Ok(view)

@@ -45,7 +45,10 @@ fn required(what: &str, v: &str) -> CmdResult<PathBuf> {
     }
     let p = PathBuf::from(v);
     if !p.is_file() {
-        return Err(UiError::new("blueprint.missing_file", format!("the {what} {} is not a readable file", p.display())));
+        return Err(UiError::new(
+            "blueprint.missing_file",
+            format!("the {what} {} is not a readable file", p.display()),
+        ));
     }
     Ok(p)
 }
@@ -69,8 +72,14 @@ pub fn open_blueprint(state: &AppState, form: &BlueprintOpenForm) -> CmdResult<i
         descriptors: optional("tool descriptors", form.descriptors.as_ref())?,
     };
     let title = std::fs::read(&files.blueprint).ok().and_then(|b| console_view::blueprint::title_of(&b));
-    let name = |p: &PathBuf| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let label = format!("{} ({} + {})", title.as_deref().unwrap_or("blueprint"), name(&files.blueprint), name(&files.deployment));
+    let name =
+        |p: &PathBuf| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let label = format!(
+        "{} ({} + {})",
+        title.as_deref().unwrap_or("blueprint"),
+        name(&files.blueprint),
+        name(&files.deployment)
+    );
     let detail = serde_json::to_value(&files).map_err(|e| UiError::new("app.internal", e.to_string()))?;
     let path = files.deployment.display().to_string();
     state.with_store(|s| {
@@ -113,7 +122,8 @@ pub fn split_args(args: &[String]) -> Result<(Option<BlueprintOpenForm>, Vec<Str
 /// Opens the native dialog for one file (`what` says which, for its title).
 #[tauri::command]
 pub async fn developer_pick_file<R: Runtime>(app: AppHandle<R>, what: String) -> CmdResult<Option<String>> {
-    let picked = app.dialog().file().set_title(format!("Open {what}")).add_filter("JSON", &["json"]).blocking_pick_file();
+    let picked =
+        app.dialog().file().set_title(format!("Open {what}")).add_filter("JSON", &["json"]).blocking_pick_file();
     Ok(picked.and_then(|p| p.into_path().ok()).map(|p| p.display().to_string()))
 }
 
@@ -132,11 +142,16 @@ pub async fn developer_pick_folder<R: Runtime>(app: AppHandle<R>, what: String) 
 pub async fn blueprint_conformance(path: String) -> CmdResult<console_view::blueprint::ConformanceView> {
     let dir = PathBuf::from(path.trim());
     if path.trim().is_empty() || !dir.exists() {
-        return Err(UiError::new("blueprint.missing_file", format!("choose a corpus folder or case file; {:?} is not there", path.trim())));
+        return Err(UiError::new(
+            "blueprint.missing_file",
+            format!("choose a corpus folder or case file; {:?} is not there", path.trim()),
+        ));
     }
-    tauri::async_runtime::spawn_blocking(move || console_view::blueprint::run_conformance(&dir).map_err(|e| error::view(&e)))
-        .await
-        .map_err(|e| UiError::new("blueprint.corpus_refused", format!("the conformance run stopped: {e}")))?
+    tauri::async_runtime::spawn_blocking(move || {
+        console_view::blueprint::run_conformance(&dir).map_err(|e| error::view(&e))
+    })
+    .await
+    .map_err(|e| UiError::new("blueprint.corpus_refused", format!("the conformance run stopped: {e}")))?
 }
 
 /// Adds a Blueprint + Deployment from disk to the workspace; returns the item to open.
@@ -170,9 +185,22 @@ mod tests {
 
     #[test]
     fn abp_arguments_name_the_pair_and_leave_streams_alone() {
-        let (form, rest) = split_args(&s(&["a.jcps", "--blueprint", "bp.json", "--deployment", "dep.json", "--keys", "k.json", "b.jcps"])).unwrap();
+        let (form, rest) = split_args(&s(&[
+            "a.jcps",
+            "--blueprint",
+            "bp.json",
+            "--deployment",
+            "dep.json",
+            "--keys",
+            "k.json",
+            "b.jcps",
+        ]))
+        .unwrap();
         let f = form.unwrap();
-        assert_eq!((f.blueprint.as_str(), f.deployment.as_str(), f.keys.as_deref()), ("bp.json", "dep.json", Some("k.json")));
+        assert_eq!(
+            (f.blueprint.as_str(), f.deployment.as_str(), f.keys.as_deref()),
+            ("bp.json", "dep.json", Some("k.json"))
+        );
         assert_eq!(rest, s(&["a.jcps", "b.jcps"]));
         assert!(split_args(&s(&["--blueprint", "bp.json"])).unwrap_err().contains("go together"));
         assert!(split_args(&s(&["--blueprint", "--deployment", "d"])).unwrap_err().contains("needs a file"));

@@ -52,7 +52,8 @@ fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> En
         }
     })
     .map_err(|e| UiError::new(&audit_code(&e), e.to_string()))?;
-    let json = serde_json::to_value(&report).map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
+    let json = serde_json::to_value(&report)
+        .map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
     Ok((verdict(&report), json))
 }
 
@@ -115,7 +116,10 @@ pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>, record
         Ok(m) => m,
         Err(e) => {
             if let Ok(mut v) = view.lock() {
-                v.availability = Availability { available: false, reason: Some(format!("the meter could not start: {e} ({})", e.code())) };
+                v.availability = Availability {
+                    available: false,
+                    reason: Some(format!("the meter could not start: {e} ({})", e.code())),
+                };
             }
             return;
         }
@@ -132,7 +136,10 @@ pub fn start_meter(store: Arc<Mutex<Store>>, view: Arc<Mutex<MeterView>>, record
                         v.window_ms = window_ms;
                         v.availability = match report.chosen {
                             Some(_) => Availability { available: true, reason: None },
-                            None => Availability { available: false, reason: Some("no rung of the ladder can meter this machine (see the ladder)".into()) },
+                            None => Availability {
+                                available: false,
+                                reason: Some("no rung of the ladder can meter this machine (see the ladder)".into()),
+                            },
                         };
                     }
                     have_probe = true;
@@ -165,7 +172,9 @@ pub fn prepare_demo(dir: &Path) -> Result<Vec<PathBuf>, UiError> {
         seed: 1,
         durability: jcp_receipt::writer::Durability::GeneratorOnly,
     };
-    let err = |e: jcp_receipt::Error| UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"));
+    let err = |e: jcp_receipt::Error| {
+        UiError::new(&format!("demo.{}", e.code()), format!("the demo stream could not be written: {e}"))
+    };
     // Each stream is written under a temporary name and renamed when whole,
     // so a start interrupted half-way never leaves a half demo behind.
     for (path, tamper) in [(&clean, 0), (&tampered, 3)] {
@@ -190,7 +199,12 @@ pub fn prepare_demo_blueprints(dir: &Path) -> Result<Vec<DemoItem>, UiError> {
         .into_iter()
         .map(|d| {
             let detail = serde_json::to_value(&d.files).map_err(|e| UiError::new("demo.blueprint", e.to_string()))?;
-            Ok(DemoItem { kind: console_store::ItemKind::Blueprint, label: d.label.to_owned(), path: d.files.deployment.display().to_string(), detail })
+            Ok(DemoItem {
+                kind: console_store::ItemKind::Blueprint,
+                label: d.label.to_owned(),
+                path: d.files.deployment.display().to_string(),
+                detail,
+            })
         })
         .collect()
 }
@@ -254,6 +268,9 @@ mod tests {
     #[test]
     fn audit_cancel_code_is_the_cancelled_variants() {
         assert_eq!(super::audit_code(&jcp_audit::AuditError::Cancelled), "audit.cancelled");
-        assert_ne!(super::audit_code(&jcp_audit::AuditError::NoInput), super::audit_code(&jcp_audit::AuditError::Cancelled));
+        assert_ne!(
+            super::audit_code(&jcp_audit::AuditError::NoInput),
+            super::audit_code(&jcp_audit::AuditError::Cancelled)
+        );
     }
 }

@@ -19,7 +19,10 @@ pub(crate) fn io(code: &str, what: &str, path: &std::path::Path, e: &std::io::Er
 }
 
 pub(crate) fn poisoned(what: &str) -> UiError {
-    UiError::new("app.internal", format!("the console's {what} state was left inconsistent by an earlier failure; restart the console"))
+    UiError::new(
+        "app.internal",
+        format!("the console's {what} state was left inconsistent by an earlier failure; restart the console"),
+    )
 }
 
 #[cfg(test)]

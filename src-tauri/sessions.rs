@@ -85,7 +85,10 @@ impl Recorder {
         {
             let mut s = self.inner.lock().map_err(|_| error::poisoned("recorder"))?;
             if s.meter.is_none() {
-                return Err(UiError::new("energy.no_meter", "the meter is not running on this machine: there is nothing to record (see the ladder)"));
+                return Err(UiError::new(
+                    "energy.no_meter",
+                    "the meter is not running on this machine: there is nothing to record (see the ladder)",
+                ));
             }
             if s.active.is_some() {
                 return Err(UiError::new("energy.recording", "a recording is already running: stop it first"));
@@ -108,11 +111,16 @@ impl Recorder {
             return Err(UiError::new("energy.not_recording", "no recording is running"));
         };
         if a.windows.is_empty() {
-            return Err(UiError::new("energy.empty_recording", "no window has closed since the recording started; it goes on"));
+            return Err(UiError::new(
+                "energy.empty_recording",
+                "no window has closed since the recording started; it goes on",
+            ));
         }
         let session = jcp_meter::session::Session::new(host, a.occupancy.clone(), interval_ns, None, &a.windows);
         let path = dir.join(format!("session-{}.json", a.started_ms));
-        let io = |e: &dyn std::fmt::Display| UiError::new("energy.write_failed", format!("{}: {e}; the recording goes on", path.display()));
+        let io = |e: &dyn std::fmt::Display| {
+            UiError::new("energy.write_failed", format!("{}: {e}; the recording goes on", path.display()))
+        };
         std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
         jcp_meter::session::record_to(&path, &session).map_err(|e| io(&e))?;
         let done = RecordedSession { path: path.display().to_string(), windows: a.windows.len() as u64, full: a.full };
@@ -167,9 +175,11 @@ mod tests {
 
     fn windows(n: u64) -> (HostId, Vec<Window>) {
         let ws: Vec<serde_json::Value> = (0..n)
-            .map(|i| serde_json::json!({"seq": i, "start_ns": i * 1_000_000_000, "end_ns": (i + 1) * 1_000_000_000,
+            .map(|i| {
+                serde_json::json!({"seq": i, "start_ns": i * 1_000_000_000, "end_ns": (i + 1) * 1_000_000_000,
                 "start_unix_ms": 1_000 + i * 1_000, "end_unix_ms": 2_000 + i * 1_000, "energy_uj": 5_000_000 + i,
-                "provenance": "Estimator", "coverage": "Whole", "rung": "estimate", "declined": [], "gap": null}))
+                "provenance": "Estimator", "coverage": "Whole", "rung": "estimate", "declined": [], "gap": null})
+            })
             .collect();
         let text = serde_json::json!({"format": "jcp-meter-session/1",
             "host": {"hostname": "h", "machine": "m", "cpu": "c", "logical_cpus": 2, "os": "linux"},

@@ -110,7 +110,8 @@ impl Job {
             paths: self.paths.clone(),
             state: self.state.tag(),
             progress: self.progress.snapshot(),
-            elapsed_ms: u64::try_from(self.took.unwrap_or_else(|| self.started.elapsed()).as_millis()).unwrap_or(u64::MAX),
+            elapsed_ms: u64::try_from(self.took.unwrap_or_else(|| self.started.elapsed()).as_millis())
+                .unwrap_or(u64::MAX),
             verdict: self.report.as_ref().map(|r| r.0),
             error: self.error.clone(),
         }
@@ -227,7 +228,8 @@ impl AppState {
         let mut total = 0u64;
         for p in &paths {
             let path = PathBuf::from(p);
-            let meta = std::fs::metadata(&path).map_err(|e| error::io("audit.unreadable", "cannot read stream", &path, &e))?;
+            let meta =
+                std::fs::metadata(&path).map_err(|e| error::io("audit.unreadable", "cannot read stream", &path, &e))?;
             if !meta.is_file() {
                 return Err(UiError::new("audit.unreadable", format!("{} is not a file", path.display())));
             }
@@ -243,8 +245,13 @@ impl AppState {
             for (path, size) in &files {
                 s.record_stream_opened(&path.display().to_string(), *size, now).map_err(|e| error::store(&e))?;
             }
-            s.record_action(now, "audit", &paths.join("\n"), &serde_json::json!({"streams": paths.len(), "bytes": total}))
-                .map_err(|e| error::store(&e))?;
+            s.record_action(
+                now,
+                "audit",
+                &paths.join("\n"),
+                &serde_json::json!({"streams": paths.len(), "bytes": total}),
+            )
+            .map_err(|e| error::store(&e))?;
             Ok(())
         })?;
         jobs.next_id += 1;
@@ -331,7 +338,9 @@ impl AppState {
         match jobs.current.as_ref() {
             Some(j) if j.id == id => match &j.report {
                 Some((v, r)) => Ok((*v, r.clone(), j.paths.clone())),
-                None => Err(UiError::new("audit.no_report", format!("audit {id} has no report ({})", j.state.as_str()))),
+                None => {
+                    Err(UiError::new("audit.no_report", format!("audit {id} has no report ({})", j.state.as_str())))
+                }
             },
             _ => Err(UiError::new("audit.unknown_job", format!("there is no audit job {id}"))),
         }
@@ -368,7 +377,14 @@ pub fn register_demo_items(store: &Mutex<Store>, items: &[crate::engines::DemoIt
     }
 }
 
-fn finish(audit: &Mutex<AuditJobs>, store: &Mutex<Store>, id: u64, paths: &[String], outcome: EngineOutcome, cancelled: bool) {
+fn finish(
+    audit: &Mutex<AuditJobs>,
+    store: &Mutex<Store>,
+    id: u64,
+    paths: &[String],
+    outcome: EngineOutcome,
+    cancelled: bool,
+) {
     let Ok(mut jobs) = audit.lock() else { return };
     let Some(job) = jobs.current.as_mut().filter(|j| j.id == id) else { return };
     job.took = Some(job.started.elapsed());

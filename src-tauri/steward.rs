@@ -14,16 +14,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use console_store::{ItemKind, Store};
+use console_view::authority::read_run;
 use console_view::ipc::UiError;
 use console_view::steward::{
-    self as sv, AgentEventLine, AmendForm, AmendPreview, HistoryRow, KeyStatus, LiveState, LiveView, RevokePlan, RunRow, SettleStatus, SignedAction,
-    StewardActionKind, StewardOverview, StewardRunView, UnresolvedStream,
+    self as sv, AgentEventLine, AmendForm, AmendPreview, HistoryRow, KeyStatus, LiveState, LiveView, RevokePlan,
+    RunRow, SettleStatus, SignedAction, StewardActionKind, StewardOverview, StewardRunView, UnresolvedStream,
 };
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::Gate;
 use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::Keypair;
-use console_view::authority::read_run;
 use jcp::steering::Run;
 use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::Feed;
@@ -70,7 +70,10 @@ impl StewardState {
         if let Err(e) = std::fs::create_dir_all(&runs_dir) {
             eprintln!("jcp-console: the runs folder {} could not be created: {e}", runs_dir.display());
         }
-        let work_factor = std::env::var("JCP_KEY_WORK_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(keystore::DEFAULT_WORK_FACTOR);
+        let work_factor = std::env::var("JCP_KEY_WORK_FACTOR")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(keystore::DEFAULT_WORK_FACTOR);
         Self {
             key_path: dir.join(KEY_FILE),
             key: Mutex::new(None),
@@ -179,9 +182,16 @@ pub fn scan_runs(store: &Mutex<Store>, runs_dir: &Path, seen: &mut HashMap<PathB
         present.push(p.clone());
         if seen.get(&p) != Some(&stamp) {
             if is_run && !seen.contains_key(&p) {
-                let label = p.file_stem().map_or_else(|| p.display().to_string(), |n| format!("run {}", n.to_string_lossy()));
+                let label =
+                    p.file_stem().map_or_else(|| p.display().to_string(), |n| format!("run {}", n.to_string_lossy()));
                 if let Ok(s) = store.lock() {
-                    if let Err(e) = s.add_item(ItemKind::Run, &label, &p.display().to_string(), &serde_json::json!({"source": "runs-folder"}), now) {
+                    if let Err(e) = s.add_item(
+                        ItemKind::Run,
+                        &label,
+                        &p.display().to_string(),
+                        &serde_json::json!({"source": "runs-folder"}),
+                        now,
+                    ) {
                         eprintln!("jcp-console: {e}");
                     }
                 }
@@ -245,7 +255,17 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
         if aw && mine {
             awaiting += 1;
         }
-        runs.push(RunRow { id: i.id, label: i.label, path: i.path, live, awaiting: aw, mine, checkpoints, verdict, error: err });
+        runs.push(RunRow {
+            id: i.id,
+            label: i.label,
+            path: i.path,
+            live,
+            awaiting: aw,
+            mine,
+            checkpoints,
+            verdict,
+            error: err,
+        });
     }
     Ok(StewardOverview { revision: st.revision.load(Ordering::Relaxed), awaiting, runs, key: key_status(st) })
 }
@@ -357,10 +377,9 @@ fn known_grants(state: &AppState) -> CmdResult<Vec<SignedGrant>> {
 
 fn target_grant(path: &Path, grant: &str) -> CmdResult<SignedGrant> {
     let run = Run::read(path).map_err(|e| UiError::new(e.code(), e.to_string()))?;
-    sv::grants_of(&run)
-        .into_iter()
-        .find(|g| g.id().to_string() == grant)
-        .ok_or_else(|| UiError::new("revoke.unknown_grant", format!("grant {grant} is not in the run {}", path.display())))
+    sv::grants_of(&run).into_iter().find(|g| g.id().to_string() == grant).ok_or_else(|| {
+        UiError::new("revoke.unknown_grant", format!("grant {grant} is not in the run {}", path.display()))
+    })
 }
 
 /// What revoking `grant` of run `id` kills (the confirmation's list).
@@ -378,9 +397,11 @@ pub fn revoke(state: &AppState, st: &StewardState, id: i64, grant: &str) -> CmdR
     let item = run_item(state, id)?;
     let path = PathBuf::from(&item.path);
     let target = target_grant(&path, grant)?;
-    let plan = st.with_key(|k| sv::plan_revoke(&target, &known_grants(state)?, &k.did()).map_err(|e| error::view(&e)))?;
+    let plan =
+        st.with_key(|k| sv::plan_revoke(&target, &known_grants(state)?, &k.did()).map_err(|e| error::view(&e)))?;
     let (rev, file) = st.with_key(|k| {
-        let rev = jcp::revocation::Revocation::issue(&target, k, None).map_err(|e| UiError::new(e.code(), e.to_string()))?;
+        let rev =
+            jcp::revocation::Revocation::issue(&target, k, None).map_err(|e| UiError::new(e.code(), e.to_string()))?;
         if let Some(live) = st.live_of(id) {
             live.feed(Feed::Revocation { revocation: rev.clone(), grant: target.clone(), marker: live.next_marker() })?;
         }
@@ -433,17 +454,31 @@ pub fn unresolved(state: &AppState) -> CmdResult<Vec<UnresolvedStream>> {
 /// Settles an unresolved decision with a signed note (the audit of the
 /// stream must list it unresolved); recorded in the history. Never retried,
 /// nothing re-debited or refunded.
-pub fn settle(state: &AppState, st: &StewardState, stream: &str, receipt: &str, status: SettleStatus, note: &str) -> CmdResult<SignedAction> {
-    let id = ContentId::parse(receipt).ok_or_else(|| UiError::new("settle.bad_receipt", format!("{receipt:?} is not a receipt id")))?;
+pub fn settle(
+    state: &AppState,
+    st: &StewardState,
+    stream: &str,
+    receipt: &str,
+    status: SettleStatus,
+    note: &str,
+) -> CmdResult<SignedAction> {
+    let id = ContentId::parse(receipt)
+        .ok_or_else(|| UiError::new("settle.bad_receipt", format!("{receipt:?} is not a receipt id")))?;
     if note.trim().is_empty() {
-        return Err(UiError::new("settle.no_note", "a settlement says why: write a note (it is signed with the settlement)"));
+        return Err(UiError::new(
+            "settle.no_note",
+            "a settlement says why: write a note (it is signed with the settlement)",
+        ));
     }
     let status_r = match status {
         SettleStatus::Completed => jcp_receipt::record::OutcomeStatus::Completed,
         SettleStatus::Failed => jcp_receipt::record::OutcomeStatus::Failed,
     };
     let at = now_ms() / 1000;
-    let (n, path) = st.with_key(|k| jcp_audit::settle(Path::new(stream), &id, status_r, note.trim(), k, at).map_err(|e| UiError::new(e.code(), e.to_string())))?;
+    let (n, path) = st.with_key(|k| {
+        jcp_audit::settle(Path::new(stream), &id, status_r, note.trim(), k, at)
+            .map_err(|e| UiError::new(e.code(), e.to_string()))
+    })?;
     let done = SignedAction {
         action: StewardActionKind::Settle,
         signed_by: n.note().settled_by.to_string(),
@@ -492,7 +527,11 @@ pub struct LiveRun {
 
 impl std::fmt::Debug for LiveRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveRun").field("item_id", &self.item_id).field("run_path", &self.run_path).field("pid", &self.pid).finish_non_exhaustive()
+        f.debug_struct("LiveRun")
+            .field("item_id", &self.item_id)
+            .field("run_path", &self.run_path)
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
     }
 }
 
@@ -505,7 +544,10 @@ impl LiveRun {
         if ans.admitted {
             Ok(())
         } else {
-            Err(UiError::new("live.refused", format!("the live run's endpoint refused it ({}): {}", ans.code, ans.message)))
+            Err(UiError::new(
+                "live.refused",
+                format!("the live run's endpoint refused it ({}): {}", ans.code, ans.message),
+            ))
         }
     }
 
@@ -515,7 +557,9 @@ impl LiveRun {
 
     fn state(&self) -> LiveState {
         let ended = self.ended.lock().ok().and_then(|e| e.clone());
-        let said_stopped = self.events.lock().ok().is_some_and(|e| e.iter().any(|v| v["event"] == "stopped" && v["why"] != "error" && v["why"] != "endpoint-error"));
+        let said_stopped = self.events.lock().ok().is_some_and(|e| {
+            e.iter().any(|v| v["event"] == "stopped" && v["why"] != "error" && v["why"] != "endpoint-error")
+        });
         match ended {
             None => LiveState::Running,
             Some(_) if said_stopped => LiveState::Stopped,
@@ -547,7 +591,11 @@ impl LiveRun {
         }
         let state = self.state();
         let ended = self.ended.lock().ok().and_then(|e| e.clone()).map(|e| {
-            let said = events.iter().rev().find(|v| v["event"] == "stopped").and_then(|v| v["message"].as_str().map(str::to_owned));
+            let said = events
+                .iter()
+                .rev()
+                .find(|v| v["event"] == "stopped")
+                .and_then(|v| v["message"].as_str().map(str::to_owned));
             let how = match (e.code, e.signal) {
                 (Some(c), _) => format!("exit {c}"),
                 (None, Some(s)) => format!("killed by signal {s}"),
@@ -560,7 +608,9 @@ impl LiveRun {
                 (_, None) => format!("the agent ended without saying why ({how}): it crashed or was killed"),
             }
         });
-        let stderr = (state == LiveState::Crashed).then(|| self.stderr.lock().map(|s| s.clone()).unwrap_or_default()).filter(|s| !s.is_empty());
+        let stderr = (state == LiveState::Crashed)
+            .then(|| self.stderr.lock().map(|s| s.clone()).unwrap_or_default())
+            .filter(|s| !s.is_empty());
         let start = events.len().saturating_sub(60);
         LiveView {
             state,
@@ -695,18 +745,19 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
     // the record can be reopened by the same point (replay checks the sealer).
     let endpoint_key = Keypair::generate();
     keystore::write_plain(&dir.join("endpoint.key"), &endpoint_key).map_err(|e| key_err(&e))?;
-    let (endpoint, bound) = rt.block_on(async {
-        let (endpoint, _report) = Endpoint::open(config, endpoint_key, gate, None)?;
-        let (listener, bound) = addr.bind().await?;
-        let ep = endpoint.clone();
-        tokio::spawn(async move {
-            if let Err(e) = ep.serve(listener).await {
-                eprintln!("jcp-console: the live endpoint stopped serving: {e}");
-            }
-        });
-        Ok::<_, jcp_wire::WireError>((endpoint, bound))
-    })
-    .map_err(|e| UiError::new(e.code(), format!("the embedded endpoint did not start: {e}")))?;
+    let (endpoint, bound) = rt
+        .block_on(async {
+            let (endpoint, _report) = Endpoint::open(config, endpoint_key, gate, None)?;
+            let (listener, bound) = addr.bind().await?;
+            let ep = endpoint.clone();
+            tokio::spawn(async move {
+                if let Err(e) = ep.serve(listener).await {
+                    eprintln!("jcp-console: the live endpoint stopped serving: {e}");
+                }
+            });
+            Ok::<_, jcp_wire::WireError>((endpoint, bound))
+        })
+        .map_err(|e| UiError::new(e.code(), format!("the embedded endpoint did not start: {e}")))?;
     let mut child: Child = Command::new(&jcp)
         .args(["agent", "demo", "--json", "--stop-with-parent", "--connect", &bound.to_string(), "--run"])
         .arg(&run_path)
@@ -731,8 +782,14 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         .map_err(|e| io_err("cannot start the demo agent", &jcp, &e))?;
     let label = format!("live run {stamp} (demo agent, {} budget)", console_view::format_uj(LIVE_BUDGET_UJ));
     let item_id = state.with_store(|s| {
-        s.add_item(ItemKind::Run, &label, &run_path.display().to_string(), &serde_json::json!({"source": "live", "stream": stream, "dir": dir}), now_ms())
-            .map_err(|e| error::store(&e))
+        s.add_item(
+            ItemKind::Run,
+            &label,
+            &run_path.display().to_string(),
+            &serde_json::json!({"source": "live", "stream": stream, "dir": dir}),
+            now_ms(),
+        )
+        .map_err(|e| error::store(&e))
     })?;
     let events = Arc::new(Mutex::new(Vec::new()));
     let stderr = Arc::new(Mutex::new(String::new()));
@@ -742,7 +799,8 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         let events = events.clone();
         let _ = std::thread::Builder::new().name("agent-stdout".into()).spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let v = serde_json::from_str(&line).unwrap_or_else(|_| serde_json::json!({"event": "output", "message": line}));
+                let v = serde_json::from_str(&line)
+                    .unwrap_or_else(|_| serde_json::json!({"event": "output", "message": line}));
                 if let Ok(mut e) = events.lock() {
                     e.push(v);
                     let excess = e.len().saturating_sub(EVENTS_KEPT);
@@ -822,14 +880,20 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
 
 /// Stops a live run (its agent and endpoint); the run file and record stay.
 pub fn live_stop(state: &AppState, st: &StewardState, id: i64) -> CmdResult<LiveView> {
-    let live = st.live_of(id).ok_or_else(|| UiError::new("live.unknown", format!("run {id} is not live in this console")))?;
+    let live =
+        st.live_of(id).ok_or_else(|| UiError::new("live.unknown", format!("run {id} is not live in this console")))?;
     live.stop();
     st.revision.fetch_add(1, Ordering::Relaxed);
     let v = live.view();
     state.with_store(|s| {
-        s.record_action(now_ms(), "live_stop", &live.run_path.display().to_string(), &serde_json::json!({"message": "stopped the live run from the console"}))
-            .map(|_| ())
-            .map_err(|e| error::store(&e))
+        s.record_action(
+            now_ms(),
+            "live_stop",
+            &live.run_path.display().to_string(),
+            &serde_json::json!({"message": "stopped the live run from the console"}),
+        )
+        .map(|_| ())
+        .map_err(|e| error::store(&e))
     })?;
     Ok(v)
 }
@@ -857,7 +921,9 @@ pub async fn key_import_pick<R: tauri::Runtime>(
     passphrase: String,
 ) -> CmdResult<Option<KeyStatus>> {
     use tauri_plugin_dialog::DialogExt;
-    let Some(from) = app.dialog().file().set_title("Import a key file").blocking_pick_file().and_then(|p| p.into_path().ok()) else {
+    let Some(from) =
+        app.dialog().file().set_title("Import a key file").blocking_pick_file().and_then(|p| p.into_path().ok())
+    else {
         return Ok(None);
     };
     key_import(&st, &from, &from_passphrase, &passphrase).map(Some)
@@ -877,37 +943,64 @@ pub fn key_lock_now(st: tauri::State<'_, StewardState>) -> CmdResult<KeyStatus> 
 
 /// The steward's overview (runs, awaiting checkpoints, key).
 #[tauri::command]
-pub fn steward_overview(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>) -> CmdResult<StewardOverview> {
+pub fn steward_overview(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+) -> CmdResult<StewardOverview> {
     overview(&state, &st)
 }
 
 /// A run as the steward works on it.
 #[tauri::command]
-pub fn steward_run(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64) -> CmdResult<StewardRunView> {
+pub fn steward_run(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+) -> CmdResult<StewardRunView> {
     run_view(&state, &st, id)
 }
 
 /// An amendment or approval, planned and checked, not signed.
 #[tauri::command]
-pub fn steward_preview(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64, form: AmendForm) -> CmdResult<AmendPreview> {
+pub fn steward_preview(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+    form: AmendForm,
+) -> CmdResult<AmendPreview> {
     preview(&state, &st, id, &form)
 }
 
 /// Signs an amendment or approval.
 #[tauri::command]
-pub fn steward_amend(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64, form: AmendForm) -> CmdResult<SignedAction> {
+pub fn steward_amend(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+    form: AmendForm,
+) -> CmdResult<SignedAction> {
     amend(&state, &st, id, &form)
 }
 
 /// What a revocation of `grant` kills.
 #[tauri::command]
-pub fn steward_revoke_plan(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64, grant: String) -> CmdResult<RevokePlan> {
+pub fn steward_revoke_plan(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+    grant: String,
+) -> CmdResult<RevokePlan> {
     revoke_plan(&state, &st, id, &grant)
 }
 
 /// Signs the revocation of `grant`.
 #[tauri::command]
-pub fn steward_revoke(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64, grant: String) -> CmdResult<SignedAction> {
+pub fn steward_revoke(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+    grant: String,
+) -> CmdResult<SignedAction> {
     revoke(&state, &st, id, &grant)
 }
 
@@ -938,7 +1031,11 @@ pub fn live_run_start(state: tauri::State<'_, AppState>, st: tauri::State<'_, St
 
 /// Stops a live run.
 #[tauri::command]
-pub fn live_run_stop(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>, id: i64) -> CmdResult<LiveView> {
+pub fn live_run_stop(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    id: i64,
+) -> CmdResult<LiveView> {
     live_stop(&state, &st, id)
 }
 
@@ -953,7 +1050,9 @@ pub fn start_attention<R: tauri::Runtime>(app: tauri::AppHandle<R>) {
         let mut last = 0u32;
         loop {
             std::thread::sleep(Duration::from_secs(1));
-            let (Some(state), Some(st)) = (app.try_state::<AppState>(), app.try_state::<StewardState>()) else { continue };
+            let (Some(state), Some(st)) = (app.try_state::<AppState>(), app.try_state::<StewardState>()) else {
+                continue;
+            };
             let Ok(ov) = overview(&state, &st) else { continue };
             if ov.awaiting > last {
                 let window = app.get_webview_window("main");

@@ -25,7 +25,8 @@ fn meter_off() -> MeterView {
 fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> EngineOutcome {
     let mut tampered = 0u64;
     for path in paths {
-        let bytes = std::fs::read(path).map_err(|e| console_view::ipc::UiError::new("audit.unreadable", e.to_string()))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| console_view::ipc::UiError::new("audit.unreadable", e.to_string()))?;
         if bytes.starts_with(b"SLOW") {
             while !cancel.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(5));
@@ -39,7 +40,10 @@ fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &Atom
         p.records.fetch_add(1, Ordering::Relaxed);
     }
     let verdict = console_view::tags::Verdict::of(tampered == 0);
-    Ok((verdict, json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}})))
+    Ok((
+        verdict,
+        json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}}),
+    ))
 }
 
 fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
@@ -54,7 +58,6 @@ fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<Mock
     let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     (app, webview)
 }
-
 
 fn wait_done(w: &WebviewWindow<MockRuntime>) -> Value {
     let t = Instant::now();
@@ -89,9 +92,23 @@ fn s5_energy_snapshot_keeps_gaps_and_grades_from_the_store() {
         let mut s = state.store.lock().unwrap();
         let e = Energy { uj: 2_000_000, provenance: Provenance::HwShunt, coverage: Coverage::Whole };
         let p = Energy { uj: 500_000, provenance: Provenance::ModelBased, coverage: Coverage::Partial };
-        s.record_window(&WindowRecord { seq: 0, start_ms: 0, end_ms: 1000, energy: Some(e), rung: Some("rapl".into()) }).unwrap();
+        s.record_window(&WindowRecord {
+            seq: 0,
+            start_ms: 0,
+            end_ms: 1000,
+            energy: Some(e),
+            rung: Some("rapl".into()),
+        })
+        .unwrap();
         s.record_window(&WindowRecord { seq: 0, start_ms: 1000, end_ms: 2000, energy: None, rung: None }).unwrap();
-        s.record_window(&WindowRecord { seq: 0, start_ms: 2000, end_ms: 3000, energy: Some(p), rung: Some("nvml".into()) }).unwrap();
+        s.record_window(&WindowRecord {
+            seq: 0,
+            start_ms: 2000,
+            end_ms: 3000,
+            energy: Some(p),
+            rung: Some("nvml".into()),
+        })
+        .unwrap();
     }
     let snap = invoke(&w, "energy_snapshot", json!({"limit": 60})).unwrap();
     let rows = snap["windows"].as_array().unwrap();
@@ -229,7 +246,9 @@ fn root() -> std::path::PathBuf {
 #[test]
 fn capability_lists_only_the_apps_own_commands_each_explicit() {
     let commands = jcp_console::command_names::COMMANDS;
-    let cap: Value = serde_json::from_str(&std::fs::read_to_string(root().join("src-tauri/capabilities/main-window.json")).unwrap()).unwrap();
+    let cap: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("src-tauri/capabilities/main-window.json")).unwrap())
+            .unwrap();
     let perms: Vec<&str> = cap["permissions"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
     assert!(perms.iter().all(|p| !p.contains(':')), "no plugin or core permission reaches the window: {perms:?}");
     // The handler registered in lib.rs: `module::command,` lines inside generate_handler!.
@@ -245,12 +264,23 @@ fn capability_lists_only_the_apps_own_commands_each_explicit() {
         v.sort_unstable();
         v
     };
-    assert_eq!(sorted(&handler), sorted(commands), "lib.rs must register exactly the commands of src-tauri/command_names.rs");
+    assert_eq!(
+        sorted(&handler),
+        sorted(commands),
+        "lib.rs must register exactly the commands of src-tauri/command_names.rs"
+    );
     let allowed: Vec<String> = commands.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-    assert_eq!(sorted(&perms), sorted(&allowed), "the capability must grant exactly the commands of src-tauri/command_names.rs");
+    assert_eq!(
+        sorted(&perms),
+        sorted(&allowed),
+        "the capability must grant exactly the commands of src-tauri/command_names.rs"
+    );
     let build = std::fs::read_to_string(root().join("src-tauri/build.rs")).unwrap();
-    assert!(build.contains("include!(\"command_names.rs\")") && build.contains(".commands(COMMANDS)"), "build.rs gives tauri-build the one list");
+    assert!(
+        build.contains("include!(\"command_names.rs\")") && build.contains(".commands(COMMANDS)"),
+        "build.rs gives tauri-build the one list"
+    );
 }
 
 /// The front end's command names are generated from the one list (issue 17:
@@ -266,7 +296,11 @@ fn ui_command_names_are_generated_from_the_one_list() {
     if std::env::var_os("JCP_UPDATE_TS").is_some() {
         std::fs::write(&file, &text).unwrap();
     }
-    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), text, "ui/src/gen/commands.ts is stale: JCP_UPDATE_TS=1 cargo test -p jcp-console --test commands");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        text,
+        "ui/src/gen/commands.ts is stale: JCP_UPDATE_TS=1 cargo test -p jcp-console --test commands"
+    );
     let ipc = std::fs::read_to_string(root().join("ui/src/ipc.ts")).unwrap();
     assert!(ipc.contains("cmd: Command"), "ui/src/ipc.ts calls only names of type Command");
 }
@@ -301,7 +335,12 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
     // A second call writes nothing new and returns the same streams.
     assert_eq!(jcp_console::engines::prepare_demo(&dir.path().join("demo")).unwrap(), demo);
     let app = jcp_console::configure(mock_builder()).build(mock_context(noop_assets())).unwrap();
-    app.manage(AppState::open(dir.path(), jcp_console::engines::audit_engine(), jcp_console::engines::AUDIT_MISSING, meter_off()));
+    app.manage(AppState::open(
+        dir.path(),
+        jcp_console::engines::audit_engine(),
+        jcp_console::engines::AUDIT_MISSING,
+        meter_off(),
+    ));
     let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     for (path, want) in [(&demo[0], "clean"), (&demo[1], "findings")] {
         invoke(&w, "audit_start", json!({"paths": [path.display().to_string()]})).unwrap();
@@ -310,8 +349,15 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
         assert_eq!(done["verdict"], want);
         assert_eq!(done["progress"]["bytes_done"], done["progress"]["bytes_total"]);
         let shown = invoke(&w, "audit_report", json!({"id": done["id"]})).unwrap();
-        let direct = jcp_audit::audit_paths(&[path], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(())).unwrap();
-        assert_eq!(shown["report"], serde_json::to_value(&direct).unwrap(), "the console shows the engine's report unchanged");
+        let direct = jcp_audit::audit_paths(&[path], &jcp_audit::AuditOptions::default(), |_| {
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(
+            shown["report"],
+            serde_json::to_value(&direct).unwrap(),
+            "the console shows the engine's report unchanged"
+        );
         assert_eq!(direct.clean, want == "clean");
     }
 }
@@ -365,13 +411,16 @@ fn abp_13_blueprint_report_shows_the_reconcile_and_keeps_its_outcome() {
     let good = invoke(&w, "blueprint_report", json!({"id": bps[0]["id"]})).unwrap();
     assert_eq!(good["verdict"], "consistent");
     assert_eq!(good["steps"].as_array().unwrap().len(), 8);
-    let nv: Vec<&str> = good["not_verified"].as_array().unwrap().iter().map(|n| n["surface"].as_str().unwrap()).collect();
+    let nv: Vec<&str> =
+        good["not_verified"].as_array().unwrap().iter().map(|n| n["surface"].as_str().unwrap()).collect();
     for s in ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"] {
         assert!(nv.contains(&s), "{s} is named as not verified: {nv:?}");
     }
     // The evidence is the one the crate computes from the same files (as `jcp blueprint reconcile --json`).
-    let files: console_view::blueprint::ReconcileFiles =
-        serde_json::from_value(app.state::<AppState>().store.lock().unwrap().item(bps[0]["id"].as_i64().unwrap()).unwrap().unwrap().detail).unwrap();
+    let files: console_view::blueprint::ReconcileFiles = serde_json::from_value(
+        app.state::<AppState>().store.lock().unwrap().item(bps[0]["id"].as_i64().unwrap()).unwrap().unwrap().detail,
+    )
+    .unwrap();
     let direct = console_view::blueprint::reconcile_files(&files).unwrap();
     assert_eq!(good["evidence"], serde_json::to_value(&direct).unwrap());
     let bad = invoke(&w, "blueprint_report", json!({"id": bps[1]["id"]})).unwrap();
@@ -379,7 +428,13 @@ fn abp_13_blueprint_report_shows_the_reconcile_and_keeps_its_outcome() {
     assert_eq!(bad["first_failure"]["code"], "binding_descriptor_mismatch");
     // The overview now shows each outcome.
     let items = invoke(&w, "workspace_overview", json!({})).unwrap();
-    let status: Vec<&str> = items.as_array().unwrap().iter().filter(|i| i["kind"] == "blueprint").map(|i| i["last_status"].as_str().unwrap()).collect();
+    let status: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "blueprint")
+        .map(|i| i["last_status"].as_str().unwrap())
+        .collect();
     assert_eq!(status, ["consistent", "inconsistent"]);
 }
 
@@ -389,7 +444,13 @@ fn blueprint_report_errors_are_code_and_message() {
     let (app, w) = demo_app(dir.path());
     let e = invoke(&w, "blueprint_report", json!({"id": 999})).unwrap_err();
     assert_eq!(e, json!({"code": "workspace.unknown_item", "message": "there is no workspace item 999"}));
-    let run = app.state::<AppState>().store.lock().unwrap().add_item(console_store::ItemKind::Run, "a run", "/x/run.json", &json!({}), 1).unwrap();
+    let run = app
+        .state::<AppState>()
+        .store
+        .lock()
+        .unwrap()
+        .add_item(console_store::ItemKind::Run, "a run", "/x/run.json", &json!({}), 1)
+        .unwrap();
     let e = invoke(&w, "blueprint_report", json!({"id": run})).unwrap_err();
     assert_eq!(e["code"], "workspace.wrong_kind");
     // A blueprint file removed after it was listed: the file is named.

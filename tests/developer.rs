@@ -50,7 +50,12 @@ fn abp_a_pair_opened_from_disk_is_reconciled_and_its_decode_error_points_at_line
     assert_eq!(loc["text"], "broken-blueprint.json line 2, column 10 (byte 18)");
 
     // Missing files are refused before anything is added, naming the file.
-    let e = invoke(&w, "blueprint_open", json!({"form": {"blueprint": dir.path().join("nope.json"), "deployment": good.deployment}})).unwrap_err();
+    let e = invoke(
+        &w,
+        "blueprint_open",
+        json!({"form": {"blueprint": dir.path().join("nope.json"), "deployment": good.deployment}}),
+    )
+    .unwrap_err();
     assert_eq!(e["code"], "blueprint.missing_file");
     assert!(e["message"].as_str().unwrap().contains("nope.json"));
 }
@@ -62,7 +67,12 @@ fn asi_s5_inspect_shows_the_hash_jcp_intent_hash_prints_and_s6_compare_names_the
     let v = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "path": vector()}})).unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(vector()).unwrap()).unwrap();
     assert_eq!(v["intent_hash"], doc["intent_hash"]);
-    let pasted = invoke(&w, "intent_inspect", json!({"source": {"kind": "text", "text": "{\"protocol_version\":\"agent-safe.intent/1\",\"x\":1}"}})).unwrap();
+    let pasted = invoke(
+        &w,
+        "intent_inspect",
+        json!({"source": {"kind": "text", "text": "{\"protocol_version\":\"agent-safe.intent/1\",\"x\":1}"}}),
+    )
+    .unwrap();
     assert!(pasted["intent_hash"].is_null());
     assert!(pasted["refusal"]["rule"].as_str().unwrap().starts_with("§3"));
 
@@ -77,6 +87,7 @@ fn asi_s5_inspect_shows_the_hash_jcp_intent_hash_prints_and_s6_compare_names_the
     assert_eq!(c["same_intent"], false);
     assert_eq!(c["differences"][0]["path"], format!("$.{}", m["path"].as_str().unwrap()));
 
-    let e = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "path": dir.path().join("none.json")}})).unwrap_err();
+    let e = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "path": dir.path().join("none.json")}}))
+        .unwrap_err();
     assert_eq!(e["code"], "view.unreadable");
 }

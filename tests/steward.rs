@@ -19,7 +19,12 @@ use tauri::{Manager, WebviewWindow};
 
 fn app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
     let app = jcp_console::configure(mock_builder()).build(mock_context(noop_assets())).unwrap();
-    let state = AppState::open(dir, jcp_console::engines::audit_engine(), jcp_console::engines::AUDIT_MISSING, jcp_console::engines::meter_view());
+    let state = AppState::open(
+        dir,
+        jcp_console::engines::audit_engine(),
+        jcp_console::engines::AUDIT_MISSING,
+        jcp_console::engines::meter_view(),
+    );
     let mut steward = StewardState::new(dir);
     steward.work_factor = 10;
     jcp_console::steward::start_watcher(state.store.clone(), steward.runs_dir.clone(), steward.revision.clone());
@@ -29,7 +34,6 @@ fn app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
     (app, webview)
 }
 
-
 /// The `jcp` command the live run starts: beside this test's target
 /// folder, built here when a partial build has not made it yet.
 fn jcp_bin() -> PathBuf {
@@ -37,7 +41,10 @@ fn jcp_bin() -> PathBuf {
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let bin = dir.join("jcp");
     if !bin.is_file() {
-        let ok = std::process::Command::new(env!("CARGO")).args(["build", "-p", "jcp-cli", "--bin", "jcp"]).status().unwrap();
+        let ok = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "jcp-cli", "--bin", "jcp"])
+            .status()
+            .unwrap();
         assert!(ok.success(), "building jcp for the live run");
     }
     bin
@@ -71,7 +78,11 @@ fn s2_steward_key_create_lock_unlock_and_refusals_name_the_file() {
     let e = invoke(&w, "key_create_new", json!({"passphrase": "x"})).unwrap_err();
     assert_eq!(e["code"], "key-exists", "{e}");
     let s = invoke(&w, "key_lock_now", json!({})).unwrap();
-    assert_eq!((s["unlocked"].as_bool(), s["did"].as_str()), (Some(false), Some(did.as_str())), "the did shows while locked: {s}");
+    assert_eq!(
+        (s["unlocked"].as_bool(), s["did"].as_str()),
+        (Some(false), Some(did.as_str())),
+        "the did shows while locked: {s}"
+    );
     let e = invoke(&w, "key_unlock_now", json!({"passphrase": "wrong"})).unwrap_err();
     assert_eq!(e["code"], "key-wrong-passphrase");
     assert!(e["message"].as_str().unwrap().contains("steward.key"), "{e}");
@@ -127,7 +138,10 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     assert_eq!(v["history"][1]["action"], "amend");
     assert!(v["history"][1]["signed_by"].as_str().unwrap().starts_with("did:key:"), "{}", v["history"]);
     // 400 µJ is now above the continuation's remainder (300): refused.
-    assert_eq!(invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(400))})).unwrap_err()["code"], "steer-above-remainder");
+    assert_eq!(
+        invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(400))})).unwrap_err()["code"],
+        "steer-above-remainder"
+    );
     // Revoke the continuation: the plan names it; the agent, waiting at its checkpoint, stops.
     let plan = invoke(&w, "steward_revoke_plan", json!({"id": id, "grant": cont})).unwrap();
     assert_eq!(plan["dies"][0]["id"], cont.as_str(), "{plan}");
@@ -141,7 +155,8 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     app.state::<StewardState>().stop_all();
     let stream = v["live"]["stream"].as_str().unwrap();
     let out = std::process::Command::new(jcp_bin()).args(["audit", stream, "--json"]).output().unwrap();
-    let a: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let a: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(a["receipts"]["amendments"], 1, "{a:#}");
     assert_eq!(a["receipts"]["revocation_notices"], 1, "{a:#}");
     assert_eq!(a["receipts"]["allows"], 10, "{a:#}");
@@ -154,7 +169,12 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
     let dir = tempfile::tempdir().unwrap();
     let (_app, w) = app(dir.path());
     let stream = dir.path().join("u.jcps");
-    let out = std::process::Command::new(jcp_bin()).args(["stream", "demo"]).arg(&stream).args(["--fast", "--receipts", "60", "--unresolved", "2"]).output().unwrap();
+    let out = std::process::Command::new(jcp_bin())
+        .args(["stream", "demo"])
+        .arg(&stream)
+        .args(["--fast", "--receipts", "60", "--unresolved", "2"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stream = stream.display().to_string();
     invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
@@ -165,12 +185,18 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
     }
     let list = invoke(&w, "steward_unresolved", json!({})).unwrap();
     let s0 = &list[0];
-    assert_eq!((s0["stream"].as_str(), s0["total"].as_u64(), s0["changed_since"].as_bool()), (Some(stream.as_str()), Some(2), Some(false)), "{list:#}");
+    assert_eq!(
+        (s0["stream"].as_str(), s0["total"].as_u64(), s0["changed_since"].as_bool()),
+        (Some(stream.as_str()), Some(2), Some(false)),
+        "{list:#}"
+    );
     let row = s0["rows"][0].clone();
     assert!(row["holder"].as_str().unwrap().starts_with("did:key:"), "the party that held it is named: {row}");
     assert!(row["settled"].is_null());
     let receipt = row["receipt"].as_str().unwrap();
-    let settle = |status: &str, note: &str| invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": status, "note": note}));
+    let settle = |status: &str, note: &str| {
+        invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": status, "note": note}))
+    };
     // Locked: nothing is signed.
     invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
     invoke(&w, "key_lock_now", json!({})).unwrap();
@@ -181,7 +207,11 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
     assert_eq!(done["action"], "settle");
     let list = invoke(&w, "steward_unresolved", json!({})).unwrap();
     let settled = &list[0]["rows"][0]["settled"];
-    assert_eq!((settled["status"].as_str(), settled["settled_by"].as_str()), (Some("failed"), done["signed_by"].as_str()), "{list:#}");
+    assert_eq!(
+        (settled["status"].as_str(), settled["settled_by"].as_str()),
+        (Some("failed"), done["signed_by"].as_str()),
+        "{list:#}"
+    );
     assert!(list[0]["rows"][1]["settled"].is_null(), "only the one settled");
     // Once only; and never retried or re-debited: the stream is unchanged.
     assert_eq!(settle("completed", "again").unwrap_err()["code"], "settle-not-unresolved");

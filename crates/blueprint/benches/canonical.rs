@@ -15,26 +15,17 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use sha2::{Digest, Sha256};
 
 fn golden() -> Vec<u8> {
-    std::fs::read(testkit::interop(
-        "agent-blueprint-protocol/vectors/blueprint-golden.json",
-    ))
-    .expect("golden blueprint")
+    std::fs::read(testkit::interop("agent-blueprint-protocol/vectors/blueprint-golden.json")).expect("golden blueprint")
 }
 
 fn ours(bytes: &[u8]) -> Tagged {
     let v = json::decode(bytes, &Limits::default()).expect("decode");
-    Tagged::compute(
-        Domain::BlueprintContent,
-        &canon::canonical_bytes(&v).expect("jcs"),
-    )
+    Tagged::compute(Domain::BlueprintContent, &canon::canonical_bytes(&v).expect("jcs"))
 }
 
 fn ours_canonical_first(bytes: &[u8]) -> Tagged {
     let v = canon::decode_canonical(bytes, &Limits::default()).expect("canonical");
-    Tagged::compute(
-        Domain::BlueprintContent,
-        &canon::canonical_bytes(&v).expect("jcs"),
-    )
+    Tagged::compute(Domain::BlueprintContent, &canon::canonical_bytes(&v).expect("jcs"))
 }
 
 fn baseline(bytes: &[u8]) -> [u8; 32] {
@@ -50,11 +41,7 @@ fn baseline(bytes: &[u8]) -> [u8; 32] {
 fn bench(c: &mut Criterion) {
     let bytes = golden();
     // Same answer from both sides before timing anything.
-    assert_eq!(
-        ours(&bytes).0,
-        baseline(&bytes),
-        "implementations disagree on the golden blueprint"
-    );
+    assert_eq!(ours(&bytes).0, baseline(&bytes), "implementations disagree on the golden blueprint");
     let mut g = c.benchmark_group("golden_blueprint_jcs_digest");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("blueprint", |b| b.iter(|| ours(black_box(&bytes))));

@@ -4,12 +4,7 @@
 //! hand; only fixture digests/signatures are computed (they are inputs).
 //!
 //! Run: `cargo run -p blueprint --example gen_corpus -- conformance/blueprint`
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::panic,
-    clippy::too_many_lines
-)]
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, clippy::too_many_lines)]
 
 use std::collections::BTreeMap;
 
@@ -85,11 +80,7 @@ fn base_deployment() -> J {
 }
 
 /// Edits, re-digests and returns canonical text.
-fn artifact_text(
-    kind: Kind,
-    base: J,
-    edit: impl FnOnce(&mut serde_json::Map<String, J>),
-) -> String {
+fn artifact_text(kind: Kind, base: J, edit: impl FnOnce(&mut serde_json::Map<String, J>)) -> String {
     let mut j = base;
     edit(j.as_object_mut().expect("obj"));
     let mut val = v(&j);
@@ -120,8 +111,7 @@ fn dep_for(bp_text: &str, edit: impl FnOnce(&mut serde_json::Map<String, J>)) ->
 }
 
 fn signed(kind: Kind, t: &str, sk: &SigningKey, kid: &str, purpose: &str, tamper: bool) -> String {
-    let mut val =
-        blueprint::json::decode(t.as_bytes(), &blueprint::limits::Limits::default()).expect("json");
+    let mut val = blueprint::json::decode(t.as_bytes(), &blueprint::limits::Limits::default()).expect("json");
     let digest = artifact::compute_digest(kind, val.as_object().expect("o")).expect("d");
     let attrs = v(
         &json!({"algorithm": "Ed25519", "content_digest": digest.to_string(), "created_at": "2026-11-01T00:00:00Z", "key_id": kid, "purpose": purpose}),
@@ -164,7 +154,10 @@ struct Files {
 impl Files {
     fn add(&mut self, surface: &str, class: &str, id: &str, input: J, expected: J) {
         let file = format!("cases/{}.json", surface.replace('.', "-"));
-        self.files.entry(file).or_default().push(json!({"class": class, "id": id, "input": input, "expected": expected, "surface": surface}));
+        self.files
+            .entry(file)
+            .or_default()
+            .push(json!({"class": class, "id": id, "input": input, "expected": expected, "surface": surface}));
     }
     fn ok(&mut self, surface: &str, id: &str, input: J, expected: J) {
         let mut e = expected;
@@ -173,23 +166,13 @@ impl Files {
     }
     fn no(&mut self, surface: &str, code: &str, id: &str, input: J) {
         let class = code.replace(':', "_");
-        self.add(
-            surface,
-            &class,
-            id,
-            input,
-            json!({"verdict": "invalid", "code": code}),
-        );
+        self.add(surface, &class, id, input, json!({"verdict": "invalid", "code": code}));
     }
 }
 
 fn main() {
-    let out_dir = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "conformance/blueprint".into());
-    let mut f = Files {
-        files: BTreeMap::new(),
-    };
+    let out_dir = std::env::args().nth(1).unwrap_or_else(|| "conformance/blueprint".into());
+    let mut f = Files { files: BTreeMap::new() };
     let sk = SigningKey::from_bytes(&[0x42; 32]);
     let pk = b64::encode(&sk.verifying_key().to_bytes());
 
@@ -201,163 +184,38 @@ fn main() {
         json!({"text": "{\"a\":[1,2.5,\"x\",null,true]}"}),
         json!({"value": {"a": [1, 2.5, "x", null, true]}}),
     );
-    f.ok(
-        s,
-        "own-json-whitespace",
-        json!({"text": " [ 1 , 2 ] \n"}),
-        json!({"value": [1, 2]}),
-    );
-    f.no(
-        s,
-        "ceiling:bytes",
-        "own-json-bytes",
-        json!({"bounds": {"bytes": 4}, "text": "[1,2]"}),
-    );
-    f.no(
-        s,
-        "ceiling:depth",
-        "own-json-depth",
-        json!({"bounds": {"depth": 2}, "text": "[[[1]]]"}),
-    );
-    f.no(
-        s,
-        "ceiling:items",
-        "own-json-items",
-        json!({"bounds": {"items": 2}, "text": "[1,2,3]"}),
-    );
-    f.no(
-        s,
-        "ceiling:members",
-        "own-json-members",
-        json!({"bounds": {"members": 1}, "text": "{\"a\":1,\"b\":2}"}),
-    );
-    f.no(
-        s,
-        "ceiling:nodes",
-        "own-json-nodes",
-        json!({"bounds": {"nodes": 2}, "text": "[1,2]"}),
-    );
-    f.no(
-        s,
-        "ceiling:string",
-        "own-json-string",
-        json!({"bounds": {"string": 2}, "text": "\"abc\""}),
-    );
-    f.no(
-        s,
-        "ceiling:key",
-        "own-json-key",
-        json!({"bounds": {"key": 2}, "text": "{\"abc\":1}"}),
-    );
-    f.no(
-        s,
-        "ceiling:number_lexeme",
-        "own-json-lexeme",
-        json!({"bounds": {"number_lexeme": 3}, "text": "1234"}),
-    );
-    f.no(
-        s,
-        "duplicate_member",
-        "own-json-duplicate",
-        json!({"text": "{\"a\":1,\"b\":{\"c\":1,\"c\":1}}"}),
-    );
-    f.no(
-        s,
-        "trailing_bytes",
-        "own-json-trailing",
-        json!({"text": "[1] [2]"}),
-    );
-    f.no(
-        s,
-        "invalid_syntax",
-        "own-json-syntax",
-        json!({"text": "[1,]"}),
-    );
-    f.no(
-        s,
-        "invalid_encoding",
-        "own-json-encoding",
-        json!({"base64url": "Iv8i"}),
-    );
-    f.no(
-        s,
-        "invalid_encoding",
-        "own-json-lone-surrogate",
-        json!({"text": "\"\\udc00\""}),
-    );
-    f.no(
-        s,
-        "invalid_number",
-        "own-json-number",
-        json!({"text": "[01]"}),
-    );
-    f.no(
-        s,
-        "number_not_double_expressible",
-        "own-json-window",
-        json!({"text": "[9007199254740993]"}),
-    );
-    f.no(
-        s,
-        "invalid_type",
-        "own-json-non-binary",
-        json!({"non_binary": 5}),
-    );
+    f.ok(s, "own-json-whitespace", json!({"text": " [ 1 , 2 ] \n"}), json!({"value": [1, 2]}));
+    f.no(s, "ceiling:bytes", "own-json-bytes", json!({"bounds": {"bytes": 4}, "text": "[1,2]"}));
+    f.no(s, "ceiling:depth", "own-json-depth", json!({"bounds": {"depth": 2}, "text": "[[[1]]]"}));
+    f.no(s, "ceiling:items", "own-json-items", json!({"bounds": {"items": 2}, "text": "[1,2,3]"}));
+    f.no(s, "ceiling:members", "own-json-members", json!({"bounds": {"members": 1}, "text": "{\"a\":1,\"b\":2}"}));
+    f.no(s, "ceiling:nodes", "own-json-nodes", json!({"bounds": {"nodes": 2}, "text": "[1,2]"}));
+    f.no(s, "ceiling:string", "own-json-string", json!({"bounds": {"string": 2}, "text": "\"abc\""}));
+    f.no(s, "ceiling:key", "own-json-key", json!({"bounds": {"key": 2}, "text": "{\"abc\":1}"}));
+    f.no(s, "ceiling:number_lexeme", "own-json-lexeme", json!({"bounds": {"number_lexeme": 3}, "text": "1234"}));
+    f.no(s, "duplicate_member", "own-json-duplicate", json!({"text": "{\"a\":1,\"b\":{\"c\":1,\"c\":1}}"}));
+    f.no(s, "trailing_bytes", "own-json-trailing", json!({"text": "[1] [2]"}));
+    f.no(s, "invalid_syntax", "own-json-syntax", json!({"text": "[1,]"}));
+    f.no(s, "invalid_encoding", "own-json-encoding", json!({"base64url": "Iv8i"}));
+    f.no(s, "invalid_encoding", "own-json-lone-surrogate", json!({"text": "\"\\udc00\""}));
+    f.no(s, "invalid_number", "own-json-number", json!({"text": "[01]"}));
+    f.no(s, "number_not_double_expressible", "own-json-window", json!({"text": "[9007199254740993]"}));
+    f.no(s, "invalid_type", "own-json-non-binary", json!({"non_binary": 5}));
 
     // ---- base64url.decode ---------------------------------------------------
     let s = "base64url.decode";
-    f.ok(
-        s,
-        "own-b64-valid",
-        json!({"base64url": "AQID"}),
-        json!({"decoded": "AQID", "bytes": 3}),
-    );
-    f.no(
-        s,
-        "base64url_padded",
-        "own-b64-padded",
-        json!({"base64url": "AQ=="}),
-    );
-    f.no(
-        s,
-        "base64url_invalid",
-        "own-b64-alphabet",
-        json!({"base64url": "AQ+/"}),
-    );
-    f.no(
-        s,
-        "base64url_invalid",
-        "own-b64-trailing-bits",
-        json!({"base64url": "AR"}),
-    );
+    f.ok(s, "own-b64-valid", json!({"base64url": "AQID"}), json!({"decoded": "AQID", "bytes": 3}));
+    f.no(s, "base64url_padded", "own-b64-padded", json!({"base64url": "AQ=="}));
+    f.no(s, "base64url_invalid", "own-b64-alphabet", json!({"base64url": "AQ+/"}));
+    f.no(s, "base64url_invalid", "own-b64-trailing-bits", json!({"base64url": "AR"}));
 
     // ---- bounds.new -----------------------------------------------------------
     let s = "bounds.new";
     f.ok(s, "own-bounds-valid", json!({"bounds": {"items": 5, "string": 10}}), json!({"bounds": {"bytes": 5_000_000, "depth": 64, "items": 5, "key": 1000, "members": 1000, "nodes": 200_000, "number_lexeme": 64, "string": 10}}));
-    f.no(
-        s,
-        "unknown_bound",
-        "own-bounds-unknown",
-        json!({"bounds": {"width": 1}}),
-    );
-    f.no(
-        s,
-        "invalid_type",
-        "own-bounds-type",
-        json!({"bounds": {"depth": "8"}}),
-    );
-    f.no(
-        s,
-        "invalid_constraint",
-        "own-bounds-floor",
-        json!({"bounds": {"depth": 0}}),
-    );
-    f.no(
-        s,
-        "ceiling:members",
-        "own-bounds-raise",
-        json!({"bounds": {"members": 1001}}),
-    );
+    f.no(s, "unknown_bound", "own-bounds-unknown", json!({"bounds": {"width": 1}}));
+    f.no(s, "invalid_type", "own-bounds-type", json!({"bounds": {"depth": "8"}}));
+    f.no(s, "invalid_constraint", "own-bounds-floor", json!({"bounds": {"depth": 0}}));
+    f.no(s, "ceiling:members", "own-bounds-raise", json!({"bounds": {"members": 1001}}));
 
     // ---- canonicalization.encode ------------------------------------------------
     let s = "canonicalization.encode";
@@ -379,26 +237,12 @@ fn main() {
         json!({"text": "{\"\u{ff3a}\":1,\"\u{10000}\":2,\"\u{e9}\":3}"}),
         json!({"encoded": "{\"\u{e9}\":3,\"\u{10000}\":2,\"\u{ff3a}\":1}"}),
     );
-    f.no(
-        s,
-        "invalid_encoding",
-        "own-canon-lone-surrogate",
-        json!({"text": "[\"\\ud800\"]"}),
-    );
-    f.no(
-        s,
-        "ceiling:bytes",
-        "own-canon-bytes",
-        json!({"bounds": {"bytes": 2}, "text": "[1]"}),
-    );
+    f.no(s, "invalid_encoding", "own-canon-lone-surrogate", json!({"text": "[\"\\ud800\"]"}));
+    f.no(s, "ceiling:bytes", "own-canon-bytes", json!({"bounds": {"bytes": 2}, "text": "[1]"}));
 
     // ---- digest.tagged -----------------------------------------------------------
     let s = "digest.tagged";
-    let dd = blueprint::digest::Tagged::compute(
-        blueprint::digest::Domain::DeploymentContent,
-        b"console",
-    )
-    .to_string();
+    let dd = blueprint::digest::Tagged::compute(blueprint::digest::Domain::DeploymentContent, b"console").to_string();
     f.ok(
         s,
         "own-digest-verify",
@@ -411,61 +255,36 @@ fn main() {
         "own-digest-domain-separated",
         json!({"declared": dd, "domain": "blueprint_content", "text": "console"}),
     );
+    f.no(s, "digest_algorithm_unsupported", "own-digest-alg", json!({"tagged": "sha-512:AAAA"}));
     f.no(
         s,
-        "digest_algorithm_unsupported",
-        "own-digest-alg",
-        json!({"tagged": "sha-512:AAAA"}),
+        "digest_encoding_invalid",
+        "own-digest-hex",
+        json!({"tagged": "sha-256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}),
     );
-    f.no(s, "digest_encoding_invalid", "own-digest-hex", json!({"tagged": "sha-256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}));
 
     // ---- blueprint.decode ----------------------------------------------------------
     let s = "blueprint.decode";
     let good = bp(|_| {});
     f.ok(s, "own-bp-valid", json!({"text": good}), json!({"digest": (digest_of(Kind::Blueprint, &good))}));
-    f.no(
-        s,
-        "non_canonical_bytes",
-        "own-bp-non-canonical",
-        json!({"text": format!(" {good}")}),
-    );
-    f.no(
-        s,
-        "unknown_member",
-        "own-bp-unknown",
-        json!({"text": bp(|m| { m.insert("zz".into(), json!(1)); })}),
-    );
-    f.no(
-        s,
-        "missing_required_field",
-        "own-bp-missing",
-        json!({"text": bp(|m| { m.remove("triggers"); })}),
-    );
-    f.no(
-        s,
-        "invalid_type",
-        "own-bp-type",
-        json!({"text": bp(|m| { m["release_number"] = json!("3"); })}),
-    );
-    f.no(
-        s,
-        "invalid_constraint",
-        "own-bp-constraint",
-        json!({"text": bp(|m| { m["triggers"] = json!(["cron"]); })}),
-    );
-    f.no(
-        s,
-        "invalid_cardinality",
-        "own-bp-cardinality",
-        json!({"text": bp(|m| { m["triggers"] = json!([]); })}),
-    );
+    f.no(s, "non_canonical_bytes", "own-bp-non-canonical", json!({"text": format!(" {good}")}));
+    f.no(s, "unknown_member", "own-bp-unknown", json!({"text": bp(|m| { m.insert("zz".into(), json!(1)); })}));
+    f.no(s, "missing_required_field", "own-bp-missing", json!({"text": bp(|m| { m.remove("triggers"); })}));
+    f.no(s, "invalid_type", "own-bp-type", json!({"text": bp(|m| { m["release_number"] = json!("3"); })}));
+    f.no(s, "invalid_constraint", "own-bp-constraint", json!({"text": bp(|m| { m["triggers"] = json!(["cron"]); })}));
+    f.no(s, "invalid_cardinality", "own-bp-cardinality", json!({"text": bp(|m| { m["triggers"] = json!([]); })}));
     f.no(
         s,
         "digest_mismatch",
         "own-bp-digest",
         json!({"text": (bp(|_| {}).replace("\"release_number\":3", "\"release_number\":4"))}),
     );
-    f.no(s, "forbidden_portable_value", "own-bp-endpoint", json!({"text": bp(|m| { m["producer"]["toolchain"] = json!("https://build.internal/ci"); })}));
+    f.no(
+        s,
+        "forbidden_portable_value",
+        "own-bp-endpoint",
+        json!({"text": bp(|m| { m["producer"]["toolchain"] = json!("https://build.internal/ci"); })}),
+    );
     f.no(s, "forbidden_portable_value", "own-bp-tenant", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"properties": {"tenant_id": {"type": "string"}}, "type": "object"}); })}));
     f.no(
         s,
@@ -473,7 +292,12 @@ fn main() {
         "own-bp-namespace",
         json!({"text": bp(|m| { m["extensions"]["optional"] = json!({"Example/X": {}}); })}),
     );
-    f.no(s, "schema_keyword_not_allowed", "own-bp-schema-keyword", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"pattern": "a*", "type": "string"}); })}));
+    f.no(
+        s,
+        "schema_keyword_not_allowed",
+        "own-bp-schema-keyword",
+        json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"pattern": "a*", "type": "string"}); })}),
+    );
     f.no(s, "schema_dialect_unknown", "own-bp-schema-dialect", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$schema": "http://json-schema.org/draft-04/schema#"}); })}));
     f.no(
         s,
@@ -481,7 +305,12 @@ fn main() {
         "own-bp-schema-value",
         json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"minItems": -1}); })}),
     );
-    f.no(s, "schema_ref_unresolvable", "own-bp-schema-ref", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$ref": "other.json#/x"}); })}));
+    f.no(
+        s,
+        "schema_ref_unresolvable",
+        "own-bp-schema-ref",
+        json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$ref": "other.json#/x"}); })}),
+    );
     f.no(s, "schema_ref_cycle", "own-bp-schema-cycle", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}); })}));
     f.no(
         s,
@@ -489,10 +318,15 @@ fn main() {
         "own-bp-schema-shape",
         json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"items": 7}); })}),
     );
-    f.no(s, "schema_complexity_exceeded", "own-bp-schema-complexity", json!({"text": bp(|m| {
-        let props: serde_json::Map<String, J> = (0..300).map(|i| (format!("p{i}"), json!(true))).collect();
-        m["input_ports"][0]["schema"] = json!({"properties": props});
-    })}));
+    f.no(
+        s,
+        "schema_complexity_exceeded",
+        "own-bp-schema-complexity",
+        json!({"text": bp(|m| {
+            let props: serde_json::Map<String, J> = (0..300).map(|i| (format!("p{i}"), json!(true))).collect();
+            m["input_ports"][0]["schema"] = json!({"properties": props});
+        })}),
+    );
     f.no(s, "predicate_op_unknown", "own-bp-predicate-op", json!({"text": bp(|m| { m["evaluation_assertions"][0]["predicate"] = json!({"op": "regex", "path": "/text", "value": "x"}); })}));
     f.no(s, "predicate_path_unresolved", "own-bp-predicate-path", json!({"text": bp(|m| {
         m["output_ports"][0]["schema"] = json!({"additionalProperties": false, "properties": {"text": {"type": "string"}}, "type": "object"});
@@ -514,7 +348,12 @@ fn main() {
     let dgood_digest = digest_of(Kind::Deployment, &dgood);
     f.ok(s, "own-dep-valid", json!({"text": dgood}), json!({"digest": dgood_digest}));
     f.ok(s, "own-dep-binds", json!({"text": dgood, "binding": {"blueprint": good, "now": "2026-11-01T00:00:05Z", "max_attestation_age_ms": 10000}}), json!({"digest": dgood_digest}));
-    f.no(s, "compatibility_identity_inexact", "own-dep-range", json!({"text": dep_for(&good, |m| { m["build_identities"][0]["version"] = json!("^0.1"); })}));
+    f.no(
+        s,
+        "compatibility_identity_inexact",
+        "own-dep-range",
+        json!({"text": dep_for(&good, |m| { m["build_identities"][0]["version"] = json!("^0.1"); })}),
+    );
     f.no(
         s,
         "compatibility_duplicate_entry",
@@ -590,13 +429,22 @@ fn main() {
     );
     f.no(s, "compatibility_entry_missing", "own-compat-other-version", observed(json!([ident("0.1.1")])));
     f.no(s, "compatibility_identity_inexact", "own-compat-range-observed", observed(json!([ident("0.1.*")])));
-    f.no(s, "compatibility_duplicate_entry", "own-compat-observed-twice", observed(json!([ident("0.1.0"), ident("0.1.0")])));
+    f.no(
+        s,
+        "compatibility_duplicate_entry",
+        "own-compat-observed-twice",
+        observed(json!([ident("0.1.0"), ident("0.1.0")])),
+    );
     f.no(s, "invalid_type", "own-compat-no-identities", json!({"text": dgood, "observed": {}}));
-    f.no(s, "invalid_type", "own-compat-malformed-identity", observed(json!([{"kind": "package", "name": "jcp_console", "version": "0.1.0"}])));
+    f.no(
+        s,
+        "invalid_type",
+        "own-compat-malformed-identity",
+        observed(json!([{"kind": "package", "name": "jcp_console", "version": "0.1.0"}])),
+    );
 
     // ---- negotiation.negotiate / extension.resolve --------------------------------------
-    let fed_schema: J =
-        serde_json::from_str(blueprint::registry::FEDERATION_SCHEMA).expect("schema");
+    let fed_schema: J = serde_json::from_str(blueprint::registry::FEDERATION_SCHEMA).expect("schema");
     let support = json!({"revisions": [1], "core_fields": ["ceilings", "blueprint_id"], "schemas": {"com.example/federation": fed_schema}});
     let art = |ext: J, rev: i64, req: J| json!({"content_digest": "sha-256:x", "extensions": ext, "protocol_revision": rev, "required_core_fields": req});
     let none = json!({"critical": {}, "optional": {}});
@@ -667,13 +515,13 @@ fn main() {
         "own-bounds-missing",
         json!({"blueprint": b, "deployment": b, "host": (without(&b, "max_fan_out"))}),
     );
+    f.no(s, "bound_source_missing", "own-bounds-no-host", json!({"blueprint": b, "deployment": b}));
     f.no(
         s,
-        "bound_source_missing",
-        "own-bounds-no-host",
-        json!({"blueprint": b, "deployment": b}),
+        "bound_unit_mismatch",
+        "own-bounds-currency",
+        json!({"blueprint": b, "deployment": with("max_cost", json!({"amount": 5, "currency": "USD"})), "host": b}),
     );
-    f.no(s, "bound_unit_mismatch", "own-bounds-currency", json!({"blueprint": b, "deployment": with("max_cost", json!({"amount": 5, "currency": "USD"})), "host": b}));
     f.no(
         s,
         "bound_value_invalid",
@@ -704,49 +552,24 @@ fn main() {
         "terminal_state": "completed", "time_policy": {"elapsed_ms": 1}});
     let env_t = text(&v(&env));
     let s = "federation.decode";
-    f.ok(
-        s,
-        "own-fed-valid",
-        json!({"text": env_t}),
-        json!({"canonical": env_t}),
-    );
+    f.ok(s, "own-fed-valid", json!({"text": env_t}), json!({"canonical": env_t}));
     f.ok(
         s,
         "own-fed-to-a2a",
         json!({"to_a2a_state": "input_required"}),
         json!({"a2a_state": "TASK_STATE_INPUT_REQUIRED"}),
     );
-    f.ok(
-        s,
-        "own-fed-to-mcp",
-        json!({"to_mcp_state": "working"}),
-        json!({"mcp_state": "working"}),
-    );
+    f.ok(s, "own-fed-to-mcp", json!({"to_mcp_state": "working"}), json!({"mcp_state": "working"}));
+    f.no(s, "federation_state_unmappable", "own-fed-rejected-to-mcp", json!({"to_mcp_state": "rejected"}));
+    f.no(s, "federation_state_unmappable", "own-fed-submitted-to-mcp", json!({"to_mcp_state": "submitted"}));
+    f.no(s, "invalid_type", "own-fed-unknown-a2a", json!({"from_a2a_state": "TASK_STATE_PAUSED"}));
+    f.no(s, "missing_required_field", "own-fed-missing", json!({"text": (text(&v(&without(&env, "issuer"))))}));
     f.no(
         s,
-        "federation_state_unmappable",
-        "own-fed-rejected-to-mcp",
-        json!({"to_mcp_state": "rejected"}),
+        "forbidden_portable_value",
+        "own-fed-endpoint",
+        json!({"text": (text(&v(&with_env(&env, "recovery_handle", json!("https://peer.example/tasks/1")))))}),
     );
-    f.no(
-        s,
-        "federation_state_unmappable",
-        "own-fed-submitted-to-mcp",
-        json!({"to_mcp_state": "submitted"}),
-    );
-    f.no(
-        s,
-        "invalid_type",
-        "own-fed-unknown-a2a",
-        json!({"from_a2a_state": "TASK_STATE_PAUSED"}),
-    );
-    f.no(
-        s,
-        "missing_required_field",
-        "own-fed-missing",
-        json!({"text": (text(&v(&without(&env, "issuer"))))}),
-    );
-    f.no(s, "forbidden_portable_value", "own-fed-endpoint", json!({"text": (text(&v(&with_env(&env, "recovery_handle", json!("https://peer.example/tasks/1")))))}));
     // federation.verify_commitment, the reference's form:
     // {envelope: <text>, context: {keys: [{key_id, key}], issuer?, subject?,
     // audience?, prior_receipts?: [{task_identity, terminal_state, commitment}]}}
@@ -761,7 +584,8 @@ fn main() {
         input.push(b'.');
         input.extend(signature::signing_payload(&v(&attrs)).expect("p"));
         let sig = sk.sign(&input).to_bytes();
-        e["evidence_receipt"]["signature"] = json!({"protected": prot, "signature": b64::encode(&sig), "signed_attributes": attrs});
+        e["evidence_receipt"]["signature"] =
+            json!({"protected": prot, "signature": b64::encode(&sig), "signed_attributes": attrs});
         text(&v(&e))
     };
     let good_env = receipt(env.clone(), "federation-envelope");
@@ -775,52 +599,152 @@ fn main() {
             "prior_receipts": [{"task_identity": "task-1", "terminal_state": "completed", "commitment": good_commitment}]}}),
         json!({"task_identity": "task-1", "terminal_commitment": good_commitment}),
     );
-    f.no(s, "audience_mismatch", "own-fedc-audience", json!({"envelope": good_env, "context": {"keys": peer, "audience": "aud-2"}}));
-    f.no(s, "audience_mismatch", "own-fedc-issuer", json!({"envelope": good_env, "context": {"keys": peer, "issuer": "iss-2"}}));
-    f.no(s, "federation_terminal_conflict", "own-fedc-diverged", json!({"envelope": good_env, "context": {"keys": peer,
-        "prior_receipts": [{"task_identity": "task-1", "terminal_state": "failed", "commitment": good_commitment}]}}));
-    f.add(s, "terminal_equivocation", "own-fedc-equivocation", json!({"envelope": good_env, "context": {"keys": peer,
+    f.no(
+        s,
+        "audience_mismatch",
+        "own-fedc-audience",
+        json!({"envelope": good_env, "context": {"keys": peer, "audience": "aud-2"}}),
+    );
+    f.no(
+        s,
+        "audience_mismatch",
+        "own-fedc-issuer",
+        json!({"envelope": good_env, "context": {"keys": peer, "issuer": "iss-2"}}),
+    );
+    f.no(
+        s,
+        "federation_terminal_conflict",
+        "own-fedc-diverged",
+        json!({"envelope": good_env, "context": {"keys": peer,
+        "prior_receipts": [{"task_identity": "task-1", "terminal_state": "failed", "commitment": good_commitment}]}}),
+    );
+    f.add(
+        s,
+        "terminal_equivocation",
+        "own-fedc-equivocation",
+        json!({"envelope": good_env, "context": {"keys": peer,
         "prior_receipts": [{"task_identity": "task-1", "terminal_state": "completed", "commitment": dd}]}}),
-        json!({"verdict": "invalid", "code": "federation_terminal_conflict"}));
+        json!({"verdict": "invalid", "code": "federation_terminal_conflict"}),
+    );
     let other_pk = b64::encode(&SigningKey::from_bytes(&[0x43; 32]).verifying_key().to_bytes());
-    f.add(s, "signature_invalid", "own-fedc-wrong-key", json!({"envelope": good_env, "context": {"keys": [{"key_id": "peer", "key": other_pk}]}}),
-        json!({"verdict": "invalid", "code": "signature_not_verified"}));
+    f.add(
+        s,
+        "signature_invalid",
+        "own-fedc-wrong-key",
+        json!({"envelope": good_env, "context": {"keys": [{"key_id": "peer", "key": other_pk}]}}),
+        json!({"verdict": "invalid", "code": "signature_not_verified"}),
+    );
     f.no(s, "signature_key_unsupported", "own-fedc-no-key", json!({"envelope": good_env, "context": {}}));
-    f.no(s, "invalid_constraint", "own-fedc-lifted-purpose", json!({"envelope": (receipt(env.clone(), "deployment")), "context": {"keys": peer}}));
+    f.no(
+        s,
+        "invalid_constraint",
+        "own-fedc-lifted-purpose",
+        json!({"envelope": (receipt(env.clone(), "deployment")), "context": {"keys": peer}}),
+    );
     let edited = good_env.replace("\"idem-1\"", "\"idem-2\"");
     f.no(s, "digest_mismatch", "own-fedc-edited-after-signing", json!({"envelope": edited, "context": {"keys": peer}}));
-    f.no(s, "invalid_type", "own-fedc-malformed-prior", json!({"envelope": good_env, "context": {"keys": peer, "prior_receipts": [{"task_identity": "task-1"}]}}));
+    f.no(
+        s,
+        "invalid_type",
+        "own-fedc-malformed-prior",
+        json!({"envelope": good_env, "context": {"keys": peer, "prior_receipts": [{"task_identity": "task-1"}]}}),
+    );
 
     // ---- portability.scan (the reference's form: {text}) ---------------------------------------
     let s = "portability.scan";
-    f.ok(s, "own-port-clean", json!({"text": "{\"kind\":\"ordinary\",\"items\":[{\"label\":\"summary\"}]}"}), json!({"clean": true}));
-    f.no(s, "forbidden_portable_value", "own-port-api-key", json!({"text": "{\"api_key\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}"}));
-    f.add(s, "name_spelling", "own-port-deep-tenant-spelling", json!({"text": "{\"a\":[{\"b\":{\"Tenant-ID\":\"t-42\"}}]}"}),
-        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
-    f.add(s, "value_shape", "own-port-pem-value", json!({"text": "{\"notes\":[\"-----BEGIN PRIVATE KEY-----\"]}"}),
-        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
-    f.add(s, "raw_endpoint", "own-port-endpoint-value", json!({"text": "{\"next\":{\"at\":\"https://db.internal:5432/orders\"}}"}),
-        json!({"verdict": "invalid", "code": "forbidden_portable_value"}));
+    f.ok(
+        s,
+        "own-port-clean",
+        json!({"text": "{\"kind\":\"ordinary\",\"items\":[{\"label\":\"summary\"}]}"}),
+        json!({"clean": true}),
+    );
+    f.no(
+        s,
+        "forbidden_portable_value",
+        "own-port-api-key",
+        json!({"text": "{\"api_key\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}"}),
+    );
+    f.add(
+        s,
+        "name_spelling",
+        "own-port-deep-tenant-spelling",
+        json!({"text": "{\"a\":[{\"b\":{\"Tenant-ID\":\"t-42\"}}]}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}),
+    );
+    f.add(
+        s,
+        "value_shape",
+        "own-port-pem-value",
+        json!({"text": "{\"notes\":[\"-----BEGIN PRIVATE KEY-----\"]}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}),
+    );
+    f.add(
+        s,
+        "raw_endpoint",
+        "own-port-endpoint-value",
+        json!({"text": "{\"next\":{\"at\":\"https://db.internal:5432/orders\"}}"}),
+        json!({"verdict": "invalid", "code": "forbidden_portable_value"}),
+    );
     f.no(s, "invalid_syntax", "own-port-not-json", json!({"text": "{\"kind\":"}));
 
     // ---- schema.validate_instance (the reference's form: {schema, instance, dialect?}) --------
     let s = "schema.validate_instance";
     let closed = json!({"additionalProperties": false, "properties": {"n": {"type": "integer", "minimum": 1}, "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}}}, "required": ["n"], "type": "object"});
     f.ok(s, "own-schema-valid", json!({"schema": closed, "instance": {"n": 3, "tags": ["a"]}}), json!({"valid": true}));
-    f.ok(s, "own-schema-valid-dialect", json!({"schema": closed, "instance": {"n": 1}, "dialect": blueprint::schema::DIALECT}), json!({"valid": true}));
+    f.ok(
+        s,
+        "own-schema-valid-dialect",
+        json!({"schema": closed, "instance": {"n": 1}, "dialect": blueprint::schema::DIALECT}),
+        json!({"valid": true}),
+    );
     f.no(s, "invalid_type", "own-schema-instance-type", json!({"schema": closed, "instance": {"n": "3"}}));
     f.no(s, "invalid_constraint", "own-schema-instance-minimum", json!({"schema": closed, "instance": {"n": 0}}));
-    f.no(s, "invalid_constraint", "own-schema-instance-additional", json!({"schema": closed, "instance": {"n": 1, "x": 1}}));
-    f.no(s, "invalid_cardinality", "own-schema-instance-max-items", json!({"schema": closed, "instance": {"n": 1, "tags": ["a", "b", "c"]}}));
+    f.no(
+        s,
+        "invalid_constraint",
+        "own-schema-instance-additional",
+        json!({"schema": closed, "instance": {"n": 1, "x": 1}}),
+    );
+    f.no(
+        s,
+        "invalid_cardinality",
+        "own-schema-instance-max-items",
+        json!({"schema": closed, "instance": {"n": 1, "tags": ["a", "b", "c"]}}),
+    );
     let many: serde_json::Map<String, J> = (1..=300).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
-    f.add(s, "maximum_plus_one", "own-schema-complexity", json!({"schema": {"properties": many, "type": "object"}, "instance": {}}),
-        json!({"verdict": "invalid", "code": "schema_complexity_exceeded"}));
-    f.no(s, "schema_keyword_not_allowed", "own-schema-pattern", json!({"schema": {"type": "string", "pattern": "^a"}, "instance": "a"}));
-    f.no(s, "schema_keyword_value_invalid", "own-schema-bad-minimum", json!({"schema": {"type": "integer", "minimum": "1"}, "instance": 1}));
-    f.no(s, "schema_dialect_unknown", "own-schema-dialect", json!({"schema": closed, "instance": {"n": 1}, "dialect": "http://json-schema.org/draft-07/schema#"}));
+    f.add(
+        s,
+        "maximum_plus_one",
+        "own-schema-complexity",
+        json!({"schema": {"properties": many, "type": "object"}, "instance": {}}),
+        json!({"verdict": "invalid", "code": "schema_complexity_exceeded"}),
+    );
+    f.no(
+        s,
+        "schema_keyword_not_allowed",
+        "own-schema-pattern",
+        json!({"schema": {"type": "string", "pattern": "^a"}, "instance": "a"}),
+    );
+    f.no(
+        s,
+        "schema_keyword_value_invalid",
+        "own-schema-bad-minimum",
+        json!({"schema": {"type": "integer", "minimum": "1"}, "instance": 1}),
+    );
+    f.no(
+        s,
+        "schema_dialect_unknown",
+        "own-schema-dialect",
+        json!({"schema": closed, "instance": {"n": 1}, "dialect": "http://json-schema.org/draft-07/schema#"}),
+    );
     f.no(s, "schema_ref_unresolvable", "own-schema-ref", json!({"schema": {"$ref": "#/$defs/absent"}, "instance": 1}));
     f.no(s, "schema_ref_cycle", "own-schema-cycle", json!({"schema": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "instance": 1}));
-    f.no(s, "schema_invalid_shape", "own-schema-shape", json!({"schema": {"properties": {"n": 5}}, "instance": {"n": 1}}));
+    f.no(
+        s,
+        "schema_invalid_shape",
+        "own-schema-shape",
+        json!({"schema": {"properties": {"n": 5}}, "instance": {"n": 1}}),
+    );
     f.no(s, "invalid_type", "own-schema-not-an-object", json!({"schema": "object", "instance": {}}));
 
     // ---- signature.verify ------------------------------------------------------------------
@@ -835,81 +759,86 @@ fn main() {
     f.ok(s, "own-sig-entry-valid", json!({"entry": entry, "keys": key_list}), json!({"verified": true}));
     f.add(s, "signature_invalid", "own-sig-entry-tampered", json!({"entry": (entry_of(signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", true))), "keys": key_list}),
         json!({"verdict": "invalid", "code": "signature_not_verified"}));
-    f.add(s, "invalid_constraint", "own-sig-entry-no-crit", json!({"entry": entry.replace(",\"crit\":[\"b64\"]", ""), "keys": key_list}),
-        json!({"verdict": "invalid", "code": "signature_malformed"}));
+    f.add(
+        s,
+        "invalid_constraint",
+        "own-sig-entry-no-crit",
+        json!({"entry": entry.replace(",\"crit\":[\"b64\"]", ""), "keys": key_list}),
+        json!({"verdict": "invalid", "code": "signature_malformed"}),
+    );
     let sig_at = entry.find("\"signature\":\"").expect("sig") + 13;
     let mut bad_b64 = entry.clone();
     bad_b64.replace_range(sig_at..sig_at + 3, "!!!");
-    f.add(s, "invalid_encoding", "own-sig-entry-bad-base64url", json!({"entry": bad_b64, "keys": key_list}),
-        json!({"verdict": "invalid", "code": "signature_malformed"}));
-    f.add(s, "unknown_kid", "own-sig-entry-unknown-kid", json!({"entry": entry, "keys": [{"key_id": "someone-else", "key": pk}]}),
-        json!({"verdict": "invalid", "code": "signature_key_unsupported"}));
+    f.add(
+        s,
+        "invalid_encoding",
+        "own-sig-entry-bad-base64url",
+        json!({"entry": bad_b64, "keys": key_list}),
+        json!({"verdict": "invalid", "code": "signature_malformed"}),
+    );
+    f.add(
+        s,
+        "unknown_kid",
+        "own-sig-entry-unknown-kid",
+        json!({"entry": entry, "keys": [{"key_id": "someone-else", "key": pk}]}),
+        json!({"verdict": "invalid", "code": "signature_key_unsupported"}),
+    );
     f.add(s, "small_order_key", "own-sig-entry-small-order-key", json!({"entry": entry, "keys": [{"key_id": "console-key", "key": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}),
         json!({"verdict": "invalid", "code": "signature_key_unsupported"}));
-    f.no(s, "signature_algorithm_unsupported", "own-sig-entry-alg", json!({"entry": entry.replace("\"alg\":\"EdDSA\"", "\"alg\":\"ES256\""), "keys": key_list}));
+    f.no(
+        s,
+        "signature_algorithm_unsupported",
+        "own-sig-entry-alg",
+        json!({"entry": entry.replace("\"alg\":\"EdDSA\"", "\"alg\":\"ES256\""), "keys": key_list}),
+    );
     f.no(s, "invalid_type", "own-sig-entry-no-keys", json!({"entry": entry}));
     // This project's artifact form: {text: <artifact>, keys} verifies every
     // signature of an artifact against its own digest and purpose.
     let keys = json!({"console-key": pk});
-    f.ok(s, "own-sig-valid", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false), "keys": keys}), json!({"verified": true, "checks": 1}));
-    f.no(s, "signature_not_verified", "own-sig-tampered", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", true), "keys": keys}));
-    f.no(s, "signature_not_verified", "own-sig-lifted-purpose", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "deployment", false), "keys": keys}));
-    f.no(s, "signature_key_unsupported", "own-sig-unknown-kid", json!({"text": signed(Kind::Blueprint, &good, &sk, "other-key", "blueprint", false), "keys": keys}));
+    f.ok(
+        s,
+        "own-sig-valid",
+        json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false), "keys": keys}),
+        json!({"verified": true, "checks": 1}),
+    );
+    f.no(
+        s,
+        "signature_not_verified",
+        "own-sig-tampered",
+        json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", true), "keys": keys}),
+    );
+    f.no(
+        s,
+        "signature_not_verified",
+        "own-sig-lifted-purpose",
+        json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "deployment", false), "keys": keys}),
+    );
+    f.no(
+        s,
+        "signature_key_unsupported",
+        "own-sig-unknown-kid",
+        json!({"text": signed(Kind::Blueprint, &good, &sk, "other-key", "blueprint", false), "keys": keys}),
+    );
     f.no(s, "signature_key_unsupported", "own-sig-small-order-key", json!({"text": signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false), "keys": {"console-key": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}));
-    let malformed = signed(
-        Kind::Blueprint,
-        &good,
-        &sk,
-        "console-key",
-        "blueprint",
-        false,
-    )
-    .replace("\"b64\":false", "\"b64\":true");
-    f.no(
-        s,
-        "signature_malformed",
-        "own-sig-b64-true",
-        json!({"text": malformed, "keys": keys}),
-    );
-    let alg = signed(
-        Kind::Blueprint,
-        &good,
-        &sk,
-        "console-key",
-        "blueprint",
-        false,
-    )
-    .replace("\"alg\":\"EdDSA\"", "\"alg\":\"ES256\"");
-    f.no(
-        s,
-        "signature_algorithm_unsupported",
-        "own-sig-alg",
-        json!({"text": alg, "keys": keys}),
-    );
+    let malformed =
+        signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false).replace("\"b64\":false", "\"b64\":true");
+    f.no(s, "signature_malformed", "own-sig-b64-true", json!({"text": malformed, "keys": keys}));
+    let alg = signed(Kind::Blueprint, &good, &sk, "console-key", "blueprint", false)
+        .replace("\"alg\":\"EdDSA\"", "\"alg\":\"ES256\"");
+    f.no(s, "signature_algorithm_unsupported", "own-sig-alg", json!({"text": alg, "keys": keys}));
     let att = bp(|m| {
         m.insert("attestations".into(), json!([{"kind": "slsa-provenance", "protected": {"alg": "EdDSA", "b64": false, "crit": ["b64"], "kid": "console-key"},
         "signature": "AAAA", "signed_attributes": {"algorithm": "Ed25519", "content_digest": dd, "created_at": "2026-11-01T00:00:00Z", "key_id": "console-key", "purpose": "blueprint"},
         "statement_digest": dd}]));
     });
-    f.no(
-        s,
-        "attestation_malformed",
-        "own-sig-attestation-unregistered",
-        json!({"text": att, "keys": keys}),
-    );
+    f.no(s, "attestation_malformed", "own-sig-attestation-unregistered", json!({"text": att, "keys": keys}));
 
     // ---- reconcile.run -----------------------------------------------------------------------
     let s = "reconcile.run";
     let secret_bp = bp(|m| {
-        m["extensions"]["critical"] =
-            json!({"com.example/federation": {"issuer": "-----BEGIN PRIVATE KEY-----"}});
+        m["extensions"]["critical"] = json!({"com.example/federation": {"issuer": "-----BEGIN PRIVATE KEY-----"}});
     });
-    f.ok(
-        s,
-        "own-rec-valid",
-        json!({"blueprint": good, "deployment": dgood}),
-        json!({"clamp_count": 1}),
-    );
+    f.ok(s, "own-rec-valid", json!({"blueprint": good, "deployment": dgood}), json!({"clamp_count": 1}));
     f.no(
         s,
         "nonportable_content",
@@ -921,7 +850,12 @@ fn main() {
         "effect_impact_ceiling": "ordinary", "max_attempts": 2, "max_concurrency": 1, "max_cost": {"amount": 40, "currency": "EUR"},
         "max_depth": 4, "max_descendants": 8, "max_elapsed_ms": 30000, "max_fan_out": 2, "max_tokens": 20000}}));
     f.no(s, "digest_mismatch", "own-rec-digest-before-structure", json!({"blueprint": good.replace("\"triggers\":[\"manual\"]", "\"triggers\":[\"manual\"],\"zz\":1"), "deployment": dgood}));
-    f.no(s, "required_core_field_not_digest_covered", "own-rec-negotiation", json!({"blueprint": bp(|m| { m["required_core_fields"] = json!(["signatures"]); }), "deployment": dgood}));
+    f.no(
+        s,
+        "required_core_field_not_digest_covered",
+        "own-rec-negotiation",
+        json!({"blueprint": bp(|m| { m["required_core_fields"] = json!(["signatures"]); }), "deployment": dgood}),
+    );
 
     // ---- corpus.load (a nested mini corpus) --------------------------------------------------
     let mini_case = serde_json::to_string(&json!({"format": "agent-blueprint-protocol-conformance-cases", "cases": [
@@ -930,10 +864,7 @@ fn main() {
     let mini = |case_text: &str, extra: Option<(&str, &str)>, mutate: &dyn Fn(&mut Value)| -> J {
         let files = vec![("m.json".to_string(), case_text.as_bytes().to_vec())];
         let mut app = BTreeMap::new();
-        app.insert(
-            "base64url.decode".to_string(),
-            vec!["base64url_padded".to_string(), "valid".to_string()],
-        );
+        app.insert("base64url.decode".to_string(), vec!["base64url_padded".to_string(), "valid".to_string()]);
         let mut idx = corpus::build_index(&files, &app).expect("index");
         mutate(&mut idx);
         let mut m = serde_json::Map::new();
@@ -950,18 +881,8 @@ fn main() {
         j["surfaces"] = floor.clone();
         j
     };
-    f.ok(
-        s,
-        "own-corpus-mini-valid",
-        with_floor(mini(&mini_case, None, &|_| {})),
-        json!({"cases": 2}),
-    );
-    f.no(
-        s,
-        "corpus_applicability_incomplete",
-        "own-corpus-mini-below-full-floor",
-        mini(&mini_case, None, &|_| {}),
-    );
+    f.ok(s, "own-corpus-mini-valid", with_floor(mini(&mini_case, None, &|_| {})), json!({"cases": 2}));
+    f.no(s, "corpus_applicability_incomplete", "own-corpus-mini-below-full-floor", mini(&mini_case, None, &|_| {}));
     f.no(
         s,
         "corpus_applicability_incomplete",
@@ -981,12 +902,7 @@ fn main() {
             }
         })),
     );
-    f.no(
-        s,
-        "corpus_file_set_mismatch",
-        "own-corpus-extra-file",
-        mini(&mini_case, Some(("stray.json", "{}")), &|_| {}),
-    );
+    f.no(s, "corpus_file_set_mismatch", "own-corpus-extra-file", mini(&mini_case, Some(("stray.json", "{}")), &|_| {}));
     f.no(
         s,
         "corpus_hash_mismatch",
@@ -997,22 +913,17 @@ fn main() {
             }
         }),
     );
+    f.no(s, "corpus_index_invalid", "own-corpus-no-index", json!({"files": {"m.json": mini_case}}));
     f.no(
         s,
-        "corpus_index_invalid",
-        "own-corpus-no-index",
-        json!({"files": {"m.json": mini_case}}),
+        "corpus_case_invalid",
+        "own-corpus-bad-case",
+        mini("{\"format\":\"agent-blueprint-protocol-conformance-cases\",\"cases\":[{\"id\":\"x\"}]}", None, &|_| {}),
     );
-    f.no(s, "corpus_case_invalid", "own-corpus-bad-case", mini("{\"format\":\"agent-blueprint-protocol-conformance-cases\",\"cases\":[{\"id\":\"x\"}]}", None, &|_| {}));
     let dup_cases = serde_json::to_string(&json!({"format": "agent-blueprint-protocol-conformance-cases", "cases": [
         {"class": "valid", "id": "d", "surface": "base64url.decode", "input": {"base64url": "AQID"}, "expected": {"verdict": "valid"}},
         {"class": "valid", "id": "d", "surface": "base64url.decode", "input": {"base64url": "AQID"}, "expected": {"verdict": "valid"}}]})).unwrap();
-    f.no(
-        s,
-        "corpus_case_id_duplicate",
-        "own-corpus-dup-id",
-        mini(&dup_cases, None, &|_| {}),
-    );
+    f.no(s, "corpus_case_id_duplicate", "own-corpus-dup-id", mini(&dup_cases, None, &|_| {}));
     f.no(
         s,
         "corpus_count_mismatch",
@@ -1030,8 +941,7 @@ fn main() {
         }),
     );
     f.no(s, "corpus_empty", "own-corpus-empty", {
-        let mut idx =
-            json!({"applicability": {}, "case_count": 0, "files": [], "format": corpus::FORMAT});
+        let mut idx = json!({"applicability": {}, "case_count": 0, "files": [], "format": corpus::FORMAT});
         let d = corpus::corpus_digest(&v(&idx)).unwrap();
         idx["corpus_digest"] = json!(d.to_string());
         json!({"files": {"index.json": text(&v(&idx))}})
@@ -1044,9 +954,7 @@ fn main() {
     let mut applicability: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (path, cases) in &f.files {
         for c in cases {
-            let e = applicability
-                .entry(c["surface"].as_str().unwrap().to_string())
-                .or_default();
+            let e = applicability.entry(c["surface"].as_str().unwrap().to_string()).or_default();
             let class = c["class"].as_str().unwrap().to_string();
             if !e.contains(&class) {
                 e.push(class);
@@ -1069,9 +977,6 @@ fn main() {
     println!(
         "{} files, {total} cases, corpus {}",
         written.len(),
-        index
-            .get("corpus_digest")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        index.get("corpus_digest").and_then(Value::as_str).unwrap_or_default()
     );
 }

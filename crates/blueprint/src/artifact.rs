@@ -42,22 +42,15 @@ pub const OPERATIONAL: &[&str] = &[
     "max_tokens",
 ];
 /// The five protected bounds.
-pub const PROTECTED: &[&str] = &[
-    "approval_trait",
-    "authority_trait",
-    "classification_ceiling",
-    "disclosure_ceiling",
-    "effect_impact_ceiling",
-];
+pub const PROTECTED: &[&str] =
+    &["approval_trait", "authority_trait", "classification_ceiling", "disclosure_ceiling", "effect_impact_ceiling"];
 
 fn blueprint_id(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     let ok = s.len() <= 128
         && s.split_once('/').is_some_and(|(ns, name)| {
             let seg = |x: &str| {
                 !x.is_empty()
-                    && x.bytes().all(|b| {
-                        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_'
-                    })
+                    && x.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
                     && x.as_bytes()[0].is_ascii_lowercase()
             };
             ns.split('.').all(seg) && ns.contains('.') && seg(name)
@@ -65,10 +58,7 @@ fn blueprint_id(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     if ok {
         Ok(())
     } else {
-        Err((
-            Code::InvalidConstraint,
-            "expected reverse-DNS/name in lowercase, e.g. example.demo/echo",
-        ))
+        Err((Code::InvalidConstraint, "expected reverse-DNS/name in lowercase, e.g. example.demo/echo"))
     }
 }
 
@@ -76,43 +66,25 @@ fn currency(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     if s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()) {
         Ok(())
     } else {
-        Err((
-            Code::InvalidConstraint,
-            "expected an ISO 4217 code (three uppercase letters)",
-        ))
+        Err((Code::InvalidConstraint, "expected an ISO 4217 code (three uppercase letters)"))
     }
 }
 
 /// Exact build identities only (§10): no range or wildcard syntax.
 pub fn exact_version(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     let inexact = s.is_empty()
-        || s.bytes().any(|b| {
-            matches!(
-                b,
-                b'*' | b'^' | b'~' | b'>' | b'<' | b'=' | b'|' | b' ' | b','
-            )
-        })
-        || s.split(['.', '-', '+'])
-            .any(|p| p.eq_ignore_ascii_case("x"))
+        || s.bytes().any(|b| matches!(b, b'*' | b'^' | b'~' | b'>' | b'<' | b'=' | b'|' | b' ' | b','))
+        || s.split(['.', '-', '+']).any(|p| p.eq_ignore_ascii_case("x"))
         || !s.as_bytes()[0].is_ascii_digit();
     if inexact || s.len() > 64 {
-        Err((
-            Code::CompatibilityIdentityInexact,
-            "a build identity is an exact version, never a range or wildcard",
-        ))
+        Err((Code::CompatibilityIdentityInexact, "a build identity is an exact version, never a range or wildcard"))
     } else {
         Ok(())
     }
 }
 
-const U32: Ty = Ty::Int {
-    min: 0,
-    max: 4_294_967_295,
-};
-const POS: Ty = Ty::Int {
-    min: 1,
-    max: crate::json::MAX_SAFE_INTEGER,
-};
+const U32: Ty = Ty::Int { min: 0, max: 4_294_967_295 };
+const POS: Ty = Ty::Int { min: 1, max: crate::json::MAX_SAFE_INTEGER };
 const TEXT: Ty = Ty::Str(shape::text);
 const IDENT: Ty = Ty::Str(shape::ident);
 const DIGEST: Ty = Ty::Str(shape::digest);
@@ -120,26 +92,11 @@ const TIME: Ty = Ty::Str(shape::timestamp);
 const CLASS: Ty = Ty::Enum(CLASSIFICATION);
 
 const COST: Ty = Ty::Obj(&[
-    req(
-        "amount",
-        Ty::Int {
-            min: 0,
-            max: crate::json::MAX_SAFE_INTEGER,
-        },
-    ),
+    req("amount", Ty::Int { min: 0, max: crate::json::MAX_SAFE_INTEGER }),
     req("currency", Ty::Str(currency)),
 ]);
-const CLASS_OBJ: Ty = Ty::Obj(&[
-    req(
-        "markers",
-        Ty::Arr {
-            item: &Ty::Enum(MARKERS),
-            min: 0,
-            max: 2,
-        },
-    ),
-    req("ordinal", CLASS),
-]);
+const CLASS_OBJ: Ty =
+    Ty::Obj(&[req("markers", Ty::Arr { item: &Ty::Enum(MARKERS), min: 0, max: 2 }), req("ordinal", CLASS)]);
 const CLASS_ANY: Ty = Ty::Either(&CLASS, &CLASS_OBJ);
 
 const OPERATIONAL_FIELDS: [Field; 8] = [
@@ -158,30 +115,17 @@ const SIGNED_ATTRIBUTES: Ty = Ty::Obj(&[
     req("content_digest", DIGEST),
     req("created_at", TIME),
     req("key_id", TEXT),
-    req(
-        "purpose",
-        Ty::Enum(&["blueprint", "deployment", "federation-envelope"]),
-    ),
+    req("purpose", Ty::Enum(&["blueprint", "deployment", "federation-envelope"])),
 ]);
 const PROTECTED_HEADER: Ty = Ty::Obj(&[
     req("alg", TEXT),
     req("b64", Ty::Bool),
-    req(
-        "crit",
-        Ty::Arr {
-            item: &TEXT,
-            min: 1,
-            max: 4,
-        },
-    ),
+    req("crit", Ty::Arr { item: &TEXT, min: 1, max: 4 }),
     req("kid", TEXT),
 ]);
 /// A detached-JWS signature entry.
-pub const SIGNATURE: Ty = Ty::Obj(&[
-    req("protected", PROTECTED_HEADER),
-    req("signature", TEXT),
-    req("signed_attributes", SIGNED_ATTRIBUTES),
-]);
+pub const SIGNATURE: Ty =
+    Ty::Obj(&[req("protected", PROTECTED_HEADER), req("signature", TEXT), req("signed_attributes", SIGNED_ATTRIBUTES)]);
 const ATTESTATION: Ty = Ty::Obj(&[
     req("kind", TEXT),
     req("protected", PROTECTED_HEADER),
@@ -189,17 +133,9 @@ const ATTESTATION: Ty = Ty::Obj(&[
     req("signed_attributes", SIGNED_ATTRIBUTES),
     req("statement_digest", DIGEST),
 ]);
-const EXT_MAP: Ty = Ty::Map {
-    key: crate::registry::namespace_check,
-    value: &Ty::Any,
-    max: 64,
-};
+const EXT_MAP: Ty = Ty::Map { key: crate::registry::namespace_check, value: &Ty::Any, max: 64 };
 const EXTENSIONS: Ty = Ty::Obj(&[req("critical", EXT_MAP), req("optional", EXT_MAP)]);
-const REQUIRED_CORE: Ty = Ty::Arr {
-    item: &IDENT,
-    min: 0,
-    max: 19,
-};
+const REQUIRED_CORE: Ty = Ty::Arr { item: &IDENT, min: 0, max: 19 };
 
 const PORT: Ty = Ty::Obj(&[
     req("classification_ceiling", CLASS),
@@ -212,14 +148,7 @@ const PORT: Ty = Ty::Obj(&[
 pub const BLUEPRINT_FIELDS: &[Field] = &[
     req("blueprint_id", Ty::Str(blueprint_id)),
     req("protocol_revision", POS),
-    req(
-        "producer",
-        Ty::Obj(&[
-            req("created_at", TIME),
-            req("identity", IDENT),
-            req("toolchain", TEXT),
-        ]),
-    ),
+    req("producer", Ty::Obj(&[req("created_at", TIME), req("identity", IDENT), req("toolchain", TEXT)])),
     req("release_number", POS),
     req(
         "capability_requirements",
@@ -238,34 +167,10 @@ pub const BLUEPRINT_FIELDS: &[Field] = &[
             max: 64,
         },
     ),
-    req(
-        "input_ports",
-        Ty::Arr {
-            item: &PORT,
-            min: 0,
-            max: 64,
-        },
-    ),
-    req(
-        "output_ports",
-        Ty::Arr {
-            item: &PORT,
-            min: 1,
-            max: 64,
-        },
-    ),
-    req(
-        "output_contract",
-        Ty::Obj(&[req("classification_ceiling", CLASS), req("port", IDENT)]),
-    ),
-    req(
-        "triggers",
-        Ty::Arr {
-            item: &Ty::Enum(TRIGGERS),
-            min: 1,
-            max: 8,
-        },
-    ),
+    req("input_ports", Ty::Arr { item: &PORT, min: 0, max: 64 }),
+    req("output_ports", Ty::Arr { item: &PORT, min: 1, max: 64 }),
+    req("output_contract", Ty::Obj(&[req("classification_ceiling", CLASS), req("port", IDENT)])),
+    req("triggers", Ty::Arr { item: &Ty::Enum(TRIGGERS), min: 1, max: 8 }),
     req("ceilings", Ty::Obj(&OPERATIONAL_FIELDS)),
     req("classification_ceiling", CLASS),
     req(
@@ -296,30 +201,13 @@ pub const BLUEPRINT_FIELDS: &[Field] = &[
     req("extensions", EXTENSIONS),
     req("required_core_fields", REQUIRED_CORE),
     req("content_digest", DIGEST),
-    opt(
-        "signatures",
-        Ty::Arr {
-            item: &SIGNATURE,
-            min: 0,
-            max: 16,
-        },
-    ),
-    opt(
-        "attestations",
-        Ty::Arr {
-            item: &ATTESTATION,
-            min: 0,
-            max: 16,
-        },
-    ),
+    opt("signatures", Ty::Arr { item: &SIGNATURE, min: 0, max: 16 }),
+    opt("attestations", Ty::Arr { item: &ATTESTATION, min: 0, max: 16 }),
 ];
 
 const BAND: Ty = Ty::Obj(&[
     req("band", IDENT),
-    req(
-        "kind",
-        Ty::Enum(&["beneficiary_band", "owner_band", "runtime_band"]),
-    ),
+    req("kind", Ty::Enum(&["beneficiary_band", "owner_band", "runtime_band"])),
     req("policy", IDENT),
 ]);
 
@@ -342,29 +230,13 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
             req("release_number", POS),
         ]),
     ),
-    req(
-        "scope_projection",
-        Ty::Obj(&[req("adapter_identity", IDENT)]),
-    ),
-    req(
-        "tool_bindings",
-        Ty::Arr {
-            item: &TOOL_BINDING,
-            min: 0,
-            max: 128,
-        },
-    ),
+    req("scope_projection", Ty::Obj(&[req("adapter_identity", IDENT)])),
+    req("tool_bindings", Ty::Arr { item: &TOOL_BINDING, min: 0, max: 128 }),
     req(
         "data_bindings",
         Ty::Arr {
             item: &Ty::Obj(&[
-                req(
-                    "as_of",
-                    Ty::Obj(&[
-                        req("max_age_ms", U32),
-                        req("mode", Ty::Enum(&["required", "none"])),
-                    ]),
-                ),
+                req("as_of", Ty::Obj(&[req("max_age_ms", U32), req("mode", Ty::Enum(&["required", "none"]))])),
                 req("classification_ceiling", CLASS),
                 req("logical_dataset", IDENT),
             ]),
@@ -372,13 +244,7 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
             max: 64,
         },
     ),
-    req(
-        "authority_requirement",
-        Ty::Obj(&[
-            req("adapter_identity", IDENT),
-            req("profile_identity", IDENT),
-        ]),
-    ),
+    req("authority_requirement", Ty::Obj(&[req("adapter_identity", IDENT), req("profile_identity", IDENT)])),
     req(
         "effect_owner",
         Ty::Obj(&[
@@ -387,34 +253,17 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
                 "idempotency",
                 Ty::Obj(&[
                     req("key_derivation", Ty::Enum(&["host", "intent"])),
-                    req(
-                        "recovery",
-                        Ty::Enum(&["authoritative", "best_effort", "none"]),
-                    ),
+                    req("recovery", Ty::Enum(&["authoritative", "best_effort", "none"])),
                 ]),
             ),
         ]),
     ),
     req("signer_custody", Ty::Enum(&["host_managed"])),
-    req(
-        "eligibility",
-        Ty::Obj(&[
-            req("beneficiary", BAND),
-            req("owner", BAND),
-            req("runtime_principal", BAND),
-        ]),
-    ),
+    req("eligibility", Ty::Obj(&[req("beneficiary", BAND), req("owner", BAND), req("runtime_principal", BAND)])),
     req(
         "model_policy",
         Ty::Obj(&[
-            req(
-                "allowed_model_roles",
-                Ty::Arr {
-                    item: &IDENT,
-                    min: 1,
-                    max: 16,
-                },
-            ),
+            req("allowed_model_roles", Ty::Arr { item: &IDENT, min: 1, max: 16 }),
             req("max_cost", COST),
             req("max_tokens", U32),
         ]),
@@ -439,20 +288,14 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
     ),
     req(
         "lifecycle",
-        Ty::Obj(&[
-            req("activated_at", TIME),
-            req("state", Ty::Enum(&["active", "suspended", "retired"])),
-        ]),
+        Ty::Obj(&[req("activated_at", TIME), req("state", Ty::Enum(&["active", "suspended", "retired"]))]),
     ),
     req(
         "build_identities",
         Ty::Arr {
             item: &Ty::Obj(&[
                 req("digest", DIGEST),
-                req(
-                    "kind",
-                    Ty::Enum(&["package", "image", "toolchain", "adapter"]),
-                ),
+                req("kind", Ty::Enum(&["package", "image", "toolchain", "adapter"])),
                 req("name", IDENT),
                 req("version", Ty::Str(exact_version)),
             ]),
@@ -464,31 +307,14 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
         "evaluation_binding",
         Ty::Obj(&[
             req("adapter_identity", IDENT),
-            req(
-                "corpus",
-                Ty::Obj(&[req("digest", DIGEST), req("name", IDENT)]),
-            ),
+            req("corpus", Ty::Obj(&[req("digest", DIGEST), req("name", IDENT)])),
         ]),
     ),
     req("extensions", EXTENSIONS),
     req("required_core_fields", REQUIRED_CORE),
     req("deployment_digest", DIGEST),
-    opt(
-        "signatures",
-        Ty::Arr {
-            item: &SIGNATURE,
-            min: 0,
-            max: 16,
-        },
-    ),
-    opt(
-        "attestations",
-        Ty::Arr {
-            item: &ATTESTATION,
-            min: 0,
-            max: 16,
-        },
-    ),
+    opt("signatures", Ty::Arr { item: &SIGNATURE, min: 0, max: 16 }),
+    opt("attestations", Ty::Arr { item: &ATTESTATION, min: 0, max: 16 }),
 ];
 
 /// Which artifact.
@@ -551,9 +377,7 @@ pub struct Artifact {
 impl Artifact {
     /// The object members.
     pub fn map(&self) -> &Map {
-        self.value
-            .as_object()
-            .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+        self.value.as_object().unwrap_or_else(|| EMPTY.get_or_init(Map::new))
     }
     /// A member.
     pub fn get(&self, k: &str) -> Option<&Value> {
@@ -567,10 +391,7 @@ static EMPTY: std::sync::OnceLock<Map> = std::sync::OnceLock::new();
 pub fn digest_input(kind: Kind, m: &Map) -> Value {
     let uncovered = kind.uncovered();
     Value::Object(Map::from_pairs(
-        m.iter()
-            .filter(|(k, _)| !uncovered.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        m.iter().filter(|(k, _)| !uncovered.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect(),
     ))
 }
 
@@ -593,22 +414,14 @@ pub fn check_structure(kind: Kind, v: &Value) -> Result<()> {
 fn names<'a>(m: &'a Map, member: &str, key: &str) -> Vec<&'a str> {
     m.get(member)
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.get(key).and_then(Value::as_str))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|x| x.get(key).and_then(Value::as_str)).collect())
         .unwrap_or_default()
 }
 
 fn unique(list: &[&str], path: &str) -> Result<()> {
     for (i, n) in list.iter().enumerate() {
         if list[..i].contains(n) {
-            return fail(
-                Code::InvalidConstraint,
-                format!("{path}/{i}"),
-                format!("{n:?} repeats"),
-            );
+            return fail(Code::InvalidConstraint, format!("{path}/{i}"), format!("{n:?} repeats"));
         }
     }
     Ok(())
@@ -619,17 +432,9 @@ fn blueprint_cross_field(m: &Map) -> Result<()> {
     let outputs = names(m, "output_ports", "name");
     unique(&inputs, "/input_ports")?;
     unique(&outputs, "/output_ports")?;
-    let contract = m
-        .get("output_contract")
-        .and_then(|c| c.get("port"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let contract = m.get("output_contract").and_then(|c| c.get("port")).and_then(Value::as_str).unwrap_or_default();
     if !outputs.contains(&contract) {
-        return fail(
-            Code::InvalidConstraint,
-            "/output_contract/port",
-            format!("{contract:?} names no output port"),
-        );
+        return fail(Code::InvalidConstraint, "/output_contract/port", format!("{contract:?} names no output port"));
     }
     if let Some(list) = m.get("evaluation_assertions").and_then(Value::as_array) {
         for (i, a) in list.iter().enumerate() {
@@ -638,17 +443,10 @@ fn blueprint_cross_field(m: &Map) -> Result<()> {
             let Some(port_schema) = m
                 .get("output_ports")
                 .and_then(Value::as_array)
-                .and_then(|ps| {
-                    ps.iter()
-                        .find(|x| x.get("name").and_then(Value::as_str) == Some(port))
-                })
+                .and_then(|ps| ps.iter().find(|x| x.get("name").and_then(Value::as_str) == Some(port)))
                 .and_then(|x| x.get("schema"))
             else {
-                return fail(
-                    Code::InvalidConstraint,
-                    format!("{p}/port"),
-                    format!("{port:?} names no output port"),
-                );
+                return fail(Code::InvalidConstraint, format!("{p}/port"), format!("{port:?} names no output port"));
             };
             if let Some("output_schema") = a.get("kind").and_then(Value::as_str) {
                 if a.get("schema").is_none() || a.get("predicate").is_some() {
@@ -660,32 +458,18 @@ fn blueprint_cross_field(m: &Map) -> Result<()> {
                 }
             } else {
                 let Some(pred) = a.get("predicate") else {
-                    return fail(
-                        Code::InvalidConstraint,
-                        p,
-                        "a predicate assertion carries `predicate`",
-                    );
+                    return fail(Code::InvalidConstraint, p, "a predicate assertion carries `predicate`");
                 };
-                crate::predicate::Predicate::compile(
-                    pred,
-                    Some(port_schema),
-                    &format!("{p}/predicate"),
-                )?;
+                crate::predicate::Predicate::compile(pred, Some(port_schema), &format!("{p}/predicate"))?;
             }
         }
     }
-    let overall = m
-        .get("classification_ceiling")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let overall = m.get("classification_ceiling").and_then(Value::as_str).unwrap_or_default();
     let rank = |s: &str| CLASSIFICATION.iter().position(|c| *c == s);
     for member in ["input_ports", "output_ports"] {
         if let Some(list) = m.get(member).and_then(Value::as_array) {
             for (i, port) in list.iter().enumerate() {
-                let c = port
-                    .get("classification_ceiling")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let c = port.get("classification_ceiling").and_then(Value::as_str).unwrap_or_default();
                 if rank(c) > rank(overall) {
                     return fail(
                         Code::InvalidConstraint,
@@ -700,27 +484,14 @@ fn blueprint_cross_field(m: &Map) -> Result<()> {
 }
 
 fn deployment_cross_field(m: &Map) -> Result<()> {
-    crate::compat::check_identities(
-        m.get("build_identities")
-            .and_then(Value::as_array)
-            .unwrap_or_default(),
-    )?;
+    crate::compat::check_identities(m.get("build_identities").and_then(Value::as_array).unwrap_or_default())?;
     let elig = m.get("eligibility");
-    for (member, kind) in [
-        ("beneficiary", "beneficiary_band"),
-        ("owner", "owner_band"),
-        ("runtime_principal", "runtime_band"),
-    ] {
-        let k = elig
-            .and_then(|e| e.get(member))
-            .and_then(|p| p.get("kind"))
-            .and_then(Value::as_str);
+    for (member, kind) in
+        [("beneficiary", "beneficiary_band"), ("owner", "owner_band"), ("runtime_principal", "runtime_band")]
+    {
+        let k = elig.and_then(|e| e.get(member)).and_then(|p| p.get("kind")).and_then(Value::as_str);
         if k != Some(kind) {
-            return fail(
-                Code::InvalidConstraint,
-                format!("/eligibility/{member}/kind"),
-                format!("expected {kind:?}"),
-            );
+            return fail(Code::InvalidConstraint, format!("/eligibility/{member}/kind"), format!("expected {kind:?}"));
         }
     }
     Ok(())
@@ -734,10 +505,7 @@ pub fn decode(kind: Kind, bytes: &[u8], limits: &Limits) -> Result<Artifact> {
     portability::scan_artifact(&value)?;
     check_structure(kind, &value)?;
     let digest = compute_digest(kind, m)?;
-    let declared = m
-        .get(kind.digest_member())
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let declared = m.get(kind.digest_member()).and_then(Value::as_str).unwrap_or_default();
     let want = Tagged::parse(declared)?;
     if want != digest {
         return Err(Error::new(
@@ -746,11 +514,7 @@ pub fn decode(kind: Kind, bytes: &[u8], limits: &Limits) -> Result<Artifact> {
             format!("declared {want}, computed {digest}"),
         ));
     }
-    Ok(Artifact {
-        kind,
-        value,
-        digest,
-    })
+    Ok(Artifact { kind, value, digest })
 }
 
 /// `decode_blueprint`.

@@ -19,25 +19,12 @@ const STRICT: GeneralPurpose = GeneralPurpose::new(
 /// Decodes strict unpadded base64url.
 pub fn decode(s: &str) -> Result<Vec<u8>> {
     if s.contains('=') {
-        return fail(
-            Code::Base64urlPadded,
-            "base64url",
-            "padding '=' is not allowed",
-        );
+        return fail(Code::Base64urlPadded, "base64url", "padding '=' is not allowed");
     }
-    if let Some(bad) = s
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
-        return fail(
-            Code::Base64urlInvalid,
-            "base64url",
-            format!("{bad:?} is outside the base64url alphabet"),
-        );
+    if let Some(bad) = s.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_')) {
+        return fail(Code::Base64urlInvalid, "base64url", format!("{bad:?} is outside the base64url alphabet"));
     }
-    STRICT
-        .decode(s)
-        .map_err(|e| crate::error::Error::new(Code::Base64urlInvalid, "base64url", e.to_string()))
+    STRICT.decode(s).map_err(|e| crate::error::Error::new(Code::Base64urlInvalid, "base64url", e.to_string()))
 }
 
 /// Encodes unpadded base64url.

@@ -30,63 +30,33 @@ pub struct BindingReport {
 }
 
 fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {
-    v.and_then(|x| x.get(k))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    v.and_then(|x| x.get(k)).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Verifies that `deployment` binds `blueprint` (both decoded and valid).
-pub fn verify_binding(
-    deployment: &Artifact,
-    blueprint: &Artifact,
-    inputs: &BindingInputs,
-) -> Result<BindingReport> {
+pub fn verify_binding(deployment: &Artifact, blueprint: &Artifact, inputs: &BindingInputs) -> Result<BindingReport> {
     let rel = deployment.get("blueprint_release");
     let declared = s(rel, "content_digest");
     if declared != blueprint.digest.to_string() {
         return fail(
             Code::DeploymentDigestMismatch,
             "/blueprint_release/content_digest",
-            format!(
-                "deployment binds {declared}, blueprint is {}",
-                blueprint.digest
-            ),
+            format!("deployment binds {declared}, blueprint is {}", blueprint.digest),
         );
     }
     if s(rel, "blueprint_id") != s(Some(&blueprint.value), "blueprint_id")
         || rel.and_then(|r| r.get("release_number")) != blueprint.get("release_number")
     {
-        return fail(
-            Code::DeploymentDigestMismatch,
-            "/blueprint_release",
-            "identity differs from the blueprint's",
-        );
+        return fail(Code::DeploymentDigestMismatch, "/blueprint_release", "identity differs from the blueprint's");
     }
     let life = deployment.get("lifecycle");
     if s(life, "state") != "active" {
-        return fail(
-            Code::LifecycleStateInvalid,
-            "/lifecycle/state",
-            format!("{:?} is not active", s(life, "state")),
-        );
+        return fail(Code::LifecycleStateInvalid, "/lifecycle/state", format!("{:?} is not active", s(life, "state")));
     }
-    let bindings = deployment
-        .get("tool_bindings")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
-    let bound = |op: &str| {
-        bindings
-            .iter()
-            .any(|b| s(Some(b), "logical_operation") == op)
-    };
-    let caps = blueprint
-        .get("capability_requirements")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
-    let effects = blueprint
-        .get("effect_intents")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
+    let bindings = deployment.get("tool_bindings").and_then(Value::as_array).unwrap_or_default();
+    let bound = |op: &str| bindings.iter().any(|b| s(Some(b), "logical_operation") == op);
+    let caps = blueprint.get("capability_requirements").and_then(Value::as_array).unwrap_or_default();
+    let effects = blueprint.get("effect_intents").and_then(Value::as_array).unwrap_or_default();
     for (i, c) in caps.iter().enumerate() {
         let op = s(Some(c), "operation_family");
         if !bound(op) {
@@ -107,15 +77,8 @@ pub fn verify_binding(
             );
         }
     }
-    let mutates = effects
-        .iter()
-        .any(|e| s(Some(e), "operation_kind") == "mutation");
-    let recovery = s(
-        deployment
-            .get("effect_owner")
-            .and_then(|o| o.get("idempotency")),
-        "recovery",
-    );
+    let mutates = effects.iter().any(|e| s(Some(e), "operation_kind") == "mutation");
+    let recovery = s(deployment.get("effect_owner").and_then(|o| o.get("idempotency")), "recovery");
     if mutates && recovery != "authoritative" {
         return fail(
             Code::NoAuthoritativeRecovery,
@@ -126,11 +89,7 @@ pub fn verify_binding(
     let mut report = BindingReport::default();
     if let (Some(now), Some(max_age)) = (&inputs.now, inputs.max_attestation_age_ms) {
         let Some(now_ms) = parse_timestamp_ms(now) else {
-            return fail(
-                Code::InvalidConstraint,
-                "now",
-                "expected an RFC 3339 UTC timestamp",
-            );
+            return fail(Code::InvalidConstraint, "now", "expected an RFC 3339 UTC timestamp");
         };
         for (i, b) in bindings.iter().enumerate() {
             let at = parse_timestamp_ms(s(Some(b), "attested_at")).unwrap_or(i64::MIN);

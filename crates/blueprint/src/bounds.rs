@@ -8,9 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::artifact::{
-    APPROVAL, AUTHORITY, CLASSIFICATION, DISCLOSURE, IMPACT, MARKERS, OPERATIONAL, PROTECTED,
-};
+use crate::artifact::{APPROVAL, AUTHORITY, CLASSIFICATION, DISCLOSURE, IMPACT, MARKERS, OPERATIONAL, PROTECTED};
 use crate::error::{fail, Code, Error, Result};
 use crate::json::{Map, Number, Value};
 
@@ -43,31 +41,17 @@ pub struct Bounds {
     pub approval: usize,
 }
 
-const INT_FIELDS: [&str; 7] = [
-    "max_attempts",
-    "max_concurrency",
-    "max_depth",
-    "max_descendants",
-    "max_elapsed_ms",
-    "max_fan_out",
-    "max_tokens",
-];
+const INT_FIELDS: [&str; 7] =
+    ["max_attempts", "max_concurrency", "max_depth", "max_descendants", "max_elapsed_ms", "max_fan_out", "max_tokens"];
 
 fn rank(lattice: &[&str], v: &Value, at: &str) -> Result<usize> {
-    let s = v.as_str().ok_or_else(|| {
-        Error::new(
-            Code::BoundValueInvalid,
-            at,
-            format!("expected a string, got {}", v.kind()),
-        )
-    })?;
-    lattice.iter().position(|x| *x == s).ok_or_else(|| {
-        Error::new(
-            Code::BoundValueInvalid,
-            at,
-            format!("{s:?} is not one of {lattice:?}"),
-        )
-    })
+    let s = v
+        .as_str()
+        .ok_or_else(|| Error::new(Code::BoundValueInvalid, at, format!("expected a string, got {}", v.kind())))?;
+    lattice
+        .iter()
+        .position(|x| *x == s)
+        .ok_or_else(|| Error::new(Code::BoundValueInvalid, at, format!("{s:?} is not one of {lattice:?}")))
 }
 
 impl Bounds {
@@ -76,11 +60,7 @@ impl Bounds {
     /// record), missing members (`missing_ceiling`), values (`bound_value_invalid`).
     pub fn from_value(v: &Value, source: &str) -> Result<Bounds> {
         let Value::Object(m) = v else {
-            return fail(
-                Code::InvalidType,
-                source,
-                format!("expected a bounds object, got {}", v.kind()),
-            );
+            return fail(Code::InvalidType, source, format!("expected a bounds object, got {}", v.kind()));
         };
         for k in m.keys() {
             if !OPERATIONAL.contains(&k.as_str()) && !PROTECTED.contains(&k.as_str()) {
@@ -93,11 +73,7 @@ impl Bounds {
         }
         for k in OPERATIONAL.iter().chain(PROTECTED) {
             if !m.contains_key(k) {
-                return fail(
-                    Code::MissingCeiling,
-                    format!("{source}.{k}"),
-                    "absent is never infinity",
-                );
+                return fail(Code::MissingCeiling, format!("{source}.{k}"), "absent is never infinity");
             }
         }
         let at = |k: &str| format!("{source}.{k}");
@@ -116,17 +92,12 @@ impl Bounds {
             };
         }
         let cost = get("max_cost");
-        let amount = cost
-            .get("amount")
-            .and_then(Value::as_i64)
-            .filter(|a| *a >= 0);
+        let amount = cost.get("amount").and_then(Value::as_i64).filter(|a| *a >= 0);
         let currency = cost
             .get("currency")
             .and_then(Value::as_str)
             .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()));
-        let (Some(amount), Some(currency), Some(2)) =
-            (amount, currency, cost.as_object().map(Map::len))
-        else {
+        let (Some(amount), Some(currency), Some(2)) = (amount, currency, cost.as_object().map(Map::len)) else {
             return fail(
                 Code::BoundValueInvalid,
                 at("max_cost"),
@@ -141,11 +112,7 @@ impl Bounds {
             },
             Value::Object(cm) => {
                 if cm.len() != 2 || !cm.contains_key("markers") {
-                    return fail(
-                        Code::BoundValueInvalid,
-                        at("classification_ceiling"),
-                        "expected {markers, ordinal}",
-                    );
+                    return fail(Code::BoundValueInvalid, at("classification_ceiling"), "expected {markers, ordinal}");
                 }
                 let ordinal = rank(
                     CLASSIFICATION,
@@ -153,48 +120,25 @@ impl Bounds {
                     &at("classification_ceiling.ordinal"),
                 )?;
                 let mut markers = BTreeSet::new();
-                for mk in cm
-                    .get("markers")
-                    .and_then(Value::as_array)
-                    .unwrap_or_default()
-                {
+                for mk in cm.get("markers").and_then(Value::as_array).unwrap_or_default() {
                     let r = rank(MARKERS, mk, &at("classification_ceiling.markers"))?;
                     markers.insert(MARKERS[r].to_string());
                 }
                 if cm.get("markers").and_then(Value::as_array).is_none() {
-                    return fail(
-                        Code::BoundValueInvalid,
-                        at("classification_ceiling.markers"),
-                        "expected an array",
-                    );
+                    return fail(Code::BoundValueInvalid, at("classification_ceiling.markers"), "expected an array");
                 }
                 Classification { ordinal, markers }
             }
             other => {
-                return fail(
-                    Code::BoundValueInvalid,
-                    at("classification_ceiling"),
-                    format!("got {}", other.kind()),
-                )
+                return fail(Code::BoundValueInvalid, at("classification_ceiling"), format!("got {}", other.kind()))
             }
         };
         Ok(Bounds {
             ints,
-            max_cost: Cost {
-                amount,
-                currency: currency.to_string(),
-            },
+            max_cost: Cost { amount, currency: currency.to_string() },
             classification,
-            disclosure: rank(
-                DISCLOSURE,
-                get("disclosure_ceiling"),
-                &at("disclosure_ceiling"),
-            )?,
-            effect_impact: rank(
-                IMPACT,
-                get("effect_impact_ceiling"),
-                &at("effect_impact_ceiling"),
-            )?,
+            disclosure: rank(DISCLOSURE, get("disclosure_ceiling"), &at("disclosure_ceiling"))?,
+            effect_impact: rank(IMPACT, get("effect_impact_ceiling"), &at("effect_impact_ceiling"))?,
             authority: rank(AUTHORITY, get("authority_trait"), &at("authority_trait"))?,
             approval: rank(APPROVAL, get("approval_trait"), &at("approval_trait"))?,
         })
@@ -212,14 +156,8 @@ impl Bounds {
                 ("currency".into(), Value::str(&self.max_cost.currency)),
             ])),
             "classification_ceiling" => Value::Object(Map::from_pairs(vec![
-                (
-                    "markers".into(),
-                    Value::Array(self.classification.markers.iter().map(Value::str).collect()),
-                ),
-                (
-                    "ordinal".into(),
-                    Value::str(CLASSIFICATION[self.classification.ordinal]),
-                ),
+                ("markers".into(), Value::Array(self.classification.markers.iter().map(Value::str).collect())),
+                ("ordinal".into(), Value::str(CLASSIFICATION[self.classification.ordinal])),
             ])),
             "disclosure_ceiling" => Value::str(DISCLOSURE[self.disclosure]),
             "effect_impact_ceiling" => Value::str(IMPACT[self.effect_impact]),
@@ -233,12 +171,7 @@ impl Bounds {
     pub fn to_value(&self) -> Value {
         let mut names: Vec<&str> = OPERATIONAL.iter().chain(PROTECTED).copied().collect();
         names.sort_unstable();
-        Value::Object(Map::from_pairs(
-            names
-                .into_iter()
-                .map(|n| (n.to_string(), self.field(n)))
-                .collect(),
-        ))
+        Value::Object(Map::from_pairs(names.into_iter().map(|n| (n.to_string(), self.field(n))).collect()))
     }
 
     /// The meet of two records (idempotent, commutative, associative).
@@ -261,16 +194,8 @@ impl Bounds {
                 currency: self.max_cost.currency.clone(),
             },
             classification: Classification {
-                ordinal: self
-                    .classification
-                    .ordinal
-                    .min(other.classification.ordinal),
-                markers: self
-                    .classification
-                    .markers
-                    .union(&other.classification.markers)
-                    .cloned()
-                    .collect(),
+                ordinal: self.classification.ordinal.min(other.classification.ordinal),
+                markers: self.classification.markers.union(&other.classification.markers).cloned().collect(),
             },
             disclosure: self.disclosure.min(other.disclosure),
             effect_impact: self.effect_impact.max(other.effect_impact),
@@ -284,10 +209,7 @@ impl Bounds {
         self.ints.iter().zip(limit.ints).any(|(a, b)| *a > b)
             || self.max_cost.amount > limit.max_cost.amount
             || self.classification.ordinal > limit.classification.ordinal
-            || !limit
-                .classification
-                .markers
-                .is_subset(&self.classification.markers)
+            || !limit.classification.markers.is_subset(&self.classification.markers)
             || self.disclosure > limit.disclosure
             || self.effect_impact < limit.effect_impact
             || self.authority < limit.authority
@@ -334,11 +256,7 @@ pub fn intersect(
     if let Posture::Acknowledge(list) = posture {
         for n in list {
             if !PROTECTED.contains(&n.as_str()) {
-                return fail(
-                    Code::BoundUnknown,
-                    format!("posture.acknowledge.{n}"),
-                    "not a protected bound",
-                );
+                return fail(Code::BoundUnknown, format!("posture.acknowledge.{n}"), "not a protected bound");
             }
         }
     }
@@ -347,19 +265,13 @@ pub fn intersect(
     for name in OPERATIONAL {
         let (r, e) = (blueprint.field(name), effective.field(name));
         if r != e {
-            clamps.push(Clamp {
-                bound: (*name).to_string(),
-                protected: false,
-                requested: r,
-                effective: e,
-            });
+            clamps.push(Clamp { bound: (*name).to_string(), protected: false, requested: r, effective: e });
         }
     }
     for name in PROTECTED {
         let (r, e) = (blueprint.field(name), effective.field(name));
         if r != e {
-            let acknowledged =
-                matches!(posture, Posture::Acknowledge(l) if l.iter().any(|x| x == name));
+            let acknowledged = matches!(posture, Posture::Acknowledge(l) if l.iter().any(|x| x == name));
             if !acknowledged {
                 return fail(
                     Code::ProtectedBoundClampDenied,
@@ -371,19 +283,10 @@ pub fn intersect(
                     ),
                 );
             }
-            clamps.push(Clamp {
-                bound: (*name).to_string(),
-                protected: true,
-                requested: r,
-                effective: e,
-            });
+            clamps.push(Clamp { bound: (*name).to_string(), protected: true, requested: r, effective: e });
         }
     }
-    let out = Intersection {
-        effective: effective.to_value(),
-        clamp_count: clamps.len(),
-        clamps,
-    };
+    let out = Intersection { effective: effective.to_value(), clamp_count: clamps.len(), clamps };
     Ok((effective, out))
 }
 
@@ -398,17 +301,11 @@ pub fn intersect_value(input: &Value) -> Result<Intersection> {
     let (b, d, h) = (src("blueprint")?, src("deployment")?, src("host")?);
     let posture = match input.get("acknowledge") {
         None => Posture::Deny,
-        Some(Value::Array(a)) => Posture::Acknowledge(
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect(),
-        ),
+        Some(Value::Array(a)) => {
+            Posture::Acknowledge(a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        }
         Some(other) => {
-            return fail(
-                Code::InvalidType,
-                "acknowledge",
-                format!("expected an array, got {}", other.kind()),
-            )
+            return fail(Code::InvalidType, "acknowledge", format!("expected an array, got {}", other.kind()))
         }
     };
     Ok(intersect(&b, &d, &h, &posture)?.1)

@@ -28,9 +28,8 @@ pub fn canonical_bytes(v: &Value) -> Result<Vec<u8>> {
 /// The canonical bytes as a string (JCS output is always UTF-8).
 pub fn canonical_string(v: &Value) -> Result<String> {
     let bytes = canonical_bytes(v)?;
-    String::from_utf8(bytes).map_err(|_| {
-        crate::error::Error::new(Code::InvalidEncoding, "$", "canonical output not UTF-8")
-    })
+    String::from_utf8(bytes)
+        .map_err(|_| crate::error::Error::new(Code::InvalidEncoding, "$", "canonical output not UTF-8"))
 }
 
 /// Canonical-first decoding (§3): decode under `limits`, re-encode, and
@@ -39,16 +38,8 @@ pub fn decode_canonical(bytes: &[u8], limits: &Limits) -> Result<Value> {
     let v = json::decode(bytes, limits)?;
     let again = canonical_bytes(&v)?;
     if again != bytes {
-        let at = again
-            .iter()
-            .zip(bytes)
-            .position(|(a, b)| a != b)
-            .unwrap_or(again.len().min(bytes.len()));
-        return fail(
-            Code::NonCanonicalBytes,
-            format!("byte {at}"),
-            "input differs from its RFC 8785 canonical form",
-        );
+        let at = again.iter().zip(bytes).position(|(a, b)| a != b).unwrap_or(again.len().min(bytes.len()));
+        return fail(Code::NonCanonicalBytes, format!("byte {at}"), "input differs from its RFC 8785 canonical form");
     }
     Ok(v)
 }
@@ -71,11 +62,7 @@ fn write_value(v: &Value, out: &mut Vec<u8>, path: &str) -> Result<()> {
         }
         Value::Number(Number::Float(f)) => {
             if !f.is_finite() {
-                return fail(
-                    Code::InvalidNumber,
-                    path,
-                    "NaN and Infinity have no JSON form (RFC 8785 §3.2.2.3)",
-                );
+                return fail(Code::InvalidNumber, path, "NaN and Infinity have no JSON form (RFC 8785 §3.2.2.3)");
             }
             out.extend_from_slice(format_f64(*f).as_bytes());
         }

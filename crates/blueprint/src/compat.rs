@@ -44,10 +44,7 @@ pub fn check_identities(list: &[Value]) -> Result<Vec<Identity>> {
 /// `verify_compatibility/2`: every `required` identity (kind, name, version,
 /// digest) must appear exactly in the deployment's `build_identities`.
 pub fn verify_compatibility(deployment: &Value, required: &[Identity]) -> Result<()> {
-    let list = deployment
-        .get("build_identities")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
+    let list = deployment.get("build_identities").and_then(Value::as_array).unwrap_or_default();
     let have = check_identities(list)?;
     for (i, r) in required.iter().enumerate() {
         if let Err((code, why)) = crate::artifact::exact_version(&r.version) {
@@ -78,27 +75,17 @@ pub fn verify_compatibility(deployment: &Value, required: &[Identity]) -> Result
 }
 
 fn observed_identity(v: &Value, at: &str) -> Result<Identity> {
-    let m = v
-        .as_object()
-        .ok_or_else(|| Error::new(Code::InvalidType, at, "expected {kind, name, version, digest}"))?;
+    let m = v.as_object().ok_or_else(|| Error::new(Code::InvalidType, at, "expected {kind, name, version, digest}"))?;
     let get = |k: &str| {
-        m.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| {
-            Error::new(Code::InvalidType, format!("{at}/{k}"), "expected a string")
-        })
+        m.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::new(Code::InvalidType, format!("{at}/{k}"), "expected a string"))
     };
     if m.len() != 4 {
-        return fail(
-            Code::InvalidType,
-            at,
-            "an identity has exactly kind, name, version and digest",
-        );
+        return fail(Code::InvalidType, at, "an identity has exactly kind, name, version and digest");
     }
-    Ok(Identity {
-        kind: get("kind")?,
-        name: get("name")?,
-        version: get("version")?,
-        digest: get("digest")?,
-    })
+    Ok(Identity { kind: get("kind")?, name: get("name")?, version: get("version")?, digest: get("digest")? })
 }
 
 /// `Compatibility.verify(deployment, observed)` in the reference's form:
@@ -112,11 +99,7 @@ fn observed_identity(v: &Value, at: &str) -> Result<Identity> {
 pub fn verify_observed(deployment: &Value, observed: &[Value]) -> Result<Vec<Identity>> {
     let manifest = match deployment.get("build_identities") {
         Some(Value::Array(a)) if a.is_empty() => {
-            return fail(
-                Code::InvalidCardinality,
-                "/build_identities",
-                "a manifest names at least one build identity",
-            )
+            return fail(Code::InvalidCardinality, "/build_identities", "a manifest names at least one build identity")
         }
         Some(Value::Array(a)) => check_identities(a)?,
         Some(_) => return fail(Code::InvalidType, "/build_identities", "expected an array"),

@@ -35,10 +35,7 @@ pub struct Corpus {
 pub fn corpus_digest(index: &Value) -> Result<Tagged> {
     let mut m = index.as_object().cloned().unwrap_or_default();
     m.remove("corpus_digest");
-    Ok(Tagged::compute(
-        Domain::CorpusIndex,
-        &canon::canonical_bytes(&Value::Object(m))?,
-    ))
+    Ok(Tagged::compute(Domain::CorpusIndex, &canon::canonical_bytes(&Value::Object(m))?))
 }
 
 /// The per-file digest.
@@ -65,54 +62,30 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
     if index.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(bad_index(format!("format must be {FORMAT:?}")));
     }
-    let listed = index
-        .get("files")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad_index("expected a files array"))?;
-    let declared_total = index
-        .get("case_count")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| bad_index("expected case_count"))?;
-    let applicability = index
-        .get("applicability")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad_index("expected applicability"))?;
-    let declared_digest = index
-        .get("corpus_digest")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_index("expected corpus_digest"))?;
+    let listed = index.get("files").and_then(Value::as_array).ok_or_else(|| bad_index("expected a files array"))?;
+    let declared_total =
+        index.get("case_count").and_then(Value::as_i64).ok_or_else(|| bad_index("expected case_count"))?;
+    let applicability =
+        index.get("applicability").and_then(Value::as_object).ok_or_else(|| bad_index("expected applicability"))?;
     let declared_digest =
-        Tagged::parse(declared_digest).map_err(|e| bad_index(e.detail().to_string()))?;
+        index.get("corpus_digest").and_then(Value::as_str).ok_or_else(|| bad_index("expected corpus_digest"))?;
+    let declared_digest = Tagged::parse(declared_digest).map_err(|e| bad_index(e.detail().to_string()))?;
     let digest = corpus_digest(&index)?;
     if digest != declared_digest {
-        return fail(
-            Code::CorpusHashMismatch,
-            INDEX,
-            format!("index declares {declared_digest}, computed {digest}"),
-        );
+        return fail(Code::CorpusHashMismatch, INDEX, format!("index declares {declared_digest}, computed {digest}"));
     }
     if listed.is_empty() || declared_total == 0 {
-        return fail(
-            Code::CorpusEmpty,
-            INDEX,
-            "a corpus with no case proves nothing",
-        );
+        return fail(Code::CorpusEmpty, INDEX, "a corpus with no case proves nothing");
     }
     // exact file set, both directions
     let mut entries = Vec::new();
     for (i, f) in listed.iter().enumerate() {
-        let path = f
-            .get("path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad_index(format!("files/{i}: expected path")))?;
-        let fd = f
-            .get("digest")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad_index(format!("files/{i}: expected digest")))?;
-        let count = f
-            .get("cases")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| bad_index(format!("files/{i}: expected cases")))?;
+        let path =
+            f.get("path").and_then(Value::as_str).ok_or_else(|| bad_index(format!("files/{i}: expected path")))?;
+        let fd =
+            f.get("digest").and_then(Value::as_str).ok_or_else(|| bad_index(format!("files/{i}: expected digest")))?;
+        let count =
+            f.get("cases").and_then(Value::as_i64).ok_or_else(|| bad_index(format!("files/{i}: expected cases")))?;
         entries.push((path.to_string(), fd.to_string(), count));
     }
     let listed_set: BTreeSet<&str> = entries.iter().map(|e| e.0.as_str()).collect();
@@ -121,20 +94,12 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
     }
     for p in files.keys().filter(|p| p.as_str() != INDEX) {
         if !listed_set.contains(p.as_str()) {
-            return fail(
-                Code::CorpusFileSetMismatch,
-                p,
-                "present but not listed in the index",
-            );
+            return fail(Code::CorpusFileSetMismatch, p, "present but not listed in the index");
         }
     }
     for p in &listed_set {
         if !files.contains_key(*p) {
-            return fail(
-                Code::CorpusFileSetMismatch,
-                *p,
-                "listed in the index but absent",
-            );
+            return fail(Code::CorpusFileSetMismatch, *p, "listed in the index but absent");
         }
     }
     // per-file hashes, parse, counts
@@ -145,11 +110,7 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
         let bytes = files.get(path).map(Vec::as_slice).unwrap_or_default();
         let got = file_digest(bytes);
         if got.to_string() != *fd {
-            return fail(
-                Code::CorpusHashMismatch,
-                path,
-                format!("index says {fd}, file hashes to {got}"),
-            );
+            return fail(Code::CorpusHashMismatch, path, format!("index says {fd}, file hashes to {got}"));
         }
         let parsed = conformance::parse_case_file(bytes, path)?;
         if i64::try_from(parsed.len()).unwrap_or(i64::MAX) != *count {
@@ -164,47 +125,31 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
         out_files.push((path.clone(), bytes.to_vec()));
     }
     if total != declared_total {
-        return fail(
-            Code::CorpusCountMismatch,
-            INDEX,
-            format!("case_count {declared_total}, files hold {total}"),
-        );
+        return fail(Code::CorpusCountMismatch, INDEX, format!("case_count {declared_total}, files hold {total}"));
     }
     // ids unique
     let mut ids = BTreeSet::new();
     for (path, c) in &cases {
         if !ids.insert(c.id.as_str()) {
-            return fail(
-                Code::CorpusCaseIdDuplicate,
-                path,
-                format!("case id {:?} repeats", c.id),
-            );
+            return fail(Code::CorpusCaseIdDuplicate, path, format!("case id {:?} repeats", c.id));
         }
     }
     // applicability totality
     for surface in floor {
         if !applicability.contains_key(surface) {
-            return fail(
-                Code::CorpusApplicabilityIncomplete,
-                *surface,
-                "surface has no applicability row",
-            );
+            return fail(Code::CorpusApplicabilityIncomplete, *surface, "surface has no applicability row");
         }
     }
     for (surface, classes) in applicability.iter() {
         let surface = &surface.as_str();
         let Some(classes) = classes.as_array() else {
-            return Err(bad_index(format!(
-                "applicability.{surface}: expected an array of classes"
-            )));
+            return Err(bad_index(format!("applicability.{surface}: expected an array of classes")));
         };
-        let has_valid = cases.iter().any(|(_, c)| {
-            c.surface == *surface
-                && c.expected.get("verdict").and_then(Value::as_str) == Some("valid")
-        });
+        let has_valid = cases
+            .iter()
+            .any(|(_, c)| c.surface == *surface && c.expected.get("verdict").and_then(Value::as_str) == Some("valid"));
         let has_invalid = cases.iter().any(|(_, c)| {
-            c.surface == *surface
-                && c.expected.get("verdict").and_then(Value::as_str) == Some("invalid")
+            c.surface == *surface && c.expected.get("verdict").and_then(Value::as_str) == Some("invalid")
         });
         if !has_valid || !has_invalid {
             return fail(
@@ -215,10 +160,7 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
         }
         for class in classes {
             let class = class.as_str().unwrap_or_default();
-            if !cases
-                .iter()
-                .any(|(_, c)| c.surface == *surface && c.class == class)
-            {
+            if !cases.iter().any(|(_, c)| c.surface == *surface && c.class == class) {
                 return fail(
                     Code::CorpusApplicabilityIncomplete,
                     format!("{surface}/{class}"),
@@ -227,18 +169,11 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
             }
         }
     }
-    Ok(Corpus {
-        digest,
-        files: out_files,
-        cases,
-    })
+    Ok(Corpus { digest, files: out_files, cases })
 }
 
 /// Builds an index for `files` (the generator's side of [`load`]).
-pub fn build_index(
-    files: &[(String, Vec<u8>)],
-    applicability: &BTreeMap<String, Vec<String>>,
-) -> Result<Value> {
+pub fn build_index(files: &[(String, Vec<u8>)], applicability: &BTreeMap<String, Vec<String>>) -> Result<Value> {
     let mut list = Vec::new();
     let mut total = 0u64;
     for (path, bytes) in files {
@@ -246,10 +181,7 @@ pub fn build_index(
         // (and the loader then refuse) a file with malformed cases.
         let doc = json::decode(bytes, &Limits::default())
             .map_err(|e| Error::new(Code::CorpusCaseInvalid, path, e.detail().to_string()))?;
-        let n = doc
-            .get("cases")
-            .and_then(Value::as_array)
-            .map_or(0, <[Value]>::len) as u64;
+        let n = doc.get("cases").and_then(Value::as_array).map_or(0, <[Value]>::len) as u64;
         total += n;
         list.push(Value::Object(Map::from_pairs(vec![
             ("cases".into(), Value::from_u64(n)),
@@ -258,10 +190,7 @@ pub fn build_index(
         ])));
     }
     let app = Value::Object(Map::from_pairs(
-        applicability
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::Array(v.iter().map(Value::str).collect())))
-            .collect(),
+        applicability.iter().map(|(k, v)| (k.clone(), Value::Array(v.iter().map(Value::str).collect()))).collect(),
     ));
     let mut m = Map::from_pairs(vec![
         ("applicability".into(), app),

@@ -76,37 +76,22 @@ impl Tagged {
         let Some(body) = s.strip_prefix(TAG) else {
             let looks_tagged = s.split_once(':').is_some_and(|(alg, body)| {
                 !alg.is_empty()
-                    && alg
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && alg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                     && !body.is_empty()
             });
             if looks_tagged {
-                return fail(
-                    Code::DigestAlgorithmUnsupported,
-                    s,
-                    "only sha-256 is supported",
-                );
+                return fail(Code::DigestAlgorithmUnsupported, s, "only sha-256 is supported");
             }
-            return fail(
-                Code::DigestEncodingInvalid,
-                s,
-                "expected sha-256:<43 base64url characters>",
-            );
+            return fail(Code::DigestEncodingInvalid, s, "expected sha-256:<43 base64url characters>");
         };
         if body.len() != 43 {
-            return fail(
-                Code::DigestEncodingInvalid,
-                s,
-                format!("body has {} characters, expected 43", body.len()),
-            );
+            return fail(Code::DigestEncodingInvalid, s, format!("body has {} characters, expected 43", body.len()));
         }
-        let bytes = crate::b64::decode(body).map_err(|e| {
-            crate::error::Error::new(Code::DigestEncodingInvalid, s, e.detail().to_string())
-        })?;
-        let arr: [u8; 32] = bytes.try_into().map_err(|_| {
-            crate::error::Error::new(Code::DigestEncodingInvalid, s, "body is not 32 bytes")
-        })?;
+        let bytes = crate::b64::decode(body)
+            .map_err(|e| crate::error::Error::new(Code::DigestEncodingInvalid, s, e.detail().to_string()))?;
+        let arr: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| crate::error::Error::new(Code::DigestEncodingInvalid, s, "body is not 32 bytes"))?;
         Ok(Tagged(arr))
     }
 
@@ -115,11 +100,7 @@ impl Tagged {
         let want = Tagged::parse(declared)?;
         let got = Tagged::compute(domain, bytes);
         if want != got {
-            return fail(
-                Code::DigestMismatch,
-                subject,
-                format!("declared {want}, computed {got}"),
-            );
+            return fail(Code::DigestMismatch, subject, format!("declared {want}, computed {got}"));
         }
         Ok(got)
     }

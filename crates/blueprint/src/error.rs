@@ -149,21 +149,13 @@ impl Error {
     pub fn code(&self) -> String {
         match self {
             Error::Ceiling { limit, .. } => format!("ceiling:{}", limit.as_str()),
-            other => other
-                .fixed_code()
-                .map(Code::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            other => other.fixed_code().map(Code::as_str).unwrap_or_default().to_string(),
         }
     }
 
     /// Builds a ceiling-family error.
     pub fn ceiling(limit: Limit, subject: impl Into<String>, detail: impl Into<String>) -> Error {
-        Error::Ceiling {
-            limit,
-            subject: subject.into(),
-            detail: detail.into(),
-        }
+        Error::Ceiling { limit, subject: subject.into(), detail: detail.into() }
     }
 }
 
@@ -182,10 +174,6 @@ impl serde::Serialize for Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// `Err(Error::new(code, subject, detail))`.
-pub(crate) fn fail<T>(
-    code: Code,
-    subject: impl Into<String>,
-    detail: impl Into<String>,
-) -> Result<T> {
+pub(crate) fn fail<T>(code: Code, subject: impl Into<String>, detail: impl Into<String>) -> Result<T> {
     Err(Error::new(code, subject, detail))
 }

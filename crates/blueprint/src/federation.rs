@@ -17,31 +17,18 @@ use crate::signature::{self, KeySet};
 
 const TEXT: Ty = Ty::Str(shape::text);
 const DIGEST: Ty = Ty::Str(shape::digest);
-const U32: Ty = Ty::Int {
-    min: 0,
-    max: 4_294_967_295,
-};
+const U32: Ty = Ty::Int { min: 0, max: 4_294_967_295 };
 
 /// Logical task states (the reference's spelling: `canceled`).
-pub const STATES: &[&str] = &[
-    "submitted",
-    "working",
-    "input_required",
-    "completed",
-    "canceled",
-    "failed",
-    "rejected",
-    "auth_required",
-];
+pub const STATES: &[&str] =
+    &["submitted", "working", "input_required", "completed", "canceled", "failed", "rejected", "auth_required"];
 /// Terminal states a receipt may carry (cancellation is a request until confirmed).
 pub const TERMINAL: &[&str] = &["completed", "failed", "canceled", "rejected"];
 /// Checkpoint statuses (a non-terminal observed state).
 pub const CHECKPOINT_STATUSES: &[&str] = &["submitted", "working", "input_required", "auth_required"];
 
-const IDENTITY_CLAIM: Ty = Ty::Obj(&[
-    req("kind", Ty::Enum(&["correlation", "binding", "authority"])),
-    req("value", TEXT),
-]);
+const IDENTITY_CLAIM: Ty =
+    Ty::Obj(&[req("kind", Ty::Enum(&["correlation", "binding", "authority"])), req("value", TEXT)]);
 
 /// The envelope's closed world: 23 members (18 required, 5 optional), one
 /// per row of [`MAPPING`]. `terminal_state`/`evidence_receipt` travel
@@ -49,31 +36,17 @@ const IDENTITY_CLAIM: Ty = Ty::Obj(&[
 /// ([`cross_field`]).
 pub const ENVELOPE_FIELDS: &[Field] = &[
     req("audience", TEXT),
-    req(
-        "authority_proof_references",
-        Ty::Arr {
-            item: &DIGEST,
-            min: 0,
-            max: 32,
-        },
-    ),
+    req("authority_proof_references", Ty::Arr { item: &DIGEST, min: 0, max: 32 }),
     req("blueprint_digest", DIGEST),
     opt("checkpoint_commitment", DIGEST),
     opt(
         "checkpoint_request",
-        Ty::Obj(&[
-            req("kind", Ty::Enum(&["input_required", "auth_required"])),
-            req("request_digest", DIGEST),
-        ]),
+        Ty::Obj(&[req("kind", Ty::Enum(&["input_required", "auth_required"])), req("request_digest", DIGEST)]),
     ),
     opt("checkpoint_status", Ty::Enum(CHECKPOINT_STATUSES)),
     req(
         "compatibility_reference",
-        Ty::Arr {
-            item: &Ty::Obj(&[req("identity", Ty::Str(exact_version)), req("name", TEXT)]),
-            min: 0,
-            max: 32,
-        },
+        Ty::Arr { item: &Ty::Obj(&[req("identity", Ty::Str(exact_version)), req("name", TEXT)]), min: 0, max: 32 },
     ),
     req("deployment_digest", DIGEST),
     opt(
@@ -86,17 +59,7 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
         ]),
     ),
     req("idempotency_identity", TEXT),
-    req(
-        "identity_mapping_evidence",
-        Ty::Obj(&[req(
-            "claims",
-            Ty::Arr {
-                item: &IDENTITY_CLAIM,
-                min: 0,
-                max: 16,
-            },
-        )]),
-    ),
+    req("identity_mapping_evidence", Ty::Obj(&[req("claims", Ty::Arr { item: &IDENTITY_CLAIM, min: 0, max: 16 })])),
     opt("initiating_subject", TEXT),
     req("input_commitment", DIGEST),
     req("issuer", TEXT),
@@ -104,25 +67,13 @@ pub const ENVELOPE_FIELDS: &[Field] = &[
     req("recovery_handle", TEXT),
     req(
         "resource_policy",
-        Ty::Obj(&[
-            req("attempts", U32),
-            req("concurrency", U32),
-            req("cost", U32),
-            req("tokens", U32),
-        ]),
+        Ty::Obj(&[req("attempts", U32), req("concurrency", U32), req("cost", U32), req("tokens", U32)]),
     ),
     req(
         "result_classification_ceiling",
         Ty::Obj(&[
             req("level", Ty::Enum(CLASSIFICATION)),
-            req(
-                "markers",
-                Ty::Arr {
-                    item: &Ty::Enum(MARKERS),
-                    min: 0,
-                    max: 2,
-                },
-            ),
+            req("markers", Ty::Arr { item: &Ty::Enum(MARKERS), min: 0, max: 2 }),
         ]),
     ),
     req("result_schema", DIGEST),
@@ -202,18 +153,10 @@ pub fn to_a2a(state: &str) -> Result<String> {
 /// A2A `TaskState` name → internal state. `TASK_STATE_UNSPECIFIED` is unmapped.
 pub fn from_a2a(a2a: &str) -> Result<String> {
     if a2a == "TASK_STATE_UNSPECIFIED" {
-        return fail(
-            Code::FederationStateUnmappable,
-            "a2a_state",
-            "UNSPECIFIED has no protocol meaning",
-        );
+        return fail(Code::FederationStateUnmappable, "a2a_state", "UNSPECIFIED has no protocol meaning");
     }
     let Some(rest) = a2a.strip_prefix("TASK_STATE_") else {
-        return fail(
-            Code::InvalidType,
-            "a2a_state",
-            format!("{a2a:?} is not an A2A task state"),
-        );
+        return fail(Code::InvalidType, "a2a_state", format!("{a2a:?} is not an A2A task state"));
     };
     let lower = rest.to_ascii_lowercase();
     state_index(&lower, "a2a_state")?;
@@ -231,13 +174,7 @@ pub fn to_mcp(state: &str) -> Result<&'static str> {
         "completed" => "completed",
         "canceled" => "cancelled",
         "failed" => "failed",
-        other => {
-            return fail(
-                Code::FederationStateUnmappable,
-                "state",
-                format!("{other:?} cannot cross into MCP"),
-            )
-        }
+        other => return fail(Code::FederationStateUnmappable, "state", format!("{other:?} cannot cross into MCP")),
     })
 }
 
@@ -249,13 +186,7 @@ pub fn from_mcp(status: &str) -> Result<&'static str> {
         "completed" => "completed",
         "cancelled" => "canceled",
         "failed" => "failed",
-        other => {
-            return fail(
-                Code::InvalidType,
-                "mcp_status",
-                format!("{other:?} is not an MCP task status"),
-            )
-        }
+        other => return fail(Code::InvalidType, "mcp_status", format!("{other:?} is not an MCP task status")),
     })
 }
 
@@ -285,20 +216,8 @@ pub struct MappingRow {
     pub mcp: &'static str,
 }
 
-const fn row(
-    index: u8,
-    member: &'static str,
-    a2a: &'static str,
-    mcp: &'static str,
-    carriage: Carriage,
-) -> MappingRow {
-    MappingRow {
-        index,
-        member,
-        carriage,
-        a2a,
-        mcp,
-    }
+const fn row(index: u8, member: &'static str, a2a: &'static str, mcp: &'static str, carriage: Carriage) -> MappingRow {
+    MappingRow { index, member, carriage, a2a, mcp }
 }
 
 /// The 23-row mapping (3 native, 5 partial, 15 extension), in the published
@@ -351,20 +270,8 @@ pub const MAPPING: &[MappingRow] = &[
         Carriage::Partial,
     ),
     row(11, "resource_policy", "none", "none", Carriage::Extension),
-    row(
-        12,
-        "recovery_handle",
-        "Task.id + GetTask",
-        "taskId + tasks/get",
-        Carriage::Native,
-    ),
-    row(
-        13,
-        "issuer",
-        "transport-level only (SecurityScheme)",
-        "transport auth",
-        Carriage::Extension,
-    ),
+    row(12, "recovery_handle", "Task.id + GetTask", "taskId + tasks/get", Carriage::Native),
+    row(13, "issuer", "transport-level only (SecurityScheme)", "transport auth", Carriage::Extension),
     row(14, "subject", "none", "none", Carriage::Extension),
     row(15, "audience", "none", "none", Carriage::Extension),
     row(16, "identity_mapping_evidence", "none", "none", Carriage::Extension),
@@ -375,13 +282,7 @@ pub const MAPPING: &[MappingRow] = &[
         "status input_required + inputRequests",
         Carriage::Partial,
     ),
-    row(
-        18,
-        "checkpoint_status",
-        "TaskStatus.state",
-        "Task.status",
-        Carriage::Native,
-    ),
+    row(18, "checkpoint_status", "TaskStatus.state", "Task.status", Carriage::Native),
     row(
         19,
         "checkpoint_commitment",
@@ -410,13 +311,7 @@ pub const MAPPING: &[MappingRow] = &[
         "none",
         Carriage::Extension,
     ),
-    row(
-        23,
-        "authority_proof_references",
-        "transport-level only",
-        "transport auth",
-        Carriage::Extension,
-    ),
+    row(23, "authority_proof_references", "transport-level only", "transport auth", Carriage::Extension),
 ];
 
 /// `federation_mapping/0` after a consistency check: every envelope member
@@ -437,36 +332,24 @@ pub fn check_mapping(rows: &[MappingRow]) -> Result<()> {
         }
     }
     if rows.len() != ENVELOPE_FIELDS.len() {
-        return conflict(
-            "mapping",
-            format!("{} rows for {} members", rows.len(), ENVELOPE_FIELDS.len()),
-        );
+        return conflict("mapping", format!("{} rows for {} members", rows.len(), ENVELOPE_FIELDS.len()));
     }
     for (i, r) in rows.iter().enumerate() {
         if usize::from(r.index) != i + 1 {
             return conflict(r.member, format!("row {} is numbered {}", i + 1, r.index));
         }
         if r.carriage == Carriage::Native
-            && rows[..i]
-                .iter()
-                .any(|o| o.carriage == Carriage::Native && (o.a2a == r.a2a || o.mcp == r.mcp))
+            && rows[..i].iter().any(|o| o.carriage == Carriage::Native && (o.a2a == r.a2a || o.mcp == r.mcp))
         {
             return conflict(r.member, "a native field is claimed twice".into());
         }
     }
     let count = |c: Carriage| rows.iter().filter(|r| r.carriage == c).count();
-    let split = (
-        count(Carriage::Native),
-        count(Carriage::Partial),
-        count(Carriage::Extension),
-    );
+    let split = (count(Carriage::Native), count(Carriage::Partial), count(Carriage::Extension));
     if split != (3, 5, 15) {
         return conflict(
             "mapping",
-            format!(
-                "{} native, {} partial, {} extension: the published verdict is 3/5/15",
-                split.0, split.1, split.2
-            ),
+            format!("{} native, {} partial, {} extension: the published verdict is 3/5/15", split.0, split.1, split.2),
         );
     }
     Ok(())
@@ -489,22 +372,14 @@ fn receipt(envelope: &Value) -> Result<&Map> {
     match envelope.get("evidence_receipt") {
         Some(Value::Object(m)) => Ok(m),
         Some(_) => fail(Code::InvalidType, "/evidence_receipt", "expected an object"),
-        None => fail(
-            Code::MissingRequiredField,
-            "/evidence_receipt",
-            "a terminal receipt carries its evidence receipt",
-        ),
+        None => {
+            fail(Code::MissingRequiredField, "/evidence_receipt", "a terminal receipt carries its evidence receipt")
+        }
     }
 }
 
 fn receipt_member<'a>(r: &'a Map, k: &str) -> Result<&'a Value> {
-    r.get(k).ok_or_else(|| {
-        Error::new(
-            Code::MissingRequiredField,
-            format!("/evidence_receipt/{k}"),
-            "absent",
-        )
-    })
+    r.get(k).ok_or_else(|| Error::new(Code::MissingRequiredField, format!("/evidence_receipt/{k}"), "absent"))
 }
 
 /// A Terminal Commitment: the federation-envelope digest over exactly task
@@ -516,23 +391,14 @@ pub fn terminal_commitment(envelope: &Value) -> Result<Tagged> {
     let top = |k: &str| envelope.get(k).cloned().unwrap_or(Value::Null);
     let body = Value::Object(Map::from_pairs(vec![
         ("authority_proof_references".into(), top("authority_proof_references")),
-        (
-            "checkpoint_history_commitment".into(),
-            receipt_member(r, "checkpoint_history_commitment")?.clone(),
-        ),
+        ("checkpoint_history_commitment".into(), receipt_member(r, "checkpoint_history_commitment")?.clone()),
         ("compatibility_reference".into(), top("compatibility_reference")),
-        (
-            "result_classification_ceiling".into(),
-            top("result_classification_ceiling"),
-        ),
+        ("result_classification_ceiling".into(), top("result_classification_ceiling")),
         ("result_digest".into(), receipt_member(r, "result_digest")?.clone()),
         ("task_identity".into(), top("task_identity")),
         ("terminal_state".into(), top("terminal_state")),
     ]));
-    Ok(Tagged::compute(
-        Domain::FederationEnvelope,
-        &canon::canonical_bytes(&body)?,
-    ))
+    Ok(Tagged::compute(Domain::FederationEnvelope, &canon::canonical_bytes(&body)?))
 }
 
 /// The digest a receipt signature must name: the federation-envelope digest
@@ -546,10 +412,7 @@ pub fn covered_digest(envelope: &Value) -> Result<Tagged> {
             m.insert("evidence_receipt", Value::Object(r));
         }
     }
-    Ok(Tagged::compute(
-        Domain::FederationEnvelope,
-        &canon::canonical_bytes(&body)?,
-    ))
+    Ok(Tagged::compute(Domain::FederationEnvelope, &canon::canonical_bytes(&body)?))
 }
 
 /// Compares two receipts: for one task identity ANY divergence of the
@@ -560,11 +423,7 @@ pub fn compare_receipts(a: &Value, b: &Value) -> Result<()> {
     }
     let (ca, cb) = (terminal_commitment(a)?, terminal_commitment(b)?);
     if ca != cb {
-        return fail(
-            Code::FederationTerminalConflict,
-            "task_identity",
-            format!("commitments differ: {ca} vs {cb}"),
-        );
+        return fail(Code::FederationTerminalConflict, "task_identity", format!("commitments differ: {ca} vs {cb}"));
     }
     Ok(())
 }
@@ -604,19 +463,14 @@ fn freshness(attrs: &Value, ctx: &Context) -> Result<()> {
         .and_then(Value::as_str)
         .and_then(shape::parse_timestamp_ms)
         .ok_or_else(|| Error::new(Code::InvalidType, at, "not an RFC 3339 timestamp"))?;
-    for (name, pin, after) in [
-        ("created_after", &ctx.created_after, true),
-        ("created_before", &ctx.created_before, false),
-    ] {
+    for (name, pin, after) in
+        [("created_after", &ctx.created_after, true), ("created_before", &ctx.created_before, false)]
+    {
         let Some(pin) = pin else { continue };
         let bound = shape::parse_timestamp_ms(pin)
             .ok_or_else(|| Error::new(Code::InvalidType, name, "not an RFC 3339 Z timestamp"))?;
         if (after && stamp < bound) || (!after && stamp > bound) {
-            return fail(
-                Code::InvalidConstraint,
-                at,
-                format!("signed outside the receiver's window ({name} {pin})"),
-            );
+            return fail(Code::InvalidConstraint, at, format!("signed outside the receiver's window ({name} {pin})"));
         }
     }
     Ok(())
@@ -636,21 +490,14 @@ pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<ReceiptFact>
     let (pool, attributed) = match &ctx.issuer_key_sets {
         None => (ctx.keys.clone(), false),
         Some(sets) => (
-            envelope
-                .get("issuer")
-                .and_then(Value::as_str)
-                .and_then(|i| sets.get(i))
-                .cloned()
-                .unwrap_or_default(),
+            envelope.get("issuer").and_then(Value::as_str).and_then(|i| sets.get(i)).cloned().unwrap_or_default(),
             true,
         ),
     };
     signature::verify_signature(sig, &pool).map_err(|e| match e.fixed_code() {
-        Some(Code::SignatureKeyUnsupported) if attributed => Error::new(
-            Code::SignatureKeyUnsupported,
-            "/issuer",
-            "no key of this issuer's key set signed the receipt",
-        ),
+        Some(Code::SignatureKeyUnsupported) if attributed => {
+            Error::new(Code::SignatureKeyUnsupported, "/issuer", "no key of this issuer's key set signed the receipt")
+        }
         _ => e,
     })?;
     let attrs = sig.get("signed_attributes").unwrap_or(&Value::Null);
@@ -672,15 +519,9 @@ pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<ReceiptFact>
         );
     }
     let commitment = terminal_commitment(envelope)?;
-    let declared = receipt_member(r, "terminal_commitment")?
-        .as_str()
-        .ok_or_else(|| {
-            Error::new(
-                Code::InvalidType,
-                "/evidence_receipt/terminal_commitment",
-                "expected a tagged digest",
-            )
-        })?;
+    let declared = receipt_member(r, "terminal_commitment")?.as_str().ok_or_else(|| {
+        Error::new(Code::InvalidType, "/evidence_receipt/terminal_commitment", "expected a tagged digest")
+    })?;
     if Tagged::parse(declared)? != commitment {
         return fail(
             Code::DigestMismatch,
@@ -688,11 +529,7 @@ pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<ReceiptFact>
             format!("declared {declared}, recomputed {commitment}"),
         );
     }
-    for (k, pin) in [
-        ("issuer", &ctx.issuer),
-        ("subject", &ctx.subject),
-        ("audience", &ctx.audience),
-    ] {
+    for (k, pin) in [("issuer", &ctx.issuer), ("subject", &ctx.subject), ("audience", &ctx.audience)] {
         let Some(want) = pin else { continue };
         let got = envelope.get(k).and_then(Value::as_str).unwrap_or_default();
         if got != want {
@@ -704,22 +541,13 @@ pub fn verify_commitment(envelope: &Value, ctx: &Context) -> Result<ReceiptFact>
         }
     }
     let fact = ReceiptFact {
-        task_identity: envelope
-            .get("task_identity")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        terminal_state: envelope
-            .get("terminal_state")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        task_identity: envelope.get("task_identity").and_then(Value::as_str).unwrap_or_default().to_string(),
+        terminal_state: envelope.get("terminal_state").and_then(Value::as_str).unwrap_or_default().to_string(),
         terminal_commitment: commitment,
     };
     if let Some(p) = ctx.prior_receipts.iter().find(|p| {
         p.task_identity == fact.task_identity
-            && (p.terminal_state != fact.terminal_state
-                || p.terminal_commitment != fact.terminal_commitment)
+            && (p.terminal_state != fact.terminal_state || p.terminal_commitment != fact.terminal_commitment)
     }) {
         return fail(
             Code::FederationTerminalConflict,

@@ -48,10 +48,7 @@ pub fn exercise(bytes: &[u8]) -> Option<String> {
     }
     match canon::decode_canonical(bytes, &limits) {
         Ok(_) => {
-            let again = decoded
-                .as_ref()
-                .ok()
-                .and_then(|v| canon::canonical_bytes(v).ok());
+            let again = decoded.as_ref().ok().and_then(|v| canon::canonical_bytes(v).ok());
             if again.as_deref() != Some(bytes) {
                 return Some("canonical-first accepted non-canonical bytes".into());
             }

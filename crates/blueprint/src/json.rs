@@ -175,9 +175,7 @@ impl Value {
             // Exact numeric identity is intended: both sides are IEEE doubles.
             #[allow(clippy::float_cmp)]
             (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-            (Value::Array(a), Value::Array(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
-            }
+            (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y)),
             (Value::Object(a), Value::Object(b)) => {
                 a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v.same(w)))
             }
@@ -196,9 +194,7 @@ impl Value {
                 number_from_lexeme(&text, &|| "$".to_string())?
             }
             serde_json::Value::String(s) => Value::String(s.clone()),
-            serde_json::Value::Array(a) => {
-                Value::Array(a.iter().map(Value::from_serde).collect::<Result<_>>()?)
-            }
+            serde_json::Value::Array(a) => Value::Array(a.iter().map(Value::from_serde).collect::<Result<_>>()?),
             serde_json::Value::Object(o) => Value::Object(Map(o
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), Value::from_serde(v)?)))
@@ -212,13 +208,12 @@ impl Value {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(Number::Int(i)) => serde_json::Value::from(*i),
-            Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Value::Number(Number::Float(f)) => {
+                serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::Array(a) => serde_json::Value::Array(a.iter().map(Value::to_serde).collect()),
-            Value::Object(m) => serde_json::Value::Object(
-                m.iter().map(|(k, v)| (k.clone(), v.to_serde())).collect(),
-            ),
+            Value::Object(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_serde())).collect()),
         }
     }
 }
@@ -261,29 +256,14 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Value> {
     }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
-        Err(e) => {
-            return fail(
-                Code::InvalidEncoding,
-                format!("byte {}", e.valid_up_to()),
-                "input is not valid UTF-8",
-            )
-        }
+        Err(e) => return fail(Code::InvalidEncoding, format!("byte {}", e.valid_up_to()), "input is not valid UTF-8"),
     };
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
-        limits,
-        nodes: 0,
-    };
+    let mut p = Parser { s: text.as_bytes(), i: 0, limits, nodes: 0 };
     p.ws();
     let v = p.value(0, &Loc::Root)?;
     p.ws();
     if p.i != p.s.len() {
-        return fail(
-            Code::TrailingBytes,
-            format!("byte {}", p.i),
-            "bytes follow the top-level value",
-        );
+        return fail(Code::TrailingBytes, format!("byte {}", p.i), "bytes follow the top-level value");
     }
     Ok(v)
 }
@@ -294,11 +274,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Value> {
 pub fn decode_dynamic(input: &Value, limits: &Limits) -> Result<Value> {
     match input {
         Value::String(s) => decode(s.as_bytes(), limits),
-        other => fail(
-            Code::InvalidType,
-            "$",
-            format!("expected bytes, got {}", other.kind()),
-        ),
+        other => fail(Code::InvalidType, "$", format!("expected bytes, got {}", other.kind())),
     }
 }
 
@@ -347,22 +323,14 @@ impl Parser<'_> {
             self.i += 1;
             Ok(())
         } else {
-            fail(
-                Code::InvalidSyntax,
-                at(self.i),
-                format!("expected '{}'", b as char),
-            )
+            fail(Code::InvalidSyntax, at(self.i), format!("expected '{}'", b as char))
         }
     }
 
     fn node(&mut self, path: &Loc<'_>) -> Result<()> {
         self.nodes += 1;
         if self.nodes > self.limits.nodes {
-            return Err(Error::ceiling(
-                Limit::Nodes,
-                path.render(),
-                format!("more than {} values", self.limits.nodes),
-            ));
+            return Err(Error::ceiling(Limit::Nodes, path.render(), format!("more than {} values", self.limits.nodes)));
         }
         Ok(())
     }
@@ -388,11 +356,7 @@ impl Parser<'_> {
             Some(b'f') => self.literal(b"false", Value::Bool(false)),
             Some(b'n') => self.literal(b"null", Value::Null),
             Some(b'-' | b'0'..=b'9') => self.number(path),
-            Some(c) => fail(
-                Code::InvalidSyntax,
-                at(self.i),
-                format!("unexpected character {:?}", c as char),
-            ),
+            Some(c) => fail(Code::InvalidSyntax, at(self.i), format!("unexpected character {:?}", c as char)),
         }
     }
 
@@ -438,11 +402,7 @@ impl Parser<'_> {
                 return Err(Error::ceiling(
                     Limit::Key,
                     child.render(),
-                    format!(
-                        "member name of {} bytes exceeds {}",
-                        key.len(),
-                        self.limits.key
-                    ),
+                    format!("member name of {} bytes exceeds {}", key.len(), self.limits.key),
                 ));
             }
             if pairs.len() as u64 >= self.limits.members {
@@ -463,11 +423,7 @@ impl Parser<'_> {
                 None => pairs.iter().any(|(k, _)| *k == key),
             };
             if repeated {
-                return fail(
-                    Code::DuplicateMember,
-                    child.render(),
-                    "member name repeats (I-JSON)",
-                );
+                return fail(Code::DuplicateMember, child.render(), "member name repeats (I-JSON)");
             }
             self.ws();
             self.expect(b':')?;
@@ -572,11 +528,7 @@ impl Parser<'_> {
                             let hi = self.hex4()?;
                             let cp = if (0xD800..0xDC00).contains(&hi) {
                                 if self.s.get(self.i..self.i + 2) != Some(b"\\u") {
-                                    return fail(
-                                        Code::InvalidEncoding,
-                                        path.render(),
-                                        "lone high surrogate escape",
-                                    );
+                                    return fail(Code::InvalidEncoding, path.render(), "lone high surrogate escape");
                                 }
                                 self.i += 2;
                                 let lo = self.hex4()?;
@@ -589,11 +541,7 @@ impl Parser<'_> {
                                 }
                                 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
                             } else if (0xDC00..0xE000).contains(&hi) {
-                                return fail(
-                                    Code::InvalidEncoding,
-                                    path.render(),
-                                    "lone low surrogate escape",
-                                );
+                                return fail(Code::InvalidEncoding, path.render(), "lone low surrogate escape");
                             } else {
                                 hi
                             };
@@ -612,13 +560,7 @@ impl Parser<'_> {
                     }
                     run = self.i;
                 }
-                0x00..=0x1F => {
-                    return fail(
-                        Code::InvalidSyntax,
-                        at(self.i),
-                        "raw control character in string",
-                    )
-                }
+                0x00..=0x1F => return fail(Code::InvalidSyntax, at(self.i), "raw control character in string"),
                 _ => self.i += 1,
             }
         }
@@ -669,11 +611,7 @@ impl Parser<'_> {
             return Err(Error::ceiling(
                 Limit::NumberLexeme,
                 path.render(),
-                format!(
-                    "number lexeme of {} bytes exceeds {}",
-                    lexeme.len(),
-                    self.limits.number_lexeme
-                ),
+                format!("number lexeme of {} bytes exceeds {}", lexeme.len(), self.limits.number_lexeme),
             ));
         }
         number_from_lexeme(lexeme, &|| path.render())
@@ -693,13 +631,8 @@ pub(crate) fn number_from_lexeme(lexeme: &str, path: &dyn Fn() -> String) -> Res
             }
         }
         // Above the window: a float iff its ECMAScript form is the lexeme.
-        let f: f64 = lexeme.parse().map_err(|_| {
-            Error::new(
-                Code::InvalidNumber,
-                path(),
-                format!("{lexeme} is not a number"),
-            )
-        })?;
+        let f: f64 =
+            lexeme.parse().map_err(|_| Error::new(Code::InvalidNumber, path(), format!("{lexeme} is not a number")))?;
         if f.is_finite() && crate::canon::format_f64(f) == lexeme {
             return Ok(Value::Number(Number::Float(f)));
         }
@@ -709,19 +642,10 @@ pub(crate) fn number_from_lexeme(lexeme: &str, path: &dyn Fn() -> String) -> Res
             format!("{lexeme} is above ±(2^53−1) and no double serializes to it exactly"),
         );
     }
-    let f: f64 = lexeme.parse().map_err(|_| {
-        Error::new(
-            Code::InvalidNumber,
-            path(),
-            format!("{lexeme} is not a number"),
-        )
-    })?;
+    let f: f64 =
+        lexeme.parse().map_err(|_| Error::new(Code::InvalidNumber, path(), format!("{lexeme} is not a number")))?;
     if !f.is_finite() {
-        return fail(
-            Code::NumberNotDoubleExpressible,
-            path(),
-            format!("{lexeme} overflows a double"),
-        );
+        return fail(Code::NumberNotDoubleExpressible, path(), format!("{lexeme} overflows a double"));
     }
     Ok(Value::Number(Number::Float(f)))
 }

@@ -136,11 +136,7 @@ impl Limits {
         let mut out = Limits::default();
         for (name, v) in map.iter() {
             let Some(limit) = Limit::parse(name) else {
-                return fail(
-                    Code::UnknownBound,
-                    format!("bounds.{name}"),
-                    "not one of the eight decoder limits",
-                );
+                return fail(Code::UnknownBound, format!("bounds.{name}"), "not one of the eight decoder limits");
             };
             let Some(n) = v.as_i64() else {
                 return fail(
@@ -150,21 +146,14 @@ impl Limits {
                 );
             };
             if n < 1 {
-                return fail(
-                    Code::InvalidConstraint,
-                    format!("bounds.{name}"),
-                    format!("{n} is below the floor of 1"),
-                );
+                return fail(Code::InvalidConstraint, format!("bounds.{name}"), format!("{n} is below the floor of 1"));
             }
             let n = n.unsigned_abs();
             if n > limit.default_value() {
                 return Err(Error::ceiling(
                     limit,
                     format!("bounds.{name}"),
-                    format!(
-                        "{n} exceeds the shipped maximum {} (ceilings only tighten)",
-                        limit.default_value()
-                    ),
+                    format!("{n} exceeds the shipped maximum {} (ceilings only tighten)", limit.default_value()),
                 ));
             }
             out.set(limit, n);
@@ -175,10 +164,7 @@ impl Limits {
     /// The limits as a JSON object (`bounds.new` result).
     pub fn to_value(&self) -> Value {
         Value::Object(crate::json::Map::from_pairs(
-            Limit::ALL
-                .iter()
-                .map(|l| (l.as_str().to_string(), Value::from_u64(self.get(*l))))
-                .collect(),
+            Limit::ALL.iter().map(|l| (l.as_str().to_string(), Value::from_u64(self.get(*l)))).collect(),
         ))
     }
 }

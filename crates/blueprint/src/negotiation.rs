@@ -37,60 +37,34 @@ impl Support {
             }
         }
         let mut schemas = BTreeMap::new();
-        if let Ok(s) = crate::json::decode(
-            registry::FEDERATION_SCHEMA.as_bytes(),
-            &crate::limits::Limits::default(),
-        ) {
+        if let Ok(s) = crate::json::decode(registry::FEDERATION_SCHEMA.as_bytes(), &crate::limits::Limits::default()) {
             schemas.insert("com.example/federation".to_string(), s);
         }
-        Support {
-            revisions: vec![REVISION],
-            core_fields: core,
-            registry: registry::compiled(),
-            schemas,
-        }
+        Support { revisions: vec![REVISION], core_fields: core, registry: registry::compiled(), schemas }
     }
 
     /// From the case-file form `{revisions, core_fields?, registry?, schemas?}`.
     /// Absent `core_fields` means the consumer honors none; absent `registry`
     /// means the compiled-in one.
     pub fn from_value(v: &Value) -> Result<Support> {
-        let m = v
-            .as_object()
-            .ok_or_else(|| Error::new(Code::InvalidType, "support", "expected an object"))?;
+        let m = v.as_object().ok_or_else(|| Error::new(Code::InvalidType, "support", "expected an object"))?;
         let revisions = m
             .get("revisions")
             .and_then(Value::as_array)
-            .ok_or_else(|| {
-                Error::new(
-                    Code::InvalidType,
-                    "support.revisions",
-                    "expected an array of integers",
-                )
-            })?
+            .ok_or_else(|| Error::new(Code::InvalidType, "support.revisions", "expected an array of integers"))?
             .iter()
-            .map(|r| {
-                r.as_i64().ok_or_else(|| {
-                    Error::new(Code::InvalidType, "support.revisions", "expected integers")
-                })
-            })
+            .map(|r| r.as_i64().ok_or_else(|| Error::new(Code::InvalidType, "support.revisions", "expected integers")))
             .collect::<Result<Vec<_>>>()?;
         let core_fields = match m.get("core_fields") {
             None => Vec::new(),
             Some(c) => c
                 .as_array()
-                .ok_or_else(|| {
-                    Error::new(
-                        Code::InvalidType,
-                        "support.core_fields",
-                        "expected an array",
-                    )
-                })?
+                .ok_or_else(|| Error::new(Code::InvalidType, "support.core_fields", "expected an array"))?
                 .iter()
                 .map(|x| {
-                    x.as_str().map(str::to_string).ok_or_else(|| {
-                        Error::new(Code::InvalidType, "support.core_fields", "expected strings")
-                    })
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::new(Code::InvalidType, "support.core_fields", "expected strings"))
                 })
                 .collect::<Result<_>>()?,
         };
@@ -100,19 +74,13 @@ impl Support {
         };
         let mut schemas = BTreeMap::new();
         if let Some(s) = m.get("schemas") {
-            let sm = s.as_object().ok_or_else(|| {
-                Error::new(Code::InvalidType, "support.schemas", "expected an object")
-            })?;
+            let sm =
+                s.as_object().ok_or_else(|| Error::new(Code::InvalidType, "support.schemas", "expected an object"))?;
             for (k, x) in sm.iter() {
                 schemas.insert(k.clone(), x.clone());
             }
         }
-        Ok(Support {
-            revisions,
-            core_fields,
-            registry,
-            schemas,
-        })
+        Ok(Support { revisions, core_fields, registry, schemas })
     }
 }
 
@@ -138,19 +106,9 @@ fn kind_of(artifact: &Value) -> Option<Kind> {
 pub fn negotiate(artifact: &Value, support: &Support) -> Result<Negotiated> {
     let rev = artifact.get("protocol_revision");
     let revision = match rev {
-        None => {
-            return fail(
-                Code::MissingRequiredField,
-                "/protocol_revision",
-                "required member is absent",
-            )
-        }
+        None => return fail(Code::MissingRequiredField, "/protocol_revision", "required member is absent"),
         Some(r) => r.as_i64().ok_or_else(|| {
-            Error::new(
-                Code::InvalidType,
-                "/protocol_revision",
-                format!("expected an integer, got {}", r.kind()),
-            )
+            Error::new(Code::InvalidType, "/protocol_revision", format!("expected an integer, got {}", r.kind()))
         })?,
     };
     if revision < 1 {
@@ -164,10 +122,7 @@ pub fn negotiate(artifact: &Value, support: &Support) -> Result<Negotiated> {
         return fail(
             Code::ProtocolRevisionUnsupported,
             "/protocol_revision",
-            format!(
-                "{revision} is not in the supported set {:?}",
-                support.revisions
-            ),
+            format!("{revision} is not in the supported set {:?}", support.revisions),
         );
     }
     let kind = kind_of(artifact);
@@ -177,47 +132,25 @@ pub fn negotiate(artifact: &Value, support: &Support) -> Result<Negotiated> {
     };
     let covered = |n: &str| match kind {
         Some(k) => !k.uncovered().contains(&n),
-        None => ![
-            "content_digest",
-            "deployment_digest",
-            "signatures",
-            "attestations",
-        ]
-        .contains(&n),
+        None => !["content_digest", "deployment_digest", "signatures", "attestations"].contains(&n),
     };
     let mut required = Vec::new();
     match artifact.get("required_core_fields") {
-        None => {
-            return fail(
-                Code::MissingRequiredField,
-                "/required_core_fields",
-                "required member is absent",
-            )
-        }
+        None => return fail(Code::MissingRequiredField, "/required_core_fields", "required member is absent"),
         Some(Value::Array(list)) => {
             for (i, f) in list.iter().enumerate() {
                 let p = format!("/required_core_fields/{i}");
                 let Some(name) = f.as_str() else {
-                    return fail(
-                        Code::InvalidType,
-                        p,
-                        format!("expected a member name, got {}", f.kind()),
-                    );
+                    return fail(Code::InvalidType, p, format!("expected a member name, got {}", f.kind()));
                 };
                 if !known(name) {
-                    return fail(
-                        Code::RequiredCoreFieldUnsupported,
-                        p,
-                        format!("{name:?} is not a core member"),
-                    );
+                    return fail(Code::RequiredCoreFieldUnsupported, p, format!("{name:?} is not a core member"));
                 }
                 if !covered(name) {
                     return fail(
                         Code::RequiredCoreFieldNotDigestCovered,
                         p,
-                        format!(
-                            "{name:?} is evidence-only (not digest-covered) and cannot be required"
-                        ),
+                        format!("{name:?} is evidence-only (not digest-covered) and cannot be required"),
                     );
                 }
                 if !support.core_fields.iter().any(|c| c == name) {
@@ -231,24 +164,12 @@ pub fn negotiate(artifact: &Value, support: &Support) -> Result<Negotiated> {
             }
         }
         Some(other) => {
-            return fail(
-                Code::InvalidType,
-                "/required_core_fields",
-                format!("expected an array, got {}", other.kind()),
-            )
+            return fail(Code::InvalidType, "/required_core_fields", format!("expected an array, got {}", other.kind()))
         }
     }
-    let ext = artifact.get("extensions").ok_or_else(|| {
-        Error::new(
-            Code::MissingRequiredField,
-            "/extensions",
-            "required member is absent",
-        )
-    })?;
+    let ext = artifact
+        .get("extensions")
+        .ok_or_else(|| Error::new(Code::MissingRequiredField, "/extensions", "required member is absent"))?;
     let extensions = registry::resolve(ext, &support.registry, &support.schemas)?;
-    Ok(Negotiated {
-        revision,
-        required_core_fields: required,
-        extensions,
-    })
+    Ok(Negotiated { revision, required_core_fields: required, extensions })
 }

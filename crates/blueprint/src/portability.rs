@@ -67,10 +67,7 @@ const DENIED_NAMES: &[&str] = &[
 
 /// Lowercases and drops separators (`Tenant-ID` and `tenant_id` are one name).
 pub fn normalize_name(name: &str) -> String {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.' | ' ' | '$'))
-        .flat_map(char::to_lowercase)
-        .collect()
+    name.chars().filter(|c| !matches!(c, '_' | '-' | '.' | ' ' | '$')).flat_map(char::to_lowercase).collect()
 }
 
 /// Why a string value is refused, if it is.
@@ -81,9 +78,7 @@ pub fn denied_value(s: &str) -> Option<&'static str> {
     if s.contains("://") {
         return Some("raw endpoint (URI with a network authority)");
     }
-    let hex = s.len() >= 32
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let hex = s.len() >= 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if hex {
         return Some("long lowercase hex string (key material or backend identifier)");
     }

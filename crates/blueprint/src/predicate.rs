@@ -16,11 +16,7 @@ pub enum Predicate {
     Or(Vec<Predicate>),
     Not(Box<Predicate>),
     Exists(Vec<String>),
-    Compare {
-        op: &'static str,
-        path: Vec<String>,
-        value: Value,
-    },
+    Compare { op: &'static str, path: Vec<String>, value: Value },
 }
 
 const COMPARE: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
@@ -74,24 +70,12 @@ fn lookup<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
 
 fn parse_path(v: &Value, schema: Option<&Value>, at: &str) -> Result<Vec<String>> {
     let Some(p) = v.get("path").and_then(Value::as_str) else {
-        return fail(
-            Code::PredicatePathUnresolved,
-            at,
-            "expected a JSON pointer in `path`",
-        );
+        return fail(Code::PredicatePathUnresolved, at, "expected a JSON pointer in `path`");
     };
     if !(p.is_empty() || p.starts_with('/')) {
-        return fail(
-            Code::PredicatePathUnresolved,
-            at,
-            format!("{p:?} is not a JSON pointer"),
-        );
+        return fail(Code::PredicatePathUnresolved, at, format!("{p:?} is not a JSON pointer"));
     }
-    let segs: Vec<String> = p
-        .split('/')
-        .skip(1)
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect();
+    let segs: Vec<String> = p.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
     let mut cur = schema;
     for s in &segs {
         if let Some(sc) = cur {
@@ -110,11 +94,7 @@ fn parse_path(v: &Value, schema: Option<&Value>, at: &str) -> Result<Vec<String>
                     cur = None;
                 }
             } else if matches!(sc.get("additionalProperties"), Some(Value::Bool(false))) {
-                return fail(
-                    Code::PredicatePathUnresolved,
-                    at,
-                    format!("{p:?}: the port schema admits no properties"),
-                );
+                return fail(Code::PredicatePathUnresolved, at, format!("{p:?}: the port schema admits no properties"));
             } else {
                 cur = None;
             }
@@ -126,35 +106,16 @@ fn parse_path(v: &Value, schema: Option<&Value>, at: &str) -> Result<Vec<String>
 fn compile_in(v: &Value, schema: Option<&Value>, at: &str, nodes: &mut usize) -> Result<Predicate> {
     *nodes += 1;
     if *nodes > MAX_NODES {
-        return fail(
-            Code::PredicateNodesExceeded,
-            at,
-            format!("more than {MAX_NODES} predicate nodes"),
-        );
+        return fail(Code::PredicateNodesExceeded, at, format!("more than {MAX_NODES} predicate nodes"));
     }
     let Some(op) = v.get("op").and_then(Value::as_str) else {
-        return fail(
-            Code::PredicateOpUnknown,
-            at,
-            "expected an object with a string `op`",
-        );
+        return fail(Code::PredicateOpUnknown, at, "expected an object with a string `op`");
     };
     let args = |nodes: &mut usize| -> Result<Vec<Predicate>> {
-        let Some(list) = v
-            .get("args")
-            .and_then(Value::as_array)
-            .filter(|a| !a.is_empty())
-        else {
-            return fail(
-                Code::InvalidConstraint,
-                at,
-                format!("`{op}` needs a non-empty `args` array"),
-            );
+        let Some(list) = v.get("args").and_then(Value::as_array).filter(|a| !a.is_empty()) else {
+            return fail(Code::InvalidConstraint, at, format!("`{op}` needs a non-empty `args` array"));
         };
-        list.iter()
-            .enumerate()
-            .map(|(i, x)| compile_in(x, schema, &format!("{at}/args/{i}"), nodes))
-            .collect()
+        list.iter().enumerate().map(|(i, x)| compile_in(x, schema, &format!("{at}/args/{i}"), nodes)).collect()
     };
     Ok(match op {
         "and" => Predicate::And(args(nodes)?),
@@ -162,35 +123,19 @@ fn compile_in(v: &Value, schema: Option<&Value>, at: &str, nodes: &mut usize) ->
         "not" => {
             let mut a = args(nodes)?;
             if a.len() != 1 {
-                return fail(
-                    Code::InvalidConstraint,
-                    at,
-                    "`not` takes exactly one argument",
-                );
+                return fail(Code::InvalidConstraint, at, "`not` takes exactly one argument");
             }
             Predicate::Not(Box::new(a.remove(0)))
         }
         "exists" => Predicate::Exists(parse_path(v, schema, at)?),
         op => {
             let Some(op) = COMPARE.iter().find(|c| **c == op) else {
-                return fail(
-                    Code::PredicateOpUnknown,
-                    at,
-                    format!("{op:?} is not a predicate operator"),
-                );
+                return fail(Code::PredicateOpUnknown, at, format!("{op:?} is not a predicate operator"));
             };
             let Some(value) = v.get("value") else {
-                return fail(
-                    Code::InvalidConstraint,
-                    at,
-                    format!("`{op}` needs a `value`"),
-                );
+                return fail(Code::InvalidConstraint, at, format!("`{op}` needs a `value`"));
             };
-            Predicate::Compare {
-                op,
-                path: parse_path(v, schema, at)?,
-                value: value.clone(),
-            }
+            Predicate::Compare { op, path: parse_path(v, schema, at)?, value: value.clone() }
         }
     })
 }

@@ -18,27 +18,12 @@ use crate::portability;
 use crate::signature::{self, KeySet, SignatureCheck};
 
 /// The surfaces this protocol structurally cannot establish.
-pub const HOST_OWNED: [&str; 7] = [
-    "tenancy",
-    "live_policy",
-    "authority",
-    "effect_ownership",
-    "execution",
-    "billing",
-    "evaluation_truth",
-];
+pub const HOST_OWNED: [&str; 7] =
+    ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"];
 
 /// The pinned step order.
-pub const STEPS: [&str; 8] = [
-    "canonical",
-    "digest",
-    "negotiation",
-    "structure",
-    "portability",
-    "signatures",
-    "bind",
-    "bounds",
-];
+pub const STEPS: [&str; 8] =
+    ["canonical", "digest", "negotiation", "structure", "portability", "signatures", "bind", "bounds"];
 
 /// Host inputs.
 #[derive(Debug, Clone)]
@@ -105,24 +90,14 @@ struct Run {
 
 impl Run {
     fn pass(&mut self, step: &'static str, subject: &str, detail: impl Into<String>) {
-        self.ev.checks.push(Check {
-            step,
-            subject: subject.into(),
-            verified: true,
-            code: None,
-            detail: detail.into(),
-        });
+        self.ev.checks.push(Check { step, subject: subject.into(), verified: true, code: None, detail: detail.into() });
     }
     fn deny(&mut self, step: &'static str, subject: &str, e: Error) {
         self.ev.checks.push(Check {
             step,
             subject: format!(
                 "{subject}{}",
-                if e.subject().is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", e.subject())
-                }
+                if e.subject().is_empty() { String::new() } else { format!(" {}", e.subject()) }
             ),
             verified: false,
             code: Some(e.code()),
@@ -134,10 +109,7 @@ impl Run {
         self.ev.consistent = false;
     }
     fn not_verified(&mut self, surface: &str, reason: impl Into<String>) {
-        self.ev.not_verified.push(NotVerified {
-            surface: surface.into(),
-            reason: reason.into(),
-        });
+        self.ev.not_verified.push(NotVerified { surface: surface.into(), reason: reason.into() });
     }
     fn skip_from(&mut self, step: &str) {
         let start = STEPS.iter().position(|s| *s == step).unwrap_or(STEPS.len());
@@ -183,11 +155,7 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             .and_then(|v| crate::shape::object(&v, "").map(|_| v.clone()))
         {
             Ok(v) => {
-                r.pass(
-                    "canonical",
-                    name(k),
-                    format!("{} bytes, RFC 8785 canonical", bytes.len()),
-                );
+                r.pass("canonical", name(k), format!("{} bytes, RFC 8785 canonical", bytes.len()));
                 values.push(v);
             }
             Err(e) => {
@@ -200,11 +168,7 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
     let mut digests = Vec::new();
     for (i, (k, _)) in kinds.iter().enumerate() {
         let m = values[i].as_object().cloned().unwrap_or_default();
-        let declared = m
-            .get(k.digest_member())
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let declared = m.get(k.digest_member()).and_then(Value::as_str).unwrap_or_default().to_string();
         let res = artifact::compute_digest(*k, &m).and_then(|got| {
             let want = Tagged::parse(&declared)?;
             if want == got {
@@ -237,14 +201,13 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
                 r.pass(
                     "negotiation",
                     name(*k),
-                    format!(
-                        "revision {}, {} critical extension(s)",
-                        n.revision,
-                        n.extensions.critical.len()
-                    ),
+                    format!("revision {}, {} critical extension(s)", n.revision, n.extensions.critical.len()),
                 );
                 for q in &n.extensions.quarantined {
-                    r.not_verified(&format!("extension {q}"), "quarantined optional extension: retained verbatim, unscanned, never executed");
+                    r.not_verified(
+                        &format!("extension {q}"),
+                        "quarantined optional extension: retained verbatim, unscanned, never executed",
+                    );
                 }
                 r.ev.negotiated.push(n);
             }
@@ -257,11 +220,7 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
     // 4. structure
     for (i, (k, _)) in kinds.iter().enumerate() {
         match artifact::check_structure(*k, &values[i]) {
-            Ok(()) => r.pass(
-                "structure",
-                name(*k),
-                format!("closed world of {} members", k.fields().len()),
-            ),
+            Ok(()) => r.pass("structure", name(*k), format!("closed world of {} members", k.fields().len())),
             Err(e) => {
                 r.deny("structure", name(*k), e);
                 return r.skip_from("portability");
@@ -273,18 +232,12 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
         let res = portability::scan_artifact(&values[i]).and_then(|()| {
             let crit = values[i].get("extensions").and_then(|e| e.get("critical"));
             match crit {
-                Some(c) => {
-                    portability::scan(c, "/extensions/critical", &[], Code::NonportableContent)
-                }
+                Some(c) => portability::scan(c, "/extensions/critical", &[], Code::NonportableContent),
                 None => Ok(()),
             }
         });
         match res {
-            Ok(()) => r.pass(
-                "portability",
-                name(*k),
-                "no denylisted member names or value shapes",
-            ),
+            Ok(()) => r.pass("portability", name(*k), "no denylisted member names or value shapes"),
             Err(e) => {
                 r.deny("portability", name(*k), e);
                 return r.skip_from("signatures");
@@ -295,47 +248,25 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
         .iter()
         .zip(values)
         .zip(&digests)
-        .map(|(((k, _), value), d)| Artifact {
-            kind: *k,
-            value,
-            digest: *d,
-        })
+        .map(|(((k, _), value), d)| Artifact { kind: *k, value, digest: *d })
         .collect();
     // 6. signatures (evidence entries; an unverified one makes the record inconsistent)
     for a in &arts {
-        let sigs = a
-            .get("signatures")
-            .and_then(Value::as_array)
-            .unwrap_or_default();
+        let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
         if sigs.is_empty() {
-            r.not_verified(
-                &format!("{} signatures", name(a.kind)),
-                "the artifact carries no signature",
-            );
+            r.not_verified(&format!("{} signatures", name(a.kind)), "the artifact carries no signature");
         }
         for c in signature::verify_all(sigs, a.kind.purpose(), &a.digest, &inputs.keys) {
             let subject = format!("{} signature[{}] kid={}", name(a.kind), c.index, c.key_id);
             if c.verified {
                 r.pass("signatures", &subject, c.detail.clone());
             } else {
-                let code = c
-                    .code
-                    .as_deref()
-                    .and_then(Code::parse)
-                    .unwrap_or(Code::SignatureNotVerified);
-                r.deny(
-                    "signatures",
-                    &subject,
-                    Error::new(code, "", c.detail.clone()),
-                );
+                let code = c.code.as_deref().and_then(Code::parse).unwrap_or(Code::SignatureNotVerified);
+                r.deny("signatures", &subject, Error::new(code, "", c.detail.clone()));
             }
             r.ev.signatures.push(c);
         }
-        for c in signature::verify_attestations(
-            a.get("attestations")
-                .and_then(Value::as_array)
-                .unwrap_or_default(),
-        ) {
+        for c in signature::verify_attestations(a.get("attestations").and_then(Value::as_array).unwrap_or_default()) {
             r.deny(
                 "signatures",
                 &format!("{} attestation[{}]", name(a.kind), c.index),
@@ -347,22 +278,12 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
     // 7. bind
     match binding::verify_binding(&arts[1], &arts[0], &inputs.binding) {
         Ok(rep) => {
-            r.pass(
-                "bind",
-                "deployment → blueprint",
-                format!("binds {}", arts[0].digest),
-            );
+            r.pass("bind", "deployment → blueprint", format!("binds {}", arts[0].digest));
             if !rep.freshness_verified {
-                r.not_verified(
-                    "binding_attestation_freshness",
-                    "no `now` and maximum age supplied by the host",
-                );
+                r.not_verified("binding_attestation_freshness", "no `now` and maximum age supplied by the host");
             }
             if !rep.descriptors_verified {
-                r.not_verified(
-                    "binding_descriptor_digests",
-                    "no live tool descriptors supplied by the host",
-                );
+                r.not_verified("binding_descriptor_digests", "no live tool descriptors supplied by the host");
             }
         }
         Err(e) => {
@@ -373,16 +294,9 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
     // 8. bounds
     match bounds_step(&arts[0], &arts[1], inputs) {
         Ok((effective, clamps, substituted)) => {
-            r.pass(
-                "bounds",
-                "blueprint ∧ deployment ∧ host",
-                format!("{} clamp(s)", clamps.len()),
-            );
+            r.pass("bounds", "blueprint ∧ deployment ∧ host", format!("{} clamp(s)", clamps.len()));
             if substituted {
-                r.not_verified(
-                    "host_bounds",
-                    "no host bounds supplied: the deployment's host_bounds stood in",
-                );
+                r.not_verified("host_bounds", "no host bounds supplied: the deployment's host_bounds stood in");
             }
             r.ev.effective_bounds = Some(effective);
             r.ev.clamps = clamps;
@@ -392,10 +306,7 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
 }
 
 fn strictest(lattice: &[&str], values: impl Iterator<Item = String>) -> Value {
-    let top = values
-        .filter_map(|v| lattice.iter().position(|x| *x == v))
-        .max()
-        .unwrap_or(0);
+    let top = values.filter_map(|v| lattice.iter().position(|x| *x == v)).max().unwrap_or(0);
     Value::str(lattice[top])
 }
 
@@ -403,75 +314,32 @@ fn strictest(lattice: &[&str], values: impl Iterator<Item = String>) -> Value {
 /// ceiling, and the strictest obligations its capabilities and effects
 /// declare. It states no disclosure ceiling, so it requests the deployment's.
 pub fn blueprint_source(bp: &Artifact, deployment: &Artifact) -> Result<Bounds> {
-    let mut m: Map = bp
-        .get("ceilings")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let caps = bp
-        .get("capability_requirements")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
-    let effects = bp
-        .get("effect_intents")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
-    let field = |v: &Value, k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+    let mut m: Map = bp.get("ceilings").and_then(Value::as_object).cloned().unwrap_or_default();
+    let caps = bp.get("capability_requirements").and_then(Value::as_array).unwrap_or_default();
+    let effects = bp.get("effect_intents").and_then(Value::as_array).unwrap_or_default();
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
     m.insert(
         "classification_ceiling",
         Value::Object(Map::from_pairs(vec![
             ("markers".into(), Value::Array(vec![])),
-            (
-                "ordinal".into(),
-                bp.get("classification_ceiling")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ),
+            ("ordinal".into(), bp.get("classification_ceiling").cloned().unwrap_or(Value::Null)),
         ])),
     );
-    m.insert(
-        "authority_trait",
-        strictest(
-            artifact::AUTHORITY,
-            caps.iter().map(|c| field(c, "authority_trait")),
-        ),
-    );
-    m.insert(
-        "approval_trait",
-        strictest(
-            artifact::APPROVAL,
-            caps.iter().map(|c| field(c, "approval_trait")),
-        ),
-    );
+    m.insert("authority_trait", strictest(artifact::AUTHORITY, caps.iter().map(|c| field(c, "authority_trait"))));
+    m.insert("approval_trait", strictest(artifact::APPROVAL, caps.iter().map(|c| field(c, "approval_trait"))));
     m.insert(
         "effect_impact_ceiling",
-        strictest(
-            artifact::IMPACT,
-            caps.iter().chain(effects).map(|c| field(c, "impact_class")),
-        ),
+        strictest(artifact::IMPACT, caps.iter().chain(effects).map(|c| field(c, "impact_class"))),
     );
-    let disclosure = deployment
-        .get("host_bounds")
-        .and_then(|h| h.get("disclosure_ceiling"))
-        .cloned()
-        .unwrap_or(Value::Null);
+    let disclosure =
+        deployment.get("host_bounds").and_then(|h| h.get("disclosure_ceiling")).cloned().unwrap_or(Value::Null);
     m.insert("disclosure_ceiling", disclosure);
     Bounds::from_value(&Value::Object(m), "blueprint")
 }
 
-fn bounds_step(
-    bp: &Artifact,
-    dep: &Artifact,
-    inputs: &Inputs,
-) -> Result<(Value, Vec<Clamp>, bool)> {
+fn bounds_step(bp: &Artifact, dep: &Artifact, inputs: &Inputs) -> Result<(Value, Vec<Clamp>, bool)> {
     let requested = blueprint_source(bp, dep)?;
-    let dep_bounds =
-        Bounds::from_value(dep.get("host_bounds").unwrap_or(&Value::Null), "deployment")?;
+    let dep_bounds = Bounds::from_value(dep.get("host_bounds").unwrap_or(&Value::Null), "deployment")?;
     let (host, substituted) = match &inputs.host_bounds {
         Some(h) => (Bounds::from_value(h, "host")?, false),
         None => (dep_bounds.clone(), true),
@@ -486,18 +354,11 @@ impl Evidence {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "Agent Blueprint Protocol reconcile — evidence, not a decision"
-        );
+        let _ = writeln!(s, "Agent Blueprint Protocol reconcile — evidence, not a decision");
         let _ = writeln!(
             s,
             "verdict: {}",
-            if self.consistent {
-                "consistent (every check this protocol can run passed)"
-            } else {
-                "INCONSISTENT"
-            }
+            if self.consistent { "consistent (every check this protocol can run passed)" } else { "INCONSISTENT" }
         );
         if let Some(d) = &self.blueprint_digest {
             let _ = writeln!(s, "blueprint digest:  {d}");
@@ -508,25 +369,13 @@ impl Evidence {
         let _ = writeln!(s, "\nchecks (pinned order):");
         for c in &self.checks {
             let mark = if c.verified { "ok  " } else { "FAIL" };
-            let code = c
-                .code
-                .as_deref()
-                .map(|c| format!(" [{c}]"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "  {mark} {:<12} {}{code}: {}",
-                c.step, c.subject, c.detail
-            );
+            let code = c.code.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default();
+            let _ = writeln!(s, "  {mark} {:<12} {}{code}: {}", c.step, c.subject, c.detail);
         }
         if let Some(Value::Object(m)) = &self.effective_bounds {
             let _ = writeln!(s, "\neffective bounds:");
             for (k, v) in m.iter() {
-                let _ = writeln!(
-                    s,
-                    "  {k:<24} {}",
-                    canon::canonical_string(v).unwrap_or_default()
-                );
+                let _ = writeln!(s, "  {k:<24} {}", canon::canonical_string(v).unwrap_or_default());
             }
         }
         let _ = writeln!(s, "\nclamps: {}", self.clamps.len());
@@ -535,11 +384,7 @@ impl Evidence {
                 s,
                 "  {}{}: requested {} → effective {}",
                 c.bound,
-                if c.protected {
-                    " (protected, acknowledged)"
-                } else {
-                    ""
-                },
+                if c.protected { " (protected, acknowledged)" } else { "" },
                 canon::canonical_string(&c.requested).unwrap_or_default(),
                 canon::canonical_string(&c.effective).unwrap_or_default()
             );

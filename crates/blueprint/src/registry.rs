@@ -66,20 +66,14 @@ pub const FEDERATION_SCHEMA: &str = r#"{"additionalProperties":false,"properties
 /// The digest that binds a body schema to a registry entry: the
 /// extension-schema separator over the JCS bytes of the PARSED schema.
 pub fn schema_digest(schema: &Value) -> Result<Tagged> {
-    Ok(Tagged::compute(
-        Domain::ExtensionSchema,
-        &canon::canonical_bytes(schema)?,
-    ))
+    Ok(Tagged::compute(Domain::ExtensionSchema, &canon::canonical_bytes(schema)?))
 }
 
 /// The registry compiled into this release (§8 table).
 pub fn compiled() -> Registry {
-    let fed = crate::json::decode(
-        FEDERATION_SCHEMA.as_bytes(),
-        &crate::limits::Limits::default(),
-    )
-    .ok()
-    .and_then(|s| schema_digest(&s).ok());
+    let fed = crate::json::decode(FEDERATION_SCHEMA.as_bytes(), &crate::limits::Limits::default())
+        .ok()
+        .and_then(|s| schema_digest(&s).ok());
     let e = |ns: &str, owner: &str, c, d| Entry {
         namespace: ns.to_string(),
         owner: owner.to_string(),
@@ -89,36 +83,11 @@ pub fn compiled() -> Registry {
     };
     Registry {
         entries: vec![
-            e(
-                "com.example.commerce/graph",
-                "ExampleCommerce",
-                Criticality::Critical,
-                None,
-            ),
-            e(
-                "com.example.commerce/classification-labels",
-                "ExampleCommerce",
-                Criticality::Optional,
-                None,
-            ),
-            e(
-                "com.example.commerce/rubric-assertion",
-                "ExampleCommerce",
-                Criticality::Optional,
-                None,
-            ),
-            e(
-                "com.example.platform/estate",
-                "ExamplePlatform",
-                Criticality::Optional,
-                None,
-            ),
-            e(
-                "com.example/federation",
-                "Agent Blueprint Protocol",
-                Criticality::Critical,
-                fed,
-            ),
+            e("com.example.commerce/graph", "ExampleCommerce", Criticality::Critical, None),
+            e("com.example.commerce/classification-labels", "ExampleCommerce", Criticality::Optional, None),
+            e("com.example.commerce/rubric-assertion", "ExampleCommerce", Criticality::Optional, None),
+            e("com.example.platform/estate", "ExamplePlatform", Criticality::Optional, None),
+            e("com.example/federation", "Agent Blueprint Protocol", Criticality::Critical, fed),
         ],
     }
 }
@@ -141,22 +110,13 @@ impl Registry {
     /// namespace the compiled registry publishes no schema for takes the
     /// host-declared digest, so a host can govern its own product extensions.
     pub fn from_support(v: &Value) -> Result<Registry> {
-        let m = v.as_object().ok_or_else(|| {
-            Error::new(Code::InvalidType, "support.registry", "expected an object")
-        })?;
+        let m = v.as_object().ok_or_else(|| Error::new(Code::InvalidType, "support.registry", "expected an object"))?;
         let shipped = compiled();
         let mut entries = Vec::new();
         for (ns, e) in m.iter() {
-            namespace_check(ns)
-                .map_err(|(c, why)| Error::new(c, format!("support.registry/{ns}"), why))?;
-            let crit = e
-                .get("criticality")
-                .and_then(Value::as_str)
-                .and_then(Criticality::parse);
-            let state = e
-                .get("state")
-                .and_then(Value::as_str)
-                .and_then(State::parse);
+            namespace_check(ns).map_err(|(c, why)| Error::new(c, format!("support.registry/{ns}"), why))?;
+            let crit = e.get("criticality").and_then(Value::as_str).and_then(Criticality::parse);
+            let state = e.get("state").and_then(Value::as_str).and_then(State::parse);
             let (Some(criticality), Some(state)) = (crit, state) else {
                 return fail(
                     Code::InvalidConstraint,
@@ -259,10 +219,8 @@ impl SchemaRegistry {
 /// Namespace form (§8): lowercase reverse-DNS + one `/` + path, at most 128
 /// bytes, never parseable as an absolute URI with a network authority.
 pub fn namespace_check(s: &str) -> std::result::Result<(), (Code, &'static str)> {
-    let bad = Err((
-        Code::ExtensionNamespaceInvalid,
-        "expected lowercase reverse-dns/path, e.g. com.example.commerce/graph",
-    ));
+    let bad =
+        Err((Code::ExtensionNamespaceInvalid, "expected lowercase reverse-dns/path, e.g. com.example.commerce/graph"));
     if s.len() > 128 || s.contains("://") || s.starts_with("//") || s.matches('/').count() != 1 {
         return bad;
     }
@@ -271,8 +229,7 @@ pub fn namespace_check(s: &str) -> std::result::Result<(), (Code, &'static str)>
     };
     let label = |x: &str| {
         !x.is_empty()
-            && x.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && x.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !x.starts_with('-')
             && !x.ends_with('-')
     };
@@ -326,35 +283,20 @@ fn scan_payload(v: &Value, path: &str) -> Result<()> {
             }
             Ok(())
         }
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, x)| scan_payload(x, &format!("{path}/{i}"))),
+        Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| scan_payload(x, &format!("{path}/{i}"))),
         _ => Ok(()),
     }
 }
 
 /// Resolves `extensions` (`{critical:{ns:payload}, optional:{ns:payload}}`)
 /// against `registry`, with host-supplied body `schemas`.
-pub fn resolve(
-    extensions: &Value,
-    registry: &Registry,
-    schemas: &BTreeMap<String, Value>,
-) -> Result<Resolution> {
-    let ext = extensions.as_object().ok_or_else(|| {
-        Error::new(
-            Code::InvalidType,
-            "/extensions",
-            "expected {critical, optional}",
-        )
-    })?;
+pub fn resolve(extensions: &Value, registry: &Registry, schemas: &BTreeMap<String, Value>) -> Result<Resolution> {
+    let ext = extensions
+        .as_object()
+        .ok_or_else(|| Error::new(Code::InvalidType, "/extensions", "expected {critical, optional}"))?;
     for k in ext.keys() {
         if k != "critical" && k != "optional" {
-            return fail(
-                Code::UnknownMember,
-                format!("/extensions/{k}"),
-                "expected only critical and optional",
-            );
+            return fail(Code::UnknownMember, format!("/extensions/{k}"), "expected only critical and optional");
         }
     }
     let empty = Map::new();
@@ -380,38 +322,21 @@ pub fn resolve(
                 Some(e) if e.state == State::Active => fail(
                     Code::ExtensionCriticalityConflict,
                     p,
-                    format!(
-                        "registered {:?}, declared both critical and optional",
-                        e.criticality
-                    ),
+                    format!("registered {:?}, declared both critical and optional", e.criticality),
                 ),
-                _ => fail(
-                    Code::ExtensionDuplicate,
-                    p,
-                    "declared both critical and optional",
-                ),
+                _ => fail(Code::ExtensionDuplicate, p, "declared both critical and optional"),
             };
         }
     }
     let mut out = Resolution::default();
-    for (declared, map) in [
-        (Criticality::Critical, crit),
-        (Criticality::Optional, optional),
-    ] {
-        let side = if declared == Criticality::Critical {
-            "critical"
-        } else {
-            "optional"
-        };
+    for (declared, map) in [(Criticality::Critical, crit), (Criticality::Optional, optional)] {
+        let side = if declared == Criticality::Critical { "critical" } else { "optional" };
         for (ns, payload) in map.iter() {
             let p = format!("/extensions/{side}/{ns}");
             namespace_check(ns).map_err(|(c, why)| Error::new(c, &p, why))?;
             let entry = registry.get(ns);
             let note = |out: &mut Resolution, n: &'static str| {
-                out.notices.push(Notice {
-                    namespace: ns.clone(),
-                    notice: n,
-                });
+                out.notices.push(Notice { namespace: ns.clone(), notice: n });
             };
             match (entry.map(|e| (e.state, e.criticality)), declared) {
                 (None | Some((State::Reserved, _)), Criticality::Critical) => {
@@ -425,11 +350,7 @@ pub fn resolve(
                     return fail(Code::ExtensionRetired, p, "namespace is retired");
                 }
                 (Some((State::Active, reg)), d) if reg != d => {
-                    return fail(
-                        Code::ExtensionCriticalityConflict,
-                        p,
-                        format!("registered {reg:?}, declared {d:?}"),
-                    );
+                    return fail(Code::ExtensionCriticalityConflict, p, format!("registered {reg:?}, declared {d:?}"));
                 }
                 _ => {}
             }
@@ -454,11 +375,7 @@ pub fn resolve(
                     if declared == Criticality::Critical {
                         let want = entry.and_then(|e| e.schema_digest);
                         let Some(body_schema) = schemas.get(ns.as_str()) else {
-                            return fail(
-                                Code::ExtensionSchemaUnavailable,
-                                p,
-                                "no host-supplied body schema",
-                            );
+                            return fail(Code::ExtensionSchemaUnavailable, p, "no host-supplied body schema");
                         };
                         let got = schema_digest(body_schema)?;
                         match want {

@@ -37,9 +37,7 @@ const KEYWORDS: &[&str] = &[
     "anyOf",
     "allOf",
 ];
-const TYPES: &[&str] = &[
-    "null", "boolean", "object", "array", "number", "integer", "string",
-];
+const TYPES: &[&str] = &["null", "boolean", "object", "array", "number", "integer", "string"];
 
 /// Validates a schema document against the bounded dialect.
 pub fn check_schema(schema: &Value, path: &str) -> Result<()> {
@@ -74,29 +72,15 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
     };
     for k in m.keys() {
         if !KEYWORDS.contains(&k.as_str()) {
-            return fail(
-                Code::SchemaKeywordNotAllowed,
-                sub(path, k),
-                "keyword outside the bounded dialect",
-            );
+            return fail(Code::SchemaKeywordNotAllowed, sub(path, k), "keyword outside the bounded dialect");
         }
     }
     if let Some(d) = m.get("$schema") {
         if !root || d.as_str() != Some(DIALECT) {
-            return fail(
-                Code::SchemaDialectUnknown,
-                sub(path, "$schema"),
-                format!("only {DIALECT} at the root"),
-            );
+            return fail(Code::SchemaDialectUnknown, sub(path, "$schema"), format!("only {DIALECT} at the root"));
         }
     }
-    let bad = |k: &str, why: &str| {
-        fail::<()>(
-            Code::SchemaKeywordValueInvalid,
-            sub(path, k),
-            why.to_string(),
-        )
-    };
+    let bad = |k: &str, why: &str| fail::<()>(Code::SchemaKeywordValueInvalid, sub(path, k), why.to_string());
     for (k, v) in m.iter() {
         let p = sub(path, k);
         match k.as_str() {
@@ -111,9 +95,7 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
                 let ok = match v {
                     Value::String(t) => TYPES.contains(&t.as_str()),
                     Value::Array(a) => {
-                        !a.is_empty()
-                            && a.iter()
-                                .all(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
+                        !a.is_empty() && a.iter().all(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
                     }
                     _ => false,
                 };
@@ -127,16 +109,13 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
             "const" => {}
             "required" => {
                 let ok = v.as_array().is_some_and(|a| {
-                    a.iter().all(|x| x.as_str().is_some())
-                        && a.iter().enumerate().all(|(i, x)| !a[..i].contains(x))
+                    a.iter().all(|x| x.as_str().is_some()) && a.iter().enumerate().all(|(i, x)| !a[..i].contains(x))
                 });
                 if !ok {
                     bad(k, "expected an array of unique strings")?;
                 }
             }
-            "minItems" | "maxItems" | "minLength" | "maxLength"
-                if v.as_i64().is_none_or(|n| n < 0) =>
-            {
+            "minItems" | "maxItems" | "minLength" | "maxLength" if v.as_i64().is_none_or(|n| n < 0) => {
                 bad(k, "expected a non-negative integer")?;
             }
             "minimum" | "maximum" if !matches!(v, Value::Number(_)) => {
@@ -170,8 +149,7 @@ fn defs(root: &Value) -> Option<&Map> {
 }
 
 fn ref_target(r: &str) -> Option<&str> {
-    r.strip_prefix("#/$defs/")
-        .filter(|n| !n.is_empty() && !n.contains('/'))
+    r.strip_prefix("#/$defs/").filter(|n| !n.is_empty() && !n.contains('/'))
 }
 
 fn collect_refs<'a>(s: &'a Value, out: &mut Vec<&'a str>) {
@@ -198,32 +176,16 @@ fn check_refs(root: &Value, path: &str) -> Result<()> {
     for r in &refs {
         match ref_target(r) {
             Some(n) if d.contains_key(n) => {}
-            _ => {
-                return fail(
-                    Code::SchemaRefUnresolvable,
-                    path,
-                    format!("$ref {r:?} is not a local #/$defs/<name>"),
-                )
-            }
+            _ => return fail(Code::SchemaRefUnresolvable, path, format!("$ref {r:?} is not a local #/$defs/<name>")),
         }
     }
     // The bounded dialect admits no recursion: the $defs reference graph must be acyclic.
-    fn visit<'a>(
-        n: &'a str,
-        d: &'a Map,
-        stack: &mut Vec<&'a str>,
-        done: &mut Vec<&'a str>,
-        path: &str,
-    ) -> Result<()> {
+    fn visit<'a>(n: &'a str, d: &'a Map, stack: &mut Vec<&'a str>, done: &mut Vec<&'a str>, path: &str) -> Result<()> {
         if done.contains(&n) {
             return Ok(());
         }
         if stack.contains(&n) {
-            return fail(
-                Code::SchemaRefCycle,
-                path,
-                format!("$defs/{n} reaches itself through $ref"),
-            );
+            return fail(Code::SchemaRefCycle, path, format!("$defs/{n} reaches itself through $ref"));
         }
         stack.push(n);
         let mut next = Vec::new();
@@ -272,21 +234,11 @@ fn type_matches(v: &Value, t: &str) -> bool {
 
 fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> Result<()> {
     if depth > MAX_DEPTH * 2 {
-        return fail(
-            Code::SchemaComplexityExceeded,
-            path,
-            "validation nested too deeply",
-        );
+        return fail(Code::SchemaComplexityExceeded, path, "validation nested too deeply");
     }
     let m = match s {
         Value::Bool(true) => return Ok(()),
-        Value::Bool(false) => {
-            return fail(
-                Code::InvalidConstraint,
-                path,
-                "schema `false` admits nothing",
-            )
-        }
+        Value::Bool(false) => return fail(Code::InvalidConstraint, path, "schema `false` admits nothing"),
         Value::Object(m) => m,
         _ => return fail(Code::SchemaInvalidShape, path, "not a schema"),
     };
@@ -300,21 +252,14 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
     if let Some(t) = m.get("type") {
         let ok = match t {
             Value::String(t) => type_matches(v, t),
-            Value::Array(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .any(|t| type_matches(v, t)),
+            Value::Array(a) => a.iter().filter_map(Value::as_str).any(|t| type_matches(v, t)),
             _ => false,
         };
         if !ok {
             return fail(
                 Code::InvalidType,
                 path,
-                format!(
-                    "{} does not match type {}",
-                    v.kind(),
-                    crate::canon::canonical_string(t).unwrap_or_default()
-                ),
+                format!("{} does not match type {}", v.kind(), crate::canon::canonical_string(t).unwrap_or_default()),
             );
         }
     }
@@ -349,11 +294,7 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
                     None => {
                         if let Some(ap) = m.get("additionalProperties") {
                             if matches!(ap, Value::Bool(false)) {
-                                return fail(
-                                    Code::InvalidConstraint,
-                                    p,
-                                    "additional property not allowed by schema",
-                                );
+                                return fail(Code::InvalidConstraint, p, "additional property not allowed by schema");
                             }
                             validate_in(x, ap, root, &p, depth + 1)?;
                         }
@@ -363,18 +304,10 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
         Value::Array(items) => {
             let n = i64::try_from(items.len()).unwrap_or(i64::MAX);
-            if m.get("minItems")
-                .and_then(Value::as_i64)
-                .is_some_and(|lo| n < lo)
-                || m.get("maxItems")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|hi| n > hi)
+            if m.get("minItems").and_then(Value::as_i64).is_some_and(|lo| n < lo)
+                || m.get("maxItems").and_then(Value::as_i64).is_some_and(|hi| n > hi)
             {
-                return fail(
-                    Code::InvalidCardinality,
-                    path,
-                    "item count outside minItems/maxItems",
-                );
+                return fail(Code::InvalidCardinality, path, "item count outside minItems/maxItems");
             }
             if let Some(is) = m.get("items") {
                 for (i, x) in items.iter().enumerate() {
@@ -384,18 +317,10 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
         Value::String(st) => {
             let n = i64::try_from(st.chars().count()).unwrap_or(i64::MAX);
-            if m.get("minLength")
-                .and_then(Value::as_i64)
-                .is_some_and(|lo| n < lo)
-                || m.get("maxLength")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|hi| n > hi)
+            if m.get("minLength").and_then(Value::as_i64).is_some_and(|lo| n < lo)
+                || m.get("maxLength").and_then(Value::as_i64).is_some_and(|hi| n > hi)
             {
-                return fail(
-                    Code::InvalidConstraint,
-                    path,
-                    "length outside minLength/maxLength",
-                );
+                return fail(Code::InvalidConstraint, path, "length outside minLength/maxLength");
             }
         }
         Value::Number(num) => {
@@ -404,14 +329,8 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
                 Some(Value::Number(x)) => Some(x.as_f64()),
                 _ => None,
             };
-            if num_of("minimum").is_some_and(|lo| f < lo)
-                || num_of("maximum").is_some_and(|hi| f > hi)
-            {
-                return fail(
-                    Code::InvalidConstraint,
-                    path,
-                    "number outside minimum/maximum",
-                );
+            if num_of("minimum").is_some_and(|lo| f < lo) || num_of("maximum").is_some_and(|hi| f > hi) {
+                return fail(Code::InvalidConstraint, path, "number outside minimum/maximum");
             }
         }
         _ => {}
@@ -422,10 +341,7 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
     }
     if let Some(Value::Array(any)) = m.get("anyOf") {
-        if !any
-            .iter()
-            .any(|s2| validate_in(v, s2, root, path, depth + 1).is_ok())
-        {
+        if !any.iter().any(|s2| validate_in(v, s2, root, path, depth + 1).is_ok()) {
             return fail(Code::InvalidConstraint, path, "no anyOf branch matches");
         }
     }
@@ -440,11 +356,7 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
 pub fn validate_instance(schema: &Value, instance: &Value, dialect: Option<&str>) -> Result<()> {
     if let Some(d) = dialect {
         if d != DIALECT {
-            return fail(
-                Code::SchemaDialectUnknown,
-                "dialect",
-                format!("{d:?} is not the bounded 2020-12 dialect"),
-            );
+            return fail(Code::SchemaDialectUnknown, "dialect", format!("{d:?} is not the bounded 2020-12 dialect"));
         }
     }
     check_schema(schema, "schema")?;

@@ -26,17 +26,9 @@ pub enum Ty {
     /// A closed object.
     Obj(&'static [Field]),
     /// An array with a cardinality window.
-    Arr {
-        item: &'static Ty,
-        min: usize,
-        max: usize,
-    },
+    Arr { item: &'static Ty, min: usize, max: usize },
     /// An object with free member names (each checked by `key`) and typed values.
-    Map {
-        key: StrCheck,
-        value: &'static Ty,
-        max: usize,
-    },
+    Map { key: StrCheck, value: &'static Ty, max: usize },
     /// A bounded JSON Schema 2020-12 document ([`crate::schema`]).
     Schema,
     /// Either of two types: the first whose shallow type matches is used.
@@ -55,20 +47,12 @@ pub struct Field {
 
 /// A required member.
 pub const fn req(name: &'static str, ty: Ty) -> Field {
-    Field {
-        name,
-        required: true,
-        ty,
-    }
+    Field { name, required: true, ty }
 }
 
 /// An optional member.
 pub const fn opt(name: &'static str, ty: Ty) -> Field {
-    Field {
-        name,
-        required: false,
-        ty,
-    }
+    Field { name, required: false, ty }
 }
 
 fn child(path: &str, seg: &str) -> String {
@@ -132,27 +116,17 @@ fn shallow_type(v: &Value, ty: &Ty, path: &str) -> Result<()> {
     if type_ok(v, ty) {
         Ok(())
     } else {
-        fail(
-            Code::InvalidType,
-            path,
-            format!("expected {}, got {}", expected(ty), v.kind()),
-        )
+        fail(Code::InvalidType, path, format!("expected {}, got {}", expected(ty), v.kind()))
     }
 }
 
 fn constraint(v: &Value, ty: &Ty, path: &str) -> Result<()> {
     match (resolve(v, ty), v) {
-        (Ty::Str(check), Value::String(s)) => {
-            check(s).map_err(|(code, why)| Error::new(code, path, why))
-        }
+        (Ty::Str(check), Value::String(s)) => check(s).map_err(|(code, why)| Error::new(code, path, why)),
         (Ty::Int { min, max }, _) => {
             let i = v.as_i64().unwrap_or_default();
             if i < *min || i > *max {
-                return fail(
-                    Code::InvalidConstraint,
-                    path,
-                    format!("{i} is outside [{min}, {max}]"),
-                );
+                return fail(Code::InvalidConstraint, path, format!("{i} is outside [{min}, {max}]"));
             }
             Ok(())
         }
@@ -160,11 +134,7 @@ fn constraint(v: &Value, ty: &Ty, path: &str) -> Result<()> {
             if set.contains(&s.as_str()) {
                 Ok(())
             } else {
-                fail(
-                    Code::InvalidConstraint,
-                    path,
-                    format!("{s:?} is not one of {set:?}"),
-                )
+                fail(Code::InvalidConstraint, path, format!("{s:?} is not one of {set:?}"))
             }
         }
         _ => Ok(()),
@@ -175,21 +145,13 @@ fn cardinality(v: &Value, ty: &Ty, path: &str) -> Result<()> {
     match (resolve(v, ty), v) {
         (Ty::Arr { min, max, .. }, Value::Array(a)) => {
             if a.len() < *min || a.len() > *max {
-                return fail(
-                    Code::InvalidCardinality,
-                    path,
-                    format!("{} entries, allowed {min}..={max}", a.len()),
-                );
+                return fail(Code::InvalidCardinality, path, format!("{} entries, allowed {min}..={max}", a.len()));
             }
             Ok(())
         }
         (Ty::Map { max, .. }, Value::Object(m)) => {
             if m.len() > *max {
-                return fail(
-                    Code::InvalidCardinality,
-                    path,
-                    format!("{} entries, at most {max}", m.len()),
-                );
+                return fail(Code::InvalidCardinality, path, format!("{} entries, at most {max}", m.len()));
             }
             Ok(())
         }
@@ -223,21 +185,13 @@ fn object_level(m: &Map, fields: &[Field], path: &str) -> Result<()> {
     // 1. unknown member (document order)
     for k in m.keys() {
         if !fields.iter().any(|f| f.name == k) {
-            return fail(
-                Code::UnknownMember,
-                child(path, k),
-                "not a member of this closed object",
-            );
+            return fail(Code::UnknownMember, child(path, k), "not a member of this closed object");
         }
     }
     // 2. missing required (table order)
     for f in fields {
         if f.required && !m.contains_key(f.name) {
-            return fail(
-                Code::MissingRequiredField,
-                child(path, f.name),
-                "required member is absent",
-            );
+            return fail(Code::MissingRequiredField, child(path, f.name), "required member is absent");
         }
     }
     let present = || fields.iter().filter_map(|f| m.get(f.name).map(|v| (f, v)));
@@ -265,10 +219,7 @@ fn object_level(m: &Map, fields: &[Field], path: &str) -> Result<()> {
 /// A non-empty printable string of at most 256 bytes.
 pub fn text(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     if s.is_empty() || s.len() > 256 || s.chars().any(char::is_control) {
-        return Err((
-            Code::InvalidConstraint,
-            "expected 1..=256 bytes of printable text",
-        ));
+        return Err((Code::InvalidConstraint, "expected 1..=256 bytes of printable text"));
     }
     Ok(())
 }
@@ -277,17 +228,12 @@ pub fn text(s: &str) -> std::result::Result<(), (Code, &'static str)> {
 pub fn ident(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     let ok = !s.is_empty()
         && s.len() <= 128
-        && s.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'/')
-        })
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'/'))
         && s.as_bytes()[0].is_ascii_lowercase();
     if ok {
         Ok(())
     } else {
-        Err((
-            Code::InvalidConstraint,
-            "expected a lowercase identifier ([a-z][a-z0-9._/-]*, at most 128 bytes)",
-        ))
+        Err((Code::InvalidConstraint, "expected a lowercase identifier ([a-z][a-z0-9._/-]*, at most 128 bytes)"))
     }
 }
 
@@ -295,10 +241,9 @@ pub fn ident(s: &str) -> std::result::Result<(), (Code, &'static str)> {
 pub fn digest(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     match crate::digest::Tagged::parse(s) {
         Ok(_) => Ok(()),
-        Err(e) => Err((
-            e.fixed_code().unwrap_or(Code::DigestEncodingInvalid),
-            "expected sha-256:<43 base64url characters>",
-        )),
+        Err(e) => {
+            Err((e.fixed_code().unwrap_or(Code::DigestEncodingInvalid), "expected sha-256:<43 base64url characters>"))
+        }
     }
 }
 
@@ -306,10 +251,7 @@ pub fn digest(s: &str) -> std::result::Result<(), (Code, &'static str)> {
 pub fn timestamp(s: &str) -> std::result::Result<(), (Code, &'static str)> {
     match parse_timestamp_ms(s) {
         Some(_) => Ok(()),
-        None => Err((
-            Code::InvalidConstraint,
-            "expected an RFC 3339 UTC timestamp YYYY-MM-DDTHH:MM:SS[.fff]Z",
-        )),
+        None => Err((Code::InvalidConstraint, "expected an RFC 3339 UTC timestamp YYYY-MM-DDTHH:MM:SS[.fff]Z")),
     }
 }
 
@@ -330,14 +272,7 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
     if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
         return None;
     }
-    let (y, mo, d, h, mi, se) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-        num(17..19)?,
-    );
+    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
     let mut ms = 0;
     let rest = &s[19..s.len() - 1];
     if !rest.is_empty() {
@@ -349,27 +284,8 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
         ms = padded[..3].parse().ok()?;
     }
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let dim = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&mo)
-        || d < 1
-        || d > dim[usize::try_from(mo - 1).ok()?]
-        || h > 23
-        || mi > 59
-        || se > 59
-    {
+    let dim = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&mo) || d < 1 || d > dim[usize::try_from(mo - 1).ok()?] || h > 23 || mi > 59 || se > 59 {
         return None;
     }
     // days from civil (Howard Hinnant's algorithm)
@@ -387,10 +303,6 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
 pub fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map> {
     match v {
         Value::Object(m) => Ok(m),
-        other => fail(
-            Code::InvalidType,
-            path,
-            format!("expected an object, got {}", other.kind()),
-        ),
+        other => fail(Code::InvalidType, path, format!("expected an object, got {}", other.kind())),
     }
 }

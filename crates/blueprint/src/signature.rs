@@ -40,28 +40,18 @@ impl KeySet {
     /// The reference's key-list form `[{key_id, key: base64url}]` (the
     /// conformance cases' `keys`). A malformed entry is `invalid_type`.
     pub fn from_list(v: &Value, at: &str) -> Result<KeySet> {
-        let list = v
-            .as_array()
-            .ok_or_else(|| Error::new(Code::InvalidType, at, "expected [{key_id, key}]"))?;
+        let list = v.as_array().ok_or_else(|| Error::new(Code::InvalidType, at, "expected [{key_id, key}]"))?;
         let mut out = KeySet::new();
         for (i, k) in list.iter().enumerate() {
             let here = format!("{at}/{i}");
-            let (Some(kid), Some(x)) = (
-                k.get("key_id").and_then(Value::as_str),
-                k.get("key").and_then(Value::as_str),
-            ) else {
+            let (Some(kid), Some(x)) = (k.get("key_id").and_then(Value::as_str), k.get("key").and_then(Value::as_str))
+            else {
                 return fail(Code::InvalidType, here, "expected {key_id, key}");
             };
             let raw: [u8; 32] = b64::decode(x)
                 .ok()
                 .and_then(|r| r.try_into().ok())
-                .ok_or_else(|| {
-                    Error::new(
-                        Code::InvalidType,
-                        &here,
-                        "key must be 32 bytes of unpadded base64url",
-                    )
-                })?;
+                .ok_or_else(|| Error::new(Code::InvalidType, &here, "key must be 32 bytes of unpadded base64url"))?;
             out.insert(kid, raw);
         }
         Ok(out)
@@ -78,13 +68,7 @@ impl KeySet {
         let mut out = KeySet::new();
         let raw = |s: &str, at: &str| -> Result<[u8; 32]> {
             let k = b64::decode(s)?;
-            k.try_into().map_err(|_| {
-                Error::new(
-                    Code::SignatureKeyUnsupported,
-                    at,
-                    "an Ed25519 public key is 32 bytes",
-                )
-            })
+            k.try_into().map_err(|_| Error::new(Code::SignatureKeyUnsupported, at, "an Ed25519 public key is 32 bytes"))
         };
         if let Some(Value::Array(jwks)) = v.get("keys") {
             for (i, k) in jwks.iter().enumerate() {
@@ -95,33 +79,20 @@ impl KeySet {
                     return fail(Code::SignatureKeyUnsupported, at, "only OKP/Ed25519 keys");
                 }
                 if k.get("d").is_some() {
-                    return fail(
-                        Code::SignatureKeyUnsupported,
-                        at,
-                        "private key material is never accepted",
-                    );
+                    return fail(Code::SignatureKeyUnsupported, at, "private key material is never accepted");
                 }
-                let (Some(kid), Some(x)) = (
-                    k.get("kid").and_then(Value::as_str),
-                    k.get("x").and_then(Value::as_str),
-                ) else {
+                let (Some(kid), Some(x)) = (k.get("kid").and_then(Value::as_str), k.get("x").and_then(Value::as_str))
+                else {
                     return fail(Code::SignatureMalformed, at, "expected kid and x");
                 };
                 out.insert(kid, raw(x, &at)?);
             }
             return Ok(out);
         }
-        let m = v
-            .as_object()
-            .ok_or_else(|| Error::new(Code::InvalidType, "keys", "expected an object"))?;
+        let m = v.as_object().ok_or_else(|| Error::new(Code::InvalidType, "keys", "expected an object"))?;
         for (kid, x) in m.iter() {
-            let s = x.as_str().ok_or_else(|| {
-                Error::new(
-                    Code::InvalidType,
-                    format!("keys/{kid}"),
-                    "expected base64url",
-                )
-            })?;
+            let s =
+                x.as_str().ok_or_else(|| Error::new(Code::InvalidType, format!("keys/{kid}"), "expected base64url"))?;
             out.insert(kid.clone(), raw(s, kid)?);
         }
         Ok(out)
@@ -134,19 +105,10 @@ impl KeySet {
 
 /// Parses a public key, refusing non-points and small-order keys.
 pub fn verifying_key(bytes: &[u8; 32], kid: &str) -> Result<VerifyingKey> {
-    let key = VerifyingKey::from_bytes(bytes).map_err(|_| {
-        Error::new(
-            Code::SignatureKeyUnsupported,
-            kid,
-            "not a valid Ed25519 point",
-        )
-    })?;
+    let key = VerifyingKey::from_bytes(bytes)
+        .map_err(|_| Error::new(Code::SignatureKeyUnsupported, kid, "not a valid Ed25519 point"))?;
     if key.is_weak() {
-        return fail(
-            Code::SignatureKeyUnsupported,
-            kid,
-            "small-order Ed25519 key",
-        );
+        return fail(Code::SignatureKeyUnsupported, kid, "small-order Ed25519 key");
     }
     Ok(key)
 }
@@ -154,30 +116,15 @@ pub fn verifying_key(bytes: &[u8; 32], kid: &str) -> Result<VerifyingKey> {
 /// Verifies a compact JWS whose payload is supplied detached (`header..sig`)
 /// or attached (`header.payload.sig`). Honors `b64` per RFC 7797 (which must
 /// then be listed in `crit`); any other `crit` parameter is refused.
-pub fn verify_compact(
-    compact: &str,
-    detached_payload: Option<&[u8]>,
-    key: &[u8; 32],
-) -> Result<()> {
+pub fn verify_compact(compact: &str, detached_payload: Option<&[u8]>, key: &[u8; 32]) -> Result<()> {
     let parts: Vec<&str> = compact.split('.').collect();
     let [h, p, s] = parts.as_slice() else {
-        return fail(
-            Code::SignatureMalformed,
-            "jws",
-            "expected three dot-separated parts",
-        );
+        return fail(Code::SignatureMalformed, "jws", "expected three dot-separated parts");
     };
     let header = json::decode(&b64::decode(h)?, &Limits::default())?;
-    let alg = header
-        .get("alg")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let alg = header.get("alg").and_then(Value::as_str).unwrap_or_default();
     if alg != "EdDSA" {
-        return fail(
-            Code::SignatureAlgorithmUnsupported,
-            "jws.alg",
-            format!("{alg:?}: only EdDSA (Ed25519)"),
-        );
+        return fail(Code::SignatureAlgorithmUnsupported, "jws.alg", format!("{alg:?}: only EdDSA (Ed25519)"));
     }
     let crit: Vec<&str> = match header.get("crit") {
         None => Vec::new(),
@@ -185,21 +132,13 @@ pub fn verify_compact(
         Some(_) => return fail(Code::SignatureMalformed, "jws.crit", "expected an array"),
     };
     if crit.iter().any(|c| *c != "b64") {
-        return fail(
-            Code::SignatureMalformed,
-            "jws.crit",
-            "unsupported critical header parameter",
-        );
+        return fail(Code::SignatureMalformed, "jws.crit", "unsupported critical header parameter");
     }
     let b64_payload = match header.get("b64") {
         None => true,
         Some(Value::Bool(b)) => {
             if !crit.contains(&"b64") {
-                return fail(
-                    Code::SignatureMalformed,
-                    "jws.b64",
-                    "b64 must be listed in crit (RFC 7797 §6)",
-                );
+                return fail(Code::SignatureMalformed, "jws.b64", "b64 must be listed in crit (RFC 7797 §6)");
             }
             *b
         }
@@ -217,35 +156,19 @@ pub fn verify_compact(
         }
         (None, false) => {
             if !b64_payload {
-                return fail(
-                    Code::SignatureMalformed,
-                    "jws",
-                    "an unencoded payload is supplied detached here",
-                );
+                return fail(Code::SignatureMalformed, "jws", "an unencoded payload is supplied detached here");
             }
             input.extend_from_slice(p.as_bytes());
         }
-        _ => {
-            return fail(
-                Code::SignatureMalformed,
-                "jws",
-                "payload must be either attached or detached",
-            )
-        }
+        _ => return fail(Code::SignatureMalformed, "jws", "payload must be either attached or detached"),
     }
     verify_raw(&input, s, key, "jws")
 }
 
 fn verify_raw(input: &[u8], sig_b64: &str, key: &[u8; 32], kid: &str) -> Result<()> {
-    let sig = b64::decode(sig_b64)
-        .map_err(|e| Error::new(Code::SignatureMalformed, kid, e.detail().to_string()))?;
-    let sig: [u8; 64] = sig.try_into().map_err(|_| {
-        Error::new(
-            Code::SignatureMalformed,
-            kid,
-            "an Ed25519 signature is 64 bytes",
-        )
-    })?;
+    let sig = b64::decode(sig_b64).map_err(|e| Error::new(Code::SignatureMalformed, kid, e.detail().to_string()))?;
+    let sig: [u8; 64] =
+        sig.try_into().map_err(|_| Error::new(Code::SignatureMalformed, kid, "an Ed25519 signature is 64 bytes"))?;
     verify_bytes(input, &sig, key, kid)
 }
 
@@ -254,13 +177,7 @@ fn verify_raw(input: &[u8], sig_b64: &str, key: &[u8; 32], kid: &str) -> Result<
 pub fn verify_bytes(input: &[u8], sig: &[u8; 64], key: &[u8; 32], kid: &str) -> Result<()> {
     let vk = verifying_key(key, kid)?;
     vk.verify_strict(input, &Signature::from_bytes(sig))
-        .map_err(|_| {
-            Error::new(
-                Code::SignatureNotVerified,
-                kid,
-                "Ed25519 verification failed",
-            )
-        })
+        .map_err(|_| Error::new(Code::SignatureNotVerified, kid, "Ed25519 verification failed"))
 }
 
 /// The detached payload: `JCS(signed_attributes)`, unencoded (RFC 7797).
@@ -296,8 +213,7 @@ pub struct SignatureCheck {
 const PURPOSES: &[&str] = &["blueprint", "deployment", "federation-envelope"];
 
 fn exactly(v: &Value, names: &[&str]) -> bool {
-    v.as_object()
-        .is_some_and(|m| m.len() == names.len() && names.iter().all(|n| m.contains_key(n)))
+    v.as_object().is_some_and(|m| m.len() == names.len() && names.iter().all(|n| m.contains_key(n)))
 }
 
 /// The envelope checks every entry passes before any key is used, in the
@@ -312,10 +228,7 @@ fn exactly(v: &Value, names: &[&str]) -> bool {
 fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
     let malformed = |at: &str, why: &str| Error::new(Code::SignatureMalformed, at, why);
     if !exactly(entry, &["protected", "signature", "signed_attributes"]) {
-        return Err(malformed(
-            "signature",
-            "an entry is exactly {protected, signature, signed_attributes}",
-        ));
+        return Err(malformed("signature", "an entry is exactly {protected, signature, signed_attributes}"));
     }
     let (Some(prot), Some(attrs)) = (entry.get("protected"), entry.get("signed_attributes")) else {
         return Err(malformed("signature", "absent members"));
@@ -327,28 +240,16 @@ fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
     match prot.get("alg") {
         Some(Value::String(a)) if a == "EdDSA" => {}
         Some(Value::String(a)) => {
-            return fail(
-                Code::SignatureAlgorithmUnsupported,
-                &kid,
-                format!("alg {a:?}: only EdDSA"),
-            )
+            return fail(Code::SignatureAlgorithmUnsupported, &kid, format!("alg {a:?}: only EdDSA"))
         }
         _ => return Err(malformed(&kid, "alg is not a string")),
     }
-    let crit_ok = prot
-        .get("crit")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.len() == 1 && c[0].as_str() == Some("b64"));
+    let crit_ok =
+        prot.get("crit").and_then(Value::as_array).is_some_and(|c| c.len() == 1 && c[0].as_str() == Some("b64"));
     if prot.get("b64") != Some(&Value::Bool(false)) || !crit_ok || kid.is_empty() {
-        return Err(malformed(
-            &kid,
-            "protected header must carry b64:false, crit:[\"b64\"] and a kid",
-        ));
+        return Err(malformed(&kid, "protected header must carry b64:false, crit:[\"b64\"] and a kid"));
     }
-    if !exactly(
-        attrs,
-        &["algorithm", "content_digest", "created_at", "key_id", "purpose"],
-    ) {
+    if !exactly(attrs, &["algorithm", "content_digest", "created_at", "key_id", "purpose"]) {
         return Err(malformed(
             &kid,
             "signed_attributes are exactly {algorithm, content_digest, created_at, key_id, purpose}",
@@ -357,11 +258,7 @@ fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
     match attrs.get("algorithm") {
         Some(Value::String(a)) if a == "Ed25519" => {}
         Some(Value::String(a)) => {
-            return fail(
-                Code::SignatureAlgorithmUnsupported,
-                &kid,
-                format!("algorithm {a:?}: only Ed25519"),
-            )
+            return fail(Code::SignatureAlgorithmUnsupported, &kid, format!("algorithm {a:?}: only Ed25519"))
         }
         _ => return Err(malformed(&kid, "algorithm is not a string")),
     }
@@ -374,10 +271,7 @@ fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
     }
     let key_id = text_of(attrs, "key_id");
     if key_id.is_empty() || key_id.contains('.') || key_id != kid {
-        return Err(malformed(
-            &kid,
-            "signed key_id must be non-empty, dot-free and equal to the header kid",
-        ));
+        return Err(malformed(&kid, "signed key_id must be non-empty, dot-free and equal to the header kid"));
     }
     if !PURPOSES.contains(&text_of(attrs, "purpose").as_str()) {
         return Err(malformed(&kid, "unknown purpose"));
@@ -389,19 +283,12 @@ fn envelope(entry: &Value) -> Result<(String, &Value, &Value)> {
 }
 
 fn text_of(v: &Value, k: &str) -> String {
-    v.get(k)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 fn key_for<'a>(keys: &'a KeySet, kid: &str) -> Result<&'a [u8; 32]> {
     keys.get(kid).ok_or_else(|| {
-        Error::new(
-            Code::SignatureKeyUnsupported,
-            kid,
-            "no host-supplied key has this key_id (no discovery is done)",
-        )
+        Error::new(Code::SignatureKeyUnsupported, kid, "no host-supplied key has this key_id (no discovery is done)")
     })
 }
 
@@ -428,42 +315,27 @@ pub fn verify_entry(entry: &Value, purpose: &str, digest: &Tagged, keys: &KeySet
         return fail(
             Code::SignatureNotVerified,
             &kid,
-            format!(
-                "signed for purpose {:?}, not {purpose:?}",
-                text_of(attrs, "purpose")
-            ),
+            format!("signed for purpose {:?}, not {purpose:?}", text_of(attrs, "purpose")),
         );
     }
     if text_of(attrs, "content_digest") != digest.to_string() {
         return fail(
             Code::SignatureNotVerified,
             &kid,
-            format!(
-                "signed digest {} is not this artifact's {digest}",
-                text_of(attrs, "content_digest")
-            ),
+            format!("signed digest {} is not this artifact's {digest}", text_of(attrs, "content_digest")),
         );
     }
     verify_envelope(entry, prot, attrs, key, &kid)
 }
 
 /// Verifies every entry of `signatures`, producing check entries.
-pub fn verify_all(
-    signatures: &[Value],
-    purpose: &str,
-    digest: &Tagged,
-    keys: &KeySet,
-) -> Vec<SignatureCheck> {
+pub fn verify_all(signatures: &[Value], purpose: &str, digest: &Tagged, keys: &KeySet) -> Vec<SignatureCheck> {
     signatures
         .iter()
         .enumerate()
         .map(|(index, e)| {
-            let key_id = e
-                .get("protected")
-                .and_then(|p| p.get("kid"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let key_id =
+                e.get("protected").and_then(|p| p.get("kid")).and_then(Value::as_str).unwrap_or_default().to_string();
             match verify_entry(e, purpose, digest, keys) {
                 Ok(()) => SignatureCheck {
                     index,
@@ -496,12 +368,8 @@ pub fn verify_attestations(list: &[Value]) -> Vec<SignatureCheck> {
         .enumerate()
         .map(|(index, a)| {
             let kind = a.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let key_id = a
-                .get("protected")
-                .and_then(|p| p.get("kid"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let key_id =
+                a.get("protected").and_then(|p| p.get("kid")).and_then(Value::as_str).unwrap_or_default().to_string();
             let known = ATTESTATION_KINDS.contains(&kind);
             SignatureCheck {
                 index,

@@ -14,32 +14,22 @@ fn arb_bounds() -> impl Strategy<Value = Bounds> {
         0i64..20,
         (
             0..CLASSIFICATION.len(),
-            prop::collection::btree_set(
-                prop_oneof![Just("pci".to_string()), Just("phi".to_string())],
-                0..3,
-            ),
+            prop::collection::btree_set(prop_oneof![Just("pci".to_string()), Just("phi".to_string())], 0..3),
         ),
         0..DISCLOSURE.len(),
         0..IMPACT.len(),
         0..AUTHORITY.len(),
         0..APPROVAL.len(),
     )
-        .prop_map(
-            |(ints, amount, (ordinal, markers), disclosure, effect_impact, authority, approval)| {
-                Bounds {
-                    ints,
-                    max_cost: Cost {
-                        amount,
-                        currency: "USD".into(),
-                    },
-                    classification: Classification { ordinal, markers },
-                    disclosure,
-                    effect_impact,
-                    authority,
-                    approval,
-                }
-            },
-        )
+        .prop_map(|(ints, amount, (ordinal, markers), disclosure, effect_impact, authority, approval)| Bounds {
+            ints,
+            max_cost: Cost { amount, currency: "USD".into() },
+            classification: Classification { ordinal, markers },
+            disclosure,
+            effect_impact,
+            authority,
+            approval,
+        })
 }
 
 proptest! {
@@ -91,30 +81,15 @@ fn full(over: &str) -> String {
     blueprint::canon::canonical_string(&base).expect("s")
 }
 
-fn run(
-    bp: &str,
-    dep: &str,
-    host: &str,
-    extra: &str,
-) -> Result<blueprint::bounds::Intersection, blueprint::Error> {
-    let t = format!(
-        r#"{{"blueprint":{},"deployment":{},"host":{}{extra}}}"#,
-        full(bp),
-        full(dep),
-        full(host)
-    );
+fn run(bp: &str, dep: &str, host: &str, extra: &str) -> Result<blueprint::bounds::Intersection, blueprint::Error> {
+    let t = format!(r#"{{"blueprint":{},"deployment":{},"host":{}{extra}}}"#, full(bp), full(dep), full(host));
     intersect_value(&json::decode(t.as_bytes(), &Limits::default()).expect("input"))
 }
 
 #[test]
 fn s9_markers_meet_by_union_and_dropping_one_is_denied() {
-    let e = run(
-        "{}",
-        r#"{"classification_ceiling":{"markers":["pci"],"ordinal":"internal"}}"#,
-        "{}",
-        "",
-    )
-    .expect_err("added");
+    let e = run("{}", r#"{"classification_ceiling":{"markers":["pci"],"ordinal":"internal"}}"#, "{}", "")
+        .expect_err("added");
     assert_eq!(e.code(), "protected_bound_clamp_denied");
     let ok = run(
         "{}",
@@ -138,51 +113,24 @@ fn s9_markers_meet_by_union_and_dropping_one_is_denied() {
 #[test]
 fn s9_sources_are_typed_and_complete() {
     assert_eq!(
-        run(
-            r#"{"max_cost":{"amount":3,"currency":"EUR"}}"#,
-            "{}",
-            "{}",
-            ""
-        )
-        .expect_err("unit")
-        .code(),
+        run(r#"{"max_cost":{"amount":3,"currency":"EUR"}}"#, "{}", "{}", "").expect_err("unit").code(),
         "bound_unit_mismatch"
     );
+    assert_eq!(run(r#"{"max_depth":-1}"#, "{}", "{}", "").expect_err("neg").code(), "bound_value_invalid");
     assert_eq!(
-        run(r#"{"max_depth":-1}"#, "{}", "{}", "")
-            .expect_err("neg")
-            .code(),
+        run(r#"{"authority_trait":"root"}"#, "{}", "{}", "").expect_err("lattice").code(),
         "bound_value_invalid"
     );
-    assert_eq!(
-        run(r#"{"authority_trait":"root"}"#, "{}", "{}", "")
-            .expect_err("lattice")
-            .code(),
-        "bound_value_invalid"
-    );
-    assert_eq!(
-        run("{}", "{}", "{}", r#","acknowledge":["max_depth"]"#)
-            .expect_err("ack op")
-            .code(),
-        "bound_unknown"
-    );
-    let missing = json::decode(
-        format!(r#"{{"blueprint":{},"host":{}}}"#, full("{}"), full("{}")).as_bytes(),
-        &Limits::default(),
-    )
-    .expect("j");
-    assert_eq!(
-        intersect_value(&missing).expect_err("src").code(),
-        "bound_source_missing"
-    );
+    assert_eq!(run("{}", "{}", "{}", r#","acknowledge":["max_depth"]"#).expect_err("ack op").code(), "bound_unknown");
+    let missing =
+        json::decode(format!(r#"{{"blueprint":{},"host":{}}}"#, full("{}"), full("{}")).as_bytes(), &Limits::default())
+            .expect("j");
+    assert_eq!(intersect_value(&missing).expect_err("src").code(), "bound_source_missing");
 }
 
 #[test]
 fn s9_obligations_meet_at_strictest() {
     let r = run(r#"{"approval_trait":"human_required"}"#, "{}", "{}", "").expect("bp strictest");
-    assert_eq!(
-        r.effective.get("approval_trait").and_then(Value::as_str),
-        Some("human_required")
-    );
+    assert_eq!(r.effective.get("approval_trait").and_then(Value::as_str), Some("human_required"));
     assert_eq!(r.clamp_count, 0);
 }

@@ -12,16 +12,10 @@ use blueprint::error::Code;
 fn files() -> BTreeMap<String, Vec<u8>> {
     let root = testkit::conformance("blueprint");
     let mut out = BTreeMap::new();
-    out.insert(
-        INDEX.to_string(),
-        std::fs::read(root.join(INDEX)).expect("index"),
-    );
+    out.insert(INDEX.to_string(), std::fs::read(root.join(INDEX)).expect("index"));
     for e in std::fs::read_dir(root.join("cases")).expect("cases") {
         let p = e.expect("e").path();
-        out.insert(
-            format!("cases/{}", p.file_name().expect("n").to_string_lossy()),
-            std::fs::read(&p).expect("read"),
-        );
+        out.insert(format!("cases/{}", p.file_name().expect("n").to_string_lossy()), std::fs::read(&p).expect("read"));
     }
     out
 }
@@ -50,37 +44,19 @@ fn s12_own_corpus_has_an_invalid_case_for_every_byte_reachable_code() {
     let expected: BTreeSet<String> = c
         .cases
         .iter()
-        .filter_map(|(_, k)| {
-            k.expected
-                .get("code")
-                .and_then(blueprint::json::Value::as_str)
-                .map(str::to_string)
-        })
+        .filter_map(|(_, k)| k.expected.get("code").and_then(blueprint::json::Value::as_str).map(str::to_string))
         .collect();
     // Only reachable through the API, never from input bytes: an Int outside
     // the window cannot be decoded, and the mapping table is compiled in.
     let api_only = ["integer_magnitude", "federation_mapping_conflict"];
-    let missing: Vec<&str> = Code::ALL
-        .iter()
-        .map(|c| c.as_str())
-        .filter(|c| !expected.contains(*c) && !api_only.contains(c))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "codes without an invalid case: {missing:?}"
-    );
+    let missing: Vec<&str> =
+        Code::ALL.iter().map(|c| c.as_str()).filter(|c| !expected.contains(*c) && !api_only.contains(c)).collect();
+    assert!(missing.is_empty(), "codes without an invalid case: {missing:?}");
     for l in blueprint::limits::Limit::ALL {
-        assert!(
-            expected.contains(&format!("ceiling:{}", l.as_str())),
-            "ceiling:{}",
-            l.as_str()
-        );
+        assert!(expected.contains(&format!("ceiling:{}", l.as_str())), "ceiling:{}", l.as_str());
     }
     for c in &expected {
-        assert!(
-            Code::parse(c).is_some() || c.starts_with("ceiling:"),
-            "{c} is not in the vocabulary"
-        );
+        assert!(Code::parse(c).is_some() || c.starts_with("ceiling:"), "{c} is not in the vocabulary");
     }
 }
 
@@ -92,42 +68,24 @@ fn s15_tampered_corpus_fails_closed() {
     let f = t.get_mut("cases/json-decode.json").expect("file");
     let i = f.iter().position(|b| *b == b'1').expect("digit");
     f[i] = b'2';
-    assert_eq!(
-        corpus::load(&t).expect_err("hash").code(),
-        "corpus_hash_mismatch"
-    );
+    assert_eq!(corpus::load(&t).expect_err("hash").code(), "corpus_hash_mismatch");
     // a missing file
     let mut t = base.clone();
     t.remove("cases/bounds-new.json");
-    assert_eq!(
-        corpus::load(&t).expect_err("set").code(),
-        "corpus_file_set_mismatch"
-    );
+    assert_eq!(corpus::load(&t).expect_err("set").code(), "corpus_file_set_mismatch");
     // an extra file
     let mut t = base.clone();
     t.insert("cases/extra.json".into(), b"{}".to_vec());
-    assert_eq!(
-        corpus::load(&t).expect_err("set").code(),
-        "corpus_file_set_mismatch"
-    );
+    assert_eq!(corpus::load(&t).expect_err("set").code(), "corpus_file_set_mismatch");
     // an edited index without a new corpus digest
     let mut t = base.clone();
-    let idx =
-        String::from_utf8(t[INDEX].clone())
-            .expect("utf8")
-            .replacen("\"valid\"", "\"valid_x\"", 1);
+    let idx = String::from_utf8(t[INDEX].clone()).expect("utf8").replacen("\"valid\"", "\"valid_x\"", 1);
     t.insert(INDEX.into(), idx.into_bytes());
-    assert_eq!(
-        corpus::load(&t).expect_err("index").code(),
-        "corpus_hash_mismatch"
-    );
+    assert_eq!(corpus::load(&t).expect_err("index").code(), "corpus_hash_mismatch");
     // no index at all
     let mut t = base;
     t.remove(INDEX);
-    assert_eq!(
-        corpus::load(&t).expect_err("index").code(),
-        "corpus_index_invalid"
-    );
+    assert_eq!(corpus::load(&t).expect_err("index").code(), "corpus_index_invalid");
 }
 
 #[test]
@@ -135,37 +93,24 @@ fn s15_index_edits_that_are_redigested_are_still_caught() {
     use blueprint::json::{self, Value};
     let base = files();
     let redigest = |f: &dyn Fn(&mut blueprint::json::Map)| {
-        let mut v =
-            json::decode(&base[INDEX], &blueprint::limits::Limits::default()).expect("index");
+        let mut v = json::decode(&base[INDEX], &blueprint::limits::Limits::default()).expect("index");
         if let Value::Object(m) = &mut v {
             f(m);
             let d = corpus::corpus_digest(&Value::Object(m.clone())).expect("d");
             m.insert("corpus_digest", Value::str(d.to_string()));
         }
         let mut t = base.clone();
-        t.insert(
-            INDEX.into(),
-            blueprint::canon::canonical_bytes(&v).expect("b"),
-        );
+        t.insert(INDEX.into(), blueprint::canon::canonical_bytes(&v).expect("b"));
         corpus::load(&t)
     };
     assert_eq!(
-        redigest(&|m| m.insert("case_count", Value::from_u64(1)))
-            .expect_err("count")
-            .code(),
+        redigest(&|m| m.insert("case_count", Value::from_u64(1))).expect_err("count").code(),
         "corpus_count_mismatch"
     );
     assert_eq!(
         redigest(&|m| {
-            let mut app = m
-                .get("applicability")
-                .and_then(Value::as_object)
-                .cloned()
-                .expect("app");
-            app.insert(
-                "json.decode",
-                Value::Array(vec![Value::str("no_such_class")]),
-            );
+            let mut app = m.get("applicability").and_then(Value::as_object).cloned().expect("app");
+            app.insert("json.decode", Value::Array(vec![Value::str("no_such_class")]));
             m.insert("applicability", Value::Object(app));
         })
         .expect_err("app")
@@ -187,22 +132,14 @@ fn s15_index_edits_that_are_redigested_are_still_caught() {
 fn s15_corpus_is_reproducible_from_its_generator_index() {
     // The committed index equals the one rebuilt from the committed files.
     let base = files();
-    let idx =
-        blueprint::json::decode(&base[INDEX], &blueprint::limits::Limits::default()).expect("idx");
+    let idx = blueprint::json::decode(&base[INDEX], &blueprint::limits::Limits::default()).expect("idx");
     let app: BTreeMap<String, Vec<String>> = idx
         .get("applicability")
         .and_then(blueprint::json::Value::as_object)
         .expect("app")
         .iter()
         .map(|(k, v)| {
-            (
-                k.clone(),
-                v.as_array()
-                    .expect("a")
-                    .iter()
-                    .map(|x| x.as_str().expect("s").to_string())
-                    .collect(),
-            )
+            (k.clone(), v.as_array().expect("a").iter().map(|x| x.as_str().expect("s").to_string()).collect())
         })
         .collect();
     let list: Vec<(String, Vec<u8>)> = idx
@@ -211,11 +148,7 @@ fn s15_corpus_is_reproducible_from_its_generator_index() {
         .expect("files")
         .iter()
         .map(|f| {
-            let p = f
-                .get("path")
-                .and_then(blueprint::json::Value::as_str)
-                .expect("p")
-                .to_string();
+            let p = f.get("path").and_then(blueprint::json::Value::as_str).expect("p").to_string();
             let b = base[&p].clone();
             (p, b)
         })
@@ -246,13 +179,7 @@ fn s15_own_corpus_covers_the_16_surfaces_in_the_reference_input_forms() {
     for (surface, allowed) in forms {
         let mut reference_form = 0;
         for (_, k) in c.cases.iter().filter(|(_, k)| k.surface == *surface) {
-            let keys: Vec<&str> = k
-                .input
-                .as_object()
-                .expect("input object")
-                .keys()
-                .map(String::as_str)
-                .collect();
+            let keys: Vec<&str> = k.input.as_object().expect("input object").keys().map(String::as_str).collect();
             assert!(allowed.contains(&keys.as_slice()), "{}: input {keys:?}", k.id);
             if keys.as_slice() != ["keys", "text"] {
                 reference_form += 1;

@@ -11,12 +11,7 @@ fn files() -> Vec<(String, Vec<u8>)> {
         .expect("cases dir")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            (
-                p.file_name().expect("name").to_string_lossy().into_owned(),
-                std::fs::read(&p).expect("read"),
-            )
-        })
+        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), std::fs::read(&p).expect("read")))
         .collect();
     out.sort();
     out
@@ -31,19 +26,9 @@ fn s15_all_published_interop_cases_pass() {
         .results
         .iter()
         .filter(|r| !r.passed)
-        .map(|r| {
-            format!(
-                "{} [{}]: expected {} got {}",
-                r.id, r.surface, r.expected, r.got
-            )
-        })
+        .map(|r| format!("{} [{}]: expected {} got {}", r.id, r.surface, r.expected, r.got))
         .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert_eq!(report.passed, 68, "the 11 published files hold 68 cases");
     assert_eq!(report.failed, 0);
 }

@@ -23,13 +23,7 @@ fn artifact(ext: &str, rev: i64, required: &str) -> Value {
 
 fn registry_with(ns: &str, criticality: Criticality, state: State) -> Registry {
     Registry {
-        entries: vec![Entry {
-            namespace: ns.into(),
-            owner: "t".into(),
-            criticality,
-            state,
-            schema_digest: None,
-        }],
+        entries: vec![Entry { namespace: ns.into(), owner: "t".into(), criticality, state, schema_digest: None }],
     }
 }
 
@@ -39,23 +33,17 @@ fn s7_revision_is_a_set_both_directions_fail_closed() {
     let ok = negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 1, "[]"), &s).expect("rev 1");
     assert_eq!(ok.revision, 1);
     assert_eq!(
-        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 2, "[]"), &s)
-            .expect_err("above")
-            .code(),
+        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 2, "[]"), &s).expect_err("above").code(),
         "protocol_revision_unsupported"
     );
     let mut gap = Support::this_release();
     gap.revisions = vec![1, 3];
     assert_eq!(
-        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 2, "[]"), &gap)
-            .expect_err("gap")
-            .code(),
+        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 2, "[]"), &gap).expect_err("gap").code(),
         "protocol_revision_unsupported"
     );
     assert_eq!(
-        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 0, "[]"), &s)
-            .expect_err("below")
-            .code(),
+        negotiate(&artifact(r#"{"critical":{},"optional":{}}"#, 0, "[]"), &s).expect_err("below").code(),
         "invalid_constraint"
     );
 }
@@ -65,35 +53,25 @@ fn s7_required_core_fields_three_checks() {
     let s = Support::this_release();
     let e = r#"{"critical":{},"optional":{}}"#;
     assert_eq!(
-        negotiate(&artifact(e, 1, r#"["blueprint_id","ceilings"]"#), &s)
-            .expect("ok")
-            .required_core_fields,
+        negotiate(&artifact(e, 1, r#"["blueprint_id","ceilings"]"#), &s).expect("ok").required_core_fields,
         vec!["blueprint_id", "ceilings"]
     );
     assert_eq!(
-        negotiate(&artifact(e, 1, r#"["no_such"]"#), &s)
-            .expect_err("unknown")
-            .code(),
+        negotiate(&artifact(e, 1, r#"["no_such"]"#), &s).expect_err("unknown").code(),
         "required_core_field_unsupported"
     );
     assert_eq!(
-        negotiate(&artifact(e, 1, r#"["attestations"]"#), &s)
-            .expect_err("evidence-only")
-            .code(),
+        negotiate(&artifact(e, 1, r#"["attestations"]"#), &s).expect_err("evidence-only").code(),
         "required_core_field_not_digest_covered"
     );
     assert_eq!(
-        negotiate(&artifact(e, 1, r#"["content_digest"]"#), &s)
-            .expect_err("digest")
-            .code(),
+        negotiate(&artifact(e, 1, r#"["content_digest"]"#), &s).expect_err("digest").code(),
         "required_core_field_not_digest_covered"
     );
     let mut narrow = Support::this_release();
     narrow.core_fields = vec!["blueprint_id".into()];
     assert_eq!(
-        negotiate(&artifact(e, 1, r#"["ceilings"]"#), &narrow)
-            .expect_err("unsupported")
-            .code(),
+        negotiate(&artifact(e, 1, r#"["ceilings"]"#), &narrow).expect_err("unsupported").code(),
         "required_core_field_unsupported"
     );
 }
@@ -104,96 +82,42 @@ fn s7_criticality_table_every_cell() {
     let ext = |side: &str| {
         j(&format!(
             r#"{{"critical":{{{}}},"optional":{{{}}}}}"#,
-            if side == "c" {
-                format!("\"{ns}\":{{}}")
-            } else {
-                String::new()
-            },
-            if side == "o" {
-                format!("\"{ns}\":{{\"k\":1}}")
-            } else {
-                String::new()
-            }
+            if side == "c" { format!("\"{ns}\":{{}}") } else { String::new() },
+            if side == "o" { format!("\"{ns}\":{{\"k\":1}}") } else { String::new() }
         ))
     };
     let schemas = BTreeMap::new();
     let r = |reg: &Registry, side: &str| registry::resolve(&ext(side), reg, &schemas);
     let empty = Registry { entries: vec![] };
     // unregistered
-    assert_eq!(
-        r(&empty, "c").expect_err("x").code(),
-        "extension_unknown_critical"
-    );
+    assert_eq!(r(&empty, "c").expect_err("x").code(), "extension_unknown_critical");
     assert_eq!(r(&empty, "o").expect("q").quarantined, vec![ns]);
     // reserved
     let reserved = registry_with(ns, Criticality::Optional, State::Reserved);
-    assert_eq!(
-        r(&reserved, "c").expect_err("x").code(),
-        "extension_unknown_critical"
-    );
+    assert_eq!(r(&reserved, "c").expect_err("x").code(), "extension_unknown_critical");
     let q = r(&reserved, "o").expect("q");
-    assert_eq!(
-        (q.quarantined.len(), q.notices[0].notice),
-        (1, "reserved_namespace")
-    );
+    assert_eq!((q.quarantined.len(), q.notices[0].notice), (1, "reserved_namespace"));
     // active, matching
-    assert_eq!(
-        r(
-            &registry_with(ns, Criticality::Optional, State::Active),
-            "o"
-        )
-        .expect("ok")
-        .optional,
-        vec![ns]
-    );
+    assert_eq!(r(&registry_with(ns, Criticality::Optional, State::Active), "o").expect("ok").optional, vec![ns]);
     // active, mismatching (both directions)
     assert_eq!(
-        r(
-            &registry_with(ns, Criticality::Optional, State::Active),
-            "c"
-        )
-        .expect_err("x")
-        .code(),
+        r(&registry_with(ns, Criticality::Optional, State::Active), "c").expect_err("x").code(),
         "extension_criticality_conflict"
     );
     assert_eq!(
-        r(
-            &registry_with(ns, Criticality::Critical, State::Active),
-            "o"
-        )
-        .expect_err("x")
-        .code(),
+        r(&registry_with(ns, Criticality::Critical, State::Active), "o").expect_err("x").code(),
         "extension_criticality_conflict"
     );
     // deprecated: supported + notice
-    let d = r(
-        &registry_with(ns, Criticality::Optional, State::Deprecated),
-        "o",
-    )
-    .expect("dep");
-    assert_eq!(
-        (d.optional.len(), d.notices[0].notice),
-        (1, "deprecated_namespace")
-    );
+    let d = r(&registry_with(ns, Criticality::Optional, State::Deprecated), "o").expect("dep");
+    assert_eq!((d.optional.len(), d.notices[0].notice), (1, "deprecated_namespace"));
     // retired
     assert_eq!(
-        r(
-            &registry_with(ns, Criticality::Critical, State::Retired),
-            "c"
-        )
-        .expect_err("x")
-        .code(),
+        r(&registry_with(ns, Criticality::Critical, State::Retired), "c").expect_err("x").code(),
         "extension_retired"
     );
-    let rt = r(
-        &registry_with(ns, Criticality::Optional, State::Retired),
-        "o",
-    )
-    .expect("retained");
-    assert_eq!(
-        (rt.quarantined.len(), rt.notices[0].notice),
-        (1, "retired_namespace")
-    );
+    let rt = r(&registry_with(ns, Criticality::Optional, State::Retired), "o").expect("retained");
+    assert_eq!((rt.quarantined.len(), rt.notices[0].notice), (1, "retired_namespace"));
 }
 
 #[test]
@@ -203,36 +127,22 @@ fn s8_critical_bodies_need_the_registered_schema() {
     let ok = registry::resolve(&ext, &s.registry, &s.schemas).expect("shipped schema");
     assert_eq!(ok.critical, vec!["com.example/federation"]);
     assert_eq!(
-        registry::resolve(&ext, &s.registry, &BTreeMap::new())
-            .expect_err("none")
-            .code(),
+        registry::resolve(&ext, &s.registry, &BTreeMap::new()).expect_err("none").code(),
         "extension_schema_unavailable"
     );
     let mut other = BTreeMap::new();
-    other.insert(
-        "com.example/federation".to_string(),
-        j(r#"{"type":"object"}"#),
-    );
+    other.insert("com.example/federation".to_string(), j(r#"{"type":"object"}"#));
     assert_eq!(
-        registry::resolve(&ext, &s.registry, &other)
-            .expect_err("swap")
-            .code(),
+        registry::resolve(&ext, &s.registry, &other).expect_err("swap").code(),
         "extension_schema_digest_mismatch"
     );
     // the body must validate against the schema
     let bad = j(r#"{"critical":{"com.example/federation":{"issuer":5}},"optional":{}}"#);
-    assert_eq!(
-        registry::resolve(&bad, &s.registry, &s.schemas)
-            .expect_err("body")
-            .code(),
-        "invalid_type"
-    );
+    assert_eq!(registry::resolve(&bad, &s.registry, &s.schemas).expect_err("body").code(), "invalid_type");
     // a registered critical namespace without a published schema digest cannot validate
     let graph = j(r#"{"critical":{"com.example.commerce/graph":{}},"optional":{}}"#);
     assert_eq!(
-        registry::resolve(&graph, &s.registry, &s.schemas)
-            .expect_err("unpublished")
-            .code(),
+        registry::resolve(&graph, &s.registry, &s.schemas).expect_err("unpublished").code(),
         "extension_schema_unavailable"
     );
 }
@@ -240,18 +150,11 @@ fn s8_critical_bodies_need_the_registered_schema() {
 #[test]
 fn s7_payloads_cannot_carry_bounds_or_core_members() {
     let s = Support::this_release();
-    for body in [
-        r#"{"max_cost":5}"#,
-        r#"{"deep":[{"classification_ceiling":"public"}]}"#,
-        r#"{"content_digest":"x"}"#,
-    ] {
-        let ext = j(&format!(
-            r#"{{"critical":{{}},"optional":{{"com.example.z/q":{body}}}}}"#
-        ));
+    for body in [r#"{"max_cost":5}"#, r#"{"deep":[{"classification_ceiling":"public"}]}"#, r#"{"content_digest":"x"}"#]
+    {
+        let ext = j(&format!(r#"{{"critical":{{}},"optional":{{"com.example.z/q":{body}}}}}"#));
         assert_eq!(
-            registry::resolve(&ext, &s.registry, &s.schemas)
-                .expect_err(body)
-                .code(),
+            registry::resolve(&ext, &s.registry, &s.schemas).expect_err(body).code(),
             "extension_payload_forbidden",
             "{body}"
         );
@@ -262,43 +165,26 @@ fn s7_payloads_cannot_carry_bounds_or_core_members() {
 fn s7_same_namespace_on_both_sides_is_a_duplicate() {
     let ns = "com.example.t/ext";
     let reg = registry_with(ns, Criticality::Critical, State::Deprecated);
-    let both = j(&format!(
-        r#"{{"critical":{{"{ns}":{{}}}},"optional":{{"{ns}":{{}}}}}}"#
-    ));
-    assert_eq!(
-        registry::resolve(&both, &reg, &BTreeMap::new())
-            .expect_err("dup")
-            .code(),
-        "extension_duplicate"
-    );
+    let both = j(&format!(r#"{{"critical":{{"{ns}":{{}}}},"optional":{{"{ns}":{{}}}}}}"#));
+    assert_eq!(registry::resolve(&both, &reg, &BTreeMap::new()).expect_err("dup").code(), "extension_duplicate");
     let unregistered = Registry { entries: vec![] };
     assert_eq!(
-        registry::resolve(&both, &unregistered, &BTreeMap::new())
-            .expect_err("dup")
-            .code(),
+        registry::resolve(&both, &unregistered, &BTreeMap::new()).expect_err("dup").code(),
         "extension_duplicate"
     );
     let active = registry_with(ns, Criticality::Critical, State::Active);
     assert_eq!(
-        registry::resolve(&both, &active, &BTreeMap::new())
-            .expect_err("conflict")
-            .code(),
+        registry::resolve(&both, &active, &BTreeMap::new()).expect_err("conflict").code(),
         "extension_criticality_conflict"
     );
     let reg2 = Registry { entries: vec![] };
-    let opt_only = j(&format!(
-        r#"{{"critical":{{}},"optional":{{"{ns}":{{}}}}}}"#
-    ));
+    let opt_only = j(&format!(r#"{{"critical":{{}},"optional":{{"{ns}":{{}}}}}}"#));
     registry::resolve(&opt_only, &reg2, &BTreeMap::new()).expect("single");
 }
 
 #[test]
 fn s8_namespace_form() {
-    for ok in [
-        "com.example.commerce/graph",
-        "com.example/federation",
-        "org.a-b.c/x-1",
-    ] {
+    for ok in ["com.example.commerce/graph", "com.example/federation", "org.a-b.c/x-1"] {
         namespace_check(ok).unwrap_or_else(|_| panic!("{ok}"));
     }
     for bad in [
@@ -316,9 +202,7 @@ fn s8_namespace_form() {
     let s = Support::this_release();
     let ext = j(r#"{"critical":{},"optional":{"https://evil.example/x":{}}}"#);
     assert_eq!(
-        registry::resolve(&ext, &s.registry, &s.schemas)
-            .expect_err("uri")
-            .code(),
+        registry::resolve(&ext, &s.registry, &s.schemas).expect_err("uri").code(),
         "extension_namespace_invalid"
     );
 }
@@ -327,11 +211,8 @@ fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        (-9_007_199_254_740_991i64..=9_007_199_254_740_991)
-            .prop_map(|i| Value::Number(json::Number::Int(i))),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(|f| Value::Number(json::Number::Float(f))),
+        (-9_007_199_254_740_991i64..=9_007_199_254_740_991).prop_map(|i| Value::Number(json::Number::Int(i))),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| Value::Number(json::Number::Float(f))),
         "\\PC{0,8}".prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {

@@ -11,10 +11,7 @@ use blueprint::signature::{self, KeySet};
 use ed25519_dalek::{Signer, SigningKey};
 
 fn hexd(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 fn jwk_x(name: &str) -> [u8; 32] {
@@ -35,33 +32,20 @@ fn s6_jws_vectors_eddsa_attached_and_b64_false_detached_verify() {
         let res = if let Some(c) = vec["compact"].as_str() {
             signature::verify_compact(c, None, &key)
         } else {
-            signature::verify_compact(
-                vec["compact_detached"].as_str().expect("detached"),
-                Some(payload),
-                &key,
-            )
+            signature::verify_compact(vec["compact_detached"].as_str().expect("detached"), Some(payload), &key)
         };
         if hmac {
-            assert_eq!(
-                res.expect_err(name).code(),
-                "signature_algorithm_unsupported",
-                "{name}"
-            );
+            assert_eq!(res.expect_err(name).code(), "signature_algorithm_unsupported", "{name}");
         } else {
             res.unwrap_or_else(|e| panic!("{name}: {e}"));
             // one flipped signature bit fails
-            let c = vec["compact"]
-                .as_str()
-                .or(vec["compact_detached"].as_str())
-                .expect("c");
+            let c = vec["compact"].as_str().or(vec["compact_detached"].as_str()).expect("c");
             let mut sig = b64::decode(c.rsplit('.').next().expect("sig")).expect("sig b64");
             sig[0] ^= 1;
             let tampered = format!("{}.{}", &c[..c.rfind('.').expect("dot")], b64::encode(&sig));
             let det = vec["compact"].is_null().then_some(payload);
             assert_eq!(
-                signature::verify_compact(&tampered, det, &key)
-                    .expect_err("tamper")
-                    .code(),
+                signature::verify_compact(&tampered, det, &key).expect_err("tamper").code(),
                 "signature_not_verified"
             );
         }
@@ -77,9 +61,7 @@ fn s6_b64_false_detached_payload_must_match() {
     let d = &v["vectors"][3];
     let c = d["compact_detached"].as_str().expect("c");
     assert_eq!(
-        signature::verify_compact(c, Some(b"$.03"), &key)
-            .expect_err("payload")
-            .code(),
+        signature::verify_compact(c, Some(b"$.03"), &key).expect_err("payload").code(),
         "signature_not_verified"
     );
 }
@@ -91,14 +73,10 @@ fn s6_small_order_keys_are_refused() {
         k[0] = 1;
         k
     };
-    let order2: [u8; 32] = hexd("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")
-        .try_into()
-        .expect("32");
+    let order2: [u8; 32] =
+        hexd("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f").try_into().expect("32");
     for k in [identity, order2] {
-        assert_eq!(
-            signature::verifying_key(&k, "k").expect_err("weak").code(),
-            "signature_key_unsupported"
-        );
+        assert_eq!(signature::verifying_key(&k, "k").expect_err("weak").code(), "signature_key_unsupported");
     }
 }
 
@@ -109,12 +87,8 @@ fn s6_speccheck_edge_cases_only_the_strict_accept_set_passes() {
     let mut accepted = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let msg = hexd(c["message"].as_str().expect("m"));
-        let key: [u8; 32] = hexd(c["pub_key"].as_str().expect("k"))
-            .try_into()
-            .expect("32");
-        let sig: [u8; 64] = hexd(c["signature"].as_str().expect("s"))
-            .try_into()
-            .expect("64");
+        let key: [u8; 32] = hexd(c["pub_key"].as_str().expect("k")).try_into().expect("32");
+        let sig: [u8; 64] = hexd(c["signature"].as_str().expect("s")).try_into().expect("64");
         if signature::verify_bytes(&msg, &sig, &key, "k").is_ok() {
             accepted.push(i);
         }
@@ -124,16 +98,12 @@ fn s6_speccheck_edge_cases_only_the_strict_accept_set_passes() {
 }
 
 fn golden(name: &str) -> Vec<u8> {
-    std::fs::read(testkit::interop(&format!(
-        "agent-blueprint-protocol/vectors/{name}"
-    )))
-    .expect("golden")
+    std::fs::read(testkit::interop(&format!("agent-blueprint-protocol/vectors/{name}"))).expect("golden")
 }
 
 #[test]
 fn s6_golden_signature_without_a_supplied_key_is_key_unsupported_evidence() {
-    let a = artifact::decode_blueprint(&golden("blueprint-golden.json"), &Limits::default())
-        .expect("decode");
+    let a = artifact::decode_blueprint(&golden("blueprint-golden.json"), &Limits::default()).expect("decode");
     let sigs = a.get("signatures").and_then(Value::as_array).expect("sigs");
     let checks = signature::verify_all(sigs, "blueprint", &a.digest, &KeySet::new());
     assert_eq!(checks.len(), 1);
@@ -180,37 +150,23 @@ fn s6_signature_binds_digest_purpose_and_key() {
     sign(Kind::Blueprint, &mut v, &sk, "k1", "blueprint");
     let bytes = canon::canonical_bytes(&v).expect("bytes");
     let a = artifact::decode_blueprint(&bytes, &Limits::default()).expect("decode signed");
-    let sigs = a
-        .get("signatures")
-        .and_then(Value::as_array)
-        .expect("sigs")
-        .to_vec();
+    let sigs = a.get("signatures").and_then(Value::as_array).expect("sigs").to_vec();
     let ok = signature::verify_all(&sigs, "blueprint", &a.digest, &keys);
     assert!(ok[0].verified, "{ok:?}");
     // lifted onto another purpose
     let lifted = signature::verify_all(&sigs, "deployment", &a.digest, &keys);
     assert_eq!(lifted[0].code.as_deref(), Some("signature_not_verified"));
     // lifted onto another artifact digest
-    let other =
-        blueprint::digest::Tagged::compute(blueprint::digest::Domain::BlueprintContent, b"other");
+    let other = blueprint::digest::Tagged::compute(blueprint::digest::Domain::BlueprintContent, b"other");
     assert_eq!(
-        signature::verify_all(&sigs, "blueprint", &other, &keys)[0]
-            .code
-            .as_deref(),
+        signature::verify_all(&sigs, "blueprint", &other, &keys)[0].code.as_deref(),
         Some("signature_not_verified")
     );
     // a different key under the same kid
     let mut wrong = KeySet::new();
-    wrong.insert(
-        "k1",
-        SigningKey::from_bytes(&[8u8; 32])
-            .verifying_key()
-            .to_bytes(),
-    );
+    wrong.insert("k1", SigningKey::from_bytes(&[8u8; 32]).verifying_key().to_bytes());
     assert_eq!(
-        signature::verify_all(&sigs, "blueprint", &a.digest, &wrong)[0]
-            .code
-            .as_deref(),
+        signature::verify_all(&sigs, "blueprint", &a.digest, &wrong)[0].code.as_deref(),
         Some("signature_not_verified")
     );
 }
@@ -218,10 +174,7 @@ fn s6_signature_binds_digest_purpose_and_key() {
 #[test]
 fn s6_private_key_material_in_a_keys_file_is_refused() {
     let jwks = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}]}"#;
-    assert_eq!(
-        KeySet::from_json(jwks).expect_err("d").code(),
-        "signature_key_unsupported"
-    );
+    assert_eq!(KeySet::from_json(jwks).expect_err("d").code(), "signature_key_unsupported");
     let ok = br#"{"k":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
     assert_eq!(KeySet::from_json(ok).expect("map").ids().count(), 1);
 }

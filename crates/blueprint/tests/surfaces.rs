@@ -18,8 +18,7 @@ fn j(t: &str) -> Value {
 }
 
 fn file(cases: &str) -> Vec<u8> {
-    format!(r#"{{"format":"agent-blueprint-protocol-conformance-cases","cases":[{cases}]}}"#)
-        .into_bytes()
+    format!(r#"{{"format":"agent-blueprint-protocol-conformance-cases","cases":[{cases}]}}"#).into_bytes()
 }
 
 const OK_CASE: &str = r#"{"class":"valid","id":"ok-1","surface":"portability.scan","input":{"text":"{\"kind\":\"ordinary\"}"},"expected":{"verdict":"valid","clean":true}}"#;
@@ -30,15 +29,10 @@ fn s15_unknown_surface_fails_its_file_only() {
         ("a.json".to_string(), file(OK_CASE)),
         (
             "b.json".to_string(),
-            file(
-                r#"{"class":"valid","id":"x-1","surface":"no.such","input":{},"expected":{"verdict":"valid","x":1}}"#,
-            ),
+            file(r#"{"class":"valid","id":"x-1","surface":"no.such","input":{},"expected":{"verdict":"valid","x":1}}"#),
         ),
         ("c.json".to_string(), b"not json".to_vec()),
-        (
-            "d.json".to_string(),
-            file(OK_CASE.replace("ok-1", "ok-2").as_str()),
-        ),
+        ("d.json".to_string(), file(OK_CASE.replace("ok-1", "ok-2").as_str())),
     ];
     let r = run_files(&files).expect("a run with bad files still reports");
     assert_eq!((r.passed, r.failed, r.files_run), (2, 0, 2));
@@ -84,10 +78,7 @@ fn s15_report_counts_per_surface_and_per_class() {
     assert_eq!(r.surfaces["schema.validate_instance"], t(1, 0));
     assert_eq!(r.classes["valid"], t(2, 0));
     assert_eq!(r.classes["forbidden_portable_value"], t(1, 1));
-    assert_eq!(
-        r.matrix["portability.scan"]["forbidden_portable_value"],
-        t(1, 1)
-    );
+    assert_eq!(r.matrix["portability.scan"]["forbidden_portable_value"], t(1, 1));
     let json = serde_json::to_value(&r).expect("serialize");
     assert_eq!(json["surfaces"]["portability.scan"]["failed"], 1);
 }
@@ -96,95 +87,33 @@ fn s15_report_counts_per_surface_and_per_class() {
 fn s15_run_corpus_dir_verifies_the_own_corpus_and_reports_its_digest() {
     let dir = testkit::conformance("blueprint");
     let r = conformance::run_corpus_dir(&dir).expect("own corpus");
-    assert!(
-        r.green,
-        "{:?}",
-        r.results.iter().filter(|x| !x.passed).collect::<Vec<_>>()
-    );
+    assert!(r.green, "{:?}", r.results.iter().filter(|x| !x.passed).collect::<Vec<_>>());
     assert!(r.missing_surfaces.is_empty());
     let index: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index"))
-            .expect("json");
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index")).expect("json");
     assert_eq!(r.corpus_digest.as_deref(), index["corpus_digest"].as_str());
     // a plain folder of case files runs without an index
-    let interop = conformance::run_corpus_dir(&testkit::interop("agent-blueprint-protocol/cases"))
-        .expect("interop");
+    let interop = conformance::run_corpus_dir(&testkit::interop("agent-blueprint-protocol/cases")).expect("interop");
     assert_eq!((interop.passed, interop.corpus_digest), (68, None));
     // an unreadable path is refused, typed
-    let e =
-        conformance::run_corpus_dir(std::path::Path::new("/no/such/corpus")).expect_err("absent");
+    let e = conformance::run_corpus_dir(std::path::Path::new("/no/such/corpus")).expect_err("absent");
     assert_eq!(e.code(), "corpus_file_set_mismatch");
 }
 
 #[test]
 fn s12_schema_validate_instance_emits_the_schema_codes() {
     let cases: &[(&str, &str, Option<&str>, &str)] = &[
-        (
-            r#"{"type":"array","maxItems":2}"#,
-            "[1,2,3]",
-            None,
-            "invalid_cardinality",
-        ),
-        (
-            r#"{"type":"array","minItems":1}"#,
-            "[]",
-            None,
-            "invalid_cardinality",
-        ),
-        (
-            r#"{"type":"integer","minimum":10}"#,
-            "5",
-            None,
-            "invalid_constraint",
-        ),
-        (
-            r#"{"type":"object","additionalProperties":false,"properties":{}}"#,
-            "5",
-            None,
-            "invalid_type",
-        ),
-        (
-            r#"{"type":"string","format":"email"}"#,
-            "\"a\"",
-            None,
-            "schema_keyword_not_allowed",
-        ),
-        (
-            r#"{"type":"integer","maximum":"9"}"#,
-            "1",
-            None,
-            "schema_keyword_value_invalid",
-        ),
-        (
-            r##"{"$ref":"#/$defs/none"}"##,
-            "1",
-            None,
-            "schema_ref_unresolvable",
-        ),
-        (
-            r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##,
-            "1",
-            None,
-            "schema_ref_cycle",
-        ),
-        (
-            r#"{"properties":{"a":3}}"#,
-            "{}",
-            None,
-            "schema_invalid_shape",
-        ),
-        (
-            r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#,
-            "1",
-            None,
-            "schema_dialect_unknown",
-        ),
-        (
-            r#"{"type":"integer"}"#,
-            "1",
-            Some("http://json-schema.org/draft-07/schema#"),
-            "schema_dialect_unknown",
-        ),
+        (r#"{"type":"array","maxItems":2}"#, "[1,2,3]", None, "invalid_cardinality"),
+        (r#"{"type":"array","minItems":1}"#, "[]", None, "invalid_cardinality"),
+        (r#"{"type":"integer","minimum":10}"#, "5", None, "invalid_constraint"),
+        (r#"{"type":"object","additionalProperties":false,"properties":{}}"#, "5", None, "invalid_type"),
+        (r#"{"type":"string","format":"email"}"#, "\"a\"", None, "schema_keyword_not_allowed"),
+        (r#"{"type":"integer","maximum":"9"}"#, "1", None, "schema_keyword_value_invalid"),
+        (r##"{"$ref":"#/$defs/none"}"##, "1", None, "schema_ref_unresolvable"),
+        (r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##, "1", None, "schema_ref_cycle"),
+        (r#"{"properties":{"a":3}}"#, "{}", None, "schema_invalid_shape"),
+        (r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#, "1", None, "schema_dialect_unknown"),
+        (r#"{"type":"integer"}"#, "1", Some("http://json-schema.org/draft-07/schema#"), "schema_dialect_unknown"),
     ];
     for (s, i, d, code) in cases {
         let e = schema::validate_instance(&j(s), &j(i), *d).expect_err(s);
@@ -197,26 +126,11 @@ fn s12_schema_validate_instance_emits_the_schema_codes() {
     )
     .expect("valid");
     // the complexity ceiling: one subschema past the maximum
-    let props: Vec<String> = (0..schema::MAX_SUBSCHEMAS)
-        .map(|i| format!(r#""p{i}":{{"type":"integer"}}"#))
-        .collect();
-    let big = j(&format!(
-        r#"{{"type":"object","properties":{{{}}}}}"#,
-        props.join(",")
-    ));
-    assert_eq!(
-        schema::validate_instance(&big, &j("{}"), None)
-            .expect_err("big")
-            .code(),
-        "schema_complexity_exceeded"
-    );
-    let fits: Vec<String> = (0..schema::MAX_SUBSCHEMAS - 1)
-        .map(|i| format!(r#""p{i}":true"#))
-        .collect();
-    let fits = j(&format!(
-        r#"{{"type":"object","properties":{{{}}}}}"#,
-        fits.join(",")
-    ));
+    let props: Vec<String> = (0..schema::MAX_SUBSCHEMAS).map(|i| format!(r#""p{i}":{{"type":"integer"}}"#)).collect();
+    let big = j(&format!(r#"{{"type":"object","properties":{{{}}}}}"#, props.join(",")));
+    assert_eq!(schema::validate_instance(&big, &j("{}"), None).expect_err("big").code(), "schema_complexity_exceeded");
+    let fits: Vec<String> = (0..schema::MAX_SUBSCHEMAS - 1).map(|i| format!(r#""p{i}":true"#)).collect();
+    let fits = j(&format!(r#"{{"type":"object","properties":{{{}}}}}"#, fits.join(",")));
     schema::validate_instance(&fits, &j("{}"), None).expect("exactly the maximum");
 }
 
@@ -233,11 +147,7 @@ fn s14_portability_scan_denies_at_any_depth_with_name_spelling_normalized() {
         (r#"{"a":[[["-----BEGIN PRIVATE KEY-----"]]]}"#, "/a/0/0/0"),
     ] {
         let e = scan(t).expect_err(t);
-        assert_eq!(
-            (e.code().as_str(), e.subject()),
-            ("forbidden_portable_value", at),
-            "{t}"
-        );
+        assert_eq!((e.code().as_str(), e.subject()), ("forbidden_portable_value", at), "{t}");
     }
 }
 
@@ -245,9 +155,7 @@ fn entry(sk: &SigningKey, kid: &str, purpose: &str) -> Value {
     let attrs = j(&format!(
         r#"{{"algorithm":"Ed25519","content_digest":"sha-256:lSNm0cD67wEL0uy3EFDCBe3TA5FzvO6iCL0W0Db8HMo","created_at":"2026-08-23T00:00:00Z","key_id":"{kid}","purpose":"{purpose}"}}"#
     ));
-    let prot = j(&format!(
-        r#"{{"alg":"EdDSA","b64":false,"crit":["b64"],"kid":"{kid}"}}"#
-    ));
+    let prot = j(&format!(r#"{{"alg":"EdDSA","b64":false,"crit":["b64"],"kid":"{kid}"}}"#));
     let mut input = b64::encode(&canon::canonical_bytes(&prot).expect("c")).into_bytes();
     input.push(b'.');
     input.extend(canon::canonical_bytes(&attrs).expect("a"));
@@ -262,91 +170,44 @@ fn entry(sk: &SigningKey, kid: &str, purpose: &str) -> Value {
 #[test]
 fn s10_signature_verify_over_an_entry_and_a_key_list() {
     let sk = SigningKey::from_bytes(&[9; 32]);
-    let list = j(&format!(
-        r#"[{{"key_id":"k1","key":"{}"}}]"#,
-        b64::encode(&sk.verifying_key().to_bytes())
-    ));
+    let list = j(&format!(r#"[{{"key_id":"k1","key":"{}"}}]"#, b64::encode(&sk.verifying_key().to_bytes())));
     let keys = KeySet::from_list(&list, "keys").expect("keys");
     // the JWS signing input is BASE64URL(JCS(protected)) "." JCS(signed_attributes)
     let e = entry(&sk, "k1", "deployment");
     signature::verify_signature(&e, &keys).expect("verified");
-    let code = |v: &Value, k: &KeySet| {
-        signature::verify_signature(v, k)
-            .expect_err("refused")
-            .code()
-    };
-    assert_eq!(
-        code(&entry(&sk, "k2", "deployment"), &keys),
-        "signature_key_unsupported"
-    );
+    let code = |v: &Value, k: &KeySet| signature::verify_signature(v, k).expect_err("refused").code();
+    assert_eq!(code(&entry(&sk, "k2", "deployment"), &keys), "signature_key_unsupported");
     assert_eq!(code(&e, &KeySet::new()), "signature_key_unsupported");
     let other = SigningKey::from_bytes(&[10; 32]);
-    assert_eq!(
-        code(&entry(&other, "k1", "deployment"), &keys),
-        "signature_not_verified"
-    );
+    assert_eq!(code(&entry(&other, "k1", "deployment"), &keys), "signature_not_verified");
     let edit = |from: &str, to: &str| j(&canon::canonical_string(&e).expect("s").replace(from, to));
+    assert_eq!(code(&edit(r#","crit":["b64"]"#, ""), &keys), "signature_malformed");
+    assert_eq!(code(&edit(r#""alg":"EdDSA""#, r#""alg":"ES256""#), &keys), "signature_algorithm_unsupported");
     assert_eq!(
-        code(&edit(r#","crit":["b64"]"#, ""), &keys),
-        "signature_malformed"
-    );
-    assert_eq!(
-        code(&edit(r#""alg":"EdDSA""#, r#""alg":"ES256""#), &keys),
+        code(&edit(r#""algorithm":"Ed25519""#, r#""algorithm":"Ed448""#), &keys),
         "signature_algorithm_unsupported"
     );
-    assert_eq!(
-        code(
-            &edit(r#""algorithm":"Ed25519""#, r#""algorithm":"Ed448""#),
-            &keys
-        ),
-        "signature_algorithm_unsupported"
-    );
-    assert_eq!(
-        code(
-            &edit(r#""purpose":"deployment""#, r#""purpose":"anything""#),
-            &keys
-        ),
-        "signature_malformed"
-    );
-    assert_eq!(
-        code(&edit("2026-08-23T00:00:00Z", "2026-08-23"), &keys),
-        "signature_malformed"
-    );
-    assert_eq!(
-        code(&edit(r#""signature":""#, r#""signature":"!!"#), &keys),
-        "signature_malformed"
-    );
-    assert_eq!(
-        code(&edit(r#""protected":"#, r#""extra":1,"protected":"#), &keys),
-        "signature_malformed"
-    );
+    assert_eq!(code(&edit(r#""purpose":"deployment""#, r#""purpose":"anything""#), &keys), "signature_malformed");
+    assert_eq!(code(&edit("2026-08-23T00:00:00Z", "2026-08-23"), &keys), "signature_malformed");
+    assert_eq!(code(&edit(r#""signature":""#, r#""signature":"!!"#), &keys), "signature_malformed");
+    assert_eq!(code(&edit(r#""protected":"#, r#""extra":1,"protected":"#), &keys), "signature_malformed");
     // a signature over the §6 "separator, zero byte" payload does not verify
     // (the corpus signatures are over JCS(signed_attributes) alone)
     let attrs = e.get("signed_attributes").expect("a");
-    let mut input =
-        b64::encode(&canon::canonical_bytes(e.get("protected").expect("p")).expect("c"))
-            .into_bytes();
+    let mut input = b64::encode(&canon::canonical_bytes(e.get("protected").expect("p")).expect("c")).into_bytes();
     input.push(b'.');
     input.extend(b"agent-blueprint-protocol/signature\0");
     input.extend(canon::canonical_bytes(attrs).expect("a"));
-    let sep = canon::canonical_string(&e).expect("s").replace(
-        e.get("signature").and_then(Value::as_str).expect("sig"),
-        &b64::encode(&sk.sign(&input).to_bytes()),
-    );
+    let sep = canon::canonical_string(&e)
+        .expect("s")
+        .replace(e.get("signature").and_then(Value::as_str).expect("sig"), &b64::encode(&sk.sign(&input).to_bytes()));
     assert_eq!(code(&j(&sep), &keys), "signature_not_verified");
     // a malformed key list is a typed refusal
     assert_eq!(
-        KeySet::from_list(&j(r#"[{"key_id":"k1","key":"AAAA"}]"#), "keys")
-            .expect_err("short")
-            .code(),
+        KeySet::from_list(&j(r#"[{"key_id":"k1","key":"AAAA"}]"#), "keys").expect_err("short").code(),
         "invalid_type"
     );
-    assert_eq!(
-        KeySet::from_list(&j(r#"{"k1":"x"}"#), "keys")
-            .expect_err("map")
-            .code(),
-        "invalid_type"
-    );
+    assert_eq!(KeySet::from_list(&j(r#"{"k1":"x"}"#), "keys").expect_err("map").code(), "invalid_type");
 }
 
 #[test]
@@ -361,30 +222,19 @@ fn s10_compatibility_verify_matches_observed_identities_exactly() {
     };
     let obs = |items: &[String]| j(&format!("[{}]", items.join(",")));
     let run = |o: &Value| compat::verify_observed(&dep, o.as_array().expect("a"));
-    assert_eq!(
-        run(&obs(&[id("0.1.0"), id("9.9.9")])).expect("exact").len(),
-        1
-    );
+    assert_eq!(run(&obs(&[id("0.1.0"), id("9.9.9")])).expect("exact").len(), 1);
     for (o, code) in [
         (obs(&[id("~> 1")]), "compatibility_identity_inexact"),
         (obs(&[id("0.1.1")]), "compatibility_entry_missing"),
         (obs(&[]), "compatibility_entry_missing"),
-        (
-            obs(&[id("0.1.0"), id("0.1.0")]),
-            "compatibility_duplicate_entry",
-        ),
+        (obs(&[id("0.1.0"), id("0.1.0")]), "compatibility_duplicate_entry"),
         (j(r#"[{"kind":"package"}]"#), "invalid_type"),
         (j("[1]"), "invalid_type"),
     ] {
         assert_eq!(run(&o).expect_err(code).code(), code);
     }
     let empty = j(r#"{"build_identities":[]}"#);
-    assert_eq!(
-        compat::verify_observed(&empty, &[])
-            .expect_err("empty")
-            .code(),
-        "invalid_cardinality"
-    );
+    assert_eq!(compat::verify_observed(&empty, &[]).expect_err("empty").code(), "invalid_cardinality");
 }
 
 #[test]
@@ -392,40 +242,20 @@ fn s8_host_supplied_schema_registry_checks_digests() {
     let fed_schema = j(registry::FEDERATION_SCHEMA);
     let compiled = registry::compiled();
     let mut schemas = SchemaRegistry::new();
-    let d = schemas
-        .register(&compiled, "com.example/federation", fed_schema.clone())
-        .expect("shipped schema");
+    let d = schemas.register(&compiled, "com.example/federation", fed_schema.clone()).expect("shipped schema");
+    assert_eq!(Some(d), compiled.get("com.example/federation").and_then(|e| e.schema_digest));
     assert_eq!(
-        Some(d),
-        compiled
-            .get("com.example/federation")
-            .and_then(|e| e.schema_digest)
-    );
-    assert_eq!(
-        schemas
-            .register(
-                &compiled,
-                "com.example/federation",
-                j(r#"{"type":"array"}"#)
-            )
-            .expect_err("swap")
-            .code(),
+        schemas.register(&compiled, "com.example/federation", j(r#"{"type":"array"}"#)).expect_err("swap").code(),
         "extension_schema_digest_mismatch"
     );
     // a registered critical namespace whose registry entry publishes no schema
     let graph = j(r#"{"type":"object","properties":{"nodes":{"type":"array"}}}"#);
     assert_eq!(
-        schemas
-            .register(&compiled, "com.example.commerce/graph", graph.clone())
-            .expect_err("none")
-            .code(),
+        schemas.register(&compiled, "com.example.commerce/graph", graph.clone()).expect_err("none").code(),
         "extension_schema_unavailable"
     );
     assert_eq!(
-        schemas
-            .register(&compiled, "com.example/unregistered", graph.clone())
-            .expect_err("unregistered")
-            .code(),
+        schemas.register(&compiled, "com.example/unregistered", graph.clone()).expect_err("unregistered").code(),
         "extension_schema_unavailable"
     );
     // the host governs it: its support entry declares the digest, its schema registry supplies the schema
@@ -434,28 +264,18 @@ fn s8_host_supplied_schema_registry_checks_digests() {
         r#"{{"com.example.commerce/graph":{{"criticality":"critical","state":"active","schema_digest":"{gd}"}}}}"#
     )))
     .expect("host registry");
-    schemas
-        .register(&host, "com.example.commerce/graph", graph.clone())
-        .expect("host-governed schema");
+    schemas.register(&host, "com.example.commerce/graph", graph.clone()).expect("host-governed schema");
     let ext = j(r#"{"critical":{"com.example.commerce/graph":{"nodes":[]}},"optional":{}}"#);
     let r = registry::resolve(&ext, &host, schemas.as_map()).expect("critical body validates");
     assert_eq!(r.critical, vec!["com.example.commerce/graph".to_string()]);
     let bad = j(r#"{"critical":{"com.example.commerce/graph":{"nodes":{}}},"optional":{}}"#);
-    assert_eq!(
-        registry::resolve(&bad, &host, schemas.as_map())
-            .expect_err("body")
-            .code(),
-        "invalid_type"
-    );
+    assert_eq!(registry::resolve(&bad, &host, schemas.as_map()).expect_err("body").code(), "invalid_type");
     // without the host's digest the same body is refused
-    let bare = Registry::from_support(&j(
-        r#"{"com.example.commerce/graph":{"criticality":"critical","state":"active"}}"#,
-    ))
-    .expect("r");
+    let bare =
+        Registry::from_support(&j(r#"{"com.example.commerce/graph":{"criticality":"critical","state":"active"}}"#))
+            .expect("r");
     assert_eq!(
-        registry::resolve(&ext, &bare, schemas.as_map())
-            .expect_err("no digest")
-            .code(),
+        registry::resolve(&ext, &bare, schemas.as_map()).expect_err("no digest").code(),
         "extension_schema_unavailable"
     );
     // a host cannot rebind a compiled-in schema digest

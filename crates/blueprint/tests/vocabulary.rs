@@ -15,12 +15,7 @@ fn sources() -> Vec<(String, String)> {
         .expect("src")
         .map(|e| e.expect("e").path())
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| {
-            (
-                p.file_name().expect("n").to_string_lossy().into_owned(),
-                std::fs::read_to_string(&p).expect("read"),
-            )
-        })
+        .map(|p| (p.file_name().expect("n").to_string_lossy().into_owned(), std::fs::read_to_string(&p).expect("read")))
         .collect();
     out.sort();
     out
@@ -31,10 +26,7 @@ fn idents_after(text: &str, prefix: &str) -> BTreeSet<String> {
     let mut rest = text;
     while let Some(i) = rest.find(prefix) {
         rest = &rest[i + prefix.len()..];
-        let id: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
+        let id: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
         if !id.is_empty() {
             out.insert(id);
         }
@@ -65,23 +57,13 @@ fn s12_every_code_has_an_emission_site_and_every_emission_is_declared() {
         if name == "error.rs" {
             continue;
         }
-        emitted.extend(
-            idents_after(&text, "Code::")
-                .into_iter()
-                .filter(|i| i != "parse" && i != "ALL"),
-        );
+        emitted.extend(idents_after(&text, "Code::").into_iter().filter(|i| i != "parse" && i != "ALL"));
     }
     let declared: BTreeSet<String> = Code::ALL.iter().map(|c| variant_name(*c)).collect();
     let unreachable: Vec<&String> = declared.difference(&emitted).collect();
     let undeclared: Vec<&String> = emitted.difference(&declared).collect();
-    assert!(
-        unreachable.is_empty(),
-        "codes no path can emit: {unreachable:?}"
-    );
-    assert!(
-        undeclared.is_empty(),
-        "emissions outside the vocabulary: {undeclared:?}"
-    );
+    assert!(unreachable.is_empty(), "codes no path can emit: {unreachable:?}");
+    assert!(undeclared.is_empty(), "emissions outside the vocabulary: {undeclared:?}");
 }
 
 #[test]
@@ -97,23 +79,14 @@ fn s12_every_ceiling_of_the_family_is_emitted() {
         }
     }
     let all: BTreeSet<String> = Limit::ALL.iter().map(|l| format!("{l:?}")).collect();
-    assert_eq!(
-        emitted, all,
-        "each decoder limit has its own emission in the decoder"
-    );
+    assert_eq!(emitted, all, "each decoder limit has its own emission in the decoder");
 }
 
 #[test]
 fn s12_no_authorization_vocabulary_in_any_identifier() {
     for (name, text) in sources() {
         let lower = text.to_ascii_lowercase();
-        for word in [
-            "unauthorized",
-            "authorized",
-            "authorize(",
-            "permit(",
-            "allow_access",
-        ] {
+        for word in ["unauthorized", "authorized", "authorize(", "permit(", "allow_access"] {
             assert!(!lower.contains(word), "{name} contains {word:?}");
         }
     }

@@ -10,7 +10,11 @@ mod cmd;
 mod out;
 
 #[derive(Debug, Parser)]
-#[command(name = "jcp", version, about = "JCP Console, headless: grants, decisions, receipts, audits, meters, blueprints, intents")]
+#[command(
+    name = "jcp",
+    version,
+    about = "JCP Console, headless: grants, decisions, receipts, audits, meters, blueprints, intents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

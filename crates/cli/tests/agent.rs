@@ -105,7 +105,9 @@ impl Proc {
     fn line(&self) -> String {
         match self.lines.recv_timeout(WAIT) {
             Ok(l) => l,
-            Err(RecvTimeoutError::Timeout) => panic!("{}: no output line within {WAIT:?}; stderr: {}", self.name, self.stderr()),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("{}: no output line within {WAIT:?}; stderr: {}", self.name, self.stderr())
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(Duration::from_millis(200));
                 panic!("{}: stdout closed; stderr: {}", self.name, self.stderr())
@@ -164,7 +166,11 @@ impl Drop for Proc {
 /// once it says it is listening, with the address.
 fn serve(dir: &Path) -> (Proc, String) {
     let addr = format!("unix:{}", dir.join("s.sock").display());
-    let p = Proc::spawn(dir, "jcp serve", &["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let p = Proc::spawn(
+        dir,
+        "jcp serve",
+        &["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"],
+    );
     let deadline = Instant::now() + WAIT;
     loop {
         assert!(Instant::now() < deadline, "jcp serve did not start: {}", p.stderr());
@@ -176,8 +182,21 @@ fn serve(dir: &Path) -> (Proc, String) {
 
 fn agent(dir: &Path, addr: &str, extra: &[&str]) -> Proc {
     let mut args = vec![
-        "agent", "demo", "--connect", addr, "--run", "r.jcprun", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "100",
-        "--interval-ms", "40", "--json",
+        "agent",
+        "demo",
+        "--connect",
+        addr,
+        "--run",
+        "r.jcprun",
+        "--key",
+        "agent.key",
+        "--chain",
+        "root.jcp",
+        "--cost-uj",
+        "100",
+        "--interval-ms",
+        "40",
+        "--json",
     ];
     args.extend_from_slice(extra);
     if !extra.contains(&"--wait-timeout-s") {
@@ -194,8 +213,10 @@ fn is(e: &Value, event: &str) -> bool {
 /// the files `jcp feed amend` takes.
 fn export_steering(dir: &Path, run: &str) {
     let run = Run::read(&dir.join(run)).unwrap();
-    let cp = run.records().iter().rev().find_map(|r| if let Record::Checkpoint(c) = r { Some(c.to_bytes()) } else { None });
-    let am = run.records().iter().rev().find_map(|r| if let Record::Amendment(a) = r { Some(a.to_bytes()) } else { None });
+    let cp =
+        run.records().iter().rev().find_map(|r| if let Record::Checkpoint(c) = r { Some(c.to_bytes()) } else { None });
+    let am =
+        run.records().iter().rev().find_map(|r| if let Record::Amendment(a) = r { Some(a.to_bytes()) } else { None });
     std::fs::write(dir.join("cp.jcp"), cp.unwrap()).unwrap();
     std::fs::write(dir.join("am.jcp"), am.unwrap()).unwrap();
 }
@@ -241,7 +262,11 @@ fn c21_agent_stops_on_revocation() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["receipts"]["verified"], decisions.len(), "{v}");
     assert_eq!(v["receipts"]["wire_requests"], decisions.len(), "{v}");
-    assert_eq!((v["receipts"]["allows"].as_u64(), v["receipts"]["denies"].as_u64()), (Some(allowed.len() as u64), Some(1)), "{v}");
+    assert_eq!(
+        (v["receipts"]["allows"].as_u64(), v["receipts"]["denies"].as_u64()),
+        (Some(allowed.len() as u64), Some(1)),
+        "{v}"
+    );
     assert_eq!(v["receipts"]["deny_reasons"]["revoked"], 1, "{v}");
     assert_eq!(v["receipts"]["revocation_notices"], 1, "{v}");
     // The agent settled every allow it was given (§4.11): nothing unresolved.
@@ -271,13 +296,43 @@ fn c21_agent_continues_under_amended_ceiling() {
     assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("steer-above-remainder"));
     // The steward amends: 200 µJ for the rest of the run.
-    let out = ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "200", "--continuation-out", "cont.jcp", "--json"]);
+    let out = ok(
+        d,
+        &[
+            "run",
+            "amend",
+            "--run",
+            "r.jcprun",
+            "--key",
+            "issuer.key",
+            "--budget-uj",
+            "200",
+            "--continuation-out",
+            "cont.jcp",
+            "--json",
+        ],
+    );
     let amended: Value = serde_json::from_str(&out).unwrap();
     let cont = amended["continuation"].as_str().unwrap().to_owned();
     export_steering(d, "r.jcprun");
-    let fed = ok(d, &[
-        "feed", "amend", "--connect", &addr, "--steered", "root.jcp", "--checkpoint", "cp.jcp", "--amendment", "am.jcp", "--continuation", "cont.jcp", "--json",
-    ]);
+    let fed = ok(
+        d,
+        &[
+            "feed",
+            "amend",
+            "--connect",
+            &addr,
+            "--steered",
+            "root.jcp",
+            "--checkpoint",
+            "cp.jcp",
+            "--amendment",
+            "am.jcp",
+            "--continuation",
+            "cont.jcp",
+            "--json",
+        ],
+    );
     let fed: Value = serde_json::from_str(&fed).unwrap();
     assert_eq!(fed["admitted"], true, "{fed}");
     // The agent verifies the amendment and continues under the continuation.
@@ -310,7 +365,11 @@ fn c21_agent_continues_under_amended_ceiling() {
     // continuation with the spend its run declared, and is stopped at once.
     let mut ag2 = agent(d, &addr, &["--checkpoint-every", "3"]);
     let started = ag2.event();
-    assert_eq!((started["grant"].as_str(), started["spent_uj"].as_u64()), (Some(cont.as_str()), Some(300)), "{started}");
+    assert_eq!(
+        (started["grant"].as_str(), started["spent_uj"].as_u64()),
+        (Some(cont.as_str()), Some(300)),
+        "{started}"
+    );
     let rest = ag2.until(|e| is(e, "stopped"));
     assert_eq!(rest.last().unwrap()["why"], "budget-exhausted", "{rest:?}");
     assert_eq!(ag2.wait().code(), Some(1));
@@ -328,14 +387,47 @@ fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
     // The steward steers a copy of the run the agent never sees.
     std::fs::copy(d.join("r.jcprun"), d.join("steer.jcprun")).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().to_string();
-    ok(d, &["run", "checkpoint", "--run", "steer.jcprun", "--key", "agent.key", "--state", "text:x", "--at", &now, "--spent-uj", "200"]);
-    ok(d, &["run", "amend", "--run", "steer.jcprun", "--key", "issuer.key", "--budget-uj", "1000", "--continuation-out", "cont.jcp"]);
+    ok(
+        d,
+        &[
+            "run",
+            "checkpoint",
+            "--run",
+            "steer.jcprun",
+            "--key",
+            "agent.key",
+            "--state",
+            "text:x",
+            "--at",
+            &now,
+            "--spent-uj",
+            "200",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "run",
+            "amend",
+            "--run",
+            "steer.jcprun",
+            "--key",
+            "issuer.key",
+            "--budget-uj",
+            "1000",
+            "--continuation-out",
+            "cont.jcp",
+        ],
+    );
     // Straight from the run file: its latest amendment and what it steers.
     ok(d, &["feed", "amend", "--connect", &addr, "--run", "steer.jcprun"]);
     let rest = ag.until(|e| is(e, "stopped"));
     let stopped = rest.last().unwrap();
     assert_eq!(stopped["why"], "superseded", "{rest:?}");
-    assert_eq!(stopped["message"], format!("stopped: grant {root} superseded, no continuation in the run file r.jcprun"));
+    assert_eq!(
+        stopped["message"],
+        format!("stopped: grant {root} superseded, no continuation in the run file r.jcprun")
+    );
     assert_eq!(rest.iter().rev().nth(1).unwrap()["reason"], "superseded");
     assert_eq!(ag.wait().code(), Some(1));
 }
@@ -372,14 +464,33 @@ fn c21_agent_waiting_at_a_checkpoint_stops_on_a_revocation_beside_the_run() {
     // A revocation by someone other than the issuer is ignored ...
     std::fs::create_dir_all(d.join("r.jcprun.revocations")).unwrap();
     ok(d, &["key", "new", "--out", "other.key", "--seed", &"05".repeat(32)]);
-    let forged = jcp(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "r.jcprun.revocations/forged.jcp"]);
+    let forged = jcp(
+        d,
+        &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "r.jcprun.revocations/forged.jcp"],
+    );
     assert!(!forged.status.success(), "the CLI refuses to sign a revocation by a non-issuer");
     std::fs::write(d.join("r.jcprun.revocations/junk.jcp"), b"not a revocation").unwrap();
     // ... the issuer's, written where the console writes it, stops the waiting agent.
-    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", &format!("r.jcprun.revocations/{root}.jcp")]);
+    ok(
+        d,
+        &[
+            "grant",
+            "revoke",
+            "--grant",
+            "root.jcp",
+            "--key",
+            "issuer.key",
+            "--out",
+            &format!("r.jcprun.revocations/{root}.jcp"),
+        ],
+    );
     let rest = ag.until(|e| is(e, "stopped"));
     let stopped = rest.last().unwrap();
-    assert_eq!((stopped["why"].as_str(), stopped["revoked"].as_str()), (Some("revoked"), Some(root.as_str())), "{rest:?}");
+    assert_eq!(
+        (stopped["why"].as_str(), stopped["revoked"].as_str()),
+        (Some("revoked"), Some(root.as_str())),
+        "{rest:?}"
+    );
     assert!(!rest.iter().any(|e| is(e, "decision")), "no request while waiting: {rest:?}");
     assert_eq!(ag.wait().code(), Some(1));
 }
@@ -390,7 +501,18 @@ fn c21_agent_exits_2_when_no_endpoint_listens() {
     let d = t.path();
     setup(d, 1000);
     let addr = format!("unix:{}", d.join("none.sock").display());
-    let mut args = vec!["agent", "demo", "--connect", addr.as_str(), "--run", "r.jcprun", "--key", "agent.key", "--chain", "root.jcp"];
+    let mut args = vec![
+        "agent",
+        "demo",
+        "--connect",
+        addr.as_str(),
+        "--run",
+        "r.jcprun",
+        "--key",
+        "agent.key",
+        "--chain",
+        "root.jcp",
+    ];
     let mut ag = Proc::spawn(d, "jcp agent demo", &args);
     assert_eq!(ag.wait().code(), Some(2));
     let mut out = String::new();
@@ -405,7 +527,10 @@ fn c21_agent_exits_2_when_no_endpoint_listens() {
     args.push("--json");
     let mut ag = Proc::spawn(d, "jcp agent demo", &args);
     let events = ag.until(|e| is(e, "stopped"));
-    assert_eq!((events.last().unwrap()["why"].as_str(), events.last().unwrap()["code"].as_str()), (Some("endpoint-error"), Some("io")));
+    assert_eq!(
+        (events.last().unwrap()["why"].as_str(), events.last().unwrap()["code"].as_str()),
+        (Some("endpoint-error"), Some("io"))
+    );
     assert_eq!(ag.wait().code(), Some(2));
 }
 
@@ -433,7 +558,11 @@ fn c21_agent_stops_when_its_parent_is_gone() {
         .spawn()
         .unwrap();
     let events = || -> Vec<Value> {
-        std::fs::read_to_string(d.join("agent.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+        std::fs::read_to_string(d.join("agent.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     };
     let deadline = Instant::now() + WAIT;
     while !events().iter().any(|e| is(e, "checkpoint")) {

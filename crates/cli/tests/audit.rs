@@ -12,7 +12,8 @@ fn jcp() -> Command {
 }
 
 fn demo(path: &Path, extra: &[&str]) {
-    let out = jcp().args(["stream", "demo"]).arg(path).args(["--fast", "--receipts", "120"]).args(extra).output().unwrap();
+    let out =
+        jcp().args(["stream", "demo"]).arg(path).args(["--fast", "--receipts", "120"]).args(extra).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -43,7 +44,8 @@ fn s8_2_audit_json_names_each_failure_and_exits_1() {
     // §5.5: the exact floor 1_000_000 / budget ppm, in lowest terms, and what it rests on.
     for g in v["grants"].as_array().unwrap() {
         let c = &g["conservation"];
-        let (num, den) = (c["floor_ppm_fraction"]["num"].as_u64().unwrap(), c["floor_ppm_fraction"]["den"].as_u64().unwrap());
+        let (num, den) =
+            (c["floor_ppm_fraction"]["num"].as_u64().unwrap(), c["floor_ppm_fraction"]["den"].as_u64().unwrap());
         assert_eq!(u128::from(num) * u128::from(c["budget_uj"].as_u64().unwrap()), u128::from(den) * 1_000_000);
         match c["basis"].as_str() {
             Some(b) => assert!(["measured", "modelled"].contains(&b) && c["unstated"] == serde_json::json!([])),
@@ -140,7 +142,24 @@ fn s4_11_an_operator_settles_an_unresolved_decision_with_a_signed_note_and_energ
     let spent_before = before["grants"].clone();
     let first = before["unresolved"][0].clone();
     let receipt = first["receipt"].as_str().unwrap();
-    let settle = |r: &str, status: &str| jcp().args(["stream", "settle"]).arg(&p).args(["--receipt", r, "--status", status, "--note", "host lost mid-write; nothing committed", "--json", "--key"]).arg(&key).output().unwrap();
+    let settle = |r: &str, status: &str| {
+        jcp()
+            .args(["stream", "settle"])
+            .arg(&p)
+            .args([
+                "--receipt",
+                r,
+                "--status",
+                status,
+                "--note",
+                "host lost mid-write; nothing committed",
+                "--json",
+                "--key",
+            ])
+            .arg(&key)
+            .output()
+            .unwrap()
+    };
     let out = settle(receipt, "failed");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -157,7 +176,11 @@ fn s4_11_an_operator_settles_an_unresolved_decision_with_a_signed_note_and_energ
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("settle-not-unresolved"));
     let nope = settle(&"ab".repeat(32), "completed");
-    assert!(String::from_utf8_lossy(&nope.stderr).contains("settle-not-unresolved"), "{}", String::from_utf8_lossy(&nope.stderr));
+    assert!(
+        String::from_utf8_lossy(&nope.stderr).contains("settle-not-unresolved"),
+        "{}",
+        String::from_utf8_lossy(&nope.stderr)
+    );
     // A forged note beside the stream is refused and counted, never shown as a settlement.
     let notes = jcp_receipt::settle::notes_dir(&p);
     let good = std::fs::read_dir(&notes).unwrap().next().unwrap().unwrap().path();
@@ -197,6 +220,7 @@ fn s8_2_audit_reference_gives_the_same_json_and_exit_code_as_the_fast_audit() {
     std::fs::write(&not, b"not a stream").unwrap();
     assert_eq!(run(&["--reference"], &[&not]).0, Some(2));
     // A reference audit writes no partial.
-    let out = jcp().arg("audit").arg(&b).args(["--reference", "--partial"]).arg(dir.path().join("p.json")).output().unwrap();
+    let out =
+        jcp().arg("audit").arg(&b).args(["--reference", "--partial"]).arg(dir.path().join("p.json")).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -3,10 +3,7 @@
 use std::process::Command;
 
 fn jcp(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_jcp"))
-        .args(args)
-        .output()
-        .expect("run jcp");
+    let out = Command::new(env!("CARGO_BIN_EXE_jcp")).args(args).output().expect("run jcp");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -20,19 +17,11 @@ fn interop(rel: &str) -> String {
 
 #[test]
 fn s15_conformance_runs_the_interop_cases_and_closes_with_counts() {
-    let (code, out, err) = jcp(&[
-        "blueprint",
-        "conformance",
-        &interop("agent-blueprint-protocol/cases"),
-    ]);
+    let (code, out, err) = jcp(&["blueprint", "conformance", &interop("agent-blueprint-protocol/cases")]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out.trim_end().lines().last(), Some("68 passed, 0 failed"));
-    let (code, out, _) = jcp(&[
-        "blueprint",
-        "conformance",
-        "--json",
-        &interop("agent-blueprint-protocol/cases/json-decode.json"),
-    ]);
+    let (code, out, _) =
+        jcp(&["blueprint", "conformance", "--json", &interop("agent-blueprint-protocol/cases/json-decode.json")]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["passed"], 7);
@@ -52,12 +41,7 @@ fn s15_conformance_prints_each_failure_and_exits_1() {
     .expect("write");
     let (code, out, _) = jcp(&["blueprint", "conformance", p.to_str().expect("p")]);
     assert_eq!(code, 1);
-    assert!(
-        out.contains("wrong-1")
-            && out.contains("base64url_invalid")
-            && out.contains("base64url_padded"),
-        "{out}"
-    );
+    assert!(out.contains("wrong-1") && out.contains("base64url_invalid") && out.contains("base64url_padded"), "{out}");
     assert_eq!(out.trim_end().lines().last(), Some("1 passed, 1 failed"));
 }
 
@@ -91,10 +75,7 @@ fn s5_digest_canonical_verify() {
     let bp = interop("agent-blueprint-protocol/vectors/blueprint-golden.json");
     let (code, out, _) = jcp(&["blueprint", "digest", &bp]);
     assert_eq!(code, 0);
-    assert!(
-        out.starts_with("sha-256:b1Aw4cU5AbV9k8bdbZkRCsySDHGpTAwB-aQm57Wh7B8"),
-        "{out}"
-    );
+    assert!(out.starts_with("sha-256:b1Aw4cU5AbV9k8bdbZkRCsySDHGpTAwB-aQm57Wh7B8"), "{out}");
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("x.json");
     std::fs::write(&p, "{\"b\": 1.0, \"a\": [1e2, \"\\u0041\"]}").expect("w");
@@ -142,43 +123,23 @@ fn s10_reconcile_descriptors_catch_a_tool_rug_pull() {
         r#"{"example.demo.read_shape":"sha-256:VpMcbixeDnkz4W6WwFyJVm3BG_n8s1jEZANpZLvZEKI","record_summary":"sha-256:zenFB2mNSBmxJWG4DLIWcNyvFdf85m5Ic-BUmWOU02w"}"#,
     )
     .expect("w");
-    let (code, out, _) = jcp(&[
-        "blueprint",
-        "reconcile",
-        "--json",
-        "--descriptors",
-        d.to_str().expect("p"),
-        &bp,
-        &dep,
-    ]);
+    let (code, out, _) = jcp(&["blueprint", "reconcile", "--json", "--descriptors", d.to_str().expect("p"), &bp, &dep]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-    let bind = v["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["step"] == "bind")
-        .expect("bind")
-        .clone();
+    let bind = v["checks"].as_array().expect("checks").iter().find(|c| c["step"] == "bind").expect("bind").clone();
     assert_eq!(bind["code"], "binding_descriptor_mismatch");
-    assert!(
-        v["effective_bounds"].is_null(),
-        "bounds are not reached after a bind denial"
-    );
+    assert!(v["effective_bounds"].is_null(), "bounds are not reached after a bind denial");
 }
 
 #[test]
 fn s6_verify_an_unsigned_artifact_is_a_finding() {
     let cases = testkit::interop_json("agent-blueprint-protocol/cases/blueprint-decode.json");
-    let text = cases["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["id"] == "blueprint-decode-valid")
-        .expect("valid")["input"]["text"]
-        .as_str()
-        .expect("text")
-        .to_string();
+    let text =
+        cases["cases"].as_array().expect("cases").iter().find(|c| c["id"] == "blueprint-decode-valid").expect("valid")
+            ["input"]["text"]
+            .as_str()
+            .expect("text")
+            .to_string();
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("unsigned.json");
     std::fs::write(&p, text).expect("w");
@@ -195,10 +156,9 @@ fn s15_conformance_json_gives_per_surface_and_per_class_counts() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["green"], true);
     assert_eq!(v["failed"], 0);
-    let index: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(testkit::conformance("blueprint").join("index.json")).expect("index"),
-    )
-    .expect("index json");
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(testkit::conformance("blueprint").join("index.json")).expect("index"))
+            .expect("index json");
     assert_eq!(v["corpus_digest"], index["corpus_digest"]);
     assert_eq!(v["passed"], index["case_count"]);
     assert_eq!(v["missing_surfaces"].as_array().map(Vec::len), Some(0));
@@ -266,6 +226,7 @@ fn s12_a_ceiling_code_reaches_the_user_whole() {
         .output()
         .expect("run jcp");
     assert_eq!(out.status.code(), Some(2));
-    let err: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).expect("one JSON line");
+    let err: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).expect("one JSON line");
     assert_eq!(err["error"]["code"], "ceiling:depth", "{err}");
 }

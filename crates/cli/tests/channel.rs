@@ -35,14 +35,44 @@ fn setup(dir: &Path) {
     ok(
         dir,
         &[
-            "grant", "issue", "--key", "issuer.key", "--subject", &holder, "--resource", "text:tool", "--actions", "call", "--budget-uj", "1000",
-            "--nonce", &"00".repeat(16), "--out", "grant.jcp",
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &holder,
+            "--resource",
+            "text:tool",
+            "--actions",
+            "call",
+            "--budget-uj",
+            "1000",
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "grant.jcp",
         ],
     );
 }
 
 fn statement(dir: &Path, key: &str, spent: u64, seq: u64, out: &str) {
-    ok(dir, &["channel", "statement", "--key", key, "--grant", "grant.jcp", "--spent-uj", &spent.to_string(), "--seq", &seq.to_string(), "--out", out]);
+    ok(
+        dir,
+        &[
+            "channel",
+            "statement",
+            "--key",
+            key,
+            "--grant",
+            "grant.jcp",
+            "--spent-uj",
+            &spent.to_string(),
+            "--seq",
+            &seq.to_string(),
+            "--out",
+            out,
+        ],
+    );
 }
 
 #[test]
@@ -53,7 +83,10 @@ fn c17_cli_statements_settle_into_a_merged_ledger_within_budget() {
     statement(d, "a.key", 300, 0, "a0.st");
     statement(d, "b.key", 200, 0, "b0.st");
     let v = json_of(&jcp(d, &["channel", "verify", "a0.st", "--json"]));
-    assert_eq!((v["kind"].as_str(), v["code"].as_str(), v["statement"]["spent_uj"].as_u64()), (Some("statement"), Some("ok"), Some(300)));
+    assert_eq!(
+        (v["kind"].as_str(), v["code"].as_str(), v["statement"]["spent_uj"].as_u64()),
+        (Some("statement"), Some("ok"), Some(300))
+    );
     let o = jcp(d, &["channel", "audit", "--grant", "grant.jcp", "a0.st", "b0.st", "--json"]);
     assert_eq!(code_of(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
     let r = json_of(&o);
@@ -83,11 +116,29 @@ fn c17_cli_audit_proves_an_overdraft_and_refuses_forged_stale_and_regressing_sta
 
     let o = jcp(
         d,
-        &["channel", "audit", "--grant", "grant.jcp", "--member", &a, "--member", &b, "--proof-out", "over.proof", "a1.st", "b1.st", "forged.st", "a-stale.st", "a-regress.st", "--json"],
+        &[
+            "channel",
+            "audit",
+            "--grant",
+            "grant.jcp",
+            "--member",
+            &a,
+            "--member",
+            &b,
+            "--proof-out",
+            "over.proof",
+            "a1.st",
+            "b1.st",
+            "forged.st",
+            "a-stale.st",
+            "a-regress.st",
+            "--json",
+        ],
     );
     assert_eq!(code_of(&o), 1);
     let r = json_of(&o);
-    let codes: Vec<&str> = r["report"]["steps"].as_array().unwrap().iter().map(|s| s["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> =
+        r["report"]["steps"].as_array().unwrap().iter().map(|s| s["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["admitted", "admitted", "bad-signature", "statement-stale", "statement-regressing"]);
     assert_eq!(r["report"]["refused"], 3);
     assert_eq!(r["report"]["ledger"]["total_uj"], 1200);

@@ -19,7 +19,27 @@ fn setup(dir: &Path) -> (String, String) {
     ok(dir, &["key", "new", "--out", "worker.key", "--seed", &"03".repeat(32)]);
     let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
     let worker = ok(dir, &["key", "show", "worker.key"]).trim().to_owned();
-    ok(dir, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read,write", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
+    ok(
+        dir,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &agent,
+            "--resource",
+            "text:search",
+            "--actions",
+            "read,write",
+            "--budget-uj",
+            "1000",
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "root.jcp",
+        ],
+    );
     (agent, worker)
 }
 
@@ -28,7 +48,23 @@ fn s7_cli_decide_allows_debits_and_denies_with_the_reason_as_json() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let (_, worker) = setup(d);
-    ok(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--budget-uj", "100", "--out", "child.jcp"]);
+    ok(
+        d,
+        &[
+            "grant",
+            "attenuate",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--subject",
+            &worker,
+            "--budget-uj",
+            "100",
+            "--out",
+            "child.jcp",
+        ],
+    );
     let out = ok(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "60", "--now", "1000", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["decision"]["verdict"]["verdict"], "allow");
@@ -49,7 +85,21 @@ fn c06_cli_revocation_by_the_issuer_kills_the_chain_and_a_non_issuer_cannot_revo
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let (_, worker) = setup(d);
-    ok(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--out", "child.jcp"]);
+    ok(
+        d,
+        &[
+            "grant",
+            "attenuate",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--subject",
+            &worker,
+            "--out",
+            "child.jcp",
+        ],
+    );
     let o = jcp(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "agent.key", "--out", "bad.rev"]);
     assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("revocation-unauthorized"));
@@ -64,7 +114,23 @@ fn c02_cli_attenuate_refuses_amplification_and_non_holders() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let (_, worker) = setup(d);
-    let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "agent.key", "--subject", &worker, "--budget-uj", "1001", "--out", "c.jcp"]);
+    let o = jcp(
+        d,
+        &[
+            "grant",
+            "attenuate",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--subject",
+            &worker,
+            "--budget-uj",
+            "1001",
+            "--out",
+            "c.jcp",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("attenuation-violation"));
     let o = jcp(d, &["grant", "attenuate", "--parent", "root.jcp", "--key", "worker.key", "--out", "c.jcp"]);
@@ -82,10 +148,43 @@ fn c11_cli_shard_refuses_slices_past_the_parent() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let (agent, worker) = setup(d);
-    let o = jcp(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=401"), "--out-dir", "shards"]);
+    let o = jcp(
+        d,
+        &[
+            "grant",
+            "shard",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--slice",
+            &format!("{worker}=600"),
+            "--slice",
+            &format!("{agent}=401"),
+            "--out-dir",
+            "shards",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("shard-overflow"));
-    let out = ok(d, &["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--slice", &format!("{worker}=600"), "--slice", &format!("{agent}=400"), "--out-dir", "shards", "--json"]);
+    let out = ok(
+        d,
+        &[
+            "grant",
+            "shard",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--slice",
+            &format!("{worker}=600"),
+            "--slice",
+            &format!("{agent}=400"),
+            "--out-dir",
+            "shards",
+            "--json",
+        ],
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["shards"].as_array().unwrap().len(), 2);
 }
@@ -137,7 +236,20 @@ fn s4_11_cli_decide_with_a_stream_seals_records_and_accumulates_spend_across_cal
     let (agent, _) = setup(d);
     ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
     let steward = ok(d, &["key", "show", "steward.key"]).trim().to_owned();
-    let decide = ["decide", "--chain", "root.jcp", "--cost-uj", "600", "--now", "1000", "--stream", "s.jcps", "--steward-key", "steward.key", "--json"];
+    let decide = [
+        "decide",
+        "--chain",
+        "root.jcp",
+        "--cost-uj",
+        "600",
+        "--now",
+        "1000",
+        "--stream",
+        "s.jcps",
+        "--steward-key",
+        "steward.key",
+        "--json",
+    ];
     // First call: 600 of 1 000 µJ, allowed, sealed and recorded.
     let o = jcp(d, &decide);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
@@ -153,9 +265,28 @@ fn s4_11_cli_decide_with_a_stream_seals_records_and_accumulates_spend_across_cal
     assert_eq!(second["decision"]["verdict"]["reason"], "BudgetExceeded");
     assert!(second["receipt"]["offset"].as_u64().unwrap() > first["receipt"]["offset"].as_u64().unwrap());
     // Human output names the receipt too.
-    let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--now", "1000", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let o = jcp(
+        d,
+        &[
+            "decide",
+            "--chain",
+            "root.jcp",
+            "--cost-uj",
+            "1",
+            "--now",
+            "1000",
+            "--stream",
+            "s.jcps",
+            "--steward-key",
+            "steward.key",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("recorded at offset"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("recorded at offset"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     // The audit verifies every receipt under that steward; the allows
     // stay unresolved (no outcome was recorded) and are named, not hidden.
     let o = jcp(d, &["audit", "s.jcps", "--steward", &steward, "--json"]);
@@ -179,11 +310,19 @@ fn c26_cli_decide_refuses_a_stream_held_by_another_process() {
     let d = t.path();
     setup(d);
     ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).args(["stream", "hold", "s.jcps", "--seconds", "60"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .args(["stream", "hold", "s.jcps", "--seconds", "60"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("holding"), "{line}");
-    let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let o = jcp(
+        d,
+        &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--stream", "s.jcps", "--steward-key", "steward.key"],
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(o.status.code(), Some(2));

@@ -16,7 +16,8 @@ fn ok(out: &Output) -> &Output {
 }
 
 fn fleet(dir: &Path, n: &str) -> Vec<PathBuf> {
-    let out = jcp().args(["stream", "demo", "--fleet", n, "--out"]).arg(dir).args(["--fast", "--json"]).output().unwrap();
+    let out =
+        jcp().args(["stream", "demo", "--fleet", n, "--out"]).arg(dir).args(["--fast", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     v["points"].as_array().unwrap().iter().map(|p| PathBuf::from(p["path"].as_str().unwrap())).collect()
@@ -39,7 +40,11 @@ fn s4_3_cli_partials_merge_to_the_single_run_report_byte_for_byte() {
         // The revocation reached the two heard points at different markers.
         let text = String::from_utf8_lossy(&w.stdout);
         if out == &a {
-            assert!(text.contains("at marker 10, recorded at known_through 10") && text.contains("at marker 10, recorded at known_through 12"), "{text}");
+            assert!(
+                text.contains("at marker 10, recorded at known_through 10")
+                    && text.contains("at marker 10, recorded at known_through 12"),
+                "{text}"
+            );
         }
     }
     let merged = jcp().args(["audit", "merge"]).arg(&b).arg(&a).arg("--json").output().unwrap();
@@ -99,25 +104,47 @@ fn s4_3_readme_gnu_parallel_recipe_merges_to_the_single_run() {
     let has_parallel = Command::new("parallel").arg("--version").output().is_ok_and(|o| o.status.success());
     if !has_parallel {
         // CI installs it (scripts/setup.sh): missing there is a failure.
-        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "GNU parallel is not on PATH (scripts/setup.sh installs it)");
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "GNU parallel is not on PATH (scripts/setup.sh installs it)"
+        );
         eprintln!("GNU parallel is not on PATH: the README recipe was not run here");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_jcp"));
     let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
-    let run = Command::new("bash").arg("-c").arg(&recipe).current_dir(dir.path()).env("PATH", &path).env("LC_ALL", "C").output().unwrap();
+    let run = Command::new("bash")
+        .arg("-c")
+        .arg(&recipe)
+        .current_dir(dir.path())
+        .env("PATH", &path)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
     let log = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
     assert_eq!(run.status.code(), Some(1), "the recipe's merge exits 1 (the violation): {log}");
     let fleet_dir = dir.path().join("fleet");
-    let mut streams: Vec<PathBuf> = std::fs::read_dir(&fleet_dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jcps")).collect();
+    let mut streams: Vec<PathBuf> = std::fs::read_dir(&fleet_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jcps"))
+        .collect();
     streams.sort();
     assert_eq!(streams.len(), 4);
     for s in &streams {
-        assert!(Path::new(&format!("{}.partial.json", s.display())).is_file(), "parallel wrote no partial for {}: {log}", s.display());
+        assert!(
+            Path::new(&format!("{}.partial.json", s.display())).is_file(),
+            "parallel wrote no partial for {}: {log}",
+            s.display()
+        );
     }
-    let rel: Vec<String> = streams.iter().map(|s| format!("fleet/{}", s.file_name().unwrap().to_string_lossy())).collect();
+    let rel: Vec<String> =
+        streams.iter().map(|s| format!("fleet/{}", s.file_name().unwrap().to_string_lossy())).collect();
     let single = jcp().arg("audit").args(&rel).arg("--json").current_dir(dir.path()).output().unwrap();
     let merged = std::fs::read(dir.path().join("fleet-report.json")).unwrap();
-    assert!(!merged.is_empty() && merged == single.stdout, "the recipe's report differs from `jcp audit fleet/*.jcps --json`: {log}");
+    assert!(
+        !merged.is_empty() && merged == single.stdout,
+        "the recipe's report differs from `jcp audit fleet/*.jcps --json`: {log}"
+    );
 }

@@ -8,11 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
@@ -21,17 +17,7 @@ fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
 
 /// `jcp identity rotate --log id.jcpkeys --key KEY --next-key NEXT --json EXTRA…`.
 fn rotate(d: &Path, key: &str, next_key: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "identity",
-        "rotate",
-        "--log",
-        "id.jcpkeys",
-        "--key",
-        key,
-        "--next-key",
-        next_key,
-        "--json",
-    ];
+    let mut args = vec!["identity", "rotate", "--log", "id.jcpkeys", "--key", key, "--next-key", next_key, "--json"];
     args.extend_from_slice(extra);
     jcp(d, &args)
 }
@@ -83,10 +69,7 @@ fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_com
     assert_eq!(inception["state"]["current"], identity);
     assert_eq!(inception["state"]["seq"], 0);
     let rotated = ok_out(rotate(d, "k1.key", "k2.key", &[]));
-    assert_eq!(
-        rotated["state"]["identity"], identity,
-        "the identity DID is stable across rotations"
-    );
+    assert_eq!(rotated["state"]["identity"], identity, "the identity DID is stable across rotations");
     assert_eq!(rotated["state"]["current"], did_of(d, "k1.key"));
     assert_eq!(rotated["state"]["seq"], 1);
     ok_out(rotate(d, "k2.key", "k3.key", &[]));
@@ -97,19 +80,13 @@ fn c12_cli_new_rotate_verify_keeps_the_identity_and_moves_control_to_the_pre_com
     assert_eq!(verified["state"]["seq"], 2);
     let show = ok(d, &["identity", "show", "id.jcpkeys", "--json"]);
     assert_eq!(show["events"].as_array().unwrap().len(), 3);
-    assert_eq!(
-        show["events"][2]["event"]["parent"],
-        show["events"][1]["id"]
-    );
+    assert_eq!(show["events"][2]["event"]["parent"], show["events"][1]["id"]);
     // The same log through `jcp inspect`.
     let inspected = ok(d, &["inspect", "id.jcpkeys", "--json"]);
     assert_eq!(inspected["type"], "key-log");
     assert_eq!(inspected["state"]["current"], did_of(d, "k2.key"));
     let text = String::from_utf8(jcp(d, &["inspect", "id.jcpkeys"]).stdout).unwrap();
-    assert!(
-        text.contains("verified") && text.contains(&identity),
-        "{text}"
-    );
+    assert!(text.contains("verified") && text.contains(&identity), "{text}");
 }
 
 #[test]
@@ -122,15 +99,8 @@ fn c12_cli_a_thief_with_the_current_key_cannot_rotate_and_nothing_is_written() {
     assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["refused"]["code"], "rotation-hash-mismatch");
-    assert_eq!(
-        std::fs::read(d.join("id.jcpkeys")).unwrap(),
-        before,
-        "the log is unchanged"
-    );
-    assert!(
-        !d.join("thief.key").exists(),
-        "no next key is written for a refused rotation"
-    );
+    assert_eq!(std::fs::read(d.join("id.jcpkeys")).unwrap(), before, "the log is unchanged");
+    assert!(!d.join("thief.key").exists(), "no next key is written for a refused rotation");
 }
 
 #[test]
@@ -155,9 +125,5 @@ fn c12_cli_verify_refuses_a_tampered_log_with_exit_1_and_an_unreadable_one_with_
     std::fs::write(d.join("cut.jcpkeys"), &bytes[..n / 2]).unwrap();
     let o = jcp(d, &["identity", "verify", "cut.jcpkeys"]);
     assert_eq!(code(&o), 2);
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("[cbor-"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[cbor-"), "{}", String::from_utf8_lossy(&o.stderr));
 }

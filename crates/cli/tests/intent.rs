@@ -33,7 +33,8 @@ fn s7_published_vectors_and_the_first_binding_reproduce_exit_0() {
 
 #[test]
 fn s7_own_corpus_reproduces_exit_0_json_one_line() {
-    let dirs = ["vectors", "refusals", "frameworks", "differential"].map(|d| testkit::conformance(&format!("intent/{d}")));
+    let dirs =
+        ["vectors", "refusals", "frameworks", "differential"].map(|d| testkit::conformance(&format!("intent/{d}")));
     let mut args = vec!["intent", "verify", "--json"];
     args.extend(dirs.iter().map(|d| p(d)));
     let out = jcp(&args);
@@ -86,8 +87,10 @@ fn s7_unreadable_or_unparseable_file_exits_2() {
 
 #[test]
 fn s7_bare_binding_prints_its_canonical_bytes_and_hash() {
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testkit::interop("agent-safe-intent/agent-safe-intent-v1.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(testkit::interop("agent-safe-intent/agent-safe-intent-v1.json")).unwrap(),
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("my-binding.json");
     std::fs::write(&mine, serde_json::to_string_pretty(&doc["binding"]).unwrap()).unwrap();

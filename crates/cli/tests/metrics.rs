@@ -70,7 +70,13 @@ fn host_port(url: &str) -> String {
 
 fn urlencode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -126,7 +132,8 @@ fn gpu_trace(dir: &Path) -> String {
         })
         .collect();
     let counter = json!({"name": "gpu0", "max_range_uj": null, "power_limit_mw": 65_000, "draw_exposed": true});
-    let trace = json!({"format": "jcp-meter-trace/1", "rung": "nvml", "host": null, "counters": [counter], "samples": samples});
+    let trace =
+        json!({"format": "jcp-meter-trace/1", "rung": "nvml", "host": null, "counters": [counter], "samples": samples});
     std::fs::write(dir.join("gpu.trace.json"), trace.to_string()).unwrap();
     "gpu.trace.json".into()
 }
@@ -143,29 +150,94 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
         c.current_dir(d);
         c
     };
-    let host = children.start_json("meter", jcp_cmd().args(["meter", "serve", "--listen", "127.0.0.1:0", "--interval-ms", "250", "--json"]));
+    let host = children.start_json(
+        "meter",
+        jcp_cmd().args(["meter", "serve", "--listen", "127.0.0.1:0", "--interval-ms", "250", "--json"]),
+    );
     let host = host_port(host["metrics"].as_str().unwrap());
     let trace = gpu_trace(d);
-    let gpu = children.start_json("meter --replay", jcp_cmd().args(["meter", "serve", "--listen", "127.0.0.1:0", "--replay", &trace, "--json"]));
+    let gpu = children.start_json(
+        "meter --replay",
+        jcp_cmd().args(["meter", "serve", "--listen", "127.0.0.1:0", "--replay", &trace, "--json"]),
+    );
     let gpu = host_port(gpu["metrics"].as_str().unwrap());
     // The enforcement point: an allow, a deny, a revocation at marker 5.
     run_ok(JCP, d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
     run_ok(JCP, d, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
     run_ok(JCP, d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
     let agent = run_ok(JCP, d, &["key", "show", "agent.key"]).trim().to_owned();
-    run_ok(JCP, d, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
-    let grant_id = serde_json::from_str::<Value>(&run_ok(JCP, d, &["inspect", "root.jcp", "--json"])).unwrap()["id"].as_str().unwrap().to_owned();
+    run_ok(
+        JCP,
+        d,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &agent,
+            "--resource",
+            "text:search",
+            "--actions",
+            "read",
+            "--budget-uj",
+            "1000",
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "root.jcp",
+        ],
+    );
+    let grant_id = serde_json::from_str::<Value>(&run_ok(JCP, d, &["inspect", "root.jcp", "--json"])).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let serve = children.start_json(
         "jcp serve",
-        jcp_cmd().args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key", "--metrics", "127.0.0.1:0", "--json"]),
+        jcp_cmd().args([
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--stream",
+            "s.jcps",
+            "--steward-key",
+            "steward.key",
+            "--metrics",
+            "127.0.0.1:0",
+            "--json",
+        ]),
     );
     let ep = serve["listen"][0].as_str().unwrap().to_owned();
     let endpoint = host_port(serve["metrics"].as_str().unwrap());
-    let call = |uj: &str| run_in(JCP, d, &["call", "--connect", &ep, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", uj, "--json"]).status.code();
+    let call = |uj: &str| {
+        run_in(
+            JCP,
+            d,
+            &["call", "--connect", &ep, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", uj, "--json"],
+        )
+        .status
+        .code()
+    };
     assert_eq!(call("700"), Some(0));
     assert_eq!(call("400"), Some(1), "budget-exceeded");
     run_ok(JCP, d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
-    run_ok(JCP, d, &["feed", "revoke", "--connect", &ep, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5", "--json"]);
+    run_ok(
+        JCP,
+        d,
+        &[
+            "feed",
+            "revoke",
+            "--connect",
+            &ep,
+            "--revocation",
+            "rev.jcp",
+            "--grant",
+            "root.jcp",
+            "--marker",
+            "5",
+            "--json",
+        ],
+    );
     // Prometheus, scraping all three every second.
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: jcp-meter\n    static_configs:\n      - targets: ['{host}', '{gpu}']\n  - job_name: jcp-serve\n    static_configs:\n      - targets: ['{endpoint}']\n"
@@ -192,7 +264,8 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
     let chosen = wait_for(&prom, &format!("jcp_meter_rung{{instance='{host}',status='chosen'}}"), |r| r.len() == 1);
     let at = |rung: &str| LADDER.iter().position(|r| *r == rung).unwrap_or_else(|| panic!("unknown rung {rung}"));
     let chosen_at = at(label(&chosen[0], "rung"));
-    let energy = wait_for(&prom, &format!("jcp_meter_energy_microjoules_total{{instance='{host}'}}"), |r| !r.is_empty());
+    let energy =
+        wait_for(&prom, &format!("jcp_meter_energy_microjoules_total{{instance='{host}'}}"), |r| !r.is_empty());
     for s in &energy {
         assert!(at(label(s, "rung")) >= chosen_at, "a figure graded above the chosen rung: {s} {chosen:?}");
         for k in ["provenance", "coverage", "domain"] {
@@ -205,22 +278,40 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
     assert!(rungs.iter().all(|r| !label(r, "status").is_empty() && !label(r, "code").is_empty()), "{rungs:?}");
 
     // §5.2: the replayed GPU — HwShunt Partial while plausible, then the estimate, Whole: two series, never one sum.
-    let gpu_energy = wait_for(&prom, &format!("jcp_meter_energy_microjoules_total{{instance='{gpu}'}}"), |r| r.len() == 2);
-    let by_coverage = |c: &str| gpu_energy.iter().find(|s| label(s, "coverage") == c).unwrap_or_else(|| panic!("{c}: {gpu_energy:?}"));
+    let gpu_energy =
+        wait_for(&prom, &format!("jcp_meter_energy_microjoules_total{{instance='{gpu}'}}"), |r| r.len() == 2);
+    let by_coverage = |c: &str| {
+        gpu_energy.iter().find(|s| label(s, "coverage") == c).unwrap_or_else(|| panic!("{c}: {gpu_energy:?}"))
+    };
     let partial = by_coverage("Partial");
-    assert_eq!((label(partial, "provenance"), label(partial, "rung"), label(partial, "domain")), ("HwShunt", "nvml", "gpu"));
+    assert_eq!(
+        (label(partial, "provenance"), label(partial, "rung"), label(partial, "domain")),
+        ("HwShunt", "nvml", "gpu")
+    );
     assert_eq!(value(partial), 29_600_000.0, "two 1 s windows at 14.8 W, and nothing else");
     let whole = by_coverage("Whole");
-    assert_eq!((label(whole, "provenance"), label(whole, "rung"), label(whole, "domain")), ("Estimator", "estimate", "host"));
+    assert_eq!(
+        (label(whole, "provenance"), label(whole, "rung"), label(whole, "domain")),
+        ("Estimator", "estimate", "host")
+    );
     // §5: the refusal with the bound it broke, and the probe's liveness.
     let refused = query(&prom, &format!("jcp_meter_plausibility_refusals_total{{instance='{gpu}'}}"));
-    assert!(refused.iter().any(|r| label(r, "verdict") == "implausible" && label(r, "bound") == "power-limit"), "{refused:?}");
+    assert!(
+        refused.iter().any(|r| label(r, "verdict") == "implausible" && label(r, "bound") == "power-limit"),
+        "{refused:?}"
+    );
     let live = query(&prom, &format!("jcp_meter_counter_liveness{{instance='{gpu}'}}"));
-    assert_eq!((label(&live[0], "rung"), label(&live[0], "counter"), label(&live[0], "status")), ("nvml", "gpu0", "live"), "{live:?}");
+    assert_eq!(
+        (label(&live[0], "rung"), label(&live[0], "counter"), label(&live[0], "status")),
+        ("nvml", "gpu0", "live"),
+        "{live:?}"
+    );
 
     // §11, §4.3: the enforcement point.
     let decisions = wait_for(&prom, "jcp_wire_decisions_total", |r| r.len() == 2);
-    let find = |verdict: &str, reason: &str| decisions.iter().find(|s| label(s, "verdict") == verdict && label(s, "reason") == reason).map(value);
+    let find = |verdict: &str, reason: &str| {
+        decisions.iter().find(|s| label(s, "verdict") == verdict && label(s, "reason") == reason).map(value)
+    };
     assert_eq!(find("allow", "none"), Some(1.0), "{decisions:?}");
     assert_eq!(find("deny", "budget-exceeded"), Some(1.0), "{decisions:?}");
     let one = |q: &str| {
@@ -242,18 +333,44 @@ fn s5_s11_a_metrics_address_that_cannot_be_served_is_refused_with_its_code_exit_
     for args in [["meter", "serve", "--listen", "9464"], ["meter", "serve", "--listen", "localhost:http"]] {
         let o = run_in(JCP, d, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(String::from_utf8_lossy(&o.stderr).contains("bad-metrics-address"), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("bad-metrics-address"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     // A port another process holds.
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = held.local_addr().unwrap().to_string();
     let o = run_in(JCP, d, &["meter", "serve", "--listen", &addr]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("metrics-bind-failed"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("metrics-bind-failed"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // `jcp serve --metrics` refuses before it opens the record.
     run_ok(JCP, d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    let o = run_in(JCP, d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key", "--metrics", &addr]);
+    let o = run_in(
+        JCP,
+        d,
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--stream",
+            "s.jcps",
+            "--steward-key",
+            "steward.key",
+            "--metrics",
+            &addr,
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("metrics-bind-failed"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("metrics-bind-failed"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(!d.join("s.jcps").exists(), "the record was not opened");
 }

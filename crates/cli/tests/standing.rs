@@ -8,11 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> serde_json::Value {
@@ -59,30 +55,8 @@ fn ok_out(o: Output) -> serde_json::Value {
 
 /// A standing grant (issuer → issuer, 1000 µJ) and a policy of 300 µJ × 3.
 fn setup(d: &Path) -> String {
-    ok(
-        d,
-        &[
-            "key",
-            "new",
-            "--out",
-            "issuer.key",
-            "--seed",
-            &"61".repeat(32),
-            "--json",
-        ],
-    );
-    ok(
-        d,
-        &[
-            "key",
-            "new",
-            "--out",
-            "worker.key",
-            "--seed",
-            &"62".repeat(32),
-            "--json",
-        ],
-    );
+    ok(d, &["key", "new", "--out", "issuer.key", "--seed", &"61".repeat(32), "--json"]);
+    ok(d, &["key", "new", "--out", "worker.key", "--seed", &"62".repeat(32), "--json"]);
     let issuer = did_of(d, "issuer.key");
     ok(
         d,
@@ -156,10 +130,7 @@ fn c20_cli_firings_mint_children_that_chain_verify_until_the_count_is_exhausted(
         assert_eq!(j["standing"]["ledger"]["firings"], n);
         // The child is a delegation of the standing grant: the §7 chain path takes it.
         let i = ok(d, &["inspect", &out, "--json"]);
-        assert_eq!(
-            i["grant"]["parent"],
-            ok(d, &["inspect", "standing.jcp", "--json"])["id"]
-        );
+        assert_eq!(i["grant"]["parent"], ok(d, &["inspect", "standing.jcp", "--json"])["id"]);
     }
     let before = std::fs::read(d.join("ledger.jcp")).unwrap();
     let o = fire(d, &worker, "push", "child-4.jcp");
@@ -172,23 +143,8 @@ fn c20_cli_firings_mint_children_that_chain_verify_until_the_count_is_exhausted(
         "a refused firing leaves the ledger file unchanged"
     );
     assert!(!d.join("child-4.jcp").exists());
-    let v = ok(
-        d,
-        &[
-            "standing",
-            "ledger",
-            "ledger.jcp",
-            "--grant",
-            "standing.jcp",
-            "--policy",
-            "policy.jcp",
-            "--json",
-        ],
-    );
-    assert_eq!(
-        (v["firings_left"].as_u64(), v["budget_left_uj"].as_u64()),
-        (Some(0), Some(100))
-    );
+    let v = ok(d, &["standing", "ledger", "ledger.jcp", "--grant", "standing.jcp", "--policy", "policy.jcp", "--json"]);
+    assert_eq!((v["firings_left"].as_u64(), v["budget_left_uj"].as_u64()), (Some(0), Some(100)));
 }
 
 #[test]

@@ -29,18 +29,63 @@ fn c18_cli_dkg_among_three_then_two_sign_a_grant_that_decide_allows() {
     let d = t.path();
     for i in ["1", "2", "3"] {
         std::fs::create_dir(d.join(format!("p{i}"))).unwrap();
-        ok(d, &["threshold", "dkg-round1", "--id", i, "--min", "2", "--max", "3", "--secret-out", &format!("p{i}/r1.secret"), "--out", &format!("r1-{i}.jcpt"), "--json"]);
+        ok(
+            d,
+            &[
+                "threshold",
+                "dkg-round1",
+                "--id",
+                i,
+                "--min",
+                "2",
+                "--max",
+                "3",
+                "--secret-out",
+                &format!("p{i}/r1.secret"),
+                "--out",
+                &format!("r1-{i}.jcpt"),
+                "--json",
+            ],
+        );
     }
     #[cfg(unix)]
     assert_eq!(mode(&d.join("p1/r1.secret")), 0o600);
     for i in ["1", "2", "3"] {
-        ok(d, &["threshold", "dkg-round2", "--secret", &format!("p{i}/r1.secret"), "--round1", "r1-1.jcpt", "r1-2.jcpt", "r1-3.jcpt", "--secret-out", &format!("p{i}/r2.secret"), "--out-dir", "r2", "--json"]);
+        ok(
+            d,
+            &[
+                "threshold",
+                "dkg-round2",
+                "--secret",
+                &format!("p{i}/r1.secret"),
+                "--round1",
+                "r1-1.jcpt",
+                "r1-2.jcpt",
+                "r1-3.jcpt",
+                "--secret-out",
+                &format!("p{i}/r2.secret"),
+                "--out-dir",
+                "r2",
+                "--json",
+            ],
+        );
     }
     let mut groups = Vec::new();
     for i in ["1", "2", "3"] {
-        let others: Vec<String> = ["1", "2", "3"].iter().filter(|j| **j != i).map(|j| format!("r2/round2-{j}-to-{i}.jcpt")).collect();
+        let others: Vec<String> =
+            ["1", "2", "3"].iter().filter(|j| **j != i).map(|j| format!("r2/round2-{j}-to-{i}.jcpt")).collect();
         let secret = format!("p{i}/r2.secret");
-        let mut args = vec!["threshold", "dkg-finish", "--secret", &secret, "--round1", "r1-1.jcpt", "r1-2.jcpt", "r1-3.jcpt", "--round2"];
+        let mut args = vec![
+            "threshold",
+            "dkg-finish",
+            "--secret",
+            &secret,
+            "--round1",
+            "r1-1.jcpt",
+            "r1-2.jcpt",
+            "r1-3.jcpt",
+            "--round2",
+        ];
         args.extend(others.iter().map(String::as_str));
         let share = format!("p{i}/share.jcpt");
         let group = format!("group-{i}.jcpt");
@@ -61,33 +106,163 @@ fn c18_cli_dkg_among_three_then_two_sign_a_grant_that_decide_allows() {
     ok(d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
     let o = jcp(d, &["key", "show", "agent.key"]);
     let agent = String::from_utf8(o.stdout).unwrap().trim().to_owned();
-    ok(d, &["grant", "issue", "--issuer", &group, "--subject", &agent, "--resource", "text:vault", "--actions", "transfer", "--budget-uj", "1000", "--unsigned-out", "grant.unsigned", "--json"]);
+    ok(
+        d,
+        &[
+            "grant",
+            "issue",
+            "--issuer",
+            &group,
+            "--subject",
+            &agent,
+            "--resource",
+            "text:vault",
+            "--actions",
+            "transfer",
+            "--budget-uj",
+            "1000",
+            "--unsigned-out",
+            "grant.unsigned",
+            "--json",
+        ],
+    );
     for i in ["1", "3"] {
-        ok(d, &["threshold", "sign-round1", "--share", &format!("p{i}/share.jcpt"), "--nonces-out", &format!("p{i}/nonces"), "--out", &format!("c{i}.jcpt"), "--json"]);
+        ok(
+            d,
+            &[
+                "threshold",
+                "sign-round1",
+                "--share",
+                &format!("p{i}/share.jcpt"),
+                "--nonces-out",
+                &format!("p{i}/nonces"),
+                "--out",
+                &format!("c{i}.jcpt"),
+                "--json",
+            ],
+        );
     }
     for i in ["1", "3"] {
-        ok(d, &["threshold", "sign-round2", "--share", &format!("p{i}/share.jcpt"), "--nonces", &format!("p{i}/nonces"), "--commitments", "c1.jcpt", "c3.jcpt", "--message", "grant.unsigned", "--out", &format!("s{i}.jcpt"), "--json"]);
+        ok(
+            d,
+            &[
+                "threshold",
+                "sign-round2",
+                "--share",
+                &format!("p{i}/share.jcpt"),
+                "--nonces",
+                &format!("p{i}/nonces"),
+                "--commitments",
+                "c1.jcpt",
+                "c3.jcpt",
+                "--message",
+                "grant.unsigned",
+                "--out",
+                &format!("s{i}.jcpt"),
+                "--json",
+            ],
+        );
         assert!(!d.join(format!("p{i}/nonces")).exists(), "used nonces are deleted");
     }
-    let v = ok(d, &["threshold", "aggregate", "--group", "group-2.jcpt", "--commitments", "c1.jcpt", "c3.jcpt", "--message", "grant.unsigned", "--share", "s1.jcpt", "s3.jcpt", "--out", "grant.sig", "--json"]);
+    let v = ok(
+        d,
+        &[
+            "threshold",
+            "aggregate",
+            "--group",
+            "group-2.jcpt",
+            "--commitments",
+            "c1.jcpt",
+            "c3.jcpt",
+            "--message",
+            "grant.unsigned",
+            "--share",
+            "s1.jcpt",
+            "s3.jcpt",
+            "--out",
+            "grant.sig",
+            "--json",
+        ],
+    );
     assert_eq!(v["signature"].as_str().unwrap().len(), 128);
-    ok(d, &["grant", "assemble", "--unsigned", "grant.unsigned", "--signature", "grant.sig", "--out", "grant.jcp", "--json"]);
-    let v = ok(d, &["decide", "--chain", "grant.jcp", "--cost-uj", "10", "--trust-root", &format!("text:vault={group}"), "--action", "transfer", "--json"]);
+    ok(
+        d,
+        &[
+            "grant",
+            "assemble",
+            "--unsigned",
+            "grant.unsigned",
+            "--signature",
+            "grant.sig",
+            "--out",
+            "grant.jcp",
+            "--json",
+        ],
+    );
+    let v = ok(
+        d,
+        &[
+            "decide",
+            "--chain",
+            "grant.jcp",
+            "--cost-uj",
+            "10",
+            "--trust-root",
+            &format!("text:vault={group}"),
+            "--action",
+            "transfer",
+            "--json",
+        ],
+    );
     assert_eq!(v["decision"]["verdict"]["verdict"], "allow", "{v}");
 
     // One share alone: the aggregate is refused, and a signature that is
     // not the group's is refused at assembly.
-    let o = jcp(d, &["threshold", "aggregate", "--group", "group-1.jcpt", "--commitments", "c1.jcpt", "--message", "grant.unsigned", "--share", "s1.jcpt", "--out", "lone.sig"]);
+    let o = jcp(
+        d,
+        &[
+            "threshold",
+            "aggregate",
+            "--group",
+            "group-1.jcpt",
+            "--commitments",
+            "c1.jcpt",
+            "--message",
+            "grant.unsigned",
+            "--share",
+            "s1.jcpt",
+            "--out",
+            "lone.sig",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("too-few-signers"));
     let mut bad = std::fs::read(d.join("grant.sig")).unwrap();
     bad[0] ^= 1;
     std::fs::write(d.join("bad.sig"), bad).unwrap();
-    let o = jcp(d, &["grant", "assemble", "--unsigned", "grant.unsigned", "--signature", "bad.sig", "--out", "bad.jcp"]);
+    let o =
+        jcp(d, &["grant", "assemble", "--unsigned", "grant.unsigned", "--signature", "bad.sig", "--out", "bad.jcp"]);
     assert_eq!(o.status.code(), Some(1), "a bad signature is a refusal: exit 1");
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad-signature"));
     // Used nonces cannot be offered again.
-    let o = jcp(d, &["threshold", "sign-round2", "--share", "p1/share.jcpt", "--nonces", "p1/nonces", "--commitments", "c1.jcpt", "c3.jcpt", "--message", "grant.unsigned", "--out", "again.jcpt"]);
+    let o = jcp(
+        d,
+        &[
+            "threshold",
+            "sign-round2",
+            "--share",
+            "p1/share.jcpt",
+            "--nonces",
+            "p1/nonces",
+            "--commitments",
+            "c1.jcpt",
+            "c3.jcpt",
+            "--message",
+            "grant.unsigned",
+            "--out",
+            "again.jcpt",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
 }
 

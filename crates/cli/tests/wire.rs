@@ -23,7 +23,27 @@ fn setup(dir: &Path) {
     ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
     ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
     let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    ok(dir, &["grant", "issue", "--key", "issuer.key", "--subject", &agent, "--resource", "text:search", "--actions", "read", "--budget-uj", "1000", "--nonce", &"00".repeat(16), "--out", "root.jcp"]);
+    ok(
+        dir,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &agent,
+            "--resource",
+            "text:search",
+            "--actions",
+            "read",
+            "--budget-uj",
+            "1000",
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "root.jcp",
+        ],
+    );
 }
 
 /// A `jcp serve` child, killed when dropped.
@@ -104,7 +124,25 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
     let d = t.path();
     setup(d);
     let s = Server::start(d, "tcp:127.0.0.1:0");
-    let (code, first) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "700", "--save-request", "r1.bin", "--receipt-out", "r1.jcr", "--json"]);
+    let (code, first) = call(
+        d,
+        &[
+            "call",
+            "--connect",
+            &s.addr,
+            "--key",
+            "agent.key",
+            "--chain",
+            "root.jcp",
+            "--cost-uj",
+            "700",
+            "--save-request",
+            "r1.bin",
+            "--receipt-out",
+            "r1.jcr",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{first}");
     assert_eq!(first["verdict"], "allow");
     assert_eq!(first["budget_remaining_uj"], 300);
@@ -116,7 +154,10 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
     assert_eq!(again, first, "the same response, the same receipt, after SIGKILL + restart");
     // Not debited twice: a new 400 µJ request does not fit.
     std::thread::sleep(Duration::from_millis(1100));
-    let (code, next) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "400", "--json"]);
+    let (code, next) = call(
+        d,
+        &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "400", "--json"],
+    );
     assert_eq!(code, 1, "{next}");
     assert_eq!(next["reason"], "budget-exceeded");
     // A second endpoint on the same record is refused while this one holds it.
@@ -143,19 +184,69 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     let s = Server::start(d, "tcp:127.0.0.1:0");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let stale = (now - 120).to_string();
-    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--now", &stale, "--json"]);
+    let (code, v) = call(
+        d,
+        &[
+            "call",
+            "--connect",
+            &s.addr,
+            "--key",
+            "agent.key",
+            "--chain",
+            "root.jcp",
+            "--cost-uj",
+            "1",
+            "--now",
+            &stale,
+            "--json",
+        ],
+    );
     assert_eq!((code, v["reason"].as_str()), (1, Some("stale-request")), "{v}");
     // The thief holds the grant file but not the agent's key.
-    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "thief.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+    let (code, v) = call(
+        d,
+        &["call", "--connect", &s.addr, "--key", "thief.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],
+    );
     assert_eq!((code, v["reason"].as_str()), (1, Some("wrong-subject")), "{v}");
     ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
-    let o = jcp(d, &["feed", "revoke", "--connect", &s.addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5", "--json"]);
+    let o = jcp(
+        d,
+        &[
+            "feed",
+            "revoke",
+            "--connect",
+            &s.addr,
+            "--revocation",
+            "rev.jcp",
+            "--grant",
+            "root.jcp",
+            "--marker",
+            "5",
+            "--json",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+    let (code, v) = call(
+        d,
+        &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],
+    );
     assert_eq!((code, v["reason"].as_str()), (1, Some("revoked")), "{v}");
     assert_eq!(v["receipt"]["known_through"], 5);
     // No endpoint: exit 2, a transport error.
-    let o = jcp(d, &["call", "--connect", "unix:/nonexistent/ep.sock", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1"]);
+    let o = jcp(
+        d,
+        &[
+            "call",
+            "--connect",
+            "unix:/nonexistent/ep.sock",
+            "--key",
+            "agent.key",
+            "--chain",
+            "root.jcp",
+            "--cost-uj",
+            "1",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     drop(s);
 }
@@ -177,19 +268,30 @@ fn s2_an_encrypted_steward_key_serves_and_its_refusals_name_the_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("key-locked"), "{}", String::from_utf8_lossy(&o.stderr));
     // Wrong passphrase: named, exit 2.
-    let o = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).env("JCP_PASSPHRASE_FILE", d.join("wrong"))
-        .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "e.jcps", "--steward-key", "enc.key"]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .env("JCP_PASSPHRASE_FILE", d.join("wrong"))
+        .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "e.jcps", "--steward-key", "enc.key"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("key-wrong-passphrase") && err.contains("enc.key"), "{err}");
     // Unlocked: it seals receipts as that did.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(d).env("JCP_PASSPHRASE_FILE", d.join("pass"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .env("JCP_PASSPHRASE_FILE", d.join("pass"))
         .args(["serve", "--listen", "unix:e.sock", "--stream", "e.jcps", "--steward-key", "enc.key"])
-        .stdout(Stdio::piped()).spawn().unwrap();
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.contains("listening on unix:e.sock"), "{line}");
-    let (code, r) = call(d, &["call", "--connect", "unix:e.sock", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "5", "--json"]);
+    let (code, r) = call(
+        d,
+        &["call", "--connect", "unix:e.sock", "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "5", "--json"],
+    );
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(code, 0, "{r}");
@@ -205,10 +307,21 @@ fn c17_cli_two_served_points_settle_by_signed_statement_and_the_overdraft_is_pro
     ok(d, &["key", "new", "--out", "b.key", "--seed", &"32".repeat(32)]);
     let pa = ok(d, &["key", "show", "a.key"]).trim().to_owned();
     let pb = ok(d, &["key", "show", "b.key"]).trim().to_owned();
-    let a = Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "a.jcps", "--channel-grant", "root.jcp", "--point-key", "a.key", "--peer", &pb]);
-    let b = Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "b.jcps", "--channel-grant", "root.jcp", "--point-key", "b.key", "--peer", &pa]);
+    let a = Server::start_with(
+        d,
+        "tcp:127.0.0.1:0",
+        &["--stream", "a.jcps", "--channel-grant", "root.jcp", "--point-key", "a.key", "--peer", &pb],
+    );
+    let b = Server::start_with(
+        d,
+        "tcp:127.0.0.1:0",
+        &["--stream", "b.jcps", "--channel-grant", "root.jcp", "--point-key", "b.key", "--peer", &pa],
+    );
     for s in [&a, &b] {
-        let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "600", "--json"]);
+        let (code, v) = call(
+            d,
+            &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "600", "--json"],
+        );
         assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
     }
     ok(d, &["feed", "ask-statement", "--connect", &a.addr, "--grant", "root.jcp", "--out", "a.st"]);
@@ -218,13 +331,33 @@ fn c17_cli_two_served_points_settle_by_signed_statement_and_the_overdraft_is_pro
     let (code, v) = call(d, &["feed", "statement", "--connect", &a.addr, "--statement", "b.st", "--json"]);
     assert_eq!((code, v["code"].as_str()), (0, Some("admitted")), "{v}");
     for s in [&a, &b] {
-        let (code, v) = call(d, &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"]);
+        let (code, v) = call(
+            d,
+            &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],
+        );
         assert_eq!((code, v["reason"].as_str()), (1, Some("budget-exceeded")), "{v}");
     }
     // The same statement again is stale: refused over the wire, exit 1.
     let (code, v) = call(d, &["feed", "statement", "--connect", &b.addr, "--statement", "a.st", "--json"]);
     assert_eq!((code, v["code"].as_str()), (1, Some("statement-stale")), "{v}");
-    let (code, v) = call(d, &["channel", "audit", "--grant", "root.jcp", "--member", &pa, "--member", &pb, "a.st", "b.st", "--proof-out", "over.proof", "--json"]);
+    let (code, v) = call(
+        d,
+        &[
+            "channel",
+            "audit",
+            "--grant",
+            "root.jcp",
+            "--member",
+            &pa,
+            "--member",
+            &pb,
+            "a.st",
+            "b.st",
+            "--proof-out",
+            "over.proof",
+            "--json",
+        ],
+    );
     assert_eq!((code, v["report"]["overdraft"]["overdraft_uj"].as_u64()), (1, Some(200)), "{v}");
     assert_eq!(jcp(d, &["channel", "verify", "over.proof"]).status.code(), Some(0));
     assert!(a.sigterm().success());

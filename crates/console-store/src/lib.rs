@@ -305,7 +305,10 @@ impl Store {
         if path.as_os_str() != ":memory:" {
             let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(err)?;
             if !mode.eq_ignore_ascii_case("wal") {
-                return Err(StoreError::Sqlite { path, detail: format!("could not switch to WAL (journal mode is {mode})") });
+                return Err(StoreError::Sqlite {
+                    path,
+                    detail: format!("could not switch to WAL (journal mode is {mode})"),
+                });
             }
         }
         conn.execute_batch("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;").map_err(err)?;
@@ -323,10 +326,7 @@ impl Store {
             return Err(StoreError::NewerSchema { path, found, supported });
         }
         // IMMEDIATE takes the write lock up front: a second writer is told it is locked.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err)?;
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
         let found: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
             tx.execute_batch(sql).map_err(err)?;
@@ -434,7 +434,8 @@ impl Store {
         let energy = match (uj, prov, cov) {
             (None, None, None) => None,
             (Some(uj), Some(p), Some(c)) => {
-                let provenance = Provenance::parse(&p).ok_or_else(|| bad(format!("window {seq}: unknown provenance {p:?}")))?;
+                let provenance =
+                    Provenance::parse(&p).ok_or_else(|| bad(format!("window {seq}: unknown provenance {p:?}")))?;
                 let coverage = match c.as_str() {
                     "Whole" => Coverage::Whole,
                     "Partial" => Coverage::Partial,
@@ -442,7 +443,11 @@ impl Store {
                 };
                 Some(Energy { uj: to_u64(uj, &self.path, "window energy")?, provenance, coverage })
             }
-            _ => return Err(bad(format!("window {seq}: energy, provenance and coverage must be all present or all absent"))),
+            _ => {
+                return Err(bad(format!(
+                    "window {seq}: energy, provenance and coverage must be all present or all absent"
+                )))
+            }
         };
         Ok(WindowRecord {
             seq,
@@ -455,7 +460,8 @@ impl Store {
 
     /// Number of windows held.
     pub fn window_count(&self) -> Result<u64, StoreError> {
-        let n: i64 = self.conn.query_row("SELECT COUNT(*) FROM energy_windows", [], |r| r.get(0)).map_err(|e| self.err(&e))?;
+        let n: i64 =
+            self.conn.query_row("SELECT COUNT(*) FROM energy_windows", [], |r| r.get(0)).map_err(|e| self.err(&e))?;
         to_u64(n, &self.path, "window count")
     }
 
@@ -472,7 +478,13 @@ impl Store {
     }
 
     /// Stores the finished audit of a stream (the report as the engine serialised it).
-    pub fn record_audit(&self, path: &str, verdict: &str, report: &serde_json::Value, at_ms: u64) -> Result<(), StoreError> {
+    pub fn record_audit(
+        &self,
+        path: &str,
+        verdict: &str,
+        report: &serde_json::Value,
+        at_ms: u64,
+    ) -> Result<(), StoreError> {
         let n = self
             .conn
             .execute(
@@ -519,7 +531,9 @@ impl Store {
     }
 
     #[allow(clippy::type_complexity)]
-    fn stream_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i64, i64, Option<String>, Option<String>, Option<i64>)> {
+    fn stream_row(
+        r: &rusqlite::Row<'_>,
+    ) -> rusqlite::Result<(String, i64, i64, Option<String>, Option<String>, Option<i64>)> {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
     }
 
@@ -547,7 +561,13 @@ impl Store {
     }
 
     /// Appends a steward action.
-    pub fn record_action(&self, at_ms: u64, action: &str, subject: &str, detail: &serde_json::Value) -> Result<i64, StoreError> {
+    pub fn record_action(
+        &self,
+        at_ms: u64,
+        action: &str,
+        subject: &str,
+        detail: &serde_json::Value,
+    ) -> Result<i64, StoreError> {
         self.conn
             .execute(
                 "INSERT INTO steward_actions (at_ms, action, subject, detail_json) VALUES (?1, ?2, ?3, ?4)",
@@ -580,7 +600,13 @@ impl Store {
             .map_err(|e| self.err(&e))?;
         let rows = stmt
             .query_map(params![limit, subject], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
             })
             .map_err(|e| self.err(&e))?;
         let mut out = Vec::new();
@@ -598,7 +624,14 @@ impl Store {
 
     /// Adds an item (or refreshes the label and detail of the one with the
     /// same kind and path, keeping its last status). Returns its id.
-    pub fn add_item(&self, kind: ItemKind, label: &str, path: &str, detail: &serde_json::Value, at_ms: u64) -> Result<i64, StoreError> {
+    pub fn add_item(
+        &self,
+        kind: ItemKind,
+        label: &str,
+        path: &str,
+        detail: &serde_json::Value,
+        at_ms: u64,
+    ) -> Result<i64, StoreError> {
         self.conn
             .query_row(
                 "INSERT INTO workspace_items (kind, label, path, detail_json, added_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -620,7 +653,11 @@ impl Store {
             )
             .map_err(|e| self.err(&e))?;
         if n == 0 {
-            return Err(StoreError::InvalidRecord { path: self.path.clone(), what: "workspace item", detail: format!("there is no item {id}") });
+            return Err(StoreError::InvalidRecord {
+                path: self.path.clone(),
+                what: "workspace item",
+                detail: format!("there is no item {id}"),
+            });
         }
         Ok(())
     }
@@ -654,15 +691,27 @@ impl Store {
     }
 
     #[allow(clippy::type_complexity)]
-    fn item_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, String, i64, Option<String>, Option<i64>)> {
+    fn item_row(
+        r: &rusqlite::Row<'_>,
+    ) -> rusqlite::Result<(i64, String, String, String, String, i64, Option<String>, Option<i64>)> {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
     }
 
     fn item_from_row(
         &self,
-        (id, kind, label, path, detail, added, status, opened): (i64, String, String, String, String, i64, Option<String>, Option<i64>),
+        (id, kind, label, path, detail, added, status, opened): (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<String>,
+            Option<i64>,
+        ),
     ) -> Result<ItemRecord, StoreError> {
-        let bad = |detail: String| StoreError::InvalidRecord { path: self.path.clone(), what: "workspace item", detail };
+        let bad =
+            |detail: String| StoreError::InvalidRecord { path: self.path.clone(), what: "workspace item", detail };
         let kind = ItemKind::parse(&kind).ok_or_else(|| bad(format!("item {id}: unknown kind {kind:?}")))?;
         let detail = serde_json::from_str(&detail).map_err(|e| bad(format!("item {id}: {e}")))?;
         Ok(ItemRecord {

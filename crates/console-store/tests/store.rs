@@ -74,8 +74,11 @@ fn s5_unknown_provenance_in_file_is_refused_not_defaulted() {
     let path = dir.path().join("ws.sqlite");
     drop(Store::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("INSERT INTO energy_windows (start_ms, end_ms, uj, provenance, coverage) VALUES (0, 1, 5, 'Measured', 'Whole')", [])
-        .unwrap();
+    conn.execute(
+        "INSERT INTO energy_windows (start_ms, end_ms, uj, provenance, coverage) VALUES (0, 1, 5, 'Measured', 'Whole')",
+        [],
+    )
+    .unwrap();
     drop(conn);
     let s = Store::open(&path).unwrap();
     let e = s.recent_windows(10).unwrap_err();
@@ -141,7 +144,8 @@ fn store_damaged_pages_are_refused_not_recreated() {
     let (root, page): (usize, usize) = {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;").unwrap();
-        let root: i64 = c.query_row("SELECT rootpage FROM sqlite_master WHERE name = 'energy_windows'", [], |r| r.get(0)).unwrap();
+        let root: i64 =
+            c.query_row("SELECT rootpage FROM sqlite_master WHERE name = 'energy_windows'", [], |r| r.get(0)).unwrap();
         let page: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
         (usize::try_from(root).unwrap(), usize::try_from(page).unwrap())
     };
@@ -223,12 +227,28 @@ fn store_v1_file_gains_workspace_items_and_keeps_its_data() {
 fn store_workspace_items_are_listed_with_their_last_status() {
     let s = Store::open_in_memory().unwrap();
     let bp = s
-        .add_item(ItemKind::Blueprint, "demo blueprint", "/ws/demo/d.deployment.json", &json!({"blueprint": "/ws/demo/b.json"}), 5)
+        .add_item(
+            ItemKind::Blueprint,
+            "demo blueprint",
+            "/ws/demo/d.deployment.json",
+            &json!({"blueprint": "/ws/demo/b.json"}),
+            5,
+        )
         .unwrap();
     let run = s.add_item(ItemKind::Run, "demo run", "/ws/demo/run.json", &json!({}), 6).unwrap();
     s.set_item_status(bp, "consistent", 9).unwrap();
     // Adding the same item again keeps its id and its last status.
-    assert_eq!(s.add_item(ItemKind::Blueprint, "demo blueprint (renamed)", "/ws/demo/d.deployment.json", &json!({"blueprint": "/ws/demo/b.json"}), 7).unwrap(), bp);
+    assert_eq!(
+        s.add_item(
+            ItemKind::Blueprint,
+            "demo blueprint (renamed)",
+            "/ws/demo/d.deployment.json",
+            &json!({"blueprint": "/ws/demo/b.json"}),
+            7
+        )
+        .unwrap(),
+        bp
+    );
     let items = s.items().unwrap();
     assert_eq!(items.iter().map(|i| i.id).collect::<Vec<_>>(), vec![bp, run]);
     assert_eq!(items[0].kind, ItemKind::Blueprint);

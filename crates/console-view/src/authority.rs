@@ -480,7 +480,16 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(Refused, MaterialProblem, IssuerKind, KeyEventLine, KeyLogPanel, ThresholdPanel, StandingPanel, AuthorityView)
+        all!(
+            Refused,
+            MaterialProblem,
+            IssuerKind,
+            KeyEventLine,
+            KeyLogPanel,
+            ThresholdPanel,
+            StandingPanel,
+            AuthorityView
+        )
     }
 
     fn demo() -> (tempfile::TempDir, Vec<PathBuf>) {

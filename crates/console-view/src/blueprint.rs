@@ -59,7 +59,8 @@ pub fn inputs(files: &ReconcileFiles) -> Result<Inputs, ViewError> {
         inputs.keys = KeySet::from_json(&read(p)?).map_err(|e| bad_input(p, &e))?;
     }
     if let Some(p) = &files.host_bounds {
-        inputs.host_bounds = Some(blueprint::json::decode(&read(p)?, &Limits::default()).map_err(|e| bad_input(p, &e))?);
+        inputs.host_bounds =
+            Some(blueprint::json::decode(&read(p)?, &Limits::default()).map_err(|e| bad_input(p, &e))?);
     }
     if let Some(p) = &files.descriptors {
         let v = blueprint::json::decode(&read(p)?, &Limits::default()).map_err(|e| bad_input(p, &e))?;
@@ -148,7 +149,8 @@ fn line_col(bytes: &[u8], offset: usize) -> (u64, u64, String, u64) {
     let line_end = bytes[offset..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| offset + i);
     let line = before.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
     let head = String::from_utf8_lossy(&bytes[line_start..offset]).chars().count();
-    let text: Vec<char> = String::from_utf8_lossy(&bytes[line_start..line_end]).trim_end_matches('\r').chars().collect();
+    let text: Vec<char> =
+        String::from_utf8_lossy(&bytes[line_start..line_end]).trim_end_matches('\r').chars().collect();
     // A window of 160 characters that keeps the caret in view.
     let from = head.saturating_sub(80);
     let excerpt: String = text.iter().skip(from).take(160).collect();
@@ -177,7 +179,17 @@ pub fn locate(subject: &str, files: &ReconcileFiles) -> Option<JsonLocation> {
             (Some(l), Some(c)) => format!("{name} line {l}, column {c} (byte {n})"),
             _ => format!("{name} byte {n}"),
         };
-        return Some(JsonLocation { artifact: artifact.to_owned(), file, byte: Some(n as u64), line, column, pointer: None, excerpt, caret, text });
+        return Some(JsonLocation {
+            artifact: artifact.to_owned(),
+            file,
+            byte: Some(n as u64),
+            line,
+            column,
+            pointer: None,
+            excerpt,
+            caret,
+            text,
+        });
     }
     let pointer = rest.split_whitespace().next().filter(|p| p.starts_with('/'))?;
     Some(JsonLocation {
@@ -323,8 +335,11 @@ fn bound_text(v: &Value) -> String {
     if let (Some(amount), Some(currency)) = (v.get("amount"), v.get("currency").and_then(Value::as_str)) {
         return format!("{} {currency}", canonical(amount));
     }
-    if let (Some(ordinal), Some(markers)) = (v.get("ordinal").and_then(Value::as_str), v.get("markers").and_then(Value::as_array)) {
-        let marks: Vec<String> = markers.iter().map(|m| m.as_str().map_or_else(|| canonical(m), str::to_owned)).collect();
+    if let (Some(ordinal), Some(markers)) =
+        (v.get("ordinal").and_then(Value::as_str), v.get("markers").and_then(Value::as_array))
+    {
+        let marks: Vec<String> =
+            markers.iter().map(|m| m.as_str().map_or_else(|| canonical(m), str::to_owned)).collect();
         return if marks.is_empty() { ordinal.to_owned() } else { format!("{ordinal} + {}", marks.join(", ")) };
     }
     canonical(v)
@@ -361,7 +376,8 @@ fn not_verified_row(surface: &str, reason: &str) -> NotVerifiedRow {
 
 /// Maps an Evidence record to the view. `files` names what was read.
 pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result<BlueprintReportView, ViewError> {
-    let not_verified: Vec<NotVerifiedRow> = ev.not_verified.iter().map(|n| not_verified_row(&n.surface, &n.reason)).collect();
+    let not_verified: Vec<NotVerifiedRow> =
+        ev.not_verified.iter().map(|n| not_verified_row(&n.surface, &n.reason)).collect();
     let steps = reconcile::STEPS
         .iter()
         .map(|step| {
@@ -377,7 +393,8 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
                     location: if c.verified { None } else { locate(&c.subject, files) },
                 })
                 .collect();
-            let open: Vec<NotVerifiedRow> = not_verified.iter().filter(|n| step_of(&n.surface) == Some(step)).cloned().collect();
+            let open: Vec<NotVerifiedRow> =
+                not_verified.iter().filter(|n| step_of(&n.surface) == Some(step)).cloned().collect();
             let status = if checks.iter().any(|c| !c.verified) {
                 crate::tags::StepStatus::Failed
             } else if checks.is_empty() {
@@ -397,17 +414,19 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
     let clamps = ev
         .clamps
         .iter()
-        .map(|c| ClampRow { bound: c.bound.clone(), protected: c.protected, requested: bound_text(&c.requested), effective: bound_text(&c.effective) })
+        .map(|c| ClampRow {
+            bound: c.bound.clone(),
+            protected: c.protected,
+            requested: bound_text(&c.requested),
+            effective: bound_text(&c.effective),
+        })
         .collect();
-    let first_failure = ev
-        .first_failure
-        .as_ref()
-        .map(|e| FindingRow {
-            code: e.code(),
-            subject: e.subject().to_owned(),
-            detail: e.detail().to_owned(),
-            location: ev.checks.iter().find(|c| !c.verified).and_then(|c| locate(&c.subject, files)),
-        });
+    let first_failure = ev.first_failure.as_ref().map(|e| FindingRow {
+        code: e.code(),
+        subject: e.subject().to_owned(),
+        detail: e.detail().to_owned(),
+        location: ev.checks.iter().find(|c| !c.verified).and_then(|c| locate(&c.subject, files)),
+    });
     let open = not_verified.len();
     let verdict_text = match (&first_failure, ev.consistent) {
         (_, true) => format!(
@@ -427,7 +446,11 @@ pub fn report_view(ev: &Evidence, files: &ReconcileFiles, title: &str) -> Result
             InputRow { name: "host bounds".into(), path: path(&files.host_bounds) },
             InputRow { name: "live tool descriptors".into(), path: path(&files.descriptors) },
         ],
-        verdict: if ev.consistent { crate::tags::Consistency::Consistent } else { crate::tags::Consistency::Inconsistent },
+        verdict: if ev.consistent {
+            crate::tags::Consistency::Consistent
+        } else {
+            crate::tags::Consistency::Inconsistent
+        },
         verdict_text,
         blueprint_digest: ev.blueprint_digest.map(|d| d.to_string()),
         deployment_digest: ev.deployment_digest.map(|d| d.to_string()),
@@ -558,8 +581,10 @@ fn seal(kind: Kind, j: &serde_json::Value) -> Result<(String, String), ViewError
     let Value::Object(m) = &mut v else { return Err(ViewError::Demo("an artifact is an object".into())) };
     let digest = artifact::compute_digest(kind, m).map_err(err)?;
     m.insert(kind.digest_member(), Value::str(digest.to_string()));
-    let attrs = val(&serde_json::json!({"algorithm": "Ed25519", "content_digest": digest.to_string(), "created_at": "2026-11-01T00:00:00Z",
-        "key_id": DEMO_KEY_ID, "purpose": kind.purpose()}))?;
+    let attrs = val(
+        &serde_json::json!({"algorithm": "Ed25519", "content_digest": digest.to_string(), "created_at": "2026-11-01T00:00:00Z",
+        "key_id": DEMO_KEY_ID, "purpose": kind.purpose()}),
+    )?;
     let prot = val(&serde_json::json!({"alg": "EdDSA", "b64": false, "crit": ["b64"], "kid": DEMO_KEY_ID}))?;
     let input = signature::signing_input(&prot, &attrs).map_err(err)?;
     let sig = demo_key().sign(&input).to_bytes();
@@ -582,7 +607,8 @@ pub fn demo_texts() -> Result<Vec<(&'static str, String)>, ViewError> {
     let live = sha256_tagged(&descriptor);
     let (dep, _) = seal(Kind::Deployment, &demo_deployment(&bp_digest, &live))?;
     // Attested against an older descriptor than the tool now serves.
-    let stale = sha256_tagged(b"{\"name\":\"demo.console.fetch\",\"operation_kind\":\"read\",\"version\":\"previous\"}");
+    let stale =
+        sha256_tagged(b"{\"name\":\"demo.console.fetch\",\"operation_kind\":\"read\",\"version\":\"previous\"}");
     let (rug, _) = seal(Kind::Deployment, &demo_deployment(&bp_digest, &stale))?;
     let keys = serde_json::json!({ DEMO_KEY_ID: b64::encode(&demo_key().verifying_key().to_bytes()) });
     let mut descriptors = serde_json::Map::new();
@@ -614,7 +640,8 @@ pub struct DemoReconcile {
 /// renamed, so an interrupted start leaves no half file) and returns the two
 /// demo reconciles: the consistent one and the rug-pull one.
 pub fn write_demo(dir: &Path) -> Result<Vec<DemoReconcile>, ViewError> {
-    std::fs::create_dir_all(dir).map_err(|e| ViewError::DemoWrite { path: dir.to_path_buf(), detail: e.to_string() })?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ViewError::DemoWrite { path: dir.to_path_buf(), detail: e.to_string() })?;
     for (name, text) in demo_texts()? {
         let path = dir.join(name);
         if path.exists() {
@@ -634,7 +661,10 @@ pub fn write_demo(dir: &Path) -> Result<Vec<DemoReconcile>, ViewError> {
     };
     Ok(vec![
         DemoReconcile { label: "demo blueprint: summarize, its deployment", files: files("summarize.deployment.json") },
-        DemoReconcile { label: "demo blueprint: summarize, a deployment whose tool changed (rug-pull)", files: files("summarize-rugpull.deployment.json") },
+        DemoReconcile {
+            label: "demo blueprint: summarize, a deployment whose tool changed (rug-pull)",
+            files: files("summarize-rugpull.deployment.json"),
+        },
     ])
 }
 
@@ -807,7 +837,13 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bp = dir.path().join("bp.json");
         std::fs::write(&bp, "{\"a\": 1,\n  \"b\": [1, 2,, 3]}").unwrap();
-        let files = ReconcileFiles { blueprint: bp.clone(), deployment: dir.path().join("dep.json"), keys: None, host_bounds: None, descriptors: None };
+        let files = ReconcileFiles {
+            blueprint: bp.clone(),
+            deployment: dir.path().join("dep.json"),
+            keys: None,
+            host_bounds: None,
+            descriptors: None,
+        };
         let l = locate("blueprint byte 21", &files).unwrap();
         assert_eq!((l.line, l.column, l.byte), (Some(2), Some(13), Some(21)));
         assert_eq!(l.excerpt.as_deref(), Some("  \"b\": [1, 2,, 3]}"));
@@ -823,8 +859,22 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(JsonLocation, CheckRow, StepRow, NotVerifiedRow, BoundRow, ClampRow, FindingRow, InputRow, BlueprintReportView,
-            ConformanceTally, ConformanceCell, ConformanceCaseRow, ConformanceFileFailure, ConformanceView)
+        all!(
+            JsonLocation,
+            CheckRow,
+            StepRow,
+            NotVerifiedRow,
+            BoundRow,
+            ClampRow,
+            FindingRow,
+            InputRow,
+            BlueprintReportView,
+            ConformanceTally,
+            ConformanceCell,
+            ConformanceCaseRow,
+            ConformanceFileFailure,
+            ConformanceView
+        )
     }
 
     #[test]
@@ -835,7 +885,11 @@ pub(crate) mod tests {
         let r = blueprint::run_corpus_dir(&dir).unwrap();
         assert_eq!(v.surfaces.len(), r.surfaces.len());
         assert_eq!(v.cases.len(), r.results.len());
-        let cell = v.matrix.iter().find(|c| c.surface == "federation.verify_commitment" && c.class == "audience_mismatch").unwrap();
+        let cell = v
+            .matrix
+            .iter()
+            .find(|c| c.surface == "federation.verify_commitment" && c.class == "audience_mismatch")
+            .unwrap();
         assert_eq!((cell.passed, cell.failed), (2, 0));
         assert_eq!(v.corpus_digest, r.corpus_digest);
         let e = run_conformance(Path::new("/no/such/corpus")).unwrap_err();
@@ -858,7 +912,10 @@ pub(crate) mod tests {
         let v = |j: serde_json::Value| Value::from_serde(&j).unwrap();
         assert_eq!(bound_text(&v(serde_json::json!({"amount": 40, "currency": "EUR"}))), "40 EUR");
         assert_eq!(bound_text(&v(serde_json::json!({"markers": [], "ordinal": "internal"}))), "internal");
-        assert_eq!(bound_text(&v(serde_json::json!({"markers": ["pci", "phi"], "ordinal": "restricted"}))), "restricted + pci, phi");
+        assert_eq!(
+            bound_text(&v(serde_json::json!({"markers": ["pci", "phi"], "ordinal": "restricted"}))),
+            "restricted + pci, phi"
+        );
         assert_eq!(bound_text(&v(serde_json::json!("summary"))), "summary");
         assert_eq!(bound_text(&v(serde_json::json!(16000))), "16000");
     }

@@ -73,7 +73,10 @@ pub fn energy_chart_svg(windows: &[WindowRecord], width: u32, height: u32) -> Re
 }
 
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)] // one drawing, top to bottom
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, windows: &[WindowRecord]) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    windows: &[WindowRecord],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     let (_, h) = root.dim_in_pixel();
     let legend_h = 64;
@@ -143,7 +146,10 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
                 let y = e.uj as f64 / div;
                 let colour = provenance_colour(e.provenance);
                 if e.coverage == Coverage::Partial {
-                    chart.draw_series(std::iter::once(Rectangle::new([(x0, 0.0), (x1, y)], colour.mix(0.35).filled())))?;
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, y)],
+                        colour.mix(0.35).filled(),
+                    )))?;
                     chart.draw_series(std::iter::once(Rectangle::new([(x0, 0.0), (x1, y)], colour.stroke_width(2))))?;
                     chart.draw_series(std::iter::once(Text::new(
                         "P",
@@ -172,8 +178,12 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, wind
         let swatch = [(x, y), (x + 14, y + 14)];
         match *name {
             "HwShunt" => legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::HwShunt).filled()))?,
-            "ModelBased" => legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::ModelBased).filled()))?,
-            "Estimator" => legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::Estimator).filled()))?,
+            "ModelBased" => {
+                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::ModelBased).filled()))?
+            }
+            "Estimator" => {
+                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::Estimator).filled()))?
+            }
             "Partial" => {
                 legend_area.draw(&Rectangle::new(swatch, BLACK.mix(0.15).filled()))?;
                 legend_area.draw(&Rectangle::new(swatch, BLACK.stroke_width(2)))?;

@@ -44,12 +44,15 @@ impl IntentSource {
             Self::File { path } => {
                 use std::io::Read as _;
                 let p = std::path::Path::new(path);
-                let unreadable = |e: std::io::Error| crate::ViewError::Unreadable { path: p.to_path_buf(), detail: e.to_string() };
+                let unreadable =
+                    |e: std::io::Error| crate::ViewError::Unreadable { path: p.to_path_buf(), detail: e.to_string() };
                 let f = std::fs::File::open(p).map_err(unreadable)?;
                 let mut bytes = Vec::new();
                 f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
                 if bytes.len() as u64 > MAX_SOURCE_BYTES {
-                    return Err(crate::ViewError::TooLarge(format!("{path} is larger than {MAX_SOURCE_BYTES} bytes: not a binding")));
+                    return Err(crate::ViewError::TooLarge(format!(
+                        "{path} is larger than {MAX_SOURCE_BYTES} bytes: not a binding"
+                    )));
                 }
                 Ok((bytes, path.clone()))
             }
@@ -107,7 +110,12 @@ pub struct IntentView {
     pub refusal: Option<IntentRefusal>,
 }
 
-fn view_of(source: &str, kind: Option<IntentSubject>, i: Option<intent::Inspection>, refusal: Option<intent::Refusal>) -> IntentView {
+fn view_of(
+    source: &str,
+    kind: Option<IntentSubject>,
+    i: Option<intent::Inspection>,
+    refusal: Option<intent::Refusal>,
+) -> IntentView {
     let (canonical_json, intent_hash, own_refusal) = match i {
         Some(i) => (i.canonical_json, i.intent_hash, i.refusal),
         None => (None, None, None),
@@ -216,11 +224,17 @@ pub fn intent_compare(first: &[u8], first_source: &str, second: &[u8], second_so
     let (da, db) = match (&a, &b) {
         (Ok((da, _)), Ok((db, _))) => (da, db),
         (Err(e), _) => {
-            let r = IntentRefusal { message: format!("the first does not decode: {}", e.message), ..IntentRefusal::from(e.clone()) };
+            let r = IntentRefusal {
+                message: format!("the first does not decode: {}", e.message),
+                ..IntentRefusal::from(e.clone())
+            };
             return not_compared(r, va, vb);
         }
         (_, Err(e)) => {
-            let r = IntentRefusal { message: format!("the second does not decode: {}", e.message), ..IntentRefusal::from(e.clone()) };
+            let r = IntentRefusal {
+                message: format!("the second does not decode: {}", e.message),
+                ..IntentRefusal::from(e.clone())
+            };
             return not_compared(r, va, vb);
         }
     };
@@ -267,7 +281,11 @@ pub(crate) mod tests {
     }
 
     fn pinned() -> Vec<u8> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/intent/vectors/compromised-principal.json")).unwrap()
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../conformance/intent/vectors/compromised-principal.json"),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -316,7 +334,8 @@ pub(crate) mod tests {
         std::fs::write(&f, vec![b' '; (MAX_SOURCE_BYTES + 10) as usize]).unwrap();
         let e = IntentSource::File { path: f.display().to_string() }.read().unwrap_err();
         assert!(e.to_string().contains("larger than"), "{e}");
-        let missing = IntentSource::File { path: dir.path().join("none.json").display().to_string() }.read().unwrap_err();
+        let missing =
+            IntentSource::File { path: dir.path().join("none.json").display().to_string() }.read().unwrap_err();
         assert!(missing.to_string().contains("none.json"), "{missing}");
         assert_eq!(IntentSource::Text { text: "{}".into() }.read().unwrap().1, "pasted");
     }

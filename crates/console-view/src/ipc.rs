@@ -266,7 +266,22 @@ mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        let mut all = all!(UiError, Availability, StoreInfo, AppInfo, WindowRow, RungRow, EnergySnapshot, ExportResult, AuditProgress, AuditJob, AuditReportView, StreamRow, ActionRow, WorkspaceItem);
+        let mut all = all!(
+            UiError,
+            Availability,
+            StoreInfo,
+            AppInfo,
+            WindowRow,
+            RungRow,
+            EnergySnapshot,
+            ExportResult,
+            AuditProgress,
+            AuditJob,
+            AuditReportView,
+            StreamRow,
+            ActionRow,
+            WorkspaceItem
+        );
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());
         all.extend(crate::authority::tests::generated());
@@ -291,9 +306,15 @@ mod tests {
             if update {
                 std::fs::write(&file, &text).unwrap();
             } else {
-                let committed = std::fs::read_to_string(&file)
-                    .unwrap_or_else(|e| panic!("{} missing ({e}); run JCP_UPDATE_TS=1 cargo test -p console-view", file.display()));
-                assert_eq!(committed, text, "{} is stale; run JCP_UPDATE_TS=1 cargo test -p console-view", file.display());
+                let committed = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                    panic!("{} missing ({e}); run JCP_UPDATE_TS=1 cargo test -p console-view", file.display())
+                });
+                assert_eq!(
+                    committed,
+                    text,
+                    "{} is stale; run JCP_UPDATE_TS=1 cargo test -p console-view",
+                    file.display()
+                );
             }
         }
     }

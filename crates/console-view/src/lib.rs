@@ -8,9 +8,9 @@
 pub mod authority;
 pub mod blueprint;
 pub mod chart;
+pub mod export;
 pub mod intent;
 pub mod ipc;
-pub mod export;
 pub mod report;
 pub mod run;
 pub mod session;

@@ -34,7 +34,11 @@ pub fn value_html(v: &Value, out: &mut String) {
     match v {
         Value::Object(map) if map.is_empty() => out.push_str("<span class=\"none\">none</span>"),
         // An exact ratio (`jcp_meter`'s `Ratio`, e.g. a §5.5 floor in ppm) as `num/den`.
-        Value::Object(map) if map.len() == 2 && map.get("num").is_some_and(Value::is_u64) && map.get("den").is_some_and(Value::is_u64) => {
+        Value::Object(map)
+            if map.len() == 2
+                && map.get("num").is_some_and(Value::is_u64)
+                && map.get("den").is_some_and(Value::is_u64) =>
+        {
             out.push_str(&scalar(&map["num"]));
             out.push('/');
             out.push_str(&scalar(&map["den"]));
@@ -155,8 +159,15 @@ pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, V
             for (i, (name, c)) in counts.iter().enumerate() {
                 let y = (n - 1 - i) as f64;
                 let v = *c as f64;
-                chart.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.15), (v, y + 0.85)], RGBColor(0x3a, 0x6e, 0xa5).mix(0.8).filled())))?;
-                chart.draw_series(std::iter::once(Text::new(format!("{}: {c}", name.replace('_', " ")), (0.0, y + 0.62), ("sans-serif", 12))))?;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y + 0.15), (v, y + 0.85)],
+                    RGBColor(0x3a, 0x6e, 0xa5).mix(0.8).filled(),
+                )))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    format!("{}: {c}", name.replace('_', " ")),
+                    (0.0, y + 0.62),
+                    ("sans-serif", 12),
+                )))?;
             }
             root.present()?;
             Ok(())
@@ -183,7 +194,8 @@ pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
     }
     if let Value::Object(map) = report {
         // The report's top-level figures first, in one table; then each part.
-        let top: serde_json::Map<String, Value> = map.iter().filter(|(_, v)| is_scalar(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let top: serde_json::Map<String, Value> =
+            map.iter().filter(|(_, v)| is_scalar(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
         if !top.is_empty() {
             out.push_str("<section class=\"field summary\"><h3>summary</h3>");
             value_html(&Value::Object(top), &mut out);

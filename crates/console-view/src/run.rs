@@ -16,7 +16,6 @@ use ts_rs::TS;
 
 use crate::{format_uj, ViewError};
 
-
 /// The core's record verdict word as the closed set; a word the core does
 /// not use reads as refused (fail closed: never shown as ok).
 fn record_verdict(v: &str) -> crate::tags::RecordVerdict {
@@ -230,7 +229,11 @@ fn n(i: usize) -> u64 {
 }
 
 /// Maps a verified run's report to the view.
-pub fn run_view(report: &RunReport, path: &Path, authority: crate::authority::AuthorityView) -> Result<RunView, ViewError> {
+pub fn run_view(
+    report: &RunReport,
+    path: &Path,
+    authority: crate::authority::AuthorityView,
+) -> Result<RunView, ViewError> {
     let checkpoints = report
         .checkpoints
         .iter()
@@ -265,7 +268,13 @@ pub fn run_view(report: &RunReport, path: &Path, authority: crate::authority::Au
     let findings: Vec<RunFinding> = report
         .findings
         .iter()
-        .map(|f| RunFinding { index: n(f.index), kind: f.kind.to_owned(), code: f.code.to_owned(), message: f.message.clone(), admitted: f.admitted })
+        .map(|f| RunFinding {
+            index: n(f.index),
+            kind: f.kind.to_owned(),
+            code: f.code.to_owned(),
+            message: f.message.clone(),
+            admitted: f.admitted,
+        })
         .collect();
     let remainder = remainder_cell(&report.remainder);
     let verdict_text = if report.clean {
@@ -314,7 +323,8 @@ pub fn run_view(report: &RunReport, path: &Path, authority: crate::authority::Au
 /// An unreadable or undecodable file is an error naming the file and the
 /// record; findings in a readable run are part of the view.
 pub fn report(path: &Path) -> Result<RunView, ViewError> {
-    let bad = |e: &jcp::Error| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() };
+    let bad =
+        |e: &jcp::Error| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() };
     let (run, material) = crate::authority::read_run(path).map_err(|e| bad(&e))?;
     let report = run.verify().map_err(|e| bad(&e))?;
     run_view(&report, path, crate::authority::view(&run, material))

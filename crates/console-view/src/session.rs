@@ -212,13 +212,17 @@ fn kebab(v: impl Serialize) -> String {
 fn look(a: &Assessment) -> (&'static str, String) {
     match a {
         Assessment::WithinBand => ("within-band", "inside the baseline's band".to_owned()),
-        Assessment::Explained { cause } => (
-            "explained",
-            format!("explained by {} (evidence {})", kebab(cause.kind), cause.evidence),
-        ),
+        Assessment::Explained { cause } => {
+            ("explained", format!("explained by {} (evidence {})", kebab(cause.kind), cause.evidence))
+        }
         Assessment::Unexplained { energy_uj, band_uj } => (
             "unexplained",
-            format!("{} outside the band {} – {}: worth a look, not a finding", format_uj(*energy_uj), format_uj(band_uj.0), format_uj(band_uj.1)),
+            format!(
+                "{} outside the band {} – {}: worth a look, not a finding",
+                format_uj(*energy_uj),
+                format_uj(band_uj.0),
+                format_uj(band_uj.1)
+            ),
         ),
         Assessment::Inapplicable { why } => ("inapplicable", why.clone()),
         Assessment::Unresolvable { why } => ("unresolvable", why.clone()),
@@ -227,11 +231,18 @@ fn look(a: &Assessment) -> (&'static str, String) {
 
 fn baseline_text(b: Option<&Baseline>) -> String {
     match b {
-        None => "no baseline declared: every metered window is inapplicable (no yardstick), never within band".to_owned(),
+        None => {
+            "no baseline declared: every metered window is inapplicable (no yardstick), never within band".to_owned()
+        }
         Some(b) => {
             let band = format!("{} – {} per window", format_uj(b.low_uj), format_uj(b.high_uj));
             match &b.scope {
-                Some(s) => format!("{band}, declared for host {} at occupancy \"{}\" with {} ms windows", s.host.hostname, s.occupancy, s.window_ns / 1_000_000),
+                Some(s) => format!(
+                    "{band}, declared for host {} at occupancy \"{}\" with {} ms windows",
+                    s.host.hostname,
+                    s.occupancy,
+                    s.window_ns / 1_000_000
+                ),
                 None => format!("{band}, with no scope: it applies nowhere"),
             }
         }
@@ -248,7 +259,8 @@ fn conservation(form: &SessionForm, session: &Session) -> Result<Option<Conserva
     if form.streams.is_empty() {
         return Err(ViewError::Form("give the receipt stream(s) holding the grant's spend".into()));
     }
-    let id = ContentId::parse(grant).ok_or_else(|| ViewError::Form(format!("the grant id {grant:?} is not 64 hex digits")))?;
+    let id = ContentId::parse(grant)
+        .ok_or_else(|| ViewError::Form(format!("the grant id {grant:?} is not 64 hex digits")))?;
     let first = Path::new(&form.streams[0]);
     let r = jcp_audit::energy::reconcile_grant(&form.streams, &id, session).map_err(|e| meter_err(first, &e))?;
     Ok(Some(ConservationView {
@@ -283,7 +295,8 @@ pub fn analyze(form: &SessionForm) -> Result<SessionAnalysis, ViewError> {
     };
     let causes = match non_empty(form.causes.as_ref()) {
         Some(c) => {
-            let bytes = std::fs::read(c).map_err(|e| ViewError::Unreadable { path: c.into(), detail: e.to_string() })?;
+            let bytes =
+                std::fs::read(c).map_err(|e| ViewError::Unreadable { path: c.into(), detail: e.to_string() })?;
             Causes::from_bytes(c, &bytes).map_err(|e| meter_err(Path::new(c), &e))?
         }
         None => Causes::default(),
@@ -334,8 +347,14 @@ pub fn analyze(form: &SessionForm) -> Result<SessionAnalysis, ViewError> {
 /// Written to `out` (not overwritten); returns its band in words.
 pub fn declare_baseline(session: &Path, out: &Path) -> Result<String, ViewError> {
     let s = Session::load(session).map_err(|e| meter_err(session, &e))?;
-    let refused = |why: &str| ViewError::Refused { path: session.to_path_buf(), code: "baseline-not-declarable", detail: why.to_owned() };
-    let occupancy = s.occupancy.clone().ok_or_else(|| refused("the session was recorded without a declared occupancy: a baseline from it would apply nowhere"))?;
+    let refused = |why: &str| ViewError::Refused {
+        path: session.to_path_buf(),
+        code: "baseline-not-declarable",
+        detail: why.to_owned(),
+    };
+    let occupancy = s.occupancy.clone().ok_or_else(|| {
+        refused("the session was recorded without a declared occupancy: a baseline from it would apply nowhere")
+    })?;
     let whole: Vec<u64> = s
         .windows
         .iter()
@@ -345,14 +364,22 @@ pub fn declare_baseline(session: &Path, out: &Path) -> Result<String, ViewError>
     let (Some(low), Some(high)) = (whole.iter().min(), whole.iter().max()) else {
         return Err(refused("the session has no Whole metered window: a partial or missing figure is no band"));
     };
-    let b = Baseline { scope: Some(Scope { host: s.host.clone(), occupancy, window_ns: s.interval_ns }), low_uj: *low, high_uj: *high };
+    let b = Baseline {
+        scope: Some(Scope { host: s.host.clone(), occupancy, window_ns: s.interval_ns }),
+        low_uj: *low,
+        high_uj: *high,
+    };
     if out.exists() {
-        return Err(ViewError::Write { path: out.to_path_buf(), detail: "exists; a declared baseline is not overwritten".into() });
+        return Err(ViewError::Write {
+            path: out.to_path_buf(),
+            detail: "exists; a declared baseline is not overwritten".into(),
+        });
     }
     if let Some(d) = out.parent() {
         std::fs::create_dir_all(d).map_err(|e| ViewError::Write { path: out.to_path_buf(), detail: e.to_string() })?;
     }
-    std::fs::write(out, baseline_to_json(&b)).map_err(|e| ViewError::Write { path: out.to_path_buf(), detail: e.to_string() })?;
+    std::fs::write(out, baseline_to_json(&b))
+        .map_err(|e| ViewError::Write { path: out.to_path_buf(), detail: e.to_string() })?;
     Ok(baseline_text(Some(&b)))
 }
 
@@ -365,7 +392,16 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(LookCounts, SessionWindowRow, ConservationView, SessionAnalysis, SessionForm, RecordingStatus, RecordedSession, DeclaredBaseline)
+        all!(
+            LookCounts,
+            SessionWindowRow,
+            ConservationView,
+            SessionAnalysis,
+            SessionForm,
+            RecordingStatus,
+            RecordedSession,
+            DeclaredBaseline
+        )
     }
 
     /// A session file of windows given as (µJ, coverage) or a gap, 1 s each,
@@ -423,12 +459,26 @@ pub(crate) mod tests {
     #[test]
     fn s5_4_a_baseline_declared_from_a_session_keeps_the_looks_apart() {
         let d = tempfile::tempdir().unwrap();
-        let idle = session_file(d.path(), "idle.json", Some("idle"), &[Some((5_000_000, "Whole")), Some((5_200_000, "Whole")), Some((9_000_000, "Partial"))]);
+        let idle = session_file(
+            d.path(),
+            "idle.json",
+            Some("idle"),
+            &[Some((5_000_000, "Whole")), Some((5_200_000, "Whole")), Some((9_000_000, "Partial"))],
+        );
         let b = d.path().join("baseline.json");
         let text = declare_baseline(Path::new(&idle), &b).unwrap();
         assert!(text.starts_with("5.000 J – 5.200 J per window"), "only Whole windows make the band: {text}");
-        assert_eq!(declare_baseline(Path::new(&idle), &b).unwrap_err().code(), "steward.write_failed", "never overwritten");
-        let later = session_file(d.path(), "later.json", Some("idle"), &[Some((5_100_000, "Whole")), Some((9_000_000, "Whole")), None]);
+        assert_eq!(
+            declare_baseline(Path::new(&idle), &b).unwrap_err().code(),
+            "steward.write_failed",
+            "never overwritten"
+        );
+        let later = session_file(
+            d.path(),
+            "later.json",
+            Some("idle"),
+            &[Some((5_100_000, "Whole")), Some((9_000_000, "Whole")), None],
+        );
         let a = analyze(&SessionForm { baseline: Some(b.display().to_string()), ..form(&later) }).unwrap();
         assert_eq!((a.counts.within_band, a.counts.unexplained, a.counts.unresolvable), (1, 1, 1));
         assert_eq!(a.rows[1].look, "unexplained");
@@ -443,9 +493,15 @@ pub(crate) mod tests {
     fn s5_4_a_baseline_is_not_declared_from_nothing() {
         let d = tempfile::tempdir().unwrap();
         let anon = session_file(d.path(), "anon.json", None, &[Some((5_000_000, "Whole"))]);
-        assert_eq!(declare_baseline(Path::new(&anon), &d.path().join("b1.json")).unwrap_err().code(), "baseline-not-declarable");
+        assert_eq!(
+            declare_baseline(Path::new(&anon), &d.path().join("b1.json")).unwrap_err().code(),
+            "baseline-not-declarable"
+        );
         let partial = session_file(d.path(), "p.json", Some("idle"), &[Some((5_000_000, "Partial")), None]);
-        assert_eq!(declare_baseline(Path::new(&partial), &d.path().join("b2.json")).unwrap_err().code(), "baseline-not-declarable");
+        assert_eq!(
+            declare_baseline(Path::new(&partial), &d.path().join("b2.json")).unwrap_err().code(),
+            "baseline-not-declarable"
+        );
         assert!(!d.path().join("b1.json").exists() && !d.path().join("b2.json").exists());
     }
 
@@ -455,26 +511,45 @@ pub(crate) mod tests {
         let stream = d.path().join("d.jcps");
         jcp_receipt::demo::write_demo(
             &stream,
-            &jcp_receipt::demo::DemoOptions { receipts: 12, tamper: 0, unresolved: 0, seed: 5, durability: jcp_receipt::writer::Durability::GeneratorOnly },
+            &jcp_receipt::demo::DemoOptions {
+                receipts: 12,
+                tamper: 0,
+                unresolved: 0,
+                seed: 5,
+                durability: jcp_receipt::writer::Durability::GeneratorOnly,
+            },
         )
         .unwrap();
-        let audit = jcp_audit::audit_paths(&[&stream], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(())).unwrap();
+        let audit = jcp_audit::audit_paths(&[&stream], &jcp_audit::AuditOptions::default(), |_| {
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
         let line = audit.grants.iter().find(|g| g.spent_uj > 0).unwrap();
         let streams = vec![stream.display().to_string()];
         let grant = Some(line.grant_id.to_string());
         let whole = session_file(d.path(), "w.json", Some("idle"), &[Some((line.spent_uj, "Whole"))]);
-        let c = analyze(&SessionForm { streams: streams.clone(), grant: grant.clone(), ..form(&whole) }).unwrap().conservation.unwrap();
+        let c = analyze(&SessionForm { streams: streams.clone(), grant: grant.clone(), ..form(&whole) })
+            .unwrap()
+            .conservation
+            .unwrap();
         assert!(c.reconciled && c.unreconciled.is_none());
         assert_eq!(c.discrepancy_uj.as_deref(), Some("+0 µJ"));
         assert_eq!(c.debited, format_uj(line.spent_uj));
-        let mixed = session_file(d.path(), "m.json", Some("idle"), &[Some((line.spent_uj, "Whole")), Some((7, "Partial"))]);
-        let c = analyze(&SessionForm { streams: streams.clone(), grant, ..form(&mixed) }).unwrap().conservation.unwrap();
+        let mixed =
+            session_file(d.path(), "m.json", Some("idle"), &[Some((line.spent_uj, "Whole")), Some((7, "Partial"))]);
+        let c =
+            analyze(&SessionForm { streams: streams.clone(), grant, ..form(&mixed) }).unwrap().conservation.unwrap();
         assert!(!c.reconciled && !c.balanced);
         assert_eq!(c.unreconciled.as_deref(), Some("meter-coverage-partial"));
         assert_eq!((c.whole.as_str(), c.partial.as_str()), (format_uj(line.spent_uj).as_str(), "7 µJ"));
         // A stream without its grant, or a grant that is not hex, is said.
         assert_eq!(analyze(&SessionForm { streams, ..form(&whole) }).unwrap_err().code(), "steward.bad_form");
-        assert_eq!(analyze(&SessionForm { grant: Some("zz".into()), streams: vec!["x".into()], ..form(&whole) }).unwrap_err().code(), "steward.bad_form");
+        assert_eq!(
+            analyze(&SessionForm { grant: Some("zz".into()), streams: vec!["x".into()], ..form(&whole) })
+                .unwrap_err()
+                .code(),
+            "steward.bad_form"
+        );
     }
 
     #[test]

@@ -214,7 +214,11 @@ fn caveat_text(c: &Caveat) -> String {
 }
 
 fn read(path: &Path) -> Result<Run, ViewError> {
-    crate::authority::read_run(path).map(|(r, _)| r).map_err(|e| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() })
+    crate::authority::read_run(path).map(|(r, _)| r).map_err(|e| ViewError::Run {
+        path: path.to_path_buf(),
+        code: e.code().to_string(),
+        detail: e.to_string(),
+    })
 }
 
 /// Plans the amendment the form asks for at the run's latest checkpoint —
@@ -294,8 +298,9 @@ pub struct Steering {
 pub fn sign_amend(path: &Path, issuer: &Keypair, form: &AmendForm) -> Result<Steering, ViewError> {
     let mut run = read(path)?;
     let (input, plan) = plan(&run, path, &issuer.did(), form)?;
-    let steered = find_grant(&run, &plan.amendment.grant_id)
-        .ok_or_else(|| ViewError::Form(format!("the steered grant {} is not in {}", plan.amendment.grant_id, path.display())))?;
+    let steered = find_grant(&run, &plan.amendment.grant_id).ok_or_else(|| {
+        ViewError::Form(format!("the steered grant {} is not in {}", plan.amendment.grant_id, path.display()))
+    })?;
     let checkpoint = run
         .records()
         .iter()
@@ -303,7 +308,9 @@ pub fn sign_amend(path: &Path, issuer: &Keypair, form: &AmendForm) -> Result<Ste
             Record::Checkpoint(c) if c.id() == plan.amendment.checkpoint => Some(c.clone()),
             _ => None,
         })
-        .ok_or_else(|| ViewError::Form(format!("the checkpoint {} is not in {}", plan.amendment.checkpoint, path.display())))?;
+        .ok_or_else(|| {
+            ViewError::Form(format!("the checkpoint {} is not in {}", plan.amendment.checkpoint, path.display()))
+        })?;
     let (amendment, continuation) = run.amend(issuer, input).map_err(|e| refused(path, &e))?;
     Ok(Steering { run, steered, checkpoint, amendment, continuation })
 }
@@ -376,7 +383,11 @@ pub fn plan_revoke(target: &SignedGrant, known: &[SignedGrant], steward: &Did) -
 
 /// Signs the revocation of `target` (the core refuses a revoker who is not
 /// the issuer) and writes it beside the run, in `<run>.revocations/`.
-pub fn sign_revoke(run_path: &Path, target: &SignedGrant, issuer: &Keypair) -> Result<(SignedRevocation, PathBuf), ViewError> {
+pub fn sign_revoke(
+    run_path: &Path,
+    target: &SignedGrant,
+    issuer: &Keypair,
+) -> Result<(SignedRevocation, PathBuf), ViewError> {
     let rev = Revocation::issue(target, issuer, None).map_err(|e| refused(run_path, &e))?;
     let file = write_revocation(run_path, target, &rev)?;
     Ok((rev, file))
@@ -689,10 +700,22 @@ pub fn event_line(v: &serde_json::Value) -> AgentEventLine {
     let text = match event.as_str() {
         "started" => format!("started under grant {}… with a ceiling of {}", short("grant"), u("budget_uj")),
         "decision" => match v["verdict"].as_str() {
-            Some("allow") => format!("step {}: allowed, debited {}; {} left on grant {}…", v["step"], u("debited_uj"), u("remaining_uj"), short("grant")),
+            Some("allow") => format!(
+                "step {}: allowed, debited {}; {} left on grant {}…",
+                v["step"],
+                u("debited_uj"),
+                u("remaining_uj"),
+                short("grant")
+            ),
             _ => format!("step {}: denied ({})", v["step"], s("reason")),
         },
-        "checkpoint" => format!("checkpoint seq {} after step {}: spent {} ({}); waiting for the steward", v["seq"], v["step"], u("spent_uj"), s("provenance")),
+        "checkpoint" => format!(
+            "checkpoint seq {} after step {}: spent {} ({}); waiting for the steward",
+            v["seq"],
+            v["step"],
+            u("spent_uj"),
+            s("provenance")
+        ),
         "continued" => format!("continued under grant {}… with a ceiling of {}", short("continuation"), u("budget_uj")),
         "stopped" => s("message"),
         _ => v.to_string(),
@@ -711,7 +734,28 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        all!(CaveatKind, CaveatInput, AmendForm, AmendPreview, SignedAction, StewardActionKind, DyingGrant, RevokePlan, KeyStatus, LiveState, AgentEventLine, LiveView, RunRow, StewardOverview, HistoryRow, StewardRunView, SettleStatus, SettledCell, UnresolvedRow, UnresolvedStream)
+        all!(
+            CaveatKind,
+            CaveatInput,
+            AmendForm,
+            AmendPreview,
+            SignedAction,
+            StewardActionKind,
+            DyingGrant,
+            RevokePlan,
+            KeyStatus,
+            LiveState,
+            AgentEventLine,
+            LiveView,
+            RunRow,
+            StewardOverview,
+            HistoryRow,
+            StewardRunView,
+            SettleStatus,
+            SettledCell,
+            UnresolvedRow,
+            UnresolvedStream
+        )
     }
 
     struct Keys {
@@ -727,7 +771,10 @@ pub(crate) mod tests {
         Grant {
             issuer: k.steward.did(),
             subject: subject.did(),
-            capability: Capability { resource: ContentId::of(&Value::text("demo")), actions: vec!["read".into(), "write".into()] },
+            capability: Capability {
+                resource: ContentId::of(&Value::text("demo")),
+                actions: vec!["read".into(), "write".into()],
+            },
             budget_uj,
             budget_funds: None,
             caveats: Vec::new(),
@@ -799,7 +846,8 @@ pub(crate) mod tests {
         assert_eq!(e.code(), "steer-above-remainder", "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
         // A later expiry than the grant's is a widening.
-        let e = preview_amend(&path, &k.steward.did(), &AmendForm { expiry: Some(2_000_000_001), ..form(Some(10)) }).unwrap_err();
+        let e = preview_amend(&path, &k.steward.did(), &AmendForm { expiry: Some(2_000_000_001), ..form(Some(10)) })
+            .unwrap_err();
         assert_eq!(e.code(), "steer-widening", "{e}");
         // Only the issuer amends.
         let e = preview_amend(&path, &k.agent.did(), &form(Some(10))).unwrap_err();
@@ -826,7 +874,10 @@ pub(crate) mod tests {
         assert_eq!(s.amendment.amendment().instructions, Some(ContentId::of(&Value::text("instructions v2"))));
         jcp::steering::verify_continuation(&s.steered, s.amendment.amendment(), &s.continuation).unwrap();
         // A caveat that does not parse is named.
-        let bad = AmendForm { add_caveats: vec![CaveatInput { kind: CaveatKind::MaxCostUj, value: "lots".into() }], ..form(Some(1)) };
+        let bad = AmendForm {
+            add_caveats: vec![CaveatInput { kind: CaveatKind::MaxCostUj, value: "lots".into() }],
+            ..form(Some(1))
+        };
         assert_eq!(preview_amend(&path, &k.steward.did(), &bad).unwrap_err().code(), "steward.bad_form");
         // The form trims; the caveat's text form is the protocol crate's, and its refusal is named.
         let typed = CaveatInput { kind: CaveatKind::ActionIn, value: " read , write ,".into() };

@@ -211,7 +211,18 @@ pub(crate) mod tests {
         macro_rules! all {
             ($($t:ty),*) => { vec![$( (<$t as TS>::name(), <$t as TS>::export_to_string().unwrap()) ),*] };
         }
-        let mut v = all!(Provenance, Coverage, Verdict, RecordVerdict, Consistency, StepStatus, NotVerifiedKind, JobState, RungStatus, ItemKind);
+        let mut v = all!(
+            Provenance,
+            Coverage,
+            Verdict,
+            RecordVerdict,
+            Consistency,
+            StepStatus,
+            NotVerifiedKind,
+            JobState,
+            RungStatus,
+            ItemKind
+        );
         // FindingCount refers to FindingCode, which ts-rs does not know: import it by hand.
         let (name, text) = (<FindingCount as TS>::name(), <FindingCount as TS>::export_to_string().unwrap());
         let (first, rest) = text.split_once('\n').unwrap();
@@ -223,7 +234,9 @@ pub(crate) mod tests {
 
     #[test]
     fn s5_grades_serialise_as_the_wire_labels() {
-        for p in [jcp::energy::Provenance::HwShunt, jcp::energy::Provenance::ModelBased, jcp::energy::Provenance::Estimator] {
+        for p in
+            [jcp::energy::Provenance::HwShunt, jcp::energy::Provenance::ModelBased, jcp::energy::Provenance::Estimator]
+        {
             assert_eq!(serde_json::to_value(Provenance::from(p)).unwrap(), p.as_str());
         }
         for c in [jcp::energy::Coverage::Whole, jcp::energy::Coverage::Partial] {
@@ -275,7 +288,19 @@ mod word_tests {
         macro_rules! check {
             ($($v:expr),*) => {$( assert_eq!(serde_json::to_value($v).unwrap(), $v.word()); )*};
         }
-        check!(Provenance::HwShunt, Coverage::Partial, Verdict::Findings, RecordVerdict::Refused, Consistency::Inconsistent);
-        check!(StepStatus::NotRun, NotVerifiedKind::MissingInput, JobState::Cancelled, RungStatus::Unavailable, ItemKind::Blueprint);
+        check!(
+            Provenance::HwShunt,
+            Coverage::Partial,
+            Verdict::Findings,
+            RecordVerdict::Refused,
+            Consistency::Inconsistent
+        );
+        check!(
+            StepStatus::NotRun,
+            NotVerifiedKind::MissingInput,
+            JobState::Cancelled,
+            RungStatus::Unavailable,
+            ItemKind::Blueprint
+        );
     }
 }

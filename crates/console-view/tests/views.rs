@@ -8,7 +8,13 @@ use serde_json::json;
 
 fn w(seq: i64, energy: Option<Energy>) -> WindowRecord {
     let start = u64::try_from(seq).unwrap() * 1000;
-    WindowRecord { seq, start_ms: start, end_ms: start + 1000, energy, rung: energy.map(|_| "rapl, package-0".to_owned()) }
+    WindowRecord {
+        seq,
+        start_ms: start,
+        end_ms: start + 1000,
+        energy,
+        rung: energy.map(|_| "rapl, package-0".to_owned()),
+    }
 }
 
 fn sample() -> Vec<WindowRecord> {
@@ -135,7 +141,8 @@ fn s5_chart_labels_the_x_axis_from_the_first_window() {
             .collect()
     };
     for n in [1usize, 3, 8, 12, 29, 30, 45] {
-        let windows: Vec<WindowRecord> = (1..=n).map(|i| w(i64::try_from(i).unwrap(), Some(Energy::new(1_000, Provenance::Estimator)))).collect();
+        let windows: Vec<WindowRecord> =
+            (1..=n).map(|i| w(i64::try_from(i).unwrap(), Some(Energy::new(1_000, Provenance::Estimator)))).collect();
         let svg = chart::energy_chart_svg(&windows, 960, 340).unwrap();
         let got = labels(&svg);
         assert!(got.contains(&"now".to_owned()), "{n} windows: the newest window is labelled now: {got:?}");
@@ -195,12 +202,17 @@ mod blueprint_view {
         // No `now` supplied: freshness is open, so bind is partial, not passed.
         let bind = step(&v, "bind");
         assert_eq!(bind.status, "partial");
-        assert_eq!(bind.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(), ["binding_attestation_freshness"]);
+        assert_eq!(
+            bind.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(),
+            ["binding_attestation_freshness"]
+        );
         // §13: never empty; the seven host-owned surfaces always named.
-        let host_owned: Vec<&str> = v.not_verified.iter().filter(|n| n.kind == "host_owned").map(|n| n.surface.as_str()).collect();
+        let host_owned: Vec<&str> =
+            v.not_verified.iter().filter(|n| n.kind == "host_owned").map(|n| n.surface.as_str()).collect();
         assert_eq!(host_owned, ::blueprint::reconcile::HOST_OWNED);
         // §9: the host narrowed two operational bounds; each narrowing is clamp evidence.
-        let clamps: Vec<(&str, &str, &str)> = v.clamps.iter().map(|c| (c.bound.as_str(), c.requested.as_str(), c.effective.as_str())).collect();
+        let clamps: Vec<(&str, &str, &str)> =
+            v.clamps.iter().map(|c| (c.bound.as_str(), c.requested.as_str(), c.effective.as_str())).collect();
         assert_eq!(clamps, [("max_cost", "50 EUR", "40 EUR"), ("max_tokens", "20000", "16000")]);
         assert_eq!(v.effective_bounds.len(), 13);
         assert!(v.first_failure.is_none());
@@ -259,7 +271,10 @@ mod blueprint_view {
         let v = blueprint::report(&d[0].files).unwrap();
         let sig = step(&v, "signatures");
         assert_eq!(sig.status, "not_run");
-        assert_eq!(sig.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(), ["blueprint signatures", "deployment signatures"]);
+        assert_eq!(
+            sig.not_verified.iter().map(|n| n.surface.as_str()).collect::<Vec<_>>(),
+            ["blueprint signatures", "deployment signatures"]
+        );
         assert!(sig.not_verified.iter().all(|n| n.kind == "missing_input"));
     }
 
@@ -274,7 +289,10 @@ mod blueprint_view {
         assert_eq!(step(&v, "signatures").status, "failed");
         assert_eq!(v.verdict, "inconsistent");
         let surfaces: Vec<&str> = v.not_verified.iter().map(|n| n.surface.as_str()).collect();
-        assert!(surfaces.contains(&"binding_descriptor_digests") && surfaces.contains(&"binding_attestation_freshness"), "{surfaces:?}");
+        assert!(
+            surfaces.contains(&"binding_descriptor_digests") && surfaces.contains(&"binding_attestation_freshness"),
+            "{surfaces:?}"
+        );
     }
 
     #[test]
@@ -298,13 +316,21 @@ mod blueprint_view {
         demo(a.path());
         demo(b.path());
         for (name, _) in blueprint::demo_texts().unwrap() {
-            assert_eq!(std::fs::read(a.path().join(name)).unwrap(), std::fs::read(b.path().join(name)).unwrap(), "{name}");
+            assert_eq!(
+                std::fs::read(a.path().join(name)).unwrap(),
+                std::fs::read(b.path().join(name)).unwrap(),
+                "{name}"
+            );
         }
         // A second start leaves existing files alone.
         std::fs::write(a.path().join("keys.json"), b"{}").unwrap();
         demo(a.path());
         assert_eq!(std::fs::read(a.path().join("keys.json")).unwrap(), b"{}");
-        assert!(std::fs::read_dir(a.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".part")));
+        assert!(std::fs::read_dir(a.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".part")));
     }
 }
 
@@ -341,7 +367,11 @@ mod run_view {
                 None => {
                     assert_eq!(c.spent.text, "not stated");
                     assert!(c.spent.provenance.is_none());
-                    assert!(!c.remainder.known && c.remainder.uj.is_none(), "seq {}: no spend stated, so no remainder figure", c.seq);
+                    assert!(
+                        !c.remainder.known && c.remainder.uj.is_none(),
+                        "seq {}: no spend stated, so no remainder figure",
+                        c.seq
+                    );
                     assert!(c.remainder.text.starts_with("unknown"));
                 }
                 Some(uj) => {

@@ -31,11 +31,15 @@ fn bench(c: &mut Criterion) {
     let (_, text, binding) = input();
     let mut g = c.benchmark_group("intent");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("canonicalize+sha256 (parsed binding)", |b| b.iter(|| intent::canonicalize(black_box(&binding)).expect("ok")));
+    g.bench_function("canonicalize+sha256 (parsed binding)", |b| {
+        b.iter(|| intent::canonicalize(black_box(&binding)).expect("ok"))
+    });
     g.bench_function("parse+canonicalize+sha256 (JSON text)", |b| {
         b.iter(|| intent::canonicalize(&intent::parse(black_box(&text)).expect("parse")).expect("ok"));
     });
-    g.bench_function("accept (rules+canonicalize+sha256)", |b| b.iter(|| intent::accept(black_box(&binding)).expect("ok")));
+    g.bench_function("accept (rules+canonicalize+sha256)", |b| {
+        b.iter(|| intent::accept(black_box(&binding)).expect("ok"))
+    });
     g.finish();
 }
 
@@ -61,17 +65,19 @@ fn node_comparison() {
     let (path, text, binding) = input();
     let (iterations, rounds) = (20_000u32, 7usize);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/node_baseline.mjs");
-    let out = match Command::new("node").arg(&script).arg(&path).arg(iterations.to_string()).arg(rounds.to_string()).output() {
-        Ok(o) if o.status.success() => o,
-        Ok(o) => {
-            eprintln!("node baseline failed: {}", String::from_utf8_lossy(&o.stderr));
-            return;
-        }
-        Err(e) => {
-            eprintln!("node baseline not run (node not found: {e}); Rust figures only above");
-            return;
-        }
-    };
+    let out =
+        match Command::new("node").arg(&script).arg(&path).arg(iterations.to_string()).arg(rounds.to_string()).output()
+        {
+            Ok(o) if o.status.success() => o,
+            Ok(o) => {
+                eprintln!("node baseline failed: {}", String::from_utf8_lossy(&o.stderr));
+                return;
+            }
+            Err(e) => {
+                eprintln!("node baseline not run (node not found: {e}); Rust figures only above");
+                return;
+            }
+        };
     let node: serde_json::Value = serde_json::from_slice(&out.stdout).expect("node prints one JSON line");
     let rust_value = median_ns(iterations, rounds, || {
         black_box(intent::canonicalize(black_box(&binding)).expect("ok"));
@@ -81,8 +87,16 @@ fn node_comparison() {
     });
     let node_value = node["value_ns"].as_f64().expect("value_ns");
     let node_text = node["text_ns"].as_f64().expect("text_ns");
-    assert_eq!(node["hash"].as_str(), Some(intent::canonicalize(&binding).expect("ok").intent_hash.as_str()), "both sides hash the same bytes");
-    println!("\nsame-run comparison with Node {} ({} bytes canonical, median of {rounds} x {iterations}):", node["node"].as_str().unwrap_or("?"), text.len());
+    assert_eq!(
+        node["hash"].as_str(),
+        Some(intent::canonicalize(&binding).expect("ok").intent_hash.as_str()),
+        "both sides hash the same bytes"
+    );
+    println!(
+        "\nsame-run comparison with Node {} ({} bytes canonical, median of {rounds} x {iterations}):",
+        node["node"].as_str().unwrap_or("?"),
+        text.len()
+    );
     println!("  parsed binding -> canonical+sha256:  rust {rust_value:8.0} ns/op   node {node_value:8.0} ns/op   rust/node throughput {:.2}x", node_value / rust_value);
     println!("  JSON text -> parse+canonical+sha256: rust {rust_text:8.0} ns/op   node {node_text:8.0} ns/op   rust/node throughput {:.2}x", node_text / rust_text);
 }

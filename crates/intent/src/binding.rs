@@ -73,43 +73,54 @@ pub static BINDING: Shape = Shape::Record { open: false, fields: BINDING_FIELDS 
 
 /// The binding's top-level properties (a fixed key set).
 pub static BINDING_FIELDS: &[Field] = &[
-        req("protocol_version", Shape::Const(PROTOCOL_VERSION)),
-        req("tenant_id", Shape::Text { min: None, max: None, pattern: Some(UUID_PATTERN), format: Some("uuid") }),
-        req("intent_id", Shape::Text { min: None, max: None, pattern: Some(UUID_PATTERN), format: Some("uuid") }),
-        req("captured_at", Shape::Text { min: None, max: None, pattern: Some(DATETIME_PATTERN), format: Some("date-time") }),
-        req("expires_at", Shape::Text { min: None, max: None, pattern: Some(DATETIME_PATTERN), format: Some("date-time") }),
-        req(
-            "actor",
-            Shape::Record {
-                open: false,
-                fields: &[req("id", text(1, 200)), req("type", text(1, 200)), opt("runtime", text(1, 200)), opt("trust_level", text(1, 80))],
-            },
-        ),
-        req(
-            "action",
-            Shape::Record {
-                open: false,
-                fields: &[
-                    req("type", Shape::Text { min: Some(1), max: Some(120), pattern: Some(ACTION_TYPE_PATTERN), format: None }),
-                    req("resource", text(1, 500)),
-                    req("parameters", Shape::AnyObject),
-                ],
-            },
-        ),
-        req("context", Shape::Record { open: true, fields: &[req("idempotency_key", text(1, 180))] }),
-        req(
-            "downstream_target",
-            Shape::Record {
-                open: false,
-                fields: &[
-                    req("system", text(1, 200)),
-                    req("operation", text(1, 200)),
-                    opt("environment", text(1, 200)),
-                    opt("endpoint", text(1, 500)),
-                ],
-            },
-        ),
-        opt("expected_effect_digest", Shape::Text { min: None, max: None, pattern: Some(DIGEST_PATTERN), format: None }),
+    req("protocol_version", Shape::Const(PROTOCOL_VERSION)),
+    req("tenant_id", Shape::Text { min: None, max: None, pattern: Some(UUID_PATTERN), format: Some("uuid") }),
+    req("intent_id", Shape::Text { min: None, max: None, pattern: Some(UUID_PATTERN), format: Some("uuid") }),
+    req(
+        "captured_at",
+        Shape::Text { min: None, max: None, pattern: Some(DATETIME_PATTERN), format: Some("date-time") },
+    ),
+    req("expires_at", Shape::Text { min: None, max: None, pattern: Some(DATETIME_PATTERN), format: Some("date-time") }),
+    req(
+        "actor",
+        Shape::Record {
+            open: false,
+            fields: &[
+                req("id", text(1, 200)),
+                req("type", text(1, 200)),
+                opt("runtime", text(1, 200)),
+                opt("trust_level", text(1, 80)),
+            ],
+        },
+    ),
+    req(
+        "action",
+        Shape::Record {
+            open: false,
+            fields: &[
+                req(
+                    "type",
+                    Shape::Text { min: Some(1), max: Some(120), pattern: Some(ACTION_TYPE_PATTERN), format: None },
+                ),
+                req("resource", text(1, 500)),
+                req("parameters", Shape::AnyObject),
+            ],
+        },
+    ),
+    req("context", Shape::Record { open: true, fields: &[req("idempotency_key", text(1, 180))] }),
+    req(
+        "downstream_target",
+        Shape::Record {
+            open: false,
+            fields: &[
+                req("system", text(1, 200)),
+                req("operation", text(1, 200)),
+                opt("environment", text(1, 200)),
+                opt("endpoint", text(1, 500)),
+            ],
+        },
+    ),
+    opt("expected_effect_digest", Shape::Text { min: None, max: None, pattern: Some(DIGEST_PATTERN), format: None }),
 ];
 
 fn compiled(pattern: &'static str) -> Result<&'static Regex, IntentError> {
@@ -248,7 +259,9 @@ impl Proposal {
     /// expiry, an idempotency key or an expected-effect digest, which are the
     /// producer's to supply and never the agent's.
     pub fn from_value(v: &Value) -> Result<Self, IntentError> {
-        let obj = v.as_object().ok_or_else(|| IntentError::ProposalInvalid { path: "$".into(), expected: "a JSON object".into() })?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| IntentError::ProposalInvalid { path: "$".into(), expected: "a JSON object".into() })?;
         if let Some(k) = obj.keys().find(|k| !PROPOSAL_KEYS.iter().any(|p| *k == p)) {
             return Err(IntentError::ProposalForbiddenKey { key: k.to_string() });
         }
@@ -258,11 +271,9 @@ impl Proposal {
                 expected: "a well-formed string".into(),
             })
         };
-        let parameters = obj
-            .get("parameters")
-            .and_then(Value::as_object)
-            .cloned()
-            .ok_or_else(|| IntentError::ProposalInvalid { path: "$.parameters".into(), expected: "a JSON object".into() })?;
+        let parameters = obj.get("parameters").and_then(Value::as_object).cloned().ok_or_else(|| {
+            IntentError::ProposalInvalid { path: "$.parameters".into(), expected: "a JSON object".into() }
+        })?;
         Ok(Self { action_type: string("type")?, resource: string("resource")?, parameters })
     }
 }

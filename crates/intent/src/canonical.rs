@@ -282,7 +282,8 @@ pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &[u8]) {
             0x0D => out.extend_from_slice(b"\\r"),
             0xED => {
                 // A lone surrogate in WTF-8: ED A0..BF xx.
-                let unit = 0xD000u32 | (u32::from(s[i + 1] & 0x3F) << 6) | u32::from(s.get(i + 2).map_or(0, |b| b & 0x3F));
+                let unit =
+                    0xD000u32 | (u32::from(s[i + 1] & 0x3F) << 6) | u32::from(s.get(i + 2).map_or(0, |b| b & 0x3F));
                 out.extend_from_slice(b"\\u");
                 for shift in [12u32, 8, 4, 0] {
                     out.push(HEX[((unit >> shift) & 0xF) as usize]);
@@ -316,8 +317,10 @@ mod tests {
 
     #[test]
     fn s4_4_numbers_print_as_ecmascript_number_to_string() {
-        assert_eq!(canon("[-0,1.5,1e21,1e-7,0.000001,123456789012345680000,5e-324,1.7976931348623157e308,100,1E2,-1.5e-10]"),
-            "[0,1.5,1e+21,1e-7,0.000001,123456789012345680000,5e-324,1.7976931348623157e+308,100,100,-1.5e-10]");
+        assert_eq!(
+            canon("[-0,1.5,1e21,1e-7,0.000001,123456789012345680000,5e-324,1.7976931348623157e308,100,1E2,-1.5e-10]"),
+            "[0,1.5,1e+21,1e-7,0.000001,123456789012345680000,5e-324,1.7976931348623157e+308,100,100,-1.5e-10]"
+        );
     }
 
     #[test]
@@ -331,8 +334,10 @@ mod tests {
 
     #[test]
     fn s4_3_escaping_matches_json_stringify() {
-        assert_eq!(canon(r#"{"a":"\ud800x","b":"\u001f\u007f\u2028\/\b\f\n\r\t\"\\"}"#),
-            "{\"a\":\"\\ud800x\",\"b\":\"\\u001f\u{7f}\u{2028}/\\b\\f\\n\\r\\t\\\"\\\\\"}");
+        assert_eq!(
+            canon(r#"{"a":"\ud800x","b":"\u001f\u007f\u2028\/\b\f\n\r\t\"\\"}"#),
+            "{\"a\":\"\\ud800x\",\"b\":\"\\u001f\u{7f}\u{2028}/\\b\\f\\n\\r\\t\\\"\\\\\"}"
+        );
     }
 
     #[test]

@@ -112,8 +112,12 @@ fn diff(path: String, a: &Value, b: &Value, out: &mut Vec<Difference>) {
                             diff(p, va, vb, out);
                         }
                     }
-                    (Some(va), None) => out.push(Difference { path: p, change: Change::Removed, left: Some(text(va)), right: None }),
-                    (None, Some(vb)) => out.push(Difference { path: p, change: Change::Added, left: None, right: Some(text(vb)) }),
+                    (Some(va), None) => {
+                        out.push(Difference { path: p, change: Change::Removed, left: Some(text(va)), right: None })
+                    }
+                    (None, Some(vb)) => {
+                        out.push(Difference { path: p, change: Change::Added, left: None, right: Some(text(vb)) })
+                    }
                     (None, None) => {}
                 }
             }
@@ -143,7 +147,10 @@ mod tests {
 
     #[test]
     fn s6_one_changed_property_is_named_and_the_hashes_differ() {
-        let c = cmp(r#"{"action":{"parameters":{"replicas":3},"type":"scale"}}"#, r#"{"action":{"type":"scale","parameters":{"replicas":30}}}"#);
+        let c = cmp(
+            r#"{"action":{"parameters":{"replicas":3},"type":"scale"}}"#,
+            r#"{"action":{"type":"scale","parameters":{"replicas":30}}}"#,
+        );
         assert!(!c.same_intent);
         assert_ne!(c.left.intent_hash, c.right.intent_hash);
         assert_eq!(c.differences.len(), 1);
@@ -172,13 +179,19 @@ mod tests {
         let got: Vec<(&str, Change)> = c.differences.iter().map(|d| (d.path.as_str(), d.change)).collect();
         assert_eq!(
             got,
-            vec![("$.a", Change::Removed), ("$.b.x", Change::Changed), ("$.c", Change::Changed), ("$.d", Change::Added)]
+            vec![
+                ("$.a", Change::Removed),
+                ("$.b.x", Change::Changed),
+                ("$.c", Change::Changed),
+                ("$.d", Change::Added)
+            ]
         );
     }
 
     #[test]
     fn s6_differences_are_empty_exactly_when_hashes_are_equal() {
-        let docs = [r#"{"a":[1,{"b":2}]}"#, r#"{"a":[1,{"b":3}]}"#, r#"{"a":[1,{"b":2.0}]}"#, r#"{"a":[{"b":2},1]}"#, r#"{}"#];
+        let docs =
+            [r#"{"a":[1,{"b":2}]}"#, r#"{"a":[1,{"b":3}]}"#, r#"{"a":[1,{"b":2.0}]}"#, r#"{"a":[{"b":2},1]}"#, r#"{}"#];
         for x in docs {
             for y in docs {
                 let c = cmp(x, y);

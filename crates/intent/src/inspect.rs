@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::{Value, IntentError};
+use crate::{IntentError, Value};
 
 /// What was hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,7 +62,9 @@ pub fn inspect_value(parsed: &Value) -> Inspection {
     let whole = doc.as_object().is_some_and(|o| o.contains_key("protocol_version"));
     let kind = if whole { Subject::Binding } else { Subject::Canonical };
     match if whole { crate::accept(doc) } else { crate::canonicalize(doc) } {
-        Ok(c) => Inspection { kind, canonical_json: Some(c.canonical_json), intent_hash: Some(c.intent_hash), refusal: None },
+        Ok(c) => {
+            Inspection { kind, canonical_json: Some(c.canonical_json), intent_hash: Some(c.intent_hash), refusal: None }
+        }
         Err(e) => Inspection { kind, canonical_json: None, intent_hash: None, refusal: Some(Refusal::from(&e)) },
     }
 }

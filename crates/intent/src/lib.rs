@@ -25,9 +25,11 @@ pub mod schema;
 pub mod value;
 pub mod verify;
 
-pub use binding::{accept, capture, validate, Actor, Captured, DownstreamTarget, Proposal, TrustedContext, PROTOCOL_VERSION};
-pub use compare::{compare, Change, CompareError, Comparison, Difference};
+pub use binding::{
+    accept, capture, validate, Actor, Captured, DownstreamTarget, Proposal, TrustedContext, PROTOCOL_VERSION,
+};
 pub use canonical::{canonical_json, canonicalize, intent_hash, Canonical, Limits, LIMITS};
+pub use compare::{compare, Change, CompareError, Comparison, Difference};
 pub use error::IntentError;
 pub use inspect::{inspect, Inspection, Refusal, Subject};
 pub use parse::parse;

@@ -66,8 +66,16 @@ pub struct BoundMcpInvocation {
 }
 
 /// Context keys the adapter sets itself.
-pub const ADAPTER_CONTEXT_KEYS: [&str; 8] =
-    ["ingress", "mcp_tool", "mcp_arguments_digest", "mcp_consequential", "mcp_server", "mcp_transport", "tool_call_id", "claimed_principal"];
+pub const ADAPTER_CONTEXT_KEYS: [&str; 8] = [
+    "ingress",
+    "mcp_tool",
+    "mcp_arguments_digest",
+    "mcp_consequential",
+    "mcp_server",
+    "mcp_transport",
+    "tool_call_id",
+    "claimed_principal",
+];
 
 fn invalid(path: &str, expected: &str) -> IntentError {
     IntentError::McpInvocationInvalid { path: path.into(), expected: expected.into() }
@@ -127,7 +135,10 @@ pub fn fill_target(template: &str, args: &Object) -> Result<String, IntentError>
                 _ => return Err(unresolved(format!("argument {name:?} is empty or not well-formed text"))),
             },
             Value::Number(n) => {
-                out.push_str(&canonical::format_number(*n).ok_or_else(|| unresolved(format!("argument {name:?} is not finite")))?);
+                out.push_str(
+                    &canonical::format_number(*n)
+                        .ok_or_else(|| unresolved(format!("argument {name:?} is not finite")))?,
+                );
             }
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             _ => return Err(unresolved(format!("argument {name:?} is not a scalar"))),
@@ -143,10 +154,17 @@ pub fn fill_target(template: &str, args: &Object) -> Result<String, IntentError>
 }
 
 /// Binds one MCP `tools/call` request.
-pub fn bind_tools_call(request: &Value, tool: &McpToolBinding, trusted: &McpTrustedContext) -> Result<BoundMcpInvocation, IntentError> {
+pub fn bind_tools_call(
+    request: &Value,
+    tool: &McpToolBinding,
+    trusted: &McpTrustedContext,
+) -> Result<BoundMcpInvocation, IntentError> {
     let req = request.as_object().ok_or_else(|| invalid("$", "a JSON-RPC request object"))?;
     if let Some(k) = req.keys().find(|k| !["jsonrpc", "id", "method", "params"].iter().any(|a| *k == a)) {
-        return Err(invalid(&format!("$.{k}"), "absent (a tools/call request carries jsonrpc, id, method and params only)"));
+        return Err(invalid(
+            &format!("$.{k}"),
+            "absent (a tools/call request carries jsonrpc, id, method and params only)",
+        ));
     }
     if req.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid("$.jsonrpc", "\"2.0\""));

@@ -260,10 +260,7 @@ impl Object {
 impl PartialEq for Object {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
-            && self
-                .members
-                .iter()
-                .all(|(k, v)| other.members.iter().any(|(k2, v2)| k == k2 && v == v2))
+            && self.members.iter().all(|(k, v)| other.members.iter().any(|(k2, v2)| k == k2 && v == v2))
     }
 }
 

@@ -63,7 +63,17 @@ pub struct Report {
 
 impl Report {
     fn new(kind: Kind) -> Self {
-        Self { kind, ok: false, pinned: false, canonical_json: None, intent_hash: None, mutations: 0, hashes: 0, cases: 0, findings: Vec::new() }
+        Self {
+            kind,
+            ok: false,
+            pinned: false,
+            canonical_json: None,
+            intent_hash: None,
+            mutations: 0,
+            hashes: 0,
+            cases: 0,
+            findings: Vec::new(),
+        }
     }
 
     fn finish(mut self) -> Self {
@@ -71,7 +81,13 @@ impl Report {
         self
     }
 
-    fn finding(&mut self, code: &'static str, path: Option<String>, expected: Option<String>, computed: Option<String>) {
+    fn finding(
+        &mut self,
+        code: &'static str,
+        path: Option<String>,
+        expected: Option<String>,
+        computed: Option<String>,
+    ) {
         self.findings.push(Finding { code, path, expected, computed });
     }
 }
@@ -238,7 +254,14 @@ fn show(v: &Value) -> String {
     }
 }
 
-fn verify_mutation(r: &mut Report, base: &Value, whole: bool, index: usize, mutation: &Value, hashes: &mut Vec<String>) {
+fn verify_mutation(
+    r: &mut Report,
+    base: &Value,
+    whole: bool,
+    index: usize,
+    mutation: &Value,
+    hashes: &mut Vec<String>,
+) {
     let m = mutation.as_object();
     let path = m.and_then(|o| o.get("path")).and_then(Value::as_str);
     let label = path.map_or_else(|| format!("#{index}"), str::to_owned);
@@ -255,16 +278,28 @@ fn verify_mutation(r: &mut Report, base: &Value, whole: bool, index: usize, muta
         }
     };
     if let Some(e) = rules {
-        r.finding("MUTATION_INVALID", Some(label.clone()), Some("a binding accepted under §3".into()), Some(describe(&e)));
+        r.finding(
+            "MUTATION_INVALID",
+            Some(label.clone()),
+            Some("a binding accepted under §3".into()),
+            Some(describe(&e)),
+        );
     }
     if let Some(expected) = m.get("canonical_json") {
         if expected.as_js_string().is_none_or(|e| e != c.canonical_json.as_str()) {
-            r.finding("MUTATION_CANONICAL_MISMATCH", Some(label.clone()), Some(show(expected)), Some(c.canonical_json.clone()));
+            r.finding(
+                "MUTATION_CANONICAL_MISMATCH",
+                Some(label.clone()),
+                Some(show(expected)),
+                Some(c.canonical_json.clone()),
+            );
         }
     }
     match m.get("intent_hash") {
         Some(expected) if expected.as_str() == Some(c.intent_hash.as_str()) => {}
-        Some(expected) => r.finding("MUTATION_HASH_MISMATCH", Some(label.clone()), Some(show(expected)), Some(c.intent_hash.clone())),
+        Some(expected) => {
+            r.finding("MUTATION_HASH_MISMATCH", Some(label.clone()), Some(show(expected)), Some(c.intent_hash.clone()))
+        }
         None => r.finding("MUTATION_INVALID", Some(label.clone()), Some("a pinned intent_hash".into()), None),
     }
     if hashes.contains(&c.intent_hash) {
@@ -285,7 +320,12 @@ fn verify_mutation(r: &mut Report, base: &Value, whole: bool, index: usize, muta
             }
         }
         if with_value_at(mb, &keys, before).as_ref() != Some(base) {
-            r.finding("MUTATION_NOT_SINGLE_PROPERTY", Some(label), Some(format!("only {p} to differ from the base")), None);
+            r.finding(
+                "MUTATION_NOT_SINGLE_PROPERTY",
+                Some(label),
+                Some(format!("only {p} to differ from the base")),
+                None,
+            );
         }
     }
 }
@@ -344,7 +384,8 @@ mod tests {
         let r = verify_document(&doc);
         assert!(!r.ok);
         assert_eq!(r.findings[0].code, "REFUSAL_NOT_REFUSED");
-        let doc = parse::parse(br#"{"refusal":"INTENT_TOO_DEEP","subject":"canonical","binding":{"__proto__":1}}"#).unwrap();
+        let doc =
+            parse::parse(br#"{"refusal":"INTENT_TOO_DEEP","subject":"canonical","binding":{"__proto__":1}}"#).unwrap();
         assert_eq!(verify_document(&doc).findings[0].code, "REFUSAL_CODE_MISMATCH");
     }
 }

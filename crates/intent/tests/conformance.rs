@@ -24,7 +24,8 @@ fn load(path: &Path) -> Value {
 }
 
 fn assert_reproduces(path: &Path) -> verify::Report {
-    let report = verify::verify_bytes(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let report =
+        verify::verify_bytes(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(report.ok, "{} did not reproduce: {:#?}", path.display(), report.findings);
     report
 }
@@ -35,7 +36,10 @@ fn s5_pinned_first_binding_reproduces() {
     let report = assert_reproduces(&path);
     assert_eq!(report.kind, Kind::Binding);
     assert!(report.pinned);
-    assert_eq!(report.intent_hash.as_deref(), Some("sha256:aff2fd3aa1a7557a77f20afa5583f56eb0c39529304b31f69ee78e1e7b53e316"));
+    assert_eq!(
+        report.intent_hash.as_deref(),
+        Some("sha256:aff2fd3aa1a7557a77f20afa5583f56eb0c39529304b31f69ee78e1e7b53e316")
+    );
     // §7.3: and it is accepted under §3.
     let doc = load(&path);
     intent::accept(doc.as_object().unwrap().get("binding").unwrap()).unwrap();
@@ -130,7 +134,10 @@ fn s7_a_tampered_pinned_hash_is_a_finding_naming_expected_and_computed() {
     assert!(!r.ok);
     assert_eq!(r.findings[0].code, "HASH_MISMATCH");
     assert_eq!(r.findings[0].expected.as_deref(), Some("sha256:0000"));
-    assert_eq!(r.findings[0].computed.as_deref(), Some("sha256:aff2fd3aa1a7557a77f20afa5583f56eb0c39529304b31f69ee78e1e7b53e316"));
+    assert_eq!(
+        r.findings[0].computed.as_deref(),
+        Some("sha256:aff2fd3aa1a7557a77f20afa5583f56eb0c39529304b31f69ee78e1e7b53e316")
+    );
 }
 
 /// RFC 8785's number serialization is ECMAScript's `Number::toString`; its
@@ -185,7 +192,15 @@ fn opt(v: &Value, key: &str) -> Option<String> {
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.as_object().unwrap().get(key).unwrap().as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_owned()).collect()
+    v.as_object()
+        .unwrap()
+        .get(key)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn actor(v: &Value) -> Actor {
@@ -253,7 +268,12 @@ fn s8_reference_mcp_framework_vector_reproduces() {
         intent_id: "33333333-3333-4333-8333-333333333334".into(),
         captured_at: "2026-09-19T12:00:00.000Z".into(),
         expires_at: "2026-09-19T12:01:00.000Z".into(),
-        actor: Actor { id: "synthetic-mcp-agent".into(), actor_type: "AI_AGENT".into(), runtime: Some("mcp".into()), trust_level: None },
+        actor: Actor {
+            id: "synthetic-mcp-agent".into(),
+            actor_type: "AI_AGENT".into(),
+            runtime: Some("mcp".into()),
+            trust_level: None,
+        },
         idempotency_key: "mcp-delete-synthetic-1-v1".into(),
         server: Some("synthetic-crm-tools".into()),
         transport: Some("stdio".into()),
@@ -271,7 +291,8 @@ fn s8_reference_mcp_framework_vector_reproduces() {
 /// were reordered, differences only inside it.
 #[test]
 fn s6_compare_names_the_one_mutated_property_of_every_compromised_principal_mutation() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/intent/vectors/compromised-principal.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/intent/vectors/compromised-principal.json");
     let doc = load(&path);
     let o = doc.as_object().unwrap();
     let base = o.get("binding").unwrap();

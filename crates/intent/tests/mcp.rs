@@ -25,7 +25,12 @@ fn trusted() -> McpTrustedContext {
         intent_id: "11111111-1111-4111-8111-111111111111".into(),
         captured_at: "2026-08-14T10:00:00.000Z".into(),
         expires_at: "2026-08-14T10:01:00.000Z".into(),
-        actor: Actor { id: "agent".into(), actor_type: "AI_AGENT".into(), runtime: Some("mcp".into()), trust_level: None },
+        actor: Actor {
+            id: "agent".into(),
+            actor_type: "AI_AGENT".into(),
+            runtime: Some("mcp".into()),
+            trust_level: None,
+        },
         idempotency_key: "refund-1".into(),
         server: None,
         transport: None,
@@ -45,7 +50,10 @@ fn s8_tools_call_becomes_a_binding_with_the_arguments_digest() {
     let b = bind_tools_call(&call(OK), &tool(), &trusted()).unwrap();
     let binding = &b.captured.binding;
     assert_eq!(binding.pointer_dotted("action.resource").and_then(Value::as_str), Some("shop:order:o-1"));
-    assert_eq!(binding.pointer_dotted("context.mcp_arguments_digest").and_then(Value::as_str), Some(b.arguments_digest.as_str()));
+    assert_eq!(
+        binding.pointer_dotted("context.mcp_arguments_digest").and_then(Value::as_str),
+        Some(b.arguments_digest.as_str())
+    );
     assert_eq!(b.arguments_digest, intent::intent_hash(br#"{"amountMinor":350,"orderId":"o-1"}"#));
     assert_eq!(binding.pointer_dotted("context.tool_call_id").and_then(Value::as_str), Some("c1"));
     assert_eq!(binding.pointer_dotted("context.idempotency_key").and_then(Value::as_str), Some("refund-1"));
@@ -78,7 +86,11 @@ fn s8_not_a_tools_call_request_is_refused() {
         OK.replace(r#""method""#, r#""extra":1,"method""#),
         OK.replace(r#""arguments":{"orderId":"o-1","amountMinor":350}"#, r#""arguments":[1]"#),
     ] {
-        assert_eq!(bind_tools_call(&call(&bad), &tool(), &trusted()).unwrap_err().code(), "MCP_INVOCATION_INVALID", "{bad}");
+        assert_eq!(
+            bind_tools_call(&call(&bad), &tool(), &trusted()).unwrap_err().code(),
+            "MCP_INVOCATION_INVALID",
+            "{bad}"
+        );
     }
 }
 
@@ -91,7 +103,10 @@ fn s8_target_that_cannot_be_filled_is_refused() {
     assert_eq!(fill_target("a:{x", &args(r#"{"x":"v"}"#)).unwrap_err().code(), "MCP_TARGET_UNRESOLVED");
     assert_eq!(fill_target("a:}x", &args(r#"{"x":"v"}"#)).unwrap_err().code(), "MCP_TARGET_UNRESOLVED");
     assert_eq!(fill_target(&"{x}".repeat(17), &args(r#"{"x":"v"}"#)).unwrap_err().code(), "MCP_TARGET_UNRESOLVED");
-    assert_eq!(fill_target("{x}", &args(&format!(r#"{{"x":"{}"}}"#, "v".repeat(501)))).unwrap_err().code(), "MCP_TARGET_UNRESOLVED");
+    assert_eq!(
+        fill_target("{x}", &args(&format!(r#"{{"x":"{}"}}"#, "v".repeat(501)))).unwrap_err().code(),
+        "MCP_TARGET_UNRESOLVED"
+    );
     assert_eq!(fill_target("n:{x}:{y}:{z}", &args(r#"{"x":1e21,"y":true,"z":-0}"#)).unwrap(), "n:1e+21:true:0");
 }
 

@@ -13,7 +13,12 @@ fn trusted() -> TrustedContext {
         intent_id: "11111111-1111-4111-8111-111111111111".into(),
         captured_at: "2026-08-14T10:00:00.000Z".into(),
         expires_at: "2026-08-14T10:01:00.000Z".into(),
-        actor: Actor { id: "synthetic-refund-agent".into(), actor_type: "AI_AGENT".into(), runtime: Some("mcp".into()), trust_level: None },
+        actor: Actor {
+            id: "synthetic-refund-agent".into(),
+            actor_type: "AI_AGENT".into(),
+            runtime: Some("mcp".into()),
+            trust_level: None,
+        },
         downstream_target: DownstreamTarget {
             system: "shopify".into(),
             operation: "refund".into(),
@@ -69,7 +74,9 @@ fn s3_idempotency_key_is_the_producers_not_the_trusted_context_extras() {
 
 #[test]
 fn s3_producer_refuses_rather_than_repairs() {
-    let proposal = Proposal::from_value(&intent::parse(PROPOSAL.replace("refund_order", "Refund Order").as_bytes()).unwrap()).unwrap();
+    let proposal =
+        Proposal::from_value(&intent::parse(PROPOSAL.replace("refund_order", "Refund Order").as_bytes()).unwrap())
+            .unwrap();
     assert_eq!(capture(&proposal, &trusted()).unwrap_err().code(), "BINDING_INVALID_VALUE");
     let mut big = Object::new();
     big.insert("items", Value::Array(vec![Value::Null; 1001]));

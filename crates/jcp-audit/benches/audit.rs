@@ -1,4 +1,10 @@
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::cast_precision_loss, clippy::similar_names, clippy::many_single_char_names)] // benchmark code, like tests
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::cast_precision_loss,
+    clippy::similar_names,
+    clippy::many_single_char_names
+)] // benchmark code, like tests
 //! Audit throughput against the pure signature-check baseline, same run,
 //! same signatures.
 //!
@@ -222,7 +228,11 @@ fn oneshot(n: u64) {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let repeat: usize = std::env::var("JCP_BENCH_REPEAT").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let (read, decode) = decode_only(&p);
-    println!("read+frame only: {:.2}s; read+frame+decode (no verify): {:.2}s", read.as_secs_f64(), decode.as_secs_f64());
+    println!(
+        "read+frame only: {:.2}s; read+frame+decode (no verify): {:.2}s",
+        read.as_secs_f64(),
+        decode.as_secs_f64()
+    );
     // Interleaved rounds, best of each: the machine is shared, so a slow
     // round says more about the neighbours than about the code.
     let (mut base, mut merged, mut a1, mut an) = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
@@ -259,7 +269,10 @@ fn oneshot(n: u64) {
         an = an.min(dn);
     }
     let per_s = |d: Duration| sigs as f64 / d.as_secs_f64();
-    println!("receipts {n}, signatures {sigs}, stream {} bytes, cores {cores}, best of {repeat}", std::fs::metadata(&p).map_or(0, |m| m.len()));
+    println!(
+        "receipts {n}, signatures {sigs}, stream {} bytes, cores {cores}, best of {repeat}",
+        std::fs::metadata(&p).map_or(0, |m| m.len())
+    );
     println!("baseline verify_batch (1 thread, batch {BATCH}): {:.2}s = {:.0} sig/s", base.as_secs_f64(), per_s(base));
     println!(
         "merged-key batch verification (the audit's, 1 thread, batch {BATCH}): {:.2}s = {:.0} sig/s, {:.3}x the baseline",

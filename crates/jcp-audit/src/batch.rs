@@ -61,7 +61,11 @@ impl rand_core::CryptoRng for ZeroRng {}
 /// A false batch says nothing about which one failed: check each alone.
 /// Each message is given as the pieces it is made of (hashed in order, so
 /// a message need not be copied together first); one piece is the message.
-pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(messages: &[M], signatures: &[[u8; 64]], keys: &[&VerifyingKey]) -> bool {
+pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
+    messages: &[M],
+    signatures: &[[u8; 64]],
+    keys: &[&VerifyingKey],
+) -> bool {
     let n = signatures.len();
     if messages.len() != n || keys.len() != n {
         return false;
@@ -139,7 +143,14 @@ mod tests {
         let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
         let k: Vec<&VerifyingKey> = vks.iter().collect();
         // Ours takes each message in pieces: split every one at a different place.
-        let pieces: Vec<[&[u8]; 2]> = m.iter().enumerate().map(|(i, x)| { let c = i % (x.len() + 1); [&x[..c], &x[c..]] }).collect();
+        let pieces: Vec<[&[u8]; 2]> = m
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let c = i % (x.len() + 1);
+                [&x[..c], &x[c..]]
+            })
+            .collect();
         let ours = verify_batch(&pieces, sigs, &k);
         assert_eq!(ours, verify_batch(&m.iter().map(|x| [*x]).collect::<Vec<_>>(), sigs, &k));
         let s: Vec<Signature> = sigs.iter().map(Signature::from_bytes).collect();
@@ -171,8 +182,8 @@ mod tests {
         let mut s2 = s.clone();
         // ℓ = 2^252 + 27742317777372353535851937790883648493, little-endian.
         let l: [u8; 32] = [
-            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0, 0, 0, 0, 0x10,
+            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
         ];
         let mut carry = 0u16;
         for i in 0..32 {

@@ -3,11 +3,11 @@
 //! half, in stream order) is in `engine`.
 
 use ed25519_dalek::VerifyingKey;
-use jcp::grant::SignedGrant;
-use jcp::identity::Did;
 use jcp::cbor::ContentId;
 use jcp::decision::{Reason, Verdict};
 use jcp::energy::{Coverage, Provenance};
+use jcp::grant::SignedGrant;
+use jcp::identity::Did;
 use jcp_receipt::cose::{DidCache, Unsealed};
 use jcp_receipt::receipt::{CoreView, OpenedReceipt, Profile, ReceiptCore};
 use jcp_receipt::record::{self, OutcomeRecord, RevocationNotice};
@@ -193,13 +193,26 @@ pub(crate) fn meta_of(sealed: &Unsealed<'_>) -> Meta {
 
 /// Whether a checked body is one a partial audit carries as its bytes.
 fn kept_whole(body: &Body) -> bool {
-    matches!(body, Body::Grant(_) | Body::Settlement(_) | Body::Revocation(_) | Body::Statement(_) | Body::Amendment(_) | Body::Closing)
+    matches!(
+        body,
+        Body::Grant(_)
+            | Body::Settlement(_)
+            | Body::Revocation(_)
+            | Body::Statement(_)
+            | Body::Amendment(_)
+            | Body::Closing
+    )
 }
 
 /// Decodes a record whose signature a partial audit already checked
 /// (`crate::partial`): its body and stream facts, without checking the
 /// signature again; `Err` with the refusal's code when it does not decode.
-pub(crate) fn reopen(kind: RecordKind, payload: &[u8], dids: &mut DidCache, chains: &mut Vec<ContentId>) -> Result<(Body, Option<Meta>), String> {
+pub(crate) fn reopen(
+    kind: RecordKind,
+    payload: &[u8],
+    dids: &mut DidCache,
+    chains: &mut Vec<ContentId>,
+) -> Result<(Body, Option<Meta>), String> {
     match open(kind, payload, dids, chains) {
         Opened::Signed(body, sealed) => Ok((body, Some(meta_of(&sealed)))),
         Opened::Done(Body::Refused(code, msg)) => Err(format!("{code}: {msg}")),
@@ -245,7 +258,10 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
                     })),
                     u,
                 ),
-                Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), format!("settlement: its reservation receipt: {e}"))),
+                Err(e) => Opened::Done(Body::Refused(
+                    FindingCode::of_refusal(e.code()),
+                    format!("settlement: its reservation receipt: {e}"),
+                )),
             },
             Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
@@ -265,14 +281,23 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
             Ok((s, core)) if core.get("jcp_record").is_some_and(|v| *v == jcp::cbor::Value::text("closing")) => {
                 Opened::Signed(Body::Closing, s.into())
             }
-            Ok(_) => Opened::Done(Body::Refused(FindingCode::ClosingInvalid, "a sealed record that is not a closing record".into())),
+            Ok(_) => Opened::Done(Body::Refused(
+                FindingCode::ClosingInvalid,
+                "a sealed record that is not a closing record".into(),
+            )),
             Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Request => match jcp::cbor::decode_strict(payload) {
-            Ok(v) if matches!(v.get("request"), Some(jcp::cbor::Value::Bytes(_))) && matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) => {
+            Ok(v)
+                if matches!(v.get("request"), Some(jcp::cbor::Value::Bytes(_)))
+                    && matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) =>
+            {
                 Opened::Done(Body::WireRequest)
             }
-            Ok(_) => Opened::Done(Body::Refused(FindingCode::RequestRecordInvalid, "a request record without its request bytes and decision time".into())),
+            Ok(_) => Opened::Done(Body::Refused(
+                FindingCode::RequestRecordInvalid,
+                "a request record without its request bytes and decision time".into(),
+            )),
             Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Grant => match SignedGrant::from_bytes(payload) {
@@ -338,7 +363,15 @@ fn check_slice(
     for item in items {
         match *item {
             BatchItem::Fault(f) => {
-                out.push(Checked { stream, offset: f.offset, kind: None, body: Body::Fault(f), meta: None, refused_id: None, raw: None });
+                out.push(Checked {
+                    stream,
+                    offset: f.offset,
+                    kind: None,
+                    body: Body::Fault(f),
+                    meta: None,
+                    refused_id: None,
+                    raw: None,
+                });
             }
             BatchItem::Record { offset, kind, .. } => {
                 let payload = batch.payload(item);
@@ -371,7 +404,15 @@ fn check_slice(
                             continue;
                         }
                         let raw = kept_whole(&body).then(|| payload.into());
-                        out.push(Checked { stream, offset, kind: Some(kind), body, meta: Some(meta), refused_id: None, raw });
+                        out.push(Checked {
+                            stream,
+                            offset,
+                            kind: Some(kind),
+                            body,
+                            meta: Some(meta),
+                            refused_id: None,
+                            raw,
+                        });
                         if referred {
                             to_id.push((out.len() - 1, payload));
                         }

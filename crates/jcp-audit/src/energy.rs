@@ -14,26 +14,14 @@ use jcp_meter::Error;
 
 /// Reads a grant's spend from receipt streams with the audit (`jcp-audit`).
 pub fn grant_spend<P: AsRef<Path>>(streams: &[P], grant: &ContentId) -> Result<GrantSpend, Error> {
-    let report = crate::audit_paths(streams, &crate::AuditOptions::default(), |_| {
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| Error::Stream {
-        code: e.code(),
-        detail: e.to_string(),
-    })?;
+    let report = crate::audit_paths(streams, &crate::AuditOptions::default(), |_| ControlFlow::Continue(()))
+        .map_err(|e| Error::Stream { code: e.code(), detail: e.to_string() })?;
     let line = report
         .grants
         .iter()
         .find(|g| g.grant_id == *grant)
-        .ok_or_else(|| Error::GrantNotInStreams {
-            grant: grant.to_hex(),
-        })?;
-    let c = line
-        .conservation
-        .as_ref()
-        .ok_or_else(|| Error::GrantBudgetUnknown {
-            grant: grant.to_hex(),
-        })?;
+        .ok_or_else(|| Error::GrantNotInStreams { grant: grant.to_hex() })?;
+    let c = line.conservation.as_ref().ok_or_else(|| Error::GrantBudgetUnknown { grant: grant.to_hex() })?;
     Ok(GrantSpend {
         grant_id: *grant,
         budget_uj: c.budget_uj,
@@ -45,7 +33,6 @@ pub fn grant_spend<P: AsRef<Path>>(streams: &[P], grant: &ContentId) -> Result<G
         receipts_failed: report.receipts.failed,
     })
 }
-
 
 /// [`grant_spend`] then [`reconcile_spend`]: the console's "conservation of
 /// a grant's spend against the meter's windows".

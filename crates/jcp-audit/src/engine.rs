@@ -15,12 +15,12 @@ use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Batch, FaultCode, Reader, RecordKind};
 
 use crate::check::{self, Body, Checked, Facts, Meta, Part};
-use crate::seen::SeenSet;
-use crate::report::{
-    conservation_of, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, Unresolved,
-    RevocationClasses, RevocationLine, StewardLine, StreamSummary, UnresolvedLine,
-};
 use crate::codes::{Authority, FindingCode};
+use crate::report::{
+    conservation_of, EnergyFloors, Findings, GrantLine, GroupLine, Parts, ReceiptCounts, Report, RevocationClasses,
+    RevocationLine, StewardLine, StreamSummary, Unresolved, UnresolvedLine,
+};
+use crate::seen::SeenSet;
 use crate::{words, AuditError, AuditOptions, Progress};
 
 const KEEP_OFFSETS: usize = 8;
@@ -250,7 +250,12 @@ impl Engine {
     fn channel_statement(&mut self, s: usize, off: u64, n: &jcp_receipt::record::StatementNotice) {
         match n.statement.verify() {
             Ok(()) => self.counts.channel_statements += 1,
-            Err(e) => self.finding(s, off, FindingCode::StatementInvalid, format!("a channel statement notice whose statement does not verify: {e}")),
+            Err(e) => self.finding(
+                s,
+                off,
+                FindingCode::StatementInvalid,
+                format!("a channel statement notice whose statement does not verify: {e}"),
+            ),
         }
     }
 
@@ -296,7 +301,12 @@ impl Engine {
                         self.counts.failed += 1;
                         *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
                     }
-                    self.finding(s, off, FindingCode::DuplicateRecord, "a record seen before, again: counted once, accounted once".into());
+                    self.finding(
+                        s,
+                        off,
+                        FindingCode::DuplicateRecord,
+                        "a record seen before, again: counted once, accounted once".into(),
+                    );
                     return;
                 }
                 self.sequence(s, off, &meta);
@@ -310,7 +320,12 @@ impl Engine {
                         if self.streams[s].pending.remove(&receipt.0).is_none()
                             && !self.refused_receipts.contains(&short(&receipt.0))
                         {
-                            self.finding(s, off, FindingCode::OrphanOutcome, format!("outcome for {receipt} which was not decided earlier in this stream"));
+                            self.finding(
+                                s,
+                                off,
+                                FindingCode::OrphanOutcome,
+                                format!("outcome for {receipt} which was not decided earlier in this stream"),
+                            );
                         }
                     }
                     Body::Settlement(st) => self.settle(s, off, &meta, &st),
@@ -323,15 +338,32 @@ impl Engine {
                         // own amendment's checkpoint stated (§4.7: spend is
                         // cumulative over the run).
                         let base = self.run_base.get(&a.steered.id()).copied().unwrap_or(Some(0));
-                        let checked = jcp::steering::verify_amendment_from(&a.steered, &a.checkpoint, &a.amendment, base)
-                            .and_then(|_| jcp::steering::verify_continuation(&a.steered, a.amendment.amendment(), &a.continuation));
+                        let checked =
+                            jcp::steering::verify_amendment_from(&a.steered, &a.checkpoint, &a.amendment, base)
+                                .and_then(|_| {
+                                    jcp::steering::verify_continuation(
+                                        &a.steered,
+                                        a.amendment.amendment(),
+                                        &a.continuation,
+                                    )
+                                });
                         match checked {
                             Ok(()) => {
                                 self.counts.amendments += 1;
-                                self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
-                                self.superseded.entry(a.steered.id()).or_default().push((s, meta.steward, a.amendment.id()));
+                                self.run_base
+                                    .insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
+                                self.superseded.entry(a.steered.id()).or_default().push((
+                                    s,
+                                    meta.steward,
+                                    a.amendment.id(),
+                                ));
                             }
-                            Err(e) => self.finding(s, off, FindingCode::AmendmentInvalid, format!("an amendment notice whose amendment does not verify: {e}")),
+                            Err(e) => self.finding(
+                                s,
+                                off,
+                                FindingCode::AmendmentInvalid,
+                                format!("an amendment notice whose amendment does not verify: {e}"),
+                            ),
                         }
                     }
                     Body::Closing => self.counts.closings += 1,
@@ -370,7 +402,12 @@ impl Engine {
             _ => None,
         };
         let Some((held_at, settled_at)) = settling else {
-            return self.finding(s, off, FindingCode::SettlementUnmatched, words::settlement_unmatched(&st.reservation, &st.settled_by));
+            return self.finding(
+                s,
+                off,
+                FindingCode::SettlementUnmatched,
+                words::settlement_unmatched(&st.reservation, &st.settled_by),
+            );
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
@@ -417,16 +454,24 @@ impl Engine {
         let state = st.seq.entry(meta.steward).or_default();
         let mut out: Vec<(FindingCode, String)> = Vec::new();
         match meta.seq {
-            None => out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into())),
+            None => {
+                out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into()))
+            }
             Some(q) => {
                 // A sequence at u64::MAX has no successor: whatever follows is out of order.
                 let expected = state.last.map_or(Some(0), |l| l.checked_add(1)).unwrap_or(u64::MAX);
                 if q < expected || state.last == Some(u64::MAX) {
-                    out.push((FindingCode::OutOfOrder, format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default())));
+                    out.push((
+                        FindingCode::OutOfOrder,
+                        format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or_default()),
+                    ));
                 } else if q > expected {
                     let missing = q - expected;
                     if faults == 0 && missing > refused {
-                        out.push((FindingCode::SequenceGap, format!("{} record(s) missing before sequence {q}", missing - refused)));
+                        out.push((
+                            FindingCode::SequenceGap,
+                            format!("{} record(s) missing before sequence {q}", missing - refused),
+                        ));
                     }
                 }
                 state.last = Some(state.last.map_or(q, |l| l.max(q)));
@@ -435,7 +480,10 @@ impl Engine {
         if let Some(k) = meta.known_through {
             if let Some(prev) = state.last_marker {
                 if k < prev {
-                    out.push((FindingCode::MarkerRegressed, format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                    out.push((
+                        FindingCode::MarkerRegressed,
+                        format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)"),
+                    ));
                 }
             }
             state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
@@ -472,7 +520,11 @@ impl Engine {
         };
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != leaf_budget {
-                let msg = format!("receipt states budget {} µJ but the grant record says {}", leaf_budget, rec.grant().budget_uj);
+                let msg = format!(
+                    "receipt states budget {} µJ but the grant record says {}",
+                    leaf_budget,
+                    rec.grant().budget_uj
+                );
                 self.finding(s, off, FindingCode::BudgetMismatch, msg);
             }
         }
@@ -527,7 +579,12 @@ impl Engine {
                 let spent = self.grants.get(&c.grant_id).map_or(0, |g| g.running.get(&meta.steward));
                 self.check_remaining(s, off, &meta.steward, c, spent);
                 if let Some(b) = c.breach {
-                    self.finding(s, off, FindingCode::DebitPointBreach, format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                    self.finding(
+                        s,
+                        off,
+                        FindingCode::DebitPointBreach,
+                        format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"),
+                    );
                 }
                 // Energy by grade (the floors are read off these at the end).
                 let p = c.provenance;
@@ -574,12 +631,22 @@ impl Engine {
     /// that amendment superseded (or a chain through it), after it.
     fn check_superseded(&mut self, s: usize, off: u64, meta: &Meta, c: &Facts, chains: &[ContentId]) {
         let (start, n) = (c.chain.0 as usize, c.chain.1 as usize);
-        let ids = if n == 0 { std::slice::from_ref(&c.grant_id) } else { chains.get(start..start + n).unwrap_or_default() };
+        let ids =
+            if n == 0 { std::slice::from_ref(&c.grant_id) } else { chains.get(start..start + n).unwrap_or_default() };
         let hit = ids.iter().find_map(|id| {
-            self.superseded.get(id)?.iter().find(|(st, stw, _)| *st == s && *stw == meta.steward).map(|(_, _, am)| (*id, *am))
+            self.superseded
+                .get(id)?
+                .iter()
+                .find(|(st, stw, _)| *st == s && *stw == meta.steward)
+                .map(|(_, _, am)| (*id, *am))
         });
         if let Some((id, am)) = hit {
-            self.finding(s, off, FindingCode::SupersededSpend, format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"));
+            self.finding(
+                s,
+                off,
+                FindingCode::SupersededSpend,
+                format!("allow on grant {id} after this point admitted amendment {am}, which superseded it (§4.7)"),
+            );
         }
     }
 
@@ -650,8 +717,15 @@ impl Engine {
                 },
             };
             match authority {
-                Authority::Forged => self.finding(n.stream, n.offset, FindingCode::RevocationForged, words::revocation_forged(&gid)),
-                Authority::Unverifiable => self.finding(n.stream, n.offset, FindingCode::RevocationAuthorityUnknown, words::revocation_authority_unknown(&gid)),
+                Authority::Forged => {
+                    self.finding(n.stream, n.offset, FindingCode::RevocationForged, words::revocation_forged(&gid))
+                }
+                Authority::Unverifiable => self.finding(
+                    n.stream,
+                    n.offset,
+                    FindingCode::RevocationAuthorityUnknown,
+                    words::revocation_authority_unknown(&gid),
+                ),
                 Authority::Verified => {}
             }
             let classes = if authority == Authority::Forged {
@@ -661,7 +735,14 @@ impl Engine {
                 *e = (*e).min(r.marker);
                 self.grants.get(&gid).map(|g| classify(g, r.marker)).unwrap_or_default()
             };
-            lines.push(RevocationLine { grant_id: gid, marker: r.marker, at: (n.stream, n.offset), notices: r.notices, authority, allows: classes });
+            lines.push(RevocationLine {
+                grant_id: gid,
+                marker: r.marker,
+                at: (n.stream, n.offset),
+                notices: r.notices,
+                authority,
+                allows: classes,
+            });
         }
         for (gid, m) in earliest {
             let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else { continue };
@@ -703,7 +784,8 @@ impl Engine {
             }
             let funds = rec.and_then(|g| g.grant().budget_funds.clone());
             let mut line = GrantLine::of_record(id, rec, budget, acc.spent_minor, conservation);
-            (line.spent_uj, line.allows, line.denies, line.breaches) = (acc.spent_uj, acc.allows, acc.denies, acc.breaches);
+            (line.spent_uj, line.allows, line.denies, line.breaches) =
+                (acc.spent_uj, acc.allows, acc.denies, acc.breaches);
             grants.push(line);
             if let Some(f) = &funds {
                 if acc.spent_minor > f.minor {
@@ -717,13 +799,24 @@ impl Engine {
         let mut groups: Vec<GroupLine> = self
             .groups
             .into_iter()
-            .map(|((g, subj), a)| GroupLine { grant_id: g, subject: did_string_of(&subj), allows: a.allows, refusals: a.refusals, uj: a.uj })
+            .map(|((g, subj), a)| GroupLine {
+                grant_id: g,
+                subject: did_string_of(&subj),
+                allows: a.allows,
+                refusals: a.refusals,
+                uj: a.uj,
+            })
             .collect();
         groups.sort_by(|a, b| (a.grant_id, &a.subject).cmp(&(b.grant_id, &b.subject)));
         let mut stewards: Vec<StewardLine> = self
             .stewards
             .into_iter()
-            .map(|(d, a)| StewardLine { steward: did_string_of(&d), records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
+            .map(|(d, a)| StewardLine {
+                steward: did_string_of(&d),
+                records: a.records,
+                known_through: a.marker,
+                receipts_without_marker: a.without_marker,
+            })
             .collect();
         stewards.sort_by(|a, b| a.steward.cmp(&b.steward));
         Report::assemble(Parts {
@@ -893,7 +986,8 @@ pub(crate) fn read_into<S: Sink>(
                 )
             });
             records_done += prev_n;
-            let ev = Progress::Advanced { index: idx, bytes_done: reader.position(), bytes_total, records: records_done };
+            let ev =
+                Progress::Advanced { index: idx, bytes_done: reader.position(), bytes_total, records: records_done };
             if progress(&ev).is_break() {
                 return Err(AuditError::Cancelled);
             }

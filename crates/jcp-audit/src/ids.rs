@@ -16,9 +16,9 @@
 //! Hand-written because no crate offers "hash many independent short
 //! messages" over BLAKE3's SIMD lanes; the compression itself is blake3's.
 
-use blake3_pinned as blake3;
 use blake3::platform::Platform;
 use blake3::{IncrementCounter, BLOCK_LEN, CHUNK_LEN};
+use blake3_pinned as blake3;
 
 use jcp::cbor::ContentId;
 
@@ -28,16 +28,8 @@ use jcp::cbor::ContentId;
 const CHUNK_START: u8 = 1 << 0;
 const CHUNK_END: u8 = 1 << 1;
 const ROOT: u8 = 1 << 3;
-const IV: [u32; 8] = [
-    0x6A09_E667,
-    0xBB67_AE85,
-    0x3C6E_F372,
-    0xA54F_F53A,
-    0x510E_527F,
-    0x9B05_688C,
-    0x1F83_D9AB,
-    0x5BE0_CD19,
-];
+const IV: [u32; 8] =
+    [0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A, 0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19];
 
 /// The widest kernel's lanes (AVX-512); narrower kernels loop inside.
 const LANES: usize = 16;
@@ -74,12 +66,7 @@ pub fn content_ids(inputs: &[&[u8]], out: &mut [ContentId]) {
                 continue;
             }
             for (&i, cv) in lanes.iter().zip(cvs.iter()) {
-                out[i] = ContentId(last_block(
-                    platform,
-                    cv,
-                    &inputs[i][k * BLOCK_LEN..],
-                    k == 0,
-                ));
+                out[i] = ContentId(last_block(platform, cv, &inputs[i][k * BLOCK_LEN..], k == 0));
             }
         }
     }
@@ -89,13 +76,7 @@ pub fn content_ids(inputs: &[&[u8]], out: &mut [ContentId]) {
 /// input in `lanes`, side by side: `hash_many` over `64·k`-byte prefixes,
 /// `CHUNK_START` on the first block and no `CHUNK_END` (the chunk goes on).
 /// False (nothing written) for a `k` outside 1..=15.
-fn leading_blocks(
-    platform: Platform,
-    k: usize,
-    inputs: &[&[u8]],
-    lanes: &[usize],
-    cvs: &mut [[u8; 32]],
-) -> bool {
+fn leading_blocks(platform: Platform, k: usize, inputs: &[&[u8]], lanes: &[usize], cvs: &mut [[u8; 32]]) -> bool {
     macro_rules! dispatch {
         ($($k:literal)*) => {
             match k {
@@ -143,9 +124,7 @@ fn last_block(platform: Platform, cv: &[u8; 32], tail: &[u8], only: bool) -> [u8
 }
 
 fn bytes_to_words(b: &[u8; 32]) -> [u32; 8] {
-    std::array::from_fn(|i| {
-        u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
-    })
+    std::array::from_fn(|i| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]))
 }
 
 fn words_to_bytes(w: &[u32; 8]) -> [u8; 32] {
@@ -162,9 +141,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn bytes(len: usize, seed: u8) -> Vec<u8> {
-        (0..len)
-            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-            .collect()
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
     }
 
     /// §3: the batched id is blake3 of the bytes, for every length a chunk
@@ -183,19 +160,12 @@ mod tests {
     /// groups ragged) gives each input its own id, in place.
     #[test]
     fn s3_full_and_ragged_lanes_keep_each_input_its_id() {
-        let inputs: Vec<Vec<u8>> = (0..200)
-            .map(|i| bytes(700 + (i * 37) % 400, i as u8))
-            .collect();
+        let inputs: Vec<Vec<u8>> = (0..200).map(|i| bytes(700 + (i * 37) % 400, i as u8)).collect();
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
         let mut out = vec![ContentId([0; 32]); refs.len()];
         content_ids(&refs, &mut out);
         for (i, b) in inputs.iter().enumerate() {
-            assert_eq!(
-                out[i],
-                ContentId::of_bytes(b),
-                "input {i} ({} bytes)",
-                b.len()
-            );
+            assert_eq!(out[i], ContentId::of_bytes(b), "input {i} ({} bytes)", b.len());
         }
     }
 
@@ -204,12 +174,7 @@ mod tests {
     #[test]
     fn s3_constants_are_blake3s() {
         assert_eq!(
-            hex::encode(last_block(
-                Platform::detect(),
-                &words_to_bytes(&IV),
-                &[0u8; 0][..],
-                true
-            )),
+            hex::encode(last_block(Platform::detect(), &words_to_bytes(&IV), &[0u8; 0][..], true)),
             // blake3("") from the BLAKE3 test vectors; last_block pads an empty tail.
             "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
         );

@@ -56,8 +56,8 @@
 #![forbid(unsafe_code)]
 
 pub mod batch;
-mod codes;
 mod check;
+mod codes;
 pub mod energy;
 mod engine;
 mod ids;
@@ -73,12 +73,12 @@ use std::path::{Path, PathBuf};
 
 use jcp::identity::Did;
 
-pub use partial::{audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT};
-pub use reference::audit_reference;
 pub use codes::{Authority, FindingCode, FINDING_CODES};
+pub use partial::{
+    audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT,
+};
+pub use reference::audit_reference;
 pub use report::{Finding, Report};
-
-
 
 /// How signatures are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -276,7 +276,10 @@ pub fn audit_paths<P: AsRef<Path>>(
 }
 
 /// Runs `f` on the pool `opts` asks for (`threads` 0: the global one).
-fn with_pool<R>(opts: &AuditOptions, f: impl FnOnce(Option<&rayon::ThreadPool>) -> Result<R, AuditError>) -> Result<R, AuditError> {
+fn with_pool<R>(
+    opts: &AuditOptions,
+    f: impl FnOnce(Option<&rayon::ThreadPool>) -> Result<R, AuditError>,
+) -> Result<R, AuditError> {
     if opts.threads == 0 {
         f(None)
     } else {
@@ -303,15 +306,30 @@ pub fn settle(
 ) -> Result<(jcp_receipt::settle::SignedSettlementNote, PathBuf), AuditError> {
     let report = audit_paths(&[stream], &AuditOptions::default(), |_| ControlFlow::Continue(()))?;
     let line = report.unresolved.iter().find(|u| u.receipt == *receipt).ok_or_else(|| {
-        AuditError::NotUnresolved(format!("{}: decision {receipt} is not unresolved in this stream (it has an outcome, or is not there)", stream.display()))
+        AuditError::NotUnresolved(format!(
+            "{}: decision {receipt} is not unresolved in this stream (it has an outcome, or is not there)",
+            stream.display()
+        ))
     })?;
     if let Some(st) = &line.settled {
-        return Err(AuditError::NotUnresolved(format!("{}: decision {receipt} was already settled {} by {}", stream.display(), st.status, st.settled_by)));
+        return Err(AuditError::NotUnresolved(format!(
+            "{}: decision {receipt} was already settled {} by {}",
+            stream.display(),
+            st.status,
+            st.settled_by
+        )));
     }
     let holder = jcp::identity::Did::parse(&line.holder).map_err(|e| AuditError::Note(e.to_string()))?;
-    let note = jcp_receipt::settle::SettlementNote { receipt: *receipt, holder, status, text: text.to_owned(), settled_by: key.did(), at }
-        .sign(key)
-        .map_err(|e| AuditError::Note(e.to_string()))?;
+    let note = jcp_receipt::settle::SettlementNote {
+        receipt: *receipt,
+        holder,
+        status,
+        text: text.to_owned(),
+        settled_by: key.did(),
+        at,
+    }
+    .sign(key)
+    .map_err(|e| AuditError::Note(e.to_string()))?;
     let path = jcp_receipt::settle::write_note(stream, &note)
         .map_err(|e| AuditError::Note(format!("writing beside {}: {e}", stream.display())))?;
     Ok((note, path))
@@ -331,11 +349,19 @@ fn attach_settlements(report: &mut report::Report, paths: &[PathBuf]) {
 
 /// Stream `i`'s verified settlement notes beside its unresolved decisions,
 /// `refused` more counted as refused (a partial audit carries both).
-pub(crate) fn attach_notes(report: &mut report::Report, i: usize, notes: &[jcp_receipt::settle::SignedSettlementNote], refused: u64) {
+pub(crate) fn attach_notes(
+    report: &mut report::Report,
+    i: usize,
+    notes: &[jcp_receipt::settle::SignedSettlementNote],
+    refused: u64,
+) {
     report.settlement_notes_refused += refused;
     for n in notes {
         let note = n.note();
-        let line = report.unresolved.iter_mut().find(|u| u.stream == i && u.receipt == note.receipt && u.holder == note.holder.to_did_string());
+        let line = report
+            .unresolved
+            .iter_mut()
+            .find(|u| u.stream == i && u.receipt == note.receipt && u.holder == note.holder.to_did_string());
         match line {
             Some(u) if u.settled.is_none() => {
                 u.settled = Some(report::SettledLine {
@@ -398,13 +424,31 @@ mod finding_codes_tests {
     #[test]
     fn finding_codes_list_every_code_the_sources_can_emit() {
         let mut want: Vec<String> = Vec::new();
-        for f in ["../jcp/src/cbor.rs", "../jcp/src/identity.rs", "../jcp/src/steering.rs", "../jcp/src/error.rs", "../jcp-receipt/src/error.rs", "../jcp-receipt/src/stream.rs"] {
+        for f in [
+            "../jcp/src/cbor.rs",
+            "../jcp/src/identity.rs",
+            "../jcp/src/steering.rs",
+            "../jcp/src/error.rs",
+            "../jcp-receipt/src/error.rs",
+            "../jcp-receipt/src/stream.rs",
+        ] {
             for body in code_bodies(&read(f)) {
                 want.extend(literals(&body, true));
             }
         }
         // The audit's own codes: the variants its accounting names.
-        let own = ["src/check.rs", "src/engine.rs", "src/reference/mod.rs", "src/reference/open.rs", "src/reference/accounting.rs", "src/reference/close.rs", "src/words.rs", "src/report.rs"].map(read).concat();
+        let own = [
+            "src/check.rs",
+            "src/engine.rs",
+            "src/reference/mod.rs",
+            "src/reference/open.rs",
+            "src/reference/accounting.rs",
+            "src/reference/close.rs",
+            "src/words.rs",
+            "src/report.rs",
+        ]
+        .map(read)
+        .concat();
         for c in FindingCode::ALL {
             if own.contains(&format!("FindingCode::{c:?}")) {
                 want.push(c.as_str().to_owned());

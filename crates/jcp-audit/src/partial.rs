@@ -323,8 +323,13 @@ fn kind_of(s: &str) -> Option<RecordKind> {
     KINDS.iter().find(|(_, n)| *n == s).map(|(k, _)| *k)
 }
 
-const FAULTS: [FaultCode; 5] = [FaultCode::Garbage, FaultCode::Oversized, FaultCode::ChecksumMismatch, FaultCode::UnknownKind, FaultCode::TornTail];
-
+const FAULTS: [FaultCode; 5] = [
+    FaultCode::Garbage,
+    FaultCode::Oversized,
+    FaultCode::ChecksumMismatch,
+    FaultCode::UnknownKind,
+    FaultCode::TornTail,
+];
 
 // ---------------------------------------------------------------- writing
 
@@ -372,7 +377,9 @@ impl Recorder {
         let kind = c.kind.map_or("record", kind_name);
         Some(match c.body {
             Body::Fault(f) => Entry::Fault { at: f.offset, code: f.code.code().into(), len: f.len },
-            Body::Refused(code, message) => Entry::Refused { at, kind: kind.into(), code: code.as_str().into(), message, id: c.refused_id.map(Hex) },
+            Body::Refused(code, message) => {
+                Entry::Refused { at, kind: kind.into(), code: code.as_str().into(), message, id: c.refused_id.map(Hex) }
+            }
             Body::WireRequest => Entry::Request { at },
             Body::Receipt(f) => {
                 let meta = self.meta(c.meta.as_ref()?);
@@ -469,7 +476,12 @@ pub fn audit_partial<P: AsRef<Path>>(
         st.settlement_notes = notes.iter().map(|n| HexBytes(n.to_bytes())).collect();
         st.settlement_notes_refused = refused.len() as u64;
     }
-    let mut partial = Partial { format: PARTIAL_FORMAT.into(), spec: SPEC.into(), options: PartialOptions::of(opts), streams: rec.streams };
+    let mut partial = Partial {
+        format: PARTIAL_FORMAT.into(),
+        spec: SPEC.into(),
+        options: PartialOptions::of(opts),
+        streams: rec.streams,
+    };
     sort_streams(&mut partial.streams);
     Ok(partial)
 }
@@ -499,13 +511,22 @@ impl Partial {
             format: Option<serde_json::Value>,
             spec: Option<serde_json::Value>,
         }
-        let field = |field: &str, message: String| AuditError::PartialField { file: file.into(), field: field.into(), message };
-        let head: Head = serde_json::from_slice(bytes).map_err(|e| AuditError::PartialUnreadable { file: file.into(), message: e.to_string() })?;
+        let field =
+            |field: &str, message: String| AuditError::PartialField { file: file.into(), field: field.into(), message };
+        let head: Head = serde_json::from_slice(bytes)
+            .map_err(|e| AuditError::PartialUnreadable { file: file.into(), message: e.to_string() })?;
         for (name, want, got) in [("format", PARTIAL_FORMAT, head.format), ("spec", SPEC, head.spec)] {
             match got {
                 None => return Err(field(name, "missing".into())),
                 Some(serde_json::Value::String(s)) if s == want => {}
-                Some(v) => return Err(AuditError::PartialVersion { file: file.into(), field: name.into(), found: v.to_string(), expected: want }),
+                Some(v) => {
+                    return Err(AuditError::PartialVersion {
+                        file: file.into(),
+                        field: name.into(),
+                        found: v.to_string(),
+                        expected: want,
+                    })
+                }
             }
         }
         let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -570,7 +591,9 @@ pub fn write_partial(path: &Path, partial: &Partial) -> Result<(), AuditError> {
 
 /// Partials merged must have been audited under the same options
 /// (`parts`: each partial's file and options).
-fn same_options<'a>(parts: impl IntoIterator<Item = (&'a str, &'a PartialOptions)>) -> Result<PartialOptions, AuditError> {
+fn same_options<'a>(
+    parts: impl IntoIterator<Item = (&'a str, &'a PartialOptions)>,
+) -> Result<PartialOptions, AuditError> {
     let mut parts = parts.into_iter();
     let Some((first_file, first)) = parts.next() else { return Err(AuditError::NoInput) };
     for (file, b) in parts {
@@ -584,7 +607,9 @@ fn same_options<'a>(parts: impl IntoIterator<Item = (&'a str, &'a PartialOptions
             return Err(AuditError::PartialMismatch {
                 file: file.to_owned(),
                 field: (*field).into(),
-                message: format!("differs from {first_file}'s: partials audited under different options have no single-run report"),
+                message: format!(
+                    "differs from {first_file}'s: partials audited under different options have no single-run report"
+                ),
             });
         }
     }
@@ -611,7 +636,8 @@ pub fn merge(parts: &[(String, Partial)]) -> Result<Partial, AuditError> {
 pub fn merge_report(parts: Vec<(String, Partial)>) -> Result<Report, AuditError> {
     let options = options_of(&parts)?;
     // Each stream with the file it came from, for errors.
-    let mut streams: Vec<(PartialStream, String)> = parts.into_iter().flat_map(|(f, p)| p.streams.into_iter().map(move |s| (s, f.clone()))).collect();
+    let mut streams: Vec<(PartialStream, String)> =
+        parts.into_iter().flat_map(|(f, p)| p.streams.into_iter().map(move |s| (s, f.clone()))).collect();
     streams.sort_by(|a, b| cmp_streams(&a.0, &b.0));
     let mut m = Merger::new(&options, streams.iter().map(|s| s.0.records.len()).sum());
     for (st, file) in streams {
@@ -706,7 +732,10 @@ struct Loaded {
 fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result<Loaded, AuditError> {
     let field = |f: String, message: String| AuditError::PartialField { file: file.into(), field: f, message };
     let key = |i: u32, f: &dyn Fn() -> String| -> Result<[u8; 32], AuditError> {
-        st.keys.get(i as usize).map(|k| k.0).ok_or_else(|| field(f(), format!("index {i} outside keys ({} entries)", st.keys.len())))
+        st.keys
+            .get(i as usize)
+            .map(|k| k.0)
+            .ok_or_else(|| field(f(), format!("index {i} outside keys ({} entries)", st.keys.len())))
     };
     let mut dids = DidCache::new();
     let mut parts: Vec<Part> = Vec::new();
@@ -718,22 +747,49 @@ fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result<Loaded, Au
         let here = |name: &str| format!("{at}.records[{j}].{name}");
         let c = match e {
             Entry::Fault { at: off, code, len } => {
-                let code = FAULTS.into_iter().find(|f| f.code() == code).ok_or_else(|| field(here("code"), format!("{code:?} is not a framing fault")))?;
-                Checked { stream: s, offset: *off, kind: None, body: Body::Fault(Fault { code, offset: *off, len: *len }), meta: None, refused_id: None, raw: None }
+                let code = FAULTS
+                    .into_iter()
+                    .find(|f| f.code() == code)
+                    .ok_or_else(|| field(here("code"), format!("{code:?} is not a framing fault")))?;
+                Checked {
+                    stream: s,
+                    offset: *off,
+                    kind: None,
+                    body: Body::Fault(Fault { code, offset: *off, len: *len }),
+                    meta: None,
+                    refused_id: None,
+                    raw: None,
+                }
             }
             Entry::Refused { at: off, kind, code, message, id } => {
                 let k = kind_of(kind).ok_or_else(|| field(here("kind"), format!("{kind:?} is not a record kind")))?;
-                let code = crate::FindingCode::parse(code).ok_or_else(|| field(here("code"), format!("{code:?} is not a refusal code")))?;
-                Checked { stream: s, offset: *off, kind: Some(k), body: Body::Refused(code, message.clone()), meta: None, refused_id: id.map(|h| h.0), raw: None }
+                let code = crate::FindingCode::parse(code)
+                    .ok_or_else(|| field(here("code"), format!("{code:?} is not a refusal code")))?;
+                Checked {
+                    stream: s,
+                    offset: *off,
+                    kind: Some(k),
+                    body: Body::Refused(code, message.clone()),
+                    meta: None,
+                    refused_id: id.map(|h| h.0),
+                    raw: None,
+                }
             }
-            Entry::Request { at: off } => {
-                Checked { stream: s, offset: *off, kind: Some(RecordKind::Request), body: Body::WireRequest, meta: None, refused_id: None, raw: None }
-            }
+            Entry::Request { at: off } => Checked {
+                stream: s,
+                offset: *off,
+                kind: Some(RecordKind::Request),
+                body: Body::WireRequest,
+                meta: None,
+                refused_id: None,
+                raw: None,
+            },
             Entry::Whole { at: off, kind, bytes } => {
                 let k = kind_of(kind)
                     .filter(|k| !matches!(k, RecordKind::Receipt | RecordKind::Request))
                     .ok_or_else(|| field(here("kind"), format!("{kind:?} is not a kind carried whole")))?;
-                let (body, meta) = check::reopen(k, &bytes.0, &mut dids, &mut part.chains).map_err(|m| field(here("bytes"), format!("does not open: {m}")))?;
+                let (body, meta) = check::reopen(k, &bytes.0, &mut dids, &mut part.chains)
+                    .map_err(|m| field(here("bytes"), format!("does not open: {m}")))?;
                 if meta.is_none() != (k == RecordKind::Grant) || matches!(body, Body::Receipt(_)) {
                     return Err(field(here("bytes"), format!("not a {kind} record")));
                 }
@@ -741,7 +797,15 @@ fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result<Loaded, Au
             }
             Entry::Outcome { at: off, meta, receipt } => {
                 let meta = load_meta(meta, &|i, f| key(i, &|| here(&format!("meta.{f}"))))?;
-                Checked { stream: s, offset: *off, kind: Some(RecordKind::Outcome), body: Body::Outcome(ContentId(receipt.0)), meta: Some(meta), refused_id: None, raw: None }
+                Checked {
+                    stream: s,
+                    offset: *off,
+                    kind: Some(RecordKind::Outcome),
+                    body: Body::Outcome(ContentId(receipt.0)),
+                    meta: Some(meta),
+                    refused_id: None,
+                    raw: None,
+                }
             }
             Entry::Receipt(r) => load_receipt(r, s, part, &|i, f| key(i, &|| here(f)), &|f, m| field(here(f), m), st)?,
         };
@@ -749,15 +813,28 @@ fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result<Loaded, Au
     }
     let mut notes = Vec::with_capacity(st.settlement_notes.len());
     for (i, n) in st.settlement_notes.iter().enumerate() {
-        notes.push(SignedSettlementNote::from_bytes(&n.0).map_err(|e| field(format!("{at}.settlement_notes[{i}]"), e.to_string()))?);
+        notes.push(
+            SignedSettlementNote::from_bytes(&n.0)
+                .map_err(|e| field(format!("{at}.settlement_notes[{i}]"), e.to_string()))?,
+        );
     }
-    Ok(Loaded { summary: StreamSummary { path: st.path.clone(), bytes: st.bytes, ..StreamSummary::default() }, parts, notes })
+    Ok(Loaded {
+        summary: StreamSummary { path: st.path.clone(), bytes: st.bytes, ..StreamSummary::default() },
+        parts,
+        notes,
+    })
 }
 
 type KeyAt<'a> = dyn Fn(u32, &str) -> Result<[u8; 32], AuditError> + 'a;
 
 fn load_meta(m: &MetaEntry, key: &KeyAt<'_>) -> Result<Meta, AuditError> {
-    Ok(Meta { steward: key(m.steward, "steward")?, dedup: u128::from_be_bytes(m.dedup.0), id: m.id.map(|h| h.0), seq: m.seq, known_through: m.known_through })
+    Ok(Meta {
+        steward: key(m.steward, "steward")?,
+        dedup: u128::from_be_bytes(m.dedup.0),
+        id: m.id.map(|h| h.0),
+        seq: m.seq,
+        known_through: m.known_through,
+    })
 }
 
 fn load_receipt(
@@ -777,7 +854,11 @@ fn load_receipt(
         (VerdictTag::Deny, None) => return Err(field("reason", "a deny states its reason".into())),
     };
     let action = match (verdict, r.action) {
-        (Verdict::Allow, Some(i)) => st.actions.get(i as usize).cloned().ok_or_else(|| field("action", format!("index {i} outside actions ({} entries)", st.actions.len())))?,
+        (Verdict::Allow, Some(i)) => st
+            .actions
+            .get(i as usize)
+            .cloned()
+            .ok_or_else(|| field("action", format!("index {i} outside actions ({} entries)", st.actions.len())))?,
         (Verdict::Deny(_), None) => String::new(),
         (Verdict::Allow, None) => return Err(field("action", "an allow names its action".into())),
         (Verdict::Deny(_), Some(_)) => return Err(field("action", "a deny's action is not kept".into())),
@@ -808,7 +889,15 @@ fn load_receipt(
         money_minor: r.money_minor,
         action,
     };
-    Ok(Checked { stream: s, offset: r.at, kind: Some(RecordKind::Receipt), body: Body::Receipt(facts), meta: Some(meta), refused_id: None, raw: None })
+    Ok(Checked {
+        stream: s,
+        offset: r.at,
+        kind: Some(RecordKind::Receipt),
+        body: Body::Receipt(facts),
+        meta: Some(meta),
+        refused_id: None,
+        raw: None,
+    })
 }
 
 /// One line per stream of a partial, for the CLI's human output, with the
@@ -826,7 +915,12 @@ pub fn describe(p: &Partial) -> String {
             }
             if let Ok((n, sealed)) = jcp_receipt::record::open_revocation(&bytes.0, &mut dids) {
                 let heard = sealed.position.known_through.map_or("no marker".into(), |k| format!("known_through {k}"));
-                let _ = writeln!(s, "    @{at}: revocation of {} at marker {}, recorded at {heard}", n.revocation.revocation().grant_id, n.marker);
+                let _ = writeln!(
+                    s,
+                    "    @{at}: revocation of {} at marker {}, recorded at {heard}",
+                    n.revocation.revocation().grant_id,
+                    n.marker
+                );
             }
         }
     }
@@ -847,8 +941,10 @@ pub fn fuzz_partial_decode(data: &[u8]) -> Result<(), String> {
     if q != p {
         return Err("partial did not round-trip".into());
     }
-    let one = merge_report(vec![("fuzz".into(), p.clone())]).map_err(|e| format!("a decoded partial does not merge: {e}"))?;
-    let two = merge_report(vec![("a".into(), p.clone()), ("b".into(), p)]).map_err(|e| format!("a decoded partial does not merge with itself: {e}"))?;
+    let one =
+        merge_report(vec![("fuzz".into(), p.clone())]).map_err(|e| format!("a decoded partial does not merge: {e}"))?;
+    let two = merge_report(vec![("a".into(), p.clone()), ("b".into(), p)])
+        .map_err(|e| format!("a decoded partial does not merge with itself: {e}"))?;
     if two.streams.len() != 2 * one.streams.len() {
         return Err("merging a partial with itself lost streams".into());
     }

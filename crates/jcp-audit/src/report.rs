@@ -141,7 +141,13 @@ impl GrantLine {
     /// The line of grant `id`: what its record states, when a stream held
     /// it, and its ceiling `budget_uj`; the money line with `spent_minor`;
     /// no allow, deny or spend counted yet.
-    pub(crate) fn of_record(id: ContentId, rec: Option<&jcp::grant::SignedGrant>, budget_uj: Option<u64>, spent_minor: u64, conservation: Option<Conservation>) -> Self {
+    pub(crate) fn of_record(
+        id: ContentId,
+        rec: Option<&jcp::grant::SignedGrant>,
+        budget_uj: Option<u64>,
+        spent_minor: u64,
+        conservation: Option<Conservation>,
+    ) -> Self {
         let funds = rec.and_then(|g| g.grant().budget_funds.as_ref());
         Self {
             grant_id: id,
@@ -154,7 +160,11 @@ impl GrantLine {
             allows: 0,
             denies: 0,
             breaches: 0,
-            money: MoneyLine { currency: funds.map(|f| f.currency.clone()), ceiling_minor: funds.map(|f| f.minor), spent_minor },
+            money: MoneyLine {
+                currency: funds.map(|f| f.currency.clone()),
+                ceiling_minor: funds.map(|f| f.minor),
+                spent_minor,
+            },
             conservation,
         }
     }
@@ -541,7 +551,13 @@ impl Report {
             let _ = writeln!(
                 s,
                 "\nrevocation of {} at marker {} ({}, {} notice(s)): {} explicable, {} violation, {} unverifiable",
-                rv.grant_id, rv.marker, rv.authority, rv.notices, rv.allows.explicable, rv.allows.violation, rv.allows.unverifiable
+                rv.grant_id,
+                rv.marker,
+                rv.authority,
+                rv.notices,
+                rv.allows.explicable,
+                rv.allows.violation,
+                rv.allows.unverifiable
             );
         }
         if self.unresolved_total > 0 {
@@ -553,7 +569,8 @@ impl Report {
                     u.stream, u.offset, u.action, u.cost_uj, u.holder
                 );
                 if let Some(st) = &u.settled {
-                    let _ = writeln!(s, "    settled {} by {} (note {}): {}", st.status, st.settled_by, st.note, st.text);
+                    let _ =
+                        writeln!(s, "    settled {} by {} (note {}): {}", st.status, st.settled_by, st.note, st.text);
                 }
             }
         }

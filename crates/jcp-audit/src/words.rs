@@ -69,7 +69,9 @@ pub(crate) fn revocation_authority_unknown(grant: &ContentId) -> String {
 /// (`revocation-violation` against marker `m`, or `revocation-unverifiable`).
 pub(crate) fn revocation_allow(code: crate::FindingCode, grant: &ContentId, m: u64) -> String {
     if code == crate::FindingCode::RevocationViolation {
-        format!("allow on the subtree of {grant} by a point whose known_through was at or past the revocation's marker {m}")
+        format!(
+            "allow on the subtree of {grant} by a point whose known_through was at or past the revocation's marker {m}"
+        )
     } else {
         format!("allow on the subtree of {grant} by a point that stated no known_through marker: unverifiable, not compliant (§4.3)")
     }
@@ -81,6 +83,11 @@ pub(crate) fn overspend_uj(grant: &ContentId, spent: u64, budget: u64, over: u64
 }
 
 /// §4.8: money past a grant's money ceiling.
-pub(crate) fn overspend_money(grant: &ContentId, spent_minor: u64, currency: impl Display, ceiling_minor: u64) -> String {
+pub(crate) fn overspend_money(
+    grant: &ContentId,
+    spent_minor: u64,
+    currency: impl Display,
+    ceiling_minor: u64,
+) -> String {
     format!("grant {grant} spent {spent_minor} {currency} minor against a money ceiling of {ceiling_minor}")
 }

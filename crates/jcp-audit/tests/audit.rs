@@ -2,7 +2,12 @@
 //! §4.3 (propagation classes), §4.11 (unresolved), §5.5 (conservation),
 //! bad input at byte offsets, progress and cancellation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::similar_names,
+    clippy::many_single_char_names,
+    clippy::items_after_statements
+)]
 
 use jcp_audit::{Authority, FindingCode};
 use std::ops::ControlFlow;
@@ -136,7 +141,13 @@ fn s5_5_conservation_line_is_exact_integer_with_its_ppm_floor_and_basis() {
         assert_eq!(c.floor_ppm_fraction, Some(jcp_meter::conservation::floor_ppm(c.budget_uj).unwrap()));
         let f = c.floor_ppm_fraction.unwrap();
         assert_eq!(f.num * u128::from(c.budget_uj), f.den * 1_000_000);
-        let want_basis = if c.spent_uj == 0 { None } else if c.modelled_uj == 0 { Some(Basis::Measured) } else { Some(Basis::Modelled) };
+        let want_basis = if c.spent_uj == 0 {
+            None
+        } else if c.modelled_uj == 0 {
+            Some(Basis::Measured)
+        } else {
+            Some(Basis::Modelled)
+        };
         assert_eq!(c.basis, want_basis);
         assert_eq!(c.unstated.is_empty(), c.spent_uj > 0);
     }
@@ -153,7 +164,8 @@ fn s4_11_unresolved_decisions_are_surfaced_naming_their_holder() {
     assert_eq!(sum.unresolved, 3);
     assert_eq!(r.findings_by_code.get(&FindingCode::UnresolvedDecision), Some(&3));
     let cast = demo::cast(7).unwrap();
-    let workers: Vec<String> = cast.chains.iter().map(|(_, d)| d.to_string()).chain(cast.roots.iter().map(|(_, d)| d.to_string())).collect();
+    let workers: Vec<String> =
+        cast.chains.iter().map(|(_, d)| d.to_string()).chain(cast.roots.iter().map(|(_, d)| d.to_string())).collect();
     for u in &r.unresolved {
         assert!(workers.contains(&u.holder), "names the party that held it");
         assert_eq!(u.steward, cast.steward.did().to_string());
@@ -339,7 +351,13 @@ fn s8_2_progress_is_reported_and_the_audit_can_be_cancelled() {
     })
     .unwrap();
     assert!(r.clean);
-    let advanced: Vec<u64> = events.iter().filter_map(|e| match e { Progress::Advanced { bytes_done, .. } => Some(*bytes_done), _ => None }).collect();
+    let advanced: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Progress::Advanced { bytes_done, .. } => Some(*bytes_done),
+            _ => None,
+        })
+        .collect();
     assert!(advanced.len() > 5, "{}", advanced.len());
     assert!(advanced.windows(2).all(|w| w[0] <= w[1]));
     assert_eq!(*advanced.last().unwrap(), std::fs::metadata(&p).unwrap().len());
@@ -348,7 +366,11 @@ fn s8_2_progress_is_reported_and_the_audit_can_be_cancelled() {
         if matches!(e, Progress::Advanced { .. }) {
             n += 1;
         }
-        if n == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        if n == 2 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
     })
     .unwrap_err();
     assert!(matches!(err, AuditError::Cancelled));
@@ -362,10 +384,14 @@ fn s8_1_unreadable_input_is_an_error_not_a_report() {
     std::fs::write(&p, b"definitely not a stream").unwrap();
     let e = audit_paths(&[&p], &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err();
     assert_eq!(e.code(), "not-a-stream");
-    let e = audit_paths(&[dir.path().join("missing")], &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err();
+    let e = audit_paths(&[dir.path().join("missing")], &AuditOptions::default(), |_| ControlFlow::Continue(()))
+        .unwrap_err();
     assert_eq!(e.code(), "io");
     let none: [&Path; 0] = [];
-    assert_eq!(audit_paths(&none, &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err().code(), "no-input");
+    assert_eq!(
+        audit_paths(&none, &AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap_err().code(),
+        "no-input"
+    );
 }
 
 // ---- §4.3 propagation: several enforcement points, one revocation ----
@@ -373,7 +399,15 @@ fn s8_1_unreadable_input_is_an_error_not_a_report() {
 fn allow_once(dg: &mut DurableGate, pts: &Points, shard: usize) {
     let (g, w) = &pts.shards[shard];
     let chain = [pts.root.clone(), g.clone()];
-    let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: pts.resource, payload_hash: ContentId::of(&Value::Uint(1)), model: None };
+    let f = Frame {
+        kind: FrameKind::ToolCall,
+        trust: Trust::Control,
+        grant_id: g.id(),
+        action: "invoke".into(),
+        resource: pts.resource,
+        payload_hash: ContentId::of(&Value::Uint(1)),
+        model: None,
+    };
     let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
     let caller: Did = w.did();
     let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &c, now: 1, flow: None };
@@ -451,7 +485,8 @@ fn s5_5_a_grant_without_debits_states_no_basis_and_why() {
     let used = line(pts.shards[0].0.id());
     assert_eq!((used.spent_uj, used.basis, used.unstated.len()), (100, Some(Basis::Measured), 0));
     let json = serde_json::to_value(&r).unwrap();
-    let idle_json = json["grants"].as_array().unwrap().iter().find(|g| g["grant_id"] == pts.shards[1].0.id().to_hex()).unwrap();
+    let idle_json =
+        json["grants"].as_array().unwrap().iter().find(|g| g["grant_id"] == pts.shards[1].0.id().to_hex()).unwrap();
     assert_eq!(idle_json["conservation"]["basis"], serde_json::Value::Null);
     assert_eq!(idle_json["conservation"]["unstated"], serde_json::json!(["no-debits"]));
     assert!(r.render_text().contains("no-debits"), "the human table says why too");
@@ -525,13 +560,34 @@ fn two_points(dir: &Path, stewards: [u8; 2]) -> (SignedGrant, Vec<PathBuf>, Repo
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let holder = Keypair::from_seed([2; 32]).unwrap();
     let resource = ContentId::of(&Value::text("r"));
-    let root = Grant { issuer: issuer.did(), subject: holder.did(), capability: Capability { resource, actions: vec!["invoke".into()] }, budget_uj: 150, budget_funds: None, caveats: Vec::new(), expiry: 0, parent: None, delegate_depth: None, nonce: [3; 16] }.sign(&issuer).unwrap();
+    let root = Grant {
+        issuer: issuer.did(),
+        subject: holder.did(),
+        capability: Capability { resource, actions: vec!["invoke".into()] },
+        budget_uj: 150,
+        budget_funds: None,
+        caveats: Vec::new(),
+        expiry: 0,
+        parent: None,
+        delegate_depth: None,
+        nonce: [3; 16],
+    }
+    .sign(&issuer)
+    .unwrap();
     let mut paths = Vec::new();
     for (i, seed) in stewards.into_iter().enumerate() {
         let p = dir.join(format!("{i}.jcps"));
         let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([seed; 32]).unwrap(), Gate::new()).unwrap();
         dg.record_grant(&root).unwrap();
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: root.id(), action: "invoke".into(), resource, payload_hash: ContentId::of(&Value::Uint(i as u64)), model: None };
+        let f = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: root.id(),
+            action: "invoke".into(),
+            resource,
+            payload_hash: ContentId::of(&Value::Uint(i as u64)),
+            model: None,
+        };
         let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
         let caller = holder.did();
         let one = [root.clone()];
@@ -581,7 +637,9 @@ fn s8_1_stated_remainder_is_replayed_per_steward_across_streams() {
 
 #[test]
 fn s8_legacy_jcp1_receipts_in_a_stream_verify_and_are_counted() {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(testkit::conformance("jcp/v1/legacy_jcp1.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testkit::conformance("jcp/v1/legacy_jcp1.json")).unwrap())
+            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("l.jcps");
     let mut bytes = stream::HEADER.to_vec();
@@ -609,16 +667,35 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
     let issuer = Keypair::from_seed([1; 32]).unwrap();
     let agent = Keypair::from_seed([2; 32]).unwrap();
     let g = run_grant(&issuer, &agent);
-    let frame = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "run".into(), resource: g.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
+    let frame = Frame {
+        kind: FrameKind::ToolCall,
+        trust: Trust::Control,
+        grant_id: g.id(),
+        action: "run".into(),
+        resource: g.grant().capability.resource,
+        payload_hash: ContentId::of(&Value::text("p")),
+        model: None,
+    };
     let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
     let did = agent.did();
-    let req = Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
+    let req =
+        Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
     // Stream a: an allow, then an admitted amendment.
     let (mut p, _) = DurableGate::open(&a, steward.clone(), Gate::new()).unwrap();
     p.record_grant(&g).unwrap();
     assert!(p.decide(&req).unwrap().decision.is_allow());
     let mut run = Run::new(g.clone());
-    let cp = run.checkpoint(&agent, CheckpointInput { state: ContentId([3; 32]), at: 11, spent: Some(Spent { uj: 100, provenance: Provenance::HwShunt }), nonce: Some([4; 16]) }).unwrap();
+    let cp = run
+        .checkpoint(
+            &agent,
+            CheckpointInput {
+                state: ContentId([3; 32]),
+                at: 11,
+                spent: Some(Spent { uj: 100, provenance: Provenance::HwShunt }),
+                nonce: Some([4; 16]),
+            },
+        )
+        .unwrap();
     let (am, cont) = run.amend(&issuer, AmendInput { budget_uj: 900, ..AmendInput::default() }).unwrap();
     p.admit_amendment(&g, &cp, &am, &cont).unwrap();
     // The gate refuses the steered grant now.
@@ -692,7 +769,15 @@ fn metered(p: &Path, pts: &Points, times: usize, measured: u64, crash: bool) -> 
     let m = Cost::energy(Energy::new(measured, Provenance::HwShunt));
     let mut out = Vec::new();
     for i in 0..times {
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: g.id(), action: "invoke".into(), resource: pts.resource, payload_hash: ContentId::of(&Value::Uint(i as u64)), model: None };
+        let f = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: g.id(),
+            action: "invoke".into(),
+            resource: pts.resource,
+            payload_hash: ContentId::of(&Value::Uint(i as u64)),
+            model: None,
+        };
         let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &zero, now: 1, flow: None };
         let r = dg.authorize(&req).unwrap().unwrap();
         if crash {
@@ -785,10 +870,32 @@ fn c21_the_audit_admits_a_continuation_steered_again() {
     let did = agent.did();
     let cost = Cost::energy(Energy::new(200, Provenance::HwShunt));
     let spend = |p: &mut DurableGate, on: &SignedGrant| {
-        let f = Frame { kind: FrameKind::ToolCall, trust: Trust::Control, grant_id: on.id(), action: "run".into(), resource: on.grant().capability.resource, payload_hash: ContentId::of(&Value::text("p")), model: None };
-        p.decide(&Request { frame: &f, chain: std::slice::from_ref(on), caller: &did, cost: &cost, now: 10, flow: None }).unwrap().decision
+        let f = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: on.id(),
+            action: "run".into(),
+            resource: on.grant().capability.resource,
+            payload_hash: ContentId::of(&Value::text("p")),
+            model: None,
+        };
+        p.decide(&Request {
+            frame: &f,
+            chain: std::slice::from_ref(on),
+            caller: &did,
+            cost: &cost,
+            now: 10,
+            flow: None,
+        })
+        .unwrap()
+        .decision
     };
-    let at = |n: u64, uj: u64| CheckpointInput { state: ContentId([n as u8; 32]), at: 10 + n, spent: Some(Spent { uj, provenance: Provenance::HwShunt }), nonce: Some([n as u8; 16]) };
+    let at = |n: u64, uj: u64| CheckpointInput {
+        state: ContentId([n as u8; 32]),
+        at: 10 + n,
+        spent: Some(Spent { uj, provenance: Provenance::HwShunt }),
+        nonce: Some([n as u8; 16]),
+    };
     let (mut p, _) = DurableGate::open(&a, steward, Gate::new()).unwrap();
     let mut run = Run::new(g.clone());
     assert!(spend(&mut p, &g).is_allow());

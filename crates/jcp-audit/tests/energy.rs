@@ -40,7 +40,8 @@ fn s5_5_grant_spend_is_read_from_a_real_receipt_stream() {
         },
     )
     .unwrap();
-    let audit = jcp_audit::audit_paths(&[&p], &jcp_audit::AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap();
+    let audit =
+        jcp_audit::audit_paths(&[&p], &jcp_audit::AuditOptions::default(), |_| ControlFlow::Continue(())).unwrap();
     let line = audit.grants.iter().find(|g| g.spent_uj > 0).unwrap();
     let s = grant_spend(&[&p], &line.grant_id).unwrap();
     assert_eq!((s.debited_uj, s.budget_uj, s.allows), (line.spent_uj, line.budget_uj.unwrap(), line.allows));

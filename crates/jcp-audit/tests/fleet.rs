@@ -35,14 +35,27 @@ fn bytes(r: &Report) -> Vec<u8> {
 /// unresolved decisions, an operator's settlement note and a torn tail,
 /// and a copy of a point's stream (every record a cross-stream duplicate).
 fn streams(dir: &Path) -> Vec<PathBuf> {
-    let f = fleet::write_fleet(&dir.join("fleet"), &FleetOptions::new(4, 10, 3, Durability::GeneratorOnly).unwrap()).unwrap();
+    let f = fleet::write_fleet(&dir.join("fleet"), &FleetOptions::new(4, 10, 3, Durability::GeneratorOnly).unwrap())
+        .unwrap();
     assert_eq!(f.points.len(), 4);
     let d = dir.join("fleet/point-demo.jcps");
-    demo::write_demo(&d, &DemoOptions { receipts: 120, tamper: 2, unresolved: 2, seed: 9, durability: Durability::GeneratorOnly }).unwrap();
+    demo::write_demo(
+        &d,
+        &DemoOptions { receipts: 120, tamper: 2, unresolved: 2, seed: 9, durability: Durability::GeneratorOnly },
+    )
+    .unwrap();
     let first = single(std::slice::from_ref(&d));
     let key = demo::cast(9).unwrap().steward;
     let u = &first.unresolved[0];
-    jcp_audit::settle(&d, &u.receipt, jcp_receipt::record::OutcomeStatus::Completed, "done, per the holder", &key, 1_767_000_000).unwrap();
+    jcp_audit::settle(
+        &d,
+        &u.receipt,
+        jcp_receipt::record::OutcomeStatus::Completed,
+        "done, per the holder",
+        &key,
+        1_767_000_000,
+    )
+    .unwrap();
     let mut b = std::fs::read(&d).unwrap();
     b.extend_from_slice(&jcp_receipt::stream::MAGIC[..]);
     b.extend_from_slice(&[7, 0, 0]);
@@ -120,10 +133,14 @@ fn s4_3_the_fleet_violation_is_found_only_across_streams() {
     assert!(alone.clean, "{:?}", alone.findings);
     // With the point that recorded the revocation, its allow at
     // known_through >= M is the one violation (§4.3), where it was.
-    let parts: Vec<(String, Partial)> = paths.iter().map(|p| (p.display().to_string(), part(std::slice::from_ref(p)))).collect();
+    let parts: Vec<(String, Partial)> =
+        paths.iter().map(|p| (p.display().to_string(), part(std::slice::from_ref(p)))).collect();
     let r = jcp_audit::merge_report(parts).unwrap();
     assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
-    assert_eq!((r.findings[0].code.as_str(), r.findings[0].stream, r.findings[0].offset), ("revocation-violation", v, off));
+    assert_eq!(
+        (r.findings[0].code.as_str(), r.findings[0].stream, r.findings[0].offset),
+        ("revocation-violation", v, off)
+    );
     // The laggard's allows after the revocation are a propagation delay.
     assert_eq!(r.revocations.len(), 1);
     assert_eq!(r.revocations[0].notices, 1);
@@ -138,8 +155,16 @@ fn s4_3_merge_is_associative_and_independent_of_order() {
     let a = part(&paths[0..2]);
     let b = part(&paths[2..4]);
     let c = part(&paths[4..6]);
-    let ab_c = jcp_audit::merge(&[named("ab", jcp_audit::merge(&[named("a", a.clone()), named("b", b.clone())]).unwrap()), named("c", c.clone())]).unwrap();
-    let a_bc = jcp_audit::merge(&[named("a", a.clone()), named("bc", jcp_audit::merge(&[named("b", b.clone()), named("c", c.clone())]).unwrap())]).unwrap();
+    let ab_c = jcp_audit::merge(&[
+        named("ab", jcp_audit::merge(&[named("a", a.clone()), named("b", b.clone())]).unwrap()),
+        named("c", c.clone()),
+    ])
+    .unwrap();
+    let a_bc = jcp_audit::merge(&[
+        named("a", a.clone()),
+        named("bc", jcp_audit::merge(&[named("b", b.clone()), named("c", c.clone())]).unwrap()),
+    ])
+    .unwrap();
     let cba = jcp_audit::merge(&[named("c", c.clone()), named("b", b.clone()), named("a", a.clone())]).unwrap();
     let whole = part(&paths);
     assert_eq!(ab_c.to_json().unwrap(), a_bc.to_json().unwrap());
@@ -147,7 +172,8 @@ fn s4_3_merge_is_associative_and_independent_of_order() {
     assert_eq!(ab_c.to_json().unwrap(), whole.to_json().unwrap());
     let want = bytes(&single(&paths));
     for order in [[&a, &b, &c], [&c, &a, &b], [&b, &c, &a], [&c, &b, &a]] {
-        let parts: Vec<(String, Partial)> = order.iter().enumerate().map(|(i, p)| named(&i.to_string(), (*p).clone())).collect();
+        let parts: Vec<(String, Partial)> =
+            order.iter().enumerate().map(|(i, p)| named(&i.to_string(), (*p).clone())).collect();
         assert!(bytes(&jcp_audit::merge_report(parts).unwrap()) == want);
     }
 }
@@ -159,7 +185,8 @@ fn s8_2_one_stream_in_two_partials_is_audited_as_given_twice() {
     let p = sum.points[0].path.clone();
     let want = single(&[p.clone(), p.clone()]);
     assert!(want.findings_by_code.get(&FindingCode::DuplicateRecord).is_some_and(|n| *n > 0));
-    let got = jcp_audit::merge_report(vec![("x".into(), part(std::slice::from_ref(&p))), ("y".into(), part(&[p]))]).unwrap();
+    let got =
+        jcp_audit::merge_report(vec![("x".into(), part(std::slice::from_ref(&p))), ("y".into(), part(&[p]))]).unwrap();
     assert!(bytes(&got) == bytes(&want));
 }
 
@@ -178,7 +205,9 @@ fn refused(v: &serde_json::Value) -> AuditError {
 
 fn field_of(e: &AuditError) -> (&'static str, String) {
     match e {
-        AuditError::PartialField { file, field, .. } | AuditError::PartialVersion { file, field, .. } | AuditError::PartialMismatch { file, field, .. } => {
+        AuditError::PartialField { file, field, .. }
+        | AuditError::PartialVersion { file, field, .. }
+        | AuditError::PartialMismatch { file, field, .. } => {
             assert!(Path::new(file).extension().is_some_and(|x| x == "json"), "{e}");
             (e.code(), field.clone())
         }
@@ -210,24 +239,68 @@ fn s4_3_a_partial_of_another_format_or_spec_is_refused_naming_the_field() {
 fn s4_3_a_malformed_partial_is_refused_naming_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let v = sample(dir.path());
-    let receipt_at = v["streams"][0]["records"].as_array().unwrap().iter().position(|r| r.get("receipt").is_some()).unwrap();
+    let receipt_at =
+        v["streams"][0]["records"].as_array().unwrap().iter().position(|r| r.get("receipt").is_some()).unwrap();
     let r = format!("streams[0].records[{receipt_at}]");
     let cases: Vec<(&str, Break, &str, String)> = vec![
-        ("unknown field", Box::new(|w| w["streams"][0]["extra"] = 1.into()), "partial-field", "streams[0].extra".into()),
-        ("index outside keys", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["grant"] = 9999.into()), "partial-field", format!("{r}.grant")),
-        ("upper-case hex", Box::new(move |w| {
-            let d = w["streams"][0]["records"][receipt_at]["receipt"]["meta"]["dedup"].as_str().unwrap().to_uppercase();
-            w["streams"][0]["records"][receipt_at]["receipt"]["meta"]["dedup"] = d.into();
-        }), "partial-field", format!("{r}.receipt.meta.dedup")),
-        ("float for an integer", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["cost_uj"] = 1.5.into()), "partial-field", format!("{r}.receipt.cost_uj")),
-        ("unknown reason", Box::new(move |w| {
-            w["streams"][0]["records"][receipt_at]["receipt"]["verdict"] = "deny".into();
-            w["streams"][0]["records"][receipt_at]["receipt"]["reason"] = "because".into();
-        }), "partial-field", format!("{r}.reason")),
-        ("unknown provenance", Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["provenance"] = "Guess".into()), "partial-field", format!("{r}.receipt.provenance")),
-        ("a grant record that does not open", Box::new(|w| w["streams"][0]["records"][0] = serde_json::json!({"whole": {"at": 8, "kind": "grant", "bytes": "a0"}})), "partial-field", "streams[0].records[0].bytes".into()),
+        (
+            "unknown field",
+            Box::new(|w| w["streams"][0]["extra"] = 1.into()),
+            "partial-field",
+            "streams[0].extra".into(),
+        ),
+        (
+            "index outside keys",
+            Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["grant"] = 9999.into()),
+            "partial-field",
+            format!("{r}.grant"),
+        ),
+        (
+            "upper-case hex",
+            Box::new(move |w| {
+                let d =
+                    w["streams"][0]["records"][receipt_at]["receipt"]["meta"]["dedup"].as_str().unwrap().to_uppercase();
+                w["streams"][0]["records"][receipt_at]["receipt"]["meta"]["dedup"] = d.into();
+            }),
+            "partial-field",
+            format!("{r}.receipt.meta.dedup"),
+        ),
+        (
+            "float for an integer",
+            Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["cost_uj"] = 1.5.into()),
+            "partial-field",
+            format!("{r}.receipt.cost_uj"),
+        ),
+        (
+            "unknown reason",
+            Box::new(move |w| {
+                w["streams"][0]["records"][receipt_at]["receipt"]["verdict"] = "deny".into();
+                w["streams"][0]["records"][receipt_at]["receipt"]["reason"] = "because".into();
+            }),
+            "partial-field",
+            format!("{r}.reason"),
+        ),
+        (
+            "unknown provenance",
+            Box::new(move |w| w["streams"][0]["records"][receipt_at]["receipt"]["provenance"] = "Guess".into()),
+            "partial-field",
+            format!("{r}.receipt.provenance"),
+        ),
+        (
+            "a grant record that does not open",
+            Box::new(|w| {
+                w["streams"][0]["records"][0] = serde_json::json!({"whole": {"at": 8, "kind": "grant", "bytes": "a0"}})
+            }),
+            "partial-field",
+            "streams[0].records[0].bytes".into(),
+        ),
         ("no streams", Box::new(|w| w["streams"] = serde_json::json!([])), "partial-field", "streams".into()),
-        ("unsorted stewards", Box::new(|w| w["options"]["expected_stewards"] = serde_json::json!(["did:key:x"])), "partial-field", "options.expected_stewards[0]".into()),
+        (
+            "unsorted stewards",
+            Box::new(|w| w["options"]["expected_stewards"] = serde_json::json!(["did:key:x"])),
+            "partial-field",
+            "options.expected_stewards[0]".into(),
+        ),
     ];
     for (what, f, code, field) in cases {
         let mut w = v.clone();
@@ -283,7 +356,10 @@ fn s4_3_fuzz_corpus_partial_decode() {
         n += 1;
     }
     assert!(n >= 10, "only {n} corpus files");
-    assert!(accepted >= 3 && accepted < n, "{accepted} of {n} accepted: the corpus must hold partials that decode and ones that do not");
+    assert!(
+        accepted >= 3 && accepted < n,
+        "{accepted} of {n} accepted: the corpus must hold partials that decode and ones that do not"
+    );
 }
 
 #[test]
@@ -297,7 +373,12 @@ fn s4_3_partial_files_merge_to_the_single_run_whether_their_streams_follow_or_in
         f
     };
     // One file per stream, given in reverse (they follow one another once ordered).
-    let each: Vec<PathBuf> = paths.iter().enumerate().rev().map(|(i, p)| write(&format!("each-{i}.json"), std::slice::from_ref(p))).collect();
+    let each: Vec<PathBuf> = paths
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, p)| write(&format!("each-{i}.json"), std::slice::from_ref(p)))
+        .collect();
     assert!(bytes(&jcp_audit::merge_report_files(&each).unwrap()) == want);
     // Interleaved: streams 0, 2, 4 in one file and 1, 3, 5 in the other.
     let even: Vec<PathBuf> = paths.iter().step_by(2).cloned().collect();

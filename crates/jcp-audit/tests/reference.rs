@@ -40,7 +40,8 @@ fn same<P: AsRef<Path>>(paths: &[P], opts: &AuditOptions) -> Option<Report> {
         (Ok(f), Ok(s)) => {
             let (fj, sj) = (serde_json::to_string(&f).unwrap(), serde_json::to_string(&s).unwrap());
             if fj != sj {
-                let (fv, sv): (serde_json::Value, serde_json::Value) = (serde_json::from_str(&fj).unwrap(), serde_json::from_str(&sj).unwrap());
+                let (fv, sv): (serde_json::Value, serde_json::Value) =
+                    (serde_json::from_str(&fj).unwrap(), serde_json::from_str(&sj).unwrap());
                 for k in fv.as_object().unwrap().keys() {
                     assert_eq!(fv[k], sv[k], "the fast and the reference audit differ in `{k}`");
                 }
@@ -62,7 +63,8 @@ fn plain() -> AuditOptions {
 
 fn demo_stream(dir: &Path, name: &str, receipts: u64, tamper: u64, unresolved: u64, seed: u64) -> PathBuf {
     let p = dir.join(name);
-    demo::write_demo(&p, &DemoOptions { receipts, tamper, unresolved, seed, durability: Durability::GeneratorOnly }).unwrap();
+    demo::write_demo(&p, &DemoOptions { receipts, tamper, unresolved, seed, durability: Durability::GeneratorOnly })
+        .unwrap();
     p
 }
 
@@ -115,7 +117,8 @@ fn c5_reference_equals_fast_with_expected_stewards() {
 #[test]
 fn s4_3_reference_equals_fast_on_the_demo_fleet() {
     let dir = tempfile::tempdir().unwrap();
-    let sum = fleet::write_fleet(dir.path(), &FleetOptions::new(4, 30, 11, Durability::GeneratorOnly).unwrap()).unwrap();
+    let sum =
+        fleet::write_fleet(dir.path(), &FleetOptions::new(4, 30, 11, Durability::GeneratorOnly).unwrap()).unwrap();
     let paths: Vec<PathBuf> = (0..sum.points.len()).map(|p| fleet::point_path(dir.path(), p)).collect();
     let r = same(&paths, &plain()).unwrap();
     assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation), Some(&1));
@@ -142,7 +145,9 @@ fn call(grant: &SignedGrant, action: &str, payload: &Value) -> Frame {
 
 /// A gate per point, its steward seeded `40 + i`.
 fn point(p: &Path, i: u8) -> DurableGate {
-    DurableGate::open_with(p, Keypair::from_seed([40 + i; 32]).unwrap(), Gate::new(), Durability::GeneratorOnly).unwrap().0
+    DurableGate::open_with(p, Keypair::from_seed([40 + i; 32]).unwrap(), Gate::new(), Durability::GeneratorOnly)
+        .unwrap()
+        .0
 }
 
 /// One decision of `uj` on shard `s` through the chain [root, shard]; an
@@ -151,8 +156,10 @@ fn spend(dg: &mut DurableGate, c: &Points, s: usize, uj: u64, n: u64, open: bool
     let (g, w) = &c.shards[s];
     let chain = [c.root.clone(), g.clone()];
     let f = call(g, "invoke", &Value::Uint(n));
-    let cost = Cost::energy(Energy::new(uj, if n.is_multiple_of(2) { Provenance::HwShunt } else { Provenance::Estimator }));
-    let rec = dg.decide(&Request { frame: &f, chain: &chain, caller: &w.did(), cost: &cost, now: 1, flow: None }).unwrap();
+    let cost =
+        Cost::energy(Energy::new(uj, if n.is_multiple_of(2) { Provenance::HwShunt } else { Provenance::Estimator }));
+    let rec =
+        dg.decide(&Request { frame: &f, chain: &chain, caller: &w.did(), cost: &cost, now: 1, flow: None }).unwrap();
     if rec.decision.is_allow() && !open {
         dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
     }
@@ -167,8 +174,11 @@ fn seal(steward: &Keypair, core: &Value, seq: u64) -> Vec<u8> {
         .key_id(steward.did().to_did_string().into_bytes())
         .text_value("jcp-seq".into(), coset::cbor::Value::Integer(seq.into()))
         .build();
-    let sign1 =
-        coset::CoseSign1Builder::new().protected(protected).payload(core.encode()).create_signature(b"", |m| steward.sign(m).to_vec()).build();
+    let sign1 = coset::CoseSign1Builder::new()
+        .protected(protected)
+        .payload(core.encode())
+        .create_signature(b"", |m| steward.sign(m).to_vec())
+        .build();
     sign1.to_tagged_vec().unwrap()
 }
 
@@ -233,10 +243,15 @@ fn s4_3_reference_equals_fast_on_revocations_from_several_points() {
     let dir = tempfile::tempdir().unwrap();
     let paths = revocation_streams(dir.path());
     let r = same(&paths, &plain()).unwrap();
-    assert!(r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation).is_some_and(|n| *n >= 12), "{:?}", r.findings_by_code);
+    assert!(
+        r.findings_by_code.get(&jcp_audit::FindingCode::RevocationViolation).is_some_and(|n| *n >= 12),
+        "{:?}",
+        r.findings_by_code
+    );
     assert!(r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationUnverifiable));
     assert!(
-        r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationForged) && r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationAuthorityUnknown),
+        r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationForged)
+            && r.findings_by_code.contains_key(&jcp_audit::FindingCode::RevocationAuthorityUnknown),
         "{:?}",
         r.findings_by_code
     );
@@ -274,7 +289,11 @@ fn metered_streams(dir: &Path) -> Vec<PathBuf> {
     let settlement: Vec<u8> = Reader::new(Cursor::new(&bytes))
         .unwrap()
         .find_map(|i| match i {
-            Item::Record(r) if r.kind == RecordKind::Outcome && r.payload.windows(14).any(|w| w == b"jcp_settlement") => Some(r.payload),
+            Item::Record(r)
+                if r.kind == RecordKind::Outcome && r.payload.windows(14).any(|w| w == b"jcp_settlement") =>
+            {
+                Some(r.payload)
+            }
             _ => None,
         })
         .unwrap();
@@ -312,7 +331,15 @@ fn amendment_stream(dir: &Path) -> PathBuf {
     let decide = |p: &mut DurableGate, on: &SignedGrant, uj: u64| {
         let cost = Cost::energy(Energy::new(uj, Provenance::HwShunt));
         let f = call(on, "run", &Value::text("p"));
-        p.decide(&Request { frame: &f, chain: std::slice::from_ref(on), caller: &agent.did(), cost: &cost, now: 10, flow: None }).unwrap()
+        p.decide(&Request {
+            frame: &f,
+            chain: std::slice::from_ref(on),
+            caller: &agent.did(),
+            cost: &cost,
+            now: 10,
+            flow: None,
+        })
+        .unwrap()
     };
     let at = |n: u8, uj: u64| CheckpointInput {
         state: ContentId([n; 32]),
@@ -399,7 +426,11 @@ fn s8_1_duplicates_by_full_signed_bytes_agree_with_duplicates_by_signature_r() {
     let r = same(&[&p], &plain()).unwrap();
     let grants = r.receipts.grants;
     let signed = u64::try_from(recs.len()).unwrap() - grants / 2;
-    assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord), Some(&signed), "every sealed record once again");
+    assert_eq!(
+        r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord),
+        Some(&signed),
+        "every sealed record once again"
+    );
     let r = same(&[&p, &p], &plain()).unwrap();
     assert_eq!(r.findings_by_code.get(&jcp_audit::FindingCode::DuplicateRecord), Some(&(signed * 3)));
 }
@@ -426,7 +457,8 @@ fn templates() -> &'static Vec<Vec<u8>> {
     static T: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     T.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let mut paths = vec![demo_stream(dir.path(), "d1.jcps", 110, 2, 2, 21), demo_stream(dir.path(), "d2.jcps", 30, 1, 1, 22)];
+        let mut paths =
+            vec![demo_stream(dir.path(), "d1.jcps", 110, 2, 2, 21), demo_stream(dir.path(), "d2.jcps", 30, 1, 1, 22)];
         let fdir = dir.path().join("fleet");
         let sum = fleet::write_fleet(&fdir, &FleetOptions::new(3, 10, 23, Durability::GeneratorOnly).unwrap()).unwrap();
         paths.extend((0..sum.points.len()).map(|p| fleet::point_path(&fdir, p)));

@@ -23,26 +23,13 @@ fn process_cpu_ns() -> u64 {
 
 /// This thread's CPU time, ns (schedstat: ns precision).
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse().unwrap()
 }
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let (n, interval) = if full {
-        (60, Duration::from_secs(1))
-    } else {
-        (3, Duration::from_millis(20))
-    };
-    let config = MeterConfig {
-        interval,
-        ..MeterConfig::default()
-    };
+    let (n, interval) = if full { (60, Duration::from_secs(1)) } else { (3, Duration::from_millis(20)) };
+    let config = MeterConfig { interval, ..MeterConfig::default() };
     let (p0, t0, w0) = (process_cpu_ns(), thread_cpu_ns(), Instant::now());
     let mut meter = Meter::system(config, Path::new(jcp_meter::rapl::POWERCAP_ROOT)).unwrap();
     let chosen = meter.probe().chosen;
@@ -53,9 +40,7 @@ fn main() {
     }
     let (p2, t2, w2) = (process_cpu_ns(), thread_cpu_ns(), Instant::now());
     let wall = (w2 - w1).as_nanos() as f64;
-    println!(
-        "meter overhead: chosen rung {chosen:?}, {n} windows of {interval:?}, {energy} uJ metered"
-    );
+    println!("meter overhead: chosen rung {chosen:?}, {n} windows of {interval:?}, {energy} uJ metered");
     println!(
         "  probe: wall {:.1} ms, thread CPU {:.3} ms, process CPU {:.0} ms",
         (w1 - w0).as_secs_f64() * 1e3,

@@ -15,13 +15,7 @@ use jcp_meter::rapl::RaplReader;
 use jcp_meter::{Backends, Meter, MeterConfig, RungId};
 
 fn host() -> HostId {
-    HostId {
-        hostname: "bench".into(),
-        machine: None,
-        cpu: "bench".into(),
-        logical_cpus: 2,
-        os: "linux".into(),
-    }
+    HostId { hostname: "bench".into(), machine: None, cpu: "bench".into(), logical_cpus: 2, os: "linux".into() }
 }
 
 /// The fake tree lives on tmpfs where there is one (sysfs is in memory too;
@@ -29,11 +23,7 @@ fn host() -> HostId {
 /// swamp what is measured).
 fn fake_tree(sockets: usize) -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    };
+    let dir = if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() };
     for s in 0..sockets {
         let z = dir.path().join(format!("intel-rapl:{s}"));
         std::fs::create_dir_all(&z).unwrap();
@@ -53,9 +43,7 @@ fn bench(c: &mut Criterion) {
     // Baseline: one read of one counter file.
     let tree = fake_tree(1);
     let file = tree.path().join("intel-rapl:0/energy_uj");
-    g.bench_function("baseline_one_sysfs_read", |b| {
-        b.iter(|| black_box(std::fs::read_to_string(&file).unwrap()))
-    });
+    g.bench_function("baseline_one_sysfs_read", |b| b.iter(|| black_box(std::fs::read_to_string(&file).unwrap())));
 
     for sockets in [1usize, 2] {
         let tree = fake_tree(sockets);
@@ -71,10 +59,9 @@ fn bench(c: &mut Criterion) {
             }
         });
         // The harness's own cost: the fake kernel's update alone, subtracted from the window below.
-        g.bench_function(
-            format!("harness_fake_kernel_update_{sockets}_socket"),
-            |b| b.iter(|| clock.pause(std::time::Duration::from_secs(1), false)),
-        );
+        g.bench_function(format!("harness_fake_kernel_update_{sockets}_socket"), |b| {
+            b.iter(|| clock.pause(std::time::Duration::from_secs(1), false))
+        });
         let backends = Backends {
             counters: vec![Box::new(RaplReader::new(tree.path()))],
             util: Box::new(SysinfoUtil::new()),
@@ -83,23 +70,15 @@ fn bench(c: &mut Criterion) {
         };
         let mut m = Meter::new(MeterConfig::default(), backends).unwrap();
         assert_eq!(m.probe().chosen, Some(RungId::Rapl));
-        g.bench_function(format!("rapl_fake_sysfs_{sockets}_socket_window"), |b| {
-            b.iter(|| black_box(m.next_window()))
-        });
+        g.bench_function(format!("rapl_fake_sysfs_{sockets}_socket_window"), |b| b.iter(|| black_box(m.next_window())));
     }
 
     let clock = ManualClock::new();
-    let backends = Backends {
-        counters: vec![],
-        util: Box::new(SysinfoUtil::new()),
-        clock: Arc::new(clock),
-        host: host(),
-    };
+    let backends =
+        Backends { counters: vec![], util: Box::new(SysinfoUtil::new()), clock: Arc::new(clock), host: host() };
     let mut m = Meter::new(MeterConfig::default(), backends).unwrap();
     m.probe();
-    g.bench_function("estimator_window", |b| {
-        b.iter(|| black_box(m.next_window()))
-    });
+    g.bench_function("estimator_window", |b| b.iter(|| black_box(m.next_window())));
     g.finish();
 }
 

@@ -29,14 +29,8 @@ pub enum RungId {
 
 impl RungId {
     /// Every rung, best first.
-    pub const LADDER: [Self; 6] = [
-        Self::Rapl,
-        Self::Nvml,
-        Self::ProcessEnergy,
-        Self::Ioreport,
-        Self::Calibrated,
-        Self::Estimate,
-    ];
+    pub const LADDER: [Self; 6] =
+        [Self::Rapl, Self::Nvml, Self::ProcessEnergy, Self::Ioreport, Self::Calibrated, Self::Estimate];
 
     /// The stable label (`rapl`, `nvml`, `process-energy`, `ioreport`, `calibrated`, `estimate`).
     pub fn as_str(self) -> &'static str {
@@ -122,11 +116,7 @@ pub struct Decline {
 impl Decline {
     /// A decline without a fix.
     pub fn new(code: &'static str, why: impl Into<String>) -> Self {
-        Self {
-            code,
-            why: why.into(),
-            fix: None,
-        }
+        Self { code, why: why.into(), fix: None }
     }
 
     /// Adds the fix.

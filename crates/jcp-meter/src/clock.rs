@@ -48,10 +48,7 @@ impl MonotonicClock {
         let epoch_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Self {
-            epoch: Instant::now(),
-            epoch_unix_ms,
-        }
+        Self { epoch: Instant::now(), epoch_unix_ms }
     }
 }
 
@@ -93,9 +90,7 @@ pub struct ManualClock {
 
 impl fmt::Debug for ManualClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManualClock")
-            .field("now_ns", &self.now.load(Ordering::SeqCst))
-            .finish_non_exhaustive()
+        f.debug_struct("ManualClock").field("now_ns", &self.now.load(Ordering::SeqCst)).finish_non_exhaustive()
     }
 }
 
@@ -124,10 +119,7 @@ impl Clock for ManualClock {
     }
 
     fn pause(&self, d: Duration, _burn: bool) {
-        let now = self
-            .now
-            .fetch_add(duration_ns(d), Ordering::SeqCst)
-            .saturating_add(duration_ns(d));
+        let now = self.now.fetch_add(duration_ns(d), Ordering::SeqCst).saturating_add(duration_ns(d));
         if let Ok(mut h) = self.hook.lock() {
             if let Some(hook) = h.as_mut() {
                 hook(now);

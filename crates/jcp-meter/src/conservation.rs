@@ -74,11 +74,7 @@ pub struct ConservationReport {
 }
 
 /// Reconciles a grant of `budget_uj` whose ledger says `debited_uj` against `figures`.
-pub fn reconcile(
-    budget_uj: u64,
-    debited_uj: u64,
-    figures: &[Energy],
-) -> Result<ConservationReport, Error> {
+pub fn reconcile(budget_uj: u64, debited_uj: u64, figures: &[Energy]) -> Result<ConservationReport, Error> {
     if budget_uj == 0 {
         return Err(Error::ZeroBudget);
     }
@@ -87,17 +83,14 @@ pub fn reconcile(
     let mut provenance_floor = first.provenance;
     let mut coverage_floor = Coverage::Whole;
     for f in figures {
-        spent = spent
-            .checked_add(f.uj)
-            .ok_or(Error::Overflow { what: "Σ figures" })?;
+        spent = spent.checked_add(f.uj).ok_or(Error::Overflow { what: "Σ figures" })?;
         provenance_floor = provenance_floor.min(f.provenance);
         coverage_floor = coverage_floor.min(f.coverage);
     }
     let discrepancy_uj = i128::from(debited_uj) - i128::from(spent);
     let floor_ppm = floor_ppm(budget_uj)?;
     let discrepancy_ppm =
-        Ratio::new(discrepancy_uj.unsigned_abs() * 1_000_000, u128::from(budget_uj))
-            .ok_or(Error::ZeroBudget)?;
+        Ratio::new(discrepancy_uj.unsigned_abs() * 1_000_000, u128::from(budget_uj)).ok_or(Error::ZeroBudget)?;
     let basis = Basis::of(provenance_floor);
     let statement = match basis {
         Basis::Measured => format!("floor {floor_ppm} ppm over measured figures"),
@@ -188,11 +181,7 @@ pub struct LedgerConservation {
 pub fn ledger(budget_uj: u64, debits: &Debits) -> LedgerConservation {
     let spent_uj = debits.measured_uj.saturating_add(debits.modelled_uj);
     let floor = floor_ppm(budget_uj).ok();
-    let basis = (spent_uj > 0).then_some(if debits.modelled_uj == 0 {
-        Basis::Measured
-    } else {
-        Basis::Modelled
-    });
+    let basis = (spent_uj > 0).then_some(if debits.modelled_uj == 0 { Basis::Measured } else { Basis::Modelled });
     let mut unstated = Vec::new();
     if floor.is_none() {
         unstated.push(Unstated::ZeroBudget);
@@ -250,26 +239,16 @@ pub enum BoundVerdict {
 }
 
 /// Holds `uj` over `span_ns` to `envelope` (§5.6), exactly.
-pub fn physical_bound(
-    uj: u64,
-    span_ns: u64,
-    envelope: PowerEnvelope,
-) -> Result<BoundVerdict, Error> {
+pub fn physical_bound(uj: u64, span_ns: u64, envelope: PowerEnvelope) -> Result<BoundVerdict, Error> {
     if span_ns == 0 {
         return Err(Error::ZeroSpan);
     }
     let rate = rate_mw(uj, span_ns);
     let lhs = u128::from(uj) * 1_000_000;
     if lhs > u128::from(envelope.burst_mw) * u128::from(span_ns) {
-        Ok(BoundVerdict::RefutedAbove {
-            rate_mw: rate,
-            burst_mw: envelope.burst_mw,
-        })
+        Ok(BoundVerdict::RefutedAbove { rate_mw: rate, burst_mw: envelope.burst_mw })
     } else if lhs < u128::from(envelope.idle_mw) * u128::from(span_ns) {
-        Ok(BoundVerdict::RefutedBelow {
-            rate_mw: rate,
-            idle_mw: envelope.idle_mw,
-        })
+        Ok(BoundVerdict::RefutedBelow { rate_mw: rate, idle_mw: envelope.idle_mw })
     } else {
         Ok(BoundVerdict::NotRefuted { rate_mw: rate })
     }
@@ -330,53 +309,30 @@ fn within(a: u64, b: u64, tolerance_permille: u32) -> bool {
 
 /// Holds `decl` to `windows` (§5.6): refuses a declaration made after the
 /// first window began; otherwise refutes or does not.
-pub fn check_shape(
-    decl: ShapeDeclaration,
-    windows: &[crate::meter::Window],
-) -> Result<ShapeVerdict, Error> {
+pub fn check_shape(decl: ShapeDeclaration, windows: &[crate::meter::Window]) -> Result<ShapeVerdict, Error> {
     let Some(first) = windows.first() else {
-        return Ok(ShapeVerdict::Undecidable {
-            why: "no window".into(),
-        });
+        return Ok(ShapeVerdict::Undecidable { why: "no window".into() });
     };
     if decl.declared_at_ns > first.start_ns {
-        return Err(Error::ShapeDeclaredAfter {
-            declared_at_ns: decl.declared_at_ns,
-            first_window_ns: first.start_ns,
-        });
+        return Err(Error::ShapeDeclaredAfter { declared_at_ns: decl.declared_at_ns, first_window_ns: first.start_ns });
     }
-    if let Some(gap) = windows
-        .iter()
-        .find(|w| w.energy_uj.is_none() || w.span_ns() == 0)
-    {
-        return Ok(ShapeVerdict::Undecidable {
-            why: format!("window {} has no reading", gap.seq),
-        });
+    if let Some(gap) = windows.iter().find(|w| w.energy_uj.is_none() || w.span_ns() == 0) {
+        return Ok(ShapeVerdict::Undecidable { why: format!("window {} has no reading", gap.seq) });
     }
     if windows.len() < 3 {
         return Ok(ShapeVerdict::Undecidable {
             why: format!("{} windows: a character needs at least 3", windows.len()),
         });
     }
-    let rates: Vec<u64> = windows
-        .iter()
-        .map(|w| rate_mw(w.energy_uj.unwrap_or(0), w.span_ns()))
-        .collect();
+    let rates: Vec<u64> = windows.iter().map(|w| rate_mw(w.energy_uj.unwrap_or(0), w.span_ns())).collect();
     let verdict = match decl.shape {
         DeclaredShape::Flat { tolerance_permille } => {
             let mut sorted = rates.clone();
             sorted.sort_unstable();
             let median = sorted[sorted.len() / 2];
-            match rates
-                .iter()
-                .zip(windows)
-                .find(|(r, _)| !within(**r, median, tolerance_permille))
-            {
+            match rates.iter().zip(windows).find(|(r, _)| !within(**r, median, tolerance_permille)) {
                 Some((r, w)) => ShapeVerdict::Inconsistent {
-                    why: format!(
-                        "declared flat; window {} draws {} mW against a median of {median} mW",
-                        w.seq, r
-                    ),
+                    why: format!("declared flat; window {} draws {} mW against a median of {median} mW", w.seq, r),
                 },
                 None => ShapeVerdict::NotRefuted,
             }
@@ -388,10 +344,7 @@ pub fn check_shape(
                 .find(|(p, _)| p[1] < p[0] && !within(p[1], p[0], tolerance_permille));
             if let Some((p, w)) = fall {
                 ShapeVerdict::Inconsistent {
-                    why: format!(
-                        "declared a ramp; window {} falls from {} to {} mW",
-                        w.seq, p[0], p[1]
-                    ),
+                    why: format!("declared a ramp; window {} falls from {} to {} mW", w.seq, p[0], p[1]),
                 }
             } else if rates[rates.len() - 1] <= rates[0] {
                 ShapeVerdict::Inconsistent {
@@ -411,8 +364,7 @@ pub fn check_shape(
             for (i, p) in rates.windows(2).enumerate() {
                 let up = p[1] > p[0];
                 let step = p[0].abs_diff(p[1]);
-                let big = u128::from(step) * 1000
-                    > u128::from(p[0].min(p[1])) * u128::from(tolerance_permille);
+                let big = u128::from(step) * 1000 > u128::from(p[0].min(p[1])) * u128::from(tolerance_permille);
                 if !big || previous_up == Some(up) {
                     bad = Some((windows[i + 1].seq, p[0], p[1]));
                     break;
@@ -458,17 +410,12 @@ mod tests {
     }
 
     fn decl(shape: DeclaredShape) -> ShapeDeclaration {
-        ShapeDeclaration {
-            shape,
-            declared_at_ns: 0,
-        }
+        ShapeDeclaration { shape, declared_at_ns: 0 }
     }
 
     #[test]
     fn s5_6_declared_flat_shape_refuted_by_a_padded_spike() {
-        let flat = DeclaredShape::Flat {
-            tolerance_permille: 100,
-        };
+        let flat = DeclaredShape::Flat { tolerance_permille: 100 };
         assert_eq!(
             check_shape(decl(flat), &series(&[30_000, 31_000, 29_500, 30_200])).unwrap(),
             ShapeVerdict::NotRefuted
@@ -481,9 +428,7 @@ mod tests {
 
     #[test]
     fn s5_6_ramp_and_alternating_shapes() {
-        let ramp = DeclaredShape::Ramp {
-            tolerance_permille: 50,
-        };
+        let ramp = DeclaredShape::Ramp { tolerance_permille: 50 };
         assert_eq!(
             check_shape(decl(ramp), &series(&[5_000, 12_000, 20_000, 19_500])).unwrap(),
             ShapeVerdict::NotRefuted
@@ -492,13 +437,8 @@ mod tests {
             check_shape(decl(ramp), &series(&[20_000, 12_000, 25_000])).unwrap(),
             ShapeVerdict::Inconsistent { .. }
         ));
-        let alt = DeclaredShape::Alternating {
-            tolerance_permille: 200,
-        };
-        assert_eq!(
-            check_shape(decl(alt), &series(&[5_000, 20_000, 6_000, 21_000])).unwrap(),
-            ShapeVerdict::NotRefuted
-        );
+        let alt = DeclaredShape::Alternating { tolerance_permille: 200 };
+        assert_eq!(check_shape(decl(alt), &series(&[5_000, 20_000, 6_000, 21_000])).unwrap(), ShapeVerdict::NotRefuted);
         assert!(matches!(
             check_shape(decl(alt), &series(&[5_000, 20_000, 30_000, 6_000])).unwrap(),
             ShapeVerdict::Inconsistent { .. }
@@ -507,26 +447,13 @@ mod tests {
 
     #[test]
     fn s5_6_shape_declared_after_the_fact_is_refused() {
-        let d = ShapeDeclaration {
-            shape: DeclaredShape::Flat {
-                tolerance_permille: 100,
-            },
-            declared_at_ns: 5_000,
-        };
-        assert_eq!(
-            check_shape(d, &series(&[1, 1, 1])).unwrap_err().code(),
-            "shape-declared-after"
-        );
+        let d = ShapeDeclaration { shape: DeclaredShape::Flat { tolerance_permille: 100 }, declared_at_ns: 5_000 };
+        assert_eq!(check_shape(d, &series(&[1, 1, 1])).unwrap_err().code(), "shape-declared-after");
     }
 
     #[test]
     fn s5_5_one_joule_grant_has_a_one_ppm_floor() {
-        let r = reconcile(
-            1_000_000,
-            400_000,
-            &[Energy::new(400_000, Provenance::HwShunt)],
-        )
-        .unwrap();
+        let r = reconcile(1_000_000, 400_000, &[Energy::new(400_000, Provenance::HwShunt)]).unwrap();
         assert_eq!(r.floor_ppm, Ratio { num: 1, den: 1 });
         assert_eq!((r.discrepancy_uj, r.basis), (0, Basis::Measured));
     }
@@ -540,34 +467,15 @@ mod tests {
 
     #[test]
     fn s5_5_floor_over_estimates_says_modelled() {
-        let r = reconcile(
-            1_000_000,
-            10,
-            &[
-                Energy::new(5, Provenance::HwShunt),
-                Energy::new(6, Provenance::Estimator),
-            ],
-        )
-        .unwrap();
-        assert_eq!(
-            (r.basis, r.provenance_floor, r.discrepancy_uj),
-            (Basis::Modelled, Provenance::Estimator, -1)
-        );
+        let r = reconcile(1_000_000, 10, &[Energy::new(5, Provenance::HwShunt), Energy::new(6, Provenance::Estimator)])
+            .unwrap();
+        assert_eq!((r.basis, r.provenance_floor, r.discrepancy_uj), (Basis::Modelled, Provenance::Estimator, -1));
         assert!(r.statement.contains("model"));
-        assert_eq!(
-            reconcile(0, 0, &[Energy::new(0, Provenance::HwShunt)])
-                .unwrap_err()
-                .code(),
-            "zero-budget"
-        );
+        assert_eq!(reconcile(0, 0, &[Energy::new(0, Provenance::HwShunt)]).unwrap_err().code(), "zero-budget");
     }
 
     fn debits(measured_uj: u64, modelled_uj: u64) -> Debits {
-        Debits {
-            measured_uj,
-            modelled_uj,
-            coverage: Coverage::Whole,
-        }
+        Debits { measured_uj, modelled_uj, coverage: Coverage::Whole }
     }
 
     #[test]
@@ -610,24 +518,14 @@ mod tests {
 
     #[test]
     fn s5_6_bound_refutes_never_verifies() {
-        let env = PowerEnvelope {
-            burst_mw: 65_000,
-            idle_mw: 1_000,
-        };
+        let env = PowerEnvelope { burst_mw: 65_000, idle_mw: 1_000 };
         assert_eq!(
             physical_bound(30_000_000, 1_000_000_000, env).unwrap(),
             BoundVerdict::NotRefuted { rate_mw: 30_000 }
         );
-        assert!(matches!(
-            physical_bound(65_000_001, 1_000_000_000, env).unwrap(),
-            BoundVerdict::RefutedAbove { .. }
-        ));
-        assert!(matches!(
-            physical_bound(0, 1_000_000_000, env).unwrap(),
-            BoundVerdict::RefutedBelow { .. }
-        ));
-        let json = serde_json::to_string(&physical_bound(30_000_000, 1_000_000_000, env).unwrap())
-            .unwrap();
+        assert!(matches!(physical_bound(65_000_001, 1_000_000_000, env).unwrap(), BoundVerdict::RefutedAbove { .. }));
+        assert!(matches!(physical_bound(0, 1_000_000_000, env).unwrap(), BoundVerdict::RefutedBelow { .. }));
+        let json = serde_json::to_string(&physical_bound(30_000_000, 1_000_000_000, env).unwrap()).unwrap();
         assert!(!json.contains("verified"), "{json}");
     }
 }

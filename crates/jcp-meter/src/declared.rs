@@ -81,51 +81,21 @@ pub const CAUSES_FORMAT: &str = "jcp-meter-causes/1";
 /// The envelope file's tag.
 pub const ENVELOPE_FORMAT: &str = "jcp-meter-envelope/1";
 
-pub(crate) fn malformed(
-    format: FileFormat,
-    file: &str,
-    field: impl Into<String>,
-    detail: impl Into<String>,
-) -> Error {
-    Error::FileMalformed {
-        file: file.to_owned(),
-        format,
-        field: field.into(),
-        detail: detail.into(),
-    }
+pub(crate) fn malformed(format: FileFormat, file: &str, field: impl Into<String>, detail: impl Into<String>) -> Error {
+    Error::FileMalformed { file: file.to_owned(), format, field: field.into(), detail: detail.into() }
 }
 
 /// Reads `bytes` as one strict JSON object of `format`: the tag first (so a
 /// file of another format says so), then every field, by path.
-pub(crate) fn decode<T: DeserializeOwned>(
-    format: FileFormat,
-    file: &str,
-    bytes: &[u8],
-) -> Result<T, Error> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        malformed(
-            format,
-            file,
-            format!("byte {}", e.valid_up_to()),
-            "not UTF-8",
-        )
-    })?;
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        malformed(
-            format,
-            file,
-            format!("line {} column {}", e.line(), e.column()),
-            e.to_string(),
-        )
-    })?;
+pub(crate) fn decode<T: DeserializeOwned>(format: FileFormat, file: &str, bytes: &[u8]) -> Result<T, Error> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| malformed(format, file, format!("byte {}", e.valid_up_to()), "not UTF-8"))?;
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| malformed(format, file, format!("line {} column {}", e.line(), e.column()), e.to_string()))?;
     match v.get("format") {
         Some(serde_json::Value::String(s)) if s == format.tag() => {}
         Some(serde_json::Value::String(s)) => {
-            return Err(Error::FileUnsupported {
-                file: file.to_owned(),
-                expected: format.tag(),
-                found: s.clone(),
-            })
+            return Err(Error::FileUnsupported { file: file.to_owned(), expected: format.tag(), found: s.clone() })
         }
         Some(_) => return Err(malformed(format, file, "format", "not a string")),
         None if v.is_object() => return Err(malformed(format, file, "format", "missing")),
@@ -137,17 +107,11 @@ pub(crate) fn decode<T: DeserializeOwned>(
 }
 
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    })
+    std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), detail: e.to_string() })
 }
 
 pub(crate) fn write_file(path: &Path, value: &impl Serialize) -> Result<(), Error> {
-    let io = |e: String| Error::Io {
-        path: path.display().to_string(),
-        detail: e,
-    };
+    let io = |e: String| Error::Io { path: path.display().to_string(), detail: e };
     let text = serde_json::to_string(value).map_err(|e| io(e.to_string()))? + "\n";
     std::fs::write(path, text).map_err(|e| io(e.to_string()))
 }
@@ -169,31 +133,17 @@ pub fn baseline_from_bytes(file: &str, bytes: &[u8]) -> Result<Baseline, Error> 
     let f = FileFormat::Baseline;
     let w: BaselineWire = decode(f, file, bytes)?;
     if w.low_uj > w.high_uj {
-        return Err(malformed(
-            f,
-            file,
-            "low_uj",
-            format!("{} is above high_uj {}", w.low_uj, w.high_uj),
-        ));
+        return Err(malformed(f, file, "low_uj", format!("{} is above high_uj {}", w.low_uj, w.high_uj)));
     }
     if let Some(s) = &w.scope {
         if s.window_ns == 0 {
             return Err(malformed(f, file, "scope.window_ns", "0 ns is no window"));
         }
         if s.occupancy.trim().is_empty() {
-            return Err(malformed(
-                f,
-                file,
-                "scope.occupancy",
-                "empty: name the occupancy the band was measured at",
-            ));
+            return Err(malformed(f, file, "scope.occupancy", "empty: name the occupancy the band was measured at"));
         }
     }
-    Ok(Baseline {
-        scope: w.scope,
-        low_uj: w.low_uj,
-        high_uj: w.high_uj,
-    })
+    Ok(Baseline { scope: w.scope, low_uj: w.low_uj, high_uj: w.high_uj })
 }
 
 /// Reads a baseline file.
@@ -322,39 +272,19 @@ impl EnvelopeFile {
             return Err(malformed(f, file, "part", "empty: name the part"));
         }
         if e.rungs.is_empty() {
-            return Err(malformed(
-                f,
-                file,
-                "rungs",
-                "no rung: name the rungs whose figures read this part",
-            ));
+            return Err(malformed(f, file, "rungs", "no rung: name the rungs whose figures read this part"));
         }
         let mut seen = BTreeSet::new();
         for (i, r) in e.rungs.iter().enumerate() {
             if !seen.insert(*r) {
-                return Err(malformed(
-                    f,
-                    file,
-                    format!("rungs[{i}]"),
-                    format!("{r} named twice"),
-                ));
+                return Err(malformed(f, file, format!("rungs[{i}]"), format!("{r} named twice")));
             }
         }
         if e.burst_mw == 0 {
-            return Err(malformed(
-                f,
-                file,
-                "burst_mw",
-                "0 mW: a part that draws nothing refutes every figure",
-            ));
+            return Err(malformed(f, file, "burst_mw", "0 mW: a part that draws nothing refutes every figure"));
         }
         if e.idle_mw > e.burst_mw {
-            return Err(malformed(
-                f,
-                file,
-                "idle_mw",
-                format!("{} mW is above burst_mw {} mW", e.idle_mw, e.burst_mw),
-            ));
+            return Err(malformed(f, file, "idle_mw", format!("{} mW is above burst_mw {} mW", e.idle_mw, e.burst_mw)));
         }
         Ok(e)
     }
@@ -366,9 +296,6 @@ impl EnvelopeFile {
 
     /// The envelope the bound is taken against.
     pub fn envelope(&self) -> PowerEnvelope {
-        PowerEnvelope {
-            burst_mw: self.burst_mw,
-            idle_mw: self.idle_mw,
-        }
+        PowerEnvelope { burst_mw: self.burst_mw, idle_mw: self.idle_mw }
     }
 }

@@ -76,10 +76,7 @@ impl Cause {
         match evidence {
             Some(evidence) => Ok(Self { kind, evidence }),
             None => Err(Error::CauseWithoutEvidence {
-                cause: serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                cause: serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             }),
         }
     }
@@ -168,60 +165,37 @@ pub fn assess(
     };
     let applicable: Result<&Baseline, String> = match baseline {
         None => Err("no baseline".into()),
-        Some(Baseline { scope: None, .. }) => {
-            Err("the baseline does not declare where it was measured".into())
-        }
+        Some(Baseline { scope: None, .. }) => Err("the baseline does not declare where it was measured".into()),
         Some(Baseline { scope: Some(_), .. }) if here.occupancy.is_empty() => {
             Err("the windows declare no occupancy, so no baseline can be held to them".into())
         }
         Some(b @ Baseline { scope: Some(s), .. }) => {
             if s.host != here.host {
-                Err(format!(
-                    "the baseline was measured on {}, not here ({})",
-                    s.host, here.host
-                ))
+                Err(format!("the baseline was measured on {}, not here ({})", s.host, here.host))
             } else if s.occupancy != here.occupancy {
-                Err(format!(
-                    "the baseline was measured at occupancy `{}`, not `{}`",
-                    s.occupancy, here.occupancy
-                ))
+                Err(format!("the baseline was measured at occupancy `{}`, not `{}`", s.occupancy, here.occupancy))
             } else if s.window_ns != here.window_ns {
-                Err(format!(
-                    "the baseline was measured with {} ns windows, not {} ns",
-                    s.window_ns, here.window_ns
-                ))
+                Err(format!("the baseline was measured with {} ns windows, not {} ns", s.window_ns, here.window_ns))
             } else {
                 Ok(b)
             }
         }
     };
     for w in windows {
-        *out.grades
-            .entry(
-                w.provenance
-                    .map_or_else(|| "gap".to_owned(), |p| p.as_str().to_owned()),
-            )
-            .or_default() += 1;
+        *out.grades.entry(w.provenance.map_or_else(|| "gap".to_owned(), |p| p.as_str().to_owned())).or_default() += 1;
         let assessment = if let Some(ph) = shortest_phenomenon_ns.filter(|ph| *ph < w.span_ns()) {
             Assessment::Unresolvable {
-                why: format!(
-                    "a phenomenon of {ph} ns is shorter than this {} ns window",
-                    w.span_ns()
-                ),
+                why: format!("a phenomenon of {ph} ns is shorter than this {} ns window", w.span_ns()),
             }
         } else if let Some(gap) = &w.gap {
-            Assessment::Unresolvable {
-                why: format!("no reading: {gap}"),
-            }
+            Assessment::Unresolvable { why: format!("no reading: {gap}") }
         } else {
             match (&applicable, w.energy()) {
                 (Err(why), _) => Assessment::Inapplicable { why: why.clone() },
-                (Ok(_), None) => Assessment::Unresolvable {
-                    why: "no reading".into(),
-                },
-                (Ok(_), Some(e)) if e.coverage == Coverage::Partial => Assessment::Inapplicable {
-                    why: "a Partial figure does not hold the whole window's energy".into(),
-                },
+                (Ok(_), None) => Assessment::Unresolvable { why: "no reading".into() },
+                (Ok(_), Some(e)) if e.coverage == Coverage::Partial => {
+                    Assessment::Inapplicable { why: "a Partial figure does not hold the whole window's energy".into() }
+                }
                 (Ok(b), Some(e)) => {
                     let span = u128::from(w.span_ns());
                     let base = u128::from(here.window_ns.max(1));
@@ -233,12 +207,8 @@ pub fn assess(
                     } else if let Some(c) = causes.get(&w.seq) {
                         Assessment::Explained { cause: c.clone() }
                     } else {
-                        let scale =
-                            |x: u64| u64::try_from(u128::from(x) * span / base).unwrap_or(u64::MAX);
-                        Assessment::Unexplained {
-                            energy_uj: e.uj,
-                            band_uj: (scale(b.low_uj), scale(b.high_uj)),
-                        }
+                        let scale = |x: u64| u64::try_from(u128::from(x) * span / base).unwrap_or(u64::MAX);
+                        Assessment::Unexplained { energy_uj: e.uj, band_uj: (scale(b.low_uj), scale(b.high_uj)) }
                     }
                 }
             }
@@ -250,12 +220,7 @@ pub fn assess(
             Assessment::Inapplicable { .. } => out.inapplicable += 1,
             Assessment::Unresolvable { .. } => out.unresolvable += 1,
         }
-        out.windows.push(WindowAssessment {
-            seq: w.seq,
-            provenance: w.provenance,
-            coverage: w.coverage,
-            assessment,
-        });
+        out.windows.push(WindowAssessment { seq: w.seq, provenance: w.provenance, coverage: w.coverage, assessment });
     }
     out
 }
@@ -266,21 +231,11 @@ mod tests {
     use crate::backend::RungId;
 
     fn host(n: &str) -> HostId {
-        HostId {
-            hostname: n.into(),
-            machine: None,
-            cpu: "c".into(),
-            logical_cpus: 2,
-            os: "linux".into(),
-        }
+        HostId { hostname: n.into(), machine: None, cpu: "c".into(), logical_cpus: 2, os: "linux".into() }
     }
 
     fn scope(n: &str) -> Scope {
-        Scope {
-            host: host(n),
-            occupancy: "idle".into(),
-            window_ns: 1_000_000_000,
-        }
+        Scope { host: host(n), occupancy: "idle".into(), window_ns: 1_000_000_000 }
     }
 
     fn win(seq: u64, uj: Option<u64>, p: Provenance) -> Window {
@@ -303,11 +258,7 @@ mod tests {
     }
 
     fn baseline(n: Option<&str>) -> Baseline {
-        Baseline {
-            scope: n.map(scope),
-            low_uj: 5_000_000,
-            high_uj: 10_000_000,
-        }
+        Baseline { scope: n.map(scope), low_uj: 5_000_000, high_uj: 10_000_000 }
     }
 
     #[test]
@@ -345,23 +296,11 @@ mod tests {
         let mut causes = HashMap::new();
         causes.insert(
             3,
-            Cause::new(
-                CauseKind::ThermalLimit,
-                Some(ContentId::of(&jcp::cbor::Value::text("thermal reading"))),
-            )
-            .unwrap(),
+            Cause::new(CauseKind::ThermalLimit, Some(ContentId::of(&jcp::cbor::Value::text("thermal reading"))))
+                .unwrap(),
         );
         let r = assess(&ws, Some(&baseline(Some("a"))), &scope("a"), None, &causes);
-        assert_eq!(
-            (
-                r.within_band,
-                r.unexplained,
-                r.unresolvable,
-                r.explained,
-                r.inapplicable
-            ),
-            (1, 1, 1, 1, 0)
-        );
+        assert_eq!((r.within_band, r.unexplained, r.unresolvable, r.explained, r.inapplicable), (1, 1, 1, 1, 0));
         assert_eq!(r.grades.get("HwShunt"), Some(&2));
         assert_eq!(r.grades.get("gap"), Some(&1));
         assert_eq!(r.grades.get("Estimator"), Some(&1));
@@ -381,9 +320,6 @@ mod tests {
 
     #[test]
     fn s5_4_cause_without_evidence_is_refused() {
-        assert_eq!(
-            Cause::new(CauseKind::ColdStart, None).unwrap_err().code(),
-            "cause-without-evidence"
-        );
+        assert_eq!(Cause::new(CauseKind::ColdStart, None).unwrap_err().code(), "cause-without-evidence");
     }
 }

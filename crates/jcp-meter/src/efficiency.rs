@@ -68,29 +68,12 @@ impl Efficiency {
         map([
             ("efficiency", Some(Value::text(PROFILE))),
             ("outcome", Some(Value::text(&self.outcome))),
-            (
-                "activities",
-                Some(Value::Array(
-                    self.activities
-                        .iter()
-                        .map(|c| Value::text(c.to_hex()))
-                        .collect(),
-                )),
-            ),
+            ("activities", Some(Value::Array(self.activities.iter().map(|c| Value::text(c.to_hex())).collect()))),
             ("energy_uj", Some(Value::Uint(self.energy.uj))),
-            (
-                "provenance",
-                Some(Value::text(self.energy.provenance.as_str())),
-            ),
-            (
-                "energy_coverage",
-                (self.energy.coverage == Coverage::Partial).then(|| Value::text("Partial")),
-            ),
+            ("provenance", Some(Value::text(self.energy.provenance.as_str()))),
+            ("energy_coverage", (self.energy.coverage == Coverage::Partial).then(|| Value::text("Partial"))),
             ("accepted_tokens", Some(Value::Uint(self.accepted_tokens))),
-            (
-                "uj_per_accepted_token",
-                self.uj_per_accepted_token().map(Value::Uint),
-            ),
+            ("uj_per_accepted_token", self.uj_per_accepted_token().map(Value::Uint)),
             ("completed_units", Some(Value::Uint(self.completed_units))),
             ("steward", Some(Value::text(self.steward.to_did_string()))),
         ])
@@ -100,11 +83,7 @@ impl Efficiency {
     pub fn seal(&self, key: &Keypair) -> Result<Vec<u8>, Error> {
         if key.did() != self.steward {
             return Err(Error::BadSteward {
-                detail: format!(
-                    "the key is {}, the receipt names {}",
-                    key.did(),
-                    self.steward
-                ),
+                detail: format!("the key is {}, the receipt names {}", key.did(), self.steward),
             });
         }
         let core = self.wire().encode();
@@ -115,11 +94,7 @@ impl Efficiency {
 
 /// The sealed form: `{core, sig}`.
 pub fn envelope(core: &Value, sig: &[u8; 64]) -> Vec<u8> {
-    map([
-        ("core", Some(core.clone())),
-        ("sig", Some(Value::Bytes(sig.to_vec()))),
-    ])
-    .encode()
+    map([("core", Some(core.clone())), ("sig", Some(Value::Bytes(sig.to_vec())))]).encode()
 }
 
 /// Reads a core's bytes under every payload rule, without a signature.
@@ -132,36 +107,26 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
     let mut f = Fields::new("efficiency/1", v)?;
     let profile = f.text("efficiency")?;
     if profile != PROFILE {
-        return Err(Error::UnknownProfile {
-            found: profile.to_owned(),
-        });
+        return Err(Error::UnknownProfile { found: profile.to_owned() });
     }
     let outcome = f.text("outcome")?.to_owned();
     let ids = f.text_array("activities")?;
     let energy_uj = f.uint("energy_uj")?;
     let prov = f.text("provenance")?;
-    let provenance = Provenance::parse(prov).ok_or_else(|| Error::BadProvenance {
-        field: "provenance",
-        found: prov.to_owned(),
-    })?;
+    let provenance =
+        Provenance::parse(prov).ok_or_else(|| Error::BadProvenance { field: "provenance", found: prov.to_owned() })?;
     let coverage = match f.opt("energy_coverage") {
         None => Coverage::Whole,
         Some(Value::Text(s)) if s == "Partial" => Coverage::Partial,
         Some(Value::Text(s)) => return Err(Error::BadCoverage { found: s.clone() }),
-        Some(other) => {
-            return Err(Error::BadCoverage {
-                found: format!("{other:?}"),
-            })
-        }
+        Some(other) => return Err(Error::BadCoverage { found: format!("{other:?}") }),
     };
     let accepted_tokens = f.uint("accepted_tokens")?;
     let headline = f.opt_uint("uj_per_accepted_token")?;
     let completed_units = f.uint("completed_units")?;
     let steward_text = f.text("steward")?;
     f.finish()?;
-    let steward = Did::parse(steward_text).map_err(|e| Error::BadSteward {
-        detail: e.to_string(),
-    })?;
+    let steward = Did::parse(steward_text).map_err(|e| Error::BadSteward { detail: e.to_string() })?;
     if ids.is_empty() {
         return Err(Error::Untraceable);
     }
@@ -183,11 +148,7 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
     let e = Efficiency {
         outcome,
         activities,
-        energy: Energy {
-            uj: energy_uj,
-            provenance,
-            coverage,
-        },
+        energy: Energy { uj: energy_uj, provenance, coverage },
         accepted_tokens,
         completed_units,
         steward,
@@ -200,10 +161,7 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
         if computed != Some(h) {
             return Err(Error::HeadlineMismatch {
                 carried: h,
-                computed: computed.map_or_else(
-                    || "none: no token was accepted".to_owned(),
-                    |c| c.to_string(),
-                ),
+                computed: computed.map_or_else(|| "none: no token was accepted".to_owned(), |c| c.to_string()),
             });
         }
     }
@@ -228,14 +186,9 @@ pub fn verify(bytes: &[u8]) -> Result<Verified, Error> {
     f.finish()?;
     let payload = read_core(core)?;
     if !payload.steward.verify(&core.encode(), &sig) {
-        return Err(Error::BadSignature {
-            steward: payload.steward.to_did_string(),
-        });
+        return Err(Error::BadSignature { steward: payload.steward.to_did_string() });
     }
-    Ok(Verified {
-        id: ContentId::of_bytes(bytes),
-        payload,
-    })
+    Ok(Verified { id: ContentId::of_bytes(bytes), payload })
 }
 
 /// An exact non-negative ratio `num / den` (never a float).
@@ -261,10 +214,7 @@ impl Ratio {
             return None;
         }
         let g = gcd(num, den).max(1);
-        Some(Self {
-            num: num / g,
-            den: den / g,
-        })
+        Some(Self { num: num / g, den: den / g })
     }
 
     /// The ratio as a decimal with `places` digits after the point, rounded
@@ -325,29 +275,16 @@ pub fn aggregate(receipts: &[Verified]) -> Result<Totals, Error> {
             return Err(Error::ReceiptCountedTwice { id: r.id.to_hex() });
         }
         let p = &r.payload;
-        energy = energy.checked_add(p.energy.uj).ok_or(Error::Overflow {
-            what: "total energy_uj",
-        })?;
-        tokens = tokens
-            .checked_add(p.accepted_tokens)
-            .ok_or(Error::Overflow {
-                what: "total accepted_tokens",
-            })?;
-        units = units
-            .checked_add(p.completed_units)
-            .ok_or(Error::Overflow {
-                what: "total completed_units",
-            })?;
+        energy = energy.checked_add(p.energy.uj).ok_or(Error::Overflow { what: "total energy_uj" })?;
+        tokens = tokens.checked_add(p.accepted_tokens).ok_or(Error::Overflow { what: "total accepted_tokens" })?;
+        units = units.checked_add(p.completed_units).ok_or(Error::Overflow { what: "total completed_units" })?;
         provenance_floor = provenance_floor.min(p.energy.provenance);
         coverage = coverage.min(p.energy.coverage);
     }
     let whole = coverage == Coverage::Whole;
     let per = |n: u64| (whole && n > 0).then(|| energy / n);
-    let units_per_joule = if whole {
-        Ratio::new(u128::from(units) * 1_000_000, u128::from(energy))
-    } else {
-        Ratio::new(0, 1)
-    };
+    let units_per_joule =
+        if whole { Ratio::new(u128::from(units) * 1_000_000, u128::from(energy)) } else { Ratio::new(0, 1) };
     Ok(Totals {
         receipts: u64::try_from(receipts.len()).unwrap_or(u64::MAX),
         energy_uj: energy,
@@ -372,15 +309,8 @@ mod tests {
     fn receipt(uj: u64, p: Provenance, c: Coverage, tokens: u64) -> Efficiency {
         Efficiency {
             outcome: "answer".into(),
-            activities: vec![
-                ContentId::of(&Value::text("a")),
-                ContentId::of(&Value::text("b")),
-            ],
-            energy: Energy {
-                uj,
-                provenance: p,
-                coverage: c,
-            },
+            activities: vec![ContentId::of(&Value::text("a")), ContentId::of(&Value::text("b"))],
+            energy: Energy { uj, provenance: p, coverage: c },
             accepted_tokens: tokens,
             completed_units: 1,
             steward: key().did(),
@@ -407,35 +337,21 @@ mod tests {
 
     #[test]
     fn s5_2_read_payload_refuses_partial_headline() {
-        let Value::Map(mut m) = receipt(1_000, Provenance::HwShunt, Coverage::Partial, 3).wire()
-        else {
-            panic!()
-        };
+        let Value::Map(mut m) = receipt(1_000, Provenance::HwShunt, Coverage::Partial, 3).wire() else { panic!() };
         m.push((Value::text("uj_per_accepted_token"), Value::Uint(333)));
-        assert_eq!(
-            read_payload(&Value::Map(m).encode()).unwrap_err().code(),
-            "partial-headline"
-        );
+        assert_eq!(read_payload(&Value::Map(m).encode()).unwrap_err().code(), "partial-headline");
     }
 
     #[test]
     fn s5_2_read_payload_refuses_whole_as_a_coverage_value() {
-        let Value::Map(mut m) = receipt(1_000, Provenance::HwShunt, Coverage::Whole, 3).wire()
-        else {
-            panic!()
-        };
+        let Value::Map(mut m) = receipt(1_000, Provenance::HwShunt, Coverage::Whole, 3).wire() else { panic!() };
         m.push((Value::text("energy_coverage"), Value::text("Whole")));
-        assert_eq!(
-            read_payload(&Value::Map(m).encode()).unwrap_err().code(),
-            "bad-coverage"
-        );
+        assert_eq!(read_payload(&Value::Map(m).encode()).unwrap_err().code(), "bad-coverage");
     }
 
     #[test]
     fn s5_2_verify_checks_the_stewards_signature() {
-        let sealed = receipt(1_000, Provenance::ModelBased, Coverage::Whole, 3)
-            .seal(&key())
-            .unwrap();
+        let sealed = receipt(1_000, Provenance::ModelBased, Coverage::Whole, 3).seal(&key()).unwrap();
         assert!(verify(&sealed).is_ok());
         let mut bad = sealed.clone();
         // {"sig": h'…' (first: length-first key order), "core": …}: byte 8 is inside the signature.
@@ -445,23 +361,13 @@ mod tests {
 
     #[test]
     fn s5_3_aggregate_takes_floors_and_partial_gives_no_per_unit() {
-        let a = verify(
-            &receipt(1_000, Provenance::HwShunt, Coverage::Whole, 10)
-                .seal(&key())
-                .unwrap(),
-        )
-        .unwrap();
+        let a = verify(&receipt(1_000, Provenance::HwShunt, Coverage::Whole, 10).seal(&key()).unwrap()).unwrap();
         let mut b_e = receipt(3_000, Provenance::Estimator, Coverage::Whole, 10);
         b_e.outcome = "other".into();
         let b = verify(&b_e.seal(&key()).unwrap()).unwrap();
         let t = aggregate(&[a.clone(), b.clone()]).unwrap();
         assert_eq!(
-            (
-                t.energy_uj,
-                t.provenance_floor,
-                t.coverage,
-                t.uj_per_accepted_token
-            ),
+            (t.energy_uj, t.provenance_floor, t.coverage, t.uj_per_accepted_token),
             (4_000, Provenance::Estimator, Coverage::Whole, Some(200))
         );
         assert_eq!(t.units_per_joule, Ratio::new(2_000_000, 4_000));
@@ -469,14 +375,8 @@ mod tests {
         c_e.outcome = "gpu".into();
         let c = verify(&c_e.seal(&key()).unwrap()).unwrap();
         let t = aggregate(&[a.clone(), c]).unwrap();
-        assert_eq!(
-            (t.coverage, t.uj_per_completed_unit, t.uj_per_accepted_token),
-            (Coverage::Partial, None, None)
-        );
+        assert_eq!((t.coverage, t.uj_per_completed_unit, t.uj_per_accepted_token), (Coverage::Partial, None, None));
         assert_eq!(t.units_per_joule, Some(Ratio { num: 0, den: 1 }));
-        assert_eq!(
-            aggregate(&[a.clone(), a]).unwrap_err().code(),
-            "receipt-counted-twice"
-        );
+        assert_eq!(aggregate(&[a.clone(), a]).unwrap_err().code(), "receipt-counted-twice");
     }
 }

@@ -24,26 +24,13 @@ pub enum Error {
     TraceUnsupported { found: String },
     /// Sample timestamps must strictly increase.
     #[error("trace: sample {index}: t_ns {t_ns} does not follow {previous_ns}")]
-    TraceTimeNotMonotonic {
-        index: usize,
-        t_ns: u64,
-        previous_ns: u64,
-    },
+    TraceTimeNotMonotonic { index: usize, t_ns: u64, previous_ns: u64 },
     /// A sample's counter list does not match the declared counters.
     #[error("trace: sample {index}: {got} counter values for {expected} counters")]
-    TraceCounterCount {
-        index: usize,
-        expected: usize,
-        got: usize,
-    },
+    TraceCounterCount { index: usize, expected: usize, got: usize },
     /// A counter value above its declared range.
     #[error("trace: sample {index}: counter {counter} reads {value} above its range {max}")]
-    TraceValueOutOfRange {
-        index: usize,
-        counter: usize,
-        value: u64,
-        max: u64,
-    },
+    TraceValueOutOfRange { index: usize, counter: usize, value: u64, max: u64 },
 
     // ------------------------------------------------------------ calibration (§5.1 rung 5)
     /// Calibration needs a live counter and none is live.
@@ -76,7 +63,9 @@ pub enum Error {
     #[error("energy_coverage: `{found}` is refused; the field is present only as \"Partial\" (absent is Whole)")]
     BadCoverage { found: String },
     /// A Partial receipt carrying `uj_per_accepted_token` (§5.2).
-    #[error("a Partial receipt carries uj_per_accepted_token: a partial figure divided by tokens is not a cost per token")]
+    #[error(
+        "a Partial receipt carries uj_per_accepted_token: a partial figure divided by tokens is not a cost per token"
+    )]
     PartialHeadline,
     /// A headline that is not the receipt's own figure divided by its tokens.
     #[error("uj_per_accepted_token {carried} is not energy_uj / accepted_tokens ({computed})")]
@@ -125,10 +114,7 @@ pub enum Error {
     ZeroBudget,
     /// A shape declared after the windows it is held to began (§5.6: declared in advance).
     #[error("the shape was declared at {declared_at_ns} ns, after the first window began at {first_window_ns} ns: post-hoc, refused")]
-    ShapeDeclaredAfter {
-        declared_at_ns: u64,
-        first_window_ns: u64,
-    },
+    ShapeDeclaredAfter { declared_at_ns: u64, first_window_ns: u64 },
     /// A span of zero length has no rate.
     #[error("a span of 0 ns has no power")]
     ZeroSpan,
@@ -172,7 +158,9 @@ pub enum Error {
     },
     /// Two recorded windows overlap in time: summing them would count the
     /// same joules twice (§5.5 sums must be exact).
-    #[error("{file}: windows[{index}] starts at {start_ns} ns, before the previous window ends at {previous_end_ns} ns")]
+    #[error(
+        "{file}: windows[{index}] starts at {start_ns} ns, before the previous window ends at {previous_end_ns} ns"
+    )]
     WindowsOverlap {
         /// The file.
         file: String,

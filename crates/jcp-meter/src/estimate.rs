@@ -47,10 +47,7 @@ pub struct EstimatorConfig {
 
 impl Default for EstimatorConfig {
     fn default() -> Self {
-        Self {
-            base_mw: DEFAULT_BASE_MW,
-            per_cpu_mw: DEFAULT_PER_CPU_MW,
-        }
+        Self { base_mw: DEFAULT_BASE_MW, per_cpu_mw: DEFAULT_PER_CPU_MW }
     }
 }
 
@@ -58,12 +55,7 @@ impl EstimatorConfig {
     /// The estimated power at `util_permille` (0..=1000) on `cpus` logical CPUs.
     pub fn power_mw(&self, util_permille: u32, cpus: u32) -> u64 {
         let util = u64::from(util_permille.min(1000));
-        self.base_mw.saturating_add(
-            self.per_cpu_mw
-                .saturating_mul(u64::from(cpus))
-                .saturating_mul(util)
-                / 1000,
-        )
+        self.base_mw.saturating_add(self.per_cpu_mw.saturating_mul(u64::from(cpus)).saturating_mul(util) / 1000)
     }
 }
 
@@ -83,9 +75,7 @@ pub struct SysinfoUtil {
 
 impl fmt::Debug for SysinfoUtil {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SysinfoUtil")
-            .field("cpus", &self.cpus)
-            .finish()
+        f.debug_struct("SysinfoUtil").field("cpus", &self.cpus).finish()
     }
 }
 
@@ -99,8 +89,7 @@ impl SysinfoUtil {
     /// Starts sampling (the first sample primes the counters).
     pub fn new() -> Self {
         let mut sys = sysinfo::System::new_with_specifics(
-            sysinfo::RefreshKind::nothing()
-                .with_cpu(sysinfo::CpuRefreshKind::nothing().with_cpu_usage()),
+            sysinfo::RefreshKind::nothing().with_cpu(sysinfo::CpuRefreshKind::nothing().with_cpu_usage()),
         );
         sys.refresh_cpu_usage();
         let cpus = u32::try_from(sys.cpus().len()).unwrap_or(u32::MAX).max(1);
@@ -167,13 +156,8 @@ impl HostId {
             sysinfo::RefreshKind::nothing().with_cpu(sysinfo::CpuRefreshKind::nothing()),
         );
         sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
-        let cpu = sys
-            .cpus()
-            .first()
-            .map_or_else(|| "unknown".to_owned(), |c| c.brand().trim().to_owned());
-        let machine = std::fs::read("/etc/machine-id")
-            .ok()
-            .map(|b| hex::encode(&blake3::hash(&b).as_bytes()[..8]));
+        let cpu = sys.cpus().first().map_or_else(|| "unknown".to_owned(), |c| c.brand().trim().to_owned());
+        let machine = std::fs::read("/etc/machine-id").ok().map(|b| hex::encode(&blake3::hash(&b).as_bytes()[..8]));
         Self {
             hostname: sysinfo::System::host_name().unwrap_or_else(|| "unknown".to_owned()),
             machine,
@@ -186,11 +170,7 @@ impl HostId {
 
 impl fmt::Display for HostId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}, {} logical CPUs, {}",
-            self.hostname, self.cpu, self.logical_cpus, self.os
-        )?;
+        write!(f, "{} ({}, {} logical CPUs, {}", self.hostname, self.cpu, self.logical_cpus, self.os)?;
         if let Some(m) = &self.machine {
             write!(f, ", machine {m}")?;
         }
@@ -238,21 +218,22 @@ pub struct Calibration {
 impl Calibration {
     /// Reads a stored calibration, refusing anything malformed.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let c: Self = serde_json::from_str(text).map_err(|e| Error::CalibrationMalformed {
-            detail: e.to_string(),
-        })?;
+        let c: Self = serde_json::from_str(text).map_err(|e| Error::CalibrationMalformed { detail: e.to_string() })?;
         if c.format != CALIBRATION_FORMAT {
             return Err(Error::CalibrationMalformed {
                 detail: format!("format `{}` is not `{CALIBRATION_FORMAT}`", c.format),
             });
         }
         if c.source.rung != RungId::Rapl {
-            return Err(Error::CalibrationWrongDomain { detail: format!("measured against `{}`; only the RAPL package counters read the CPU domain the estimate covers", c.source.rung) });
+            return Err(Error::CalibrationWrongDomain {
+                detail: format!(
+                    "measured against `{}`; only the RAPL package counters read the CPU domain the estimate covers",
+                    c.source.rung
+                ),
+            });
         }
         if c.span_ns == 0 || c.active_mw == 0 {
-            return Err(Error::CalibrationMalformed {
-                detail: "a calibration over no time or at no power".into(),
-            });
+            return Err(Error::CalibrationMalformed { detail: "a calibration over no time or at no power".into() });
         }
         if energy_uj(c.active_mw, c.span_ns).abs_diff(c.energy_uj) > c.energy_uj / 1000 + 1 {
             return Err(Error::CalibrationMalformed {
@@ -267,19 +248,14 @@ impl Calibration {
 
     /// Loads a calibration file.
     pub fn load(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io { path: path.display().to_string(), detail: e.to_string() })?;
         Self::from_json(&text)
     }
 
     /// Writes it as pretty JSON.
     pub fn store(&self, path: &Path) -> Result<(), Error> {
-        let io = |e: &dyn fmt::Display| Error::Io {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        };
+        let io = |e: &dyn fmt::Display| Error::Io { path: path.display().to_string(), detail: e.to_string() };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
         }
@@ -312,9 +288,7 @@ impl Calibration {
         }
         let active_mw = crate::plausibility::rate_mw(energy_uj, span_ns);
         if active_mw == 0 {
-            return Err(Error::NoLiveCounter {
-                detail: "the counter advanced by less than 1 mW over the span".into(),
-            });
+            return Err(Error::NoLiveCounter { detail: "the counter advanced by less than 1 mW over the span".into() });
         }
         Ok(Self {
             format: CALIBRATION_FORMAT.into(),
@@ -333,9 +307,7 @@ impl Calibration {
 pub fn default_calibration_path() -> Option<std::path::PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config"))
-        })?;
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
     Some(base.join("jcp").join("meter-calibration.json"))
 }
 
@@ -368,46 +340,28 @@ mod tests {
         assert_eq!(c.power_mw(0, 2), 5_000);
         assert_eq!(c.power_mw(500, 2), 9_000);
         assert_eq!(c.power_mw(1000, 2), 13_000);
-        assert_eq!(
-            c.power_mw(5000, 2),
-            13_000,
-            "utilisation is clamped to full load"
-        );
+        assert_eq!(c.power_mw(5000, 2), 13_000, "utilisation is clamped to full load");
         assert_eq!(energy_uj(9_000, 1_000_000_000), 9_000_000);
     }
 
     #[test]
     fn s5_1_rung5_calibration_from_another_host_is_refused() {
-        let c =
-            Calibration::from_measurement(30_000_000, 1_000_000_000, host("a"), src(), 0).unwrap();
+        let c = Calibration::from_measurement(30_000_000, 1_000_000_000, host("a"), src(), 0).unwrap();
         assert_eq!(c.active_mw, 30_000);
         assert!(c.check_host(&host("a")).is_ok());
-        assert_eq!(
-            c.check_host(&host("b")).unwrap_err().code(),
-            "calibration-measured-elsewhere"
-        );
+        assert_eq!(c.check_host(&host("b")).unwrap_err().code(), "calibration-measured-elsewhere");
     }
 
     #[test]
     fn s5_1_rung5_calibration_round_trips_and_refuses_tampering() {
-        let c =
-            Calibration::from_measurement(30_000_000, 1_000_000_000, host("a"), src(), 7).unwrap();
+        let c = Calibration::from_measurement(30_000_000, 1_000_000_000, host("a"), src(), 7).unwrap();
         let text = serde_json::to_string(&c).unwrap();
         assert_eq!(Calibration::from_json(&text).unwrap(), c);
         let tampered = text.replace("\"active_mw\":30000", "\"active_mw\":3000");
-        assert_eq!(
-            Calibration::from_json(&tampered).unwrap_err().code(),
-            "calibration-malformed"
-        );
+        assert_eq!(Calibration::from_json(&tampered).unwrap_err().code(), "calibration-malformed");
         let nvml = text.replace("\"rung\":\"rapl\"", "\"rung\":\"nvml\"");
-        assert_eq!(
-            Calibration::from_json(&nvml).unwrap_err().code(),
-            "calibration-wrong-domain"
-        );
+        assert_eq!(Calibration::from_json(&nvml).unwrap_err().code(), "calibration-wrong-domain");
         let extra = text.replacen('{', "{\"x\":1,", 1);
-        assert_eq!(
-            Calibration::from_json(&extra).unwrap_err().code(),
-            "calibration-malformed"
-        );
+        assert_eq!(Calibration::from_json(&extra).unwrap_err().code(), "calibration-malformed");
     }
 }

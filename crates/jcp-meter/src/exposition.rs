@@ -169,11 +169,7 @@ impl PlausibilitySeries {
     fn set(&self, rung: &str, counter: &str, p: &Plausibility) {
         let verdict = p.verdict().to_owned();
         self.rate
-            .get_or_create(&VerdictLabels {
-                rung: rung.into(),
-                counter: counter.into(),
-                verdict: verdict.clone(),
-            })
+            .get_or_create(&VerdictLabels { rung: rung.into(), counter: counter.into(), verdict: verdict.clone() })
             .set(p.rate_mw());
         for (kind, mw) in p.bounds() {
             self.bound
@@ -242,11 +238,7 @@ impl MeterMetrics {
         let r = &mut m.registry;
         let uj = || Unit::Other("microjoules".into());
         r.register_with_unit("energy", "Energy of every metered window (§5), by provenance, coverage, rung and domain; a Partial series is never summed into a Whole one, and a gap adds nothing", uj(), m.energy.clone());
-        r.register(
-            "windows",
-            "Metered windows, by provenance, coverage, rung and domain",
-            m.windows.clone(),
-        );
+        r.register("windows", "Metered windows, by provenance, coverage, rung and domain", m.windows.clone());
         r.register_with_unit(
             "window_energy",
             "The last window's energy; absent when it was a gap (never a zero)",
@@ -259,31 +251,22 @@ impl MeterMetrics {
             Unit::Other("milliwatts".into()),
             m.last_power.clone(),
         );
+        r.register("gap_windows", "Windows no rung could meter: no figure, not a zero", m.gaps.clone());
         r.register(
-            "gap_windows",
-            "Windows no rung could meter: no figure, not a zero",
-            m.gaps.clone(),
+            "window_declines",
+            "Windows in which a rung above the metering one did not meter, by rung and reason code (§5.1)",
+            m.declines.clone(),
         );
-        r.register("window_declines", "Windows in which a rung above the metering one did not meter, by rung and reason code (§5.1)", m.declines.clone());
         r.register("rung", "Each rung of the ladder at the probe (§5.1): status chosen, declined, unavailable or standby, with its reason code", m.rungs.clone());
-        r.register(
-            "counter_liveness",
-            "§5 liveness of each probed counter: 1 on its status",
-            m.liveness.clone(),
-        );
+        r.register("counter_liveness", "§5 liveness of each probed counter: 1 on its status", m.liveness.clone());
         r.register(
             "counter_liveness_advanced_intervals",
             "Probe intervals in which the counter advanced",
             m.advanced.clone(),
         );
-        r.register(
-            "counter_liveness_intervals",
-            "Probe intervals observed",
-            m.intervals.clone(),
-        );
+        r.register("counter_liveness_intervals", "Probe intervals observed", m.intervals.clone());
         m.probe_plausibility.register(r, "probe", "a probed");
-        m.window_plausibility
-            .register(r, "window", "the last window's");
+        m.window_plausibility.register(r, "window", "the last window's");
         r.register("plausibility_refusals", "Windows in which a counter was refused by §5 plausibility, by verdict and the bound it broke (none: unjudgeable)", m.refusals.clone());
         m
     }
@@ -298,25 +281,16 @@ impl MeterMetrics {
         self.intervals.clear();
         self.probe_plausibility.clear();
         if let Ok(mut c) = self.counter_rung.lock() {
-            *c = report
-                .chosen
-                .filter(|r| matches!(r, RungId::Rapl | RungId::Nvml));
+            *c = report.chosen.filter(|r| matches!(r, RungId::Rapl | RungId::Nvml));
         }
         for r in &report.rungs {
             let status = r.status.as_str();
             let rung = r.rung.as_str();
             self.rungs
-                .get_or_create(&RungLabels {
-                    rung: rung.into(),
-                    status: status.into(),
-                    code: r.code.into(),
-                })
+                .get_or_create(&RungLabels { rung: rung.into(), status: status.into(), code: r.code.into() })
                 .set(1);
             for c in &r.counters {
-                let at = CounterLabels {
-                    rung: rung.into(),
-                    counter: c.info.name.clone(),
-                };
+                let at = CounterLabels { rung: rung.into(), counter: c.info.name.clone() };
                 if let Some(l) = &c.liveness {
                     self.liveness
                         .get_or_create(&LivenessLabels {
@@ -349,9 +323,7 @@ impl MeterMetrics {
                 self.windows.get_or_create(&labels).inc();
                 self.last_energy.get_or_create(&labels).set(uj);
                 if w.span_ns() > 0 {
-                    self.last_power
-                        .get_or_create(&labels)
-                        .set(crate::plausibility::rate_mw(uj, w.span_ns()));
+                    self.last_power.get_or_create(&labels).set(crate::plausibility::rate_mw(uj, w.span_ns()));
                 }
             }
             _ => {
@@ -359,12 +331,7 @@ impl MeterMetrics {
             }
         }
         for d in &w.declined {
-            self.declines
-                .get_or_create(&DeclineLabels {
-                    rung: d.rung.as_str().into(),
-                    code: d.code.clone(),
-                })
-                .inc();
+            self.declines.get_or_create(&DeclineLabels { rung: d.rung.as_str().into(), code: d.code.clone() }).inc();
         }
         // A window's counters are the probe's chosen counter rung's, whether
         // it metered the window or the window degraded below it.
@@ -415,11 +382,7 @@ impl MeterExporter {
         let metrics = Arc::new(MeterMetrics::new());
         let stop = Arc::new(AtomicBool::new(false));
         let windows = Arc::new(AtomicU64::new(0));
-        let (m, s, n) = (
-            Arc::clone(&metrics),
-            Arc::clone(&stop),
-            Arc::clone(&windows),
-        );
+        let (m, s, n) = (Arc::clone(&metrics), Arc::clone(&stop), Arc::clone(&windows));
         let thread = std::thread::spawn(move || {
             m.record_probe(meter.probe());
             while !s.load(Ordering::Relaxed) {
@@ -431,12 +394,7 @@ impl MeterExporter {
                 n.fetch_add(1, Ordering::Relaxed);
             }
         });
-        Self {
-            metrics,
-            stop,
-            windows,
-            thread: Some(thread),
-        }
+        Self { metrics, stop, windows, thread: Some(thread) }
     }
 
     /// The registry the thread records into.

@@ -18,10 +18,7 @@ use crate::trace::{Trace, TraceBackend};
 /// and obey §5.2.
 pub fn efficiency(data: &[u8]) {
     if let Ok(p) = read_payload(data) {
-        assert!(
-            p.wire().encode() == data,
-            "an accepted core does not re-encode to its bytes"
-        );
+        assert!(p.wire().encode() == data, "an accepted core does not re-encode to its bytes");
         assert!(
             p.energy.coverage == Coverage::Whole || p.uj_per_accepted_token().is_none(),
             "a Partial payload with a headline"
@@ -44,10 +41,7 @@ pub fn trace(data: &[u8]) {
     let clock = ManualClock::new();
     let backends = Backends {
         counters: vec![Box::new(TraceBackend::new(t))],
-        util: Box::new(FixedUtil {
-            permille: Some(500),
-            cpus: 2,
-        }),
+        util: Box::new(FixedUtil { permille: Some(500), cpus: 2 }),
         clock: Arc::new(clock),
         host: HostId {
             hostname: "fuzz".into(),
@@ -57,10 +51,7 @@ pub fn trace(data: &[u8]) {
             os: "linux".into(),
         },
     };
-    let config = MeterConfig {
-        interval: Duration::from_millis(100),
-        ..MeterConfig::default()
-    };
+    let config = MeterConfig { interval: Duration::from_millis(100), ..MeterConfig::default() };
     let Ok(mut m) = Meter::new(config, backends) else {
         return;
     };
@@ -68,14 +59,10 @@ pub fn trace(data: &[u8]) {
     for _ in 0..3 {
         let w = m.next_window();
         assert!(
-            w.energy_uj.is_some() == w.provenance.is_some()
-                && w.energy_uj.is_some() == w.coverage.is_some(),
+            w.energy_uj.is_some() == w.provenance.is_some() && w.energy_uj.is_some() == w.coverage.is_some(),
             "a figure without its grade: {w:?}"
         );
-        assert!(
-            w.end_ns >= w.start_ns,
-            "a window that ends before it starts"
-        );
+        assert!(w.end_ns >= w.start_ns, "a window that ends before it starts");
     }
 }
 
@@ -85,10 +72,7 @@ pub fn calibration(data: &[u8]) {
         return;
     };
     if let Ok(c) = Calibration::from_json(text) {
-        assert!(
-            c.active_mw > 0 && c.span_ns > 0,
-            "an accepted calibration over no time or power"
-        );
+        assert!(c.active_mw > 0 && c.span_ns > 0, "an accepted calibration over no time or power");
     }
 }
 
@@ -101,10 +85,7 @@ pub fn session(data: &[u8]) {
     };
     assert!(s.validate("fuzz").is_ok(), "an accepted session fails validation");
     let again = serde_json::to_vec(&s).map(|b| Session::from_bytes("fuzz", &b));
-    assert!(
-        matches!(&again, Ok(Ok(t)) if *t == s),
-        "an accepted session does not read back: {again:?}"
-    );
+    assert!(matches!(&again, Ok(Ok(t)) if *t == s), "an accepted session does not read back: {again:?}");
     let mut previous_end = 0;
     for w in &s.windows {
         assert!(w.start_ns >= previous_end && w.end_ns > w.start_ns, "overlapping or empty window accepted");
@@ -115,8 +96,7 @@ pub fn session(data: &[u8]) {
     }
     let r = crate::layers::dynamism(&s, None, &crate::declared::Causes::default(), None);
     assert!(
-        r.within_band + r.explained + r.unexplained + r.inapplicable + r.unresolvable
-            == s.windows.len() as u64,
+        r.within_band + r.explained + r.unexplained + r.inapplicable + r.unresolvable == s.windows.len() as u64,
         "a window assessed twice or not at all"
     );
     assert!(r.within_band == 0 && r.unexplained == 0, "a finding against no baseline");

@@ -55,22 +55,14 @@ pub struct OutcomeTrace {
 /// files `activities` (`(where it came from, bytes)`), each found by the
 /// content id of its bytes (§5.3). Refused: a bad signature, an outcome
 /// naming no activity or one twice, a named activity no file holds.
-pub fn trace_files(
-    outcome: &[u8],
-    activities: &[(String, Vec<u8>)],
-) -> Result<OutcomeTrace, Error> {
+pub fn trace_files(outcome: &[u8], activities: &[(String, Vec<u8>)]) -> Result<OutcomeTrace, Error> {
     let verified = verify(outcome)?;
-    let store: HashMap<ContentId, Vec<u8>> = activities
-        .iter()
-        .map(|(_, b)| (ContentId::of_bytes(b), b.clone()))
-        .collect();
+    let store: HashMap<ContentId, Vec<u8>> =
+        activities.iter().map(|(_, b)| (ContentId::of_bytes(b), b.clone())).collect();
     let report = trace(&verified.payload, &store)?;
     let unbound = activities
         .iter()
-        .map(|(file, b)| UnboundFile {
-            file: file.clone(),
-            id: ContentId::of_bytes(b),
-        })
+        .map(|(file, b)| UnboundFile { file: file.clone(), id: ContentId::of_bytes(b) })
         .filter(|u| !verified.payload.activities.contains(&u.id))
         .collect();
     Ok(OutcomeTrace {
@@ -100,13 +92,7 @@ pub fn dynamism(
         occupancy: session.occupancy.clone().unwrap_or_default(),
         window_ns: session.interval_ns,
     };
-    assess(
-        &session.to_windows(),
-        baseline,
-        &here,
-        shortest_phenomenon_ns,
-        &causes.by_seq,
-    )
+    assess(&session.to_windows(), baseline, &here, shortest_phenomenon_ns, &causes.by_seq)
 }
 
 // ---------------------------------------------------------------- §5.6
@@ -213,17 +199,12 @@ pub fn bounds(session: &Session, envelope: &EnvelopeFile) -> Result<BoundsReport
             }
             (Some(_), Some(rung)) => {
                 out.not_held += 1;
-                line.not_held = Some(format!(
-                    "metered by {rung}, which the envelope does not say reads {}",
-                    envelope.part
-                ));
+                line.not_held =
+                    Some(format!("metered by {rung}, which the envelope does not say reads {}", envelope.part));
             }
             _ => {
                 out.not_held += 1;
-                line.not_held = Some(format!(
-                    "a gap: {}",
-                    w.gap.as_deref().unwrap_or("no figure")
-                ));
+                line.not_held = Some(format!("a gap: {}", w.gap.as_deref().unwrap_or("no figure")));
             }
         }
         out.windows.push(line);
@@ -299,25 +280,15 @@ pub struct SpendReconciliation {
 
 /// Reconciles `spend` against `session`'s windows: exact conservation over
 /// `Whole` windows only (§5.5), with what the floor rests on.
-pub fn reconcile_spend(
-    spend: &GrantSpend,
-    session: &Session,
-) -> Result<SpendReconciliation, Error> {
+pub fn reconcile_spend(spend: &GrantSpend, session: &Session) -> Result<SpendReconciliation, Error> {
     let mut whole = Vec::new();
     let (mut whole_uj, mut partial_uj) = (0u64, 0u64);
     let (mut partial_windows, mut gap_windows) = (Vec::new(), Vec::new());
     // The windows' floor; the debits say only measured or modelled (the audit's split).
     let mut provenance_floor = Provenance::HwShunt;
     for w in &session.windows {
-        let Some(e) = w
-            .energy_uj
-            .zip(w.provenance)
-            .zip(w.coverage)
-            .map(|((uj, p), c)| Energy {
-                uj,
-                provenance: p,
-                coverage: c,
-            })
+        let Some(e) =
+            w.energy_uj.zip(w.provenance).zip(w.coverage).map(|((uj, p), c)| Energy { uj, provenance: p, coverage: c })
         else {
             gap_windows.push(w.seq);
             continue;
@@ -325,13 +296,9 @@ pub fn reconcile_spend(
         provenance_floor = provenance_floor.min(e.provenance);
         if e.coverage == Coverage::Partial {
             partial_windows.push(w.seq);
-            partial_uj = partial_uj.checked_add(e.uj).ok_or(Error::Overflow {
-                what: "Σ Partial windows",
-            })?;
+            partial_uj = partial_uj.checked_add(e.uj).ok_or(Error::Overflow { what: "Σ Partial windows" })?;
         } else {
-            whole_uj = whole_uj.checked_add(e.uj).ok_or(Error::Overflow {
-                what: "Σ Whole windows",
-            })?;
+            whole_uj = whole_uj.checked_add(e.uj).ok_or(Error::Overflow { what: "Σ Whole windows" })?;
             whole.push(e);
         }
     }
@@ -346,13 +313,9 @@ pub fn reconcile_spend(
         None => Some(reconcile(spend.budget_uj, spend.debited_uj, &whole)?),
         Some(_) => None,
     };
-    let basis = if provenance_floor.is_measured() && spend.modelled_uj == 0 {
-        Basis::Measured
-    } else {
-        Basis::Modelled
-    };
-    let balanced =
-        conservation.as_ref().is_some_and(|c| c.discrepancy_uj == 0) && spend.receipts_failed == 0;
+    let basis =
+        if provenance_floor.is_measured() && spend.modelled_uj == 0 { Basis::Measured } else { Basis::Modelled };
+    let balanced = conservation.as_ref().is_some_and(|c| c.discrepancy_uj == 0) && spend.receipts_failed == 0;
     let statement = match (&conservation, unreconciled) {
         (Some(c), _) => format!(
             "debited {} µJ, metered {} µJ: discrepancy {} µJ = {} ppm of the {} µJ grant; {}{}",
@@ -395,4 +358,3 @@ pub fn reconcile_spend(
         statement,
     })
 }
-

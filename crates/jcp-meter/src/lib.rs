@@ -69,8 +69,8 @@ pub mod estimate;
 pub mod exposition;
 #[doc(hidden)]
 pub mod fuzzing;
-mod live;
 pub mod layers;
+mod live;
 pub mod liveness;
 pub mod meter;
 pub mod nvml;
@@ -84,6 +84,4 @@ pub mod vectors;
 pub use backend::{CounterBackend, Decline, RungId};
 pub use error::Error;
 pub use live::LiveMeter;
-pub use meter::{
-    Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline,
-};
+pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};

@@ -51,14 +51,7 @@ impl LiveMeter {
                 }
             }
         });
-        Self {
-            rx,
-            stop,
-            probe,
-            thread: Some(thread),
-            host,
-            interval_ns,
-        }
+        Self { rx, stop, probe, thread: Some(thread), host, interval_ns }
     }
 
     /// The host metered.

@@ -20,12 +20,7 @@ pub struct LivenessRule {
 
 impl LivenessRule {
     /// §5: at least 5 intervals, at least 4 of every 5, over at least 300 ms.
-    pub const SPEC: Self = Self {
-        min_advancing: 5,
-        per_block: 4,
-        block: 5,
-        min_span_ns: 300_000_000,
-    };
+    pub const SPEC: Self = Self { min_advancing: 5, per_block: 4, block: 5, min_span_ns: 300_000_000 };
 }
 
 /// What one counter did during a liveness observation.
@@ -107,11 +102,7 @@ pub fn judge(
 ) -> CounterLiveness {
     let n = times.len().min(values.len());
     let intervals = n.saturating_sub(1);
-    let span_ns = if n >= 2 {
-        times[n - 1].saturating_sub(times[0])
-    } else {
-        0
-    };
+    let span_ns = if n >= 2 { times[n - 1].saturating_sub(times[0]) } else { 0 };
     let mut adv = Vec::with_capacity(intervals);
     let mut reset_at = None;
     for i in 1..n {
@@ -128,10 +119,7 @@ pub fn judge(
         LiveStatus::Frozen
     } else {
         let worst_block = if intervals >= rule.block {
-            adv.windows(rule.block)
-                .map(|w| w.iter().filter(|a| **a).count())
-                .min()
-                .unwrap_or(0)
+            adv.windows(rule.block).map(|w| w.iter().filter(|a| **a).count()).min().unwrap_or(0)
         } else {
             advanced
         };
@@ -145,13 +133,7 @@ pub fn judge(
             LiveStatus::Live
         }
     };
-    CounterLiveness {
-        counter: counter.to_owned(),
-        intervals,
-        advanced,
-        span_ns,
-        status,
-    }
+    CounterLiveness { counter: counter.to_owned(), intervals, advanced, span_ns, status }
 }
 
 #[cfg(test)]
@@ -165,26 +147,14 @@ mod tests {
     #[test]
     fn s5_liveness_steady_counter_is_live() {
         let v: Vec<u64> = (0..7).map(|i| i * 1000).collect();
-        let l = judge(
-            LivenessRule::SPEC,
-            "package-0",
-            &times(7, 60_000_000),
-            &v,
-            Some(u64::MAX),
-        );
+        let l = judge(LivenessRule::SPEC, "package-0", &times(7, 60_000_000), &v, Some(u64::MAX));
         assert_eq!(l.status, LiveStatus::Live);
         assert_eq!((l.intervals, l.advanced), (6, 6));
     }
 
     #[test]
     fn s5_liveness_frozen_counter_is_not_live() {
-        let l = judge(
-            LivenessRule::SPEC,
-            "package-1",
-            &times(7, 60_000_000),
-            &[5; 7],
-            Some(100),
-        );
+        let l = judge(LivenessRule::SPEC, "package-1", &times(7, 60_000_000), &[5; 7], Some(100));
         assert_eq!(l.status, LiveStatus::Frozen);
     }
 
@@ -192,65 +162,35 @@ mod tests {
     fn s5_liveness_three_of_five_is_lumpy() {
         // advances in intervals 0,1,3,5,6 of 7: the block 1..=5 has 3.
         let v = [0, 1, 2, 2, 3, 3, 4, 5];
-        let l = judge(
-            LivenessRule::SPEC,
-            "c",
-            &times(8, 60_000_000),
-            &v,
-            Some(1000),
-        );
+        let l = judge(LivenessRule::SPEC, "c", &times(8, 60_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::Lumpy { worst_block: 3 });
     }
 
     #[test]
     fn s5_liveness_four_of_every_five_is_live() {
         let v = [0, 1, 2, 3, 3, 4, 5, 6, 7, 7, 8];
-        let l = judge(
-            LivenessRule::SPEC,
-            "c",
-            &times(11, 40_000_000),
-            &v,
-            Some(1000),
-        );
+        let l = judge(LivenessRule::SPEC, "c", &times(11, 40_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::Live, "{l:?}");
     }
 
     #[test]
     fn s5_liveness_under_300ms_is_too_short() {
         let v: Vec<u64> = (0..7).collect();
-        let l = judge(
-            LivenessRule::SPEC,
-            "c",
-            &times(7, 49_000_000),
-            &v,
-            Some(1000),
-        );
+        let l = judge(LivenessRule::SPEC, "c", &times(7, 49_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::TooShort);
     }
 
     #[test]
     fn s5_liveness_needs_five_advancing_intervals() {
         let v = [0, 1, 2, 3, 4];
-        let l = judge(
-            LivenessRule::SPEC,
-            "c",
-            &times(5, 100_000_000),
-            &v,
-            Some(1000),
-        );
+        let l = judge(LivenessRule::SPEC, "c", &times(5, 100_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::TooFewAdvances);
     }
 
     #[test]
     fn s5_1_rapl_wrap_counts_as_advance() {
         let v = [990, 995, 3, 8, 13, 20, 25];
-        let l = judge(
-            LivenessRule::SPEC,
-            "package-0",
-            &times(7, 60_000_000),
-            &v,
-            Some(1000),
-        );
+        let l = judge(LivenessRule::SPEC, "package-0", &times(7, 60_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::Live);
     }
 

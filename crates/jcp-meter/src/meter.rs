@@ -24,9 +24,7 @@ use serde::Serialize;
 
 use crate::backend::{CounterBackend, CounterInfo, Decline, DrawReading, RungId};
 use crate::clock::{Clock, MonotonicClock};
-use crate::estimate::{
-    energy_uj, Calibration, CalibrationSource, EstimatorConfig, HostId, SysinfoUtil, UtilSource,
-};
+use crate::estimate::{energy_uj, Calibration, CalibrationSource, EstimatorConfig, HostId, SysinfoUtil, UtilSource};
 use crate::liveness::{judge, CounterLiveness, LivenessRule};
 use crate::plausibility::{check, BoundInput, Plausibility};
 use crate::rapl::{wrap_delta, RaplReader};
@@ -73,9 +71,7 @@ impl MeterConfig {
     /// Refuses intervals the meter cannot keep.
     pub fn validate(&self) -> Result<(), Error> {
         if self.interval < Duration::from_millis(10) || self.interval > Duration::from_secs(3600) {
-            return Err(Error::BadInterval {
-                detail: format!("window {:?} is outside 10 ms ..= 1 h", self.interval),
-            });
+            return Err(Error::BadInterval { detail: format!("window {:?} is outside 10 ms ..= 1 h", self.interval) });
         }
         if self.probe_step.is_zero() || self.probe_intervals == 0 {
             return Err(Error::BadInterval {
@@ -83,9 +79,7 @@ impl MeterConfig {
             });
         }
         if self.draw_samples_per_window == 0 {
-            return Err(Error::BadInterval {
-                detail: "at least one draw sample per window".into(),
-            });
+            return Err(Error::BadInterval { detail: "at least one draw sample per window".into() });
         }
         Ok(())
     }
@@ -108,10 +102,7 @@ impl Backends {
     /// The real hardware: RAPL under `powercap_root`, NVML, sysinfo, the monotonic clock.
     pub fn system(powercap_root: &Path) -> Self {
         Self {
-            counters: vec![
-                Box::new(RaplReader::new(powercap_root)),
-                Box::new(crate::nvml::NvmlReader::new()),
-            ],
+            counters: vec![Box::new(RaplReader::new(powercap_root)), Box::new(crate::nvml::NvmlReader::new())],
             util: Box::new(SysinfoUtil::new()),
             clock: Arc::new(MonotonicClock::new()),
             host: HostId::this_host(),
@@ -266,11 +257,7 @@ pub struct Window {
 impl Window {
     /// The figure as a core [`Energy`]; `None` for a gap.
     pub fn energy(&self) -> Option<Energy> {
-        Some(Energy {
-            uj: self.energy_uj?,
-            provenance: self.provenance?,
-            coverage: self.coverage?,
-        })
+        Some(Energy { uj: self.energy_uj?, provenance: self.provenance?, coverage: self.coverage? })
     }
 
     /// The window's length, ns.
@@ -316,7 +303,9 @@ fn read_failed_code(r: RungId) -> &'static str {
 
 fn platform_unavailable(rung: RungId) -> RungReport {
     let why = match rung {
-        RungId::ProcessEnergy => "per-process CPU energy (proc_pid_rusage ri_energy_nj) exists only on macOS; not available on this platform",
+        RungId::ProcessEnergy => {
+            "per-process CPU energy (proc_pid_rusage ri_energy_nj) exists only on macOS; not available on this platform"
+        }
         _ => "Apple IOReport energy counters exist only on macOS; not available on this platform",
     };
     RungReport {
@@ -337,15 +326,7 @@ impl Meter {
     /// A meter over `backends`.
     pub fn new(config: MeterConfig, backends: Backends) -> Result<Self, Error> {
         config.validate()?;
-        Ok(Self {
-            config,
-            backends,
-            report: None,
-            active: None,
-            calibration_ok: false,
-            last_end: 0,
-            seq: 0,
-        })
+        Ok(Self { config, backends, report: None, active: None, calibration_ok: false, last_end: 0, seq: 0 })
     }
 
     /// The real hardware with `config`, RAPL under `powercap_root`.
@@ -399,17 +380,8 @@ impl Meter {
         for index in 0..self.backends.counters.len() {
             let rung = self.backends.counters[index].rung();
             if let Some(c) = chosen {
-                let d = Decline::new(
-                    "not-probed",
-                    format!("not probed: rung `{c}` above it was chosen"),
-                );
-                rungs.push(Self::rung_report(
-                    rung,
-                    RungStatus::Standby,
-                    d,
-                    vec![],
-                    vec![],
-                ));
+                let d = Decline::new("not-probed", format!("not probed: rung `{c}` above it was chosen"));
+                rungs.push(Self::rung_report(rung, RungStatus::Standby, d, vec![], vec![]));
                 continue;
             }
             let (result, counters) = self.probe_counter(index);
@@ -418,17 +390,8 @@ impl Meter {
                 Ok(active) => {
                     let why = format!(
                         "every counter ({}) live over the probe{}",
-                        active
-                            .infos
-                            .iter()
-                            .map(|i| i.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if rung == RungId::Nvml {
-                            " and not refuted by the board's bounds"
-                        } else {
-                            ""
-                        }
+                        active.infos.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+                        if rung == RungId::Nvml { " and not refuted by the board's bounds" } else { "" }
                     );
                     rungs.push(Self::rung_report(
                         rung,
@@ -440,13 +403,7 @@ impl Meter {
                     chosen = Some(rung);
                     self.active = Some(active);
                 }
-                Err(d) => rungs.push(Self::rung_report(
-                    rung,
-                    RungStatus::Declined,
-                    d,
-                    counters,
-                    notes,
-                )),
+                Err(d) => rungs.push(Self::rung_report(rung, RungStatus::Declined, d, counters, notes)),
             }
         }
         // Rungs 3 and 4 exist only on macOS: recorded, never imitated.
@@ -471,13 +428,7 @@ impl Meter {
                 Err(e) => (RungStatus::Declined, Decline::new("calibration-measured-elsewhere", e.to_string()).with_fix("Calibrate again on this host: another host's calibration is only an estimate here.")),
             },
         };
-        rungs.push(Self::rung_report(
-            RungId::Calibrated,
-            cal.0,
-            cal.1,
-            vec![],
-            vec![],
-        ));
+        rungs.push(Self::rung_report(RungId::Calibrated, cal.0, cal.1, vec![], vec![]));
         // Rung 6.
         let est = if self.config.estimate_fallback {
             let e = &self.config.estimator;
@@ -502,13 +453,7 @@ impl Meter {
                 ),
             )
         };
-        rungs.push(Self::rung_report(
-            RungId::Estimate,
-            est.0,
-            est.1,
-            vec![],
-            vec![],
-        ));
+        rungs.push(Self::rung_report(RungId::Estimate, est.0, est.1, vec![], vec![]));
         let ended_ns = clock.now_ns();
         // Prime utilisation so the first window's figure covers the window only.
         let _ = self.backends.util.sample(ended_ns);
@@ -567,14 +512,8 @@ impl Meter {
                 }
             }
         }
-        let mut reports: Vec<CounterReport> = infos
-            .iter()
-            .map(|i| CounterReport {
-                info: i.clone(),
-                liveness: None,
-                plausibility: None,
-            })
-            .collect();
+        let mut reports: Vec<CounterReport> =
+            infos.iter().map(|i| CounterReport { info: i.clone(), liveness: None, plausibility: None }).collect();
         if let Some(e) = failure {
             return (
                 Err(Decline::new(
@@ -586,13 +525,7 @@ impl Meter {
         }
         let mut not_live = Vec::new();
         for (c, info) in infos.iter().enumerate() {
-            let l = judge(
-                cfg.liveness,
-                &info.name,
-                &times,
-                &values[c],
-                info.max_range_uj,
-            );
+            let l = judge(cfg.liveness, &info.name, &times, &values[c], info.max_range_uj);
             if !l.status.is_live() {
                 not_live.push(format!(
                     "{} {}",
@@ -606,11 +539,7 @@ impl Meter {
             reports[c].liveness = Some(l);
         }
         if !not_live.is_empty() {
-            let what = if burn {
-                "under the probe's CPU burn"
-            } else {
-                "over the probe"
-            };
+            let what = if burn { "under the probe's CPU burn" } else { "over the probe" };
             return (
                 Err(Decline::new(
                     not_live_code(rung),
@@ -624,18 +553,9 @@ impl Meter {
                 reports,
             );
         }
-        let draw_exposed: Vec<bool> = (0..n)
-            .map(|c| {
-                draws[c]
-                    .iter()
-                    .any(|d| !matches!(d, DrawReading::NotExposed))
-            })
-            .collect();
-        let span = times
-            .last()
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(times.first().copied().unwrap_or(0));
+        let draw_exposed: Vec<bool> =
+            (0..n).map(|c| draws[c].iter().any(|d| !matches!(d, DrawReading::NotExposed))).collect();
+        let span = times.last().copied().unwrap_or(0).saturating_sub(times.first().copied().unwrap_or(0));
         let mut refused = Vec::new();
         let mut unjudgeable = false;
         for (c, info) in infos.iter().enumerate() {
@@ -653,41 +573,14 @@ impl Meter {
             reports[c].plausibility = p;
         }
         if !refused.is_empty() {
-            let code = if unjudgeable && refused.len() == 1 {
-                "counter-unjudgeable"
-            } else {
-                "counter-implausible"
-            };
+            let code = if unjudgeable && refused.len() == 1 { "counter-unjudgeable" } else { "counter-implausible" };
             return (
-                Err(Decline::new(
-                    code,
-                    format!(
-                        "live, but not admissible (§5 plausibility): {}",
-                        refused.join("; ")
-                    ),
-                )),
+                Err(Decline::new(code, format!("live, but not admissible (§5 plausibility): {}", refused.join("; ")))),
                 reports,
             );
         }
-        let baseline = times.last().map(|&t| {
-            (
-                t,
-                values
-                    .iter()
-                    .map(|v| v.last().copied().unwrap_or(0))
-                    .collect(),
-            )
-        });
-        (
-            Ok(Active {
-                index,
-                infos,
-                limits,
-                draw_exposed,
-                baseline,
-            }),
-            reports,
-        )
+        let baseline = times.last().map(|&t| (t, values.iter().map(|v| v.last().copied().unwrap_or(0)).collect()));
+        (Ok(Active { index, infos, limits, draw_exposed, baseline }), reports)
     }
 
     /// Waits until the current window ends and meters it. Probes first if
@@ -702,11 +595,7 @@ impl Meter {
         let start = self.last_end;
         let target = start.saturating_add(interval);
         // Draw samples inside the window where a board draw is exposed.
-        let k = if self
-            .active
-            .as_ref()
-            .is_some_and(|a| a.draw_exposed.iter().any(|e| *e))
-        {
+        let k = if self.active.as_ref().is_some_and(|a| a.draw_exposed.iter().any(|e| *e)) {
             self.config.draw_samples_per_window
         } else {
             1
@@ -723,11 +612,7 @@ impl Meter {
             if k > 1 {
                 if let Some(a) = &self.active {
                     let t = clock.now_ns();
-                    for (c, d) in self.backends.counters[a.index]
-                        .read_draw(t)
-                        .into_iter()
-                        .take(n_counters)
-                        .enumerate()
+                    for (c, d) in self.backends.counters[a.index].read_draw(t).into_iter().take(n_counters).enumerate()
                     {
                         draws[c].push(d);
                     }
@@ -741,13 +626,7 @@ impl Meter {
         let mut hw: Option<(u64, RungId)> = None;
         if let Some(active) = self.active.as_mut() {
             let rung = self.backends.counters[active.index].rung();
-            match counter_window(
-                &mut *self.backends.counters[active.index],
-                active,
-                start,
-                end,
-                &draws,
-            ) {
+            match counter_window(&mut *self.backends.counters[active.index], active, start, end, &draws) {
                 Ok((total, deltas)) => {
                     counters = deltas;
                     hw = Some((total, rung));
@@ -765,11 +644,7 @@ impl Meter {
                     r.rungs
                         .iter()
                         .filter(|x| x.rung < below && Some(x.rung) != skip)
-                        .map(|x| WindowDecline {
-                            rung: x.rung,
-                            code: x.code.to_owned(),
-                            why: x.why.clone(),
-                        })
+                        .map(|x| WindowDecline { rung: x.rung, code: x.code.to_owned(), why: x.why.clone() })
                         .collect()
                 })
                 .unwrap_or_default()
@@ -805,16 +680,12 @@ impl Meter {
                 w.note = Some("utilisation unreadable: assumed full load".into());
                 1000
             });
-            w.energy_uj = Some(energy_uj(
-                self.config.estimator.power_mw(permille, cpus),
-                span,
-            ));
+            w.energy_uj = Some(energy_uj(self.config.estimator.power_mw(permille, cpus), span));
             Some(RungId::Estimate)
         } else {
             None
         };
-        let mut all_declines =
-            probe_declines(metered_by.unwrap_or(RungId::Estimate), degraded_rung);
+        let mut all_declines = probe_declines(metered_by.unwrap_or(RungId::Estimate), degraded_rung);
         all_declines.extend(declined);
         all_declines.sort_by_key(|d| d.rung);
         if let Some(rung) = metered_by {
@@ -842,17 +713,11 @@ impl Meter {
     /// logical CPU for `duration` while watching every counter stay live, and
     /// returns the measured active power with where it was measured. Refused
     /// unless RAPL (the CPU package domain) was chosen at the probe.
-    pub fn calibrate(
-        &mut self,
-        duration: Duration,
-        measured_at_unix_ms: u64,
-    ) -> Result<Calibration, Error> {
+    pub fn calibrate(&mut self, duration: Duration, measured_at_unix_ms: u64) -> Result<Calibration, Error> {
         if self.report.is_none() {
             self.probe();
         }
-        let report = self.report.as_ref().ok_or(Error::NoLiveCounter {
-            detail: "no probe".into(),
-        })?;
+        let report = self.report.as_ref().ok_or(Error::NoLiveCounter { detail: "no probe".into() })?;
         let Some(active) = self.active.as_ref() else {
             let why: Vec<String> = report
                 .rungs
@@ -860,13 +725,15 @@ impl Meter {
                 .filter(|r| matches!(r.rung, RungId::Rapl | RungId::Nvml))
                 .map(|r| format!("{}: {}", r.rung, r.why))
                 .collect();
-            return Err(Error::NoLiveCounter {
-                detail: why.join("; "),
-            });
+            return Err(Error::NoLiveCounter { detail: why.join("; ") });
         };
         let rung = self.backends.counters[active.index].rung();
         if rung != RungId::Rapl {
-            return Err(Error::CalibrationWrongDomain { detail: format!("the live counter is `{rung}`, which reads the GPU, not the CPU work rung 5 stands in for") });
+            return Err(Error::CalibrationWrongDomain {
+                detail: format!(
+                    "the live counter is `{rung}`, which reads the GPU, not the CPU work rung 5 stands in for"
+                ),
+            });
         }
         let infos = active.infos.clone();
         let clock = Arc::clone(&self.backends.clock);
@@ -912,9 +779,7 @@ impl Meter {
             let _ = t.join();
         }
         if let Some(e) = failure {
-            return Err(Error::NoLiveCounter {
-                detail: format!("a read failed while calibrating: {e}"),
-            });
+            return Err(Error::NoLiveCounter { detail: format!("a read failed while calibrating: {e}") });
         }
         calibration_from_samples(
             self.config.liveness,
@@ -947,31 +812,18 @@ pub fn calibration_from_samples(
         let l = judge(rule, &info.name, times, v, info.max_range_uj);
         if !l.status.is_live() {
             return Err(Error::NoLiveCounter {
-                detail: format!(
-                    "{} was not live while calibrating: {:?}",
-                    info.name, l.status
-                ),
+                detail: format!("{} was not live while calibrating: {:?}", info.name, l.status),
             });
         }
         let delta = v
             .windows(2)
             .map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX)))
             .fold(0u64, u64::saturating_add);
-        total = total.checked_add(delta).ok_or(Error::Overflow {
-            what: "calibration energy",
-        })?;
+        total = total.checked_add(delta).ok_or(Error::Overflow { what: "calibration energy" })?;
     }
-    let span = times
-        .last()
-        .copied()
-        .unwrap_or(0)
-        .saturating_sub(times.first().copied().unwrap_or(0));
-    let source = CalibrationSource {
-        rung: RungId::Rapl,
-        counters: infos.iter().map(|i| i.name.clone()).collect(),
-        trace,
-        load,
-    };
+    let span = times.last().copied().unwrap_or(0).saturating_sub(times.first().copied().unwrap_or(0));
+    let source =
+        CalibrationSource { rung: RungId::Rapl, counters: infos.iter().map(|i| i.name.clone()).collect(), trace, load };
     Calibration::from_measurement(total, span, host, source, measured_at_unix_ms)
 }
 
@@ -982,27 +834,28 @@ pub fn calibrate_from_trace(
     measured_at_unix_ms: u64,
 ) -> Result<Calibration, Error> {
     if trace.rung != RungId::Rapl {
-        return Err(Error::CalibrationWrongDomain { detail: format!("the trace records `{}`; only RAPL package counters read the CPU domain rung 5 stands in for", trace.rung) });
+        return Err(Error::CalibrationWrongDomain {
+            detail: format!(
+                "the trace records `{}`; only RAPL package counters read the CPU domain rung 5 stands in for",
+                trace.rung
+            ),
+        });
     }
-    let host = trace.host.clone().ok_or_else(|| Error::CalibrationMalformed { detail: "the trace does not say which host it was recorded on; a calibration must say where it was measured".into() })?;
+    let host = trace.host.clone().ok_or_else(|| Error::CalibrationMalformed {
+        detail: "the trace does not say which host it was recorded on; a calibration must say where it was measured"
+            .into(),
+    })?;
     let infos: Vec<CounterInfo> = trace
         .counters
         .iter()
-        .map(|c| CounterInfo {
-            name: c.name.clone(),
-            source: "recorded trace".into(),
-            max_range_uj: c.max_range_uj,
-        })
+        .map(|c| CounterInfo { name: c.name.clone(), source: "recorded trace".into(), max_range_uj: c.max_range_uj })
         .collect();
     let times: Vec<u64> = trace.samples.iter().map(|s| s.t_ns).collect();
     let mut values: Vec<Vec<u64>> = vec![Vec::new(); infos.len()];
     for s in &trace.samples {
         for (c, v) in s.uj.iter().enumerate() {
             let v = v.ok_or_else(|| Error::NoLiveCounter {
-                detail: format!(
-                    "{}: a read failed in the recording at {} ns",
-                    infos[c].name, s.t_ns
-                ),
+                detail: format!("{}: a read failed in the recording at {} ns", infos[c].name, s.t_ns),
             })?;
             values[c].push(v);
         }
@@ -1029,16 +882,8 @@ fn plausibility_of(
     if limit.is_none() && !draw_exposed {
         return None;
     }
-    let samples = draws
-        .iter()
-        .filter_map(|d| {
-            if let DrawReading::Sample { mw } = d {
-                Some(*mw)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let samples =
+        draws.iter().filter_map(|d| if let DrawReading::Sample { mw } = d { Some(*mw) } else { None }).collect();
     Some(check(&BoundInput {
         counter_delta_uj: delta,
         span_ns: span,
@@ -1062,12 +907,7 @@ fn counter_window(
         active
             .infos
             .iter()
-            .map(|i| CounterDelta {
-                counter: i.name.clone(),
-                delta_uj: None,
-                wrapped: false,
-                plausibility: None,
-            })
+            .map(|i| CounterDelta { counter: i.name.clone(), delta_uj: None, wrapped: false, plausibility: None })
             .collect::<Vec<_>>()
     };
     let values = match backend.read(end) {
@@ -1076,11 +916,7 @@ fn counter_window(
             active.baseline = None;
             return Err((
                 read_failed_code(rung),
-                format!(
-                    "a read gave {} values for {} counters: the window degrades",
-                    v.len(),
-                    active.infos.len()
-                ),
+                format!("a read gave {} values for {} counters: the window degrades", v.len(), active.infos.len()),
                 names(),
             ));
         }
@@ -1095,7 +931,11 @@ fn counter_window(
     };
     let baseline = active.baseline.replace((end, values.clone()));
     let Some((t0, before)) = baseline.filter(|(t, _)| *t == start) else {
-        return Err(("no-baseline", "no counter reading at the window's start (the previous read failed): the window degrades".into(), names()));
+        return Err((
+            "no-baseline",
+            "no counter reading at the window's start (the previous read failed): the window degrades".into(),
+            names(),
+        ));
     };
     let _ = t0;
     let mut deltas = Vec::with_capacity(values.len());
@@ -1107,10 +947,7 @@ fn counter_window(
         let (delta, wrapped) = match info.max_range_uj {
             Some(max) => (wrap_delta(a, b, max), b < a),
             None if b < a => {
-                problems.push(format!(
-                    "{} went from {a} to {b}: a reset, not a wrap",
-                    info.name
-                ));
+                problems.push(format!("{} went from {a} to {b}: a reset, not a wrap", info.name));
                 code = "counter-reset";
                 deltas.push(CounterDelta {
                     counter: info.name.clone(),
@@ -1145,20 +982,11 @@ fn counter_window(
             }
         }
         total = total.saturating_add(delta);
-        deltas.push(CounterDelta {
-            counter: info.name.clone(),
-            delta_uj: Some(delta),
-            wrapped,
-            plausibility: p,
-        });
+        deltas.push(CounterDelta { counter: info.name.clone(), delta_uj: Some(delta), wrapped, plausibility: p });
     }
     if problems.is_empty() {
         Ok((total, deltas))
     } else {
-        Err((
-            code,
-            format!("{}: the window degrades", problems.join("; ")),
-            deltas,
-        ))
+        Err((code, format!("{}: the window degrades", problems.join("; ")), deltas))
     }
 }

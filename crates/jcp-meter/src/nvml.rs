@@ -21,10 +21,7 @@ pub struct NvmlReader {
 
 impl fmt::Debug for NvmlReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NvmlReader")
-            .field("loaded", &self.nvml.is_some())
-            .field("devices", &self.devices)
-            .finish()
+        f.debug_struct("NvmlReader").field("loaded", &self.nvml.is_some()).field("devices", &self.devices).finish()
     }
 }
 
@@ -37,10 +34,7 @@ impl Default for NvmlReader {
 impl NvmlReader {
     /// A reader; nothing is loaded until `open`.
     pub fn new() -> Self {
-        Self {
-            nvml: None,
-            devices: Vec::new(),
-        }
+        Self { nvml: None, devices: Vec::new() }
     }
 }
 
@@ -56,17 +50,11 @@ fn init_decline(e: &NvmlError) -> Decline {
         NvmlError::LibraryNotFound => {
             Decline::new("nvml-library-missing", "libnvidia-ml was not found").with_fix(DRIVER_FIX)
         }
-        NvmlError::DriverNotLoaded => Decline::new(
-            "nvml-driver-not-loaded",
-            "the NVIDIA kernel driver is not loaded",
-        )
-        .with_fix("Load the driver (`sudo modprobe nvidia`) or reboot after installing it."),
+        NvmlError::DriverNotLoaded => Decline::new("nvml-driver-not-loaded", "the NVIDIA kernel driver is not loaded")
+            .with_fix("Load the driver (`sudo modprobe nvidia`) or reboot after installing it."),
         NvmlError::NoPermission => Decline::new("nvml-no-permission", "NVML refused this user")
             .with_fix("Run as a user with access to /dev/nvidia*."),
-        other => Decline::new(
-            "nvml-init-failed",
-            format!("NVML did not initialise: {other}"),
-        ),
+        other => Decline::new("nvml-init-failed", format!("NVML did not initialise: {other}")),
     }
 }
 
@@ -78,29 +66,25 @@ impl CounterBackend for NvmlReader {
     fn open(&mut self) -> Result<Vec<CounterInfo>, Decline> {
         self.devices.clear();
         let nvml = Nvml::init().map_err(|e| init_decline(&e))?;
-        let count = nvml.device_count().map_err(|e| {
-            Decline::new(
-                "nvml-init-failed",
-                format!("NVML could not count devices: {e}"),
-            )
-        })?;
+        let count = nvml
+            .device_count()
+            .map_err(|e| Decline::new("nvml-init-failed", format!("NVML could not count devices: {e}")))?;
         if count == 0 {
-            return Err(Decline::new(
-                "nvml-no-device",
-                "NVML is loaded but reports no GPU",
-            ));
+            return Err(Decline::new("nvml-no-device", "NVML is loaded but reports no GPU"));
         }
         let mut infos = Vec::new();
         for i in 0..count {
-            let dev = nvml
-                .device_by_index(i)
-                .map_err(|e| Decline::new("nvml-device-unreadable", format!("GPU {i}: {e}")))?;
+            let dev =
+                nvml.device_by_index(i).map_err(|e| Decline::new("nvml-device-unreadable", format!("GPU {i}: {e}")))?;
             let name = dev.name().unwrap_or_else(|_| "unnamed".to_owned());
             match dev.total_energy_consumption() {
                 Ok(_) => {}
                 Err(NvmlError::NotSupported) => {
                     // Every GPU's counter must be read or the figure claims a domain it does not read.
-                    return Err(Decline::new("nvml-energy-counter-unsupported", format!("GPU {i} ({name}) has no total-energy counter (NVML reports it from Volta on)")));
+                    return Err(Decline::new(
+                        "nvml-energy-counter-unsupported",
+                        format!("GPU {i} ({name}) has no total-energy counter (NVML reports it from Volta on)"),
+                    ));
                 }
                 Err(e) => {
                     return Err(Decline::new(
@@ -125,14 +109,9 @@ impl CounterBackend for NvmlReader {
         self.devices
             .iter()
             .map(|&i| {
-                let dev = nvml
-                    .device_by_index(i)
-                    .map_err(|e| format!("GPU {i}: {e}"))?;
-                let mj = dev
-                    .total_energy_consumption()
-                    .map_err(|e| format!("GPU {i}: {e}"))?;
-                mj.checked_mul(1000)
-                    .ok_or_else(|| format!("GPU {i}: counter {mj} mJ overflows µJ"))
+                let dev = nvml.device_by_index(i).map_err(|e| format!("GPU {i}: {e}"))?;
+                let mj = dev.total_energy_consumption().map_err(|e| format!("GPU {i}: {e}"))?;
+                mj.checked_mul(1000).ok_or_else(|| format!("GPU {i}: counter {mj} mJ overflows µJ"))
             })
             .collect()
     }
@@ -161,15 +140,11 @@ impl CounterBackend for NvmlReader {
         };
         self.devices
             .iter()
-            .map(
-                |&i| match nvml.device_by_index(i).and_then(|d| d.power_usage()) {
-                    Ok(mw) => DrawReading::Sample { mw: u64::from(mw) },
-                    Err(NvmlError::NotSupported) => DrawReading::NotExposed,
-                    Err(e) => DrawReading::Unreadable {
-                        detail: e.to_string(),
-                    },
-                },
-            )
+            .map(|&i| match nvml.device_by_index(i).and_then(|d| d.power_usage()) {
+                Ok(mw) => DrawReading::Sample { mw: u64::from(mw) },
+                Err(NvmlError::NotSupported) => DrawReading::NotExposed,
+                Err(e) => DrawReading::Unreadable { detail: e.to_string() },
+            })
             .collect()
     }
 }

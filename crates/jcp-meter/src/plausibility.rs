@@ -162,12 +162,7 @@ impl Plausibility {
     pub fn describe(&self) -> String {
         match self {
             Self::NotRefuted { rate_mw, .. } => format!("not refuted at {}", fmt_mw(*rate_mw)),
-            Self::Implausible {
-                rate_mw,
-                bound,
-                bound_mw,
-                discarded,
-            } => format!(
+            Self::Implausible { rate_mw, bound, bound_mw, discarded } => format!(
                 "implausible: counter rate {} breaks the {} of {}{}",
                 fmt_mw(*rate_mw),
                 match bound {
@@ -178,16 +173,8 @@ impl Plausibility {
                 fmt_mw(*bound_mw),
                 discarded_note(discarded)
             ),
-            Self::Unjudgeable {
-                rate_mw,
-                reason,
-                discarded,
-            } => {
-                format!(
-                    "unjudgeable (counter rate {}): {reason}{}",
-                    fmt_mw(*rate_mw),
-                    discarded_note(discarded)
-                )
+            Self::Unjudgeable { rate_mw, reason, discarded } => {
+                format!("unjudgeable (counter rate {}): {reason}{}", fmt_mw(*rate_mw), discarded_note(discarded))
             }
             Self::NoBound { rate_mw } => {
                 format!("no independent bound readable (rate {})", fmt_mw(*rate_mw))
@@ -228,22 +215,14 @@ pub fn check(input: &BoundInput) -> Plausibility {
     let d = input.counter_delta_uj;
     let span = input.span_ns;
     if span == 0 {
-        return Plausibility::Unjudgeable {
-            rate_mw: rate,
-            reason: "the span has no length".into(),
-            discarded: vec![],
-        };
+        return Plausibility::Unjudgeable { rate_mw: rate, reason: "the span has no length".into(), discarded: vec![] };
     }
     // Impossible draw samples go one by one; the static limit never does.
     let mut discarded = Vec::new();
     let mut usable: Vec<u64> = Vec::with_capacity(input.draw_samples_mw.len());
     for (index, &s) in input.draw_samples_mw.iter().enumerate() {
         match input.power_limit_mw {
-            Some(limit) if s > limit => discarded.push(Discarded {
-                index,
-                draw_mw: s,
-                limit_mw: limit,
-            }),
+            Some(limit) if s > limit => discarded.push(Discarded { index, draw_mw: s, limit_mw: limit }),
             _ => usable.push(s),
         }
     }
@@ -263,12 +242,7 @@ pub fn check(input: &BoundInput) -> Plausibility {
         if input.power_limit_mw.is_none() {
             return Plausibility::NoBound { rate_mw: rate };
         }
-        return Plausibility::NotRefuted {
-            rate_mw: rate,
-            bounds,
-            floor_applied: false,
-            discarded,
-        };
+        return Plausibility::NotRefuted { rate_mw: rate, bounds, floor_applied: false, discarded };
     }
     if usable.is_empty() {
         let reason = if input.draw_samples_mw.is_empty() {
@@ -276,11 +250,7 @@ pub fn check(input: &BoundInput) -> Plausibility {
         } else {
             "every draw sample in the span was impossible (above the board's own limit)".to_owned()
         };
-        return Plausibility::Unjudgeable {
-            rate_mw: rate,
-            reason,
-            discarded,
-        };
+        return Plausibility::Unjudgeable { rate_mw: rate, reason, discarded };
     }
     let n = u128::try_from(usable.len()).unwrap_or(u128::MAX);
     let sum: u128 = usable.iter().map(|&s| u128::from(s)).sum();
@@ -298,10 +268,7 @@ pub fn check(input: &BoundInput) -> Plausibility {
         };
     }
     bounds.push((BoundKind::DrawCeiling, ceiling_mw));
-    let near_idle = mean_mw <= NEAR_IDLE_MW
-        || input
-            .power_limit_mw
-            .is_some_and(|l| mean_mw.saturating_mul(10) <= l);
+    let near_idle = mean_mw <= NEAR_IDLE_MW || input.power_limit_mw.is_some_and(|l| mean_mw.saturating_mul(10) <= l);
     let mut floor_applied = false;
     if !near_idle {
         let accuracy_sum = u128::from(DRAW_ACCURACY_MW) * n;
@@ -321,12 +288,7 @@ pub fn check(input: &BoundInput) -> Plausibility {
             bounds.push((BoundKind::DrawFloor, floor_mw));
         }
     }
-    Plausibility::NotRefuted {
-        rate_mw: rate,
-        bounds,
-        floor_applied,
-        discarded,
-    }
+    Plausibility::NotRefuted { rate_mw: rate, bounds, floor_applied, discarded }
 }
 
 #[cfg(test)]
@@ -352,12 +314,7 @@ mod tests {
         assert!(
             matches!(
                 p,
-                Plausibility::Implausible {
-                    bound: BoundKind::DrawCeiling,
-                    bound_mw: 19_800,
-                    rate_mw: 59_200,
-                    ..
-                }
+                Plausibility::Implausible { bound: BoundKind::DrawCeiling, bound_mw: 19_800, rate_mw: 59_200, .. }
             ),
             "{p:?}"
         );
@@ -370,12 +327,7 @@ mod tests {
         assert!(
             matches!(
                 p,
-                Plausibility::Implausible {
-                    bound: BoundKind::PowerLimit,
-                    bound_mw: 65_000,
-                    rate_mw: 444_000,
-                    ..
-                }
+                Plausibility::Implausible { bound: BoundKind::PowerLimit, bound_mw: 65_000, rate_mw: 444_000, .. }
             ),
             "{p:?}"
         );
@@ -383,36 +335,17 @@ mod tests {
 
     #[test]
     fn s5_plausibility_590w_wake_spike_is_discarded_alone() {
-        let p = check(&input(
-            59_200,
-            Some(65_000),
-            &[590_000, 14_800, 14_800, 14_800],
-        ));
+        let p = check(&input(59_200, Some(65_000), &[590_000, 14_800, 14_800, 14_800]));
         match p {
-            Plausibility::Implausible {
-                bound: BoundKind::DrawCeiling,
-                bound_mw,
-                ref discarded,
-                ..
-            } => {
+            Plausibility::Implausible { bound: BoundKind::DrawCeiling, bound_mw, ref discarded, .. } => {
                 assert_eq!(bound_mw, 19_800);
-                assert_eq!(
-                    discarded,
-                    &[Discarded {
-                        index: 0,
-                        draw_mw: 590_000,
-                        limit_mw: 65_000
-                    }]
-                );
+                assert_eq!(discarded, &[Discarded { index: 0, draw_mw: 590_000, limit_mw: 65_000 }]);
             }
             other => panic!("expected a draw-ceiling finding, got {other:?}"),
         }
         // Had the spike stayed in the mean, the bound would have excused the counter:
         let with_spike = check(&input(59_200, None, &[590_000, 14_800, 14_800, 14_800]));
-        assert!(
-            with_spike.admits(),
-            "the mutation this test guards against: {with_spike:?}"
-        );
+        assert!(with_spike.admits(), "the mutation this test guards against: {with_spike:?}");
     }
 
     #[test]
@@ -425,33 +358,14 @@ mod tests {
     #[test]
     fn s5_plausibility_static_limit_still_refutes_when_draw_is_unusable() {
         let p = check(&input(100_000, Some(65_000), &[590_000]));
-        assert!(
-            matches!(
-                p,
-                Plausibility::Implausible {
-                    bound: BoundKind::PowerLimit,
-                    ..
-                }
-            ),
-            "{p:?}"
-        );
+        assert!(matches!(p, Plausibility::Implausible { bound: BoundKind::PowerLimit, .. }), "{p:?}");
     }
 
     #[test]
     fn s5_plausibility_two_sided_floor_refutes_slow_counter() {
         // Board at 40 W, counter at 8 W: under (40 − 5)/4 = 8.75 W.
         let p = check(&input(8_000, Some(115_000), &[40_000; 4]));
-        assert!(
-            matches!(
-                p,
-                Plausibility::Implausible {
-                    bound: BoundKind::DrawFloor,
-                    bound_mw: 8_750,
-                    ..
-                }
-            ),
-            "{p:?}"
-        );
+        assert!(matches!(p, Plausibility::Implausible { bound: BoundKind::DrawFloor, bound_mw: 8_750, .. }), "{p:?}");
         // At 9 W it is not refuted.
         assert!(check(&input(9_000, Some(115_000), &[40_000; 4])).admits());
     }
@@ -460,47 +374,23 @@ mod tests {
     fn s5_plausibility_floor_does_not_fire_near_idle() {
         // Board at 8 W: near idle, a counter accruing almost nothing is fine.
         let p = check(&input(100, Some(65_000), &[8_000; 4]));
-        assert!(
-            matches!(
-                p,
-                Plausibility::NotRefuted {
-                    floor_applied: false,
-                    ..
-                }
-            ),
-            "{p:?}"
-        );
+        assert!(matches!(p, Plausibility::NotRefuted { floor_applied: false, .. }), "{p:?}");
         // A big board idling at 60 W of a 700 W limit is near idle too.
         let p = check(&input(1_000, Some(700_000), &[60_000; 4]));
-        assert!(
-            matches!(
-                p,
-                Plausibility::NotRefuted {
-                    floor_applied: false,
-                    ..
-                }
-            ),
-            "{p:?}"
-        );
+        assert!(matches!(p, Plausibility::NotRefuted { floor_applied: false, .. }), "{p:?}");
     }
 
     #[test]
     fn s5_plausibility_within_five_watts_is_not_refuted() {
         let p = check(&input(19_800, Some(65_000), &[14_800; 4]));
         assert!(p.admits(), "{p:?}");
-        let p = check(&BoundInput {
-            counter_delta_uj: 19_800_001,
-            ..input(0, Some(65_000), &[14_800; 4])
-        });
+        let p = check(&BoundInput { counter_delta_uj: 19_800_001, ..input(0, Some(65_000), &[14_800; 4]) });
         assert!(!p.admits(), "one µJ over the ceiling refutes: {p:?}");
     }
 
     #[test]
     fn s5_plausibility_no_bound_readable_does_not_apply() {
-        let p = check(&BoundInput {
-            draw_exposed: false,
-            ..input(500_000, None, &[])
-        });
+        let p = check(&BoundInput { draw_exposed: false, ..input(500_000, None, &[]) });
         assert_eq!(p, Plausibility::NoBound { rate_mw: 500_000 });
         assert!(p.admits());
     }
@@ -516,16 +406,8 @@ mod tests {
         let a = check(&input(21_000, Some(65_000), &[14_800; 4]));
         let b = check(&input(444_000, Some(65_000), &[14_800; 4]));
         let (
-            Plausibility::Implausible {
-                rate_mw: ra,
-                bound_mw: ba,
-                ..
-            },
-            Plausibility::Implausible {
-                rate_mw: rb,
-                bound_mw: bb,
-                ..
-            },
+            Plausibility::Implausible { rate_mw: ra, bound_mw: ba, .. },
+            Plausibility::Implausible { rate_mw: rb, bound_mw: bb, .. },
         ) = (a, b)
         else {
             panic!("both refused")

@@ -79,11 +79,7 @@ fn split_zone(entry: &str) -> Option<(&str, Vec<&str>)> {
     let mut parts = entry.split(':');
     let control = parts.next()?;
     let idx: Vec<&str> = parts.collect();
-    if idx.is_empty()
-        || idx
-            .iter()
-            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
-    {
+    if idx.is_empty() || idx.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
         return None;
     }
     Some((control, idx))
@@ -97,12 +93,7 @@ impl RaplReader {
 
     /// A reader over `root` that reads files with `read`.
     pub fn with_read_fn(root: impl Into<PathBuf>, read: ReadFn) -> Self {
-        Self {
-            root: root.into(),
-            zones: Vec::new(),
-            skipped: Vec::new(),
-            read,
-        }
+        Self { root: root.into(), zones: Vec::new(), skipped: Vec::new(), read }
     }
 
     /// The zones seen and left out by the last `open`.
@@ -111,11 +102,7 @@ impl RaplReader {
     }
 
     fn skip(&mut self, entry: &str, name: Option<String>, why: impl Into<String>) {
-        self.skipped.push(SkippedZone {
-            entry: entry.to_owned(),
-            name,
-            why: why.into(),
-        });
+        self.skipped.push(SkippedZone { entry: entry.to_owned(), name, why: why.into() });
     }
 }
 
@@ -139,15 +126,12 @@ impl CounterBackend for RaplReader {
                 .with_fix("On bare-metal Intel or AMD Linux load the driver: `sudo modprobe intel_rapl_msr` (AMD packages need Linux 5.8+). Virtual machines and most containers do not expose RAPL; the meter falls back to a lower rung."));
             }
             Err(e) => {
-                return Err(
-                    Decline::new("rapl-unreadable", format!("cannot list {root}: {e}"))
-                        .with_fix(format!("Make {root} listable by this user.")),
-                );
+                return Err(Decline::new("rapl-unreadable", format!("cannot list {root}: {e}"))
+                    .with_fix(format!("Make {root} listable by this user.")));
             }
         };
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-            .collect();
+        let mut names: Vec<String> =
+            entries.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())).collect();
         names.sort();
         let mut permission_denied = Vec::new();
         for entry in names {
@@ -166,11 +150,7 @@ impl CounterBackend for RaplReader {
                 continue;
             }
             if idx.len() != 1 {
-                self.skip(
-                    &entry,
-                    name,
-                    "a sub-zone (part of its package), not a top-level package zone",
-                );
+                self.skip(&entry, name, "a sub-zone (part of its package), not a top-level package zone");
                 continue;
             }
             let Some(name) = name else {
@@ -187,16 +167,10 @@ impl CounterBackend for RaplReader {
                 continue;
             }
             if self.zones.iter().any(|z| z.name == name) {
-                self.skip(
-                    &entry,
-                    Some(name),
-                    "a second zone with the same package name: read once",
-                );
+                self.skip(&entry, Some(name), "a second zone with the same package name: read once");
                 continue;
             }
-            let max_range = match (self.read)(&dir.join("max_energy_range_uj"))
-                .map(|s| s.parse::<u64>())
-            {
+            let max_range = match (self.read)(&dir.join("max_energy_range_uj")).map(|s| s.parse::<u64>()) {
                 Ok(Ok(m)) if m > 0 => m,
                 Ok(_) => {
                     return Err(Decline::new("rapl-no-range", format!("{entry} ({name}): max_energy_range_uj is not a positive integer, so a wrap cannot be corrected")));
@@ -221,17 +195,10 @@ impl CounterBackend for RaplReader {
                     permission_denied.push(energy.display().to_string());
                 }
                 Err(e) => {
-                    return Err(Decline::new(
-                        "rapl-unreadable",
-                        format!("{}: {e}", energy.display()),
-                    ));
+                    return Err(Decline::new("rapl-unreadable", format!("{}: {e}", energy.display())));
                 }
             }
-            self.zones.push(Zone {
-                name,
-                energy,
-                max_range,
-            });
+            self.zones.push(Zone { name, energy, max_range });
         }
         if !permission_denied.is_empty() {
             let n = permission_denied.len();
@@ -255,8 +222,11 @@ impl CounterBackend for RaplReader {
                         .join(", ")
                 )
             };
-            return Err(Decline::new("rapl-no-package-zone", format!("{root} has no top-level package-<n> zone: {seen}"))
-                .with_fix("This CPU or kernel publishes no RAPL package counter; the meter falls back to a lower rung."));
+            return Err(Decline::new(
+                "rapl-no-package-zone",
+                format!("{root} has no top-level package-<n> zone: {seen}"),
+            )
+            .with_fix("This CPU or kernel publishes no RAPL package counter; the meter falls back to a lower rung."));
         }
         Ok(self
             .zones
@@ -272,14 +242,7 @@ impl CounterBackend for RaplReader {
     fn notes(&self) -> Vec<String> {
         self.skipped
             .iter()
-            .map(|z| {
-                format!(
-                    "left out {} ({}): {}",
-                    z.entry,
-                    z.name.as_deref().unwrap_or("?"),
-                    z.why
-                )
-            })
+            .map(|z| format!("left out {} ({}): {}", z.entry, z.name.as_deref().unwrap_or("?"), z.why))
             .collect()
     }
 
@@ -287,17 +250,11 @@ impl CounterBackend for RaplReader {
         self.zones
             .iter()
             .map(|z| {
-                let s =
-                    (self.read)(&z.energy).map_err(|e| format!("{}: {e}", z.energy.display()))?;
-                let v = s
-                    .parse::<u64>()
-                    .map_err(|_| format!("{}: `{s}` is not a counter value", z.energy.display()))?;
+                let s = (self.read)(&z.energy).map_err(|e| format!("{}: {e}", z.energy.display()))?;
+                let v =
+                    s.parse::<u64>().map_err(|_| format!("{}: `{s}` is not a counter value", z.energy.display()))?;
                 if v > z.max_range {
-                    return Err(format!(
-                        "{}: {v} exceeds max_energy_range_uj {}",
-                        z.energy.display(),
-                        z.max_range
-                    ));
+                    return Err(format!("{}: {v} exceeds max_energy_range_uj {}", z.energy.display(), z.max_range));
                 }
                 Ok(v)
             })

@@ -110,11 +110,7 @@ impl SessionWindow {
             declined: w
                 .declined
                 .iter()
-                .map(|d| SessionDecline {
-                    rung: d.rung,
-                    code: d.code.clone(),
-                    why: d.why.clone(),
-                })
+                .map(|d| SessionDecline { rung: d.rung, code: d.code.clone(), why: d.why.clone() })
                 .collect(),
             gap: w.gap.clone(),
         }
@@ -135,11 +131,7 @@ impl SessionWindow {
             declined: self
                 .declined
                 .iter()
-                .map(|d| WindowDecline {
-                    rung: d.rung,
-                    code: d.code.clone(),
-                    why: d.why.clone(),
-                })
+                .map(|d| WindowDecline { rung: d.rung, code: d.code.clone(), why: d.why.clone() })
                 .collect(),
             gap: self.gap.clone(),
             counters: Vec::new(),
@@ -200,26 +192,12 @@ impl Session {
         if self.interval_ns == 0 {
             return Err(bad("interval_ns".into(), "0 ns is no window".into()));
         }
-        if self
-            .occupancy
-            .as_deref()
-            .is_some_and(|o| o.trim().is_empty())
-        {
-            return Err(bad(
-                "occupancy".into(),
-                "empty: name it, or write null for undeclared".into(),
-            ));
+        if self.occupancy.as_deref().is_some_and(|o| o.trim().is_empty()) {
+            return Err(bad("occupancy".into(), "empty: name it, or write null for undeclared".into()));
         }
         if let Some(id) = &self.replay_of {
-            if id.len() != 64
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            {
-                return Err(bad(
-                    "replay_of".into(),
-                    format!("`{id}` is not a content id (64 lowercase hex digits)"),
-                ));
+            if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                return Err(bad("replay_of".into(), format!("`{id}` is not a content id (64 lowercase hex digits)")));
             }
         }
         if self.windows.is_empty() {
@@ -229,17 +207,11 @@ impl Session {
         for (i, w) in self.windows.iter().enumerate() {
             let at = |field: &str| format!("windows[{i}].{field}");
             if w.end_ns <= w.start_ns {
-                return Err(bad(
-                    at("end_ns"),
-                    format!("{} ns does not follow start_ns {} ns", w.end_ns, w.start_ns),
-                ));
+                return Err(bad(at("end_ns"), format!("{} ns does not follow start_ns {} ns", w.end_ns, w.start_ns)));
             }
             if let Some(p) = previous {
                 if w.seq <= p.seq {
-                    return Err(bad(
-                        at("seq"),
-                        format!("{} does not follow {}", w.seq, p.seq),
-                    ));
+                    return Err(bad(at("seq"), format!("{} does not follow {}", w.seq, p.seq)));
                 }
                 if w.start_ns < p.end_ns {
                     return Err(Error::WindowsOverlap {
@@ -258,10 +230,7 @@ impl Session {
                             file: file.to_owned(),
                             index: i,
                             seq: w.seq,
-                            detail: format!(
-                                "graded {p}, but a figure of rung {r} is {}",
-                                r.provenance()
-                            ),
+                            detail: format!("graded {p}, but a figure of rung {r} is {}", r.provenance()),
                         });
                     }
                     if c > r.coverage() {
@@ -269,10 +238,7 @@ impl Session {
                             file: file.to_owned(),
                             index: i,
                             seq: w.seq,
-                            detail: format!(
-                                "coverage {c}, but a figure of rung {r} is {}",
-                                r.coverage()
-                            ),
+                            detail: format!("coverage {c}, but a figure of rung {r} is {}", r.coverage()),
                         });
                     }
                 }
@@ -283,8 +249,7 @@ impl Session {
                 (Some(_), ..) => {
                     return Err(bad(
                         at("provenance"),
-                        "a figure carries its provenance, coverage and rung, and no gap reason"
-                            .into(),
+                        "a figure carries its provenance, coverage and rung, and no gap reason".into(),
                     ));
                 }
             }

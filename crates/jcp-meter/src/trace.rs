@@ -93,9 +93,7 @@ impl Trace {
     /// Checks the invariants `from_json` promises.
     pub fn validate(&self) -> Result<(), Error> {
         if self.format != TRACE_FORMAT {
-            return Err(Error::TraceUnsupported {
-                found: self.format.clone(),
-            });
+            return Err(Error::TraceUnsupported { found: self.format.clone() });
         }
         if !matches!(self.rung, RungId::Rapl | RungId::Nvml) {
             return Err(Error::TraceMalformed {
@@ -104,37 +102,22 @@ impl Trace {
             });
         }
         if self.counters.is_empty() {
-            return Err(Error::TraceMalformed {
-                at: "counters".into(),
-                detail: "no counter".into(),
-            });
+            return Err(Error::TraceMalformed { at: "counters".into(), detail: "no counter".into() });
         }
         let n = self.counters.len();
         let mut previous: Option<u64> = None;
         for (index, s) in self.samples.iter().enumerate() {
             if let Some(p) = previous {
                 if s.t_ns <= p {
-                    return Err(Error::TraceTimeNotMonotonic {
-                        index,
-                        t_ns: s.t_ns,
-                        previous_ns: p,
-                    });
+                    return Err(Error::TraceTimeNotMonotonic { index, t_ns: s.t_ns, previous_ns: p });
                 }
             }
             previous = Some(s.t_ns);
             if s.uj.len() != n {
-                return Err(Error::TraceCounterCount {
-                    index,
-                    expected: n,
-                    got: s.uj.len(),
-                });
+                return Err(Error::TraceCounterCount { index, expected: n, got: s.uj.len() });
             }
             if !s.draw_mw.is_empty() && s.draw_mw.len() != n {
-                return Err(Error::TraceCounterCount {
-                    index,
-                    expected: n,
-                    got: s.draw_mw.len(),
-                });
+                return Err(Error::TraceCounterCount { index, expected: n, got: s.draw_mw.len() });
             }
             if let Some(u) = s.util_permille {
                 if u > 1000 {
@@ -147,12 +130,7 @@ impl Trace {
             for (counter, (v, c)) in s.uj.iter().zip(&self.counters).enumerate() {
                 if let (Some(v), Some(max)) = (v, c.max_range_uj) {
                     if *v > max {
-                        return Err(Error::TraceValueOutOfRange {
-                            index,
-                            counter,
-                            value: *v,
-                            max,
-                        });
+                        return Err(Error::TraceValueOutOfRange { index, counter, value: *v, max });
                     }
                 }
             }
@@ -204,10 +182,7 @@ impl CounterBackend for TraceBackend {
 
     fn open(&mut self) -> Result<Vec<CounterInfo>, Decline> {
         if self.trace.samples.is_empty() {
-            return Err(Decline::new(
-                "trace-empty",
-                "the recorded trace has no sample",
-            ));
+            return Err(Decline::new("trace-empty", "the recorded trace has no sample"));
         }
         Ok(self
             .trace
@@ -225,26 +200,15 @@ impl CounterBackend for TraceBackend {
         if now_ns > self.trace.end_ns() {
             return Err(format!("the trace ended at {} ns", self.trace.end_ns()));
         }
-        let s = self
-            .trace
-            .at(now_ns)
-            .ok_or_else(|| format!("no sample at or before {now_ns} ns"))?;
+        let s = self.trace.at(now_ns).ok_or_else(|| format!("no sample at or before {now_ns} ns"))?;
         s.uj.iter()
             .zip(&self.trace.counters)
-            .map(|(v, c)| {
-                v.ok_or_else(|| {
-                    format!("{}: read failed in the recording at {} ns", c.name, s.t_ns)
-                })
-            })
+            .map(|(v, c)| v.ok_or_else(|| format!("{}: read failed in the recording at {} ns", c.name, s.t_ns)))
             .collect()
     }
 
     fn power_limits_mw(&mut self) -> Vec<Option<u64>> {
-        self.trace
-            .counters
-            .iter()
-            .map(|c| c.power_limit_mw)
-            .collect()
+        self.trace.counters.iter().map(|c| c.power_limit_mw).collect()
     }
 
     fn read_draw(&mut self, now_ns: u64) -> Vec<DrawReading> {
@@ -259,9 +223,7 @@ impl CounterBackend for TraceBackend {
                 }
                 match sample.and_then(|s| s.draw_mw.get(i).copied().flatten()) {
                     Some(mw) => DrawReading::Sample { mw },
-                    None => DrawReading::Unreadable {
-                        detail: "no draw recorded at this time".into(),
-                    },
+                    None => DrawReading::Unreadable { detail: "no draw recorded at this time".into() },
                 }
             })
             .collect()
@@ -341,12 +303,7 @@ pub fn record(
                     _ => None,
                 })
                 .collect();
-            samples.push(TraceSample {
-                t_ns: now - t0,
-                uj,
-                draw_mw,
-                util_permille: None,
-            });
+            samples.push(TraceSample { t_ns: now - t0, uj, draw_mw, util_permille: None });
         }
         let counters = infos
             .iter()
@@ -358,17 +315,9 @@ pub fn record(
                 draw_exposed: draw_exposed[c],
             })
             .collect();
-        let t = Trace {
-            format: TRACE_FORMAT.into(),
-            rung,
-            host: Some(host),
-            counters,
-            samples,
-        };
+        let t = Trace { format: TRACE_FORMAT.into(), rung, host: Some(host), counters, samples };
         t.validate()?;
         return Ok(t);
     }
-    Err(Error::NoLiveCounter {
-        detail: format!("no counter rung opened to record: {}", why.join("; ")),
-    })
+    Err(Error::NoLiveCounter { detail: format!("no counter rung opened to record: {}", why.join("; ")) })
 }

@@ -49,15 +49,9 @@ pub struct ActivityFigure {
 pub fn read_activity(named: &ContentId, bytes: &[u8]) -> Result<ActivityFigure, Error> {
     let got = ContentId::of_bytes(bytes);
     if &got != named {
-        return Err(Error::ActivityIdMismatch {
-            named: named.to_hex(),
-            got: got.to_hex(),
-        });
+        return Err(Error::ActivityIdMismatch { named: named.to_hex(), got: got.to_hex() });
     }
-    let bad = |detail: String| Error::ActivityMalformed {
-        id: named.to_hex(),
-        detail,
-    };
+    let bad = |detail: String| Error::ActivityMalformed { id: named.to_hex(), detail };
     let v = decode_strict(bytes).map_err(|e| bad(e.to_string()))?;
     let uj = match v.get("joules_uj") {
         Some(Value::Uint(n)) => *n,
@@ -65,30 +59,18 @@ pub fn read_activity(named: &ContentId, bytes: &[u8]) -> Result<ActivityFigure, 
         None => return Err(bad("no joules_uj".into())),
     };
     let provenance = match v.get("provenance") {
-        Some(Value::Text(s)) => Provenance::parse(s).ok_or_else(|| Error::BadProvenance {
-            field: "provenance",
-            found: s.clone(),
-        })?,
+        Some(Value::Text(s)) => {
+            Provenance::parse(s).ok_or_else(|| Error::BadProvenance { field: "provenance", found: s.clone() })?
+        }
         _ => return Err(bad("no provenance label".into())),
     };
     let coverage = match v.get("energy_coverage") {
         None => Coverage::Whole,
         Some(Value::Text(s)) if s == "Partial" => Coverage::Partial,
         Some(Value::Text(s)) => return Err(Error::BadCoverage { found: s.clone() }),
-        Some(other) => {
-            return Err(Error::BadCoverage {
-                found: format!("{other:?}"),
-            })
-        }
+        Some(other) => return Err(Error::BadCoverage { found: format!("{other:?}") }),
     };
-    Ok(ActivityFigure {
-        id: *named,
-        energy: Energy {
-            uj,
-            provenance,
-            coverage,
-        },
-    })
+    Ok(ActivityFigure { id: *named, energy: Energy { uj, provenance, coverage } })
 }
 
 /// The trace of one outcome.
@@ -128,13 +110,9 @@ pub fn trace(outcome: &Efficiency, resolver: &dyn Resolver) -> Result<TraceRepor
     let mut provenance_floor = outcome.energy.provenance;
     let mut coverage_floor = outcome.energy.coverage;
     for id in &outcome.activities {
-        let bytes = resolver
-            .resolve(id)
-            .ok_or_else(|| Error::UnresolvableActivity { id: id.to_hex() })?;
+        let bytes = resolver.resolve(id).ok_or_else(|| Error::UnresolvableActivity { id: id.to_hex() })?;
         let a = read_activity(id, &bytes)?;
-        accounted = accounted.checked_add(a.energy.uj).ok_or(Error::Overflow {
-            what: "Σ activity joules_uj",
-        })?;
+        accounted = accounted.checked_add(a.energy.uj).ok_or(Error::Overflow { what: "Σ activity joules_uj" })?;
         provenance_floor = provenance_floor.min(a.energy.provenance);
         coverage_floor = coverage_floor.min(a.energy.coverage);
         activities.push(a);
@@ -157,10 +135,7 @@ pub fn activity_bytes(label: &str, energy: Energy) -> Vec<u8> {
         ("activity", Some(Value::text(label))),
         ("joules_uj", Some(Value::Uint(energy.uj))),
         ("provenance", Some(Value::text(energy.provenance.as_str()))),
-        (
-            "energy_coverage",
-            (energy.coverage == Coverage::Partial).then(|| Value::text("Partial")),
-        ),
+        ("energy_coverage", (energy.coverage == Coverage::Partial).then(|| Value::text("Partial"))),
     ])
     .encode()
 }
@@ -170,21 +145,11 @@ mod tests {
     use super::*;
     use jcp::identity::Keypair;
 
-    fn setup(
-        outcome_uj: u64,
-        parts: &[(u64, Provenance, Coverage)],
-    ) -> (Efficiency, HashMap<ContentId, Vec<u8>>) {
+    fn setup(outcome_uj: u64, parts: &[(u64, Provenance, Coverage)]) -> (Efficiency, HashMap<ContentId, Vec<u8>>) {
         let mut store = HashMap::new();
         let mut ids = Vec::new();
         for (i, (uj, p, c)) in parts.iter().enumerate() {
-            let b = activity_bytes(
-                &format!("act-{i}"),
-                Energy {
-                    uj: *uj,
-                    provenance: *p,
-                    coverage: *c,
-                },
-            );
+            let b = activity_bytes(&format!("act-{i}"), Energy { uj: *uj, provenance: *p, coverage: *c });
             let id = ContentId::of_bytes(&b);
             store.insert(id, b);
             ids.push(id);
@@ -202,26 +167,16 @@ mod tests {
 
     #[test]
     fn s5_3_residual_is_named_and_positive_for_accountability_cost() {
-        let (e, s) = setup(
-            1_000,
-            &[
-                (600, Provenance::HwShunt, Coverage::Whole),
-                (300, Provenance::HwShunt, Coverage::Whole),
-            ],
-        );
+        let (e, s) =
+            setup(1_000, &[(600, Provenance::HwShunt, Coverage::Whole), (300, Provenance::HwShunt, Coverage::Whole)]);
         let r = trace(&e, &s).unwrap();
         assert_eq!((r.accounted_uj, r.residual_uj, r.finding), (900, 100, None));
     }
 
     #[test]
     fn s5_3_negative_residual_is_not_clamped_and_is_a_finding() {
-        let (e, s) = setup(
-            1_000,
-            &[
-                (800, Provenance::HwShunt, Coverage::Whole),
-                (700, Provenance::HwShunt, Coverage::Whole),
-            ],
-        );
+        let (e, s) =
+            setup(1_000, &[(800, Provenance::HwShunt, Coverage::Whole), (700, Provenance::HwShunt, Coverage::Whole)]);
         let r = trace(&e, &s).unwrap();
         assert_eq!(r.residual_uj, -500);
         assert_eq!(r.finding, Some("activities-exceed-outcome"));
@@ -236,18 +191,10 @@ mod tests {
 
     #[test]
     fn s5_3_floor_not_average() {
-        let (e, s) = setup(
-            1_000,
-            &[
-                (500, Provenance::HwShunt, Coverage::Whole),
-                (1, Provenance::Estimator, Coverage::Partial),
-            ],
-        );
+        let (e, s) =
+            setup(1_000, &[(500, Provenance::HwShunt, Coverage::Whole), (1, Provenance::Estimator, Coverage::Partial)]);
         let r = trace(&e, &s).unwrap();
-        assert_eq!(
-            (r.provenance_floor, r.coverage_floor),
-            (Provenance::Estimator, Coverage::Partial)
-        );
+        assert_eq!((r.provenance_floor, r.coverage_floor), (Provenance::Estimator, Coverage::Partial));
     }
 
     #[test]

@@ -83,11 +83,7 @@ fn with(core: &Value, key: &str, value: Option<Value>) -> Value {
     let Value::Map(entries) = core else {
         return core.clone();
     };
-    let mut m: Vec<(Value, Value)> = entries
-        .iter()
-        .filter(|(k, _)| k != &Value::text(key))
-        .cloned()
-        .collect();
+    let mut m: Vec<(Value, Value)> = entries.iter().filter(|(k, _)| k != &Value::text(key)).cloned().collect();
     if let Some(v) = value {
         m.push((Value::text(key), v));
     }
@@ -147,11 +143,7 @@ impl Builder {
     }
 
     fn verified(&self, name: &str) -> Result<Verified, String> {
-        self.readings
-            .iter()
-            .find(|r| r.0 == name)
-            .map(|r| r.2.clone())
-            .ok_or_else(|| format!("no reading {name}"))
+        self.readings.iter().find(|r| r.0 == name).map(|r| r.2.clone()).ok_or_else(|| format!("no reading {name}"))
     }
 }
 
@@ -161,9 +153,9 @@ fn refusal(name: &str, stage: &str, bytes: &[u8], code: &str, what: &str) -> Res
         _ => verify(bytes).err(),
     };
     match got {
-        Some(e) if e.code() == code => Ok(
-            json!({"name": name, "stage": stage, "hex": hex::encode(bytes), "code": code, "rule": what}),
-        ),
+        Some(e) if e.code() == code => {
+            Ok(json!({"name": name, "stage": stage, "hex": hex::encode(bytes), "code": code, "rule": what}))
+        }
         Some(e) => Err(format!("{name}: expected {code}, got {} ({e})", e.code())),
         None => Err(format!("{name}: expected {code}, but it was accepted")),
     }
@@ -174,63 +166,30 @@ fn refusal(name: &str, stage: &str, bytes: &[u8], code: &str, what: &str) -> Res
 pub fn generate() -> Result<String, String> {
     let key = Keypair::from_seed(STEWARD_SEED).map_err(|e| e.to_string())?;
     let other = Keypair::from_seed(OTHER_SEED).map_err(|e| e.to_string())?;
-    let mut b = Builder {
-        key,
-        other,
-        activities: Vec::new(),
-        readings: Vec::new(),
-    };
+    let mut b = Builder { key, other, activities: Vec::new(), readings: Vec::new() };
     let hw = |uj| Energy::new(uj, Provenance::HwShunt);
     let a_prompt = b.activity("prefill", hw(700_000));
     let a_decode = b.activity("decode", hw(400_000));
-    let a_gpu = b.activity(
-        "gpu-kernel",
-        Energy {
-            uj: 300_000,
-            provenance: Provenance::HwShunt,
-            coverage: Coverage::Partial,
-        },
-    );
+    let a_gpu =
+        b.activity("gpu-kernel", Energy { uj: 300_000, provenance: Provenance::HwShunt, coverage: Coverage::Partial });
     let a_est = b.activity("tool-call", Energy::new(50_000, Provenance::Estimator));
     let a_big1 = b.activity("double-counted-1", hw(800_000));
     let a_big2 = b.activity("double-counted-2", hw(700_000));
 
     let mut readings = Vec::new();
-    let whole = b.efficiency(
-        "answer-17",
-        vec![a_prompt, a_decode],
-        hw(1_234_567),
-        1_000,
-        1,
-    );
+    let whole = b.efficiency("answer-17", vec![a_prompt, a_decode], hw(1_234_567), 1_000, 1);
     readings.push(b.reading("whole-hwshunt", &whole)?);
     let partial = b.efficiency(
         "gpu-only-answer",
         vec![a_gpu],
-        Energy {
-            uj: 987_654,
-            provenance: Provenance::HwShunt,
-            coverage: Coverage::Partial,
-        },
+        Energy { uj: 987_654, provenance: Provenance::HwShunt, coverage: Coverage::Partial },
         500,
         1,
     );
     readings.push(b.reading("partial-gpu-counter", &partial)?);
-    let est = b.efficiency(
-        "tool-run",
-        vec![a_est],
-        Energy::new(60_000, Provenance::Estimator),
-        0,
-        1,
-    );
+    let est = b.efficiency("tool-run", vec![a_est], Energy::new(60_000, Provenance::Estimator), 0, 1);
     readings.push(b.reading("estimator-no-tokens", &est)?);
-    let model = b.efficiency(
-        "summary-3",
-        vec![a_decode],
-        Energy::new(420_000, Provenance::ModelBased),
-        7,
-        2,
-    );
+    let model = b.efficiency("summary-3", vec![a_decode], Energy::new(420_000, Provenance::ModelBased), 7, 2);
     readings.push(b.reading("modelbased-whole", &model)?);
     let over = b.efficiency("over-claimed", vec![a_big1, a_big2], hw(1_000_000), 10, 1);
     readings.push(b.reading("activities-exceed-outcome", &over)?);
@@ -241,22 +200,123 @@ pub fn generate() -> Result<String, String> {
     let wc = whole.wire();
     let pc = partial.wire();
     let mut refusals = vec![
-        refusal("partial-with-headline", "read_payload", &with(&pc, "uj_per_accepted_token", Some(Value::Uint(1_975))).encode(), "partial-headline", "§5.2: a Partial receipt MUST NOT carry uj_per_accepted_token")?,
-        refusal("coverage-whole", "read_payload", &with(&wc, "energy_coverage", Some(Value::text("Whole"))).encode(), "bad-coverage", "§5.2: energy_coverage has exactly one value, \"Partial\"; \"Whole\" is refused")?,
-        refusal("coverage-lowercase", "read_payload", &with(&pc, "energy_coverage", Some(Value::text("partial"))).encode(), "bad-coverage", "§5.2: any value but \"Partial\" is refused")?,
-        refusal("coverage-not-text", "read_payload", &with(&pc, "energy_coverage", Some(Value::Uint(0))).encode(), "bad-coverage", "§5.2: any value but \"Partial\" is refused")?,
-        refusal("provenance-unknown", "read_payload", &with(&wc, "provenance", Some(Value::text("Measured"))).encode(), "bad-provenance", "appendix: a provenance label that is not one of the three")?,
-        refusal("provenance-lowercase", "read_payload", &with(&wc, "provenance", Some(Value::text("hwshunt"))).encode(), "bad-provenance", "appendix: labels are exact")?,
-        refusal("headline-mismatch", "read_payload", &with(&wc, "uj_per_accepted_token", Some(Value::Uint(1_000))).encode(), "headline-mismatch", "the headline is floor(energy_uj / accepted_tokens)")?,
-        refusal("headline-without-tokens", "read_payload", &with(&est.wire(), "uj_per_accepted_token", Some(Value::Uint(0))).encode(), "headline-mismatch", "no token accepted, no energy per token")?,
-        refusal("unknown-profile", "read_payload", &with(&wc, "efficiency", Some(Value::text("efficiency/2"))).encode(), "unknown-profile", "a profile tag this verifier does not implement is refused, not assumed")?,
-        refusal("unknown-field", "read_payload", &with(&wc, "energy_scope", Some(Value::text("cpu"))).encode(), "schema-unknown-field", "closed world: a field the profile does not define")?,
-        refusal("missing-energy", "read_payload", &with(&wc, "energy_uj", None).encode(), "schema-missing-field", "energy_uj is required")?,
-        refusal("no-activities", "read_payload", &with(&wc, "activities", Some(Value::Array(vec![]))).encode(), "untraceable-outcome", "§5.3: an outcome's energy MUST name its activities by content id")?,
-        refusal("activity-bound-twice", "read_payload", &with(&wc, "activities", Some(Value::Array(vec![Value::text(a_prompt.to_hex()), Value::text(a_prompt.to_hex())]))).encode(), "activity-bound-twice", "§5.3: an activity bound twice MUST be refused before the sum")?,
-        refusal("activity-not-a-content-id", "read_payload", &with(&wc, "activities", Some(Value::Array(vec![Value::text("prefill")]))).encode(), "schema-invalid-field", "§5.3: activities are named by content id, not by label")?,
-        refusal("negative-energy", "read_payload", &with(&wc, "energy_uj", Some(Value::Nint(0))).encode(), "cbor-forbidden-type", "§5: integer microjoules, never negative (the strict profile admits no negative integer)")?,
-        refusal("float-energy", "read_payload", &with(&wc, "energy_uj", Some(Value::Float { bits: 0x3c00, width: 2 })).encode(), "cbor-forbidden-type", "§3: no floats in a signed core")?,
+        refusal(
+            "partial-with-headline",
+            "read_payload",
+            &with(&pc, "uj_per_accepted_token", Some(Value::Uint(1_975))).encode(),
+            "partial-headline",
+            "§5.2: a Partial receipt MUST NOT carry uj_per_accepted_token",
+        )?,
+        refusal(
+            "coverage-whole",
+            "read_payload",
+            &with(&wc, "energy_coverage", Some(Value::text("Whole"))).encode(),
+            "bad-coverage",
+            "§5.2: energy_coverage has exactly one value, \"Partial\"; \"Whole\" is refused",
+        )?,
+        refusal(
+            "coverage-lowercase",
+            "read_payload",
+            &with(&pc, "energy_coverage", Some(Value::text("partial"))).encode(),
+            "bad-coverage",
+            "§5.2: any value but \"Partial\" is refused",
+        )?,
+        refusal(
+            "coverage-not-text",
+            "read_payload",
+            &with(&pc, "energy_coverage", Some(Value::Uint(0))).encode(),
+            "bad-coverage",
+            "§5.2: any value but \"Partial\" is refused",
+        )?,
+        refusal(
+            "provenance-unknown",
+            "read_payload",
+            &with(&wc, "provenance", Some(Value::text("Measured"))).encode(),
+            "bad-provenance",
+            "appendix: a provenance label that is not one of the three",
+        )?,
+        refusal(
+            "provenance-lowercase",
+            "read_payload",
+            &with(&wc, "provenance", Some(Value::text("hwshunt"))).encode(),
+            "bad-provenance",
+            "appendix: labels are exact",
+        )?,
+        refusal(
+            "headline-mismatch",
+            "read_payload",
+            &with(&wc, "uj_per_accepted_token", Some(Value::Uint(1_000))).encode(),
+            "headline-mismatch",
+            "the headline is floor(energy_uj / accepted_tokens)",
+        )?,
+        refusal(
+            "headline-without-tokens",
+            "read_payload",
+            &with(&est.wire(), "uj_per_accepted_token", Some(Value::Uint(0))).encode(),
+            "headline-mismatch",
+            "no token accepted, no energy per token",
+        )?,
+        refusal(
+            "unknown-profile",
+            "read_payload",
+            &with(&wc, "efficiency", Some(Value::text("efficiency/2"))).encode(),
+            "unknown-profile",
+            "a profile tag this verifier does not implement is refused, not assumed",
+        )?,
+        refusal(
+            "unknown-field",
+            "read_payload",
+            &with(&wc, "energy_scope", Some(Value::text("cpu"))).encode(),
+            "schema-unknown-field",
+            "closed world: a field the profile does not define",
+        )?,
+        refusal(
+            "missing-energy",
+            "read_payload",
+            &with(&wc, "energy_uj", None).encode(),
+            "schema-missing-field",
+            "energy_uj is required",
+        )?,
+        refusal(
+            "no-activities",
+            "read_payload",
+            &with(&wc, "activities", Some(Value::Array(vec![]))).encode(),
+            "untraceable-outcome",
+            "§5.3: an outcome's energy MUST name its activities by content id",
+        )?,
+        refusal(
+            "activity-bound-twice",
+            "read_payload",
+            &with(
+                &wc,
+                "activities",
+                Some(Value::Array(vec![Value::text(a_prompt.to_hex()), Value::text(a_prompt.to_hex())])),
+            )
+            .encode(),
+            "activity-bound-twice",
+            "§5.3: an activity bound twice MUST be refused before the sum",
+        )?,
+        refusal(
+            "activity-not-a-content-id",
+            "read_payload",
+            &with(&wc, "activities", Some(Value::Array(vec![Value::text("prefill")]))).encode(),
+            "schema-invalid-field",
+            "§5.3: activities are named by content id, not by label",
+        )?,
+        refusal(
+            "negative-energy",
+            "read_payload",
+            &with(&wc, "energy_uj", Some(Value::Nint(0))).encode(),
+            "cbor-forbidden-type",
+            "§5: integer microjoules, never negative (the strict profile admits no negative integer)",
+        )?,
+        refusal(
+            "float-energy",
+            "read_payload",
+            &with(&wc, "energy_uj", Some(Value::Float { bits: 0x3c00, width: 2 })).encode(),
+            "cbor-forbidden-type",
+            "§3: no floats in a signed core",
+        )?,
     ];
     let Value::Map(entries) = &wc else {
         return Err("core is not a map".into());
@@ -319,35 +379,18 @@ pub fn generate() -> Result<String, String> {
     }
 
     // ------------------------------------------------------------ traces (§5.3)
-    let store: HashMap<ContentId, Vec<u8>> = b
-        .activities
-        .iter()
-        .map(|(_, id, bytes, _)| (*id, bytes.clone()))
-        .collect();
+    let store: HashMap<ContentId, Vec<u8>> =
+        b.activities.iter().map(|(_, id, bytes, _)| (*id, bytes.clone())).collect();
     let mut traces = Vec::new();
     for (reading, rule) in [
-        (
-            "whole-hwshunt",
-            "residual = outcome − Σ activities, named not absorbed",
-        ),
-        (
-            "activities-exceed-outcome",
-            "a negative residual is not clamped; it is a finding",
-        ),
-        (
-            "estimator-activity",
-            "the trace's provenance is the floor over the outcome and every activity",
-        ),
-        (
-            "partial-gpu-counter",
-            "coverage takes the floor the same way",
-        ),
+        ("whole-hwshunt", "residual = outcome − Σ activities, named not absorbed"),
+        ("activities-exceed-outcome", "a negative residual is not clamped; it is a finding"),
+        ("estimator-activity", "the trace's provenance is the floor over the outcome and every activity"),
+        ("partial-gpu-counter", "coverage takes the floor the same way"),
     ] {
         let v = b.verified(reading)?;
         let r = trace(&v.payload, &store).map_err(|e| format!("{reading}: {e}"))?;
-        traces.push(
-            json!({"name": reading, "reading": reading, "rule": rule, "expect": trace_json(&r)}),
-        );
+        traces.push(json!({"name": reading, "reading": reading, "rule": rule, "expect": trace_json(&r)}));
     }
     let mut missing = store.clone();
     missing.remove(&a_decode);
@@ -368,7 +411,5 @@ pub fn generate() -> Result<String, String> {
         "totals": totals,
         "traces": traces,
     });
-    serde_json::to_string_pretty(&pack)
-        .map(|s| s + "\n")
-        .map_err(|e| e.to_string())
+    serde_json::to_string_pretty(&pack).map(|s| s + "\n").map_err(|e| e.to_string())
 }

@@ -27,12 +27,7 @@ fn verified_readings(p: &Json) -> HashMap<String, Verified> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap().to_owned(),
-                verify(&bytes(&r["sealed_hex"])).unwrap(),
-            )
-        })
+        .map(|r| (r["name"].as_str().unwrap().to_owned(), verify(&bytes(&r["sealed_hex"])).unwrap()))
         .collect()
 }
 
@@ -56,17 +51,10 @@ fn s5_2_pack_readings_replay() {
         assert_eq!(v.id.to_hex(), r["id"].as_str().unwrap(), "{name}");
         assert_eq!(v.payload, payload, "{name}");
         // §5.2: coverage on the wire only when Partial; a Partial receipt has no headline.
-        let on_wire = decode_strict(&core)
-            .unwrap()
-            .get("energy_coverage")
-            .is_some();
+        let on_wire = decode_strict(&core).unwrap().get("energy_coverage").is_some();
         let partial = r["expect"]["coverage"] == "Partial";
         assert_eq!(on_wire, partial, "{name}");
-        assert_eq!(
-            r["energy_coverage_on_wire"].as_bool().unwrap(),
-            partial,
-            "{name}"
-        );
+        assert_eq!(r["energy_coverage_on_wire"].as_bool().unwrap(), partial, "{name}");
         if partial {
             assert!(r["expect"]["uj_per_accepted_token"].is_null(), "{name}");
         }
@@ -77,10 +65,7 @@ fn s5_2_pack_readings_replay() {
 fn s5_2_pack_refusals_replay() {
     let p = pack();
     let refusals = p["refusals"].as_array().unwrap();
-    let codes: Vec<&str> = refusals
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
+    let codes: Vec<&str> = refusals.iter().map(|r| r["code"].as_str().unwrap()).collect();
     for needed in [
         "partial-headline",
         "bad-coverage",
@@ -110,12 +95,8 @@ fn s5_3_pack_totals_replay_with_floors() {
     let readings = verified_readings(&p);
     for t in p["totals"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
-        let set: Vec<Verified> = t["readings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| readings[n.as_str().unwrap()].clone())
-            .collect();
+        let set: Vec<Verified> =
+            t["readings"].as_array().unwrap().iter().map(|n| readings[n.as_str().unwrap()].clone()).collect();
         match (aggregate(&set), t.get("code")) {
             (Ok(got), None) => {
                 assert_eq!(totals_json(&got), t["expect"], "{name}");
@@ -142,23 +123,13 @@ fn s5_3_pack_traces_replay_signed_residuals() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| {
-            (
-                ContentId::parse(a["id"].as_str().unwrap()).unwrap(),
-                bytes(&a["hex"]),
-            )
-        })
+        .map(|a| (ContentId::parse(a["id"].as_str().unwrap()).unwrap(), bytes(&a["hex"])))
         .collect();
     let mut negative = 0;
     for t in p["traces"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
         let mut s = store.clone();
-        for id in t
-            .get("omit_activities")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for id in t.get("omit_activities").and_then(Json::as_array).into_iter().flatten() {
             s.remove(&ContentId::parse(id.as_str().unwrap()).unwrap());
         }
         let outcome = &readings[t["reading"].as_str().unwrap()].payload;

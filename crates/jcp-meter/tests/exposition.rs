@@ -53,17 +53,15 @@ fn meter(counters: Vec<Box<dyn CounterBackend>>, config: MeterConfig) -> Meter {
 /// An NVML counter at the board's 14.8 W draw (65 W limit) up to `sane_until`, then at 30× it.
 fn gpu_turning_implausible(sane_until: u64) -> Box<dyn CounterBackend> {
     replay(trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 800, move |t| {
-        let v = if t <= sane_until {
-            uj(14_800, t)
-        } else {
-            uj(14_800, sane_until) + uj(444_000, t - sane_until)
-        };
+        let v = if t <= sane_until { uj(14_800, t) } else { uj(14_800, sane_until) + uj(444_000, t - sane_until) };
         (vec![Some(v)], vec![Some(14_800)])
     }))
 }
 
-const PARTIAL_NVML: [(&str, &str); 4] = [("provenance", "HwShunt"), ("coverage", "Partial"), ("rung", "nvml"), ("domain", "gpu")];
-const WHOLE_ESTIMATE: [(&str, &str); 4] = [("provenance", "Estimator"), ("coverage", "Whole"), ("rung", "estimate"), ("domain", "host")];
+const PARTIAL_NVML: [(&str, &str); 4] =
+    [("provenance", "HwShunt"), ("coverage", "Partial"), ("rung", "nvml"), ("domain", "gpu")];
+const WHOLE_ESTIMATE: [(&str, &str); 4] =
+    [("provenance", "Estimator"), ("coverage", "Whole"), ("rung", "estimate"), ("domain", "host")];
 
 #[test]
 fn s5_2_a_partial_series_is_never_summed_into_a_whole_one() {
@@ -86,7 +84,10 @@ fn s5_2_a_partial_series_is_never_summed_into_a_whole_one() {
     let windows = series(&text, "jcp_meter_windows_total");
     assert!(windows.iter().all(|(_, v)| v == "1"), "{windows:?}");
     // The last window is the estimate's alone.
-    assert_eq!(series(&text, "jcp_meter_window_energy_microjoules"), vec![(labels(&WHOLE_ESTIMATE), est_uj.to_string())]);
+    assert_eq!(
+        series(&text, "jcp_meter_window_energy_microjoules"),
+        vec![(labels(&WHOLE_ESTIMATE), est_uj.to_string())]
+    );
     // The degraded window says why NVML did not meter it, with the rate and the bound it broke.
     let refused = series(&text, "jcp_meter_plausibility_refusals_total");
     assert_eq!(refused.len(), 1, "{text}");
@@ -98,37 +99,52 @@ fn s5_2_a_partial_series_is_never_summed_into_a_whole_one() {
     let bound = series(&text, "jcp_meter_window_plausibility_bound_milliwatts");
     assert_eq!((bound[0].0["bound"].as_str(), bound[0].1.as_str()), ("power-limit", "65000"), "{text}");
     let declines = series(&text, "jcp_meter_window_declines_total");
-    assert!(declines.iter().any(|(l, v)| l["rung"] == "nvml" && l["code"] == "counter-implausible" && v == "1"), "{declines:?}");
+    assert!(
+        declines.iter().any(|(l, v)| l["rung"] == "nvml" && l["code"] == "counter-implausible" && v == "1"),
+        "{declines:?}"
+    );
 }
 
 #[test]
 fn s5_1_a_window_that_was_not_metered_is_absent_never_a_zero() {
-    let config = MeterConfig {
-        estimate_fallback: false,
-        ..MeterConfig::default()
-    };
+    let config = MeterConfig { estimate_fallback: false, ..MeterConfig::default() };
     let mut m = meter(vec![gpu_turning_implausible(1_400 * MS)], config);
     let x = MeterMetrics::new();
     x.record_probe(m.probe());
     let w1 = m.next_window();
     x.record_window(&w1);
     let before = x.render().unwrap();
-    assert_eq!(series(&before, "jcp_meter_window_energy_microjoules"), vec![(labels(&PARTIAL_NVML), "14800000".to_owned())]);
+    assert_eq!(
+        series(&before, "jcp_meter_window_energy_microjoules"),
+        vec![(labels(&PARTIAL_NVML), "14800000".to_owned())]
+    );
     assert_eq!(series(&before, "jcp_meter_gap_windows_total"), vec![(Labels::new(), "0".to_owned())]);
     let gap = m.next_window();
     assert!(gap.energy_uj.is_none() && gap.gap.is_some(), "{gap:#?}");
     x.record_window(&gap);
     let text = x.render().unwrap();
     for family in ["jcp_meter_window_energy_microjoules", "jcp_meter_window_power_milliwatts"] {
-        assert!(series(&text, family).is_empty(), "{family}: the gap leaves no last-window figure, not a zero:\n{text}");
+        assert!(
+            series(&text, family).is_empty(),
+            "{family}: the gap leaves no last-window figure, not a zero:\n{text}"
+        );
     }
     // The totals hold the metered window alone: nothing was added for the gap, under any label set.
-    assert_eq!(series(&text, "jcp_meter_energy_microjoules_total"), vec![(labels(&PARTIAL_NVML), "14800000".to_owned())]);
+    assert_eq!(
+        series(&text, "jcp_meter_energy_microjoules_total"),
+        vec![(labels(&PARTIAL_NVML), "14800000".to_owned())]
+    );
     assert_eq!(series(&text, "jcp_meter_windows_total"), vec![(labels(&PARTIAL_NVML), "1".to_owned())]);
     assert_eq!(series(&text, "jcp_meter_gap_windows_total"), vec![(Labels::new(), "1".to_owned())]);
     // The estimate was switched off: declined with its code, and the window says so.
     let rung = series(&text, "jcp_meter_rung");
-    assert!(rung.contains(&(labels(&[("rung", "estimate"), ("status", "declined"), ("code", "estimate-disabled")]), "1".to_owned())), "{rung:?}");
+    assert!(
+        rung.contains(&(
+            labels(&[("rung", "estimate"), ("status", "declined"), ("code", "estimate-disabled")]),
+            "1".to_owned()
+        )),
+        "{rung:?}"
+    );
     let declines = series(&text, "jcp_meter_window_declines_total");
     assert!(declines.iter().any(|(l, _)| l["rung"] == "estimate" && l["code"] == "estimate-disabled"), "{declines:?}");
 }
@@ -158,7 +174,10 @@ fn s5_1_every_rung_status_is_exposed_with_its_reason_code() {
         ("estimate", "standby", "standby"),
     ];
     for (rung, status, code) in want {
-        assert!(got.contains(&labels(&[("rung", rung), ("status", status), ("code", code)])), "{rung} {status} {code} missing:\n{text}");
+        assert!(
+            got.contains(&labels(&[("rung", rung), ("status", status), ("code", code)])),
+            "{rung} {status} {code} missing:\n{text}"
+        );
     }
     assert_eq!(got.len(), want.len(), "one status per rung:\n{text}");
     // §5 liveness of the chosen counter, with what it rests on.
@@ -170,29 +189,53 @@ fn s5_1_every_rung_status_is_exposed_with_its_reason_code() {
     // Not refuted: the rate with the bounds it was held to (not a finding that it is right).
     let rate = series(&text, "jcp_meter_probe_plausibility_rate_milliwatts");
     assert_eq!((rate[0].0["verdict"].as_str(), rate[0].1.as_str()), ("not-refuted", "14800"));
-    let bounds: Vec<String> = series(&text, "jcp_meter_probe_plausibility_bound_milliwatts").into_iter().map(|(l, _)| l["bound"].clone()).collect();
+    let bounds: Vec<String> = series(&text, "jcp_meter_probe_plausibility_bound_milliwatts")
+        .into_iter()
+        .map(|(l, _)| l["bound"].clone())
+        .collect();
     assert!(bounds.contains(&"power-limit".to_owned()) && bounds.contains(&"draw-ceiling".to_owned()), "{bounds:?}");
 }
 
 #[test]
 fn s5_plausibility_a_probe_refusal_carries_the_rate_and_the_bound_it_broke_and_unjudgeable_has_no_bound() {
     // The RTX 4050 case: a live counter at 4× the board's 14.8 W draw.
-    let four_x = replay(trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 100, |t| (vec![Some(uj(4 * 14_800, t))], vec![Some(14_800)])));
+    let four_x = replay(trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 100, |t| {
+        (vec![Some(uj(4 * 14_800, t))], vec![Some(14_800)])
+    }));
     let mut m = meter(vec![four_x], MeterConfig::default());
     let x = MeterMetrics::new();
     x.record_probe(m.probe());
     let text = x.render().unwrap();
     assert_eq!(
         series(&text, "jcp_meter_probe_plausibility_rate_milliwatts"),
-        vec![(labels(&[("rung", "nvml"), ("counter", "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU"), ("verdict", "implausible")]), "59200".to_owned())]
+        vec![(
+            labels(&[
+                ("rung", "nvml"),
+                ("counter", "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU"),
+                ("verdict", "implausible")
+            ]),
+            "59200".to_owned()
+        )]
     );
     assert_eq!(
         series(&text, "jcp_meter_probe_plausibility_bound_milliwatts"),
-        vec![(labels(&[("rung", "nvml"), ("counter", "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU"), ("verdict", "implausible"), ("bound", "draw-ceiling")]), "19800".to_owned())]
+        vec![(
+            labels(&[
+                ("rung", "nvml"),
+                ("counter", "gpu0 NVIDIA GeForce RTX 4050 Laptop GPU"),
+                ("verdict", "implausible"),
+                ("bound", "draw-ceiling")
+            ]),
+            "19800".to_owned()
+        )]
     );
-    assert!(series(&text, "jcp_meter_rung").iter().any(|(l, _)| l["rung"] == "nvml" && l["code"] == "counter-implausible"));
+    assert!(series(&text, "jcp_meter_rung")
+        .iter()
+        .any(|(l, _)| l["rung"] == "nvml" && l["code"] == "counter-implausible"));
     // Every draw sample impossible (590 W past a 65 W limit): no yardstick, so no bound series at all.
-    let spikes = replay(trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 100, |t| (vec![Some(uj(14_800, t))], vec![Some(590_000)])));
+    let spikes = replay(trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 100, |t| {
+        (vec![Some(uj(14_800, t))], vec![Some(590_000)])
+    }));
     let mut m = meter(vec![spikes], MeterConfig::default());
     let x = MeterMetrics::new();
     x.record_probe(m.probe());
@@ -200,12 +243,16 @@ fn s5_plausibility_a_probe_refusal_carries_the_rate_and_the_bound_it_broke_and_u
     let rate = series(&text, "jcp_meter_probe_plausibility_rate_milliwatts");
     assert_eq!((rate[0].0["verdict"].as_str(), rate[0].1.as_str()), ("unjudgeable", "14800"));
     assert!(series(&text, "jcp_meter_probe_plausibility_bound_milliwatts").is_empty(), "{text}");
-    assert!(series(&text, "jcp_meter_rung").iter().any(|(l, _)| l["rung"] == "nvml" && l["code"] == "counter-unjudgeable"));
+    assert!(series(&text, "jcp_meter_rung")
+        .iter()
+        .any(|(l, _)| l["rung"] == "nvml" && l["code"] == "counter-unjudgeable"));
 }
 
 #[test]
 fn s5_1_the_exporter_samples_in_the_background_and_stops_at_a_replay_end() {
-    let t = trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 500, |t| (vec![Some(uj(14_800, t))], vec![Some(14_800)]));
+    let t = trace(RungId::Nvml, vec![gpu(Some(65_000), true)], 10 * MS, 500, |t| {
+        (vec![Some(uj(14_800, t))], vec![Some(14_800)])
+    });
     let end = t.end_ns();
     let clock = ManualClock::new();
     let m = Meter::new(MeterConfig::default(), backends(vec![replay(t)], &clock, Some(250))).unwrap();
@@ -221,6 +268,9 @@ fn s5_1_the_exporter_samples_in_the_background_and_stops_at_a_replay_end() {
     x.stop();
     let text = metrics.render().unwrap();
     assert_eq!(series(&text, "jcp_meter_windows_total"), vec![(labels(&PARTIAL_NVML), "4".to_owned())]);
-    assert_eq!(series(&text, "jcp_meter_energy_microjoules_total"), vec![(labels(&PARTIAL_NVML), (4 * 14_800_000u64).to_string())]);
+    assert_eq!(
+        series(&text, "jcp_meter_energy_microjoules_total"),
+        vec![(labels(&PARTIAL_NVML), (4 * 14_800_000u64).to_string())]
+    );
     assert!(text.ends_with("# EOF\n"));
 }

@@ -4,10 +4,7 @@
 use std::path::PathBuf;
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz")
-        .join("corpus")
-        .join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("corpus").join(target);
     let mut out: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| {
@@ -27,10 +24,8 @@ fn s5_2_fuzz_corpus_efficiency_decode_replays() {
     let mut accepted = 0;
     for (p, b) in &files {
         jcp_meter::fuzzing::efficiency(b);
-        accepted += usize::from(
-            jcp_meter::efficiency::read_payload(b).is_ok()
-                || jcp_meter::efficiency::verify(b).is_ok(),
-        );
+        accepted +=
+            usize::from(jcp_meter::efficiency::read_payload(b).is_ok() || jcp_meter::efficiency::verify(b).is_ok());
         let _ = p;
     }
     assert!(
@@ -48,11 +43,7 @@ fn s5_1_fuzz_corpus_trace_decode_replays() {
         jcp_meter::fuzzing::trace(b);
         accepted += usize::from(jcp_meter::trace::Trace::from_bytes(b).is_ok());
     }
-    assert!(
-        accepted >= 5 && accepted < files.len(),
-        "{accepted}/{}",
-        files.len()
-    );
+    assert!(accepted >= 5 && accepted < files.len(), "{accepted}/{}", files.len());
 }
 
 #[test]
@@ -62,9 +53,7 @@ fn s5_1_fuzz_corpus_calibration_decode_replays() {
     for (_, b) in &files {
         jcp_meter::fuzzing::calibration(b);
         accepted += usize::from(
-            std::str::from_utf8(b)
-                .ok()
-                .is_some_and(|t| jcp_meter::estimate::Calibration::from_json(t).is_ok()),
+            std::str::from_utf8(b).ok().is_some_and(|t| jcp_meter::estimate::Calibration::from_json(t).is_ok()),
         );
     }
     assert_eq!(accepted, 1, "only good.json is a valid calibration");
@@ -84,11 +73,7 @@ fn s5_1_trace_decoder_names_what_is_wrong() {
         ("not-utf8", "trace-malformed"),
     ] {
         let b = std::fs::read(dir.join(file)).unwrap();
-        assert_eq!(
-            jcp_meter::trace::Trace::from_bytes(&b).unwrap_err().code(),
-            code,
-            "{file}"
-        );
+        assert_eq!(jcp_meter::trace::Trace::from_bytes(&b).unwrap_err().code(), code, "{file}");
     }
 }
 

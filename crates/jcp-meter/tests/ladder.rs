@@ -15,11 +15,7 @@ use jcp_meter::{CounterBackend, LiveMeter, Meter, MeterConfig, RungId, RungStatu
 
 const MS: u64 = 1_000_000;
 
-fn meter(
-    counters: Vec<Box<dyn CounterBackend>>,
-    clock: &ManualClock,
-    config: MeterConfig,
-) -> Meter {
+fn meter(counters: Vec<Box<dyn CounterBackend>>, clock: &ManualClock, config: MeterConfig) -> Meter {
     Meter::new(config, backends(counters, clock, Some(250))).unwrap()
 }
 
@@ -39,17 +35,11 @@ fn s5_1_rapl_sums_only_top_level_package_zones() {
     fake.laptop();
     let mut r = rapl(&fake);
     let counters = r.open().unwrap();
-    assert_eq!(
-        counters.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
-        ["package-0"]
-    );
+    assert_eq!(counters.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["package-0"]);
     let notes = r.notes().join("\n");
-    for left_out in [
-        "intel-rapl:1 (psys)",
-        "intel-rapl-mmio:0 (package-0)",
-        "intel-rapl:0:2 (dram)",
-        "intel-rapl:0:0 (core)",
-    ] {
+    for left_out in
+        ["intel-rapl:1 (psys)", "intel-rapl-mmio:0 (package-0)", "intel-rapl:0:2 (dram)", "intel-rapl:0:0 (core)"]
+    {
         assert!(notes.contains(left_out), "{left_out} missing from {notes}");
     }
     assert!(notes.contains("counts their energy twice"));
@@ -78,49 +68,36 @@ fn s5_1_rapl_multi_socket_and_multi_die_each_wrap_at_own_range() {
     let w = m.next_window();
     assert_eq!(
         (w.provenance, w.coverage, w.rung),
-        (
-            Some(Provenance::HwShunt),
-            Some(Coverage::Whole),
-            Some(RungId::Rapl)
-        )
+        (Some(Provenance::HwShunt), Some(Coverage::Whole), Some(RungId::Rapl))
     );
     // 55 W over exactly 1 s; package-0 wrapped inside the window.
     assert_eq!(w.energy_uj, Some(55_000_000), "{w:#?}");
-    assert!(w
-        .counters
-        .iter()
-        .any(|c| c.counter == "package-0" && c.wrapped));
+    assert!(w.counters.iter().any(|c| c.counter == "package-0" && c.wrapped));
     assert_eq!(w.counters.len(), 3);
 }
 
 #[test]
 fn s5_1_rapl_permission_denied_is_declined_with_the_fix_never_zero() {
     let fake = FakePowercap::new();
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
-        .zone("intel-rapl:1", "package-1", 1_000, 262_143_328_850);
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850).zone(
+        "intel-rapl:1",
+        "package-1",
+        1_000,
+        262_143_328_850,
+    );
     fake.deny("intel-rapl:1");
     let clock = ManualClock::new();
     let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
     let rep = m.probe().clone();
     let r = rep.rung(RungId::Rapl).unwrap();
-    assert_eq!(
-        (r.status, r.code),
-        (RungStatus::Declined, "rapl-permission-denied")
-    );
+    assert_eq!((r.status, r.code), (RungStatus::Declined, "rapl-permission-denied"));
     assert!(r.why.contains("intel-rapl:1/energy_uj"), "{}", r.why);
     assert!(r.fix.as_deref().unwrap().contains("chmod a+r"));
     assert_eq!(rep.chosen, Some(RungId::Estimate));
     let w = m.next_window();
     assert_eq!(w.provenance, Some(Provenance::Estimator));
     assert!(w.energy_uj.unwrap() > 0);
-    assert_eq!(
-        w.declined
-            .iter()
-            .find(|d| d.rung == RungId::Rapl)
-            .unwrap()
-            .code,
-        "rapl-permission-denied"
-    );
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "rapl-permission-denied");
 }
 
 #[test]
@@ -135,14 +112,14 @@ fn s5_1_no_powercap_tree_is_declined_with_why() {
 #[test]
 fn s5_liveness_frozen_socket_declines_the_whole_rung() {
     let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
-        .zone("intel-rapl:1", "package-1", 1_000, 262_143_328_850);
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850).zone(
+        "intel-rapl:1",
+        "package-1",
+        1_000,
+        262_143_328_850,
+    );
     let clock = ManualClock::new();
-    live_tree(
-        &fake,
-        &clock,
-        vec![("intel-rapl:0", 20_000, 262_143_328_850)],
-    ); // package-1 frozen
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 20_000, 262_143_328_850)]); // package-1 frozen
     let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
     let rep = m.probe().clone();
     let r = rep.rung(RungId::Rapl).unwrap();
@@ -159,12 +136,7 @@ fn s5_liveness_counter_republished_in_lumps_is_not_live() {
     let clock = ManualClock::new();
     let f = Arc::clone(&fake);
     // Republished every 200 ms: the 50 ms probe sees 1 advance in 4.
-    clock.on_pause(move |now| {
-        f.set(
-            "intel-rapl:0",
-            1_000 + uj(20_000, now / (200 * MS) * (200 * MS)),
-        )
-    });
+    clock.on_pause(move |now| f.set("intel-rapl:0", 1_000 + uj(20_000, now / (200 * MS) * (200 * MS))));
     let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
     let rep = m.probe().clone();
     assert_eq!(rep.rung(RungId::Rapl).unwrap().code, "rapl-not-live");
@@ -191,38 +163,14 @@ fn s5_1_degradation_mid_reading_lowers_the_grade_then_recovers() {
     assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
     *fail.lock().unwrap() = true;
     let w = m.next_window();
-    assert_eq!(
-        (w.provenance, w.rung),
-        (Some(Provenance::Estimator), Some(RungId::Estimate))
-    );
-    assert_eq!(
-        w.declined
-            .iter()
-            .find(|d| d.rung == RungId::Rapl)
-            .unwrap()
-            .code,
-        "rapl-read-failed"
-    );
+    assert_eq!((w.provenance, w.rung), (Some(Provenance::Estimator), Some(RungId::Estimate)));
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "rapl-read-failed");
     *fail.lock().unwrap() = false;
     let w = m.next_window();
-    assert_eq!(
-        w.provenance,
-        Some(Provenance::Estimator),
-        "no reading at this window's start"
-    );
-    assert_eq!(
-        w.declined
-            .iter()
-            .find(|d| d.rung == RungId::Rapl)
-            .unwrap()
-            .code,
-        "no-baseline"
-    );
+    assert_eq!(w.provenance, Some(Provenance::Estimator), "no reading at this window's start");
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "no-baseline");
     let w = m.next_window();
-    assert_eq!(
-        (w.provenance, w.energy_uj),
-        (Some(Provenance::HwShunt), Some(10_000_000))
-    );
+    assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(10_000_000)));
 }
 
 #[test]
@@ -244,10 +192,7 @@ fn s5_1_counter_frozen_mid_run_is_metered_by_a_lower_rung() {
 #[test]
 fn s5_1_windows_are_contiguous_monotonic_and_configurable() {
     let clock = ManualClock::new();
-    let cfg = MeterConfig {
-        interval: Duration::from_millis(250),
-        ..MeterConfig::default()
-    };
+    let cfg = MeterConfig { interval: Duration::from_millis(250), ..MeterConfig::default() };
     let mut m = meter(vec![], &clock, cfg);
     m.probe();
     let ws: Vec<_> = (0..4).map(|_| m.next_window()).collect();
@@ -258,34 +203,22 @@ fn s5_1_windows_are_contiguous_monotonic_and_configurable() {
     for w in &ws {
         assert_eq!(w.span_ns(), 250 * MS);
         // 5 W + 25 % of 4 × 4 W = 9 W over 250 ms.
-        assert_eq!(
-            (w.energy_uj, w.provenance),
-            (Some(2_250_000), Some(Provenance::Estimator))
-        );
+        assert_eq!((w.energy_uj, w.provenance), (Some(2_250_000), Some(Provenance::Estimator)));
     }
 }
 
 #[test]
 fn s5_1_estimate_off_gives_gaps_not_zeros() {
     let clock = ManualClock::new();
-    let cfg = MeterConfig {
-        estimate_fallback: false,
-        ..MeterConfig::default()
-    };
+    let cfg = MeterConfig { estimate_fallback: false, ..MeterConfig::default() };
     let mut m = meter(vec![], &clock, cfg);
     assert_eq!(m.probe().chosen, None);
     let w = m.next_window();
-    assert_eq!(
-        (w.energy_uj, w.provenance, w.coverage, w.rung),
-        (None, None, None, None)
-    );
+    assert_eq!((w.energy_uj, w.provenance, w.coverage, w.rung), (None, None, None, None));
     assert!(w.gap.is_some());
     let json = serde_json::to_value(&w).unwrap();
     assert!(json["energy_uj"].is_null());
-    assert!(w
-        .declined
-        .iter()
-        .any(|d| d.rung == RungId::Estimate && d.code == "estimate-disabled"));
+    assert!(w.declined.iter().any(|d| d.rung == RungId::Estimate && d.code == "estimate-disabled"));
 }
 
 #[test]
@@ -305,61 +238,34 @@ fn s5_1_rungs_3_and_4_are_recorded_unavailable_not_imitated() {
     let rep = m.probe().clone();
     for r in [RungId::ProcessEnergy, RungId::Ioreport] {
         let x = rep.rung(r).unwrap();
-        assert_eq!(
-            (x.status, x.code),
-            (RungStatus::Unavailable, "not-available-on-platform")
-        );
+        assert_eq!((x.status, x.code), (RungStatus::Unavailable, "not-available-on-platform"));
         assert!(x.why.contains("macOS"));
     }
     let order: Vec<RungId> = rep.rungs.iter().map(|r| r.rung).collect();
-    assert_eq!(
-        order,
-        [
-            RungId::ProcessEnergy,
-            RungId::Ioreport,
-            RungId::Calibrated,
-            RungId::Estimate
-        ]
-    );
+    assert_eq!(order, [RungId::ProcessEnergy, RungId::Ioreport, RungId::Calibrated, RungId::Estimate]);
 }
 
 fn calibration(host: HostId) -> Calibration {
-    let source = CalibrationSource {
-        rung: RungId::Rapl,
-        counters: vec!["package-0".into()],
-        trace: None,
-        load: "test".into(),
-    };
+    let source =
+        CalibrationSource { rung: RungId::Rapl, counters: vec!["package-0".into()], trace: None, load: "test".into() };
     Calibration::from_measurement(30_000_000, 1_000_000_000, host, source, 0).unwrap()
 }
 
 #[test]
 fn s5_1_rung5_calibrated_power_is_model_based_on_its_own_host_only() {
     let clock = ManualClock::new();
-    let cfg = MeterConfig {
-        calibration: Some(calibration(host())),
-        ..MeterConfig::default()
-    };
+    let cfg = MeterConfig { calibration: Some(calibration(host())), ..MeterConfig::default() };
     let mut m = meter(vec![], &clock, cfg);
     assert_eq!(m.probe().chosen, Some(RungId::Calibrated));
     let w = m.next_window();
-    assert_eq!(
-        (w.energy_uj, w.provenance),
-        (Some(30_000_000), Some(Provenance::ModelBased))
-    );
+    assert_eq!((w.energy_uj, w.provenance), (Some(30_000_000), Some(Provenance::ModelBased)));
 
     let mut elsewhere = host();
     elsewhere.hostname = "another".into();
-    let cfg = MeterConfig {
-        calibration: Some(calibration(elsewhere)),
-        ..MeterConfig::default()
-    };
+    let cfg = MeterConfig { calibration: Some(calibration(elsewhere)), ..MeterConfig::default() };
     let mut m = meter(vec![], &clock, cfg);
     let rep = m.probe().clone();
-    assert_eq!(
-        rep.rung(RungId::Calibrated).unwrap().code,
-        "calibration-measured-elsewhere"
-    );
+    assert_eq!(rep.rung(RungId::Calibrated).unwrap().code, "calibration-measured-elsewhere");
     assert_eq!(m.next_window().provenance, Some(Provenance::Estimator));
 }
 
@@ -370,18 +276,12 @@ fn gpu_trace(
     draw_mw: impl Fn(u64) -> Option<u64>,
     limit: Option<u64>,
 ) -> jcp_meter::trace::Trace {
-    trace(RungId::Nvml, vec![gpu(limit, true)], 10 * MS, 800, |t| {
-        (vec![Some(counter_mw(t))], vec![draw_mw(t)])
-    })
+    trace(RungId::Nvml, vec![gpu(limit, true)], 10 * MS, 800, |t| (vec![Some(counter_mw(t))], vec![draw_mw(t)]))
 }
 
 #[test]
 fn s5_1_nvml_live_and_plausible_is_hwshunt_partial() {
-    let t = gpu_trace(
-        |t| 5_000_000 + uj(14_800, t),
-        |_| Some(14_800),
-        Some(65_000),
-    );
+    let t = gpu_trace(|t| 5_000_000 + uj(14_800, t), |_| Some(14_800), Some(65_000));
     let clock = ManualClock::new();
     let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
     let rep = m.probe().clone();
@@ -389,11 +289,7 @@ fn s5_1_nvml_live_and_plausible_is_hwshunt_partial() {
     let w = m.next_window();
     assert_eq!(
         (w.provenance, w.coverage, w.energy_uj),
-        (
-            Some(Provenance::HwShunt),
-            Some(Coverage::Partial),
-            Some(14_800_000)
-        )
+        (Some(Provenance::HwShunt), Some(Coverage::Partial), Some(14_800_000))
     );
     assert!(w.counters[0].plausibility.as_ref().unwrap().admits());
 }
@@ -406,37 +302,22 @@ fn s5_plausibility_rtx4050_counter_at_4x_board_draw_is_declined() {
     let rep = m.probe().clone();
     let r = rep.rung(RungId::Nvml).unwrap();
     assert_eq!(r.code, "counter-implausible", "{r:#?}");
-    assert!(
-        r.why.contains("59.200 W") && r.why.contains("19.800 W"),
-        "rate and bound recorded: {}",
-        r.why
-    );
+    assert!(r.why.contains("59.200 W") && r.why.contains("19.800 W"), "rate and bound recorded: {}", r.why);
     assert_eq!(rep.chosen, Some(RungId::Estimate));
 }
 
 #[test]
 fn s5_plausibility_590w_wake_spike_does_not_excuse_the_counter() {
     // The first draw sample after wake reads 590 W (past the 65 W limit); the rest are 14.8 W.
-    let t = gpu_trace(
-        |t| uj(4 * 14_800, t),
-        |t| Some(if t < 60 * MS { 590_000 } else { 14_800 }),
-        Some(65_000),
-    );
+    let t = gpu_trace(|t| uj(4 * 14_800, t), |t| Some(if t < 60 * MS { 590_000 } else { 14_800 }), Some(65_000));
     let clock = ManualClock::new();
     let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
     let rep = m.probe().clone();
     let r = rep.rung(RungId::Nvml).unwrap();
-    assert_eq!(
-        r.code, "counter-implausible",
-        "an implausible counter, not an unjudgeable one: {r:#?}"
-    );
+    assert_eq!(r.code, "counter-implausible", "an implausible counter, not an unjudgeable one: {r:#?}");
     let p = serde_json::to_value(r.counters[0].plausibility.as_ref().unwrap()).unwrap();
     assert_eq!(p["verdict"], "implausible");
-    assert_eq!(
-        p["discarded"].as_array().unwrap().len(),
-        1,
-        "only the spike is discarded: {p}"
-    );
+    assert_eq!(p["discarded"].as_array().unwrap().len(), 1, "only the spike is discarded: {p}");
 }
 
 #[test]
@@ -492,14 +373,7 @@ fn s5_1_nvml_reset_mid_run_is_not_a_wrap() {
     assert_eq!(m.probe().chosen, Some(RungId::Nvml));
     m.next_window();
     let w = m.next_window();
-    assert_eq!(
-        w.declined
-            .iter()
-            .find(|d| d.rung == RungId::Nvml)
-            .unwrap()
-            .code,
-        "counter-reset"
-    );
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Nvml).unwrap().code, "counter-reset");
     assert_eq!(w.provenance, Some(Provenance::Estimator));
 }
 
@@ -507,14 +381,7 @@ fn s5_1_nvml_reset_mid_run_is_not_a_wrap() {
 fn s5_1_trace_end_is_a_degraded_window_not_a_zero() {
     let t = gpu_trace(|t| uj(14_800, t), |_| Some(14_800), Some(65_000)); // 8 s
     let clock = ManualClock::new();
-    let mut m = meter(
-        vec![replay(t)],
-        &clock,
-        MeterConfig {
-            estimate_fallback: false,
-            ..MeterConfig::default()
-        },
-    );
+    let mut m = meter(vec![replay(t)], &clock, MeterConfig { estimate_fallback: false, ..MeterConfig::default() });
     m.probe();
     let ws: Vec<_> = (0..9).map(|_| m.next_window()).collect();
     assert!(ws[..7].iter().all(|w| w.energy_uj == Some(14_800_000)));
@@ -527,24 +394,13 @@ fn s5_1_rapl_above_nvml_leaves_nvml_standby() {
     let fake = Arc::new(FakePowercap::new());
     fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
     let clock = ManualClock::new();
-    live_tree(
-        &fake,
-        &clock,
-        vec![("intel-rapl:0", 10_000, 262_143_328_850)],
-    );
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 10_000, 262_143_328_850)]);
     let t = gpu_trace(|t| uj(14_800, t), |_| Some(14_800), Some(65_000));
-    let mut m = meter(
-        vec![Box::new(rapl(&fake)), replay(t)],
-        &clock,
-        MeterConfig::default(),
-    );
+    let mut m = meter(vec![Box::new(rapl(&fake)), replay(t)], &clock, MeterConfig::default());
     let rep = m.probe().clone();
     assert_eq!(rep.chosen, Some(RungId::Rapl));
     assert_eq!(rep.rung(RungId::Nvml).unwrap().status, RungStatus::Standby);
-    assert_eq!(
-        rep.rung(RungId::Estimate).unwrap().status,
-        RungStatus::Standby
-    );
+    assert_eq!(rep.rung(RungId::Estimate).unwrap().status, RungStatus::Standby);
 }
 
 #[test]
@@ -555,54 +411,29 @@ fn s5_1_calibrate_from_rapl_trace_and_refuse_otherwise() {
         power_limit_mw: None,
         draw_exposed: false,
     };
-    let t = trace(RungId::Rapl, vec![rapl_counter], 50 * MS, 20, |t| {
-        (vec![Some(1_000 + uj(35_000, t))], vec![])
-    });
+    let t = trace(RungId::Rapl, vec![rapl_counter], 50 * MS, 20, |t| (vec![Some(1_000 + uj(35_000, t))], vec![]));
     let c = jcp_meter::meter::calibrate_from_trace(&t, "abc".into(), 0).unwrap();
-    assert_eq!(
-        (
-            c.active_mw,
-            c.measured_on.clone(),
-            c.source.trace.as_deref()
-        ),
-        (35_000, host(), Some("abc"))
-    );
+    assert_eq!((c.active_mw, c.measured_on.clone(), c.source.trace.as_deref()), (35_000, host(), Some("abc")));
     let mut no_host = t.clone();
     no_host.host = None;
     assert_eq!(
-        jcp_meter::meter::calibrate_from_trace(&no_host, "abc".into(), 0)
-            .unwrap_err()
-            .code(),
+        jcp_meter::meter::calibrate_from_trace(&no_host, "abc".into(), 0).unwrap_err().code(),
         "calibration-malformed"
     );
     let g = gpu_trace(|t| uj(14_800, t), |_| Some(14_800), Some(65_000));
     assert_eq!(
-        jcp_meter::meter::calibrate_from_trace(&g, "abc".into(), 0)
-            .unwrap_err()
-            .code(),
+        jcp_meter::meter::calibrate_from_trace(&g, "abc".into(), 0).unwrap_err().code(),
         "calibration-wrong-domain"
     );
-    let frozen = trace(RungId::Rapl, t.counters.clone(), 50 * MS, 20, |_| {
-        (vec![Some(5)], vec![])
-    });
-    assert_eq!(
-        jcp_meter::meter::calibrate_from_trace(&frozen, "abc".into(), 0)
-            .unwrap_err()
-            .code(),
-        "no-live-counter"
-    );
+    let frozen = trace(RungId::Rapl, t.counters.clone(), 50 * MS, 20, |_| (vec![Some(5)], vec![]));
+    assert_eq!(jcp_meter::meter::calibrate_from_trace(&frozen, "abc".into(), 0).unwrap_err().code(), "no-live-counter");
 }
 
 #[test]
 fn s5_1_calibrate_without_a_live_counter_stores_nothing() {
     let clock = ManualClock::new();
     let mut m = meter(vec![], &clock, MeterConfig::default());
-    assert_eq!(
-        m.calibrate(Duration::from_millis(100), 0)
-            .unwrap_err()
-            .code(),
-        "no-live-counter"
-    );
+    assert_eq!(m.calibrate(Duration::from_millis(100), 0).unwrap_err().code(), "no-live-counter");
 }
 
 #[test]
@@ -610,21 +441,10 @@ fn s5_1_calibrate_against_a_live_rapl_counter() {
     let fake = Arc::new(FakePowercap::new());
     fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
     let clock = ManualClock::new();
-    live_tree(
-        &fake,
-        &clock,
-        vec![("intel-rapl:0", 42_000, 262_143_328_850)],
-    );
-    let mut m = Meter::new(
-        MeterConfig::default(),
-        backends(vec![Box::new(rapl(&fake))], &clock, Some(0)),
-    )
-    .unwrap();
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 42_000, 262_143_328_850)]);
+    let mut m = Meter::new(MeterConfig::default(), backends(vec![Box::new(rapl(&fake))], &clock, Some(0))).unwrap();
     let c = m.calibrate(Duration::from_millis(500), 7).unwrap();
-    assert_eq!(
-        (c.active_mw, c.source.rung, c.measured_on),
-        (42_000, RungId::Rapl, host())
-    );
+    assert_eq!((c.active_mw, c.source.rung, c.measured_on), (42_000, RungId::Rapl, host()));
 }
 
 #[test]
@@ -634,10 +454,7 @@ fn s5_4_live_meter_hands_over_windows_with_grades() {
     let m = meter(vec![replay(t)], &clock, MeterConfig::default());
     let live = LiveMeter::spawn(m);
     let first = live.recv().unwrap();
-    assert_eq!(
-        (first.provenance, first.coverage),
-        (Some(Provenance::HwShunt), Some(Coverage::Partial))
-    );
+    assert_eq!((first.provenance, first.coverage), (Some(Provenance::HwShunt), Some(Coverage::Partial)));
     assert_eq!(live.probe_report().unwrap().chosen, Some(RungId::Nvml));
     let _ = live.drain();
     live.stop();
@@ -665,10 +482,7 @@ fn s5_4_live_meter_windows_record_as_a_session_that_reads_back() {
 #[test]
 fn c09_real_system_probe_always_yields_a_figure_and_says_why() {
     // C9: on whatever machine runs the tests, the ladder yields a figure and every declined rung says why.
-    let cfg = MeterConfig {
-        interval: Duration::from_millis(50),
-        ..MeterConfig::default()
-    };
+    let cfg = MeterConfig { interval: Duration::from_millis(50), ..MeterConfig::default() };
     let mut m = Meter::system(cfg, std::path::Path::new(jcp_meter::rapl::POWERCAP_ROOT)).unwrap();
     let rep = m.probe().clone();
     assert!(rep.chosen.is_some());
@@ -690,51 +504,21 @@ fn c09_real_system_probe_always_yields_a_figure_and_says_why() {
 #[test]
 fn s5_1_record_a_live_counter_then_calibrate_from_the_recording() {
     let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
-        .zone("intel-rapl:1", "psys", 1, 262_143_328_850);
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850).zone("intel-rapl:1", "psys", 1, 262_143_328_850);
     let clock = ManualClock::new();
-    live_tree(
-        &fake,
-        &clock,
-        vec![("intel-rapl:0", 18_000, 262_143_328_850)],
-    );
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 18_000, 262_143_328_850)]);
     let mut counters: Vec<Box<dyn CounterBackend>> = vec![Box::new(rapl(&fake))];
-    let t = jcp_meter::trace::record(
-        &mut counters,
-        &clock,
-        Duration::from_millis(100),
-        10,
-        false,
-        host(),
-    )
-    .unwrap();
-    assert_eq!(
-        (t.rung, t.counters.len(), t.samples.len()),
-        (RungId::Rapl, 1, 11)
-    );
+    let t = jcp_meter::trace::record(&mut counters, &clock, Duration::from_millis(100), 10, false, host()).unwrap();
+    assert_eq!((t.rung, t.counters.len(), t.samples.len()), (RungId::Rapl, 1, 11));
     let json = serde_json::to_string(&t).unwrap();
     let back = jcp_meter::trace::Trace::from_json(&json).unwrap();
-    let c = jcp_meter::meter::calibrate_from_trace(
-        &back,
-        jcp_meter::trace::Trace::content_id(json.as_bytes()),
-        0,
-    )
-    .unwrap();
+    let c =
+        jcp_meter::meter::calibrate_from_trace(&back, jcp_meter::trace::Trace::content_id(json.as_bytes()), 0).unwrap();
     assert_eq!(c.active_mw, 18_000);
-    let mut none: Vec<Box<dyn CounterBackend>> = vec![Box::new(jcp_meter::rapl::RaplReader::new(
-        fake.root().join("absent"),
-    ))];
+    let mut none: Vec<Box<dyn CounterBackend>> =
+        vec![Box::new(jcp_meter::rapl::RaplReader::new(fake.root().join("absent")))];
     assert_eq!(
-        jcp_meter::trace::record(
-            &mut none,
-            &clock,
-            Duration::from_millis(100),
-            10,
-            false,
-            host()
-        )
-        .unwrap_err()
-        .code(),
+        jcp_meter::trace::record(&mut none, &clock, Duration::from_millis(100), 10, false, host()).unwrap_err().code(),
         "no-live-counter"
     );
 }

@@ -22,37 +22,21 @@ use jcp_meter::traceability::activity_bytes;
 use jcp_meter::{Backends, Meter, MeterConfig, RungId, Window};
 
 fn host() -> HostId {
-    HostId {
-        hostname: "bench".into(),
-        machine: None,
-        cpu: "c".into(),
-        logical_cpus: 2,
-        os: "linux".into(),
-    }
+    HostId { hostname: "bench".into(), machine: None, cpu: "c".into(), logical_cpus: 2, os: "linux".into() }
 }
 
 /// Windows metered from the committed RAPL trace, through the real ladder.
 fn metered(n: usize) -> Vec<Window> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/trace_decode/rapl-live.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/trace_decode/rapl-live.json");
     let trace = Trace::from_bytes(&std::fs::read(path).unwrap()).unwrap();
     let backends = Backends {
         counters: vec![Box::new(TraceBackend::new(trace))],
-        util: Box::new(FixedUtil {
-            permille: Some(400),
-            cpus: 2,
-        }),
+        util: Box::new(FixedUtil { permille: Some(400), cpus: 2 }),
         clock: Arc::new(ManualClock::new()),
         host: host(),
     };
-    let mut m = Meter::new(
-        MeterConfig {
-            interval: Duration::from_millis(100),
-            ..MeterConfig::default()
-        },
-        backends,
-    )
-    .unwrap();
+    let mut m =
+        Meter::new(MeterConfig { interval: Duration::from_millis(100), ..MeterConfig::default() }, backends).unwrap();
     m.probe();
     (0..n).map(|_| m.next_window()).collect()
 }
@@ -85,13 +69,7 @@ fn session(ws: &[Window]) -> Session {
 fn s5_4_a_recorded_session_reads_back_as_the_meter_windows() {
     let ws = metered(4);
     assert!(ws.iter().all(|w| w.rung == Some(RungId::Rapl)));
-    let s = Session::new(
-        host(),
-        Some("idle".into()),
-        100_000_000,
-        Some("ab".repeat(32)),
-        &ws,
-    );
+    let s = Session::new(host(), Some("idle".into()), 100_000_000, Some("ab".repeat(32)), &ws);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.json");
     record_to(&p, &s).unwrap();
@@ -105,10 +83,7 @@ fn s5_4_a_recorded_session_reads_back_as_the_meter_windows() {
     }
     // The error names the file.
     let e = Session::load(&dir.path().join("missing.json")).unwrap_err();
-    assert!(
-        e.to_string().contains("missing.json") && e.code() == "io",
-        "{e}"
-    );
+    assert!(e.to_string().contains("missing.json") && e.code() == "io", "{e}");
 }
 
 fn spend(debited: u64, modelled: u64, failed: u64) -> GrantSpend {
@@ -126,80 +101,40 @@ fn spend(debited: u64, modelled: u64, failed: u64) -> GrantSpend {
 
 #[test]
 fn s5_5_reconcile_spend_is_exact_over_whole_windows() {
-    let hw = |s, uj| {
-        win(
-            s,
-            Some((uj, Provenance::HwShunt, Coverage::Whole, RungId::Rapl)),
-        )
-    };
+    let hw = |s, uj| win(s, Some((uj, Provenance::HwShunt, Coverage::Whole, RungId::Rapl)));
     let s = session(&[hw(0, 300_000), hw(1, 100_000)]);
     let r = layers::reconcile_spend(&spend(400_000, 0, 0), &s).unwrap();
     let c = r.conservation.as_ref().unwrap();
-    assert_eq!(
-        (c.discrepancy_uj, r.basis, r.balanced),
-        (0, Basis::Measured, true)
-    );
+    assert_eq!((c.discrepancy_uj, r.basis, r.balanced), (0, Basis::Measured, true));
     assert_eq!(c.floor_ppm.to_string(), "1/1", "one joule: a 1 ppm floor");
     let r = layers::reconcile_spend(&spend(400_001, 0, 0), &s).unwrap();
-    assert_eq!(
-        (r.conservation.unwrap().discrepancy_uj, r.balanced),
-        (1, false)
-    );
+    assert_eq!((r.conservation.unwrap().discrepancy_uj, r.balanced), (1, false));
     // Modelled debits make the floor modelled, whatever the meter read.
     let r = layers::reconcile_spend(&spend(400_000, 10, 0), &s).unwrap();
     assert_eq!((r.basis, r.balanced), (Basis::Modelled, true));
     assert!(r.statement.contains("model"), "{}", r.statement);
     // A receipt that failed verification is in no figure: not balanced (§8.2).
     let r = layers::reconcile_spend(&spend(400_000, 0, 1), &s).unwrap();
-    assert!(
-        !r.balanced && r.statement.contains("failed verification"),
-        "{}",
-        r.statement
-    );
+    assert!(!r.balanced && r.statement.contains("failed verification"), "{}", r.statement);
 }
 
 #[test]
 fn s5_5_partial_and_gap_windows_are_kept_apart() {
     let s = session(&[
-        win(
-            0,
-            Some((400_000, Provenance::HwShunt, Coverage::Whole, RungId::Rapl)),
-        ),
-        win(
-            1,
-            Some((7, Provenance::HwShunt, Coverage::Partial, RungId::Nvml)),
-        ),
+        win(0, Some((400_000, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
+        win(1, Some((7, Provenance::HwShunt, Coverage::Partial, RungId::Nvml))),
         win(2, None),
     ]);
     let r = layers::reconcile_spend(&spend(400_000, 0, 0), &s).unwrap();
     assert_eq!(r.unreconciled, Some(Unreconciled::MeterCoveragePartial));
     assert_eq!(
-        (
-            r.whole_uj,
-            r.partial_uj,
-            r.partial_windows.clone(),
-            r.gap_windows.clone()
-        ),
+        (r.whole_uj, r.partial_uj, r.partial_windows.clone(), r.gap_windows.clone()),
         (400_000, 7, vec![1], vec![2])
     );
     assert!(r.conservation.is_none() && !r.balanced);
-    let s = session(&[
-        win(
-            0,
-            Some((
-                400_000,
-                Provenance::Estimator,
-                Coverage::Whole,
-                RungId::Estimate,
-            )),
-        ),
-        win(1, None),
-    ]);
+    let s = session(&[win(0, Some((400_000, Provenance::Estimator, Coverage::Whole, RungId::Estimate))), win(1, None)]);
     let r = layers::reconcile_spend(&spend(400_000, 0, 0), &s).unwrap();
-    assert_eq!(
-        (r.unreconciled, r.basis),
-        (Some(Unreconciled::MeterGap), Basis::Modelled)
-    );
+    assert_eq!((r.unreconciled, r.basis), (Some(Unreconciled::MeterGap), Basis::Modelled));
 }
 
 #[test]
@@ -210,49 +145,14 @@ fn s5_6_bounds_hold_only_the_envelopes_rungs_and_never_verify() {
     )
     .unwrap();
     let s = session(&[
-        win(
-            0,
-            Some((
-                30_000_000,
-                Provenance::HwShunt,
-                Coverage::Whole,
-                RungId::Rapl,
-            )),
-        ),
-        win(
-            1,
-            Some((
-                65_000_001,
-                Provenance::HwShunt,
-                Coverage::Whole,
-                RungId::Rapl,
-            )),
-        ),
-        win(
-            2,
-            Some((999_999, Provenance::HwShunt, Coverage::Whole, RungId::Rapl)),
-        ),
-        win(
-            3,
-            Some((
-                999_999,
-                Provenance::Estimator,
-                Coverage::Whole,
-                RungId::Estimate,
-            )),
-        ),
+        win(0, Some((30_000_000, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
+        win(1, Some((65_000_001, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
+        win(2, Some((999_999, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
+        win(3, Some((999_999, Provenance::Estimator, Coverage::Whole, RungId::Estimate))),
     ]);
     let r = layers::bounds(&s, &env).unwrap();
     let words: Vec<_> = r.windows.iter().map(|w| w.word).collect();
-    assert_eq!(
-        words,
-        vec![
-            Some(Word::NotRefuted),
-            Some(Word::Refuted),
-            Some(Word::Refuted),
-            None
-        ]
-    );
+    assert_eq!(words, vec![Some(Word::NotRefuted), Some(Word::Refuted), Some(Word::Refuted), None]);
     assert_eq!((r.refuted, r.not_refuted, r.not_held), (2, 1, 1));
     assert!(!serde_json::to_string(&r).unwrap().contains("verified"));
 }
@@ -265,40 +165,13 @@ fn s5_4_dynamism_over_a_session_keeps_three_looks_apart() {
     )
     .unwrap();
     let s = session(&[
-        win(
-            0,
-            Some((
-                7_000_000,
-                Provenance::HwShunt,
-                Coverage::Whole,
-                RungId::Rapl,
-            )),
-        ),
-        win(
-            1,
-            Some((
-                70_000_000,
-                Provenance::HwShunt,
-                Coverage::Whole,
-                RungId::Rapl,
-            )),
-        ),
+        win(0, Some((7_000_000, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
+        win(1, Some((70_000_000, Provenance::HwShunt, Coverage::Whole, RungId::Rapl))),
         win(2, None),
-        win(
-            3,
-            Some((
-                7_000_000,
-                Provenance::HwShunt,
-                Coverage::Partial,
-                RungId::Nvml,
-            )),
-        ),
+        win(3, Some((7_000_000, Provenance::HwShunt, Coverage::Partial, RungId::Nvml))),
     ]);
     let r = layers::dynamism(&s, Some(&baseline), &Causes::default(), None);
-    assert_eq!(
-        (r.within_band, r.unexplained, r.unresolvable, r.inapplicable),
-        (1, 1, 1, 1)
-    );
+    assert_eq!((r.within_band, r.unexplained, r.unresolvable, r.inapplicable), (1, 1, 1, 1));
     let mut anon = s.clone();
     anon.occupancy = None;
     let r = layers::dynamism(&anon, Some(&baseline), &Causes::default(), None);
@@ -323,20 +196,10 @@ fn s5_3_trace_files_resolves_by_content_id_and_lists_unbound_files() {
         steward: key.did(),
     };
     let sealed = e.seal(&key).unwrap();
-    let r = layers::trace_files(
-        &sealed,
-        &[("a.cbor".into(), a.clone()), ("stray.cbor".into(), stray)],
-    )
-    .unwrap();
-    assert_eq!(
-        (r.trace.residual_uj, r.trace.finding),
-        (-100, Some("activities-exceed-outcome"))
-    );
+    let r = layers::trace_files(&sealed, &[("a.cbor".into(), a.clone()), ("stray.cbor".into(), stray)]).unwrap();
+    assert_eq!((r.trace.residual_uj, r.trace.finding), (-100, Some("activities-exceed-outcome")));
     assert_eq!(r.unbound.len(), 1);
     assert_eq!(r.unbound[0].file, "stray.cbor");
-    assert_eq!(
-        layers::trace_files(&sealed, &[]).unwrap_err().code(),
-        "unresolvable-activity"
-    );
+    assert_eq!(layers::trace_files(&sealed, &[]).unwrap_err().code(), "unresolvable-activity");
     assert!(layers::trace_files(&sealed, &[]).unwrap_err().is_refusal());
 }

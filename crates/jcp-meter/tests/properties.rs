@@ -10,11 +10,7 @@ use jcp_meter::rapl::wrap_delta;
 use proptest::prelude::*;
 
 fn provenance() -> impl Strategy<Value = Provenance> {
-    prop_oneof![
-        Just(Provenance::Estimator),
-        Just(Provenance::ModelBased),
-        Just(Provenance::HwShunt)
-    ]
+    prop_oneof![Just(Provenance::Estimator), Just(Provenance::ModelBased), Just(Provenance::HwShunt)]
 }
 
 fn coverage() -> impl Strategy<Value = Coverage> {

@@ -77,19 +77,12 @@ pub fn render_registry(registry: &Registry) -> Result<String, std::fmt::Error> {
 
 /// Binds `addr` (`HOST:PORT`; port 0 picks a free one) and says where it is.
 pub async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), MetricsError> {
-    let ok_shape = addr
-        .rsplit_once(':')
-        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+    let ok_shape = addr.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
     if !ok_shape {
         return Err(MetricsError::BadAddress(addr.to_owned()));
     }
-    let bind_err = |source| MetricsError::Bind {
-        addr: addr.to_owned(),
-        source,
-    };
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(bind_err)?;
+    let bind_err = |source| MetricsError::Bind { addr: addr.to_owned(), source };
+    let l = tokio::net::TcpListener::bind(addr).await.map_err(bind_err)?;
     let local = l.local_addr().map_err(bind_err)?;
     Ok((l, local))
 }
@@ -97,58 +90,36 @@ pub async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), M
 fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(text.to_owned())));
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    r.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
     r
 }
 
 /// The answer to one request.
 pub fn respond(method: &Method, path: &str, render: &Render) -> Response<Full<Bytes>> {
     if path != PATH {
-        return plain(
-            StatusCode::NOT_FOUND,
-            "not found: the exposition is at /metrics\n",
-        );
+        return plain(StatusCode::NOT_FOUND, "not found: the exposition is at /metrics\n");
     }
     if method != Method::GET && method != Method::HEAD {
         let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-        r.headers_mut().insert(
-            hyper::header::ALLOW,
-            hyper::header::HeaderValue::from_static("GET, HEAD"),
-        );
+        r.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static("GET, HEAD"));
         return r;
     }
     match render() {
         Ok(text) => {
-            let body = if method == Method::HEAD {
-                Bytes::new()
-            } else {
-                Bytes::from(text)
-            };
+            let body = if method == Method::HEAD { Bytes::new() } else { Bytes::from(text) };
             let mut r = Response::new(Full::new(body));
-            r.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static(CONTENT_TYPE),
-            );
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(CONTENT_TYPE));
             r
         }
-        Err(_) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the exposition could not be encoded\n",
-        ),
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the exposition could not be encoded\n"),
     }
 }
 
 /// Serves `/metrics` on `listener` until `shutdown` resolves. Each
 /// connection runs on its own task; one that misbehaves holds nothing but
 /// itself. Failed accepts are logged and serving goes on.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    render: Render,
-    shutdown: impl Future<Output = ()>,
-) {
+pub async fn serve(listener: tokio::net::TcpListener, render: Render, shutdown: impl Future<Output = ()>) {
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -169,8 +140,7 @@ pub async fn serve(
                 let r = respond(req.method(), req.uri().path(), &render);
                 async move { Ok::<_, Infallible>(r) }
             });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
+            let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
             if let Err(e) = conn.await {
                 tracing::debug!("metrics: connection ended: {e}");
             }
@@ -196,10 +166,7 @@ mod tests {
 
     #[test]
     fn s5_s11_exposition_served_on_metrics_only_and_a_failed_render_is_a_500_not_a_partial_text() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         let (addr, stop) = rt.block_on(async {
             let (l, addr) = bind("127.0.0.1:0").await.unwrap();
             let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -224,19 +191,13 @@ mod tests {
         assert!(!failed.contains("x 1"), "{failed}");
         assert!(get(addr, "GET /").starts_with("HTTP/1.1 404"));
         let post = get(addr, "POST /metrics");
-        assert!(
-            post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"),
-            "{post}"
-        );
+        assert!(post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"), "{post}");
         let _ = stop.send(());
     }
 
     #[test]
     fn s5_s11_a_metrics_listen_address_that_is_not_host_port_is_refused_with_its_code() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         for bad in ["", "9464", ":9464", "localhost:http", "127.0.0.1:99999"] {
             let e = rt.block_on(bind(bad)).unwrap_err();
             assert_eq!(e.code(), "bad-metrics-address", "{bad}");

@@ -217,7 +217,12 @@ enum Tbs<'a> {
     /// `["Signature1", protected, h'', payload]`: `head` is everything up to
     /// and including the protected header's length, `mid` is `h''` and the
     /// payload's length; `protected` and `payload` are the record's own bytes.
-    Pieces { head: TbsHead, protected: &'a [u8], mid: TbsHead, payload: &'a [u8] },
+    Pieces {
+        head: TbsHead,
+        protected: &'a [u8],
+        mid: TbsHead,
+        payload: &'a [u8],
+    },
 }
 
 /// A few bytes of CBOR heads kept inline (at most 21).
@@ -249,7 +254,13 @@ impl TbsHead {
 
 impl<'a> Unsealed<'a> {
     /// The envelope of a record in its canonical layout, over its own bytes.
-    pub(crate) fn from_parts(steward: std::sync::Arc<Did>, position: Position, signature: [u8; 64], protected: &'a [u8], payload: &'a [u8]) -> Self {
+    pub(crate) fn from_parts(
+        steward: std::sync::Arc<Did>,
+        position: Position,
+        signature: [u8; 64],
+        protected: &'a [u8],
+        payload: &'a [u8],
+    ) -> Self {
         let (head, mid) = sig_structure_heads(protected.len(), payload.len());
         Self { steward, position, signature, tbs: Tbs::Pieces { head, protected, mid, payload } }
     }
@@ -278,7 +289,13 @@ impl<'a> Unsealed<'a> {
             Tbs::Whole(v) => v,
             Tbs::Pieces { .. } => self.tbs(),
         };
-        Sealed { steward: *self.steward, position: self.position, tbs, signature: self.signature, id: ContentId::of_bytes(bytes) }
+        Sealed {
+            steward: *self.steward,
+            position: self.position,
+            tbs,
+            signature: self.signature,
+            id: ContentId::of_bytes(bytes),
+        }
     }
 
     /// Checks the signature under the `kid` (`verify_strict`).
@@ -293,7 +310,12 @@ impl<'a> Unsealed<'a> {
 
 impl From<Sealed> for Unsealed<'static> {
     fn from(s: Sealed) -> Self {
-        Self { steward: std::sync::Arc::new(s.steward), position: s.position, signature: s.signature, tbs: Tbs::Whole(s.tbs) }
+        Self {
+            steward: std::sync::Arc::new(s.steward),
+            position: s.position,
+            signature: s.signature,
+            tbs: Tbs::Whole(s.tbs),
+        }
     }
 }
 
@@ -343,8 +365,9 @@ fn cose_err(e: &coset::CoseError) -> Error {
 
 fn read_uint(v: &CborValue, what: &str) -> Result<u64, Error> {
     match v {
-        CborValue::Integer(i) => u64::try_from(*i)
-            .map_err(|_| Error::CoseMalformed(format!("{what} must be an unsigned integer"))),
+        CborValue::Integer(i) => {
+            u64::try_from(*i).map_err(|_| Error::CoseMalformed(format!("{what} must be an unsigned integer")))
+        }
         _ => Err(Error::CoseMalformed(format!("{what} must be an unsigned integer"))),
     }
 }

@@ -71,8 +71,7 @@ pub(crate) fn key(seed: u64, label: &str) -> Result<Keypair, Error> {
     h.update(b"jcp-demo-key");
     h.update(&seed.to_be_bytes());
     h.update(label.as_bytes());
-    Keypair::from_seed(*h.finalize().as_bytes())
-        .map_err(|e| Error::Revocation(jcp::Error::Identity(e)))
+    Keypair::from_seed(*h.finalize().as_bytes()).map_err(|e| Error::Revocation(jcp::Error::Identity(e)))
 }
 
 pub(crate) fn nonce(seed: u64, label: &str) -> [u8; 16] {
@@ -197,8 +196,8 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
         if Some(i) == revoke_at {
             // Revoke lead 0 of root 0 at feed marker 5: its subtree dies.
             let lead = &cast.chains[0].0[1];
-            let rev = Revocation::issue(lead, &cast.holders[0], Some(nonce(opts.seed, "revocation")))
-                .map_err(core_err)?;
+            let rev =
+                Revocation::issue(lead, &cast.holders[0], Some(nonce(opts.seed, "revocation"))).map_err(core_err)?;
             dg.admit_revocation(&rev, lead, 5)?;
             sum.revoked = Some(lead.id());
         }

@@ -70,7 +70,9 @@ pub enum Error {
     #[error("stream-locked: {path} is held by another writer; a second writer must not start (§4.11, one writer per record)")]
     Locked { path: String },
     /// The platform cannot take an exclusive lock (§4.11: fail to open rather than proceed).
-    #[error("lock-unsupported: {path}: exclusive locking is not available here ({detail}); refusing to open for writing")]
+    #[error(
+        "lock-unsupported: {path}: exclusive locking is not available here ({detail}); refusing to open for writing"
+    )]
     LockUnsupported { path: String, detail: String },
     /// A record to append is larger than the format allows.
     #[error("record-oversized: {len} bytes exceeds the {max}-byte record limit")]

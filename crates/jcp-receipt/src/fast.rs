@@ -123,14 +123,16 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
     let (mut action, mut frame_kind, mut trust, mut allow, mut deny_reason) = (None, None, None, None, None);
     let (mut cost_uj, mut provenance, mut coverage) = (None, None, Coverage::Whole);
     let (mut budget_remaining_uj, mut budget_uj) = (None, None);
-    let (mut chain, mut chain_last, mut breach, mut currency, mut minor, mut tainted) = (None, None, None, None, None, false);
+    let (mut chain, mut chain_last, mut breach, mut currency, mut minor, mut tainted) =
+        (None, None, None, None, None, false);
     // RFC 8949 §4.2.1: keys in strictly increasing canonical order (a repeat
     // is equal), so each key is looked for only among the names ranked after
     // the previous one: an unknown, repeated or misplaced key is not found.
     let mut next_rank = 0;
     for _ in 0..n {
         let key = c.text_bytes()?;
-        let rank = next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| same_bytes(name.as_bytes(), key))?;
+        let rank =
+            next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| same_bytes(name.as_bytes(), key))?;
         next_rank = rank + 1;
         match BY_RANK[rank].1 {
             Field::Action => action = Some(utf8_text(&mut c)?),
@@ -319,7 +321,11 @@ mod tests {
     fn receipts() -> Vec<Vec<u8>> {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f.jcps");
-        demo::write_demo(&p, &DemoOptions { receipts: 120, seed: 5, durability: Durability::GeneratorOnly, ..DemoOptions::default() }).unwrap();
+        demo::write_demo(
+            &p,
+            &DemoOptions { receipts: 120, seed: 5, durability: Durability::GeneratorOnly, ..DemoOptions::default() },
+        )
+        .unwrap();
         Reader::new(std::fs::File::open(&p).unwrap())
             .unwrap()
             .filter_map(|i| match i {
@@ -411,7 +417,11 @@ mod tests {
     fn s8_fast_outcome_path_equals_the_coset_path() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("o.jcps");
-        demo::write_demo(&p, &DemoOptions { receipts: 40, seed: 6, durability: Durability::GeneratorOnly, ..DemoOptions::default() }).unwrap();
+        demo::write_demo(
+            &p,
+            &DemoOptions { receipts: 40, seed: 6, durability: Durability::GeneratorOnly, ..DemoOptions::default() },
+        )
+        .unwrap();
         let mut dids = DidCache::new();
         let mut n = 0;
         for i in Reader::new(std::fs::File::open(&p).unwrap()).unwrap() {
@@ -444,7 +454,14 @@ mod tests {
             .into_iter()
             .filter(|r| {
                 let c = slow(r).unwrap().core;
-                let shape = (c.verdict == jcp::decision::Verdict::Allow, c.chain_ids.len(), c.money.is_some(), c.coverage, c.tainted, c.breach.is_some());
+                let shape = (
+                    c.verdict == jcp::decision::Verdict::Allow,
+                    c.chain_ids.len(),
+                    c.money.is_some(),
+                    c.coverage,
+                    c.tainted,
+                    c.breach.is_some(),
+                );
                 shapes.insert(shape)
             })
             .collect();
@@ -456,7 +473,9 @@ mod tests {
         let kp = jcp::identity::Keypair::from_seed([7; 32]).unwrap();
         let cores: Vec<ReceiptCore> = rs.iter().map(|r| slow(r).unwrap().core).collect();
         let money = Some(jcp::grant::Funds { currency: "EUR".into(), minor: 1234 });
-        for (c, allow, chained) in cores.iter().map(|c| (c, c.verdict == jcp::decision::Verdict::Allow, !c.chain_ids.is_empty())) {
+        for (c, allow, chained) in
+            cores.iter().map(|c| (c, c.verdict == jcp::decision::Verdict::Allow, !c.chain_ids.is_empty()))
+        {
             let mut c = c.clone();
             c.steward = kp.did();
             c.money = money.clone();

@@ -155,7 +155,11 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
     let slices: Vec<Slice> = workers
         .iter()
         .enumerate()
-        .map(|(p, w)| Slice { subject: w.did(), budget_uj: SHARD_UJ, nonce: Some(nonce(seed, &format!("fleet-shard-{p}"))) })
+        .map(|(p, w)| Slice {
+            subject: w.did(),
+            budget_uj: SHARD_UJ,
+            nonce: Some(nonce(seed, &format!("fleet-shard-{p}"))),
+        })
         .collect();
     let shards = shard(&root, &holder, &slices).map_err(core_err)?;
     let revocation = Revocation::issue(&root, &operator, Some(nonce(seed, "fleet-revocation"))).map_err(core_err)?;
@@ -209,7 +213,8 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
                 model: None,
             };
             let caller = worker.did();
-            let req = Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now: 1_700_000_000, flow: None };
+            let req =
+                Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now: 1_700_000_000, flow: None };
             let rec = dg.decide(&req)?;
             sum.receipts += 1;
             if rec.decision.is_allow() {
@@ -225,7 +230,13 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
         dg.close()?;
         points.push(sum);
     }
-    Ok(FleetSummary { root: root.id(), root_budget_uj: SHARD_UJ * n, revocation_marker: REVOCATION_MARKER, points, violation })
+    Ok(FleetSummary {
+        root: root.id(),
+        root_budget_uj: SHARD_UJ * n,
+        revocation_marker: REVOCATION_MARKER,
+        points,
+        violation,
+    })
 }
 
 #[cfg(test)]
@@ -245,7 +256,10 @@ mod tests {
         assert_eq!(roles, [Role::Heard, Role::Heard, Role::Violator, Role::Laggard]);
         assert_eq!(sa.points.iter().map(|p| p.heard_at).collect::<Vec<_>>(), [Some(10), Some(12), None, None]);
         for p in 0..4 {
-            assert_eq!(std::fs::read(point_path(a.path(), p)).unwrap(), std::fs::read(point_path(b.path(), p)).unwrap());
+            assert_eq!(
+                std::fs::read(point_path(a.path(), p)).unwrap(),
+                std::fs::read(point_path(b.path(), p)).unwrap()
+            );
         }
         assert_eq!(sa.violation, sb.violation);
         assert_eq!(sa.violation.0, 2);
@@ -260,7 +274,9 @@ mod tests {
             let grants: Vec<jcp::grant::SignedGrant> = crate::stream::Reader::new(f)
                 .unwrap()
                 .filter_map(|i| match i {
-                    crate::stream::Item::Record(r) if r.kind == crate::stream::RecordKind::Grant => Some(jcp::grant::SignedGrant::from_bytes(&r.payload).unwrap()),
+                    crate::stream::Item::Record(r) if r.kind == crate::stream::RecordKind::Grant => {
+                        Some(jcp::grant::SignedGrant::from_bytes(&r.payload).unwrap())
+                    }
                     _ => None,
                 })
                 .collect();

@@ -31,10 +31,10 @@
 
 pub mod cose;
 pub mod demo;
-pub mod fleet;
-mod fast;
 pub mod error;
+mod fast;
 mod fields;
+pub mod fleet;
 pub mod open;
 mod raw;
 pub mod receipt;

@@ -4,7 +4,6 @@
 //! else, which then accepts or names the error. The choice is made here,
 //! above both readers, so neither depends on the other.
 
-
 use crate::cose::{DidCache, Sealed, Unsealed};
 use crate::error::Error;
 use crate::fast;
@@ -57,7 +56,10 @@ impl Settlement {
     /// The reservation must be an allow sealed by this record's steward.
     fn check_reservation(&self, o: OpenedReceipt) -> Result<OpenedReceipt, Error> {
         if o.core.steward != self.steward {
-            return Err(Error::StewardMismatch { core: o.core.steward.to_did_string(), kid: self.steward.to_did_string() });
+            return Err(Error::StewardMismatch {
+                core: o.core.steward.to_did_string(),
+                kid: self.steward.to_did_string(),
+            });
         }
         if !o.core.is_allow() {
             return Err(Error::Invalid { field: "reservation", problem: "a reservation is an allow receipt".into() });
@@ -97,7 +99,10 @@ pub fn open_outcome_record(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome
 /// [`open_outcome_record`] without the record id (the audit's path; see
 /// [`Unsealed`]). An outcome costs what
 /// [`open_outcome_unsealed`] costs.
-pub fn open_outcome_record_unsealed<'a>(bytes: &'a [u8], dids: &mut DidCache) -> Result<(OutcomeRecord, Unsealed<'a>), Error> {
+pub fn open_outcome_record_unsealed<'a>(
+    bytes: &'a [u8],
+    dids: &mut DidCache,
+) -> Result<(OutcomeRecord, Unsealed<'a>), Error> {
     if let Some((o, u)) = fast::open_outcome_unsealed(bytes, dids) {
         return Ok((OutcomeRecord::Outcome(o), u));
     }

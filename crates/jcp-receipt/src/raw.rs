@@ -159,10 +159,7 @@ mod tests {
                 b[at] ^= 0x40;
                 assert!(!same_bytes(&a, &b), "differs at {at} of {n}");
             }
-            assert!(
-                !same_bytes(&a, &a[..n.saturating_sub(1)]) || n == 0,
-                "shorter, length {n}"
-            );
+            assert!(!same_bytes(&a, &a[..n.saturating_sub(1)]) || n == 0, "shorter, length {n}");
         }
         proptest::proptest!(|(a in proptest::collection::vec(0u8..4, 0..40), b in proptest::collection::vec(0u8..4, 0..40))| {
             proptest::prop_assert_eq!(same_bytes(&a, &b), a == b);

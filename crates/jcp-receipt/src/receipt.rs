@@ -11,9 +11,9 @@
 
 use jcp::cbor::{self, ContentId, SchemaError, Value};
 use jcp::decision::{Decision, Reason, Request, Verdict};
-use jcp::grant::Funds;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::frame::{FrameKind, Trust};
+use jcp::grant::Funds;
 use jcp::identity::{Did, Keypair};
 
 use crate::cose::{self, DidCache, Position, Sealed};
@@ -121,9 +121,9 @@ impl<'a> CoreView<'a> {
             (Some(true), Some(_)) => {
                 return Err(invalid("deny_reason", "present on an allow (§8: omitted on allow)"));
             }
-            (Some(false), Some(r)) => Verdict::Deny(
-                Reason::parse(r).ok_or_else(|| invalid("deny_reason", format!("unknown reason {r:?}")))?,
-            ),
+            (Some(false), Some(r)) => {
+                Verdict::Deny(Reason::parse(r).ok_or_else(|| invalid("deny_reason", format!("unknown reason {r:?}")))?)
+            }
             (Some(false), None) => return Err(invalid("deny_reason", "a deny must name its reason")),
             (None, _) => {
                 let other = utf8(Field::Verdict, verdict_b)?;
@@ -373,7 +373,9 @@ impl ReceiptCore {
         let lists: Vec<Option<Vec<&[u8]>>> = entries
             .iter()
             .map(|(_, val)| match val {
-                Value::Array(items) => items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_bytes()) } else { None }).collect(),
+                Value::Array(items) => {
+                    items.iter().map(|i| if let Value::Text(t) = i { Some(t.as_bytes()) } else { None }).collect()
+                }
                 _ => None,
             })
             .collect();
@@ -481,7 +483,10 @@ pub(crate) enum FVal<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TextItems<'a> {
     /// `n` CBOR text strings back to back.
-    Cbor { enc: &'a [u8], n: usize },
+    Cbor {
+        enc: &'a [u8],
+        n: usize,
+    },
     List(&'a [&'a [u8]]),
 }
 
@@ -610,7 +615,11 @@ impl<'e, 'a> Entries<'e, 'a> {
     fn finish(self) -> Result<(), Error> {
         let untaken = (0..FIELDS).filter(|&s| self.taken & (1 << s) == 0).filter_map(|s| self.slots[s]).min();
         match self.stray.into_iter().chain(untaken).min() {
-            Some(i) => Err(SchemaError::Unknown { object: OBJ, field: String::from_utf8_lossy(self.entries[i].0).into_owned() }.into()),
+            Some(i) => Err(SchemaError::Unknown {
+                object: OBJ,
+                field: String::from_utf8_lossy(self.entries[i].0).into_owned(),
+            }
+            .into()),
             None => Ok(()),
         }
     }
@@ -660,9 +669,7 @@ impl OpenedReceipt {
 
 pub(crate) fn check_steward(found: &Did, expected: Option<&Did>) -> Result<(), Error> {
     match expected {
-        Some(e) if e != found => {
-            Err(Error::WrongSteward { expected: e.to_did_string(), found: found.to_did_string() })
-        }
+        Some(e) if e != found => Err(Error::WrongSteward { expected: e.to_did_string(), found: found.to_did_string() }),
         _ => Ok(()),
     }
 }

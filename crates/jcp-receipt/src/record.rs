@@ -75,9 +75,7 @@ impl Outcome {
         let status = match f.text("status")? {
             "completed" => OutcomeStatus::Completed,
             "failed" => OutcomeStatus::Failed,
-            other => {
-                return Err(Error::Invalid { field: "status", problem: format!("unknown status {other:?}") })
-            }
+            other => return Err(Error::Invalid { field: "status", problem: format!("unknown status {other:?}") }),
         };
         let steward = dids.parse(f.text("steward")?)?;
         f.finish()?;
@@ -140,10 +138,7 @@ pub fn open_outcome_coset(bytes: &[u8], dids: &mut DidCache) -> Result<(Outcome,
     let (sealed, core) = cose::open(bytes, dids)?;
     let o = Outcome::from_value(&core, dids)?;
     if o.steward != sealed.steward {
-        return Err(Error::StewardMismatch {
-            core: o.steward.to_did_string(),
-            kid: sealed.steward.to_did_string(),
-        });
+        return Err(Error::StewardMismatch { core: o.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((o, sealed))
 }
@@ -153,10 +148,7 @@ pub fn open_revocation(bytes: &[u8], dids: &mut DidCache) -> Result<(RevocationN
     let (sealed, core) = cose::open(bytes, dids)?;
     let r = RevocationNotice::from_value(&core, dids)?;
     if r.steward != sealed.steward {
-        return Err(Error::StewardMismatch {
-            core: r.steward.to_did_string(),
-            kid: sealed.steward.to_did_string(),
-        });
+        return Err(Error::StewardMismatch { core: r.steward.to_did_string(), kid: sealed.steward.to_did_string() });
     }
     Ok((r, sealed))
 }
@@ -213,9 +205,12 @@ impl AmendmentNotice {
         };
         let bad = |field: &'static str| move |e: jcp::Error| Error::Invalid { field, problem: e.to_string() };
         let steered = jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "steered")?).map_err(bad("steered"))?;
-        let checkpoint = jcp::steering::SignedCheckpoint::from_bytes(&bytes(&mut f, "checkpoint")?).map_err(bad("checkpoint"))?;
-        let amendment = jcp::steering::SignedAmendment::from_bytes(&bytes(&mut f, "amendment")?).map_err(bad("amendment"))?;
-        let continuation = jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "continuation")?).map_err(bad("continuation"))?;
+        let checkpoint =
+            jcp::steering::SignedCheckpoint::from_bytes(&bytes(&mut f, "checkpoint")?).map_err(bad("checkpoint"))?;
+        let amendment =
+            jcp::steering::SignedAmendment::from_bytes(&bytes(&mut f, "amendment")?).map_err(bad("amendment"))?;
+        let continuation =
+            jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "continuation")?).map_err(bad("continuation"))?;
         let steward = dids.parse(f.text("steward")?)?;
         f.finish()?;
         Ok(Self { steered, checkpoint, amendment, continuation, steward })

@@ -281,12 +281,7 @@ impl DurableGate {
     /// Admits a revocation (authority checked by the gate, §4.3) and records
     /// the notice with the feed marker at which it was issued. Advances this
     /// point's `known_through` to at least `marker`.
-    pub fn admit_revocation(
-        &mut self,
-        rev: &SignedRevocation,
-        grant: &SignedGrant,
-        marker: u64,
-    ) -> Result<u64, Error> {
+    pub fn admit_revocation(&mut self, rev: &SignedRevocation, grant: &SignedGrant, marker: u64) -> Result<u64, Error> {
         // Authority first (nothing changes for a forged one), then the
         // record, then the gate: recorded before applied (§11).
         rev.check_authority(grant).map_err(Error::Revocation)?;
@@ -438,7 +433,12 @@ impl DurableGate {
 
     /// Seals and records a refusal made before the gate decides (see
     /// [`DurableGate::refusal`]): the refused request is evidence too.
-    pub fn record_refusal(&mut self, req: &Request<'_>, reason: Reason, detail: impl Into<String>) -> Result<Recorded, Error> {
+    pub fn record_refusal(
+        &mut self,
+        req: &Request<'_>,
+        reason: Reason,
+        detail: impl Into<String>,
+    ) -> Result<Recorded, Error> {
         let d = self.refusal(req, reason, detail);
         self.record_decision(d, req)
     }
@@ -446,7 +446,11 @@ impl DurableGate {
     /// Seals a refusal WITHOUT recording it: only for `unrecorded` (§11),
     /// when the record cannot be written. Returns the decision and the
     /// sealed bytes.
-    pub fn seal_unrecorded(&mut self, req: &Request<'_>, detail: impl Into<String>) -> Result<(Decision, Vec<u8>), Error> {
+    pub fn seal_unrecorded(
+        &mut self,
+        req: &Request<'_>,
+        detail: impl Into<String>,
+    ) -> Result<(Decision, Vec<u8>), Error> {
         let d = self.refusal(req, Reason::Unrecorded, detail);
         let core = ReceiptCore::from_decision(&d, req, self.steward_did)?;
         let pos = self.position();
@@ -781,7 +785,9 @@ impl Replay<'_> {
                 match res {
                     Ok((n, s)) => {
                         self.note_position(s.position);
-                        if let Err(e) = self.gate.admit_amendment(&n.steered, &n.checkpoint, &n.amendment, &n.continuation) {
+                        if let Err(e) =
+                            self.gate.admit_amendment(&n.steered, &n.checkpoint, &n.amendment, &n.continuation)
+                        {
                             self.report.reject(r.offset, e.code());
                         }
                     }

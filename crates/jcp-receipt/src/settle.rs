@@ -73,11 +73,19 @@ impl SettlementNote {
         let status = match f.text("status")? {
             "completed" => OutcomeStatus::Completed,
             "failed" => OutcomeStatus::Failed,
-            other => return Err(Error::Invalid { field: "status", problem: format!("{other:?} is neither completed nor failed") }),
+            other => {
+                return Err(Error::Invalid {
+                    field: "status",
+                    problem: format!("{other:?} is neither completed nor failed"),
+                })
+            }
         };
         let text = f.text("text")?.to_owned();
         if text.len() > MAX_NOTE_TEXT {
-            return Err(Error::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", text.len()) });
+            return Err(Error::Invalid {
+                field: "text",
+                problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", text.len()),
+            });
         }
         let settled_by = Did::parse(f.text("settled_by")?)?;
         let at = f.uint("at")?;
@@ -94,7 +102,10 @@ impl SettlementNote {
             });
         }
         if self.text.len() > MAX_NOTE_TEXT {
-            return Err(Error::Invalid { field: "text", problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", self.text.len()) });
+            return Err(Error::Invalid {
+                field: "text",
+                problem: format!("{} bytes, more than {MAX_NOTE_TEXT}", self.text.len()),
+            });
         }
         let bytes = self.to_value().encode();
         let signature = key.sign(&bytes);
@@ -217,7 +228,10 @@ mod tests {
         assert_eq!(SignedSettlementNote::from_bytes(&b).unwrap_err().code(), "bad-signature");
         // Trailing bytes, truncation, an unknown field: refused with their codes.
         let good = note(&k).sign(&k).unwrap().to_bytes();
-        assert_eq!(SignedSettlementNote::from_bytes(&[good.as_slice(), &[0]].concat()).unwrap_err().code(), "core-non-canonical");
+        assert_eq!(
+            SignedSettlementNote::from_bytes(&[good.as_slice(), &[0]].concat()).unwrap_err().code(),
+            "core-non-canonical"
+        );
         assert_eq!(SignedSettlementNote::from_bytes(&good[..good.len() - 1]).unwrap_err().code(), "core-non-canonical");
     }
 

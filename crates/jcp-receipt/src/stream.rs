@@ -196,7 +196,9 @@ impl Batch {
     /// An item in the iterator's owned form ([`Item`]), its payload copied.
     pub fn to_item(&self, item: &BatchItem) -> Item {
         match *item {
-            BatchItem::Record { offset, kind, .. } => Item::Record(Record { offset, kind, payload: self.payload(item).to_vec() }),
+            BatchItem::Record { offset, kind, .. } => {
+                Item::Record(Record { offset, kind, payload: self.payload(item).to_vec() })
+            }
             BatchItem::Fault(f) => Item::Fault(f),
         }
     }
@@ -257,7 +259,16 @@ impl<R: Read> Reader<R> {
     /// [`Error::Io`], with an empty path: the reader does not know it, the
     /// caller names it ([`Error::at_path`]).
     pub fn new(src: R) -> Result<Self, Error> {
-        let mut r = Self { src, buf: Vec::with_capacity(CHUNK * 2), start: 0, keep: 0, offset: 0, eof: false, done: false, io_error: None };
+        let mut r = Self {
+            src,
+            buf: Vec::with_capacity(CHUNK * 2),
+            start: 0,
+            keep: 0,
+            offset: 0,
+            eof: false,
+            done: false,
+            io_error: None,
+        };
         r.fill(HEADER.len()).map_err(|e| Error::io(std::path::Path::new(""), e))?;
         if r.avail() < HEADER.len() || &r.buf[..HEADER.len()] != HEADER {
             return Err(Error::NotAStream { path: String::new() });
@@ -550,7 +561,13 @@ mod tests {
             b.extend_from_slice(&rec);
             if i % 211 == 100 + seed as usize {
                 // Garbage longer than a refill, with a stray magic inside.
-                b.extend((0..3 * CHUNK + 17).map(|j| if j == CHUNK { b'J' } else { u8::try_from(j % 251).unwrap() | 0x80 }));
+                b.extend((0..3 * CHUNK + 17).map(|j| {
+                    if j == CHUNK {
+                        b'J'
+                    } else {
+                        u8::try_from(j % 251).unwrap() | 0x80
+                    }
+                }));
                 b.extend_from_slice(MAGIC);
                 b.extend_from_slice(&[0xff; 40]);
             }
@@ -574,7 +591,12 @@ mod tests {
                 got.extend(batch.items().iter().map(|it| batch.to_item(it)));
                 // The reader holds at most a partial record between batches;
                 // a batch holds its records and not the garbage between them.
-                let framed: usize = batch.items().iter().filter(|it| matches!(it, BatchItem::Record { .. })).map(|it| batch.payload(it).len() + FRAME_OVERHEAD).sum();
+                let framed: usize = batch
+                    .items()
+                    .iter()
+                    .filter(|it| matches!(it, BatchItem::Record { .. }))
+                    .map(|it| batch.payload(it).len() + FRAME_OVERHEAD)
+                    .sum();
                 assert!(reader.buf.len() <= MAX_RECORD_LEN + FRAME_OVERHEAD + CHUNK, "batch size {max}");
                 assert_eq!(batch.bytes.len(), framed, "batch size {max}");
                 most = most.max(batch.bytes.len());

@@ -78,7 +78,8 @@ impl StreamWriter {
                 return Err(Error::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
             }
         }
-        let mut w = Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0, fail_after: None };
+        let mut w =
+            Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0, fail_after: None };
         let size = w.file.metadata().map_err(io)?.len();
         if size < HEADER.len() as u64 {
             // A new file, or one whose creation was torn before its header

@@ -3,7 +3,12 @@
 //! fuzzing) still runs them. `JCP_REGEN_CORPUS=1` rewrites the seed files
 //! from a tiny demo stream (the fuzzer's own finds are added beside them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::similar_names,
+    clippy::many_single_char_names,
+    clippy::items_after_statements
+)]
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +49,11 @@ fn check_stream(data: &[u8]) -> (usize, usize) {
 fn regen() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("seed.jcps");
-    demo::write_demo(&p, &DemoOptions { receipts: 6, tamper: 1, unresolved: 1, seed: 3, durability: Durability::GeneratorOnly }).unwrap();
+    demo::write_demo(
+        &p,
+        &DemoOptions { receipts: 6, tamper: 1, unresolved: 1, seed: 3, durability: Durability::GeneratorOnly },
+    )
+    .unwrap();
     let bytes = std::fs::read(&p).unwrap();
     let body = bytes[HEADER.len()..].to_vec();
     let s = corpus("stream_reader");

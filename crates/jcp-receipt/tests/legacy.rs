@@ -22,7 +22,15 @@ fn key(n: u8) -> Keypair {
 }
 
 /// A `jcp/1` core: §8's list without `payload_hash`.
-fn jcp1_core(tag: &str, steward: &Did, verdict: &str, reason: Option<&str>, cost: u64, prov: &str, partial: bool) -> Value {
+fn jcp1_core(
+    tag: &str,
+    steward: &Did,
+    verdict: &str,
+    reason: Option<&str>,
+    cost: u64,
+    prov: &str,
+    partial: bool,
+) -> Value {
     let grant = ContentId::of(&Value::text("legacy/grant"));
     let resource = ContentId::of(&Value::text("legacy/resource"));
     cbor::map([
@@ -88,7 +96,13 @@ fn generate() -> String {
     let deny = jcp1_core("jcp/1", &sd, "deny", Some("action-not-granted"), 2_500, "HwShunt", false);
     push("deny", "a jcp/1 deny with its reason", seal_legacy(&deny, &steward), "valid", None);
     let partial = jcp1_core("jcp/1", &sd, "allow", None, 900, "ModelBased", true);
-    push("allow-partial", "a jcp/1 allow with a Partial ModelBased figure", seal_legacy(&partial, &steward), "valid", None);
+    push(
+        "allow-partial",
+        "a jcp/1 allow with a Partial ModelBased figure",
+        seal_legacy(&partial, &steward),
+        "valid",
+        None,
+    );
     push(
         "wrong-steward",
         "a valid jcp/1 receipt checked against another expected steward (C5)",
@@ -109,7 +123,13 @@ fn generate() -> String {
         None,
     );
     let unknown = with(&allow, "jcp_receipt", Value::text("jcp/0"));
-    push("unknown-profile", "a profile tag the verifier does not implement is refused", seal_legacy(&unknown, &steward), "unknown-profile", None);
+    push(
+        "unknown-profile",
+        "a profile tag the verifier does not implement is refused",
+        seal_legacy(&unknown, &steward),
+        "unknown-profile",
+        None,
+    );
     let doc = json!({
         "profile": "jcp/1",
         "spec": "jcp-v0.3 §8 profile versioning, §9 C23",

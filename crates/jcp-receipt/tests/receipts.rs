@@ -1,6 +1,11 @@
 //! §8 receipts: JCR-1 envelope, the jcp/2 core, profile versioning (C5, C23).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::similar_names,
+    clippy::many_single_char_names,
+    clippy::items_after_statements
+)]
 
 mod common;
 
@@ -14,7 +19,14 @@ use jcp_receipt::cose::{self, DidCache, Position};
 use jcp_receipt::receipt::{verify_receipt, OpenedReceipt, Profile, ReceiptCore};
 use jcp_receipt::Error;
 
-fn seal_decision(fx: &Fx, gate: &mut Gate, chain: &[jcp::grant::SignedGrant], caller: &Did, action: &str, c: &jcp::decision::Cost) -> (ReceiptCore, Vec<u8>) {
+fn seal_decision(
+    fx: &Fx,
+    gate: &mut Gate,
+    chain: &[jcp::grant::SignedGrant],
+    caller: &Did,
+    action: &str,
+    c: &jcp::decision::Cost,
+) -> (ReceiptCore, Vec<u8>) {
     let leaf = chain.last().unwrap();
     let f = frame(leaf, action, 42);
     let req = Request { frame: &f, chain, caller, cost: c, now: 100, flow: None };
@@ -28,7 +40,13 @@ fn core_keys(bytes: &[u8]) -> Vec<String> {
     let s = CoseSign1::from_tagged_slice(bytes).unwrap();
     let v = cbor::decode_strict(s.payload.as_deref().unwrap()).unwrap();
     match v {
-        Value::Map(e) => e.into_iter().map(|(k, _)| match k { Value::Text(t) => t, _ => panic!() }).collect(),
+        Value::Map(e) => e
+            .into_iter()
+            .map(|(k, _)| match k {
+                Value::Text(t) => t,
+                _ => panic!(),
+            })
+            .collect(),
         _ => panic!("core is not a map"),
     }
 }
@@ -60,8 +78,21 @@ fn s8_jcp2_core_is_exactly_the_listed_fields() {
     let mut keys = core_keys(&a);
     keys.sort();
     let mut want = vec![
-        "jcp_receipt", "grant_id", "issuer", "subject", "resource", "action", "payload_hash", "frame_kind", "trust",
-        "verdict", "cost_uj", "energy_provenance", "budget_remaining_uj", "budget_uj", "steward",
+        "jcp_receipt",
+        "grant_id",
+        "issuer",
+        "subject",
+        "resource",
+        "action",
+        "payload_hash",
+        "frame_kind",
+        "trust",
+        "verdict",
+        "cost_uj",
+        "energy_provenance",
+        "budget_remaining_uj",
+        "budget_uj",
+        "steward",
     ];
     want.sort_unstable();
     assert_eq!(keys, want, "a plain allow carries §8's list, no deny_reason, no energy_coverage");
@@ -249,7 +280,13 @@ fn s8_verification_uses_the_protected_headers_original_bytes() {
     let s = CoseSign1::from_tagged_slice(&b).unwrap();
     let orig = s.protected.original_data.clone().unwrap();
     let tbs = s.tbs_data(b"");
-    let expect = coset::sig_structure_data(coset::SignatureContext::CoseSign1, s.protected.clone(), None, b"", s.payload.as_deref().unwrap());
+    let expect = coset::sig_structure_data(
+        coset::SignatureContext::CoseSign1,
+        s.protected.clone(),
+        None,
+        b"",
+        s.payload.as_deref().unwrap(),
+    );
     assert_eq!(tbs, expect);
     let mut dids = DidCache::new();
     let (opened, _) = cose::open(&b, &mut dids).unwrap();

@@ -3,7 +3,12 @@
 //! unresolved decisions, the single writer (in-process; the two-process
 //! test is crates/cli/tests/audit.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-#![allow(clippy::cast_possible_truncation, clippy::similar_names, clippy::many_single_char_names, clippy::items_after_statements)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::similar_names,
+    clippy::many_single_char_names,
+    clippy::items_after_statements
+)]
 
 mod common;
 
@@ -113,7 +118,9 @@ fn s4_11_a_denied_action_never_runs_and_its_receipt_is_sealed() {
         ran = true;
         Ok::<(), ()>(())
     });
-    assert!(matches!(r.unwrap(), RunResult::Denied(rec) if rec.decision.verdict == Verdict::Deny(Reason::ActionNotGranted)));
+    assert!(
+        matches!(r.unwrap(), RunResult::Denied(rec) if rec.decision.verdict == Verdict::Deny(Reason::ActionNotGranted))
+    );
     assert!(!ran);
     assert_eq!(records(&p), vec![(8, RecordKind::Receipt)]);
 }
@@ -222,7 +229,10 @@ fn s8_1_oversized_record_is_refused_and_reading_continues() {
     });
     assert_eq!(faults(&p), vec![(FaultCode::Oversized, off)]);
     assert_eq!(records(&p).len(), recs.len());
-    assert!(matches!(stream::frame(RecordKind::Receipt, &vec![0; stream::MAX_RECORD_LEN + 1]), Err(Error::Oversized { .. })));
+    assert!(matches!(
+        stream::frame(RecordKind::Receipt, &vec![0; stream::MAX_RECORD_LEN + 1]),
+        Err(Error::Oversized { .. })
+    ));
 }
 
 #[test]
@@ -353,7 +363,13 @@ fn c14_a_duplicated_receipt_is_debited_once() {
     let fx = fx();
     write_allows(&p, &fx, 2, 100);
     let recs = items(&p);
-    let dup = recs.iter().find_map(|i| match i { Item::Record(r) if r.kind == RecordKind::Receipt => Some(r.clone()), _ => None }).unwrap();
+    let dup = recs
+        .iter()
+        .find_map(|i| match i {
+            Item::Record(r) if r.kind == RecordKind::Receipt => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
     mutate(&p, |b| b.extend_from_slice(&stream::frame(RecordKind::Receipt, &dup.payload).unwrap()));
     let (dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
     assert_eq!(replay.rejected.get("duplicate-record"), Some(&1));
@@ -545,13 +561,24 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
         let f = frame(g, "invoke", n);
         let c = cost(uj);
         let chain = [g.clone()];
-        dg.decide(&Request { frame: &f, chain: &chain, caller: &holder, cost: &c, now: 1, flow: None }).unwrap().decision
+        dg.decide(&Request { frame: &f, chain: &chain, caller: &holder, cost: &c, now: 1, flow: None })
+            .unwrap()
+            .decision
     };
     let mut run = Run::new(fx.root.clone());
     let cp = run
-        .checkpoint(&fx.holder, CheckpointInput { state: jcp::cbor::ContentId([3; 32]), at: 1, spent: Some(Spent { uj: 700, provenance: jcp::energy::Provenance::HwShunt }), nonce: Some([4; 16]) })
+        .checkpoint(
+            &fx.holder,
+            CheckpointInput {
+                state: jcp::cbor::ContentId([3; 32]),
+                at: 1,
+                spent: Some(Spent { uj: 700, provenance: jcp::energy::Provenance::HwShunt }),
+                nonce: Some([4; 16]),
+            },
+        )
         .unwrap();
-    let (am, cont) = run.amend(&fx.issuer, AmendInput { budget_uj: 300, nonce: Some([5; 16]), ..AmendInput::default() }).unwrap();
+    let (am, cont) =
+        run.amend(&fx.issuer, AmendInput { budget_uj: 300, nonce: Some([5; 16]), ..AmendInput::default() }).unwrap();
     {
         let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
         dg.record_grant(&fx.root).unwrap();
@@ -562,7 +589,8 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
         assert_eq!(dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err().code(), "io");
         assert!(!dg.gate().is_superseded(&fx.root.id()), "applied although not recorded");
         // A forged amendment (signed by the agent) is refused, not recorded.
-        let forged = jcp::steering::Amendment { amended_by: fx.holder.did(), ..am.amendment().clone() }.sign(&fx.holder);
+        let forged =
+            jcp::steering::Amendment { amended_by: fx.holder.did(), ..am.amendment().clone() }.sign(&fx.holder);
         assert!(dg.admit_amendment(&fx.root, &cp, &forged, &cont).is_err());
         assert!(!dg.gate().is_superseded(&fx.root.id()));
         dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap();
@@ -571,7 +599,11 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
     }
     let (mut dg, replay) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
     assert_eq!(replay.rejected_total(), 0, "{:?}", replay.rejected_at);
-    assert_eq!(records(&p).iter().filter(|(_, k)| *k == RecordKind::Amendment).count(), 1, "one notice, the admitted one");
+    assert_eq!(
+        records(&p).iter().filter(|(_, k)| *k == RecordKind::Amendment).count(),
+        1,
+        "one notice, the admitted one"
+    );
     assert!(dg.gate().is_superseded(&fx.root.id()), "superseded across the restart");
     assert_eq!(spend(&mut dg, &fx.root, 1, 2).reason(), Some(Reason::Superseded));
     assert!(spend(&mut dg, &cont, 300, 3).is_allow());

@@ -1,5 +1,11 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // benchmark code, like tests
-#![allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::too_many_lines, clippy::many_single_char_names)]
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::too_many_lines,
+    clippy::many_single_char_names
+)]
 //! The enforcement endpoint (§11) over loopback TCP with durable recording
 //! (group commit on a stream in the target directory, a real disk), against
 //! the in-process decision measured in the same run on the same requests.
@@ -251,7 +257,8 @@ impl Conn {
 fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Gen) -> Run {
     let clients = reqs.len();
     let n: usize = reqs.iter().map(Vec::len).sum();
-    let framed: Vec<Vec<Vec<u8>>> = reqs.iter().map(|rs| rs.iter().map(|r| codec::frame_value(&r.to_value())).collect()).collect();
+    let framed: Vec<Vec<Vec<u8>>> =
+        reqs.iter().map(|rs| rs.iter().map(|r| codec::frame_value(&r.to_value())).collect()).collect();
     let dir = scratch();
     let path = dir.path().join("bench.jcps");
     rt.block_on(async {
@@ -297,10 +304,21 @@ fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Ge
         let stats = ep.stats();
         server.abort();
         ep.shutdown().await.unwrap();
-        assert_eq!((stats.decided, stats.allowed) , (n as u64, n as u64), "{stats:?}");
+        assert_eq!((stats.decided, stats.allowed), (n as u64, n as u64), "{stats:?}");
         lat.sort_unstable();
         let stream_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-        Run { clients, how, n, wall, p50: pct(&lat, 0.50), p99: pct(&lat, 0.99), max: pct(&lat, 1.0), stats, stream_bytes, cpu }
+        Run {
+            clients,
+            how,
+            n,
+            wall,
+            p50: pct(&lat, 0.50),
+            p99: pct(&lat, 0.99),
+            max: pct(&lat, 1.0),
+            stats,
+            stream_bytes,
+            cpu,
+        }
     })
 }
 
@@ -311,7 +329,14 @@ fn baseline(reqs: &[WireRequest]) -> Duration {
     for r in reqs {
         assert!(r.verify_signature());
         let cost: Cost = r.decision_cost();
-        let d = gate.decide(&Request { frame: &r.frame, chain: &r.chain, caller: &r.caller, cost: &cost, now: T0, flow: r.label.as_ref() });
+        let d = gate.decide(&Request {
+            frame: &r.frame,
+            chain: &r.chain,
+            caller: &r.caller,
+            cost: &cost,
+            now: T0,
+            flow: r.label.as_ref(),
+        });
         assert!(d.is_allow());
     }
     t.elapsed()
@@ -330,7 +355,14 @@ fn gate_only(reqs: &[WireRequest]) -> Duration {
     let t = Instant::now();
     for r in reqs {
         let cost: Cost = r.decision_cost();
-        let d = gate.decide(&Request { frame: &r.frame, chain: &r.chain, caller: &r.caller, cost: &cost, now: T0, flow: r.label.as_ref() });
+        let d = gate.decide(&Request {
+            frame: &r.frame,
+            chain: &r.chain,
+            caller: &r.caller,
+            cost: &cost,
+            now: T0,
+            flow: r.label.as_ref(),
+        });
         assert!(d.is_allow());
     }
     t.elapsed()
@@ -340,16 +372,27 @@ fn gate_only(reqs: &[WireRequest]) -> Duration {
 /// request, decide, seal, append; one sync per 64 decisions.
 fn durable_no_wire(reqs: &[WireRequest]) -> (Duration, u64) {
     let dir = scratch();
-    let (mut dg, _) = DurableGate::open_with(&dir.path().join("core.jcps"), steward(), Gate::new(), Durability::GroupCommit).unwrap();
+    let (mut dg, _) =
+        DurableGate::open_with(&dir.path().join("core.jcps"), steward(), Gate::new(), Durability::GroupCommit).unwrap();
     let t = Instant::now();
     let mut syncs = 0;
     for (i, r) in reqs.iter().enumerate() {
         assert!(r.verify_signature());
         let _id = r.id();
-        let record = cbor::map([("request", Some(Value::Bytes(r.to_bytes()))), ("decided_at", Some(Value::Uint(T0)))]).encode();
+        let record =
+            cbor::map([("request", Some(Value::Bytes(r.to_bytes()))), ("decided_at", Some(Value::Uint(T0)))]).encode();
         dg.append_record(RecordKind::Request, &record).unwrap();
         let cost: Cost = r.decision_cost();
-        let rec = dg.decide(&Request { frame: &r.frame, chain: &r.chain, caller: &r.caller, cost: &cost, now: T0, flow: r.label.as_ref() }).unwrap();
+        let rec = dg
+            .decide(&Request {
+                frame: &r.frame,
+                chain: &r.chain,
+                caller: &r.caller,
+                cost: &cost,
+                now: T0,
+                flow: r.label.as_ref(),
+            })
+            .unwrap();
         assert!(rec.decision.is_allow());
         if i % 64 == 63 {
             dg.commit().unwrap();
@@ -445,8 +488,18 @@ fn oneshot(n: usize) {
     println!("| configuration | decisions/s | vs baseline | p50 | p99 | max | syncs | decisions per sync | CPU per decision | cores busy |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     println!("| **baseline**: in-process `Gate::decide` + caller signature, 1 thread | {base_rate:.0} | 1.00× | — | — | — | — | — | {:.0} µs | — |", 1e6 / base_rate);
-    println!("| caller signature alone (`verify_signature`), 1 thread | {:.0} | {:.2}× | — | — | — | — | — | {:.0} µs | — |", rate(n, sig), rate(n, sig) / base_rate, 1e6 / rate(n, sig));
-    println!("| `Gate::decide` alone, 1 thread | {:.0} | {:.2}× | — | — | — | — | — | {:.1} µs | — |", rate(n, gate), rate(n, gate) / base_rate, 1e6 / rate(n, gate));
+    println!(
+        "| caller signature alone (`verify_signature`), 1 thread | {:.0} | {:.2}× | — | — | — | — | — | {:.0} µs | — |",
+        rate(n, sig),
+        rate(n, sig) / base_rate,
+        1e6 / rate(n, sig)
+    );
+    println!(
+        "| `Gate::decide` alone, 1 thread | {:.0} | {:.2}× | — | — | — | — | — | {:.1} µs | — |",
+        rate(n, gate),
+        rate(n, gate) / base_rate,
+        1e6 / rate(n, gate)
+    );
     println!(
         "| core work without the wire (`DurableGate`: verify, request record, decide, seal, append; 1 sync per 64), 1 thread | {:.0} | {:.2}× | — | — | — | {dur_syncs} | 64 | {:.0} µs | — |",
         rate(n, dur),
@@ -505,8 +558,11 @@ fn benches(c: &mut Criterion) {
     }
     // For profilers: one configuration, once. `JCP_WIRE_BENCH_CLIENT=jcp`
     // uses `jcp_wire::client::Client`.
-    if let Some(clients) = std::env::var("JCP_WIRE_BENCH_PROFILE").ok().filter(|_| bench_mode()).and_then(|s| s.parse::<usize>().ok()) {
-        let how = if std::env::var("JCP_WIRE_BENCH_CLIENT").is_ok_and(|v| v == "jcp") { Gen::Client } else { Gen::Buffered };
+    if let Some(clients) =
+        std::env::var("JCP_WIRE_BENCH_PROFILE").ok().filter(|_| bench_mode()).and_then(|s| s.parse::<usize>().ok())
+    {
+        let how =
+            if std::env::var("JCP_WIRE_BENCH_CLIENT").is_ok_and(|v| v == "jcp") { Gen::Client } else { Gen::Buffered };
         let reqs = requests(clients.max(1), n);
         println!("{}", describe(&run_endpoint(&runtime(), &reqs, how)));
         return;
@@ -533,7 +589,9 @@ fn benches(c: &mut Criterion) {
         });
     }
     let flat: Vec<WireRequest> = requests(64, n).into_iter().flatten().collect();
-    g.bench_function(format!("in_process_gate_baseline/{n}"), |b| b.iter_custom(|iters| (0..iters).map(|_| baseline(&flat)).sum()));
+    g.bench_function(format!("in_process_gate_baseline/{n}"), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| baseline(&flat)).sum())
+    });
     g.finish();
 }
 

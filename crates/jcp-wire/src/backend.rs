@@ -143,7 +143,8 @@ impl Closing {
         let continuations = items
             .iter()
             .map(|i| match i {
-                Value::Text(t) => ContentId::parse(t).ok_or_else(|| WireError::schema("Closing", "continuations: expected content ids")),
+                Value::Text(t) => ContentId::parse(t)
+                    .ok_or_else(|| WireError::schema("Closing", "continuations: expected content ids")),
                 _ => Err(WireError::schema("Closing", "continuations: expected content ids")),
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -42,13 +42,17 @@ impl Client {
     pub async fn connect(addr: &Address) -> Result<Self, WireError> {
         let sock = match addr {
             Address::Tcp(a) => {
-                let s = tokio::net::TcpStream::connect(a).await.map_err(|e| WireError::io(format!("connecting to tcp:{a}"), e))?;
+                let s = tokio::net::TcpStream::connect(a)
+                    .await
+                    .map_err(|e| WireError::io(format!("connecting to tcp:{a}"), e))?;
                 let _ = s.set_nodelay(true);
                 Sock::Tcp(s)
             }
             #[cfg(unix)]
             Address::Unix(p) => Sock::Unix(
-                tokio::net::UnixStream::connect(p).await.map_err(|e| WireError::io(format!("connecting to unix:{}", p.display()), e))?,
+                tokio::net::UnixStream::connect(p)
+                    .await
+                    .map_err(|e| WireError::io(format!("connecting to unix:{}", p.display()), e))?,
             ),
             #[cfg(not(unix))]
             Address::Unix(p) => return Err(WireError::BadAddress(format!("unix:{}", p.display()))),
@@ -110,7 +114,10 @@ impl Client {
     /// Asks the endpoint for its signed statement of its cumulative allowed
     /// spend on a channel grant (§4.5). A refusal (no channel there, the
     /// record failed) is [`WireError::Refused`] with its code.
-    pub async fn ask_statement(&mut self, grant_id: &jcp::cbor::ContentId) -> Result<jcp::channel::SignedStatement, WireError> {
+    pub async fn ask_statement(
+        &mut self,
+        grant_id: &jcp::cbor::ContentId,
+    ) -> Result<jcp::channel::SignedStatement, WireError> {
         self.send_raw(&codec::frame_value(&crate::message::statement_ask(grant_id))).await?;
         match self.recv().await? {
             Outbound::Statement(s) => Ok(s),

@@ -31,11 +31,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::channel::{Ledger, SignedStatement};
 use jcp::decision::{Cost, Gate, Reason, Request, Verdict};
 use jcp::energy::Coverage;
 use jcp::flow::Label;
 use jcp::frame::{Frame, Trust};
-use jcp::channel::{Ledger, SignedStatement};
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 use jcp_receipt::record::OutcomeStatus;
@@ -282,16 +282,44 @@ type StatementAnswer = Result<SignedStatement, FeedAnswer>;
 enum Job {
     /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
     /// frame body it was decoded from, so the core does not encode it again.
-    Decide { req: Box<WireRequest>, bytes: Vec<u8>, id: ContentId, signed_ok: bool, tx: oneshot::Sender<Answer> },
-    Feed { feed: Box<Feed>, tx: oneshot::Sender<FeedAnswer> },
-    Outcome { receipt: ContentId, status: OutcomeStatus },
-    Bind { handle: String, binding: Box<Binding> },
-    Close { handle: String, outcome: ContentId, status: &'static str, tx: oneshot::Sender<Option<ContentId>> },
-    Shutdown { tx: oneshot::Sender<Result<(), String>> },
+    Decide {
+        req: Box<WireRequest>,
+        bytes: Vec<u8>,
+        id: ContentId,
+        signed_ok: bool,
+        tx: oneshot::Sender<Answer>,
+    },
+    Feed {
+        feed: Box<Feed>,
+        tx: oneshot::Sender<FeedAnswer>,
+    },
+    Outcome {
+        receipt: ContentId,
+        status: OutcomeStatus,
+    },
+    Bind {
+        handle: String,
+        binding: Box<Binding>,
+    },
+    Close {
+        handle: String,
+        outcome: ContentId,
+        status: &'static str,
+        tx: oneshot::Sender<Option<ContentId>>,
+    },
+    Shutdown {
+        tx: oneshot::Sender<Result<(), String>>,
+    },
     /// §4.5: this point's signed statement on a channel grant.
-    Statement { grant_id: ContentId, tx: oneshot::Sender<StatementAnswer> },
+    Statement {
+        grant_id: ContentId,
+        tx: oneshot::Sender<StatementAnswer>,
+    },
     /// §4.5: the channel's merged ledger as this point holds it.
-    Ledger { grant_id: ContentId, tx: oneshot::Sender<Option<Ledger>> },
+    Ledger {
+        grant_id: ContentId,
+        tx: oneshot::Sender<Option<Ledger>>,
+    },
     /// The sync thread has handed batches back (their sync failed).
     Wake,
 }
@@ -495,13 +523,28 @@ impl Core {
         let c = &v.core;
         let d = wire_decision(c.verdict, c.cost_uj, c.budget_uj, c.budget_remaining_uj);
         let receipt = ContentId::of_bytes(&bytes);
-        Ok(Answer { framed: framed_response(d, bytes), receipt, allow: c.is_allow(), fresh: false, continued: None, verdict: c.verdict, repeat: true })
+        Ok(Answer {
+            framed: framed_response(d, bytes),
+            receipt,
+            allow: c.is_allow(),
+            fresh: false,
+            continued: None,
+            verdict: c.verdict,
+            repeat: true,
+        })
     }
 
     fn unrecorded(&mut self, req: &WireRequest, why: &str) -> Answer {
         self.stats.unrecorded.fetch_add(1, Ordering::Relaxed);
         let cost = req.decision_cost();
-        let r = Request { frame: &req.frame, chain: &req.chain, caller: &req.caller, cost: &cost, now: self.now(), flow: req.label.as_ref() };
+        let r = Request {
+            frame: &req.frame,
+            chain: &req.chain,
+            caller: &req.caller,
+            cost: &cost,
+            now: self.now(),
+            flow: req.label.as_ref(),
+        };
         let (d, bytes) = match self.gate.seal_unrecorded(&r, why) {
             Ok(x) => x,
             Err(e) => {
@@ -513,7 +556,15 @@ impl Core {
         };
         let receipt = ContentId::of_bytes(&bytes);
         let wd = wire_decision(d.verdict, req.cost.uj, d.budget_uj, d.budget_remaining_uj);
-        Answer { framed: framed_response(wd, bytes), receipt, allow: false, fresh: false, continued: None, verdict: d.verdict, repeat: false }
+        Answer {
+            framed: framed_response(wd, bytes),
+            receipt,
+            allow: false,
+            fresh: false,
+            continued: None,
+            verdict: d.verdict,
+            repeat: false,
+        }
     }
 
     fn fail(&mut self, why: String) {
@@ -538,11 +589,26 @@ impl Core {
             }
         }
         let cost = req.decision_cost();
-        let base = Request { frame: &req.frame, chain: &req.chain, caller: &req.caller, cost: &cost, now, flow: req.label.as_ref() };
+        let base = Request {
+            frame: &req.frame,
+            chain: &req.chain,
+            caller: &req.caller,
+            cost: &cost,
+            now,
+            flow: req.label.as_ref(),
+        };
         // Refused before deciding: sealed and recorded, never remembered.
         let refusal = if !self.in_window(req.now, now) {
             self.stats.stale.fetch_add(1, Ordering::Relaxed);
-            Some((Reason::StaleRequest, format!("stamp {} is {} s from the endpoint's clock {now}; window {} s", req.now, req.now.abs_diff(now), self.window_s)))
+            Some((
+                Reason::StaleRequest,
+                format!(
+                    "stamp {} is {} s from the endpoint's clock {now}; window {} s",
+                    req.now,
+                    req.now.abs_diff(now),
+                    self.window_s
+                ),
+            ))
         } else if !signed_ok {
             self.stats.impersonated.fetch_add(1, Ordering::Relaxed);
             Some((Reason::BadSignature, format!("the caller's signature does not verify under {}", req.caller)))
@@ -552,8 +618,21 @@ impl Core {
         if let Some((reason, why)) = refusal {
             return match self.gate.record_refusal(&base, reason, why) {
                 Ok(rec) => {
-                    let wd = wire_decision(rec.decision.verdict, req.cost.uj, rec.decision.budget_uj, rec.decision.budget_remaining_uj);
-                    Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow: false, fresh: false, continued: None, verdict: rec.decision.verdict, repeat: false }
+                    let wd = wire_decision(
+                        rec.decision.verdict,
+                        req.cost.uj,
+                        rec.decision.budget_uj,
+                        rec.decision.budget_remaining_uj,
+                    );
+                    Answer {
+                        framed: framed_response(wd, rec.sealed),
+                        receipt: rec.receipt,
+                        allow: false,
+                        fresh: false,
+                        continued: None,
+                        verdict: rec.decision.verdict,
+                        repeat: false,
+                    }
                 }
                 Err(e) => {
                     self.fail(e.to_string());
@@ -599,8 +678,17 @@ impl Core {
         if let Some(leaf) = rec.decision.chain_ids.last() {
             self.metrics.budget(leaf, rec.decision.budget_uj);
         }
-        let wd = wire_decision(rec.decision.verdict, req.cost.uj, rec.decision.budget_uj, rec.decision.budget_remaining_uj);
-        Answer { framed: framed_response(wd, rec.sealed), receipt: rec.receipt, allow, fresh: true, continued, verdict: rec.decision.verdict, repeat: false }
+        let wd =
+            wire_decision(rec.decision.verdict, req.cost.uj, rec.decision.budget_uj, rec.decision.budget_remaining_uj);
+        Answer {
+            framed: framed_response(wd, rec.sealed),
+            receipt: rec.receipt,
+            allow,
+            fresh: true,
+            continued,
+            verdict: rec.decision.verdict,
+            repeat: false,
+        }
     }
 
     /// §6.1: a later exchange is decided against the grant the first was
@@ -615,7 +703,8 @@ impl Core {
         cost: &Cost,
         now: u64,
     ) -> Result<(jcp_receipt::runtime::Recorded, Option<(String, Box<Binding>)>), jcp_receipt::Error> {
-        let base = Request { frame: &req.frame, chain: &req.chain, caller: &req.caller, cost, now, flow: req.label.as_ref() };
+        let base =
+            Request { frame: &req.frame, chain: &req.chain, caller: &req.caller, cost, now, flow: req.label.as_ref() };
         let Some(b) = self.handles.get(handle).cloned() else {
             let rec = self.gate.record_refusal(
                 &base,
@@ -646,7 +735,8 @@ impl Core {
             return Ok((rec, None));
         }
         // Decided against the bound chain, not whatever chain was presented.
-        let bound = Request { frame: &req.frame, chain: &b.chain, caller: &req.caller, cost, now, flow: req.label.as_ref() };
+        let bound =
+            Request { frame: &req.frame, chain: &b.chain, caller: &req.caller, cost, now, flow: req.label.as_ref() };
         let rec = self.gate.decide(&bound)?;
         if !rec.decision.is_allow() {
             return Ok((rec, None));
@@ -667,24 +757,47 @@ impl Core {
 
     fn feed(&mut self, feed: &Feed) -> FeedAnswer {
         if let Some(why) = &self.failed {
-            return FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None };
+            return FeedAnswer {
+                admitted: false,
+                code: "unrecorded".into(),
+                message: format!("the record cannot be written: {why}"),
+                known_through: None,
+            };
         }
         let res = match feed {
-            Feed::Revocation { revocation, grant, marker } => {
-                self.gate.admit_revocation(revocation, grant, *marker).map(|_| format!("revocation of {} admitted at marker {marker}", grant.id()))
-            }
-            Feed::Amendment { steered, checkpoint, amendment, continuation } => self
+            Feed::Revocation { revocation, grant, marker } => self
                 .gate
-                .admit_amendment(steered, checkpoint, amendment, continuation)
-                .map(|_| format!("amendment {} admitted: grant {} superseded by {}", amendment.id(), steered.id(), continuation.id())),
+                .admit_revocation(revocation, grant, *marker)
+                .map(|_| format!("revocation of {} admitted at marker {marker}", grant.id())),
+            Feed::Amendment { steered, checkpoint, amendment, continuation } => {
+                self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map(|_| {
+                    format!(
+                        "amendment {} admitted: grant {} superseded by {}",
+                        amendment.id(),
+                        steered.id(),
+                        continuation.id()
+                    )
+                })
+            }
             Feed::Statement(st) => self.gate.admit_statement(st).map(|_| {
                 let c = st.statement();
-                format!("statement of {} admitted: {} µJ settled at seq {} on grant {}", c.point, c.spent_uj, c.seq, c.grant_id)
+                format!(
+                    "statement of {} admitted: {} µJ settled at seq {} on grant {}",
+                    c.point, c.spent_uj, c.seq, c.grant_id
+                )
             }),
             Feed::Outcome(o) => {
-                let refuse = |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
+                let refuse = |code: &str, message: String| FeedAnswer {
+                    admitted: false,
+                    code: code.into(),
+                    message,
+                    known_through: None,
+                };
                 if !o.verify_signature() {
-                    return FeedAnswer { known_through: self.gate.known_through(), ..refuse("bad-signature", format!("the outcome's signature does not verify under {}", o.holder)) };
+                    return FeedAnswer {
+                        known_through: self.gate.known_through(),
+                        ..refuse("bad-signature", format!("the outcome's signature does not verify under {}", o.holder))
+                    };
                 }
                 match self.gate.pending_of(&o.receipt) {
                     None => {
@@ -701,7 +814,9 @@ impl Core {
                     }
                     Some(_) => {}
                 }
-                self.gate.complete(&o.receipt, o.status).map(|_| format!("outcome of {} recorded: {}", o.receipt, o.status.as_str()))
+                self.gate
+                    .complete(&o.receipt, o.status)
+                    .map(|_| format!("outcome of {} recorded: {}", o.receipt, o.status.as_str()))
             }
         };
         self.metrics.known_through(self.gate.known_through());
@@ -709,15 +824,30 @@ impl Core {
             self.note_spend(&[st.statement().grant_id]);
         }
         match res {
-            Ok(message) => FeedAnswer { admitted: true, code: "admitted".into(), message, known_through: self.gate.known_through() },
-            Err(e) => FeedAnswer { admitted: false, code: e.code().into(), message: e.to_string(), known_through: self.gate.known_through() },
+            Ok(message) => FeedAnswer {
+                admitted: true,
+                code: "admitted".into(),
+                message,
+                known_through: self.gate.known_through(),
+            },
+            Err(e) => FeedAnswer {
+                admitted: false,
+                code: e.code().into(),
+                message: e.to_string(),
+                known_through: self.gate.known_through(),
+            },
         }
     }
 
     /// §4.5: this point's signed statement of its cumulative allowed spend
     /// on a channel grant (a new one is recorded before it leaves).
     fn statement(&mut self, grant_id: &ContentId) -> Result<SignedStatement, FeedAnswer> {
-        let refuse = |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
+        let refuse = |code: &str, message: String| FeedAnswer {
+            admitted: false,
+            code: code.into(),
+            message,
+            known_through: None,
+        };
         if let Some(why) = &self.failed {
             return Err(refuse("unrecorded", format!("the record cannot be written: {why}")));
         }
@@ -733,7 +863,14 @@ impl Core {
 
     fn close(&mut self, handle: &str, outcome: ContentId, status: &'static str) -> Option<ContentId> {
         let b = self.handles.remove(handle)?;
-        let c = Closing { first: b.first, continuations: b.continuations, joules_uj: b.joules_uj, coverage: Coverage::Partial, outcome, status };
+        let c = Closing {
+            first: b.first,
+            continuations: b.continuations,
+            joules_uj: b.joules_uj,
+            coverage: Coverage::Partial,
+            outcome,
+            status,
+        };
         match self.gate.record_closing(&c.to_value()) {
             Ok((id, _)) => Some(id),
             Err(e) => {
@@ -747,18 +884,32 @@ impl Core {
     /// decision in it `unrecorded`, every admission refused.
     fn answer_unrecorded(&mut self, why: &str, p: Pending) {
         for (tx, a, req) in p.decided {
-            let a = if a.fresh || a.allow { self.unrecorded(&req, &format!("the record cannot be written: {why}")) } else { a };
+            let a = if a.fresh || a.allow {
+                self.unrecorded(&req, &format!("the record cannot be written: {why}"))
+            } else {
+                a
+            };
             self.metrics.answered(a.verdict, a.repeat);
             let _ = tx.send(a);
         }
         for (tx, _) in p.fed {
-            let _ = tx.send(FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None });
+            let _ = tx.send(FeedAnswer {
+                admitted: false,
+                code: "unrecorded".into(),
+                message: format!("the record cannot be written: {why}"),
+                known_through: None,
+            });
         }
         for (tx, _) in p.closed {
             let _ = tx.send(None);
         }
         for (tx, _) in p.stated {
-            let _ = tx.send(Err(FeedAnswer { admitted: false, code: "unrecorded".into(), message: format!("the record cannot be written: {why}"), known_through: None }));
+            let _ = tx.send(Err(FeedAnswer {
+                admitted: false,
+                code: "unrecorded".into(),
+                message: format!("the record cannot be written: {why}"),
+                known_through: None,
+            }));
         }
     }
 
@@ -903,13 +1054,18 @@ impl Endpoint {
     /// §4.11), replays it through `gate` (spend, revocations, amendments)
     /// and rebuilds the memory of requests whose stamp is still inside the
     /// window, then starts the core. Nothing is decided before this returns.
-    pub fn open(config: Config, steward: Keypair, gate: Gate, backend: Option<Arc<dyn Backend>>) -> Result<(Self, OpenReport), WireError> {
+    pub fn open(
+        config: Config,
+        steward: Keypair,
+        gate: Gate,
+        backend: Option<Arc<dyn Backend>>,
+    ) -> Result<(Self, OpenReport), WireError> {
         let now = (config.clock)();
         let mut table: HashMap<ContentId, Entry> = HashMap::new();
         let mut counts = (0u64, 0u64, 0u64); // recorded, unreadable, closings
-        // A request record is remembered only when the record right after
-        // it is its receipt (they are written together; a torn batch may
-        // have kept the one and cut the other).
+                                             // A request record is remembered only when the record right after
+                                             // it is its receipt (they are written together; a torn batch may
+                                             // have kept the one and cut the other).
         let mut awaiting: Option<(u64, u64, ContentId)> = None; // (stamp, expected receipt offset, id)
         let window = config.window_s;
         let mut visit = |offset: u64, kind: RecordKind, payload: &[u8]| {
@@ -940,13 +1096,15 @@ impl Endpoint {
             gate.join_channel(c.grant.clone(), c.point.did(), c.peers.iter().copied())?;
             point_keys.insert(c.grant.id(), c.point.clone());
         }
-        let (mut gate, replay) = DurableGate::open_with_records(&config.stream, steward, gate, Durability::GroupCommit, &mut visit)?;
+        let (mut gate, replay) =
+            DurableGate::open_with_records(&config.stream, steward, gate, Durability::GroupCommit, &mut visit)?;
         if let Some(k) = config.known_through {
             if gate.known_through().is_none_or(|have| have < k) {
                 gate.set_known_through(k)?;
             }
         }
-        let read = File::open(&config.stream).map_err(|e| WireError::io(format!("opening {} to read", config.stream.display()), e))?;
+        let read = File::open(&config.stream)
+            .map_err(|e| WireError::io(format!("opening {} to read", config.stream.display()), e))?;
         let stats = Arc::new(Stats::default());
         stats.remembered.store(table.len() as u64, Ordering::Relaxed);
         let report = OpenReport {
@@ -968,7 +1126,16 @@ impl Endpoint {
         for (id, spend) in gate.gate().spent_grants() {
             metrics.spent(&id, spend.uj);
         }
-        let syncer = Syncer { file: sync_file, synced: 0, failed: None, rx: sync_rx, back, wake: tx.downgrade(), stats: stats.clone(), metrics: metrics.clone() };
+        let syncer = Syncer {
+            file: sync_file,
+            synced: 0,
+            failed: None,
+            rx: sync_rx,
+            back,
+            wake: tx.downgrade(),
+            stats: stats.clone(),
+            metrics: metrics.clone(),
+        };
         let sync_thread = std::thread::Builder::new()
             .name("jcp-endpoint-sync".into())
             .spawn(move || syncer.run())
@@ -1093,7 +1260,8 @@ impl Endpoint {
             if self.shared.stopping.load(Ordering::Acquire) {
                 return Ok(());
             }
-            let permit = self.shared.conns.clone().acquire_owned().await.map_err(|_| WireError::Stopped("closed".into()))?;
+            let permit =
+                self.shared.conns.clone().acquire_owned().await.map_err(|_| WireError::Stopped("closed".into()))?;
             let accepted = match &listener {
                 Listener::Tcp(l) => l.accept().await.map(|(s, _)| Conn::Tcp(s)),
                 #[cfg(unix)]
@@ -1207,7 +1375,8 @@ impl Address {
     pub async fn bind(&self) -> Result<(Listener, Address), WireError> {
         match self {
             Self::Tcp(a) => {
-                let l = tokio::net::TcpListener::bind(a).await.map_err(|e| WireError::io(format!("binding tcp:{a}"), e))?;
+                let l =
+                    tokio::net::TcpListener::bind(a).await.map_err(|e| WireError::io(format!("binding tcp:{a}"), e))?;
                 let local = l.local_addr().map_err(|e| WireError::io("reading the bound address", e))?;
                 Ok((Listener::Tcp(l), Self::Tcp(local.to_string())))
             }
@@ -1217,16 +1386,23 @@ impl Address {
                     if tokio::net::UnixStream::connect(p).await.is_ok() {
                         return Err(WireError::io(
                             format!("binding unix:{}", p.display()),
-                            std::io::Error::new(std::io::ErrorKind::AddrInUse, "a live endpoint answers on this socket"),
+                            std::io::Error::new(
+                                std::io::ErrorKind::AddrInUse,
+                                "a live endpoint answers on this socket",
+                            ),
                         ));
                     }
-                    std::fs::remove_file(p).map_err(|e| WireError::io(format!("removing the stale socket {}", p.display()), e))?;
+                    std::fs::remove_file(p)
+                        .map_err(|e| WireError::io(format!("removing the stale socket {}", p.display()), e))?;
                 }
-                let l = tokio::net::UnixListener::bind(p).map_err(|e| WireError::io(format!("binding unix:{}", p.display()), e))?;
+                let l = tokio::net::UnixListener::bind(p)
+                    .map_err(|e| WireError::io(format!("binding unix:{}", p.display()), e))?;
                 Ok((Listener::Unix(l), self.clone()))
             }
             #[cfg(not(unix))]
-            Self::Unix(p) => Err(WireError::BadAddress(format!("unix:{} (no Unix sockets on this platform)", p.display()))),
+            Self::Unix(p) => {
+                Err(WireError::BadAddress(format!("unix:{} (no Unix sockets on this platform)", p.display())))
+            }
         }
     }
 }
@@ -1241,7 +1417,11 @@ fn error_frame(e: &WireError) -> Vec<u8> {
 
 /// Reads one frame: waits as long as it takes for a frame to start, then
 /// at most `frame_timeout` for the rest (a half frame that hangs is cut).
-async fn next_frame<S: AsyncRead + Unpin>(s: &mut S, cap: usize, timeout: Duration) -> Result<Option<Vec<u8>>, WireError> {
+async fn next_frame<S: AsyncRead + Unpin>(
+    s: &mut S,
+    cap: usize,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>, WireError> {
     use tokio::io::AsyncReadExt;
     let mut first = [0u8; 1];
     let n = s.read(&mut first).await.map_err(|e| WireError::io("reading", e))?;
@@ -1324,7 +1504,12 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S
 }
 
 /// `body` is the frame body `req` was decoded from: its canonical bytes.
-async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>, s: &mut S, req: Box<WireRequest>, body: Vec<u8>) -> bool {
+async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    s: &mut S,
+    req: Box<WireRequest>,
+    body: Vec<u8>,
+) -> bool {
     // The caller's signature is checked here, on the runtime's worker
     // threads (every core); the core thread decides what a failure means
     // (§11: sealed, not remembered).
@@ -1350,21 +1535,36 @@ async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>,
         return true;
     }
     if !a.fresh {
-        let reply = WireReply { receipt: a.receipt, state: ReplyState::Unavailable, handle: None, output: Vec::new(), label: Label::top(), closing: None };
+        let reply = WireReply {
+            receipt: a.receipt,
+            state: ReplyState::Unavailable,
+            handle: None,
+            output: Vec::new(),
+            label: Label::top(),
+            closing: None,
+        };
         return codec::write_frame(s, &codec::frame_value(&reply.to_value())).await.is_ok();
     }
-    let answers = continues.as_ref().and_then(|_| args.as_deref().and_then(|a| Continuation::from_bytes(a).ok())).and_then(|c| c.answers);
+    let answers = continues
+        .as_ref()
+        .and_then(|_| args.as_deref().and_then(|a| Continuation::from_bytes(a).ok()))
+        .and_then(|c| c.answers);
     let f2 = frame.clone();
     let a2 = args.clone();
     let c2 = continues.clone();
     let reply = tokio::task::spawn_blocking(move || {
-        let call = Call { frame: &f2, args: if c2.is_some() { None } else { a2.as_deref() }, continues: c2.as_deref().map(|h| (h, answers.as_deref())) };
+        let call = Call {
+            frame: &f2,
+            args: if c2.is_some() { None } else { a2.as_deref() },
+            continues: c2.as_deref().map(|h| (h, answers.as_deref())),
+        };
         backend.call(call)
     })
     .await
     .unwrap_or_else(|_| BackendReply::Failed(b"the endpoint behind the gate panicked".to_vec()));
     // The exchange itself completed or failed (§4.11 outcome).
-    let status = if matches!(reply, BackendReply::Failed(_)) { OutcomeStatus::Failed } else { OutcomeStatus::Completed };
+    let status =
+        if matches!(reply, BackendReply::Failed(_)) { OutcomeStatus::Failed } else { OutcomeStatus::Completed };
     let _ = shared.tx.send(Job::Outcome { receipt: a.receipt, status }).await;
     // §6.1 item 3: what comes back is data, labelled as the output of the
     // first request's action joined with everything the client sent.
@@ -1404,7 +1604,12 @@ async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(shared: &Arc<Shared>,
         (ReplyState::Done | ReplyState::Failed, _, Some((h, _))) => {
             let (tx, rx) = oneshot::channel();
             let st = if state == ReplyState::Done { "done" } else { "failed" };
-            if shared.tx.send(Job::Close { handle: h.clone(), outcome: ContentId::of_bytes(&output), status: st, tx }).await.is_ok() {
+            if shared
+                .tx
+                .send(Job::Close { handle: h.clone(), outcome: ContentId::of_bytes(&output), status: st, tx })
+                .await
+                .is_ok()
+            {
                 closing = rx.await.ok().flatten();
             }
         }

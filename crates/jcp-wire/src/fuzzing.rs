@@ -76,7 +76,10 @@ fn refusal(e: &WireError, canonical: bool, what: &str) -> Result<&'static str, S
     if code == want {
         Ok(code)
     } else {
-        Err(format!("{what}: refused {code:?} ({e}), expected {want:?} (the body is{} canonical det-CBOR)", if canonical { "" } else { " not" }))
+        Err(format!(
+            "{what}: refused {code:?} ({e}), expected {want:?} (the body is{} canonical det-CBOR)",
+            if canonical { "" } else { " not" }
+        ))
     }
 }
 
@@ -84,7 +87,11 @@ fn same(what: &str, got: &[u8], body: &[u8]) -> Result<(), String> {
     if got == body {
         Ok(())
     } else {
-        Err(format!("{what} accepted but re-encodes to other bytes:\n body {}\n  got {}", hex::encode(body), hex::encode(got)))
+        Err(format!(
+            "{what} accepted but re-encodes to other bytes:\n body {}\n  got {}",
+            hex::encode(body),
+            hex::encode(got)
+        ))
     }
 }
 
@@ -182,14 +189,20 @@ pub fn wire_decode(data: &[u8]) -> Result<Report, String> {
         match (split, read) {
             (Ok(Some((body, used))), Ok(Some(b))) => {
                 if used != body.len() + 4 || used > rest.len() || b != body {
-                    return Err(format!("split took {used} bytes for a {}-byte body; read_frame read {} bytes", body.len(), b.len()));
+                    return Err(format!(
+                        "split took {used} bytes for a {}-byte body; read_frame read {} bytes",
+                        body.len(),
+                        b.len()
+                    ));
                 }
                 frames.push(check_body(body)?);
                 rest = &rest[used..];
             }
             (Ok(None), Ok(None)) if rest.is_empty() => break Tail::End,
             (Ok(None), Err(WireError::Truncated { .. })) if !rest.is_empty() => break Tail::NeedsMore(rest.len()),
-            (Err(WireError::Oversized { declared: a, cap }), Err(WireError::Oversized { declared: b, .. })) if a == b && cap == CAP => {
+            (Err(WireError::Oversized { declared: a, cap }), Err(WireError::Oversized { declared: b, .. }))
+                if a == b && cap == CAP =>
+            {
                 if usize::try_from(a).is_ok_and(|n| n <= CAP) {
                     return Err(format!("a {a}-byte frame refused under a cap of {CAP}"));
                 }

@@ -14,10 +14,10 @@
 
 use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp::decision::{Cost, Reason, Verdict};
-use jcp::grant::Funds;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::Label;
 use jcp::frame::Frame;
+use jcp::grant::Funds;
 use jcp::grant::SignedGrant;
 use jcp::identity::{Did, Keypair};
 use jcp_receipt::receipt::ReceiptCore;
@@ -92,7 +92,11 @@ fn energy_from(v: &Value) -> Result<Energy, WireError> {
         None => Coverage::Whole,
         Some("Partial") => Coverage::Partial,
         // Whole is stated by omission: one wire form per value.
-        Some(other) => return Err(f.error("coverage", format!("{other:?}: only \"Partial\" is written (Whole is omitted)")).into()),
+        Some(other) => {
+            return Err(f
+                .error("coverage", format!("{other:?}: only \"Partial\" is written (Whole is omitted)"))
+                .into())
+        }
     };
     f.finish()?;
     Ok(Energy { uj, provenance, coverage })
@@ -302,7 +306,9 @@ impl WireDecision {
         let mut f = Fields::new("Decision", v)?;
         let verdict = match (f.text("verdict")?, f.opt_text("reason")?) {
             ("allow", None) => Verdict::Allow,
-            ("deny", Some(r)) => Verdict::Deny(Reason::parse(r).ok_or_else(|| f.error("reason", format!("unknown reason {r:?}")))?),
+            ("deny", Some(r)) => {
+                Verdict::Deny(Reason::parse(r).ok_or_else(|| f.error("reason", format!("unknown reason {r:?}")))?)
+            }
             (v, r) => return Err(f.error("verdict", format!("verdict {v:?} with reason {r:?}")).into()),
         };
         let debited_uj = f.uint("debited_uj")?;
@@ -395,7 +401,9 @@ impl ReplyState {
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Self::Done, Self::Working, Self::InputRequired, Self::Failed, Self::Unavailable].into_iter().find(|x| x.as_str() == s)
+        [Self::Done, Self::Working, Self::InputRequired, Self::Failed, Self::Unavailable]
+            .into_iter()
+            .find(|x| x.as_str() == s)
     }
 }
 
@@ -549,7 +557,9 @@ impl Feed {
                 ("continuation", Some(continuation.to_value())),
             ]),
             Self::Outcome(o) => o.to_value(),
-            Self::Statement(st) => cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(st.to_value()))]),
+            Self::Statement(st) => {
+                cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(st.to_value()))])
+            }
         }
     }
 

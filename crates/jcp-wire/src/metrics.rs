@@ -41,14 +41,8 @@ impl DecisionLabels {
     /// The labels of a verdict.
     pub fn of(v: Verdict) -> Self {
         match v {
-            Verdict::Allow => Self {
-                verdict: "allow".into(),
-                reason: "none".into(),
-            },
-            Verdict::Deny(r) => Self {
-                verdict: "deny".into(),
-                reason: r.as_str().into(),
-            },
+            Verdict::Allow => Self { verdict: "allow".into(), reason: "none".into() },
+            Verdict::Deny(r) => Self { verdict: "deny".into(), reason: r.as_str().into() },
         }
     }
 }
@@ -101,14 +95,26 @@ impl WireMetrics {
         };
         let r = &mut m.registry;
         let uj = || Unit::Other("microjoules".into());
-        r.register("decisions", "Decisions answered (§7, §11), by verdict and reason code (none on an allow); counted once durable", m.decisions.clone());
+        r.register(
+            "decisions",
+            "Decisions answered (§7, §11), by verdict and reason code (none on an allow); counted once durable",
+            m.decisions.clone(),
+        );
         r.register("repeats", "Repeats of a remembered request answered with its first response: not decided, debited or recorded again (§11)", m.repeats.clone());
         r.register_with_unit("record_commit", "The record's group commit: one fdatasync making a batch of decisions durable before any answer leaves (§4.11)", Unit::Seconds, m.commit.clone());
-        r.register("remembered_requests", "Requests remembered while their stamp is inside the freshness window (§11)", m.remembered.clone());
+        r.register(
+            "remembered_requests",
+            "Requests remembered while their stamp is inside the freshness window (§11)",
+            m.remembered.clone(),
+        );
         r.register("revocation_known_through", "The revocation-knowledge marker this point states (§4.3); absent when it states none (an auditor reads its allows as unverifiable)", m.known_through.clone());
         r.register_with_unit("grant_spent", "Spend counted against a grant at this point: its own allows and a budget channel's settled peer spend (§4.5)", uj(), m.spent.clone());
         r.register_with_unit("grant_budget", "A decided leaf grant's joule ceiling", uj(), m.budget.clone());
-        r.register("refused_frames", "Frames refused before any decision (bad framing or message); their connections closed", m.refused_frames.clone());
+        r.register(
+            "refused_frames",
+            "Frames refused before any decision (bad framing or message); their connections closed",
+            m.refused_frames.clone(),
+        );
         m
     }
 
@@ -138,16 +144,12 @@ impl WireMetrics {
 
     /// Spend now counted against `grant`.
     pub fn spent(&self, grant: &ContentId, uj: u64) {
-        self.spent
-            .get_or_create(&GrantLabels { grant: grant.to_hex() })
-            .set(uj);
+        self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
     }
 
     /// A leaf grant's joule ceiling.
     pub fn budget(&self, grant: &ContentId, uj: u64) {
-        self.budget
-            .get_or_create(&GrantLabels { grant: grant.to_hex() })
-            .set(uj);
+        self.budget.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
     }
 
     /// A frame refused before any decision.

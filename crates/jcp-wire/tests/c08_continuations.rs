@@ -31,10 +31,16 @@ struct LongTask {
 impl Backend for LongTask {
     fn call(&self, call: Call<'_>) -> BackendReply {
         let mut seen = self.seen.lock().unwrap();
-        seen.push((call.args.map(<[u8]>::to_vec), call.continues.map(|c| c.0.to_owned()), call.continues.and_then(|c| c.1.map(<[u8]>::to_vec))));
+        seen.push((
+            call.args.map(<[u8]>::to_vec),
+            call.continues.map(|c| c.0.to_owned()),
+            call.continues.and_then(|c| c.1.map(<[u8]>::to_vec)),
+        ));
         match call.continues {
             None => BackendReply::Working { handle: "task-7".into(), status: b"started".to_vec() },
-            Some((_, None)) => BackendReply::InputRequired { handle: "task-7".into(), prompt: b"which index?".to_vec() },
+            Some((_, None)) => {
+                BackendReply::InputRequired { handle: "task-7".into(), prompt: b"which index?".to_vec() }
+            }
             Some((_, Some(_))) => BackendReply::Done(b"42 results".to_vec()),
         }
     }
@@ -44,7 +50,15 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
-fn later(g: &jcp::grant::SignedGrant, prev: ContentId, handle: &str, answers: Option<&[u8]>, uj: u64, label: Option<Label>, now: u64) -> WireRequest {
+fn later(
+    g: &jcp::grant::SignedGrant,
+    prev: ContentId,
+    handle: &str,
+    answers: Option<&[u8]>,
+    uj: u64,
+    label: Option<Label>,
+    now: u64,
+) -> WireRequest {
     let c = Continuation { continues: prev, handle: handle.into(), answers: answers.map(<[u8]>::to_vec) };
     let args = c.to_bytes();
     RequestBody {
@@ -79,21 +93,30 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         assert_eq!(r1.label, Label::untrusted_from(["output:read"]));
         // A later exchange that names another receipt than the one it
         // continues is refused (wrong-resource) and sealed.
-        let wrong = c.call(&later(&g, ContentId([9; 32]), "task-7", None, 10, Some(Label::bottom()), T0 + 1)).await.unwrap();
+        let wrong =
+            c.call(&later(&g, ContentId([9; 32]), "task-7", None, 10, Some(Label::bottom()), T0 + 1)).await.unwrap();
         assert_eq!(wrong.decision.reason(), Some(Reason::WrongResource));
         // The poll: decided at its own time against the bound grant, chained.
-        let poll = c.call(&later(&g, first.receipt_id(), "task-7", None, 50, Some(Label::bottom()), T0 + 2)).await.unwrap();
+        let poll =
+            c.call(&later(&g, first.receipt_id(), "task-7", None, 50, Some(Label::bottom()), T0 + 2)).await.unwrap();
         assert!(poll.decision.is_allow());
         assert_eq!(poll.decision.budget_remaining_uj, 850);
         let pr = jcp_receipt::verify_receipt(&poll.receipt, None).unwrap();
         let cont = Continuation { continues: first.receipt_id(), handle: "task-7".into(), answers: None };
-        assert_eq!(pr.core.payload_hash, Some(ContentId::of_bytes(&cont.to_bytes())), "the receipt commits to the one it continues");
+        assert_eq!(
+            pr.core.payload_hash,
+            Some(ContentId::of_bytes(&cont.to_bytes())),
+            "the receipt commits to the one it continues"
+        );
         let r2 = c.reply().await.unwrap();
         assert_eq!(r2.state, ReplyState::InputRequired);
         // The answers are the client's: flow-checked like arguments, and the
         // output's label joins them.
         let web = Label::untrusted_from(["web"]);
-        let done = c.call(&later(&g, poll.receipt_id(), "task-7", Some(b"index 3"), 70, Some(web.clone()), T0 + 3)).await.unwrap();
+        let done = c
+            .call(&later(&g, poll.receipt_id(), "task-7", Some(b"index 3"), 70, Some(web.clone()), T0 + 3))
+            .await
+            .unwrap();
         assert!(done.decision.is_allow());
         let r3 = c.reply().await.unwrap();
         assert_eq!(r3.state, ReplyState::Done);
@@ -101,10 +124,12 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         assert_eq!(r3.label, Label::untrusted_from(["output:read", "web"]));
         let closing_id = r3.closing.expect("a closing record");
         // Closed: the handle is refused now, and the refusal sealed.
-        let after = c.call(&later(&g, done.receipt_id(), "task-7", None, 5, Some(Label::bottom()), T0 + 4)).await.unwrap();
+        let after =
+            c.call(&later(&g, done.receipt_id(), "task-7", None, 5, Some(Label::bottom()), T0 + 4)).await.unwrap();
         assert_eq!(after.decision.reason(), Some(Reason::UnknownContinuation));
         // A handle never returned here is refused the same way.
-        let made_up = c.call(&later(&g, first.receipt_id(), "task-999", None, 5, Some(Label::bottom()), T0 + 5)).await.unwrap();
+        let made_up =
+            c.call(&later(&g, first.receipt_id(), "task-999", None, 5, Some(Label::bottom()), T0 + 5)).await.unwrap();
         assert_eq!(made_up.decision.reason(), Some(Reason::UnknownContinuation));
         s.stop().await;
 
@@ -150,7 +175,8 @@ fn c08_s6_1_a_continuation_is_refused_once_its_grant_is_revoked_or_spent() {
         assert!(first.decision.is_allow());
         assert_eq!(c.reply().await.unwrap().state, ReplyState::Working);
         // Spent: the later exchange costs more than is left.
-        let over = c.call(&later(&g, first.receipt_id(), "task-7", None, 60, Some(Label::bottom()), T0 + 1)).await.unwrap();
+        let over =
+            c.call(&later(&g, first.receipt_id(), "task-7", None, 60, Some(Label::bottom()), T0 + 1)).await.unwrap();
         assert_eq!(over.decision.reason(), Some(Reason::BudgetExceeded));
         // A data-tagged later exchange never exercises the grant.
         let mut data = later(&g, first.receipt_id(), "task-7", None, 1, Some(Label::bottom()), T0 + 2);
@@ -171,7 +197,8 @@ fn c08_s6_1_a_continuation_is_refused_once_its_grant_is_revoked_or_spent() {
         // Revoked: refused, and the outcome is not fetched under it.
         let rev = Revocation::issue(&g, &issuer(), Some([2; 16])).unwrap();
         assert!(c.feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 1 }).await.unwrap().admitted);
-        let r = c.call(&later(&g, first.receipt_id(), "task-7", None, 10, Some(Label::bottom()), T0 + 3)).await.unwrap();
+        let r =
+            c.call(&later(&g, first.receipt_id(), "task-7", None, 10, Some(Label::bottom()), T0 + 3)).await.unwrap();
         assert_eq!(r.decision.reason(), Some(Reason::Revoked));
         s.stop().await;
     });

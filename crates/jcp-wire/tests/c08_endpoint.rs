@@ -193,11 +193,14 @@ fn s4_11_a_second_endpoint_on_the_same_record_fails_to_start() {
     let path = dir.path().join("s.jcps");
     rt().block_on(async {
         let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
-        let e = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap_err();
+        let e = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None)
+            .unwrap_err();
         assert_eq!(e.code(), "stream-locked", "{e}");
         s.stop().await;
         // Released on shutdown.
-        let (ep, _) = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap();
+        let (ep, _) =
+            jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None)
+                .unwrap();
         ep.shutdown().await.unwrap();
     });
 }
@@ -380,7 +383,9 @@ fn c08_the_endpoint_answers_in_process_through_the_same_record() {
     let clock = TestClock::new(T0);
     let path = dir.path().join("s.jcps");
     rt().block_on(async {
-        let (ep, _) = jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None).unwrap();
+        let (ep, _) =
+            jcp_wire::endpoint::Endpoint::open(config(&path, &clock), steward(), jcp::decision::Gate::new(), None)
+                .unwrap();
         let g = grant(100, 1);
         let req = request(&g, 60, b"x", T0);
         let a = ep.submit(req.clone()).await.unwrap();
@@ -406,7 +411,15 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
         let mut c = Client::connect(&s.tcp).await.unwrap();
         assert!(c.call(&request(&g, 700, b"work", T0)).await.unwrap().decision.is_allow());
         let cp = run
-            .checkpoint(&agent(), CheckpointInput { state: ContentId([1; 32]), at: T0, spent: Some(Spent { uj: 700, provenance: Provenance::HwShunt }), nonce: Some([1; 16]) })
+            .checkpoint(
+                &agent(),
+                CheckpointInput {
+                    state: ContentId([1; 32]),
+                    at: T0,
+                    spent: Some(Spent { uj: 700, provenance: Provenance::HwShunt }),
+                    nonce: Some([1; 16]),
+                },
+            )
             .unwrap();
         // A widening (above the 300 µJ remainder) is refused and changes nothing.
         let mut wide = run.clone();
@@ -415,15 +428,34 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
         let (am, cont) = run.amend(&issuer(), AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
         // The agent cannot amend its own run.
         let forged = jcp::steering::Amendment { amended_by: agent().did(), ..am.amendment().clone() }.sign(&agent());
-        let a = c.feed(&Feed::Amendment { steered: g.clone(), checkpoint: cp.clone(), amendment: forged, continuation: cont.clone() }).await.unwrap();
+        let a = c
+            .feed(&Feed::Amendment {
+                steered: g.clone(),
+                checkpoint: cp.clone(),
+                amendment: forged,
+                continuation: cont.clone(),
+            })
+            .await
+            .unwrap();
         assert!(!a.admitted, "{a:?}");
         assert!(c.call(&request(&g, 0, b"still mine", T0)).await.unwrap().decision.is_allow());
-        let a = c.feed(&Feed::Amendment { steered: g.clone(), checkpoint: cp.clone(), amendment: am.clone(), continuation: cont.clone() }).await.unwrap();
+        let a = c
+            .feed(&Feed::Amendment {
+                steered: g.clone(),
+                checkpoint: cp.clone(),
+                amendment: am.clone(),
+                continuation: cont.clone(),
+            })
+            .await
+            .unwrap();
         assert!(a.admitted, "{a:?}");
         let r = c.call(&request(&g, 1, b"old grant", T0)).await.unwrap();
         assert_eq!(r.decision.reason(), Some(Reason::Superseded));
         assert!(c.call(&request(&cont, 300, b"continued", T0)).await.unwrap().decision.is_allow());
-        assert_eq!(c.call(&request(&cont, 1, b"past the ceiling", T0)).await.unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+        assert_eq!(
+            c.call(&request(&cont, 1, b"past the ceiling", T0)).await.unwrap().decision.reason(),
+            Some(Reason::BudgetExceeded)
+        );
         s.stop().await;
         (cp, am, cont)
     });
@@ -432,8 +464,14 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
         let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
         assert_eq!(s.report.replay.rejected_total(), 0, "{:?}", s.report.replay.rejected);
         let mut c = Client::connect(&s.tcp).await.unwrap();
-        assert_eq!(c.call(&request(&g, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::Superseded));
-        assert_eq!(c.call(&request(&cont, 1, b"after restart", T0)).await.unwrap().decision.reason(), Some(Reason::BudgetExceeded));
+        assert_eq!(
+            c.call(&request(&g, 1, b"after restart", T0)).await.unwrap().decision.reason(),
+            Some(Reason::Superseded)
+        );
+        assert_eq!(
+            c.call(&request(&cont, 1, b"after restart", T0)).await.unwrap().decision.reason(),
+            Some(Reason::BudgetExceeded)
+        );
         s.stop().await;
     });
 }
@@ -453,7 +491,10 @@ fn s4_11_the_holder_settles_an_allowed_decision_and_nobody_else_can() {
         let b = c.call(&request(&g, 10, b"two", T0)).await.unwrap();
         // Not the holder: refused.
         let thief = common::key(66);
-        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &thief))).await.unwrap();
+        let r = c
+            .feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &thief)))
+            .await
+            .unwrap();
         assert_eq!((r.admitted, r.code.as_str()), (false, "wrong-subject"), "{r:?}");
         // A forged signature: refused.
         let mut forged = SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &agent());
@@ -461,9 +502,13 @@ fn s4_11_the_holder_settles_an_allowed_decision_and_nobody_else_can() {
         let r = c.feed(&Feed::Outcome(forged)).await.unwrap();
         assert_eq!((r.admitted, r.code.as_str()), (false, "bad-signature"), "{r:?}");
         // The holder: recorded; a second report of the same is refused.
-        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &agent()))).await.unwrap();
+        let r = c
+            .feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Completed, &agent())))
+            .await
+            .unwrap();
         assert!(r.admitted, "{r:?}");
-        let r = c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Failed, &agent()))).await.unwrap();
+        let r =
+            c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Failed, &agent()))).await.unwrap();
         assert_eq!((r.admitted, r.code.as_str()), (false, "outcome-unknown"), "{r:?}");
         let _ = b;
         s.stop().await;

@@ -32,7 +32,13 @@ fn point_b() -> Keypair {
     key(32)
 }
 
-fn channel_config(dir: &Path, clock: &TestClock, g: &SignedGrant, me: &Keypair, peer: &Keypair) -> jcp_wire::endpoint::Config {
+fn channel_config(
+    dir: &Path,
+    clock: &TestClock,
+    g: &SignedGrant,
+    me: &Keypair,
+    peer: &Keypair,
+) -> jcp_wire::endpoint::Config {
     std::fs::create_dir_all(dir).unwrap();
     let mut c = config(&dir.join("record.jcps"), clock);
     c.channels = vec![ChannelSetup { grant: g.clone(), point: me.clone(), peers: vec![peer.did()] }];
@@ -57,7 +63,9 @@ fn c17_two_endpoints_spend_optimistically_settle_by_signed_statement_and_prove_t
     let (pa, pb) = (point_a(), point_b());
     let cfg_b = channel_config(&dir.path().join("b"), &clock, &g, &pb, &pa);
     rt().block_on(async {
-        let a = Served::start(channel_config(&dir.path().join("a"), &clock, &g, &pa, &pb), &dir.path().join("a"), None).await.unwrap();
+        let a = Served::start(channel_config(&dir.path().join("a"), &clock, &g, &pa, &pb), &dir.path().join("a"), None)
+            .await
+            .unwrap();
         let b = Served::start(cfg_b.clone(), &dir.path().join("b"), None).await.unwrap();
         let mut ca = Client::connect(&a.tcp).await.unwrap();
         let mut cb = Client::connect(&b.tcp).await.unwrap();
@@ -96,7 +104,11 @@ fn c17_two_endpoints_spend_optimistically_settle_by_signed_statement_and_prove_t
             let l = ep.channel_ledger(g.id()).await.unwrap().unwrap();
             assert_eq!((l.budget_uj, l.total_uj, l.overdraft_uj), (1000, 1200, 200), "{l:?}");
         }
-        let proof = OverdraftProof { grant: g.clone(), members: vec![pa.did(), pb.did()], statements: vec![sa.clone(), sb.clone()] };
+        let proof = OverdraftProof {
+            grant: g.clone(),
+            members: vec![pa.did(), pb.did()],
+            statements: vec![sa.clone(), sb.clone()],
+        };
         let back = OverdraftProof::from_bytes(&proof.to_bytes()).unwrap();
         assert_eq!(back.verify().unwrap().overdraft_uj, 200);
 
@@ -143,8 +155,12 @@ fn c17_a_point_settles_again_at_a_higher_seq_as_it_spends() {
     let g = grant(1000, 9);
     let (pa, pb) = (point_a(), point_b());
     rt().block_on(async {
-        let a = Served::start(channel_config(&dir.path().join("a"), &clock, &g, &pa, &pb), &dir.path().join("a"), None).await.unwrap();
-        let b = Served::start(channel_config(&dir.path().join("b"), &clock, &g, &pb, &pa), &dir.path().join("b"), None).await.unwrap();
+        let a = Served::start(channel_config(&dir.path().join("a"), &clock, &g, &pa, &pb), &dir.path().join("a"), None)
+            .await
+            .unwrap();
+        let b = Served::start(channel_config(&dir.path().join("b"), &clock, &g, &pb, &pa), &dir.path().join("b"), None)
+            .await
+            .unwrap();
         let mut ca = Client::connect(&a.tcp).await.unwrap();
         let mut cb = Client::connect(&b.tcp).await.unwrap();
         assert!(call(&mut ca, &g, 300, b"a-1").await.is_allow());

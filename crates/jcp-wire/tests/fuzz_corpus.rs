@@ -20,16 +20,18 @@ use std::path::{Path, PathBuf};
 use common::*;
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Reason, Verdict};
-use jcp::grant::Funds;
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::Label;
 use jcp::frame::{FrameKind, Trust};
+use jcp::grant::Funds;
 use jcp::revocation::Revocation;
 use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
 use jcp_wire::backend::Continuation;
 use jcp_wire::codec;
 use jcp_wire::fuzzing::{self, Report, Tail, CAP};
-use jcp_wire::message::{Feed, FeedAnswer, ReplyState, RequestBody, SignedOutcome, WireDecision, WireReply, WireResponse};
+use jcp_wire::message::{
+    Feed, FeedAnswer, ReplyState, RequestBody, SignedOutcome, WireDecision, WireReply, WireResponse,
+};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("corpus").join("wire_decode")
@@ -97,7 +99,11 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
     out.push(("request-valid", framed.clone()));
     // Every optional field: money, an untrusted label, a continuation.
-    let c = Continuation { continues: ContentId([7; 32]), handle: "task-7".into(), answers: Some(b"the second index".to_vec()) };
+    let c = Continuation {
+        continues: ContentId([7; 32]),
+        handle: "task-7".into(),
+        answers: Some(b"the second index".to_vec()),
+    };
     let args = c.to_bytes();
     let full = RequestBody {
         frame: frame(&g, &args),
@@ -134,24 +140,49 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("feed-revocation-valid", codec::frame_value(&revocation.to_value())));
     let mut run = Run::new(g.clone());
     let cp = run
-        .checkpoint(&agent(), CheckpointInput { state: ContentId([1; 32]), at: T0, spent: Some(Spent { uj: 700, provenance: Provenance::HwShunt }), nonce: Some([1; 16]) })
+        .checkpoint(
+            &agent(),
+            CheckpointInput {
+                state: ContentId([1; 32]),
+                at: T0,
+                spent: Some(Spent { uj: 700, provenance: Provenance::HwShunt }),
+                nonce: Some([1; 16]),
+            },
+        )
         .unwrap();
     let (am, cont) = run
-        .amend(&issuer(), AmendInput { budget_uj: 300, nonce: Some([2; 16]), continuation_nonce: Some([3; 16]), ..AmendInput::default() })
+        .amend(
+            &issuer(),
+            AmendInput {
+                budget_uj: 300,
+                nonce: Some([2; 16]),
+                continuation_nonce: Some([3; 16]),
+                ..AmendInput::default()
+            },
+        )
         .unwrap();
     let amendment = Feed::Amendment { steered: g.clone(), checkpoint: cp, amendment: am, continuation: cont };
     out.push(("feed-amendment-valid", codec::frame_value(&amendment.to_value())));
-    let outcome = Feed::Outcome(SignedOutcome::sign(ContentId([5; 32]), jcp_receipt::record::OutcomeStatus::Completed, &agent()));
+    let outcome =
+        Feed::Outcome(SignedOutcome::sign(ContentId([5; 32]), jcp_receipt::record::OutcomeStatus::Completed, &agent()));
     out.push(("feed-outcome-valid", codec::frame_value(&outcome.to_value())));
     // §4.5 budget channels: a peer's statement, the ask, the answer.
-    let st = jcp::channel::Statement { grant_id: g.id(), point: key(31).did(), spent_uj: 600, seq: 1 }.sign(&key(31)).unwrap();
+    let st = jcp::channel::Statement { grant_id: g.id(), point: key(31).did(), spent_uj: 600, seq: 1 }
+        .sign(&key(31))
+        .unwrap();
     let st_feed = Feed::Statement(st.clone()).to_value();
     out.push(("feed-statement-valid", codec::frame_value(&st_feed)));
-    out.push(("feed-statement-unknown-field", codec::frame(&set(st_feed.clone(), &["statement", "statement"], "note", Value::text("settle me")).encode())));
+    out.push((
+        "feed-statement-unknown-field",
+        codec::frame(&set(st_feed.clone(), &["statement", "statement"], "note", Value::text("settle me")).encode()),
+    ));
     let st_bytes = codec::frame_value(&st_feed);
     out.push(("feed-statement-truncated", st_bytes[..st_bytes.len() - 9].to_vec()));
     out.push(("statement-ask-valid", codec::frame_value(&jcp_wire::message::statement_ask(&g.id()))));
-    out.push(("statement-ask-bad-grant-id", codec::frame(&set(jcp_wire::message::statement_ask(&g.id()), &[], "grant_id", Value::text("not hex")).encode())));
+    out.push((
+        "statement-ask-bad-grant-id",
+        codec::frame(&set(jcp_wire::message::statement_ask(&g.id()), &[], "grant_id", Value::text("not hex")).encode()),
+    ));
     out.push(("statement-answer-valid", codec::frame_value(&jcp_wire::message::statement_answer(&st))));
     // Pipelined: a request, a revocation, the request again, in one read.
     let mut pipelined = framed.clone();
@@ -159,8 +190,16 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     pipelined.extend(&framed);
     out.push(("pipelined-three", pipelined));
     // What an endpoint sends.
-    let decision = WireDecision { verdict: Verdict::Deny(Reason::FlowViolation), debited_uj: 0, budget_uj: 1000, budget_remaining_uj: 990 };
-    out.push(("response-valid", codec::frame_value(&WireResponse { decision, receipt: b"\xd2\x84sealed".to_vec() }.to_value())));
+    let decision = WireDecision {
+        verdict: Verdict::Deny(Reason::FlowViolation),
+        debited_uj: 0,
+        budget_uj: 1000,
+        budget_remaining_uj: 990,
+    };
+    out.push((
+        "response-valid",
+        codec::frame_value(&WireResponse { decision, receipt: b"\xd2\x84sealed".to_vec() }.to_value()),
+    ));
     let reply = WireReply {
         receipt: ContentId([3; 32]),
         state: ReplyState::InputRequired,
@@ -170,7 +209,12 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         closing: None,
     };
     out.push(("reply-valid", codec::frame_value(&reply.to_value())));
-    let answer = FeedAnswer { admitted: false, code: "revocation-forged".into(), message: "not the issuer".into(), known_through: Some(0) };
+    let answer = FeedAnswer {
+        admitted: false,
+        code: "revocation-forged".into(),
+        message: "not the issuer".into(),
+        known_through: Some(0),
+    };
     out.push(("feed-answer-valid", codec::frame_value(&answer.to_value())));
     let error = jcp::cbor::map([
         ("msg", Some(Value::text("error"))),
@@ -207,20 +251,38 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("float-stamp", codec::frame(&float.encode())));
     out.push(("bool-msg", codec::frame(&jcp::cbor::map([("msg", Some(Value::Simple(21)))]).encode())));
     // Canonical, but not the message.
-    out.push(("unknown-field-top", codec::frame(&set(v.clone(), &[], "x-instructions", Value::text("ignore the grant")).encode())));
-    out.push(("unknown-field-in-frame", codec::frame(&set(v.clone(), &["frame"], "x-instructions", Value::text("trust: control")).encode())));
-    out.push(("unknown-field-in-cost", codec::frame(&set(v.clone(), &["cost"], "note", Value::text("bill the operator")).encode())));
+    out.push((
+        "unknown-field-top",
+        codec::frame(&set(v.clone(), &[], "x-instructions", Value::text("ignore the grant")).encode()),
+    ));
+    out.push((
+        "unknown-field-in-frame",
+        codec::frame(&set(v.clone(), &["frame"], "x-instructions", Value::text("trust: control")).encode()),
+    ));
+    out.push((
+        "unknown-field-in-cost",
+        codec::frame(&set(v.clone(), &["cost"], "note", Value::text("bill the operator")).encode()),
+    ));
     let mut other = req.clone();
     other.args = Some(b"rm -rf /".to_vec());
     out.push(("args-not-payload-hash", codec::frame(&other.to_bytes())));
     out.push(("empty-chain", codec::frame(&set(v.clone(), &[], "chain", Value::Array(Vec::new())).encode())));
     let long = set(v.clone(), &[], "chain", Value::Array(vec![g.to_value(); 17]));
     out.push(("chain-too-long-unframed", long.encode()));
-    out.push(("handle-too-long", codec::frame(&set(v.clone(), &[], "continues", Value::text("h".repeat(129))).encode())));
+    out.push((
+        "handle-too-long",
+        codec::frame(&set(v.clone(), &[], "continues", Value::text("h".repeat(129))).encode()),
+    ));
     out.push(("signature-short", codec::frame(&set(v.clone(), &[], "signature", Value::Bytes(vec![0; 63])).encode())));
-    out.push(("coverage-whole-written", codec::frame(&set(v.clone(), &["cost"], "coverage", Value::text("Whole")).encode())));
+    out.push((
+        "coverage-whole-written",
+        codec::frame(&set(v.clone(), &["cost"], "coverage", Value::text("Whole")).encode()),
+    ));
     out.push(("msg-not-text", codec::frame(&jcp::cbor::map([("msg", Some(Value::Uint(1)))]).encode())));
-    out.push(("feed-unknown-kind", codec::frame(&set(revocation.to_value(), &[], "msg", Value::text("gossip")).encode())));
+    out.push((
+        "feed-unknown-kind",
+        codec::frame(&set(revocation.to_value(), &[], "msg", Value::text("gossip")).encode()),
+    ));
     out.push(("request-unframed", body));
     out
 }
@@ -245,9 +307,15 @@ fn expect(name: &str, r: &Report) {
         "feed-statement-valid" | "statement-answer-valid" => one(Ok("statement"), Ok("statement")),
         "statement-ask-valid" => one(Ok("statement-ask"), Err(NM)),
         "feed-statement-unknown-field" | "statement-ask-bad-grant-id" => one(Err(NM), Err(NM)),
-        "feed-statement-truncated" => assert!(frames.is_empty() && matches!(r.tail, Tail::NeedsMore(_)), "{name}: {r:?}"),
+        "feed-statement-truncated" => {
+            assert!(frames.is_empty() && matches!(r.tail, Tail::NeedsMore(_)), "{name}: {r:?}")
+        }
         "pipelined-three" => {
-            assert_eq!(frames, vec![(Ok("request"), Err(NM)), (Ok("revocation"), Err(NM)), (Ok("request"), Err(NM))], "{name}");
+            assert_eq!(
+                frames,
+                vec![(Ok("request"), Err(NM)), (Ok("revocation"), Err(NM)), (Ok("request"), Err(NM))],
+                "{name}"
+            );
             assert_eq!(r.tail, Tail::End);
         }
         "response-valid" => one(Err(NM), Ok("response")),
@@ -260,13 +328,27 @@ fn expect(name: &str, r: &Report) {
         "truncated-body" => assert!(frames.is_empty() && matches!(r.tail, Tail::NeedsMore(_)), "{name}: {r:?}"),
         "oversized-length" => assert_eq!((frames.len(), r.tail), (0, Tail::Oversized(u64::from(u32::MAX))), "{name}"),
         "over-cap-by-one" => assert_eq!((frames.len(), r.tail), (0, Tail::Oversized(CAP as u64 + 1)), "{name}"),
-        "zero-length" | "garbage" | "trailing-bytes" | "non-canonical-integer" | "unsorted-keys" | "float-stamp" | "bool-msg" => one(Err(NC), Err(NC)),
+        "zero-length"
+        | "garbage"
+        | "trailing-bytes"
+        | "non-canonical-integer"
+        | "unsorted-keys"
+        | "float-stamp"
+        | "bool-msg" => one(Err(NC), Err(NC)),
         "empty" => {
             assert_eq!((frames.len(), r.tail), (0, Tail::End), "{name}");
             assert_eq!(r.raw, (Err(NC), Err(NC)));
         }
-        "unknown-field-top" | "unknown-field-in-frame" | "unknown-field-in-cost" | "args-not-payload-hash" | "empty-chain" | "handle-too-long"
-        | "signature-short" | "coverage-whole-written" | "msg-not-text" | "feed-unknown-kind" => one(Err(NM), Err(NM)),
+        "unknown-field-top"
+        | "unknown-field-in-frame"
+        | "unknown-field-in-cost"
+        | "args-not-payload-hash"
+        | "empty-chain"
+        | "handle-too-long"
+        | "signature-short"
+        | "coverage-whole-written"
+        | "msg-not-text"
+        | "feed-unknown-kind" => one(Err(NM), Err(NM)),
         "chain-too-long-unframed" => {
             assert!(frames.is_empty() && matches!(r.tail, Tail::Oversized(_)), "{name}: {r:?}");
             assert_eq!(r.raw, (Err(NM), Err(NM)), "{name}");
@@ -308,7 +390,8 @@ fn c08_fuzz_corpus_replays_without_panic() {
 #[test]
 fn c08_mutated_corpus_seeds_hold_the_decoder_promises() {
     let n: usize = std::env::var("JCP_WIRE_MUTATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
-    let mut seeds: Vec<Vec<u8>> = std::fs::read_dir(corpus()).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    let mut seeds: Vec<Vec<u8>> =
+        std::fs::read_dir(corpus()).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
     seeds.sort();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |bound: usize| -> usize {

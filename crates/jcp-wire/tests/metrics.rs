@@ -51,9 +51,21 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
         let rev = Revocation::issue(&g, &issuer(), Some([1; 16])).unwrap();
         assert!(ep.feed(Feed::Revocation { revocation: rev, grant: g.clone(), marker: 7 }).await.unwrap().admitted);
         let text = ep.render_metrics().unwrap();
-        assert_eq!(sample(&text, "jcp_wire_decisions_total", &[("verdict", "allow"), ("reason", "none")]).as_deref(), Some("1"), "{text}");
-        assert_eq!(sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "budget-exceeded")]).as_deref(), Some("1"), "{text}");
-        assert_eq!(sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "stale-request")]).as_deref(), Some("1"), "{text}");
+        assert_eq!(
+            sample(&text, "jcp_wire_decisions_total", &[("verdict", "allow"), ("reason", "none")]).as_deref(),
+            Some("1"),
+            "{text}"
+        );
+        assert_eq!(
+            sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "budget-exceeded")]).as_deref(),
+            Some("1"),
+            "{text}"
+        );
+        assert_eq!(
+            sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "stale-request")]).as_deref(),
+            Some("1"),
+            "{text}"
+        );
         // The repeat was answered from memory, not decided again.
         assert_eq!(sample(&text, "jcp_wire_repeats_total", &[]).as_deref(), Some("1"));
         // Two decided requests remembered; the stale one is not (§11).
@@ -70,7 +82,11 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
         cfg.known_through = None;
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
         let text = s.endpoint.render_metrics().unwrap();
-        assert_eq!(sample(&text, "jcp_wire_grant_spent_microjoules", &[("grant", &gid)]).as_deref(), Some("300"), "{text}");
+        assert_eq!(
+            sample(&text, "jcp_wire_grant_spent_microjoules", &[("grant", &gid)]).as_deref(),
+            Some("300"),
+            "{text}"
+        );
         assert_eq!(sample(&text, "jcp_wire_revocation_known_through", &[]).as_deref(), Some("7"), "{text}");
         assert_eq!(sample(&text, "jcp_wire_remembered_requests", &[]).as_deref(), Some("2"), "{text}");
         // Decisions count what this process answered: none yet.
@@ -78,7 +94,11 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
         // After the revocation every request on the grant is denied `revoked`.
         s.endpoint.submit(request(&g, 1, b"after", T0)).await.unwrap();
         let text = s.endpoint.render_metrics().unwrap();
-        assert_eq!(sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "revoked")]).as_deref(), Some("1"), "{text}");
+        assert_eq!(
+            sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "revoked")]).as_deref(),
+            Some("1"),
+            "{text}"
+        );
         s.stop().await;
     });
 }

@@ -22,7 +22,9 @@ fn bench(c: &mut Criterion) {
     let vk = sk.verifying_key();
     let msg = chain[0].grant_bytes().to_vec();
     let sig: Signature = sk.sign(&msg);
-    c.bench_function("baseline/verify_strict", |b| b.iter(|| black_box(vk.verify_strict(black_box(&msg), &sig)).is_ok()));
+    c.bench_function("baseline/verify_strict", |b| {
+        b.iter(|| black_box(vk.verify_strict(black_box(&msg), &sig)).is_ok())
+    });
 
     let gate = Gate::new();
     let f0 = frame(&chain[0]);
@@ -30,7 +32,14 @@ fn bench(c: &mut Criterion) {
     let single = std::slice::from_ref(&chain[0]);
     c.bench_function("decision/single_grant_with_signature", |b| {
         b.iter(|| {
-            let d = gate.evaluate(&Request { frame: &f0, chain: single, caller: &caller0, cost: &cost, now: 1, flow: Some(&bottom) });
+            let d = gate.evaluate(&Request {
+                frame: &f0,
+                chain: single,
+                caller: &caller0,
+                cost: &cost,
+                now: 1,
+                flow: Some(&bottom),
+            });
             black_box(d.is_allow())
         });
     });
@@ -39,16 +48,32 @@ fn bench(c: &mut Criterion) {
     let caller3 = ks[3].did();
     c.bench_function("decision/three_hop_chain_with_signatures", |b| {
         b.iter(|| {
-            let d = gate.evaluate(&Request { frame: &f3, chain: &chain, caller: &caller3, cost: &cost, now: 1, flow: Some(&bottom) });
+            let d = gate.evaluate(&Request {
+                frame: &f3,
+                chain: &chain,
+                caller: &caller3,
+                cost: &cost,
+                now: 1,
+                flow: Some(&bottom),
+            });
             black_box(d.is_allow())
         });
     });
 
     let mut warm = Gate::new();
-    assert!(warm.decide(&Request { frame: &f3, chain: &chain, caller: &caller3, cost: &cost, now: 1, flow: Some(&bottom) }).is_allow());
+    assert!(warm
+        .decide(&Request { frame: &f3, chain: &chain, caller: &caller3, cost: &cost, now: 1, flow: Some(&bottom) })
+        .is_allow());
     c.bench_function("decision/three_hop_chain_cached", |b| {
         b.iter(|| {
-            let d = warm.evaluate(&Request { frame: &f3, chain: &chain, caller: &caller3, cost: &cost, now: 1, flow: Some(&bottom) });
+            let d = warm.evaluate(&Request {
+                frame: &f3,
+                chain: &chain,
+                caller: &caller3,
+                cost: &cost,
+                now: 1,
+                flow: Some(&bottom),
+            });
             black_box(d.is_allow())
         });
     });

@@ -44,19 +44,34 @@ fn main() {
     let f3 = frame(&chain[2]);
     let (c0, c3) = (ks[1].did(), ks[3].did());
     let mut warm = Gate::new();
-    assert!(warm.decide(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) }).is_allow());
+    assert!(warm
+        .decide(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) })
+        .is_allow());
 
     let (mut r1, mut r3, mut cached, mut base_ns) = (vec![], vec![], vec![], vec![]);
     for _ in 0..rounds {
         let b = time(block, || assert!(black_box(vk.verify_strict(black_box(&msg), &sig)).is_ok()));
         let s = time(block, || {
-            assert!(gate.evaluate(&Request { frame: &f0, chain: std::slice::from_ref(&root), caller: &c0, cost: &cost, now: 1, flow: Some(&bottom) }).is_allow());
+            assert!(gate
+                .evaluate(&Request {
+                    frame: &f0,
+                    chain: std::slice::from_ref(&root),
+                    caller: &c0,
+                    cost: &cost,
+                    now: 1,
+                    flow: Some(&bottom)
+                })
+                .is_allow());
         });
         let t = time(block, || {
-            assert!(gate.evaluate(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) }).is_allow());
+            assert!(gate
+                .evaluate(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) })
+                .is_allow());
         });
         let c = time(block * 50, || {
-            assert!(warm.evaluate(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) }).is_allow());
+            assert!(warm
+                .evaluate(&Request { frame: &f3, chain: &chain, caller: &c3, cost: &cost, now: 1, flow: Some(&bottom) })
+                .is_allow());
         });
         let bn = b.as_secs_f64();
         r1.push(s.as_secs_f64() / bn);

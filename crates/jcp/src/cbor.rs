@@ -851,7 +851,8 @@ mod tests {
 
     #[test]
     fn s3_floats_bools_nulls_refused_in_signed_core() {
-        for (bytes, what) in [(vec![0xf4], "bool"), (vec![0xf5], "bool"), (vec![0xf6], "null"), (vec![0xf9, 0x3c, 0x00], "float")]
+        for (bytes, what) in
+            [(vec![0xf4], "bool"), (vec![0xf5], "bool"), (vec![0xf6], "null"), (vec![0xf9, 0x3c, 0x00], "float")]
         {
             match decode_strict(&bytes) {
                 Err(DecodeError::Forbidden { what: w, .. }) => assert_eq!(w, what),

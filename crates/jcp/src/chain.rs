@@ -45,8 +45,7 @@ pub fn check_structure(chain: &[SignedGrant]) -> Result<(), ChainFault> {
         }
     }
     for (i, pair) in chain.windows(2).enumerate() {
-        check_narrows(pair[0].grant(), pair[1].grant())
-            .map_err(|why| ChainFault::Attenuation { hop: i + 1, why })?;
+        check_narrows(pair[0].grant(), pair[1].grant()).map_err(|why| ChainFault::Attenuation { hop: i + 1, why })?;
     }
     Ok(())
 }

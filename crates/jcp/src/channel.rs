@@ -109,7 +109,10 @@ impl SignedStatement {
 
     /// The wire form.
     pub fn to_value(&self) -> Value {
-        cbor::map([("statement", Some(self.statement.to_value())), ("sig", Some(Value::Bytes(self.signature.to_vec())))])
+        cbor::map([
+            ("statement", Some(self.statement.to_value())),
+            ("sig", Some(Value::Bytes(self.signature.to_vec()))),
+        ])
     }
 
     /// Canonical bytes of the wire form.
@@ -262,7 +265,11 @@ impl Channel {
         let points: Vec<LedgerLine> = self
             .members
             .iter()
-            .map(|p| LedgerLine { point: *p, settled_uj: self.settled(p), seq: self.last.get(p).map(|s| s.statement.seq) })
+            .map(|p| LedgerLine {
+                point: *p,
+                settled_uj: self.settled(p),
+                seq: self.last.get(p).map(|s| s.statement.seq),
+            })
             .collect();
         let total_uj: u128 = points.iter().map(|l| u128::from(l.settled_uj)).sum();
         let budget_uj = self.grant.grant().budget_uj;
@@ -330,7 +337,10 @@ impl OverdraftProof {
             s.verify()?;
             let st = &s.statement;
             if st.grant_id != self.grant.id() {
-                return Err(Error::StatementWrongGrant { expected: self.grant.id().to_hex(), got: st.grant_id.to_hex() });
+                return Err(Error::StatementWrongGrant {
+                    expected: self.grant.id().to_hex(),
+                    got: st.grant_id.to_hex(),
+                });
             }
             if !members.contains(&st.point) {
                 return Err(Error::StatementNotMember { point: st.point.to_string() });
@@ -379,11 +389,7 @@ impl OverdraftProof {
             return Err(f.error("jcp_overdraft", format!("{tag:?} is not {OVERDRAFT_PROFILE:?}")).into());
         }
         let grant = SignedGrant::from_value(f.req("grant")?)?;
-        let members = f
-            .text_array("members")?
-            .iter()
-            .map(|s| Did::parse(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let members = f.text_array("members")?.iter().map(|s| Did::parse(s)).collect::<Result<Vec<_>, _>>()?;
         if members.iter().collect::<BTreeSet<_>>().len() != members.len() {
             return Err(f.error("members", "a member point is listed twice").into());
         }
@@ -536,7 +542,11 @@ impl AuditReport {
 /// proof (verified as an offline verifier would). With no `members`, the
 /// points the statements name are the members (an auditor that knows the
 /// configured set passes it, and a statement from outside it is refused).
-pub fn audit(grant: SignedGrant, members: Option<Vec<Did>>, statements: &[SignedStatement]) -> Result<AuditReport, Error> {
+pub fn audit(
+    grant: SignedGrant,
+    members: Option<Vec<Did>>,
+    statements: &[SignedStatement],
+) -> Result<AuditReport, Error> {
     let members_given = members.is_some();
     let members = members.unwrap_or_else(|| statements.iter().map(|s| s.statement.point).collect());
     let mut ch = Channel::open(grant, members)?;

@@ -386,7 +386,12 @@ impl Gate {
     /// Joins a budget channel on `grant` as the point `me`, with `peers`
     /// (§4.5): configuration, like a trust root. Joining again replaces the
     /// channel (and forgets what it had admitted).
-    pub fn join_channel(&mut self, grant: SignedGrant, me: Did, peers: impl IntoIterator<Item = Did>) -> Result<(), Error> {
+    pub fn join_channel(
+        &mut self,
+        grant: SignedGrant,
+        me: Did,
+        peers: impl IntoIterator<Item = Did>,
+    ) -> Result<(), Error> {
         let id = grant.id();
         self.channels.insert(id, ChannelPoint::join(grant, me, peers)?);
         Ok(())
@@ -470,12 +475,8 @@ impl Gate {
     /// the first one's currency. Graded `Estimator` (a bound, not a
     /// measurement), `Whole`. Pure: the caller debits it.
     pub fn reservation(&self, req: &Request<'_>) -> Cost {
-        let mut uj = req
-            .chain
-            .iter()
-            .map(|g| g.grant().budget_uj.saturating_sub(self.spent(&g.id()).uj))
-            .min()
-            .unwrap_or(0);
+        let mut uj =
+            req.chain.iter().map(|g| g.grant().budget_uj.saturating_sub(self.spent(&g.id()).uj)).min().unwrap_or(0);
         for c in req.chain.iter().flat_map(|g| g.grant().caveats.iter()) {
             if let Caveat::MaxCostUj(n) = c {
                 uj = uj.min(*n);
@@ -638,12 +639,11 @@ impl Gate {
             return deny(Reason::ActionNotGranted, format!("action {:?} is not granted", frame.action));
         }
         // §4.10: after capability and signatures, before caveats and budget.
-        let ceiling = FlowCeiling::compose(req.chain.iter().flat_map(|g| g.grant().caveats.iter()).filter_map(|c| {
-            match c {
+        let ceiling =
+            FlowCeiling::compose(req.chain.iter().flat_map(|g| g.grant().caveats.iter()).filter_map(|c| match c {
                 Caveat::FlowBelow(f) => Some(f),
                 _ => None,
-            }
-        }));
+            }));
         self.check_flow(req, ceiling.as_ref())?;
         // §4.9: caveats bind on every link.
         for (link, g) in req.chain.iter().enumerate() {
@@ -679,7 +679,10 @@ impl Gate {
             return deny(Reason::Revoked, format!("grant {} is revoked", g.id()));
         }
         if let Some(am) = self.superseded.get(&g.id()) {
-            return deny(Reason::Superseded, format!("grant {} was superseded by amendment {am}: the run goes on under its continuation", g.id()));
+            return deny(
+                Reason::Superseded,
+                format!("grant {} was superseded by amendment {am}: the run goes on under its continuation", g.id()),
+            );
         }
         if !self.root_trusted(&req.frame.resource, &grant.issuer) {
             return deny(Reason::UntrustedRoot, format!("{} is not a trust root for this resource", grant.issuer));
@@ -715,7 +718,10 @@ impl Gate {
             return deny(Reason::Revoked, format!("link {link} ({}) is revoked", req.chain[link].id()));
         }
         if let Some(link) = req.chain.iter().position(|g| self.superseded.contains_key(&g.id())) {
-            return deny(Reason::Superseded, format!("link {link} ({}) was superseded by an amendment", req.chain[link].id()));
+            return deny(
+                Reason::Superseded,
+                format!("link {link} ({}) was superseded by an amendment", req.chain[link].id()),
+            );
         }
         let (Some(root), Some(leaf)) = (req.chain.first(), req.chain.last()) else {
             return deny(Reason::ChainBroken, "empty chain");
@@ -747,7 +753,10 @@ impl Gate {
             return Ok(());
         }
         let Some(label) = req.flow else {
-            return deny(Reason::FlowNotComputed, "the argument's provenance was not computed; not computed is not clean");
+            return deny(
+                Reason::FlowNotComputed,
+                "the argument's provenance was not computed; not computed is not clean",
+            );
         };
         if let Some(c) = ceiling {
             if !label.leq(&c.ceiling) {
@@ -829,14 +838,16 @@ enum Phase {
 /// Why a caveat does not hold for this request, or `None` when it holds.
 fn caveat_fails(c: &Caveat, req: &Request<'_>) -> Option<String> {
     match c {
-        Caveat::ActionIn(set) => (!set.contains(&req.frame.action))
-            .then(|| format!("ActionIn: {:?} is not among {set:?}", req.frame.action)),
+        Caveat::ActionIn(set) => {
+            (!set.contains(&req.frame.action)).then(|| format!("ActionIn: {:?} is not among {set:?}", req.frame.action))
+        }
         Caveat::PayloadIs(p) => (req.frame.payload_hash != *p).then(|| "PayloadIs: a different payload".to_owned()),
         Caveat::CallerIs(d) => (req.caller != d).then(|| format!("CallerIs: caller is not {d}")),
         Caveat::NotBefore(t) => (req.now < *t).then(|| format!("NotBefore: now {} < {t}", req.now)),
         Caveat::NotAfter(t) => (req.now > *t).then(|| format!("NotAfter: now {} > {t}", req.now)),
-        Caveat::MaxCostUj(n) => (req.cost.energy.uj > *n)
-            .then(|| format!("MaxCostUj: cost {} µJ > {n} µJ", req.cost.energy.uj)),
+        Caveat::MaxCostUj(n) => {
+            (req.cost.energy.uj > *n).then(|| format!("MaxCostUj: cost {} µJ > {n} µJ", req.cost.energy.uj))
+        }
         Caveat::ModelIn(models) => match req.frame.model {
             None => Some("ModelIn: the frame names no model".to_owned()),
             Some(m) if !models.contains(&m) => Some(format!("ModelIn: model {m} is not admitted")),

@@ -445,7 +445,11 @@ mod tests {
         for e in every_variant() {
             let text = e.to_string();
             assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());
-            assert!(e.code().bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{} is not kebab-case", e.code());
+            assert!(
+                e.code().bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{} is not kebab-case",
+                e.code()
+            );
         }
     }
 }

@@ -138,11 +138,7 @@ impl Label {
             Readers::All => Value::text("all"),
             Readers::Only(s) => Value::Array(s.iter().map(|x| Value::text(x.as_str())).collect()),
         };
-        cbor::map([
-            ("integrity", Some(Value::text(integrity))),
-            ("origins", Some(origins)),
-            ("readers", Some(readers)),
-        ])
+        cbor::map([("integrity", Some(Value::text(integrity))), ("origins", Some(origins)), ("readers", Some(readers))])
     }
 
     /// Reads the canonical form; sets must be sorted and free of duplicates.
@@ -192,11 +188,16 @@ impl Label {
             "trusted" => Integrity::Trusted,
             "untrusted" => Integrity::Untrusted,
             other => {
-                return Err(Error::InvalidLabel { text: text.to_owned(), problem: format!("integrity {other:?} is not trusted|untrusted") })
+                return Err(Error::InvalidLabel {
+                    text: text.to_owned(),
+                    problem: format!("integrity {other:?} is not trusted|untrusted"),
+                })
             }
         };
-        let origins = if origins == "any" { Origins::Any } else { Origins::Set(text_list(origins).into_iter().collect()) };
-        let readers = if readers == "all" { Readers::All } else { Readers::Only(text_list(readers).into_iter().collect()) };
+        let origins =
+            if origins == "any" { Origins::Any } else { Origins::Set(text_list(origins).into_iter().collect()) };
+        let readers =
+            if readers == "all" { Readers::All } else { Readers::Only(text_list(readers).into_iter().collect()) };
         Ok(Self { integrity, origins, readers })
     }
 }
@@ -214,7 +215,10 @@ impl std::str::FromStr for Label {
         }
         match s.split(';').collect::<Vec<_>>()[..] {
             [integrity, origins, readers] => Self::from_text_parts(integrity, origins, readers, s),
-            _ => Err(Error::InvalidLabel { text: s.to_owned(), problem: "expected bottom, top or INTEGRITY;ORIGINS;READERS".into() }),
+            _ => Err(Error::InvalidLabel {
+                text: s.to_owned(),
+                problem: "expected bottom, top or INTEGRITY;ORIGINS;READERS".into(),
+            }),
         }
     }
 }

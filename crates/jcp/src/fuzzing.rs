@@ -88,7 +88,8 @@ pub fn statement_decode(data: &[u8]) -> Result<(), String> {
 pub fn key_file_decode(data: &[u8]) -> Result<(), String> {
     use crate::identity::KeyFile;
     if let Ok(k) = KeyFile::decode(data) {
-        let again = KeyFile::decode(KeyFile::encode(&k).as_bytes()).map_err(|e| format!("the key's own file is refused: {e}"))?;
+        let again = KeyFile::decode(KeyFile::encode(&k).as_bytes())
+            .map_err(|e| format!("the key's own file is refused: {e}"))?;
         if again.seed() != k.seed() || again.did() != k.did() {
             return Err("the key's own file reads back to another key".into());
         }

@@ -174,7 +174,8 @@ impl Caveat {
     /// Reads the canonical form; an unknown variant is refused (a verifier
     /// that skipped a condition it did not understand would widen authority).
     pub fn from_value(v: &Value) -> Result<Self, SchemaError> {
-        let invalid = |problem: &str| SchemaError::Invalid { object: "Caveat", field: "value", problem: problem.into() };
+        let invalid =
+            |problem: &str| SchemaError::Invalid { object: "Caveat", field: "value", problem: problem.into() };
         let Value::Map(entries) = v else { return Err(SchemaError::NotAMap { object: "Caveat" }) };
         let [(Value::Text(name), arg)] = entries.as_slice() else {
             return Err(invalid("a caveat is a map with exactly one text key"));
@@ -339,7 +340,11 @@ impl Grant {
     /// Signs the grant with the issuer's key.
     pub fn sign(self, issuer: &Keypair) -> Result<SignedGrant, Error> {
         if issuer.did() != self.issuer {
-            return Err(Error::SignerMismatch { object: "grant", named: self.issuer.to_string(), key: issuer.did().to_string() });
+            return Err(Error::SignerMismatch {
+                object: "grant",
+                named: self.issuer.to_string(),
+                key: issuer.did().to_string(),
+            });
         }
         let bytes = self.canonical_bytes();
         let signature = issuer.sign(&bytes);

@@ -299,13 +299,18 @@ impl KeyFile {
     /// The file's text for `key` (pretty JSON, two-space indent, no final newline).
     pub fn encode(key: &Keypair) -> String {
         let kf = Self { did: key.did().to_did_string(), seed: hex::encode(key.seed()) };
-        format!("{{\n  \"did\": {},\n  \"seed\": {}\n}}", serde_json::Value::from(kf.did), serde_json::Value::from(kf.seed))
+        format!(
+            "{{\n  \"did\": {},\n  \"seed\": {}\n}}",
+            serde_json::Value::from(kf.did),
+            serde_json::Value::from(kf.seed)
+        )
     }
 
     /// Reads a key file's bytes into its keypair.
     pub fn decode(bytes: &[u8]) -> Result<Keypair, crate::Error> {
         let bad = |problem: String| crate::Error::KeyFileInvalid { problem };
-        let kf: Self = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
+        let kf: Self = serde_json::from_slice(bytes)
+            .map_err(|e| bad(format!("not a jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
         let seed: [u8; 32] = hex::decode(&kf.seed)
             .ok()
             .and_then(|b| b.try_into().ok())

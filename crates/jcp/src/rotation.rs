@@ -88,14 +88,7 @@ impl KeyEvent {
         let parent = f.opt_cid("parent")?;
         let nonce = f.bytes_n::<16>("nonce")?;
         f.finish()?;
-        Ok(Self {
-            identity,
-            seq,
-            current,
-            next_hash,
-            parent,
-            nonce,
-        })
+        Ok(Self { identity, seq, current, next_hash, parent, nonce })
     }
 
     /// The event's content id: blake3 of its canonical bytes.
@@ -109,11 +102,7 @@ impl KeyEvent {
     pub fn sign(self, key: &Keypair) -> SignedKeyEvent {
         let bytes = self.to_value().encode();
         let signature = key.sign(&bytes);
-        SignedKeyEvent {
-            event: self,
-            bytes,
-            signature,
-        }
+        SignedKeyEvent { event: self, bytes, signature }
     }
 }
 
@@ -148,10 +137,7 @@ impl SignedKeyEvent {
 
     /// The wire form.
     pub fn to_value(&self) -> Value {
-        cbor::map([
-            ("event", Some(self.event.to_value())),
-            ("sig", Some(Value::Bytes(self.signature.to_vec()))),
-        ])
+        cbor::map([("event", Some(self.event.to_value())), ("sig", Some(Value::Bytes(self.signature.to_vec())))])
     }
 
     /// Canonical bytes of the wire form.
@@ -165,11 +151,7 @@ impl SignedKeyEvent {
         let ev = f.req("event")?;
         let signature = f.bytes_n::<64>("sig")?;
         f.finish()?;
-        Ok(Self {
-            event: KeyEvent::from_value(ev)?,
-            bytes: ev.encode(),
-            signature,
-        })
+        Ok(Self { event: KeyEvent::from_value(ev)?, bytes: ev.encode(), signature })
     }
 
     /// Decodes strict canonical bytes.
@@ -232,18 +214,10 @@ fn step(prev: Option<&KeyState>, index: usize, e: &SignedKeyEvent) -> Result<Key
     let ev = e.event();
     let expected_seq = match prev {
         None => 0,
-        Some(p) => p.seq.checked_add(1).ok_or(Error::RotationSequenceGap {
-            index,
-            expected: u64::MAX,
-            got: ev.seq,
-        })?,
+        Some(p) => p.seq.checked_add(1).ok_or(Error::RotationSequenceGap { index, expected: u64::MAX, got: ev.seq })?,
     };
     if ev.seq != expected_seq {
-        return Err(Error::RotationSequenceGap {
-            index,
-            expected: expected_seq,
-            got: ev.seq,
-        });
+        return Err(Error::RotationSequenceGap { index, expected: expected_seq, got: ev.seq });
     }
     let expected_parent = prev.map(|p| p.head);
     match prev {
@@ -283,10 +257,7 @@ fn step(prev: Option<&KeyState>, index: usize, e: &SignedKeyEvent) -> Result<Key
         }
     }
     if !e.verify_signature() {
-        return Err(Error::BadSignature {
-            object: "KeyEvent",
-            signer: ev.current.to_string(),
-        });
+        return Err(Error::BadSignature { object: "KeyEvent", signer: ev.current.to_string() });
     }
     let mut superseded = prev.map(|p| p.superseded.clone()).unwrap_or_default();
     if let Some(p) = prev {
@@ -323,9 +294,7 @@ impl KeyLog {
             parent: None,
             nonce: nonce.unwrap_or_else(crate::identity::fresh_nonce),
         };
-        Self {
-            events: vec![ev.sign(identity)],
-        }
+        Self { events: vec![ev.sign(identity)] }
     }
 
     /// A log of the given events, unchecked (a verifier judges it).
@@ -354,12 +323,7 @@ impl KeyLog {
     /// signs an event committing to `next`. Refuses, before signing, a log
     /// that does not verify and a key that is not the pre-committed one (a
     /// thief holding only the current key ends here). Returns the new state.
-    pub fn rotate(
-        &mut self,
-        new_current: &Keypair,
-        next: &Did,
-        nonce: Option<[u8; 16]>,
-    ) -> Result<KeyState, Error> {
+    pub fn rotate(&mut self, new_current: &Keypair, next: &Did, nonce: Option<[u8; 16]>) -> Result<KeyState, Error> {
         let state = self.verify()?;
         let ev = KeyEvent {
             identity: state.identity,
@@ -379,12 +343,7 @@ impl KeyLog {
     pub fn to_value(&self) -> Value {
         cbor::map([
             ("format", Some(Value::text(KEYLOG_FORMAT))),
-            (
-                "events",
-                Some(Value::Array(
-                    self.events.iter().map(SignedKeyEvent::to_value).collect(),
-                )),
-            ),
+            ("events", Some(Value::Array(self.events.iter().map(SignedKeyEvent::to_value).collect()))),
         ])
     }
 
@@ -399,9 +358,7 @@ impl KeyLog {
         let mut f = Fields::new("KeyLog", v)?;
         let format = f.text("format")?;
         if format != KEYLOG_FORMAT {
-            return Err(f
-                .error("format", format!("{format:?} is not {KEYLOG_FORMAT:?}"))
-                .into());
+            return Err(f.error("format", format!("{format:?} is not {KEYLOG_FORMAT:?}")).into());
         }
         let Value::Array(items) = f.req("events")? else {
             return Err(f.error("events", "expected an array").into());
@@ -414,10 +371,7 @@ impl KeyLog {
             .iter()
             .enumerate()
             .map(|(index, v)| {
-                SignedKeyEvent::from_value(v).map_err(|e| Error::KeyLogEvent {
-                    index,
-                    source: Box::new(e),
-                })
+                SignedKeyEvent::from_value(v).map_err(|e| Error::KeyLogEvent { index, source: Box::new(e) })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { events })
@@ -452,11 +406,7 @@ impl KeyLog {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(Refusal::from(&e))),
         };
-        KeyLogView {
-            events,
-            state,
-            refusal,
-        }
+        KeyLogView { events, state, refusal }
     }
 }
 
@@ -490,11 +440,7 @@ pub struct KeyLogView {
 
 /// Issues a grant in a rotated identity's name (§2.1 with §4): `issuer`
 /// must be the identity, and `current` the key that controls it now.
-pub fn issue_grant(
-    grant: Grant,
-    current: &Keypair,
-    state: &KeyState,
-) -> Result<SignedGrant, Error> {
+pub fn issue_grant(grant: Grant, current: &Keypair, state: &KeyState) -> Result<SignedGrant, Error> {
     check_issuer(&grant, state)?;
     if current.did() != state.current {
         return Err(superseded_or_unknown(state, &current.did()));
@@ -526,10 +472,7 @@ fn superseded_or_bad(state: &KeyState, signer: &Did, object: &'static str) -> Er
             superseded_at: u64::try_from(i).map_or(u64::MAX, |i| i.saturating_add(1)),
             current: state.current.to_string(),
         },
-        None => Error::BadSignature {
-            object,
-            signer: state.current.to_string(),
-        },
+        None => Error::BadSignature { object, signer: state.current.to_string() },
     }
 }
 
@@ -543,16 +486,9 @@ pub fn verify_grant_signature(grant: &SignedGrant, state: &KeyState) -> Result<(
     if state.current.verify(grant.grant_bytes(), grant.signature()) {
         return Ok(());
     }
-    match state
-        .superseded
-        .iter()
-        .find(|k| k.verify(grant.grant_bytes(), grant.signature()))
-    {
+    match state.superseded.iter().find(|k| k.verify(grant.grant_bytes(), grant.signature())) {
         Some(k) => Err(superseded_or_unknown(state, k)),
-        None => Err(Error::BadSignature {
-            object: "Grant",
-            signer: state.current.to_string(),
-        }),
+        None => Err(Error::BadSignature { object: "Grant", signer: state.current.to_string() }),
     }
 }
 
@@ -573,12 +509,7 @@ pub fn verify_chain_with_key_logs<'a>(
         match key_state(&g.grant().issuer) {
             Some(state) => verify_grant_signature(g, state)?,
             None if g.verify_signature() => {}
-            None => {
-                return Err(Error::BadSignature {
-                    object: "Grant",
-                    signer: g.grant().issuer.to_string(),
-                })
-            }
+            None => return Err(Error::BadSignature { object: "Grant", signer: g.grant().issuer.to_string() }),
         }
     }
     Ok(())

@@ -108,14 +108,7 @@ impl MintPolicy {
         let max_firings = f.uint("max_firings")?;
         let nonce = f.bytes_n::<16>("nonce")?;
         f.finish()?;
-        Ok(Self {
-            grant_id,
-            issuer,
-            event_class,
-            per_firing_uj,
-            max_firings,
-            nonce,
-        })
+        Ok(Self { grant_id, issuer, event_class, per_firing_uj, max_firings, nonce })
     }
 
     /// The policy's content id.
@@ -128,11 +121,7 @@ impl MintPolicy {
     pub fn sign(self, key: &Keypair) -> SignedMintPolicy {
         let bytes = self.to_value().encode();
         let signature = key.sign(&bytes);
-        SignedMintPolicy {
-            policy: self,
-            bytes,
-            signature,
-        }
+        SignedMintPolicy { policy: self, bytes, signature }
     }
 
     /// Authors a policy for `grant`, signed by `issuer`, refusing before
@@ -192,10 +181,7 @@ impl SignedMintPolicy {
 
     /// The wire form.
     pub fn to_value(&self) -> Value {
-        cbor::map([
-            ("policy", Some(self.policy.to_value())),
-            ("sig", Some(Value::Bytes(self.signature.to_vec()))),
-        ])
+        cbor::map([("policy", Some(self.policy.to_value())), ("sig", Some(Value::Bytes(self.signature.to_vec())))])
     }
 
     /// Canonical bytes of the wire form.
@@ -209,11 +195,7 @@ impl SignedMintPolicy {
         let pv = f.req("policy")?;
         let signature = f.bytes_n::<64>("sig")?;
         f.finish()?;
-        Ok(Self {
-            policy: MintPolicy::from_value(pv)?,
-            bytes: pv.encode(),
-            signature,
-        })
+        Ok(Self { policy: MintPolicy::from_value(pv)?, bytes: pv.encode(), signature })
     }
 
     /// Decodes strict canonical bytes.
@@ -227,22 +209,13 @@ impl SignedMintPolicy {
 fn check_policy(grant: &SignedGrant, p: &MintPolicy) -> Result<(), Error> {
     let g = grant.grant();
     if p.grant_id != grant.id() {
-        return Err(Error::StandingPolicyUnbound {
-            policy_grant: p.grant_id,
-            grant: grant.id(),
-        });
+        return Err(Error::StandingPolicyUnbound { policy_grant: p.grant_id, grant: grant.id() });
     }
     if p.issuer != g.issuer {
-        return Err(Error::StandingNotIssuer {
-            signer: p.issuer.to_string(),
-            issuer: g.issuer.to_string(),
-        });
+        return Err(Error::StandingNotIssuer { signer: p.issuer.to_string(), issuer: g.issuer.to_string() });
     }
     if g.subject != g.issuer {
-        return Err(Error::StandingNotHeldByIssuer {
-            issuer: g.issuer.to_string(),
-            subject: g.subject.to_string(),
-        });
+        return Err(Error::StandingNotHeldByIssuer { issuer: g.issuer.to_string(), subject: g.subject.to_string() });
     }
     if g.delegate_depth == Some(0) {
         return Err(Error::DelegationForbidden);
@@ -272,16 +245,10 @@ fn check_policy(grant: &SignedGrant, p: &MintPolicy) -> Result<(), Error> {
 pub fn verify_policy(grant: &SignedGrant, policy: &SignedMintPolicy) -> Result<(), Error> {
     check_policy(grant, policy.policy())?;
     if !policy.verify_signature() {
-        return Err(Error::BadSignature {
-            object: "MintPolicy",
-            signer: policy.policy().issuer.to_string(),
-        });
+        return Err(Error::BadSignature { object: "MintPolicy", signer: policy.policy().issuer.to_string() });
     }
     if !grant.verify_signature() {
-        return Err(Error::BadSignature {
-            object: "Grant",
-            signer: grant.grant().issuer.to_string(),
-        });
+        return Err(Error::BadSignature { object: "Grant", signer: grant.grant().issuer.to_string() });
     }
     Ok(())
 }
@@ -314,12 +281,7 @@ pub struct MintLedger {
 impl MintLedger {
     /// A fresh ledger for a policy: no firings, nothing minted.
     pub fn open(policy: &SignedMintPolicy) -> Self {
-        Self {
-            grant_id: policy.policy().grant_id,
-            policy_id: policy.id(),
-            firings: 0,
-            spent_uj: 0,
-        }
+        Self { grant_id: policy.policy().grant_id, policy_id: policy.id(), firings: 0, spent_uj: 0 }
     }
 
     /// The standing grant's id.
@@ -365,48 +327,26 @@ impl MintLedger {
             });
         }
         if self.grant_id != grant.id() {
-            return Err(Error::StandingLedgerMismatch {
-                field: "grant",
-                ledger: self.grant_id,
-                presented: grant.id(),
-            });
+            return Err(Error::StandingLedgerMismatch { field: "grant", ledger: self.grant_id, presented: grant.id() });
         }
         let g = grant.grant();
         let p = policy.policy();
         if g.expired_at(now) {
-            return Err(Error::StandingGrantExpired {
-                expiry: g.expiry,
-                now,
-            });
+            return Err(Error::StandingGrantExpired { expiry: g.expiry, now });
         }
         if request.event_class != p.event_class {
-            return Err(Error::StandingWrongEventClass {
-                expected: p.event_class,
-                got: request.event_class,
-            });
+            return Err(Error::StandingWrongEventClass { expected: p.event_class, got: request.event_class });
         }
         if self.firings >= p.max_firings {
-            return Err(Error::StandingFiringsExhausted {
-                firings: self.firings,
-                max: p.max_firings,
-            });
+            return Err(Error::StandingFiringsExhausted { firings: self.firings, max: p.max_firings });
         }
         let slice = request.budget_uj.unwrap_or(p.per_firing_uj);
         if slice > p.per_firing_uj {
-            return Err(Error::StandingSliceExceedsPolicy {
-                slice,
-                per_firing: p.per_firing_uj,
-            });
+            return Err(Error::StandingSliceExceedsPolicy { slice, per_firing: p.per_firing_uj });
         }
         let spent = match self.spent_uj.checked_add(slice) {
             Some(s) if s <= g.budget_uj => s,
-            _ => {
-                return Err(Error::StandingBudgetExhausted {
-                    spent: self.spent_uj,
-                    slice,
-                    budget: g.budget_uj,
-                })
-            }
+            _ => return Err(Error::StandingBudgetExhausted { spent: self.spent_uj, slice, budget: g.budget_uj }),
         };
         let child = attenuate(
             grant,
@@ -444,21 +384,14 @@ impl MintLedger {
         let mut f = Fields::new("MintLedger", v)?;
         let format = f.text("format")?;
         if format != LEDGER_FORMAT {
-            return Err(f
-                .error("format", format!("{format:?} is not {LEDGER_FORMAT:?}"))
-                .into());
+            return Err(f.error("format", format!("{format:?} is not {LEDGER_FORMAT:?}")).into());
         }
         let grant_id = f.cid("grant_id")?;
         let policy_id = f.cid("policy_id")?;
         let firings = f.uint("firings")?;
         let spent_uj = f.uint("spent_uj")?;
         f.finish()?;
-        Ok(Self {
-            grant_id,
-            policy_id,
-            firings,
-            spent_uj,
-        })
+        Ok(Self { grant_id, policy_id, firings, spent_uj })
     }
 
     /// Decodes strict canonical bytes.
@@ -555,10 +488,7 @@ pub fn fuzz_policy_decode(data: &[u8]) -> Result<(), String> {
     let fx = vectors::fixture().map_err(|e| e.to_string())?;
     if verify_policy(&fx.grant, &p).is_ok() {
         let q = p.policy();
-        if q.grant_id != fx.grant.id()
-            || q.per_firing_uj > fx.grant.grant().budget_uj
-            || q.max_firings == 0
-        {
+        if q.grant_id != fx.grant.id() || q.per_firing_uj > fx.grant.grant().budget_uj || q.max_firings == 0 {
             return Err("a policy verified that amplifies or is unbound".into());
         }
     }
@@ -580,12 +510,8 @@ pub fn fuzz_ledger_decode(data: &[u8]) -> Result<(), String> {
     }
     let fx = vectors::fixture().map_err(|e| e.to_string())?;
     let before = ledger.clone();
-    let request = FiringRequest {
-        event_class: fx.class.id(),
-        subject: fx.worker.did(),
-        budget_uj: None,
-        nonce: Some([0; 16]),
-    };
+    let request =
+        FiringRequest { event_class: fx.class.id(), subject: fx.worker.did(), budget_uj: None, nonce: Some([0; 16]) };
     match ledger.fire(&fx.grant, &fx.policy, &fx.issuer, &request, vectors::NOW) {
         Err(_) if ledger.to_bytes() != data => Err("a refused firing changed the ledger".into()),
         Err(_) => Ok(()),

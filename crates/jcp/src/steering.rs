@@ -241,7 +241,11 @@ impl Checkpoint {
     /// [`verify_checkpoint`] and [`Run::checkpoint`].
     pub fn sign(self, agent: &Keypair) -> Result<SignedCheckpoint, Error> {
         if agent.did() != self.agent {
-            return Err(Error::SignerMismatch { object: "checkpoint", named: self.agent.to_string(), key: agent.did().to_string() });
+            return Err(Error::SignerMismatch {
+                object: "checkpoint",
+                named: self.agent.to_string(),
+                key: agent.did().to_string(),
+            });
         }
         let bytes = self.to_value().encode();
         let signature = agent.sign(&bytes);
@@ -625,7 +629,12 @@ pub fn verify_amendment(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedA
 /// fail-closed reading counts all declared spend against `grant`).
 /// Checkpoints state spend across the whole run, so the remainder under a
 /// continuation is its budget less the spend declared since it began.
-pub fn verify_amendment_from(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedAmendment, base: Option<u64>) -> Result<u64, Error> {
+pub fn verify_amendment_from(
+    grant: &SignedGrant,
+    cp: &SignedCheckpoint,
+    am: &SignedAmendment,
+    base: Option<u64>,
+) -> Result<u64, Error> {
     if !am.verify_signature() {
         return Err(Error::BadSignature { object: "Amendment", signer: am.amendment().amended_by.to_string() });
     }
@@ -1437,8 +1446,11 @@ impl Run {
         check_amendment_rules(&active, &last.cp, &draft, v.base)?;
         // The continuation is checked as the verifier will check it (no
         // wider on any axis than the steered grant), on the unsigned draft.
-        check_narrows(&Grant { delegate_depth: None, ..g.clone() }, &Grant { delegate_depth: None, ..continuation.clone() })
-            .map_err(|amp| steer(SteeringError::Widening(format!("continuation widens the steered grant: {amp}"))))?;
+        check_narrows(
+            &Grant { delegate_depth: None, ..g.clone() },
+            &Grant { delegate_depth: None, ..continuation.clone() },
+        )
+        .map_err(|amp| steer(SteeringError::Widening(format!("continuation widens the steered grant: {amp}"))))?;
         let stated = last.cp.checkpoint().spent.map(|s| s.uj);
         let (ceiling_uj, remainder) = amend_ceiling(g.budget_uj, v.base, stated);
         Ok(AmendPlan { amendment: draft, continuation, ceiling_uj, remainder })
@@ -1456,7 +1468,12 @@ impl Run {
     /// inception DID) and are signed by `current`, which must be the key
     /// that controls it in this run's key ring ([`Run::with_key_ring`]);
     /// a superseded key is refused `rotation-superseded-key`.
-    pub fn amend_as(&mut self, identity: &Did, current: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
+    pub fn amend_as(
+        &mut self,
+        identity: &Did,
+        current: &Keypair,
+        input: AmendInput,
+    ) -> Result<(SignedAmendment, SignedGrant), Error> {
         let state = self
             .keys
             .get(identity)

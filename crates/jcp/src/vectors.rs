@@ -93,7 +93,12 @@ pub fn generate() -> Result<Json, Error> {
     let child2 = attenuate(
         &root,
         &agent,
-        Attenuation { subject: Some(sibling.did()), budget_uj: Some(900), nonce: Some([0x33; 16]), ..Attenuation::default() },
+        Attenuation {
+            subject: Some(sibling.did()),
+            budget_uj: Some(900),
+            nonce: Some([0x33; 16]),
+            ..Attenuation::default()
+        },
     )?;
     let plain = Grant {
         issuer: issuer.did(),
@@ -125,20 +130,160 @@ pub fn generate() -> Result<Json, Error> {
         .collect();
 
     let steps = vec![
-        Step { name: "plain-allow", chain: vec![&plain], caller: &agent, action: "read", trust: Trust::Control, cost_uj: 30, money: None, now: NOW, flow: None },
-        Step { name: "plain-budget-exceeded", chain: vec![&plain], caller: &agent, action: "read", trust: Trust::Control, cost_uj: 21, money: None, now: NOW, flow: None },
-        Step { name: "plain-data-frame", chain: vec![&plain], caller: &agent, action: "read", trust: Trust::Data, cost_uj: 1, money: None, now: NOW, flow: None },
-        Step { name: "plain-wrong-subject", chain: vec![&plain], caller: &mallory, action: "read", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None },
-        Step { name: "plain-action-not-granted", chain: vec![&plain], caller: &agent, action: "write", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None },
-        Step { name: "chain-allow-priced", chain: vec![&root, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 300, money: Some(("USD", 200)), now: NOW, flow: None },
-        Step { name: "sibling-within-root", chain: vec![&root, &child2], caller: &sibling, action: "write", trust: Trust::Control, cost_uj: 600, money: Some(("USD", 10)), now: NOW, flow: None },
-        Step { name: "sibling-shares-root-budget", chain: vec![&root, &child2], caller: &sibling, action: "write", trust: Trust::Control, cost_uj: 200, money: Some(("USD", 10)), now: NOW, flow: None },
-        Step { name: "sibling-max-cost-caveat", chain: vec![&root, &child2], caller: &sibling, action: "write", trust: Trust::Control, cost_uj: 601, money: None, now: NOW, flow: None },
-        Step { name: "chain-funds-exceeded", chain: vec![&root, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: Some(("USD", 291)), now: NOW, flow: None },
-        Step { name: "chain-currency-mismatch", chain: vec![&root, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: Some(("EUR", 1)), now: NOW, flow: None },
-        Step { name: "chain-expired", chain: vec![&root, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: None, now: NOW + 3_600, flow: None },
-        Step { name: "leaf-alone-chain-broken", chain: vec![&child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None },
-        Step { name: "spliced-chain-broken", chain: vec![&plain, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None },
+        Step {
+            name: "plain-allow",
+            chain: vec![&plain],
+            caller: &agent,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 30,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "plain-budget-exceeded",
+            chain: vec![&plain],
+            caller: &agent,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 21,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "plain-data-frame",
+            chain: vec![&plain],
+            caller: &agent,
+            action: "read",
+            trust: Trust::Data,
+            cost_uj: 1,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "plain-wrong-subject",
+            chain: vec![&plain],
+            caller: &mallory,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "plain-action-not-granted",
+            chain: vec![&plain],
+            caller: &agent,
+            action: "write",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "chain-allow-priced",
+            chain: vec![&root, &child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 300,
+            money: Some(("USD", 200)),
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "sibling-within-root",
+            chain: vec![&root, &child2],
+            caller: &sibling,
+            action: "write",
+            trust: Trust::Control,
+            cost_uj: 600,
+            money: Some(("USD", 10)),
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "sibling-shares-root-budget",
+            chain: vec![&root, &child2],
+            caller: &sibling,
+            action: "write",
+            trust: Trust::Control,
+            cost_uj: 200,
+            money: Some(("USD", 10)),
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "sibling-max-cost-caveat",
+            chain: vec![&root, &child2],
+            caller: &sibling,
+            action: "write",
+            trust: Trust::Control,
+            cost_uj: 601,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "chain-funds-exceeded",
+            chain: vec![&root, &child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: Some(("USD", 291)),
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "chain-currency-mismatch",
+            chain: vec![&root, &child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: Some(("EUR", 1)),
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "chain-expired",
+            chain: vec![&root, &child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: None,
+            now: NOW + 3_600,
+            flow: None,
+        },
+        Step {
+            name: "leaf-alone-chain-broken",
+            chain: vec![&child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
+        Step {
+            name: "spliced-chain-broken",
+            chain: vec![&plain, &child],
+            caller: &worker,
+            action: "read",
+            trust: Trust::Control,
+            cost_uj: 1,
+            money: None,
+            now: NOW,
+            flow: None,
+        },
     ];
     let mut gate = Gate::new();
     let mut decisions = Vec::new();
@@ -147,9 +292,29 @@ pub fn generate() -> Result<Json, Error> {
     }
     // After the revocation is admitted, the child's subtree is dead.
     gate.admit_revocation(&revocation, &child)?;
-    let after = Step { name: "child-revoked", chain: vec![&root, &child], caller: &worker, action: "read", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None };
+    let after = Step {
+        name: "child-revoked",
+        chain: vec![&root, &child],
+        caller: &worker,
+        action: "read",
+        trust: Trust::Control,
+        cost_uj: 1,
+        money: None,
+        now: NOW,
+        flow: None,
+    };
     let mut revoked_steps = vec![run_step(&mut gate, &after)];
-    let sib = Step { name: "sibling-unaffected-by-revocation", chain: vec![&root, &child2], caller: &sibling, action: "write", trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None };
+    let sib = Step {
+        name: "sibling-unaffected-by-revocation",
+        chain: vec![&root, &child2],
+        caller: &sibling,
+        action: "write",
+        trust: Trust::Control,
+        cost_uj: 1,
+        money: None,
+        now: NOW,
+        flow: None,
+    };
     revoked_steps.push(run_step(&mut gate, &sib));
 
     Ok(json!({
@@ -188,7 +353,14 @@ fn run_step(gate: &mut Gate, s: &Step<'_>) -> Json {
         money: s.money.map(|(c, m)| Funds { currency: c.to_owned(), minor: m }),
     };
     let caller = s.caller.did();
-    let d = gate.decide(&Request { frame: &f, chain: &chain, caller: &caller, cost: &cost, now: s.now, flow: s.flow.as_ref() });
+    let d = gate.decide(&Request {
+        frame: &f,
+        chain: &chain,
+        caller: &caller,
+        cost: &cost,
+        now: s.now,
+        flow: s.flow.as_ref(),
+    });
     json!({
         "name": s.name,
         "chain": chain.iter().map(SignedGrant::id).collect::<Vec<_>>(),
@@ -223,7 +395,12 @@ pub fn to_text(v: &Json) -> String {
 
 /// The body of a `gen-*-vectors` bin: generates the text and writes it to
 /// `rel` under the repository root (`root`), reporting as `bin`.
-pub fn write_published(bin: &str, root: &std::path::Path, rel: &str, text: Result<String, Error>) -> std::process::ExitCode {
+pub fn write_published(
+    bin: &str,
+    root: &std::path::Path,
+    rel: &str,
+    text: Result<String, Error>,
+) -> std::process::ExitCode {
     let path = root.join(rel);
     let text = match text {
         Ok(t) => t,

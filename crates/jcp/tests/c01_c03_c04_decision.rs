@@ -159,7 +159,14 @@ fn s7_evaluate_is_pure() {
     let f = frame_for(&g, "read");
     let bottom = jcp::flow::Label::bottom();
     let c = cost(30);
-    let req = jcp::decision::Request { frame: &f, chain: std::slice::from_ref(&g), caller: &agent.did(), cost: &c, now: NOW, flow: Some(&bottom) };
+    let req = jcp::decision::Request {
+        frame: &f,
+        chain: std::slice::from_ref(&g),
+        caller: &agent.did(),
+        cost: &c,
+        now: NOW,
+        flow: Some(&bottom),
+    };
     let a = gate.evaluate(&req);
     let b = gate.evaluate(&req);
     assert_eq!(a, b);

@@ -20,14 +20,12 @@ fn c02_every_amplification_is_refused_at_mint() {
         (Attenuation { budget_uj: Some(1_001), ..base() }, |a| matches!(a, Amplification::Budget { .. })),
         (Attenuation { expiry: Some(NOW + 101), ..base() }, |a| matches!(a, Amplification::Expiry { .. })),
         (Attenuation { expiry: Some(0), ..base() }, |a| matches!(a, Amplification::Expiry { .. })),
-        (
-            Attenuation { budget_funds: Some(Funds { currency: "USD".into(), minor: 501 }), ..base() },
-            |a| matches!(a, Amplification::Funds(_)),
-        ),
-        (
-            Attenuation { budget_funds: Some(Funds { currency: "EUR".into(), minor: 1 }), ..base() },
-            |a| matches!(a, Amplification::Funds(_)),
-        ),
+        (Attenuation { budget_funds: Some(Funds { currency: "USD".into(), minor: 501 }), ..base() }, |a| {
+            matches!(a, Amplification::Funds(_))
+        }),
+        (Attenuation { budget_funds: Some(Funds { currency: "EUR".into(), minor: 1 }), ..base() }, |a| {
+            matches!(a, Amplification::Funds(_))
+        }),
     ];
     for (i, (a, is)) in cases.into_iter().enumerate() {
         match attenuate(&root, &agent, a) {
@@ -36,7 +34,9 @@ fn c02_every_amplification_is_refused_at_mint() {
         }
     }
     // A narrowing child is fine and inherits the money ceiling.
-    let child = attenuate(&root, &agent, Attenuation { budget_uj: Some(10), actions: Some(vec!["read".into()]), ..base() }).unwrap();
+    let child =
+        attenuate(&root, &agent, Attenuation { budget_uj: Some(10), actions: Some(vec!["read".into()]), ..base() })
+            .unwrap();
     assert_eq!(child.grant().budget_funds, root.grant().budget_funds);
     assert_eq!(child.grant().parent, Some(root.id()));
 }
@@ -70,7 +70,8 @@ fn c10_depth_narrows_per_hop_and_leaf_only_cannot_delegate_at_mint() {
     root.delegate_depth = Some(1);
     let root = root.sign(&issuer).unwrap();
     // Asking for more depth than d-1 is an amplification.
-    let err = attenuate(&root, &a, Attenuation { subject: Some(b.did()), delegate_depth: Some(1), ..Attenuation::default() });
+    let err =
+        attenuate(&root, &a, Attenuation { subject: Some(b.did()), delegate_depth: Some(1), ..Attenuation::default() });
     assert!(matches!(err, Err(Error::AttenuationViolation(Amplification::Depth { .. }))));
     // A plain attenuation gets d-1 = 0: leaf-only.
     let child = attenuate(&root, &a, Attenuation { subject: Some(b.did()), ..Attenuation::default() }).unwrap();
@@ -118,7 +119,10 @@ fn c11_shard_slices_summing_past_the_parent_are_refused_at_mint() {
     let (issuer, a) = (key(1), key(2));
     let root = signed_root(&issuer, &a, 100);
     let slices = |b: &[u64]| -> Vec<Slice> {
-        b.iter().enumerate().map(|(i, &budget_uj)| Slice { subject: key(10 + u8::try_from(i).unwrap()).did(), budget_uj, nonce: None }).collect()
+        b.iter()
+            .enumerate()
+            .map(|(i, &budget_uj)| Slice { subject: key(10 + u8::try_from(i).unwrap()).did(), budget_uj, nonce: None })
+            .collect()
     };
     assert!(matches!(shard(&root, &a, &slices(&[50, 51])), Err(Error::ShardOverflow { sum: 101, parent: 100 })));
     assert!(matches!(shard(&root, &a, &slices(&[u64::MAX, u64::MAX])), Err(Error::ShardOverflow { .. })));
@@ -198,6 +202,11 @@ fn c02_caveat_adding_attenuation_appends_and_keeps_the_parent_caveats() {
     let mut root = root_grant(&issuer, &a, 100);
     root.caveats = vec![Caveat::MaxCostUj(50)];
     let root = root.sign(&issuer).unwrap();
-    let child = attenuate(&root, &a, Attenuation { subject: Some(b.did()), add_caveats: vec![Caveat::MaxCostUj(10)], ..Attenuation::default() }).unwrap();
+    let child = attenuate(
+        &root,
+        &a,
+        Attenuation { subject: Some(b.did()), add_caveats: vec![Caveat::MaxCostUj(10)], ..Attenuation::default() },
+    )
+    .unwrap();
     assert_eq!(child.grant().caveats, vec![Caveat::MaxCostUj(50), Caveat::MaxCostUj(10)]);
 }

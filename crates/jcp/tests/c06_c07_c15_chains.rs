@@ -11,8 +11,12 @@ use jcp::revocation::Revocation;
 fn three_hop() -> (Keypair, Keypair, Keypair, Keypair, Vec<SignedGrant>) {
     let (issuer, a, b, c) = (key(1), key(2), key(3), key(4));
     let root = signed_root(&issuer, &a, 1_000);
-    let mid = attenuate(&root, &a, Attenuation { subject: Some(b.did()), budget_uj: Some(500), ..Attenuation::default() }).unwrap();
-    let leaf = attenuate(&mid, &b, Attenuation { subject: Some(c.did()), budget_uj: Some(100), ..Attenuation::default() }).unwrap();
+    let mid =
+        attenuate(&root, &a, Attenuation { subject: Some(b.did()), budget_uj: Some(500), ..Attenuation::default() })
+            .unwrap();
+    let leaf =
+        attenuate(&mid, &b, Attenuation { subject: Some(c.did()), budget_uj: Some(100), ..Attenuation::default() })
+            .unwrap();
     (issuer, a, b, c, vec![root, mid, leaf])
 }
 
@@ -66,7 +70,9 @@ fn c07_sibling_delegations_share_their_roots_budget() {
     let (issuer, a, w1, w2) = (key(1), key(2), key(3), key(4));
     let root = signed_root(&issuer, &a, 100);
     let k1 = attenuate(&root, &a, Attenuation { subject: Some(w1.did()), ..Attenuation::default() }).unwrap();
-    let k2 = attenuate(&root, &a, Attenuation { subject: Some(w2.did()), nonce: Some(nonce(7)), ..Attenuation::default() }).unwrap();
+    let k2 =
+        attenuate(&root, &a, Attenuation { subject: Some(w2.did()), nonce: Some(nonce(7)), ..Attenuation::default() })
+            .unwrap();
     let mut gate = Gate::new();
     assert!(decide(&mut gate, &frame_for(&k1, "read"), &[root.clone(), k1.clone()], &w1.did(), &cost(70)).is_allow());
     let d = decide(&mut gate, &frame_for(&k2, "read"), &[root.clone(), k2.clone()], &w2.did(), &cost(70));

@@ -10,8 +10,8 @@ use jcp::chain::verify_chain;
 use jcp::grant::{attenuate, Attenuation, Capability, Grant, SignedGrant};
 use jcp::identity::{Did, Keypair};
 use jcp::rotation::{
-    issue_grant, next_hash_of, verify_chain_with_key_logs, verify_grant_signature, KeyEvent,
-    KeyLog, KeyState, SignedKeyEvent,
+    issue_grant, next_hash_of, verify_chain_with_key_logs, verify_grant_signature, KeyEvent, KeyLog, KeyState,
+    SignedKeyEvent,
 };
 use jcp::Error;
 
@@ -49,10 +49,7 @@ fn grant(issuer: &Did, subject: &Did, nonce: u8) -> Grant {
     Grant {
         issuer: *issuer,
         subject: *subject,
-        capability: Capability {
-            resource: ContentId::of(&Value::text("tool")),
-            actions: vec!["read".into()],
-        },
+        capability: Capability { resource: ContentId::of(&Value::text("tool")), actions: vec!["read".into()] },
         budget_uj: 100,
         budget_funds: None,
         caveats: vec![],
@@ -66,11 +63,8 @@ fn grant(issuer: &Did, subject: &Did, nonce: u8) -> Grant {
 /// A grant signed by an arbitrary key, whatever its issuer says.
 fn signed_by(g: &Grant, signer: &Keypair) -> SignedGrant {
     let sig = signer.sign(&g.canonical_bytes());
-    SignedGrant::from_value(&cbor::map([
-        ("grant", Some(g.to_value())),
-        ("sig", Some(Value::Bytes(sig.to_vec()))),
-    ]))
-    .unwrap()
+    SignedGrant::from_value(&cbor::map([("grant", Some(g.to_value())), ("sig", Some(Value::Bytes(sig.to_vec())))]))
+        .unwrap()
 }
 
 #[test]
@@ -85,14 +79,8 @@ fn c12_thief_with_current_key_cannot_rotate() {
     // A thief crafting the event by hand is refused by the verifier too,
     // whether naming the stolen key or a key of their own as the new current.
     let forged = appended(&log, rotation_after(&log, &k1, &thief_next.did()).sign(&k1));
-    assert!(matches!(
-        forged.verify(),
-        Err(Error::RotationHashMismatch { seq: 2, .. })
-    ));
-    let own = appended(
-        &log,
-        rotation_after(&log, &thief_next, &thief_next.did()).sign(&thief_next),
-    );
+    assert!(matches!(forged.verify(), Err(Error::RotationHashMismatch { seq: 2, .. })));
+    let own = appended(&log, rotation_after(&log, &thief_next, &thief_next.did()).sign(&thief_next));
     assert_eq!(own.verify().unwrap_err().code(), "rotation-hash-mismatch");
     // Naming the pre-committed key but signing with the stolen one: bad signature.
     let claimed = appended(&log, rotation_after(&log, &k2, &thief_next.did()).sign(&k1));
@@ -106,23 +94,12 @@ fn c12_pre_committed_key_rotates_and_identity_did_is_stable() {
     let (id, k1, k2, k3) = (key(1), key(2), key(3), key(4));
     let mut log = KeyLog::incept(&id, &k1.did(), None);
     let s0 = log.verify().unwrap();
-    assert_eq!(
-        (s0.identity(), s0.current(), s0.seq()),
-        (&id.did(), &id.did(), 0)
-    );
+    assert_eq!((s0.identity(), s0.current(), s0.seq()), (&id.did(), &id.did(), 0));
     let s1 = log.rotate(&k1, &k2.did(), None).unwrap();
     let s2 = log.rotate(&k2, &k3.did(), None).unwrap();
-    assert_eq!(
-        s2,
-        log.verify().unwrap(),
-        "rotate returns what the verifier establishes"
-    );
+    assert_eq!(s2, log.verify().unwrap(), "rotate returns what the verifier establishes");
     for (s, cur, seq) in [(&s1, &k1, 1), (&s2, &k2, 2)] {
-        assert_eq!(
-            s.identity(),
-            &id.did(),
-            "the identity is the inception DID forever"
-        );
+        assert_eq!(s.identity(), &id.did(), "the identity is the inception DID forever");
         assert_eq!(s.current(), &cur.did());
         assert_eq!(s.seq(), seq);
     }
@@ -152,28 +129,14 @@ fn c12_sequence_gaps_and_replays_are_refused() {
     let mut gap = rotation_after(&log, &k2, &key(4).did());
     gap.seq = 3;
     let e = appended(&log, gap.sign(&k2)).verify().unwrap_err();
-    assert_eq!(
-        e,
-        Error::RotationSequenceGap {
-            index: 2,
-            expected: 2,
-            got: 3
-        }
-    );
+    assert_eq!(e, Error::RotationSequenceGap { index: 2, expected: 2, got: 3 });
     assert_eq!(e.code(), "rotation-sequence-gap");
     let replay = appended(&log, log.events()[1].clone());
     assert_eq!(replay.verify().unwrap_err().code(), "rotation-sequence-gap");
     let mut first = log.events()[0].event().clone();
     first.seq = 1;
     let not_zero = KeyLog::from_events(vec![first.sign(&key(1))]);
-    assert_eq!(
-        not_zero.verify().unwrap_err(),
-        Error::RotationSequenceGap {
-            index: 0,
-            expected: 0,
-            got: 1
-        }
-    );
+    assert_eq!(not_zero.verify().unwrap_err(), Error::RotationSequenceGap { index: 0, expected: 0, got: 1 });
 }
 
 #[test]
@@ -182,24 +145,13 @@ fn c12_parent_link_mismatches_are_refused() {
     let mut spliced = rotation_after(&log, &k2, &key(4).did());
     spliced.parent = Some(log.events()[0].id());
     let e = appended(&log, spliced.sign(&k2)).verify().unwrap_err();
-    assert!(
-        matches!(e, Error::RotationParentMismatch { seq: 2, .. }),
-        "{e}"
-    );
+    assert!(matches!(e, Error::RotationParentMismatch { seq: 2, .. }), "{e}");
     let mut orphan = rotation_after(&log, &k2, &key(4).did());
     orphan.parent = None;
-    assert_eq!(
-        appended(&log, orphan.sign(&k2))
-            .verify()
-            .unwrap_err()
-            .code(),
-        "rotation-parent-mismatch"
-    );
+    assert_eq!(appended(&log, orphan.sign(&k2)).verify().unwrap_err().code(), "rotation-parent-mismatch");
     let mut inception = log.events()[0].event().clone();
     inception.parent = Some(ContentId::of(&Value::text("x")));
-    let e = KeyLog::from_events(vec![inception.sign(&id)])
-        .verify()
-        .unwrap_err();
+    let e = KeyLog::from_events(vec![inception.sign(&id)]).verify().unwrap_err();
     assert_eq!(e.code(), "rotation-parent-mismatch");
 }
 
@@ -208,12 +160,7 @@ fn c12_hash_mismatch_is_refused() {
     // A rotation to a key that is not the one committed to, signed by itself.
     let (log, _id, _k1, _k2) = two_events();
     let stranger = key(77);
-    let e = appended(
-        &log,
-        rotation_after(&log, &stranger, &key(4).did()).sign(&stranger),
-    )
-    .verify()
-    .unwrap_err();
+    let e = appended(&log, rotation_after(&log, &stranger, &key(4).did()).sign(&stranger)).verify().unwrap_err();
     assert_eq!(
         e,
         Error::RotationHashMismatch {
@@ -235,22 +182,11 @@ fn c12_bad_signatures_are_refused() {
     let tampered = KeyLog::from_bytes(&bytes).unwrap();
     assert_eq!(
         tampered.verify().unwrap_err(),
-        Error::BadSignature {
-            object: "KeyEvent",
-            signer: k1.did().to_string()
-        }
+        Error::BadSignature { object: "KeyEvent", signer: k1.did().to_string() }
     );
     // An inception signed by someone other than the identity key.
-    let e = KeyLog::from_events(vec![log.events()[0].event().clone().sign(&key(50))])
-        .verify()
-        .unwrap_err();
-    assert_eq!(
-        e,
-        Error::BadSignature {
-            object: "KeyEvent",
-            signer: id.did().to_string()
-        }
-    );
+    let e = KeyLog::from_events(vec![log.events()[0].event().clone().sign(&key(50))]).verify().unwrap_err();
+    assert_eq!(e, Error::BadSignature { object: "KeyEvent", signer: id.did().to_string() });
 }
 
 #[test]
@@ -259,21 +195,13 @@ fn c12_wrong_identity_is_refused() {
     let mut other = rotation_after(&log, &k2, &key(4).did());
     other.identity = key(60).did();
     let e = appended(&log, other.sign(&k2)).verify().unwrap_err();
-    assert!(
-        matches!(e, Error::RotationWrongIdentity { seq: 2, .. }),
-        "{e}"
-    );
+    assert!(matches!(e, Error::RotationWrongIdentity { seq: 2, .. }), "{e}");
     // An inception whose current key is not its identity.
     let mut inception = log.events()[0].event().clone();
     inception.current = key(2).did();
-    let e = KeyLog::from_events(vec![inception.sign(&key(2))])
-        .verify()
-        .unwrap_err();
+    let e = KeyLog::from_events(vec![inception.sign(&key(2))]).verify().unwrap_err();
     assert_eq!(e.code(), "rotation-wrong-identity");
-    assert!(
-        e.to_string().starts_with("rotation-wrong-identity: "),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("rotation-wrong-identity: "), "{e}");
     let _ = id;
 }
 
@@ -284,54 +212,24 @@ fn c12_key_log_file_decoding_is_strict_and_names_the_event() {
     assert_eq!(KeyLog::from_bytes(&bytes).unwrap().to_bytes(), bytes);
     // Truncated and trailing bytes.
     // (the byte string holding the last signature now claims more than is left)
-    assert_eq!(
-        KeyLog::from_bytes(&bytes[..bytes.len() - 1])
-            .unwrap_err()
-            .code(),
-        "cbor-length-too-large"
-    );
-    assert_eq!(
-        KeyLog::from_bytes(&bytes[..0]).unwrap_err().code(),
-        "cbor-truncated"
-    );
+    assert_eq!(KeyLog::from_bytes(&bytes[..bytes.len() - 1]).unwrap_err().code(), "cbor-length-too-large");
+    assert_eq!(KeyLog::from_bytes(&bytes[..0]).unwrap_err().code(), "cbor-truncated");
     let mut trailing = bytes.clone();
     trailing.push(0);
-    assert_eq!(
-        KeyLog::from_bytes(&trailing).unwrap_err().code(),
-        "cbor-trailing-bytes"
-    );
+    assert_eq!(KeyLog::from_bytes(&trailing).unwrap_err().code(), "cbor-trailing-bytes");
     // An empty log, another format, an unknown field in an event.
-    assert_eq!(
-        KeyLog::from_bytes(&KeyLog::from_events(vec![]).to_bytes()).unwrap_err(),
-        Error::RotationEmptyLog
-    );
-    let other_format = cbor::map([
-        ("format", Some(Value::text("jcp-keylog/2"))),
-        ("events", Some(Value::Array(vec![]))),
-    ]);
-    assert_eq!(
-        KeyLog::from_bytes(&other_format.encode())
-            .unwrap_err()
-            .code(),
-        "schema-invalid-field"
-    );
-    let Value::Map(mut ev) = log.events()[1].to_value() else {
-        panic!()
-    };
+    assert_eq!(KeyLog::from_bytes(&KeyLog::from_events(vec![]).to_bytes()).unwrap_err(), Error::RotationEmptyLog);
+    let other_format =
+        cbor::map([("format", Some(Value::text("jcp-keylog/2"))), ("events", Some(Value::Array(vec![])))]);
+    assert_eq!(KeyLog::from_bytes(&other_format.encode()).unwrap_err().code(), "schema-invalid-field");
+    let Value::Map(mut ev) = log.events()[1].to_value() else { panic!() };
     ev.push((Value::text("extra"), Value::Uint(1)));
     let events = Value::Array(vec![log.events()[0].to_value(), Value::Map(ev)]);
-    let v = cbor::map([
-        ("format", Some(Value::text("jcp-keylog/1"))),
-        ("events", Some(events)),
-    ]);
+    let v = cbor::map([("format", Some(Value::text("jcp-keylog/1"))), ("events", Some(events))]);
     let e = KeyLog::from_bytes(&v.encode()).unwrap_err();
     assert!(matches!(&e, Error::KeyLogEvent { index: 1, .. }), "{e}");
     assert_eq!(e.code(), "schema-unknown-field");
-    assert!(
-        e.to_string()
-            .starts_with("schema-unknown-field: key log event #1"),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("schema-unknown-field: key log event #1"), "{e}");
 }
 
 #[test]
@@ -340,18 +238,9 @@ fn c12_a_grant_issued_by_the_identity_verifies_under_its_current_key() {
     let state = log.verify().unwrap();
     let worker = key(20);
     // k1 controls the identity now; k2 is only committed to.
-    assert_eq!(
-        issue_grant(grant(&id.did(), &worker.did(), 1), &k2, &state)
-            .unwrap_err()
-            .code(),
-        "bad-signature"
-    );
+    assert_eq!(issue_grant(grant(&id.did(), &worker.did(), 1), &k2, &state).unwrap_err().code(), "bad-signature");
     let g = issue_grant(grant(&id.did(), &worker.did(), 1), &k1, &state).unwrap();
-    assert_eq!(
-        g.grant().issuer,
-        id.did(),
-        "the grant names the identity, not the key"
-    );
+    assert_eq!(g.grant().issuer, id.did(), "the grant names the identity, not the key");
     verify_grant_signature(&g, &state).unwrap();
     // The plain signature check (issuer key) does not hold after rotation:
     // only the key log says who signs for the identity now.
@@ -360,12 +249,7 @@ fn c12_a_grant_issued_by_the_identity_verifies_under_its_current_key() {
     let other = issue_grant(grant(&key(30).did(), &worker.did(), 2), &k1, &state).unwrap_err();
     assert_eq!(other.code(), "rotation-wrong-identity");
     // Issuing with a key that is not the current one is refused.
-    assert_eq!(
-        issue_grant(grant(&id.did(), &worker.did(), 3), &key(31), &state)
-            .unwrap_err()
-            .code(),
-        "bad-signature"
-    );
+    assert_eq!(issue_grant(grant(&id.did(), &worker.did(), 3), &key(31), &state).unwrap_err().code(), "bad-signature");
 }
 
 #[test]
@@ -389,38 +273,17 @@ fn c12_a_grant_signed_by_a_superseded_key_is_refused() {
     let mut log2 = log.clone();
     let s2 = log2.rotate(&k2, &key(4).did(), None).unwrap();
     let by_k1 = signed_by(&g, &k1);
-    assert!(
-        verify_grant_signature(&by_k1, &state).is_ok(),
-        "k1 is current before the second rotation"
-    );
-    assert!(matches!(
-        verify_grant_signature(&by_k1, &s2),
-        Err(Error::RotationSupersededKey {
-            superseded_at: 2,
-            ..
-        })
-    ));
+    assert!(verify_grant_signature(&by_k1, &state).is_ok(), "k1 is current before the second rotation");
+    assert!(matches!(verify_grant_signature(&by_k1, &s2), Err(Error::RotationSupersededKey { superseded_at: 2, .. })));
     // A key that never controlled the identity is a plain bad signature.
-    assert_eq!(
-        verify_grant_signature(&signed_by(&g, &key(40)), &state)
-            .unwrap_err()
-            .code(),
-        "bad-signature"
-    );
+    assert_eq!(verify_grant_signature(&signed_by(&g, &key(40)), &state).unwrap_err().code(), "bad-signature");
     // Issuing with a superseded key is refused at authoring too.
-    assert_eq!(
-        issue_grant(g, &id, &state).unwrap_err().code(),
-        "rotation-superseded-key"
-    );
+    assert_eq!(issue_grant(g, &id, &state).unwrap_err().code(), "rotation-superseded-key");
 }
 
 /// A 40 µJ child of `parent` from its subject `agent` to `worker`.
 fn delegate(parent: &SignedGrant, agent: &Keypair, worker: &Keypair) -> SignedGrant {
-    let a = Attenuation {
-        subject: Some(worker.did()),
-        budget_uj: Some(40),
-        ..Attenuation::default()
-    };
+    let a = Attenuation { subject: Some(worker.did()), budget_uj: Some(40), ..Attenuation::default() };
     attenuate(parent, agent, a).unwrap()
 }
 
@@ -442,18 +305,11 @@ fn c12_a_chain_rooted_in_a_rotated_identity_verifies_with_the_key_log() {
     let stale_root = signed_by(root.grant(), &id);
     let stale_child = delegate(&stale_root, &agent, &worker);
     assert_eq!(
-        verify_chain_with_key_logs(&[stale_root, stale_child], resolve)
-            .unwrap_err()
-            .code(),
+        verify_chain_with_key_logs(&[stale_root, stale_child], resolve).unwrap_err().code(),
         "rotation-superseded-key"
     );
     // Structure is still checked first: a spliced chain is chain-broken.
-    assert_eq!(
-        verify_chain_with_key_logs(&[child], resolve)
-            .unwrap_err()
-            .code(),
-        "chain-broken"
-    );
+    assert_eq!(verify_chain_with_key_logs(&[child], resolve).unwrap_err().code(), "chain-broken");
 }
 
 #[test]
@@ -467,10 +323,7 @@ fn c12_key_log_view_shows_events_and_the_verified_state_or_refusal() {
     let j = serde_json::to_value(&v).unwrap();
     assert_eq!(j["state"]["identity"], id.did().to_string());
     assert_eq!(j["state"]["seq"], 1);
-    assert_eq!(
-        j["events"][1]["event"]["parent"],
-        log.events()[0].id().to_hex()
-    );
+    assert_eq!(j["events"][1]["event"]["parent"], log.events()[0].id().to_hex());
     let bad = appended(&log, log.events()[1].clone()).view();
     assert!(bad.state.is_none());
     assert_eq!(bad.refusal.unwrap().code, "rotation-sequence-gap");

@@ -10,10 +10,7 @@ use serde_json::{json, Value};
 
 fn load() -> Value {
     let p = testkit::conformance("jcp/v1/rotation.json");
-    serde_json::from_str(
-        &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
-    )
-    .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
 fn outcome<T: serde::Serialize>(r: Result<T, jcp::Error>) -> Value {
@@ -54,33 +51,20 @@ fn c12_rotation_vectors_replay_from_disk() {
             Err(e) => json!({"refused": e.code()}),
         };
         assert_eq!(got, l["expected"], "{name}");
-        let code = got
-            .get("refused")
-            .map_or("ok", |c| c.as_str().unwrap())
-            .to_owned();
+        let code = got.get("refused").map_or("ok", |c| c.as_str().unwrap()).to_owned();
         seen.push((name.to_owned(), code));
     }
     let state = two.unwrap();
     let keys = v["keys"].as_array().unwrap();
     let did = |n: &str| keys.iter().find(|k| k["name"] == n).unwrap()["did"].clone();
-    assert_eq!(
-        serde_json::to_value(state.identity()).unwrap(),
-        did("identity"),
-        "the identity is the inception DID"
-    );
+    assert_eq!(serde_json::to_value(state.identity()).unwrap(), did("identity"), "the identity is the inception DID");
     assert_eq!(serde_json::to_value(state.current()).unwrap(), did("k2"));
     for g in v["grants"].as_array().unwrap() {
         let name = g["name"].as_str().unwrap();
-        let grant =
-            SignedGrant::from_bytes(&hex::decode(g["grant"].as_str().unwrap()).unwrap()).unwrap();
+        let grant = SignedGrant::from_bytes(&hex::decode(g["grant"].as_str().unwrap()).unwrap()).unwrap();
         let got = outcome(verify_grant_signature(&grant, &state).map(|()| "verified"));
         assert_eq!(got, g["expected"], "{name}");
-        seen.push((
-            name.to_owned(),
-            got.get("refused")
-                .map_or("ok", |c| c.as_str().unwrap())
-                .to_owned(),
-        ));
+        seen.push((name.to_owned(), got.get("refused").map_or("ok", |c| c.as_str().unwrap()).to_owned()));
     }
     // The vectors say what their names claim.
     let expect = [
@@ -98,10 +82,7 @@ fn c12_rotation_vectors_replay_from_disk() {
         ("rotation-signed-by-the-old-key", "bad-signature"),
         ("inception-signed-by-another-key", "bad-signature"),
         ("rotation-names-another-identity", "rotation-wrong-identity"),
-        (
-            "inception-current-is-not-the-identity",
-            "rotation-wrong-identity",
-        ),
+        ("inception-current-is-not-the-identity", "rotation-wrong-identity"),
         ("empty-log", "rotation-empty-log"),
         ("signed-by-the-current-key", "ok"),
         ("signed-by-the-first-rotated-key", "rotation-superseded-key"),

@@ -108,7 +108,11 @@ fn c17_an_overdraft_proof_with_a_forged_duplicated_or_wrong_grant_statement_is_r
     let other = jcp::grant::Grant { nonce: [9; 16], ..g.grant().clone() }.sign(&key(1)).unwrap();
     let a1 = statement(&a, &g, 600, 1);
     let b1 = statement(&b, &g, 600, 1);
-    let proof = |statements: Vec<SignedStatement>| OverdraftProof { grant: g.clone(), members: vec![a.did(), b.did()], statements };
+    let proof = |statements: Vec<SignedStatement>| OverdraftProof {
+        grant: g.clone(),
+        members: vec![a.did(), b.did()],
+        statements,
+    };
     assert!(proof(vec![a1.clone(), b1.clone()]).verify().is_ok());
     let cases = [
         (proof(vec![a1.clone(), b1.with_claim_for_tests(900, 1)]), "bad-signature"),
@@ -190,7 +194,12 @@ fn c17_peers_settled_spend_binds_every_chain_through_the_channel_grant() {
     let child = jcp::grant::attenuate(
         &g,
         &holder,
-        jcp::grant::Attenuation { subject: Some(worker.did()), budget_uj: Some(800), nonce: Some([4; 16]), ..Default::default() },
+        jcp::grant::Attenuation {
+            subject: Some(worker.did()),
+            budget_uj: Some(800),
+            nonce: Some([4; 16]),
+            ..Default::default()
+        },
     )
     .unwrap();
     let mut gate = Gate::new();

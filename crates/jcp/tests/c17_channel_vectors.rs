@@ -26,7 +26,8 @@ fn c17_channel_vectors_replay_from_disk() {
     let v = load();
     let grant = SignedGrant::from_bytes(&hex::decode(v["grant"].as_str().unwrap()).unwrap()).unwrap();
     assert_eq!(grant.id().to_hex(), v["grant_id"].as_str().unwrap());
-    let members: Vec<Did> = v["members"].as_array().unwrap().iter().map(|d| Did::parse(d.as_str().unwrap()).unwrap()).collect();
+    let members: Vec<Did> =
+        v["members"].as_array().unwrap().iter().map(|d| Did::parse(d.as_str().unwrap()).unwrap()).collect();
     let mut ch = Channel::open(grant, members).unwrap();
     let mut seen = Vec::new();
     for step in v["sequence"].as_array().unwrap() {

@@ -12,10 +12,7 @@ use serde_json::{json, Value};
 
 fn load() -> Value {
     let p = testkit::conformance("jcp/v1/standing.json");
-    serde_json::from_str(
-        &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
-    )
-    .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
 fn bytes(v: &Value) -> Vec<u8> {
@@ -23,12 +20,7 @@ fn bytes(v: &Value) -> Vec<u8> {
 }
 
 fn key(v: &Value, name: &str) -> Keypair {
-    let k = v["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["name"] == name)
-        .unwrap();
+    let k = v["keys"].as_array().unwrap().iter().find(|k| k["name"] == name).unwrap();
     Keypair::from_seed(bytes(&k["seed"]).try_into().unwrap()).unwrap()
 }
 
@@ -56,10 +48,7 @@ fn c20_standing_vectors_replay_policies_from_disk() {
             Err(e) => json!({"refused": e.code()}),
         };
         assert_eq!(got, p["expected"], "{name}");
-        seen.push(
-            got.get("refused")
-                .map_or("ok".to_owned(), |c| c.as_str().unwrap().to_owned()),
-        );
+        seen.push(got.get("refused").map_or("ok".to_owned(), |c| c.as_str().unwrap().to_owned()));
     }
     assert_eq!(
         seen,
@@ -98,43 +87,21 @@ fn c20_standing_vectors_replay_firings_from_disk() {
             budget_uj: r["budget_uj"].as_u64(),
             nonce: Some(bytes(&r["nonce"]).try_into().unwrap()),
         };
-        let minter = if name == "minter-is-not-the-holder" {
-            &mallory
-        } else {
-            &issuer
-        };
-        let got = match ledger.fire(
-            &grant,
-            &policy,
-            minter,
-            &request,
-            r["now"].as_u64().unwrap(),
-        ) {
+        let minter = if name == "minter-is-not-the-holder" { &mallory } else { &issuer };
+        let got = match ledger.fire(&grant, &policy, minter, &request, r["now"].as_u64().unwrap()) {
             Ok(child) => {
                 verify_chain(&[grant.clone(), child.clone()]).unwrap();
                 assert_eq!(child.grant().parent, Some(grant.id()), "{name}");
                 json!({"ok": {"child": hex::encode(child.to_bytes()), "child_id": child.id(), "child_budget_uj": child.grant().budget_uj}})
             }
             Err(e) => {
-                assert_eq!(
-                    ledger.to_bytes(),
-                    before,
-                    "{name}: a refused firing leaves the ledger unchanged"
-                );
+                assert_eq!(ledger.to_bytes(), before, "{name}: a refused firing leaves the ledger unchanged");
                 json!({"refused": e.code()})
             }
         };
         assert_eq!(got, f["expected"], "{name}");
-        assert_eq!(
-            hex::encode(ledger.to_bytes()),
-            f["ledger_after"].as_str().unwrap(),
-            "{name}"
-        );
-        seen.push((
-            name.to_owned(),
-            got.get("refused")
-                .map_or("ok".to_owned(), |c| c.as_str().unwrap().to_owned()),
-        ));
+        assert_eq!(hex::encode(ledger.to_bytes()), f["ledger_after"].as_str().unwrap(), "{name}");
+        seen.push((name.to_owned(), got.get("refused").map_or("ok".to_owned(), |c| c.as_str().unwrap().to_owned())));
     }
     let expect = [
         ("first-firing", "ok"),
@@ -147,10 +114,7 @@ fn c20_standing_vectors_replay_firings_from_disk() {
         ("count-exhausted", "standing-firings-exhausted"),
         ("budget-first", "ok"),
         ("budget-second", "ok"),
-        (
-            "cumulative-spend-past-the-grant",
-            "standing-budget-exhausted",
-        ),
+        ("cumulative-spend-past-the-grant", "standing-budget-exhausted"),
         ("budget-exactly-to-the-grant", "ok"),
         ("budget-spent", "standing-budget-exhausted"),
         ("ledger-of-another-policy", "standing-ledger-mismatch"),

@@ -726,7 +726,14 @@ fn spend(gate: &mut jcp::decision::Gate, g: &SignedGrant, agent: &Keypair, uj: u
     let cost = jcp::decision::Cost::energy(jcp::energy::Energy::new(uj, Provenance::HwShunt));
     let f = frame_on(g);
     let did = agent.did();
-    gate.decide(&jcp::decision::Request { frame: &f, chain: std::slice::from_ref(g), caller: &did, cost: &cost, now: NOW, flow: None })
+    gate.decide(&jcp::decision::Request {
+        frame: &f,
+        chain: std::slice::from_ref(g),
+        caller: &did,
+        cost: &cost,
+        now: NOW,
+        flow: None,
+    })
 }
 
 #[test]
@@ -748,7 +755,14 @@ fn c21_an_admitted_amendment_supersedes_the_steered_grant() {
     let f = frame_on(&g);
     let did = k.agent.did();
     let zero = jcp::decision::Cost::energy(jcp::energy::Energy::new(0, Provenance::HwShunt));
-    let req = jcp::decision::Request { frame: &f, chain: std::slice::from_ref(&g), caller: &did, cost: &zero, now: NOW, flow: None };
+    let req = jcp::decision::Request {
+        frame: &f,
+        chain: std::slice::from_ref(&g),
+        caller: &did,
+        cost: &zero,
+        now: NOW,
+        flow: None,
+    };
     assert_eq!(gate.authorize(&req).unwrap_err().reason(), Some(jcp::decision::Reason::Superseded));
     assert!(spend(&mut gate, &cont, &k.agent, 300).is_allow());
     assert_eq!(spend(&mut gate, &cont, &k.agent, 1).reason(), Some(jcp::decision::Reason::BudgetExceeded));
@@ -772,7 +786,17 @@ fn c21_the_gate_refuses_an_amendment_above_the_remainder_it_recorded() {
     // A forged amendment (signed by the agent) is refused too.
     let mut run = Run::new(g.clone());
     let cp = run.checkpoint(&k.agent, input(1, spent(1000))).unwrap();
-    let forged = Amendment { grant_id: g.id(), checkpoint: cp.id(), amended_by: k.agent.did(), budget_uj: 0, expiry: None, instructions: None, continuation: cont.id(), nonce: [3; 16] }.sign(&k.agent);
+    let forged = Amendment {
+        grant_id: g.id(),
+        checkpoint: cp.id(),
+        amended_by: k.agent.did(),
+        budget_uj: 0,
+        expiry: None,
+        instructions: None,
+        continuation: cont.id(),
+        nonce: [3; 16],
+    }
+    .sign(&k.agent);
     assert!(gate.admit_amendment(&g, &cp, &forged, &cont).is_err());
     assert!(!gate.is_superseded(&g.id()));
 }
@@ -782,16 +806,21 @@ fn c21_a_chain_through_a_superseded_grant_is_refused() {
     let k = k();
     let g = grant_from(&k.issuer, &k.agent, 1000, 1);
     let worker = Keypair::from_seed([7; 32]).unwrap();
-    let child = jcp::grant::attenuate(&g, &k.agent, jcp::grant::Attenuation {
-        subject: Some(worker.did()),
-        actions: None,
-        budget_uj: Some(100),
-        budget_funds: None,
-        add_caveats: vec![],
-        expiry: None,
-        delegate_depth: None,
-        nonce: Some([8; 16]),
-    }).unwrap();
+    let child = jcp::grant::attenuate(
+        &g,
+        &k.agent,
+        jcp::grant::Attenuation {
+            subject: Some(worker.did()),
+            actions: None,
+            budget_uj: Some(100),
+            budget_funds: None,
+            add_caveats: vec![],
+            expiry: None,
+            delegate_depth: None,
+            nonce: Some([8; 16]),
+        },
+    )
+    .unwrap();
     let mut gate = jcp::decision::Gate::new();
     let mut run = Run::new(g.clone());
     let cp = run.checkpoint(&k.agent, input(1, spent(0))).unwrap();
@@ -801,7 +830,14 @@ fn c21_a_chain_through_a_superseded_grant_is_refused() {
     let f = frame_on(&child);
     let chain = [g, child];
     let did = worker.did();
-    let d = gate.decide(&jcp::decision::Request { frame: &f, chain: &chain, caller: &did, cost: &cost, now: NOW, flow: None });
+    let d = gate.decide(&jcp::decision::Request {
+        frame: &f,
+        chain: &chain,
+        caller: &did,
+        cost: &cost,
+        now: NOW,
+        flow: None,
+    });
     assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded));
 }
 
@@ -833,8 +869,15 @@ fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
 /// JSON it always was (`{"state":"unknown","reason":"not_stated"}`).
 #[test]
 fn c21_unknown_remainder_reasons_serialise_as_their_words() {
-    for (r, w) in [(UnknownReason::NotStated, "not_stated"), (UnknownReason::BaseUnknown, "base_unknown"), (UnknownReason::Refused, "refused")] {
+    for (r, w) in [
+        (UnknownReason::NotStated, "not_stated"),
+        (UnknownReason::BaseUnknown, "base_unknown"),
+        (UnknownReason::Refused, "refused"),
+    ] {
         assert_eq!(r.as_str(), w);
-        assert_eq!(serde_json::to_value(Remainder::Unknown { reason: r }).unwrap(), serde_json::json!({"state": "unknown", "reason": w}));
+        assert_eq!(
+            serde_json::to_value(Remainder::Unknown { reason: r }).unwrap(),
+            serde_json::json!({"state": "unknown", "reason": w})
+        );
     }
 }

@@ -58,7 +58,14 @@ fn c22_absent_money_ceiling_encodes_byte_identically_to_a_joules_only_grant() {
     // And a priced cost against it is bound by joules alone.
     let s = g.sign(&key(1)).unwrap();
     let mut gate = Gate::new();
-    assert!(decide(&mut gate, &frame_for(&s, "read"), std::slice::from_ref(&s), &key(2).did(), &priced(1, "JPY", 1_000_000)).is_allow());
+    assert!(decide(
+        &mut gate,
+        &frame_for(&s, "read"),
+        std::slice::from_ref(&s),
+        &key(2).did(),
+        &priced(1, "JPY", 1_000_000)
+    )
+    .is_allow());
 }
 
 #[test]
@@ -66,14 +73,34 @@ fn c22_priced_chained_decision_applies_the_parents_money_ceiling() {
     let (issuer, a, b) = (key(1), key(2), key(3));
     let root = funded(1_000, 100).sign(&issuer).unwrap();
     // The child narrows joules only; it inherits USD 100.
-    let child = attenuate(&root, &a, Attenuation { subject: Some(b.did()), budget_uj: Some(500), ..Attenuation::default() }).unwrap();
+    let child =
+        attenuate(&root, &a, Attenuation { subject: Some(b.did()), budget_uj: Some(500), ..Attenuation::default() })
+            .unwrap();
     assert_eq!(child.grant().budget_funds.as_ref().unwrap().minor, 100);
     // A second child bounded tighter in money.
-    let tight = attenuate(&root, &a, Attenuation { subject: Some(b.did()), budget_funds: Some(Funds { currency: "USD".into(), minor: 10 }), nonce: Some(nonce(5)), ..Attenuation::default() }).unwrap();
+    let tight = attenuate(
+        &root,
+        &a,
+        Attenuation {
+            subject: Some(b.did()),
+            budget_funds: Some(Funds { currency: "USD".into(), minor: 10 }),
+            nonce: Some(nonce(5)),
+            ..Attenuation::default()
+        },
+    )
+    .unwrap();
     let mut gate = Gate::new();
-    assert!(decide(&mut gate, &frame_for(&child, "read"), &[root.clone(), child.clone()], &b.did(), &priced(1, "USD", 95)).is_allow());
+    assert!(decide(
+        &mut gate,
+        &frame_for(&child, "read"),
+        &[root.clone(), child.clone()],
+        &b.did(),
+        &priced(1, "USD", 95)
+    )
+    .is_allow());
     // The sibling has 10 of its own, but the root has only 5 left.
-    let d = decide(&mut gate, &frame_for(&tight, "read"), &[root.clone(), tight.clone()], &b.did(), &priced(1, "USD", 6));
+    let d =
+        decide(&mut gate, &frame_for(&tight, "read"), &[root.clone(), tight.clone()], &b.did(), &priced(1, "USD", 6));
     assert_eq!(d.verdict, Verdict::Deny(Reason::FundsExceeded));
     // The delegated grant decided without its chain is chain-broken.
     let d = decide(&mut gate, &frame_for(&tight, "read"), std::slice::from_ref(&tight), &b.did(), &priced(1, "USD", 1));
@@ -139,9 +166,18 @@ fn c24_action_in_narrows_below_the_capability_and_time_caveats_hold() {
     let g = g.sign(&issuer).unwrap();
     let mut gate = Gate::new();
     let chain = std::slice::from_ref(&g);
-    assert_eq!(decide(&mut gate, &frame_for(&g, "write"), chain, &agent.did(), &cost(1)).verdict, Verdict::Deny(Reason::CaveatUnsatisfied));
-    assert_eq!(decide_at(&mut gate, &frame_for(&g, "read"), chain, &agent.did(), &cost(1), NOW - 11).verdict, Verdict::Deny(Reason::CaveatUnsatisfied));
-    assert_eq!(decide_at(&mut gate, &frame_for(&g, "read"), chain, &agent.did(), &cost(1), NOW + 11).verdict, Verdict::Deny(Reason::CaveatUnsatisfied));
+    assert_eq!(
+        decide(&mut gate, &frame_for(&g, "write"), chain, &agent.did(), &cost(1)).verdict,
+        Verdict::Deny(Reason::CaveatUnsatisfied)
+    );
+    assert_eq!(
+        decide_at(&mut gate, &frame_for(&g, "read"), chain, &agent.did(), &cost(1), NOW - 11).verdict,
+        Verdict::Deny(Reason::CaveatUnsatisfied)
+    );
+    assert_eq!(
+        decide_at(&mut gate, &frame_for(&g, "read"), chain, &agent.did(), &cost(1), NOW + 11).verdict,
+        Verdict::Deny(Reason::CaveatUnsatisfied)
+    );
     assert!(decide(&mut gate, &frame_for(&g, "read"), chain, &agent.did(), &cost(1)).is_allow());
     let _ = other;
 }
@@ -197,13 +233,17 @@ fn s4_11_a_reservation_is_the_most_phase_two_can_charge_without_a_breach() {
     // Root 1 000 µJ / 100 USD minor; child 300 µJ under MaxCostUj(250).
     let (issuer, agent, worker) = (key(1), key(2), key(3));
     let root = funded(1_000, 100).sign(&issuer).unwrap();
-    let child = attenuate(&root, &agent, Attenuation {
-        subject: Some(worker.did()),
-        budget_uj: Some(300),
-        add_caveats: vec![Caveat::MaxCostUj(250)],
-        nonce: Some([4; 16]),
-        ..Attenuation::default()
-    })
+    let child = attenuate(
+        &root,
+        &agent,
+        Attenuation {
+            subject: Some(worker.did()),
+            budget_uj: Some(300),
+            add_caveats: vec![Caveat::MaxCostUj(250)],
+            nonce: Some([4; 16]),
+            ..Attenuation::default()
+        },
+    )
     .unwrap();
     let mut gate = Gate::new();
     let chain = [root.clone(), child.clone()];
@@ -235,7 +275,13 @@ fn ceiling_grant(ceiling: Label, tainted: Option<u64>) -> jcp::grant::SignedGran
     g.sign(&key(1)).unwrap()
 }
 
-fn decide_flow(gate: &mut Gate, g: &jcp::grant::SignedGrant, chain: &[jcp::grant::SignedGrant], flow: Option<&Label>, c: u64) -> jcp::decision::Decision {
+fn decide_flow(
+    gate: &mut Gate,
+    g: &jcp::grant::SignedGrant,
+    chain: &[jcp::grant::SignedGrant],
+    flow: Option<&Label>,
+    c: u64,
+) -> jcp::decision::Decision {
     let f = frame_for(g, "read");
     let caller = chain.last().unwrap().grant().subject;
     let c = cost(c);
@@ -267,11 +313,18 @@ fn c25_not_computed_fails_closed_against_a_ceiling_but_not_without_one() {
 fn c25_ceilings_in_a_chain_compose_to_the_strictest_and_attenuation_never_widens() {
     let (a, b) = (key(2), key(3));
     let root = ceiling_grant(Label::untrusted_from(["search", "mail"]), None);
-    let child = attenuate(&root, &a, Attenuation {
-        subject: Some(b.did()),
-        add_caveats: vec![Caveat::FlowBelow(FlowCeiling { ceiling: Label::untrusted_from(["search"]), tainted_budget_uj: None })],
-        ..Attenuation::default()
-    })
+    let child = attenuate(
+        &root,
+        &a,
+        Attenuation {
+            subject: Some(b.did()),
+            add_caveats: vec![Caveat::FlowBelow(FlowCeiling {
+                ceiling: Label::untrusted_from(["search"]),
+                tainted_budget_uj: None,
+            })],
+            ..Attenuation::default()
+        },
+    )
     .unwrap();
     let chain = [root.clone(), child.clone()];
     let mut gate = Gate::new();

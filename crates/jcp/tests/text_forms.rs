@@ -36,14 +36,22 @@ fn s4_9_caveat_text_form_reads_every_variant() {
         (
             "FlowBelow=untrusted;search;all;1000".into(),
             Caveat::FlowBelow(FlowCeiling {
-                ceiling: Label { integrity: Integrity::Untrusted, origins: Origins::Set(set(&["search"])), readers: Readers::All },
+                ceiling: Label {
+                    integrity: Integrity::Untrusted,
+                    origins: Origins::Set(set(&["search"])),
+                    readers: Readers::All,
+                },
                 tainted_budget_uj: Some(1000),
             }),
         ),
         (
             "FlowBelow=trusted;any;alice,bob".into(),
             Caveat::FlowBelow(FlowCeiling {
-                ceiling: Label { integrity: Integrity::Trusted, origins: Origins::Any, readers: Readers::Only(set(&["alice", "bob"])) },
+                ceiling: Label {
+                    integrity: Integrity::Trusted,
+                    origins: Origins::Any,
+                    readers: Readers::Only(set(&["alice", "bob"])),
+                },
                 tainted_budget_uj: None,
             }),
         ),
@@ -55,7 +63,14 @@ fn s4_9_caveat_text_form_reads_every_variant() {
 
 #[test]
 fn s4_9_caveat_text_form_refuses_what_it_cannot_read() {
-    for bad in ["MaxCostUj", "MaxCostUj=-1", "NotAfter=soon", "Whenever=1", "FlowBelow=trusted;any", "FlowBelow=trusted;any;all;x"] {
+    for bad in [
+        "MaxCostUj",
+        "MaxCostUj=-1",
+        "NotAfter=soon",
+        "Whenever=1",
+        "FlowBelow=trusted;any",
+        "FlowBelow=trusted;any;all;x",
+    ] {
         refused(bad.parse::<Caveat>(), "invalid-caveat");
     }
     refused("PayloadIs=ABC".parse::<Caveat>(), "invalid-content-id");
@@ -71,7 +86,11 @@ fn s4_10_label_text_form_reads_bottom_top_and_three_parts() {
     assert_eq!("top".parse::<Label>().unwrap(), Label::top());
     assert_eq!(
         "untrusted;mail,search;all".parse::<Label>().unwrap(),
-        Label { integrity: Integrity::Untrusted, origins: Origins::Set(set(&["mail", "search"])), readers: Readers::All }
+        Label {
+            integrity: Integrity::Untrusted,
+            origins: Origins::Set(set(&["mail", "search"])),
+            readers: Readers::All
+        }
     );
     for bad in ["", "trusted;any", "trusted;any;all;1", "maybe;any;all", "Bottom"] {
         refused(bad.parse::<Label>(), "invalid-label");
@@ -99,7 +118,11 @@ fn s4_resource_text_form_is_an_id_or_a_named_text() {
 fn s2_key_file_round_trips_and_refuses_a_did_that_is_not_its_seeds() {
     let k = Keypair::from_seed([1; 32]).unwrap();
     let text = KeyFile::encode(&k);
-    assert_eq!(text, format!("{{\n  \"did\": \"{}\",\n  \"seed\": \"{}\"\n}}", k.did(), "01".repeat(32)), "the bytes `jcp key new` has always written");
+    assert_eq!(
+        text,
+        format!("{{\n  \"did\": \"{}\",\n  \"seed\": \"{}\"\n}}", k.did(), "01".repeat(32)),
+        "the bytes `jcp key new` has always written"
+    );
     let back = KeyFile::decode(text.as_bytes()).unwrap();
     assert_eq!((back.did(), back.seed()), (k.did(), k.seed()));
     let other = Keypair::from_seed([2; 32]).unwrap();
@@ -108,5 +131,8 @@ fn s2_key_file_round_trips_and_refuses_a_did_that_is_not_its_seeds() {
     refused(KeyFile::decode(text.replace("0101\"", "01\"").as_bytes()), "key-file-invalid");
     refused(KeyFile::decode(text.replace("\n}", ",\n  \"note\": 1\n}").as_bytes()), "key-file-invalid");
     refused(KeyFile::decode(&text.as_bytes()[..20]), "key-file-invalid");
-    assert!(!format!("{:?}", KeyFile { did: k.did().to_string(), seed: "01".repeat(32) }).contains("0101"), "Debug never shows the seed");
+    assert!(
+        !format!("{:?}", KeyFile { did: k.did().to_string(), seed: "01".repeat(32) }).contains("0101"),
+        "Debug never shows the seed"
+    );
 }

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use jcp::cbor::{self, ContentId};
 use jcp::decision::{Cost, Gate, Request};
-use jcp::grant::Funds;
 use jcp::energy::{Energy, Provenance};
 use jcp::flow::Label;
 use jcp::frame::Frame;
+use jcp::grant::Funds;
 use jcp::grant::SignedGrant;
 use jcp::identity::Did;
 use jcp::revocation::SignedRevocation;
@@ -51,13 +51,36 @@ fn conformance_core_vectors_replay_from_disk() {
     for sc in v["scenarios"].as_array().unwrap() {
         let mut gate = Gate::new();
         let run = |gate: &mut Gate, step: &serde_json::Value| {
-            let chain: Vec<SignedGrant> = step["chain"].as_array().unwrap().iter().map(|id| grants[&ContentId::parse(id.as_str().unwrap()).unwrap()].clone()).collect();
+            let chain: Vec<SignedGrant> = step["chain"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| grants[&ContentId::parse(id.as_str().unwrap()).unwrap()].clone())
+                .collect();
             let frame = Frame::from_bytes(&hex::decode(step["frame_bytes"].as_str().unwrap()).unwrap()).unwrap();
             let caller = Did::parse(step["caller"].as_str().unwrap()).unwrap();
-            let money = step["money"].as_object().map(|m| Funds { currency: m["currency"].as_str().unwrap().into(), minor: m["minor"].as_u64().unwrap() });
-            let cost = Cost { energy: Energy::new(step["cost_uj"].as_u64().unwrap(), Provenance::parse(step["provenance"].as_str().unwrap()).unwrap()), money };
-            let flow = step["flow"].as_str().map(|h| Label::from_value(&cbor::decode_strict(&hex::decode(h).unwrap()).unwrap()).unwrap());
-            let d = gate.decide(&Request { frame: &frame, chain: &chain, caller: &caller, cost: &cost, now: step["now"].as_u64().unwrap(), flow: flow.as_ref() });
+            let money = step["money"].as_object().map(|m| Funds {
+                currency: m["currency"].as_str().unwrap().into(),
+                minor: m["minor"].as_u64().unwrap(),
+            });
+            let cost = Cost {
+                energy: Energy::new(
+                    step["cost_uj"].as_u64().unwrap(),
+                    Provenance::parse(step["provenance"].as_str().unwrap()).unwrap(),
+                ),
+                money,
+            };
+            let flow = step["flow"]
+                .as_str()
+                .map(|h| Label::from_value(&cbor::decode_strict(&hex::decode(h).unwrap()).unwrap()).unwrap());
+            let d = gate.decide(&Request {
+                frame: &frame,
+                chain: &chain,
+                caller: &caller,
+                cost: &cost,
+                now: step["now"].as_u64().unwrap(),
+                flow: flow.as_ref(),
+            });
             let e = &step["expected"];
             assert_eq!(if d.is_allow() { "allow" } else { "deny" }, e["verdict"], "{}", step["name"]);
             assert_eq!(d.reason().map(|r| r.as_str()), e["reason"].as_str(), "{}", step["name"]);

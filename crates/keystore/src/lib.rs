@@ -46,7 +46,9 @@ pub enum KeyError {
     #[error("key-corrupt: {path}: {detail} (the file was not changed; restore it from a backup, or create or import the key again)")]
     Corrupt { path: PathBuf, detail: String },
     /// Others may read the file.
-    #[error("key-permissions: {path}: mode {mode:o} lets others read it; run `chmod 600 {path}` (the key was not opened)")]
+    #[error(
+        "key-permissions: {path}: mode {mode:o} lets others read it; run `chmod 600 {path}` (the key was not opened)"
+    )]
     ReadableByOthers { path: PathBuf, mode: u32 },
     /// Creating would overwrite a file.
     #[error("key-exists: {path}: a file is already there; it is never overwritten (choose another path, or move it away first)")]
@@ -226,13 +228,18 @@ pub fn unlock(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
     let mut identity = age::scrypt::Identity::new(SecretString::from(passphrase.to_owned()));
     identity.set_max_work_factor(MAX_WORK_FACTOR);
     let seed = age::decrypt(&identity, sealed).map_err(|e| match e {
-        age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => KeyError::WrongPassphrase { path: path.to_path_buf() },
-        age::DecryptError::ExcessiveWork { required, .. } => {
-            corrupt(path, format!("it demands scrypt work factor {required}, above the {MAX_WORK_FACTOR} this console accepts"))
+        age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => {
+            KeyError::WrongPassphrase { path: path.to_path_buf() }
         }
+        age::DecryptError::ExcessiveWork { required, .. } => corrupt(
+            path,
+            format!("it demands scrypt work factor {required}, above the {MAX_WORK_FACTOR} this console accepts"),
+        ),
         other => corrupt(path, format!("the encrypted key does not open: {other}")),
     })?;
-    let seed: [u8; 32] = seed.try_into().map_err(|v: Vec<u8>| corrupt(path, format!("the encrypted key holds {} bytes, not a 32-byte seed", v.len())))?;
+    let seed: [u8; 32] = seed.try_into().map_err(|v: Vec<u8>| {
+        corrupt(path, format!("the encrypted key holds {} bytes, not a 32-byte seed", v.len()))
+    })?;
     let key = Keypair::from_seed(seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
     if key.did() != did {
         return Err(corrupt(path, format!("its did line names {did}, but the key inside is {}", key.did())));

@@ -32,8 +32,18 @@ fn table(doc: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for line in doc.lines().filter(|l| l.starts_with("| C")) {
         let c = cells(line);
-        assert_eq!(c.len(), 7, "docs/conformance.md: a class row has 7 cells (class, spec, holds, modules, tests, status, why): {line}");
-        rows.push(Row { class: c[0].clone(), modules: backticked(&c[3]), tests: backticked(&c[4]), status: c[5].clone(), why: c[6].clone() });
+        assert_eq!(
+            c.len(),
+            7,
+            "docs/conformance.md: a class row has 7 cells (class, spec, holds, modules, tests, status, why): {line}"
+        );
+        rows.push(Row {
+            class: c[0].clone(),
+            modules: backticked(&c[3]),
+            tests: backticked(&c[4]),
+            status: c[5].clone(),
+            why: c[6].clone(),
+        });
     }
     rows
 }
@@ -140,7 +150,10 @@ fn s9_a_class_listed_as_implemented_has_a_test_named_after_it() {
                 continue;
             }
             other => {
-                failures.push(format!("{}: status {other:?} is not one of implemented / partial / not implemented", r.class));
+                failures.push(format!(
+                    "{}: status {other:?} is not one of implemented / partial / not implemented",
+                    r.class
+                ));
                 continue;
             }
         }
@@ -155,11 +168,18 @@ fn s9_a_class_listed_as_implemented_has_a_test_named_after_it() {
         let mut named = Vec::new();
         for t in &r.tests {
             let p = root.join(t);
-            let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: test file {}: {e}", r.class, p.display()));
+            let src =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: test file {}: {e}", r.class, p.display()));
             named.extend(test_fns(&src).into_iter().filter(|f| pre.iter().any(|x| f.starts_with(x.as_str()))));
         }
         if named.is_empty() {
-            failures.push(format!("{}: {} but none of {:?} holds a test named {}…", r.class, r.status, r.tests, pre.join("… or ")));
+            failures.push(format!(
+                "{}: {} but none of {:?} holds a test named {}…",
+                r.class,
+                r.status,
+                r.tests,
+                pre.join("… or ")
+            ));
         }
     }
     assert!(failures.is_empty(), "docs/conformance.md is not true:\n{}", failures.join("\n"));
@@ -171,7 +191,8 @@ fn s9_every_path_the_conformance_document_names_exists() {
     let text = doc();
     let mut missing = Vec::new();
     for p in backticked(&text.replace('\n', " ")) {
-        let looks_like_path = ["crates/", "src-tauri/", "conformance/", "ui/", "docs/", "tests/"].iter().any(|d| p.starts_with(d));
+        let looks_like_path =
+            ["crates/", "src-tauri/", "conformance/", "ui/", "docs/", "tests/"].iter().any(|d| p.starts_with(d));
         if looks_like_path && !p.contains(' ') && !root.join(p.trim_end_matches('/')).exists() {
             missing.push(p);
         }
@@ -202,14 +223,19 @@ fn s9_tests_named_after_a_class_are_all_listed_in_its_row() {
             }
         }
     }
-    assert!(unlisted.is_empty(), "test files with tests named after a class but not listed in its row of docs/conformance.md:\n{}", unlisted.join("\n"));
+    assert!(
+        unlisted.is_empty(),
+        "test files with tests named after a class but not listed in its row of docs/conformance.md:\n{}",
+        unlisted.join("\n")
+    );
 }
 
 #[test]
 fn s9_the_table_parser_sees_test_names_and_prefixes() {
     // The checks above cannot pass vacuously: the parser finds test names
     // and tells c1_ from c10_.
-    let src = "#[test]\nfn c07_spliced_chain_is_refused() {}\nfn c07_helper() {}\n#[tokio::test]\nasync fn c8_live() {}\n";
+    let src =
+        "#[test]\nfn c07_spliced_chain_is_refused() {}\nfn c07_helper() {}\n#[tokio::test]\nasync fn c8_live() {}\n";
     assert_eq!(test_fns(src), vec!["c07_spliced_chain_is_refused".to_owned(), "c8_live".to_owned()]);
     assert!(!prefixes("C1").iter().any(|p| "c10_x".starts_with(p.as_str())));
     assert!(prefixes("C7").iter().any(|p| "c07_x".starts_with(p.as_str())));

@@ -108,7 +108,8 @@ pub fn round1<R: RngCore + CryptoRng>(
     if identifier > max_signers {
         return Err(ThresholdError::BadIdentifier(format!("participant {identifier} of a group of {max_signers}")));
     }
-    let (secret, package) = dkg::part1(frost_id(identifier)?, max_signers, min_signers, &mut *rng).map_err(|e| refused(&e))?;
+    let (secret, package) =
+        dkg::part1(frost_id(identifier)?, max_signers, min_signers, &mut *rng).map_err(|e| refused(&e))?;
     Ok((Round1Secret { identifier, package: secret }, Round1Package { from: identifier, package }))
 }
 
@@ -133,7 +134,10 @@ fn others<'a, T: Clone + 'a>(
 
 /// Round 2: checks every other participant's proof of knowledge and makes
 /// one secret package for each of them.
-pub fn round2(secret: Round1Secret, received: &[Round1Package]) -> Result<(Round2Secret, Vec<Round2Package>), ThresholdError> {
+pub fn round2(
+    secret: Round1Secret,
+    received: &[Round1Package],
+) -> Result<(Round2Secret, Vec<Round2Package>), ThresholdError> {
     let me = secret.identifier;
     let r1 = others(me, received.iter().map(|p| (p.from, &p.package)), "Round1Package")?;
     let (s2, out) = dkg::part2(secret.package, &r1).map_err(|e| refused(&e))?;
@@ -174,17 +178,28 @@ impl ParticipantFile for Round1Secret {
     fn to_value(&self) -> Value {
         envelope(
             Self::TYPE,
-            [("identifier", Some(Value::Uint(u64::from(self.identifier)))), ("frost", frost_value(self.package.serialize()))],
+            [
+                ("identifier", Some(Value::Uint(u64::from(self.identifier)))),
+                ("frost", frost_value(self.package.serialize())),
+            ],
         )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
         let mut f = open("Round1Secret", Self::TYPE, v)?;
         let identifier = read_id(&mut f, "identifier")?;
-        let package = read_frost(&mut f, "round1::SecretPackage", round1::SecretPackage::deserialize, round1::SecretPackage::serialize)?;
+        let package = read_frost(
+            &mut f,
+            "round1::SecretPackage",
+            round1::SecretPackage::deserialize,
+            round1::SecretPackage::serialize,
+        )?;
         f.finish()?;
         if id_number(package.identifier())? != identifier {
-            return Err(ThresholdError::mismatch("Round1Secret", "the envelope names another participant than the package"));
+            return Err(ThresholdError::mismatch(
+                "Round1Secret",
+                "the envelope names another participant than the package",
+            ));
         }
         params(*package.min_signers(), *package.max_signers())?;
         Ok(Self { identifier, package })
@@ -196,7 +211,10 @@ impl ParticipantFile for Round1Package {
     const SECRET: bool = false;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, [("from", Some(Value::Uint(u64::from(self.from)))), ("frost", frost_value(self.package.serialize()))])
+        envelope(
+            Self::TYPE,
+            [("from", Some(Value::Uint(u64::from(self.from)))), ("frost", frost_value(self.package.serialize()))],
+        )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
@@ -215,17 +233,28 @@ impl ParticipantFile for Round2Secret {
     fn to_value(&self) -> Value {
         envelope(
             Self::TYPE,
-            [("identifier", Some(Value::Uint(u64::from(self.identifier)))), ("frost", frost_value(self.package.serialize()))],
+            [
+                ("identifier", Some(Value::Uint(u64::from(self.identifier)))),
+                ("frost", frost_value(self.package.serialize())),
+            ],
         )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
         let mut f = open("Round2Secret", Self::TYPE, v)?;
         let identifier = read_id(&mut f, "identifier")?;
-        let package = read_frost(&mut f, "round2::SecretPackage", round2::SecretPackage::deserialize, round2::SecretPackage::serialize)?;
+        let package = read_frost(
+            &mut f,
+            "round2::SecretPackage",
+            round2::SecretPackage::deserialize,
+            round2::SecretPackage::serialize,
+        )?;
         f.finish()?;
         if id_number(package.identifier())? != identifier {
-            return Err(ThresholdError::mismatch("Round2Secret", "the envelope names another participant than the package"));
+            return Err(ThresholdError::mismatch(
+                "Round2Secret",
+                "the envelope names another participant than the package",
+            ));
         }
         params(*package.min_signers(), *package.max_signers())?;
         Ok(Self { identifier, package })
@@ -254,7 +283,10 @@ impl ParticipantFile for Round2Package {
         let package = read_frost(&mut f, "round2::Package", round2::Package::deserialize, round2::Package::serialize)?;
         f.finish()?;
         if from == to {
-            return Err(ThresholdError::mismatch("Round2Package", format!("participant {from} addressed a package to itself")));
+            return Err(ThresholdError::mismatch(
+                "Round2Package",
+                format!("participant {from} addressed a package to itself"),
+            ));
         }
         Ok(Self { from, to, package })
     }

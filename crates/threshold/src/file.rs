@@ -54,7 +54,8 @@ pub fn write<T: ParticipantFile>(path: &Path, item: &T) -> Result<(), ThresholdE
 
 /// Reads a participant file of kind `T`.
 pub fn read<T: ParticipantFile>(path: &Path) -> Result<T, ThresholdError> {
-    let bytes = std::fs::read(path).map_err(|e| ThresholdError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| ThresholdError::Io { path: path.display().to_string(), problem: e.to_string() })?;
     T::from_bytes(&bytes)
 }
 
@@ -127,7 +128,10 @@ pub fn frost_id(id: u16) -> Result<Identifier, ThresholdError> {
 pub fn id_number(id: &Identifier) -> Result<u16, ThresholdError> {
     let b = id.serialize();
     if b.len() != 32 || b[2..].iter().any(|x| *x != 0) {
-        return Err(ThresholdError::BadIdentifier(format!("{} is not a participant number 1..=65535", hex::encode(&b))));
+        return Err(ThresholdError::BadIdentifier(format!(
+            "{} is not a participant number 1..=65535",
+            hex::encode(&b)
+        )));
     }
     match u16::from_le_bytes([b[0], b[1]]) {
         0 => Err(ThresholdError::BadIdentifier("0 is not a participant".into())),

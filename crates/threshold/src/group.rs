@@ -38,19 +38,23 @@ impl Origin {
 
 /// The group key of a FROST verifying key, as a `did:key`.
 pub(crate) fn group_did(vk: &VerifyingKey) -> Result<Did, ThresholdError> {
-    let b = vk.serialize().map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingKey", problem: e.to_string() })?;
-    let key: [u8; 32] = b
-        .as_slice()
-        .try_into()
-        .map_err(|_| ThresholdError::FrostEncoding { object: "VerifyingKey", problem: format!("{} bytes, not 32", b.len()) })?;
+    let b =
+        vk.serialize().map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingKey", problem: e.to_string() })?;
+    let key: [u8; 32] = b.as_slice().try_into().map_err(|_| ThresholdError::FrostEncoding {
+        object: "VerifyingKey",
+        problem: format!("{} bytes, not 32", b.len()),
+    })?;
     Ok(Did::from_public_bytes(key)?)
 }
 
 fn share_bytes(v: &VerifyingShare) -> Result<[u8; 32], ThresholdError> {
-    let b = v.serialize().map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingShare", problem: e.to_string() })?;
-    b.as_slice()
-        .try_into()
-        .map_err(|_| ThresholdError::FrostEncoding { object: "VerifyingShare", problem: format!("{} bytes, not 32", b.len()) })
+    let b = v
+        .serialize()
+        .map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingShare", problem: e.to_string() })?;
+    b.as_slice().try_into().map_err(|_| ThresholdError::FrostEncoding {
+        object: "VerifyingShare",
+        problem: format!("{} bytes, not 32", b.len()),
+    })
 }
 
 fn check_params(min: u16, max: u16) -> Result<(), ThresholdError> {
@@ -77,7 +81,10 @@ pub struct KeyShare {
 
 impl std::fmt::Debug for KeyShare {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyShare").field("group", &self.group).field("identifier", &self.identifier).finish_non_exhaustive()
+        f.debug_struct("KeyShare")
+            .field("group", &self.group)
+            .field("identifier", &self.identifier)
+            .finish_non_exhaustive()
     }
 }
 
@@ -198,12 +205,15 @@ impl GroupDescriptor {
     /// Builds the descriptor from FROST's public key package, checking it.
     pub fn from_frost(package: PublicKeyPackage, origin: Origin) -> Result<Self, ThresholdError> {
         let group = group_did(package.verifying_key())?;
-        let min = package.min_signers().ok_or_else(|| ThresholdError::BadParameters("the key package states no min_signers".into()))?;
+        let min = package
+            .min_signers()
+            .ok_or_else(|| ThresholdError::BadParameters("the key package states no min_signers".into()))?;
         let mut shares = BTreeMap::new();
         for (id, v) in package.verifying_shares() {
             shares.insert(id_number(id)?, share_bytes(v)?);
         }
-        let max = u16::try_from(shares.len()).map_err(|_| ThresholdError::BadParameters("more than 65535 participants".into()))?;
+        let max = u16::try_from(shares.len())
+            .map_err(|_| ThresholdError::BadParameters("more than 65535 participants".into()))?;
         check_params(min, max)?;
         check_consistent(&group, min, &shares)?;
         Ok(Self { group, min_signers: min, origin, shares, package })
@@ -248,7 +258,12 @@ impl GroupDescriptor {
         if share.group() != self.group || share.min_signers() != self.min_signers || listed != Some(&own) {
             return Err(ThresholdError::mismatch(
                 "KeyShare",
-                format!("participant {} of {} is not a share of the group {}", share.identifier(), share.group(), self.group),
+                format!(
+                    "participant {} of {} is not a share of the group {}",
+                    share.identifier(),
+                    share.group(),
+                    self.group
+                ),
             ));
         }
         Ok(())
@@ -278,10 +293,9 @@ impl GroupDescriptor {
 fn check_consistent(group: &Did, min: u16, shares: &BTreeMap<u16, [u8; 32]>) -> Result<(), ThresholdError> {
     let mut pts = Vec::with_capacity(shares.len());
     for (id, b) in shares {
-        let p = CompressedEdwardsY(*b)
-            .decompress()
-            .filter(|p| !p.is_small_order())
-            .ok_or_else(|| ThresholdError::GroupInconsistent(format!("participant {id}'s verifying share is not a usable point")))?;
+        let p = CompressedEdwardsY(*b).decompress().filter(|p| !p.is_small_order()).ok_or_else(|| {
+            ThresholdError::GroupInconsistent(format!("participant {id}'s verifying share is not a usable point"))
+        })?;
         pts.push((*id, Scalar::from(u64::from(*id)), p));
     }
     let base = &pts[..usize::from(min)];
@@ -299,7 +313,9 @@ fn check_consistent(group: &Did, min: u16, shares: &BTreeMap<u16, [u8; 32]>) -> 
             .sum()
     };
     if at(Scalar::ZERO).compress().0 != *group.public_bytes() {
-        return Err(ThresholdError::GroupInconsistent(format!("the verifying shares do not interpolate to the group key {group}")));
+        return Err(ThresholdError::GroupInconsistent(format!(
+            "the verifying shares do not interpolate to the group key {group}"
+        )));
     }
     for (id, x, p) in &pts[usize::from(min)..] {
         if at(*x) != *p {
@@ -359,17 +375,24 @@ impl ParticipantFile for GroupDescriptor {
             let share = s.bytes_n::<32>("verifying_share")?;
             s.finish()?;
             if id <= last {
-                return Err(f.error("shares", format!("participant {id} out of order or repeated (ascending, once each)")).into());
+                return Err(f
+                    .error("shares", format!("participant {id} out of order or repeated (ascending, once each)"))
+                    .into());
             }
             last = id;
-            let vs = VerifyingShare::deserialize(&share)
-                .map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingShare", problem: format!("participant {id}: {e}") })?;
+            let vs = VerifyingShare::deserialize(&share).map_err(|e| ThresholdError::FrostEncoding {
+                object: "VerifyingShare",
+                problem: format!("participant {id}: {e}"),
+            })?;
             verifying.insert(frost_id(id)?, vs);
         }
         f.finish()?;
         check_params(min, max)?;
         if usize::from(max) != verifying.len() {
-            return Err(ThresholdError::mismatch("GroupDescriptor", format!("max_signers {max} but {} shares listed", verifying.len())));
+            return Err(ThresholdError::mismatch(
+                "GroupDescriptor",
+                format!("max_signers {max} but {} shares listed", verifying.len()),
+            ));
         }
         let vk = VerifyingKey::deserialize(group.public_bytes())
             .map_err(|e| ThresholdError::FrostEncoding { object: "VerifyingKey", problem: e.to_string() })?;

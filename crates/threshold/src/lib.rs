@@ -27,9 +27,9 @@ pub mod sign;
 pub mod vectors;
 
 pub use error::ThresholdError;
-pub use rand_core;
 pub use file::ParticipantFile;
 pub use group::{GroupDescriptor, GroupView, KeyShare, Origin};
+pub use rand_core;
 
 /// A trusted dealer (§2.2): one party makes the group key and hands out
 /// k-of-n shares (the dealer then holds, and must destroy, the key).
@@ -47,12 +47,14 @@ pub mod dealer {
         rng: &mut R,
     ) -> Result<(GroupDescriptor, Vec<KeyShare>), ThresholdError> {
         params(min_signers, max_signers)?;
-        let (secret_shares, public) = keys::generate_with_dealer(max_signers, min_signers, IdentifierList::Default, rng)
-            .map_err(|e| ThresholdError::BadParameters(e.to_string()))?;
+        let (secret_shares, public) =
+            keys::generate_with_dealer(max_signers, min_signers, IdentifierList::Default, rng)
+                .map_err(|e| ThresholdError::BadParameters(e.to_string()))?;
         let group = GroupDescriptor::from_frost(public, Origin::Dealer)?;
         let mut shares = Vec::with_capacity(secret_shares.len());
         for (_, s) in secret_shares {
-            let package = KeyPackage::try_from(s).map_err(|e| ThresholdError::DkgRefused { problem: e.to_string(), culprits: vec![] })?;
+            let package = KeyPackage::try_from(s)
+                .map_err(|e| ThresholdError::DkgRefused { problem: e.to_string(), culprits: vec![] })?;
             let share = KeyShare::from_frost(package)?;
             group.check_share(&share)?;
             shares.push(share);

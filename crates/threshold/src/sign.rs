@@ -26,7 +26,10 @@ pub struct Nonces {
 
 impl std::fmt::Debug for Nonces {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nonces").field("group", &self.group).field("identifier", &self.identifier).finish_non_exhaustive()
+        f.debug_struct("Nonces")
+            .field("group", &self.group)
+            .field("identifier", &self.identifier)
+            .finish_non_exhaustive()
     }
 }
 
@@ -51,7 +54,8 @@ impl Nonces {
     /// Nonces from given FROST nonces (interop vectors with fixed nonces,
     /// RFC 9591 Appendix E; never for a live signature).
     pub fn from_frost(share: &KeyShare, nonces: SigningNonces) -> (Self, Commitments) {
-        let commitments = Commitments { group: share.group(), identifier: share.identifier(), frost: *nonces.commitments() };
+        let commitments =
+            Commitments { group: share.group(), identifier: share.identifier(), frost: *nonces.commitments() };
         (Self { group: share.group(), identifier: share.identifier(), frost: nonces }, commitments)
     }
 
@@ -105,10 +109,16 @@ fn package(group: Did, commitments: &[Commitments], message: &[u8]) -> Result<Si
     let mut map = BTreeMap::new();
     for c in commitments {
         if c.group != group {
-            return Err(ThresholdError::mismatch("Commitments", format!("participant {}'s commitments are for {}, not {group}", c.identifier, c.group)));
+            return Err(ThresholdError::mismatch(
+                "Commitments",
+                format!("participant {}'s commitments are for {}, not {group}", c.identifier, c.group),
+            ));
         }
         if map.insert(frost_id(c.identifier)?, c.frost).is_some() {
-            return Err(ThresholdError::mismatch("Commitments", format!("two commitments from participant {}", c.identifier)));
+            return Err(ThresholdError::mismatch(
+                "Commitments",
+                format!("two commitments from participant {}", c.identifier),
+            ));
         }
     }
     Ok(SigningPackage::new(map, message))
@@ -118,18 +128,30 @@ fn package(group: Did, commitments: &[Commitments], message: &[u8]) -> Result<Si
 /// commitments (its own among them). The nonces are consumed: a nonce
 /// pair signs once.
 #[allow(clippy::needless_pass_by_value)] // taken by value on purpose: a nonce pair is used up
-pub fn round2(share: &KeyShare, nonces: Nonces, commitments: &[Commitments], message: &[u8]) -> Result<SignatureShare, ThresholdError> {
+pub fn round2(
+    share: &KeyShare,
+    nonces: Nonces,
+    commitments: &[Commitments],
+    message: &[u8],
+) -> Result<SignatureShare, ThresholdError> {
     if nonces.group != share.group() || nonces.identifier != share.identifier() {
         return Err(ThresholdError::mismatch(
             "Nonces",
-            format!("nonces of participant {} of {} used with the share of {} of {}", nonces.identifier, nonces.group, share.identifier(), share.group()),
+            format!(
+                "nonces of participant {} of {} used with the share of {} of {}",
+                nonces.identifier,
+                nonces.group,
+                share.identifier(),
+                share.group()
+            ),
         ));
     }
     if commitments.len() < usize::from(share.min_signers()) {
         return Err(ThresholdError::TooFewSigners { have: commitments.len(), need: share.min_signers() });
     }
     let pkg = package(share.group(), commitments, message)?;
-    let s = fround2::sign(&pkg, &nonces.frost, share.frost()).map_err(|e| ThresholdError::SigningRefused(e.to_string()))?;
+    let s =
+        fround2::sign(&pkg, &nonces.frost, share.frost()).map_err(|e| ThresholdError::SigningRefused(e.to_string()))?;
     Ok(SignatureShare { group: share.group(), identifier: share.identifier(), share: s })
 }
 
@@ -150,24 +172,31 @@ pub fn aggregate(
     let mut map = BTreeMap::new();
     for s in shares {
         if s.group != group.group() {
-            return Err(ThresholdError::mismatch("SignatureShare", format!("participant {}'s share is for {}, not {}", s.identifier, s.group, group.group())));
+            return Err(ThresholdError::mismatch(
+                "SignatureShare",
+                format!("participant {}'s share is for {}, not {}", s.identifier, s.group, group.group()),
+            ));
         }
         if map.insert(frost_id(s.identifier)?, s.share).is_some() {
-            return Err(ThresholdError::mismatch("SignatureShare", format!("two shares from participant {}", s.identifier)));
+            return Err(ThresholdError::mismatch(
+                "SignatureShare",
+                format!("two shares from participant {}", s.identifier),
+            ));
         }
     }
     let sig = frost_ed25519::aggregate(&pkg, &map, group.frost()).map_err(|e| match e {
-        frost_ed25519::Error::InvalidSignatureShare { culprits } => {
-            ThresholdError::InvalidSignatureShare { culprits: culprits.iter().filter_map(|c| id_number(c).ok()).collect() }
-        }
+        frost_ed25519::Error::InvalidSignatureShare { culprits } => ThresholdError::InvalidSignatureShare {
+            culprits: culprits.iter().filter_map(|c| id_number(c).ok()).collect(),
+        },
         frost_ed25519::Error::IncorrectNumberOfShares => ThresholdError::TooFewSigners { have: shares.len(), need },
         other => ThresholdError::SigningRefused(other.to_string()),
     })?;
-    let bytes = sig.serialize().map_err(|e| ThresholdError::FrostEncoding { object: "Signature", problem: e.to_string() })?;
-    let out: [u8; 64] = bytes
-        .as_slice()
-        .try_into()
-        .map_err(|_| ThresholdError::FrostEncoding { object: "Signature", problem: format!("{} bytes, not 64", bytes.len()) })?;
+    let bytes =
+        sig.serialize().map_err(|e| ThresholdError::FrostEncoding { object: "Signature", problem: e.to_string() })?;
+    let out: [u8; 64] = bytes.as_slice().try_into().map_err(|_| ThresholdError::FrostEncoding {
+        object: "Signature",
+        problem: format!("{} bytes, not 64", bytes.len()),
+    })?;
     if !group.group().verify(message, &out) {
         return Err(ThresholdError::AggregateDoesNotVerify { group: group.group().to_string() });
     }
@@ -189,7 +218,10 @@ impl ParticipantFile for Nonces {
     const SECRET: bool = true;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]))
+        envelope(
+            Self::TYPE,
+            head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]),
+        )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
@@ -206,13 +238,17 @@ impl ParticipantFile for Commitments {
     const SECRET: bool = false;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]))
+        envelope(
+            Self::TYPE,
+            head(&self.group, self.identifier).into_iter().chain([("frost", frost_value(self.frost.serialize()))]),
+        )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
         let mut f = open("Commitments", Self::TYPE, v)?;
         let (group, identifier) = read_group_id(&mut f)?;
-        let frost = read_frost(&mut f, "SigningCommitments", SigningCommitments::deserialize, SigningCommitments::serialize)?;
+        let frost =
+            read_frost(&mut f, "SigningCommitments", SigningCommitments::deserialize, SigningCommitments::serialize)?;
         f.finish()?;
         Ok(Self { group, identifier, frost })
     }
@@ -223,7 +259,12 @@ impl ParticipantFile for SignatureShare {
     const SECRET: bool = false;
 
     fn to_value(&self) -> Value {
-        envelope(Self::TYPE, head(&self.group, self.identifier).into_iter().chain([("frost", Some(Value::Bytes(self.share.serialize())))]))
+        envelope(
+            Self::TYPE,
+            head(&self.group, self.identifier)
+                .into_iter()
+                .chain([("frost", Some(Value::Bytes(self.share.serialize())))]),
+        )
     }
 
     fn from_value(v: &Value) -> Result<Self, ThresholdError> {
@@ -234,4 +275,3 @@ impl ParticipantFile for SignatureShare {
         Ok(Self { group, identifier, share })
     }
 }
-

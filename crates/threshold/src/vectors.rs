@@ -69,10 +69,20 @@ fn run_dkg(min: u16, max: u16, rng: &mut ChaCha20Rng) -> Result<(Json, GroupDesc
 /// The map of `v` with `field` replaced (for refusal cases).
 fn with_field(v: &jcp::cbor::Value, field: &str, to: &jcp::cbor::Value) -> Vec<u8> {
     match v {
-        jcp::cbor::Value::Map(m) => jcp::cbor::Value::Map(
-            m.iter().map(|(k, x)| if *k == jcp::cbor::Value::text(field) { (k.clone(), to.clone()) } else { (k.clone(), x.clone()) }).collect(),
-        )
-        .encode(),
+        jcp::cbor::Value::Map(m) => {
+            jcp::cbor::Value::Map(
+                m.iter()
+                    .map(|(k, x)| {
+                        if *k == jcp::cbor::Value::text(field) {
+                            (k.clone(), to.clone())
+                        } else {
+                            (k.clone(), x.clone())
+                        }
+                    })
+                    .collect(),
+            )
+            .encode()
+        }
         other => other.encode(),
     }
 }
@@ -113,7 +123,8 @@ pub fn generate() -> Result<Json, ThresholdError> {
     }
     // Participant 3's verifying share replaced by participant 2's.
     let mut moved = listed.clone();
-    if let (Some(two), Some(three)) = (listed.get(1).and_then(|v| v.get("verifying_share")).cloned(), moved.get_mut(2)) {
+    if let (Some(two), Some(three)) = (listed.get(1).and_then(|v| v.get("verifying_share")).cloned(), moved.get_mut(2))
+    {
         *three = jcp::cbor::map([("identifier", Some(jcp::cbor::Value::Uint(3))), ("verifying_share", Some(two))]);
     }
     let dealer_vk = dgroup.to_value().get("group").cloned().unwrap_or(jcp::cbor::Value::Uint(0));
@@ -130,10 +141,16 @@ pub fn generate() -> Result<Json, ThresholdError> {
         }
     }
     let refusals = vec![
-        refusal::<GroupDescriptor>("group-share-off-the-polynomial", &with_field(&gv, "shares", &jcp::cbor::Value::Array(moved)))?,
+        refusal::<GroupDescriptor>(
+            "group-share-off-the-polynomial",
+            &with_field(&gv, "shares", &jcp::cbor::Value::Array(moved)),
+        )?,
         refusal::<GroupDescriptor>("group-key-of-another-group", &with_field(&gv, "group", &dealer_vk))?,
         refusal::<GroupDescriptor>("group-1-of-3", &with_field(&gv, "min_signers", &jcp::cbor::Value::Uint(1)))?,
-        refusal::<KeyShare>("key-share-envelope-names-participant-2", &with_field(&ks, "identifier", &jcp::cbor::Value::Uint(2)))?,
+        refusal::<KeyShare>(
+            "key-share-envelope-names-participant-2",
+            &with_field(&ks, "identifier", &jcp::cbor::Value::Uint(2)),
+        )?,
         refusal::<KeyShare>("key-share-participant-0", &with_field(&ks, "identifier", &jcp::cbor::Value::Uint(0)))?,
         refusal::<KeyShare>("commitments-read-as-a-key-share", &cm)?,
         refusal::<SignatureShare>("signature-share-trailing-byte", &trailing.encode())?,

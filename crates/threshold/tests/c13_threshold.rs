@@ -54,7 +54,11 @@ fn c13_dealer_2_of_3_one_share_cannot_sign_two_can() {
         1,
     );
     let lone = frost_ed25519::round2::sign(&pkg, &nonces, &liar).unwrap();
-    let loose = frost_ed25519::keys::PublicKeyPackage::new(group.frost().verifying_shares().clone(), *group.frost().verifying_key(), None);
+    let loose = frost_ed25519::keys::PublicKeyPackage::new(
+        group.frost().verifying_shares().clone(),
+        *group.frost().verifying_key(),
+        None,
+    );
     let agg = frost_ed25519::aggregate(&pkg, &[(*s.frost().identifier(), lone)].into(), &loose);
     assert!(
         matches!(agg, Err(frost_ed25519::Error::InvalidSignature | frost_ed25519::Error::InvalidSignatureShare { .. })),
@@ -130,7 +134,13 @@ fn c18_a_dkg_package_under_another_participants_name_is_refused() {
     }
     let forged = dkg::Round1Package::from_bytes(&jcp::cbor::Value::Map(m).encode()).unwrap();
     let e = dkg::round2(s1.clone(), &[p1.clone(), p2.clone(), forged]).unwrap_err();
-    assert_eq!(e, jcp_threshold::ThresholdError::DkgRefused { problem: "The proof of knowledge is not valid.".into(), culprits: vec![3] });
+    assert_eq!(
+        e,
+        jcp_threshold::ThresholdError::DkgRefused {
+            problem: "The proof of knowledge is not valid.".into(),
+            culprits: vec![3]
+        }
+    );
     // The same sender twice is refused before FROST sees it.
     let e = dkg::round2(s1, &[p1, p2.clone(), p2]).unwrap_err();
     assert_eq!(e.code(), "participant-mismatch");
@@ -163,7 +173,12 @@ fn e1_vector(v: &serde_json::Value, file: &str) {
 
     let inputs = &v["inputs"];
     let cfg = &v["config"];
-    let min = u16::try_from(cfg["MIN_PARTICIPANTS"].as_str().map_or_else(|| cfg["MIN_PARTICIPANTS"].as_u64().unwrap(), |s| s.parse().unwrap())).unwrap();
+    let min = u16::try_from(
+        cfg["MIN_PARTICIPANTS"]
+            .as_str()
+            .map_or_else(|| cfg["MIN_PARTICIPANTS"].as_u64().unwrap(), |s| s.parse().unwrap()),
+    )
+    .unwrap();
     let group_pk: [u8; 32] = hx(inputs.get("verifying_key_key").unwrap_or(&inputs["group_public_key"]));
     // Key generation from the given polynomial: the commitment to
     // [secret, coefficients…]; each given share must be its evaluation.
@@ -174,11 +189,16 @@ fn e1_vector(v: &serde_json::Value, file: &str) {
     }
     assert_eq!(coeffs.len(), usize::from(min));
     let commitment =
-        VerifiableSecretSharingCommitment::deserialize(coeffs.iter().map(|c| (G * c).compress().to_bytes().to_vec())).unwrap();
+        VerifiableSecretSharingCommitment::deserialize(coeffs.iter().map(|c| (G * c).compress().to_bytes().to_vec()))
+            .unwrap();
     let mut shares = Vec::new();
     for p in inputs["participant_shares"].as_array().unwrap() {
         let id = jcp_threshold::file::frost_id(u16::try_from(p["identifier"].as_u64().unwrap()).unwrap()).unwrap();
-        let ss = SecretShare::new(id, SigningShare::deserialize(&hx::<32>(&p["participant_share"])).unwrap(), commitment.clone());
+        let ss = SecretShare::new(
+            id,
+            SigningShare::deserialize(&hx::<32>(&p["participant_share"])).unwrap(),
+            commitment.clone(),
+        );
         let share = KeyShare::from_frost(KeyPackage::try_from(ss).unwrap()).unwrap();
         assert_eq!(share.group().public_bytes(), &group_pk, "{file}");
         shares.push(share);
@@ -199,7 +219,11 @@ fn e1_vector(v: &serde_json::Value, file: &str) {
         );
         let (n, c) = sign::Nonces::from_frost(share, fixed);
         assert_eq!(c.frost().hiding().serialize().unwrap(), hx::<32>(&o["hiding_nonce_commitment"]).to_vec(), "{file}");
-        assert_eq!(c.frost().binding().serialize().unwrap(), hx::<32>(&o["binding_nonce_commitment"]).to_vec(), "{file}");
+        assert_eq!(
+            c.frost().binding().serialize().unwrap(),
+            hx::<32>(&o["binding_nonce_commitment"]).to_vec(),
+            "{file}"
+        );
         nonces.push((share, n));
         commitments.push(c);
     }
@@ -236,11 +260,14 @@ fn c13_the_aggregate_issues_a_grant_that_chain_verifies_and_the_gate_allows() {
     let decision = gate.decide(&request(&fr, std::slice::from_ref(&g), &agent.did(), &spend));
     assert!(decision.is_allow(), "{decision:?}");
     // A delegation by the agent chains under the group-issued root.
-    let child = jcp::grant::attenuate(&g, &agent, jcp::grant::Attenuation { budget_uj: Some(100), ..Default::default() }).unwrap();
+    let child =
+        jcp::grant::attenuate(&g, &agent, jcp::grant::Attenuation { budget_uj: Some(100), ..Default::default() })
+            .unwrap();
     jcp::chain::verify_chain(&[g.clone(), child]).unwrap();
     // One share's attempt at the grant signature is refused at assembly.
     let lone = frost_ed25519::SigningKey::deserialize(&shares[0].frost().signing_share().serialize()).unwrap();
-    let bad: [u8; 64] = lone.sign(rand_chacha::rand_core::OsRng, &draft.canonical_bytes()).serialize().unwrap().try_into().unwrap();
+    let bad: [u8; 64] =
+        lone.sign(rand_chacha::rand_core::OsRng, &draft.canonical_bytes()).serialize().unwrap().try_into().unwrap();
     let e = SignedGrant::from_parts(draft, bad).unwrap_err();
     assert_eq!(e.code(), "bad-signature");
 }
@@ -250,7 +277,11 @@ fn c13_the_aggregate_revokes_a_grant_the_group_issued() {
     let (group, shares) = dealer::deal(2, 3, &mut rng(41)).unwrap();
     let agent = key(2);
     let draft = grant_draft(group.group(), agent.did(), 1_000);
-    let g = SignedGrant::from_parts(draft.clone(), ceremony(&group, &shares, &[2, 3], &draft.canonical_bytes(), 1).unwrap()).unwrap();
+    let g = SignedGrant::from_parts(
+        draft.clone(),
+        ceremony(&group, &shares, &[2, 3], &draft.canonical_bytes(), 1).unwrap(),
+    )
+    .unwrap();
     let rev = Revocation { grant_id: g.id(), revoked_by: group.group(), nonce: [3; 16] };
     let sig = ceremony(&group, &shares, &[1, 3], &rev.to_value().encode(), 2).unwrap();
     let signed = SignedRevocation::from_parts(rev.clone(), sig).unwrap();
@@ -271,7 +302,11 @@ fn c13_the_aggregate_amends_a_run_as_the_issuer() {
     let (group, shares) = dkg_group(2, 3, 42);
     let agent = key(2);
     let draft = grant_draft(group.group(), agent.did(), 1_000);
-    let g = SignedGrant::from_parts(draft.clone(), ceremony(&group, &shares, &[1, 3], &draft.canonical_bytes(), 1).unwrap()).unwrap();
+    let g = SignedGrant::from_parts(
+        draft.clone(),
+        ceremony(&group, &shares, &[1, 3], &draft.canonical_bytes(), 1).unwrap(),
+    )
+    .unwrap();
     let mut run = Run::new(g.clone());
     let cp = run
         .checkpoint(
@@ -285,7 +320,15 @@ fn c13_the_aggregate_amends_a_run_as_the_issuer() {
         )
         .unwrap();
     let plan = run
-        .plan_amend(&group.group(), &AmendInput { budget_uj: 500, nonce: Some([2; 16]), continuation_nonce: Some([3; 16]), ..Default::default() })
+        .plan_amend(
+            &group.group(),
+            &AmendInput {
+                budget_uj: 500,
+                nonce: Some([2; 16]),
+                continuation_nonce: Some([3; 16]),
+                ..Default::default()
+            },
+        )
         .unwrap();
     let cont_sig = ceremony(&group, &shares, &[2, 3], &plan.continuation.canonical_bytes(), 2).unwrap();
     let cont = SignedGrant::from_parts(plan.continuation.clone(), cont_sig).unwrap();
@@ -299,6 +342,7 @@ fn c13_the_aggregate_amends_a_run_as_the_issuer() {
     run.push(jcp::steering::Record::Grant(cont));
     assert!(run.verify().unwrap().clean);
     // An amendment signature over other bytes is refused at assembly.
-    let e = SignedAmendment::from_parts(jcp::steering::Amendment { budget_uj: 400, ..plan.amendment }, am_sig).unwrap_err();
+    let e =
+        SignedAmendment::from_parts(jcp::steering::Amendment { budget_uj: 400, ..plan.amendment }, am_sig).unwrap_err();
     assert_eq!(e.code(), "bad-signature");
 }

@@ -66,7 +66,8 @@ fn c13_the_endpoint_takes_the_aggregate_as_the_callers_signature_and_denies_one_
         let b = body(&g, b"transfer 2");
         let bytes = b.signed_bytes(&group.group());
         let lone = frost_ed25519::SigningKey::deserialize(&shares[1].frost().signing_share().serialize()).unwrap();
-        let attempt: [u8; 64] = lone.sign(rand_chacha::rand_core::OsRng, &bytes).serialize().unwrap().try_into().unwrap();
+        let attempt: [u8; 64] =
+            lone.sign(rand_chacha::rand_core::OsRng, &bytes).serialize().unwrap().try_into().unwrap();
         assert_eq!(b.clone().with_signature(group.group(), attempt).unwrap_err().code(), "bad-signature");
         let forged = WireRequest { signature: attempt, ..req.clone() };
         let forged = WireRequest { frame: b.frame.clone(), args: b.args.clone(), ..forged };

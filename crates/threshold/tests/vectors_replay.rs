@@ -66,7 +66,8 @@ fn c13_c18_threshold_vectors_replay_from_disk() {
     assert!(group.group().verify(&msg, &sig));
     // Ceremony refusals.
     for r in v["ceremony_refusals"].as_array().unwrap() {
-        let who: Vec<u16> = r["signers"].as_array().unwrap().iter().map(|x| u16::try_from(x.as_u64().unwrap()).unwrap()).collect();
+        let who: Vec<u16> =
+            r["signers"].as_array().unwrap().iter().map(|x| u16::try_from(x.as_u64().unwrap()).unwrap()).collect();
         let pick = |id: &u16| commitments.iter().position(|c| c.identifier() == *id).unwrap();
         let cs: Vec<_> = who.iter().map(|id| commitments[pick(id)].clone()).collect();
         let ss: Vec<_> = who.iter().map(|id| shares[pick(id)].clone()).collect();

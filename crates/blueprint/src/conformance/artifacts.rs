@@ -40,11 +40,7 @@ fn deployment_decode(input: &Value) -> Result<Map> {
             descriptors: b
                 .get("descriptors")
                 .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                        .collect()
-                })
+                .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
                 .unwrap_or_default(),
         };
         binding::verify_binding(&a, &bp, &inputs)?;
@@ -58,9 +54,7 @@ fn deployment_decode(input: &Value) -> Result<Map> {
 /// signature and attestation of a decoded artifact against its own digest.
 fn signature_verify(input: &Value) -> Result<Map> {
     if let Some(entry) = input.get("entry") {
-        let text = entry
-            .as_str()
-            .ok_or_else(|| Error::new(Code::InvalidType, "entry", "expected JSON text"))?;
+        let text = entry.as_str().ok_or_else(|| Error::new(Code::InvalidType, "entry", "expected JSON text"))?;
         let entry = json::decode(text.as_bytes(), &Limits::default())?;
         let keys = match input.get("keys") {
             Some(list) => KeySet::from_list(list, "keys")?,
@@ -71,35 +65,18 @@ fn signature_verify(input: &Value) -> Result<Map> {
     }
     let bytes = bytes_of(input)?;
     let probe = json::decode(&bytes, &Limits::default())?;
-    let kind = if probe.get("deployment_digest").is_some() {
-        artifact::Kind::Deployment
-    } else {
-        artifact::Kind::Blueprint
-    };
+    let kind =
+        if probe.get("deployment_digest").is_some() { artifact::Kind::Deployment } else { artifact::Kind::Blueprint };
     let a = artifact::decode(kind, &bytes, &limits_of(input)?)?;
     let keys = keys_of(input)?;
-    let sigs = a
-        .get("signatures")
-        .and_then(Value::as_array)
-        .unwrap_or_default();
+    let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
     let mut checks = signature::verify_all(sigs, kind.purpose(), &a.digest, &keys);
-    checks.extend(signature::verify_attestations(
-        a.get("attestations")
-            .and_then(Value::as_array)
-            .unwrap_or_default(),
-    ));
+    checks.extend(signature::verify_attestations(a.get("attestations").and_then(Value::as_array).unwrap_or_default()));
     if let Some(c) = checks.iter().find(|c| !c.verified) {
-        let code = c
-            .code
-            .as_deref()
-            .and_then(Code::parse)
-            .unwrap_or(Code::SignatureNotVerified);
+        let code = c.code.as_deref().and_then(Code::parse).unwrap_or(Code::SignatureNotVerified);
         return fail(code, format!("signature[{}]", c.index), c.detail.clone());
     }
-    Ok(out(vec![
-        ("verified", Value::Bool(true)),
-        ("checks", Value::from_u64(checks.len() as u64)),
-    ]))
+    Ok(out(vec![("verified", Value::Bool(true)), ("checks", Value::from_u64(checks.len() as u64))]))
 }
 
 /// `{schema, instance, dialect?}` → `Schema.validate_instance`.
@@ -107,11 +84,7 @@ fn schema_validate_instance(input: &Value) -> Result<Map> {
     let schema = match input.get("schema") {
         Some(s @ (Value::Object(_) | Value::Bool(_))) => s,
         Some(other) => {
-            return fail(
-                Code::InvalidType,
-                "schema",
-                format!("expected a schema object, got {}", other.kind()),
-            )
+            return fail(Code::InvalidType, "schema", format!("expected a schema object, got {}", other.kind()))
         }
         None if input.get("schema_file").is_some() => {
             return fail(
@@ -122,9 +95,7 @@ fn schema_validate_instance(input: &Value) -> Result<Map> {
         }
         None => return fail(Code::InvalidType, "schema", "absent"),
     };
-    let instance = input
-        .get("instance")
-        .ok_or_else(|| Error::new(Code::InvalidType, "instance", "absent"))?;
+    let instance = input.get("instance").ok_or_else(|| Error::new(Code::InvalidType, "instance", "absent"))?;
     let dialect = match input.get("dialect") {
         None => None,
         Some(Value::String(d)) => Some(d.as_str()),

@@ -29,10 +29,7 @@ fn json_decode(input: &Value) -> Result<Map> {
 
 fn canonicalization_encode(input: &Value) -> Result<Map> {
     let v = json::decode(&bytes_of(input)?, &limits_of(input)?)?;
-    Ok(out(vec![(
-        "encoded",
-        Value::str(canon::canonical_string(&v)?),
-    )]))
+    Ok(out(vec![("encoded", Value::str(canon::canonical_string(&v)?))]))
 }
 
 fn base64url_decode(input: &Value) -> Result<Map> {
@@ -41,37 +38,20 @@ fn base64url_decode(input: &Value) -> Result<Map> {
         .and_then(Value::as_str)
         .ok_or_else(|| Error::new(Code::InvalidType, "base64url", "expected a string"))?;
     let bytes = b64::decode(s)?;
-    Ok(out(vec![
-        ("decoded", Value::str(b64::encode(&bytes))),
-        ("bytes", Value::from_u64(bytes.len() as u64)),
-    ]))
+    Ok(out(vec![("decoded", Value::str(b64::encode(&bytes))), ("bytes", Value::from_u64(bytes.len() as u64))]))
 }
 
 fn digest_tagged(input: &Value) -> Result<Map> {
     if let Some(declared) = input.get("declared").and_then(Value::as_str) {
-        let dn = input
-            .get("domain")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let domain = Domain::parse(dn).ok_or_else(|| {
-            Error::new(
-                Code::InvalidConstraint,
-                "domain",
-                format!("{dn:?} is not a digest domain"),
-            )
-        })?;
+        let dn = input.get("domain").and_then(Value::as_str).unwrap_or_default();
+        let domain = Domain::parse(dn)
+            .ok_or_else(|| Error::new(Code::InvalidConstraint, "domain", format!("{dn:?} is not a digest domain")))?;
         let t = Tagged::verify(domain, &bytes_of(input)?, declared, "declared")?;
-        return Ok(out(vec![
-            ("tagged", Value::str(t.to_string())),
-            ("verified", Value::Bool(true)),
-        ]));
+        return Ok(out(vec![("tagged", Value::str(t.to_string())), ("verified", Value::Bool(true))]));
     }
     let s = input
         .get("tagged")
         .and_then(Value::as_str)
         .ok_or_else(|| Error::new(Code::InvalidType, "tagged", "expected a string"))?;
-    Ok(out(vec![(
-        "tagged",
-        Value::str(Tagged::parse(s)?.to_string()),
-    )]))
+    Ok(out(vec![("tagged", Value::str(Tagged::parse(s)?.to_string()))]))
 }

@@ -35,30 +35,15 @@ fn portability_scan(input: &Value) -> Result<Map> {
 /// `{text: <deployment>, observed: {identities: [...]}}`.
 fn compatibility_verify(input: &Value) -> Result<Map> {
     let a = artifact::decode_deployment(&bytes_of(input)?, &limits_of(input)?)?;
-    let observed = input
-        .get("observed")
-        .and_then(|o| o.get("identities"))
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            Error::new(
-                Code::InvalidType,
-                "observed",
-                "expected {identities: [{kind, name, version, digest}]}",
-            )
+    let observed =
+        input.get("observed").and_then(|o| o.get("identities")).and_then(Value::as_array).ok_or_else(|| {
+            Error::new(Code::InvalidType, "observed", "expected {identities: [{kind, name, version, digest}]}")
         })?;
     let verified = compat::verify_observed(&a.value, observed)?;
-    Ok(out(vec![
-        ("verified", Value::Bool(true)),
-        ("identities", Value::from_u64(verified.len() as u64)),
-    ]))
+    Ok(out(vec![("verified", Value::Bool(true)), ("identities", Value::from_u64(verified.len() as u64))]))
 }
 
-const CODECS: &[&str] = &[
-    "to_a2a_state",
-    "from_a2a_state",
-    "to_mcp_state",
-    "from_mcp_state",
-];
+const CODECS: &[&str] = &["to_a2a_state", "from_a2a_state", "to_mcp_state", "from_mcp_state"];
 
 fn federation_decode(input: &Value) -> Result<Map> {
     if let Some(k) = CODECS.iter().find(|k| input.get(k).is_some()) {
@@ -74,27 +59,17 @@ fn federation_decode(input: &Value) -> Result<Map> {
             "to_mcp_state" => "mcp_state",
             _ => "state",
         };
-        return Ok(out(vec![
-            (named, Value::str(&value)),
-            ("value", Value::str(&value)),
-        ]));
+        return Ok(out(vec![(named, Value::str(&value)), ("value", Value::str(&value))]));
     }
     let e = federation::decode_envelope(&bytes_of(input)?, &limits_of(input)?)?;
-    Ok(out(vec![
-        ("canonical", Value::str(e.canonical)),
-        ("decoded", Value::Bool(true)),
-    ]))
+    Ok(out(vec![("canonical", Value::str(e.canonical)), ("decoded", Value::Bool(true))]))
 }
 
 fn pin(ctx: &Value, k: &str) -> Result<Option<String>> {
     match ctx.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => fail(
-            Code::InvalidType,
-            format!("context.{k}"),
-            "expected a string",
-        ),
+        Some(_) => fail(Code::InvalidType, format!("context.{k}"), "expected a string"),
     }
 }
 
@@ -130,35 +105,16 @@ pub fn context_of(ctx: &Value) -> Result<Context> {
         Some(Value::Object(m)) => {
             let mut sets = BTreeMap::new();
             for (issuer, list) in m.iter() {
-                sets.insert(
-                    issuer.clone(),
-                    KeySet::from_list(list, &format!("context.issuer_key_sets/{issuer}"))?,
-                );
+                sets.insert(issuer.clone(), KeySet::from_list(list, &format!("context.issuer_key_sets/{issuer}"))?);
             }
             Some(sets)
         }
-        Some(_) => {
-            return fail(
-                Code::InvalidType,
-                "context.issuer_key_sets",
-                "expected an object",
-            )
-        }
+        Some(_) => return fail(Code::InvalidType, "context.issuer_key_sets", "expected an object"),
     };
     let prior_receipts = match ctx.get("prior_receipts") {
         None => Vec::new(),
-        Some(Value::Array(list)) => list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| prior(v, i))
-            .collect::<Result<_>>()?,
-        Some(_) => {
-            return fail(
-                Code::InvalidType,
-                "context.prior_receipts",
-                "expected an array",
-            )
-        }
+        Some(Value::Array(list)) => list.iter().enumerate().map(|(i, v)| prior(v, i)).collect::<Result<_>>()?,
+        Some(_) => return fail(Code::InvalidType, "context.prior_receipts", "expected an array"),
     };
     Ok(Context {
         keys,
@@ -176,18 +132,11 @@ pub fn context_of(ctx: &Value) -> Result<Context> {
 /// `Federation.verify_commitment`.
 fn verify_commitment(input: &Value) -> Result<Map> {
     let env = federation::decode_envelope(text(input, "envelope")?.as_bytes(), &Limits::default())?;
-    let ctx = context_of(
-        input
-            .get("context")
-            .unwrap_or(&Value::Object(Map::default())),
-    )?;
+    let ctx = context_of(input.get("context").unwrap_or(&Value::Object(Map::default())))?;
     let fact = federation::verify_commitment(&env.value, &ctx)?;
     Ok(out(vec![
         ("task_identity", Value::str(&fact.task_identity)),
         ("terminal_state", Value::str(&fact.terminal_state)),
-        (
-            "terminal_commitment",
-            Value::str(fact.terminal_commitment.to_string()),
-        ),
+        ("terminal_commitment", Value::str(fact.terminal_commitment.to_string())),
     ]))
 }

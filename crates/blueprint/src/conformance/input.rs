@@ -26,25 +26,14 @@ pub fn bytes_of(input: &Value) -> Result<Vec<u8>> {
         return b64::decode(b);
     }
     match input.get("non_binary").or_else(|| input.get("text")) {
-        Some(other) => fail(
-            Code::InvalidType,
-            "$",
-            format!("expected bytes, got {}", other.kind()),
-        ),
-        None => fail(
-            Code::InvalidType,
-            "input",
-            "no text, base64url or non_binary input",
-        ),
+        Some(other) => fail(Code::InvalidType, "$", format!("expected bytes, got {}", other.kind())),
+        None => fail(Code::InvalidType, "input", "no text, base64url or non_binary input"),
     }
 }
 
 /// A required text member (`invalid_type` when absent or not a string).
 pub fn text<'a>(input: &'a Value, k: &str) -> Result<&'a str> {
-    input
-        .get(k)
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::new(Code::InvalidType, k, "expected text"))
+    input.get(k).and_then(Value::as_str).ok_or_else(|| Error::new(Code::InvalidType, k, "expected text"))
 }
 
 /// Trusted keys: the reference's list `[{key_id, key}]`, or the map
@@ -57,22 +46,14 @@ pub fn keys_of(input: &Value) -> Result<KeySet> {
             let mut ks = KeySet::new();
             for (kid, x) in m.iter() {
                 let raw = b64::decode(x.as_str().unwrap_or_default())?;
-                let key: [u8; 32] = raw.try_into().map_err(|_| {
-                    Error::new(
-                        Code::SignatureKeyUnsupported,
-                        kid,
-                        "an Ed25519 public key is 32 bytes",
-                    )
-                })?;
+                let key: [u8; 32] = raw
+                    .try_into()
+                    .map_err(|_| Error::new(Code::SignatureKeyUnsupported, kid, "an Ed25519 public key is 32 bytes"))?;
                 ks.insert(kid.clone(), key);
             }
             Ok(ks)
         }
-        Some(other) => fail(
-            Code::InvalidType,
-            "keys",
-            format!("expected a key list, got {}", other.kind()),
-        ),
+        Some(other) => fail(Code::InvalidType, "keys", format!("expected a key list, got {}", other.kind())),
     }
 }
 

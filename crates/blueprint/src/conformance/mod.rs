@@ -79,19 +79,10 @@ pub struct Case {
 /// files are human-edited). Malformed files or cases deny
 /// `corpus_case_invalid`. Surfaces are judged by the runner, not here.
 pub fn parse_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
-    let v = json::decode(bytes, &Limits::default()).map_err(|e| {
-        Error::new(
-            Code::CorpusCaseInvalid,
-            name,
-            format!("{}: {}", e.code(), e.detail()),
-        )
-    })?;
+    let v = json::decode(bytes, &Limits::default())
+        .map_err(|e| Error::new(Code::CorpusCaseInvalid, name, format!("{}: {}", e.code(), e.detail())))?;
     if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-        return fail(
-            Code::CorpusCaseInvalid,
-            name,
-            format!("format must be {FORMAT:?}"),
-        );
+        return fail(Code::CorpusCaseInvalid, name, format!("format must be {FORMAT:?}"));
     }
     let Some(list) = v.get("cases").and_then(Value::as_array) else {
         return fail(Code::CorpusCaseInvalid, name, "expected a `cases` array");
@@ -100,37 +91,17 @@ pub fn parse_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
     for (i, c) in list.iter().enumerate() {
         let at = format!("{name}#{i}");
         let s = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_string);
-        let (Some(class), Some(id), Some(surface), Some(input), Some(expected)) = (
-            s("class"),
-            s("id"),
-            s("surface"),
-            c.get("input"),
-            c.get("expected"),
-        ) else {
-            return fail(
-                Code::CorpusCaseInvalid,
-                at,
-                "a case needs class, id, surface, input and expected",
-            );
+        let (Some(class), Some(id), Some(surface), Some(input), Some(expected)) =
+            (s("class"), s("id"), s("surface"), c.get("input"), c.get("expected"))
+        else {
+            return fail(Code::CorpusCaseInvalid, at, "a case needs class, id, surface, input and expected");
         };
         match expected.get("verdict").and_then(Value::as_str) {
             Some("valid") => {}
             Some("invalid") if expected.get("code").and_then(Value::as_str).is_some() => {}
-            _ => {
-                return fail(
-                    Code::CorpusCaseInvalid,
-                    at,
-                    "expected.verdict must be valid, or invalid with a code",
-                )
-            }
+            _ => return fail(Code::CorpusCaseInvalid, at, "expected.verdict must be valid, or invalid with a code"),
         }
-        out.push(Case {
-            class,
-            id,
-            surface,
-            input: input.clone(),
-            expected: expected.clone(),
-        });
+        out.push(Case { class, id, surface, input: input.clone(), expected: expected.clone() });
     }
     Ok(out)
 }
@@ -138,11 +109,7 @@ pub fn parse_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
 /// A parsed case file whose every case names a known surface.
 fn runnable_case_file(bytes: &[u8], name: &str) -> Result<Vec<Case>> {
     let cases = parse_case_file(bytes, name)?;
-    if let Some((i, c)) = cases
-        .iter()
-        .enumerate()
-        .find(|(_, c)| !is_known(&c.surface))
-    {
+    if let Some((i, c)) = cases.iter().enumerate().find(|(_, c)| !is_known(&c.surface)) {
         return fail(
             Code::CorpusCaseInvalid,
             format!("{name}#{i}"),
@@ -160,13 +127,7 @@ pub fn execute(surface: &str, input: &Value) -> Result<Map> {
         .or_else(|| bounds::execute(surface, input))
         .or_else(|| federation::execute(surface, input))
         .or_else(|| project::execute(surface, input))
-        .unwrap_or_else(|| {
-            fail(
-                Code::CorpusCaseInvalid,
-                "surface",
-                format!("unknown surface {surface:?}"),
-            )
-        })
+        .unwrap_or_else(|| fail(Code::CorpusCaseInvalid, "surface", format!("unknown surface {surface:?}")))
 }
 
 /// One case's result.
@@ -191,10 +152,8 @@ fn failure(e: &Error) -> String {
 
 /// Compares the pinned outputs of a valid case; `None` when it pins none.
 fn compare_valid(expected: &Value, got: &Map) -> Option<(bool, String, String)> {
-    let pins: Vec<(&String, &Value)> = expected
-        .as_object()
-        .map(|m| m.iter().filter(|(k, _)| k.as_str() != "verdict").collect())
-        .unwrap_or_default();
+    let pins: Vec<(&String, &Value)> =
+        expected.as_object().map(|m| m.iter().filter(|(k, _)| k.as_str() != "verdict").collect()).unwrap_or_default();
     if pins.is_empty() {
         return None;
     }
@@ -210,37 +169,19 @@ fn compare_valid(expected: &Value, got: &Map) -> Option<(bool, String, String)> 
             ok = false;
         }
     }
-    Some((
-        ok,
-        format!("valid {}", want.join(" ")),
-        format!("valid {}", have.join(" ")),
-    ))
+    Some((ok, format!("valid {}", want.join(" ")), format!("valid {}", have.join(" "))))
 }
 
 /// Runs one case.
 pub fn run_case(file: &str, case: &Case) -> CaseResult {
-    let verdict = case
-        .expected
-        .get("verdict")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let want_code = case
-        .expected
-        .get("code")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let verdict = case.expected.get("verdict").and_then(Value::as_str).unwrap_or_default();
+    let want_code = case.expected.get("code").and_then(Value::as_str).unwrap_or_default();
     let result = execute(&case.surface, &case.input);
     let (passed, expected, got) = match (verdict, &result) {
-        ("invalid", Err(e)) => (
-            e.code() == want_code,
-            format!("invalid {want_code}"),
-            failure(e),
-        ),
-        ("invalid", Ok(o)) => (
-            false,
-            format!("invalid {want_code}"),
-            format!("valid {}", show(&Value::Object(o.clone()))),
-        ),
+        ("invalid", Err(e)) => (e.code() == want_code, format!("invalid {want_code}"), failure(e)),
+        ("invalid", Ok(o)) => {
+            (false, format!("invalid {want_code}"), format!("valid {}", show(&Value::Object(o.clone()))))
+        }
         (_, Ok(o)) => compare_valid(&case.expected, o).unwrap_or_else(|| {
             (
                 false,
@@ -351,11 +292,7 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
         }
     }
     if results.is_empty() && file_failures.is_empty() {
-        return fail(
-            Code::CorpusEmpty,
-            "cases",
-            "no case to run: a vacuous run is not a pass",
-        );
+        return fail(Code::CorpusEmpty, "cases", "no case to run: a vacuous run is not a pass");
     }
     let mut surfaces: BTreeMap<String, Tally> = BTreeMap::new();
     let mut classes: BTreeMap<String, Tally> = BTreeMap::new();
@@ -363,12 +300,7 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
     for r in &results {
         surfaces.entry(r.surface.clone()).or_default().add(r.passed);
         classes.entry(r.class.clone()).or_default().add(r.passed);
-        matrix
-            .entry(r.surface.clone())
-            .or_default()
-            .entry(r.class.clone())
-            .or_default()
-            .add(r.passed);
+        matrix.entry(r.surface.clone()).or_default().entry(r.class.clone()).or_default().add(r.passed);
     }
     let passed = results.iter().filter(|r| r.passed).count();
     let failed = results.len() - passed;
@@ -403,11 +335,7 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
             ),
         ),
     ]));
-    let report_digest = Tagged::compute(
-        Domain::ConformanceReport,
-        &canon::canonical_bytes(&summary)?,
-    )
-    .to_string();
+    let report_digest = Tagged::compute(Domain::ConformanceReport, &canon::canonical_bytes(&summary)?).to_string();
     Ok(Report {
         passed,
         failed,
@@ -415,11 +343,7 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
         green: passed > 0 && failed == 0 && file_failures.is_empty(),
         file_failures,
         corpus_digest: None,
-        missing_surfaces: SURFACES
-            .iter()
-            .filter(|s| !surfaces.contains_key(**s))
-            .map(|s| (*s).to_string())
-            .collect(),
+        missing_surfaces: SURFACES.iter().filter(|s| !surfaces.contains_key(**s)).map(|s| (*s).to_string()).collect(),
         report_digest,
         surfaces,
         classes,
@@ -432,11 +356,7 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
 pub type CaseFiles = Vec<(String, Vec<u8>)>;
 
 fn unreadable(path: &Path, e: &std::io::Error) -> Error {
-    Error::new(
-        Code::CorpusFileSetMismatch,
-        path.display().to_string(),
-        format!("cannot read: {e}"),
-    )
+    Error::new(Code::CorpusFileSetMismatch, path.display().to_string(), format!("cannot read: {e}"))
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -473,26 +393,18 @@ pub fn collect(path: &Path) -> Result<(CaseFiles, Option<Tagged>)> {
         let mut all = BTreeMap::new();
         for p in &found {
             if let Ok(rel) = p.strip_prefix(path) {
-                let key = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join("/");
+                let key = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
                 all.insert(key, read(p)?);
             }
         }
         let corpus = crate::corpus::load(&all)?;
-        let files = corpus
-            .files
-            .into_iter()
-            .map(|(name, bytes)| (path.join(name).display().to_string(), bytes))
-            .collect();
+        let files =
+            corpus.files.into_iter().map(|(name, bytes)| (path.join(name).display().to_string(), bytes)).collect();
         return Ok((files, Some(corpus.digest)));
     }
     let mut files = Vec::new();
     for p in found.iter().filter(|p| {
-        p.extension().is_some_and(|x| x == "json")
-            && p.file_name().is_some_and(|n| n != crate::corpus::INDEX)
+        p.extension().is_some_and(|x| x == "json") && p.file_name().is_some_and(|n| n != crate::corpus::INDEX)
     }) {
         files.push((p.display().to_string(), read(p)?));
     }

@@ -129,7 +129,6 @@ fn wire_err(e: &WireError) -> anyhow::Error {
     coded(e.code(), e.to_string())
 }
 
-
 /// The state commitment of step `n` (deterministic simulated work).
 fn state_of(step: u64) -> ContentId {
     ContentId::of(&Value::text(format!("jcp agent demo: state after step {step}")))
@@ -223,7 +222,9 @@ fn verify_steering(run: &Run, report: &RunReport, steered: &SignedGrant, s: &Ste
         .iter()
         .find(|r| r.id == s.cp.id())
         .and_then(|r| r.amendments.iter().find(|a| a.id == s.am.id()))
-        .ok_or_else(|| format!("the run's verifier did not attach amendment {} to checkpoint {}", s.am.id(), s.cp.id()))?;
+        .ok_or_else(|| {
+            format!("the run's verifier did not attach amendment {} to checkpoint {}", s.am.id(), s.cp.id())
+        })?;
     if !row.continuation_verified {
         return Err(format!("the continuation grant {} is not verified", s.cont.id()));
     }
@@ -333,7 +334,8 @@ impl Agent {
     /// Reports, as the holder, that an allowed action completed (§4.11), so
     /// the decision is settled rather than left unresolved in the record.
     async fn report_outcome(&mut self, receipt: ContentId) -> Result<(), WireError> {
-        let feed = Feed::Outcome(SignedOutcome::sign(receipt, jcp_receipt::record::OutcomeStatus::Completed, &self.key));
+        let feed =
+            Feed::Outcome(SignedOutcome::sign(receipt, jcp_receipt::record::OutcomeStatus::Completed, &self.key));
         if self.client.is_none() {
             self.client = Some(Client::connect(&self.addr).await?);
         }
@@ -516,7 +518,11 @@ impl Agent {
                     }
                     Err(why) => Ok(Waited::Stopped(Stop::new(
                         "amendment-refused",
-                        format!("stopped: the amendment {} at checkpoint {} does not verify: {why}", s.am.id(), cp.id()),
+                        format!(
+                            "stopped: the amendment {} at checkpoint {} does not verify: {why}",
+                            s.am.id(),
+                            cp.id()
+                        ),
                     ))),
                 };
             }
@@ -544,7 +550,10 @@ impl Agent {
         let was = self.parent?;
         let now = parent_pid()?;
         (now != was).then(|| {
-            Stop::new("parent-gone", format!("stopped: the process that started the agent ({was}) is gone; nobody is left to steer the run"))
+            Stop::new(
+                "parent-gone",
+                format!("stopped: the process that started the agent ({was}) is gone; nobody is left to steer the run"),
+            )
         })
     }
 
@@ -585,7 +594,11 @@ impl Agent {
         let Some(s) = find_steering(&run, &steered.id()) else {
             return Ok(Some(Stop::new(
                 "superseded",
-                format!("stopped: grant {} superseded, no continuation in the run file {}", steered.id(), self.run_path.display()),
+                format!(
+                    "stopped: grant {} superseded, no continuation in the run file {}",
+                    steered.id(),
+                    self.run_path.display()
+                ),
             )));
         };
         let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
@@ -596,7 +609,10 @@ impl Agent {
             }
             Err(why) => Ok(Some(Stop::new(
                 "superseded",
-                format!("stopped: grant {} superseded, and the continuation in the run file does not verify: {why}", steered.id()),
+                format!(
+                    "stopped: grant {} superseded, and the continuation in the run file does not verify: {why}",
+                    steered.id()
+                ),
             ))),
         }
     }
@@ -676,7 +692,8 @@ impl Agent {
         }
         loop {
             if self.actions > 0 && self.allowed >= self.actions {
-                let stop = Stop::new("done", format!("done: {} actions allowed, {} µJ spent", self.allowed, self.spent));
+                let stop =
+                    Stop::new("done", format!("done: {} actions allowed, {} µJ spent", self.allowed, self.spent));
                 return self.stopped(&stop, CLEAN);
             }
             if let Some(stop) = self.parent_gone() {
@@ -840,7 +857,8 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
             )
         },
     )?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
     let res = rt.block_on(agent.go());
     if let Err(e) = &res {
         agent.failed(e)?;

@@ -113,7 +113,13 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         let records: usize = partial.streams.iter().map(|s| s.records.len()).sum();
         let summary = serde_json::json!({"partial": out_path, "format": partial.format, "streams": partial.streams.len(), "records": records});
         out::emit(args.json, &summary, || {
-            format!("wrote partial {} ({}): {} stream(s), {records} records\n{}", out_path.display(), partial.format, partial.streams.len(), jcp_audit::partial::describe(&partial))
+            format!(
+                "wrote partial {} ({}): {} stream(s), {records} records\n{}",
+                out_path.display(),
+                partial.format,
+                partial.streams.len(),
+                jcp_audit::partial::describe(&partial)
+            )
         })?;
         return Ok(ExitCode::from(out::CLEAN));
     }
@@ -133,8 +139,16 @@ fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {
         }
         let merged = jcp_audit::merge(&parts).map_err(|e| out::crate_err(&e))?;
         jcp_audit::write_partial(out_path, &merged).map_err(|e| out::crate_err(&e))?;
-        let summary = serde_json::json!({"partial": out_path, "format": merged.format, "streams": merged.streams.len()});
-        out::emit(m.json, &summary, || format!("wrote merged partial {}: {} stream(s)\n{}", out_path.display(), merged.streams.len(), jcp_audit::partial::describe(&merged)))?;
+        let summary =
+            serde_json::json!({"partial": out_path, "format": merged.format, "streams": merged.streams.len()});
+        out::emit(m.json, &summary, || {
+            format!(
+                "wrote merged partial {}: {} stream(s)\n{}",
+                out_path.display(),
+                merged.streams.len(),
+                jcp_audit::partial::describe(&merged)
+            )
+        })?;
         return Ok(ExitCode::from(out::CLEAN));
     }
     let report = jcp_audit::merge_report_files(&m.partials).map_err(|e| out::crate_err(&e))?;

@@ -123,11 +123,7 @@ fn conformance_text(report: &blueprint::conformance::Report) -> String {
         let _ = writeln!(s, "FILE {} not run: {} ({})", f.file, f.code, f.detail);
     }
     for r in report.results.iter().filter(|r| !r.passed) {
-        let _ = writeln!(
-            s,
-            "FAIL {} [{}] expected {}, got {}",
-            r.id, r.surface, r.expected, r.got
-        );
+        let _ = writeln!(s, "FAIL {} [{}] expected {}, got {}", r.id, r.surface, r.expected, r.got);
     }
     for (surface, t) in &report.surfaces {
         let _ = writeln!(s, "  {surface:<30} {:>4} passed {:>4} failed", t.passed, t.failed);
@@ -148,17 +144,12 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                 files.extend(f);
                 digests.extend(d);
             }
-            let mut report = blueprint::conformance::run_files(&files)
-                .map_err(|e| at(&e, Path::new("cases")))?;
+            let mut report = blueprint::conformance::run_files(&files).map_err(|e| at(&e, Path::new("cases")))?;
             if let [only] = digests.as_slice() {
                 report.corpus_digest = Some(only.to_string());
             }
             out::emit(json, &report, || conformance_text(&report))?;
-            Ok(ExitCode::from(if report.green {
-                out::CLEAN
-            } else {
-                out::FINDINGS
-            }))
+            Ok(ExitCode::from(if report.green { out::CLEAN } else { out::FINDINGS }))
         }
         Sub::Reconcile {
             blueprint,
@@ -173,21 +164,13 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
         } => {
             let bp = read(&blueprint)?;
             let dep = read(&deployment)?;
-            let mut inputs = Inputs {
-                keys: keys(kf.as_ref())?,
-                ..Inputs::default()
-            };
-            inputs.binding = BindingInputs {
-                now,
-                max_attestation_age_ms,
-                ..BindingInputs::default()
-            };
+            let mut inputs = Inputs { keys: keys(kf.as_ref())?, ..Inputs::default() };
+            inputs.binding = BindingInputs { now, max_attestation_age_ms, ..BindingInputs::default() };
             if let Some(d) = &descriptors {
-                let v = blueprint::json::decode(&read(d)?, &Limits::default())
-                    .map_err(|e| at(&e, d))?;
-                let m = v.as_object().ok_or_else(|| {
-                    out::coded("invalid_type", format!("{}: expected an object", d.display()))
-                })?;
+                let v = blueprint::json::decode(&read(d)?, &Limits::default()).map_err(|e| at(&e, d))?;
+                let m = v
+                    .as_object()
+                    .ok_or_else(|| out::coded("invalid_type", format!("{}: expected an object", d.display())))?;
                 for (op, digest) in m.iter() {
                     if let Some(s) = digest.as_str() {
                         inputs.binding.descriptors.insert(op.clone(), s.to_string());
@@ -198,34 +181,31 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                 inputs.posture = blueprint::bounds::Posture::Acknowledge(acknowledge);
             }
             if let Some(h) = &host_bounds {
-                let v = blueprint::json::decode(&read(h)?, &Limits::default())
-                    .map_err(|e| at(&e, h))?;
+                let v = blueprint::json::decode(&read(h)?, &Limits::default()).map_err(|e| at(&e, h))?;
                 inputs.host_bounds = Some(v);
             }
             let ev = reconcile::reconcile(&bp, &dep, &inputs);
             out::emit(json, &ev, || ev.to_text())?;
-            Ok(ExitCode::from(if ev.consistent {
-                out::CLEAN
-            } else {
-                out::FINDINGS
-            }))
+            Ok(ExitCode::from(if ev.consistent { out::CLEAN } else { out::FINDINGS }))
         }
         Sub::Digest { file, json } => {
             let bytes = read(&file)?;
-            let v = blueprint::canon::decode_canonical(&bytes, &Limits::default())
-                .map_err(|e| at(&e, &file))?;
+            let v = blueprint::canon::decode_canonical(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
             let Some(kind) = kind_of(&v) else {
-                return Err(out::coded("invalid_type", format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display())));
+                return Err(out::coded(
+                    "invalid_type",
+                    format!(
+                        "{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)",
+                        file.display()
+                    ),
+                ));
             };
             let m = v.as_object().cloned().unwrap_or_default();
             let computed = artifact::compute_digest(kind, &m).map_err(|e| at(&e, &file))?;
-            let declared = m
-                .get(kind.digest_member())
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let declared = m.get(kind.digest_member()).and_then(Value::as_str).unwrap_or_default().to_string();
             let matches = declared == computed.to_string();
-            let body = serde_json::json!({"kind": kind, "computed": computed, "declared": declared, "matches": matches});
+            let body =
+                serde_json::json!({"kind": kind, "computed": computed, "declared": declared, "matches": matches});
             out::emit(json, &body, || {
                 format!(
                     "{computed}\n{}",
@@ -236,29 +216,19 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                     }
                 )
             })?;
-            Ok(ExitCode::from(if matches {
-                out::CLEAN
-            } else {
-                out::FINDINGS
-            }))
+            Ok(ExitCode::from(if matches { out::CLEAN } else { out::FINDINGS }))
         }
         Sub::Canonical { file } => {
             let bytes = read(&file)?;
-            let v = blueprint::json::decode(&bytes, &Limits::default())
-                .map_err(|e| at(&e, &file))?;
+            let v = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
             let s = blueprint::canon::canonical_string(&v).map_err(|e| at(&e, &file))?;
             println!("{s}");
             Ok(ExitCode::from(out::CLEAN))
         }
-        Sub::Verify {
-            file,
-            keys: kf,
-            json,
-        } => {
+        Sub::Verify { file, keys: kf, json } => {
             let bytes = read(&file)?;
             let keyset = keys(kf.as_ref())?;
-            let probe = blueprint::json::decode(&bytes, &Limits::default())
-                .map_err(|e| at(&e, &file))?;
+            let probe = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
             let kind = kind_of(&probe).unwrap_or(Kind::Blueprint);
             let a = match artifact::decode(kind, &bytes, &Limits::default()) {
                 Ok(a) => a,
@@ -269,15 +239,10 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(out::FINDINGS));
                 }
             };
-            let sigs = a
-                .get("signatures")
-                .and_then(Value::as_array)
-                .unwrap_or_default();
+            let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
             let mut checks = signature::verify_all(sigs, kind.purpose(), &a.digest, &keyset);
             checks.extend(signature::verify_attestations(
-                a.get("attestations")
-                    .and_then(Value::as_array)
-                    .unwrap_or_default(),
+                a.get("attestations").and_then(Value::as_array).unwrap_or_default(),
             ));
             // Nothing verified is not a verification: an unsigned artifact is a finding.
             let all = !checks.is_empty() && checks.iter().all(|c| c.verified);
@@ -294,10 +259,7 @@ pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
                         if c.verified { "ok  " } else { "FAIL" },
                         c.purpose,
                         c.key_id,
-                        c.code
-                            .as_deref()
-                            .map(|x| format!("[{x}] "))
-                            .unwrap_or_default(),
+                        c.code.as_deref().map(|x| format!("[{x}] ")).unwrap_or_default(),
                         c.detail
                     );
                 }

@@ -76,10 +76,19 @@ pub fn run(a: ChannelArgs) -> anyhow::Result<ExitCode> {
         ChannelCmd::Statement { key, grant, spent_uj, seq, out, json } => {
             let point = read_key(&key)?;
             let g = read_grant(&grant)?;
-            let s = Statement { grant_id: g.id(), point: point.did(), spent_uj, seq }.sign(&point).map_err(|e| core_err(&key, &e))?;
+            let s = Statement { grant_id: g.id(), point: point.did(), spent_uj, seq }
+                .sign(&point)
+                .map_err(|e| core_err(&key, &e))?;
             write_object(&out, &s.to_bytes())?;
             emit(json, &json!({"id": s.id(), "statement": s.statement(), "out": out}), || {
-                format!("statement {}: {} spent {} µJ on grant {} at seq {seq}; written to {}\n", s.id(), point.did(), spent_uj, g.id(), out.display())
+                format!(
+                    "statement {}: {} spent {} µJ on grant {} at seq {seq}; written to {}\n",
+                    s.id(),
+                    point.did(),
+                    spent_uj,
+                    g.id(),
+                    out.display()
+                )
             })?;
             Ok(ExitCode::from(CLEAN))
         }
@@ -90,7 +99,14 @@ pub fn run(a: ChannelArgs) -> anyhow::Result<ExitCode> {
                     let r = s.verify();
                     let st = s.statement();
                     let text = match &r {
-                        Ok(()) => format!("statement {}: verified: {} spent {} µJ on grant {} at seq {}\n", s.id(), st.point, st.spent_uj, st.grant_id, st.seq),
+                        Ok(()) => format!(
+                            "statement {}: verified: {} spent {} µJ on grant {} at seq {}\n",
+                            s.id(),
+                            st.point,
+                            st.spent_uj,
+                            st.grant_id,
+                            st.seq
+                        ),
                         Err(e) => format!("statement {}: refused: {e}\n", s.id()),
                     };
                     let code = r.as_ref().map_or_else(|e| e.code(), |()| "ok");
@@ -121,14 +137,20 @@ pub fn run(a: ChannelArgs) -> anyhow::Result<ExitCode> {
         }
         ChannelCmd::Audit { grant, members, proof_out, statements, json } => {
             let g = read_grant(&grant)?;
-            let members = if members.is_empty() { None } else { Some(members.iter().map(|m| parse_did(m)).collect::<anyhow::Result<Vec<_>>>()?) };
+            let members = if members.is_empty() {
+                None
+            } else {
+                Some(members.iter().map(|m| parse_did(m)).collect::<anyhow::Result<Vec<_>>>()?)
+            };
             let read = statements.iter().map(|p| read_statement(p)).collect::<anyhow::Result<Vec<_>>>()?;
             let report = jcp::channel::audit(g, members, &read).map_err(|e| core_err(&grant, &e))?;
             if let (Some(p), Some(path)) = (&report.proof, &proof_out) {
                 write_object(path, &p.to_bytes())?;
             }
             let proof_hex = report.proof.as_ref().map(|p| hex::encode(p.to_bytes()));
-            emit(json, &json!({"report": report, "proof": proof_hex, "proof_out": proof_out}), || human(&report, &statements, proof_out.as_deref()))?;
+            emit(json, &json!({"report": report, "proof": proof_hex, "proof_out": proof_out}), || {
+                human(&report, &statements, proof_out.as_deref())
+            })?;
             Ok(ExitCode::from(if report.is_clean() { CLEAN } else { FINDINGS }))
         }
     }
@@ -139,21 +161,45 @@ fn human(r: &jcp::channel::AuditReport, files: &[PathBuf], proof_out: Option<&Pa
     for (step, f) in r.steps.iter().zip(files) {
         let c = &step.claim;
         if step.code == "admitted" {
-            s += &format!("#{} {}: admitted: {} spent {} µJ at seq {}\n", step.index, f.display(), c.point, c.spent_uj, c.seq);
+            s += &format!(
+                "#{} {}: admitted: {} spent {} µJ at seq {}\n",
+                step.index,
+                f.display(),
+                c.point,
+                c.spent_uj,
+                c.seq
+            );
         } else {
             s += &format!("#{} {}: refused: {}\n", step.index, f.display(), step.message);
         }
     }
     let l = &r.ledger;
-    s += &format!("ledger: grant {} budget {} µJ{}\n", l.grant_id, l.budget_uj, if r.members_given { "" } else { " (members: the points the statements name)" });
+    s += &format!(
+        "ledger: grant {} budget {} µJ{}\n",
+        l.grant_id,
+        l.budget_uj,
+        if r.members_given { "" } else { " (members: the points the statements name)" }
+    );
     for p in &l.points {
-        s += &format!("  {}: {} µJ settled{}\n", p.point, p.settled_uj, p.seq.map_or(" (no statement)".to_owned(), |q| format!(" at seq {q}")));
+        s += &format!(
+            "  {}: {} µJ settled{}\n",
+            p.point,
+            p.settled_uj,
+            p.seq.map_or(" (no statement)".to_owned(), |q| format!(" at seq {q}"))
+        );
     }
     s += &format!("  total {} µJ of {} µJ\n", l.total_uj, l.budget_uj);
     match &r.overdraft {
         Some(o) => {
-            s += &format!("OVERDRAFT: {} µJ past the budget, provable from {} signed statement(s)", o.overdraft_uj, o.points.len());
-            s += &proof_out.map_or_else(|| " (write the proof with --proof-out)\n".to_owned(), |p| format!("; proof written to {}\n", p.display()));
+            s += &format!(
+                "OVERDRAFT: {} µJ past the budget, provable from {} signed statement(s)",
+                o.overdraft_uj,
+                o.points.len()
+            );
+            s += &proof_out.map_or_else(
+                || " (write the proof with --proof-out)\n".to_owned(),
+                |p| format!("; proof written to {}\n", p.display()),
+            );
         }
         None => s += "within budget\n",
     }

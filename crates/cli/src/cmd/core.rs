@@ -12,7 +12,10 @@ use jcp::decision::{Cost, Gate, Request};
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::{text_list, Label};
 use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::{attenuate, content_id_from_text, resource_from_text, shard, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant, Slice};
+use jcp::grant::{
+    attenuate, content_id_from_text, resource_from_text, shard, Attenuation, Capability, Caveat, Funds, Grant,
+    SignedGrant, Slice,
+};
 use jcp::identity::{Did, KeyFile, Keypair};
 use jcp::revocation::{Revocation, SignedRevocation};
 use jcp_receipt::runtime::DurableGate;
@@ -36,7 +39,13 @@ pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
     let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
     if keystore::is_key_file(&bytes) {
         let pf = std::env::var_os("JCP_PASSPHRASE_FILE").ok_or_else(|| {
-            coded("key-locked", format!("{} is encrypted at rest: set JCP_PASSPHRASE_FILE to a file holding its passphrase", path.display()))
+            coded(
+                "key-locked",
+                format!(
+                    "{} is encrypted at rest: set JCP_PASSPHRASE_FILE to a file holding its passphrase",
+                    path.display()
+                ),
+            )
         })?;
         let pass = read_passphrase(Path::new(&pf))?;
         return keystore::unlock(path, &pass).map_err(|e| coded(e.code(), e.to_string()));
@@ -129,7 +138,8 @@ pub(crate) fn parse_resource(s: &str) -> anyhow::Result<ContentId> {
 
 /// `HwShunt | ModelBased | Estimator` (§5), for every subcommand that states a cost.
 pub(crate) fn parse_provenance(s: &str) -> anyhow::Result<Provenance> {
-    Provenance::parse(s).ok_or_else(|| coded("invalid-provenance", format!("{s:?} is not HwShunt|ModelBased|Estimator")))
+    Provenance::parse(s)
+        .ok_or_else(|| coded("invalid-provenance", format!("{s:?} is not HwShunt|ModelBased|Estimator")))
 }
 
 /// A money amount `CURRENCY:MINOR` (§4.8).
@@ -171,7 +181,11 @@ fn grant_human(g: &SignedGrant) -> String {
     s += &format!("  parent      {}\n", gr.parent.map_or("none (root)".to_owned(), |p| p.to_hex()));
     s += &format!(
         "  depth       {}\n",
-        gr.delegate_depth.map_or("unlimited".to_owned(), |d| if d == 0 { "0 (leaf-only)".to_owned() } else { d.to_string() })
+        gr.delegate_depth.map_or("unlimited".to_owned(), |d| if d == 0 {
+            "0 (leaf-only)".to_owned()
+        } else {
+            d.to_string()
+        })
     );
     for c in &gr.caveats {
         s += &format!("  caveat      {}\n", serde_json::to_string(c).unwrap_or_default());
@@ -239,7 +253,12 @@ pub fn run_key(args: KeyArgs) -> anyhow::Result<ExitCode> {
                 None => write_key(&out, &kp)?,
             }
             emit(json, &json!({"did": kp.did(), "file": out, "encrypted": encrypted}), || {
-                format!("{}\nwritten to {}{}", kp.did(), out.display(), if encrypted { " (encrypted at rest)" } else { "" })
+                format!(
+                    "{}\nwritten to {}{}",
+                    kp.did(),
+                    out.display(),
+                    if encrypted { " (encrypted at rest)" } else { "" }
+                )
             })?;
         }
         KeyCmd::Show { file, json } => {
@@ -379,8 +398,13 @@ enum GrantCmd {
 }
 
 pub(crate) fn nonce_arg(n: Option<&String>) -> anyhow::Result<Option<[u8; 16]>> {
-    n.map(|s| hex::decode(s).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| coded("invalid-nonce", "--nonce must be 32 hex digits")))
-        .transpose()
+    n.map(|s| {
+        hex::decode(s)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| coded("invalid-nonce", "--nonce must be 32 hex digits"))
+    })
+    .transpose()
 }
 
 fn emit_grant(json: bool, g: &SignedGrant, out: &Path) -> anyhow::Result<()> {
@@ -396,9 +420,9 @@ fn assemble(unsigned: &Path, signature: &Path, out: &Path, json: bool) -> anyhow
     let bytes = read_bytes(unsigned)?;
     let v = cbor::decode_strict(&bytes).map_err(|e| coded(e.code(), format!("{}: {e}", unsigned.display())))?;
     let grant = Grant::from_value(&v).map_err(|e| core_err(unsigned, &e))?;
-    let sig: [u8; 64] = read_bytes(signature)?
-        .try_into()
-        .map_err(|b: Vec<u8>| coded("invalid-signature-file", format!("{}: {} bytes, a signature is 64", signature.display(), b.len())))?;
+    let sig: [u8; 64] = read_bytes(signature)?.try_into().map_err(|b: Vec<u8>| {
+        coded("invalid-signature-file", format!("{}: {} bytes, a signature is 64", signature.display(), b.len()))
+    })?;
     let g = SignedGrant::from_parts(grant, sig).map_err(|e| core_err(signature, &e))?;
     emit_grant(json, &g, out)
 }
@@ -416,7 +440,8 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                 Some(s) => parse_did(s)?,
                 None => bail!(coded("missing-subject", "--subject is required for a root grant")),
             };
-            let actions = n.actions.as_deref().map(text_list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
+            let actions =
+                n.actions.as_deref().map(text_list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
             let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
             let grant = Grant {
                 issuer: issuer_did,
@@ -437,9 +462,13 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
                 }
                 (None, None, None, Some(u)) => {
                     write_object(&u, &grant.canonical_bytes())?;
-                    emit(json, &json!({"type": "unsigned-grant", "id": grant.id(), "issuer": grant.issuer, "file": u}), || {
-                        format!("unsigned grant {} (issuer {})\nwritten to {}: sign these bytes, then `jcp grant assemble`", grant.id(), grant.issuer, u.display())
-                    })?;
+                    emit(
+                        json,
+                        &json!({"type": "unsigned-grant", "id": grant.id(), "issuer": grant.issuer, "file": u}),
+                        || {
+                            format!("unsigned grant {} (issuer {})\nwritten to {}: sign these bytes, then `jcp grant assemble`", grant.id(), grant.issuer, u.display())
+                        },
+                    )?;
                 }
                 _ => bail!(coded("invalid-arguments", "either --key with --out, or --issuer with --unsigned-out")),
             }
@@ -467,8 +496,12 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
             let slices = slices
                 .iter()
                 .map(|s| {
-                    let (d, uj) = s.rsplit_once('=').ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
-                    let budget_uj = uj.parse().map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
+                    let (d, uj) = s
+                        .rsplit_once('=')
+                        .ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
+                    let budget_uj = uj
+                        .parse()
+                        .map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
                     Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
@@ -478,12 +511,15 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
             for (i, s) in shards.iter().enumerate() {
                 let f = out_dir.join(format!("shard-{i}.jcp"));
                 write_object(&f, &s.to_bytes())?;
-                files.push(json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}));
+                files.push(
+                    json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}),
+                );
             }
             emit(json, &json!({"parent": p.id(), "shards": files}), || {
                 let mut t = format!("{} shards of {} ({} µJ)\n", shards.len(), p.id(), p.grant().budget_uj);
                 for (i, s) in shards.iter().enumerate() {
-                    t += &format!("  shard-{i}.jcp  {}  {} µJ  -> {}\n", s.id(), s.grant().budget_uj, s.grant().subject);
+                    t +=
+                        &format!("  shard-{i}.jcp  {}  {} µJ  -> {}\n", s.id(), s.grant().budget_uj, s.grant().subject);
                 }
                 t
             })?;
@@ -493,9 +529,11 @@ pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
             let issuer = read_key(&key)?;
             let r = Revocation::issue(&g, &issuer, None).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
             write_object(&out, &r.to_bytes())?;
-            emit(json, &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}), || {
-                format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display())
-            })?;
+            emit(
+                json,
+                &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}),
+                || format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display()),
+            )?;
         }
         GrantCmd::Inspect { file, json } => return inspect(&file, json),
     }
@@ -538,10 +576,12 @@ fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
         emit(
             json,
             &json!({"type": "revocation", "id": r.id(), "signature_valid_for_revoked_by": sig_ok, "revocation": rv}),
-            || format!(
+            || {
+                format!(
                 "revocation {}\n  grant_id    {}\n  revoked_by  {}\n  signature   {}\n  (authority is checked against the grant: `jcp decide --revocation`)\n",
                 r.id(), rv.grant_id, rv.revoked_by, if sig_ok { "valid for revoked_by" } else { "INVALID" }
-            ),
+            )
+            },
         )?;
         return Ok(ExitCode::from(if sig_ok { CLEAN } else { FINDINGS }));
     }
@@ -567,7 +607,10 @@ fn inspect(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
     }
     Err(coded(
         "unknown-object",
-        format!("{}: canonical CBOR, but not a grant, revocation, frame, key log, mint policy or mint ledger", file.display()),
+        format!(
+            "{}: canonical CBOR, but not a grant, revocation, frame, key log, mint policy or mint ledger",
+            file.display()
+        ),
     ))
 }
 
@@ -621,7 +664,8 @@ pub(crate) struct FrameFlags {
 
 pub(crate) fn build_frame(leaf: &SignedGrant, a: &FrameFlags) -> anyhow::Result<Frame> {
     Ok(Frame {
-        kind: FrameKind::parse(&a.kind).ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
+        kind: FrameKind::parse(&a.kind)
+            .ok_or_else(|| coded("invalid-frame", format!("unknown frame kind {:?}", a.kind)))?,
         trust: match a.trust.as_str() {
             "control" => Trust::Control,
             "data" => Trust::Data,
@@ -719,21 +763,25 @@ pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
     };
     let provenance = parse_provenance(&a.provenance)?;
     let cost = Cost {
-        energy: Energy { uj: a.cost_uj, provenance, coverage: if a.partial { Coverage::Partial } else { Coverage::Whole } },
+        energy: Energy {
+            uj: a.cost_uj,
+            provenance,
+            coverage: if a.partial { Coverage::Partial } else { Coverage::Whole },
+        },
         money: a.money.as_deref().map(parse_money).transpose()?,
     };
     let mut gate = Gate::new();
     for tr in &a.trust_roots {
-        let (r, d) = tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        let (r, d) =
+            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
         gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
     }
     let mut revocations = Vec::new();
     for rp in &a.revocations {
         let r = SignedRevocation::from_bytes(&read_bytes(rp)?).map_err(|e| core_err(rp, &e))?;
-        let target = chain
-            .iter()
-            .find(|g| g.id() == r.revocation().grant_id)
-            .ok_or_else(|| coded("revocation-unrelated", format!("{}: names a grant not in the chain", rp.display())))?;
+        let target = chain.iter().find(|g| g.id() == r.revocation().grant_id).ok_or_else(|| {
+            coded("revocation-unrelated", format!("{}: names a grant not in the chain", rp.display()))
+        })?;
         revocations.push((rp, r, target));
     }
     let label = a.flow.as_deref().map(parse_label).transpose()?;
@@ -760,7 +808,10 @@ pub fn run_decide(a: DecideArgs) -> anyhow::Result<ExitCode> {
         let mut s = match d.reason() {
             None => format!(
                 "ALLOW  debited {} µJ from {} link(s); leaf remaining {} of {} µJ\n",
-                d.debited_uj, d.chain_ids.len(), d.budget_remaining_uj, d.budget_uj
+                d.debited_uj,
+                d.chain_ids.len(),
+                d.budget_remaining_uj,
+                d.budget_uj
             ),
             Some(r) => format!("DENY   {r}\n  {}\n  nothing debited\n", d.detail),
         };

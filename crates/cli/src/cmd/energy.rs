@@ -26,9 +26,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use jcp::cbor::ContentId;
+use jcp_meter::conservation::BoundVerdict;
 use jcp_meter::declared::{load_baseline, Causes, EnvelopeFile};
 use jcp_meter::dynamism::Assessment;
-use jcp_meter::conservation::BoundVerdict;
 use jcp_meter::layers::{self, Word};
 use jcp_meter::session::Session;
 
@@ -159,7 +159,9 @@ fn trace(a: &TraceArgs) -> anyhow::Result<ExitCode> {
             t.outcome_uj,
             t.accounted_uj,
             t.residual_uj,
-            t.finding.map_or_else(String::new, |f| format!(" — FINDING {f}: the bound activities claim more than the outcome admits")),
+            t.finding.map_or_else(String::new, |f| format!(
+                " — FINDING {f}: the bound activities claim more than the outcome admits"
+            )),
             t.provenance_floor,
             t.coverage_floor
         );
@@ -175,8 +177,9 @@ fn trace(a: &TraceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn reconcile(a: &ReconcileArgs) -> anyhow::Result<ExitCode> {
-    let grant = ContentId::parse(&a.grant)
-        .ok_or_else(|| out::coded("invalid-content-id", format!("--grant {:?} is not 64 lowercase hex digits", a.grant)))?;
+    let grant = ContentId::parse(&a.grant).ok_or_else(|| {
+        out::coded("invalid-content-id", format!("--grant {:?} is not 64 lowercase hex digits", a.grant))
+    })?;
     let session = Session::load(&a.windows).map_err(|e| err(&e))?;
     let r = jcp_audit::energy::reconcile_grant(&a.streams, &grant, &session).map_err(|e| err(&e))?;
     out::emit(a.json, &r, || {
@@ -216,7 +219,9 @@ fn bounds(a: &BoundsArgs) -> anyhow::Result<ExitCode> {
         );
         for w in &r.windows {
             let what = match (&w.verdict, &w.not_held) {
-                (Some(BoundVerdict::NotRefuted { rate_mw }), _) => format!("{} at {rate_mw} mW", Word::NotRefuted.as_str()),
+                (Some(BoundVerdict::NotRefuted { rate_mw }), _) => {
+                    format!("{} at {rate_mw} mW", Word::NotRefuted.as_str())
+                }
                 (Some(BoundVerdict::RefutedAbove { rate_mw, burst_mw }), _) => {
                     format!("{} at {rate_mw} mW, above the burst rating {burst_mw} mW", Word::Refuted.as_str())
                 }

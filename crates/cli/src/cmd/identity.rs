@@ -15,9 +15,7 @@ use jcp::error::Refusal;
 use jcp::rotation::{KeyLog, KeyLogView};
 use serde_json::json;
 
-use crate::cmd::core::{
-    core_err, create_file, keypair_from, nonce_arg, read_bytes, read_key, replace_file, write_key,
-};
+use crate::cmd::core::{core_err, create_file, keypair_from, nonce_arg, read_bytes, read_key, replace_file, write_key};
 use crate::out::{emit, CLEAN, FINDINGS};
 
 /// `jcp identity`: key logs (§2.1).
@@ -92,9 +90,7 @@ pub(crate) fn read_log(path: &Path) -> anyhow::Result<KeyLog> {
 
 fn refused(json: bool, path: &Path, e: &jcp::Error) -> anyhow::Result<ExitCode> {
     let r = Refusal::from(e);
-    emit(json, &json!({"refused": r, "file": path}), || {
-        format!("{}: refused: {}", path.display(), r.message)
-    })?;
+    emit(json, &json!({"refused": r, "file": path}), || format!("{}: refused: {}", path.display(), r.message))?;
     Ok(ExitCode::from(FINDINGS))
 }
 
@@ -107,21 +103,9 @@ fn view_human(v: &KeyLogView) -> String {
         let _ = writeln!(s, "  #{} seq {}  {}", r.index, e.seq, r.id);
         let _ = writeln!(s, "      current    {}", e.current);
         let _ = writeln!(s, "      next_hash  {}", e.next_hash);
-        let _ = writeln!(
-            s,
-            "      parent     {}",
-            e.parent
-                .map_or_else(|| "none (inception)".to_owned(), |p| p.to_hex())
-        );
-        let _ = writeln!(
-            s,
-            "      signature  {}",
-            if r.signature_valid {
-                "valid for current"
-            } else {
-                "INVALID"
-            }
-        );
+        let _ =
+            writeln!(s, "      parent     {}", e.parent.map_or_else(|| "none (inception)".to_owned(), |p| p.to_hex()));
+        let _ = writeln!(s, "      signature  {}", if r.signature_valid { "valid for current" } else { "INVALID" });
     }
     match (&v.state, &v.refusal) {
         (Some(st), _) => {
@@ -144,11 +128,7 @@ fn show(v: &KeyLogView, json: bool) -> anyhow::Result<ExitCode> {
     let mut j = serde_json::to_value(v)?;
     j["type"] = json!("key-log");
     emit(json, &j, || view_human(v))?;
-    Ok(ExitCode::from(if v.refusal.is_none() {
-        CLEAN
-    } else {
-        FINDINGS
-    }))
+    Ok(ExitCode::from(if v.refusal.is_none() { CLEAN } else { FINDINGS }))
 }
 
 /// `jcp inspect` of a key log: its events and verified state (exit 1 when refused).
@@ -159,15 +139,7 @@ pub(crate) fn inspect_key_log(file: &Path, v: &Value, json: bool) -> anyhow::Res
 
 pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        IdentityCmd::New {
-            log,
-            key,
-            next_key,
-            seed,
-            next_seed,
-            nonce,
-            json,
-        } => {
+        IdentityCmd::New { log, key, next_key, seed, next_seed, nonce, json } => {
             let identity = keypair_from(seed.as_deref(), "--seed")?;
             let next = keypair_from(next_seed.as_deref(), "--next-seed")?;
             let kl = KeyLog::incept(&identity, &next.did(), nonce_arg(nonce.as_ref())?);
@@ -175,11 +147,8 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
             create_file(&log, &kl.to_bytes())?;
             write_key(&key, &identity)?;
             write_key(&next_key, &next)?;
-            emit(
-                json,
-                &json!({"log": log, "key": key, "next_key": next_key, "state": state}),
-                || {
-                    format!(
+            emit(json, &json!({"log": log, "key": key, "next_key": next_key, "state": state}), || {
+                format!(
                     "identity {}\n  current    {} ({})\n  next key   {} (pre-committed: {})\n  key log    {}\n",
                     state.identity(),
                     state.current(),
@@ -188,17 +157,9 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
                     state.next_hash(),
                     log.display()
                 )
-                },
-            )?;
+            })?;
         }
-        IdentityCmd::Rotate {
-            log,
-            key,
-            next_key,
-            next_seed,
-            nonce,
-            json,
-        } => {
+        IdentityCmd::Rotate { log, key, next_key, next_seed, nonce, json } => {
             let mut kl = read_log(&log)?;
             let new_current = read_key(&key)?;
             let next = keypair_from(next_seed.as_deref(), "--next-seed")?;
@@ -210,11 +171,8 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
             };
             write_key(&next_key, &next)?;
             replace_file(&log, &kl.to_bytes())?;
-            emit(
-                json,
-                &json!({"log": log, "next_key": next_key, "state": state}),
-                || {
-                    format!(
+            emit(json, &json!({"log": log, "next_key": next_key, "state": state}), || {
+                format!(
                     "identity {} rotated to seq {}\n  current    {} ({})\n  next key   {} (pre-committed: {})\n",
                     state.identity(),
                     state.seq(),
@@ -223,8 +181,7 @@ pub fn run(args: IdentityArgs) -> anyhow::Result<ExitCode> {
                     next_key.display(),
                     state.next_hash()
                 )
-                },
-            )?;
+            })?;
         }
         IdentityCmd::Verify { log, json } => {
             let kl = read_log(&log)?;

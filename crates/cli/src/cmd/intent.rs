@@ -135,7 +135,11 @@ fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Unreadable> {
-    std::fs::read(path).map_err(|e| Unreadable { file: path.display().to_string(), code: "UNREADABLE", message: e.to_string() })
+    std::fs::read(path).map_err(|e| Unreadable {
+        file: path.display().to_string(),
+        code: "UNREADABLE",
+        message: e.to_string(),
+    })
 }
 
 fn run_verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -189,7 +193,13 @@ fn kind_name(k: Kind) -> &'static str {
 }
 
 fn render(report: &VerifyReport) -> String {
-    let width = report.files.iter().map(|f| f.file.len()).chain(report.unreadable.iter().map(|u| u.file.len())).max().unwrap_or(0);
+    let width = report
+        .files
+        .iter()
+        .map(|f| f.file.len())
+        .chain(report.unreadable.iter().map(|u| u.file.len()))
+        .max()
+        .unwrap_or(0);
     let mut lines = vec![format!("jcp intent conformance ({})", report.protocol), String::new()];
     for f in &report.files {
         let r = &f.report;
@@ -210,7 +220,9 @@ fn render(report: &VerifyReport) -> String {
             let at = finding.path.as_deref().map(|p| format!(" at {p}")).unwrap_or_default();
             let values = match (&finding.expected, &finding.computed) {
                 (None, None) => String::new(),
-                (e, c) => format!(": expected {}, computed {}", e.as_deref().unwrap_or("-"), c.as_deref().unwrap_or("-")),
+                (e, c) => {
+                    format!(": expected {}, computed {}", e.as_deref().unwrap_or("-"), c.as_deref().unwrap_or("-"))
+                }
             };
             lines.push(format!("    {}{at}{values}", finding.code));
         }
@@ -236,7 +248,10 @@ fn render(report: &VerifyReport) -> String {
         "CONFORMS: every pinned hash reproduced".to_owned()
     };
     lines.push(String::new());
-    lines.push(format!("Vectors  {} reproduced, {} computed, {} failed", report.reproduced, report.computed, report.failed));
+    lines.push(format!(
+        "Vectors  {} reproduced, {} computed, {} failed",
+        report.reproduced, report.computed, report.failed
+    ));
     lines.push(format!("Verdict  {verdict}"));
     lines.join("\n")
 }
@@ -275,9 +290,15 @@ fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
                 rule: &'static str,
                 message: String,
             }
-            let r = refusal.unwrap_or(intent::Refusal { code: "INTERNAL", rule: "internal", message: "no hash and no refusal".into() });
+            let r = refusal.unwrap_or(intent::Refusal {
+                code: "INTERNAL",
+                rule: "internal",
+                message: "no hash and no refusal".into(),
+            });
             let refused = Refused { file: &file, refusal: r.code, rule: r.rule, message: r.message };
-            out::emit(args.json, &refused, || format!("REFUSED {}: {}\n  rule: {}", refused.refusal, refused.message, refused.rule))?;
+            out::emit(args.json, &refused, || {
+                format!("REFUSED {}: {}\n  rule: {}", refused.refusal, refused.message, refused.rule)
+            })?;
             Ok(ExitCode::from(out::FINDINGS))
         }
     }
@@ -306,7 +327,10 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         comparison: &c,
     };
     out::emit(args.json, &report, || {
-        let mut t = format!("first   {}  {}\nsecond  {}  {}\n", c.left.intent_hash, report.first, c.right.intent_hash, report.second);
+        let mut t = format!(
+            "first   {}  {}\nsecond  {}  {}\n",
+            c.left.intent_hash, report.first, c.right.intent_hash, report.second
+        );
         for (side, r) in [("first", &report.first_refusal), ("second", &report.second_refusal)] {
             if let Some(r) = r {
                 t += &format!("{side} is refused as a binding: {} {} ({})\n", r.code, r.message, r.rule);
@@ -315,10 +339,20 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         if c.same_intent {
             t += "SAME INTENT: equal canonical bytes, equal hash\n";
         } else {
-            t += &format!("DIFFERENT INTENTS: {} propert{} differ (§6)\n", c.differences.len(), if c.differences.len() == 1 { "y" } else { "ies" });
+            t += &format!(
+                "DIFFERENT INTENTS: {} propert{} differ (§6)\n",
+                c.differences.len(),
+                if c.differences.len() == 1 { "y" } else { "ies" }
+            );
             for d in &c.differences {
                 let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
-                t += &format!("  {:<8} {}: {} -> {}\n", format!("{:?}", d.change).to_lowercase(), d.path, side(&d.left), side(&d.right));
+                t += &format!(
+                    "  {:<8} {}: {} -> {}\n",
+                    format!("{:?}", d.change).to_lowercase(),
+                    d.path,
+                    side(&d.left),
+                    side(&d.right)
+                );
             }
         }
         t.trim_end().to_owned()

@@ -34,10 +34,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use jcp_meter::clock::ManualClock;
 use jcp_meter::estimate::{default_calibration_path, Calibration, HostId};
+use jcp_meter::exposition::MeterExporter;
 use jcp_meter::meter::calibrate_from_trace;
 use jcp_meter::plausibility::fmt_mw;
 use jcp_meter::trace::{Trace, TraceBackend, TraceUtil};
-use jcp_meter::exposition::MeterExporter;
 use jcp_meter::{Backends, Meter, MeterConfig, ProbeReport, RungStatus, Window};
 
 use crate::out;
@@ -59,7 +59,9 @@ pub enum MeterCommand {
     Calibrate(CalibrateArgs),
     /// Records a counter rung's readings as a trace (jcp-meter-trace/1) for --replay and calibrate --from-trace.
     Record(RecordArgs),
-    #[command(about = "Meters in the background and serves the windows as OpenMetrics text at http://HOST:PORT/metrics")]
+    #[command(
+        about = "Meters in the background and serves the windows as OpenMetrics text at http://HOST:PORT/metrics"
+    )]
     Serve(ServeArgs),
 }
 
@@ -179,12 +181,8 @@ fn read_trace(path: &Path) -> anyhow::Result<(Trace, String)> {
 
 /// The meter for `source`, the end of a replayed trace (ns) and the trace's content id, if any.
 fn build(source: &Source) -> anyhow::Result<(Meter, Option<(u64, String)>)> {
-    let calibration = source
-        .calibration
-        .as_deref()
-        .map(Calibration::load)
-        .transpose()
-        .map_err(|e| out::crate_err(&e))?;
+    let calibration =
+        source.calibration.as_deref().map(Calibration::load).transpose().map_err(|e| out::crate_err(&e))?;
     let config = MeterConfig {
         interval: Duration::from_millis(source.interval_ms),
         calibration,
@@ -202,15 +200,9 @@ fn build(source: &Source) -> anyhow::Result<(Meter, Option<(u64, String)>)> {
             clock: Arc::new(ManualClock::new()),
             host,
         };
-        return Ok((
-            Meter::new(config, backends).map_err(|e| out::crate_err(&e))?,
-            Some(end),
-        ));
+        return Ok((Meter::new(config, backends).map_err(|e| out::crate_err(&e))?, Some(end)));
     }
-    Ok((
-        Meter::system(config, &source.powercap_root).map_err(|e| out::crate_err(&e))?,
-        None,
-    ))
+    Ok((Meter::system(config, &source.powercap_root).map_err(|e| out::crate_err(&e))?, None))
 }
 
 pub fn run(args: MeterArgs) -> anyhow::Result<ExitCode> {
@@ -291,33 +283,31 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 fn declined_codes(w: &Window) -> String {
-    w.declined
-        .iter()
-        .map(|d| format!("{}:{}", d.rung, d.code))
-        .collect::<Vec<_>>()
-        .join(";")
+    w.declined.iter().map(|d| format!("{}:{}", d.rung, d.code)).collect::<Vec<_>>().join(";")
 }
 
 fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
     let (mut meter, replay) = build(&args.source)?;
     if args.out.is_some() && args.count.is_none() && replay.is_none() {
-        return Err(out::coded("bad-interval", "--out records a session of a known length: give --count N (or --replay a trace)"));
+        return Err(out::coded(
+            "bad-interval",
+            "--out records a session of a known length: give --count N (or --replay a trace)",
+        ));
     }
     let replay_end = replay.as_ref().map(|(end, _)| *end);
     let mut recorded = Vec::new();
     let report = meter.probe().clone();
     let mut stdout = std::io::stdout().lock();
     if args.csv {
-        writeln!(stdout, "seq,start_ns,end_ns,start_unix_ms,end_unix_ms,energy_uj,provenance,coverage,rung,declined,gap")?;
-    } else if !args.json {
-        let chosen = report.chosen.map_or_else(
-            || "none (gaps)".to_owned(),
-            |c| format!("{c} ({}, {})", c.provenance(), c.coverage()),
-        );
         writeln!(
             stdout,
-            "metering with {chosen}; `jcp meter probe` says why each rung above was declined"
+            "seq,start_ns,end_ns,start_unix_ms,end_unix_ms,energy_uj,provenance,coverage,rung,declined,gap"
         )?;
+    } else if !args.json {
+        let chosen = report
+            .chosen
+            .map_or_else(|| "none (gaps)".to_owned(), |c| format!("{c} ({}, {})", c.provenance(), c.coverage()));
+        writeln!(stdout, "metering with {chosen}; `jcp meter probe` says why each rung above was declined")?;
         writeln!(
             stdout,
             "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} declined above",
@@ -358,14 +348,9 @@ fn stream(args: &StreamArgs) -> anyhow::Result<ExitCode> {
                 "{:>5} {:>10} {:>8} {:>12} {:>10}  {:<10} {:<8} {:<10} {}",
                 w.seq,
                 // Seconds since the meter's epoch, for display.
-                format!(
-                    "{}.{:03}",
-                    w.start_ns / 1_000_000_000,
-                    (w.start_ns / 1_000_000) % 1000
-                ),
+                format!("{}.{:03}", w.start_ns / 1_000_000_000, (w.start_ns / 1_000_000) % 1000),
                 w.span_ns() / 1_000_000,
-                w.energy_uj
-                    .map_or_else(|| "gap".to_owned(), |e| e.to_string()),
+                w.energy_uj.map_or_else(|| "gap".to_owned(), |e| e.to_string()),
                 watts(&w),
                 opt(w.provenance),
                 opt(w.coverage),
@@ -438,9 +423,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
 
 fn refuse(json: bool, e: &jcp_meter::Error) -> anyhow::Result<ExitCode> {
     let value = serde_json::json!({"stored": null, "refused": {"code": e.code(), "message": e.to_string()}});
-    out::emit(json, &value, || {
-        format!("not calibrated, nothing stored ({}): {e}\n", e.code())
-    })?;
+    out::emit(json, &value, || format!("not calibrated, nothing stored ({}): {e}\n", e.code()))?;
     Ok(ExitCode::from(out::FINDINGS))
 }
 
@@ -461,9 +444,7 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         Ok(t) => t,
         Err(e) => {
             let value = serde_json::json!({"written": null, "refused": {"code": e.code(), "message": e.to_string()}});
-            out::emit(args.json, &value, || {
-                format!("nothing recorded ({}): {e}\n", e.code())
-            })?;
+            out::emit(args.json, &value, || format!("nothing recorded ({}): {e}\n", e.code()))?;
             return Ok(ExitCode::from(out::FINDINGS));
         }
     };

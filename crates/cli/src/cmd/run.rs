@@ -167,7 +167,9 @@ fn remainder_text(r: Remainder) -> String {
         Remainder::Known { uj: n } => uj(n),
         Remainder::Unknown { reason: UnknownReason::NotStated } => "unknown (spend not stated)".into(),
         Remainder::Unknown { reason: UnknownReason::Refused } => "not judged (refused)".into(),
-        Remainder::Unknown { reason: UnknownReason::BaseUnknown } => format!("unknown ({})", UnknownReason::BaseUnknown.as_str()),
+        Remainder::Unknown { reason: UnknownReason::BaseUnknown } => {
+            format!("unknown ({})", UnknownReason::BaseUnknown.as_str())
+        }
     }
 }
 

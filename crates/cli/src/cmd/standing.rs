@@ -11,14 +11,11 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use jcp::cbor::{ContentId, Value};
 use jcp::error::Refusal;
-use jcp::standing::{
-    EventClass, FiringRequest, MintLedger, MintPolicy, SignedMintPolicy, StandingView,
-};
+use jcp::standing::{EventClass, FiringRequest, MintLedger, MintPolicy, SignedMintPolicy, StandingView};
 use serde_json::json;
 
 use crate::cmd::core::{
-    core_err, create_file, nonce_arg, now_or, parse_cid, parse_did, read_bytes, read_grant,
-    read_key, replace_file,
+    core_err, create_file, nonce_arg, now_or, parse_cid, parse_did, read_bytes, read_grant, read_key, replace_file,
 };
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
@@ -47,15 +44,8 @@ impl ClassArgs {
     fn id(&self) -> anyhow::Result<ContentId> {
         match (&self.event_class, &self.source, &self.kind) {
             (Some(c), _, _) => parse_cid(c, "--event-class"),
-            (None, Some(source), Some(kind)) => Ok(EventClass {
-                source: source.clone(),
-                kind: kind.clone(),
-            }
-            .id()),
-            _ => Err(coded(
-                "missing-event-class",
-                "give --event-class ID, or --source and --kind",
-            )),
+            (None, Some(source), Some(kind)) => Ok(EventClass { source: source.clone(), kind: kind.clone() }.id()),
+            _ => Err(coded("missing-event-class", "give --event-class ID, or --source and --kind")),
         }
     }
 }
@@ -148,15 +138,7 @@ fn policy_human(p: &SignedMintPolicy) -> String {
     let _ = writeln!(s, "mint policy {}", p.id());
     let _ = writeln!(s, "  grant          {}", q.grant_id);
     let _ = writeln!(s, "  issuer         {}", q.issuer);
-    let _ = writeln!(
-        s,
-        "  signature      {}",
-        if p.verify_signature() {
-            "valid for issuer"
-        } else {
-            "INVALID"
-        }
-    );
+    let _ = writeln!(s, "  signature      {}", if p.verify_signature() { "valid for issuer" } else { "INVALID" });
     let _ = writeln!(s, "  event class    {}", q.event_class);
     let _ = writeln!(s, "  per firing     {} µJ", q.per_firing_uj);
     let _ = writeln!(s, "  max firings    {}", q.max_firings);
@@ -182,35 +164,19 @@ fn policy_json(p: &SignedMintPolicy) -> serde_json::Value {
 pub(crate) fn inspect_policy(file: &Path, v: &Value, json: bool) -> anyhow::Result<ExitCode> {
     let p = SignedMintPolicy::from_value(v).map_err(|e| core_err(file, &e))?;
     emit(json, &policy_json(&p), || policy_human(&p))?;
-    Ok(ExitCode::from(if p.verify_signature() {
-        CLEAN
-    } else {
-        FINDINGS
-    }))
+    Ok(ExitCode::from(if p.verify_signature() { CLEAN } else { FINDINGS }))
 }
 
 /// `jcp inspect` of a mint ledger.
 pub(crate) fn inspect_ledger(file: &Path, v: &Value, json: bool) -> anyhow::Result<ExitCode> {
     let l = MintLedger::from_value(v).map_err(|e| core_err(file, &e))?;
-    emit(json, &json!({"type": "mint-ledger", "ledger": l}), || {
-        ledger_human(&l)
-    })?;
+    emit(json, &json!({"type": "mint-ledger", "ledger": l}), || ledger_human(&l))?;
     Ok(ExitCode::from(CLEAN))
 }
 
 pub fn run(args: StandingArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        StandingCmd::New {
-            grant,
-            key,
-            class,
-            per_firing_uj,
-            max_firings,
-            out,
-            ledger,
-            nonce,
-            json,
-        } => {
+        StandingCmd::New { grant, key, class, per_firing_uj, max_firings, out, ledger, nonce, json } => {
             let g = read_grant(&grant)?;
             let issuer = read_key(&key)?;
             let p = match MintPolicy::issue(
@@ -224,9 +190,7 @@ pub fn run(args: StandingArgs) -> anyhow::Result<ExitCode> {
                 Ok(p) => p,
                 Err(e) => {
                     let r = Refusal::from(&e);
-                    emit(json, &json!({"refused": r}), || {
-                        format!("policy refused: {}\nnothing written", r.message)
-                    })?;
+                    emit(json, &json!({"refused": r}), || format!("policy refused: {}\nnothing written", r.message))?;
                     return Ok(ExitCode::from(FINDINGS));
                 }
             };
@@ -237,27 +201,10 @@ pub fn run(args: StandingArgs) -> anyhow::Result<ExitCode> {
             j["file"] = json!(out);
             j["ledger"] = json!({"file": ledger, "ledger": l});
             emit(json, &j, || {
-                format!(
-                    "{}written to {}\nledger opened at {}",
-                    policy_human(&p),
-                    out.display(),
-                    ledger.display()
-                )
+                format!("{}written to {}\nledger opened at {}", policy_human(&p), out.display(), ledger.display())
             })?;
         }
-        StandingCmd::Fire {
-            grant,
-            policy,
-            ledger,
-            key,
-            class,
-            subject,
-            budget_uj,
-            now,
-            out,
-            nonce,
-            json,
-        } => {
+        StandingCmd::Fire { grant, policy, ledger, key, class, subject, budget_uj, now, out, nonce, json } => {
             let standing = read_grant(&grant)?;
             let p = read_policy(&policy)?;
             let mut mint_ledger = read_ledger(&ledger)?;
@@ -312,37 +259,22 @@ pub fn run(args: StandingArgs) -> anyhow::Result<ExitCode> {
                 },
             )?;
         }
-        StandingCmd::Ledger {
-            ledger,
-            grant,
-            policy,
-            json,
-        } => {
+        StandingCmd::Ledger { ledger, grant, policy, json } => {
             let l = read_ledger(&ledger)?;
             let (Some(grant), Some(policy)) = (grant, policy) else {
-                emit(json, &json!({"type": "mint-ledger", "ledger": l}), || {
-                    ledger_human(&l)
-                })?;
+                emit(json, &json!({"type": "mint-ledger", "ledger": l}), || ledger_human(&l))?;
                 return Ok(ExitCode::from(CLEAN));
             };
             let view = StandingView::new(&read_grant(&grant)?, &read_policy(&policy)?, &l);
             emit(json, &view, || {
                 let mut s = ledger_human(&l);
-                let _ = writeln!(
-                    s,
-                    "  left           {} firings, {} µJ",
-                    view.firings_left, view.budget_left_uj
-                );
+                let _ = writeln!(s, "  left           {} firings, {} µJ", view.firings_left, view.budget_left_uj);
                 if let Some(r) = &view.refusal {
                     let _ = writeln!(s, "  refused: {}", r.message);
                 }
                 s
             })?;
-            return Ok(ExitCode::from(if view.refusal.is_none() {
-                CLEAN
-            } else {
-                FINDINGS
-            }));
+            return Ok(ExitCode::from(if view.refusal.is_none() { CLEAN } else { FINDINGS }));
         }
     }
     Ok(ExitCode::from(CLEAN))

@@ -135,7 +135,15 @@ fn fleet(a: &DemoArgs, points: usize, dir: &std::path::Path) -> anyhow::Result<E
         );
         for p in &sum.points {
             let heard = p.heard_at.map_or(String::new(), |m| format!(", heard at known_through {m}"));
-            let _ = writeln!(s, "  {} {:?}: {} receipts ({} allow, {} deny){heard}", p.path.display(), p.role, p.receipts, p.allows, p.denies);
+            let _ = writeln!(
+                s,
+                "  {} {:?}: {} receipts ({} allow, {} deny){heard}",
+                p.path.display(),
+                p.role,
+                p.receipts,
+                p.allows,
+                p.denies
+            );
         }
         let _ = write!(s, "the one violation: point {} at offset {}", sum.violation.0, sum.violation.1);
         s
@@ -175,9 +183,15 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Hold(a) => {
-            let (w, torn) = StreamWriter::open(&a.path, Durability::SyncEachRecord, |_| {}).map_err(|e| out::crate_err(&e))?;
+            let (w, torn) =
+                StreamWriter::open(&a.path, Durability::SyncEachRecord, |_| {}).map_err(|e| out::crate_err(&e))?;
             let mut so = std::io::stdout().lock();
-            writeln!(so, "holding {} (torn tail cut: {})", a.path.display(), torn.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset)))?;
+            writeln!(
+                so,
+                "holding {} (torn tail cut: {})",
+                a.path.display(),
+                torn.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset))
+            )?;
             so.flush()?;
             drop(so);
             std::thread::sleep(std::time::Duration::from_secs(a.seconds));
@@ -185,8 +199,9 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out::CLEAN))
         }
         StreamCommand::Settle(a) => {
-            let receipt = jcp::cbor::ContentId::parse(&a.receipt)
-                .ok_or_else(|| out::coded("invalid-content-id", format!("--receipt {:?} is not 64 lowercase hex digits", a.receipt)))?;
+            let receipt = jcp::cbor::ContentId::parse(&a.receipt).ok_or_else(|| {
+                out::coded("invalid-content-id", format!("--receipt {:?} is not 64 lowercase hex digits", a.receipt))
+            })?;
             let status = match a.status.as_str() {
                 "completed" => jcp_receipt::record::OutcomeStatus::Completed,
                 "failed" => jcp_receipt::record::OutcomeStatus::Failed,
@@ -194,12 +209,15 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             };
             let key = super::core::read_key(&a.key)?;
             let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let (note, path) = jcp_audit::settle(&a.stream, &receipt, status, &a.note, &key, at).map_err(|e| out::coded(e.code(), e.to_string()))?;
+            let (note, path) = jcp_audit::settle(&a.stream, &receipt, status, &a.note, &key, at)
+                .map_err(|e| out::coded(e.code(), e.to_string()))?;
             let n = note.note();
             out::emit(
                 a.json,
                 &serde_json::json!({"note": note.id(), "path": path, "receipt": n.receipt, "holder": n.holder.to_did_string(), "status": n.status.as_str(), "settled_by": n.settled_by.to_did_string(), "at": n.at}),
-                || format!("settled {} {} (held by {}) by {}: note {} written to {}\nits energy stays debited; the decision stays unresolved in the record, with this note beside it", n.receipt, n.status.as_str(), n.holder, n.settled_by, note.id(), path.display()),
+                || {
+                    format!("settled {} {} (held by {}) by {}: note {} written to {}\nits energy stays debited; the decision stays unresolved in the record, with this note beside it", n.receipt, n.status.as_str(), n.holder, n.settled_by, note.id(), path.display())
+                },
             )?;
             Ok(ExitCode::from(out::CLEAN))
         }
@@ -222,7 +240,10 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
                     s.push_str(&format!("  refused {code}: {n}\n"));
                 }
                 for u in &report.unresolved {
-                    s.push_str(&format!("  unresolved @{}: {} {} µJ held by {}\n", u.offset, u.action, u.cost_uj, u.holder));
+                    s.push_str(&format!(
+                        "  unresolved @{}: {} {} µJ held by {}\n",
+                        u.offset, u.action, u.cost_uj, u.holder
+                    ));
                 }
                 s
             })?;

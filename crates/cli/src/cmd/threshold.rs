@@ -192,14 +192,22 @@ pub fn run(args: ThresholdArgs) -> anyhow::Result<ExitCode> {
             let (share, group) = dkg::finish(&s, &r1, &r2).map_err(|e| step(&e))?;
             save(&share_out, &share)?;
             save(&group_out, &group)?;
-            written(json, "dkg finished", &json!({"identifier": share.identifier(), "group": group.describe(), "share_file": share_out, "group_file": group_out}))?;
+            written(
+                json,
+                "dkg finished",
+                &json!({"identifier": share.identifier(), "group": group.describe(), "share_file": share_out, "group_file": group_out}),
+            )?;
         }
         ThresholdCmd::SignRound1 { share, nonces_out, out, json } => {
             let k: KeyShare = load(&share)?;
             let (n, c) = sign::round1(&k, &mut OsRng);
             save(&nonces_out, &n)?;
             save(&out, &c)?;
-            written(json, "sign round 1", &json!({"identifier": k.identifier(), "group": k.group(), "nonces_file": nonces_out, "commitments_file": out}))?;
+            written(
+                json,
+                "sign round 1",
+                &json!({"identifier": k.identifier(), "group": k.group(), "nonces_file": nonces_out, "commitments_file": out}),
+            )?;
         }
         ThresholdCmd::SignRound2 { share, nonces, commitments, message, out, json } => {
             let k: KeyShare = load(&share)?;
@@ -208,10 +216,15 @@ pub fn run(args: ThresholdArgs) -> anyhow::Result<ExitCode> {
             let msg = read_bytes(&message)?;
             // The nonces are used up whatever happens next: a pair that
             // reached round 2 is never offered again.
-            std::fs::remove_file(&nonces).map_err(|e| coded("io", format!("{}: removing used nonces: {e}", nonces.display())))?;
+            std::fs::remove_file(&nonces)
+                .map_err(|e| coded("io", format!("{}: removing used nonces: {e}", nonces.display())))?;
             let s = sign::round2(&k, n, &cs, &msg).map_err(|e| step(&e))?;
             save(&out, &s)?;
-            written(json, "sign round 2", &json!({"identifier": k.identifier(), "group": k.group(), "share_file": out}))?;
+            written(
+                json,
+                "sign round 2",
+                &json!({"identifier": k.identifier(), "group": k.group(), "share_file": out}),
+            )?;
         }
         ThresholdCmd::Aggregate { group, commitments, message, shares, out, json } => {
             let g: GroupDescriptor = load(&group)?;
@@ -220,7 +233,11 @@ pub fn run(args: ThresholdArgs) -> anyhow::Result<ExitCode> {
             let msg = read_bytes(&message)?;
             let sig = sign::aggregate(&g, &cs, &msg, &ss).map_err(|e| step(&e))?;
             std::fs::write(&out, sig).map_err(|e| coded("io", format!("{}: {e}", out.display())))?;
-            written(json, "aggregated", &json!({"group": g.group(), "signature": hex::encode(sig), "signers": ss.iter().map(SignatureShare::identifier).collect::<Vec<_>>(), "file": out}))?;
+            written(
+                json,
+                "aggregated",
+                &json!({"group": g.group(), "signature": hex::encode(sig), "signers": ss.iter().map(SignatureShare::identifier).collect::<Vec<_>>(), "file": out}),
+            )?;
         }
     }
     Ok(ExitCode::from(CLEAN))
@@ -235,20 +252,38 @@ pub(crate) fn inspect(path: &Path, bytes: &[u8], kind: &str, json: bool) -> anyh
         let view = g.describe();
         emit(json, &view, || {
             let ids: Vec<String> = view.participants.iter().map(|p| p.identifier.to_string()).collect();
-            format!("threshold group {} ({})\n  issuer      {}\n  origin      {}\n  participants {}\n", view.threshold, view.kind, view.group, view.origin.as_str(), ids.join(", "))
+            format!(
+                "threshold group {} ({})\n  issuer      {}\n  origin      {}\n  participants {}\n",
+                view.threshold,
+                view.kind,
+                view.group,
+                view.origin.as_str(),
+                ids.join(", ")
+            )
         })?;
         return Ok(ExitCode::from(CLEAN));
     }
     let (who, secret) = match kind {
-        KeyShare::TYPE => (KeyShare::from_bytes(bytes).map(|k| json!({"identifier": k.identifier(), "group": k.group()})), true),
+        KeyShare::TYPE => {
+            (KeyShare::from_bytes(bytes).map(|k| json!({"identifier": k.identifier(), "group": k.group()})), true)
+        }
         Nonces::TYPE => (Nonces::from_bytes(bytes).map(|n| json!({"identifier": n.identifier()})), true),
-        Commitments::TYPE => (Commitments::from_bytes(bytes).map(|c| json!({"identifier": c.identifier(), "group": c.group()})), false),
-        SignatureShare::TYPE => (SignatureShare::from_bytes(bytes).map(|s| json!({"identifier": s.identifier(), "group": s.group()})), false),
+        Commitments::TYPE => {
+            (Commitments::from_bytes(bytes).map(|c| json!({"identifier": c.identifier(), "group": c.group()})), false)
+        }
+        SignatureShare::TYPE => (
+            SignatureShare::from_bytes(bytes).map(|s| json!({"identifier": s.identifier(), "group": s.group()})),
+            false,
+        ),
         Round1Secret::TYPE => (Round1Secret::from_bytes(bytes).map(|s| json!({"identifier": s.identifier()})), true),
         Round1Package::TYPE => (Round1Package::from_bytes(bytes).map(|p| json!({"from": p.from()})), false),
         Round2Secret::TYPE => (Round2Secret::from_bytes(bytes).map(|s| json!({"identifier": s.identifier()})), true),
-        Round2Package::TYPE => (Round2Package::from_bytes(bytes).map(|p| json!({"from": p.from(), "to": p.to()})), true),
-        other => return Err(coded("unknown-object", format!("{}: unknown threshold file type {other:?}", path.display()))),
+        Round2Package::TYPE => {
+            (Round2Package::from_bytes(bytes).map(|p| json!({"from": p.from(), "to": p.to()})), true)
+        }
+        other => {
+            return Err(coded("unknown-object", format!("{}: unknown threshold file type {other:?}", path.display())))
+        }
     };
     let who = who.map_err(|e| terr(path, &e))?;
     let v = json!({"type": kind, "secret": secret, "participant": who});

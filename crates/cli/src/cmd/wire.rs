@@ -17,7 +17,8 @@ use jcp_wire::message::{Feed, RequestBody, WireRequest, WireResponse};
 use serde_json::json;
 
 use super::core::{
-    build_frame, core_err, parse_did, parse_label, parse_money, parse_provenance, parse_resource, read_bytes, read_grant, read_key, FrameFlags,
+    build_frame, core_err, parse_did, parse_label, parse_money, parse_provenance, parse_resource, read_bytes,
+    read_grant, read_key, FrameFlags,
 };
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
@@ -88,7 +89,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let steward = read_key(&a.steward_key)?;
     let mut gate = Gate::new();
     for tr in &a.trust_roots {
-        let (r, d) = tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        let (r, d) =
+            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
         gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
     }
     let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
@@ -273,7 +275,11 @@ fn build_request(a: &CallArgs) -> anyhow::Result<WireRequest> {
     let body = RequestBody {
         frame,
         chain,
-        cost: Energy { uj: a.cost_uj, provenance, coverage: if a.partial { Coverage::Partial } else { Coverage::Whole } },
+        cost: Energy {
+            uj: a.cost_uj,
+            provenance,
+            coverage: if a.partial { Coverage::Partial } else { Coverage::Whole },
+        },
         money,
         label: a.flow.as_deref().map(parse_label).transpose()?,
         args,
@@ -320,8 +326,13 @@ pub fn run_call(a: CallArgs) -> anyhow::Result<ExitCode> {
     emit(a.json, &j, || {
         let d = &resp.decision;
         let mut s = match d.verdict {
-            Verdict::Allow => format!("allow: debited {} µJ; {} µJ of {} µJ remain\n", d.debited_uj, d.budget_remaining_uj, d.budget_uj),
-            Verdict::Deny(r) => format!("deny ({r}): nothing debited; {} µJ of {} µJ remain\n", d.budget_remaining_uj, d.budget_uj),
+            Verdict::Allow => format!(
+                "allow: debited {} µJ; {} µJ of {} µJ remain\n",
+                d.debited_uj, d.budget_remaining_uj, d.budget_uj
+            ),
+            Verdict::Deny(r) => {
+                format!("deny ({r}): nothing debited; {} µJ of {} µJ remain\n", d.budget_remaining_uj, d.budget_uj)
+            }
         };
         s += &format!(
             "receipt {} ({} bytes, signature {}, steward {}, known_through {})\n",
@@ -441,18 +452,31 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             let feed = match (run, steered, checkpoint, amendment, continuation) {
                 (Some(run), ..) => latest_amendment(&run)?,
                 (None, Some(steered), Some(checkpoint), Some(amendment), Some(continuation)) => {
-                    let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?).map_err(|e| core_err(&checkpoint, &e))?;
-                    let am = SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
-                    Feed::Amendment { steered: read_grant(&steered)?, checkpoint: cp, amendment: am, continuation: read_grant(&continuation)? }
+                    let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?)
+                        .map_err(|e| core_err(&checkpoint, &e))?;
+                    let am =
+                        SignedAmendment::from_bytes(&read_bytes(&amendment)?).map_err(|e| core_err(&amendment, &e))?;
+                    Feed::Amendment {
+                        steered: read_grant(&steered)?,
+                        checkpoint: cp,
+                        amendment: am,
+                        continuation: read_grant(&continuation)?,
+                    }
                 }
-                _ => return Err(coded("missing-argument", "give --run RUN.jcprun, or all of --steered, --checkpoint, --amendment and --continuation")),
+                _ => {
+                    return Err(coded(
+                        "missing-argument",
+                        "give --run RUN.jcprun, or all of --steered, --checkpoint, --amendment and --continuation",
+                    ))
+                }
             };
             (connect, feed, json)
         }
         FeedCmd::Outcome { connect, key, receipt, status, json } => {
             let holder = read_key(&key)?;
-            let receipt = ContentId::parse(&receipt)
-                .ok_or_else(|| coded("invalid-content-id", format!("--receipt {receipt:?} is not 64 lowercase hex digits")))?;
+            let receipt = ContentId::parse(&receipt).ok_or_else(|| {
+                coded("invalid-content-id", format!("--receipt {receipt:?} is not 64 lowercase hex digits"))
+            })?;
             let status = match status.as_str() {
                 "completed" => jcp_receipt::record::OutcomeStatus::Completed,
                 "failed" => jcp_receipt::record::OutcomeStatus::Failed,
@@ -461,7 +485,8 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             (connect, Feed::Outcome(jcp_wire::message::SignedOutcome::sign(receipt, status, &holder)), json)
         }
         FeedCmd::Statement { connect, statement, json } => {
-            let st = jcp::channel::SignedStatement::from_bytes(&read_bytes(&statement)?).map_err(|e| core_err(&statement, &e))?;
+            let st = jcp::channel::SignedStatement::from_bytes(&read_bytes(&statement)?)
+                .map_err(|e| core_err(&statement, &e))?;
             (connect, Feed::Statement(st), json)
         }
         FeedCmd::AskStatement { connect, grant, out, json } => return ask_statement(&connect, &grant, &out, json),
@@ -512,14 +537,21 @@ fn latest_amendment(path: &std::path::Path) -> anyhow::Result<Feed> {
             _ => None,
         })
     };
-    let steered = grant(a.grant_id).ok_or_else(|| missing(format!("the steered grant {} is not in the run", a.grant_id)))?;
-    let continuation = grant(a.continuation).ok_or_else(|| missing(format!("the continuation {} is not in the run", a.continuation)))?;
+    let steered =
+        grant(a.grant_id).ok_or_else(|| missing(format!("the steered grant {} is not in the run", a.grant_id)))?;
+    let continuation = grant(a.continuation)
+        .ok_or_else(|| missing(format!("the continuation {} is not in the run", a.continuation)))?;
     Ok(Feed::Amendment { steered, checkpoint: cp, amendment: am, continuation })
 }
 
 /// `jcp feed ask-statement`: the endpoint's signed statement on a channel
 /// grant, written to `out` (exit 1 when the endpoint refuses).
-fn ask_statement(connect: &str, grant: &std::path::Path, out: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+fn ask_statement(
+    connect: &str,
+    grant: &std::path::Path,
+    out: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let g = read_grant(grant)?;
     let addr = parse_addr(connect)?;
     let rt = runtime()?;
@@ -530,7 +562,9 @@ fn ask_statement(connect: &str, grant: &std::path::Path, out: &std::path::Path, 
     let st = match got {
         Ok(st) => st,
         Err(jcp_wire::WireError::Refused { code, message }) => {
-            emit(json, &json!({"admitted": false, "code": code, "message": message}), || format!("refused: {message} ({code})\n"))?;
+            emit(json, &json!({"admitted": false, "code": code, "message": message}), || {
+                format!("refused: {message} ({code})\n")
+            })?;
             return Ok(ExitCode::from(FINDINGS));
         }
         Err(e) => return Err(wire_err(e)),
@@ -538,7 +572,15 @@ fn ask_statement(connect: &str, grant: &std::path::Path, out: &std::path::Path, 
     super::core::write_object(out, &st.to_bytes())?;
     let c = st.statement();
     emit(json, &json!({"id": st.id(), "statement": c, "out": out}), || {
-        format!("statement {}: {} spent {} µJ on grant {} at seq {}; written to {}\n", st.id(), c.point, c.spent_uj, c.grant_id, c.seq, out.display())
+        format!(
+            "statement {}: {} spent {} µJ on grant {} at seq {}; written to {}\n",
+            st.id(),
+            c.point,
+            c.spent_uj,
+            c.grant_id,
+            c.seq,
+            out.display()
+        )
     })?;
     Ok(ExitCode::from(CLEAN))
 }

@@ -49,7 +49,10 @@ fn grant(issuer: &Keypair, subject: &Keypair, budget_uj: u64, what: &str) -> Gra
     Grant {
         issuer: issuer.did(),
         subject: subject.did(),
-        capability: Capability { resource: commit(&format!("jcp-console/demo/{what}")), actions: vec!["model.infer".into()] },
+        capability: Capability {
+            resource: commit(&format!("jcp-console/demo/{what}")),
+            actions: vec!["model.infer".into()],
+        },
         budget_uj,
         budget_funds: None,
         caveats: vec![],
@@ -93,8 +96,13 @@ fn core(e: &jcp::Error) -> ViewError {
 
 /// The rotated steward's run and its key log: (run, log).
 pub fn rotated() -> Result<(Run, KeyLog), jcp::Error> {
-    let (id, k1, k2, k3, agent) =
-        (key("steward identity")?, key("steward key 1")?, key("steward key 2")?, key("steward key 3")?, key("rotated agent")?);
+    let (id, k1, k2, k3, agent) = (
+        key("steward identity")?,
+        key("steward key 1")?,
+        key("steward key 2")?,
+        key("steward key 3")?,
+        key("rotated agent")?,
+    );
     let mut log = KeyLog::incept(&id, &k1.did(), Some(nonce("inception")));
     log.rotate(&k1, &k2.did(), Some(nonce("rotation 1")))?;
     let state = log.rotate(&k2, &k3.did(), Some(nonce("rotation 2")))?;
@@ -148,7 +156,9 @@ pub fn threshold() -> Result<(Run, jcp_threshold::GroupDescriptor), ViewError> {
 /// (run, standing grant, policy, ledger).
 pub fn standing() -> Result<(Run, SignedGrant, jcp::standing::SignedMintPolicy, MintLedger), jcp::Error> {
     let (owner, worker) = (key("standing owner")?, key("standing worker")?);
-    let standing = Grant { delegate_depth: Some(1), ..grant(&owner, &owner, 10_000_000_000_000, "standing/issue-triage") }.sign(&owner)?;
+    let standing =
+        Grant { delegate_depth: Some(1), ..grant(&owner, &owner, 10_000_000_000_000, "standing/issue-triage") }
+            .sign(&owner)?;
     let class = EventClass { source: "git.example.org/acme/console".into(), kind: "issue.opened".into() };
     let policy = MintPolicy::issue(&standing, &owner, class.id(), 2_000_000_000_000, 5, Some(nonce("policy")))?;
     let mut ledger = MintLedger::open(&policy);

@@ -29,9 +29,18 @@ impl Ledger {
             Ok(()) => {
                 self.counts.amendments += 1;
                 self.run_base.insert(a.continuation.id(), a.checkpoint.checkpoint().spent.map(|x| x.uj));
-                self.superseded.entry(a.steered.id()).or_default().push((at.stream, at.steward.clone(), a.amendment.id()));
+                self.superseded.entry(a.steered.id()).or_default().push((
+                    at.stream,
+                    at.steward.clone(),
+                    a.amendment.id(),
+                ));
             }
-            Err(e) => self.finding(at.stream, at.offset, FindingCode::AmendmentInvalid, format!("an amendment notice whose amendment does not verify: {e}")),
+            Err(e) => self.finding(
+                at.stream,
+                at.offset,
+                FindingCode::AmendmentInvalid,
+                format!("an amendment notice whose amendment does not verify: {e}"),
+            ),
         }
     }
 
@@ -52,7 +61,9 @@ impl Ledger {
         let state = st.seq.entry(at.steward.clone()).or_default();
         let mut out: Vec<(FindingCode, String)> = Vec::new();
         match at.seq {
-            None => out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into())),
+            None => {
+                out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into()))
+            }
             Some(q) => {
                 // The sequence number this record should carry; none after u64::MAX.
                 let successor = match state.last {
@@ -64,10 +75,16 @@ impl Ledger {
                     Some(expected) if q > expected => {
                         let missing = q - expected;
                         if faults == 0 && missing > refused {
-                            out.push((FindingCode::SequenceGap, format!("{} record(s) missing before sequence {q}", missing - refused)));
+                            out.push((
+                                FindingCode::SequenceGap,
+                                format!("{} record(s) missing before sequence {q}", missing - refused),
+                            ));
                         }
                     }
-                    _ => out.push((FindingCode::OutOfOrder, format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or(0)))),
+                    _ => out.push((
+                        FindingCode::OutOfOrder,
+                        format!("sequence {q} after {}: re-ordered or re-used", state.last.unwrap_or(0)),
+                    )),
                 }
                 state.last = Some(match state.last {
                     None => q,
@@ -78,7 +95,10 @@ impl Ledger {
         if let Some(k) = at.known_through {
             if let Some(prev) = state.last_marker {
                 if k < prev {
-                    out.push((FindingCode::MarkerRegressed, format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)")));
+                    out.push((
+                        FindingCode::MarkerRegressed,
+                        format!("known_through {k} after {prev}: the marker must be monotonic (§4.3)"),
+                    ));
                 }
             }
             state.last_marker = Some(state.last_marker.map_or(k, |p| p.max(k)));
@@ -111,7 +131,11 @@ impl Ledger {
         let spent_before = leaf.running.get(&at.steward).copied().unwrap_or(0);
         if let Some(rec) = self.grant_records.get(&c.grant_id) {
             if rec.grant().budget_uj != c.budget_uj {
-                let msg = format!("receipt states budget {} µJ but the grant record says {}", c.budget_uj, rec.grant().budget_uj);
+                let msg = format!(
+                    "receipt states budget {} µJ but the grant record says {}",
+                    c.budget_uj,
+                    rec.grant().budget_uj
+                );
                 self.finding(s, off, FindingCode::BudgetMismatch, msg);
             }
         }
@@ -138,7 +162,12 @@ impl Ledger {
                 let spent = self.grants.get(&c.grant_id).and_then(|g| g.running.get(&at.steward)).copied().unwrap_or(0);
                 self.remaining(at, &c, spent);
                 if let Some(b) = c.breach {
-                    self.finding(s, off, FindingCode::DebitPointBreach, format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"));
+                    self.finding(
+                        s,
+                        off,
+                        FindingCode::DebitPointBreach,
+                        format!("the work ran and was debited, breaching {b} at the debit point (§4.9)"),
+                    );
                 }
                 let p = c.provenance.as_str().to_owned();
                 let uj = self.energy.uj_by_provenance.entry(p.clone()).or_default();
@@ -259,13 +288,22 @@ impl Ledger {
     /// earlier in this stream with no outcome, for one grant and holder,
     /// and the reservation's cost is the one recorded; anything else is
     /// `settlement-unmatched` and takes nothing back.
-    pub(super) fn settlement(&mut self, at: &At, reservation: ContentId, c: &ReceiptCore, known_through: Option<u64>, settled_by: ContentId) {
+    pub(super) fn settlement(
+        &mut self,
+        at: &At,
+        reservation: ContentId,
+        c: &ReceiptCore,
+        known_through: Option<u64>,
+        settled_by: ContentId,
+    ) {
         let s = at.stream;
         let holder = c.subject.to_did_string();
         let pending = &self.streams[s].pending;
         let matches = |p: &UnresolvedLine| p.steward == at.steward && p.grant_id == c.grant_id && p.holder == holder;
         let held = match (pending.get(&reservation), pending.get(&settled_by)) {
-            (Some(a), Some(b)) if reservation != settled_by && matches(a) && matches(b) && a.cost_uj == c.cost_uj => Some((a.offset, b.offset)),
+            (Some(a), Some(b)) if reservation != settled_by && matches(a) && matches(b) && a.cost_uj == c.cost_uj => {
+                Some((a.offset, b.offset))
+            }
             _ => None,
         };
         let Some((held_at, settled_at)) = held else {

@@ -47,7 +47,12 @@ impl Ledger {
             if authority == crate::Authority::Forged {
                 self.finding(s, off, FindingCode::RevocationForged, words::revocation_forged(&gid));
             } else if authority == crate::Authority::Unverifiable {
-                self.finding(s, off, FindingCode::RevocationAuthorityUnknown, words::revocation_authority_unknown(&gid));
+                self.finding(
+                    s,
+                    off,
+                    FindingCode::RevocationAuthorityUnknown,
+                    words::revocation_authority_unknown(&gid),
+                );
             }
             let classes = if authority == crate::Authority::Forged {
                 RevocationClasses::default()
@@ -75,20 +80,32 @@ impl Ledger {
             }
             // Every classified allow is a finding; those past the kept
             // offsets are counted without detail.
-            self.findings.count_more(FindingCode::RevocationViolation, classes.violation.saturating_sub(classes.violation_at.len() as u64));
-            self.findings.count_more(FindingCode::RevocationUnverifiable, classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64));
+            self.findings.count_more(
+                FindingCode::RevocationViolation,
+                classes.violation.saturating_sub(classes.violation_at.len() as u64),
+            );
+            self.findings.count_more(
+                FindingCode::RevocationUnverifiable,
+                classes.unverifiable.saturating_sub(classes.unverifiable_at.len() as u64),
+            );
         }
         lines
     }
 
     /// §5.5: a grant's conservation line and, past its ceiling, an `overspend`.
-    pub(super) fn grant_line(&self, id: ContentId, acc: &GrantBooks, overs: &mut Vec<(usize, u64, String)>) -> GrantLine {
+    pub(super) fn grant_line(
+        &self,
+        id: ContentId,
+        acc: &GrantBooks,
+        overs: &mut Vec<(usize, u64, String)>,
+    ) -> GrantLine {
         let rec = self.grant_records.get(&id);
         let budget = match rec {
             Some(g) => Some(g.grant().budget_uj),
             None => acc.budget_from_receipt,
         };
-        let conservation = budget.map(|b| crate::report::conservation_of(b, acc.measured_uj, acc.modelled_uj, acc.partial));
+        let conservation =
+            budget.map(|b| crate::report::conservation_of(b, acc.measured_uj, acc.modelled_uj, acc.partial));
         if let Some(c) = &conservation {
             if c.spent_uj > c.budget_uj {
                 let (s, o) = acc.first_over.unwrap_or((0, 0));
@@ -127,9 +144,12 @@ fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
     let heard = |k: &Option<u64>| k.is_some_and(|k| k >= m);
     let behind = |k: &Option<u64>| k.is_some_and(|k| k < m);
     let silent = |k: &Option<u64>| k.is_none();
-    let count = |class: &dyn Fn(&Option<u64>) -> bool| -> u64 { g.by_marker.iter().filter(|(k, _)| class(k)).map(|(_, b)| b.count).sum() };
+    let count = |class: &dyn Fn(&Option<u64>) -> bool| -> u64 {
+        g.by_marker.iter().filter(|(k, _)| class(k)).map(|(_, b)| b.count).sum()
+    };
     let kept = |class: &dyn Fn(&Option<u64>) -> bool| -> Vec<(usize, u64)> {
-        let mut at: Vec<(usize, u64)> = g.by_marker.iter().filter(|(k, _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
+        let mut at: Vec<(usize, u64)> =
+            g.by_marker.iter().filter(|(k, _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
         at.sort_unstable();
         at
     };

@@ -41,7 +41,10 @@ use jcp::identity::Did;
 use jcp_receipt::record::RevocationNotice;
 use jcp_receipt::stream::{Fault, FaultCode, Item, Reader, Record, RecordKind};
 
-use crate::report::{EnergyFloors, Findings, GroupLine, Parts, ReceiptCounts, Report, StewardLine, StreamSummary, Unresolved, UnresolvedLine};
+use crate::report::{
+    EnergyFloors, Findings, GroupLine, Parts, ReceiptCounts, Report, StewardLine, StreamSummary, Unresolved,
+    UnresolvedLine,
+};
 use crate::{words, AuditError, AuditOptions};
 use open::{open_record, Opened, Signed};
 
@@ -202,7 +205,10 @@ impl Ledger {
         let io = |e: std::io::Error| AuditError::Io { path: name.clone(), message: e.to_string() };
         let file = File::open(path).map_err(io)?;
         let bytes = file.metadata().map_err(io)?.len();
-        self.streams.push(StreamBooks { summary: StreamSummary { path: name.clone(), bytes, ..StreamSummary::default() }, ..StreamBooks::default() });
+        self.streams.push(StreamBooks {
+            summary: StreamSummary { path: name.clone(), bytes, ..StreamSummary::default() },
+            ..StreamBooks::default()
+        });
         let mut reader = match Reader::new(file) {
             Ok(r) => r,
             Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
@@ -250,7 +256,12 @@ impl Ledger {
                         self.counts.failed += 1;
                         *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord.into()).or_default() += 1;
                     }
-                    self.finding(s, r.offset, FindingCode::DuplicateRecord, "a record seen before, again: counted once, accounted once".into());
+                    self.finding(
+                        s,
+                        r.offset,
+                        FindingCode::DuplicateRecord,
+                        "a record seen before, again: counted once, accounted once".into(),
+                    );
                     return;
                 }
                 let at = At {
@@ -296,7 +307,9 @@ impl Ledger {
                     );
                 }
             }
-            Signed::Settlement { reservation, core, known_through, settled_by } => self.settlement(at, reservation, &core, known_through, settled_by),
+            Signed::Settlement { reservation, core, known_through, settled_by } => {
+                self.settlement(at, reservation, &core, known_through, settled_by)
+            }
             Signed::Revocation(n) => {
                 self.counts.revocation_notices += 1;
                 self.notices.push((*n, at.stream, at.offset));
@@ -338,11 +351,22 @@ impl Ledger {
         }
         let groups: Vec<GroupLine> = std::mem::take(&mut self.groups)
             .into_iter()
-            .map(|((grant_id, subject), a)| GroupLine { grant_id, subject, allows: a.allows, refusals: a.refusals, uj: a.uj })
+            .map(|((grant_id, subject), a)| GroupLine {
+                grant_id,
+                subject,
+                allows: a.allows,
+                refusals: a.refusals,
+                uj: a.uj,
+            })
             .collect();
         let stewards: Vec<StewardLine> = std::mem::take(&mut self.stewards)
             .into_iter()
-            .map(|(steward, a)| StewardLine { steward, records: a.records, known_through: a.marker, receipts_without_marker: a.without_marker })
+            .map(|(steward, a)| StewardLine {
+                steward,
+                records: a.records,
+                known_through: a.marker,
+                receipts_without_marker: a.without_marker,
+            })
             .collect();
         Report::assemble(Parts {
             streams: self.streams.into_iter().map(|s| s.summary).collect(),

@@ -67,7 +67,12 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
                     };
                     (sealed, body)
                 }
-                Err(e) => return Opened::Refused(FindingCode::of_refusal(e.code()), format!("settlement: its reservation receipt: {e}")),
+                Err(e) => {
+                    return Opened::Refused(
+                        FindingCode::of_refusal(e.code()),
+                        format!("settlement: its reservation receipt: {e}"),
+                    )
+                }
             },
             Err(e) => return refused(&e),
         },
@@ -85,28 +90,45 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
         },
         RecordKind::Closing => match cose::open(payload, dids) {
             Ok((sealed, core)) if core.get("jcp_record") == Some(&Value::text("closing")) => (sealed, Signed::Closing),
-            Ok(_) => return Opened::Refused(FindingCode::ClosingInvalid, "a sealed record that is not a closing record".into()),
+            Ok(_) => {
+                return Opened::Refused(
+                    FindingCode::ClosingInvalid,
+                    "a sealed record that is not a closing record".into(),
+                )
+            }
             Err(e) => return refused(&e),
         },
         RecordKind::Request => {
             return match jcp::cbor::decode_strict(payload) {
-                Ok(v) if matches!(v.get("request"), Some(Value::Bytes(_))) && matches!(v.get("decided_at"), Some(Value::Uint(_))) => {
+                Ok(v)
+                    if matches!(v.get("request"), Some(Value::Bytes(_)))
+                        && matches!(v.get("decided_at"), Some(Value::Uint(_))) =>
+                {
                     Opened::WireRequest
                 }
-                Ok(_) => Opened::Refused(FindingCode::RequestRecordInvalid, "a request record without its request bytes and decision time".into()),
+                Ok(_) => Opened::Refused(
+                    FindingCode::RequestRecordInvalid,
+                    "a request record without its request bytes and decision time".into(),
+                ),
                 Err(e) => Opened::Refused(FindingCode::of_refusal(e.code()), e.to_string()),
             }
         }
         RecordKind::Grant => {
             return match SignedGrant::from_bytes(payload) {
                 Ok(g) if g.verify_signature() => Opened::Grant(Box::new(g)),
-                Ok(g) => Opened::Refused(FindingCode::BadSignature, format!("grant {} does not verify under its issuer {}", g.id(), g.grant().issuer)),
+                Ok(g) => Opened::Refused(
+                    FindingCode::BadSignature,
+                    format!("grant {} does not verify under its issuer {}", g.id(), g.grant().issuer),
+                ),
                 Err(e) => Opened::Refused(FindingCode::of_refusal(e.code()), e.to_string()),
             }
         }
     };
     if !expected.is_empty() && !expected.contains(&sealed.steward) {
-        return Opened::Refused(FindingCode::WrongSteward, format!("sealed by {}, which is not an expected steward", sealed.steward));
+        return Opened::Refused(
+            FindingCode::WrongSteward,
+            format!("sealed by {}, which is not an expected steward", sealed.steward),
+        );
     }
     match record::verify_sealed(&sealed, None) {
         Ok(()) => Opened::Signed(Box::new(sealed), body),

@@ -39,7 +39,12 @@ pub fn points() -> Points {
             let g = attenuate(
                 &root,
                 &holder,
-                Attenuation { subject: Some(w.did()), budget_uj: Some(200_000), nonce: Some([20 + i; 16]), ..Attenuation::default() },
+                Attenuation {
+                    subject: Some(w.did()),
+                    budget_uj: Some(200_000),
+                    nonce: Some([20 + i; 16]),
+                    ..Attenuation::default()
+                },
             )
             .unwrap();
             (g, w)

@@ -4,9 +4,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let out = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| jcp_meter::vectors::PACK_PATH.to_owned());
+    let out = std::env::args().nth(1).unwrap_or_else(|| jcp_meter::vectors::PACK_PATH.to_owned());
     let pack = match jcp_meter::vectors::generate() {
         Ok(p) => p,
         Err(e) => {

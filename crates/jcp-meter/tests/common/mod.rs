@@ -57,11 +57,7 @@ impl FakePowercap {
     }
 
     pub fn set(&self, entry: &str, energy: u64) {
-        std::fs::write(
-            self.dir.path().join(entry).join("energy_uj"),
-            format!("{energy}\n"),
-        )
-        .unwrap();
+        std::fs::write(self.dir.path().join(entry).join("energy_uj"), format!("{energy}\n")).unwrap();
     }
 
     pub fn deny(&self, entry: &str) {
@@ -86,17 +82,10 @@ pub fn rapl(fake: &FakePowercap) -> RaplReader {
     RaplReader::with_read_fn(fake.root(), unprivileged_read)
 }
 
-pub fn backends(
-    counters: Vec<Box<dyn CounterBackend>>,
-    clock: &ManualClock,
-    util: Option<u32>,
-) -> Backends {
+pub fn backends(counters: Vec<Box<dyn CounterBackend>>, clock: &ManualClock, util: Option<u32>) -> Backends {
     Backends {
         counters,
-        util: Box::new(FixedUtil {
-            permille: util,
-            cpus: 4,
-        }),
+        util: Box::new(FixedUtil { permille: util, cpus: 4 }),
         clock: Arc::new(clock.clone()),
         host: host(),
     }
@@ -114,21 +103,10 @@ pub fn trace(
         .map(|i| {
             let t = i * step_ns;
             let (uj, draw_mw) = f(t);
-            TraceSample {
-                t_ns: t,
-                uj,
-                draw_mw,
-                util_permille: Some(500),
-            }
+            TraceSample { t_ns: t, uj, draw_mw, util_permille: Some(500) }
         })
         .collect();
-    Trace {
-        format: TRACE_FORMAT.into(),
-        rung,
-        host: Some(host()),
-        counters,
-        samples,
-    }
+    Trace { format: TRACE_FORMAT.into(), rung, host: Some(host()), counters, samples }
 }
 
 pub fn gpu(limit: Option<u64>, draw: bool) -> TraceCounter {

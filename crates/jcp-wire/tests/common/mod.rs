@@ -118,7 +118,11 @@ pub struct Served {
 }
 
 impl Served {
-    pub async fn start(cfg: Config, dir: &Path, backend: Option<Arc<dyn Backend>>) -> Result<Self, jcp_wire::WireError> {
+    pub async fn start(
+        cfg: Config,
+        dir: &Path,
+        backend: Option<Arc<dyn Backend>>,
+    ) -> Result<Self, jcp_wire::WireError> {
         let (endpoint, report) = Endpoint::open(cfg, steward(), Gate::new(), backend)?;
         let (tl, tcp) = Address::Tcp("127.0.0.1:0".into()).bind().await?;
         let sock: PathBuf = dir.join(format!("ep-{}.sock", std::process::id()));

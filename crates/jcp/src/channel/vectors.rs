@@ -125,15 +125,41 @@ pub fn generate() -> Result<Json, Error> {
         }));
     }
     let ledger = ch.ledger();
-    let proof = ch.overdraft().ok_or(Error::OverdraftUnproven { total_uj: ledger.total_uj, budget_uj: ledger.budget_uj })?;
+    let proof =
+        ch.overdraft().ok_or(Error::OverdraftUnproven { total_uj: ledger.total_uj, budget_uj: ledger.budget_uj })?;
     let members = vec![k.a.did(), k.b.did()];
-    let mut proofs = vec![proof_json("overdraft-a1-b1", "A's 600 µJ and B's 600 µJ against 1000 µJ: 200 µJ over", &proof)];
-    let bad = |statements: Vec<SignedStatement>, members: Vec<crate::identity::Did>| OverdraftProof { grant: g.clone(), members, statements };
-    proofs.push(proof_json("forged-statement", "B's statement replaced by a forged one", &bad(vec![a1.clone(), forged.clone()], members.clone())));
-    proofs.push(proof_json("duplicated-point", "A's two statements counted as two points", &bad(vec![a0.clone(), a1.clone()], members.clone())));
-    proofs.push(proof_json("wrong-grant-statement", "a statement on another grant", &bad(vec![a1.clone(), wrong_grant.clone()], members.clone())));
-    proofs.push(proof_json("non-member-statement", "a statement from a point not listed", &bad(vec![a1.clone(), non_member.clone()], members.clone())));
-    proofs.push(proof_json("within-budget", "A's 300 µJ and B's 200 µJ: no overdraft", &bad(vec![a0.clone(), b0.clone()], members.clone())));
+    let mut proofs =
+        vec![proof_json("overdraft-a1-b1", "A's 600 µJ and B's 600 µJ against 1000 µJ: 200 µJ over", &proof)];
+    let bad = |statements: Vec<SignedStatement>, members: Vec<crate::identity::Did>| OverdraftProof {
+        grant: g.clone(),
+        members,
+        statements,
+    };
+    proofs.push(proof_json(
+        "forged-statement",
+        "B's statement replaced by a forged one",
+        &bad(vec![a1.clone(), forged.clone()], members.clone()),
+    ));
+    proofs.push(proof_json(
+        "duplicated-point",
+        "A's two statements counted as two points",
+        &bad(vec![a0.clone(), a1.clone()], members.clone()),
+    ));
+    proofs.push(proof_json(
+        "wrong-grant-statement",
+        "a statement on another grant",
+        &bad(vec![a1.clone(), wrong_grant.clone()], members.clone()),
+    ));
+    proofs.push(proof_json(
+        "non-member-statement",
+        "a statement from a point not listed",
+        &bad(vec![a1.clone(), non_member.clone()], members.clone()),
+    ));
+    proofs.push(proof_json(
+        "within-budget",
+        "A's 300 µJ and B's 200 µJ: no overdraft",
+        &bad(vec![a0.clone(), b0.clone()], members.clone()),
+    ));
     let mut tampered_grant = proof.clone();
     tampered_grant.grant = other.clone();
     proofs.push(proof_json("grant-swapped", "the proof names another grant than its statements", &tampered_grant));

@@ -17,14 +17,8 @@ use crate::identity::Keypair;
 pub const PATH: &str = "conformance/jcp/v1/rotation.json";
 
 /// The seeds of the keys in every vector (`[seed; 32]`).
-pub const SEEDS: [(&str, u8); 6] = [
-    ("identity", 0x21),
-    ("k1", 0x22),
-    ("k2", 0x23),
-    ("k3", 0x24),
-    ("thief", 0x25),
-    ("other", 0x26),
-];
+pub const SEEDS: [(&str, u8); 6] =
+    [("identity", 0x21), ("k1", 0x22), ("k2", 0x23), ("k3", 0x24), ("thief", 0x25), ("other", 0x26)];
 
 struct Keys {
     identity: Keypair,
@@ -37,14 +31,7 @@ struct Keys {
 
 fn keys() -> Result<Keys, Error> {
     let k = |n: u8| Keypair::from_seed([n; 32]);
-    Ok(Keys {
-        identity: k(0x21)?,
-        k1: k(0x22)?,
-        k2: k(0x23)?,
-        k3: k(0x24)?,
-        thief: k(0x25)?,
-        other: k(0x26)?,
-    })
+    Ok(Keys { identity: k(0x21)?, k1: k(0x22)?, k2: k(0x23)?, k3: k(0x24)?, thief: k(0x25)?, other: k(0x26)? })
 }
 
 /// The valid log: inception by `identity` committing to `k1`, rotation 1 to
@@ -85,15 +72,9 @@ fn refusals(k: &Keys, inception: &KeyLog, one: &KeyLog) -> Vec<(&'static str, Ke
     // a key of their own: it is not the pre-committed k1.
     out.push((
         "thief-with-current-key-rotates",
-        with(
-            inception,
-            raw(inc, &k.identity, &k.thief, 0x41).sign(&k.identity),
-        ),
+        with(inception, raw(inc, &k.identity, &k.thief, 0x41).sign(&k.identity)),
     ));
-    out.push((
-        "thief-rotates-to-own-key",
-        with(inception, raw(inc, &k.thief, &k.thief, 0x42).sign(&k.thief)),
-    ));
+    out.push(("thief-rotates-to-own-key", with(inception, raw(inc, &k.thief, &k.thief, 0x42).sign(&k.thief))));
     // Sequence: a gap, a replayed event, an inception that is not seq 0.
     let mut gap = raw(inc, &k.k1, &k.k2, 0x43);
     gap.seq = 2;
@@ -101,59 +82,33 @@ fn refusals(k: &Keys, inception: &KeyLog, one: &KeyLog) -> Vec<(&'static str, Ke
     out.push(("replayed-rotation", with(one, r1.clone())));
     let mut late = inc.event().clone();
     late.seq = 1;
-    out.push((
-        "inception-not-seq-zero",
-        KeyLog::from_events(vec![late.sign(&k.identity)]),
-    ));
+    out.push(("inception-not-seq-zero", KeyLog::from_events(vec![late.sign(&k.identity)])));
     // Parent links.
     let mut spliced = raw(inc, &k.k1, &k.k2, 0x44);
     spliced.parent = Some(ContentId::of(&Value::text("another log's head")));
     out.push(("parent-mismatch", with(inception, spliced.sign(&k.k1))));
     let mut orphan = raw(inc, &k.k1, &k.k2, 0x45);
     orphan.parent = None;
-    out.push((
-        "rotation-without-parent",
-        with(inception, orphan.sign(&k.k1)),
-    ));
+    out.push(("rotation-without-parent", with(inception, orphan.sign(&k.k1))));
     let mut inc_parent = inc.event().clone();
     inc_parent.parent = Some(ContentId::of(&Value::text("no parent at inception")));
-    out.push((
-        "inception-names-a-parent",
-        KeyLog::from_events(vec![inc_parent.sign(&k.identity)]),
-    ));
+    out.push(("inception-names-a-parent", KeyLog::from_events(vec![inc_parent.sign(&k.identity)])));
     // Signatures: the pre-committed key named but another key signing.
-    out.push((
-        "rotation-signed-by-the-old-key",
-        with(inception, raw(inc, &k.k1, &k.k2, 0x46).sign(&k.identity)),
-    ));
-    out.push((
-        "inception-signed-by-another-key",
-        KeyLog::from_events(vec![inc.event().clone().sign(&k.other)]),
-    ));
+    out.push(("rotation-signed-by-the-old-key", with(inception, raw(inc, &k.k1, &k.k2, 0x46).sign(&k.identity))));
+    out.push(("inception-signed-by-another-key", KeyLog::from_events(vec![inc.event().clone().sign(&k.other)])));
     // Identity.
     let mut other_id = raw(inc, &k.k1, &k.k2, 0x47);
     other_id.identity = k.other.did();
-    out.push((
-        "rotation-names-another-identity",
-        with(inception, other_id.sign(&k.k1)),
-    ));
+    out.push(("rotation-names-another-identity", with(inception, other_id.sign(&k.k1))));
     let mut not_self = inc.event().clone();
     not_self.current = k.k1.did();
-    out.push((
-        "inception-current-is-not-the-identity",
-        KeyLog::from_events(vec![not_self.sign(&k.k1)]),
-    ));
+    out.push(("inception-current-is-not-the-identity", KeyLog::from_events(vec![not_self.sign(&k.k1)])));
     out.push(("empty-log", KeyLog::from_events(Vec::new())));
     out
 }
 
 /// A grant in the identity's name, signed by `signer` (whoever it is).
-fn grant_signed_by(
-    k: &Keys,
-    issuer: &Keypair,
-    signer: &Keypair,
-    nonce: u8,
-) -> Result<SignedGrant, Error> {
+fn grant_signed_by(k: &Keys, issuer: &Keypair, signer: &Keypair, nonce: u8) -> Result<SignedGrant, Error> {
     let g = Grant {
         issuer: issuer.did(),
         subject: k.thief.did(),
@@ -170,10 +125,8 @@ fn grant_signed_by(
         nonce: [nonce; 16],
     };
     let bytes = g.canonical_bytes();
-    let wire = crate::cbor::map([
-        ("grant", Some(g.to_value())),
-        ("sig", Some(Value::Bytes(signer.sign(&bytes).to_vec()))),
-    ]);
+    let wire =
+        crate::cbor::map([("grant", Some(g.to_value())), ("sig", Some(Value::Bytes(signer.sign(&bytes).to_vec())))]);
     SignedGrant::from_value(&wire)
 }
 
@@ -199,31 +152,16 @@ pub fn generate() -> Result<Json, Error> {
     let logs: Vec<Json> = [("inception", &inception), ("one-rotation", &one), ("two-rotations", &two)]
         .iter()
         .map(|(name, log)| json!({"name": name, "log": hex::encode(log.to_bytes()), "expected": outcome(log.verify())}))
-        .chain(refusals(&k, &inception, &one).into_iter().map(|(name, log)| {
-            json!({"name": name, "log": hex::encode(log.to_bytes()), "expected": outcome(log.verify())})
-        }))
+        .chain(refusals(&k, &inception, &one).into_iter().map(
+            |(name, log)| json!({"name": name, "log": hex::encode(log.to_bytes()), "expected": outcome(log.verify())}),
+        ))
         .collect();
     let grants: Vec<Json> = [
-        (
-            "signed-by-the-current-key",
-            grant_signed_by(&k, &k.identity, &k.k2, 0x51)?,
-        ),
-        (
-            "signed-by-the-first-rotated-key",
-            grant_signed_by(&k, &k.identity, &k.k1, 0x52)?,
-        ),
-        (
-            "signed-by-the-inception-key",
-            grant_signed_by(&k, &k.identity, &k.identity, 0x53)?,
-        ),
-        (
-            "signed-by-the-thief",
-            grant_signed_by(&k, &k.identity, &k.thief, 0x54)?,
-        ),
-        (
-            "issued-in-another-identity",
-            grant_signed_by(&k, &k.other, &k.k2, 0x55)?,
-        ),
+        ("signed-by-the-current-key", grant_signed_by(&k, &k.identity, &k.k2, 0x51)?),
+        ("signed-by-the-first-rotated-key", grant_signed_by(&k, &k.identity, &k.k1, 0x52)?),
+        ("signed-by-the-inception-key", grant_signed_by(&k, &k.identity, &k.identity, 0x53)?),
+        ("signed-by-the-thief", grant_signed_by(&k, &k.identity, &k.thief, 0x54)?),
+        ("issued-in-another-identity", grant_signed_by(&k, &k.other, &k.k2, 0x55)?),
     ]
     .iter()
     .map(|(name, g)| {

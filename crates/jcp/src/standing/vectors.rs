@@ -42,12 +42,7 @@ pub struct Fixture {
     pub policy: SignedMintPolicy,
 }
 
-fn grant(
-    issuer: &Keypair,
-    subject: &Keypair,
-    depth: Option<u64>,
-    nonce: u8,
-) -> Result<SignedGrant, Error> {
+fn grant(issuer: &Keypair, subject: &Keypair, depth: Option<u64>, nonce: u8) -> Result<SignedGrant, Error> {
     Grant {
         issuer: issuer.did(),
         subject: subject.did(),
@@ -72,24 +67,10 @@ pub fn fixture() -> Result<Fixture, Error> {
     let worker = Keypair::from_seed([0x62; 32])?;
     let mallory = Keypair::from_seed([0x63; 32])?;
     let grant = grant(&issuer, &issuer, Some(1), 0x71)?;
-    let class = EventClass {
-        source: "github.com/example/repo".into(),
-        kind: "issue.opened".into(),
-    };
-    let other_class = EventClass {
-        source: "github.com/example/other".into(),
-        kind: "issue.opened".into(),
-    };
+    let class = EventClass { source: "github.com/example/repo".into(), kind: "issue.opened".into() };
+    let other_class = EventClass { source: "github.com/example/other".into(), kind: "issue.opened".into() };
     let policy = MintPolicy::issue(&grant, &issuer, class.id(), 300, 3, Some([0x72; 16]))?;
-    Ok(Fixture {
-        issuer,
-        worker,
-        mallory,
-        grant,
-        class,
-        other_class,
-        policy,
-    })
+    Ok(Fixture { issuer, worker, mallory, grant, class, other_class, policy })
 }
 
 /// One step of a firing sequence: its name, the policy it fires under (and
@@ -153,34 +134,17 @@ fn sequence(fx: &Fixture, ledger: &mut MintLedger, steps: &[Step]) -> Vec<Json> 
 /// validly signed.
 fn firings(fx: &Fixture) -> Result<Vec<Json>, Error> {
     let (p, m, c) = (&fx.policy, &fx.issuer, &fx.class);
-    let step = |name, policy, budget_uj, nonce| Step {
-        name,
-        policy,
-        minter: m,
-        class: c,
-        budget_uj,
-        nonce,
-        now: NOW,
-    };
+    let step = |name, policy, budget_uj, nonce| Step { name, policy, minter: m, class: c, budget_uj, nonce, now: NOW };
     let mut out = sequence(
         fx,
         &mut MintLedger::open(p),
         &[
             step("first-firing", p, None, 0x81),
             step("second-firing-smaller-slice", p, Some(200), 0x82),
-            Step {
-                class: &fx.other_class,
-                ..step("wrong-event-class", p, None, 0x83)
-            },
+            Step { class: &fx.other_class, ..step("wrong-event-class", p, None, 0x83) },
             step("slice-above-per-firing", p, Some(301), 0x84),
-            Step {
-                minter: &fx.mallory,
-                ..step("minter-is-not-the-holder", p, None, 0x85)
-            },
-            Step {
-                now: NOW + 86_400,
-                ..step("grant-expired", p, None, 0x86)
-            },
+            Step { minter: &fx.mallory, ..step("minter-is-not-the-holder", p, None, 0x85) },
+            Step { now: NOW + 86_400, ..step("grant-expired", p, None, 0x86) },
             step("third-firing", p, None, 0x87),
             step("count-exhausted", p, None, 0x88),
         ],
@@ -233,30 +197,14 @@ fn policies(fx: &Fixture) -> Result<Vec<Json>, Error> {
     for_leaf.grant_id = leaf.id();
     let cases: Vec<(&str, &SignedGrant, SignedMintPolicy)> = vec![
         ("valid", g, fx.policy.clone()),
-        (
-            "per-firing-equal-to-the-grant",
-            g,
-            raw(BUDGET_UJ, 1, 0xb0).sign(&fx.issuer),
-        ),
-        (
-            "per-firing-above-the-grant",
-            g,
-            raw(BUDGET_UJ + 1, 3, 0xb1).sign(&fx.issuer),
-        ),
+        ("per-firing-equal-to-the-grant", g, raw(BUDGET_UJ, 1, 0xb0).sign(&fx.issuer)),
+        ("per-firing-above-the-grant", g, raw(BUDGET_UJ + 1, 3, 0xb1).sign(&fx.issuer)),
         ("max-firings-zero", g, raw(300, 0, 0xb2).sign(&fx.issuer)),
         ("per-firing-zero", g, raw(0, 3, 0xb7).sign(&fx.issuer)),
         ("signed-by-a-non-issuer", g, by_mallory.sign(&fx.mallory)),
-        (
-            "issuer-named-but-another-key-signs",
-            g,
-            raw(300, 3, 0xb8).sign(&fx.mallory),
-        ),
+        ("issuer-named-but-another-key-signs", g, raw(300, 3, 0xb8).sign(&fx.mallory)),
         ("bound-to-another-grant", g, unbound.sign(&fx.issuer)),
-        (
-            "grant-not-held-by-its-issuer",
-            &not_held,
-            for_not_held.sign(&fx.issuer),
-        ),
+        ("grant-not-held-by-its-issuer", &not_held, for_not_held.sign(&fx.issuer)),
         ("leaf-only-grant", &leaf, for_leaf.sign(&fx.issuer)),
     ];
     Ok(cases
@@ -280,16 +228,11 @@ fn policies(fx: &Fixture) -> Result<Vec<Json>, Error> {
 /// Builds the whole vector document.
 pub fn generate() -> Result<Json, Error> {
     let fx = fixture()?;
-    let keys: Vec<Json> = [
-        ("issuer", 0x61u8, &fx.issuer),
-        ("worker", 0x62, &fx.worker),
-        ("mallory", 0x63, &fx.mallory),
-    ]
-    .iter()
-    .map(
-        |(name, seed, kp)| json!({"name": name, "seed": hex::encode([*seed; 32]), "did": kp.did()}),
-    )
-    .collect();
+    let keys: Vec<Json> =
+        [("issuer", 0x61u8, &fx.issuer), ("worker", 0x62, &fx.worker), ("mallory", 0x63, &fx.mallory)]
+            .iter()
+            .map(|(name, seed, kp)| json!({"name": name, "seed": hex::encode([*seed; 32]), "did": kp.did()}))
+            .collect();
     let classes: Vec<Json> = [("permitted", &fx.class), ("other", &fx.other_class)]
         .iter()
         .map(|(name, c)| json!({"name": name, "class": c, "canonical": hex::encode(c.to_value().encode()), "id": c.id()}))

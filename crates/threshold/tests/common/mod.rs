@@ -55,7 +55,13 @@ pub fn dkg_group(min: u16, max: u16, seed: u8) -> (GroupDescriptor, Vec<KeyShare
 }
 
 /// The signers `who` sign `message` together: round 1, round 2, aggregate.
-pub fn ceremony(group: &GroupDescriptor, shares: &[KeyShare], who: &[u16], message: &[u8], seed: u8) -> Result<[u8; 64], ThresholdError> {
+pub fn ceremony(
+    group: &GroupDescriptor,
+    shares: &[KeyShare],
+    who: &[u16],
+    message: &[u8],
+    seed: u8,
+) -> Result<[u8; 64], ThresholdError> {
     let mut r = rng(seed);
     let signers: Vec<&KeyShare> = who.iter().map(|id| shares.iter().find(|s| s.identifier() == *id).unwrap()).collect();
     let (nonces, commitments): (Vec<_>, Vec<Commitments>) = signers.iter().map(|s| sign::round1(s, &mut r)).unzip();
