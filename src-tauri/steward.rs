@@ -24,7 +24,7 @@ use jcp::cbor::{ContentId, Value};
 use jcp::decision::Gate;
 use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::Keypair;
-use jcp::steering::Run;
+use jcp::steering::{Run, RunReport};
 use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::Feed;
 
@@ -240,18 +240,18 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     let mut awaiting = 0u32;
     for i in items.into_iter().filter(|i| i.kind == ItemKind::Run) {
         let live = st.live_of(i.id).map(|l| l.state());
-        let (verdict, aw, mine, checkpoints, err) = match read_run(Path::new(&i.path)).and_then(|(r, _)| r.verify()) {
-            Ok(rep) => (
-                Some(console_view::tags::Verdict::of(rep.clean)),
-                sv::awaiting(&rep),
-                me.as_ref() == Some(&rep.issuer),
-                rep.checkpoints.len() as u64,
-                None,
-            ),
-            Err(e) => (None, false, false, 0, Some(format!("{} ({})", e, e.code()))),
-        };
-        // A run whose grant was revoked awaits nobody.
-        let aw = aw && !revoked_any(Path::new(&i.path));
+        let path = Path::new(&i.path);
+        let (verdict, aw, mine, checkpoints, err) =
+            match read_run(path).and_then(|(r, _)| r.verify().map(|rep| (r, rep))) {
+                Ok((run, rep)) => (
+                    Some(console_view::tags::Verdict::of(rep.clean)),
+                    awaiting_unrevoked(path, &run, &rep).0,
+                    me.as_ref() == Some(&rep.issuer),
+                    rep.checkpoints.len() as u64,
+                    None,
+                ),
+                Err(e) => (None, false, false, 0, Some(format!("{} ({})", e, e.code()))),
+            };
         if aw && mine {
             awaiting += 1;
         }
@@ -270,11 +270,12 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     Ok(StewardOverview { revision: st.revision.load(Ordering::Relaxed), awaiting, runs, key: key_status(st) })
 }
 
-fn revoked_any(run_path: &Path) -> bool {
-    read_run(run_path).is_ok_and(|(r, _)| {
-        let revoked = sv::revocations_of(run_path, &r);
-        r.verify().ok().and_then(|rep| rep.active_grant).is_some_and(|a| revoked.iter().any(|(g, _)| *g == a))
-    })
+/// Whether the run awaits its steward, and the grants revoked beside it: a
+/// run whose grant in force was revoked awaits nobody.
+fn awaiting_unrevoked(run_path: &Path, run: &Run, report: &RunReport) -> (bool, Vec<String>) {
+    let revoked: Vec<String> = sv::revocations_of(run_path, run).into_iter().map(|(g, _)| g.to_string()).collect();
+    let awaiting = sv::awaiting(report) && !report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+    (awaiting, revoked)
 }
 
 /// A run as the steward works on it: the verified run, whether it awaits,
@@ -282,11 +283,8 @@ fn revoked_any(run_path: &Path) -> bool {
 pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<StewardRunView> {
     let item = run_item(state, id)?;
     let path = PathBuf::from(&item.path);
-    let view = console_view::run::report(&path).map_err(|e| error::view(&e))?;
-    let (run, _) = read_run(&path).map_err(|e| UiError::new(e.code(), e.to_string()))?;
-    let report = run.verify().map_err(|e| UiError::new(e.code(), e.to_string()))?;
-    let revoked: Vec<String> = sv::revocations_of(&path, &run).into_iter().map(|(g, _)| g.to_string()).collect();
-    let awaiting = sv::awaiting(&report) && !report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+    let (run, report, view) = console_view::run::read_view(&path).map_err(|e| error::view(&e))?;
+    let (awaiting, revoked) = awaiting_unrevoked(&path, &run, &report);
     let history = state.with_store(|s| s.actions_on(&item.path, 500).map_err(|e| error::store(&e)))?;
     let history = history
         .into_iter()

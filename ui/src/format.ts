@@ -53,3 +53,20 @@ export function table(cls: string, heads: string[]): [HTMLTableElement, HTMLTabl
   t.append(thead, body);
   return [t, body];
 }
+
+/** A key/value table without a header row: the table, and a function that
+ *  adds the row `key | value` (the row gets class `rowCls`). */
+export function kvTable(cls: string): [HTMLTableElement, (key: string, value: string | HTMLElement, rowCls?: string) => void] {
+  const t = el("table", cls);
+  const body = el("tbody");
+  t.append(body);
+  const add = (key: string, value: string | HTMLElement, rowCls?: string) => {
+    const tr = el("tr", rowCls);
+    const td = el("td");
+    if (typeof value === "string") td.textContent = value;
+    else td.append(value);
+    tr.append(el("th", undefined, key), td);
+    body.append(tr);
+  };
+  return [t, add];
+}

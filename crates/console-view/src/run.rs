@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use jcp::steering::{Remainder, RunReport, Spent, UnknownReason};
+use jcp::steering::{Remainder, Run, RunReport, Spent, UnknownReason};
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
@@ -323,11 +323,19 @@ pub fn run_view(
 /// An unreadable or undecodable file is an error naming the file and the
 /// record; findings in a readable run are part of the view.
 pub fn report(path: &Path) -> Result<RunView, ViewError> {
+    read_view(path).map(|(_, _, view)| view)
+}
+
+/// [`report`] with the run and its verification report, for a caller that
+/// works on the run too (the steward's view): the file and the material
+/// beside it are read once.
+pub fn read_view(path: &Path) -> Result<(Run, RunReport, RunView), ViewError> {
     let bad =
         |e: &jcp::Error| ViewError::Run { path: path.to_path_buf(), code: e.code().to_string(), detail: e.to_string() };
     let (run, material) = crate::authority::read_run(path).map_err(|e| bad(&e))?;
     let report = run.verify().map_err(|e| bad(&e))?;
-    run_view(&report, path, crate::authority::view(&run, material))
+    let view = run_view(&report, path, crate::authority::view(&run, material))?;
+    Ok((run, report, view))
 }
 
 /// Writes the demo run (`jcp::steering::demo`, seed 1) to `path` unless it

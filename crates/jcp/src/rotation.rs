@@ -483,12 +483,19 @@ fn superseded_or_bad(state: &KeyState, signer: &Did, object: &'static str) -> Er
 /// reading, docs/decisions.md); any other signature is `bad-signature`.
 pub fn verify_grant_signature(grant: &SignedGrant, state: &KeyState) -> Result<(), Error> {
     check_issuer(grant.grant(), state)?;
-    if state.current.verify(grant.grant_bytes(), grant.signature()) {
+    verify_under(state, "Grant", grant.grant_bytes(), grant.signature())
+}
+
+/// A signature by the identity `state` describes: valid under its current
+/// key; by a key the log rotated away, `rotation-superseded-key`; by any
+/// other key, `bad-signature` (an object of kind `object`).
+fn verify_under(state: &KeyState, object: &'static str, bytes: &[u8], signature: &[u8; 64]) -> Result<(), Error> {
+    if state.current.verify(bytes, signature) {
         return Ok(());
     }
-    match state.superseded.iter().find(|k| k.verify(grant.grant_bytes(), grant.signature())) {
-        Some(k) => Err(superseded_or_unknown(state, k)),
-        None => Err(Error::BadSignature { object: "Grant", signer: state.current.to_string() }),
+    match state.superseded.iter().find(|k| k.verify(bytes, signature)) {
+        Some(k) => Err(superseded_or_bad(state, k, object)),
+        None => Err(Error::BadSignature { object, signer: state.current.to_string() }),
     }
 }
 
@@ -599,15 +606,7 @@ impl KeyRing {
             Some(RingEntry { forked_at: Some(seq), .. }) => {
                 Err(Error::RotationForked { identity: signer.to_string(), seq: *seq })
             }
-            Some(RingEntry { state, .. }) => {
-                if state.current.verify(bytes, signature) {
-                    return Ok(());
-                }
-                match state.superseded.iter().find(|k| k.verify(bytes, signature)) {
-                    Some(k) => Err(superseded_or_bad(state, k, object)),
-                    None => Err(Error::BadSignature { object, signer: state.current.to_string() }),
-                }
-            }
+            Some(RingEntry { state, .. }) => verify_under(state, object, bytes, signature),
             None if signer.verify(bytes, signature) => Ok(()),
             None => Err(Error::BadSignature { object, signer: signer.to_string() }),
         }

@@ -6,7 +6,7 @@ import type { AuthorityView } from "../gen/AuthorityView";
 import type { KeyLogPanel } from "../gen/KeyLogPanel";
 import type { StandingPanel } from "../gen/StandingPanel";
 import type { ThresholdPanel } from "../gen/ThresholdPanel";
-import { el, shortId, table } from "../format";
+import { el, kvTable, shortId, table } from "../format";
 
 const KIND_WORD: Record<AuthorityView["issuer_kind"], string> = {
   key: "did:key",
@@ -76,16 +76,7 @@ function threshold(t: ThresholdPanel): HTMLElement {
 function standing(s: StandingPanel): HTMLElement {
   const box = el("div", "standing");
   box.append(el("h4", undefined, "Minted by a standing grant (§4.6)"));
-  const [t, b] = table("standing-table", ["", ""]);
-  t.querySelector("thead")?.remove();
-  const kv = (k: string, v: string | HTMLElement, cls?: string) => {
-    const tr = el("tr", cls);
-    const td = el("td");
-    if (typeof v === "string") td.textContent = v;
-    else td.append(v);
-    tr.append(el("th", undefined, k), td);
-    b.append(tr);
-  };
+  const [t, kv] = kvTable("standing-table");
   kv("standing grant", shortId(s.grant_id, 12));
   kv("its budget", s.grant_budget);
   kv("fired by event class", shortId(s.event_class, 12));

@@ -5,7 +5,7 @@
 // session's windows, where a Partial window or a gap leaves it unreconciled, never summed.
 import { api, type RecordingStatus, type SessionAnalysis, type UiError } from "../ipc";
 import type { Notifier } from "./energy";
-import { el, formatTime, shortId, table } from "../format";
+import { el, formatTime, kvTable, shortId, table } from "../format";
 
 const LOOKS: [keyof SessionAnalysis["counts"], string, string][] = [
   ["within_band", "within band", "inside the baseline's band"],
@@ -165,16 +165,7 @@ export class SessionsPanel {
       const box = el("div", `conservation ${c.balanced ? "balanced" : "unbalanced"}`);
       box.id = "session-conservation";
       box.append(el("h4", undefined, "Conservation of the grant's spend against the windows (§5.5)"));
-      const [t, b] = table("conservation-table", ["", ""]);
-      t.querySelector("thead")?.remove();
-      const kv = (k: string, v: string | HTMLElement, cls?: string) => {
-        const tr = el("tr", cls);
-        const td = el("td");
-        if (typeof v === "string") td.textContent = v;
-        else td.append(v);
-        tr.append(el("th", undefined, k), td);
-        b.append(tr);
-      };
+      const [t, kv] = kvTable("conservation-table");
       kv("grant", shortId(c.grant_id, 12));
       kv("budget", c.budget);
       kv("debited (verified allows)", `${c.debited} in ${c.allows} allow(s)${c.receipts_failed ? `; ${c.receipts_failed} receipt(s) failed verification, in no figure` : ""}`, "debited");
