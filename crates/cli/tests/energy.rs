@@ -547,3 +547,38 @@ fn s5_4_cause_without_evidence_is_refused() {
     );
     assert!(e.contains("causes[0].evidence"), "{e}");
 }
+
+#[test]
+fn s5_4_a_baseline_declared_from_a_session_is_its_whole_band_and_applies_there() {
+    let d = tempfile::tempdir().unwrap();
+    session(
+        d.path(),
+        "idle.json",
+        Some("idle"),
+        &[
+            rapl(0, 7_000_000),
+            rapl(1, 9_000_000),
+            window(2, Some((30_000_000, "HwShunt", "Partial", "nvml"))),
+            window(3, None),
+        ],
+    );
+    let r = run_json(d.path(), &["energy", "baseline", "--windows", "idle.json", "--out", "b.json", "--json"], 0);
+    assert_eq!(
+        (r["baseline"]["low_uj"].as_u64(), r["baseline"]["high_uj"].as_u64()),
+        (Some(7_000_000), Some(9_000_000))
+    );
+    assert_eq!(r["baseline"]["scope"]["occupancy"], "idle");
+    // Never overwritten.
+    let o = jcp(d.path(), &["energy", "baseline", "--windows", "idle.json", "--out", "b.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The declared baseline reads later sessions of the same scope.
+    session(d.path(), "later.json", Some("idle"), &[rapl(0, 8_000_000), rapl(1, 50_000_000)]);
+    let r = run_json(d.path(), &["energy", "dynamism", "--windows", "later.json", "--baseline", "b.json", "--json"], 1);
+    assert_eq!((r["within_band"].as_u64(), r["unexplained"].as_u64()), (Some(1), Some(1)));
+    // No occupancy, or no Whole window: refused (exit 1), nothing written.
+    session(d.path(), "anon.json", None, &[rapl(0, 7_000_000)]);
+    let o = jcp(d.path(), &["energy", "baseline", "--windows", "anon.json", "--out", "b2.json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("baseline-not-declarable"));
+    assert!(!d.path().join("b2.json").exists());
+}

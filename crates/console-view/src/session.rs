@@ -14,7 +14,7 @@ use std::path::Path;
 
 use jcp::cbor::ContentId;
 use jcp_meter::declared::{baseline_to_json, load_baseline, Causes};
-use jcp_meter::dynamism::{Assessment, Baseline, Scope};
+use jcp_meter::dynamism::{Assessment, Baseline};
 use jcp_meter::session::Session;
 use serde::{Deserialize, Serialize};
 
@@ -347,28 +347,11 @@ pub fn analyze(form: &SessionForm) -> Result<SessionAnalysis, ViewError> {
 /// Written to `out` (not overwritten); returns its band in words.
 pub fn declare_baseline(session: &Path, out: &Path) -> Result<String, ViewError> {
     let s = Session::load(session).map_err(|e| meter_err(session, &e))?;
-    let refused = |why: &str| ViewError::Refused {
+    let b = jcp_meter::declared::baseline_of_session(&s).map_err(|e| ViewError::Refused {
         path: session.to_path_buf(),
-        code: "baseline-not-declarable",
-        detail: why.to_owned(),
-    };
-    let occupancy = s.occupancy.clone().ok_or_else(|| {
-        refused("the session was recorded without a declared occupancy: a baseline from it would apply nowhere")
+        code: e.code(),
+        detail: e.to_string(),
     })?;
-    let whole: Vec<u64> = s
-        .windows
-        .iter()
-        .filter(|w| w.coverage == Some(jcp::energy::Coverage::Whole))
-        .filter_map(|w| w.energy_uj)
-        .collect();
-    let (Some(low), Some(high)) = (whole.iter().min(), whole.iter().max()) else {
-        return Err(refused("the session has no Whole metered window: a partial or missing figure is no band"));
-    };
-    let b = Baseline {
-        scope: Some(Scope { host: s.host.clone(), occupancy, window_ns: s.interval_ns }),
-        low_uj: *low,
-        high_uj: *high,
-    };
     if out.exists() {
         return Err(ViewError::Write {
             path: out.to_path_buf(),

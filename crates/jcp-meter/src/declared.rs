@@ -151,6 +151,30 @@ pub fn load_baseline(path: &Path) -> Result<Baseline, Error> {
     baseline_from_bytes(&path.display().to_string(), &read_file(path)?)
 }
 
+/// Declares a baseline from a recorded session (§5.4): the band is the
+/// lowest and highest `Whole` metered window of the session, scoped to its
+/// host, declared occupancy and window length — the operator's statement
+/// "this session is what normal looks like here". Refused
+/// (`baseline-not-declarable`) for a session with no declared occupancy (the
+/// baseline would apply nowhere) or without a `Whole` metered window.
+pub fn baseline_of_session(session: &crate::session::Session) -> Result<Baseline, Error> {
+    let occupancy = session.occupancy.clone().ok_or(Error::BaselineNotDeclarable {
+        why: "the session was recorded without a declared occupancy: a baseline from it would apply nowhere",
+    })?;
+    let whole =
+        session.windows.iter().filter(|w| w.coverage == Some(jcp::energy::Coverage::Whole)).filter_map(|w| w.energy_uj);
+    let (low, high) = whole
+        .fold(None, |b: Option<(u64, u64)>, uj| Some(b.map_or((uj, uj), |(l, h)| (l.min(uj), h.max(uj)))))
+        .ok_or(Error::BaselineNotDeclarable {
+            why: "the session has no Whole metered window: a partial or missing figure is no band",
+        })?;
+    Ok(Baseline {
+        scope: Some(Scope { host: session.host.clone(), occupancy, window_ns: session.interval_ns }),
+        low_uj: low,
+        high_uj: high,
+    })
+}
+
 /// The file text of `baseline`.
 pub fn baseline_to_json(baseline: &Baseline) -> String {
     serde_json::json!({

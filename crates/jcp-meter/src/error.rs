@@ -107,6 +107,11 @@ pub enum Error {
     /// A named cause without the content id of the reading that supports it.
     #[error("cause `{cause}` names no evidence content id (§5.4)")]
     CauseWithoutEvidence { cause: String },
+    /// A baseline asked of a session that cannot give one: recorded without
+    /// a declared occupancy (it would apply nowhere), or without a `Whole`
+    /// metered window (a partial or missing figure is no band).
+    #[error("baseline-not-declarable: {why}")]
+    BaselineNotDeclarable { why: &'static str },
 
     // ------------------------------------------------------------ conservation / bounds (§5.5, §5.6)
     /// A grant of zero µJ has no ppm floor.
@@ -226,6 +231,7 @@ impl Error {
             Self::ActivityIdMismatch { .. } => "activity-id-mismatch",
             Self::ActivityMalformed { .. } => "activity-malformed",
             Self::CauseWithoutEvidence { .. } => "cause-without-evidence",
+            Self::BaselineNotDeclarable { .. } => "baseline-not-declarable",
             Self::ZeroBudget => "zero-budget",
             Self::ShapeDeclaredAfter { .. } => "shape-declared-after",
             Self::ZeroSpan => "zero-span",
@@ -255,6 +261,7 @@ impl Error {
                 | Self::UnresolvableActivity { .. }
                 | Self::ActivityIdMismatch { .. }
                 | Self::CauseWithoutEvidence { .. }
+                | Self::BaselineNotDeclarable { .. }
                 | Self::ShapeDeclaredAfter { .. }
                 | Self::WindowGradeOverclaimed { .. }
                 | Self::GrantBudgetUnknown { .. }

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use jcp::cbor::ContentId;
 use jcp_meter::conservation::BoundVerdict;
-use jcp_meter::declared::{load_baseline, Causes, EnvelopeFile};
+use jcp_meter::declared::{baseline_of_session, baseline_to_json, load_baseline, Causes, EnvelopeFile};
 use jcp_meter::dynamism::Assessment;
 use jcp_meter::layers::{self, Word};
 use jcp_meter::session::Session;
@@ -50,6 +50,20 @@ pub enum EnergyCommand {
     Bounds(BoundsArgs),
     /// §5.4: recorded windows against a declared baseline, three kinds of look kept apart.
     Dynamism(DynamismArgs),
+    /// §5.4: declares a baseline from a recorded session: the band of its Whole windows, scoped to its host, occupancy and window length.
+    Baseline(BaselineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// The recorded session (jcp-meter-session/1) that shows what normal looks like here.
+    #[arg(long)]
+    pub windows: PathBuf,
+    /// The baseline file to write (jcp-meter-baseline/1; must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -138,7 +152,30 @@ pub fn run(args: EnergyArgs) -> anyhow::Result<ExitCode> {
         EnergyCommand::Reconcile(a) => reconcile(&a),
         EnergyCommand::Bounds(a) => bounds(&a),
         EnergyCommand::Dynamism(a) => dynamism(&a),
+        EnergyCommand::Baseline(a) => baseline(&a),
     }
+}
+
+fn baseline(a: &BaselineArgs) -> anyhow::Result<ExitCode> {
+    let session = Session::load(&a.windows).map_err(|e| err(&e))?;
+    let b = baseline_of_session(&session).map_err(|e| err(&e))?;
+    if a.out.exists() {
+        return Err(out::coded(
+            "file-exists",
+            format!("{} exists; a declared baseline is not overwritten", a.out.display()),
+        ));
+    }
+    std::fs::write(&a.out, baseline_to_json(&b)).map_err(|e| out::coded("io", format!("{}: {e}", a.out.display())))?;
+    out::emit(a.json, &serde_json::json!({"written": a.out.display().to_string(), "baseline": b}), || {
+        format!(
+            "wrote {}: {} – {} µJ per window, for occupancy {:?} on this session's host and window length\n",
+            a.out.display(),
+            b.low_uj,
+            b.high_uj,
+            b.scope.as_ref().map_or("", |s| s.occupancy.as_str())
+        )
+    })?;
+    Ok(status(false))
 }
 
 fn trace(a: &TraceArgs) -> anyhow::Result<ExitCode> {
