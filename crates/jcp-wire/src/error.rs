@@ -8,35 +8,66 @@
 pub enum WireError {
     /// §11: a declared length above the receiver's cap.
     #[error("frame-oversized: declared length {declared} bytes is above the cap of {cap} bytes")]
-    Oversized { declared: u64, cap: usize },
+    Oversized {
+        /// The length the frame's 4-byte prefix declared.
+        declared: u64,
+        /// The receiver's cap on a message body, in bytes.
+        cap: usize,
+    },
     /// The stream ended inside a frame (a half frame).
     #[error("frame-truncated: the stream ended after {got} of {want} bytes of a frame")]
-    Truncated { got: usize, want: usize },
+    Truncated {
+        /// Bytes of the frame (prefix included) that arrived.
+        got: usize,
+        /// Bytes the frame needed: its prefix and the declared body.
+        want: usize,
+    },
     /// §11/§3: a body that is not canonical det-CBOR (or has trailing bytes).
     #[error("non-canonical: {0}")]
     NonCanonical(#[from] jcp::cbor::DecodeError),
     /// A canonical body that is not the message it was read as.
     #[error("not-a-message: {object}: {problem}")]
-    NotAMessage { object: &'static str, problem: String },
+    NotAMessage {
+        /// The message or member being read (`WireRequest`, `Feed`, …).
+        object: &'static str,
+        /// What was wrong with it, and where.
+        problem: String,
+    },
     /// The peer sent nothing within the endpoint's read timeout mid-frame.
     #[error("frame-timeout: no complete frame within {secs} s")]
-    Timeout { secs: u64 },
+    Timeout {
+        /// The endpoint's frame timeout, in seconds.
+        secs: u64,
+    },
     /// The record (the receipt stream) could not be opened or written.
     #[error(transparent)]
     Stream(#[from] jcp_receipt::Error),
     /// A socket error.
     #[error("io: {context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        /// What was being done (`binding tcp:…`, `reading`, …).
+        context: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// An address that is neither `tcp:HOST:PORT` nor `unix:PATH`.
     #[error("bad-address: {0:?} (expected tcp:HOST:PORT or unix:PATH)")]
     BadAddress(String),
     /// The endpoint answered with a refusal of an admin message.
     #[error("refused: {code}: {message}")]
-    Refused { code: String, message: String },
+    Refused {
+        /// The refusal's code, as the endpoint sent it.
+        code: String,
+        /// The endpoint's explanation.
+        message: String,
+    },
     /// A caller signature that does not verify under the caller (§11),
     /// refused when a request is assembled from an outside signature.
     #[error("bad-signature: the request signature does not verify under the caller {signer}")]
-    BadSignature { signer: String },
+    BadSignature {
+        /// The caller's did, under which the signature was checked.
+        signer: String,
+    },
     /// The endpoint stopped (shutdown or a failed record).
     #[error("endpoint-stopped: {0}")]
     Stopped(String),

@@ -1,0 +1,99 @@
+//! How an endpoint runs: its record, its freshness window and frame cap
+//! (§11), the revocation marker it states before its feed delivers (§4.3),
+//! and the budget channels it is a point of (§4.5).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jcp::grant::SignedGrant;
+use jcp::identity::Keypair;
+
+use crate::codec;
+
+/// The endpoint's clock: unix seconds. Time is the endpoint's (§11).
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+}
+
+/// How an endpoint runs.
+#[derive(Clone)]
+pub struct Config {
+    /// The record: a receipt stream this endpoint opens as its only writer.
+    pub stream: PathBuf,
+    /// The freshness window, seconds (§11; default 30).
+    pub window_s: u64,
+    /// The largest message body accepted (default 1 MiB).
+    pub cap: usize,
+    /// The most requests made durable by one sync (group commit).
+    pub batch_max: usize,
+    /// The revocation-knowledge marker this point states before its feed
+    /// has delivered anything (§4.3); `None` states none.
+    pub known_through: Option<u64>,
+    /// How long a started frame may take to arrive whole.
+    pub frame_timeout: Duration,
+    /// The most connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// The endpoint's clock.
+    pub clock: Clock,
+    /// §4.5 budget channels this endpoint is a point of.
+    pub channels: Vec<ChannelSetup>,
+}
+
+/// One budget channel an endpoint is a point of (§4.5): the grant, this
+/// point's own key (it signs the point's statements) and its peers.
+#[derive(Clone)]
+pub struct ChannelSetup {
+    /// The grant the points spend optimistically against.
+    pub grant: SignedGrant,
+    /// This point's key: its did is the `point` of its statements.
+    pub point: Keypair,
+    /// The other points of the channel.
+    pub peers: Vec<jcp::identity::Did>,
+}
+
+impl std::fmt::Debug for ChannelSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelSetup")
+            .field("grant", &self.grant.id())
+            .field("point", &self.point.did())
+            .field("peers", &self.peers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("stream", &self.stream)
+            .field("window_s", &self.window_s)
+            .field("cap", &self.cap)
+            .field("batch_max", &self.batch_max)
+            .field("known_through", &self.known_through)
+            .field("frame_timeout", &self.frame_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("channels", &self.channels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Defaults: 30 s window, 1 MiB cap, batches of up to 512, marker 0,
+    /// 10 s frame timeout, 4 096 connections, the system clock.
+    pub fn new(stream: impl Into<PathBuf>) -> Self {
+        Self {
+            stream: stream.into(),
+            window_s: 30,
+            cap: codec::DEFAULT_CAP,
+            batch_max: 512,
+            known_through: Some(0),
+            frame_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+            clock: system_clock(),
+            channels: Vec::new(),
+        }
+    }
+}

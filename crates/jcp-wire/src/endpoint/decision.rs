@@ -1,0 +1,215 @@
+//! §11 deciding one request at the endpoint's own clock: a repeat inside
+//! the window gets its first response; a stale or unauthenticated request
+//! is refused before it is decided (sealed and recorded, never
+//! remembered); an admitted request is recorded, then decided, and
+//! remembered. A record that cannot be written makes every answer
+//! `unrecorded`.
+
+use std::sync::atomic::Ordering;
+
+use jcp::cbor::ContentId;
+use jcp::decision::{Cost, Reason, Request, Verdict};
+use jcp::grant::SignedGrant;
+use jcp_receipt::runtime::Recorded;
+use jcp_receipt::stream::RecordKind;
+
+use super::continuation::Continued;
+use super::core_thread::Core;
+use super::decided_once::Entry;
+use super::recording::request_record;
+use crate::codec;
+use crate::message::{WireDecision, WireRequest, WireResponse};
+
+/// What the core answers a decision job.
+#[derive(Debug)]
+pub(super) struct Answer {
+    pub(super) framed: Vec<u8>,
+    pub(super) receipt: ContentId,
+    pub(super) allow: bool,
+    /// Whether it was decided now (not a repeat, not refused before deciding).
+    pub(super) fresh: bool,
+    /// For an allowed continuation: the binding as it stands after it.
+    pub(super) continued: Continued,
+    /// The verdict the caller gets (for the exposition).
+    pub(super) verdict: Verdict,
+    /// Answered from memory: not decided again.
+    pub(super) repeat: bool,
+}
+
+pub(super) fn framed_response(d: WireDecision, receipt: Vec<u8>) -> Vec<u8> {
+    codec::frame_value(&WireResponse { decision: d, receipt }.to_value())
+}
+
+pub(super) fn wire_decision(verdict: Verdict, cost_uj: u64, budget_uj: u64, remaining: u64) -> WireDecision {
+    WireDecision {
+        verdict,
+        debited_uj: if verdict == Verdict::Allow { cost_uj } else { 0 },
+        budget_uj,
+        budget_remaining_uj: remaining,
+    }
+}
+
+/// What the gate decides over: the request's frame, caller and label, at
+/// the endpoint's clock `now` (§11), against `chain` (the presented one, or
+/// the one a continuation's handle is bound to, §6.1).
+pub(super) fn gate_request<'a>(
+    req: &'a WireRequest,
+    chain: &'a [SignedGrant],
+    cost: &'a Cost,
+    now: u64,
+) -> Request<'a> {
+    Request { frame: &req.frame, chain, caller: &req.caller, cost, now, flow: req.label.as_ref() }
+}
+
+/// The decision a recorded receipt states, as the caller gets it.
+pub(super) fn answer_of(req: &WireRequest, rec: Recorded, fresh: bool, continued: Continued) -> Answer {
+    let d = &rec.decision;
+    let wd = wire_decision(d.verdict, req.cost.uj, d.budget_uj, d.budget_remaining_uj);
+    Answer {
+        allow: fresh && d.is_allow(),
+        verdict: d.verdict,
+        framed: framed_response(wd, rec.sealed),
+        receipt: rec.receipt,
+        fresh,
+        continued,
+        repeat: false,
+    }
+}
+
+impl Core {
+    pub(super) fn unrecorded(&mut self, req: &WireRequest, why: &str) -> Answer {
+        self.stats.unrecorded.fetch_add(1, Ordering::Relaxed);
+        let cost = req.decision_cost();
+        let r = gate_request(req, &req.chain, &cost, self.now());
+        let (d, bytes) = match self.gate.seal_unrecorded(&r, why) {
+            Ok(x) => x,
+            Err(e) => {
+                // Not even sealable: answer with an empty receipt; the
+                // decision says unrecorded.
+                tracing::error!("sealing an unrecorded refusal failed: {e}");
+                (self.gate.refusal(&r, Reason::Unrecorded, why), Vec::new())
+            }
+        };
+        let receipt = ContentId::of_bytes(&bytes);
+        let wd = wire_decision(d.verdict, req.cost.uj, d.budget_uj, d.budget_remaining_uj);
+        Answer {
+            framed: framed_response(wd, bytes),
+            receipt,
+            allow: false,
+            fresh: false,
+            continued: None,
+            verdict: d.verdict,
+            repeat: false,
+        }
+    }
+
+    /// Decides one request (§11): the answer the caller gets.
+    pub(super) fn decide(&mut self, req: &WireRequest, req_bytes: Vec<u8>, id: ContentId, signed_ok: bool) -> Answer {
+        let now = self.now();
+        self.sweep(now);
+        if let Some(why) = self.failed.clone() {
+            return self.unrecorded(req, &format!("the record cannot be written: {why}"));
+        }
+        // A repeat inside the window: the first response, nothing else.
+        if let Some(e) = self.table.get(&id).copied() {
+            if self.in_window(e.stamp, now) {
+                return self.answer_repeat(req, e);
+            }
+        }
+        if let Some((reason, why)) = self.refusal_before_deciding(req, now, signed_ok) {
+            return self.refuse(req, now, reason, why);
+        }
+        self.admit(req, req_bytes, id, now)
+    }
+
+    /// A repeat: the first response, read back from the record.
+    pub(super) fn answer_repeat(&mut self, req: &WireRequest, e: Entry) -> Answer {
+        self.stats.repeats.fetch_add(1, Ordering::Relaxed);
+        match self.repeat(e) {
+            Ok(a) => a,
+            Err(why) => self.unrecorded(req, &format!("the recorded response cannot be read back: {why}")),
+        }
+    }
+
+    /// Why a request is refused before it is decided: its stamp is outside
+    /// the window (`stale-request`), or its caller's signature does not
+    /// verify (`bad-signature`).
+    pub(super) fn refusal_before_deciding(
+        &self,
+        req: &WireRequest,
+        now: u64,
+        signed_ok: bool,
+    ) -> Option<(Reason, String)> {
+        if !self.in_window(req.now, now) {
+            self.stats.stale.fetch_add(1, Ordering::Relaxed);
+            Some((
+                Reason::StaleRequest,
+                format!(
+                    "stamp {} is {} s from the endpoint's clock {now}; window {} s",
+                    req.now,
+                    req.now.abs_diff(now),
+                    self.window_s
+                ),
+            ))
+        } else if !signed_ok {
+            self.stats.impersonated.fetch_add(1, Ordering::Relaxed);
+            Some((Reason::BadSignature, format!("the caller's signature does not verify under {}", req.caller)))
+        } else {
+            None
+        }
+    }
+
+    /// Refused before deciding: sealed and recorded, never remembered.
+    pub(super) fn refuse(&mut self, req: &WireRequest, now: u64, reason: Reason, why: String) -> Answer {
+        let cost = req.decision_cost();
+        let base = gate_request(req, &req.chain, &cost, now);
+        match self.gate.record_refusal(&base, reason, why) {
+            Ok(rec) => answer_of(req, rec, false, None),
+            Err(e) => {
+                self.fail(e.to_string());
+                self.unrecorded(req, &e.to_string())
+            }
+        }
+    }
+
+    /// Admitted: the request is recorded, then decided (its receipt follows
+    /// it in the stream), then remembered.
+    pub(super) fn admit(&mut self, req: &WireRequest, req_bytes: Vec<u8>, id: ContentId, now: u64) -> Answer {
+        // One wire form (§11): the body a request was decoded from is its
+        // canonical encoding (held by the `wire_decode` fuzz target).
+        debug_assert!(req_bytes == req.to_bytes(), "a request's bytes are not its canonical encoding");
+        if let Err(e) = self.gate.append_record(RecordKind::Request, &request_record(req_bytes, now)) {
+            self.fail(e.to_string());
+            return self.unrecorded(req, &e.to_string());
+        }
+        let cost = req.decision_cost();
+        let decided = match &req.continues {
+            None => self.gate.decide(&gate_request(req, &req.chain, &cost, now)).map(|rec| (rec, None)),
+            Some(handle) => self.decide_continuation(req, handle, &cost, now),
+        };
+        let (rec, continued) = match decided {
+            Ok(x) => x,
+            Err(e) => {
+                self.fail(e.to_string());
+                return self.unrecorded(req, &e.to_string());
+            }
+        };
+        self.remember(id, req.now, &rec);
+        answer_of(req, rec, true, continued)
+    }
+
+    /// A decided request is remembered while its stamp is inside the
+    /// window; the counters and the exposition follow the decision.
+    pub(super) fn remember(&mut self, id: ContentId, stamp: u64, rec: &Recorded) {
+        self.table.insert(id, Entry { stamp, receipt_at: rec.offset });
+        self.stats.remembered.store(self.table.len() as u64, Ordering::Relaxed);
+        self.stats.decided.fetch_add(1, Ordering::Relaxed);
+        if rec.decision.is_allow() {
+            self.stats.allowed.fetch_add(1, Ordering::Relaxed);
+            self.note_spend(&rec.decision.chain_ids);
+        }
+        if let Some(leaf) = rec.decision.chain_ids.last() {
+            self.metrics.budget(leaf, rec.decision.budget_uj);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! §4.11 group commit: the record precedes every response and every
+//! action. A decided batch is appended by the core thread, then one
+//! `fdatasync` on the sync thread makes it durable, and only then do its
+//! answers leave (and the actions behind its allows run). The core decides
+//! the next batch while the last one is synced; batches queued during a
+//! sync share the next one. Once a sync fails, nothing more leaves
+//! allowed: everything is answered `unrecorded` (§11).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use jcp::cbor::ContentId;
+use tokio::sync::{mpsc, oneshot};
+
+use super::core_thread::{Core, Job, StatementAnswer};
+use super::decision::Answer;
+use super::stats::Stats;
+use crate::error::WireError;
+use crate::message::{FeedAnswer, WireRequest};
+use crate::metrics::WireMetrics;
+
+/// A decided batch whose records are appended up to `end` (the stream's
+/// length after it): its answers leave only once a sync covers `end`.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) end: u64,
+    pub(super) decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)>,
+    pub(super) fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
+    pub(super) closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
+    pub(super) stated: Vec<(oneshot::Sender<StatementAnswer>, StatementAnswer)>,
+}
+
+impl Pending {
+    /// The batch is durable: its answers leave.
+    pub(super) fn release(self, metrics: &WireMetrics) {
+        for (tx, a, _) in self.decided {
+            metrics.answered(a.verdict, a.repeat);
+            let _ = tx.send(a);
+        }
+        for (tx, a) in self.fed {
+            let _ = tx.send(a);
+        }
+        for (tx, c) in self.closed {
+            let _ = tx.send(c);
+        }
+        for (tx, a) in self.stated {
+            let _ = tx.send(a);
+        }
+    }
+}
+
+/// Hands appended batches to the sync thread.
+pub(super) type SyncSender = std::sync::mpsc::Sender<Pending>;
+/// Batches whose sync failed (with why), back from the sync thread.
+pub(super) type UnsyncedReceiver = std::sync::mpsc::Receiver<(String, Pending)>;
+
+/// `fdatasync` of the stream (a test can make it fail).
+pub(super) fn sync_stream(file: &File) -> std::io::Result<()> {
+    #[cfg(test)]
+    if tests::FAIL_SYNC.load(Ordering::SeqCst) {
+        return Err(std::io::Error::other("injected sync failure"));
+    }
+    file.sync_data()
+}
+
+/// The group commit, off the core thread: makes decided batches durable
+/// in order, one `fdatasync` for every batch queued while the previous one
+/// ran, then lets their answers leave, while the core decides the next
+/// batch. The sync is on its own handle to the stream file (a sync makes
+/// the file's data durable whichever handle wrote it); the core thread
+/// remains the only writer. Once a sync fails nothing more is synced:
+/// every batch it holds then or gets after goes back to the core, which
+/// answers it `unrecorded` (§11).
+pub(super) struct Syncer {
+    pub(super) file: File,
+    /// The stream length known durable.
+    pub(super) synced: u64,
+    pub(super) failed: Option<String>,
+    pub(super) rx: std::sync::mpsc::Receiver<Pending>,
+    pub(super) back: std::sync::mpsc::Sender<(String, Pending)>,
+    pub(super) wake: mpsc::WeakSender<Job>,
+    pub(super) stats: Arc<Stats>,
+    pub(super) metrics: Arc<WireMetrics>,
+}
+
+impl Syncer {
+    /// Starts the sync thread on its own handle to `stream`: the channel
+    /// that hands it appended batches, the one it hands failed batches back
+    /// on, and the thread.
+    pub(super) fn start(
+        stream: &Path,
+        wake: mpsc::WeakSender<Job>,
+        stats: &Arc<Stats>,
+        metrics: &Arc<WireMetrics>,
+    ) -> Result<(SyncSender, UnsyncedReceiver, std::thread::JoinHandle<()>), WireError> {
+        let (to_sync, rx) = std::sync::mpsc::channel();
+        let (back, unsynced) = std::sync::mpsc::channel();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(stream)
+            .map_err(|e| WireError::io(format!("opening {} to sync", stream.display()), e))?;
+        let syncer =
+            Syncer { file, synced: 0, failed: None, rx, back, wake, stats: stats.clone(), metrics: metrics.clone() };
+        let thread = std::thread::Builder::new()
+            .name("jcp-endpoint-sync".into())
+            .spawn(move || syncer.run())
+            .map_err(|e| WireError::io("starting the endpoint's sync thread", e))?;
+        Ok((to_sync, unsynced, thread))
+    }
+
+    pub(super) fn run(mut self) {
+        while let Ok(first) = self.rx.recv() {
+            let mut group = vec![first];
+            while let Ok(p) = self.rx.try_recv() {
+                group.push(p);
+            }
+            // Lengths only grow: the last batch's end covers the group.
+            let end = group.iter().map(|p| p.end).max().unwrap_or(0);
+            if self.failed.is_none() && end > self.synced {
+                let started = std::time::Instant::now();
+                match sync_stream(&self.file) {
+                    Ok(()) => {
+                        self.metrics.committed(started.elapsed().as_secs_f64());
+                        self.synced = end;
+                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        tracing::error!("syncing the record failed: {e}");
+                        self.failed = Some(format!("syncing the record: {e}"));
+                    }
+                }
+            }
+            match &self.failed {
+                None => group.into_iter().for_each(|p| p.release(&self.metrics)),
+                Some(why) => {
+                    for p in group {
+                        let _ = self.back.send((why.clone(), p));
+                    }
+                    if let Some(tx) = self.wake.upgrade() {
+                        // A full queue wakes the core anyway.
+                        let _ = tx.try_send(Job::Wake);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Core {
+    /// Answers a batch none of whose records is known durable: every
+    /// decision in it `unrecorded`, every admission refused.
+    pub(super) fn answer_unrecorded(&mut self, why: &str, p: Pending) {
+        for (tx, a, req) in p.decided {
+            let a = if a.fresh || a.allow {
+                self.unrecorded(&req, &format!("the record cannot be written: {why}"))
+            } else {
+                a
+            };
+            self.metrics.answered(a.verdict, a.repeat);
+            let _ = tx.send(a);
+        }
+        for (tx, _) in p.fed {
+            let _ = tx.send(FeedAnswer {
+                admitted: false,
+                code: "unrecorded".into(),
+                message: format!("the record cannot be written: {why}"),
+                known_through: None,
+            });
+        }
+        for (tx, _) in p.closed {
+            let _ = tx.send(None);
+        }
+        for (tx, _) in p.stated {
+            let _ = tx.send(Err(FeedAnswer {
+                admitted: false,
+                code: "unrecorded".into(),
+                message: format!("the record cannot be written: {why}"),
+                known_through: None,
+            }));
+        }
+    }
+
+    /// Batches the sync thread could not make durable: the record has
+    /// failed; they are answered `unrecorded`.
+    pub(super) fn take_unsynced(&mut self) {
+        while let Ok((why, p)) = self.unsynced.try_recv() {
+            if self.failed.is_none() {
+                self.fail(why);
+            }
+            let why = self.failed.clone().unwrap_or_default();
+            self.answer_unrecorded(&why, p);
+        }
+    }
+
+    /// Hands a decided batch to the sync thread; its answers leave once it
+    /// is durable. With the record failed, it is answered here.
+    pub(super) fn commit(&mut self, mut p: Pending) {
+        if let Some(why) = self.failed.clone() {
+            self.answer_unrecorded(&why, p);
+            return;
+        }
+        p.end = self.gate.writer().len();
+        let refused = match &self.syncer {
+            Some(tx) => tx.send(p).err().map(|e| e.0),
+            None => Some(p),
+        };
+        if let Some(p) = refused {
+            self.fail("the sync thread has stopped".into());
+            let why = self.failed.clone().unwrap_or_default();
+            self.answer_unrecorded(&why, p);
+        }
+    }
+
+    /// Waits for the sync thread to finish what it holds, answers anything
+    /// it could not sync, then syncs and closes the record.
+    pub(super) fn finish(mut self) -> Result<(), String> {
+        drop(self.syncer.take());
+        if let Some(t) = self.sync_thread.take() {
+            if t.join().is_err() {
+                self.fail("the sync thread panicked".into());
+            }
+        }
+        self.take_unsynced();
+        self.gate.close().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use jcp::cbor::ContentId;
+    use jcp::decision::{Gate, Reason};
+
+    use super::super::tests::{decision, grant, key, request};
+    use super::super::{Config, Endpoint};
+    use super::*;
+    use crate::message::Feed;
+
+    /// Makes the sync thread's next syncs fail (only this module's test
+    /// sets it).
+    pub(super) static FAIL_SYNC: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::new(dir.path().join("s.jcps"));
+        cfg.clock = Arc::new(|| 1_800_000_000);
+        let g = grant();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
+            let first = request(&g, b"one");
+            assert!(decision(&ep.submit(first.clone()).await.unwrap()).is_allow());
+            assert_eq!(ep.stats().commits, 1);
+            FAIL_SYNC.store(true, Ordering::SeqCst);
+            // Decided and appended, but its sync fails: answered unrecorded.
+            let d = decision(&ep.submit(request(&g, b"two")).await.unwrap());
+            assert_eq!(d.reason(), Some(Reason::Unrecorded), "{d:?}");
+            assert_eq!(d.debited_uj, 0);
+            FAIL_SYNC.store(false, Ordering::SeqCst);
+            // The record has failed: everything after is unrecorded, a
+            // repeat of a durable decision and a feed included.
+            assert_eq!(decision(&ep.submit(request(&g, b"three")).await.unwrap()).reason(), Some(Reason::Unrecorded));
+            assert_eq!(decision(&ep.submit(first).await.unwrap()).reason(), Some(Reason::Unrecorded));
+            let rev = jcp::revocation::Revocation::issue(&g, &key(1), Some([3; 16])).unwrap();
+            let a = ep.feed(Feed::Revocation { revocation: rev, grant: g.clone(), marker: 1 }).await.unwrap();
+            assert_eq!((a.admitted, a.code.as_str()), (false, "unrecorded"), "{a:?}");
+            let st = ep.stats();
+            assert_eq!((st.commits, st.allowed), (1, 2), "{st:?}");
+            assert!(st.unrecorded >= 3, "{st:?}");
+            // The exposition counts what callers got: one allow (the durable
+            // one), and the allow whose sync failed as the unrecorded deny it became.
+            let text = ep.render_metrics().unwrap();
+            assert!(text.contains("jcp_wire_decisions_total{verdict=\"allow\",reason=\"none\"} 1\n"), "{text}");
+            assert!(text.contains("jcp_wire_decisions_total{verdict=\"deny\",reason=\"unrecorded\"} 3\n"), "{text}");
+            assert!(text.contains("jcp_wire_record_commit_seconds_count 1\n"), "{text}");
+            ep.shutdown().await.unwrap();
+        });
+    }
+}

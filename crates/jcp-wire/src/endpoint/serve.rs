@@ -1,0 +1,149 @@
+//! §11 framing and serving: each connection reads length-prefixed frames
+//! (a declared length over the cap, a frame that stops half way or a body
+//! that is not canonical is refused and the connection closed), decodes the
+//! message, checks a request's caller signature on the runtime's threads,
+//! and hands it to the core thread. A client that misbehaves holds nothing
+//! but its own task.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jcp::cbor::{self, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+
+use super::core_thread::Job;
+use super::decided_once::authenticate;
+use super::relay::{relay, Exchange};
+use super::Shared;
+use crate::codec;
+use crate::error::WireError;
+use crate::message::{Inbound, WireRequest};
+
+/// An accepted connection.
+pub(super) enum Conn {
+    Tcp(tokio::net::TcpStream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+pub(super) fn error_frame(e: &WireError) -> Vec<u8> {
+    codec::frame_value(&cbor::map([
+        ("msg", Some(Value::text("error"))),
+        ("code", Some(Value::text(e.code()))),
+        ("message", Some(Value::text(e.to_string()))),
+    ]))
+}
+
+/// Reads one frame: waits as long as it takes for a frame to start, then
+/// at most `frame_timeout` for the rest (a half frame that hangs is cut).
+pub(super) async fn next_frame<S: AsyncRead + Unpin>(
+    s: &mut S,
+    cap: usize,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>, WireError> {
+    use tokio::io::AsyncReadExt;
+    let mut first = [0u8; 1];
+    let n = s.read(&mut first).await.map_err(|e| WireError::io("reading", e))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let rest = async {
+        let mut head = [0u8; 4];
+        head[0] = first[0];
+        s.read_exact(&mut head[1..]).await.map_err(|_| WireError::Truncated { got: 1, want: 4 })?;
+        let declared = u32::from_be_bytes(head);
+        let n = usize::try_from(declared).unwrap_or(usize::MAX);
+        if n > cap {
+            return Err(WireError::Oversized { declared: u64::from(declared), cap });
+        }
+        let mut body = vec![0u8; n];
+        s.read_exact(&mut body).await.map_err(|_| WireError::Truncated { got: 4, want: n + 4 })?;
+        Ok(body)
+    };
+    match tokio::time::timeout(timeout, rest).await {
+        Ok(r) => r.map(Some),
+        Err(_) => Err(WireError::Timeout { secs: timeout.as_secs() }),
+    }
+}
+
+pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S) {
+    // Buffered reads: a frame's length and body (and any frames a client
+    // sent behind it) come in one read from the socket, not three.
+    // Writes go straight through.
+    let mut s = tokio::io::BufReader::new(s);
+    loop {
+        let read = next_frame(&mut s, shared.cap, shared.frame_timeout)
+            .await
+            .and_then(|b| b.map(|body| Inbound::decode(&body).map(|m| (body, m))).transpose());
+        let (body, msg) = match read {
+            Ok(Some(x)) => x,
+            Ok(None) => return,
+            Err(e) => {
+                // A refused frame closes its connection, with the refusal.
+                shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.refused_frame();
+                let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
+                return;
+            }
+        };
+        let ok = match msg {
+            Inbound::Request(req) => handle_request(&shared, &mut s, req, body).await,
+            Inbound::StatementAsk(grant_id) => {
+                let (tx, rx) = oneshot::channel();
+                if shared.tx.send(Job::Statement { grant_id, tx }).await.is_err() {
+                    return;
+                }
+                let framed = match rx.await {
+                    Ok(Ok(st)) => codec::frame_value(&crate::message::statement_answer(&st)),
+                    Ok(Err(a)) => codec::frame_value(&a.to_value()),
+                    Err(_) => return,
+                };
+                codec::write_frame(&mut s, &framed).await.is_ok()
+            }
+            Inbound::Feed(feed) => {
+                let (tx, rx) = oneshot::channel();
+                if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {
+                    return;
+                }
+                match rx.await {
+                    Ok(a) => codec::write_frame(&mut s, &codec::frame_value(&a.to_value())).await.is_ok(),
+                    Err(_) => false,
+                }
+            }
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+/// `body` is the frame body `req` was decoded from: its canonical bytes.
+pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    s: &mut S,
+    req: Box<WireRequest>,
+    body: Vec<u8>,
+) -> bool {
+    // The caller's signature is checked here, on the runtime's worker
+    // threads (every core); the core thread decides what a failure means
+    // (§11: sealed, not remembered).
+    let (id, signed_ok) = authenticate(&req, &body);
+    let (tx, rx) = oneshot::channel();
+    let exchange = Exchange::of(&req, shared.backend.is_some());
+    if shared.tx.send(Job::Decide { req, bytes: body, id, signed_ok, tx }).await.is_err() {
+        return false;
+    }
+    let Ok(a) = rx.await else { return false };
+    if codec::write_frame(s, &a.framed).await.is_err() {
+        return false;
+    }
+    // The endpoint behind the gate runs only on a fresh allow, after the
+    // allow is durable (the core answered only after its commit).
+    let Some(backend) = shared.backend.clone() else { return true };
+    if !a.allow {
+        return true;
+    }
+    relay(shared, s, backend, a, exchange).await
+}

@@ -1,0 +1,54 @@
+//! What an operator (and the benchmark) counts: decisions, repeats,
+//! refusals and group commits, and the size of the "decided once" memory
+//! (§11).
+
+use std::sync::atomic::AtomicU64;
+
+/// Counters an operator (and the benchmark) reads.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Requests decided (allow or deny) and recorded.
+    pub decided: AtomicU64,
+    /// Of those, allows.
+    pub allowed: AtomicU64,
+    /// Repeats answered from memory.
+    pub repeats: AtomicU64,
+    /// Refused as stale.
+    pub stale: AtomicU64,
+    /// Refused: the caller's signature did not verify.
+    pub impersonated: AtomicU64,
+    /// Refused `unrecorded`.
+    pub unrecorded: AtomicU64,
+    /// Syncs (group commits).
+    pub commits: AtomicU64,
+    /// Requests remembered now.
+    pub remembered: AtomicU64,
+    /// Frames refused (bad framing or message); their connections closed.
+    pub refused_frames: AtomicU64,
+}
+
+/// A snapshot of [`Stats`].
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct StatsSnapshot {
+    /// See [`Stats::decided`].
+    pub decided: u64,
+    /// See [`Stats::allowed`].
+    pub allowed: u64,
+    /// See [`Stats::repeats`].
+    pub repeats: u64,
+    /// See [`Stats::stale`].
+    pub stale: u64,
+    /// See [`Stats::impersonated`].
+    pub impersonated: u64,
+    /// See [`Stats::unrecorded`].
+    pub unrecorded: u64,
+    /// See [`Stats::commits`].
+    pub commits: u64,
+    /// See [`Stats::remembered`].
+    pub remembered: u64,
+    /// Bytes the remembered-request table holds (entries × their size,
+    /// with the hash table's control bytes; an estimate from capacity).
+    pub remembered_bytes: u64,
+    /// See [`Stats::refused_frames`].
+    pub refused_frames: u64,
+}

@@ -1,0 +1,204 @@
+//! The binding's feed messages: revocations (§4.3 propagation),
+//! amendments (§4.7), outcomes (§4.11) and peer budget-channel statements
+//! (§4.5) reach the endpoint as self-authenticating signed objects; the
+//! endpoint checks authority, records, then applies, and answers with a
+//! [`FeedAnswer`].
+
+use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::grant::SignedGrant;
+use jcp::identity::{Did, Keypair};
+
+use crate::error::WireError;
+
+/// The binding's feed messages: how revocations, amendments, outcomes and
+/// peer statements reach the endpoint (§4.3 propagation, §4.7, §4.11,
+/// §4.5). Each is self-authenticating (signed by the party with the
+/// authority to send it); the endpoint checks authority, records, then
+/// applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a feed message is built once and boxed wherever it is queued or sent (`Inbound::Feed`, the core's \
+              job); boxing the variants' grants would make every caller build boxes for no saving"
+)]
+pub enum Feed {
+    /// A signed revocation, the grant it names, and the feed marker at
+    /// which it was issued.
+    Revocation {
+        /// The signed revocation.
+        revocation: jcp::revocation::SignedRevocation,
+        /// The grant it revokes.
+        grant: SignedGrant,
+        /// The revocation feed's marker (monotonic, §4.3).
+        marker: u64,
+    },
+    /// A signed checkpoint, its amendment, the steered grant and the
+    /// continuation grant (§4.7).
+    Amendment {
+        /// The steered grant.
+        steered: SignedGrant,
+        /// The agent's signed checkpoint.
+        checkpoint: jcp::steering::SignedCheckpoint,
+        /// The issuer's signed amendment.
+        amendment: jcp::steering::SignedAmendment,
+        /// The continuation grant.
+        continuation: SignedGrant,
+    },
+    /// The outcome of an allowed action, reported by the party that ran it
+    /// (§4.11: only the holder knows whether it took effect), signed by it.
+    Outcome(SignedOutcome),
+    /// A peer point's signed budget-channel statement (§4.5): admitted
+    /// (recorded, then applied), its settled spend counts from then on.
+    Statement(jcp::channel::SignedStatement),
+}
+
+/// An outcome report: the holder of an allowed decision says whether the
+/// action completed or failed (§4.11), signed by the holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedOutcome {
+    /// The allow receipt's id.
+    pub receipt: ContentId,
+    /// `completed` or `failed`.
+    pub status: jcp_receipt::record::OutcomeStatus,
+    /// The reporter: must be the receipt's holder (its subject).
+    pub holder: Did,
+    /// Ed25519 by `holder` over the canonical bytes of the other fields.
+    pub signature: [u8; 64],
+}
+
+fn status_str(s: jcp_receipt::record::OutcomeStatus) -> &'static str {
+    s.as_str()
+}
+
+impl SignedOutcome {
+    fn body(receipt: &ContentId, status: jcp_receipt::record::OutcomeStatus, holder: &Did) -> Value {
+        cbor::map([
+            ("msg", Some(Value::text("outcome"))),
+            ("receipt", Some(Value::text(receipt.to_hex()))),
+            ("status", Some(Value::text(status_str(status)))),
+            ("holder", Some(Value::text(holder.to_did_string()))),
+        ])
+    }
+
+    /// Signs a report as `holder`.
+    pub fn sign(receipt: ContentId, status: jcp_receipt::record::OutcomeStatus, holder: &Keypair) -> Self {
+        let did = holder.did();
+        let signature = holder.sign(&Self::body(&receipt, status, &did).encode());
+        Self { receipt, status, holder: did, signature }
+    }
+
+    /// Whether the holder's signature verifies.
+    pub fn verify_signature(&self) -> bool {
+        self.holder.verify(&Self::body(&self.receipt, self.status, &self.holder).encode(), &self.signature)
+    }
+
+    fn to_value(&self) -> Value {
+        let mut v = Self::body(&self.receipt, self.status, &self.holder);
+        if let Value::Map(m) = &mut v {
+            m.push((Value::text("signature"), Value::Bytes(self.signature.to_vec())));
+        }
+        v
+    }
+
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, WireError> {
+        let receipt = f.cid("receipt")?;
+        let status = match f.text("status")? {
+            "completed" => jcp_receipt::record::OutcomeStatus::Completed,
+            "failed" => jcp_receipt::record::OutcomeStatus::Failed,
+            other => return Err(f.error("status", format!("{other:?} is not completed|failed")).into()),
+        };
+        let holder = Did::parse(f.text("holder")?)?;
+        let signature = f.bytes_n::<64>("signature")?;
+        Ok(Self { receipt, status, holder, signature })
+    }
+}
+
+impl Feed {
+    /// The canonical message value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Revocation { revocation, grant, marker } => cbor::map([
+                ("msg", Some(Value::text("revocation"))),
+                ("revocation", Some(revocation.to_value())),
+                ("grant", Some(grant.to_value())),
+                ("marker", Some(Value::Uint(*marker))),
+            ]),
+            Self::Amendment { steered, checkpoint, amendment, continuation } => cbor::map([
+                ("msg", Some(Value::text("amendment"))),
+                ("steered", Some(steered.to_value())),
+                ("checkpoint", Some(checkpoint.to_value())),
+                ("amendment", Some(amendment.to_value())),
+                ("continuation", Some(continuation.to_value())),
+            ]),
+            Self::Outcome(o) => o.to_value(),
+            Self::Statement(st) => {
+                cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(st.to_value()))])
+            }
+        }
+    }
+
+    pub(super) fn from_value(kind: &str, v: &Value) -> Result<Self, WireError> {
+        let mut f = Fields::new("Feed", v)?;
+        f.text("msg")?;
+        let out = match kind {
+            "revocation" => Self::Revocation {
+                revocation: jcp::revocation::SignedRevocation::from_value(f.req("revocation")?)?,
+                grant: SignedGrant::from_value(f.req("grant")?)?,
+                marker: f.uint("marker")?,
+            },
+            "amendment" => Self::Amendment {
+                steered: SignedGrant::from_value(f.req("steered")?)?,
+                checkpoint: jcp::steering::SignedCheckpoint::from_value(f.req("checkpoint")?)?,
+                amendment: jcp::steering::SignedAmendment::from_value(f.req("amendment")?)?,
+                continuation: SignedGrant::from_value(f.req("continuation")?)?,
+            },
+            "outcome" => Self::Outcome(SignedOutcome::from_fields(&mut f)?),
+            "statement" => Self::Statement(jcp::channel::SignedStatement::from_value(f.req("statement")?)?),
+            other => return Err(WireError::schema("Feed", format!("unknown message {other:?}"))),
+        };
+        f.finish()?;
+        Ok(out)
+    }
+}
+
+/// The endpoint's answer to a feed message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FeedAnswer {
+    /// Admitted (recorded, then applied) or refused.
+    pub admitted: bool,
+    /// The refusal's code, or `admitted`.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+    /// The endpoint's `known_through` after it.
+    pub known_through: Option<u64>,
+}
+
+impl FeedAnswer {
+    /// The canonical message value (no bools on the wire: `status` text).
+    pub fn to_value(&self) -> Value {
+        cbor::map([
+            ("msg", Some(Value::text("feed-answer"))),
+            ("status", Some(Value::text(if self.admitted { "admitted" } else { "refused" }))),
+            ("code", Some(Value::text(self.code.as_str()))),
+            ("message", Some(Value::text(self.message.as_str()))),
+            ("known_through", self.known_through.map(Value::Uint)),
+        ])
+    }
+
+    /// Reads one.
+    pub fn from_value(v: &Value) -> Result<Self, WireError> {
+        let mut f = Fields::new("FeedAnswer", v)?;
+        f.text("msg")?;
+        let admitted = match f.text("status")? {
+            "admitted" => true,
+            "refused" => false,
+            other => return Err(f.error("status", format!("unknown status {other:?}")).into()),
+        };
+        let code = f.text("code")?.to_owned();
+        let message = f.text("message")?.to_owned();
+        let known_through = f.opt_uint("known_through")?;
+        f.finish()?;
+        Ok(Self { admitted, code, message, known_through })
+    }
+}

@@ -1,0 +1,241 @@
+//! §11 `WireRequest { frame, chain, caller, cost, now, signature }`: a
+//! caller-signed request, its optional fields (`money` §4.8, `label` §4.10,
+//! `args`, `continues` §6.1), and the caller's signature over the
+//! canonical bytes of every other field (§11 caller authentication).
+
+use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::decision::Cost;
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp::flow::Label;
+use jcp::frame::Frame;
+use jcp::grant::Funds;
+use jcp::grant::SignedGrant;
+use jcp::identity::{Did, Keypair};
+
+use crate::error::WireError;
+
+/// The longest handle the endpoint mints or accepts (§6.1).
+pub const MAX_HANDLE_LEN: usize = 128;
+/// The most links a presented chain may have.
+pub const MAX_CHAIN_LEN: usize = 16;
+
+/// A caller-signed request (§11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireRequest {
+    /// The frame to decide.
+    pub frame: Frame,
+    /// The full delegation chain, root first (one link for a root grant).
+    pub chain: Vec<SignedGrant>,
+    /// The caller (the holder that metered the action).
+    pub caller: Did,
+    /// The holder's measured cost.
+    pub cost: Energy,
+    /// A priced action's money cost (§4.8).
+    pub money: Option<Funds>,
+    /// The argument's label (§4.10); `None` = provenance not computed.
+    pub label: Option<Label>,
+    /// The argument bytes forwarded to the endpoint behind the gate.
+    pub args: Option<Vec<u8>>,
+    /// §6.1: the handle this later exchange continues.
+    pub continues: Option<String>,
+    /// The caller's freshness stamp, unix seconds (never the decision time).
+    pub now: u64,
+    /// Ed25519 by `caller` over the canonical bytes of every other field.
+    pub signature: [u8; 64],
+}
+
+/// The unsigned part of a request, for building one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestBody {
+    /// See [`WireRequest::frame`].
+    pub frame: Frame,
+    /// See [`WireRequest::chain`].
+    pub chain: Vec<SignedGrant>,
+    /// See [`WireRequest::cost`].
+    pub cost: Energy,
+    /// See [`WireRequest::money`].
+    pub money: Option<Funds>,
+    /// See [`WireRequest::label`].
+    pub label: Option<Label>,
+    /// See [`WireRequest::args`].
+    pub args: Option<Vec<u8>>,
+    /// See [`WireRequest::continues`].
+    pub continues: Option<String>,
+    /// See [`WireRequest::now`].
+    pub now: u64,
+}
+
+pub(crate) fn energy_value(e: &Energy) -> Value {
+    cbor::map([
+        ("uj", Some(Value::Uint(e.uj))),
+        ("provenance", Some(Value::text(e.provenance.as_str()))),
+        ("coverage", (e.coverage == Coverage::Partial).then(|| Value::text(Coverage::Partial.as_str()))),
+    ])
+}
+
+fn energy_from(v: &Value) -> Result<Energy, WireError> {
+    let mut f = Fields::new("Energy", v)?;
+    let uj = f.uint("uj")?;
+    let p = f.text("provenance")?;
+    let provenance = Provenance::parse(p).ok_or_else(|| f.error("provenance", format!("unknown provenance {p:?}")))?;
+    let coverage = match f.opt_text("coverage")? {
+        None => Coverage::Whole,
+        Some("Partial") => Coverage::Partial,
+        // Whole is stated by omission: one wire form per value.
+        Some(other) => {
+            return Err(f
+                .error("coverage", format!("{other:?}: only \"Partial\" is written (Whole is omitted)"))
+                .into())
+        }
+    };
+    f.finish()?;
+    Ok(Energy { uj, provenance, coverage })
+}
+
+impl RequestBody {
+    fn to_value(&self, caller: &Did) -> Value {
+        cbor::map([
+            ("frame", Some(self.frame.to_value())),
+            ("chain", Some(Value::Array(self.chain.iter().map(SignedGrant::to_value).collect()))),
+            ("caller", Some(Value::text(caller.to_did_string()))),
+            ("cost", Some(energy_value(&self.cost))),
+            ("money", self.money.as_ref().map(Funds::to_value)),
+            ("label", self.label.as_ref().map(Label::to_value)),
+            ("args", self.args.clone().map(Value::Bytes)),
+            ("continues", self.continues.clone().map(Value::Text)),
+            ("now", Some(Value::Uint(self.now))),
+        ])
+    }
+
+    /// Signs as `caller` (§11 caller authentication).
+    pub fn sign(self, caller: &Keypair) -> WireRequest {
+        let did = caller.did();
+        let signature = caller.sign(&self.signed_bytes(&did));
+        self.join(did, signature)
+    }
+
+    /// The canonical bytes `caller` signs (every field but `signature`):
+    /// what a threshold caller's shareholders sign together (§2.2, §11).
+    pub fn signed_bytes(&self, caller: &Did) -> Vec<u8> {
+        self.to_value(caller).encode()
+    }
+
+    /// Joins the body and a caller signature produced elsewhere (a k-of-n
+    /// aggregate, §2.2), refusing one that does not verify under `caller`
+    /// — `bad-signature`, so no unauthenticated request is ever built.
+    pub fn with_signature(self, caller: Did, signature: [u8; 64]) -> Result<WireRequest, WireError> {
+        if !caller.verify(&self.signed_bytes(&caller), &signature) {
+            return Err(WireError::BadSignature { signer: caller.to_string() });
+        }
+        Ok(self.join(caller, signature))
+    }
+
+    fn join(self, caller: Did, signature: [u8; 64]) -> WireRequest {
+        WireRequest {
+            frame: self.frame,
+            chain: self.chain,
+            caller,
+            cost: self.cost,
+            money: self.money,
+            label: self.label,
+            args: self.args,
+            continues: self.continues,
+            now: self.now,
+            signature,
+        }
+    }
+}
+
+impl WireRequest {
+    fn body(&self) -> RequestBody {
+        RequestBody {
+            frame: self.frame.clone(),
+            chain: self.chain.clone(),
+            cost: self.cost,
+            money: self.money.clone(),
+            label: self.label.clone(),
+            args: self.args.clone(),
+            continues: self.continues.clone(),
+            now: self.now,
+        }
+    }
+
+    /// The canonical bytes the caller signs: every field but `signature`.
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        self.body().signed_bytes(&self.caller)
+    }
+
+    /// The request's identity for "decided once" (§11): the content id of
+    /// what the caller signed. Keyed on the signed content, not on the
+    /// signature's bytes, so no second valid signature over the same
+    /// content could make it a new request.
+    pub fn id(&self) -> ContentId {
+        ContentId::of_bytes(&self.signed_bytes())
+    }
+
+    /// Whether the caller's signature verifies (`verify_strict`).
+    pub fn verify_signature(&self) -> bool {
+        self.caller.verify(&self.signed_bytes(), &self.signature)
+    }
+
+    /// The canonical message value.
+    pub fn to_value(&self) -> Value {
+        let mut v = self.body().to_value(&self.caller);
+        if let Value::Map(entries) = &mut v {
+            entries.push((Value::text("signature"), Value::Bytes(self.signature.to_vec())));
+        }
+        // Encoding sorts a map's keys canonically.
+        v
+    }
+
+    /// Canonical bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.to_value().encode()
+    }
+
+    /// The decision's cost.
+    pub fn decision_cost(&self) -> Cost {
+        Cost { energy: self.cost, money: self.money.clone() }
+    }
+
+    /// Reads a request from a canonical value. Checks shape only: the
+    /// signature is checked by the endpoint in its place (§11).
+    pub fn from_value(v: &Value) -> Result<Self, WireError> {
+        let mut f = Fields::new("WireRequest", v)?;
+        let frame = Frame::from_value(f.req("frame")?)?;
+        let Value::Array(links) = f.req("chain")? else {
+            return Err(f.error("chain", "expected an array of signed grants").into());
+        };
+        if links.is_empty() || links.len() > MAX_CHAIN_LEN {
+            return Err(f.error("chain", format!("{} links: a chain has 1..={MAX_CHAIN_LEN}", links.len())).into());
+        }
+        let chain = links.iter().map(SignedGrant::from_value).collect::<Result<Vec<_>, _>>()?;
+        let caller = Did::parse(f.text("caller")?)?;
+        let cost = energy_from(f.req("cost")?)?;
+        let money = f.opt("money").map(Funds::from_value).transpose()?;
+        let label = f.opt("label").map(Label::from_value).transpose()?;
+        let args = match f.opt("args") {
+            None => None,
+            Some(Value::Bytes(b)) => Some(b.clone()),
+            Some(_) => return Err(f.error("args", "expected bytes").into()),
+        };
+        let continues = f.opt_text("continues")?.map(str::to_owned);
+        if let Some(h) = &continues {
+            if h.is_empty() || h.len() > MAX_HANDLE_LEN {
+                return Err(f.error("continues", format!("a handle has 1..={MAX_HANDLE_LEN} bytes")).into());
+            }
+        }
+        let now = f.uint("now")?;
+        let signature = f.bytes_n::<64>("signature")?;
+        f.finish()?;
+        if let Some(a) = &args {
+            if ContentId::of_bytes(a) != frame.payload_hash {
+                return Err(WireError::schema(
+                    "WireRequest",
+                    "args: their content id is not the frame's payload_hash (the receipt must seal what is forwarded)",
+                ));
+            }
+        }
+        Ok(Self { frame, chain, caller, cost, money, label, args, continues, now, signature })
+    }
+}
