@@ -321,7 +321,10 @@ pub const DEPLOYMENT_FIELDS: &[Field] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// A Blueprint: the agent's portable content, digested under `content_digest` (§2, §5).
     Blueprint,
+    /// A Deployment manifest: binds one Blueprint release and states host bounds, digested under
+    /// `deployment_digest` (§2, §10).
     Deployment,
 }
 
@@ -367,6 +370,7 @@ impl Kind {
 /// A decoded, structurally valid artifact.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Artifact {
+    /// Which artifact it is: it selects the member table, digest domain and signature purpose.
     pub kind: Kind,
     /// The decoded value (document order).
     pub value: Value,

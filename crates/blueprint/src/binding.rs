@@ -25,7 +25,11 @@ pub struct BindingInputs {
 /// What binding verification could not establish for lack of host input.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BindingReport {
+    /// Whether attestation freshness was checked (§10 `binding_attestation_stale`): only when the host supplied
+    /// `now` and a maximum age.
     pub freshness_verified: bool,
+    /// Whether descriptor digests were compared with live tool descriptors (§10 `binding_descriptor_mismatch`):
+    /// only when the host supplied them.
     pub descriptors_verified: bool,
 }
 
@@ -107,18 +111,18 @@ pub fn verify_binding(deployment: &Artifact, blueprint: &Artifact, inputs: &Bind
     if !inputs.descriptors.is_empty() {
         for (i, b) in bindings.iter().enumerate() {
             let op = s(Some(b), "logical_operation");
-            let Some(live) = inputs.descriptors.get(op) else {
+            let Some(live_digest) = inputs.descriptors.get(op) else {
                 return fail(
                     Code::BindingIncomplete,
                     format!("/tool_bindings/{i}"),
                     format!("no live descriptor for {op:?}"),
                 );
             };
-            if live != s(Some(b), "descriptor_digest") {
+            if live_digest != s(Some(b), "descriptor_digest") {
                 return fail(
                     Code::BindingDescriptorMismatch,
                     format!("/tool_bindings/{i}/descriptor_digest"),
-                    format!("bound {}, live {live}", s(Some(b), "descriptor_digest")),
+                    format!("bound {}, live {live_digest}", s(Some(b), "descriptor_digest")),
                 );
             }
         }

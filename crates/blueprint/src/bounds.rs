@@ -15,7 +15,10 @@ use crate::json::{Map, Number, Value};
 /// A cost ceiling.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Cost {
+    /// The ceiling: a non-negative integer amount (money is never a float).
     pub amount: i64,
+    /// The ISO 4217 currency the amount is in; ceilings in different currencies never meet
+    /// (`bound_unit_mismatch`).
     pub currency: String,
 }
 
@@ -24,6 +27,8 @@ pub struct Cost {
 pub struct Classification {
     /// Index into [`CLASSIFICATION`].
     pub ordinal: usize,
+    /// Regulatory markers (`pci`, `phi`): retained obligations whose effective set is the union of the sources
+    /// (§9).
     pub markers: BTreeSet<String>,
 }
 
@@ -32,12 +37,17 @@ pub struct Classification {
 pub struct Bounds {
     /// The seven integer operational bounds in [`OPERATIONAL`] order, minus `max_cost`.
     pub ints: [i64; 7],
+    /// The `max_cost` operational bound.
     pub max_cost: Cost,
+    /// The `classification_ceiling` protected bound: an ordinal and its markers.
     pub classification: Classification,
     /// Ranks into their lattices.
     pub disclosure: usize,
+    /// Rank of `effect_impact_ceiling` in the impact lattice (an obligation family: meets at the strictest).
     pub effect_impact: usize,
+    /// Rank of `authority_trait` in the authority lattice (an obligation family: meets at the strictest).
     pub authority: usize,
+    /// Rank of `approval_trait` in the approval lattice (an obligation family: meets at the strictest).
     pub approval: usize,
 }
 
@@ -231,17 +241,24 @@ pub enum Posture {
 /// Clamp evidence: one narrowing of a requested bound.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Clamp {
+    /// The bound's member name (`max_tokens`, `classification_ceiling`, …).
     pub bound: String,
+    /// Whether it is one of the five protected bounds (narrowing one is denied unless the host acknowledges it).
     pub protected: bool,
+    /// What the blueprint requested.
     pub requested: Value,
+    /// What the meet of the three sources left in force.
     pub effective: Value,
 }
 
 /// The result of `intersect`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Intersection {
+    /// The effective bounds: a complete 13-member bounds object.
     pub effective: Value,
+    /// Every narrowing of a requested bound, in member order.
     pub clamps: Vec<Clamp>,
+    /// How many clamps (`clamps.len()`), as the conformance surface reports it.
     pub clamp_count: usize,
 }
 

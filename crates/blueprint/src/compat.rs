@@ -6,9 +6,13 @@ use crate::json::Value;
 /// One exact build identity.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Identity {
+    /// What is identified (`package`, `image`, …); with `name` it keys the entry (no duplicates).
     pub kind: String,
+    /// The component's name within its kind.
     pub name: String,
+    /// An exact version: a range expression denies `compatibility_identity_inexact`.
     pub version: String,
+    /// The component's tagged content digest.
     pub digest: String,
 }
 

@@ -25,9 +25,11 @@ pub const FORMAT: &str = "agent-blueprint-protocol-corpus-index";
 /// A verified corpus.
 #[derive(Debug, Clone)]
 pub struct Corpus {
+    /// The corpus digest: the corpus-index digest of the index without its `corpus_digest` member (§15).
     pub digest: Tagged,
     /// Case files in index order, as `(path, bytes)`.
     pub files: Vec<(String, Vec<u8>)>,
+    /// Every case, with the path of the file it came from, in index order.
     pub cases: Vec<(String, Case)>,
 }
 

@@ -9,15 +9,21 @@ use crate::error::{fail, Code, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Domain {
+    /// Blueprint content: `agent-blueprint-protocol/blueprint-content`.
     BlueprintContent,
+    /// Deployment content: `agent-blueprint-protocol/deployment-content`.
     DeploymentContent,
+    /// Federation envelope: `agent-blueprint-protocol/federation-envelope`.
     FederationEnvelope,
+    /// Signature input: `agent-blueprint-protocol/signature` (§6).
     Signature,
     /// Extension body schemas (a registry entry's `schema_digest`).
     ExtensionSchema,
     /// The compiled extension registry's own digest.
     ExtensionRegistry,
+    /// Conformance report: `agent-blueprint-protocol/conformance-report`.
     ConformanceReport,
+    /// Corpus index: `agent-blueprint-protocol/corpus-index` (§15).
     CorpusIndex,
 }
 

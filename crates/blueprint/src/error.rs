@@ -12,7 +12,12 @@ macro_rules! vocabulary {
         /// The 74 fixed codes (the ceiling family is [`Error::Ceiling`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
         #[serde(rename_all = "snake_case")]
-        pub enum Code { $($variant,)* }
+        pub enum Code {
+            $(
+                #[doc = concat!("`", $code, "` (§12).")]
+                $variant,
+            )*
+        }
 
         impl Code {
             /// Every fixed code, in declaration order.
@@ -35,11 +40,23 @@ macro_rules! vocabulary {
             $(
                 #[doc = concat!("`", $code, "`")]
                 #[error("{}: {subject}: {detail}", $code)]
-                $variant { subject: String, detail: String },
+                $variant {
+                    /// Where: a JSON pointer, a member name, a namespace.
+                    subject: String,
+                    /// What was wrong.
+                    detail: String,
+                },
             )*
             /// `ceiling:<limit>`: a decoder limit was exceeded.
             #[error("ceiling:{}: {subject}: {detail}", limit.as_str())]
-            Ceiling { limit: Limit, subject: String, detail: String },
+            Ceiling {
+                /// The decoder limit that was exceeded.
+                limit: Limit,
+                /// Where: a JSON pointer.
+                subject: String,
+                /// What was wrong (the size found and the limit).
+                detail: String,
+            },
         }
 
         impl Error {

@@ -121,6 +121,7 @@ pub fn cross_field(envelope: &Value) -> Result<()> {
 /// A decoded envelope.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Envelope {
+    /// The decoded envelope (its 23 members).
     pub value: Value,
     /// Its canonical bytes (equal to the input: decoding is canonical-first).
     pub canonical: String,
@@ -209,6 +210,7 @@ pub struct MappingRow {
     pub index: u8,
     /// The logical field (bijective with an envelope member).
     pub member: &'static str,
+    /// How the member is carried: natively, partially, or only in the extension.
     pub carriage: Carriage,
     /// Where A2A 1.0.0 holds it, if anywhere.
     pub a2a: &'static str,
@@ -431,8 +433,12 @@ pub fn compare_receipts(a: &Value, b: &Value) -> Result<()> {
 /// A verified terminal fact (and the form a receiver keeps of earlier ones).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ReceiptFact {
+    /// The task identity the receipt is about.
     pub task_identity: String,
+    /// The terminal state it reports.
     pub terminal_state: String,
+    /// The Terminal Commitment digest (§11): any divergence between two receipts for one task identity denies
+    /// `federation_terminal_conflict`.
     pub terminal_commitment: Tagged,
 }
 
@@ -443,14 +449,18 @@ pub struct ReceiptFact {
 pub struct Context {
     /// The flat pool of trusted keys (used when `issuer_key_sets` is `None`).
     pub keys: KeySet,
+    /// The issuer the receiver expects (`audience_mismatch` otherwise).
     pub issuer: Option<String>,
+    /// The subject the receiver expects.
     pub subject: Option<String>,
+    /// The audience the receiver expects: itself.
     pub audience: Option<String>,
     /// Per-issuer key pools; when present they replace the flat pool and the
     /// receipt's claimed issuer selects one (an unknown issuer: no key).
     pub issuer_key_sets: Option<BTreeMap<String, KeySet>>,
     /// Inclusive RFC 3339 `Z` bounds on the signed `created_at`.
     pub created_after: Option<String>,
+    /// Upper bound; see `created_after`.
     pub created_before: Option<String>,
     /// Terminal facts verified earlier.
     pub prior_receipts: Vec<ReceiptFact>,

@@ -100,11 +100,17 @@ impl Map {
 /// A decoded JSON value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, with its integer or float tag (§3 integer window).
     Number(Number),
+    /// A string (valid UTF-8; a lone surrogate escape is refused).
     String(String),
+    /// An array, in order.
     Array(Vec<Value>),
+    /// An object: members in document order, names unique (I-JSON).
     Object(Map),
 }
 

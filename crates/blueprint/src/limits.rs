@@ -9,13 +9,21 @@ use crate::json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
+    /// Bytes of the whole input.
     Bytes,
+    /// Nesting depth of arrays and objects.
     Depth,
+    /// Items in one array.
     Items,
+    /// Bytes of one member name.
     Key,
+    /// Members in one object.
     Members,
+    /// Values in the whole document.
     Nodes,
+    /// Bytes of one number lexeme.
     NumberLexeme,
+    /// Bytes of one string.
     String,
 }
 
@@ -55,11 +63,10 @@ impl Limit {
     pub fn default_value(self) -> u64 {
         match self {
             Limit::Bytes => 5_000_000,
-            Limit::Depth => 64,
+            Limit::Depth | Limit::NumberLexeme => 64,
             Limit::Items => 10_000,
             Limit::Key | Limit::Members => 1_000,
             Limit::Nodes => 200_000,
-            Limit::NumberLexeme => 64,
             Limit::String => 100_000,
         }
     }
@@ -68,13 +75,21 @@ impl Limit {
 /// The decoder ceilings in force for one decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Limits {
+    /// Most bytes of input ([`Limit::Bytes`]).
     pub bytes: u64,
+    /// Deepest nesting ([`Limit::Depth`]).
     pub depth: u64,
+    /// Most items in one array ([`Limit::Items`]).
     pub items: u64,
+    /// Longest member name, in bytes ([`Limit::Key`]).
     pub key: u64,
+    /// Most members in one object ([`Limit::Members`]).
     pub members: u64,
+    /// Most values in the document ([`Limit::Nodes`]).
     pub nodes: u64,
+    /// Longest number lexeme, in bytes ([`Limit::NumberLexeme`]).
     pub number_lexeme: u64,
+    /// Longest string, in bytes ([`Limit::String`]).
     pub string: u64,
 }
 

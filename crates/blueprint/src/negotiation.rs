@@ -18,6 +18,7 @@ pub struct Support {
     pub revisions: Vec<i64>,
     /// Core members the consumer honors when a producer requires them.
     pub core_fields: Vec<String>,
+    /// The extension registry criticality is resolved against (§8; the compiled one by default).
     pub registry: Registry,
     /// Host-supplied extension body schemas by namespace.
     pub schemas: BTreeMap<String, Value>,
@@ -87,8 +88,11 @@ impl Support {
 /// The agreed terms.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Negotiated {
+    /// The artifact's `protocol_revision`, one of the consumer's supported set.
     pub revision: i64,
+    /// The producer's `required_core_fields`, each known, digest-covered and supported (§7).
     pub required_core_fields: Vec<String>,
+    /// How each declared extension resolved (supported, quarantined, notices).
     pub extensions: Resolution,
 }
 

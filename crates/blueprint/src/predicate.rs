@@ -12,11 +12,24 @@ pub const MAX_NODES: usize = 64;
 /// A compiled predicate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Predicate {
+    /// True when every argument is.
     And(Vec<Predicate>),
+    /// True when any argument is.
     Or(Vec<Predicate>),
+    /// True when its argument is not.
     Not(Box<Predicate>),
+    /// True when the path resolves in the instance.
     Exists(Vec<String>),
-    Compare { op: &'static str, path: Vec<String>, value: Value },
+    /// A comparison of the value at a path with a constant; false when the path
+    /// does not resolve.
+    Compare {
+        /// One of `eq`, `ne`, `lt`, `le`, `gt`, `ge`.
+        op: &'static str,
+        /// The member names from the instance's root to the compared value.
+        path: Vec<String>,
+        /// The constant it is compared with.
+        value: Value,
+    },
 }
 
 const COMPARE: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];

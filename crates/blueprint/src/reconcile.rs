@@ -28,13 +28,18 @@ pub const STEPS: [&str; 8] =
 /// Host inputs.
 #[derive(Debug, Clone)]
 pub struct Inputs {
+    /// The decoder ceilings both artifacts are read under.
     pub limits: Limits,
+    /// The revisions, core fields, registry and schemas this host supports (§7).
     pub support: Support,
+    /// The trusted keys signatures verify under (the host's: the crate discovers none, §6).
     pub keys: KeySet,
+    /// What the host supplies to check the binding: the time, a maximum age, live descriptors (§10).
     pub binding: BindingInputs,
     /// Host bounds (a 13-member bounds object). Without it, the deployment's
     /// `host_bounds` stand in and that substitution is reported.
     pub host_bounds: Option<Value>,
+    /// Whether narrowing a protected bound is denied or acknowledged (§9).
     pub posture: Posture,
 }
 
@@ -54,17 +59,24 @@ impl Default for Inputs {
 /// One check entry.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Check {
+    /// The pinned step that ran the check (one of [`STEPS`]).
     pub step: &'static str,
+    /// What was checked: the artifact, signature or binding, and where.
     pub subject: String,
+    /// Whether the check passed.
     pub verified: bool,
+    /// The §12 code of a failed check.
     pub code: Option<String>,
+    /// What was found, for a person.
     pub detail: String,
 }
 
 /// Something this pass did not establish, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NotVerified {
+    /// The surface (a host-owned one, an extension, a step not reached…).
     pub surface: String,
+    /// Why this pass did not establish it.
     pub reason: String,
 }
 
@@ -72,15 +84,25 @@ pub struct NotVerified {
 /// this protocol can run passed; `not_verified` says what it cannot run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Evidence {
+    /// Every check this protocol can run passed: evidence, never an authorization.
     pub consistent: bool,
+    /// The checks, in the pinned order.
     pub checks: Vec<Check>,
+    /// The blueprint's verified content digest, once the digest step passed.
     pub blueprint_digest: Option<Tagged>,
+    /// The deployment's verified digest, once the digest step passed.
     pub deployment_digest: Option<Tagged>,
+    /// The agreed terms of each artifact (blueprint first).
     pub negotiated: Vec<Negotiated>,
+    /// The effective bounds (blueprint ∧ deployment ∧ host), once the bounds step passed.
     pub effective_bounds: Option<Value>,
+    /// The clamp evidence of the bounds step.
     pub clamps: Vec<Clamp>,
+    /// Every signature and attestation check.
     pub signatures: Vec<SignatureCheck>,
+    /// The first failure, if any.
     pub first_failure: Option<Error>,
+    /// What this pass did not establish; never empty (the seven host-owned surfaces at least).
     pub not_verified: Vec<NotVerified>,
 }
 
@@ -142,29 +164,67 @@ pub fn reconcile(blueprint: &[u8], deployment: &[u8], inputs: &Inputs) -> Eviden
     r.ev
 }
 
-fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
-    let kinds = [(Kind::Blueprint, bp_bytes), (Kind::Deployment, dep_bytes)];
-    let name = |k: Kind| match k {
+/// The name an artifact kind goes by in the evidence.
+fn name(k: Kind) -> &'static str {
+    match k {
         Kind::Blueprint => "blueprint",
         Kind::Deployment => "deployment",
-    };
-    // 1. canonical
+    }
+}
+
+/// The pass in its pinned order (§13). Each step records its checks; the
+/// first step that denies stops the pass, and every later step is reported
+/// not reached.
+fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
+    let kinds = [(Kind::Blueprint, bp_bytes), (Kind::Deployment, dep_bytes)];
+    let Some(values) = canonical(r, &kinds, &inputs.limits) else { return r.skip_from("digest") };
+    let Some(digests) = digest(r, &kinds, &values) else { return r.skip_from("negotiation") };
+    r.ev.blueprint_digest = Some(digests[0]);
+    r.ev.deployment_digest = Some(digests[1]);
+    if !negotiate(r, &kinds, &values, &inputs.support) {
+        return r.skip_from("structure");
+    }
+    if !structure(r, &kinds, &values) {
+        return r.skip_from("portability");
+    }
+    if !portable(r, &kinds, &values) {
+        return r.skip_from("signatures");
+    }
+    let arts: Vec<Artifact> = kinds
+        .iter()
+        .zip(values)
+        .zip(&digests)
+        .map(|(((k, _), value), d)| Artifact { kind: *k, value, digest: *d })
+        .collect();
+    signatures(r, &arts, &inputs.keys);
+    if !bind(r, &arts, &inputs.binding) {
+        return r.skip_from("bounds");
+    }
+    effective_bounds(r, &arts, inputs);
+}
+
+/// Step 1, `canonical`: each artifact is RFC 8785 canonical JSON within the
+/// limits, and an object. The decoded values, or `None` once one is denied.
+fn canonical(r: &mut Run, kinds: &[(Kind, &[u8]); 2], limits: &Limits) -> Option<Vec<Value>> {
     let mut values: Vec<Value> = Vec::new();
     for (k, bytes) in kinds {
-        match canon::decode_canonical(bytes, &inputs.limits)
-            .and_then(|v| crate::shape::object(&v, "").map(|_| v.clone()))
-        {
+        match canon::decode_canonical(bytes, limits).and_then(|v| crate::shape::object(&v, "").map(|_| v.clone())) {
             Ok(v) => {
-                r.pass("canonical", name(k), format!("{} bytes, RFC 8785 canonical", bytes.len()));
+                r.pass("canonical", name(*k), format!("{} bytes, RFC 8785 canonical", bytes.len()));
                 values.push(v);
             }
             Err(e) => {
-                r.deny("canonical", name(k), e);
-                return r.skip_from("digest");
+                r.deny("canonical", name(*k), e);
+                return None;
             }
         }
     }
-    // 2. digest
+    Some(values)
+}
+
+/// Step 2, `digest`: each artifact's declared digest is the one computed
+/// over it. The digests, or `None` once one is denied.
+fn digest(r: &mut Run, kinds: &[(Kind, &[u8]); 2], values: &[Value]) -> Option<Vec<Tagged>> {
     let mut digests = Vec::new();
     for (i, (k, _)) in kinds.iter().enumerate() {
         let m = values[i].as_object().cloned().unwrap_or_default();
@@ -188,15 +248,19 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             }
             Err(e) => {
                 r.deny("digest", name(*k), e);
-                return r.skip_from("negotiation");
+                return None;
             }
         }
     }
-    r.ev.blueprint_digest = Some(digests[0]);
-    r.ev.deployment_digest = Some(digests[1]);
-    // 3. negotiation
+    Some(digests)
+}
+
+/// Step 3, `negotiation`: each artifact's revision and critical extensions
+/// are supported; quarantined optional extensions are reported not
+/// verified. `false` once one is denied.
+fn negotiate(r: &mut Run, kinds: &[(Kind, &[u8]); 2], values: &[Value], support: &Support) -> bool {
     for (i, (k, _)) in kinds.iter().enumerate() {
-        match negotiation::negotiate(&values[i], &inputs.support) {
+        match negotiation::negotiate(&values[i], support) {
             Ok(n) => {
                 r.pass(
                     "negotiation",
@@ -213,21 +277,32 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             }
             Err(e) => {
                 r.deny("negotiation", name(*k), e);
-                return r.skip_from("structure");
+                return false;
             }
         }
     }
-    // 4. structure
+    true
+}
+
+/// Step 4, `structure`: each artifact is the closed world of members its
+/// kind defines. `false` once one is denied.
+fn structure(r: &mut Run, kinds: &[(Kind, &[u8]); 2], values: &[Value]) -> bool {
     for (i, (k, _)) in kinds.iter().enumerate() {
         match artifact::check_structure(*k, &values[i]) {
             Ok(()) => r.pass("structure", name(*k), format!("closed world of {} members", k.fields().len())),
             Err(e) => {
                 r.deny("structure", name(*k), e);
-                return r.skip_from("portability");
+                return false;
             }
         }
     }
-    // 5. portability (core content; registered extension payloads too)
+    true
+}
+
+/// Step 5, `portability`: no denylisted member names or value shapes in the
+/// core content, nor in registered (critical) extension payloads. `false`
+/// once one is denied.
+fn portable(r: &mut Run, kinds: &[(Kind, &[u8]); 2], values: &[Value]) -> bool {
     for (i, (k, _)) in kinds.iter().enumerate() {
         let res = portability::scan_artifact(&values[i]).and_then(|()| {
             let crit = values[i].get("extensions").and_then(|e| e.get("critical"));
@@ -240,23 +315,23 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             Ok(()) => r.pass("portability", name(*k), "no denylisted member names or value shapes"),
             Err(e) => {
                 r.deny("portability", name(*k), e);
-                return r.skip_from("signatures");
+                return false;
             }
         }
     }
-    let arts: Vec<Artifact> = kinds
-        .iter()
-        .zip(values)
-        .zip(&digests)
-        .map(|(((k, _), value), d)| Artifact { kind: *k, value, digest: *d })
-        .collect();
-    // 6. signatures (evidence entries; an unverified one makes the record inconsistent)
-    for a in &arts {
+    true
+}
+
+/// Step 6, `signatures`: every signature and attestation becomes an
+/// evidence entry; an unverified one makes the record inconsistent but does
+/// not stop the pass.
+fn signatures(r: &mut Run, arts: &[Artifact], keys: &KeySet) {
+    for a in arts {
         let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
         if sigs.is_empty() {
             r.not_verified(&format!("{} signatures", name(a.kind)), "the artifact carries no signature");
         }
-        for c in signature::verify_all(sigs, a.kind.purpose(), &a.digest, &inputs.keys) {
+        for c in signature::verify_all(sigs, a.kind.purpose(), &a.digest, keys) {
             let subject = format!("{} signature[{}] kid={}", name(a.kind), c.index, c.key_id);
             if c.verified {
                 r.pass("signatures", &subject, c.detail.clone());
@@ -275,8 +350,13 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             r.ev.signatures.push(c);
         }
     }
-    // 7. bind
-    match binding::verify_binding(&arts[1], &arts[0], &inputs.binding) {
+}
+
+/// Step 7, `bind`: the deployment binds the blueprint; what the host did
+/// not supply to check (freshness, live descriptors) is reported not
+/// verified. `false` when denied.
+fn bind(r: &mut Run, arts: &[Artifact], inputs: &BindingInputs) -> bool {
+    match binding::verify_binding(&arts[1], &arts[0], inputs) {
         Ok(rep) => {
             r.pass("bind", "deployment → blueprint", format!("binds {}", arts[0].digest));
             if !rep.freshness_verified {
@@ -285,13 +365,18 @@ fn run(r: &mut Run, bp_bytes: &[u8], dep_bytes: &[u8], inputs: &Inputs) {
             if !rep.descriptors_verified {
                 r.not_verified("binding_descriptor_digests", "no live tool descriptors supplied by the host");
             }
+            true
         }
         Err(e) => {
             r.deny("bind", "deployment → blueprint", e);
-            return r.skip_from("bounds");
+            false
         }
     }
-    // 8. bounds
+}
+
+/// Step 8, `bounds`: the effective bounds are blueprint ∧ deployment ∧ host,
+/// with the clamps that produced them.
+fn effective_bounds(r: &mut Run, arts: &[Artifact], inputs: &Inputs) {
     match bounds_step(&arts[0], &arts[1], inputs) {
         Ok((effective, clamps, substituted)) => {
             r.pass("bounds", "blueprint ∧ deployment ∧ host", format!("{} clamp(s)", clamps.len()));

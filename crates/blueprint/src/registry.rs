@@ -13,7 +13,9 @@ use crate::schema;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Criticality {
+    /// A consumer that does not support it must deny the artifact.
     Critical,
+    /// A consumer that does not support it retains it verbatim and never executes it.
     Optional,
 }
 
@@ -31,9 +33,13 @@ impl Criticality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
+    /// Held for a future use: declared critical denies, declared optional is retained with a notice.
     Reserved,
+    /// In force: supported when the declared criticality matches the registered one.
     Active,
+    /// Still supported, with a typed notice.
     Deprecated,
+    /// No longer in use and never reused: declared critical denies `extension_retired`.
     Retired,
 }
 
@@ -52,9 +58,13 @@ impl State {
 /// One registry entry.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Entry {
+    /// The reverse-DNS-plus-path namespace (`com.example.commerce/graph`).
     pub namespace: String,
+    /// Who makes changes to the entry.
     pub owner: String,
+    /// The registered criticality a declaration must match.
     pub criticality: Criticality,
+    /// Its lifecycle state.
     pub state: State,
     /// Digest of the body schema a host must supply (`None`: none published).
     pub schema_digest: Option<Tagged>,
@@ -95,6 +105,7 @@ pub fn compiled() -> Registry {
 /// An effective registry table.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Registry {
+    /// The entries, one per namespace.
     pub entries: Vec<Entry>,
 }
 
@@ -242,7 +253,9 @@ pub fn namespace_check(s: &str) -> std::result::Result<(), (Code, &'static str)>
 /// A typed notice from resolution.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Notice {
+    /// The extension's namespace.
     pub namespace: String,
+    /// What the host should know (deprecated, reserved, retired but optional…).
     pub notice: &'static str,
 }
 
@@ -255,6 +268,7 @@ pub struct Resolution {
     pub optional: Vec<String>,
     /// Unknown optional extensions: retained verbatim, never executed, unscanned.
     pub quarantined: Vec<String>,
+    /// Typed notices about the extensions that resolved.
     pub notices: Vec<Notice>,
 }
 

@@ -84,11 +84,7 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
     for (k, v) in m.iter() {
         let p = sub(path, k);
         match k.as_str() {
-            "$schema" => {}
-            "title" | "description" if v.as_str().is_none() => {
-                bad(k, "expected a string")?;
-            }
-            "$ref" if v.as_str().is_none() => {
+            "title" | "description" | "$ref" if v.as_str().is_none() => {
                 bad(k, "expected a string")?;
             }
             "type" => {
@@ -106,7 +102,6 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
             "enum" if v.as_array().is_none_or(<[Value]>::is_empty) => {
                 bad(k, "expected a non-empty array")?;
             }
-            "const" => {}
             "required" => {
                 let ok = v.as_array().is_some_and(|a| {
                     a.iter().all(|x| x.as_str().is_some()) && a.iter().enumerate().all(|(i, x)| !a[..i].contains(x))
@@ -138,6 +133,7 @@ fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> R
                     walk(s2, &sub(&p, &i.to_string()), depth + 1, count, false)?;
                 }
             }
+            // `$schema` is checked above; `const` admits any value; the rest need no check of their own.
             _ => {}
         }
     }
@@ -168,6 +164,36 @@ fn collect_refs<'a>(s: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// Follows `$ref`s from `$defs/<n>` depth first: `schema_ref_cycle` when one
+/// reaches a definition still on `stack`.
+fn acyclic_from<'a>(
+    n: &'a str,
+    d: &'a Map,
+    stack: &mut Vec<&'a str>,
+    done: &mut Vec<&'a str>,
+    path: &str,
+) -> Result<()> {
+    if done.contains(&n) {
+        return Ok(());
+    }
+    if stack.contains(&n) {
+        return fail(Code::SchemaRefCycle, path, format!("$defs/{n} reaches itself through $ref"));
+    }
+    stack.push(n);
+    let mut next = Vec::new();
+    if let Some(s) = d.get(n) {
+        collect_refs(s, &mut next);
+    }
+    for r in next {
+        if let Some(t) = ref_target(r) {
+            acyclic_from(t, d, stack, done, path)?;
+        }
+    }
+    stack.pop();
+    done.push(n);
+    Ok(())
+}
+
 fn check_refs(root: &Value, path: &str) -> Result<()> {
     let mut refs = Vec::new();
     collect_refs(root, &mut refs);
@@ -180,30 +206,9 @@ fn check_refs(root: &Value, path: &str) -> Result<()> {
         }
     }
     // The bounded dialect admits no recursion: the $defs reference graph must be acyclic.
-    fn visit<'a>(n: &'a str, d: &'a Map, stack: &mut Vec<&'a str>, done: &mut Vec<&'a str>, path: &str) -> Result<()> {
-        if done.contains(&n) {
-            return Ok(());
-        }
-        if stack.contains(&n) {
-            return fail(Code::SchemaRefCycle, path, format!("$defs/{n} reaches itself through $ref"));
-        }
-        stack.push(n);
-        let mut next = Vec::new();
-        if let Some(s) = d.get(n) {
-            collect_refs(s, &mut next);
-        }
-        for r in next {
-            if let Some(t) = ref_target(r) {
-                visit(t, d, stack, done, path)?;
-            }
-        }
-        stack.pop();
-        done.push(n);
-        Ok(())
-    }
     let mut done = Vec::new();
     for n in d.keys() {
-        visit(n, d, &mut Vec::new(), &mut done, path)?;
+        acyclic_from(n, d, &mut Vec::new(), &mut done, path)?;
     }
     Ok(())
 }
@@ -232,24 +237,24 @@ fn type_matches(v: &Value, t: &str) -> bool {
     }
 }
 
-fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> Result<()> {
+fn validate_in(v: &Value, schema: &Value, root: &Value, path: &str, depth: usize) -> Result<()> {
     if depth > MAX_DEPTH * 2 {
         return fail(Code::SchemaComplexityExceeded, path, "validation nested too deeply");
     }
-    let m = match s {
+    let kw = match schema {
         Value::Bool(true) => return Ok(()),
         Value::Bool(false) => return fail(Code::InvalidConstraint, path, "schema `false` admits nothing"),
-        Value::Object(m) => m,
+        Value::Object(kw) => kw,
         _ => return fail(Code::SchemaInvalidShape, path, "not a schema"),
     };
-    if let Some(Value::String(r)) = m.get("$ref") {
+    if let Some(Value::String(r)) = kw.get("$ref") {
         let target = ref_target(r).and_then(|n| defs(root)?.get(n));
         let Some(t) = target else {
             return fail(Code::SchemaRefUnresolvable, path, format!("$ref {r:?}"));
         };
         validate_in(v, t, root, path, depth + 1)?;
     }
-    if let Some(t) = m.get("type") {
+    if let Some(t) = kw.get("type") {
         let ok = match t {
             Value::String(t) => type_matches(v, t),
             Value::Array(a) => a.iter().filter_map(Value::as_str).any(|t| type_matches(v, t)),
@@ -263,20 +268,20 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
             );
         }
     }
-    if let Some(Value::Array(opts)) = m.get("enum") {
+    if let Some(Value::Array(opts)) = kw.get("enum") {
         if !opts.iter().any(|o| o.same(v)) {
             return fail(Code::InvalidConstraint, path, "value is not in enum");
         }
     }
-    if let Some(c) = m.get("const") {
+    if let Some(c) = kw.get("const") {
         if !c.same(v) {
             return fail(Code::InvalidConstraint, path, "value differs from const");
         }
     }
     match v {
         Value::Object(obj) => {
-            let props = m.get("properties").and_then(Value::as_object);
-            if let Some(Value::Array(req)) = m.get("required") {
+            let props = kw.get("properties").and_then(Value::as_object);
+            if let Some(Value::Array(req)) = kw.get("required") {
                 for r in req.iter().filter_map(Value::as_str) {
                     if !obj.contains_key(r) {
                         return fail(
@@ -292,7 +297,7 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
                 match props.and_then(|pr| pr.get(k)) {
                     Some(ps) => validate_in(x, ps, root, &p, depth + 1)?,
                     None => {
-                        if let Some(ap) = m.get("additionalProperties") {
+                        if let Some(ap) = kw.get("additionalProperties") {
                             if matches!(ap, Value::Bool(false)) {
                                 return fail(Code::InvalidConstraint, p, "additional property not allowed by schema");
                             }
@@ -304,12 +309,12 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
         Value::Array(items) => {
             let n = i64::try_from(items.len()).unwrap_or(i64::MAX);
-            if m.get("minItems").and_then(Value::as_i64).is_some_and(|lo| n < lo)
-                || m.get("maxItems").and_then(Value::as_i64).is_some_and(|hi| n > hi)
+            if kw.get("minItems").and_then(Value::as_i64).is_some_and(|lo| n < lo)
+                || kw.get("maxItems").and_then(Value::as_i64).is_some_and(|hi| n > hi)
             {
                 return fail(Code::InvalidCardinality, path, "item count outside minItems/maxItems");
             }
-            if let Some(is) = m.get("items") {
+            if let Some(is) = kw.get("items") {
                 for (i, x) in items.iter().enumerate() {
                     validate_in(x, is, root, &format!("{path}/{i}"), depth + 1)?;
                 }
@@ -317,15 +322,15 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
         Value::String(st) => {
             let n = i64::try_from(st.chars().count()).unwrap_or(i64::MAX);
-            if m.get("minLength").and_then(Value::as_i64).is_some_and(|lo| n < lo)
-                || m.get("maxLength").and_then(Value::as_i64).is_some_and(|hi| n > hi)
+            if kw.get("minLength").and_then(Value::as_i64).is_some_and(|lo| n < lo)
+                || kw.get("maxLength").and_then(Value::as_i64).is_some_and(|hi| n > hi)
             {
                 return fail(Code::InvalidConstraint, path, "length outside minLength/maxLength");
             }
         }
         Value::Number(num) => {
             let f = num.as_f64();
-            let num_of = |k: &str| match m.get(k) {
+            let num_of = |k: &str| match kw.get(k) {
                 Some(Value::Number(x)) => Some(x.as_f64()),
                 _ => None,
             };
@@ -335,12 +340,12 @@ fn validate_in(v: &Value, s: &Value, root: &Value, path: &str, depth: usize) -> 
         }
         _ => {}
     }
-    if let Some(Value::Array(all)) = m.get("allOf") {
+    if let Some(Value::Array(all)) = kw.get("allOf") {
         for s2 in all {
             validate_in(v, s2, root, path, depth + 1)?;
         }
     }
-    if let Some(Value::Array(any)) = m.get("anyOf") {
+    if let Some(Value::Array(any)) = kw.get("anyOf") {
         if !any.iter().any(|s2| validate_in(v, s2, root, path, depth + 1).is_ok()) {
             return fail(Code::InvalidConstraint, path, "no anyOf branch matches");
         }

@@ -18,7 +18,12 @@ pub enum Ty {
     /// A string with a constraint.
     Str(StrCheck),
     /// An integer (integer-tagged; a float-tagged value is `invalid_type`).
-    Int { min: i64, max: i64 },
+    Int {
+        /// The smallest value allowed (`invalid_constraint` below it).
+        min: i64,
+        /// The largest value allowed.
+        max: i64,
+    },
     /// A boolean.
     Bool,
     /// A string from a closed set.
@@ -26,9 +31,23 @@ pub enum Ty {
     /// A closed object.
     Obj(&'static [Field]),
     /// An array with a cardinality window.
-    Arr { item: &'static Ty, min: usize, max: usize },
+    Arr {
+        /// The type of every item.
+        item: &'static Ty,
+        /// The fewest items allowed (`invalid_cardinality` below it).
+        min: usize,
+        /// The most items allowed.
+        max: usize,
+    },
     /// An object with free member names (each checked by `key`) and typed values.
-    Map { key: StrCheck, value: &'static Ty, max: usize },
+    Map {
+        /// The check every member name passes.
+        key: StrCheck,
+        /// The type of every member value.
+        value: &'static Ty,
+        /// The most members allowed (`invalid_cardinality` above it).
+        max: usize,
+    },
     /// A bounded JSON Schema 2020-12 document ([`crate::schema`]).
     Schema,
     /// Either of two types: the first whose shallow type matches is used.
@@ -40,8 +59,11 @@ pub enum Ty {
 /// One member of a closed object.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {
+    /// The member name.
     pub name: &'static str,
+    /// Whether its absence is `missing_required_field`.
     pub required: bool,
+    /// Its type.
     pub ty: Ty,
 }
 
@@ -257,8 +279,8 @@ pub fn timestamp(s: &str) -> std::result::Result<(), (Code, &'static str)> {
 
 /// Milliseconds since the Unix epoch of a strict RFC 3339 UTC timestamp.
 pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || *b.last()? != b'Z' {
+    let bytes = s.as_bytes();
+    if bytes.len() < 20 || *bytes.last()? != b'Z' {
         return None;
     }
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -269,10 +291,10 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
             None
         }
     };
-    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    if bytes[4] != b'-' || bytes[7] != b'-' || bytes[10] != b'T' || bytes[13] != b':' || bytes[16] != b':' {
         return None;
     }
-    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, hour, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
     let mut ms = 0;
     let rest = &s[19..s.len() - 1];
     if !rest.is_empty() {
@@ -285,7 +307,7 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
     }
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let dim = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || d < 1 || d > dim[usize::try_from(mo - 1).ok()?] || h > 23 || mi > 59 || se > 59 {
+    if !(1..=12).contains(&mo) || d < 1 || d > dim[usize::try_from(mo - 1).ok()?] || hour > 23 || mi > 59 || se > 59 {
         return None;
     }
     // days from civil (Howard Hinnant's algorithm)
@@ -296,7 +318,7 @@ pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms)
+    Some(((days * 24 + hour) * 60 + mi) * 60_000 + se * 1000 + ms)
 }
 
 /// Requires `v` to be an object (top-level artifacts).

@@ -202,11 +202,17 @@ pub fn signing_input(protected: &Value, signed_attributes: &Value) -> Result<Vec
 /// One signature check: evidence, never a decision.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SignatureCheck {
+    /// The position in the artifact's `signatures` (or `attestations`) array.
     pub index: usize,
+    /// The `kid` of the protected header: which host-supplied key it names.
     pub key_id: String,
+    /// The signed purpose (`blueprint`, `deployment`, `federation-envelope`), or `attestation`.
     pub purpose: String,
+    /// Whether it verified: evidence only, never an authorization.
     pub verified: bool,
+    /// The §12 code of a failed check (`signature_key_unsupported`, …).
     pub code: Option<String>,
+    /// What was found.
     pub detail: String,
 }
 

@@ -68,10 +68,15 @@ pub fn is_known(surface: &str) -> bool {
 /// One case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
+    /// The conformance class the case exercises (a column of the §15 applicability floor).
     pub class: String,
+    /// The case id, unique within the corpus (`corpus_case_id_duplicate`).
     pub id: String,
+    /// The surface the case runs (a row of the floor, e.g. `canonicalize`), see [`SURFACES`].
     pub surface: String,
+    /// The surface's input, in the reference's input form.
     pub input: Value,
+    /// The expected result: `{verdict: "valid", …output members}` or `{verdict: "invalid", code}`.
     pub expected: Value,
 }
 
@@ -133,12 +138,19 @@ pub fn execute(surface: &str, input: &Value) -> Result<Map> {
 /// One case's result.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CaseResult {
+    /// The case file the case came from.
     pub file: String,
+    /// The case id.
     pub id: String,
+    /// The surface it ran.
     pub surface: String,
+    /// Its conformance class.
     pub class: String,
+    /// Whether the result matched what was expected.
     pub passed: bool,
+    /// What was expected, rendered for a person.
     pub expected: String,
+    /// What the surface returned, rendered the same way.
     pub got: String,
 }
 
@@ -206,15 +218,20 @@ pub fn run_case(file: &str, case: &Case) -> CaseResult {
 /// results of every other file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileFailure {
+    /// The case file.
     pub file: String,
+    /// The failure's code (usually `corpus_case_invalid`).
     pub code: String,
+    /// What was wrong with the file.
     pub detail: String,
 }
 
 /// Passed and failed counts of one row of the matrix.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Tally {
+    /// Cases that passed.
     pub passed: usize,
+    /// Cases that failed.
     pub failed: usize,
 }
 
@@ -234,6 +251,7 @@ impl Tally {
 pub struct Report {
     /// Cases that passed / failed (file failures are counted apart).
     pub passed: usize,
+    /// Cases that failed.
     pub failed: usize,
     /// Case files that ran.
     pub files_run: usize,
@@ -255,6 +273,7 @@ pub struct Report {
     pub classes: BTreeMap<String, Tally>,
     /// Counts per surface, then class: the surface × class matrix.
     pub matrix: BTreeMap<String, BTreeMap<String, Tally>>,
+    /// Every case's result, in run order.
     pub results: Vec<CaseResult>,
 }
 
