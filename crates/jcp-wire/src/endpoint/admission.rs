@@ -10,6 +10,8 @@ use super::core_thread::Core;
 use crate::message::{Feed, FeedAnswer};
 
 impl Core {
+    /// Admits one feed message: checked, recorded, then applied (a refusal
+    /// carries its code). With the record failed, every feed is `unrecorded`.
     pub(super) fn feed(&mut self, feed: &Feed) -> FeedAnswer {
         if let Some(why) = &self.failed {
             return FeedAnswer {

@@ -95,6 +95,9 @@ impl Core {
         Ok((rec, Some((handle.to_owned(), Box::new(nb)))))
     }
 
+    /// Work finished on a continuation (§6.1): the handle is forgotten and a
+    /// closing record (first receipt, continuations, joules, outcome) sealed;
+    /// its id, or `None` for an unknown handle or a failed record.
     pub(super) fn close(&mut self, handle: &str, outcome: ContentId, status: &'static str) -> Option<ContentId> {
         let b = self.handles.remove(handle)?;
         let c = Closing {

@@ -26,6 +26,7 @@ use crate::metrics::WireMetrics;
 /// §4.5: a point's signed statement, or the refusal to sign one.
 pub(super) type StatementAnswer = Result<SignedStatement, FeedAnswer>;
 
+/// What connection tasks and the endpoint's API ask of the core thread.
 pub(super) enum Job {
     /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
     /// frame body it was decoded from, so the core does not encode it again.
@@ -71,6 +72,8 @@ pub(super) enum Job {
     Wake,
 }
 
+/// The core thread's state: the gate and its record, the memory of decided
+/// requests, the continuation handles, and this point's channel keys.
 pub(super) struct Core {
     pub(super) gate: DurableGate,
     pub(super) read: File,

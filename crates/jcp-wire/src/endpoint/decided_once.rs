@@ -70,6 +70,7 @@ pub(super) fn signed_bytes_of(req: &WireRequest, bytes: &[u8]) -> Vec<u8> {
 }
 
 impl Core {
+    /// Whether `stamp` is within the freshness window of `now` (§11).
     pub(super) fn in_window(&self, stamp: u64, now: u64) -> bool {
         stamp.abs_diff(now) <= self.window_s
     }
@@ -86,6 +87,7 @@ impl Core {
         self.stats.remembered.store(self.table.len() as u64, Ordering::Relaxed);
     }
 
+    /// Reads back the receipt record at `at` in the stream.
     pub(super) fn read_receipt_at(&mut self, at: u64) -> Result<Vec<u8>, String> {
         let mut head = [0u8; 13];
         self.read.seek(SeekFrom::Start(at)).map_err(|e| e.to_string())?;

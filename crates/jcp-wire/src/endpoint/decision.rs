@@ -36,10 +36,12 @@ pub(super) struct Answer {
     pub(super) repeat: bool,
 }
 
+/// A framed `WireResponse` (§11).
 pub(super) fn framed_response(d: WireDecision, receipt: Vec<u8>) -> Vec<u8> {
     codec::frame_value(&WireResponse { decision: d, receipt }.to_value())
 }
 
+/// The decision as the wire carries it: `cost_uj` is debited only on allow.
 pub(super) fn wire_decision(verdict: Verdict, cost_uj: u64, budget_uj: u64, remaining: u64) -> WireDecision {
     WireDecision {
         verdict,
@@ -77,6 +79,8 @@ pub(super) fn answer_of(req: &WireRequest, rec: Recorded, fresh: bool, continued
 }
 
 impl Core {
+    /// Refuses `req` `unrecorded` (§11: the record cannot be written): sealed
+    /// but not recorded, never remembered.
     pub(super) fn unrecorded(&mut self, req: &WireRequest, why: &str) -> Answer {
         self.stats.unrecorded.fetch_add(1, Ordering::Relaxed);
         let cost = req.decision_cost();

@@ -110,6 +110,8 @@ impl Syncer {
         Ok((to_sync, unsynced, thread))
     }
 
+    /// The sync loop: one `fdatasync` for every batch queued, then their
+    /// answers leave; after a failed sync, batches go back to the core.
     pub(super) fn run(mut self) {
         while let Ok(first) = self.rx.recv() {
             let mut group = vec![first];

@@ -28,6 +28,8 @@ pub(super) enum Conn {
     Unix(tokio::net::UnixStream),
 }
 
+/// The `error` message a refused frame is answered with before its
+/// connection closes.
 pub(super) fn error_frame(e: &WireError) -> Vec<u8> {
     codec::frame_value(&cbor::map([
         ("msg", Some(Value::text("error"))),
@@ -68,6 +70,8 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     }
 }
 
+/// Serves one connection until it closes, its peer sends a frame that is
+/// refused, or the core stops.
 pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S) {
     // Buffered reads: a frame's length and body (and any frames a client
     // sent behind it) come in one read from the socket, not three.
