@@ -40,10 +40,24 @@ pub enum Shape {
     Const(&'static str),
     /// A string of at least `min` and at most `max` UTF-16 code units (each when
     /// given), matching `pattern` when given.
-    Text { min: Option<usize>, max: Option<usize>, pattern: Option<&'static str>, format: Option<&'static str> },
+    Text {
+        /// The fewest UTF-16 code units, when bounded below.
+        min: Option<usize>,
+        /// The most UTF-16 code units, when bounded above.
+        max: Option<usize>,
+        /// A regular expression the whole string must match (one of this module's `*_PATTERN`s).
+        pattern: Option<&'static str>,
+        /// The JSON Schema `format` the reference schema names (`uuid`, `date-time`), for the schema export.
+        format: Option<&'static str>,
+    },
     /// An object with these named fields; `open` lets it carry any other
     /// key with any JSON value (only `context` is open).
-    Record { fields: &'static [Field], open: bool },
+    Record {
+        /// The properties it names, in the schema's order.
+        fields: &'static [Field],
+        /// Whether it may carry keys it does not name (§3: only `context` may).
+        open: bool,
+    },
     /// Any JSON object (the agent's `parameters`).
     AnyObject,
 }
@@ -51,8 +65,11 @@ pub enum Shape {
 /// One named property of a [`Shape::Record`].
 #[derive(Debug)]
 pub struct Field {
+    /// The property's key.
     pub name: &'static str,
+    /// Whether §3 requires it (absent is refused as `MissingKey`).
     pub required: bool,
+    /// What its value must be.
     pub shape: Shape,
 }
 
@@ -245,8 +262,11 @@ pub fn accept(binding: &Value) -> Result<Canonical, IntentError> {
 /// `action.parameters`, and nothing else.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
+    /// `action.type`: what the agent proposes to do (lower-case, dotted or namespaced).
     pub action_type: String,
+    /// `action.resource`: what it acts on.
     pub resource: String,
+    /// `action.parameters`: the action's arguments, hashed as given.
     pub parameters: Object,
 }
 
@@ -281,29 +301,43 @@ impl Proposal {
 /// The principal, as the trusted runtime authenticated it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
+    /// `actor.id`: the principal's identifier, as the runtime authenticated it.
     pub id: String,
+    /// `actor.type`: what kind of principal it is (e.g. `agent`, `service`).
     pub actor_type: String,
+    /// `actor.runtime`: the runtime it acts through, when known.
     pub runtime: Option<String>,
+    /// `actor.trust_level`: the trust the runtime assigns it, when it assigns one.
     pub trust_level: Option<String>,
 }
 
 /// Where the effect lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DownstreamTarget {
+    /// `downstream_target.system`: the system the effect lands in (e.g. a CRM).
     pub system: String,
+    /// `downstream_target.operation`: the operation invoked there.
     pub operation: String,
+    /// `downstream_target.environment`: which deployment of it (e.g. `production`), when named.
     pub environment: Option<String>,
+    /// `downstream_target.endpoint`: where it is reached, when named.
     pub endpoint: Option<String>,
 }
 
 /// What the producer knows and the agent does not get to say (§2, §3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrustedContext {
+    /// `tenant_id`: the tenant the action is done for (a UUID).
     pub tenant_id: String,
+    /// `intent_id`: this intent's identifier (a UUID).
     pub intent_id: String,
+    /// `captured_at`: when the producer captured the proposal (RFC 3339 date-time).
     pub captured_at: String,
+    /// `expires_at`: after when authority over the intent lapses (RFC 3339 date-time).
     pub expires_at: String,
+    /// `actor`: who is acting.
     pub actor: Actor,
+    /// `downstream_target`: where the effect lands.
     pub downstream_target: DownstreamTarget,
     /// The producer's retry identity; rides in `context.idempotency_key`.
     pub idempotency_key: String,
@@ -367,7 +401,10 @@ pub fn capture(proposal: &Proposal, trusted: &TrustedContext) -> Result<Captured
 /// A captured intent: the binding, its canonical form and its hash.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Captured {
+    /// The binding (§3), accepted.
     pub binding: Value,
+    /// Its canonical form (§4).
     pub canonical_json: String,
+    /// Its intent hash (§5): `sha256:` and 64 lower-case hex digits.
     pub intent_hash: String,
 }

@@ -100,32 +100,33 @@ fn find<'a>(o: &'a crate::value::Object, k: &JsString) -> Option<&'a Value> {
 
 fn diff(path: String, a: &Value, b: &Value, out: &mut Vec<Difference>) {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
+        (Value::Object(left), Value::Object(right)) => {
             // Keys in canonical (UTF-16) order, each once.
-            let mut keys: Vec<&JsString> = x.keys().chain(y.keys().filter(|k| find(x, k).is_none())).collect();
-            keys.sort_by(|p, q| p.cmp_utf16(q));
-            for k in keys {
-                let p = key_path(&path, k);
-                match (find(x, k), find(y, k)) {
-                    (Some(va), Some(vb)) => {
-                        if text(va) != text(vb) {
-                            diff(p, va, vb, out);
+            let mut keys: Vec<&JsString> =
+                left.keys().chain(right.keys().filter(|key| find(left, key).is_none())).collect();
+            keys.sort_by(|one, other| one.cmp_utf16(other));
+            for key in keys {
+                let at = key_path(&path, key);
+                match (find(left, key), find(right, key)) {
+                    (Some(was), Some(is)) => {
+                        if text(was) != text(is) {
+                            diff(at, was, is, out);
                         }
                     }
-                    (Some(va), None) => {
-                        out.push(Difference { path: p, change: Change::Removed, left: Some(text(va)), right: None })
+                    (Some(was), None) => {
+                        out.push(Difference { path: at, change: Change::Removed, left: Some(text(was)), right: None });
                     }
-                    (None, Some(vb)) => {
-                        out.push(Difference { path: p, change: Change::Added, left: None, right: Some(text(vb)) })
+                    (None, Some(is)) => {
+                        out.push(Difference { path: at, change: Change::Added, left: None, right: Some(text(is)) });
                     }
                     (None, None) => {}
                 }
             }
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
-                if text(va) != text(vb) {
-                    diff(format!("{path}[{i}]"), va, vb, out);
+        (Value::Array(left), Value::Array(right)) if left.len() == right.len() => {
+            for (i, (was, is)) in left.iter().zip(right).enumerate() {
+                if text(was) != text(is) {
+                    diff(format!("{path}[{i}]"), was, is, out);
                 }
             }
         }

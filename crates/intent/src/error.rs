@@ -11,77 +11,175 @@
 pub enum IntentError {
     /// The input bytes are not UTF-8 (JSON text is UTF-8, RFC 8259 §8.1).
     #[error("input is not UTF-8: invalid byte sequence at offset {offset}")]
-    NotUtf8 { offset: usize },
+    NotUtf8 {
+        /// The byte offset of the first invalid sequence.
+        offset: usize,
+    },
     /// The input is not JSON text.
     #[error("invalid JSON at byte {offset}: {reason}")]
-    JsonSyntax { offset: usize, reason: &'static str },
+    JsonSyntax {
+        /// The byte offset where the text stops being JSON.
+        offset: usize,
+        /// What was expected there.
+        reason: &'static str,
+    },
     /// An object names the same key twice; `JSON.parse` would keep the last,
     /// another parser the first, so the document is refused (docs/decisions.md).
     #[error("duplicate key {key} in the object at {path}")]
-    DuplicateKey { path: String, key: String },
+    DuplicateKey {
+        /// The object's path (`$.action.parameters`).
+        path: String,
+        /// The repeated key.
+        key: String,
+    },
     /// The document nests deeper than the decoder follows.
     #[error("JSON nested deeper than {limit} levels at byte {offset}")]
-    NestingLimit { offset: usize, limit: usize },
+    NestingLimit {
+        /// The byte offset where the decoder stopped following.
+        offset: usize,
+        /// How deep the decoder follows.
+        limit: usize,
+    },
     /// §3: numbers MUST be finite (a literal such as `1e400` overflows to infinity).
     #[error("number at {path} is not finite")]
-    InvalidNumber { path: String },
+    InvalidNumber {
+        /// Where the number is (`$.action.parameters.x`).
+        path: String,
+    },
     /// §3: a key named `__proto__`, `constructor` or `prototype`.
     #[error("key {key} at {path} is refused (__proto__, constructor and prototype are never hashed)")]
-    UnsafeKey { path: String, key: String },
+    UnsafeKey {
+        /// The object's path.
+        path: String,
+        /// The refused key.
+        key: String,
+    },
     /// §3: nesting depth beyond the bound.
     #[error("value at {path} is nested deeper than {limit}")]
-    TooDeep { path: String, limit: usize },
+    TooDeep {
+        /// The first value past the bound.
+        path: String,
+        /// The bound (§3: 20).
+        limit: usize,
+    },
     /// §3: more entries (array elements plus object properties, at every depth) than the bound.
     #[error("more than {limit} entries (array elements and object properties); the one past the bound is at {path}")]
-    TooComplex { path: String, limit: usize },
+    TooComplex {
+        /// The entry past the bound.
+        path: String,
+        /// The bound (§3: 5,000).
+        limit: usize,
+    },
     /// §3: one array longer than the bound.
     #[error("array at {path} has {len} elements, more than {limit}")]
-    ArrayTooLarge { path: String, len: usize, limit: usize },
+    ArrayTooLarge {
+        /// The array's path.
+        path: String,
+        /// Its length.
+        len: usize,
+        /// The bound (§3: 1,000).
+        limit: usize,
+    },
     /// §3: canonical form longer than the bound.
     #[error("canonical form is longer than {limit} bytes")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The bound, bytes (§3: 100 KiB).
+        limit: usize,
+    },
     /// §3: the binding (or one of its fixed objects) is not a JSON object.
     #[error("{path} must be a JSON object")]
-    NotAnObject { path: String },
+    NotAnObject {
+        /// The path that must hold an object (`$` for the binding itself).
+        path: String,
+    },
     /// §3: a fixed key set extended by a key it does not name.
     #[error("key {key} is not allowed in {path} (its key set is fixed)")]
-    UnknownKey { path: String, key: String },
+    UnknownKey {
+        /// The object's path.
+        path: String,
+        /// The key its key set does not name.
+        key: String,
+    },
     /// §3 / schema: a required property is absent.
     #[error("required property {path} is missing")]
-    MissingKey { path: String },
+    MissingKey {
+        /// The missing property's path (`$.actor.id`).
+        path: String,
+    },
     /// §3 / schema: a property's value breaks its constraint.
     #[error("{path} must be {expected}")]
-    InvalidValue { path: String, expected: String },
+    InvalidValue {
+        /// The property's path.
+        path: String,
+        /// What its value must be (e.g. `a string of 1..=200 UTF-16 code units`).
+        expected: String,
+    },
     /// §9: a `protocol_version` this implementation does not implement.
     #[error("protocol_version {found} is not implemented (only agent-safe.intent/1)")]
-    UnsupportedVersion { found: String },
+    UnsupportedVersion {
+        /// The `protocol_version` found (or its JSON type, when it is not a string).
+        found: String,
+    },
     /// §3: the agent's proposal carries something besides type, resource and parameters.
     #[error("the agent's proposal may carry only type, resource and parameters; it carries {key}")]
-    ProposalForbiddenKey { key: String },
+    ProposalForbiddenKey {
+        /// The property the agent may not supply.
+        key: String,
+    },
     /// §3: the agent's proposal is malformed.
     #[error("proposal {path} must be {expected}")]
-    ProposalInvalid { path: String, expected: String },
+    ProposalInvalid {
+        /// The property's path in the proposal (`$.parameters`).
+        path: String,
+        /// What it must be.
+        expected: String,
+    },
     /// §3: the trusted context already names a key the producer sets itself.
     #[error("trusted context may not set {key}: the producer sets it")]
-    ContextReservedKey { key: String },
+    ContextReservedKey {
+        /// The reserved key (`idempotency_key`, or one the MCP adapter sets).
+        key: String,
+    },
     /// §8 / I-JSON: a lone surrogate in a value whose digest must not depend on the writer.
     #[error("string at {path} holds a lone surrogate (not I-JSON)")]
-    NotIJson { path: String },
+    NotIJson {
+        /// The string's path.
+        path: String,
+    },
     /// §8: the MCP `tools/call` request is malformed.
     #[error("MCP tools/call request: {path} must be {expected}")]
-    McpInvocationInvalid { path: String, expected: String },
+    McpInvocationInvalid {
+        /// The request member's path (`$.method`, `$.params.arguments`).
+        path: String,
+        /// What it must be.
+        expected: String,
+    },
     /// §8: the request names another tool than the binding governs.
     #[error("MCP tool {found} is not the bound tool {expected}")]
-    McpToolMismatch { expected: String, found: String },
+    McpToolMismatch {
+        /// The tool the binding governs.
+        expected: String,
+        /// The tool the request names.
+        found: String,
+    },
     /// §8: an argument the tool binding does not declare (refused, never dropped).
     #[error("MCP argument {name} is not declared by the tool binding")]
-    McpArgumentsInvalid { name: String },
+    McpArgumentsInvalid {
+        /// The undeclared argument.
+        name: String,
+    },
     /// §8: the target template cannot be filled from the arguments.
     #[error("MCP target cannot be resolved: {reason}")]
-    McpTargetUnresolved { reason: String },
+    McpTargetUnresolved {
+        /// Which placeholder could not be filled, and why.
+        reason: String,
+    },
     /// A constraint pattern of the validator failed to compile (a defect, never input's fault).
     #[error("internal: validator pattern {pattern} does not compile")]
-    PatternUnavailable { pattern: &'static str },
+    PatternUnavailable {
+        /// The pattern.
+        pattern: &'static str,
+    },
 }
 
 impl IntentError {

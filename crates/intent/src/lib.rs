@@ -14,6 +14,9 @@
 //! [`Value`], which is a tree of plain JSON data; every other §3 refusal is
 //! a typed [`IntentError`] with the reference's code.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod binding;
 pub mod canonical;
 pub mod compare;

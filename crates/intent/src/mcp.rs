@@ -26,8 +26,11 @@ pub struct McpToolBinding {
     pub tool: String,
     /// The Agent-Safe `action.type` it becomes.
     pub action: String,
+    /// The `downstream_target.system` a call to it reaches.
     pub system: String,
+    /// The `downstream_target.operation` a call to it invokes.
     pub operation: String,
+    /// The `downstream_target.environment`, when the operator names one.
     pub environment: Option<String>,
     /// `crm:customer:{customerId}`: every placeholder must be a scalar argument.
     pub target: String,
@@ -41,11 +44,17 @@ pub struct McpToolBinding {
 /// What the host runtime knows about the call, as against what the model sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpTrustedContext {
+    /// `tenant_id`: the tenant the call is made for (a UUID).
     pub tenant_id: String,
+    /// `intent_id`: this intent's identifier (a UUID).
     pub intent_id: String,
+    /// `captured_at`: when the host captured the call (RFC 3339 date-time).
     pub captured_at: String,
+    /// `expires_at`: after when authority over the call lapses (RFC 3339 date-time).
     pub expires_at: String,
+    /// `actor`: who is calling, as the host authenticated it.
     pub actor: Actor,
+    /// The host's retry identity; rides in `context.idempotency_key` (§3).
     pub idempotency_key: String,
     /// The server holding the tool, when the host runs more than one.
     pub server: Option<String>,
@@ -61,7 +70,11 @@ pub struct McpTrustedContext {
 /// guard recomputes right before dispatch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundMcpInvocation {
+    /// The intent the call became: binding, canonical form and hash.
     pub captured: Captured,
+    /// The digest of the call's canonical arguments (as in
+    /// `context.mcp_arguments_digest`), which the guard recomputes from the
+    /// arguments about to be dispatched.
     pub arguments_digest: String,
 }
 

@@ -198,6 +198,7 @@ pub struct Object {
 }
 
 impl Object {
+    /// An object with no members.
     pub fn new() -> Self {
         Self::default()
     }
@@ -206,22 +207,27 @@ impl Object {
         Self { members }
     }
 
+    /// How many members it holds.
     pub fn len(&self) -> usize {
         self.members.len()
     }
 
+    /// Whether it holds no member.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
 
+    /// The value under `key` (a `&str` never equals a key that holds a lone surrogate).
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// The value under `key`, to change in place.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
         self.members.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Whether a member is named `key`.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
@@ -236,6 +242,7 @@ impl Object {
         None
     }
 
+    /// Removes the member named `key`, keeping the others' order; returns its value.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         let at = self.members.iter().position(|(k, _)| k == key)?;
         Some(self.members.remove(at).1)
@@ -246,6 +253,7 @@ impl Object {
         self.members.iter().map(|(k, v)| (k, v))
     }
 
+    /// Member keys in document (insertion) order.
     pub fn keys(&self) -> impl Iterator<Item = &JsString> {
         self.members.iter().map(|(k, _)| k)
     }
@@ -274,11 +282,17 @@ impl fmt::Debug for Object {
 /// `-0` equals `0`, as it does in ECMAScript and in the canonical form.
 #[derive(Clone, PartialEq)]
 pub enum Value {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number: an IEEE 754 double, as `JSON.parse` reads it (finite once accepted, §3).
     Number(f64),
+    /// A string of UTF-16 code units, lone surrogates kept.
     String(JsString),
+    /// An array, in order (§4: arrays keep their order).
     Array(Vec<Value>),
+    /// An object (§4: its keys are sorted only when written canonically).
     Object(Object),
 }
 
@@ -296,6 +310,7 @@ impl fmt::Debug for Value {
 }
 
 impl Value {
+    /// The object, when this is one.
     pub fn as_object(&self) -> Option<&Object> {
         match self {
             Self::Object(o) => Some(o),
@@ -303,6 +318,7 @@ impl Value {
         }
     }
 
+    /// The object, when this is one, to change in place.
     pub fn as_object_mut(&mut self) -> Option<&mut Object> {
         match self {
             Self::Object(o) => Some(o),
@@ -310,6 +326,7 @@ impl Value {
         }
     }
 
+    /// The string, when this is one, lone surrogates and all.
     pub fn as_js_string(&self) -> Option<&JsString> {
         match self {
             Self::String(s) => Some(s),
@@ -322,6 +339,7 @@ impl Value {
         self.as_js_string().and_then(JsString::as_str)
     }
 
+    /// The elements, when this is an array.
     pub fn as_array(&self) -> Option<&Vec<Value>> {
         match self {
             Self::Array(a) => Some(a),

@@ -26,10 +26,14 @@ use crate::value::Value;
 /// One thing that did not reproduce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// What did not reproduce: a stable code (`CANONICAL_MISMATCH`, `HASH_MISMATCH`,
+    /// `MUTATION_NOT_DISTINCT`, `REFUSAL_CODE_MISMATCH`, …).
     pub code: &'static str,
     /// The mutation's path or case index, or the place in the binding; `None` for the base.
     pub path: Option<String>,
+    /// What the document pinned (or what it should have held), where it says.
     pub expected: Option<String>,
+    /// What this implementation computed instead, where it computed anything.
     pub computed: Option<String>,
 }
 
@@ -37,27 +41,39 @@ pub struct Finding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// A binding vector, or a bare binding: a whole binding (with
+    /// `protocol_version`), also accepted under §3 (§7.3), with its mutations (§7.4).
     Binding,
+    /// A canonicalization vector: any other JSON object, only its bytes and hash pinned (§7).
     Canonical,
+    /// A refusal vector: the input must be refused with the named code.
     Refusal,
+    /// A suite of cases, each verified as its own document.
     Suite,
+    /// None of those; never `ok`.
     Unrecognised,
 }
 
 /// The verdict on one document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
+    /// What kind of document it was.
     pub kind: Kind,
+    /// Whether everything reproduced (no finding, and a document of a known kind).
     pub ok: bool,
     /// Whether the document pinned a hash (or a refusal) to reproduce.
     pub pinned: bool,
+    /// The base binding's canonical form (§4), as computed here.
     pub canonical_json: Option<String>,
+    /// The base binding's intent hash (§5), as computed here.
     pub intent_hash: Option<String>,
+    /// Mutations checked (§7.4).
     pub mutations: usize,
     /// Distinct hashes across the base and its mutations.
     pub hashes: usize,
     /// Cases of a suite.
     pub cases: usize,
+    /// Everything that did not reproduce; empty when `ok`.
     pub findings: Vec<Finding>,
 }
 
@@ -298,7 +314,7 @@ fn verify_mutation(
     match m.get("intent_hash") {
         Some(expected) if expected.as_str() == Some(c.intent_hash.as_str()) => {}
         Some(expected) => {
-            r.finding("MUTATION_HASH_MISMATCH", Some(label.clone()), Some(show(expected)), Some(c.intent_hash.clone()))
+            r.finding("MUTATION_HASH_MISMATCH", Some(label.clone()), Some(show(expected)), Some(c.intent_hash.clone()));
         }
         None => r.finding("MUTATION_INVALID", Some(label.clone()), Some("a pinned intent_hash".into()), None),
     }

@@ -19,7 +19,7 @@ pub enum RungId {
     Nvml,
     /// 3. Per-process CPU energy (macOS `proc_pid_rusage`); not on this platform.
     ProcessEnergy,
-    /// 4. Apple IOReport energy counters; not on this platform.
+    /// 4. Apple `IOReport` energy counters; not on this platform.
     Ioreport,
     /// 5. Time × a power calibrated on this host → `ModelBased`.
     Calibrated,

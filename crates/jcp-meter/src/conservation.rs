@@ -341,10 +341,11 @@ pub fn check_shape(decl: ShapeDeclaration, windows: &[crate::meter::Window]) -> 
             let fall = rates
                 .windows(2)
                 .zip(windows.iter().skip(1))
-                .find(|(p, _)| p[1] < p[0] && !within(p[1], p[0], tolerance_permille));
-            if let Some((p, w)) = fall {
+                .find(|(p, _)| p[1] < p[0] && !within(p[1], p[0], tolerance_permille))
+                .map(|(p, w)| (p[0], p[1], w));
+            if let Some((from, to, w)) = fall {
                 ShapeVerdict::Inconsistent {
-                    why: format!("declared a ramp; window {} falls from {} to {} mW", w.seq, p[0], p[1]),
+                    why: format!("declared a ramp; window {} falls from {from} to {to} mW", w.seq),
                 }
             } else if rates[rates.len() - 1] <= rates[0] {
                 ShapeVerdict::Inconsistent {

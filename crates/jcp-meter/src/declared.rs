@@ -200,7 +200,10 @@ struct CauseWire {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CausesWire {
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "read so that `deny_unknown_fields` admits it; its value is checked before the struct is decoded"
+    )]
     format: String,
     causes: Vec<CauseWire>,
 }

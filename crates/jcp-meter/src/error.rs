@@ -10,41 +10,94 @@ pub enum Error {
     // ------------------------------------------------------------ configuration
     /// A window or probe interval of zero, or one too long to be a window.
     #[error("bad interval: {detail}")]
-    BadInterval { detail: String },
+    BadInterval {
+        /// Which interval, and the range it must fall in.
+        detail: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {detail}")]
-    Io { path: String, detail: String },
+    Io {
+        /// The file's path.
+        path: String,
+        /// The operating system's error.
+        detail: String,
+    },
 
     // ------------------------------------------------------------ counter traces
     /// A recorded counter trace is not well-formed JSON of the trace format.
     #[error("trace: {at}: {detail}")]
-    TraceMalformed { at: String, detail: String },
+    TraceMalformed {
+        /// Where in the trace: the field path, or the line and column of the JSON.
+        at: String,
+        /// What is wrong there.
+        detail: String,
+    },
     /// The trace declares a format this build does not read.
     #[error("trace: unsupported format `{found}` (expected `jcp-meter-trace/1`)")]
-    TraceUnsupported { found: String },
+    TraceUnsupported {
+        /// The `format` the trace declares.
+        found: String,
+    },
     /// Sample timestamps must strictly increase.
     #[error("trace: sample {index}: t_ns {t_ns} does not follow {previous_ns}")]
-    TraceTimeNotMonotonic { index: usize, t_ns: u64, previous_ns: u64 },
+    TraceTimeNotMonotonic {
+        /// The sample's position in the trace, from 0.
+        index: usize,
+        /// Its monotonic timestamp, ns.
+        t_ns: u64,
+        /// The timestamp of the sample before it, ns.
+        previous_ns: u64,
+    },
     /// A sample's counter list does not match the declared counters.
     #[error("trace: sample {index}: {got} counter values for {expected} counters")]
-    TraceCounterCount { index: usize, expected: usize, got: usize },
+    TraceCounterCount {
+        /// The sample's position in the trace, from 0.
+        index: usize,
+        /// How many counters the trace declares.
+        expected: usize,
+        /// How many values the sample carries.
+        got: usize,
+    },
     /// A counter value above its declared range.
     #[error("trace: sample {index}: counter {counter} reads {value} above its range {max}")]
-    TraceValueOutOfRange { index: usize, counter: usize, value: u64, max: u64 },
+    TraceValueOutOfRange {
+        /// The sample's position in the trace, from 0.
+        index: usize,
+        /// The counter's position among the declared counters.
+        counter: usize,
+        /// The value the sample reads, µJ.
+        value: u64,
+        /// The counter's declared `max_range_uj`.
+        max: u64,
+    },
 
     // ------------------------------------------------------------ calibration (§5.1 rung 5)
     /// Calibration needs a live counter and none is live.
     #[error("no live counter to calibrate against: {detail}")]
-    NoLiveCounter { detail: String },
+    NoLiveCounter {
+        /// Why each counter rung is not live (or which read failed).
+        detail: String,
+    },
     /// The counter does not read the domain the calibrated power is for.
     #[error("calibration: {detail}")]
-    CalibrationWrongDomain { detail: String },
+    CalibrationWrongDomain {
+        /// Which counter was offered, and what it reads instead of the CPU package.
+        detail: String,
+    },
     /// A stored calibration is not well-formed.
     #[error("calibration file: {detail}")]
-    CalibrationMalformed { detail: String },
+    CalibrationMalformed {
+        /// The field and what is wrong with it.
+        detail: String,
+    },
     /// A calibration measured on another host is refused here (§5.1 rung 6: another host's calibration is an estimate).
     #[error("calibration measured on {measured_on}, not on this host ({here})")]
-    CalibrationMeasuredElsewhere { measured_on: String, here: String },
+    CalibrationMeasuredElsewhere {
+        /// The host the calibration names.
+        measured_on: String,
+        /// This host.
+        here: String,
+    },
 
     // ------------------------------------------------------------ efficiency/1 (§5.2, appendix)
     /// Bytes that are not canonical det-CBOR (§3).
@@ -55,13 +108,24 @@ pub enum Error {
     Schema(SchemaError),
     /// A profile tag this build does not implement.
     #[error("efficiency/1: unknown profile `{found}`")]
-    UnknownProfile { found: String },
+    UnknownProfile {
+        /// The `efficiency` tag the receipt carries.
+        found: String,
+    },
     /// A provenance label that is not one of the three (§5).
     #[error("{field}: `{found}` is not a provenance (HwShunt, ModelBased, Estimator)")]
-    BadProvenance { field: &'static str, found: String },
+    BadProvenance {
+        /// The field that carries the label.
+        field: &'static str,
+        /// The label found.
+        found: String,
+    },
     /// `energy_coverage` present with any value but `"Partial"` (§5.2).
     #[error("energy_coverage: `{found}` is refused; the field is present only as \"Partial\" (absent is Whole)")]
-    BadCoverage { found: String },
+    BadCoverage {
+        /// The text found, or a diagnostic rendering of a value that is not text.
+        found: String,
+    },
     /// A Partial receipt carrying `uj_per_accepted_token` (§5.2).
     #[error(
         "a Partial receipt carries uj_per_accepted_token: a partial figure divided by tokens is not a cost per token"
@@ -69,49 +133,88 @@ pub enum Error {
     PartialHeadline,
     /// A headline that is not the receipt's own figure divided by its tokens.
     #[error("uj_per_accepted_token {carried} is not energy_uj / accepted_tokens ({computed})")]
-    HeadlineMismatch { carried: u64, computed: String },
+    HeadlineMismatch {
+        /// The `uj_per_accepted_token` the receipt carries.
+        carried: u64,
+        /// What `floor(energy_uj / accepted_tokens)` gives (or why there is none: no token accepted).
+        computed: String,
+    },
     /// An outcome naming no activity (§5.3).
     #[error("the outcome names no activity by content id: not traceable (§5.3)")]
     Untraceable,
     /// One activity named twice (§5.3: refused before the sum).
     #[error("activity {id} is bound twice (§5.3)")]
-    ActivityBoundTwice { id: String },
+    ActivityBoundTwice {
+        /// The activity's content id, hex.
+        id: String,
+    },
     /// The signature does not verify for the steward.
     #[error("efficiency/1: signature does not verify for steward {steward}")]
-    BadSignature { steward: String },
+    BadSignature {
+        /// The steward the receipt names, as a did:key.
+        steward: String,
+    },
     /// The steward is not a did:key.
     #[error("efficiency/1: steward: {detail}")]
-    BadSteward { detail: String },
+    BadSteward {
+        /// Why the steward field is not a did:key.
+        detail: String,
+    },
     /// The same receipt given twice to a total.
     #[error("receipt {id} is counted twice in one total")]
-    ReceiptCountedTwice { id: String },
+    ReceiptCountedTwice {
+        /// The receipt's content id, hex.
+        id: String,
+    },
     /// A total over no receipt has no floor to take.
     #[error("a total over no receipt has no provenance floor")]
     EmptyTotal,
     /// A sum that does not fit the integer it is carried in.
     #[error("{what} overflows")]
-    Overflow { what: &'static str },
+    Overflow {
+        /// The sum that overflowed (e.g. `calibration energy`).
+        what: &'static str,
+    },
 
     // ------------------------------------------------------------ traceability (§5.3)
     /// A named activity the resolver cannot produce.
     #[error("activity {id} cannot be resolved")]
-    UnresolvableActivity { id: String },
+    UnresolvableActivity {
+        /// The activity's content id, hex.
+        id: String,
+    },
     /// The resolver produced bytes whose content id is not the one named.
     #[error("activity named {named} resolved to bytes with content id {got}")]
-    ActivityIdMismatch { named: String, got: String },
+    ActivityIdMismatch {
+        /// The content id the outcome names, hex.
+        named: String,
+        /// The content id of the bytes the resolver produced, hex.
+        got: String,
+    },
     /// Activity bytes without a readable energy figure.
     #[error("activity {id}: {detail}")]
-    ActivityMalformed { id: String, detail: String },
+    ActivityMalformed {
+        /// The activity's content id, hex.
+        id: String,
+        /// What is wrong with its bytes.
+        detail: String,
+    },
 
     // ------------------------------------------------------------ dynamism (§5.4)
     /// A named cause without the content id of the reading that supports it.
     #[error("cause `{cause}` names no evidence content id (§5.4)")]
-    CauseWithoutEvidence { cause: String },
+    CauseWithoutEvidence {
+        /// The cause as declared.
+        cause: String,
+    },
     /// A baseline asked of a session that cannot give one: recorded without
     /// a declared occupancy (it would apply nowhere), or without a `Whole`
     /// metered window (a partial or missing figure is no band).
     #[error("baseline-not-declarable: {why}")]
-    BaselineNotDeclarable { why: &'static str },
+    BaselineNotDeclarable {
+        /// Which of the two it lacks.
+        why: &'static str,
+    },
 
     // ------------------------------------------------------------ conservation / bounds (§5.5, §5.6)
     /// A grant of zero µJ has no ppm floor.
@@ -119,7 +222,12 @@ pub enum Error {
     ZeroBudget,
     /// A shape declared after the windows it is held to began (§5.6: declared in advance).
     #[error("the shape was declared at {declared_at_ns} ns, after the first window began at {first_window_ns} ns: post-hoc, refused")]
-    ShapeDeclaredAfter { declared_at_ns: u64, first_window_ns: u64 },
+    ShapeDeclaredAfter {
+        /// When the shape was declared, monotonic ns.
+        declared_at_ns: u64,
+        /// When the first window it is held to began, monotonic ns.
+        first_window_ns: u64,
+    },
     /// A span of zero length has no rate.
     #[error("a span of 0 ns has no power")]
     ZeroSpan,

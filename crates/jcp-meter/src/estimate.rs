@@ -75,7 +75,7 @@ pub struct SysinfoUtil {
 
 impl fmt::Debug for SysinfoUtil {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SysinfoUtil").field("cpus", &self.cpus).finish()
+        f.debug_struct("SysinfoUtil").field("cpus", &self.cpus).finish_non_exhaustive()
     }
 }
 
@@ -102,8 +102,11 @@ impl UtilSource for SysinfoUtil {
         self.sys.refresh_cpu_usage();
         let u = self.sys.global_cpu_usage();
         if u.is_finite() && u >= 0.0 {
-            // Percent → per mille, clamped to full load; the cast is of a value in 0..=1000.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "percent → per mille, clamped to full load: the cast is of a finite value in 0..=1000"
+            )]
             Some((u * 10.0).round().min(1000.0) as u32)
         } else {
             None

@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, wrap-corrected | `HwShunt`, `Whole` |
 //! | 2 | [`nvml::NvmlReader`]: GPU total-energy counter, loaded at run time | `HwShunt`, `Partial` |
-//! | 3, 4 | per-process energy and IOReport: macOS only, reported unavailable | — |
+//! | 3, 4 | per-process energy and `IOReport`: macOS only, reported unavailable | — |
 //! | 5 | time × [`estimate::Calibration`] measured on this host | `ModelBased` |
 //! | 6 | utilisation × [`estimate::EstimatorConfig`] default power | `Estimator` |
 //!
@@ -57,6 +57,7 @@
 //!
 //! Every refusal is an [`Error`] with a stable [`Error::code`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod clock;
@@ -67,6 +68,7 @@ pub mod efficiency;
 mod error;
 pub mod estimate;
 pub mod exposition;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod layers;
@@ -79,6 +81,7 @@ pub mod rapl;
 pub mod session;
 pub mod trace;
 pub mod traceability;
+#[cfg(feature = "vectors")]
 pub mod vectors;
 
 pub use backend::{CounterBackend, Decline, RungId};

@@ -106,15 +106,9 @@ impl RaplReader {
     }
 }
 
-impl CounterBackend for RaplReader {
-    fn rung(&self) -> RungId {
-        RungId::Rapl
-    }
-
-    #[allow(clippy::too_many_lines)]
-    fn open(&mut self) -> Result<Vec<CounterInfo>, Decline> {
-        self.zones.clear();
-        self.skipped.clear();
+impl RaplReader {
+    /// The root's entries, sorted; declined where there is no powercap interface or it cannot be listed.
+    fn list_entries(&self) -> Result<Vec<String>, Decline> {
         let root = self.root.display().to_string();
         let entries = match fs::read_dir(&self.root) {
             Ok(e) => e,
@@ -133,100 +127,143 @@ impl CounterBackend for RaplReader {
         let mut names: Vec<String> =
             entries.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())).collect();
         names.sort();
+        Ok(names)
+    }
+
+    /// Whether `entry` is a top-level `intel-rapl` zone named `package-<n>`
+    /// not seen before: its name and directory, or `None` (recorded as
+    /// skipped, with why, unless it is not a zone at all).
+    fn package_zone(&mut self, entry: &str) -> Option<(String, PathBuf)> {
+        let (control, idx) = split_zone(entry)?;
+        let dir = self.root.join(entry);
+        let name = (self.read)(&dir.join("name")).ok();
+        if control != "intel-rapl" {
+            let why = if control == "intel-rapl-mmio" {
+                "an MMIO zone republishes the package counters of the MSR interface: summing both counts twice"
+            } else {
+                "not a RAPL control type"
+            };
+            self.skip(entry, name, why);
+            return None;
+        }
+        if idx.len() != 1 {
+            self.skip(entry, name, "a sub-zone (part of its package), not a top-level package zone");
+            return None;
+        }
+        let Some(name) = name else {
+            self.skip(entry, None, "its name file is unreadable");
+            return None;
+        };
+        if !is_package_name(&name) {
+            let why = match name.as_str() {
+                "psys" => "psys already includes the packages: summing it beside them counts their energy twice",
+                "dram" => "a dram zone is not CPU energy",
+                _ => "not a package-<n> zone",
+            };
+            self.skip(entry, Some(name), why);
+            return None;
+        }
+        if self.zones.iter().any(|z| z.name == name) {
+            self.skip(entry, Some(name), "a second zone with the same package name: read once");
+            return None;
+        }
+        Some((name, dir))
+    }
+
+    /// Opens a package zone: its wrap range must be a positive integer and
+    /// its counter readable. A counter only root may read is noted in
+    /// `permission_denied` and the zone kept for now, so that every such path
+    /// is named at once before the rung is declined.
+    fn open_zone(
+        &self,
+        entry: &str,
+        name: String,
+        dir: &Path,
+        permission_denied: &mut Vec<String>,
+    ) -> Result<Zone, Decline> {
+        let max_range = match (self.read)(&dir.join("max_energy_range_uj")).map(|s| s.parse::<u64>()) {
+            Ok(Ok(m)) if m > 0 => m,
+            Ok(_) => {
+                return Err(Decline::new("rapl-no-range", format!("{entry} ({name}): max_energy_range_uj is not a positive integer, so a wrap cannot be corrected")));
+            }
+            Err(e) => {
+                return Err(Decline::new(
+                    "rapl-no-range",
+                    format!("{entry} ({name}): max_energy_range_uj unreadable: {e}"),
+                ));
+            }
+        };
+        let energy = dir.join("energy_uj");
+        match (self.read)(&energy) {
+            Ok(s) if s.parse::<u64>().is_ok() => {}
+            Ok(s) => {
+                return Err(Decline::new(
+                    "rapl-unreadable",
+                    format!("{}: `{s}` is not a counter value", energy.display()),
+                ));
+            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                permission_denied.push(energy.display().to_string());
+            }
+            Err(e) => {
+                return Err(Decline::new("rapl-unreadable", format!("{}: {e}", energy.display())));
+            }
+        }
+        Ok(Zone { name, energy, max_range })
+    }
+
+    /// The decline when no package zone was found, naming what was seen instead.
+    fn no_package_zone_decline(&self) -> Decline {
+        let root = self.root.display().to_string();
+        let seen = if self.skipped.is_empty() {
+            "no zones at all".to_owned()
+        } else {
+            format!(
+                "only {}",
+                self.skipped
+                    .iter()
+                    .map(|s| format!("{} ({})", s.entry, s.name.as_deref().unwrap_or("?")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Decline::new("rapl-no-package-zone", format!("{root} has no top-level package-<n> zone: {seen}"))
+            .with_fix("This CPU or kernel publishes no RAPL package counter; the meter falls back to a lower rung.")
+    }
+}
+
+/// The decline when some package counters are readable by root only: a counter this user cannot read gives no figure.
+fn permission_denied_decline(paths: &[String]) -> Decline {
+    let n = paths.len();
+    Decline::new(
+        "rapl-permission-denied",
+        format!("permission denied reading {} ({n} package counter{}); a counter this user cannot read gives no figure, never a zero", paths.join(", "), if n == 1 { "" } else { "s" }),
+    )
+    .with_fix(PERMISSION_FIX)
+}
+
+impl CounterBackend for RaplReader {
+    fn rung(&self) -> RungId {
+        RungId::Rapl
+    }
+
+    fn open(&mut self) -> Result<Vec<CounterInfo>, Decline> {
+        self.zones.clear();
+        self.skipped.clear();
         let mut permission_denied = Vec::new();
-        for entry in names {
-            let Some((control, idx)) = split_zone(&entry) else {
+        for entry in self.list_entries()? {
+            let Some((name, dir)) = self.package_zone(&entry) else {
                 continue;
             };
-            let dir = self.root.join(&entry);
-            let name = (self.read)(&dir.join("name")).ok();
-            if control != "intel-rapl" {
-                let why = if control == "intel-rapl-mmio" {
-                    "an MMIO zone republishes the package counters of the MSR interface: summing both counts twice"
-                } else {
-                    "not a RAPL control type"
-                };
-                self.skip(&entry, name, why);
-                continue;
-            }
-            if idx.len() != 1 {
-                self.skip(&entry, name, "a sub-zone (part of its package), not a top-level package zone");
-                continue;
-            }
-            let Some(name) = name else {
-                self.skip(&entry, None, "its name file is unreadable");
-                continue;
-            };
-            if !is_package_name(&name) {
-                let why = match name.as_str() {
-                    "psys" => "psys already includes the packages: summing it beside them counts their energy twice",
-                    "dram" => "a dram zone is not CPU energy",
-                    _ => "not a package-<n> zone",
-                };
-                self.skip(&entry, Some(name), why);
-                continue;
-            }
-            if self.zones.iter().any(|z| z.name == name) {
-                self.skip(&entry, Some(name), "a second zone with the same package name: read once");
-                continue;
-            }
-            let max_range = match (self.read)(&dir.join("max_energy_range_uj")).map(|s| s.parse::<u64>()) {
-                Ok(Ok(m)) if m > 0 => m,
-                Ok(_) => {
-                    return Err(Decline::new("rapl-no-range", format!("{entry} ({name}): max_energy_range_uj is not a positive integer, so a wrap cannot be corrected")));
-                }
-                Err(e) => {
-                    return Err(Decline::new(
-                        "rapl-no-range",
-                        format!("{entry} ({name}): max_energy_range_uj unreadable: {e}"),
-                    ));
-                }
-            };
-            let energy = dir.join("energy_uj");
-            match (self.read)(&energy) {
-                Ok(s) if s.parse::<u64>().is_ok() => {}
-                Ok(s) => {
-                    return Err(Decline::new(
-                        "rapl-unreadable",
-                        format!("{}: `{s}` is not a counter value", energy.display()),
-                    ));
-                }
-                Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-                    permission_denied.push(energy.display().to_string());
-                }
-                Err(e) => {
-                    return Err(Decline::new("rapl-unreadable", format!("{}: {e}", energy.display())));
-                }
-            }
-            self.zones.push(Zone { name, energy, max_range });
+            let zone = self.open_zone(&entry, name, &dir, &mut permission_denied)?;
+            self.zones.push(zone);
         }
         if !permission_denied.is_empty() {
-            let n = permission_denied.len();
             self.zones.clear();
-            return Err(Decline::new(
-                "rapl-permission-denied",
-                format!("permission denied reading {} ({n} package counter{}); a counter this user cannot read gives no figure, never a zero", permission_denied.join(", "), if n == 1 { "" } else { "s" }),
-            )
-            .with_fix(PERMISSION_FIX));
+            return Err(permission_denied_decline(&permission_denied));
         }
         if self.zones.is_empty() {
-            let seen = if self.skipped.is_empty() {
-                "no zones at all".to_owned()
-            } else {
-                format!(
-                    "only {}",
-                    self.skipped
-                        .iter()
-                        .map(|s| format!("{} ({})", s.entry, s.name.as_deref().unwrap_or("?")))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            return Err(Decline::new(
-                "rapl-no-package-zone",
-                format!("{root} has no top-level package-<n> zone: {seen}"),
-            )
-            .with_fix("This CPU or kernel publishes no RAPL package counter; the meter falls back to a lower rung."));
+            return Err(self.no_package_zone_decline());
         }
         Ok(self
             .zones

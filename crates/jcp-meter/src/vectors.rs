@@ -1,5 +1,5 @@
 //! The published `efficiency/1` pack, `conformance/jcp/v1/efficiency.json`
-//! (`cargo run -p jcp-meter --bin gen-efficiency-vectors`).
+//! (`cargo run -p jcp-meter --features vectors --bin gen-efficiency-vectors`).
 //!
 //! [`generate`] builds the pack deterministically (fixed seeds, Ed25519's
 //! deterministic signatures, insertion-ordered JSON) and checks every vector
@@ -162,11 +162,46 @@ fn refusal(name: &str, stage: &str, bytes: &[u8], code: &str, what: &str) -> Res
 }
 
 /// Builds the pack; fails if this implementation does not meet a vector.
-#[allow(clippy::too_many_lines)]
 pub fn generate() -> Result<String, String> {
     let key = Keypair::from_seed(STEWARD_SEED).map_err(|e| e.to_string())?;
     let other = Keypair::from_seed(OTHER_SEED).map_err(|e| e.to_string())?;
     let mut b = Builder { key, other, activities: Vec::new(), readings: Vec::new() };
+    let (fx, readings) = reading_vectors(&mut b)?;
+    let mut refusals = payload_refusals(&fx)?;
+    refusals.extend(envelope_refusals(&b, &fx)?);
+    let totals = total_vectors(&b)?;
+    let traces = trace_vectors(&b, fx.a_decode)?;
+    let pack = json!({
+        "pack": "jcp/v1/efficiency",
+        "spec": "jcp-v0.3 §5.2, §5.3 and the appendix \"the efficiency/1 coverage change\"",
+        "generator": "cargo run -p jcp-meter --bin gen-efficiency-vectors",
+        "format": "core_hex is the signed core (canonical det-CBOR, read by read_payload); sealed_hex is {core, sig} (read by verify); hex under refusals is read by the named stage and must fail with code",
+        "steward": b.key.did().to_did_string(),
+        "activities": b.activities.iter().map(|(name, id, bytes, e)| json!({"name": name, "id": id.to_hex(), "hex": hex::encode(bytes), "energy": energy_json(*e)})).collect::<Vec<_>>(),
+        "readings": readings,
+        "refusals": refusals,
+        "totals": totals,
+        "traces": traces,
+    });
+    serde_json::to_string_pretty(&pack).map(|s| s + "\n").map_err(|e| e.to_string())
+}
+
+/// What the refusals and traces are built from: readings' payloads and activity ids.
+struct Fixtures {
+    /// The whole `HwShunt` reading.
+    whole: Efficiency,
+    /// The `Partial` GPU-counter reading.
+    partial: Efficiency,
+    /// The estimated reading with no accepted token.
+    est: Efficiency,
+    /// The `prefill` activity.
+    a_prompt: ContentId,
+    /// The `decode` activity.
+    a_decode: ContentId,
+}
+
+/// The activities and the readings (§5.2, §5.3): each sealed, verified and read back.
+fn reading_vectors(b: &mut Builder) -> Result<(Fixtures, Vec<Json>), String> {
     let hw = |uj| Energy::new(uj, Provenance::HwShunt);
     let a_prompt = b.activity("prefill", hw(700_000));
     let a_decode = b.activity("decode", hw(400_000));
@@ -195,10 +230,15 @@ pub fn generate() -> Result<String, String> {
     readings.push(b.reading("activities-exceed-outcome", &over)?);
     let mixed = b.efficiency("mixed-trace", vec![a_prompt, a_est], hw(800_000), 40, 1);
     readings.push(b.reading("estimator-activity", &mixed)?);
+    Ok((Fixtures { whole, partial, est, a_prompt, a_decode }, readings))
+}
 
-    // ------------------------------------------------------------ refusals
-    let wc = whole.wire();
-    let pc = partial.wire();
+/// Payloads `read_payload` must refuse, each with its code: first the
+/// profile's own rules (§5.2 coverage and headline, the appendix's
+/// provenance labels, the closed schema), then traceability and encoding.
+fn payload_refusals(fx: &Fixtures) -> Result<Vec<Json>, String> {
+    let wc = fx.whole.wire();
+    let pc = fx.partial.wire();
     let mut refusals = vec![
         refusal(
             "partial-with-headline",
@@ -252,7 +292,7 @@ pub fn generate() -> Result<String, String> {
         refusal(
             "headline-without-tokens",
             "read_payload",
-            &with(&est.wire(), "uj_per_accepted_token", Some(Value::Uint(0))).encode(),
+            &with(&fx.est.wire(), "uj_per_accepted_token", Some(Value::Uint(0))).encode(),
             "headline-mismatch",
             "no token accepted, no energy per token",
         )?,
@@ -277,6 +317,16 @@ pub fn generate() -> Result<String, String> {
             "schema-missing-field",
             "energy_uj is required",
         )?,
+    ];
+    refusals.extend(traceability_and_encoding_refusals(fx)?);
+    Ok(refusals)
+}
+
+/// Payloads `read_payload` must refuse for their activities (§5.3) or their encoding (§3, §5).
+fn traceability_and_encoding_refusals(fx: &Fixtures) -> Result<Vec<Json>, String> {
+    let wc = fx.whole.wire();
+    let a_prompt = fx.a_prompt;
+    let mut refusals = vec![
         refusal(
             "no-activities",
             "read_payload",
@@ -330,7 +380,13 @@ pub fn generate() -> Result<String, String> {
         "cbor-unsorted-keys",
         "§3: canonical det-CBOR only",
     )?);
-    // Envelope-level refusals.
+    Ok(refusals)
+}
+
+/// Sealed receipts `verify` must refuse: the steward's signature over the core.
+fn envelope_refusals(b: &Builder, fx: &Fixtures) -> Result<Vec<Json>, String> {
+    let wc = fx.whole.wire();
+    let mut refusals = Vec::new();
     let sealed = &b.readings[0].1;
     let mut flipped = sealed.clone();
     // {"sig": h'…', "core": …} — length-first order puts `sig` first; byte 8 is inside the signature.
@@ -359,8 +415,11 @@ pub fn generate() -> Result<String, String> {
         "bad-signature",
         "a figure edited after sealing",
     )?);
+    Ok(refusals)
+}
 
-    // ------------------------------------------------------------ totals
+/// Totals over verified readings (§5.2, §5.3): the provenance floor, coverage, per-unit figures.
+fn total_vectors(b: &Builder) -> Result<Vec<Json>, String> {
     let mut totals = Vec::new();
     for (name, set, rule) in [
         ("whole-and-modelbased", vec!["whole-hwshunt", "modelbased-whole"], "§5.3: the provenance floor, never an average"),
@@ -377,8 +436,11 @@ pub fn generate() -> Result<String, String> {
         Err(e) if e.code() == "receipt-counted-twice" => totals.push(json!({"name": "same-receipt-twice", "readings": ["whole-hwshunt", "whole-hwshunt"], "rule": "a receipt counted twice inflates the total", "code": e.code()})),
         other => return Err(format!("same-receipt-twice: {other:?}")),
     }
+    Ok(totals)
+}
 
-    // ------------------------------------------------------------ traces (§5.3)
+/// Traces (§5.3): an outcome's activities resolved by content id, the signed residual, the floors.
+fn trace_vectors(b: &Builder, a_decode: ContentId) -> Result<Vec<Json>, String> {
     let store: HashMap<ContentId, Vec<u8>> =
         b.activities.iter().map(|(_, id, bytes, _)| (*id, bytes.clone())).collect();
     let mut traces = Vec::new();
@@ -398,18 +460,5 @@ pub fn generate() -> Result<String, String> {
         Err(e) if e.code() == "unresolvable-activity" => traces.push(json!({"name": "activity-not-resolvable", "reading": "whole-hwshunt", "omit_activities": [a_decode.to_hex()], "rule": "a verifier MUST be able to resolve each named activity", "code": e.code()})),
         other => return Err(format!("activity-not-resolvable: {other:?}")),
     }
-
-    let pack = json!({
-        "pack": "jcp/v1/efficiency",
-        "spec": "jcp-v0.3 §5.2, §5.3 and the appendix \"the efficiency/1 coverage change\"",
-        "generator": "cargo run -p jcp-meter --bin gen-efficiency-vectors",
-        "format": "core_hex is the signed core (canonical det-CBOR, read by read_payload); sealed_hex is {core, sig} (read by verify); hex under refusals is read by the named stage and must fail with code",
-        "steward": b.key.did().to_did_string(),
-        "activities": b.activities.iter().map(|(name, id, bytes, e)| json!({"name": name, "id": id.to_hex(), "hex": hex::encode(bytes), "energy": energy_json(*e)})).collect::<Vec<_>>(),
-        "readings": readings,
-        "refusals": refusals,
-        "totals": totals,
-        "traces": traces,
-    });
-    serde_json::to_string_pretty(&pack).map(|s| s + "\n").map_err(|e| e.to_string())
+    Ok(traces)
 }

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,0 +1,390 @@
+//! The probe (§5.1 "the metering ladder"): walking the ladder best first and
+//! choosing the rung that meters the windows. A counter rung is chosen only
+//! while every one of its counters is live (§5.1) and not refuted by the
+//! board's bounds (§5.6); rungs 3 and 4 are recorded as unavailable off macOS;
+//! rungs 5 and 6 stand by below a chosen counter rung.
+
+use std::sync::Arc;
+
+use jcp::energy::{Coverage, Provenance};
+use serde::Serialize;
+
+use super::sampler::CounterSamples;
+use super::window::plausibility_of;
+use super::{not_live_code, read_failed_code, Active, Meter, MeterConfig};
+use crate::backend::{CounterBackend, CounterInfo, Decline, DrawReading, RungId};
+use crate::clock::Clock;
+use crate::estimate::HostId;
+use crate::liveness::{judge, CounterLiveness};
+use crate::plausibility::{fmt_mw, Plausibility};
+
+/// What became of a rung at the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RungStatus {
+    /// The rung meters the windows.
+    Chosen,
+    /// The rung was tried and declined.
+    Declined,
+    /// The rung does not exist on this platform.
+    Unavailable,
+    /// Below the chosen rung: used when a window degrades (or, for a counter rung, not probed).
+    Standby,
+}
+
+impl RungStatus {
+    /// The stable code (as serialised: `chosen`, `declined`, `unavailable`, `standby`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chosen => "chosen",
+            Self::Declined => "declined",
+            Self::Unavailable => "unavailable",
+            Self::Standby => "standby",
+        }
+    }
+}
+
+/// A counter's probe record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterReport {
+    /// The counter.
+    pub info: CounterInfo,
+    /// Its liveness over the probe.
+    pub liveness: Option<CounterLiveness>,
+    /// Its plausibility over the probe, where judged.
+    pub plausibility: Option<Plausibility>,
+}
+
+/// One rung at the probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RungReport {
+    /// The rung.
+    pub rung: RungId,
+    /// Its name for people.
+    pub title: &'static str,
+    /// Chosen, declined, unavailable or standby.
+    pub status: RungStatus,
+    /// The grade it gives.
+    pub provenance: Provenance,
+    /// The coverage it gives.
+    pub coverage: Coverage,
+    /// A stable reason code.
+    pub code: &'static str,
+    /// Why it was chosen, declined or left standing by.
+    pub why: String,
+    /// What the person can do, where something can be done.
+    pub fix: Option<String>,
+    /// Per-counter liveness and plausibility.
+    pub counters: Vec<CounterReport>,
+    /// What the backend saw and left out.
+    pub notes: Vec<String>,
+}
+
+/// The ladder as probed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeReport {
+    /// The host the ladder was probed on.
+    pub host: HostId,
+    /// `std::env::consts::OS`.
+    pub platform: &'static str,
+    /// The rung that meters the windows; `None` when nothing can (estimate off, no calibration, no counter).
+    pub chosen: Option<RungId>,
+    /// Every rung, best first.
+    pub rungs: Vec<RungReport>,
+    /// Monotonic start and end of the probe, ns.
+    pub started_ns: u64,
+    /// Monotonic end of the probe, ns.
+    pub ended_ns: u64,
+}
+
+impl ProbeReport {
+    /// The report of `rung`.
+    pub fn rung(&self, rung: RungId) -> Option<&RungReport> {
+        self.rungs.iter().find(|r| r.rung == rung)
+    }
+}
+
+/// Rungs 3 and 4, which exist only on macOS: recorded as unavailable, never imitated.
+fn platform_unavailable(rung: RungId) -> RungReport {
+    let why = match rung {
+        RungId::ProcessEnergy => {
+            "per-process CPU energy (proc_pid_rusage ri_energy_nj) exists only on macOS; not available on this platform"
+        }
+        _ => "Apple IOReport energy counters exist only on macOS; not available on this platform",
+    };
+    rung_report(rung, RungStatus::Unavailable, Decline::new("not-available-on-platform", why), vec![], vec![])
+}
+
+/// A rung's report from its decline (or its reason for being chosen).
+fn rung_report(
+    rung: RungId,
+    status: RungStatus,
+    d: Decline,
+    counters: Vec<CounterReport>,
+    notes: Vec<String>,
+) -> RungReport {
+    RungReport {
+        rung,
+        title: rung.title(),
+        status,
+        provenance: rung.provenance(),
+        coverage: rung.coverage(),
+        code: d.code,
+        why: d.why,
+        fix: d.fix,
+        counters,
+        notes,
+    }
+}
+
+/// A rung that can meter (rung 5 or 6): chosen when nothing above it was, standby below the chosen one.
+fn choose_unless_chosen(chosen: &mut Option<RungId>, rung: RungId, why: String) -> (RungStatus, Decline) {
+    if chosen.is_some() {
+        (RungStatus::Standby, Decline::new("standby", why))
+    } else {
+        *chosen = Some(rung);
+        (RungStatus::Chosen, Decline::new("chosen", why))
+    }
+}
+
+impl Meter {
+    /// Walks the ladder and chooses a rung (§5.1). Re-probing resets the windows' baseline.
+    pub fn probe(&mut self) -> &ProbeReport {
+        let clock = Arc::clone(&self.backends.clock);
+        let started_ns = clock.now_ns();
+        self.active = None;
+        let (mut rungs, mut chosen) = self.probe_counter_rungs();
+        // Rungs 3 and 4 exist only on macOS: recorded, never imitated.
+        rungs.push(platform_unavailable(RungId::ProcessEnergy));
+        rungs.push(platform_unavailable(RungId::Ioreport));
+        rungs.sort_by_key(|r| r.rung);
+        let (status, d) = self.calibrated_rung(&mut chosen);
+        rungs.push(rung_report(RungId::Calibrated, status, d, vec![], vec![]));
+        let (status, d) = self.estimate_rung(&mut chosen);
+        rungs.push(rung_report(RungId::Estimate, status, d, vec![], vec![]));
+        let ended_ns = clock.now_ns();
+        // Prime utilisation so the first window's figure covers the window only.
+        let _ = self.backends.util.sample(ended_ns);
+        self.last_end = ended_ns;
+        &*self.report.insert(ProbeReport {
+            host: self.backends.host.clone(),
+            platform: std::env::consts::OS,
+            chosen,
+            rungs,
+            started_ns,
+            ended_ns,
+        })
+    }
+
+    /// The counter rungs, best first: each is probed until one is chosen; those below it stand by unprobed.
+    fn probe_counter_rungs(&mut self) -> (Vec<RungReport>, Option<RungId>) {
+        let mut rungs = Vec::new();
+        let mut chosen: Option<RungId> = None;
+        for index in 0..self.backends.counters.len() {
+            let rung = self.backends.counters[index].rung();
+            if let Some(c) = chosen {
+                let d = Decline::new("not-probed", format!("not probed: rung `{c}` above it was chosen"));
+                rungs.push(rung_report(rung, RungStatus::Standby, d, vec![], vec![]));
+                continue;
+            }
+            let (result, counters) = self.probe_counter(index);
+            let notes = self.backends.counters[index].notes();
+            match result {
+                Ok(active) => {
+                    let why = format!(
+                        "every counter ({}) live over the probe{}",
+                        active.infos.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+                        if rung == RungId::Nvml { " and not refuted by the board's bounds" } else { "" }
+                    );
+                    rungs.push(rung_report(rung, RungStatus::Chosen, Decline::new("chosen", why), counters, notes));
+                    chosen = Some(rung);
+                    self.active = Some(active);
+                }
+                Err(d) => rungs.push(rung_report(rung, RungStatus::Declined, d, counters, notes)),
+            }
+        }
+        (rungs, chosen)
+    }
+
+    /// Rung 5: time × a power calibrated on this host, if a calibration measured here is loaded.
+    fn calibrated_rung(&mut self, chosen: &mut Option<RungId>) -> (RungStatus, Decline) {
+        self.calibration_ok = false;
+        match &self.config.calibration {
+            None => (RungStatus::Declined, Decline::new("no-calibration", "no host calibration is loaded").with_fix("Run `jcp meter calibrate` on this host while a RAPL counter is live, then pass the file with --calibration.")),
+            Some(c) => match c.check_host(&self.backends.host) {
+                Ok(()) => {
+                    self.calibration_ok = true;
+                    let why = format!("{} measured on this host against {} ({})", fmt_mw(c.active_mw), c.source.rung, c.source.counters.join(", "));
+                    choose_unless_chosen(chosen, RungId::Calibrated, why)
+                }
+                Err(e) => (RungStatus::Declined, Decline::new("calibration-measured-elsewhere", e.to_string()).with_fix("Calibrate again on this host: another host's calibration is only an estimate here.")),
+            },
+        }
+    }
+
+    /// Rung 6: utilisation × the documented default power, unless the estimate is switched off.
+    fn estimate_rung(&self, chosen: &mut Option<RungId>) -> (RungStatus, Decline) {
+        if !self.config.estimate_fallback {
+            return (
+                RungStatus::Declined,
+                Decline::new(
+                    "estimate-disabled",
+                    "the estimate is switched off: windows nothing above can meter are gaps",
+                ),
+            );
+        }
+        let e = &self.config.estimator;
+        let why = format!(
+            "utilisation x documented default power ({} + {} per logical CPU at full load, {} logical CPUs); nothing calibrated it",
+            fmt_mw(e.base_mw),
+            fmt_mw(e.per_cpu_mw),
+            self.backends.util.logical_cpus()
+        );
+        choose_unless_chosen(chosen, RungId::Estimate, why)
+    }
+
+    /// Probes counter rung `index`: opens it, samples every counter over the
+    /// probe, and admits it only if every counter is live (§5.1) and not
+    /// refuted by the board's bounds (§5.6).
+    fn probe_counter(&mut self, index: usize) -> (Result<Active, Decline>, Vec<CounterReport>) {
+        let clock = Arc::clone(&self.backends.clock);
+        let cfg = &self.config;
+        let backend = &mut self.backends.counters[index];
+        let rung = backend.rung();
+        let infos = match backend.open() {
+            Ok(i) => i,
+            Err(d) => return (Err(d), vec![]),
+        };
+        let mut limits = backend.power_limits_mw();
+        limits.resize(infos.len(), None);
+        let burn = backend.probe_burns_cpu();
+        let read = sample_probe(backend.as_mut(), clock.as_ref(), cfg, infos.len(), burn);
+        let mut reports: Vec<CounterReport> =
+            infos.iter().map(|i| CounterReport { info: i.clone(), liveness: None, plausibility: None }).collect();
+        let (samples, draws) = match read {
+            Ok(s) => s,
+            Err(e) => {
+                let why = format!("a counter read failed during the liveness probe: {e}");
+                return (Err(Decline::new(read_failed_code(rung), why)), reports);
+            }
+        };
+        if let Err(d) = judge_liveness(cfg, rung, burn, &infos, &samples, &mut reports) {
+            return (Err(d), reports);
+        }
+        let draw_exposed: Vec<bool> =
+            draws.iter().map(|d| d.iter().any(|d| !matches!(d, DrawReading::NotExposed))).collect();
+        let bounds = ProbeBounds { limits: &limits, draw_exposed: &draw_exposed, draws: &draws };
+        if let Err(d) = judge_plausibility(&infos, &samples, &bounds, &mut reports) {
+            return (Err(d), reports);
+        }
+        let baseline = samples.last_read();
+        (Ok(Active { index, infos, limits, draw_exposed, baseline }), reports)
+    }
+}
+
+/// Reads every counter `cfg.probe_intervals + 1` times, `cfg.probe_step`
+/// apart (burning CPU in between where the rung asks), and the board draw
+/// after each step; fails on the first read that fails.
+fn sample_probe(
+    backend: &mut dyn CounterBackend,
+    clock: &dyn Clock,
+    cfg: &MeterConfig,
+    n: usize,
+    burn: bool,
+) -> Result<(CounterSamples, Vec<Vec<DrawReading>>), String> {
+    let mut samples = CounterSamples::with_capacity(n, cfg.probe_intervals + 1);
+    let mut draws: Vec<Vec<DrawReading>> = vec![Vec::new(); n];
+    for step in 0..=cfg.probe_intervals {
+        if step > 0 {
+            clock.pause(cfg.probe_step, burn);
+        }
+        let t = clock.now_ns();
+        match backend.read(t)? {
+            v if v.len() == n => samples.record(t, v),
+            v => return Err(format!("a read gave {} values for {n} counters", v.len())),
+        }
+        if step > 0 {
+            for (c, d) in backend.read_draw(t).into_iter().take(n).enumerate() {
+                draws[c].push(d);
+            }
+        }
+    }
+    Ok((samples, draws))
+}
+
+/// §5.1 liveness: every counter must have advanced by the rule over the probe.
+fn judge_liveness(
+    cfg: &MeterConfig,
+    rung: RungId,
+    burn: bool,
+    infos: &[CounterInfo],
+    samples: &CounterSamples,
+    reports: &mut [CounterReport],
+) -> Result<(), Decline> {
+    let mut not_live = Vec::new();
+    for (c, info) in infos.iter().enumerate() {
+        let l = judge(cfg.liveness, &info.name, &samples.times, samples.of(c), info.max_range_uj);
+        if !l.status.is_live() {
+            not_live.push(format!(
+                "{} {}",
+                info.name,
+                serde_json::to_value(&l.status)
+                    .ok()
+                    .and_then(|v| v.get("status").and_then(|s| s.as_str().map(str::to_owned)))
+                    .unwrap_or_default()
+            ));
+        }
+        reports[c].liveness = Some(l);
+    }
+    if not_live.is_empty() {
+        return Ok(());
+    }
+    let what = if burn { "under the probe's CPU burn" } else { "over the probe" };
+    Err(Decline::new(
+        not_live_code(rung),
+        format!(
+            "not every counter was live {what} ({} intervals of {:?}; the rule: advancing in at least 5 intervals, 4 of every 5, over 300 ms): {}",
+            cfg.probe_intervals,
+            cfg.probe_step,
+            not_live.join("; ")
+        ),
+    ))
+}
+
+/// What the board says about each counter at the probe.
+struct ProbeBounds<'a> {
+    /// Each counter's power limit, mW, where readable.
+    limits: &'a [Option<u64>],
+    /// Whether each counter's board draw was exposed.
+    draw_exposed: &'a [bool],
+    /// Each counter's draw readings over the probe.
+    draws: &'a [Vec<DrawReading>],
+}
+
+/// §5.6 plausibility: a live counter whose advance the board's bounds refute (or cannot judge) is not admitted.
+fn judge_plausibility(
+    infos: &[CounterInfo],
+    samples: &CounterSamples,
+    bounds: &ProbeBounds<'_>,
+    reports: &mut [CounterReport],
+) -> Result<(), Decline> {
+    let span = samples.span_ns();
+    let mut refused = Vec::new();
+    let mut unjudgeable = false;
+    for (c, info) in infos.iter().enumerate() {
+        let delta = samples.advance_uj(c, info);
+        let p = plausibility_of(delta, span, bounds.limits[c], bounds.draw_exposed[c], &bounds.draws[c]);
+        if let Some(p) = &p {
+            if !p.admits() {
+                unjudgeable |= matches!(p, Plausibility::Unjudgeable { .. });
+                refused.push(format!("{}: {}", info.name, p.describe()));
+            }
+        }
+        reports[c].plausibility = p;
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let code = if unjudgeable && refused.len() == 1 { "counter-unjudgeable" } else { "counter-implausible" };
+    Err(Decline::new(code, format!("live, but not admissible (§5 plausibility): {}", refused.join("; "))))
+}

@@ -1,0 +1,54 @@
+//! The sampler (§5.1 liveness, rung 5): every counter of a rung read at
+//! successive instants. The probe judges liveness and plausibility over these
+//! samples; the calibration turns them into an active power.
+
+use crate::backend::CounterInfo;
+use crate::rapl::wrap_delta;
+
+/// Every counter of one rung, read at successive monotonic instants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CounterSamples {
+    /// When each read was taken, monotonic ns.
+    pub times: Vec<u64>,
+    /// Per counter (in the rung's counter order), its value at each of `times`, µJ.
+    pub values: Vec<Vec<u64>>,
+}
+
+impl CounterSamples {
+    /// No reads yet of `counters` counters, with room for `reads` reads each.
+    pub fn with_capacity(counters: usize, reads: usize) -> Self {
+        Self { times: Vec::with_capacity(reads), values: vec![Vec::with_capacity(reads); counters] }
+    }
+
+    /// Records one read at `t`: the i-th value goes to the i-th counter (values past the last counter are dropped).
+    pub fn record(&mut self, t: u64, read: Vec<u64>) {
+        self.times.push(t);
+        for (column, x) in self.values.iter_mut().zip(read) {
+            column.push(x);
+        }
+    }
+
+    /// From the first read to the last, ns (0 with fewer than two reads).
+    pub fn span_ns(&self) -> u64 {
+        self.times.last().copied().unwrap_or(0).saturating_sub(self.times.first().copied().unwrap_or(0))
+    }
+
+    /// Counter `c`'s values (empty where the rung has no such counter).
+    pub fn of(&self, c: usize) -> &[u64] {
+        self.values.get(c).map_or(&[][..], Vec::as_slice)
+    }
+
+    /// How far counter `c` (described by `info`) advanced over the samples,
+    /// µJ, each step corrected for a wrap at its `max_range_uj`.
+    pub fn advance_uj(&self, c: usize, info: &CounterInfo) -> u64 {
+        self.of(c)
+            .windows(2)
+            .map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX)))
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// The last read (instant and one value per counter): where the first window starts.
+    pub fn last_read(&self) -> Option<(u64, Vec<u64>)> {
+        self.times.last().map(|&t| (t, self.values.iter().map(|v| v.last().copied().unwrap_or(0)).collect()))
+    }
+}
