@@ -284,18 +284,19 @@ impl Error {
             | Self::InvalidLabel { .. }
             | Self::InvalidFunds { .. }
             | Self::InvalidContentId { .. }
-            | Self::KeyFileInvalid { .. } => false,
+            | Self::KeyFileInvalid { .. }
             // A caller's misuse, not a protocol refusal of a read object.
-            Self::SignerMismatch { .. } | Self::ChargeChainMismatch => false,
+            | Self::SignerMismatch { .. }
+            | Self::ChargeChainMismatch => false,
             Self::BadSignature { .. }
             | Self::AttenuationViolation(_)
             | Self::NotHolder { .. }
             | Self::DelegationForbidden
             | Self::ShardOverflow { .. }
             | Self::RevocationUnauthorized(_)
-            | Self::ChainBroken(_) => true,
+            | Self::ChainBroken(_)
             // §4.5 channels, §2.1 rotation, §4.6 standing grants: every one a refusal of a read object.
-            Self::StatementSigner { .. }
+            | Self::StatementSigner { .. }
             | Self::StatementWrongGrant { .. }
             | Self::StatementNotMember { .. }
             | Self::StatementStale { .. }

@@ -364,7 +364,7 @@ pub(super) fn f32_is_exact_half(f: f32) -> bool {
     let significand = 0x0080_0000 | (bits & 0x007f_ffff);
     if (-14..=15).contains(&exp) {
         // A half normal keeps 10 fraction bits: the low 13 of the 23 must be zero.
-        return bits & 0x1fff == 0;
+        return bits.trailing_zeros() >= 13;
     }
     if exp < -14 {
         // A half subnormal is k * 2^-24: the significand must lose -(exp + 1) zero bits.

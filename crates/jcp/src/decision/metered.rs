@@ -88,8 +88,10 @@ impl Gate {
     /// cost-dependent caveat or a ceiling is breached; the breach is recorded
     /// in the decision (`breach`), never suppressed.
     pub fn charge(&mut self, auth: Authorization, req: &Request<'_>) -> Result<Decision, Error> {
+        // Charging spends the authorization: one phase one, one charge.
+        let Authorization { chain_ids: authorized, .. } = auth;
         let ids: Vec<ContentId> = req.chain.iter().map(SignedGrant::id).collect();
-        if ids != auth.chain_ids {
+        if ids != authorized {
             return Err(Error::ChargeChainMismatch);
         }
         let (checked, _) = self.evaluate_inner(req, Phase::Whole);

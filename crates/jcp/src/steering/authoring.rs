@@ -116,6 +116,12 @@ impl Run {
     /// remainder or an amender who is not the issuer is refused here, before
     /// a signature exists.
     pub fn plan_amend(&self, issuer: &Did, input: &AmendInput) -> Result<AmendPlan, Error> {
+        self.plan(issuer, input.clone())
+    }
+
+    /// [`Run::plan_amend`] taking the input: its added caveats move into
+    /// the continuation grant.
+    fn plan(&self, issuer: &Did, input: AmendInput) -> Result<AmendPlan, Error> {
         let v = self.clean_state()?;
         let active = v.active.clone().ok_or_else(|| {
             steer(SteeringError::WrongGrant("the run has no active grant to amend (already steered?)".into()))
@@ -125,7 +131,7 @@ impl Run {
         })?;
         let g = active.grant();
         let mut caveats = g.caveats.clone();
-        caveats.extend(input.add_caveats.iter().cloned());
+        caveats.extend(input.add_caveats);
         let continuation = Grant {
             budget_uj: input.budget_uj,
             expiry: input.expiry.unwrap_or(g.expiry),
@@ -136,7 +142,7 @@ impl Run {
         let draft = Amendment {
             grant_id: active.id(),
             checkpoint: last.cp.id(),
-            amended_by: issuer.clone(),
+            amended_by: *issuer,
             budget_uj: input.budget_uj,
             expiry: input.expiry,
             instructions: input.instructions,
@@ -162,7 +168,7 @@ impl Run {
     /// ([`Run::plan_amend`], refused before anything is signed), signs the
     /// continuation grant and the amendment naming it, and appends both.
     pub fn amend(&mut self, issuer: &Keypair, input: AmendInput) -> Result<(SignedAmendment, SignedGrant), Error> {
-        self.amend_signed(&issuer.did(), &input, issuer, |g| g.sign(issuer))
+        self.amend_signed(&issuer.did(), input, issuer, |g| g.sign(issuer))
     }
 
     /// [`Run::amend`] by a steward that rotated its key (§2.1 with §4.7):
@@ -181,17 +187,17 @@ impl Run {
             .get(identity)
             .cloned()
             .ok_or_else(|| Error::BadSignature { object: "Amendment", signer: identity.to_string() })?;
-        self.amend_signed(identity, &input, current, |g| crate::rotation::issue_grant(g, current, &state))
+        self.amend_signed(identity, input, current, |g| crate::rotation::issue_grant(g, current, &state))
     }
 
     fn amend_signed(
         &mut self,
         issuer: &Did,
-        input: &AmendInput,
+        input: AmendInput,
         signer: &Keypair,
         sign_grant: impl FnOnce(Grant) -> Result<SignedGrant, Error>,
     ) -> Result<(SignedAmendment, SignedGrant), Error> {
-        let plan = self.plan_amend(issuer, input)?;
+        let plan = self.plan(issuer, input)?;
         let mut v = self.clean_state()?;
         let cont = sign_grant(plan.continuation)?;
         let am = plan.amendment.sign(signer);
