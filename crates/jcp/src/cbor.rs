@@ -56,7 +56,12 @@ pub enum Value {
     /// Major type 7 simple values (20 false, 21 true, 22 null, 23 undefined, …).
     Simple(u8),
     /// Major type 7 floats: the raw bits and their width in bytes (2, 4, 8).
-    Float { bits: u64, width: u8 },
+    Float {
+        /// The IEEE 754 bits, right-aligned.
+        bits: u64,
+        /// The encoded width in bytes: 2 (half), 4 (single) or 8 (double).
+        width: u8,
+    },
 }
 
 /// Which items a decode admits.

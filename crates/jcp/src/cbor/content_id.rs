@@ -58,7 +58,7 @@ impl ContentId {
 /// digit; receipts carry six or more ids, and every decoder of them comes
 /// through here. Exhaustively tested against the definition (every byte
 /// value at every position) in `s3_content_id_is_blake3_of_canonical_bytes_lowercase_hex`.
-#[allow(clippy::cast_possible_truncation)] // `packed` is masked to 32 bits
+#[allow(clippy::cast_possible_truncation, reason = "`packed` is masked to 32 bits")]
 fn hex8(w: u64) -> ([u8; 4], bool) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;

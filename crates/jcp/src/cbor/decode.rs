@@ -12,43 +12,86 @@ use super::{Profile, Value, MAX_DEPTH};
 pub enum DecodeError {
     /// The input ended inside an item.
     #[error("truncated CBOR at byte {offset}")]
-    Truncated { offset: usize },
+    Truncated {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// Bytes follow the single top-level item.
     #[error("trailing bytes after the CBOR item at byte {offset}")]
-    TrailingBytes { offset: usize },
+    TrailingBytes {
+        /// Byte offset of the first byte after the item.
+        offset: usize,
+    },
     /// An indefinite-length item (additional info 31).
     #[error("indefinite-length item at byte {offset}")]
-    IndefiniteLength { offset: usize },
+    IndefiniteLength {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// An integer or length not in its shortest form.
     #[error("non-shortest integer or length encoding at byte {offset}")]
-    NonShortest { offset: usize },
+    NonShortest {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// Reserved additional information 28–30.
     #[error("reserved additional information at byte {offset}")]
-    Reserved { offset: usize },
+    Reserved {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// Map keys out of canonical order.
     #[error("map keys out of canonical order at byte {offset}")]
-    UnsortedKeys { offset: usize },
+    UnsortedKeys {
+        /// Byte offset of the key out of order.
+        offset: usize,
+    },
     /// The same key twice in one map.
     #[error("duplicate map key at byte {offset}")]
-    DuplicateKey { offset: usize },
+    DuplicateKey {
+        /// Byte offset of the second occurrence of the key.
+        offset: usize,
+    },
     /// A float, bool, null, undefined, simple value or tag in a signed core.
     #[error("{what} not allowed in a signed core at byte {offset}")]
-    Forbidden { offset: usize, what: &'static str },
+    Forbidden {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+        /// The kind of item refused (`float`, `tag`, `negative integer`, …).
+        what: &'static str,
+    },
     /// A float not in its preferred (shortest exact) width.
     #[error("float not in its shortest exact width at byte {offset}")]
-    NonShortestFloat { offset: usize },
+    NonShortestFloat {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// A map key that is not text in a JCP object.
     #[error("non-text map key at byte {offset}")]
-    NonTextKey { offset: usize },
+    NonTextKey {
+        /// Byte offset of the key.
+        offset: usize,
+    },
     /// Text that is not UTF-8.
     #[error("invalid UTF-8 in text string at byte {offset}")]
-    InvalidUtf8 { offset: usize },
+    InvalidUtf8 {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// Nesting deeper than [`MAX_DEPTH`].
     #[error("nesting deeper than {MAX_DEPTH} at byte {offset}")]
-    TooDeep { offset: usize },
+    TooDeep {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+    },
     /// A declared length larger than the input that remains.
     #[error("declared length {len} exceeds the remaining input at byte {offset}")]
-    LengthTooLarge { offset: usize, len: u64 },
+    LengthTooLarge {
+        /// Byte offset of the offending item's head in the input.
+        offset: usize,
+        /// The declared length.
+        len: u64,
+    },
 }
 
 impl DecodeError {
@@ -320,7 +363,7 @@ pub(super) fn shortest_float_width(bits: u64, width: u8) -> u8 {
         // Preferred NaN is the half-width quiet NaN 0x7e00.
         return if width == 2 && bits == 0x7e00 { 2 } else { 0 };
     }
-    #[allow(clippy::cast_possible_truncation)]
+    #[allow(clippy::cast_possible_truncation, reason = "the narrowing is the test: widened back, it must be exact")]
     let as32 = value as f32;
     if f64::from(as32).to_bits() != value.to_bits() {
         return 8;
@@ -339,7 +382,7 @@ pub(super) fn half_to_f32(h: u16) -> f32 {
         (0, 0) => sign,
         (0, m) => {
             // subnormal: value = m * 2^-24
-            #[allow(clippy::cast_precision_loss)]
+            #[allow(clippy::cast_precision_loss, reason = "a 10-bit half mantissa is exact in an f32")]
             let v = (m as f32) * f32::from_bits(0x3380_0000); // 2^-24
             return if sign != 0 { -v } else { v };
         }

@@ -9,16 +9,36 @@ use super::{ContentId, Value};
 pub enum SchemaError {
     /// The item is not a map.
     #[error("{object}: expected a map")]
-    NotAMap { object: &'static str },
+    NotAMap {
+        /// The object being read (`Grant`, `Checkpoint`, …).
+        object: &'static str,
+    },
     /// A required field is missing.
     #[error("{object}: missing field `{field}`")]
-    Missing { object: &'static str, field: &'static str },
+    Missing {
+        /// The object being read (`Grant`, `Checkpoint`, …).
+        object: &'static str,
+        /// The required field.
+        field: &'static str,
+    },
     /// A field the object does not define (closed world).
     #[error("{object}: unknown field `{field}`")]
-    Unknown { object: &'static str, field: String },
+    Unknown {
+        /// The object being read (`Grant`, `Checkpoint`, …).
+        object: &'static str,
+        /// The key the object does not define.
+        field: String,
+    },
     /// A field of the wrong type or value.
     #[error("{object}.{field}: {problem}")]
-    Invalid { object: &'static str, field: &'static str, problem: String },
+    Invalid {
+        /// The object being read (`Grant`, `Checkpoint`, …).
+        object: &'static str,
+        /// The field.
+        field: &'static str,
+        /// What is wrong with its value.
+        problem: String,
+    },
 }
 
 impl SchemaError {

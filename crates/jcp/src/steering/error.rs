@@ -11,15 +11,28 @@ pub enum SteeringError {
     /// A checkpoint authored by someone other than the active grant's
     /// subject (the agent).
     #[error("steer-not-agent: checkpoint author {author} is not the grant's subject {subject}")]
-    NotAgent { author: String, subject: String },
+    NotAgent {
+        /// The checkpoint's `agent`.
+        author: String,
+        /// The active grant's subject.
+        subject: String,
+    },
     /// An amendment by the agent itself: an agent cannot steer itself.
     #[error(
         "steer-self-amend: amender {amender} is the agent (the grant's subject); steering needs a distinct principal"
     )]
-    SelfAmend { amender: String },
+    SelfAmend {
+        /// The amendment's `amended_by`, which is the agent.
+        amender: String,
+    },
     /// An amendment by someone other than the steered grant's issuer.
     #[error("steer-not-issuer: amender {amender} is not the grant's issuer {issuer}")]
-    NotIssuer { amender: String, issuer: String },
+    NotIssuer {
+        /// The amendment's `amended_by`.
+        amender: String,
+        /// The steered grant's issuer.
+        issuer: String,
+    },
     /// An amendment or continuation that loosens the steered grant on some
     /// axis (budget above the issued budget, a later expiry, a wider grant).
     #[error("steer-widening: {0}")]
@@ -27,7 +40,16 @@ pub enum SteeringError {
     /// An amendment budget within the issued budget but above what the grant
     /// has left at the checkpoint that stated its spend.
     #[error("steer-above-remainder: amended budget {budget_uj} µJ exceeds the remainder {ceiling_uj} µJ (issued {issued_uj} µJ, spent {spent_uj} µJ)")]
-    AboveRemainder { budget_uj: u64, ceiling_uj: u64, issued_uj: u64, spent_uj: u64 },
+    AboveRemainder {
+        /// The amendment's `budget_uj`.
+        budget_uj: u64,
+        /// What the grant had left at the checkpoint.
+        ceiling_uj: u64,
+        /// The steered grant's `budget_uj`.
+        issued_uj: u64,
+        /// The run-wide spend the checkpoint stated.
+        spent_uj: u64,
+    },
     /// An amendment bound to a different checkpoint than the one it is
     /// presented with (or than the run's latest).
     #[error("steer-wrong-checkpoint: {0}")]
@@ -37,12 +59,20 @@ pub enum SteeringError {
     WrongGrant(String),
     /// A declared (cumulative) spend lower than an earlier one in the run.
     #[error("steer-spend-decreased: declared spend {after} µJ is below the {before} µJ declared earlier in the run")]
-    SpendDecreased { before: u64, after: u64 },
+    SpendDecreased {
+        /// The spend declared earlier in the run, µJ.
+        before: u64,
+        /// The lower spend this checkpoint declares, µJ.
+        after: u64,
+    },
     /// A checkpoint that omits its spend after an earlier one stated it.
     #[error(
         "steer-spend-omitted: the run stated its spend ({before} µJ) at an earlier checkpoint and may not go quiet"
     )]
-    SpendOmitted { before: u64 },
+    SpendOmitted {
+        /// The spend last declared, µJ.
+        before: u64,
+    },
     /// The checkpoint sequence is broken: a wrong `seq`, a `prev` that is not
     /// the previous checkpoint, or a clock that runs backwards.
     #[error("steer-sequence: {0}")]
@@ -54,11 +84,21 @@ pub enum SteeringError {
     /// A checkpoint declaring more spend under the active grant than its
     /// budget (admitted: the claim is the agent's own; reported as evidence).
     #[error("steer-overspent: {spent_uj} µJ spent under a grant of {budget_uj} µJ")]
-    Overspent { spent_uj: u64, budget_uj: u64 },
+    Overspent {
+        /// µJ declared under the active grant.
+        spent_uj: u64,
+        /// The active grant's `budget_uj`.
+        budget_uj: u64,
+    },
     /// Authoring onto a run that has refused records, or a new record the
     /// verifier would refuse.
     #[error("steer-run-not-clean: {count} refused record(s); first: {first}")]
-    RunNotClean { count: usize, first: String },
+    RunNotClean {
+        /// How many records are refused.
+        count: usize,
+        /// The first refusal, for people.
+        first: String,
+    },
     /// A run file that could not be read or written.
     #[error("io-error: {0}")]
     Io(String),
@@ -68,7 +108,14 @@ pub enum SteeringError {
     /// A run file record that does not decode. `index` counts records after
     /// the header (None = the header); `offset` is the record's first byte.
     #[error("run-file: record {} (starts at byte {offset} of the file; offsets that follow are within the record): {source}", index.map_or_else(|| "header".to_owned(), |i| format!("#{i}")))]
-    RunFile { index: Option<usize>, offset: usize, source: Box<Error> },
+    RunFile {
+        /// The record's index after the header; `None` = the header.
+        index: Option<usize>,
+        /// Byte offset in the file where the record's item starts.
+        offset: usize,
+        /// What is wrong inside the record.
+        source: Box<Error>,
+    },
 }
 
 impl SteeringError {

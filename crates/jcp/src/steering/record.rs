@@ -9,7 +9,10 @@ use crate::grant::SignedGrant;
 /// One record of a run, in file order. (Unboxed: a run holds a handful of
 /// grants, and a boxed variant would cost every caller a deref for nothing.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a run holds a handful of records: boxing the grant would cost every caller a deref for nothing"
+)]
 pub enum Record {
     /// The run's grant (record 0) or a continuation grant.
     Grant(SignedGrant),
