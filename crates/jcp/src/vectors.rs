@@ -1,7 +1,7 @@
 //! The project's published conformance vectors (`conformance/jcp/v1/core.json`):
 //! grants, chains, revocations and decision scenarios built from fixed seed
 //! keys and nonces, so every byte is reproducible. Written by
-//! `cargo run -p jcp --bin gen-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-vectors`, replayed from disk by
 //! `tests/vectors_replay.rs`, which also fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};

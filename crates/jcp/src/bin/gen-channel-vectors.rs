@@ -1,5 +1,5 @@
 //! Writes `conformance/jcp/v1/channel.json`, the §4.5 budget-channel vectors (C17)
-//! (run from anywhere in the workspace: `cargo run -p jcp --bin gen-channel-vectors`).
+//! (run from anywhere in the workspace: `cargo run -p jcp --features vectors --bin gen-channel-vectors`).
 
 fn main() -> std::process::ExitCode {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

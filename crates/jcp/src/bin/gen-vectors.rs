@@ -1,5 +1,5 @@
 //! Writes `conformance/jcp/v1/core.json`, the core vectors (grants, chains, revocations, decisions)
-//! (run from anywhere in the workspace: `cargo run -p jcp --bin gen-vectors`).
+//! (run from anywhere in the workspace: `cargo run -p jcp --features vectors --bin gen-vectors`).
 
 fn main() -> std::process::ExitCode {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -3,7 +3,7 @@
 //! sequence admitted in order with each refusal's code (forged, stale,
 //! regressing, wrong grant, non-member), the merged ledger it settles to,
 //! an overdraft proof and the proofs a verifier must refuse. Written by
-//! `cargo run -p jcp --bin gen-channel-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-channel-vectors`, replayed from disk by
 //! `tests/c17_channel_vectors.rs`, which fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};

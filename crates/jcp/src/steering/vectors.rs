@@ -2,7 +2,7 @@
 //! valid and invalid runs built from fixed seed keys and nonces, each as the
 //! hex of its `*.jcprun` file with the verdict and the findings (record index
 //! and code) a conforming verifier reports. Written by
-//! `cargo run -p jcp --bin gen-steering-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-steering-vectors`, replayed from disk by
 //! `tests/c21_steering_vectors.rs`, which fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};
