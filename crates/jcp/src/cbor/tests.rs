@@ -3,8 +3,6 @@
 use super::decode::{f32_is_exact_half, half_to_f32, shortest_float_width};
 use super::*;
 
-use super::*;
-
 #[test]
 fn s3_map_keys_sorted_bytewise_on_encode() {
     let v = Value::Map(vec![(Value::text("z"), Value::Uint(2)), (Value::text("aa"), Value::Uint(1))]);

@@ -72,7 +72,7 @@ impl Amendment {
     }
 
     /// Signs as `amender`. No rule is checked here: a raw amendment is judged
-    /// by [`verify_amendment`] / [`Run::verify`]; [`Run::amend`] is the
+    /// by [`verify_amendment`] / [`Run::verify`](super::Run::verify); [`Run::amend`](super::Run::amend) is the
     /// routine that refuses before signing.
     pub fn sign(self, amender: &Keypair) -> SignedAmendment {
         let bytes = self.to_value().encode();
@@ -223,7 +223,7 @@ pub(super) fn check_amendment_rules(
 /// agent, and that it only tightens — at most the remainder where the
 /// checkpoint stated its spend. `grant` is taken as the run's own grant
 /// (spend under it starts at zero); inside a run with continuations use
-/// [`Run::verify`], which knows where each continuation began.
+/// [`Run::verify`](super::Run::verify), which knows where each continuation began.
 pub fn verify_amendment(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedAmendment) -> Result<u64, Error> {
     if !am.verify_signature() {
         return Err(Error::BadSignature { object: "Amendment", signer: am.amendment().amended_by.to_string() });

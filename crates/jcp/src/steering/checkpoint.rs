@@ -101,7 +101,7 @@ impl Checkpoint {
 
     /// Signs with the agent's key (which must be `agent`). Whether the agent
     /// is the grant's subject is checked against the grant, by
-    /// [`verify_checkpoint`] and [`Run::checkpoint`].
+    /// [`verify_checkpoint`] and [`Run::checkpoint`](super::Run::checkpoint).
     pub fn sign(self, agent: &Keypair) -> Result<SignedCheckpoint, Error> {
         if agent.did() != self.agent {
             return Err(Error::SignerMismatch {
