@@ -47,11 +47,12 @@ impl Cost {
 /// One decision's inputs (§7).
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
-    /// The frame.
+    /// The frame asking to exercise the capability (§6): its trust, grant,
+    /// resource, action and payload hash.
     pub frame: &'a Frame,
     /// The grant (one link) or the full chain, root first.
     pub chain: &'a [SignedGrant],
-    /// The caller's identity.
+    /// The caller's identity, which must be the (leaf) grant's subject (§7.5).
     pub caller: &'a Did,
     /// The metered cost (ignored by [`Gate::authorize`]).
     pub cost: &'a Cost,
@@ -61,7 +62,8 @@ pub struct Request<'a> {
     pub flow: Option<&'a Label>,
 }
 
-/// Allow or deny.
+/// The outcome of a decision (§7): allow, or deny with the first failing
+/// check's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "lowercase")]
 pub enum Verdict {
@@ -74,7 +76,7 @@ pub enum Verdict {
 /// A decision and what it did to the budget.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Decision {
-    /// The verdict.
+    /// Allow, or deny with its reason.
     pub verdict: Verdict,
     /// A sentence saying why (empty on a plain allow).
     pub detail: String,

@@ -108,12 +108,12 @@ impl SignedAmendment {
         &self.amendment
     }
 
-    /// Its content id.
+    /// Its content id: blake3 of the amendment's canonical bytes.
     pub fn id(&self) -> ContentId {
         self.id
     }
 
-    /// The signature.
+    /// The amender's Ed25519 signature over the amendment's canonical bytes.
     pub fn signature(&self) -> &[u8; 64] {
         &self.signature
     }
@@ -123,7 +123,7 @@ impl SignedAmendment {
         self.amendment.amended_by.verify(&self.bytes, &self.signature)
     }
 
-    /// The wire form.
+    /// The wire form `{amendment, sig}`.
     pub fn to_value(&self) -> Value {
         cbor::map([
             ("amendment", Some(self.amendment.to_value())),
@@ -136,7 +136,7 @@ impl SignedAmendment {
         self.to_value().encode()
     }
 
-    /// Reads the wire form.
+    /// Reads the wire form (the signature is checked by the verifier).
     pub fn from_value(v: &Value) -> Result<Self, Error> {
         let mut f = Fields::new("SignedAmendment", v)?;
         let av = f.req("amendment")?;

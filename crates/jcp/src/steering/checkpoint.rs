@@ -136,7 +136,7 @@ impl SignedCheckpoint {
         self.id
     }
 
-    /// The signature.
+    /// The agent's Ed25519 signature over the checkpoint's canonical bytes.
     pub fn signature(&self) -> &[u8; 64] {
         &self.signature
     }
@@ -146,7 +146,7 @@ impl SignedCheckpoint {
         self.checkpoint.agent.verify(&self.bytes, &self.signature)
     }
 
-    /// The wire form.
+    /// The wire form `{checkpoint, sig}`.
     pub fn to_value(&self) -> Value {
         cbor::map([
             ("checkpoint", Some(self.checkpoint.to_value())),

@@ -29,13 +29,13 @@ pub struct Finding {
 /// One amendment applied at a checkpoint, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AmendmentRow {
-    /// Record index.
+    /// The amendment's record index in the run (0 = the run's grant).
     pub index: usize,
-    /// Content id.
+    /// The amendment's content id.
     pub id: ContentId,
-    /// Who steered.
+    /// The amender: the steered grant's issuer.
     pub amended_by: Did,
-    /// The new budget.
+    /// The budget the amendment sets for the rest of the run, µJ.
     pub budget_uj: u64,
     /// The ceiling it had to respect at this checkpoint.
     pub ceiling_uj: u64,
@@ -52,17 +52,17 @@ pub struct AmendmentRow {
 /// One checkpoint of the run, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckpointRow {
-    /// Record index.
+    /// The checkpoint's record index in the run.
     pub index: usize,
-    /// `seq` as written.
+    /// The checkpoint's `seq` as written (checked against its position).
     pub seq: u64,
-    /// Content id.
+    /// The checkpoint's content id.
     pub id: ContentId,
-    /// The grant it cites.
+    /// The grant it cites as active.
     pub grant_id: ContentId,
-    /// The state commitment.
+    /// The agent's content-addressed state commitment.
     pub state: ContentId,
-    /// Unix seconds.
+    /// When the agent committed, unix seconds.
     pub at: u64,
     /// The declared cumulative spend; `null` = not stated (never zero).
     pub spent: Option<Spent>,
@@ -81,9 +81,9 @@ pub struct CheckpointRow {
 /// A grant of the run, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GrantRow {
-    /// Record index.
+    /// The grant's record index in the run (0 = the run's own grant).
     pub index: usize,
-    /// Content id.
+    /// The grant's content id.
     pub id: ContentId,
     /// `run` (record 0) or `continuation`.
     pub role: &'static str,
@@ -91,9 +91,9 @@ pub struct GrantRow {
     pub issuer: Did,
     /// The subject (the agent).
     pub subject: Did,
-    /// The budget.
+    /// Its `budget_uj`.
     pub budget_uj: u64,
-    /// Expiry (0 = never).
+    /// Its `expiry`, unix seconds (0 = never).
     pub expiry: u64,
     /// `ok` or `refused`.
     pub verdict: &'static str,
@@ -103,9 +103,9 @@ pub struct GrantRow {
 /// can show, with every finding naming its record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunReport {
-    /// The run file format.
+    /// The run file format (`jcp-run/1`).
     pub format: &'static str,
-    /// No findings.
+    /// Whether the run has no findings at all (admitted or refused).
     pub clean: bool,
     /// The run's grant (record 0).
     pub run_grant: ContentId,
@@ -118,7 +118,7 @@ pub struct RunReport {
     /// The grant the run now spends under, if any (none after a refused
     /// continuation, or while an amendment's continuation is missing).
     pub active_grant: Option<ContentId>,
-    /// Its budget.
+    /// The active grant's `budget_uj`.
     pub active_budget_uj: Option<u64>,
     /// The latest admitted declared spend; `null` = never stated.
     pub latest_spent: Option<Spent>,
