@@ -13,10 +13,18 @@ pub enum ChainFault {
     Broken(String),
     /// A hop that amplifies its parent.
     #[error("attenuation-violation at hop {hop}: {why}")]
-    Attenuation { hop: usize, why: Amplification },
+    Attenuation {
+        /// Index of the child link in the chain (root = 0).
+        hop: usize,
+        /// The axis it amplifies.
+        why: Amplification,
+    },
     /// A link whose issuer signature does not verify.
     #[error("bad-signature at link {link}")]
-    BadSignature { link: usize },
+    BadSignature {
+        /// Index of the link in the chain (root = 0).
+        link: usize,
+    },
 }
 
 /// Checks a chain's structure and narrowing without signatures.

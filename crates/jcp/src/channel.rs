@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::grant::SignedGrant;
 use crate::identity::{Did, Keypair};
 
+#[cfg(feature = "vectors")]
 pub mod vectors;
 
 /// A point's signed claim of its cumulative spend against a grant (§4.5).

@@ -17,11 +17,21 @@ pub enum Amplification {
     Action(String),
     /// A larger joule budget.
     #[error("child budget {child} µJ exceeds the parent's {parent} µJ")]
-    Budget { child: u64, parent: u64 },
+    Budget {
+        /// The child's `budget_uj`.
+        child: u64,
+        /// The parent's `budget_uj`, which the child may not pass.
+        parent: u64,
+    },
     /// An expiry outliving the parent's (including `0` = never under a
     /// parent that expires).
     #[error("child expiry {child} outlives the parent's {parent}")]
-    Expiry { child: u64, parent: u64 },
+    Expiry {
+        /// The child's `expiry` (unix seconds; `0` = never).
+        child: u64,
+        /// The parent's `expiry`, which the child may not outlive.
+        parent: u64,
+    },
     /// A money ceiling dropped, raised or re-denominated (§4.8).
     #[error("money ceiling: {0}")]
     Funds(String),
@@ -30,7 +40,12 @@ pub enum Amplification {
     DroppedCaveat(usize),
     /// A delegation depth beyond the parent's bound (§4.4).
     #[error("child delegate_depth {child:?} exceeds what the parent allows ({allowed})")]
-    Depth { child: Option<u64>, allowed: u64 },
+    Depth {
+        /// The child's `delegate_depth` (`None` = unbounded).
+        child: Option<u64>,
+        /// The most the parent allows: its own depth less the hop.
+        allowed: u64,
+    },
 }
 
 /// Errors of the JCP core. Each variant has a stable [`Error::code`].
@@ -48,19 +63,34 @@ pub enum Error {
     Identity(#[from] IdentityError),
     /// A signature that does not verify under its signer's key.
     #[error("bad-signature: {object} signature does not verify under {signer}")]
-    BadSignature { object: &'static str, signer: String },
+    BadSignature {
+        /// The kind of object whose signature failed (`Grant`, `Checkpoint`, …).
+        object: &'static str,
+        /// The DID the signature was checked under.
+        signer: String,
+    },
     /// An attenuation that would amplify (§4.1) — `attenuation-violation`.
     #[error("attenuation-violation: {0}")]
     AttenuationViolation(Amplification),
     /// Delegation by someone other than the parent's subject (§4.1).
     #[error("not-holder: only the parent's subject {holder} may delegate it, not {by}")]
-    NotHolder { holder: String, by: String },
+    NotHolder {
+        /// The parent's subject: the only principal that may delegate it.
+        holder: String,
+        /// The DID that tried to delegate.
+        by: String,
+    },
     /// Delegation under a leaf-only parent (§4.4) — `delegation-forbidden`.
     #[error("delegation-forbidden: the parent grant is leaf-only (delegate_depth 0)")]
     DelegationForbidden,
     /// Shard slices that sum past the parent (§4.5).
     #[error("shard-overflow: slices sum to {sum} µJ, past the parent's {parent} µJ")]
-    ShardOverflow { sum: u128, parent: u64 },
+    ShardOverflow {
+        /// The slices' total, µJ (wider than `u64`: it is a sum).
+        sum: u128,
+        /// The parent grant's `budget_uj`.
+        parent: u64,
+    },
     /// A revocation whose revoker is not the grant's issuer, or whose ids do
     /// not match (§4.3).
     #[error("revocation-unauthorized: {0}")]
@@ -71,39 +101,92 @@ pub enum Error {
     /// §4.5 channels: a statement signed by a key other than its `point`,
     /// or presented as this point's own when it is not.
     #[error("statement-signer: the statement's point is {point}, the signer {signer}")]
-    StatementSigner { point: String, signer: String },
+    StatementSigner {
+        /// The statement's `point`.
+        point: String,
+        /// The DID that signed it.
+        signer: String,
+    },
     /// §4.5 channels: a statement naming a grant other than the channel's.
     #[error("statement-wrong-grant: the statement names grant {got}, the channel is on {expected}")]
-    StatementWrongGrant { expected: String, got: String },
+    StatementWrongGrant {
+        /// The grant the channel is on (hex content id).
+        expected: String,
+        /// The grant the statement names.
+        got: String,
+    },
     /// §4.5 channels: a statement from a point that is not a member.
     #[error("statement-not-member: {point} is not a member point of the channel")]
-    StatementNotMember { point: String },
+    StatementNotMember {
+        /// The statement's `point`, absent from the channel's members.
+        point: String,
+    },
     /// §4.5 channels: a stale statement (`seq` not strictly increasing).
     #[error("statement-stale: {point} already settled seq {last_seq}; seq {seq} is not above it")]
-    StatementStale { point: String, last_seq: u64, seq: u64 },
+    StatementStale {
+        /// The statement's `point`.
+        point: String,
+        /// The `seq` of the point's last admitted statement.
+        last_seq: u64,
+        /// The presented statement's `seq`.
+        seq: u64,
+    },
     /// §4.5 channels: a regressing statement (`spent_uj` decreasing).
     #[error("statement-regressing: {point} already settled {last_uj} µJ; {spent_uj} µJ would go back")]
-    StatementRegressing { point: String, last_uj: u64, spent_uj: u64 },
+    StatementRegressing {
+        /// The statement's `point`.
+        point: String,
+        /// The `spent_uj` the point last settled.
+        last_uj: u64,
+        /// The lower `spent_uj` the statement states.
+        spent_uj: u64,
+    },
     /// §4.5 channels: a point's own statement presented to it as a peer's.
     #[error("statement-from-self: the statement is this point's own ({point}); its own spend is counted locally")]
-    StatementFromSelf { point: String },
+    StatementFromSelf {
+        /// This point's own DID.
+        point: String,
+    },
     /// §4.5 overdraft proof: two statements from one point.
     #[error("statement-duplicate: {point} appears twice in the proof; one statement per point")]
-    StatementDuplicate { point: String },
+    StatementDuplicate {
+        /// The point with two statements in the proof.
+        point: String,
+    },
     /// §4.5 overdraft proof: the statements do not sum past the budget.
     #[error("overdraft-unproven: the statements sum to {total_uj} µJ, within the budget of {budget_uj} µJ")]
-    OverdraftUnproven { total_uj: u128, budget_uj: u64 },
+    OverdraftUnproven {
+        /// What the proof's statements sum to, µJ.
+        total_uj: u128,
+        /// The channel grant's `budget_uj`.
+        budget_uj: u64,
+    },
     /// §4.5 channels: a statement for a grant this point runs no channel on.
     #[error("channel-unknown: this point runs no budget channel on grant {grant_id}")]
-    ChannelUnknown { grant_id: String },
+    ChannelUnknown {
+        /// The grant the statement names (hex content id).
+        grant_id: String,
+    },
     /// §4: a list whose entries must be distinct (`capability.actions`)
     /// names one twice.
     #[error("duplicate-entry: {entry:?} appears twice in {field}")]
-    DuplicateEntry { field: &'static str, entry: String },
+    DuplicateEntry {
+        /// The list (`capability.actions`).
+        field: &'static str,
+        /// The entry named twice.
+        entry: String,
+    },
     /// A signed object (a grant, a checkpoint) names a signer other than
     /// the key asked to sign it: nothing is signed.
     #[error("signer-mismatch: the {object} names {named} but the signing key is {key}")]
-    SignerMismatch { object: &'static str, named: String, key: String },
+    SignerMismatch {
+        /// The kind of object (`grant`, `checkpoint`, …).
+        object: &'static str,
+        /// The signer the object names.
+        named: String,
+        /// The DID of the key asked to sign.
+        key: String,
+    },
     /// §4.9 phase two: the charge presents another chain than the one
     /// authorised in phase one.
     #[error("charge-chain-mismatch: the charge presented a different chain than was authorized")]
@@ -111,19 +194,42 @@ pub enum Error {
     // ---- text forms of protocol objects (people's input: flags, forms, key files) ----
     /// A caveat's text form (`Name=argument`, [`crate::grant::Caveat`]'s `FromStr`) is malformed.
     #[error("invalid-caveat: {text:?}: {problem}")]
-    InvalidCaveat { text: String, problem: String },
+    InvalidCaveat {
+        /// The text as given.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A label's text form (`bottom`, `top` or `INTEGRITY;ORIGINS;READERS`, [`crate::flow::Label`]'s `FromStr`) is malformed.
     #[error("invalid-label: {text:?}: {problem}")]
-    InvalidLabel { text: String, problem: String },
+    InvalidLabel {
+        /// The text as given.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A money amount's text form (`CURRENCY:MINOR`, [`crate::grant::Funds`]'s `FromStr`) is malformed.
     #[error("invalid-funds: {text:?}: {problem}")]
-    InvalidFunds { text: String, problem: String },
+    InvalidFunds {
+        /// The text as given.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Text that should be a content id (64 lowercase hex digits) is not.
     #[error("invalid-content-id: {what}: {text:?} is not 64 lowercase hex digits")]
-    InvalidContentId { what: &'static str, text: String },
+    InvalidContentId {
+        /// What the text was meant to identify (a flag or field name).
+        what: &'static str,
+        /// The text as given.
+        text: String,
+    },
     /// A plain key file (`{"did", "seed"}` JSON, [`crate::identity::KeyFile`]) is malformed or its did is not its seed's.
     #[error("key-file-invalid: {problem}")]
-    KeyFileInvalid { problem: String },
+    KeyFileInvalid {
+        /// What is wrong with the file.
+        problem: String,
+    },
     /// A steering record or run refused (§4.7, C21); the code is the
     /// steering reason (`steer-*`, `run-*`).
     #[error(transparent)]
@@ -135,66 +241,165 @@ pub enum Error {
     RotationEmptyLog,
     /// An event whose `seq` is not the previous event's + 1 (0 at inception).
     #[error("rotation-sequence-gap: event #{index} has seq {got}, expected {expected}")]
-    RotationSequenceGap { index: usize, expected: u64, got: u64 },
+    RotationSequenceGap {
+        /// The event's position in the log.
+        index: usize,
+        /// The `seq` it should have (the previous one's + 1).
+        expected: u64,
+        /// The `seq` it has.
+        got: u64,
+    },
     /// An event whose `parent` is not the previous event's id (or an
     /// inception that names a parent).
     #[error("rotation-parent-mismatch: event seq {seq} names parent {got}, expected {expected}")]
-    RotationParentMismatch { seq: u64, expected: String, got: String },
+    RotationParentMismatch {
+        /// The event's `seq`.
+        seq: u64,
+        /// The previous event's id (or none at inception).
+        expected: String,
+        /// The `parent` the event names.
+        got: String,
+    },
     /// A rotation whose new `current` key does not hash to the previous
     /// event's `next_hash`: not the pre-committed key.
     #[error("rotation-hash-mismatch: event seq {seq}: key {current} does not hash to the pre-committed next_hash {expected} (only the pre-committed key may rotate the identity)")]
-    RotationHashMismatch { seq: u64, current: String, expected: ContentId },
+    RotationHashMismatch {
+        /// The rotation event's `seq`.
+        seq: u64,
+        /// The new key the event names.
+        current: String,
+        /// The previous event's `next_hash` commitment.
+        expected: ContentId,
+    },
     /// An event naming another identity than the log's inception DID, an
     /// inception whose `current` is not its `identity`, or an object issued
     /// in another identity's name than the key log's.
     #[error("rotation-wrong-identity: {what} (event seq {seq}): expected {expected}, got {got}")]
-    RotationWrongIdentity { seq: u64, what: &'static str, expected: String, got: String },
+    RotationWrongIdentity {
+        /// The event's `seq`.
+        seq: u64,
+        /// Which binding is in the wrong name, in words (e.g. an inception's
+        /// current key that is not its identity).
+        what: &'static str,
+        /// The identity the log is for.
+        expected: String,
+        /// The identity found instead.
+        got: String,
+    },
     /// A grant signed by a key that controlled the identity once but has been
     /// rotated away (docs/decisions.md, "§2.1 superseded keys").
     #[error("rotation-superseded-key: signed by {signer}, which stopped controlling {identity} at event seq {superseded_at}; the current key is {current}")]
-    RotationSupersededKey { identity: String, signer: String, superseded_at: u64, current: String },
+    RotationSupersededKey {
+        /// The identity (inception DID) the object is issued in the name of.
+        identity: String,
+        /// The rotated-away key that signed.
+        signer: String,
+        /// The `seq` of the event that rotated it away.
+        superseded_at: u64,
+        /// The key that controls the identity now.
+        current: String,
+    },
     /// Two verified key logs for one identity that disagree at some event:
     /// the pre-committed key signed two different rotations, so nobody can
     /// tell which key controls the identity (fail closed: neither is used).
     #[error("rotation-forked: two key logs for {identity} diverge at event seq {seq}; no key is taken to control it")]
-    RotationForked { identity: String, seq: u64 },
+    RotationForked {
+        /// The identity with two diverging logs.
+        identity: String,
+        /// The first `seq` at which they differ.
+        seq: u64,
+    },
     /// A key log event that does not decode; the code is the event's.
     #[error("{}: key log event #{index}: {source}", .source.code())]
-    KeyLogEvent { index: usize, source: Box<Error> },
+    KeyLogEvent {
+        /// The event's position in the log.
+        index: usize,
+        /// Why it does not decode.
+        source: Box<Error>,
+    },
 
     // ---- §4.6 standing grants (C20), `crate::standing` ----
     /// A mint policy not signed by the standing grant's issuer.
     #[error("standing-not-issuer: the mint policy is signed by {signer}, not the grant's issuer {issuer}")]
-    StandingNotIssuer { signer: String, issuer: String },
+    StandingNotIssuer {
+        /// The policy's signer.
+        signer: String,
+        /// The standing grant's issuer.
+        issuer: String,
+    },
     /// A standing grant its issuer does not hold (`subject` ≠ `issuer`): the
     /// grant the trigger spends must stay with the issuer (docs/decisions.md).
     #[error("standing-not-held-by-issuer: the standing grant's subject {subject} is not its issuer {issuer}")]
-    StandingNotHeldByIssuer { issuer: String, subject: String },
+    StandingNotHeldByIssuer {
+        /// The standing grant's issuer.
+        issuer: String,
+        /// Its subject, which is not the issuer.
+        subject: String,
+    },
     /// A mint policy that would amplify its grant (a per-firing budget above
     /// the grant's, or a zero bound that could be read as "unlimited").
     #[error("standing-policy-amplifies: {0}")]
     StandingPolicyAmplifies(String),
     /// A mint policy bound to another grant than the one presented.
     #[error("standing-policy-unbound: the policy is bound to grant {policy_grant}, not {grant}")]
-    StandingPolicyUnbound { policy_grant: ContentId, grant: ContentId },
+    StandingPolicyUnbound {
+        /// The grant the policy is bound to (its `grant_id`).
+        policy_grant: ContentId,
+        /// The grant presented.
+        grant: ContentId,
+    },
     /// A mint ledger kept for another policy or grant.
     #[error("standing-ledger-mismatch: the ledger is kept for {field} {ledger}, not {presented}")]
-    StandingLedgerMismatch { field: &'static str, ledger: ContentId, presented: ContentId },
+    StandingLedgerMismatch {
+        /// Which binding differs (`grant` or `policy`).
+        field: &'static str,
+        /// The id the ledger is kept for.
+        ledger: ContentId,
+        /// The id presented.
+        presented: ContentId,
+    },
     /// An event of another class than the policy permits.
     #[error("standing-wrong-event-class: the policy permits event class {expected}, the event is {got}")]
-    StandingWrongEventClass { expected: ContentId, got: ContentId },
+    StandingWrongEventClass {
+        /// The event class the policy permits.
+        expected: ContentId,
+        /// The event's class.
+        got: ContentId,
+    },
     /// The policy's maximum number of firings is used up.
     #[error("standing-firings-exhausted: {firings} of {max} firings used")]
-    StandingFiringsExhausted { firings: u64, max: u64 },
+    StandingFiringsExhausted {
+        /// Firings already minted.
+        firings: u64,
+        /// The policy's `max_firings`.
+        max: u64,
+    },
     /// A firing asking for more than the policy's per-firing budget.
     #[error("standing-slice-exceeds-policy: a firing of {slice} µJ exceeds the per-firing budget {per_firing} µJ")]
-    StandingSliceExceedsPolicy { slice: u64, per_firing: u64 },
+    StandingSliceExceedsPolicy {
+        /// The budget the firing asks for, µJ.
+        slice: u64,
+        /// The policy's `per_firing_uj`.
+        per_firing: u64,
+    },
     /// A firing that would push cumulative spend past the standing grant.
     #[error("standing-budget-exhausted: {spent} µJ minted so far + {slice} µJ exceeds the grant's {budget} µJ")]
-    StandingBudgetExhausted { spent: u64, slice: u64, budget: u64 },
+    StandingBudgetExhausted {
+        /// µJ minted under the standing grant so far.
+        spent: u64,
+        /// The firing's budget, µJ.
+        slice: u64,
+        /// The standing grant's `budget_uj`.
+        budget: u64,
+    },
     /// A firing at or after the standing grant's expiry.
     #[error("standing-grant-expired: the standing grant expired at {expiry} (now {now})")]
-    StandingGrantExpired { expiry: u64, now: u64 },
+    StandingGrantExpired {
+        /// The standing grant's `expiry` (unix seconds).
+        expiry: u64,
+        /// The firing's clock.
+        now: u64,
+    },
 }
 
 /// A refusal as the console and `--json` output show it: `{code, message}`.
@@ -284,18 +489,19 @@ impl Error {
             | Self::InvalidLabel { .. }
             | Self::InvalidFunds { .. }
             | Self::InvalidContentId { .. }
-            | Self::KeyFileInvalid { .. } => false,
+            | Self::KeyFileInvalid { .. }
             // A caller's misuse, not a protocol refusal of a read object.
-            Self::SignerMismatch { .. } | Self::ChargeChainMismatch => false,
+            | Self::SignerMismatch { .. }
+            | Self::ChargeChainMismatch => false,
             Self::BadSignature { .. }
             | Self::AttenuationViolation(_)
             | Self::NotHolder { .. }
             | Self::DelegationForbidden
             | Self::ShardOverflow { .. }
             | Self::RevocationUnauthorized(_)
-            | Self::ChainBroken(_) => true,
+            | Self::ChainBroken(_)
             // §4.5 channels, §2.1 rotation, §4.6 standing grants: every one a refusal of a read object.
-            Self::StatementSigner { .. }
+            | Self::StatementSigner { .. }
             | Self::StatementWrongGrant { .. }
             | Self::StatementNotMember { .. }
             | Self::StatementStale { .. }

@@ -95,6 +95,7 @@ impl Label {
     /// The join (least upper bound): the label of a value made from both
     /// (§4.10 propagation; §6.1 item 3 labels a continued work's output
     /// with the join of everything the client sent it).
+    #[must_use]
     pub fn join(&self, other: &Self) -> Self {
         let integrity = self.integrity.max(other.integrity);
         let origins = match (&self.origins, &other.origins) {
@@ -110,6 +111,7 @@ impl Label {
 
     /// The meet (greatest lower bound): the strictest of two ceilings.
     /// A label is ≤ both iff it is ≤ their meet.
+    #[must_use]
     pub fn meet(&self, other: &Self) -> Self {
         let integrity = self.integrity.min(other.integrity);
         let origins = match (&self.origins, &other.origins) {

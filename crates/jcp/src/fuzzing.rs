@@ -2,9 +2,15 @@
 //! the corpus replay test, so CI (no nightly fuzzing) runs the corpus too.
 //! Each returns `Err` with a description when an invariant is broken; the
 //! caller panics. Decoding must never panic on any input.
+//!
+//! Built with the `fuzzing` feature only (the `fuzz/` crate and this crate's
+//! own tests enable it): not part of the shipped library.
 
 use crate::cbor::{self, Profile, Value};
 use crate::grant::SignedGrant;
+use crate::rotation::KeyLog;
+use crate::standing::{vectors as standing_vectors, verify_policy, FiringRequest, MintLedger, SignedMintPolicy};
+use crate::steering::Run;
 
 /// Anything the strict decoder accepts re-encodes to exactly the input, and
 /// the generic deterministic decoder accepts it too.
@@ -93,6 +99,117 @@ pub fn key_file_decode(data: &[u8]) -> Result<(), String> {
         if again.seed() != k.seed() || again.did() != k.did() {
             return Err("the key's own file reads back to another key".into());
         }
+    }
+    Ok(())
+}
+
+/// The fuzz invariant of the key log decoder (`fuzz/fuzz_targets/keylog_decode.rs`
+/// and the corpus replay test): decoding never panics; anything accepted
+/// re-encodes to exactly the input, verifies without panicking, and a
+/// verified state agrees with the log's last event.
+pub fn keylog_decode(data: &[u8]) -> Result<(), String> {
+    let Ok(log) = KeyLog::from_bytes(data) else {
+        return Ok(());
+    };
+    if log.to_bytes() != data {
+        return Err("accepted key log did not re-encode to its bytes".into());
+    }
+    let view = log.view();
+    if view.state.is_some() == view.refusal.is_some() {
+        return Err("a key log view has both or neither of state and refusal".into());
+    }
+    if let Some(s) = &view.state {
+        let last = log.events().last().ok_or("a verified log with no events")?;
+        if *s.head() != last.id()
+            || *s.current() != last.event().current
+            || log.events().first().map(|e| e.event().identity) != Some(*s.identity())
+        {
+            return Err("verified state disagrees with the log".into());
+        }
+        if s.superseded().len() != log.events().len() - 1 {
+            return Err("superseded keys miscounted".into());
+        }
+    }
+    Ok(())
+}
+
+/// The fuzz invariant of the policy decoder (`fuzz/fuzz_targets/policy_decode.rs`):
+/// decoding never panics; anything accepted re-encodes to exactly the input,
+/// its id is the policy core's, and checking it against the vectors' standing
+/// grant never panics and agrees with the policy's own fields.
+pub fn policy_decode(data: &[u8]) -> Result<(), String> {
+    let Ok(p) = SignedMintPolicy::from_bytes(data) else {
+        return Ok(());
+    };
+    if p.to_bytes() != data {
+        return Err("accepted policy did not re-encode to its bytes".into());
+    }
+    if p.id() != p.policy().id() {
+        return Err("policy id differs from the core's content id".into());
+    }
+    let fx = standing_vectors::fixture().map_err(|e| e.to_string())?;
+    if verify_policy(&fx.grant, &p).is_ok() {
+        let q = p.policy();
+        if q.grant_id != fx.grant.id() || q.per_firing_uj > fx.grant.grant().budget_uj || q.max_firings == 0 {
+            return Err("a policy verified that amplifies or is unbound".into());
+        }
+    }
+    Ok(())
+}
+
+/// The fuzz invariant of the ledger decoder (`fuzz/fuzz_targets/ledger_decode.rs`):
+/// decoding never panics; anything accepted re-encodes to exactly the input;
+/// a firing against the vectors' standing grant and policy either leaves the
+/// ledger byte-identical (refused) or adds one firing and exactly the child's
+/// budget, never past the grant, with a child that chain-verifies.
+pub fn ledger_decode(data: &[u8]) -> Result<(), String> {
+    let Ok(mut ledger) = MintLedger::from_bytes(data) else {
+        return Ok(());
+    };
+    if ledger.to_bytes() != data {
+        return Err("accepted ledger did not re-encode to its bytes".into());
+    }
+    let fx = standing_vectors::fixture().map_err(|e| e.to_string())?;
+    let before = ledger.clone();
+    let request =
+        FiringRequest { event_class: fx.class.id(), subject: fx.worker.did(), budget_uj: None, nonce: Some([0; 16]) };
+    match ledger.fire(&fx.grant, &fx.policy, &fx.issuer, &request, standing_vectors::NOW) {
+        Err(_) if ledger.to_bytes() != data => Err("a refused firing changed the ledger".into()),
+        Err(_) => Ok(()),
+        Ok(child) => {
+            if ledger.firings() != before.firings() + 1
+                || ledger.spent_uj() != before.spent_uj() + child.grant().budget_uj
+                || ledger.spent_uj() > fx.grant.grant().budget_uj
+            {
+                return Err("an accepted firing mis-counted the ledger".into());
+            }
+            crate::chain::verify_chain(&[fx.grant.clone(), child])
+                .map_err(|e| format!("minted child does not chain-verify: {e}"))
+        }
+    }
+}
+
+/// The fuzz invariant of the run file decoder (`fuzz/fuzz_targets/run_decode.rs`
+/// and the corpus replay test): decoding never panics; anything accepted
+/// re-encodes to exactly the input and verifies without panicking, and the
+/// verifier's findings all name a record that exists.
+pub fn run_decode(data: &[u8]) -> Result<(), String> {
+    let Ok(run) = Run::from_bytes(data) else { return Ok(()) };
+    if run.to_bytes() != data {
+        return Err("accepted run file did not re-encode to its bytes".into());
+    }
+    let report = run.verify().map_err(|e| format!("decoded run did not verify structurally: {e}"))?;
+    if report.records != run.records().len() {
+        return Err("report counts a different number of records".into());
+    }
+    for f in &report.findings {
+        match run.records().get(f.index) {
+            Some(r) if r.id() == f.id => {}
+            _ => return Err(format!("finding names record #{} that does not match", f.index)),
+        }
+    }
+    if report.clean != report.findings.is_empty() {
+        return Err("clean disagrees with findings".into());
     }
     Ok(())
 }

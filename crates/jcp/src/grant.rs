@@ -508,7 +508,6 @@ pub fn check_narrows(parent: &Grant, child: &Grant) -> Result<(), Amplification>
         return Err(Amplification::Expiry { child: child.expiry, parent: parent.expiry });
     }
     match (&parent.budget_funds, &child.budget_funds) {
-        (None, _) => {}
         (Some(_), None) => return Err(Amplification::Funds("child drops the parent's money ceiling".into())),
         (Some(p), Some(c)) if p.currency != c.currency => {
             return Err(Amplification::Funds(format!(
@@ -519,6 +518,7 @@ pub fn check_narrows(parent: &Grant, child: &Grant) -> Result<(), Amplification>
         (Some(p), Some(c)) if c.minor > p.minor => {
             return Err(Amplification::Funds(format!("child ceiling {} exceeds the parent's {}", c.minor, p.minor)))
         }
+        // No parent money ceiling, or a child one within it in its currency.
         _ => {}
     }
     // Caveats by exact identity, in order: the child's list starts with the

@@ -21,7 +21,15 @@
 //! Goals: every decoder of outside bytes is strict and returns a typed error;
 //! the decision is pure and deterministic (the clock is an argument).
 //! Non-goals: transport (see `jcp-wire`), metering (see `jcp-meter`).
+//!
+//! Features (none is on by default; none is part of the shipped library):
+//! `vectors` — the conformance-vector generators (`jcp::vectors` and the
+//! `vectors` module of [`channel`], [`rotation`], [`standing`], [`steering`])
+//! behind the `gen-*-vectors` bins; `fuzzing` — the invariants the cargo-fuzz
+//! targets check (`fuzzing`); `demo` — the deterministic demo run
+//! (`steering::demo`).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cbor;
 pub mod chain;
@@ -31,7 +39,7 @@ pub mod energy;
 pub mod error;
 pub mod flow;
 pub mod frame;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod grant;
 pub mod identity;
@@ -39,6 +47,7 @@ pub mod revocation;
 pub mod rotation;
 pub mod standing;
 pub mod steering;
+#[cfg(feature = "vectors")]
 pub mod vectors;
 
 pub use error::Error;

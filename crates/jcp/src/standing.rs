@@ -28,6 +28,7 @@ use crate::error::{Error, Refusal};
 use crate::grant::{attenuate, Attenuation, SignedGrant};
 use crate::identity::{Did, Keypair};
 
+#[cfg(feature = "vectors")]
 pub mod vectors;
 
 /// The mint ledger file's format string.
@@ -464,66 +465,6 @@ impl StandingView {
             firings_left: p.max_firings.saturating_sub(ledger.firings),
             budget_left_uj: grant.grant().budget_uj.saturating_sub(ledger.spent_uj),
             refusal,
-        }
-    }
-}
-
-// ------------------------------------------------------------------ fuzzing
-
-/// The fuzz invariant of the policy decoder (`fuzz/fuzz_targets/policy_decode.rs`):
-/// decoding never panics; anything accepted re-encodes to exactly the input,
-/// its id is the policy core's, and checking it against the vectors' standing
-/// grant never panics and agrees with the policy's own fields.
-#[doc(hidden)]
-pub fn fuzz_policy_decode(data: &[u8]) -> Result<(), String> {
-    let Ok(p) = SignedMintPolicy::from_bytes(data) else {
-        return Ok(());
-    };
-    if p.to_bytes() != data {
-        return Err("accepted policy did not re-encode to its bytes".into());
-    }
-    if p.id() != p.policy().id() {
-        return Err("policy id differs from the core's content id".into());
-    }
-    let fx = vectors::fixture().map_err(|e| e.to_string())?;
-    if verify_policy(&fx.grant, &p).is_ok() {
-        let q = p.policy();
-        if q.grant_id != fx.grant.id() || q.per_firing_uj > fx.grant.grant().budget_uj || q.max_firings == 0 {
-            return Err("a policy verified that amplifies or is unbound".into());
-        }
-    }
-    Ok(())
-}
-
-/// The fuzz invariant of the ledger decoder (`fuzz/fuzz_targets/ledger_decode.rs`):
-/// decoding never panics; anything accepted re-encodes to exactly the input;
-/// a firing against the vectors' standing grant and policy either leaves the
-/// ledger byte-identical (refused) or adds one firing and exactly the child's
-/// budget, never past the grant, with a child that chain-verifies.
-#[doc(hidden)]
-pub fn fuzz_ledger_decode(data: &[u8]) -> Result<(), String> {
-    let Ok(mut ledger) = MintLedger::from_bytes(data) else {
-        return Ok(());
-    };
-    if ledger.to_bytes() != data {
-        return Err("accepted ledger did not re-encode to its bytes".into());
-    }
-    let fx = vectors::fixture().map_err(|e| e.to_string())?;
-    let before = ledger.clone();
-    let request =
-        FiringRequest { event_class: fx.class.id(), subject: fx.worker.did(), budget_uj: None, nonce: Some([0; 16]) };
-    match ledger.fire(&fx.grant, &fx.policy, &fx.issuer, &request, vectors::NOW) {
-        Err(_) if ledger.to_bytes() != data => Err("a refused firing changed the ledger".into()),
-        Err(_) => Ok(()),
-        Ok(child) => {
-            if ledger.firings != before.firings + 1
-                || ledger.spent_uj != before.spent_uj + child.grant().budget_uj
-                || ledger.spent_uj > fx.grant.grant().budget_uj
-            {
-                return Err("an accepted firing mis-counted the ledger".into());
-            }
-            crate::chain::verify_chain(&[fx.grant.clone(), child])
-                .map_err(|e| format!("minted child does not chain-verify: {e}"))
         }
     }
 }

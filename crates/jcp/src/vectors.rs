@@ -1,7 +1,7 @@
 //! The project's published conformance vectors (`conformance/jcp/v1/core.json`):
 //! grants, chains, revocations and decision scenarios built from fixed seed
 //! keys and nonces, so every byte is reproducible. Written by
-//! `cargo run -p jcp --bin gen-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-vectors`, replayed from disk by
 //! `tests/vectors_replay.rs`, which also fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};
@@ -13,7 +13,7 @@ use crate::flow::Label;
 use crate::frame::{Frame, FrameKind, Trust};
 use crate::grant::{attenuate, Attenuation, Capability, Caveat, Funds, Grant, SignedGrant};
 use crate::identity::Keypair;
-use crate::revocation::Revocation;
+use crate::revocation::{Revocation, SignedRevocation};
 use crate::Error;
 
 /// Where the vectors live, relative to the repository root.
@@ -24,19 +24,6 @@ pub const NOW: u64 = 1_700_000_000;
 
 fn key(n: u8) -> Result<Keypair, Error> {
     Ok(Keypair::from_seed([n; 32])?)
-}
-
-/// One step of a scenario: a decision request and its expected outcome.
-struct Step<'a> {
-    name: &'a str,
-    chain: Vec<&'a SignedGrant>,
-    caller: &'a Keypair,
-    action: &'a str,
-    trust: Trust,
-    cost_uj: u64,
-    money: Option<(&'a str, u64)>,
-    now: u64,
-    flow: Option<Label>,
 }
 
 fn frame(leaf: &SignedGrant, action: &str, trust: Trust) -> Frame {
@@ -58,17 +45,39 @@ fn label_json(l: Option<&Label>) -> Json {
     }
 }
 
-/// Builds the whole vector document.
-pub fn generate() -> Result<Json, Error> {
-    let issuer = key(1)?;
-    let agent = key(2)?;
-    let worker = key(3)?;
-    let sibling = key(4)?;
-    let mallory = key(5)?;
+/// The scenario's actors (seed = 32 copies of the byte in the name).
+struct Keys {
+    issuer: Keypair,
+    agent: Keypair,
+    worker: Keypair,
+    sibling: Keypair,
+    mallory: Keypair,
+}
+
+fn keys() -> Result<Keys, Error> {
+    Ok(Keys { issuer: key(1)?, agent: key(2)?, worker: key(3)?, sibling: key(4)?, mallory: key(5)? })
+}
+
+/// The grants every scenario decides against (§4, §4.1, §4.8, §4.9) and the
+/// revocation admitted halfway (§4.3).
+struct Grants {
+    /// The issuer's root grant to the agent: priced, capped per call, depth 2.
+    root: SignedGrant,
+    /// The agent's attenuation to the worker: read only, 400 µJ.
+    child: SignedGrant,
+    /// The agent's attenuation to the sibling: 900 µJ, sharing the root's budget.
+    sibling: SignedGrant,
+    /// A plain, unpriced, never-expiring grant of 50 µJ.
+    plain: SignedGrant,
+    /// The agent's revocation of `child`.
+    revocation: SignedRevocation,
+}
+
+fn grants(k: &Keys) -> Result<Grants, Error> {
     let resource = ContentId::of(&Value::text("jcp-console/vectors/search-tool"));
     let root = Grant {
-        issuer: issuer.did(),
-        subject: agent.did(),
+        issuer: k.issuer.did(),
+        subject: k.agent.did(),
         capability: Capability { resource, actions: vec!["read".into(), "write".into()] },
         budget_uj: 1_000,
         budget_funds: Some(Funds { currency: "USD".into(), minor: 500 }),
@@ -78,31 +87,31 @@ pub fn generate() -> Result<Json, Error> {
         delegate_depth: Some(2),
         nonce: [0x11; 16],
     }
-    .sign(&issuer)?;
+    .sign(&k.issuer)?;
     let child = attenuate(
         &root,
-        &agent,
+        &k.agent,
         Attenuation {
-            subject: Some(worker.did()),
+            subject: Some(k.worker.did()),
             actions: Some(vec!["read".into()]),
             budget_uj: Some(400),
             nonce: Some([0x22; 16]),
             ..Attenuation::default()
         },
     )?;
-    let child2 = attenuate(
+    let sibling = attenuate(
         &root,
-        &agent,
+        &k.agent,
         Attenuation {
-            subject: Some(sibling.did()),
+            subject: Some(k.sibling.did()),
             budget_uj: Some(900),
             nonce: Some([0x33; 16]),
             ..Attenuation::default()
         },
     )?;
     let plain = Grant {
-        issuer: issuer.did(),
-        subject: agent.did(),
+        issuer: k.issuer.did(),
+        subject: k.agent.did(),
         capability: Capability { resource, actions: vec!["read".into()] },
         budget_uj: 50,
         budget_funds: None,
@@ -112,11 +121,14 @@ pub fn generate() -> Result<Json, Error> {
         delegate_depth: None,
         nonce: [0x44; 16],
     }
-    .sign(&issuer)?;
-    let revocation = Revocation::issue(&child, &agent, Some([0x55; 16]))?;
+    .sign(&k.issuer)?;
+    let revocation = Revocation::issue(&child, &k.agent, Some([0x55; 16]))?;
+    Ok(Grants { root, child, sibling, plain, revocation })
+}
 
-    let grants = [("root", &root), ("child", &child), ("sibling", &child2), ("plain", &plain)];
-    let grants_json: Vec<Json> = grants
+fn grants_json(g: &Grants) -> Vec<Json> {
+    let named = [("root", &g.root), ("child", &g.child), ("sibling", &g.sibling), ("plain", &g.plain)];
+    named
         .iter()
         .map(|(name, g)| {
             json!({
@@ -127,212 +139,100 @@ pub fn generate() -> Result<Json, Error> {
                 "signature_valid": g.verify_signature(),
             })
         })
-        .collect();
+        .collect()
+}
 
-    let steps = vec![
+/// One step of a scenario: a decision request and its expected outcome.
+struct Step<'a> {
+    name: &'a str,
+    chain: Vec<&'a SignedGrant>,
+    caller: &'a Keypair,
+    action: &'a str,
+    trust: Trust,
+    cost_uj: u64,
+    money: Option<(&'a str, u64)>,
+    now: u64,
+    flow: Option<Label>,
+}
+
+impl<'a> Step<'a> {
+    /// A control frame at [`NOW`] costing 1 µJ, unpriced, with no flow label.
+    fn new(name: &'a str, chain: Vec<&'a SignedGrant>, caller: &'a Keypair, action: &'a str) -> Self {
+        Self { name, chain, caller, action, trust: Trust::Control, cost_uj: 1, money: None, now: NOW, flow: None }
+    }
+}
+
+/// The scenario's steps before the revocation, in order against one gate:
+/// a plain grant's allow and denials (§7), then chains — priced, sharing the
+/// root's budget among siblings, capped by an inherited caveat, out of
+/// money, in the wrong currency, expired, a leaf alone, a splice (§4.2,
+/// §4.8, §4.9).
+fn steps<'a>(k: &'a Keys, g: &'a Grants) -> Vec<Step<'a>> {
+    let (plain, root, child, sibling) = (&g.plain, &g.root, &g.child, &g.sibling);
+    vec![
+        Step { cost_uj: 30, ..Step::new("plain-allow", vec![plain], &k.agent, "read") },
+        Step { cost_uj: 21, ..Step::new("plain-budget-exceeded", vec![plain], &k.agent, "read") },
+        Step { trust: Trust::Data, ..Step::new("plain-data-frame", vec![plain], &k.agent, "read") },
+        Step::new("plain-wrong-subject", vec![plain], &k.mallory, "read"),
+        Step::new("plain-action-not-granted", vec![plain], &k.agent, "write"),
         Step {
-            name: "plain-allow",
-            chain: vec![&plain],
-            caller: &agent,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 30,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "plain-budget-exceeded",
-            chain: vec![&plain],
-            caller: &agent,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 21,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "plain-data-frame",
-            chain: vec![&plain],
-            caller: &agent,
-            action: "read",
-            trust: Trust::Data,
-            cost_uj: 1,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "plain-wrong-subject",
-            chain: vec![&plain],
-            caller: &mallory,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "plain-action-not-granted",
-            chain: vec![&plain],
-            caller: &agent,
-            action: "write",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "chain-allow-priced",
-            chain: vec![&root, &child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
             cost_uj: 300,
             money: Some(("USD", 200)),
-            now: NOW,
-            flow: None,
+            ..Step::new("chain-allow-priced", vec![root, child], &k.worker, "read")
         },
         Step {
-            name: "sibling-within-root",
-            chain: vec![&root, &child2],
-            caller: &sibling,
-            action: "write",
-            trust: Trust::Control,
             cost_uj: 600,
             money: Some(("USD", 10)),
-            now: NOW,
-            flow: None,
+            ..Step::new("sibling-within-root", vec![root, sibling], &k.sibling, "write")
         },
         Step {
-            name: "sibling-shares-root-budget",
-            chain: vec![&root, &child2],
-            caller: &sibling,
-            action: "write",
-            trust: Trust::Control,
             cost_uj: 200,
             money: Some(("USD", 10)),
-            now: NOW,
-            flow: None,
+            ..Step::new("sibling-shares-root-budget", vec![root, sibling], &k.sibling, "write")
         },
-        Step {
-            name: "sibling-max-cost-caveat",
-            chain: vec![&root, &child2],
-            caller: &sibling,
-            action: "write",
-            trust: Trust::Control,
-            cost_uj: 601,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "chain-funds-exceeded",
-            chain: vec![&root, &child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: Some(("USD", 291)),
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "chain-currency-mismatch",
-            chain: vec![&root, &child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: Some(("EUR", 1)),
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "chain-expired",
-            chain: vec![&root, &child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: None,
-            now: NOW + 3_600,
-            flow: None,
-        },
-        Step {
-            name: "leaf-alone-chain-broken",
-            chain: vec![&child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-        Step {
-            name: "spliced-chain-broken",
-            chain: vec![&plain, &child],
-            caller: &worker,
-            action: "read",
-            trust: Trust::Control,
-            cost_uj: 1,
-            money: None,
-            now: NOW,
-            flow: None,
-        },
-    ];
+        Step { cost_uj: 601, ..Step::new("sibling-max-cost-caveat", vec![root, sibling], &k.sibling, "write") },
+        Step { money: Some(("USD", 291)), ..Step::new("chain-funds-exceeded", vec![root, child], &k.worker, "read") },
+        Step { money: Some(("EUR", 1)), ..Step::new("chain-currency-mismatch", vec![root, child], &k.worker, "read") },
+        Step { now: NOW + 3_600, ..Step::new("chain-expired", vec![root, child], &k.worker, "read") },
+        Step::new("leaf-alone-chain-broken", vec![child], &k.worker, "read"),
+        Step::new("spliced-chain-broken", vec![plain, child], &k.worker, "read"),
+    ]
+}
+
+/// The steps after the revocation of `child` is admitted (§4.3): the
+/// child's subtree is dead, its sibling is not.
+fn steps_after_revocation<'a>(k: &'a Keys, g: &'a Grants) -> Vec<Step<'a>> {
+    vec![
+        Step::new("child-revoked", vec![&g.root, &g.child], &k.worker, "read"),
+        Step::new("sibling-unaffected-by-revocation", vec![&g.root, &g.sibling], &k.sibling, "write"),
+    ]
+}
+
+/// Builds the whole vector document.
+pub fn generate() -> Result<Json, Error> {
+    let k = keys()?;
+    let g = grants(&k)?;
     let mut gate = Gate::new();
-    let mut decisions = Vec::new();
-    for s in &steps {
-        decisions.push(run_step(&mut gate, s));
-    }
-    // After the revocation is admitted, the child's subtree is dead.
-    gate.admit_revocation(&revocation, &child)?;
-    let after = Step {
-        name: "child-revoked",
-        chain: vec![&root, &child],
-        caller: &worker,
-        action: "read",
-        trust: Trust::Control,
-        cost_uj: 1,
-        money: None,
-        now: NOW,
-        flow: None,
-    };
-    let mut revoked_steps = vec![run_step(&mut gate, &after)];
-    let sib = Step {
-        name: "sibling-unaffected-by-revocation",
-        chain: vec![&root, &child2],
-        caller: &sibling,
-        action: "write",
-        trust: Trust::Control,
-        cost_uj: 1,
-        money: None,
-        now: NOW,
-        flow: None,
-    };
-    revoked_steps.push(run_step(&mut gate, &sib));
+    let decisions: Vec<Json> = steps(&k, &g).iter().map(|s| run_step(&mut gate, s)).collect();
+    gate.admit_revocation(&g.revocation, &g.child)?;
+    let revoked_steps: Vec<Json> = steps_after_revocation(&k, &g).iter().map(|s| run_step(&mut gate, s)).collect();
 
     Ok(json!({
         "description": "JCP v0.3 core vectors: seeded keys (seed = 32 copies of the byte), fixed nonces, canonical det-CBOR hex. Each scenario runs its steps in order against ONE fresh gate.",
         "generator": "cargo run -p jcp --bin gen-vectors",
         "now": NOW,
         "keys": [
-            {"name": "issuer", "seed_byte": 1, "did": issuer.did()},
-            {"name": "agent", "seed_byte": 2, "did": agent.did()},
-            {"name": "worker", "seed_byte": 3, "did": worker.did()},
-            {"name": "sibling", "seed_byte": 4, "did": sibling.did()},
-            {"name": "mallory", "seed_byte": 5, "did": mallory.did()},
+            {"name": "issuer", "seed_byte": 1, "did": k.issuer.did()},
+            {"name": "agent", "seed_byte": 2, "did": k.agent.did()},
+            {"name": "worker", "seed_byte": 3, "did": k.worker.did()},
+            {"name": "sibling", "seed_byte": 4, "did": k.sibling.did()},
+            {"name": "mallory", "seed_byte": 5, "did": k.mallory.did()},
         ],
-        "grants": grants_json,
+        "grants": grants_json(&g),
         "revocations": [{
             "name": "child-by-agent",
-            "id": revocation.id(),
-            "signed_bytes": hex::encode(revocation.to_bytes()),
+            "id": g.revocation.id(),
+            "signed_bytes": hex::encode(g.revocation.to_bytes()),
             "grant": "child",
         }],
         "scenarios": [{
@@ -402,6 +302,12 @@ pub fn write_published(
     text: Result<String, Error>,
 ) -> std::process::ExitCode {
     let path = root.join(rel);
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("{bin}: creating {}: {e}", dir.display());
+            return std::process::ExitCode::from(2);
+        }
+    }
     let text = match text {
         Ok(t) => t,
         Err(e) => {

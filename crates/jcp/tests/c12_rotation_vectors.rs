@@ -26,7 +26,7 @@ fn c12_rotation_vectors_regenerate_byte_identically() {
     assert_eq!(
         jcp::rotation::vectors::generate_text().unwrap(),
         on_disk,
-        "regenerating conformance/jcp/v1/rotation.json changed it: run `cargo run -p jcp --bin gen-rotation-vectors` and review the diff"
+        "regenerating conformance/jcp/v1/rotation.json changed it: run `cargo run -p jcp --features vectors --bin gen-rotation-vectors` and review the diff"
     );
 }
 

@@ -17,7 +17,7 @@ fn c17_channel_vectors_regenerate_byte_identically() {
     assert_eq!(
         jcp::channel::vectors::generate_text().unwrap(),
         on_disk,
-        "regenerating conformance/jcp/v1/channel.json changed it: run `cargo run -p jcp --bin gen-channel-vectors` and review the diff"
+        "regenerating conformance/jcp/v1/channel.json changed it: run `cargo run -p jcp --features vectors --bin gen-channel-vectors` and review the diff"
     );
 }
 

@@ -30,7 +30,7 @@ fn c20_standing_vectors_regenerate_byte_identically() {
     assert_eq!(
         jcp::standing::vectors::generate_text().unwrap(),
         on_disk,
-        "regenerating conformance/jcp/v1/standing.json changed it: run `cargo run -p jcp --bin gen-standing-vectors` and review the diff"
+        "regenerating conformance/jcp/v1/standing.json changed it: run `cargo run -p jcp --features vectors --bin gen-standing-vectors` and review the diff"
     );
 }
 

@@ -14,7 +14,7 @@ fn c21_fuzz_corpus_run_decode() {
     for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let p = e.unwrap().path();
         let data = std::fs::read(&p).unwrap();
-        if let Err(msg) = jcp::steering::fuzz_run_decode(&data) {
+        if let Err(msg) = jcp::fuzzing::run_decode(&data) {
             panic!("{}: {msg}", p.display());
         }
         accepted += usize::from(jcp::steering::Run::from_bytes(&data).is_ok());

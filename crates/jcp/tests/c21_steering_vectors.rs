@@ -17,7 +17,7 @@ fn c21_steering_vectors_regenerate_byte_identically() {
     assert_eq!(
         jcp::steering::vectors::generate_text().unwrap(),
         on_disk,
-        "regenerating conformance/jcp/v1/steering.json changed it: run `cargo run -p jcp --bin gen-steering-vectors` and review the diff"
+        "regenerating conformance/jcp/v1/steering.json changed it: run `cargo run -p jcp --features vectors --bin gen-steering-vectors` and review the diff"
     );
 }
 

@@ -44,19 +44,19 @@ fn accepted(target: &str, decodes: fn(&[u8]) -> bool) -> usize {
 
 #[test]
 fn c12_fuzz_corpus_keylog_decode() {
-    replay("keylog_decode", jcp::rotation::fuzz_keylog_decode);
+    replay("keylog_decode", jcp::fuzzing::keylog_decode);
     assert!(accepted("keylog_decode", |d| jcp::rotation::KeyLog::from_bytes(d).is_ok()) >= 10);
 }
 
 #[test]
 fn c20_fuzz_corpus_policy_decode() {
-    replay("policy_decode", jcp::standing::fuzz_policy_decode);
+    replay("policy_decode", jcp::fuzzing::policy_decode);
     assert!(accepted("policy_decode", |d| jcp::standing::SignedMintPolicy::from_bytes(d).is_ok()) >= 10);
 }
 
 #[test]
 fn c20_fuzz_corpus_ledger_decode() {
-    replay("ledger_decode", jcp::standing::fuzz_ledger_decode);
+    replay("ledger_decode", jcp::fuzzing::ledger_decode);
     assert!(accepted("ledger_decode", |d| jcp::standing::MintLedger::from_bytes(d).is_ok()) >= 10);
 }
 

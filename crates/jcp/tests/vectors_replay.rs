@@ -21,7 +21,7 @@ fn load() -> serde_json::Value {
 #[test]
 fn conformance_core_vectors_regenerate_byte_identically() {
     let on_disk = std::fs::read_to_string(testkit::conformance("jcp/v1/core.json")).unwrap();
-    assert_eq!(jcp::vectors::generate_text().unwrap(), on_disk, "regenerating conformance/jcp/v1/core.json changed it: run `cargo run -p jcp --bin gen-vectors` and review the diff");
+    assert_eq!(jcp::vectors::generate_text().unwrap(), on_disk, "regenerating conformance/jcp/v1/core.json changed it: run `cargo run -p jcp --features vectors --bin gen-vectors` and review the diff");
 }
 
 #[test]

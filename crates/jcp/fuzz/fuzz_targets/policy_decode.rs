@@ -2,7 +2,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(e) = jcp::standing::fuzz_policy_decode(data) {
+    if let Err(e) = jcp::fuzzing::policy_decode(data) {
         panic!("{e}");
     }
 });

@@ -1,5 +1,5 @@
 //! Writes `conformance/jcp/v1/standing.json`, the §4.6 (C20) standing-grant
-//! vectors (run from anywhere in the workspace: `cargo run -p jcp --bin gen-standing-vectors`).
+//! vectors (run from anywhere in the workspace: `cargo run -p jcp --features vectors --bin gen-standing-vectors`).
 
 fn main() -> std::process::ExitCode {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -3,7 +3,7 @@
 //! sequence admitted in order with each refusal's code (forged, stale,
 //! regressing, wrong grant, non-member), the merged ledger it settles to,
 //! an overdraft proof and the proofs a verifier must refuse. Written by
-//! `cargo run -p jcp --bin gen-channel-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-channel-vectors`, replayed from disk by
 //! `tests/c17_channel_vectors.rs`, which fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};
@@ -12,7 +12,7 @@ use super::{Channel, OverdraftProof, SignedStatement, Statement};
 use crate::cbor::{ContentId, Value};
 use crate::error::Error;
 use crate::grant::{Capability, Grant, SignedGrant};
-use crate::identity::Keypair;
+use crate::identity::{Did, Keypair};
 
 /// Where the vectors live, relative to the repository root.
 pub const PATH: &str = "conformance/jcp/v1/channel.json";
@@ -84,85 +84,122 @@ fn proof_json(name: &str, description: &str, p: &OverdraftProof) -> Json {
     json!({"name": name, "description": description, "proof": hex::encode(p.to_bytes()), "expected": expected})
 }
 
-/// The vectors as JSON.
-#[allow(clippy::too_many_lines)]
-pub fn generate() -> Result<Json, Error> {
-    let k = keys()?;
-    let g = grant(&k, 0x21)?;
-    let other = grant(&k, 0x22)?;
-    let a0 = st(&k.a, &g, 300, 0)?;
-    let b0 = st(&k.b, &g, 200, 0)?;
+/// The signed statements the vectors present: A's and B's settlements,
+/// and each kind the channel must refuse.
+struct Statements {
+    /// The channel grant.
+    g: SignedGrant,
+    /// Another grant of the same issuer.
+    other: SignedGrant,
+    a0: SignedStatement,
+    b0: SignedStatement,
+    a1: SignedStatement,
+    b1: SignedStatement,
+    /// A's seq-1 signature under a claim of 900 µJ at seq 2.
+    forged: SignedStatement,
+    stale_higher: SignedStatement,
+    regressing: SignedStatement,
+    wrong_grant: SignedStatement,
+    non_member: SignedStatement,
+}
+
+fn statements(k: &Keys) -> Result<Statements, Error> {
+    let g = grant(k, 0x21)?;
+    let other = grant(k, 0x22)?;
     let a1 = st(&k.a, &g, 600, 1)?;
-    let b1 = st(&k.b, &g, 600, 1)?;
-    let forged = a1.with_claim_for_tests(900, 2);
-    let stale_higher = st(&k.a, &g, 700, 1)?;
-    let regressing = st(&k.a, &g, 500, 2)?;
-    let wrong_grant = st(&k.a, &other, 900, 2)?;
-    let non_member = st(&k.mallory, &g, 50, 0)?;
+    Ok(Statements {
+        a0: st(&k.a, &g, 300, 0)?,
+        b0: st(&k.b, &g, 200, 0)?,
+        b1: st(&k.b, &g, 600, 1)?,
+        forged: a1.with_claim_for_tests(900, 2),
+        stale_higher: st(&k.a, &g, 700, 1)?,
+        regressing: st(&k.a, &g, 500, 2)?,
+        wrong_grant: st(&k.a, &other, 900, 2)?,
+        non_member: st(&k.mallory, &g, 50, 0)?,
+        a1,
+        g,
+        other,
+    })
+}
+
+/// The sequence admitted in order by one channel among A and B (§4.5):
+/// each step with its outcome and the ledger total after it. Returns the
+/// steps and the channel they leave behind.
+fn sequence(k: &Keys, s: &Statements) -> Result<(Vec<Json>, Channel), Error> {
     let sequence: Vec<(&str, &str, &SignedStatement)> = vec![
-        ("a0", "A settles 300 µJ at seq 0", &a0),
-        ("b0", "B settles 200 µJ at seq 0", &b0),
-        ("a1", "A settles 600 µJ at seq 1", &a1),
-        ("b1", "B settles 600 µJ at seq 1: the channel is 200 µJ past its budget", &b1),
-        ("forged", "A's seq-1 signature under a claim of 900 µJ at seq 2", &forged),
-        ("stale-repeat", "A's seq-1 statement again", &a1),
-        ("stale-higher", "A signs 700 µJ at seq 1 again (seq not increasing)", &stale_higher),
-        ("regressing", "A signs 500 µJ at seq 2 (below its settled 600 µJ)", &regressing),
-        ("wrong-grant", "A signs 900 µJ at seq 2 on another grant", &wrong_grant),
-        ("non-member", "mallory, no member, signs 50 µJ", &non_member),
+        ("a0", "A settles 300 µJ at seq 0", &s.a0),
+        ("b0", "B settles 200 µJ at seq 0", &s.b0),
+        ("a1", "A settles 600 µJ at seq 1", &s.a1),
+        ("b1", "B settles 600 µJ at seq 1: the channel is 200 µJ past its budget", &s.b1),
+        ("forged", "A's seq-1 signature under a claim of 900 µJ at seq 2", &s.forged),
+        ("stale-repeat", "A's seq-1 statement again", &s.a1),
+        ("stale-higher", "A signs 700 µJ at seq 1 again (seq not increasing)", &s.stale_higher),
+        ("regressing", "A signs 500 µJ at seq 2 (below its settled 600 µJ)", &s.regressing),
+        ("wrong-grant", "A signs 900 µJ at seq 2 on another grant", &s.wrong_grant),
+        ("non-member", "mallory, no member, signs 50 µJ", &s.non_member),
     ];
-    let mut ch = Channel::open(g.clone(), [k.a.did(), k.b.did()])?;
+    let mut ch = Channel::open(s.g.clone(), [k.a.did(), k.b.did()])?;
     let mut steps = Vec::new();
-    for (name, description, s) in &sequence {
-        let outcome = code(ch.admit(s));
+    for (name, description, st) in &sequence {
+        let outcome = code(ch.admit(st));
         steps.push(json!({
             "name": name,
             "description": description,
-            "statement": hex::encode(s.to_bytes()),
-            "claim": s.statement(),
+            "statement": hex::encode(st.to_bytes()),
+            "claim": st.statement(),
             "expected": outcome,
             "ledger_total_uj": ch.ledger().total_uj,
         }));
     }
+    Ok((steps, ch))
+}
+
+/// The channel's own overdraft proof, then the proofs a verifier must
+/// refuse (forged, duplicated point, wrong grant, non-member, within
+/// budget, grant swapped).
+fn proofs(s: &Statements, proof: &OverdraftProof, members: &[Did]) -> Vec<Json> {
+    let bad =
+        |statements: Vec<SignedStatement>| OverdraftProof { grant: s.g.clone(), members: members.to_vec(), statements };
+    let mut tampered_grant = proof.clone();
+    tampered_grant.grant = s.other.clone();
+    vec![
+        proof_json("overdraft-a1-b1", "A's 600 µJ and B's 600 µJ against 1000 µJ: 200 µJ over", proof),
+        proof_json(
+            "forged-statement",
+            "B's statement replaced by a forged one",
+            &bad(vec![s.a1.clone(), s.forged.clone()]),
+        ),
+        proof_json(
+            "duplicated-point",
+            "A's two statements counted as two points",
+            &bad(vec![s.a0.clone(), s.a1.clone()]),
+        ),
+        proof_json(
+            "wrong-grant-statement",
+            "a statement on another grant",
+            &bad(vec![s.a1.clone(), s.wrong_grant.clone()]),
+        ),
+        proof_json(
+            "non-member-statement",
+            "a statement from a point not listed",
+            &bad(vec![s.a1.clone(), s.non_member.clone()]),
+        ),
+        proof_json("within-budget", "A's 300 µJ and B's 200 µJ: no overdraft", &bad(vec![s.a0.clone(), s.b0.clone()])),
+        proof_json("grant-swapped", "the proof names another grant than its statements", &tampered_grant),
+    ]
+}
+
+/// The vectors as JSON.
+pub fn generate() -> Result<Json, Error> {
+    let k = keys()?;
+    let s = statements(&k)?;
+    let (steps, ch) = sequence(&k, &s)?;
     let ledger = ch.ledger();
     let proof =
         ch.overdraft().ok_or(Error::OverdraftUnproven { total_uj: ledger.total_uj, budget_uj: ledger.budget_uj })?;
     let members = vec![k.a.did(), k.b.did()];
-    let mut proofs =
-        vec![proof_json("overdraft-a1-b1", "A's 600 µJ and B's 600 µJ against 1000 µJ: 200 µJ over", &proof)];
-    let bad = |statements: Vec<SignedStatement>, members: Vec<crate::identity::Did>| OverdraftProof {
-        grant: g.clone(),
-        members,
-        statements,
-    };
-    proofs.push(proof_json(
-        "forged-statement",
-        "B's statement replaced by a forged one",
-        &bad(vec![a1.clone(), forged.clone()], members.clone()),
-    ));
-    proofs.push(proof_json(
-        "duplicated-point",
-        "A's two statements counted as two points",
-        &bad(vec![a0.clone(), a1.clone()], members.clone()),
-    ));
-    proofs.push(proof_json(
-        "wrong-grant-statement",
-        "a statement on another grant",
-        &bad(vec![a1.clone(), wrong_grant.clone()], members.clone()),
-    ));
-    proofs.push(proof_json(
-        "non-member-statement",
-        "a statement from a point not listed",
-        &bad(vec![a1.clone(), non_member.clone()], members.clone()),
-    ));
-    proofs.push(proof_json(
-        "within-budget",
-        "A's 300 µJ and B's 200 µJ: no overdraft",
-        &bad(vec![a0.clone(), b0.clone()], members.clone()),
-    ));
-    let mut tampered_grant = proof.clone();
-    tampered_grant.grant = other.clone();
-    proofs.push(proof_json("grant-swapped", "the proof names another grant than its statements", &tampered_grant));
+    let proofs = proofs(&s, &proof, &members);
+    let g = &s.g;
     Ok(json!({
         "description": "JCP v0.3 §4.5 receipt-settled budget channel vectors (C17). Statements are the hex of a SignedStatement {statement: {grant_id, point, spent_uj, seq}, sig} (canonical det-CBOR, Ed25519 by point over the statement's canonical bytes). The sequence is admitted in order by a channel among points A and B on the grant; each step's expected outcome is `admitted` or the refusal code, and a refusal changes nothing. Proofs are the hex of an OverdraftProof {jcp_overdraft: \"channel/1\", grant, members, statements}; expected `ok` with the recomputed overdraft, or the refusal code.",
         "generator": "cargo run -p jcp --bin gen-channel-vectors",

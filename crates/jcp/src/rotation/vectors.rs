@@ -1,7 +1,7 @@
 //! The published rotation vectors (`conformance/jcp/v1/rotation.json`, C12):
 //! key logs built from fixed seed keys and nonces — an inception and two
 //! rotations, then every refusal with its code — and grants checked against
-//! the verified log. Written by `cargo run -p jcp --bin gen-rotation-vectors`,
+//! the verified log. Written by `cargo run -p jcp --features vectors --bin gen-rotation-vectors`,
 //! replayed from disk by `tests/c12_rotation_vectors.rs`, which fails if
 //! regenerating changes a byte.
 

@@ -2,7 +2,7 @@
 //! C20): a standing grant and its mint policy built from fixed seed keys and
 //! nonces, a sequence of firings (each with the ledger before and after, the
 //! minted child or the refusal code), and every policy refusal. Written by
-//! `cargo run -p jcp --bin gen-standing-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-standing-vectors`, replayed from disk by
 //! `tests/c20_standing_vectors.rs`, which fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};

@@ -2,7 +2,7 @@
 //! valid and invalid runs built from fixed seed keys and nonces, each as the
 //! hex of its `*.jcprun` file with the verdict and the findings (record index
 //! and code) a conforming verifier reports. Written by
-//! `cargo run -p jcp --bin gen-steering-vectors`, replayed from disk by
+//! `cargo run -p jcp --features vectors --bin gen-steering-vectors`, replayed from disk by
 //! `tests/c21_steering_vectors.rs`, which fails if regenerating changes a byte.
 
 use serde_json::{json, Value as Json};
@@ -100,20 +100,47 @@ struct Case {
 
 use Record::{Amendment as A, Checkpoint as C, Grant as G};
 
-#[allow(clippy::too_many_lines)]
-fn cases() -> Result<Vec<Case>, Error> {
+/// The run every case starts from: its grant, two checkpoints (100 then
+/// 300 µJ declared) and the grants the cases steer into.
+struct Base {
+    k: Keys,
+    g: SignedGrant,
+    c0: SignedCheckpoint,
+    c1: SignedCheckpoint,
+    cont500: SignedGrant,
+    cont1000: SignedGrant,
+}
+
+fn base() -> Result<Base, Error> {
     let k = keys()?;
     let g = grant(&k, BUDGET_UJ, 0x11)?;
     let cont500 = grant(&k, 500, 0x12)?;
     let cont1000 = grant(&k, 1_000, 0x13)?;
-    let other = grant(&k, BUDGET_UJ, 0x14)?;
     let c0 = cp(&k.agent, &g, 0, None, Some(100))?;
     let c1 = cp(&k.agent, &g, 1, Some(&c0), Some(300))?;
-    let mut out = Vec::new();
+    Ok(Base { k, g, c0, c1, cont500, cont1000 })
+}
 
+/// Every case, valid ones first, in the order the vectors list them.
+fn cases() -> Result<Vec<Case>, Error> {
+    let b = base()?;
+    let mut out = valid_cases(&b)?;
+    out.extend(budget_cases(&b)?);
+    out.extend(authority_cases(&b));
+    out.extend(spend_cases(&b)?);
+    out.extend(checkpoint_cases(&b)?);
+    out.extend(continuation_cases(&b)?);
+    Ok(out)
+}
+
+/// Valid runs: steered within the remainder, exactly to it, and at a
+/// checkpoint that stated no spend (the issued budget is the ceiling).
+fn valid_cases(b: &Base) -> Result<Vec<Case>, Error> {
+    let Base { k, g, c0, c1, cont500, cont1000 } = b;
+    let mut out = Vec::new();
     // Valid: steered at a checkpoint that stated 300 µJ of 1000 → remainder
     // 700; the amendment sets 500; the run continues under a 500 µJ grant.
-    let c2 = cp(&k.agent, &cont500, 2, Some(&c1), Some(450))?;
+    let c2 = cp(&k.agent, cont500, 2, Some(c1), Some(450))?;
     out.push(Case {
         name: "valid-steered-within-remainder",
         description: "spent 300 of 1000, amended to 500 (remainder 700), continuation of 500, then 450 spent run-wide (150 under the continuation)",
@@ -121,74 +148,103 @@ fn cases() -> Result<Vec<Case>, Error> {
             G(g.clone()),
             C(c0.clone()),
             C(c1.clone()),
-            A(am(&k.issuer, &g, &c1, 500, &cont500)),
+            A(am(&k.issuer, g, c1, 500, cont500)),
             G(cont500.clone()),
             C(c2),
         ],
     });
     // Valid: amended exactly to the remainder (the boundary).
-    let cont700 = grant(&k, 700, 0x15)?;
+    let cont700 = grant(k, 700, 0x15)?;
     out.push(Case {
         name: "valid-amended-to-exactly-the-remainder",
         description: "spent 300 of 1000, amended to exactly 700",
-        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, &g, &c1, 700, &cont700)), G(cont700)],
+        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, g, c1, 700, &cont700)), G(cont700)],
     });
     // Valid: a checkpoint that states no spend may be amended up to the
     // issued budget (the weaker rule); the remainder is reported unknown.
-    let q0 = cp(&k.agent, &g, 0, None, None)?;
-    let q1 = cp(&k.agent, &cont1000, 1, Some(&q0), Some(200))?;
+    let q0 = cp(&k.agent, g, 0, None, None)?;
+    let q1 = cp(&k.agent, cont1000, 1, Some(&q0), Some(200))?;
     out.push(Case {
         name: "valid-unstated-spend-ceiling-is-the-issued-budget",
         description: "no spend stated; amended to the issued 1000; afterwards the remainder under the continuation is unknown (base_unknown)",
-        records: vec![G(g.clone()), C(q0.clone()), A(am(&k.issuer, &g, &q0, 1_000, &cont1000)), G(cont1000.clone()), C(q1)],
+        records: vec![G(g.clone()), C(q0.clone()), A(am(&k.issuer, g, &q0, 1_000, cont1000)), G(cont1000.clone()), C(q1)],
     });
-    // Invalid cases.
-    let cont800 = grant(&k, 800, 0x16)?;
+    Ok(out)
+}
+
+/// Amendments above what the grant has left, or above what it was issued.
+fn budget_cases(b: &Base) -> Result<Vec<Case>, Error> {
+    let Base { k, g, c0, c1, .. } = b;
+    let mut out = Vec::new();
+    let cont800 = grant(k, 800, 0x16)?;
     out.push(Case {
         name: "above-remainder",
         description: "spent 300 of 1000, amended to 800 (> remainder 700): refused; the continuation is then unnamed",
-        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, &g, &c1, 800, &cont800)), G(cont800)],
+        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, g, c1, 800, &cont800)), G(cont800)],
     });
-    let cont1200 = grant(&k, 1_200, 0x17)?;
+    let cont1200 = grant(k, 1_200, 0x17)?;
     out.push(Case {
         name: "widening-above-issued-budget",
         description: "amended to 1200 of an issued 1000",
-        records: vec![G(g.clone()), C(c0.clone()), A(am(&k.issuer, &g, &c0, 1_200, &cont1200)), G(cont1200)],
+        records: vec![G(g.clone()), C(c0.clone()), A(am(&k.issuer, g, c0, 1_200, &cont1200)), G(cont1200)],
     });
-    out.push(Case {
-        name: "agent-steers-itself",
-        description: "the agent signs an amendment of its own run",
-        records: vec![G(g.clone()), C(c0.clone()), A(am(&k.agent, &g, &c0, 100, &cont500))],
-    });
-    out.push(Case {
-        name: "non-issuer-amends",
-        description: "a third principal signs an amendment",
-        records: vec![G(g.clone()), C(c0.clone()), A(am(&k.mallory, &g, &c0, 100, &cont500))],
-    });
-    out.push(Case {
-        name: "amendment-bound-to-another-checkpoint",
-        description: "the amendment cites checkpoint 0 while checkpoint 1 (spent 300) is the run's latest",
-        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, &g, &c0, 500, &cont500))],
-    });
-    out.push(Case {
-        name: "declared-spend-decreases",
-        description: "checkpoint 1 declares 50 after checkpoint 0 declared 100",
-        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, &g, 1, Some(&c0), Some(50))?)],
-    });
-    out.push(Case {
-        name: "declared-spend-omitted-after-stated",
-        description: "checkpoint 1 goes quiet after checkpoint 0 declared 100",
-        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, &g, 1, Some(&c0), None)?)],
-    });
+    Ok(out)
+}
+
+/// Amendments by the wrong principal, or bound to the wrong checkpoint.
+fn authority_cases(b: &Base) -> Vec<Case> {
+    let Base { k, g, c0, c1, cont500, .. } = b;
+    vec![
+        Case {
+            name: "agent-steers-itself",
+            description: "the agent signs an amendment of its own run",
+            records: vec![G(g.clone()), C(c0.clone()), A(am(&k.agent, g, c0, 100, cont500))],
+        },
+        Case {
+            name: "non-issuer-amends",
+            description: "a third principal signs an amendment",
+            records: vec![G(g.clone()), C(c0.clone()), A(am(&k.mallory, g, c0, 100, cont500))],
+        },
+        Case {
+            name: "amendment-bound-to-another-checkpoint",
+            description: "the amendment cites checkpoint 0 while checkpoint 1 (spent 300) is the run's latest",
+            records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, g, c0, 500, cont500))],
+        },
+    ]
+}
+
+/// Declared spend that decreases, or goes quiet after it was stated.
+fn spend_cases(b: &Base) -> Result<Vec<Case>, Error> {
+    let Base { k, g, c0, .. } = b;
+    Ok(vec![
+        Case {
+            name: "declared-spend-decreases",
+            description: "checkpoint 1 declares 50 after checkpoint 0 declared 100",
+            records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, g, 1, Some(c0), Some(50))?)],
+        },
+        Case {
+            name: "declared-spend-omitted-after-stated",
+            description: "checkpoint 1 goes quiet after checkpoint 0 declared 100",
+            records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, g, 1, Some(c0), None)?)],
+        },
+    ])
+}
+
+/// Checkpoints by the wrong author, of another run, tampered, or out of
+/// sequence.
+fn checkpoint_cases(b: &Base) -> Result<Vec<Case>, Error> {
+    let Base { k, g, c0, c1, .. } = b;
+    let other = grant(k, BUDGET_UJ, 0x14)?;
+    let mut out = Vec::new();
     out.push(Case {
         name: "checkpoint-by-non-agent",
         description: "a third principal signs a checkpoint of the agent's run",
-        records: vec![G(g.clone()), C(cp(&k.mallory, &g, 0, None, Some(10))?)],
+        records: vec![G(g.clone()), C(cp(&k.mallory, g, 0, None, Some(10))?)],
     });
     out.push(Case {
         name: "spliced-checkpoint-from-another-run",
         description: "a validly signed checkpoint of another grant is spliced in",
-        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, &other, 1, Some(&c0), Some(300))?)],
+        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, &other, 1, Some(c0), Some(300))?)],
     });
     let mut tampered = c1.to_bytes();
     if let Some(b) = tampered.last_mut() {
@@ -202,13 +258,20 @@ fn cases() -> Result<Vec<Case>, Error> {
     out.push(Case {
         name: "checkpoint-sequence-gap",
         description: "checkpoint seq 2 follows seq 0",
-        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, &g, 2, Some(&c0), Some(300))?)],
+        records: vec![G(g.clone()), C(c0.clone()), C(cp(&k.agent, g, 2, Some(c0), Some(300))?)],
     });
-    let cont600 = grant(&k, 600, 0x18)?;
+    Ok(out)
+}
+
+/// Continuations wider than their amendment, missing, or bypassed.
+fn continuation_cases(b: &Base) -> Result<Vec<Case>, Error> {
+    let Base { k, g, c0, c1, cont500, .. } = b;
+    let mut out = Vec::new();
+    let cont600 = grant(k, 600, 0x18)?;
     out.push(Case {
         name: "continuation-wider-than-the-amendment",
         description: "the amendment sets 500 but names a continuation of 600",
-        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, &g, &c1, 500, &cont600)), G(cont600)],
+        records: vec![G(g.clone()), C(c0.clone()), C(c1.clone()), A(am(&k.issuer, g, c1, 500, &cont600)), G(cont600)],
     });
     out.push(Case {
         name: "continuation-missing",
@@ -218,8 +281,8 @@ fn cases() -> Result<Vec<Case>, Error> {
             G(g.clone()),
             C(c0.clone()),
             C(c1.clone()),
-            A(am(&k.issuer, &g, &c1, 500, &cont500)),
-            C(cp(&k.agent, &g, 2, Some(&c1), Some(400))?),
+            A(am(&k.issuer, g, c1, 500, cont500)),
+            C(cp(&k.agent, g, 2, Some(c1), Some(400))?),
         ],
     });
     out.push(Case {
@@ -229,9 +292,9 @@ fn cases() -> Result<Vec<Case>, Error> {
             G(g.clone()),
             C(c0.clone()),
             C(c1.clone()),
-            A(am(&k.issuer, &g, &c1, 500, &cont500)),
+            A(am(&k.issuer, g, c1, 500, cont500)),
             G(cont500.clone()),
-            C(cp(&k.agent, &g, 2, Some(&c1), Some(400))?),
+            C(cp(&k.agent, g, 2, Some(c1), Some(400))?),
         ],
     });
     Ok(out)

@@ -1,0 +1,122 @@
+//! §3 encoding: every value written in its one canonical form (RFC 8949
+//! §4.2.1: shortest heads, definite lengths, map keys sorted bytewise).
+
+use std::cmp::Ordering;
+
+use super::Value;
+
+fn write_head(out: &mut Vec<u8>, major: u8, n: u64) {
+    let m = major << 5;
+    if n < 24 {
+        out.push(m | u8::try_from(n).unwrap_or(0));
+    } else if let Ok(b) = u8::try_from(n) {
+        out.push(m | 0x18);
+        out.push(b);
+    } else if let Ok(s) = u16::try_from(n) {
+        out.push(m | 0x19);
+        out.extend_from_slice(&s.to_be_bytes());
+    } else if let Ok(w) = u32::try_from(n) {
+        out.push(m | 0x1a);
+        out.extend_from_slice(&w.to_be_bytes());
+    } else {
+        out.push(m | 0x1b);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+fn usize_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+impl Value {
+    /// Text value.
+    pub fn text(s: impl Into<String>) -> Self {
+        Self::Text(s.into())
+    }
+
+    /// Canonical encoding (RFC 8949 §4.2.1): shortest heads, definite
+    /// lengths, map entries sorted by the bytewise order of encoded keys.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the canonical encoding to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Uint(n) => write_head(out, 0, *n),
+            Self::Nint(n) => write_head(out, 1, *n),
+            Self::Bytes(b) => {
+                write_head(out, 2, usize_u64(b.len()));
+                out.extend_from_slice(b);
+            }
+            Self::Text(s) => {
+                write_head(out, 3, usize_u64(s.len()));
+                out.extend_from_slice(s.as_bytes());
+            }
+            Self::Array(items) => {
+                write_head(out, 4, usize_u64(items.len()));
+                for it in items {
+                    it.encode_into(out);
+                }
+            }
+            Self::Map(entries) => {
+                let mut enc: Vec<(Vec<u8>, &Value)> = entries.iter().map(|(k, v)| (k.encode(), v)).collect();
+                enc.sort_by(|a, b| a.0.cmp(&b.0));
+                write_head(out, 5, usize_u64(enc.len()));
+                for (k, v) in enc {
+                    out.extend_from_slice(&k);
+                    v.encode_into(out);
+                }
+            }
+            Self::Tag(t, v) => {
+                write_head(out, 6, *t);
+                v.encode_into(out);
+            }
+            Self::Simple(s) => write_head(out, 7, u64::from(*s)),
+            Self::Float { bits, width } => match width {
+                2 => {
+                    out.push(0xf9);
+                    out.extend_from_slice(&(u16::try_from(*bits & 0xffff).unwrap_or(0)).to_be_bytes());
+                }
+                4 => {
+                    out.push(0xfa);
+                    out.extend_from_slice(&(u32::try_from(*bits & 0xffff_ffff).unwrap_or(0)).to_be_bytes());
+                }
+                _ => {
+                    out.push(0xfb);
+                    out.extend_from_slice(&bits.to_be_bytes());
+                }
+            },
+        }
+    }
+
+    /// The map entry for a text key, when `self` is a map.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Self::Map(entries) => entries.iter().find_map(|(k, v)| match k {
+                Self::Text(t) if t == key => Some(v),
+                _ => None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Compares two keys in RFC 7049 §3.9 "length-first" order (used only to
+    /// report the difference from §4.2.1 in tests and docs).
+    pub fn length_first_cmp(a: &[u8], b: &[u8]) -> Ordering {
+        a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+    }
+}
+
+/// Builds a map value from `(key, value)` pairs, leaving out `None`s (§3:
+/// an absent optional field is omitted, so old objects keep their bytes).
+pub fn map(entries: impl IntoIterator<Item = (&'static str, Option<Value>)>) -> Value {
+    Value::Map(entries.into_iter().filter_map(|(k, v)| v.map(|v| (Value::text(k), v))).collect())
+}
+
+/// Text array value.
+pub fn text_array<S: AsRef<str>>(items: &[S]) -> Value {
+    Value::Array(items.iter().map(|s| Value::text(s.as_ref())).collect())
+}

@@ -1,0 +1,119 @@
+//! §3 unit tests of the encoder, the decoders and content ids.
+
+use super::decode::{f32_is_exact_half, half_to_f32, shortest_float_width};
+use super::*;
+
+#[test]
+fn s3_map_keys_sorted_bytewise_on_encode() {
+    let v = Value::Map(vec![(Value::text("z"), Value::Uint(2)), (Value::text("aa"), Value::Uint(1))]);
+    assert_eq!(hex::encode(v.encode()), "a2617a0262616101");
+}
+
+#[test]
+fn s3_long_form_integer_refused() {
+    assert!(matches!(decode_strict(&[0x18, 0x05]), Err(DecodeError::NonShortest { offset: 0 })));
+    assert!(matches!(decode_strict(&[0x19, 0x00, 0xff]), Err(DecodeError::NonShortest { offset: 0 })));
+}
+
+#[test]
+fn s3_indefinite_length_refused() {
+    assert!(matches!(decode_strict(&[0x9f, 0xff]), Err(DecodeError::IndefiniteLength { offset: 0 })));
+    assert!(matches!(decode_strict(&[0x5f, 0xff]), Err(DecodeError::IndefiniteLength { offset: 0 })));
+}
+
+#[test]
+fn s3_duplicate_and_unsorted_keys_refused() {
+    // {"a":1,"a":2}
+    assert!(matches!(
+        decode_strict(&[0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02]),
+        Err(DecodeError::DuplicateKey { offset: 4 })
+    ));
+    // {"b":1,"a":2}
+    assert!(matches!(
+        decode_strict(&[0xa2, 0x61, 0x62, 0x01, 0x61, 0x61, 0x02]),
+        Err(DecodeError::UnsortedKeys { offset: 4 })
+    ));
+}
+
+#[test]
+fn s3_trailing_bytes_refused() {
+    assert!(matches!(decode_strict(&[0x01, 0x02]), Err(DecodeError::TrailingBytes { offset: 1 })));
+}
+
+#[test]
+fn s3_floats_bools_nulls_refused_in_signed_core() {
+    for (bytes, what) in
+        [(vec![0xf4], "bool"), (vec![0xf5], "bool"), (vec![0xf6], "null"), (vec![0xf9, 0x3c, 0x00], "float")]
+    {
+        match decode_strict(&bytes) {
+            Err(DecodeError::Forbidden { what: w, .. }) => assert_eq!(w, what),
+            other => panic!("{bytes:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn s3_huge_declared_length_is_refused_without_allocating() {
+    assert!(matches!(
+        decode_strict(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+        Err(DecodeError::LengthTooLarge { .. })
+    ));
+}
+
+#[test]
+fn s3_float_width_check_agrees_with_an_exhaustive_half_search() {
+    // Every half value widened to f32 is exact; its neighbours one f32 ulp
+    // away are not (except where they are halves too).
+    let halves: std::collections::HashSet<u32> =
+        (0u16..0x7c00).chain(0x8000..0xfc00).map(|h| half_to_f32(h).to_bits()).collect();
+    for h in (0u16..0x7c00).step_by(7) {
+        let f = half_to_f32(h);
+        assert!(f32_is_exact_half(f), "{h:#x}");
+        let next = f32::from_bits(f.to_bits() + 1);
+        assert_eq!(f32_is_exact_half(next), halves.contains(&next.to_bits()), "{h:#x}+1");
+    }
+    assert_eq!(shortest_float_width(0x3e00, 2), 2); // 1.5 as a half
+    assert_eq!(shortest_float_width(0x3fc0_0000, 4), 2); // 1.5 as a single: non-preferred
+    assert_eq!(shortest_float_width(0x3ff8_0000_0000_0000, 8), 2);
+    assert_eq!(shortest_float_width(f64::to_bits(0.1), 8), 8);
+}
+
+#[test]
+fn s3_content_id_is_blake3_of_canonical_bytes_lowercase_hex() {
+    let v = Value::Map(vec![(Value::text("a"), Value::Uint(1))]);
+    let id = ContentId::of(&v);
+    assert_eq!(id.to_hex(), hex::encode(blake3::hash(&v.encode()).as_bytes()));
+    assert!(ContentId::parse(&id.to_hex().to_uppercase()).is_none());
+    assert_eq!(ContentId::parse(&id.to_hex()), Some(id));
+    // Every single-character change away from lowercase hex is refused,
+    // and every lowercase hex digit in every position parses.
+    let hexed = id.to_hex();
+    for pos in [0, 1, 31, 62, 63] {
+        for c in (0u8..=255).map(char::from) {
+            let mut t: Vec<char> = hexed.chars().collect();
+            t[pos] = c;
+            let t: String = t.into_iter().collect();
+            let ok = c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
+            assert_eq!(ContentId::parse(&t).is_some(), ok, "{c:?} at {pos}");
+            if ok {
+                assert_eq!(ContentId::parse(&t).map(|p| p.to_hex()), Some(t));
+            }
+        }
+    }
+    assert!(ContentId::parse(&hexed[..63]).is_none());
+    assert!(ContentId::parse(&format!("{hexed}0")).is_none());
+    // The byte-level parser: every byte value (not only chars) in every
+    // position; exactly the 16 lowercase hex digits pass.
+    for pos in 0..64 {
+        for b in 0u8..=255 {
+            let mut t = hexed.clone().into_bytes();
+            t[pos] = b;
+            let ok = b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            let got = ContentId::parse_bytes(&t);
+            assert_eq!(got.is_some(), ok, "byte {b:#04x} at {pos}");
+            if let Some(p) = got {
+                assert_eq!(p.to_hex().into_bytes(), t);
+            }
+        }
+    }
+}
