@@ -36,6 +36,9 @@ pub enum RunResult<T, E> {
 }
 
 impl DurableGate {
+    /// Seals `decision` as a `jcp/2` receipt at the next stream position and
+    /// appends it durably (§4.11: before the caller may act); an allow stays
+    /// pending until its outcome is recorded.
     pub(super) fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, Error> {
         let core = ReceiptCore::from_decision(&decision, req, self.steward_did)?;
         let pos = self.position();

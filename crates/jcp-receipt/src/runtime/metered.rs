@@ -23,7 +23,8 @@ pub struct Reserved {
     /// Phase one's token (what the charge presents to the gate).
     pub auth: Authorization,
     /// The reservation receipt: an allow of what phase one holds
-    /// ([`Gate::reservation`]), sealed and recorded.
+    /// ([`Gate::reservation`](jcp::decision::Gate::reservation)), sealed
+    /// and recorded.
     pub reservation: Recorded,
 }
 
@@ -40,7 +41,8 @@ pub(super) struct Held {
 impl DurableGate {
     /// Phase one of the two-phase metered path (§4.9), recorded before the
     /// action runs (§4.11). A refusal is recorded as a deny receipt. On
-    /// allow the point holds a **reservation** ([`Gate::reservation`]: the
+    /// allow the point holds a **reservation**
+    /// ([`Gate::reservation`](jcp::decision::Gate::reservation): the
     /// most the charge could debit without a breach — a `MaxCostUj` bound,
     /// else every link's remainder down to the smallest) and seals and
     /// records it as an allow receipt of that cost, graded `Estimator`: the
