@@ -1,5 +1,5 @@
 //! The JCR-1 envelope: canonical det-CBOR core inside a tagged (18)
-//! `COSE_Sign1` (RFC 9052), EdDSA (-8), `kid` = the steward's `did:key` (UTF-8),
+//! `COSE_Sign1` (RFC 9052), `EdDSA` (-8), `kid` = the steward's `did:key` (UTF-8),
 //! built and parsed with `coset`. Verification recomputes the
 //! `Sig_structure` from the protected header's **original bytes**
 //! (`ProtectedHeader::original_data`), never from a re-encoding.
@@ -58,7 +58,13 @@ pub struct DidCache {
 
 impl Default for DidCache {
     fn default() -> Self {
-        Self { map: Default::default(), keys: Vec::new(), slots: [0; DID_SLOTS], cids: Vec::new(), spill: None }
+        Self {
+            map: std::collections::HashMap::default(),
+            keys: Vec::new(),
+            slots: [0; DID_SLOTS],
+            cids: Vec::new(),
+            spill: None,
+        }
     }
 }
 
@@ -68,7 +74,7 @@ const MAX_KEYS: usize = 4096;
 
 /// A small non-cryptographic hasher for the did cache (keys are `did:key`
 /// strings we parsed; collisions only cost a comparison). Hand-written to
-/// avoid a dependency for one map; SipHash dominated the lookup.
+/// avoid a dependency for one map; `SipHash` dominated the lookup.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TextHasher(u64);
 
@@ -82,7 +88,7 @@ impl std::hash::Hasher for TextHasher {
         for c in bytes.chunks(8) {
             let mut w = [0u8; 8];
             w[..c.len()].copy_from_slice(c);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7cc1_b727_220a_95);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
         self.0 = h;
     }
@@ -113,22 +119,21 @@ impl DidCache {
 
     fn recall(&mut self, b: &[u8]) -> Result<&std::sync::Arc<Did>, jcp::identity::IdentityError> {
         let slot = did_slot(b);
-        let i = match self.slots[slot].checked_sub(1).map(usize::from) {
-            Some(i) if self.keys.get(i).is_some_and(|(k, _)| crate::raw::same_bytes(k, b)) => i,
-            _ => match self.map.get(b) {
-                Some(&i) => i,
-                None => {
-                    // Not UTF-8, so not `did:key:…` either.
-                    let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
-                    let d = std::sync::Arc::new(Did::parse(s)?);
-                    if self.keys.len() >= MAX_KEYS {
-                        return Ok(self.spill.insert(d));
-                    }
-                    self.map.insert(b.into(), self.keys.len());
-                    self.keys.push((b.into(), d));
-                    self.keys.len() - 1
-                }
-            },
+        let hit = self.slots[slot].checked_sub(1).map(usize::from);
+        let i = if let Some(i) = hit.filter(|&i| self.keys.get(i).is_some_and(|(k, _)| crate::raw::same_bytes(k, b))) {
+            i
+        } else if let Some(&i) = self.map.get(b) {
+            i
+        } else {
+            // Not UTF-8, so not `did:key:…` either.
+            let s = std::str::from_utf8(b).map_err(|_| jcp::identity::IdentityError::NotDidKey)?;
+            let d = std::sync::Arc::new(Did::parse(s)?);
+            if self.keys.len() >= MAX_KEYS {
+                return Ok(self.spill.insert(d));
+            }
+            self.map.insert(b.into(), self.keys.len());
+            self.keys.push((b.into(), d));
+            self.keys.len() - 1
         };
         // Below MAX_KEYS (4 096), so the index fits the slot's u16.
         self.slots[slot] = u16::try_from(i + 1).unwrap_or(0);
@@ -432,7 +437,7 @@ pub fn sig_structure(protected_original: &[u8], payload: &[u8]) -> Vec<u8> {
     [head.as_slice(), protected_original, mid.as_slice(), payload].concat()
 }
 
-/// Opens a JCR-1 envelope: tag 18, canonical layout, EdDSA, a `did:key` `kid`,
+/// Opens a JCR-1 envelope: tag 18, canonical layout, `EdDSA`, a `did:key` `kid`,
 /// an inline payload that is canonical det-CBOR. Returns the envelope and the
 /// decoded core. Does not check the signature.
 pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Error> {
@@ -498,7 +503,7 @@ pub fn open(bytes: &[u8], dids: &mut DidCache) -> Result<(Sealed, Value), Error>
     Ok((Sealed { steward, position, tbs, signature, id: ContentId::of_bytes(bytes) }, core))
 }
 
-/// The algorithm id of EdDSA, for tests and docs.
+/// The algorithm id of `EdDSA`, for tests and docs.
 pub fn eddsa_alg_id() -> i64 {
     iana::Algorithm::EdDSA.to_i64()
 }

@@ -208,7 +208,7 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
             _ => Provenance::HwShunt,
         };
         let coverage = if i % 97 == 3 { Coverage::Partial } else { Coverage::Whole };
-        let cost = Cost::energy(Energy { uj, provenance, coverage });
+        let energy_cost = Cost::energy(Energy { uj, provenance, coverage });
         // Indices into small tables: the modulus is taken in u64 first.
         let pick = |n: usize, k: u64| usize::try_from(k % n as u64).unwrap_or(0);
         let (chain, caller): (&[SignedGrant], Did) = if i % 50 == 7 {
@@ -233,7 +233,7 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
             payload_hash: ContentId::of(&Value::Uint(i)),
             model: None,
         };
-        let req = Request { frame: &frame, chain, caller: &caller, cost: &cost, now: 1_700_000_000, flow: None };
+        let req = Request { frame: &frame, chain, caller: &caller, cost: &energy_cost, now: 1_700_000_000, flow: None };
         let rec = dg.decide(&req)?;
         sum.receipts += 1;
         receipt_offsets.push(rec.offset);
@@ -263,7 +263,7 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
             sum.tampered_offsets.push(off);
         }
     }
-    sum.bytes = std::fs::metadata(&path_buf).map_err(|e| Error::io(&path_buf, e))?.len();
+    sum.bytes = std::fs::metadata(&path_buf).map_err(|e| Error::io(&path_buf, &e))?.len();
     Ok(sum)
 }
 
@@ -271,7 +271,7 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
 /// "invokf") and fixes the framing checksum, so the envelope and core stay
 /// canonical and only the signature can tell.
 pub fn tamper_record(path: &Path, offset: u64) -> Result<(), Error> {
-    let io = |e| Error::io(path, e);
+    let io = |e| Error::io(path, &e);
     let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
     f.seek(SeekFrom::Start(offset)).map_err(io)?;
     let mut head = [0u8; 9];

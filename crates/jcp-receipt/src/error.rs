@@ -21,7 +21,7 @@ pub enum Error {
     /// protected header).
     #[error("cose-non-canonical: {0}")]
     CoseNonCanonical(String),
-    /// The protected header does not name EdDSA (-8).
+    /// The protected header does not name `EdDSA` (-8).
     #[error("cose-wrong-alg: the protected header must name EdDSA (-8), found {0}")]
     WrongAlgorithm(String),
     /// The protected header carries no `kid`, or one that is not a `did:key`.
@@ -42,16 +42,31 @@ pub enum Error {
     /// A field value the profile does not allow (a deny reason on an allow,
     /// `energy_coverage: "Whole"`, a chain not ending at `grant_id`, ...).
     #[error("core-invalid: {field}: {problem}")]
-    Invalid { field: &'static str, problem: String },
+    Invalid {
+        /// The core field (or, outside a core, the argument) that is wrong.
+        field: &'static str,
+        /// What is wrong with its value, for a person.
+        problem: String,
+    },
     /// The profile tag is not one this verifier implements (§8: refuse, never assume).
     #[error("unknown-profile: {0:?} is not a profile this verifier implements")]
     UnknownProfile(String),
     /// The core's `steward` is not the COSE `kid`.
     #[error("steward-mismatch: core names {core} but the COSE kid is {kid}")]
-    StewardMismatch { core: String, kid: String },
+    StewardMismatch {
+        /// The `did:key` the core's `steward` field names.
+        core: String,
+        /// The `did:key` the envelope's protected `kid` names (the signer).
+        kid: String,
+    },
     /// Sealed by another steward than the one the verifier expects (C5).
     #[error("wrong-steward: expected {expected}, sealed by {found}")]
-    WrongSteward { expected: String, found: String },
+    WrongSteward {
+        /// The `did:key` of the steward the verifier trusts for this stream.
+        expected: String,
+        /// The `did:key` that sealed the record.
+        found: String,
+    },
     /// The signature does not verify under the steward's key.
     #[error("bad-signature: the signature does not verify under {0}")]
     BadSignature(String),
@@ -62,24 +77,50 @@ pub enum Error {
     // ---- stream files (§8.1, §4.11) ----
     /// An I/O failure, with the path.
     #[error("io: {path}: {message}")]
-    Io { path: String, message: String },
+    Io {
+        /// The file (empty when raised before one is known: see [`Error::at_path`]).
+        path: String,
+        /// The operating system's description of the failure.
+        message: String,
+    },
     /// The file does not start with the stream header.
     #[error("not-a-stream: {path} does not start with the JCP stream header")]
-    NotAStream { path: String },
+    NotAStream {
+        /// The file (empty when raised before one is known: see [`Error::at_path`]).
+        path: String,
+    },
     /// Another writer holds the stream (§4.11: one writer per record).
     #[error("stream-locked: {path} is held by another writer; a second writer must not start (§4.11, one writer per record)")]
-    Locked { path: String },
+    Locked {
+        /// The stream file another writer holds.
+        path: String,
+    },
     /// The platform cannot take an exclusive lock (§4.11: fail to open rather than proceed).
     #[error(
         "lock-unsupported: {path}: exclusive locking is not available here ({detail}); refusing to open for writing"
     )]
-    LockUnsupported { path: String, detail: String },
+    LockUnsupported {
+        /// The stream file that could not be locked.
+        path: String,
+        /// The operating system's reason the lock is unavailable.
+        detail: String,
+    },
     /// A record to append is larger than the format allows.
     #[error("record-oversized: {len} bytes exceeds the {max}-byte record limit")]
-    Oversized { len: usize, max: usize },
+    Oversized {
+        /// The payload's length in bytes.
+        len: usize,
+        /// The format's limit ([`crate::stream::MAX_RECORD_LEN`]).
+        max: usize,
+    },
     /// The revocation-knowledge marker would go backwards (§4.3: monotonic).
     #[error("marker-regressed: known_through {new} is below the stated {old}")]
-    MarkerRegressed { old: u64, new: u64 },
+    MarkerRegressed {
+        /// The `known_through` marker already stated.
+        old: u64,
+        /// The smaller marker refused.
+        new: u64,
+    },
     /// A revocation refused by the core (authority, signature).
     #[error("revocation-refused: {0}")]
     Revocation(jcp::Error),
@@ -127,6 +168,7 @@ impl Error {
     }
 
     /// Names the file of an error raised without one ([`crate::stream::Reader::new`]).
+    #[must_use]
     pub fn at_path(self, path: &std::path::Path) -> Self {
         match self {
             Self::Io { path: p, message } if p.is_empty() => Self::Io { path: path.display().to_string(), message },
@@ -135,7 +177,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: &std::path::Path, source: &std::io::Error) -> Self {
         Self::Io { path: path.display().to_string(), message: source.to_string() }
     }
 }
@@ -164,7 +206,7 @@ mod tests {
             Error::WrongSteward { expected: s(), found: s() },
             Error::BadSignature(s()),
             Error::LegacyMintRefused,
-            Error::io(std::path::Path::new("p"), std::io::Error::other("gone")),
+            Error::io(std::path::Path::new("p"), &std::io::Error::other("gone")),
             Error::NotAStream { path: s() },
             Error::Locked { path: s() },
             Error::LockUnsupported { path: s(), detail: s() },

@@ -118,13 +118,7 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
     if n > FIELDS {
         return None;
     }
-    let (mut profile, mut grant_id, mut resource, mut payload_hash) = (None, None, None, None);
-    let (mut issuer, mut subject, mut steward) = (None, None, None);
-    let (mut action, mut frame_kind, mut trust, mut allow, mut deny_reason) = (None, None, None, None, None);
-    let (mut cost_uj, mut provenance, mut coverage) = (None, None, Coverage::Whole);
-    let (mut budget_remaining_uj, mut budget_uj) = (None, None);
-    let (mut chain, mut chain_last, mut breach, mut currency, mut minor, mut tainted) =
-        (None, None, None, None, None, false);
+    let mut scan = Scan::default();
     // RFC 8949 §4.2.1: keys in strictly increasing canonical order (a repeat
     // is equal), so each key is looked for only among the names ranked after
     // the previous one: an unknown, repeated or misplaced key is not found.
@@ -134,123 +128,174 @@ fn receipt_view<'a>(b: &'a [u8], dids: &mut DidCache) -> Option<CoreView<'a>> {
         let rank =
             next_rank + BY_RANK.get(next_rank..)?.iter().position(|(name, _)| same_bytes(name.as_bytes(), key))?;
         next_rank = rank + 1;
-        match BY_RANK[rank].1 {
-            Field::Action => action = Some(utf8_text(&mut c)?),
-            Field::Breach => breach = Some(reason(&mut c)?),
-            Field::BudgetRemainingUj => budget_remaining_uj = Some(c.uint()?),
-            Field::BudgetUj => budget_uj = Some(c.uint()?),
+        scan.entry(BY_RANK[rank].1, &mut c, dids)?;
+    }
+    if !c.done() {
+        return None;
+    }
+    scan.into_view()
+}
+
+/// The core's values as [`receipt_view`] reads them, each checked for its
+/// own form as it is read; the rules between fields are [`Scan::into_view`]'s.
+/// (Absent, `energy_coverage` is `Whole`: [`Coverage`]'s default.)
+#[derive(Default)]
+struct Scan<'a> {
+    profile: Option<Profile>,
+    grant_id: Option<ContentId>,
+    resource: Option<ContentId>,
+    payload_hash: Option<ContentId>,
+    issuer: Option<(&'a [u8], [u8; 32])>,
+    subject: Option<(&'a [u8], [u8; 32])>,
+    steward: Option<(&'a [u8], [u8; 32])>,
+    action: Option<&'a str>,
+    frame_kind: Option<FrameKind>,
+    trust: Option<Trust>,
+    allow: Option<bool>,
+    deny_reason: Option<Reason>,
+    cost_uj: Option<u64>,
+    provenance: Option<Provenance>,
+    coverage: Coverage,
+    budget_remaining_uj: Option<u64>,
+    budget_uj: Option<u64>,
+    chain: Option<TextItems<'a>>,
+    chain_last: Option<ContentId>,
+    breach: Option<Reason>,
+    currency: Option<&'a str>,
+    minor: Option<u64>,
+    tainted: bool,
+}
+
+impl<'a> Scan<'a> {
+    /// Reads `field`'s value at the cursor; `None` if it is not in the form
+    /// the profile gives that field.
+    #[inline]
+    fn entry(&mut self, field: Field, c: &mut Cur<'a>, dids: &mut DidCache) -> Option<()> {
+        match field {
+            Field::Action => self.action = Some(utf8_text(c)?),
+            Field::Breach => self.breach = Some(reason(c)?),
+            Field::BudgetRemainingUj => self.budget_remaining_uj = Some(c.uint()?),
+            Field::BudgetUj => self.budget_uj = Some(c.uint()?),
             Field::ChainIds => {
                 let items = c.len_of(4)?;
                 let start = c.pos;
                 for _ in 0..items {
-                    chain_last = Some(dids.content_id(c.text_bytes()?)?);
+                    self.chain_last = Some(dids.content_id(c.text_bytes()?)?);
                 }
-                chain = Some(TextItems::Cbor { enc: &b[start..c.pos], n: items });
+                self.chain = Some(TextItems::Cbor { enc: &c.b[start..c.pos], n: items });
             }
-            Field::CostCurrency => currency = Some(utf8_text(&mut c)?),
-            Field::CostMinor => minor = Some(c.uint()?),
-            Field::CostUj => cost_uj = Some(c.uint()?),
-            Field::DenyReason => deny_reason = Some(reason(&mut c)?),
+            Field::CostCurrency => self.currency = Some(utf8_text(c)?),
+            Field::CostMinor => self.minor = Some(c.uint()?),
+            Field::CostUj => self.cost_uj = Some(c.uint()?),
+            Field::DenyReason => self.deny_reason = Some(reason(c)?),
             Field::EnergyCoverage => {
                 (c.text_bytes()? == b"Partial").then_some(())?;
-                coverage = Coverage::Partial;
+                self.coverage = Coverage::Partial;
             }
-            Field::EnergyProvenance => provenance = Some(Provenance::parse_bytes(c.text_bytes()?)?),
+            Field::EnergyProvenance => self.provenance = Some(Provenance::parse_bytes(c.text_bytes()?)?),
             Field::Flow => {
                 (c.text_bytes()? == b"tainted").then_some(())?;
-                tainted = true;
+                self.tainted = true;
             }
-            Field::FrameKind => frame_kind = Some(FrameKind::parse_bytes(c.text_bytes()?)?),
-            Field::GrantId => grant_id = Some(dids.content_id(c.text_bytes()?)?),
-            Field::Issuer => issuer = Some(did(&mut c, dids)?),
+            Field::FrameKind => self.frame_kind = Some(FrameKind::parse_bytes(c.text_bytes()?)?),
+            Field::GrantId => self.grant_id = Some(dids.content_id(c.text_bytes()?)?),
+            Field::Issuer => self.issuer = Some(did(c, dids)?),
             Field::JcpReceipt => {
-                profile = Some(match c.text_bytes()? {
+                self.profile = Some(match c.text_bytes()? {
                     b"jcp/2" => Profile::Jcp2,
                     b"jcp/1" => Profile::Jcp1,
                     _ => return None,
                 });
             }
-            Field::PayloadHash => payload_hash = Some(ContentId::parse_bytes(c.text_bytes()?)?),
-            Field::Resource => resource = Some(dids.content_id(c.text_bytes()?)?),
-            Field::Steward => steward = Some(did(&mut c, dids)?),
-            Field::Subject => subject = Some(did(&mut c, dids)?),
+            Field::PayloadHash => self.payload_hash = Some(ContentId::parse_bytes(c.text_bytes()?)?),
+            Field::Resource => self.resource = Some(dids.content_id(c.text_bytes()?)?),
+            Field::Steward => self.steward = Some(did(c, dids)?),
+            Field::Subject => self.subject = Some(did(c, dids)?),
             Field::Trust => {
-                trust = Some(match c.text_bytes()? {
+                self.trust = Some(match c.text_bytes()? {
                     b"control" => Trust::Control,
                     b"data" => Trust::Data,
                     _ => return None,
                 });
             }
             Field::Verdict => {
-                allow = Some(match c.text_bytes()? {
+                self.allow = Some(match c.text_bytes()? {
                     b"allow" => true,
                     b"deny" => false,
                     _ => return None,
                 });
             }
         }
+        Some(())
     }
-    if !c.done() {
-        return None;
-    }
-    let profile = profile?;
-    let verdict = match (allow?, deny_reason) {
-        (true, None) => Verdict::Allow,
-        (false, Some(r)) => Verdict::Deny(r),
-        _ => return None,
-    };
-    let allowed = verdict == Verdict::Allow;
-    match profile {
-        // `jcp/2` carries what decided it; `jcp/1` none of `jcp/2`'s fields.
-        Profile::Jcp2 => {
-            payload_hash?;
+
+    /// The rules between fields (§8, §8.1 and the `jcp/2` optional fields):
+    /// every required field present, a deny with its reason and an allow
+    /// without, `jcp/2` with its payload hash and `jcp/1` with none of
+    /// `jcp/2`'s fields, a chain of two or more ending at the leaf, a breach
+    /// and a taint only on an allow, currency and minor units together.
+    #[inline]
+    fn into_view(self) -> Option<CoreView<'a>> {
+        let profile = self.profile?;
+        let verdict = match (self.allow?, self.deny_reason) {
+            (true, None) => Verdict::Allow,
+            (false, Some(r)) => Verdict::Deny(r),
+            _ => return None,
+        };
+        let allowed = verdict == Verdict::Allow;
+        match profile {
+            // `jcp/2` carries what decided it; `jcp/1` none of `jcp/2`'s fields.
+            Profile::Jcp2 => {
+                self.payload_hash?;
+            }
+            Profile::Jcp1 => {
+                let jcp2_only = self.payload_hash.is_some() || self.chain.is_some() || self.breach.is_some();
+                if jcp2_only || self.currency.is_some() || self.minor.is_some() || self.tainted {
+                    return None;
+                }
+            }
         }
-        Profile::Jcp1 => {
-            let jcp2_only = payload_hash.is_some() || chain.is_some() || breach.is_some();
-            if jcp2_only || currency.is_some() || minor.is_some() || tainted {
+        // §8.1: a chain of two or more, ending at the leaf.
+        if let Some(TextItems::Cbor { n, .. }) = self.chain {
+            if n < 2 || self.chain_last != self.grant_id {
                 return None;
             }
         }
-    }
-    // §8.1: a chain of two or more, ending at the leaf.
-    if let Some(TextItems::Cbor { n, .. }) = chain {
-        if n < 2 || chain_last != grant_id {
+        if (self.breach.is_some() || self.tainted) && !allowed {
             return None;
         }
+        let money = match (self.currency, self.minor) {
+            (None, None) => None,
+            (Some(cur), Some(m)) if !cur.is_empty() => Some((cur, m)),
+            _ => return None,
+        };
+        let ((issuer, _), (subject, subject_key), (steward, steward_key)) =
+            (self.issuer?, self.subject?, self.steward?);
+        Some(CoreView {
+            profile,
+            grant_id: self.grant_id?,
+            issuer,
+            subject,
+            subject_key,
+            resource: self.resource?,
+            action: self.action?,
+            payload_hash: self.payload_hash,
+            frame_kind: self.frame_kind?,
+            trust: self.trust?,
+            verdict,
+            cost_uj: self.cost_uj?,
+            provenance: self.provenance?,
+            coverage: self.coverage,
+            budget_remaining_uj: self.budget_remaining_uj?,
+            budget_uj: self.budget_uj?,
+            steward,
+            steward_key,
+            chain: self.chain,
+            breach: self.breach,
+            money,
+            tainted: self.tainted,
+        })
     }
-    if (breach.is_some() || tainted) && !allowed {
-        return None;
-    }
-    let money = match (currency, minor) {
-        (None, None) => None,
-        (Some(cur), Some(m)) if !cur.is_empty() => Some((cur, m)),
-        _ => return None,
-    };
-    let ((issuer, _), (subject, subject_key), (steward, steward_key)) = (issuer?, subject?, steward?);
-    Some(CoreView {
-        profile,
-        grant_id: grant_id?,
-        issuer,
-        subject,
-        subject_key,
-        resource: resource?,
-        action: action?,
-        payload_hash,
-        frame_kind: frame_kind?,
-        trust: trust?,
-        verdict,
-        cost_uj: cost_uj?,
-        provenance: provenance?,
-        coverage,
-        budget_remaining_uj: budget_remaining_uj?,
-        budget_uj: budget_uj?,
-        steward,
-        steward_key,
-        chain,
-        breach,
-        money,
-        tainted,
-    })
 }
 
 /// Opens a receipt in its canonical minted layout without copying; `None`

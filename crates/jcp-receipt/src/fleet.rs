@@ -128,7 +128,7 @@ fn role(points: usize, p: usize) -> Role {
 /// Writes the fleet's streams into `dir` (created if missing; the streams
 /// must not exist yet or be streams).
 pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Error> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     let seed = opts.seed;
     let operator = key(seed, "fleet-operator")?;
     let holder = key(seed, "fleet-holder")?;

@@ -6,15 +6,15 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`cose`] | the JCR-1 envelope: tagged `COSE_Sign1`, EdDSA, `kid` = steward did (via `coset`) |
+//! | [`cose`] | the JCR-1 envelope: tagged `COSE_Sign1`, `EdDSA`, `kid` = steward did (via `coset`) |
 //! | [`receipt`] | the `jcp/2` core, legacy `jcp/1` verification, sealing and verifying |
 //! | [`record`] | outcome records, settlements of the metered path, revocation and amendment notices (also JCR-1 envelopes) |
 //! | [`open`] | opening records: the zero-copy reader for the layout this crate mints, else the reference (`coset`) reader |
 //! | [`stream`] | the framed file format and the fault-tolerant streaming reader |
 //! | [`writer`] | the single writer: exclusive OS lock, fsync per record, torn-tail cut |
 //! | [`runtime`] | [`runtime::DurableGate`]: decide → seal → fsync → act → outcome; replay on open |
-//! | [`demo`] | deterministic demo streams for the CLI, console, tests and benchmark |
-//! | [`fleet`] | a deterministic fleet: N points under one sharded root, a revocation reaching them at different markers, one violation |
+//! | `demo` | deterministic demo streams for the CLI, console, tests and benchmark (feature `demo`) |
+//! | `fleet` | a deterministic fleet: N points under one sharded root, a revocation reaching them at different markers, one violation (feature `demo`) |
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,12 +28,15 @@
 //!
 //! Non-goals: the audit report (see `jcp-audit`), transport.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cose;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
 mod fast;
 mod fields;
+#[cfg(feature = "demo")]
 pub mod fleet;
 pub mod open;
 mod raw;

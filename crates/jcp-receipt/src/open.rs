@@ -1,4 +1,4 @@
-//! Opening records: the zero-copy reader ([`crate::fast`]) first, for the
+//! Opening records: the zero-copy reader (the private `fast` module) first, for the
 //! one canonical layout this crate mints, and the reference reader
 //! ([`crate::receipt`], [`crate::record`], through `coset`) for anything
 //! else, which then accepts or names the error. The choice is made here,

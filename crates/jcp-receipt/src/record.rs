@@ -114,9 +114,8 @@ impl RevocationNotice {
         if tag != REVOCATION_PROFILE {
             return Err(Error::UnknownProfile(tag.to_owned()));
         }
-        let bytes = match f.req("revocation")? {
-            Value::Bytes(b) => b,
-            _ => return Err(f.error("revocation", "expected a byte string").into()),
+        let Value::Bytes(bytes) = f.req("revocation")? else {
+            return Err(f.error("revocation", "expected a byte string").into());
         };
         let revocation = SignedRevocation::from_bytes(bytes)
             .map_err(|e| Error::Invalid { field: "revocation", problem: e.to_string() })?;

@@ -269,7 +269,7 @@ impl<R: Read> Reader<R> {
             done: false,
             io_error: None,
         };
-        r.fill(HEADER.len()).map_err(|e| Error::io(std::path::Path::new(""), e))?;
+        r.fill(HEADER.len()).map_err(|e| Error::io(std::path::Path::new(""), &e))?;
         if r.avail() < HEADER.len() || &r.buf[..HEADER.len()] != HEADER {
             return Err(Error::NotAStream { path: String::new() });
         }

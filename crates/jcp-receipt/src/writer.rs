@@ -66,7 +66,7 @@ impl StreamWriter {
         durability: Durability,
         mut visit: impl FnMut(&Item),
     ) -> Result<(Self, Option<TornCut>), Error> {
-        let io = |e| Error::io(path, e);
+        let io = |e| Error::io(path, &e);
         let existed = path.exists();
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
         match file.try_lock() {
@@ -134,14 +134,14 @@ impl StreamWriter {
             Some(0) => {
                 self.fail_after = None;
                 let e = std::io::Error::other("injected append failure (a test's fault injection)");
-                return Err(Error::io(&self.path, e));
+                return Err(Error::io(&self.path, &e));
             }
             Some(n) => self.fail_after = Some(n - 1),
             None => {}
         }
         let framed = stream::frame(kind, payload)?;
         let at = self.len;
-        let io = |e| Error::io(&self.path, e);
+        let io = |e| Error::io(&self.path, &e);
         self.file.write_all(&framed).map_err(io)?;
         self.len += framed.len() as u64;
         if self.durability == Durability::SyncEachRecord {
@@ -159,7 +159,7 @@ impl StreamWriter {
         if self.committed_len == self.len {
             return Ok(());
         }
-        self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        self.file.sync_data().map_err(|e| Error::io(&self.path, &e))?;
         self.syncs += 1;
         self.committed_len = self.len;
         Ok(())
@@ -207,7 +207,7 @@ impl StreamWriter {
 
     /// Syncs everything and releases the lock.
     pub fn close(self) -> Result<(), Error> {
-        self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        self.file.sync_all().map_err(|e| Error::io(&self.path, &e))?;
         // The lock is released when the file is dropped (and by the OS if
         // the process dies first).
         Ok(())

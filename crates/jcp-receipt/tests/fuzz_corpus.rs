@@ -17,12 +17,13 @@ use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::receipt::OpenedReceipt;
 use jcp_receipt::stream::{Item, Reader, FRAME_OVERHEAD, HEADER};
 use jcp_receipt::writer::Durability;
+use jcp_receipt::Error;
 
 fn corpus(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("corpus").join(target)
 }
 
-/// The stream_reader invariant: every byte after the header is covered by
+/// The `stream_reader` invariant: every byte after the header is covered by
 /// exactly one record or one named fault.
 fn check_stream(data: &[u8]) -> (usize, usize) {
     let mut bytes = HEADER.to_vec();
@@ -155,7 +156,7 @@ fn fuzz_cose_open_corpus_replays_with_typed_errors_and_the_hot_path_matches_cose
         let r = OpenedReceipt::open(&data, &mut dids);
         // The hot path (zero-copy, unsealed) agrees with the coset reference.
         let reference = OpenedReceipt::open_coset(&data, &mut dids);
-        assert_eq!(r.as_ref().err().map(|e| e.code()), reference.as_ref().err().map(|e| e.code()));
+        assert_eq!(r.as_ref().err().map(Error::code), reference.as_ref().err().map(Error::code));
         assert_eq!(OpenedReceipt::open_unsealed(&data, &mut dids).is_ok(), reference.is_ok());
         let hot = jcp_receipt::open::open_outcome_unsealed(&data, &mut dids);
         assert_eq!(hot.is_ok(), jcp_receipt::record::open_outcome_coset(&data, &mut dids).is_ok());

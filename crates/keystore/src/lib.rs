@@ -19,6 +19,7 @@
 //! Files are created owner-only (0600), never overwritten, and a file that
 //! others can read is refused before it is decrypted, with the fix named.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,18 +42,35 @@ pub const MAX_WORK_FACTOR: u8 = 22;
 pub enum KeyError {
     /// The passphrase does not open the file.
     #[error("key-wrong-passphrase: {path}: the passphrase does not open this key (nothing was changed; try again)")]
-    WrongPassphrase { path: PathBuf },
+    WrongPassphrase {
+        /// The key file.
+        path: PathBuf,
+    },
     /// The file is not a whole key file (cut short, edited or corrupted).
     #[error("key-corrupt: {path}: {detail} (the file was not changed; restore it from a backup, or create or import the key again)")]
-    Corrupt { path: PathBuf, detail: String },
+    Corrupt {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it (cut short, a did line that does not parse, an
+        /// encrypted key that does not open, …).
+        detail: String,
+    },
     /// Others may read the file.
     #[error(
         "key-permissions: {path}: mode {mode:o} lets others read it; run `chmod 600 {path}` (the key was not opened)"
     )]
-    ReadableByOthers { path: PathBuf, mode: u32 },
+    ReadableByOthers {
+        /// The key file.
+        path: PathBuf,
+        /// Its Unix permission bits.
+        mode: u32,
+    },
     /// Creating would overwrite a file.
     #[error("key-exists: {path}: a file is already there; it is never overwritten (choose another path, or move it away first)")]
-    Exists { path: PathBuf },
+    Exists {
+        /// The path already taken.
+        path: PathBuf,
+    },
     /// An empty passphrase.
     #[error("key-passphrase-empty: a key file needs a passphrase")]
     EmptyPassphrase,
@@ -61,7 +79,12 @@ pub enum KeyError {
     WorkFactor(u8),
     /// Reading or writing failed.
     #[error("io: {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file read or written.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 impl KeyError {

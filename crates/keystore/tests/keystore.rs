@@ -77,7 +77,7 @@ fn s2_a_truncated_or_corrupted_key_file_is_refused_as_corrupt() {
     assert!(matches!(e, KeyError::Corrupt { .. }), "{e}");
     // A did line naming another key: refused, not trusted.
     let other = Keypair::from_seed([7; 32]).unwrap().did().to_did_string();
-    let text = String::from_utf8_lossy(&whole[..keystore::MAGIC.len() + 1 + other.len() + 1]).into_owned();
+    let text = String::from_utf8_lossy(&whole[..=keystore::MAGIC.len() + 1 + other.len()]).into_owned();
     let mut swapped = text.replace(&key().did().to_did_string(), &other).into_bytes();
     swapped.extend_from_slice(&whole[keystore::MAGIC.len() + 1 + other.len() + 1..]);
     let e = unlock(&write(&swapped[..]), "pw").unwrap_err();

@@ -20,14 +20,28 @@ pub enum ThresholdError {
     Identity(#[from] IdentityError),
     /// A participant file of another kind than the one asked for.
     #[error("wrong-file-type: expected a {expected} file, found {found:?}")]
-    WrongType { expected: &'static str, found: String },
+    WrongType {
+        /// The file type asked for (a [`crate::ParticipantFile::TYPE`]).
+        expected: &'static str,
+        /// The type the file names.
+        found: String,
+    },
     /// The FROST payload inside a file does not decode.
     #[error("bad-frost-encoding: {object}: {problem}")]
-    FrostEncoding { object: &'static str, problem: String },
+    FrostEncoding {
+        /// The FROST object being decoded or encoded (`KeyPackage`,
+        /// `VerifyingKey`, `Signature`, …).
+        object: &'static str,
+        /// The FROST library's description of the failure.
+        problem: String,
+    },
     /// A FROST payload that decodes but is not its one canonical encoding
     /// (trailing or re-spelled bytes): one file form per value.
     #[error("non-canonical-frost: {object}: the payload does not re-encode to the bytes given")]
-    NonCanonicalFrost { object: &'static str },
+    NonCanonicalFrost {
+        /// The FROST object whose bytes do not re-encode as given.
+        object: &'static str,
+    },
     /// A participant identifier outside 1..=65535.
     #[error("bad-identifier: {0}")]
     BadIdentifier(String),
@@ -38,32 +52,58 @@ pub enum ThresholdError {
     /// participant than its payload, a share of another group, a package
     /// addressed to someone else, a duplicate.
     #[error("participant-mismatch: {object}: {problem}")]
-    Mismatch { object: &'static str, problem: String },
+    Mismatch {
+        /// The file or package that disagrees with the others.
+        object: &'static str,
+        /// How it disagrees, for a person.
+        problem: String,
+    },
     /// A group descriptor whose verifying shares do not lie on one
     /// polynomial of degree k−1 through the group key.
     #[error("group-inconsistent: {0}")]
     GroupInconsistent(String),
     /// Fewer signers than the threshold: one share of a 2-of-3 never signs.
     #[error("too-few-signers: {have} of the {need} signers the group requires")]
-    TooFewSigners { have: usize, need: u16 },
+    TooFewSigners {
+        /// Signers present.
+        have: usize,
+        /// The group's threshold k.
+        need: u16,
+    },
     /// Distributed key generation refused a package (bad proof of
     /// knowledge, a share that does not match its sender's commitment…).
     #[error("dkg-refused: {problem}{}", culprits_text(.culprits))]
-    DkgRefused { problem: String, culprits: Vec<u16> },
+    DkgRefused {
+        /// What FROST refused, for a person.
+        problem: String,
+        /// The participant identifiers FROST blames (empty when it names none).
+        culprits: Vec<u16>,
+    },
     /// A signing round refused its inputs (missing or mismatched commitment).
     #[error("signing-refused: {0}")]
     SigningRefused(String),
     /// One or more signature shares that do not verify under their signer's
     /// verifying share (FROST's cheater detection names them).
     #[error("invalid-signature-share: shares of participants {culprits:?} do not verify")]
-    InvalidSignatureShare { culprits: Vec<u16> },
+    InvalidSignatureShare {
+        /// The participant identifiers whose shares do not verify.
+        culprits: Vec<u16>,
+    },
     /// An aggregate that does not verify (`verify_strict`) under the group
     /// key: nothing unverifiable ever leaves [`crate::sign::aggregate`].
     #[error("aggregate-does-not-verify: the aggregate is not a valid Ed25519 signature by {group}")]
-    AggregateDoesNotVerify { group: String },
+    AggregateDoesNotVerify {
+        /// The group's `did:key`.
+        group: String,
+    },
     /// A file that could not be read or written.
     #[error("io: {path}: {problem}")]
-    Io { path: String, problem: String },
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's (or serializer's) description of the failure.
+        problem: String,
+    },
 }
 
 fn culprits_text(c: &[u16]) -> String {

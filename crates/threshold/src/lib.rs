@@ -14,16 +14,20 @@
 //! | [`dkg`] | distributed key generation: no private group key, ever |
 //! | [`sign`] | round 1, round 2, aggregate |
 //! | [`group`] | key shares and the public group descriptor |
-//! | [`file`] | the participant files (canonical det-CBOR, 0600 when secret) |
+//! | [`file`](mod@file) | the participant files (canonical det-CBOR, 0600 when secret) |
+//! | `vectors` | the published vectors' generator (feature `vectors`, bin `gen-threshold-vectors`) |
+//! | `fuzzing` | the fuzz targets' invariants (feature `fuzzing`) |
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod dkg;
 pub mod error;
 pub mod file;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod group;
 pub mod sign;
+#[cfg(feature = "vectors")]
 pub mod vectors;
 
 pub use error::ThresholdError;

@@ -127,7 +127,10 @@ fn package(group: Did, commitments: &[Commitments], message: &[u8]) -> Result<Si
 /// Round 2: this signer's share over `message`, given every signer's
 /// commitments (its own among them). The nonces are consumed: a nonce
 /// pair signs once.
-#[allow(clippy::needless_pass_by_value)] // taken by value on purpose: a nonce pair is used up
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the nonces are taken by value on purpose: a nonce pair signs once, and a moved value cannot sign again"
+)]
 pub fn round2(
     share: &KeyShare,
     nonces: Nonces,

@@ -35,7 +35,7 @@ fn c13_threshold_vectors_regenerate_byte_identically() {
     assert_eq!(
         jcp_threshold::vectors::generate_text().unwrap(),
         on_disk,
-        "regenerating conformance/jcp/v1/threshold.json changed it: run `cargo run -p jcp-threshold --bin gen-threshold-vectors` and review the diff"
+        "regenerating conformance/jcp/v1/threshold.json changed it: run `cargo run -p jcp-threshold --features vectors --bin gen-threshold-vectors` and review the diff"
     );
 }
 

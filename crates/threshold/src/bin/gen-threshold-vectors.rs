@@ -1,5 +1,5 @@
 //! Writes `conformance/jcp/v1/threshold.json` (run from anywhere in the
-//! workspace: `cargo run -p jcp-threshold --bin gen-threshold-vectors`).
+//! workspace: `cargo run -p jcp-threshold --features vectors --bin gen-threshold-vectors`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
