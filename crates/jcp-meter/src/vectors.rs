@@ -174,7 +174,7 @@ pub fn generate() -> Result<String, String> {
     let pack = json!({
         "pack": "jcp/v1/efficiency",
         "spec": "jcp-v0.3 §5.2, §5.3 and the appendix \"the efficiency/1 coverage change\"",
-        "generator": "cargo run -p jcp-meter --bin gen-efficiency-vectors",
+        "generator": "cargo run -p jcp-meter --features vectors --bin gen-efficiency-vectors",
         "format": "core_hex is the signed core (canonical det-CBOR, read by read_payload); sealed_hex is {core, sig} (read by verify); hex under refusals is read by the named stage and must fail with code",
         "steward": b.key.did().to_did_string(),
         "activities": b.activities.iter().map(|(name, id, bytes, e)| json!({"name": name, "id": id.to_hex(), "hex": hex::encode(bytes), "energy": energy_json(*e)})).collect::<Vec<_>>(),

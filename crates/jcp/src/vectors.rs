@@ -219,7 +219,7 @@ pub fn generate() -> Result<Json, Error> {
 
     Ok(json!({
         "description": "JCP v0.3 core vectors: seeded keys (seed = 32 copies of the byte), fixed nonces, canonical det-CBOR hex. Each scenario runs its steps in order against ONE fresh gate.",
-        "generator": "cargo run -p jcp --bin gen-vectors",
+        "generator": "cargo run -p jcp --features vectors --bin gen-vectors",
         "now": NOW,
         "keys": [
             {"name": "issuer", "seed_byte": 1, "did": k.issuer.did()},

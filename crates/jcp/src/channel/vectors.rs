@@ -202,7 +202,7 @@ pub fn generate() -> Result<Json, Error> {
     let g = &s.g;
     Ok(json!({
         "description": "JCP v0.3 §4.5 receipt-settled budget channel vectors (C17). Statements are the hex of a SignedStatement {statement: {grant_id, point, spent_uj, seq}, sig} (canonical det-CBOR, Ed25519 by point over the statement's canonical bytes). The sequence is admitted in order by a channel among points A and B on the grant; each step's expected outcome is `admitted` or the refusal code, and a refusal changes nothing. Proofs are the hex of an OverdraftProof {jcp_overdraft: \"channel/1\", grant, members, statements}; expected `ok` with the recomputed overdraft, or the refusal code.",
-        "generator": "cargo run -p jcp --bin gen-channel-vectors",
+        "generator": "cargo run -p jcp --features vectors --bin gen-channel-vectors",
         "budget_uj": BUDGET_UJ,
         "grant": hex::encode(g.to_bytes()),
         "grant_id": g.id(),

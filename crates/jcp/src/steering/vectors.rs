@@ -321,7 +321,7 @@ pub fn generate() -> Result<Json, Error> {
     }
     Ok(json!({
         "description": "JCP v0.3 §4.7 steering vectors (C21): each run is the hex of a jcp-run/1 file (RFC 8742 CBOR sequence: header, then records). A conforming verifier reports exactly the findings listed (record index after the header, reason code) and the verdict.",
-        "generator": "cargo run -p jcp --bin gen-steering-vectors",
+        "generator": "cargo run -p jcp --features vectors --bin gen-steering-vectors",
         "budget_uj": BUDGET_UJ,
         "keys": [
             {"name": "issuer", "seed_byte": 1, "did": k.issuer.did()},
