@@ -91,14 +91,17 @@ impl StewardActionKind {
     }
 }
 
+/// A refusal of the protocol core about the run file at `path`, with its code.
 fn refused(path: &Path, e: &jcp::Error) -> ViewError {
     ViewError::Refused { path: path.to_path_buf(), code: e.code(), detail: e.to_string() }
 }
 
+/// A form the steward filled in that cannot be read (nothing was signed).
 fn bad_form(detail: impl Into<String>) -> ViewError {
     ViewError::Form(detail.into())
 }
 
+/// Reads a run file (with the material beside it), or says why it cannot.
 fn read(path: &Path) -> Result<Run, ViewError> {
     crate::authority::read_run(path).map(|(r, _)| r).map_err(|e| ViewError::Run {
         path: path.to_path_buf(),

@@ -10,12 +10,11 @@ use jcp::grant::SignedGrant;
 use jcp::steering::{CheckpointInput, Record, SignedCheckpoint, Spent};
 use serde_json::json;
 
-use crate::out::{coded, core_err};
-
 use super::steering::{continue_chain, find_steering, read_run, verify_steering, write_run, Steering};
 use super::stop::{Stop, Waited};
 use super::wire::state_of;
 use super::{parent_pid, unix_now, Agent};
+use crate::out::{coded, core_err};
 
 impl Agent {
     /// Switches to a verified continuation grant and says so.

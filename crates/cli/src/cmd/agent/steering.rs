@@ -11,9 +11,8 @@ use jcp::cbor::ContentId;
 use jcp::grant::SignedGrant;
 use jcp::steering::{self, Record, Run, RunReport, SignedAmendment, SignedCheckpoint};
 
-use crate::out::{coded, core_err};
-
 use super::READ_ATTEMPTS;
+use crate::out::{coded, core_err};
 
 /// Reads the run file, reading again on a failure a few times: the
 /// steward's writer may be replacing it while it is read.

@@ -9,9 +9,8 @@ use jcp_wire::message::WireResponse;
 use jcp_wire::WireError;
 use serde_json::json;
 
-use crate::out::CodedError;
-
 use super::{wire_err, Agent};
+use crate::out::CodedError;
 
 /// Why the agent stopped, and how it says so.
 pub(super) struct Stop {
