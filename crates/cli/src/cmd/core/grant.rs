@@ -161,119 +161,138 @@ fn assemble(unsigned: &Path, signature: &Path, out: &Path, json: bool) -> anyhow
 pub fn run_grant(args: GrantArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
         GrantCmd::Issue { key, issuer, resource, n, out, unsigned_out, json } => {
-            let signer = key.as_deref().map(read_key).transpose()?;
-            let issuer_did = match (&signer, &issuer) {
-                (Some(k), _) => k.did(),
-                (None, Some(d)) => parse_did(d)?,
-                (None, None) => bail!(coded("missing-issuer", "--key or --issuer is required")),
-            };
-            let subject = match &n.subject {
-                Some(s) => parse_did(s)?,
-                None => bail!(coded("missing-subject", "--subject is required for a root grant")),
-            };
-            let actions =
-                n.actions.as_deref().map(text_list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
-            let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
-            let grant = Grant {
-                issuer: issuer_did,
-                subject,
-                capability: Capability { resource: parse_resource(&resource)?, actions },
-                budget_uj,
-                budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
-                caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
-                expiry: n.expiry.unwrap_or(0),
-                parent: None,
-                delegate_depth: n.depth,
-                nonce: nonce_arg(n.nonce.as_ref())?.unwrap_or_else(jcp::identity::fresh_nonce),
-            };
-            match (signer, key, out, unsigned_out) {
-                (Some(k), Some(kp), Some(out), None) => {
-                    let g = grant.sign(&k).map_err(|e| core_err(&kp, &e))?;
-                    emit_grant(json, &g, &out)?;
-                }
-                (None, None, None, Some(u)) => {
-                    write_object(&u, &grant.canonical_bytes())?;
-                    emit(
-                        json,
-                        &json!({"type": "unsigned-grant", "id": grant.id(), "issuer": grant.issuer, "file": u}),
-                        || {
-                            format!("unsigned grant {} (issuer {})\nwritten to {}: sign these bytes, then `jcp grant assemble`", grant.id(), grant.issuer, u.display())
-                        },
-                    )?;
-                }
-                _ => bail!(coded("invalid-arguments", "either --key with --out, or --issuer with --unsigned-out")),
-            }
+            issue(key, issuer.as_deref(), &resource, &n, out, unsigned_out, json)?;
         }
         GrantCmd::Assemble { unsigned, signature, out, json } => assemble(&unsigned, &signature, &out, json)?,
-        GrantCmd::Attenuate { parent, key, n, out, json } => {
-            let p = read_grant(&parent)?;
-            let holder = read_key(&key)?;
-            let a = Attenuation {
-                subject: n.subject.as_deref().map(parse_did).transpose()?,
-                actions: n.actions.as_deref().map(text_list),
-                budget_uj: n.budget_uj,
-                budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
-                add_caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
-                expiry: n.expiry,
-                delegate_depth: n.depth,
-                nonce: nonce_arg(n.nonce.as_ref())?,
-            };
-            let g = attenuate(&p, &holder, a).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
-            emit_grant(json, &g, &out)?;
-        }
-        GrantCmd::Shard { parent, key, slices, out_dir, json } => {
-            let p = read_grant(&parent)?;
-            let holder = read_key(&key)?;
-            let slices = slices
-                .iter()
-                .map(|s| {
-                    let (d, uj) = s
-                        .rsplit_once('=')
-                        .ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
-                    let budget_uj = uj
-                        .parse()
-                        .map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
-                    Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let shards = shard(&p, &holder, &slices).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
-            std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-            let mut files = Vec::new();
-            for (i, s) in shards.iter().enumerate() {
-                let f = out_dir.join(format!("shard-{i}.jcp"));
-                write_object(&f, &s.to_bytes())?;
-                files.push(
-                    json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}),
-                );
-            }
-            emit(json, &json!({"parent": p.id(), "shards": files}), || {
-                let mut t = format!("{} shards of {} ({} µJ)\n", shards.len(), p.id(), p.grant().budget_uj);
-                for (i, s) in shards.iter().enumerate() {
-                    let _ = writeln!(
-                        t,
-                        "  shard-{i}.jcp  {}  {} µJ  -> {}",
-                        s.id(),
-                        s.grant().budget_uj,
-                        s.grant().subject
-                    );
-                }
-                t
-            })?;
-        }
-        GrantCmd::Revoke { grant, key, out, json } => {
-            let g = read_grant(&grant)?;
-            let issuer = read_key(&key)?;
-            let r = Revocation::issue(&g, &issuer, None).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
-            write_object(&out, &r.to_bytes())?;
-            emit(
-                json,
-                &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}),
-                || format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display()),
-            )?;
-        }
+        GrantCmd::Attenuate { parent, key, n, out, json } => attenuate_to(&parent, &key, &n, &out, json)?,
+        GrantCmd::Shard { parent, key, slices, out_dir, json } => shard_to(&parent, &key, &slices, &out_dir, json)?,
+        GrantCmd::Revoke { grant, key, out, json } => revoke(&grant, &key, &out, json)?,
         GrantCmd::Inspect { file, json } => return inspect(&file, json),
     }
     Ok(ExitCode::from(CLEAN))
+}
+
+/// `jcp grant issue`: a root grant (§4) signed with `--key`, or its
+/// canonical unsigned bytes for an outside signer (`--issuer`, §2.2).
+fn issue(
+    key: Option<PathBuf>,
+    issuer: Option<&str>,
+    resource: &str,
+    n: &Narrowing,
+    out: Option<PathBuf>,
+    unsigned_out: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let signer = key.as_deref().map(read_key).transpose()?;
+    let issuer_did = match (&signer, issuer) {
+        (Some(k), _) => k.did(),
+        (None, Some(d)) => parse_did(d)?,
+        (None, None) => bail!(coded("missing-issuer", "--key or --issuer is required")),
+    };
+    let subject = match &n.subject {
+        Some(s) => parse_did(s)?,
+        None => bail!(coded("missing-subject", "--subject is required for a root grant")),
+    };
+    let actions =
+        n.actions.as_deref().map(text_list).ok_or_else(|| coded("missing-actions", "--actions is required"))?;
+    let budget_uj = n.budget_uj.ok_or_else(|| coded("missing-budget", "--budget-uj is required"))?;
+    let grant = Grant {
+        issuer: issuer_did,
+        subject,
+        capability: Capability { resource: parse_resource(resource)?, actions },
+        budget_uj,
+        budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
+        caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
+        expiry: n.expiry.unwrap_or(0),
+        parent: None,
+        delegate_depth: n.depth,
+        nonce: nonce_arg(n.nonce.as_ref())?.unwrap_or_else(jcp::identity::fresh_nonce),
+    };
+    match (signer, key, out, unsigned_out) {
+        (Some(k), Some(kp), Some(out), None) => {
+            let g = grant.sign(&k).map_err(|e| core_err(&kp, &e))?;
+            emit_grant(json, &g, &out)?;
+        }
+        (None, None, None, Some(u)) => {
+            write_object(&u, &grant.canonical_bytes())?;
+            emit(
+                json,
+                &json!({"type": "unsigned-grant", "id": grant.id(), "issuer": grant.issuer, "file": u}),
+                || {
+                    format!(
+                        "unsigned grant {} (issuer {})\nwritten to {}: sign these bytes, then `jcp grant assemble`",
+                        grant.id(),
+                        grant.issuer,
+                        u.display()
+                    )
+                },
+            )?;
+        }
+        _ => bail!(coded("invalid-arguments", "either --key with --out, or --issuer with --unsigned-out")),
+    }
+    Ok(())
+}
+
+/// `jcp grant attenuate`: a strictly weaker child (§4.1), signed by the
+/// parent's subject.
+fn attenuate_to(parent: &Path, key: &Path, n: &Narrowing, out: &Path, json: bool) -> anyhow::Result<()> {
+    let p = read_grant(parent)?;
+    let holder = read_key(key)?;
+    let a = Attenuation {
+        subject: n.subject.as_deref().map(parse_did).transpose()?,
+        actions: n.actions.as_deref().map(text_list),
+        budget_uj: n.budget_uj,
+        budget_funds: n.funds.as_deref().map(parse_money).transpose()?,
+        add_caveats: n.caveats.iter().map(|c| parse_caveat(c)).collect::<Result<_, _>>()?,
+        expiry: n.expiry,
+        delegate_depth: n.depth,
+        nonce: nonce_arg(n.nonce.as_ref())?,
+    };
+    let g = attenuate(&p, &holder, a).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
+    emit_grant(json, &g, out)
+}
+
+/// `jcp grant shard`: sibling shards whose budgets sum to no more than the
+/// parent's (§4.5), one file each.
+fn shard_to(parent: &Path, key: &Path, slices: &[String], out_dir: &Path, json: bool) -> anyhow::Result<()> {
+    let p = read_grant(parent)?;
+    let holder = read_key(key)?;
+    let slices = slices
+        .iter()
+        .map(|s| {
+            let (d, uj) =
+                s.rsplit_once('=').ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
+            let budget_uj =
+                uj.parse().map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
+            Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let shards = shard(&p, &holder, &slices).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let mut files = Vec::new();
+    for (i, s) in shards.iter().enumerate() {
+        let f = out_dir.join(format!("shard-{i}.jcp"));
+        write_object(&f, &s.to_bytes())?;
+        files.push(json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}));
+    }
+    emit(json, &json!({"parent": p.id(), "shards": files}), || {
+        let mut t = format!("{} shards of {} ({} µJ)\n", shards.len(), p.id(), p.grant().budget_uj);
+        for (i, s) in shards.iter().enumerate() {
+            let _ = writeln!(t, "  shard-{i}.jcp  {}  {} µJ  -> {}", s.id(), s.grant().budget_uj, s.grant().subject);
+        }
+        t
+    })
+}
+
+/// `jcp grant revoke`: the grant's revocation (§4.3), signed by its issuer.
+fn revoke(grant: &Path, key: &Path, out: &Path, json: bool) -> anyhow::Result<()> {
+    let g = read_grant(grant)?;
+    let issuer = read_key(key)?;
+    let r = Revocation::issue(&g, &issuer, None).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
+    write_object(out, &r.to_bytes())?;
+    emit(json, &json!({"type": "revocation", "id": r.id(), "revocation": r.revocation(), "file": out}), || {
+        format!("revocation {} of grant {}\nwritten to {}", r.id(), g.id(), out.display())
+    })
 }
 
 /// A grant as JSON: its id, whether its signature verifies, the grant.
