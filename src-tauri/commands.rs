@@ -3,8 +3,10 @@
 //! `{code, message}`. File dialogs are opened here, in Rust, and files are
 //! read and written here; the front end never touches the filesystem.
 
-// Tauri hands `State` and `AppHandle` to commands by value; that is its calling convention.
-#![allow(clippy::needless_pass_by_value)]
+#![allow(
+    clippy::needless_pass_by_value,
+    reason = "Tauri hands `State`, `AppHandle` and the window's arguments to commands by value: its calling convention"
+)]
 
 use std::path::{Path, PathBuf};
 

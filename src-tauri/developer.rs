@@ -4,8 +4,10 @@
 //! forwards to `console_view::blueprint` / `console_view::intent`, which
 //! call the `blueprint` and `intent` crates.
 
-// Tauri hands `State` and `AppHandle` to commands by value; that is its calling convention.
-#![allow(clippy::needless_pass_by_value)]
+#![allow(
+    clippy::needless_pass_by_value,
+    reason = "Tauri hands `State`, `AppHandle` and the window's arguments to commands by value: its calling convention"
+)]
 
 use std::path::PathBuf;
 

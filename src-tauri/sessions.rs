@@ -135,18 +135,21 @@ fn sessions_dir(state: &AppState) -> PathBuf {
 
 /// Where the recording stands.
 #[tauri::command]
+#[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_record_status(state: State<'_, AppState>) -> CmdResult<RecordingStatus> {
     state.recorder.status()
 }
 
 /// Starts recording the machine's windows, at the declared occupancy.
 #[tauri::command]
+#[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_record_start(state: State<'_, AppState>, occupancy: String) -> CmdResult<RecordingStatus> {
     state.recorder.start(&occupancy)
 }
 
 /// Stops the recording and writes its session file in the workspace.
 #[tauri::command]
+#[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_record_stop(state: State<'_, AppState>) -> CmdResult<RecordedSession> {
     state.recorder.stop(&sessions_dir(&state))
 }
@@ -161,6 +164,7 @@ pub async fn energy_session_analyze(form: SessionForm) -> CmdResult<SessionAnaly
 
 /// Declares a baseline from a recorded session, written beside the sessions.
 #[tauri::command]
+#[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_baseline_declare(state: State<'_, AppState>, session: String) -> CmdResult<DeclaredBaseline> {
     let src = PathBuf::from(session.trim());
     let stem = src.file_stem().map_or_else(|| "session".to_owned(), |s| s.to_string_lossy().into_owned());

@@ -29,6 +29,7 @@ use ts_rs::TS;
 
 use crate::format_uj;
 
+#[cfg(feature = "demo")]
 pub mod demo;
 
 /// Files larger than this are not read as material (a key log, group,

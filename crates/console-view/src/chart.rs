@@ -4,6 +4,7 @@
 
 use console_store::WindowRecord;
 use jcp::energy::{Coverage, Provenance};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -61,7 +62,6 @@ fn label_positions(windows: usize) -> Vec<usize> {
 }
 
 /// Renders the last windows (oldest first) as an SVG document of the given size.
-#[allow(clippy::cast_precision_loss)]
 pub fn energy_chart_svg(windows: &[WindowRecord], width: u32, height: u32) -> Result<String, ViewError> {
     let mut svg = String::new();
     {
@@ -72,24 +72,44 @@ pub fn energy_chart_svg(windows: &[WindowRecord], width: u32, height: u32) -> Re
     Ok(svg)
 }
 
-#[allow(clippy::cast_precision_loss, clippy::too_many_lines)] // one drawing, top to bottom
+/// The plotted area's coordinates: slots on x, the chosen unit on y.
+type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart's scale: how many slots, where the real windows start, the
+/// unit readings are shown in and the top of the y axis.
+struct Scale {
+    slots: usize,
+    offset: usize,
+    div: f64,
+    unit: &'static str,
+    y_top: f64,
+}
+
+impl Scale {
+    /// At least [`MIN_SLOTS`] slots, newest at the right, so a bar keeps its
+    /// width as history fills; the y axis 18% above the largest reading.
+    #[allow(clippy::cast_precision_loss, reason = "a reading in µJ shown as a bar height: f64 precision is plenty")]
+    fn of(windows: &[WindowRecord]) -> Self {
+        let slots = windows.len().max(MIN_SLOTS);
+        let max_uj = windows.iter().filter_map(|w| w.energy.map(|e| e.uj)).max().unwrap_or(0);
+        let (div, unit) = unit_for(max_uj);
+        let y_top = if max_uj == 0 { 1.0 } else { max_uj as f64 / div * 1.18 };
+        Self { slots, offset: slots - windows.len(), div, unit, y_top }
+    }
+}
+
+/// The whole drawing, top to bottom: the plot with its axes, the x labels,
+/// one bar (or gap) per window, then the legend below.
+#[allow(clippy::cast_precision_loss, reason = "slot counts as chart coordinates: far below f64's exact range")]
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     windows: &[WindowRecord],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let (_, h) = root.dim_in_pixel();
+    let (_, height) = root.dim_in_pixel();
     let legend_h = 64;
-    let (plot_area, legend_area) = root.split_vertically(h.saturating_sub(legend_h));
-
-    // At least MIN_SLOTS slots, newest at the right, so a bar keeps its width as history fills.
-    let n = windows.len().max(MIN_SLOTS);
-    let offset = n - windows.len();
-    let max_uj = windows.iter().filter_map(|w| w.energy.map(|e| e.uj)).max().unwrap_or(0);
-    let (div, unit) = unit_for(max_uj);
-    let y_top = if max_uj == 0 { 1.0 } else { max_uj as f64 / div * 1.18 };
-    let newest_end = windows.last().map_or(0, |w| w.end_ms);
-
+    let (plot_area, legend_area) = root.split_vertically(height.saturating_sub(legend_h));
+    let scale = Scale::of(windows);
     let caption = if windows.iter().all(|w| w.energy.is_none()) {
         "Energy per window — no readings yet"
     } else {
@@ -100,7 +120,31 @@ fn draw<DB: DrawingBackend>(
         .caption(caption, ("sans-serif", 16))
         .x_label_area_size(28)
         .y_label_area_size(64)
-        .build_cartesian_2d(0f64..n as f64, 0f64..y_top)?;
+        .build_cartesian_2d(0f64..scale.slots as f64, 0f64..scale.y_top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .x_labels(0)
+        .y_desc(format!("energy ({})", scale.unit))
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    draw_x_labels(root, &chart, windows, &scale)?;
+    draw_bars(&mut chart, windows, &scale)?;
+    draw_legend(&legend_area)
+}
+
+/// The x labels: each under the centre of a real window (see
+/// [`label_positions`]), saying how long before the newest window it ended.
+#[allow(clippy::cast_precision_loss, reason = "slot indices as chart coordinates: far below f64's exact range")]
+fn draw_x_labels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Plot<'_, DB>,
+    windows: &[WindowRecord],
+    scale: &Scale,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let newest_end = windows.last().map_or(0, |w| w.end_ms);
     let ago = |w: &WindowRecord| -> String {
         let secs = newest_end.saturating_sub(w.end_ms) / 1000;
         if secs == 0 {
@@ -109,28 +153,28 @@ fn draw<DB: DrawingBackend>(
             format!("-{secs} s")
         }
     };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .light_line_style(WHITE.mix(0.0))
-        .x_labels(0)
-        .y_desc(format!("energy ({unit})"))
-        .y_label_formatter(&|y| format!("{y:.1}"))
-        .label_style(("sans-serif", 12))
-        .draw()?;
-
-    // The x labels: each under the centre of a real window (see `label_positions`).
     let label_font = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
     for i in label_positions(windows.len()) {
-        let (px, py) = chart.backend_coord(&((i + offset) as f64 + 0.5, 0.0));
+        let (px, py) = chart.backend_coord(&((i + scale.offset) as f64 + 0.5, 0.0));
         root.draw(&PathElement::new(vec![(px, py), (px, py + 4)], BLACK.stroke_width(1)))?;
         root.draw(&Text::new(ago(&windows[i]), (px, py + 7), label_font.clone()))?;
     }
+    Ok(())
+}
 
+/// One bar per window, coloured by provenance (§5); a Partial window pale,
+/// outlined and marked "P" (§5.2); a window without a reading a hatched
+/// gap with no bar — never a zero.
+#[allow(clippy::cast_precision_loss, reason = "slot indices and µJ readings as chart coordinates")]
+fn draw_bars<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    windows: &[WindowRecord],
+    scale: &Scale,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let y_top = scale.y_top;
     for (i, w) in windows.iter().enumerate() {
-        let i = i + offset;
-        let x0 = i as f64 + 0.12;
-        let x1 = i as f64 + 0.88;
+        let slot = (i + scale.offset) as f64;
+        let (x0, x1) = (slot + 0.12, slot + 0.88);
         match w.energy {
             None => {
                 // A gap: a hatched column and no bar at all.
@@ -143,7 +187,7 @@ fn draw<DB: DrawingBackend>(
                 }))?;
             }
             Some(e) => {
-                let y = e.uj as f64 / div;
+                let y = e.uj as f64 / scale.div;
                 let colour = provenance_colour(e.provenance);
                 if e.coverage == Coverage::Partial {
                     chart.draw_series(std::iter::once(Rectangle::new(
@@ -153,7 +197,7 @@ fn draw<DB: DrawingBackend>(
                     chart.draw_series(std::iter::once(Rectangle::new([(x0, 0.0), (x1, y)], colour.stroke_width(2))))?;
                     chart.draw_series(std::iter::once(Text::new(
                         "P",
-                        (i as f64 + 0.35, y + y_top * 0.07),
+                        (slot + 0.35, y + y_top * 0.07),
                         ("sans-serif", 12).into_font().color(&BLACK),
                     )))?;
                 } else {
@@ -162,8 +206,14 @@ fn draw<DB: DrawingBackend>(
             }
         }
     }
+    Ok(())
+}
 
-    // The legend: what each grade and mark means.
+/// The legend: what each grade and mark means ([`LEGEND`]), a swatch and
+/// its words, wrapped to the legend's width.
+fn draw_legend<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let font = ("sans-serif", 12).into_font();
     let mut x = 12i32;
     let mut y = 8i32;
@@ -179,10 +229,10 @@ fn draw<DB: DrawingBackend>(
         match *name {
             "HwShunt" => legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::HwShunt).filled()))?,
             "ModelBased" => {
-                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::ModelBased).filled()))?
+                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::ModelBased).filled()))?;
             }
             "Estimator" => {
-                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::Estimator).filled()))?
+                legend_area.draw(&Rectangle::new(swatch, provenance_colour(Provenance::Estimator).filled()))?;
             }
             "Partial" => {
                 legend_area.draw(&Rectangle::new(swatch, BLACK.mix(0.15).filled()))?;

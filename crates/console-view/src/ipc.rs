@@ -39,6 +39,10 @@ pub struct Availability {
 #[cfg_attr(test, derive(TS))]
 pub struct StoreInfo {
     /// The SQLite file.
+    #[allow(
+        clippy::doc_markdown,
+        reason = "a product's name in prose; the line is also the generated TypeScript's comment"
+    )]
     pub path: String,
     /// Whether it opened; when not, the console runs on an in-memory store and says so.
     pub persistent: bool,

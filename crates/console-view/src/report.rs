@@ -129,7 +129,7 @@ fn count_maps<'a>(prefix: &str, v: &'a Value, out: &mut Vec<(String, Vec<(&'a st
 }
 
 /// A horizontal bar chart of one count map, as SVG.
-#[allow(clippy::cast_precision_loss)]
+#[allow(clippy::cast_precision_loss, reason = "counts as bar lengths: f64 precision is plenty")]
 pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, ViewError> {
     let mut svg = String::new();
     let rows = u32::try_from(counts.len()).unwrap_or(u32::MAX).min(40);

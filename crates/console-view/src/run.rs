@@ -339,7 +339,8 @@ pub fn read_view(path: &Path) -> Result<(Run, RunReport, RunView), ViewError> {
 }
 
 /// Writes the demo run (`jcp::steering::demo`, seed 1) to `path` unless it
-/// exists, through a temporary file renamed when whole.
+/// exists, through a temporary file renamed when whole (the `demo` feature).
+#[cfg(feature = "demo")]
 pub fn write_demo(path: &Path) -> Result<(), ViewError> {
     if path.exists() {
         return Ok(());

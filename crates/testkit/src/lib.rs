@@ -4,11 +4,17 @@
 //! (never copied into it). A test that needs it fails, never skips, when it is
 //! missing: under CI (`CI=true`) that is required, and locally a silent skip
 //! would turn a missing folder into a green run.
-#![allow(clippy::panic, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
 /// The repository root (the workspace directory).
+///
+/// # Panics
+/// When this crate is not two levels below the root (`crates/testkit`).
+#[allow(
+    clippy::expect_used,
+    reason = "a test helper: a missing fixture or a failed command fails the test that asked for it"
+)]
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
@@ -17,8 +23,10 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `../shared/interop/<rel>` beside the repository. Panics with a clear
-/// message when the folder is missing.
+/// `../shared/interop/<rel>` beside the repository.
+///
+/// # Panics
+/// With a clear message when the folder or the file is missing.
 pub fn interop(rel: &str) -> PathBuf {
     let base = repo_root().join("..").join("shared").join("interop");
     assert!(
@@ -33,6 +41,13 @@ pub fn interop(rel: &str) -> PathBuf {
 }
 
 /// Reads and parses a JSON file under `../shared/interop/`.
+///
+/// # Panics
+/// When the file is missing, unreadable or not JSON.
+#[allow(
+    clippy::panic,
+    reason = "a test helper: a missing fixture or a failed command fails the test that asked for it"
+)]
 pub fn interop_json(rel: &str) -> serde_json::Value {
     let p = interop(rel);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
@@ -45,6 +60,13 @@ pub fn conformance(rel: &str) -> PathBuf {
 }
 
 /// Runs `bin` (a CLI test passes `env!("CARGO_BIN_EXE_jcp")`) in `dir` with `args`.
+///
+/// # Panics
+/// When `bin` cannot be started.
+#[allow(
+    clippy::panic,
+    reason = "a test helper: a missing fixture or a failed command fails the test that asked for it"
+)]
 pub fn run_in(bin: &str, dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(bin)
         .current_dir(dir)
@@ -54,6 +76,13 @@ pub fn run_in(bin: &str, dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// [`run_in`], which must succeed: its stdout.
+///
+/// # Panics
+/// When the command fails or its stdout is not UTF-8.
+#[allow(
+    clippy::panic,
+    reason = "a test helper: a missing fixture or a failed command fails the test that asked for it"
+)]
 pub fn run_ok(bin: &str, dir: &Path, args: &[&str]) -> String {
     let o = run_in(bin, dir, args);
     assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

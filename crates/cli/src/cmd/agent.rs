@@ -16,27 +16,40 @@
 //! wait times out (exit 1); when the endpoint is unreachable or refuses a
 //! frame (exit 2); after `--actions N` allowed actions (exit 0).
 
-use std::path::{Path, PathBuf};
+//!
+//! The agent in modules, one per part of its procedure: [`wire`] (each
+//! action asked of the endpoint, §11, and its outcome reported, §4.11),
+//! [`checkpoint`] (committing a checkpoint and following the steward's
+//! amendment, §4.7), [`steering`] (the run file: reading, writing, finding
+//! and verifying a steering) and [`stop`] (why the agent stopped, and how it
+//! says so).
+
+mod checkpoint;
+mod steering;
+mod stop;
+mod wire;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use jcp::cbor::{ContentId, Value};
+use jcp::cbor::ContentId;
 use jcp::decision::{Reason, Verdict};
 use jcp::energy::{Coverage, Energy};
-use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
-use jcp::steering::{self, CheckpointInput, Record, Run, RunReport, SignedAmendment, SignedCheckpoint, Spent};
 use jcp_wire::client::Client;
 use jcp_wire::endpoint::Address;
-use jcp_wire::message::{Feed, RequestBody, SignedOutcome, WireRequest, WireResponse};
 use jcp_wire::WireError;
 use serde_json::json;
 
 use super::core::{read_grant, read_key};
-use crate::out::{coded, core_err, emit, CodedError, CLEAN, FINDINGS};
+use crate::out::{coded, emit, CLEAN, FINDINGS};
+
+use self::steering::open_run;
+use self::stop::{Stop, Waited};
 
 /// How many times a run file that does not decode is read again before
 /// the agent gives up (the steward's writer may be replacing it).
@@ -110,6 +123,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The parent's pid (Unix); elsewhere there is none to watch.
+#[cfg_attr(unix, allow(clippy::unnecessary_wraps, reason = "elsewhere than on Unix there is no parent pid: `None`"))]
 fn parent_pid() -> Option<u32> {
     #[cfg(unix)]
     {
@@ -127,131 +141,6 @@ fn unix_now() -> u64 {
 
 fn wire_err(e: &WireError) -> anyhow::Error {
     coded(e.code(), e.to_string())
-}
-
-/// The state commitment of step `n` (deterministic simulated work).
-fn state_of(step: u64) -> ContentId {
-    ContentId::of(&Value::text(format!("jcp agent demo: state after step {step}")))
-}
-
-/// The payload of step `n` of a session: distinct per step, and per
-/// session (a resumed run numbers its steps from 1 again), so no two
-/// requests are byte-identical.
-fn payload_of(session: &[u8; 16], step: u64) -> ContentId {
-    ContentId::of(&Value::text(format!("jcp agent demo: session {} step {step}", hex::encode(session))))
-}
-
-/// Reads the run file, reading again on a failure a few times: the
-/// steward's writer may be replacing it while it is read.
-async fn read_run(path: &Path) -> anyhow::Result<Run> {
-    let mut attempt = 0;
-    loop {
-        match Run::read(path) {
-            Ok(r) => return Ok(r),
-            Err(e) if attempt + 1 >= READ_ATTEMPTS => {
-                return Err(coded(
-                    e.code(),
-                    format!("{}: the run file could not be read ({READ_ATTEMPTS} attempts): {e}", path.display()),
-                ))
-            }
-            Err(_) => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(25 * u64::from(attempt))).await;
-            }
-        }
-    }
-}
-
-/// Writes the whole run to a sibling temporary file, then renames it over
-/// the original, so a reader never sees half a record. The temporary name
-/// is the agent's own (`jcp run` uses another).
-fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
-    let tmp = path.with_extension("jcprun.agent-tmp");
-    std::fs::write(&tmp, run.to_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
-}
-
-/// The chain after a continuation grant replaces the leaf: the
-/// continuation takes the steered grant's place (same parent, §4.7), so a
-/// root re-issue is a chain of its own.
-fn continue_chain(chain: &[SignedGrant], cont: &SignedGrant) -> Vec<SignedGrant> {
-    match (cont.grant().parent, chain.split_last()) {
-        (Some(_), Some((_, above))) => above.iter().cloned().chain(std::iter::once(cont.clone())).collect(),
-        _ => vec![cont.clone()],
-    }
-}
-
-/// A steering of `steered` found in a run: the checkpoint, the amendment
-/// citing it, and the continuation grant right after the amendment.
-struct Steering {
-    cp: SignedCheckpoint,
-    am: SignedAmendment,
-    cont: SignedGrant,
-}
-
-/// Finds the amendment of `steered` in the run and its continuation grant
-/// (the record right after it). `None` while either is missing.
-fn find_steering(run: &Run, steered: &ContentId) -> Option<Steering> {
-    let recs = run.records();
-    let (i, am) = recs.iter().enumerate().find_map(|(i, r)| match r {
-        Record::Amendment(a) if a.amendment().grant_id == *steered => Some((i, a)),
-        _ => None,
-    })?;
-    let cont = match recs.get(i + 1) {
-        Some(Record::Grant(g)) if g.id() == am.amendment().continuation => g.clone(),
-        _ => return None,
-    };
-    let cp = recs.iter().find_map(|r| match r {
-        Record::Checkpoint(c) if c.id() == am.amendment().checkpoint => Some(c.clone()),
-        _ => None,
-    })?;
-    Some(Steering { cp, am: am.clone(), cont })
-}
-
-/// Verifies a steering as the agent must before it follows it: the run's
-/// verifier (which knows where each continuation began) admitted the
-/// amendment and verified its continuation; the continuation re-binds the
-/// steered grant (`verify_continuation`); and where the steered grant is
-/// the run's own, the amendment verifies on its own (`verify_amendment`).
-fn verify_steering(run: &Run, report: &RunReport, steered: &SignedGrant, s: &Steering) -> Result<u64, String> {
-    if let Some(f) = report.findings.iter().find(|f| !f.admitted && (f.id == s.am.id() || f.id == s.cont.id())) {
-        return Err(format!("the run's verifier refuses record #{} ({}): [{}] {}", f.index, f.kind, f.code, f.message));
-    }
-    let row = report
-        .checkpoints
-        .iter()
-        .find(|r| r.id == s.cp.id())
-        .and_then(|r| r.amendments.iter().find(|a| a.id == s.am.id()))
-        .ok_or_else(|| {
-            format!("the run's verifier did not attach amendment {} to checkpoint {}", s.am.id(), s.cp.id())
-        })?;
-    if !row.continuation_verified {
-        return Err(format!("the continuation grant {} is not verified", s.cont.id()));
-    }
-    steering::verify_continuation(steered, s.am.amendment(), &s.cont).map_err(|e| format!("[{}] {e}", e.code()))?;
-    if run.grant().map(SignedGrant::id) == Some(steered.id()) {
-        steering::verify_amendment(steered, &s.cp, &s.am).map_err(|e| format!("[{}] {e}", e.code()))?;
-    }
-    Ok(row.ceiling_uj)
-}
-
-/// Why the agent stopped, and how it says so.
-struct Stop {
-    why: &'static str,
-    message: String,
-    extra: serde_json::Value,
-}
-
-impl Stop {
-    fn new(why: &'static str, message: impl Into<String>) -> Self {
-        Self { why, message: message.into(), extra: serde_json::Value::Null }
-    }
-}
-
-/// What the wait at a checkpoint came to.
-enum Waited {
-    Continued,
-    Stopped(Stop),
 }
 
 struct Agent {
@@ -292,398 +181,6 @@ impl Agent {
 
     fn chain_ids(&self) -> Vec<ContentId> {
         self.chain.iter().map(SignedGrant::id).collect()
-    }
-
-    fn request(&self, step: u64) -> anyhow::Result<WireRequest> {
-        let leaf = self.leaf()?;
-        let frame = Frame {
-            kind: FrameKind::ToolCall,
-            trust: Trust::Control,
-            grant_id: leaf.id(),
-            action: self.action.clone(),
-            resource: leaf.grant().capability.resource,
-            payload_hash: payload_of(&self.session, step),
-            model: None,
-        };
-        let body = RequestBody {
-            frame,
-            chain: self.chain.clone(),
-            cost: self.cost,
-            money: None,
-            label: None,
-            args: None,
-            continues: None,
-            now: unix_now(),
-        };
-        Ok(body.sign(&self.key))
-    }
-
-    async fn call_once(&mut self, req: &WireRequest) -> Result<WireResponse, WireError> {
-        if self.client.is_none() {
-            self.client = Some(Client::connect(&self.addr).await?);
-        }
-        let Some(client) = self.client.as_mut() else {
-            return Err(WireError::Stopped("no connection to the endpoint".into()));
-        };
-        match tokio::time::timeout(CALL_TIMEOUT, client.call(req)).await {
-            Ok(r) => r,
-            Err(_) => Err(WireError::Stopped(format!("no response within {} s", CALL_TIMEOUT.as_secs()))),
-        }
-    }
-
-    /// Reports, as the holder, that an allowed action completed (§4.11), so
-    /// the decision is settled rather than left unresolved in the record.
-    async fn report_outcome(&mut self, receipt: ContentId) -> Result<(), WireError> {
-        let feed =
-            Feed::Outcome(SignedOutcome::sign(receipt, jcp_receipt::record::OutcomeStatus::Completed, &self.key));
-        if self.client.is_none() {
-            self.client = Some(Client::connect(&self.addr).await?);
-        }
-        let Some(client) = self.client.as_mut() else {
-            return Err(WireError::Stopped("no connection to the endpoint".into()));
-        };
-        let ans = match tokio::time::timeout(CALL_TIMEOUT, client.feed(&feed)).await {
-            Ok(a) => a?,
-            Err(_) => return Err(WireError::Stopped(format!("no answer within {} s", CALL_TIMEOUT.as_secs()))),
-        };
-        if ans.admitted {
-            Ok(())
-        } else {
-            Err(WireError::Refused { code: ans.code, message: format!("the outcome of {receipt}: {}", ans.message) })
-        }
-    }
-
-    /// Sends a request; on a transport failure (the connection dropped
-    /// while the agent waited at a checkpoint, say) it reconnects once and
-    /// sends the *same* request: decided once (§11), it gets the same
-    /// response and is not debited twice. A refused frame is not retried.
-    async fn call(&mut self, req: &WireRequest) -> Result<WireResponse, WireError> {
-        match self.call_once(req).await {
-            Ok(r) => Ok(r),
-            Err(e @ WireError::Refused { .. }) => Err(e),
-            Err(_) => {
-                self.client = None;
-                self.call_once(req).await
-            }
-        }
-    }
-
-    fn decision_line(&self, step: u64, resp: &WireResponse) -> anyhow::Result<()> {
-        let d = &resp.decision;
-        let leaf = self.leaf()?.id();
-        self.say(
-            &json!({
-                "event": "decision",
-                "step": step,
-                "grant": leaf,
-                "verdict": if d.is_allow() { "allow" } else { "deny" },
-                "reason": d.reason().map(Reason::as_str),
-                "debited_uj": d.debited_uj,
-                "budget_uj": d.budget_uj,
-                "remaining_uj": d.budget_remaining_uj,
-                "spent_uj": self.spent,
-                "receipt": resp.receipt_id(),
-            }),
-            || {
-                let verdict = match d.verdict {
-                    Verdict::Allow => "allow".to_owned(),
-                    Verdict::Deny(r) => format!("deny ({r})"),
-                };
-                format!(
-                    "step {step:>5}  {verdict:<24}  debited {} µJ; {} of {} µJ remain",
-                    d.debited_uj, d.budget_remaining_uj, d.budget_uj
-                )
-            },
-        )
-    }
-
-    /// Switches to a verified continuation grant and says so.
-    fn switch(&mut self, s: &Steering, ceiling: u64) -> anyhow::Result<()> {
-        let steered = self.leaf()?.id();
-        self.chain = continue_chain(&self.chain, &s.cont);
-        let a = s.am.amendment();
-        self.say(
-            &json!({
-                "event": "continued",
-                "steered": steered,
-                "checkpoint": s.cp.id(),
-                "amendment": s.am.id(),
-                "continuation": s.cont.id(),
-                "budget_uj": s.cont.grant().budget_uj,
-                "ceiling_uj": ceiling,
-                "expiry": s.cont.grant().expiry,
-                "instructions": a.instructions,
-                "chain": self.chain_ids(),
-            }),
-            || {
-                format!(
-                    "continued: amendment {} at checkpoint {}; now under continuation grant {} with a ceiling of {} µJ (the most it could set: {} µJ)",
-                    s.am.id(),
-                    s.cp.id(),
-                    s.cont.id(),
-                    s.cont.grant().budget_uj,
-                    ceiling
-                )
-            },
-        )
-    }
-
-    /// Commits a checkpoint to the run file (re-read first: the steward
-    /// writes it too).
-    async fn checkpoint(&mut self) -> anyhow::Result<SignedCheckpoint> {
-        let mut run = read_run(&self.run_path).await?;
-        let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
-        let leaf = self.leaf()?.id();
-        if report.active_grant != Some(leaf) {
-            return Err(coded(
-                "run-grant-mismatch",
-                format!(
-                    "{}: the run's active grant is {}, but the agent runs under {leaf}",
-                    self.run_path.display(),
-                    report.active_grant.map_or_else(|| "none".to_owned(), |g| g.to_hex())
-                ),
-            ));
-        }
-        let last_at = run
-            .records()
-            .iter()
-            .filter_map(|r| match r {
-                Record::Checkpoint(c) => Some(c.checkpoint().at),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        let input = CheckpointInput {
-            state: state_of(self.step),
-            at: unix_now().max(last_at),
-            spent: Some(Spent { uj: self.spent, provenance: self.cost.provenance }),
-            nonce: None,
-        };
-        let cp = run.checkpoint(&self.key, input).map_err(|e| core_err(&self.run_path, &e))?;
-        write_run(&self.run_path, &run)?;
-        let c = cp.checkpoint();
-        let timeout = self.wait_timeout.as_secs();
-        self.say(
-            &json!({
-                "event": "checkpoint",
-                "id": cp.id(),
-                "seq": c.seq,
-                "grant": c.grant_id,
-                "step": self.step,
-                "state": c.state,
-                "spent_uj": self.spent,
-                "provenance": self.cost.provenance.as_str(),
-                "run": self.run_path,
-                "wait_timeout_s": timeout,
-            }),
-            || {
-                format!(
-                    "checkpoint {} (seq {}) after step {}: spent {} µJ ({}); waiting up to {timeout} s for the steward's amendment in {}",
-                    cp.id(),
-                    c.seq,
-                    self.step,
-                    self.spent,
-                    self.cost.provenance,
-                    self.run_path.display()
-                )
-            },
-        )?;
-        Ok(cp)
-    }
-
-    /// Waits for the amendment citing `cp` and its continuation grant,
-    /// polling the run file; verifies them and switches.
-    async fn wait_for_amendment(&mut self, cp: &SignedCheckpoint) -> anyhow::Result<Waited> {
-        let deadline = Instant::now() + self.wait_timeout;
-        let steered = self.leaf()?.clone();
-        loop {
-            let run = read_run(&self.run_path).await?;
-            if let Some(s) = find_steering(&run, &steered.id()) {
-                if s.am.amendment().checkpoint != cp.id() {
-                    return Ok(Waited::Stopped(Stop::new(
-                        "amendment-refused",
-                        format!(
-                            "stopped: the amendment {} cites checkpoint {}, not the run's latest {}",
-                            s.am.id(),
-                            s.am.amendment().checkpoint,
-                            cp.id()
-                        ),
-                    )));
-                }
-                let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
-                return match verify_steering(&run, &report, &steered, &s) {
-                    Ok(ceiling) => {
-                        self.switch(&s, ceiling)?;
-                        Ok(Waited::Continued)
-                    }
-                    Err(why) => Ok(Waited::Stopped(Stop::new(
-                        "amendment-refused",
-                        format!(
-                            "stopped: the amendment {} at checkpoint {} does not verify: {why}",
-                            s.am.id(),
-                            cp.id()
-                        ),
-                    ))),
-                };
-            }
-            if let Some(stop) = self.revoked_while_waiting().or_else(|| self.parent_gone()) {
-                return Ok(Waited::Stopped(stop));
-            }
-            if Instant::now() >= deadline {
-                return Ok(Waited::Stopped(Stop::new(
-                    "wait-timeout",
-                    format!(
-                        "stopped: no amendment cited checkpoint {} within {} s (run file {})",
-                        cp.id(),
-                        self.wait_timeout.as_secs(),
-                        self.run_path.display()
-                    ),
-                )));
-            }
-            tokio::time::sleep(self.interval).await;
-        }
-    }
-
-    /// With `--stop-with-parent`: a stop once the parent is gone (the agent
-    /// was re-parented, so its parent pid changed).
-    fn parent_gone(&self) -> Option<Stop> {
-        let was = self.parent?;
-        let now = parent_pid()?;
-        (now != was).then(|| {
-            Stop::new(
-                "parent-gone",
-                format!("stopped: the process that started the agent ({was}) is gone; nobody is left to steer the run"),
-            )
-        })
-    }
-
-    /// While it waits at a checkpoint the agent asks the endpoint nothing,
-    /// so a revocation reaches it where the steward writes it beside the run
-    /// (`<run>.revocations/<grant id>.jcp`, as the console does): one that
-    /// verifies against a grant of the agent's chain — the revoker is that
-    /// grant's issuer and the signature holds (§4.3) — stops the run. A file
-    /// that does not verify is ignored (the endpoint still decides).
-    fn revoked_while_waiting(&self) -> Option<Stop> {
-        let mut dir = self.run_path.as_os_str().to_owned();
-        dir.push(".revocations");
-        let entries = std::fs::read_dir(PathBuf::from(dir)).ok()?;
-        for e in entries.flatten() {
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
-            let Ok(rev) = jcp::revocation::SignedRevocation::from_bytes(&bytes) else { continue };
-            let id = rev.revocation().grant_id;
-            if let Some(g) = self.chain.iter().find(|g| g.id() == id && rev.check_authority(g).is_ok()) {
-                let leaf = self.chain.last().map(SignedGrant::id);
-                return Some(Stop {
-                    why: "revoked",
-                    message: if leaf == Some(g.id()) {
-                        format!("stopped: grant {id} was revoked (revocation {} beside the run)", rev.id())
-                    } else {
-                        format!("stopped: grant {id} above the agent's grant in its chain was revoked (revocation {} beside the run)", rev.id())
-                    },
-                    extra: json!({"revocation": rev.id(), "revoked": id}),
-                });
-            }
-        }
-        None
-    }
-
-    /// On `superseded`: the continuation, if the run file has one by now.
-    async fn follow_supersession(&mut self) -> anyhow::Result<Option<Stop>> {
-        let steered = self.leaf()?.clone();
-        let run = read_run(&self.run_path).await?;
-        let Some(s) = find_steering(&run, &steered.id()) else {
-            return Ok(Some(Stop::new(
-                "superseded",
-                format!(
-                    "stopped: grant {} superseded, no continuation in the run file {}",
-                    steered.id(),
-                    self.run_path.display()
-                ),
-            )));
-        };
-        let report = run.verify().map_err(|e| core_err(&self.run_path, &e))?;
-        match verify_steering(&run, &report, &steered, &s) {
-            Ok(ceiling) => {
-                self.switch(&s, ceiling)?;
-                Ok(None)
-            }
-            Err(why) => Ok(Some(Stop::new(
-                "superseded",
-                format!(
-                    "stopped: grant {} superseded, and the continuation in the run file does not verify: {why}",
-                    steered.id()
-                ),
-            ))),
-        }
-    }
-
-    fn stop_on_deny(&self, reason: Reason, resp: &WireResponse) -> anyhow::Result<Stop> {
-        let leaf = self.leaf()?.id();
-        let d = &resp.decision;
-        Ok(match reason {
-            Reason::Revoked => Stop::new(
-                "revoked",
-                if self.chain.len() > 1 {
-                    format!("stopped: grant {leaf} was revoked (it or a grant above it in the chain)")
-                } else {
-                    format!("stopped: grant {leaf} was revoked")
-                },
-            ),
-            Reason::BudgetExceeded => Stop {
-                why: "budget-exhausted",
-                message: format!(
-                    "stopped: budget exhausted: {} µJ remain, the next action costs {} µJ",
-                    d.budget_remaining_uj, self.cost.uj
-                ),
-                extra: json!({"remaining_uj": d.budget_remaining_uj, "cost_uj": self.cost.uj}),
-            },
-            Reason::Expired => Stop::new("expired", format!("stopped: grant {leaf} expired")),
-            other => Stop {
-                why: "denied",
-                message: format!("stopped: the endpoint denied step {} ({other})", self.step),
-                extra: json!({"reason": other.as_str()}),
-            },
-        })
-    }
-
-    fn stopped(&self, stop: &Stop, code: u8) -> anyhow::Result<ExitCode> {
-        let mut v = json!({
-            "event": "stopped",
-            "why": stop.why,
-            "message": stop.message,
-            "steps": self.step,
-            "allowed": self.allowed,
-            "spent_uj": self.spent,
-            "grant": self.chain.last().map(SignedGrant::id),
-        });
-        if let (Some(m), serde_json::Value::Object(extra)) = (v.as_object_mut(), &stop.extra) {
-            for (k, x) in extra {
-                m.insert(k.clone(), x.clone());
-            }
-        }
-        self.say(&v, || stop.message.clone())?;
-        Ok(ExitCode::from(code))
-    }
-
-    /// The endpoint is unreachable, refused a frame, or stopped answering:
-    /// exit 2 with the error's code and message (the stopped line is
-    /// written by [`Agent::failed`]).
-    fn endpoint_failed(&mut self, e: &WireError) -> anyhow::Result<ExitCode> {
-        self.endpoint_error = true;
-        Err(wire_err(e))
-    }
-
-    /// Any error ends the run with a stopped line too, so an event stream
-    /// always ends in `stopped`.
-    fn failed(&self, e: &anyhow::Error) -> anyhow::Result<()> {
-        let code = e.downcast_ref::<CodedError>().map_or("error", |c| c.code.as_ref());
-        let (why, message) = if self.endpoint_error {
-            ("endpoint-error", format!("stopped: the endpoint at {} failed: [{code}] {e:#}", self.addr))
-        } else {
-            ("error", format!("stopped: [{code}] {e:#}"))
-        };
-        let stop = Stop { why, message, extra: json!({"code": code, "error": format!("{e:#}")}) };
-        self.stopped(&stop, crate::out::ERROR).map(|_| ())
     }
 
     async fn go(&mut self) -> anyhow::Result<ExitCode> {
@@ -739,53 +236,6 @@ impl Agent {
             }
         }
     }
-}
-
-/// Opens the run file (creating it under the leaf when absent) and returns
-/// it with the chain the run is now under and the spend it declared.
-fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedGrant>, u64)> {
-    let leaf = chain.last().ok_or_else(|| coded("chain-empty", "--chain needs at least one grant"))?.clone();
-    let run = if path.exists() {
-        Run::read(path).map_err(|e| core_err(path, &e))?
-    } else {
-        let run = Run::new(leaf.clone());
-        write_run(path, &run)?;
-        run
-    };
-    let run_grant = run.grant().map(SignedGrant::id);
-    if run_grant != Some(leaf.id()) {
-        return Err(coded(
-            "run-grant-mismatch",
-            format!(
-                "{}: the run's grant is {}, not the chain's leaf {}",
-                path.display(),
-                run_grant.map_or_else(|| "none".to_owned(), |g| g.to_hex()),
-                leaf.id()
-            ),
-        ));
-    }
-    let report = run.verify().map_err(|e| core_err(path, &e))?;
-    if let Some(f) = report.findings.iter().find(|f| !f.admitted) {
-        return Err(coded(
-            "steer-run-not-clean",
-            format!("{}: record #{} ({}) is refused: [{}] {}", path.display(), f.index, f.kind, f.code, f.message),
-        ));
-    }
-    // A run steered before: follow its verified continuations to the
-    // grant it is active under now.
-    let mut chain = chain;
-    for _ in 0..=run.records().len() {
-        let Some(cur) = chain.last().map(SignedGrant::id) else { break };
-        if report.active_grant == Some(cur) {
-            return Ok((chain, report.latest_spent.map_or(0, |s| s.uj)));
-        }
-        let Some(s) = find_steering(&run, &cur) else { break };
-        chain = continue_chain(&chain, &s.cont);
-    }
-    Err(coded(
-        "run-no-active-grant",
-        format!("{}: the run has no active grant the agent can follow (awaiting a continuation?)", path.display()),
-    ))
 }
 
 fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {

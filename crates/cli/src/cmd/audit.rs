@@ -39,6 +39,7 @@ pub struct AuditArgs {
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// Check every signature with verify_strict instead of batches.
+    #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
     #[arg(long)]
     pub strict: bool,
     /// Progress on stderr.

@@ -33,29 +33,7 @@ enum Sub {
         json: bool,
     },
     /// Reconciles a Blueprint and its Deployment: the Evidence report.
-    Reconcile {
-        blueprint: PathBuf,
-        deployment: PathBuf,
-        /// Trusted Ed25519 public keys: `{kid: base64url}` or a JWK set.
-        #[arg(long)]
-        keys: Option<PathBuf>,
-        /// Host bounds (a 13-member bounds object); default: the deployment's `host_bounds`.
-        #[arg(long)]
-        host_bounds: Option<PathBuf>,
-        /// Current time for attestation freshness (RFC 3339 UTC), with --max-attestation-age-ms.
-        #[arg(long)]
-        now: Option<String>,
-        #[arg(long)]
-        max_attestation_age_ms: Option<i64>,
-        /// Live tool descriptor digests `{logical_operation: "sha-256:…"}` (the rug-pull check).
-        #[arg(long)]
-        descriptors: Option<PathBuf>,
-        /// Accept narrowing of this protected bound, recording evidence (repeatable).
-        #[arg(long)]
-        acknowledge: Vec<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Reconcile(ReconcileArgs),
     /// Recomputes an artifact's tagged content digest and compares it to the declared one.
     Digest {
         file: PathBuf,
@@ -72,6 +50,32 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
+}
+
+// The flags of `jcp blueprint reconcile` (its help is the variant's doc line).
+#[derive(Debug, Args)]
+struct ReconcileArgs {
+    blueprint: PathBuf,
+    deployment: PathBuf,
+    /// Trusted Ed25519 public keys: `{kid: base64url}` or a JWK set.
+    #[arg(long)]
+    keys: Option<PathBuf>,
+    /// Host bounds (a 13-member bounds object); default: the deployment's `host_bounds`.
+    #[arg(long)]
+    host_bounds: Option<PathBuf>,
+    /// Current time for attestation freshness (RFC 3339 UTC), with --max-attestation-age-ms.
+    #[arg(long)]
+    now: Option<String>,
+    #[arg(long)]
+    max_attestation_age_ms: Option<i64>,
+    /// Live tool descriptor digests `{logical_operation: "sha-256:…"}` (the rug-pull check).
+    #[arg(long)]
+    descriptors: Option<PathBuf>,
+    /// Accept narrowing of this protected bound, recording evidence (repeatable).
+    #[arg(long)]
+    acknowledge: Vec<String>,
+    #[arg(long)]
+    json: bool,
 }
 
 fn read(p: &Path) -> anyhow::Result<Vec<u8>> {
@@ -133,139 +137,151 @@ fn conformance_text(report: &blueprint::conformance::Report) -> String {
 }
 
 /// Runs `jcp blueprint …`.
-#[allow(clippy::too_many_lines)] // one arm per subcommand
 pub fn run(args: BlueprintArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        Sub::Conformance { paths, json } => {
-            let mut files = Vec::new();
-            let mut digests = Vec::new();
-            for p in &paths {
-                let (f, d) = blueprint::conformance::collect(p).map_err(|e| at(&e, p))?;
-                files.extend(f);
-                digests.extend(d);
+        Sub::Conformance { paths, json } => conformance(&paths, json),
+        Sub::Reconcile(a) => reconcile_files(a),
+        Sub::Digest { file, json } => digest(&file, json),
+        Sub::Canonical { file } => canonical(&file),
+        Sub::Verify { file, keys: kf, json } => verify(&file, kf.as_ref(), json),
+    }
+}
+
+/// `jcp blueprint conformance`: the case files run, one report.
+fn conformance(paths: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
+    let mut files = Vec::new();
+    let mut digests = Vec::new();
+    for p in paths {
+        let (f, d) = blueprint::conformance::collect(p).map_err(|e| at(&e, p))?;
+        files.extend(f);
+        digests.extend(d);
+    }
+    let mut report = blueprint::conformance::run_files(&files).map_err(|e| at(&e, Path::new("cases")))?;
+    if let [only] = digests.as_slice() {
+        report.corpus_digest = Some(only.to_string());
+    }
+    out::emit(json, &report, || conformance_text(&report))?;
+    Ok(ExitCode::from(if report.green { out::CLEAN } else { out::FINDINGS }))
+}
+
+/// `jcp blueprint reconcile`: a Blueprint and its Deployment reconciled
+/// under the host's inputs (keys, bounds, descriptors, posture): the Evidence.
+fn reconcile_files(a: ReconcileArgs) -> anyhow::Result<ExitCode> {
+    let ReconcileArgs {
+        blueprint,
+        deployment,
+        keys: kf,
+        host_bounds,
+        now,
+        max_attestation_age_ms,
+        descriptors,
+        acknowledge,
+        json,
+    } = a;
+    let bp = read(&blueprint)?;
+    let dep = read(&deployment)?;
+    let mut inputs = Inputs { keys: keys(kf.as_ref())?, ..Inputs::default() };
+    inputs.binding = BindingInputs { now, max_attestation_age_ms, ..BindingInputs::default() };
+    if let Some(d) = &descriptors {
+        let v = blueprint::json::decode(&read(d)?, &Limits::default()).map_err(|e| at(&e, d))?;
+        let m =
+            v.as_object().ok_or_else(|| out::coded("invalid_type", format!("{}: expected an object", d.display())))?;
+        for (op, digest) in m.iter() {
+            if let Some(s) = digest.as_str() {
+                inputs.binding.descriptors.insert(op.clone(), s.to_string());
             }
-            let mut report = blueprint::conformance::run_files(&files).map_err(|e| at(&e, Path::new("cases")))?;
-            if let [only] = digests.as_slice() {
-                report.corpus_digest = Some(only.to_string());
-            }
-            out::emit(json, &report, || conformance_text(&report))?;
-            Ok(ExitCode::from(if report.green { out::CLEAN } else { out::FINDINGS }))
-        }
-        Sub::Reconcile {
-            blueprint,
-            deployment,
-            keys: kf,
-            host_bounds,
-            now,
-            max_attestation_age_ms,
-            descriptors,
-            acknowledge,
-            json,
-        } => {
-            let bp = read(&blueprint)?;
-            let dep = read(&deployment)?;
-            let mut inputs = Inputs { keys: keys(kf.as_ref())?, ..Inputs::default() };
-            inputs.binding = BindingInputs { now, max_attestation_age_ms, ..BindingInputs::default() };
-            if let Some(d) = &descriptors {
-                let v = blueprint::json::decode(&read(d)?, &Limits::default()).map_err(|e| at(&e, d))?;
-                let m = v
-                    .as_object()
-                    .ok_or_else(|| out::coded("invalid_type", format!("{}: expected an object", d.display())))?;
-                for (op, digest) in m.iter() {
-                    if let Some(s) = digest.as_str() {
-                        inputs.binding.descriptors.insert(op.clone(), s.to_string());
-                    }
-                }
-            }
-            if !acknowledge.is_empty() {
-                inputs.posture = blueprint::bounds::Posture::Acknowledge(acknowledge);
-            }
-            if let Some(h) = &host_bounds {
-                let v = blueprint::json::decode(&read(h)?, &Limits::default()).map_err(|e| at(&e, h))?;
-                inputs.host_bounds = Some(v);
-            }
-            let ev = reconcile::reconcile(&bp, &dep, &inputs);
-            out::emit(json, &ev, || ev.to_text())?;
-            Ok(ExitCode::from(if ev.consistent { out::CLEAN } else { out::FINDINGS }))
-        }
-        Sub::Digest { file, json } => {
-            let bytes = read(&file)?;
-            let v = blueprint::canon::decode_canonical(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
-            let Some(kind) = kind_of(&v) else {
-                return Err(out::coded(
-                    "invalid_type",
-                    format!(
-                        "{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)",
-                        file.display()
-                    ),
-                ));
-            };
-            let m = v.as_object().cloned().unwrap_or_default();
-            let computed = artifact::compute_digest(kind, &m).map_err(|e| at(&e, &file))?;
-            let declared = m.get(kind.digest_member()).and_then(Value::as_str).unwrap_or_default().to_string();
-            let matches = declared == computed.to_string();
-            let body =
-                serde_json::json!({"kind": kind, "computed": computed, "declared": declared, "matches": matches});
-            out::emit(json, &body, || {
-                format!(
-                    "{computed}\n{}",
-                    if matches {
-                        "matches the declared digest"
-                    } else {
-                        "DOES NOT match the declared digest (digest_mismatch)"
-                    }
-                )
-            })?;
-            Ok(ExitCode::from(if matches { out::CLEAN } else { out::FINDINGS }))
-        }
-        Sub::Canonical { file } => {
-            let bytes = read(&file)?;
-            let v = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
-            let s = blueprint::canon::canonical_string(&v).map_err(|e| at(&e, &file))?;
-            println!("{s}");
-            Ok(ExitCode::from(out::CLEAN))
-        }
-        Sub::Verify { file, keys: kf, json } => {
-            let bytes = read(&file)?;
-            let keyset = keys(kf.as_ref())?;
-            let probe = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, &file))?;
-            let kind = kind_of(&probe).unwrap_or(Kind::Blueprint);
-            let a = match artifact::decode(kind, &bytes, &Limits::default()) {
-                Ok(a) => a,
-                Err(e) if is_unreadable(&e) => return Err(at(&e, &file)),
-                Err(e) => {
-                    let body = serde_json::json!({"kind": kind, "valid": false, "error": e});
-                    out::emit(json, &body, || format!("INVALID {kind:?}: {e}"))?;
-                    return Ok(ExitCode::from(out::FINDINGS));
-                }
-            };
-            let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
-            let mut checks = signature::verify_all(sigs, kind.purpose(), &a.digest, &keyset);
-            checks.extend(signature::verify_attestations(
-                a.get("attestations").and_then(Value::as_array).unwrap_or_default(),
-            ));
-            // Nothing verified is not a verification: an unsigned artifact is a finding.
-            let all = !checks.is_empty() && checks.iter().all(|c| c.verified);
-            let body = serde_json::json!({"kind": kind, "valid": true, "digest": a.digest, "signatures": checks, "all_verified": all});
-            out::emit(json, &body, || {
-                let mut s = format!("valid {kind:?}, digest {}\n", a.digest);
-                if checks.is_empty() {
-                    s.push_str("no signature to verify (unsigned: nothing is established)\n");
-                }
-                for c in &checks {
-                    let _ = writeln!(
-                        s,
-                        "  {} {} kid={} {}{}",
-                        if c.verified { "ok  " } else { "FAIL" },
-                        c.purpose,
-                        c.key_id,
-                        c.code.as_deref().map(|x| format!("[{x}] ")).unwrap_or_default(),
-                        c.detail
-                    );
-                }
-                s
-            })?;
-            Ok(ExitCode::from(if all { out::CLEAN } else { out::FINDINGS }))
         }
     }
+    if !acknowledge.is_empty() {
+        inputs.posture = blueprint::bounds::Posture::Acknowledge(acknowledge);
+    }
+    if let Some(h) = &host_bounds {
+        let v = blueprint::json::decode(&read(h)?, &Limits::default()).map_err(|e| at(&e, h))?;
+        inputs.host_bounds = Some(v);
+    }
+    let ev = reconcile::reconcile(&bp, &dep, &inputs);
+    out::emit(json, &ev, || ev.to_text())?;
+    Ok(ExitCode::from(if ev.consistent { out::CLEAN } else { out::FINDINGS }))
+}
+
+/// `jcp blueprint digest`: an artifact's content digest recomputed and
+/// compared with the declared one.
+fn digest(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let bytes = read(file)?;
+    let v = blueprint::canon::decode_canonical(&bytes, &Limits::default()).map_err(|e| at(&e, file))?;
+    let Some(kind) = kind_of(&v) else {
+        return Err(out::coded(
+            "invalid_type",
+            format!("{}: neither a Blueprint (content_digest) nor a Deployment (deployment_digest)", file.display()),
+        ));
+    };
+    let m = v.as_object().cloned().unwrap_or_default();
+    let computed = artifact::compute_digest(kind, &m).map_err(|e| at(&e, file))?;
+    let declared = m.get(kind.digest_member()).and_then(Value::as_str).unwrap_or_default().to_string();
+    let matches = declared == computed.to_string();
+    let body = serde_json::json!({"kind": kind, "computed": computed, "declared": declared, "matches": matches});
+    out::emit(json, &body, || {
+        format!(
+            "{computed}\n{}",
+            if matches {
+                "matches the declared digest"
+            } else {
+                "DOES NOT match the declared digest (digest_mismatch)"
+            }
+        )
+    })?;
+    Ok(ExitCode::from(if matches { out::CLEAN } else { out::FINDINGS }))
+}
+
+/// `jcp blueprint canonical`: the RFC 8785 canonical form of a JSON file.
+fn canonical(file: &Path) -> anyhow::Result<ExitCode> {
+    let bytes = read(file)?;
+    let v = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, file))?;
+    let s = blueprint::canon::canonical_string(&v).map_err(|e| at(&e, file))?;
+    println!("{s}");
+    Ok(ExitCode::from(out::CLEAN))
+}
+
+/// `jcp blueprint verify`: an artifact decoded and its signatures and
+/// attestations verified.
+fn verify(file: &Path, kf: Option<&PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let bytes = read(file)?;
+    let keyset = keys(kf)?;
+    let probe = blueprint::json::decode(&bytes, &Limits::default()).map_err(|e| at(&e, file))?;
+    let kind = kind_of(&probe).unwrap_or(Kind::Blueprint);
+    let a = match artifact::decode(kind, &bytes, &Limits::default()) {
+        Ok(a) => a,
+        Err(e) if is_unreadable(&e) => return Err(at(&e, file)),
+        Err(e) => {
+            let body = serde_json::json!({"kind": kind, "valid": false, "error": e});
+            out::emit(json, &body, || format!("INVALID {kind:?}: {e}"))?;
+            return Ok(ExitCode::from(out::FINDINGS));
+        }
+    };
+    let sigs = a.get("signatures").and_then(Value::as_array).unwrap_or_default();
+    let mut checks = signature::verify_all(sigs, kind.purpose(), &a.digest, &keyset);
+    checks.extend(signature::verify_attestations(a.get("attestations").and_then(Value::as_array).unwrap_or_default()));
+    // Nothing verified is not a verification: an unsigned artifact is a finding.
+    let all = !checks.is_empty() && checks.iter().all(|c| c.verified);
+    let body =
+        serde_json::json!({"kind": kind, "valid": true, "digest": a.digest, "signatures": checks, "all_verified": all});
+    out::emit(json, &body, || {
+        let mut s = format!("valid {kind:?}, digest {}\n", a.digest);
+        if checks.is_empty() {
+            s.push_str("no signature to verify (unsigned: nothing is established)\n");
+        }
+        for c in &checks {
+            let _ = writeln!(
+                s,
+                "  {} {} kid={} {}{}",
+                if c.verified { "ok  " } else { "FAIL" },
+                c.purpose,
+                c.key_id,
+                c.code.as_deref().map(|x| format!("[{x}] ")).unwrap_or_default(),
+                c.detail
+            );
+        }
+        s
+    })?;
+    Ok(ExitCode::from(if all { out::CLEAN } else { out::FINDINGS }))
 }

@@ -2,6 +2,7 @@
 //! statement, verify a statement or an overdraft proof, audit a sequence of
 //! statements into the merged ledger and, when over budget, its proof.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -109,7 +110,7 @@ pub fn run(a: ChannelArgs) -> anyhow::Result<ExitCode> {
                         ),
                         Err(e) => format!("statement {}: refused: {e}\n", s.id()),
                     };
-                    let code = r.as_ref().map_or_else(|e| e.code(), |()| "ok");
+                    let code = r.as_ref().map_or_else(jcp::Error::code, |()| "ok");
                     (json!({"kind": "statement", "id": s.id(), "statement": st, "code": code}), r.is_ok(), text)
                 }
                 Artifact::Proof(p) => {
@@ -161,8 +162,9 @@ fn human(r: &jcp::channel::AuditReport, files: &[PathBuf], proof_out: Option<&Pa
     for (step, f) in r.steps.iter().zip(files) {
         let c = &step.claim;
         if step.code == "admitted" {
-            s += &format!(
-                "#{} {}: admitted: {} spent {} µJ at seq {}\n",
+            let _ = writeln!(
+                s,
+                "#{} {}: admitted: {} spent {} µJ at seq {}",
                 step.index,
                 f.display(),
                 c.point,
@@ -170,28 +172,31 @@ fn human(r: &jcp::channel::AuditReport, files: &[PathBuf], proof_out: Option<&Pa
                 c.seq
             );
         } else {
-            s += &format!("#{} {}: refused: {}\n", step.index, f.display(), step.message);
+            let _ = writeln!(s, "#{} {}: refused: {}", step.index, f.display(), step.message);
         }
     }
     let l = &r.ledger;
-    s += &format!(
-        "ledger: grant {} budget {} µJ{}\n",
+    let _ = writeln!(
+        s,
+        "ledger: grant {} budget {} µJ{}",
         l.grant_id,
         l.budget_uj,
         if r.members_given { "" } else { " (members: the points the statements name)" }
     );
     for p in &l.points {
-        s += &format!(
-            "  {}: {} µJ settled{}\n",
+        let _ = writeln!(
+            s,
+            "  {}: {} µJ settled{}",
             p.point,
             p.settled_uj,
             p.seq.map_or(" (no statement)".to_owned(), |q| format!(" at seq {q}"))
         );
     }
-    s += &format!("  total {} µJ of {} µJ\n", l.total_uj, l.budget_uj);
+    let _ = writeln!(s, "  total {} µJ of {} µJ", l.total_uj, l.budget_uj);
     match &r.overdraft {
         Some(o) => {
-            s += &format!(
+            let _ = write!(
+                s,
                 "OVERDRAFT: {} µJ past the budget, provable from {} signed statement(s)",
                 o.overdraft_uj,
                 o.points.len()
@@ -204,7 +209,7 @@ fn human(r: &jcp::channel::AuditReport, files: &[PathBuf], proof_out: Option<&Pa
         None => s += "within budget\n",
     }
     if r.refused > 0 {
-        s += &format!("{} statement(s) refused\n", r.refused);
+        let _ = writeln!(s, "{} statement(s) refused", r.refused);
     }
     s
 }

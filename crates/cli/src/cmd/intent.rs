@@ -12,6 +12,7 @@
 //!   any JSON value.
 //! - `jcp intent schema`: the `schema.json` generated from the validator.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -305,9 +306,6 @@ fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let (a, b) = (read_doc(&args.first)?, read_doc(&args.second)?);
-    let (sa, sb) = (intent::inspect::subject(&a), intent::inspect::subject(&b));
-    let c = intent::compare(sa, sb).map_err(|e| out::coded(e.error.code(), e.to_string()))?;
     #[derive(Serialize)]
     struct CompareReport<'a> {
         first: String,
@@ -318,6 +316,9 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         #[serde(flatten)]
         comparison: &'a intent::Comparison,
     }
+    let (a, b) = (read_doc(&args.first)?, read_doc(&args.second)?);
+    let (sa, sb) = (intent::inspect::subject(&a), intent::inspect::subject(&b));
+    let c = intent::compare(sa, sb).map_err(|e| out::coded(e.error.code(), e.to_string()))?;
     let refusal = |v: &intent::Value| intent::inspect::inspect_value(v).refusal;
     let report = CompareReport {
         first: args.first.display().to_string(),
@@ -333,21 +334,23 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         );
         for (side, r) in [("first", &report.first_refusal), ("second", &report.second_refusal)] {
             if let Some(r) = r {
-                t += &format!("{side} is refused as a binding: {} {} ({})\n", r.code, r.message, r.rule);
+                let _ = writeln!(t, "{side} is refused as a binding: {} {} ({})", r.code, r.message, r.rule);
             }
         }
         if c.same_intent {
             t += "SAME INTENT: equal canonical bytes, equal hash\n";
         } else {
-            t += &format!(
-                "DIFFERENT INTENTS: {} propert{} differ (§6)\n",
+            let _ = writeln!(
+                t,
+                "DIFFERENT INTENTS: {} propert{} differ (§6)",
                 c.differences.len(),
                 if c.differences.len() == 1 { "y" } else { "ies" }
             );
             for d in &c.differences {
                 let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
-                t += &format!(
-                    "  {:<8} {}: {} -> {}\n",
+                let _ = writeln!(
+                    t,
+                    "  {:<8} {}: {} -> {}",
                     format!("{:?}", d.change).to_lowercase(),
                     d.path,
                     side(&d.left),

@@ -61,63 +61,71 @@ enum RunCmd {
         json: bool,
     },
     /// Appends a checkpoint signed by the agent (the active grant's subject).
-    Checkpoint {
-        /// The run file (appended to).
-        #[arg(long)]
-        run: PathBuf,
-        /// The agent's key file.
-        #[arg(long)]
-        key: PathBuf,
-        /// The state commitment: 64 hex digits, or text:NAME.
-        #[arg(long)]
-        state: String,
-        /// Unix seconds of the checkpoint.
-        #[arg(long)]
-        at: u64,
-        /// The run's cumulative spend in µJ (omit to state none: it is then unknown, never zero).
-        #[arg(long)]
-        spent_uj: Option<u64>,
-        /// Provenance of the spend: `HwShunt`, `ModelBased` or `Estimator`.
-        #[arg(long, requires = "spent_uj")]
-        provenance: Option<String>,
-        /// The nonce as 32 hex digits (default: fresh randomness).
-        #[arg(long)]
-        nonce: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Checkpoint(CheckpointArgs),
     /// Appends an amendment at the latest checkpoint, signed by the grant's issuer, and its continuation grant.
-    Amend {
-        /// The run file (appended to).
-        #[arg(long)]
-        run: PathBuf,
-        /// The issuer's key file.
-        #[arg(long)]
-        key: PathBuf,
-        /// The new budget in µJ (at most what the grant has left at the checkpoint).
-        #[arg(long)]
-        budget_uj: u64,
-        /// A new, earlier expiry (unix seconds).
-        #[arg(long)]
-        expiry: Option<u64>,
-        /// A new instruction-set commitment: 64 hex digits, or text:NAME.
-        #[arg(long)]
-        instructions: Option<String>,
-        /// A caveat the continuation adds (repeatable; Name=argument as `jcp grant issue --caveat`, e.g. MaxCostUj=100).
-        #[arg(long = "caveat")]
-        caveats: Vec<String>,
-        /// Also write the continuation grant to this file.
-        #[arg(long)]
-        continuation_out: Option<PathBuf>,
-        /// The amendment's nonce as 32 hex digits (default: fresh randomness).
-        #[arg(long)]
-        nonce: Option<String>,
-        /// The continuation grant's nonce as 32 hex digits (default: fresh randomness).
-        #[arg(long)]
-        continuation_nonce: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Amend(AmendArgs),
+}
+
+// The flags of `jcp run checkpoint` (its help is the variant's doc line).
+#[derive(Debug, Args)]
+struct CheckpointArgs {
+    /// The run file (appended to).
+    #[arg(long)]
+    run: PathBuf,
+    /// The agent's key file.
+    #[arg(long)]
+    key: PathBuf,
+    /// The state commitment: 64 hex digits, or text:NAME.
+    #[arg(long)]
+    state: String,
+    /// Unix seconds of the checkpoint.
+    #[arg(long)]
+    at: u64,
+    /// The run's cumulative spend in µJ (omit to state none: it is then unknown, never zero).
+    #[arg(long)]
+    spent_uj: Option<u64>,
+    /// Provenance of the spend: `HwShunt`, `ModelBased` or `Estimator`.
+    #[arg(long, requires = "spent_uj")]
+    provenance: Option<String>,
+    /// The nonce as 32 hex digits (default: fresh randomness).
+    #[arg(long)]
+    nonce: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+// The flags of `jcp run amend` (its help is the variant's doc line).
+#[derive(Debug, Args)]
+struct AmendArgs {
+    /// The run file (appended to).
+    #[arg(long)]
+    run: PathBuf,
+    /// The issuer's key file.
+    #[arg(long)]
+    key: PathBuf,
+    /// The new budget in µJ (at most what the grant has left at the checkpoint).
+    #[arg(long)]
+    budget_uj: u64,
+    /// A new, earlier expiry (unix seconds).
+    #[arg(long)]
+    expiry: Option<u64>,
+    /// A new instruction-set commitment: 64 hex digits, or text:NAME.
+    #[arg(long)]
+    instructions: Option<String>,
+    /// A caveat the continuation adds (repeatable; Name=argument as `jcp grant issue --caveat`, e.g. MaxCostUj=100).
+    #[arg(long = "caveat")]
+    caveats: Vec<String>,
+    /// Also write the continuation grant to this file.
+    #[arg(long)]
+    continuation_out: Option<PathBuf>,
+    /// The amendment's nonce as 32 hex digits (default: fresh randomness).
+    #[arg(long)]
+    nonce: Option<String>,
+    /// The continuation grant's nonce as 32 hex digits (default: fresh randomness).
+    #[arg(long)]
+    continuation_nonce: Option<String>,
+    #[arg(long)]
+    json: bool,
 }
 
 use crate::out::core_err;
@@ -235,138 +243,147 @@ fn report_human(r: &RunReport) -> String {
     s
 }
 
-#[allow(clippy::too_many_lines)] // one arm per subcommand, each short
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     match args.cmd {
-        RunCmd::Demo { path, seed, json } => {
-            let s = steering::demo::write_demo_run(&path, seed).map_err(|e| core_err(&path, &e))?;
-            emit(json, &s, || {
-                format!(
-                    "demo run written to {} (seed {seed}): {} records, {} checkpoints, {} amendment(s), {} bytes, {}\n  run grant {}\n  steward   {}\n  agent     {}",
-                    path.display(),
-                    s.records,
-                    s.checkpoints,
-                    s.amendments,
-                    s.bytes,
-                    if s.clean { "verifies clean" } else { "HAS FINDINGS" },
-                    s.run_grant,
-                    s.issuer,
-                    s.agent
-                )
-            })?;
-            Ok(ExitCode::from(if s.clean { CLEAN } else { FINDINGS }))
-        }
-        RunCmd::Verify { path, key_logs, json } => {
-            let mut ring = jcp::rotation::KeyRing::new();
-            for f in &key_logs {
-                ring.add(&crate::cmd::identity::read_log(f)?).map_err(|e| core_err(f, &e))?;
-            }
-            let run = read_run(&path)?.with_key_ring(ring);
-            let report = run.verify().map_err(|e| core_err(&path, &e))?;
-            emit(json, &report, || report_human(&report))?;
-            Ok(ExitCode::from(if report.clean { CLEAN } else { FINDINGS }))
-        }
-        RunCmd::New { grant, out, json } => {
-            let bytes = std::fs::read(&grant).with_context(|| format!("reading {}", grant.display()))?;
-            let g = SignedGrant::from_bytes(&bytes).map_err(|e| core_err(&grant, &e))?;
-            if !g.verify_signature() {
-                return Err(coded(
-                    "bad-signature",
-                    format!("{}: the grant's signature does not verify", grant.display()),
-                ));
-            }
-            if out.exists() {
-                return Err(coded("file-exists", format!("{} exists; a run is started once", out.display())));
-            }
-            let run = Run::new(g.clone());
-            write_run(&out, &run)?;
-            emit(
-                json,
-                &json!({"run": out, "grant": g.id(), "agent": g.grant().subject, "issuer": g.grant().issuer}),
-                || format!("run {} started under grant {}", out.display(), g.id()),
-            )?;
-            Ok(ExitCode::from(CLEAN))
-        }
-        RunCmd::Checkpoint { run: path, key, state, at, spent_uj, provenance, nonce, json } => {
-            let mut run = read_run(&path)?;
-            let agent = read_key(&key)?;
-            let spent = match spent_uj {
-                None => None,
-                Some(n) => {
-                    let p = provenance.as_deref().unwrap_or("Estimator");
-                    let provenance = Provenance::parse(p).ok_or_else(|| {
-                        coded("invalid-provenance", format!("{p:?}: expected HwShunt, ModelBased or Estimator"))
-                    })?;
-                    Some(Spent { uj: n, provenance })
-                }
-            };
-            let input = CheckpointInput {
-                state: commitment(&state, "--state")?,
-                at,
-                spent,
-                nonce: nonce_arg(nonce.as_ref(), "--nonce")?,
-            };
-            let cp = run.checkpoint(&agent, input).map_err(|e| core_err(&path, &e))?;
-            write_run(&path, &run)?;
-            let c = cp.checkpoint();
-            emit(
-                json,
-                &json!({"id": cp.id(), "seq": c.seq, "grant_id": c.grant_id, "checkpoint": c, "run": path}),
-                || {
-                    format!(
-                        "checkpoint seq {} ({}) appended to {}\n  spent {}",
-                        c.seq,
-                        cp.id(),
-                        path.display(),
-                        c.spent.map_or_else(|| "not stated".to_owned(), |s| format!("{} {}", uj(s.uj), s.provenance))
-                    )
-                },
-            )?;
-            Ok(ExitCode::from(CLEAN))
-        }
-        RunCmd::Amend {
-            run: path,
-            key,
-            budget_uj,
-            expiry,
-            instructions,
-            caveats,
-            continuation_out,
-            nonce,
-            continuation_nonce,
-            json,
-        } => {
-            let mut run = read_run(&path)?;
-            let issuer = read_key(&key)?;
-            let input = AmendInput {
-                budget_uj,
-                expiry,
-                instructions: instructions.as_deref().map(|i| commitment(i, "--instructions")).transpose()?,
-                nonce: nonce_arg(nonce.as_ref(), "--nonce")?,
-                continuation_nonce: nonce_arg(continuation_nonce.as_ref(), "--continuation-nonce")?,
-                add_caveats: caveats.iter().map(|c| parse_caveat(c)).collect::<anyhow::Result<Vec<_>>>()?,
-            };
-            let (am, cont) = run.amend(&issuer, input).map_err(|e| core_err(&path, &e))?;
-            write_run(&path, &run)?;
-            if let Some(out) = &continuation_out {
-                std::fs::write(out, cont.to_bytes()).with_context(|| format!("writing {}", out.display()))?;
-            }
-            let a = am.amendment();
-            emit(
-                json,
-                &json!({"id": am.id(), "amendment": a, "continuation": cont.id(), "continuation_grant": cont.grant(), "run": path}),
-                || {
-                    format!(
-                        "amendment {} appended to {}\n  at checkpoint {}\n  budget {}\n  continuation grant {}",
-                        am.id(),
-                        path.display(),
-                        a.checkpoint,
-                        uj(a.budget_uj),
-                        cont.id()
-                    )
-                },
-            )?;
-            Ok(ExitCode::from(CLEAN))
-        }
+        RunCmd::Demo { path, seed, json } => demo(&path, seed, json),
+        RunCmd::Verify { path, key_logs, json } => verify(&path, &key_logs, json),
+        RunCmd::New { grant, out, json } => start(&grant, &out, json),
+        RunCmd::Checkpoint(a) => checkpoint(a),
+        RunCmd::Amend(a) => amend(a),
     }
+}
+
+/// `jcp run demo`: the deterministic demo run, written and verified.
+fn demo(path: &Path, seed: u64, json: bool) -> anyhow::Result<ExitCode> {
+    let s = steering::demo::write_demo_run(path, seed).map_err(|e| core_err(path, &e))?;
+    emit(json, &s, || {
+        format!(
+            "demo run written to {} (seed {seed}): {} records, {} checkpoints, {} amendment(s), {} bytes, {}\n  run grant {}\n  steward   {}\n  agent     {}",
+            path.display(),
+            s.records,
+            s.checkpoints,
+            s.amendments,
+            s.bytes,
+            if s.clean { "verifies clean" } else { "HAS FINDINGS" },
+            s.run_grant,
+            s.issuer,
+            s.agent
+        )
+    })?;
+    Ok(ExitCode::from(if s.clean { CLEAN } else { FINDINGS }))
+}
+
+/// `jcp run verify`: the run verified (§4.7), under the key logs of
+/// stewards that rotated their keys (§2.1).
+fn verify(path: &Path, key_logs: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
+    let mut ring = jcp::rotation::KeyRing::new();
+    for f in key_logs {
+        ring.add(&crate::cmd::identity::read_log(f)?).map_err(|e| core_err(f, &e))?;
+    }
+    let run = read_run(path)?.with_key_ring(ring);
+    let report = run.verify().map_err(|e| core_err(path, &e))?;
+    emit(json, &report, || report_human(&report))?;
+    Ok(ExitCode::from(if report.clean { CLEAN } else { FINDINGS }))
+}
+
+/// `jcp run new`: a run file started under a verified grant.
+fn start(grant: &Path, out: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let bytes = std::fs::read(grant).with_context(|| format!("reading {}", grant.display()))?;
+    let g = SignedGrant::from_bytes(&bytes).map_err(|e| core_err(grant, &e))?;
+    if !g.verify_signature() {
+        return Err(coded("bad-signature", format!("{}: the grant's signature does not verify", grant.display())));
+    }
+    if out.exists() {
+        return Err(coded("file-exists", format!("{} exists; a run is started once", out.display())));
+    }
+    let run = Run::new(g.clone());
+    write_run(out, &run)?;
+    emit(json, &json!({"run": out, "grant": g.id(), "agent": g.grant().subject, "issuer": g.grant().issuer}), || {
+        format!("run {} started under grant {}", out.display(), g.id())
+    })?;
+    Ok(ExitCode::from(CLEAN))
+}
+
+/// `jcp run checkpoint`: a checkpoint signed by the agent, appended.
+fn checkpoint(a: CheckpointArgs) -> anyhow::Result<ExitCode> {
+    let CheckpointArgs { run: path, key, state, at, spent_uj, provenance, nonce, json } = a;
+    let mut run = read_run(&path)?;
+    let agent = read_key(&key)?;
+    let spent = match spent_uj {
+        None => None,
+        Some(n) => {
+            let p = provenance.as_deref().unwrap_or("Estimator");
+            let provenance = Provenance::parse(p).ok_or_else(|| {
+                coded("invalid-provenance", format!("{p:?}: expected HwShunt, ModelBased or Estimator"))
+            })?;
+            Some(Spent { uj: n, provenance })
+        }
+    };
+    let input = CheckpointInput {
+        state: commitment(&state, "--state")?,
+        at,
+        spent,
+        nonce: nonce_arg(nonce.as_ref(), "--nonce")?,
+    };
+    let cp = run.checkpoint(&agent, input).map_err(|e| core_err(&path, &e))?;
+    write_run(&path, &run)?;
+    let c = cp.checkpoint();
+    emit(json, &json!({"id": cp.id(), "seq": c.seq, "grant_id": c.grant_id, "checkpoint": c, "run": path}), || {
+        format!(
+            "checkpoint seq {} ({}) appended to {}\n  spent {}",
+            c.seq,
+            cp.id(),
+            path.display(),
+            c.spent.map_or_else(|| "not stated".to_owned(), |s| format!("{} {}", uj(s.uj), s.provenance))
+        )
+    })?;
+    Ok(ExitCode::from(CLEAN))
+}
+
+/// `jcp run amend`: an amendment at the latest checkpoint and its
+/// continuation grant, signed by the grant's issuer, appended.
+fn amend(a: AmendArgs) -> anyhow::Result<ExitCode> {
+    let AmendArgs {
+        run: path,
+        key,
+        budget_uj,
+        expiry,
+        instructions,
+        caveats,
+        continuation_out,
+        nonce,
+        continuation_nonce,
+        json,
+    } = a;
+    let mut run = read_run(&path)?;
+    let issuer = read_key(&key)?;
+    let input = AmendInput {
+        budget_uj,
+        expiry,
+        instructions: instructions.as_deref().map(|i| commitment(i, "--instructions")).transpose()?,
+        nonce: nonce_arg(nonce.as_ref(), "--nonce")?,
+        continuation_nonce: nonce_arg(continuation_nonce.as_ref(), "--continuation-nonce")?,
+        add_caveats: caveats.iter().map(|c| parse_caveat(c)).collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    let (am, cont) = run.amend(&issuer, input).map_err(|e| core_err(&path, &e))?;
+    write_run(&path, &run)?;
+    if let Some(out) = &continuation_out {
+        std::fs::write(out, cont.to_bytes()).with_context(|| format!("writing {}", out.display()))?;
+    }
+    let a = am.amendment();
+    emit(
+        json,
+        &json!({"id": am.id(), "amendment": a, "continuation": cont.id(), "continuation_grant": cont.grant(), "run": path}),
+        || {
+            format!(
+                "amendment {} appended to {}\n  at checkpoint {}\n  budget {}\n  continuation grant {}",
+                am.id(),
+                path.display(),
+                a.checkpoint,
+                uj(a.budget_uj),
+                cont.id()
+            )
+        },
+    )?;
+    Ok(ExitCode::from(CLEAN))
 }

@@ -13,6 +13,7 @@
 //! - `jcp stream settle PATH --receipt ID --status completed|failed --note TEXT --key K`:
 //!   an operator's signed settlement note of an unresolved decision (§4.11).
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -237,13 +238,11 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
                     report.torn_cut.map_or("none".into(), |t| format!("{} bytes at {}", t.len, t.offset))
                 );
                 for (code, n) in &report.rejected {
-                    s.push_str(&format!("  refused {code}: {n}\n"));
+                    let _ = writeln!(s, "  refused {code}: {n}");
                 }
                 for u in &report.unresolved {
-                    s.push_str(&format!(
-                        "  unresolved @{}: {} {} µJ held by {}\n",
-                        u.offset, u.action, u.cost_uj, u.holder
-                    ));
+                    let _ =
+                        writeln!(s, "  unresolved @{}: {} {} µJ held by {}", u.offset, u.action, u.cost_uj, u.holder);
                 }
                 s
             })?;

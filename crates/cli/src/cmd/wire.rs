@@ -1,6 +1,7 @@
 //! `jcp serve`, `jcp call`, `jcp feed`: the enforcement point on the wire
 //! (spec §11, §4.3 propagation, §4.7 amendments, §4.11).
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,12 +27,12 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
-fn wire_err(e: jcp_wire::WireError) -> anyhow::Error {
+fn wire_err(e: &jcp_wire::WireError) -> anyhow::Error {
     coded(e.code(), e.to_string())
 }
 
 fn parse_addr(s: &str) -> anyhow::Result<Address> {
-    s.parse::<Address>().map_err(wire_err)
+    s.parse::<Address>().map_err(|e| wire_err(&e))
 }
 
 // ------------------------------------------------------------------ serve
@@ -110,8 +111,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(m) => Some(bind_metrics(m).await?),
             None => None,
         };
-        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(wire_err)?;
-        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(wire_err)?;
+        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(|e| wire_err(&e))?;
+        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
         let metrics_url = metrics.as_ref().map(|(_, u)| u.clone());
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
         let r = &report.replay;
@@ -123,15 +124,15 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             || {
                 let mut s = String::new();
                 for l in &listening {
-                    s += &format!("jcp serve: listening on {l}\n");
+                    let _ = writeln!(s, "jcp serve: listening on {l}");
                 }
                 if let Some(u) = &metrics_url {
                     s += "jcp serve: metrics on ";
                     s += u;
                     s += "\n";
                 }
-                s += &format!(
-                    "jcp serve: record {} (steward {}): replayed {} receipts ({} allows), {} refused, {} unresolved, {} requests remembered\n",
+                let _ = writeln!(s,
+                    "jcp serve: record {} (steward {}): replayed {} receipts ({} allows), {} refused, {} unresolved, {} requests remembered",
                     a.stream.display(),
                     steward_did,
                     r.verified,
@@ -164,7 +165,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(t) = &exposition {
             t.abort();
         }
-        endpoint.shutdown().await.map_err(wire_err)?;
+        endpoint.shutdown().await.map_err(|e| wire_err(&e))?;
         for p in unix_paths {
             let _ = std::fs::remove_file(p);
         }
@@ -218,6 +219,7 @@ pub struct CallArgs {
     #[arg(long, default_value_t = 0)]
     cost_uj: u64,
     /// HwShunt | ModelBased | Estimator.
+    #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
     #[arg(long, default_value = "Estimator")]
     provenance: String,
     /// Mark the cost Partial (§5.2).
@@ -293,7 +295,7 @@ fn response_json(r: &WireResponse) -> serde_json::Value {
     let receipt = jcp_receipt::verify_receipt(&r.receipt, None);
     json!({
         "verdict": match r.decision.verdict { Verdict::Allow => "allow", Verdict::Deny(_) => "deny" },
-        "reason": r.decision.reason().map(|x| x.as_str()),
+        "reason": r.decision.reason().map(jcp::decision::Reason::as_str),
         "debited_uj": r.decision.debited_uj,
         "budget_uj": r.decision.budget_uj,
         "budget_remaining_uj": r.decision.budget_remaining_uj,
@@ -307,9 +309,9 @@ fn response_json(r: &WireResponse) -> serde_json::Value {
     })
 }
 
-pub fn run_call(a: CallArgs) -> anyhow::Result<ExitCode> {
+pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     let addr = parse_addr(&a.connect)?;
-    let req = build_request(&a)?;
+    let req = build_request(a)?;
     if let Some(p) = &a.save_request {
         std::fs::write(p, req.to_bytes()).with_context(|| format!("writing {}", p.display()))?;
     }
@@ -318,7 +320,7 @@ pub fn run_call(a: CallArgs) -> anyhow::Result<ExitCode> {
         let mut c = jcp_wire::client::Client::connect(&addr).await?;
         c.call(&req).await
     });
-    let resp = resp.map_err(wire_err)?;
+    let resp = resp.map_err(|e| wire_err(&e))?;
     if let Some(p) = &a.receipt_out {
         std::fs::write(p, &resp.receipt).with_context(|| format!("writing {}", p.display()))?;
     }
@@ -334,8 +336,9 @@ pub fn run_call(a: CallArgs) -> anyhow::Result<ExitCode> {
                 format!("deny ({r}): nothing debited; {} µJ of {} µJ remain\n", d.budget_remaining_uj, d.budget_uj)
             }
         };
-        s += &format!(
-            "receipt {} ({} bytes, signature {}, steward {}, known_through {})\n",
+        let _ = writeln!(
+            s,
+            "receipt {} ({} bytes, signature {}, steward {}, known_through {})",
             j["receipt"]["id"].as_str().unwrap_or_default(),
             resp.receipt.len(),
             j["receipt"]["signature"].as_str().unwrap_or_default(),
@@ -498,7 +501,7 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             let mut c = jcp_wire::client::Client::connect(&addr).await?;
             c.feed(&feed).await
         })
-        .map_err(wire_err)?;
+        .map_err(|e| wire_err(&e))?;
     emit(json, &ans, || {
         format!(
             "{}: {} ({}); known_through {}\n",
@@ -567,7 +570,7 @@ fn ask_statement(
             })?;
             return Ok(ExitCode::from(FINDINGS));
         }
-        Err(e) => return Err(wire_err(e)),
+        Err(e) => return Err(wire_err(&e)),
     };
     super::core::write_object(out, &st.to_bytes())?;
     let c = st.statement();

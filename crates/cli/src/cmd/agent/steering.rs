@@ -1,0 +1,161 @@
+//! The run file as the agent keeps it (§4.7): read (again, while the
+//! steward's writer replaces it), written atomically, opened at start; a
+//! steering (checkpoint, amendment, continuation grant) found and verified
+//! before the agent follows it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use jcp::cbor::ContentId;
+use jcp::grant::SignedGrant;
+use jcp::steering::{self, Record, Run, RunReport, SignedAmendment, SignedCheckpoint};
+
+use super::READ_ATTEMPTS;
+use crate::out::{coded, core_err};
+
+/// Reads the run file, reading again on a failure a few times: the
+/// steward's writer may be replacing it while it is read.
+pub(super) async fn read_run(path: &Path) -> anyhow::Result<Run> {
+    let mut attempt = 0;
+    loop {
+        match Run::read(path) {
+            Ok(r) => return Ok(r),
+            Err(e) if attempt + 1 >= READ_ATTEMPTS => {
+                return Err(coded(
+                    e.code(),
+                    format!("{}: the run file could not be read ({READ_ATTEMPTS} attempts): {e}", path.display()),
+                ))
+            }
+            Err(_) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(25 * u64::from(attempt))).await;
+            }
+        }
+    }
+}
+
+/// Writes the whole run to a sibling temporary file, then renames it over
+/// the original, so a reader never sees half a record. The temporary name
+/// is the agent's own (`jcp run` uses another).
+pub(super) fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
+    let tmp = path.with_extension("jcprun.agent-tmp");
+    std::fs::write(&tmp, run.to_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// The chain after a continuation grant replaces the leaf: the
+/// continuation takes the steered grant's place (same parent, §4.7), so a
+/// root re-issue is a chain of its own.
+pub(super) fn continue_chain(chain: &[SignedGrant], cont: &SignedGrant) -> Vec<SignedGrant> {
+    match (cont.grant().parent, chain.split_last()) {
+        (Some(_), Some((_, above))) => above.iter().cloned().chain(std::iter::once(cont.clone())).collect(),
+        _ => vec![cont.clone()],
+    }
+}
+
+/// A steering of `steered` found in a run: the checkpoint, the amendment
+/// citing it, and the continuation grant right after the amendment.
+pub(super) struct Steering {
+    pub(super) cp: SignedCheckpoint,
+    pub(super) am: SignedAmendment,
+    pub(super) cont: SignedGrant,
+}
+
+/// Finds the amendment of `steered` in the run and its continuation grant
+/// (the record right after it). `None` while either is missing.
+pub(super) fn find_steering(run: &Run, steered: &ContentId) -> Option<Steering> {
+    let recs = run.records();
+    let (i, am) = recs.iter().enumerate().find_map(|(i, r)| match r {
+        Record::Amendment(a) if a.amendment().grant_id == *steered => Some((i, a)),
+        _ => None,
+    })?;
+    let cont = match recs.get(i + 1) {
+        Some(Record::Grant(g)) if g.id() == am.amendment().continuation => g.clone(),
+        _ => return None,
+    };
+    let cp = recs.iter().find_map(|r| match r {
+        Record::Checkpoint(c) if c.id() == am.amendment().checkpoint => Some(c.clone()),
+        _ => None,
+    })?;
+    Some(Steering { cp, am: am.clone(), cont })
+}
+
+/// Verifies a steering as the agent must before it follows it: the run's
+/// verifier (which knows where each continuation began) admitted the
+/// amendment and verified its continuation; the continuation re-binds the
+/// steered grant (`verify_continuation`); and where the steered grant is
+/// the run's own, the amendment verifies on its own (`verify_amendment`).
+pub(super) fn verify_steering(
+    run: &Run,
+    report: &RunReport,
+    steered: &SignedGrant,
+    s: &Steering,
+) -> Result<u64, String> {
+    if let Some(f) = report.findings.iter().find(|f| !f.admitted && (f.id == s.am.id() || f.id == s.cont.id())) {
+        return Err(format!("the run's verifier refuses record #{} ({}): [{}] {}", f.index, f.kind, f.code, f.message));
+    }
+    let row = report
+        .checkpoints
+        .iter()
+        .find(|r| r.id == s.cp.id())
+        .and_then(|r| r.amendments.iter().find(|a| a.id == s.am.id()))
+        .ok_or_else(|| {
+            format!("the run's verifier did not attach amendment {} to checkpoint {}", s.am.id(), s.cp.id())
+        })?;
+    if !row.continuation_verified {
+        return Err(format!("the continuation grant {} is not verified", s.cont.id()));
+    }
+    steering::verify_continuation(steered, s.am.amendment(), &s.cont).map_err(|e| format!("[{}] {e}", e.code()))?;
+    if run.grant().map(SignedGrant::id) == Some(steered.id()) {
+        steering::verify_amendment(steered, &s.cp, &s.am).map_err(|e| format!("[{}] {e}", e.code()))?;
+    }
+    Ok(row.ceiling_uj)
+}
+
+/// Opens the run file (creating it under the leaf when absent) and returns
+/// it with the chain the run is now under and the spend it declared.
+pub(super) fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedGrant>, u64)> {
+    let leaf = chain.last().ok_or_else(|| coded("chain-empty", "--chain needs at least one grant"))?.clone();
+    let run = if path.exists() {
+        Run::read(path).map_err(|e| core_err(path, &e))?
+    } else {
+        let run = Run::new(leaf.clone());
+        write_run(path, &run)?;
+        run
+    };
+    let run_grant = run.grant().map(SignedGrant::id);
+    if run_grant != Some(leaf.id()) {
+        return Err(coded(
+            "run-grant-mismatch",
+            format!(
+                "{}: the run's grant is {}, not the chain's leaf {}",
+                path.display(),
+                run_grant.map_or_else(|| "none".to_owned(), |g| g.to_hex()),
+                leaf.id()
+            ),
+        ));
+    }
+    let report = run.verify().map_err(|e| core_err(path, &e))?;
+    if let Some(f) = report.findings.iter().find(|f| !f.admitted) {
+        return Err(coded(
+            "steer-run-not-clean",
+            format!("{}: record #{} ({}) is refused: [{}] {}", path.display(), f.index, f.kind, f.code, f.message),
+        ));
+    }
+    // A run steered before: follow its verified continuations to the
+    // grant it is active under now.
+    let mut chain = chain;
+    for _ in 0..=run.records().len() {
+        let Some(cur) = chain.last().map(SignedGrant::id) else { break };
+        if report.active_grant == Some(cur) {
+            return Ok((chain, report.latest_spent.map_or(0, |s| s.uj)));
+        }
+        let Some(s) = find_steering(&run, &cur) else { break };
+        chain = continue_chain(&chain, &s.cont);
+    }
+    Err(coded(
+        "run-no-active-grant",
+        format!("{}: the run has no active grant the agent can follow (awaiting a continuation?)", path.display()),
+    ))
+}

@@ -1,0 +1,97 @@
+//! The files the protocol core's commands read and write: key files (a
+//! `jcp key new` seed file, mode 0600, or an encrypted steward key file),
+//! objects as canonical det-CBOR (§3), and files replaced atomically.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use jcp::grant::SignedGrant;
+use jcp::identity::{KeyFile, Keypair};
+
+use crate::out::coded;
+pub(crate) use crate::out::core_err;
+
+/// A passphrase from a file: its first line, without the line end.
+pub(super) fn read_passphrase(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading passphrase file {}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
+/// Reads a key file of `jcp key new` (`{did, seed}` JSON), checking that the
+/// did is the seed's, or an encrypted steward key file (`keystore`) opened
+/// with the passphrase in the file `JCP_PASSPHRASE_FILE` names. Every
+/// subcommand that signs reads keys through this.
+pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
+    if keystore::is_key_file(&bytes) {
+        let pf = std::env::var_os("JCP_PASSPHRASE_FILE").ok_or_else(|| {
+            coded(
+                "key-locked",
+                format!(
+                    "{} is encrypted at rest: set JCP_PASSPHRASE_FILE to a file holding its passphrase",
+                    path.display()
+                ),
+            )
+        })?;
+        let pass = read_passphrase(Path::new(&pf))?;
+        return keystore::unlock(path, &pass).map_err(|e| coded(e.code(), e.to_string()));
+    }
+    KeyFile::decode(&bytes).map_err(|e| core_err(path, &e))
+}
+
+pub(crate) fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
+    write_private(path, KeyFile::encode(kp).as_bytes())
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+pub(crate) fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+pub(crate) fn read_grant(path: &Path) -> anyhow::Result<SignedGrant> {
+    SignedGrant::from_bytes(&read_bytes(path)?).map_err(|e| core_err(path, &e))
+}
+
+pub(crate) fn write_object(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Replaces a file by writing a sibling temporary file and renaming it over
+/// the original, so an interrupted write never leaves half an object.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// Creates a file that must not exist yet.
+pub(crate) fn create_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
+    f.write_all(bytes).with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,109 @@
+//! The steward's overview (IPC types): the key as the console holds it,
+//! each run with whether it awaits the steward (§4.7), a run's history.
+
+use jcp::steering::RunReport;
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+use ts_rs::TS;
+
+use super::live::{LiveState, LiveView};
+
+/// The steward's key as the console holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct KeyStatus {
+    /// The key file.
+    pub path: String,
+    /// Whether the file exists.
+    pub exists: bool,
+    /// The did:key it states (readable while locked).
+    pub did: Option<String>,
+    /// Whether it is unlocked for this session.
+    pub unlocked: bool,
+    /// Why the file cannot be used, naming the file and the fix.
+    pub error: Option<crate::ipc::UiError>,
+}
+
+/// A run in the steward's list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct RunRow {
+    /// Workspace item id.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub id: i64,
+    /// Words for a person.
+    pub label: String,
+    /// The run file.
+    pub path: String,
+    /// A live run's state, when it runs on the console's endpoint.
+    pub live: Option<LiveState>,
+    /// Whether its latest checkpoint awaits a decision of its steward.
+    pub awaiting: bool,
+    /// Whether its steward (the run grant's issuer) is the console's key:
+    /// only then does a waiting checkpoint await *you* (the badge counts those).
+    pub mine: bool,
+    /// Checkpoints so far.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub checkpoints: u64,
+    /// Clean or findings; absent when the file does not read.
+    pub verdict: Option<crate::tags::Verdict>,
+    /// Why the file does not read.
+    pub error: Option<String>,
+}
+
+/// The steward's overview (polled: `revision` changes when a run file does).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct StewardOverview {
+    /// Bumped whenever a run file, or a revocation beside one, changes.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub revision: u64,
+    /// Checkpoints awaiting the console's steward (runs issued under its key).
+    pub awaiting: u32,
+    /// The runs.
+    pub runs: Vec<RunRow>,
+    /// The key.
+    pub key: KeyStatus,
+}
+
+/// One entry of a run's history: what the steward signed, who, when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct HistoryRow {
+    /// When (Unix ms).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub at_ms: u64,
+    /// What.
+    pub action: String,
+    /// Who signed (did:key).
+    pub signed_by: String,
+    /// In words.
+    pub text: String,
+}
+
+/// A run as the steward works on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct StewardRunView {
+    /// Workspace item id.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub id: i64,
+    /// The verified run.
+    pub run: crate::run::RunView,
+    /// Whether its latest checkpoint awaits the steward.
+    pub awaiting: bool,
+    /// Grants revoked beside the run (verified revocations).
+    pub revoked: Vec<String>,
+    /// What the steward signed on it, oldest first.
+    pub history: Vec<HistoryRow>,
+    /// The live run, when it runs on the console's endpoint.
+    pub live: Option<LiveView>,
+}
+
+/// Whether the run waits for the steward: its latest checkpoint was
+/// admitted under the active grant and nothing has steered it yet.
+pub fn awaiting(report: &RunReport) -> bool {
+    let Some(active) = report.active_grant else { return false };
+    report.checkpoints.last().is_some_and(|c| c.grant_id == active && c.verdict != "refused" && c.amendments.is_empty())
+}

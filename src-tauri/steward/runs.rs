@@ -1,0 +1,160 @@
+//! Reading runs (§4.7): the runs folder, watched for run files, checkpoints
+//! and revocations; the steward's overview of every run; and one run as the
+//! steward works on it (verified, awaiting or not, its history).
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use console_store::{ItemKind, Store};
+use console_view::authority::read_run;
+use console_view::ipc::UiError;
+use console_view::steward::{self as sv, HistoryRow, RunRow, StewardOverview, StewardRunView};
+use jcp::steering::{Run, RunReport};
+
+use super::{key_status, StewardState};
+use crate::error::{self, CmdResult};
+use crate::state::{now_ms, AppState};
+
+/// Lists the runs folder's run files in the workspace (new ones added).
+/// Returns whether anything changed since `seen`.
+pub fn scan_runs<S: BuildHasher>(
+    store: &Mutex<Store>,
+    runs_dir: &Path,
+    seen: &mut HashMap<PathBuf, (u64, SystemTime), S>,
+) -> bool {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else { return false };
+    let mut changed = false;
+    let now = now_ms();
+    let mut present = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        let is_run = p.extension().is_some_and(|x| x == jcp::steering::RUN_EXTENSION);
+        let is_revs = p.to_string_lossy().ends_with(".revocations");
+        if !is_run && !is_revs {
+            continue;
+        }
+        let stamp = std::fs::metadata(&p).map(|m| (m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH))).ok();
+        let Some(stamp) = stamp else { continue };
+        present.push(p.clone());
+        if seen.get(&p) != Some(&stamp) {
+            if is_run && !seen.contains_key(&p) {
+                let label =
+                    p.file_stem().map_or_else(|| p.display().to_string(), |n| format!("run {}", n.to_string_lossy()));
+                if let Ok(s) = store.lock() {
+                    if let Err(e) = s.add_item(
+                        ItemKind::Run,
+                        &label,
+                        &p.display().to_string(),
+                        &serde_json::json!({"source": "runs-folder"}),
+                        now,
+                    ) {
+                        eprintln!("jcp-console: {e}");
+                    }
+                }
+            }
+            seen.insert(p, stamp);
+            changed = true;
+        }
+    }
+    let before = seen.len();
+    seen.retain(|p, _| present.contains(p));
+    changed || seen.len() != before
+}
+
+/// Watches the runs folder (polling, about every 500 ms): a run file
+/// dropped there, a checkpoint the agent appends, or a revocation written
+/// beside a run bumps the revision the front end polls.
+pub fn start_watcher(store: Arc<Mutex<Store>>, runs_dir: PathBuf, revision: Arc<AtomicU64>) {
+    let spawned = std::thread::Builder::new().name("runs-watcher".into()).spawn(move || {
+        let mut seen = HashMap::new();
+        loop {
+            if scan_runs(&store, &runs_dir, &mut seen) {
+                revision.fetch_add(1, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("jcp-console: the runs folder is not watched: {e}");
+    }
+}
+
+pub(super) fn run_item(state: &AppState, id: i64) -> CmdResult<console_store::ItemRecord> {
+    let item = state.with_store(|s| s.item(id).map_err(|e| error::store(&e)))?;
+    match item {
+        Some(i) if i.kind == ItemKind::Run => Ok(i),
+        _ => Err(UiError::new("workspace.unknown_item", format!("there is no run {id} in this workspace"))),
+    }
+}
+
+/// The steward's overview: every run item, whether it awaits the steward,
+/// live state, and the key.
+pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOverview> {
+    let items = state.with_store(|s| s.items().map_err(|e| error::store(&e)))?;
+    let me = keystore::did(&st.key_path).ok();
+    let mut runs = Vec::new();
+    let mut awaiting = 0u32;
+    for i in items.into_iter().filter(|i| i.kind == ItemKind::Run) {
+        let live = st.live_of(i.id).map(|l| l.state());
+        let path = Path::new(&i.path);
+        let (verdict, aw, mine, checkpoints, err) =
+            match read_run(path).and_then(|(r, _)| r.verify().map(|rep| (r, rep))) {
+                Ok((run, rep)) => (
+                    Some(console_view::tags::Verdict::of(rep.clean)),
+                    awaiting_unrevoked(path, &run, &rep).0,
+                    me.as_ref() == Some(&rep.issuer),
+                    rep.checkpoints.len() as u64,
+                    None,
+                ),
+                Err(e) => (None, false, false, 0, Some(format!("{} ({})", e, e.code()))),
+            };
+        if aw && mine {
+            awaiting += 1;
+        }
+        runs.push(RunRow {
+            id: i.id,
+            label: i.label,
+            path: i.path,
+            live,
+            awaiting: aw,
+            mine,
+            checkpoints,
+            verdict,
+            error: err,
+        });
+    }
+    Ok(StewardOverview { revision: st.revision.load(Ordering::Relaxed), awaiting, runs, key: key_status(st) })
+}
+
+/// Whether the run awaits its steward, and the grants revoked beside it: a
+/// run whose grant in force was revoked awaits nobody.
+fn awaiting_unrevoked(run_path: &Path, run: &Run, report: &RunReport) -> (bool, Vec<String>) {
+    let revoked: Vec<String> = sv::revocations_of(run_path, run).into_iter().map(|(g, _)| g.to_string()).collect();
+    let awaiting = sv::awaiting(report) && !report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+    (awaiting, revoked)
+}
+
+/// A run as the steward works on it: the verified run, whether it awaits,
+/// its revocations, its history, its live state.
+pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<StewardRunView> {
+    let item = run_item(state, id)?;
+    let path = PathBuf::from(&item.path);
+    let (run, report, view) = console_view::run::read_view(&path).map_err(|e| error::view(&e))?;
+    let (awaiting, revoked) = awaiting_unrevoked(&path, &run, &report);
+    let history = state.with_store(|s| s.actions_on(&item.path, 500).map_err(|e| error::store(&e)))?;
+    let history = history
+        .into_iter()
+        .map(|a| HistoryRow {
+            at_ms: a.at_ms,
+            action: a.action,
+            signed_by: a.detail["signed_by"].as_str().unwrap_or("").to_owned(),
+            text: a.detail["message"].as_str().unwrap_or("").to_owned(),
+        })
+        .collect();
+    state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
+    Ok(StewardRunView { id, run: view, awaiting, revoked, history, live: st.live_of(id).map(|l| l.view()) })
+}
