@@ -254,7 +254,7 @@ impl Ledger {
                     if r.kind == RecordKind::Receipt {
                         self.counts.total += 1;
                         self.counts.failed += 1;
-                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord.into()).or_default() += 1;
+                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
                     }
                     self.finding(
                         s,
@@ -308,7 +308,7 @@ impl Ledger {
                 }
             }
             Signed::Settlement { reservation, core, known_through, settled_by } => {
-                self.settlement(at, reservation, &core, known_through, settled_by)
+                self.settlement(at, reservation, &core, known_through, settled_by);
             }
             Signed::Revocation(n) => {
                 self.counts.revocation_notices += 1;
