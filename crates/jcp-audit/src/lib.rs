@@ -61,6 +61,8 @@ mod check;
 mod codes;
 pub mod energy;
 mod engine;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod ids;
 pub mod partial;
 pub mod phases;
@@ -267,13 +269,18 @@ pub fn audit_paths<P: AsRef<Path>>(
     opts: &AuditOptions,
     progress: impl FnMut(&Progress) -> ControlFlow<()>,
 ) -> Result<Report, AuditError> {
-    if paths.is_empty() {
-        return Err(AuditError::NoInput);
-    }
-    let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    let paths = input_paths(paths)?;
     let mut report = with_pool(opts, |pool| engine::run(&paths, opts, progress, pool))?;
     attach_settlements(&mut report, &paths);
     Ok(report)
+}
+
+/// The streams to audit, as owned paths; an empty list is [`AuditError::NoInput`].
+fn input_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, AuditError> {
+    if paths.is_empty() {
+        return Err(AuditError::NoInput);
+    }
+    Ok(paths.iter().map(|p| p.as_ref().to_path_buf()).collect())
 }
 
 /// Runs `f` on the pool `opts` asks for (`threads` 0: the global one).

@@ -349,7 +349,7 @@ fn s4_3_fuzz_corpus_partial_decode() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         let data = std::fs::read(&p).unwrap();
-        if let Err(msg) = partial::fuzz_partial_decode(&data) {
+        if let Err(msg) = jcp_audit::fuzzing::partial_decode(&data) {
             panic!("{}: {msg}", p.display());
         }
         accepted += usize::from(Partial::from_json("corpus", &data).is_ok());
