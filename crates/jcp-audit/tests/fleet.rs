@@ -8,7 +8,7 @@ use jcp_audit::FindingCode;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use jcp_audit::partial::{self, Partial};
+use jcp_audit::partial::Partial;
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Report};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::fleet::{self, FleetOptions};
