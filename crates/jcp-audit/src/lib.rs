@@ -53,6 +53,13 @@
 //! (exact integer µJ, the ppm floor `1_000_000 / budget`, measured or modelled).
 //!
 //! Non-goals: writing streams (see `jcp-receipt`), deciding anything.
+//!
+//! ## Features (all off in a shipped build)
+//! * `fuzzing`: `jcp_audit::fuzzing`, the invariants the `fuzz/` targets
+//!   check (the fuzz crate and this crate's tests turn it on).
+//! * `ts`: ts-rs derives on [`FindingCode`] and [`Authority`], for the
+//!   console's TypeScript unions.
+//! * `phase-timing`: the benchmark's phase timers ([`phases`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use jcp::cbor::ContentId;
 use jcp::grant::SignedGrant;
 use jcp_receipt::record::StatementNotice;
-use jcp_receipt::stream::{FaultCode, RecordKind};
+use jcp_receipt::stream::{Fault, FaultCode, RecordKind};
 
 use crate::check::{Body, Checked, Part};
 use crate::codes::FindingCode;
@@ -151,11 +151,11 @@ impl Engine {
         }
     }
 
-    /// A budget-channel statement notice (§4.5): the recording point sealed the record; the statement itself
-    /// must verify under its point. Whether it was stale or regressing was
-    /// the point's to judge when it admitted it (its replay judges it
-    /// again); a channel's overdraft is audited across points by
-    /// `jcp channel audit`.
+    /// A budget-channel statement notice (§4.5): the recording point sealed
+    /// the record; the statement itself must verify under its point. Whether
+    /// it was stale or regressing was the point's to judge when it admitted
+    /// it (its replay judges it again); a channel's overdraft is audited
+    /// across points by `jcp channel audit`.
     fn channel_statement(&mut self, s: usize, off: u64, n: &StatementNotice) {
         match n.statement.verify() {
             Ok(()) => self.counts.channel_statements += 1,
@@ -179,29 +179,8 @@ impl Engine {
             self.streams[s].summary.records += 1;
         }
         match c.body {
-            Body::Fault(f) => {
-                let st = &mut self.streams[s];
-                st.summary.faults += 1;
-                st.faults_since += 1;
-                if f.code == FaultCode::TornTail {
-                    st.summary.torn_tail_at = Some(f.offset);
-                }
-                self.finding(s, f.offset, FindingCode::from(f.code), words::fault(&f));
-            }
-            Body::Refused(code, msg) => {
-                self.streams[s].refused_since += 1;
-                if c.kind == Some(RecordKind::Receipt) {
-                    self.counts.total += 1;
-                    self.counts.failed += 1;
-                    *self.counts.failed_by_reason.entry(code).or_default() += 1;
-                    if let Some(id) = c.refused_id {
-                        self.refused_receipts.insert(short(&id));
-                    }
-                } else {
-                    *self.counts.other_failed_by_reason.entry(code).or_default() += 1;
-                }
-                self.finding(s, off, code, words::refused(c.kind, &msg));
-            }
+            Body::Fault(f) => self.fault(s, &f),
+            Body::Refused(code, msg) => self.refused(s, off, c.kind, c.refused_id, code, &msg),
             Body::WireRequest => self.counts.wire_requests += 1,
             Body::Grant(g) => {
                 self.counts.grants += 1;
@@ -210,18 +189,7 @@ impl Engine {
             body => {
                 let Some(meta) = c.meta else { return };
                 if !self.seen.insert(meta.dedup) {
-                    if c.kind == Some(RecordKind::Receipt) {
-                        self.counts.total += 1;
-                        self.counts.failed += 1;
-                        *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
-                    }
-                    self.finding(
-                        s,
-                        off,
-                        FindingCode::DuplicateRecord,
-                        "a record seen before, again: counted once, accounted once".into(),
-                    );
-                    return;
+                    return self.duplicate(s, off, c.kind);
                 }
                 self.sequence(s, off, &meta);
                 match body {
@@ -239,6 +207,59 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// A framing fault (§8.2): counted on its stream, a finding at its offset.
+    fn fault(&mut self, s: usize, f: &Fault) {
+        let st = &mut self.streams[s];
+        st.summary.faults += 1;
+        st.faults_since += 1;
+        if f.code == FaultCode::TornTail {
+            st.summary.torn_tail_at = Some(f.offset);
+        }
+        self.finding(s, f.offset, FindingCode::from(f.code), words::fault(f));
+    }
+
+    /// A refused record (§8.2: counted, never skipped): a receipt among the
+    /// receipts that failed, by its reason code (its id kept, so its
+    /// outcome is no orphan); any other kind among the other failures.
+    fn refused(
+        &mut self,
+        s: usize,
+        off: u64,
+        kind: Option<RecordKind>,
+        id: Option<[u8; 32]>,
+        code: FindingCode,
+        msg: &str,
+    ) {
+        self.streams[s].refused_since += 1;
+        if kind == Some(RecordKind::Receipt) {
+            self.counts.total += 1;
+            self.counts.failed += 1;
+            *self.counts.failed_by_reason.entry(code).or_default() += 1;
+            if let Some(id) = id {
+                self.refused_receipts.insert(short(&id));
+            }
+        } else {
+            *self.counts.other_failed_by_reason.entry(code).or_default() += 1;
+        }
+        self.finding(s, off, code, words::refused(kind, msg));
+    }
+
+    /// A signed record seen before (its duplicate key): counted once and
+    /// accounted once; a repeated receipt is among the failed.
+    fn duplicate(&mut self, s: usize, off: u64, kind: Option<RecordKind>) {
+        if kind == Some(RecordKind::Receipt) {
+            self.counts.total += 1;
+            self.counts.failed += 1;
+            *self.counts.failed_by_reason.entry(FindingCode::DuplicateRecord).or_default() += 1;
+        }
+        self.finding(
+            s,
+            off,
+            FindingCode::DuplicateRecord,
+            "a record seen before, again: counted once, accounted once".into(),
+        );
     }
 
     /// The report, read off the books in closing steps: revocations
