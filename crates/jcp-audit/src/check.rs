@@ -441,7 +441,7 @@ fn verify_pending(out: &mut [Checked], pending: &[(usize, Unsealed<'_>, &[u8])],
         crate::batch::verify_batch(&msgs, &sigs, &keys)
     };
     if !batch_ok {
-        for (i, s, bytes) in pending.iter() {
+        for (i, s, bytes) in pending {
             if let Err(e) = s.verify_signature() {
                 out[*i].body = Body::Refused(FindingCode::of_refusal(e.code()), e.to_string());
                 out[*i].refused_id = Some(record_id(bytes));

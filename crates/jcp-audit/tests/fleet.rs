@@ -8,7 +8,7 @@ use jcp_audit::FindingCode;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use jcp_audit::partial::{self, Partial};
+use jcp_audit::partial::Partial;
 use jcp_audit::{audit_paths, AuditError, AuditOptions, Report};
 use jcp_receipt::demo::{self, DemoOptions};
 use jcp_receipt::fleet::{self, FleetOptions};
@@ -349,7 +349,7 @@ fn s4_3_fuzz_corpus_partial_decode() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         let data = std::fs::read(&p).unwrap();
-        if let Err(msg) = partial::fuzz_partial_decode(&data) {
+        if let Err(msg) = jcp_audit::fuzzing::partial_decode(&data) {
             panic!("{}: {msg}", p.display());
         }
         accepted += usize::from(Partial::from_json("corpus", &data).is_ok());

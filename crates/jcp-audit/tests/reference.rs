@@ -569,7 +569,7 @@ fn s8_2_fuzz_corpus_reference_agrees() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         let data = std::fs::read(&p).unwrap();
-        if let Err(e) = jcp_audit::reference::fuzz_agree(&data) {
+        if let Err(e) = jcp_audit::fuzzing::reference_agrees(&data) {
             panic!("{}: {e}", p.display());
         }
         n += 1;

@@ -62,7 +62,7 @@ impl Ledger {
         let mut out: Vec<(FindingCode, String)> = Vec::new();
         match at.seq {
             None => {
-                out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into()))
+                out.push((FindingCode::UnsequencedRecord, "a signed record without a stream sequence number".into()));
             }
             Some(q) => {
                 // The sequence number this record should carry; none after u64::MAX.
