@@ -159,17 +159,7 @@ pub fn audit_status(state: State<'_, AppState>) -> CmdResult<Option<AuditJob>> {
 pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditReportView> {
     let (verdict, report, _) = state.audit_report(id)?;
     let html = console_view::report::report_fragment(&report).map_err(|e| error::view(&e))?;
-    let findings_by_code = report["findings_by_code"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(code, n)| console_view::tags::FindingCount {
-                    code: code.clone(),
-                    count: n.as_u64().unwrap_or(0),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let findings_by_code = console_view::tags::FindingCount::of_report(&report).map_err(|e| error::view(&e))?;
     Ok(AuditReportView { id, verdict, findings_by_code, report, html })
 }
 

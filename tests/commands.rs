@@ -42,7 +42,7 @@ fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &Atom
     let verdict = console_view::tags::Verdict::of(tampered == 0);
     Ok((
         verdict,
-        json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}}),
+        json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}, "findings_by_code": {"bad-signature": tampered}}),
     ))
 }
 
@@ -161,6 +161,7 @@ fn s8_2_audit_job_reports_verdict_and_is_kept_in_the_workspace() {
     let id = done["id"].clone();
     let rep = invoke(&w, "audit_report", json!({"id": id})).unwrap();
     assert_eq!(rep["report"]["failed_by_reason"]["bad_signature"], 1);
+    assert_eq!(rep["findings_by_code"], json!([{"code": "bad-signature", "count": 1}]));
     let html = rep["html"].as_str().unwrap();
     assert!(html.contains("bad signature") && html.contains("<svg"), "{html}");
     assert!(!html.contains("<script"));

@@ -106,6 +106,10 @@ pub enum ViewError {
         /// What was wrong.
         detail: String,
     },
+    /// An audit report handed to the view lacks a figure the view shows, or
+    /// holds one outside the audit's vocabulary (§8.2): refused, never shown as 0.
+    #[error("the audit report cannot be shown: {0}")]
+    ReportShape(String),
     /// A demo file could not be written.
     #[error("the demo file {} could not be written: {detail}", path.display())]
     DemoWrite {
@@ -134,6 +138,7 @@ impl ViewError {
             Self::TooLarge(_) => "input.too_large",
             Self::Write { .. } => "steward.write_failed",
             Self::Energy { .. } => "energy.refused",
+            Self::ReportShape(_) => "audit.report_shape",
         }
     }
 }

@@ -195,12 +195,34 @@ pub enum ItemKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct FindingCount {
-    /// The code.
+    /// The code (the audit's closed vocabulary, `jcp_audit::FindingCode`).
     #[cfg_attr(test, ts(type = "FindingCode"))]
-    pub code: String,
+    pub code: jcp_audit::FindingCode,
     /// How many.
     #[cfg_attr(test, ts(type = "number"))]
     pub count: u64,
+}
+
+impl FindingCount {
+    /// The counts of an audit report's JSON (`findings_by_code`), in code order.
+    ///
+    /// Strict: a report without `findings_by_code`, a code outside the audit's
+    /// vocabulary or a count that is not a whole number is refused — never read
+    /// as "no findings" or as 0 (a count that is not computed is never clean).
+    pub fn of_report(report: &serde_json::Value) -> Result<Vec<FindingCount>, crate::ViewError> {
+        let by_code = report.get("findings_by_code").ok_or_else(|| {
+            crate::ViewError::ReportShape(
+                "the audit report has no findings_by_code: its findings cannot be counted".to_owned(),
+            )
+        })?;
+        let map: std::collections::BTreeMap<jcp_audit::FindingCode, u64> = serde_json::from_value(by_code.clone())
+            .map_err(|e| {
+                crate::ViewError::ReportShape(format!(
+                    "the audit report's findings_by_code is not codes to counts: {e}"
+                ))
+            })?;
+        Ok(map.into_iter().map(|(code, count)| FindingCount { code, count }).collect())
+    }
 }
 
 #[cfg(test)]
@@ -302,5 +324,43 @@ mod word_tests {
             RungStatus::Unavailable,
             ItemKind::Blueprint
         );
+    }
+}
+
+#[cfg(test)]
+mod finding_count_tests {
+    use super::FindingCount;
+    use jcp_audit::FindingCode;
+    use serde_json::json;
+
+    /// §8.1: the auditor's counts are the report's, code for code.
+    #[test]
+    fn s8_1_finding_counts_are_read_from_the_report_typed() {
+        let report = json!({ "findings_by_code": { "bad-signature": 3, "amendment-invalid": 1 } });
+        let counts = FindingCount::of_report(&report).unwrap();
+        assert_eq!(
+            counts,
+            vec![
+                FindingCount { code: FindingCode::AmendmentInvalid, count: 1 },
+                FindingCount { code: FindingCode::BadSignature, count: 3 },
+            ]
+        );
+        assert_eq!(FindingCount::of_report(&json!({ "findings_by_code": {} })).unwrap(), vec![]);
+    }
+
+    /// A count that was not computed is never "clean": a report without its
+    /// counts, an unknown code or a count that is not a whole number is refused.
+    #[test]
+    fn s8_1_finding_counts_that_cannot_be_read_are_refused_not_zero() {
+        for bad in [
+            json!({}),
+            json!({ "findings_by_code": null }),
+            json!({ "findings_by_code": { "no-such-code": 1 } }),
+            json!({ "findings_by_code": { "bad-signature": -1 } }),
+            json!({ "findings_by_code": { "bad-signature": "3" } }),
+        ] {
+            let e = FindingCount::of_report(&bad).unwrap_err();
+            assert!(e.to_string().contains("findings_by_code"), "{bad}: {e}");
+        }
     }
 }

@@ -6,7 +6,7 @@ import type { FindingCode } from "./FindingCode";
  */
 export type FindingCount = { 
 /**
- * The code.
+ * The code (the audit's closed vocabulary, `jcp_audit::FindingCode`).
  */
 code: FindingCode, 
 /**
