@@ -20,6 +20,14 @@
 //!   sent to the whole response read and decoded. The clients are a load
 //!   generator on the crate's framing over a buffered socket; the 64-client
 //!   run is repeated with `jcp_wire::client::Client`.
+//! * open loop: 64 clients (`jcp_wire::client::Client`) on a fixed
+//!   schedule of `JCP_WIRE_BENCH_PACE` decisions/s in all (default 10 000;
+//!   comma-separated for several), whatever the endpoint does; latency from
+//!   each request's due time when its client was held up by the previous
+//!   answer (no coordinated omission). The closed-loop runs measure the
+//!   endpoint at saturation, where by Little's law the mean latency is the
+//!   number of clients over the rate; the open-loop runs measure the
+//!   latency of a given load.
 //! * baseline: the same requests decided in-process, one thread, by a
 //!   fresh `jcp::decision::Gate` (`Gate::decide`), each after verifying
 //!   its caller's signature the way the endpoint does
@@ -164,6 +172,9 @@ fn runtime() -> tokio::runtime::Runtime {
 struct Run {
     clients: usize,
     how: Gen,
+    /// Open loop: the offered rate (decisions/s, all clients together);
+    /// `None` for the closed loop (each client sends as soon as answered).
+    pace: Option<f64>,
     n: usize,
     wall: Duration,
     p50: Duration,
@@ -252,9 +263,27 @@ impl Conn {
     }
 }
 
+/// When client `i` of `clients` sends its `k`-th request, open loop at
+/// `rate` decisions/s in all: the clients take turns, evenly spaced.
+fn due(start: Instant, rate: f64, clients: usize, i: usize, k: usize) -> Instant {
+    start + Duration::from_secs_f64((k * clients + i) as f64 / rate)
+}
+
 /// Serves a fresh endpoint on a fresh stream and runs `reqs` (one list per
 /// client) through it over loopback TCP.
-fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Gen) -> Run {
+///
+/// Closed loop (`pace: None`): each client sends its next request as soon
+/// as the last is answered, so the clients offer all the load the endpoint
+/// can take, and latency is the queue at saturation (Little's law).
+/// Open loop (`pace: Some(rate)`): each request has a due time on a fixed
+/// schedule of `rate` decisions/s in all, whatever the endpoint does. A
+/// client still has one request in flight; when an answer comes after its
+/// next request's due time, that request's latency is counted from its
+/// due time, not from when it could be sent (no coordinated omission: a
+/// backlog shows as latency). When the client is early it waits for the
+/// due time (tokio's timer, 1 ms steps, so requests leave in bursts) and
+/// latency counts from when it actually sent.
+fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Gen, pace: Option<f64>) -> Run {
     let clients = reqs.len();
     let n: usize = reqs.iter().map(Vec::len).sum();
     let framed: Vec<Vec<Vec<u8>>> =
@@ -273,15 +302,27 @@ fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Ge
         };
         let start = Arc::new(tokio::sync::Barrier::new(clients + 1));
         let mut tasks = Vec::with_capacity(clients);
-        for mine in framed {
+        for (i, mine) in framed.into_iter().enumerate() {
             let addr = addr.clone();
             let start = start.clone();
             tasks.push(tokio::spawn(async move {
                 let mut c = Conn::connect(&addr, how).await;
                 let mut lat = Vec::with_capacity(mine.len());
                 start.wait().await;
-                for f in &mine {
-                    let t = Instant::now();
+                let t0 = Instant::now();
+                for (k, f) in mine.iter().enumerate() {
+                    let t = match pace {
+                        None => Instant::now(),
+                        Some(rate) => {
+                            let due = due(t0, rate, clients, i, k);
+                            if Instant::now() < due {
+                                tokio::time::sleep_until(due.into()).await;
+                                Instant::now()
+                            } else {
+                                due
+                            }
+                        }
+                    };
                     let m = c.call(f).await;
                     lat.push(t.elapsed());
                     match m {
@@ -310,6 +351,7 @@ fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Ge
         Run {
             clients,
             how,
+            pace,
             n,
             wall,
             p50: pct(&lat, 0.50),
@@ -421,9 +463,10 @@ fn rate(n: usize, d: Duration) -> f64 {
 fn describe(r: &Run) -> String {
     let (cpu, busy) = r.cpu_per_decision().unwrap_or_default();
     format!(
-        "{} clients ({:?}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (endpoint + clients), cores {:.0}% busy",
+        "{} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (endpoint + clients), cores {:.0}% busy",
         r.clients,
         r.how,
+        r.pace.map_or_else(String::new, |p| format!(", open loop, offered {p:.0}/s")),
         r.rate(),
         us(r.p50),
         us(r.p99),
@@ -434,11 +477,22 @@ fn describe(r: &Run) -> String {
     )
 }
 
+/// The open-loop rates (decisions/s offered by 64 clients together):
+/// `JCP_WIRE_BENCH_PACE`, comma-separated, default the 10 000/s.
+fn paces() -> Vec<f64> {
+    std::env::var("JCP_WIRE_BENCH_PACE")
+        .ok()
+        .map(|s| s.split(',').filter_map(|p| p.trim().parse::<f64>().ok()).filter(|p| *p > 0.0).collect())
+        .unwrap_or_else(|| vec![10_000.0])
+}
+
 /// The configurations a one-shot run measures: every client count with
-/// the load generator, and 64 clients with the crate's `Client`.
-fn configurations() -> Vec<(usize, Gen)> {
-    let mut c: Vec<(usize, Gen)> = CLIENTS.iter().map(|&n| (n, Gen::Buffered)).collect();
-    c.push((64, Gen::Client));
+/// the load generator (closed loop), 64 clients with the crate's `Client`,
+/// and 64 clients open loop at each of `paces()`.
+fn configurations() -> Vec<(usize, Gen, Option<f64>)> {
+    let mut c: Vec<(usize, Gen, Option<f64>)> = CLIENTS.iter().map(|&n| (n, Gen::Buffered, None)).collect();
+    c.push((64, Gen::Client, None));
+    c.extend(paces().into_iter().map(|p| (64, Gen::Client, Some(p))));
     c
 }
 
@@ -448,7 +502,7 @@ fn oneshot(n: usize) {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let configs = configurations();
     let t = Instant::now();
-    let sets: Vec<Vec<Vec<WireRequest>>> = configs.iter().map(|&(c, _)| requests(c, n)).collect();
+    let sets: Vec<Vec<Vec<WireRequest>>> = configs.iter().map(|&(c, _, _)| requests(c, n)).collect();
     println!("signed {} requests in {:.1}s (not timed)", n * configs.len(), t.elapsed().as_secs_f64());
     let flat: Vec<WireRequest> = sets[CLIENTS.len() - 1].iter().flatten().cloned().collect();
     let mut best: Vec<Option<Run>> = vec![None; configs.len()];
@@ -473,17 +527,27 @@ fn oneshot(n: usize) {
         sig = sig.min(s);
         gate = gate.min(g);
         dur = dur.min(d);
-        for (i, (set, &(_, how))) in sets.iter().zip(&configs).enumerate() {
-            let r = run_endpoint(&rt, set, how);
+        for (i, (set, &(_, how, pace))) in sets.iter().zip(&configs).enumerate() {
+            let r = run_endpoint(&rt, set, how, pace);
             println!("round {round}: {}", describe(&r));
-            if best[i].as_ref().is_none_or(|b| r.rate() > b.rate()) {
+            // Closed loop: the best round by rate. Open loop (the rate is
+            // the schedule's): the worst round by p99, so a quiet round
+            // never hides a noisy one.
+            let keep = match (&best[i], pace) {
+                (None, _) => true,
+                (Some(b), None) => r.rate() > b.rate(),
+                (Some(b), Some(_)) => r.p99 > b.p99,
+            };
+            if keep {
                 best[i] = Some(r);
             }
         }
     }
     let base_rate = rate(n, base);
     println!();
-    println!("{n} requests per configuration, {cores} cores, best of {repeat} rounds (by rate)");
+    println!(
+        "{n} requests per configuration, {cores} cores; closed loop: best of {repeat} rounds by rate; open loop: worst of {repeat} rounds by p99"
+    );
     println!();
     println!("| configuration | decisions/s | vs baseline | p50 | p99 | max | syncs | decisions per sync | CPU per decision | cores busy |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -509,10 +573,11 @@ fn oneshot(n: usize) {
     for r in best.iter().flatten() {
         let (cpu, busy) = r.cpu_per_decision().unwrap_or_default();
         println!(
-            "| endpoint, loopback TCP, group commit, {} client{}{} | {:.0} | {:.2}× | {} | {} | {} | {} | {:.1} | {cpu:.0} µs | {:.0} % |",
+            "| endpoint, loopback TCP, group commit, {} client{}{}{} | {:.0} | {:.2}× | {} | {} | {} | {} | {:.1} | {cpu:.0} µs | {:.0} % |",
             r.clients,
             if r.clients == 1 { "" } else { "s" },
             if r.how == Gen::Client { " (`jcp_wire::client::Client`)" } else { "" },
+            r.pace.map_or_else(String::new, |p| format!(", open loop, offered {p:.0}/s")),
             r.rate(),
             r.rate() / base_rate,
             us(r.p50),
@@ -524,7 +589,7 @@ fn oneshot(n: usize) {
         );
     }
     println!();
-    if let Some(r) = best.iter().flatten().find(|r| r.clients == 64 && r.how == Gen::Buffered) {
+    if let Some(r) = best.iter().flatten().find(|r| r.clients == 64 && r.how == Gen::Buffered && r.pace.is_none()) {
         let window = (r.rate() * WINDOW_S as f64).round() as u64;
         println!(
             "remembered-request table after the 64-client run: {} requests, {} bytes ({:.1} B per request); stream {} bytes ({:.0} B per decision)",
@@ -564,25 +629,30 @@ fn benches(c: &mut Criterion) {
         let how =
             if std::env::var("JCP_WIRE_BENCH_CLIENT").is_ok_and(|v| v == "jcp") { Gen::Client } else { Gen::Buffered };
         let reqs = requests(clients.max(1), n);
-        println!("{}", describe(&run_endpoint(&runtime(), &reqs, how)));
+        let pace = std::env::var("JCP_WIRE_BENCH_PACE").ok().and_then(|s| s.parse::<f64>().ok());
+        println!("{}", describe(&run_endpoint(&runtime(), &reqs, how, pace)));
         return;
     }
     let rt = runtime();
     let mut g = c.benchmark_group("wire");
     g.throughput(Throughput::Elements(n as u64));
     g.sample_size(10);
-    for (clients, how) in configurations() {
-        if bench_mode() && (clients, how) != (64, Gen::Buffered) {
+    for (clients, how, pace) in configurations() {
+        if bench_mode() && (clients, how, pace) != (64, Gen::Buffered, None) {
             continue;
         }
         // Each sample is a fresh endpoint on a fresh stream; its requests
         // are signed before its clock starts.
-        g.bench_function(format!("endpoint_{clients}_clients_{how:?}/{n}").to_lowercase(), |b| {
+        let name = format!(
+            "endpoint_{clients}_clients_{how:?}{}/{n}",
+            pace.map_or_else(String::new, |p| format!("_paced_{p:.0}"))
+        );
+        g.bench_function(name.to_lowercase(), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| {
                         let reqs = requests(clients, n);
-                        run_endpoint(&rt, &reqs, how).wall
+                        run_endpoint(&rt, &reqs, how, pace).wall
                     })
                     .sum()
             });
