@@ -92,6 +92,7 @@ pub const PARSED_RECALL: usize = 256;
 
 thread_local! {
     static PARSED: std::cell::RefCell<std::collections::HashMap<String, Did>> = std::cell::RefCell::new(std::collections::HashMap::new());
+    static SPELLED: std::cell::RefCell<std::collections::HashMap<[u8; 32], String>> = std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 impl Ord for Did {
@@ -181,7 +182,27 @@ impl Did {
 
 /// The canonical `did:key:z…` spelling of 32 public-key bytes (for keys a
 /// caller has already parsed as a [`Did`] and kept only the bytes of).
+///
+/// Base58 is quadratic in the length and a sealed receipt spells its
+/// steward and subject every time, so each thread recalls the last
+/// [`PARSED_RECALL`] spellings by key (the spelling is a function of the
+/// key: a recalled one is the one computed).
 pub fn did_string_of(key: &[u8; 32]) -> String {
+    if let Some(s) = SPELLED.with(|m| m.borrow().get(key).cloned()) {
+        return s;
+    }
+    let s = spell(key);
+    SPELLED.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= PARSED_RECALL {
+            m.clear();
+        }
+        m.insert(*key, s.clone());
+    });
+    s
+}
+
+fn spell(key: &[u8; 32]) -> String {
     let mut raw = Vec::with_capacity(34);
     raw.extend_from_slice(&ED25519_MULTICODEC);
     raw.extend_from_slice(key);
@@ -350,6 +371,22 @@ mod tests {
             seed[..2].copy_from_slice(&n.to_le_bytes());
             let k = Keypair::from_seed(seed).unwrap();
             assert_eq!(Did::parse(&k.did().to_did_string()).unwrap(), k.did());
+        }
+    }
+
+    #[test]
+    fn s2_a_recalled_spelling_is_the_computed_one() {
+        // Past the recall bound the table starts over; every spelling stays
+        // the computed one, the first time and when recalled.
+        for _ in 0..2 {
+            for n in 0..u16::try_from(PARSED_RECALL + 10).unwrap() {
+                let mut seed = [3u8; 32];
+                seed[..2].copy_from_slice(&n.to_le_bytes());
+                let k = Keypair::from_seed(seed).unwrap();
+                let key = k.did().public_bytes().to_owned();
+                assert_eq!(did_string_of(&key), spell(&key));
+                assert_eq!(Did::parse(&did_string_of(&key)).unwrap(), k.did());
+            }
         }
     }
 
