@@ -136,8 +136,8 @@ impl SignedStatement {
     }
 
     /// A copy with another claim under the same signature (what a forger
-    /// holds): for tests and published refusal vectors.
-    #[doc(hidden)]
+    /// holds): for tests and published refusal vectors (feature `testing`).
+    #[cfg(feature = "testing")]
     #[must_use]
     pub fn with_claim_for_tests(&self, spent_uj: u64, seq: u64) -> Self {
         let statement = Statement { spent_uj, seq, ..self.statement.clone() };
