@@ -153,6 +153,11 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
         completed_units,
         steward,
     };
+    if headline.is_none() {
+        if let Some(computed) = e.uj_per_accepted_token() {
+            return Err(Error::HeadlineMissing { computed });
+        }
+    }
     if let Some(h) = headline {
         if coverage == Coverage::Partial {
             return Err(Error::PartialHeadline);

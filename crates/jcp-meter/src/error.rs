@@ -139,6 +139,16 @@ pub enum Error {
         /// What `floor(energy_uj / accepted_tokens)` gives (or why there is none: no token accepted).
         computed: String,
     },
+    /// A `Whole` receipt with accepted tokens that carries no
+    /// `uj_per_accepted_token`: the headline is sealed by the steward, never
+    /// filled in by a reader (docs/decisions.md, §5.2).
+    #[error(
+        "a Whole receipt with accepted tokens carries no uj_per_accepted_token (energy_uj / accepted_tokens would be {computed}): the headline is sealed, never filled in"
+    )]
+    HeadlineMissing {
+        /// What `floor(energy_uj / accepted_tokens)` gives.
+        computed: u64,
+    },
     /// An outcome naming no activity (§5.3).
     #[error("the outcome names no activity by content id: not traceable (§5.3)")]
     Untraceable,
@@ -328,6 +338,7 @@ impl Error {
             Self::BadCoverage { .. } => "bad-coverage",
             Self::PartialHeadline => "partial-headline",
             Self::HeadlineMismatch { .. } => "headline-mismatch",
+            Self::HeadlineMissing { .. } => "headline-missing",
             Self::Untraceable => "untraceable-outcome",
             Self::ActivityBoundTwice { .. } => "activity-bound-twice",
             Self::BadSignature { .. } => "bad-signature",
@@ -362,6 +373,7 @@ impl Error {
             Self::CalibrationMeasuredElsewhere { .. }
                 | Self::PartialHeadline
                 | Self::HeadlineMismatch { .. }
+                | Self::HeadlineMissing { .. }
                 | Self::Untraceable
                 | Self::ActivityBoundTwice { .. }
                 | Self::BadSignature { .. }

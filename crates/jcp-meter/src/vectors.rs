@@ -290,6 +290,13 @@ fn payload_refusals(fx: &Fixtures) -> Result<Vec<Json>, String> {
             "the headline is floor(energy_uj / accepted_tokens)",
         )?,
         refusal(
+            "headline-missing",
+            "read_payload",
+            &with(&wc, "uj_per_accepted_token", None).encode(),
+            "headline-missing",
+            "a Whole receipt with accepted tokens seals its headline: a reader never fills it in",
+        )?,
+        refusal(
             "headline-without-tokens",
             "read_payload",
             &with(&fx.est.wire(), "uj_per_accepted_token", Some(Value::Uint(0))).encode(),

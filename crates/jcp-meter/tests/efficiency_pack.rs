@@ -68,6 +68,7 @@ fn s5_2_pack_refusals_replay() {
     let codes: Vec<&str> = refusals.iter().map(|r| r["code"].as_str().unwrap()).collect();
     for needed in [
         "partial-headline",
+        "headline-missing",
         "bad-coverage",
         "bad-provenance",
         "activity-bound-twice",
