@@ -215,12 +215,9 @@ impl FindingCount {
                 "the audit report has no findings_by_code: its findings cannot be counted".to_owned(),
             )
         })?;
-        let map: std::collections::BTreeMap<jcp_audit::FindingCode, u64> = serde_json::from_value(by_code.clone())
-            .map_err(|e| {
-                crate::ViewError::ReportShape(format!(
-                    "the audit report's findings_by_code is not codes to counts: {e}"
-                ))
-            })?;
+        let map = <std::collections::BTreeMap<jcp_audit::FindingCode, u64>>::deserialize(by_code).map_err(|e| {
+            crate::ViewError::ReportShape(format!("the audit report's findings_by_code is not codes to counts: {e}"))
+        })?;
         Ok(map.into_iter().map(|(code, count)| FindingCount { code, count }).collect())
     }
 }

@@ -153,22 +153,21 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
         completed_units,
         steward,
     };
-    if headline.is_none() {
-        if let Some(computed) = e.uj_per_accepted_token() {
-            return Err(Error::HeadlineMissing { computed });
+    let computed = e.uj_per_accepted_token();
+    match headline {
+        None => {
+            if let Some(computed) = computed {
+                return Err(Error::HeadlineMissing { computed });
+            }
         }
-    }
-    if let Some(h) = headline {
-        if coverage == Coverage::Partial {
-            return Err(Error::PartialHeadline);
-        }
-        let computed = e.uj_per_accepted_token();
-        if computed != Some(h) {
+        Some(_) if coverage == Coverage::Partial => return Err(Error::PartialHeadline),
+        Some(h) if computed != Some(h) => {
             return Err(Error::HeadlineMismatch {
                 carried: h,
                 computed: computed.map_or_else(|| "none: no token was accepted".to_owned(), |c| c.to_string()),
-            });
+            })
         }
+        Some(_) => {}
     }
     Ok(e)
 }

@@ -466,7 +466,7 @@ fn describe(r: &Run) -> String {
         "{} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (endpoint + clients), cores {:.0}% busy",
         r.clients,
         r.how,
-        r.pace.map_or_else(String::new, |p| format!(", open loop, offered {p:.0}/s")),
+        open_loop_label(r.pace),
         r.rate(),
         us(r.p50),
         us(r.p99),
@@ -475,6 +475,11 @@ fn describe(r: &Run) -> String {
         r.n as f64 / r.stats.commits.max(1) as f64,
         busy * 100.0
     )
+}
+
+/// ", open loop, offered N/s" for an open-loop run, nothing for a closed one.
+fn open_loop_label(pace: Option<f64>) -> String {
+    pace.map_or_else(String::new, |p| format!(", open loop, offered {p:.0}/s"))
 }
 
 /// The open-loop rates (decisions/s offered by 64 clients together):
@@ -577,7 +582,7 @@ fn oneshot(n: usize) {
             r.clients,
             if r.clients == 1 { "" } else { "s" },
             if r.how == Gen::Client { " (`jcp_wire::client::Client`)" } else { "" },
-            r.pace.map_or_else(String::new, |p| format!(", open loop, offered {p:.0}/s")),
+            open_loop_label(r.pace),
             r.rate(),
             r.rate() / base_rate,
             us(r.p50),

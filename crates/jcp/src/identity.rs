@@ -113,13 +113,7 @@ impl Did {
             return Ok(d);
         }
         let d = Self::parse_uncached(s)?;
-        PARSED.with(|m| {
-            let mut m = m.borrow_mut();
-            if m.len() >= PARSED_RECALL {
-                m.clear();
-            }
-            m.insert(s.to_owned(), d);
-        });
+        PARSED.with(|m| recall(&mut m.borrow_mut(), s.to_owned(), d));
         Ok(d)
     }
 
@@ -192,14 +186,17 @@ pub fn did_string_of(key: &[u8; 32]) -> String {
         return s;
     }
     let s = spell(key);
-    SPELLED.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len() >= PARSED_RECALL {
-            m.clear();
-        }
-        m.insert(*key, s.clone());
-    });
+    SPELLED.with(|m| recall(&mut m.borrow_mut(), *key, s.clone()));
     s
+}
+
+/// Keeps `v` under `k` in a thread's recall table, starting the table over
+/// once it holds [`PARSED_RECALL`] entries.
+fn recall<K: std::hash::Hash + Eq, V>(m: &mut std::collections::HashMap<K, V>, k: K, v: V) {
+    if m.len() >= PARSED_RECALL {
+        m.clear();
+    }
+    m.insert(k, v);
 }
 
 fn spell(key: &[u8; 32]) -> String {
