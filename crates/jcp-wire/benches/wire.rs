@@ -55,6 +55,11 @@
 //! `JCP_WIRE_BENCH_PROFILE=64` (or 1, 8; `JCP_WIRE_BENCH_CLIENT=jcp` for
 //! `Client`): that configuration alone, once, for `perf record`.
 
+#[path = "wire/floor.rs"]
+mod floor;
+#[path = "wire/harness.rs"]
+mod harness;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -171,6 +176,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[derive(Debug, Clone)]
 struct Run {
     clients: usize,
+    server: Server,
     how: Gen,
     /// Open loop: the offered rate (decisions/s, all clients together);
     /// `None` for the closed loop (each client sends as soon as answered).
@@ -180,7 +186,10 @@ struct Run {
     p50: Duration,
     p99: Duration,
     max: Duration,
-    stats: StatsSnapshot,
+    /// `fdatasync`s of the stream over the run.
+    syncs: u64,
+    /// The endpoint's own counters (`None` for the floor).
+    stats: Option<StatsSnapshot>,
     stream_bytes: u64,
     /// CPU time of the whole process (endpoint and clients) during the run.
     cpu: Option<Duration>,
@@ -248,16 +257,25 @@ impl Conn {
         }
     }
 
-    async fn call(&mut self, framed: &[u8]) -> Outbound {
+    /// Sends one request and reads its answer: the endpoint's, decoded;
+    /// the floor's (a framed receipt) decoded as CBOR, `None`.
+    async fn call(&mut self, framed: &[u8], server: Server) -> Option<Outbound> {
         match self {
             Self::Buffered(s) => {
                 codec::write_frame(s.get_mut(), framed).await.unwrap();
                 let body = codec::read_frame(s, codec::DEFAULT_CAP).await.unwrap().unwrap();
-                Outbound::decode(&body).unwrap()
+                match server {
+                    Server::Endpoint => Some(Outbound::decode(&body).unwrap()),
+                    Server::Floor => {
+                        assert!(matches!(codec::decode_body(&body).unwrap(), Value::Bytes(_)));
+                        None
+                    }
+                }
             }
             Self::Client(c) => {
+                assert_eq!(server, Server::Endpoint, "the floor is measured with the load generator");
                 c.send_raw(framed).await.unwrap();
-                c.recv().await.unwrap()
+                Some(c.recv().await.unwrap())
             }
         }
     }
@@ -269,8 +287,18 @@ fn due(start: Instant, rate: f64, clients: usize, i: usize, k: usize) -> Instant
     start + Duration::from_secs_f64((k * clients + i) as f64 / rate)
 }
 
-/// Serves a fresh endpoint on a fresh stream and runs `reqs` (one list per
-/// client) through it over loopback TCP.
+/// What serves a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    /// `jcp_wire::endpoint::Endpoint`.
+    Endpoint,
+    /// The floor (`floor::Floor`): the endpoint's threads and wire doing
+    /// only what every decision must cost.
+    Floor,
+}
+
+/// Serves a fresh endpoint (or the floor) on a fresh stream and runs
+/// `reqs` (one list per client) through it over loopback TCP.
 ///
 /// Closed loop (`pace: None`): each client sends its next request as soon
 /// as the last is answered, so the clients offer all the load the endpoint
@@ -284,72 +312,56 @@ fn due(start: Instant, rate: f64, clients: usize, i: usize, k: usize) -> Instant
 /// due time (tokio's timer, 1 ms steps, so requests leave in bursts) and
 /// latency counts from when it actually sent.
 fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Gen, pace: Option<f64>) -> Run {
+    run_server(rt, reqs, Server::Endpoint, how, pace)
+}
+
+fn run_server(
+    rt: &tokio::runtime::Runtime,
+    reqs: &[Vec<WireRequest>],
+    server: Server,
+    how: Gen,
+    pace: Option<f64>,
+) -> Run {
     let clients = reqs.len();
     let n: usize = reqs.iter().map(Vec::len).sum();
     let framed: Vec<Vec<Vec<u8>>> =
         reqs.iter().map(|rs| rs.iter().map(|r| codec::frame_value(&r.to_value())).collect()).collect();
+    let receipt = harness::receipt_len(&reqs[0][0]);
     let dir = scratch();
     let path = dir.path().join("bench.jcps");
     rt.block_on(async {
-        let mut cfg = Config::new(&path);
-        cfg.clock = Arc::new(|| T0);
-        cfg.window_s = WINDOW_S;
-        let (ep, _) = Endpoint::open(cfg, steward(), Gate::new(), None).unwrap();
         let (listener, addr) = Address::Tcp("127.0.0.1:0".into()).bind().await.unwrap();
-        let server = {
-            let ep = ep.clone();
-            tokio::spawn(async move { ep.serve(listener).await })
+        let jcp_wire::endpoint::Listener::Tcp(tcp) = listener else { unreachable!() };
+        let (wall, mut lat, cpu, syncs, stats) = match server {
+            Server::Endpoint => {
+                let mut cfg = Config::new(&path);
+                cfg.clock = Arc::new(|| T0);
+                cfg.window_s = WINDOW_S;
+                let (ep, _) = Endpoint::open(cfg, steward(), Gate::new(), None).unwrap();
+                let serving = {
+                    let ep = ep.clone();
+                    tokio::spawn(async move { ep.serve(jcp_wire::endpoint::Listener::Tcp(tcp)).await })
+                };
+                let (wall, lat, cpu) = harness::drive(&addr, framed, server, how, pace).await;
+                let stats = ep.stats();
+                serving.abort();
+                ep.shutdown().await.unwrap();
+                assert_eq!((stats.decided, stats.allowed), (n as u64, n as u64), "{stats:?}");
+                (wall, lat, cpu, stats.commits, Some(stats))
+            }
+            Server::Floor => {
+                let floor = Arc::new(floor::Floor::start(&path, steward(), receipt));
+                let serving = tokio::spawn(floor.clone().serve(tcp, key(2).did()));
+                let (wall, lat, cpu) = harness::drive(&addr, framed, server, how, pace).await;
+                serving.abort();
+                (wall, lat, cpu, floor.syncs(), None)
+            }
         };
-        let start = Arc::new(tokio::sync::Barrier::new(clients + 1));
-        let mut tasks = Vec::with_capacity(clients);
-        for (i, mine) in framed.into_iter().enumerate() {
-            let addr = addr.clone();
-            let start = start.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut c = Conn::connect(&addr, how).await;
-                let mut lat = Vec::with_capacity(mine.len());
-                start.wait().await;
-                let t0 = Instant::now();
-                for (k, f) in mine.iter().enumerate() {
-                    let t = match pace {
-                        None => Instant::now(),
-                        Some(rate) => {
-                            let due = due(t0, rate, clients, i, k);
-                            if Instant::now() < due {
-                                tokio::time::sleep_until(due.into()).await;
-                                Instant::now()
-                            } else {
-                                due
-                            }
-                        }
-                    };
-                    let m = c.call(f).await;
-                    lat.push(t.elapsed());
-                    match m {
-                        Outbound::Response(r) if r.decision.is_allow() => {}
-                        other => panic!("not an allow: {other:?}"),
-                    }
-                }
-                lat
-            }));
-        }
-        start.wait().await;
-        let t = Instant::now();
-        let cpu0 = process_cpu();
-        let mut lat = Vec::with_capacity(n);
-        for task in tasks {
-            lat.extend(task.await.unwrap());
-        }
-        let wall = t.elapsed();
-        let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
-        let stats = ep.stats();
-        server.abort();
-        ep.shutdown().await.unwrap();
-        assert_eq!((stats.decided, stats.allowed), (n as u64, n as u64), "{stats:?}");
         lat.sort_unstable();
         let stream_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
         Run {
             clients,
+            server,
             how,
             pace,
             n,
@@ -357,11 +369,17 @@ fn run_endpoint(rt: &tokio::runtime::Runtime, reqs: &[Vec<WireRequest>], how: Ge
             p50: pct(&lat, 0.50),
             p99: pct(&lat, 0.99),
             max: pct(&lat, 1.0),
+            syncs,
             stats,
             stream_bytes,
             cpu,
         }
     })
+}
+
+/// What the gate is asked for `r` at the pinned time.
+fn gate_request<'a>(r: &'a WireRequest, cost: &'a Cost) -> Request<'a> {
+    Request { frame: &r.frame, chain: &r.chain, caller: &r.caller, cost, now: T0, flow: r.label.as_ref() }
 }
 
 /// The baseline: in-process decisions, caller signature included.
@@ -371,14 +389,7 @@ fn baseline(reqs: &[WireRequest]) -> Duration {
     for r in reqs {
         assert!(r.verify_signature());
         let cost: Cost = r.decision_cost();
-        let d = gate.decide(&Request {
-            frame: &r.frame,
-            chain: &r.chain,
-            caller: &r.caller,
-            cost: &cost,
-            now: T0,
-            flow: r.label.as_ref(),
-        });
+        let d = gate.decide(&gate_request(r, &cost));
         assert!(d.is_allow());
     }
     t.elapsed()
@@ -397,14 +408,7 @@ fn gate_only(reqs: &[WireRequest]) -> Duration {
     let t = Instant::now();
     for r in reqs {
         let cost: Cost = r.decision_cost();
-        let d = gate.decide(&Request {
-            frame: &r.frame,
-            chain: &r.chain,
-            caller: &r.caller,
-            cost: &cost,
-            now: T0,
-            flow: r.label.as_ref(),
-        });
+        let d = gate.decide(&gate_request(r, &cost));
         assert!(d.is_allow());
     }
     t.elapsed()
@@ -425,16 +429,7 @@ fn durable_no_wire(reqs: &[WireRequest]) -> (Duration, u64) {
             cbor::map([("request", Some(Value::Bytes(r.to_bytes()))), ("decided_at", Some(Value::Uint(T0)))]).encode();
         dg.append_record(RecordKind::Request, &record).unwrap();
         let cost: Cost = r.decision_cost();
-        let rec = dg
-            .decide(&Request {
-                frame: &r.frame,
-                chain: &r.chain,
-                caller: &r.caller,
-                cost: &cost,
-                now: T0,
-                flow: r.label.as_ref(),
-            })
-            .unwrap();
+        let rec = dg.decide(&gate_request(r, &cost)).unwrap();
         assert!(rec.decision.is_allow());
         if i % 64 == 63 {
             dg.commit().unwrap();
@@ -463,7 +458,8 @@ fn rate(n: usize, d: Duration) -> f64 {
 fn describe(r: &Run) -> String {
     let (cpu, busy) = r.cpu_per_decision().unwrap_or_default();
     format!(
-        "{} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (endpoint + clients), cores {:.0}% busy",
+        "{:?}, {} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (server + clients), cores {:.0}% busy",
+        r.server,
         r.clients,
         r.how,
         open_loop_label(r.pace),
@@ -471,8 +467,8 @@ fn describe(r: &Run) -> String {
         us(r.p50),
         us(r.p99),
         us(r.max),
-        r.stats.commits,
-        r.n as f64 / r.stats.commits.max(1) as f64,
+        r.syncs,
+        r.n as f64 / r.syncs.max(1) as f64,
         busy * 100.0
     )
 }
@@ -588,19 +584,20 @@ fn oneshot(n: usize) {
             us(r.p50),
             us(r.p99),
             us(r.max),
-            r.stats.commits,
-            r.n as f64 / r.stats.commits.max(1) as f64,
+            r.syncs,
+            r.n as f64 / r.syncs.max(1) as f64,
             busy * 100.0
         );
     }
     println!();
-    if let Some(r) = best.iter().flatten().find(|r| r.clients == 64 && r.how == Gen::Buffered && r.pace.is_none()) {
+    let full = best.iter().flatten().find(|r| r.clients == 64 && r.how == Gen::Buffered && r.pace.is_none());
+    if let Some((r, stats)) = full.and_then(|r| r.stats.map(|s| (r, s))) {
         let window = (r.rate() * WINDOW_S as f64).round() as u64;
         println!(
             "remembered-request table after the 64-client run: {} requests, {} bytes ({:.1} B per request); stream {} bytes ({:.0} B per decision)",
-            r.stats.remembered,
-            r.stats.remembered_bytes,
-            r.stats.remembered_bytes as f64 / r.stats.remembered.max(1) as f64,
+            stats.remembered,
+            stats.remembered_bytes,
+            stats.remembered_bytes as f64 / stats.remembered.max(1) as f64,
             r.stream_bytes,
             r.stream_bytes as f64 / r.n as f64
         );
@@ -623,7 +620,11 @@ fn oneshot(n: usize) {
 fn benches(c: &mut Criterion) {
     let n = requests_per_config();
     if bench_mode() && std::env::var_os("JCP_WIRE_BENCH_ONESHOT").is_some() {
-        oneshot(n);
+        if std::env::var_os("JCP_WIRE_BENCH_FLOOR").is_some() {
+            harness::floor_vs_endpoint(n);
+        } else {
+            oneshot(n);
+        }
         return;
     }
     // For profilers: one configuration, once. `JCP_WIRE_BENCH_CLIENT=jcp`
@@ -662,6 +663,11 @@ fn benches(c: &mut Criterion) {
                     .sum()
             });
         });
+    }
+    if !bench_mode() {
+        // `cargo test --benches` runs the floor once too, so it cannot rot.
+        let r = run_server(&rt, &requests(64, n), Server::Floor, Gen::Buffered, Some(50_000.0));
+        assert!(r.syncs > 0 && r.stream_bytes > 0, "{}", describe(&r));
     }
     let flat: Vec<WireRequest> = requests(64, n).into_iter().flatten().collect();
     g.bench_function(format!("in_process_gate_baseline/{n}"), |b| {
