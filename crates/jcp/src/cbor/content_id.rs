@@ -20,9 +20,17 @@ impl ContentId {
         Self::of_bytes(&value.encode())
     }
 
-    /// Lowercase hex.
+    /// Lowercase hex. Written digit by digit into a string of the right
+    /// size (the `hex` crate's `encode` collects an iterator of chars, and
+    /// a decision spells a dozen ids).
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(64);
+        for b in self.0 {
+            s.push(char::from(DIGITS[usize::from(b >> 4)]));
+            s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        }
+        s
     }
 
     /// Parses exactly 64 lowercase hex digits; anything else is refused.

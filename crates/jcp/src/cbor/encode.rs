@@ -62,11 +62,19 @@ impl Value {
                 }
             }
             Self::Map(entries) => {
-                let mut enc: Vec<(Vec<u8>, &Value)> = entries.iter().map(|(k, v)| (k.encode(), v)).collect();
-                enc.sort_by(|a, b| a.0.cmp(&b.0));
+                // Every key encoded once, into one buffer (not one vector
+                // per key), then the entries sorted by their keys' bytes.
+                let mut keys = Vec::with_capacity(entries.len() * 12);
+                let mut enc: Vec<(usize, usize, &Value)> = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let start = keys.len();
+                    k.encode_into(&mut keys);
+                    enc.push((start, keys.len(), v));
+                }
+                enc.sort_by(|a, b| keys[a.0..a.1].cmp(&keys[b.0..b.1]));
                 write_head(out, 5, usize_u64(enc.len()));
-                for (k, v) in enc {
-                    out.extend_from_slice(&k);
+                for (start, end, v) in enc {
+                    out.extend_from_slice(&keys[start..end]);
                     v.encode_into(out);
                 }
             }
