@@ -50,7 +50,7 @@ pub struct DurableGate {
     steward_did: Did,
     next_seq: u64,
     known_through: Option<u64>,
-    pending: HashMap<ContentId, Unresolved>,
+    pending: replay::Pending,
     grants: HashMap<ContentId, SignedGrant>,
     /// Reservations recorded by [`DurableGate::authorize`], not yet settled.
     held: HashMap<ContentId, Held>,
@@ -141,12 +141,12 @@ impl DurableGate {
     /// The recorded decision `receipt` names, while its outcome is not
     /// recorded.
     pub fn pending_of(&self, receipt: &ContentId) -> Option<&Unresolved> {
-        self.pending.get(receipt)
+        self.pending.get(receipt).map(|u| &**u)
     }
 
     /// Decisions recorded whose outcome is not yet recorded.
     pub fn pending(&self) -> impl Iterator<Item = &Unresolved> {
-        self.pending.values()
+        self.pending.values().map(|u| &**u)
     }
 
     fn position(&mut self) -> Position {

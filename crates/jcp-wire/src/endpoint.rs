@@ -66,7 +66,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use address::{bind_all, unix_path, Address, Listener};
 pub use config::{system_clock, ChannelSetup, Clock, Config};
-pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES};
+pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES, REMEMBERED_INDEX_BYTES};
 pub use recording::{read_request_record, OpenReport};
 pub use stats::{Stats, StatsSnapshot};
 
@@ -136,6 +136,7 @@ impl Endpoint {
             .map_err(|e| WireError::io(format!("opening {} to read", config.stream.display()), e))?;
         let stats = Arc::new(Stats::default());
         stats.remembered.store(replayed.table.len() as u64, Ordering::Relaxed);
+        stats.remembered_bytes.store(replayed.table.bytes(), Ordering::Relaxed);
         let report = replayed.report(replay);
         let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
         let metrics = Arc::new(WireMetrics::new());
@@ -156,7 +157,6 @@ impl Endpoint {
             clock: config.clock,
             failed: None,
             stats: stats.clone(),
-            last_sweep: now,
             point_keys,
             metrics: metrics.clone(),
         };
@@ -191,7 +191,7 @@ impl Endpoint {
             unrecorded: s.unrecorded.load(Ordering::Relaxed),
             commits: s.commits.load(Ordering::Relaxed),
             remembered,
-            remembered_bytes: remembered_table_bytes(remembered),
+            remembered_bytes: s.remembered_bytes.load(Ordering::Relaxed),
             refused_frames: s.refused_frames.load(Ordering::Relaxed),
         }
     }

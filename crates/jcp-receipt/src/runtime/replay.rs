@@ -77,13 +77,19 @@ impl ReplayReport {
 }
 /// The replay of one stream in progress: the gate re-applied record by
 /// record, and what the point will hold once it is done.
+/// Allowed decisions with no recorded outcome yet, by receipt id. Boxed:
+/// a growing table moves 8-byte slots, not whole entries (an `Unresolved`
+/// is over 500 bytes: two parsed dids), so its growth never pauses the
+/// writer for long.
+pub(super) type Pending = HashMap<ContentId, Box<Unresolved>>;
+
 pub(super) struct Replay<'a> {
     gate: Gate,
     report: ReplayReport,
     dids: DidCache,
     me: Did,
     max_seq: Option<u64>,
-    pending: HashMap<ContentId, Unresolved>,
+    pending: Pending,
     grants: HashMap<ContentId, SignedGrant>,
     seen: HashSet<ContentId>,
     /// Ids of refused receipts: their outcomes are not orphans.
@@ -101,7 +107,7 @@ pub(super) struct Replayed {
     /// The largest `seq` recorded (the next record takes the one after).
     pub(super) max_seq: Option<u64>,
     /// Allowed decisions with no recorded outcome yet.
-    pub(super) pending: HashMap<ContentId, Unresolved>,
+    pub(super) pending: Pending,
     /// The grants the stream records.
     pub(super) grants: HashMap<ContentId, SignedGrant>,
 }
@@ -116,7 +122,7 @@ impl<'a> Replay<'a> {
             dids: DidCache::new(),
             me,
             max_seq: None,
-            pending: HashMap::new(),
+            pending: Pending::new(),
             grants: HashMap::new(),
             seen: HashSet::new(),
             refused: HashSet::new(),
@@ -129,7 +135,7 @@ impl<'a> Replay<'a> {
     pub(super) fn finish(self, torn: Option<TornCut>) -> Replayed {
         let Self { gate, mut report, max_seq, pending, grants, .. } = self;
         report.torn_cut = torn;
-        let mut unresolved: Vec<Unresolved> = pending.values().cloned().collect();
+        let mut unresolved: Vec<Unresolved> = pending.values().map(|u| (**u).clone()).collect();
         unresolved.sort_by_key(|u| u.offset);
         report.unresolved = unresolved;
         Replayed { gate, report, max_seq, pending, grants }
@@ -199,7 +205,7 @@ impl<'a> Replay<'a> {
             self.report.replayed_allows += 1;
             self.pending.insert(
                 o.sealed.id,
-                Unresolved {
+                Box::new(Unresolved {
                     receipt: o.sealed.id,
                     offset: r.offset,
                     grant_id: c.grant_id,
@@ -207,7 +213,7 @@ impl<'a> Replay<'a> {
                     steward: c.steward,
                     action: c.action.clone(),
                     cost_uj: c.cost_uj,
-                },
+                }),
             );
         }
     }

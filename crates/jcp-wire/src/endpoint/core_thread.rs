@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use jcp::cbor::ContentId;
@@ -16,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::config::Clock;
 use super::continuation::Binding;
-use super::decided_once::Entry;
+use super::decided_once::Remembered;
 use super::decision::Answer;
 use super::group_commit::Pending;
 use super::stats::Stats;
@@ -82,13 +83,12 @@ pub(super) struct Core {
     pub(super) sync_thread: Option<std::thread::JoinHandle<()>>,
     /// Batches whose sync failed, back from the sync thread.
     pub(super) unsynced: std::sync::mpsc::Receiver<(String, Pending)>,
-    pub(super) table: HashMap<ContentId, Entry>,
+    pub(super) table: Remembered,
     pub(super) handles: HashMap<String, Binding>,
     pub(super) window_s: u64,
     pub(super) clock: Clock,
     pub(super) failed: Option<String>,
     pub(super) stats: Arc<Stats>,
-    pub(super) last_sweep: u64,
     /// §4.5: this point's key per channel grant.
     pub(super) point_keys: HashMap<ContentId, Keypair>,
     pub(super) metrics: Arc<WireMetrics>,
@@ -141,6 +141,7 @@ impl Core {
             }
             // Group commit: the batch is durable before anything leaves.
             self.commit(p);
+            self.stats.remembered_bytes.store(self.table.bytes(), Ordering::Relaxed);
             if let Some(tx) = shutdown {
                 let _ = tx.send(self.finish());
                 return;

@@ -5,6 +5,7 @@
 //! recorded again. Caller authentication (§11) shares the signed bytes the
 //! id is taken from.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::Ordering;
 
@@ -26,14 +27,88 @@ pub(super) struct Entry {
 /// one control byte (hashbrown), before the table's spare capacity.
 pub const REMEMBERED_ENTRY_BYTES: usize = std::mem::size_of::<(ContentId, Entry)>() + 1;
 
-/// The table's bytes for `n` remembered requests: hashbrown keeps a
-/// power-of-two bucket count at most 7/8 full.
+/// The bytes one remembered request costs in the stamp index (its id,
+/// in its stamp's list), before the lists' spare capacity.
+pub const REMEMBERED_INDEX_BYTES: usize = std::mem::size_of::<ContentId>();
+
+/// At most this many expired requests are forgotten per decision: the
+/// forgetting keeps pace with the remembering (one in, up to this many
+/// out) without ever pausing the core thread for a whole second's worth.
+const FORGET_PER_DECISION: usize = 16;
+
+/// The bytes the remembered requests take for `n` requests, at most: the
+/// table (hashbrown keeps a power-of-two bucket count at most 7/8 full)
+/// and the stamp index (each stamp's list at most twice its length).
 pub fn remembered_table_bytes(n: u64) -> u64 {
     if n == 0 {
         return 0;
     }
     let buckets = (n.saturating_mul(8) / 7).max(4).next_power_of_two();
-    buckets.saturating_mul(REMEMBERED_ENTRY_BYTES as u64)
+    buckets
+        .saturating_mul(REMEMBERED_ENTRY_BYTES as u64)
+        .saturating_add(n.saturating_mul(2 * REMEMBERED_INDEX_BYTES as u64))
+}
+
+/// The remembered requests (§11 "decided once"): by id, and their ids by
+/// stamp, so that forgetting what has left the window takes time in
+/// proportion to what is forgotten, a few at a time, and never a pass
+/// over everything remembered.
+#[derive(Debug, Default)]
+pub(super) struct Remembered {
+    table: HashMap<ContentId, Entry>,
+    by_stamp: BTreeMap<u64, Vec<ContentId>>,
+}
+
+impl Remembered {
+    /// The request remembered as `id`.
+    pub(super) fn get(&self, id: &ContentId) -> Option<Entry> {
+        self.table.get(id).copied()
+    }
+
+    /// Remembers a request. The same id always has the same stamp (the
+    /// stamp is part of what the id is taken from).
+    pub(super) fn insert(&mut self, id: ContentId, e: Entry) {
+        if self.table.insert(id, e).is_none() {
+            self.by_stamp.entry(e.stamp).or_default().push(id);
+        }
+    }
+
+    /// How many requests are remembered.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Forgets at most `budget` requests whose stamp has left the window
+    /// `window_s` before `now`, oldest stamps first. A request left in for
+    /// a while longer is harmless: a repeat is checked against the window
+    /// before it is looked up. Returns how many were forgotten.
+    pub(super) fn forget_expired(&mut self, now: u64, window_s: u64, mut budget: usize) -> usize {
+        let mut forgotten = 0;
+        while budget > 0 {
+            let Some(mut first) = self.by_stamp.first_entry() else { break };
+            if first.key().saturating_add(window_s) >= now {
+                break;
+            }
+            let ids = first.get_mut();
+            while budget > 0 {
+                let Some(id) = ids.pop() else { break };
+                self.table.remove(&id);
+                budget -= 1;
+                forgotten += 1;
+            }
+            if ids.is_empty() {
+                first.remove();
+            }
+        }
+        forgotten
+    }
+
+    /// The bytes held now: the table's buckets and the index's lists.
+    pub(super) fn bytes(&self) -> u64 {
+        let buckets = if self.table.capacity() == 0 { 0 } else { (self.table.capacity() * 8 / 7).next_power_of_two() };
+        let lists: usize = self.by_stamp.values().map(Vec::capacity).sum();
+        (buckets * REMEMBERED_ENTRY_BYTES + lists * REMEMBERED_INDEX_BYTES) as u64
+    }
 }
 
 /// A request's identity and whether its caller's signature verifies
@@ -75,16 +150,12 @@ impl Core {
         stamp.abs_diff(now) <= self.window_s
     }
 
-    /// Forgets requests whose stamp has left the window (a repeat of one is
-    /// stale anyway), at most once a second.
+    /// Forgets a few requests whose stamp has left the window (a repeat
+    /// of one is stale anyway): called once per decision.
     pub(super) fn sweep(&mut self, now: u64) {
-        if now == self.last_sweep {
-            return;
+        if self.table.forget_expired(now, self.window_s, FORGET_PER_DECISION) > 0 {
+            self.stats.remembered.store(self.table.len() as u64, Ordering::Relaxed);
         }
-        self.last_sweep = now;
-        let w = self.window_s;
-        self.table.retain(|_, e| e.stamp.saturating_add(w) >= now);
-        self.stats.remembered.store(self.table.len() as u64, Ordering::Relaxed);
     }
 
     /// Reads back the receipt record at `at` in the stream.
@@ -126,7 +197,6 @@ impl Core {
 
 #[cfg(test)]
 mod tests {
-    use jcp::cbor::ContentId;
     use jcp::flow::Label;
 
     use super::super::tests::{grant, key, request};
@@ -158,5 +228,46 @@ mod tests {
         let r = request(&g, b"q");
         assert_eq!(signed_bytes_of(&r, b""), r.signed_bytes());
         assert_eq!(signed_bytes_of(&r, &r.signed_bytes()), r.signed_bytes());
+    }
+
+    fn id(n: u64) -> ContentId {
+        ContentId::of_bytes(&n.to_be_bytes())
+    }
+
+    #[test]
+    fn s11_expired_requests_are_forgotten_oldest_stamp_first_a_few_at_a_time() {
+        let mut r = Remembered::default();
+        // Stamps 100 (three requests), 101 (two), 140 (one), inserted out of order.
+        for (n, stamp) in [(1, 101), (2, 100), (3, 140), (4, 100), (5, 101), (6, 100)] {
+            r.insert(id(n), Entry { stamp, receipt_at: n * 10 });
+        }
+        // Remembering the same request again adds nothing (same id, same stamp).
+        r.insert(id(2), Entry { stamp: 100, receipt_at: 20 });
+        assert_eq!(r.len(), 6);
+        // Inside the window (30 s) of now = 130 for every stamp: nothing goes.
+        assert_eq!(r.forget_expired(130, 30, 16), 0);
+        // now = 131: stamp 100 has left the window, 101 has not; a budget of 2 takes two of its three.
+        assert_eq!(r.forget_expired(131, 30, 2), 2);
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.forget_expired(131, 30, 16), 1);
+        assert!([2, 4, 6].iter().all(|&n| r.get(&id(n)).is_none()), "stamp 100 is forgotten");
+        assert!([1, 5, 3].iter().all(|&n| r.get(&id(n)).is_some()), "stamps 101 and 140 are kept");
+        // now = 200: everything left has expired, taken in stamp order.
+        assert_eq!(r.forget_expired(200, 30, 2), 2);
+        assert_eq!(r.get(&id(3)).map(|e| e.receipt_at), Some(30), "the newest stamp goes last");
+        assert_eq!(r.forget_expired(200, 30, 16), 1);
+        assert_eq!((r.len(), r.forget_expired(10_000, 30, 16)), (0, 0));
+    }
+
+    #[test]
+    fn s11_the_remembered_bytes_are_counted_and_bounded_by_the_projection() {
+        let mut r = Remembered::default();
+        assert_eq!(r.bytes(), 0);
+        for n in 0..10_000 {
+            r.insert(id(n), Entry { stamp: 1_000 + n / 1_000, receipt_at: n });
+        }
+        let held = r.bytes();
+        assert!(held >= 10_000 * (REMEMBERED_ENTRY_BYTES + REMEMBERED_INDEX_BYTES) as u64, "{held}");
+        assert!(held <= remembered_table_bytes(10_000), "{held} > {}", remembered_table_bytes(10_000));
     }
 }

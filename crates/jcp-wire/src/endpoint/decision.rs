@@ -115,7 +115,7 @@ impl Core {
             return self.unrecorded(req, &format!("the record cannot be written: {why}"));
         }
         // A repeat inside the window: the first response, nothing else.
-        if let Some(e) = self.table.get(&id).copied() {
+        if let Some(e) = self.table.get(&id) {
             if self.in_window(e.stamp, now) {
                 return self.answer_repeat(req, e);
             }

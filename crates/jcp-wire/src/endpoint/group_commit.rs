@@ -233,7 +233,6 @@ impl Core {
 mod tests {
     use std::sync::atomic::AtomicBool;
 
-    use jcp::cbor::ContentId;
     use jcp::decision::{Gate, Reason};
 
     use super::super::tests::{decision, grant, key, request};

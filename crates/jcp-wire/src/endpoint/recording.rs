@@ -3,13 +3,11 @@
 //! behind it) before it is decided, and on restart the replay of the record
 //! rebuilds the memory of requests still inside the window.
 
-use std::collections::HashMap;
-
 use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp_receipt::runtime::ReplayReport;
 use jcp_receipt::stream::{RecordKind, FRAME_OVERHEAD};
 
-use super::decided_once::Entry;
+use super::decided_once::{Entry, Remembered};
 use crate::error::WireError;
 use crate::message::WireRequest;
 
@@ -53,7 +51,7 @@ pub(super) struct Replayed {
     pub(super) now: u64,
     pub(super) window_s: u64,
     /// The requests remembered again, by id.
-    pub(super) table: HashMap<ContentId, Entry>,
+    pub(super) table: Remembered,
     pub(super) recorded: u64,
     pub(super) unreadable: u64,
     pub(super) closings: u64,
@@ -65,7 +63,7 @@ pub(super) struct Replayed {
 impl Replayed {
     /// Nothing read yet; `now` is the endpoint's clock at open.
     pub(super) fn new(now: u64, window_s: u64) -> Self {
-        Self { now, window_s, table: HashMap::new(), recorded: 0, unreadable: 0, closings: 0, awaiting: None }
+        Self { now, window_s, table: Remembered::default(), recorded: 0, unreadable: 0, closings: 0, awaiting: None }
     }
 
     /// One record of the stream. A request record is remembered only when

@@ -23,6 +23,9 @@ pub struct Stats {
     pub commits: AtomicU64,
     /// Requests remembered now.
     pub remembered: AtomicU64,
+    /// Bytes the remembered requests hold now (table and stamp index, by
+    /// their capacities), as of the last batch.
+    pub remembered_bytes: AtomicU64,
     /// Frames refused (bad framing or message); their connections closed.
     pub refused_frames: AtomicU64,
 }
@@ -46,8 +49,8 @@ pub struct StatsSnapshot {
     pub commits: u64,
     /// See [`Stats::remembered`].
     pub remembered: u64,
-    /// Bytes the remembered-request table holds (entries × their size,
-    /// with the hash table's control bytes; an estimate from capacity).
+    /// See [`Stats::remembered_bytes`]: the table's buckets (entries and
+    /// their control bytes) and the stamp index's lists, by capacity.
     pub remembered_bytes: u64,
     /// See [`Stats::refused_frames`].
     pub refused_frames: u64,
