@@ -12,7 +12,7 @@
 
 use coset::cbor::value::Value as CborValue;
 use coset::iana::{self, EnumI64};
-use coset::{CoseSign1, CoseSign1Builder, HeaderBuilder, Label, TaggedCborSerializable};
+use coset::{CoseSign1, Label, TaggedCborSerializable};
 use jcp::cbor::{self, ContentId, Value};
 use jcp::identity::{Did, Keypair};
 
@@ -346,7 +346,51 @@ fn head_len(n: usize) -> usize {
 }
 
 /// Seals a canonical core into a tagged `COSE_Sign1` under `steward`.
-pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
+///
+/// Written directly in the one canonical layout [`open`] accepts (tag 18,
+/// `[bstr protected, {}, bstr payload, bstr(64) signature]`) rather than
+/// through `coset`'s builder, which builds and clones value trees around
+/// the signature: sealing runs once per decision on the endpoint's core
+/// thread. The test `s8_the_direct_seal_is_cosets_byte_for_byte` holds the
+/// two byte-identical ([`seal_with_coset`] stays as the reference).
+pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Vec<u8> {
+    let protected = protected_header(steward.did().to_did_string().as_bytes(), position);
+    let payload = core.encode();
+    let signature = steward.sign(&sig_structure(&protected, &payload));
+    let mut out = Vec::with_capacity(2 + 9 + protected.len() + 1 + 9 + payload.len() + 2 + 64);
+    out.extend_from_slice(&[0xd2, 0x84]);
+    for (i, bstr) in [&protected[..], &payload[..], &signature[..]].into_iter().enumerate() {
+        if i == 1 {
+            // The unprotected header, empty in JCR-1, sits between the two.
+            out.push(0xa0);
+        }
+        let (head, len) = bstr_head(bstr.len());
+        out.extend_from_slice(&head[..len]);
+        out.extend_from_slice(bstr);
+    }
+    out
+}
+
+/// The protected header as minted: `{1: -8 (EdDSA), 4: kid, ?"jcp-seq":
+/// uint, ?"jcp-known-through": uint}`, canonical (the order `coset` writes
+/// these labels in is also their canonical order).
+fn protected_header(kid: &[u8], position: Position) -> Vec<u8> {
+    // Label 1 (alg) is -8, EdDSA: CBOR's negative 7 (`-1 - 7`).
+    let mut entries = vec![(Value::Uint(1), Value::Nint(7)), (Value::Uint(4), Value::Bytes(kid.to_vec()))];
+    if let Some(seq) = position.seq {
+        entries.push((Value::text(SEQ_LABEL), Value::Uint(seq)));
+    }
+    if let Some(k) = position.known_through {
+        entries.push((Value::text(KNOWN_THROUGH_LABEL), Value::Uint(k)));
+    }
+    Value::Map(entries).encode()
+}
+
+/// [`seal`] through `coset`'s builder: the reference the direct seal is
+/// held byte-identical to.
+#[cfg(test)]
+pub(crate) fn seal_with_coset(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
+    use coset::{CoseSign1Builder, HeaderBuilder};
     let kid = steward.did().to_did_string().into_bytes();
     let mut hb = HeaderBuilder::new().algorithm(iana::Algorithm::EdDSA).key_id(kid);
     if let Some(seq) = position.seq {
@@ -512,6 +556,35 @@ pub fn eddsa_alg_id() -> i64 {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn s8_the_direct_seal_is_cosets_byte_for_byte() {
+        assert_eq!(eddsa_alg_id(), -8);
+        let k = Keypair::from_seed([7; 32]).unwrap();
+        let cores = [
+            cbor::map([("v", Some(Value::Uint(2)))]),
+            cbor::map([("a", Some(Value::Bytes(vec![1; 300]))), ("b", Some(Value::text("x")))]),
+            cbor::map([("big", Some(Value::Bytes(vec![9; 70_000])))]),
+        ];
+        let at = |seq, known_through| Position { seq, known_through };
+        let positions = [
+            at(None, None),
+            at(Some(0), None),
+            at(None, Some(23)),
+            at(Some(24), Some(u64::from(u32::MAX) + 1)),
+            at(Some(u64::MAX), Some(u64::MAX)),
+        ];
+        let mut dids = DidCache::new();
+        for core in &cores {
+            for p in positions {
+                let direct = seal(core, p, &k);
+                assert_eq!(direct, seal_with_coset(core, p, &k).unwrap(), "{p:?}");
+                let (sealed, opened) = open(&direct, &mut dids).unwrap();
+                assert_eq!((sealed.position, &opened, sealed.steward), (p, core, k.did()));
+                sealed.verify_signature().unwrap();
+            }
+        }
+    }
 
     #[test]
     fn s2_did_cache_returns_what_parsing_returns() {

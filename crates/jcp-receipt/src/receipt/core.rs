@@ -200,7 +200,7 @@ impl ReceiptCore {
                 kid: steward.did().to_did_string(),
             });
         }
-        cose::seal(&self.to_value()?, position, steward)
+        Ok(cose::seal(&self.to_value()?, position, steward))
     }
 }
 
