@@ -128,8 +128,8 @@ impl RevocationNotice {
 
 /// Seals any signed-record core as JCR-1 (the receipt path is
 /// [`crate::receipt::ReceiptCore::seal`]).
-pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> Result<Vec<u8>, Error> {
-    Ok(cose::seal(core, position, steward))
+pub(crate) fn seal_core(core: &Value, position: Position, steward: &Keypair) -> Vec<u8> {
+    cose::seal(core, position, steward)
 }
 
 /// [`crate::open::open_outcome`] through `coset` only (the reference path).

@@ -189,7 +189,7 @@ impl DurableGate {
     /// the next commit.
     pub fn record_closing(&mut self, core: &jcp::cbor::Value) -> Result<(ContentId, u64), Error> {
         let pos = self.position();
-        let bytes = record::seal_core(core, pos, &self.steward)?;
+        let bytes = record::seal_core(core, pos, &self.steward);
         let at = self.writer.append(RecordKind::Closing, &bytes)?;
         Ok((ContentId::of_bytes(&bytes), at))
     }

@@ -16,7 +16,7 @@ impl DurableGate {
     fn record_statement(&mut self, statement: &SignedStatement) -> Result<u64, Error> {
         let notice = record::StatementNotice { statement: statement.clone(), steward: self.steward_did };
         let pos = self.position();
-        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
+        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
         self.writer.append(RecordKind::Statement, &bytes)
     }
 

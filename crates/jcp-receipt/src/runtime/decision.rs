@@ -129,7 +129,7 @@ impl DurableGate {
         }
         let o = Outcome { receipt: *receipt, status, steward: self.steward_did };
         let pos = self.position();
-        let bytes = record::seal_core(&o.to_value(), pos, &self.steward)?;
+        let bytes = record::seal_core(&o.to_value(), pos, &self.steward);
         let at = self.writer.append(RecordKind::Outcome, &bytes)?;
         self.pending.remove(receipt);
         // A reservation resolved by an outcome keeps its held debit and can

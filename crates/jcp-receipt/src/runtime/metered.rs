@@ -121,7 +121,7 @@ impl DurableGate {
         let rec = self.record_decision(d, req)?;
         let st = Settlement { reservation: h.bytes, settled_by: rec.receipt, steward: self.steward_did };
         let pos = self.position();
-        let bytes = record::seal_core(&st.to_value(), pos, &self.steward)?;
+        let bytes = record::seal_core(&st.to_value(), pos, &self.steward);
         // Not recorded: the reservation stays held and unresolved.
         self.writer.append(RecordKind::Outcome, &bytes)?;
         self.gate.release(&h.chain_ids, h.uj, h.minor, h.tainted);

@@ -46,8 +46,8 @@ impl DurableGate {
         }
         let notice = RevocationNotice { revocation: rev.clone(), marker, steward: self.steward_did };
         let pos = self.position();
-        let appended = record::seal_core(&notice.to_value(), pos, &self.steward)
-            .and_then(|bytes| self.writer.append(RecordKind::Revocation, &bytes));
+        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
+        let appended = self.writer.append(RecordKind::Revocation, &bytes);
         let at = match appended {
             Ok(at) => at,
             Err(e) => {

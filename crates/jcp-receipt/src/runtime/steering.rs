@@ -35,7 +35,7 @@ impl DurableGate {
             steward: self.steward_did,
         };
         let pos = self.position();
-        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward)?;
+        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
         let at = self.writer.append(RecordKind::Amendment, &bytes)?;
         self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
         Ok(at)
