@@ -234,8 +234,8 @@ enum Gen {
     /// a response is one read. The clients share the machine's two cores
     /// with the endpoint; this keeps their share small.
     Buffered,
-    /// `jcp_wire::client::Client` (`send_raw` + `recv`): two reads per
-    /// response (its length, then its body).
+    /// `jcp_wire::client::Client` (`send_raw` + `recv`), which reads
+    /// through a buffer too and decodes each answer as a `Outbound`.
     Client,
 }
 

@@ -1,17 +1,19 @@
 //! A `jcp/1` client: connects over TCP or a Unix socket, sends framed
 //! messages, reads the endpoint's answers.
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
 use crate::codec;
 use crate::endpoint::Address;
 use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, Outbound, WireReply, WireRequest, WireResponse};
 
+/// The socket, read through a buffer: a response's length and body (and
+/// a reply behind it) come in one read, not two. Writes go straight through.
 enum Sock {
-    Tcp(tokio::net::TcpStream),
+    Tcp(BufReader<tokio::net::TcpStream>),
     #[cfg(unix)]
-    Unix(tokio::net::UnixStream),
+    Unix(BufReader<tokio::net::UnixStream>),
 }
 
 /// A connection to an endpoint.
@@ -46,14 +48,14 @@ impl Client {
                     .await
                     .map_err(|e| WireError::io(format!("connecting to tcp:{a}"), e))?;
                 let _ = s.set_nodelay(true);
-                Sock::Tcp(s)
+                Sock::Tcp(BufReader::new(s))
             }
             #[cfg(unix)]
-            Address::Unix(p) => Sock::Unix(
+            Address::Unix(p) => Sock::Unix(BufReader::new(
                 tokio::net::UnixStream::connect(p)
                     .await
                     .map_err(|e| WireError::io(format!("connecting to unix:{}", p.display()), e))?,
-            ),
+            )),
             #[cfg(not(unix))]
             Address::Unix(p) => return Err(WireError::BadAddress(format!("unix:{}", p.display()))),
         };
@@ -63,9 +65,9 @@ impl Client {
     /// Sends already-framed bytes (tests use this to misbehave).
     pub async fn send_raw(&mut self, framed: &[u8]) -> Result<(), WireError> {
         match &mut self.sock {
-            Sock::Tcp(s) => write(s, framed).await,
+            Sock::Tcp(s) => write(s.get_mut(), framed).await,
             #[cfg(unix)]
-            Sock::Unix(s) => write(s, framed).await,
+            Sock::Unix(s) => write(s.get_mut(), framed).await,
         }
     }
 
