@@ -144,7 +144,8 @@ impl Endpoint {
         for (id, spend) in gate.gate().spent_grants() {
             metrics.spent(&id, spend.uj);
         }
-        let (to_sync, unsynced, sync_thread) = Syncer::start(&config.stream, tx.downgrade(), &stats, &metrics)?;
+        let (to_sync, unsynced, sync_thread) =
+            Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;
         let core = Core {
             gate,
             read,

@@ -549,3 +549,40 @@ fn c08_the_remembered_table_forgets_requests_whose_stamp_left_the_window() {
         s.stop().await;
     });
 }
+
+#[test]
+fn s4_11_batches_decided_within_the_commit_interval_share_one_sync_and_none_leaves_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let mut cfg = config(&path, &clock);
+    cfg.commit_interval = Duration::from_millis(300);
+    rt().block_on(async {
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        // One request first: the first sync starts at once (no sync before it).
+        let g = grant(1_000_000, 1);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        assert!(c.call(&request(&g, 1, b"first", T0)).await.unwrap().decision.is_allow());
+        assert_eq!(s.endpoint.stats().commits, 1);
+        // Eight clients at once, within 300 ms of that sync: they wait out
+        // the interval and share the next sync (or two, if the core split them).
+        let t = std::time::Instant::now();
+        let calls = (0..8u8).map(|i| {
+            let addr = s.tcp.clone();
+            let g = g.clone();
+            tokio::spawn(async move {
+                let mut c = Client::connect(&addr).await.unwrap();
+                c.call(&request(&g, 1, &[i], T0)).await.unwrap()
+            })
+        });
+        for call in calls.collect::<Vec<_>>() {
+            assert!(call.await.unwrap().decision.is_allow());
+        }
+        let commits = s.endpoint.stats().commits;
+        assert!((2..=3).contains(&commits), "9 decisions in {commits} syncs");
+        assert!(t.elapsed() >= Duration::from_millis(150), "answered before the interval was out: {:?}", t.elapsed());
+        s.stop().await;
+    });
+    // Everything answered is in the record.
+    assert_eq!(kinds(&path).iter().filter(|k| **k == RecordKind::Receipt).count(), 9);
+}

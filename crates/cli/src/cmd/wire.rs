@@ -60,6 +60,9 @@ pub struct ServeArgs {
     /// The largest message body accepted, bytes.
     #[arg(long, default_value_t = jcp_wire::codec::DEFAULT_CAP)]
     cap: usize,
+    /// The least time between two syncs of the record, µs: decisions made meanwhile share the next sync (0: sync each batch at once). Nothing is answered before its sync either way.
+    #[arg(long, default_value_t = 500)]
+    commit_interval_us: u64,
     /// A budget channel's grant: this endpoint is one of its points (§4.5); needs --point-key and --peer.
     #[arg(long, requires_all = ["point_key", "peers"])]
     channel_grant: Option<PathBuf>,
@@ -99,6 +102,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     config.window_s = a.window_s;
     config.known_through = Some(a.known_through);
     config.cap = a.cap;
+    config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     if let (Some(g), Some(k)) = (&a.channel_grant, &a.point_key) {
         let peers = a.peers.iter().map(|p| parse_did(p)).collect::<anyhow::Result<Vec<_>>>()?;
         config.channels.push(jcp_wire::endpoint::ChannelSetup { grant: read_grant(g)?, point: read_key(k)?, peers });

@@ -79,6 +79,9 @@ pub(super) struct Syncer {
     pub(super) synced: u64,
     pub(super) failed: Option<String>,
     pub(super) rx: std::sync::mpsc::Receiver<Pending>,
+    /// The least time between the starts of two syncs
+    /// ([`super::Config::commit_interval`]).
+    pub(super) interval: std::time::Duration,
     pub(super) back: std::sync::mpsc::Sender<(String, Pending)>,
     pub(super) wake: mpsc::WeakSender<Job>,
     pub(super) stats: Arc<Stats>,
@@ -91,6 +94,7 @@ impl Syncer {
     /// on, and the thread.
     pub(super) fn start(
         stream: &Path,
+        interval: std::time::Duration,
         wake: mpsc::WeakSender<Job>,
         stats: &Arc<Stats>,
         metrics: &Arc<WireMetrics>,
@@ -101,8 +105,17 @@ impl Syncer {
             .write(true)
             .open(stream)
             .map_err(|e| WireError::io(format!("opening {} to sync", stream.display()), e))?;
-        let syncer =
-            Syncer { file, synced: 0, failed: None, rx, back, wake, stats: stats.clone(), metrics: metrics.clone() };
+        let syncer = Syncer {
+            file,
+            synced: 0,
+            failed: None,
+            rx,
+            interval,
+            back,
+            wake,
+            stats: stats.clone(),
+            metrics: metrics.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("jcp-endpoint-sync".into())
             .spawn(move || syncer.run())
@@ -112,12 +125,25 @@ impl Syncer {
 
     /// The sync loop: one `fdatasync` for every batch queued, then their
     /// answers leave; after a failed sync, batches go back to the core.
+    /// A batch that comes sooner than `interval` after the last sync began
+    /// waits out the rest of it, with whatever batches join it meanwhile.
     pub(super) fn run(mut self) {
+        let mut last_start: Option<std::time::Instant> = None;
         while let Ok(first) = self.rx.recv() {
             let mut group = vec![first];
+            if let Some(due) = last_start.map(|t| t + self.interval) {
+                while let Some(left) = due.checked_duration_since(std::time::Instant::now()) {
+                    match self.rx.recv_timeout(left) {
+                        Ok(p) => group.push(p),
+                        // The interval is over, or the core has stopped: sync what is here.
+                        Err(_) => break,
+                    }
+                }
+            }
             while let Ok(p) = self.rx.try_recv() {
                 group.push(p);
             }
+            last_start = Some(std::time::Instant::now());
             // Lengths only grow: the last batch's end covers the group.
             let end = group.iter().map(|p| p.end).max().unwrap_or(0);
             if self.failed.is_none() && end > self.synced {
