@@ -13,7 +13,8 @@
 //!   endpoint's receipt size with the steward's key, and appends two
 //!   records per request (the request, then the receipt: two `write`s);
 //! * one sync thread makes each batch durable (`fdatasync`, one for all
-//!   batches queued meanwhile) before the batch's answers leave;
+//!   batches queued meanwhile, at least the endpoint's default
+//!   `commit_interval` apart) before the batch's answers leave;
 //! * the connection task writes the answer (the signed receipt, framed).
 //!
 //! Not done, unlike the endpoint: decoding the request into its fields,
@@ -26,6 +27,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use jcp::cbor::{ContentId, Value};
 use jcp::identity::{Did, Keypair};
@@ -157,10 +159,22 @@ fn core_loop(
     }
 }
 
+/// The endpoint's group commit, its `commit_interval` (500 µs) included.
 fn sync_loop(file: &File, rx: &std::sync::mpsc::Receiver<Batch>, syncs: &AtomicU64) {
+    let interval = jcp_wire::endpoint::Config::new("unused").commit_interval;
+    let mut last_start: Option<Instant> = None;
     while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
+        if let Some(due) = last_start.map(|t| t + interval) {
+            while let Some(left) = due.checked_duration_since(Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(b) => batches.push(b),
+                    Err(_) => break,
+                }
+            }
+        }
         batches.extend(rx.try_iter());
+        last_start = Some(Instant::now());
         file.sync_data().unwrap();
         syncs.fetch_add(1, Ordering::Relaxed);
         for (tx, framed) in batches.into_iter().flatten() {
