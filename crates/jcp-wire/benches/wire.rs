@@ -54,6 +54,9 @@
 //! --bench wire`: criterion over the 64-client endpoint and the baseline.
 //! `JCP_WIRE_BENCH_PROFILE=64` (or 1, 8; `JCP_WIRE_BENCH_CLIENT=jcp` for
 //! `Client`): that configuration alone, once, for `perf record`.
+//! `JCP_WIRE_BENCH_FLOOR=1` (with `ONESHOT`): the endpoint against the
+//! floor (`wire/floor.rs`), every round shown. `JCP_WIRE_BENCH_COMMIT_US`:
+//! the endpoint's commit interval, µs (default the endpoint's, 500).
 
 #[path = "wire/floor.rs"]
 mod floor;
@@ -337,6 +340,10 @@ fn run_server(
                 let mut cfg = Config::new(&path);
                 cfg.clock = Arc::new(|| T0);
                 cfg.window_s = WINDOW_S;
+                // `JCP_WIRE_BENCH_COMMIT_US`: the commit interval, µs (default the endpoint's).
+                if let Some(us) = std::env::var("JCP_WIRE_BENCH_COMMIT_US").ok().and_then(|s| s.parse().ok()) {
+                    cfg.commit_interval = Duration::from_micros(us);
+                }
                 let (ep, _) = Endpoint::open(cfg, steward(), Gate::new(), None).unwrap();
                 let serving = {
                     let ep = ep.clone();
