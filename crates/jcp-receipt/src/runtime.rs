@@ -126,6 +126,13 @@ impl DurableGate {
         self.writer.fail_next_append_for_tests();
     }
 
+    /// Fault injection for tests: the next write of gathered records fails
+    /// part way (see [`StreamWriter::fail_next_flush_for_tests`]).
+    #[doc(hidden)]
+    pub fn fail_next_flush_for_tests(&mut self) {
+        self.writer.fail_next_flush_for_tests();
+    }
+
     /// Fault injection for tests: `ok` more records are written, the one
     /// after fails (see [`StreamWriter::fail_append_after_for_tests`]).
     #[doc(hidden)]
@@ -168,6 +175,14 @@ impl DurableGate {
     /// acted on or answered before this returns `Ok`.
     pub fn commit(&mut self) -> Result<(), Error> {
         self.writer.commit()
+    }
+
+    /// Under [`Durability::GroupCommit`]: writes the records gathered since
+    /// the last flush to the file in one write, not yet durable (a sync of
+    /// the file, on any handle, makes them so: what an endpoint whose syncs
+    /// run on another thread does). See [`StreamWriter::flush`].
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.writer.flush()
     }
 
     /// Appends a record of a layer above (a wire request, a closing

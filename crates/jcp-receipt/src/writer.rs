@@ -22,11 +22,14 @@ pub enum Durability {
     /// `fsync` (data) after every record: what §4.11 requires of an
     /// enforcement point. The default.
     SyncEachRecord,
-    /// Group commit: appends are buffered in the OS until
-    /// [`StreamWriter::commit`] makes every record so far durable with one
-    /// sync. The writer's owner must commit before any effect of those
-    /// records (an action, a response) is visible: §4.11's order holds per
-    /// batch. What an enforcement point serving many clients uses.
+    /// Group commit: appends are gathered in the writer's memory and
+    /// reach the file in one write at [`StreamWriter::flush`] (or
+    /// [`StreamWriter::commit`], which then makes every record so far
+    /// durable with one sync). The writer's owner must commit (or flush and
+    /// sync the file) before any effect of those records (an action, a
+    /// response) is visible: §4.11's order holds per batch. What an
+    /// enforcement point serving many clients uses: a batch of records
+    /// costs one write, not one per record.
     GroupCommit,
     /// No per-record sync (one at close). Only for **generating** demo and
     /// benchmark streams: it voids §4.11's durability and must never back
@@ -53,8 +56,17 @@ pub struct StreamWriter {
     syncs: u64,
     /// The length known durable.
     committed_len: u64,
+    /// Group commit: framed records appended but not yet written to the
+    /// file (they end at `len`).
+    gathered: Vec<u8>,
+    /// A write to the file failed part way: what is in it past the last
+    /// whole write is unknown, so nothing more is written (fail closed; the
+    /// next open cuts a torn tail).
+    broken: Option<String>,
     /// Test hook: appends still to succeed before one fails (`None`: none fails).
     fail_after: Option<u64>,
+    /// Test hook: the next write of gathered records fails.
+    fail_flush: bool,
 }
 
 impl StreamWriter {
@@ -78,8 +90,18 @@ impl StreamWriter {
                 return Err(Error::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
             }
         }
-        let mut w =
-            Self { file, path: path.to_path_buf(), len: 0, durability, syncs: 0, committed_len: 0, fail_after: None };
+        let mut w = Self {
+            file,
+            path: path.to_path_buf(),
+            len: 0,
+            durability,
+            syncs: 0,
+            committed_len: 0,
+            gathered: Vec::new(),
+            broken: None,
+            fail_after: None,
+            fail_flush: false,
+        };
         let size = w.file.metadata().map_err(io)?.len();
         if size < HEADER.len() as u64 {
             // A new file, or one whose creation was torn before its header
@@ -128,8 +150,11 @@ impl StreamWriter {
     }
 
     /// Appends one record and, under [`Durability::SyncEachRecord`], makes
-    /// it durable before returning. Returns the record's offset.
+    /// it durable before returning; under [`Durability::GroupCommit`] it is
+    /// gathered for the next [`StreamWriter::flush`]. Returns the record's
+    /// offset.
     pub fn append(&mut self, kind: RecordKind, payload: &[u8]) -> Result<u64, Error> {
+        self.refuse_if_broken()?;
         match self.fail_after {
             Some(0) => {
                 self.fail_after = None;
@@ -141,6 +166,11 @@ impl StreamWriter {
         }
         let framed = stream::frame(kind, payload)?;
         let at = self.len;
+        if self.durability == Durability::GroupCommit {
+            self.gathered.extend_from_slice(&framed);
+            self.len += framed.len() as u64;
+            return Ok(at);
+        }
         let io = |e| Error::io(&self.path, &e);
         self.file.write_all(&framed).map_err(io)?;
         self.len += framed.len() as u64;
@@ -152,13 +182,54 @@ impl StreamWriter {
         Ok(at)
     }
 
-    /// Makes every record appended so far durable (one `fdatasync`); a
-    /// no-op when nothing was appended since the last one. Under
-    /// [`Durability::SyncEachRecord`] every append already did this.
+    /// Writes the records gathered under [`Durability::GroupCommit`] to the
+    /// file in one write (not yet durable: [`StreamWriter::commit`], or a
+    /// sync of the file, makes them so). A no-op when none is gathered.
+    /// A write that fails leaves the writer refusing everything after it:
+    /// the file may hold part of the gathered records.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.refuse_if_broken()?;
+        if self.gathered.is_empty() {
+            return Ok(());
+        }
+        let written = if std::mem::take(&mut self.fail_flush) {
+            // Part of the batch reaches the file, as when a disk fills mid-write.
+            let half = &self.gathered[..self.gathered.len() / 2];
+            self.file
+                .write_all(half)
+                .and_then(|()| Err(std::io::Error::other("injected write failure (a test's fault injection)")))
+        } else {
+            self.file.write_all(&self.gathered)
+        };
+        if let Err(e) = written {
+            let e = Error::io(&self.path, &e);
+            self.broken = Some(e.to_string());
+            return Err(e);
+        }
+        self.gathered.clear();
+        Ok(())
+    }
+
+    /// Refuses to write after a failed write (see [`StreamWriter::flush`]).
+    fn refuse_if_broken(&self) -> Result<(), Error> {
+        match &self.broken {
+            None => Ok(()),
+            Some(why) => Err(Error::io(
+                &self.path,
+                &std::io::Error::other(format!("an earlier write failed part way ({why}); nothing more is written")),
+            )),
+        }
+    }
+
+    /// Makes every record appended so far durable (the gathered ones
+    /// written, then one `fdatasync`); a no-op when nothing was appended
+    /// since the last one. Under [`Durability::SyncEachRecord`] every
+    /// append already did this.
     pub fn commit(&mut self) -> Result<(), Error> {
         if self.committed_len == self.len {
             return Ok(());
         }
+        self.flush()?;
         self.file.sync_data().map_err(|e| Error::io(&self.path, &e))?;
         self.syncs += 1;
         self.committed_len = self.len;
@@ -171,6 +242,14 @@ impl StreamWriter {
     #[doc(hidden)]
     pub fn fail_next_append_for_tests(&mut self) {
         self.fail_append_after_for_tests(0);
+    }
+
+    /// Fault injection for tests: the next write of gathered records
+    /// ([`StreamWriter::flush`]) writes half of them and fails, as a disk
+    /// that fills mid-write would.
+    #[doc(hidden)]
+    pub fn fail_next_flush_for_tests(&mut self) {
+        self.fail_flush = true;
     }
 
     /// Fault injection for tests: `ok` more appends succeed, the one after
@@ -205,8 +284,9 @@ impl StreamWriter {
         self.len <= HEADER.len() as u64
     }
 
-    /// Syncs everything and releases the lock.
-    pub fn close(self) -> Result<(), Error> {
+    /// Writes what is gathered, syncs everything and releases the lock.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.flush()?;
         self.file.sync_all().map_err(|e| Error::io(&self.path, &e))?;
         // The lock is released when the file is dropped (and by the OS if
         // the process dies first).

@@ -481,6 +481,61 @@ fn c26_a_second_writer_is_refused_and_the_claim_is_released_with_the_holder() {
 }
 
 #[test]
+fn s4_11_group_commit_gathers_a_batch_and_writes_it_at_once_at_flush_commit_or_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let on_disk = || std::fs::metadata(&p).unwrap().len();
+    let (mut w, _) = StreamWriter::open(&p, Durability::GroupCommit, |_| {}).unwrap();
+    let a = w.append(RecordKind::Request, b"first").unwrap();
+    let b = w.append(RecordKind::Request, b"second").unwrap();
+    // Gathered: offsets and length count them, the file does not hold them yet.
+    assert_eq!((a, on_disk()), (HEADER.len() as u64, HEADER.len() as u64));
+    assert!(b > a && w.len() > b && w.uncommitted() == w.len() - HEADER.len() as u64);
+    w.flush().unwrap();
+    assert_eq!(on_disk(), w.len(), "one flush writes the whole batch");
+    assert_eq!(records(&p), [(a, RecordKind::Request), (b, RecordKind::Request)]);
+    assert_eq!(w.syncs(), 0, "a flush is not a sync");
+    w.commit().unwrap();
+    assert_eq!((w.uncommitted(), w.syncs()), (0, 1));
+    // Commit and close write what is gathered themselves.
+    let c = w.append(RecordKind::Closing, b"third").unwrap();
+    w.commit().unwrap();
+    assert_eq!((on_disk(), w.syncs()), (w.len(), 2));
+    let d = w.append(RecordKind::Closing, b"fourth").unwrap();
+    let end = w.len();
+    w.close().unwrap();
+    assert_eq!(on_disk(), end);
+    assert_eq!(records(&p).into_iter().map(|r| r.0).collect::<Vec<_>>(), [a, b, c, d]);
+}
+
+#[test]
+fn s4_11_a_batch_write_that_fails_part_way_stops_the_writer_and_is_cut_on_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let (mut w, _) = StreamWriter::open(&p, Durability::GroupCommit, |_| {}).unwrap();
+    let a = w.append(RecordKind::Request, b"durable").unwrap();
+    w.commit().unwrap();
+    let one = w.append(RecordKind::Request, b"short").unwrap();
+    let two = w.append(RecordKind::Request, b"a longer one, cut in the middle").unwrap();
+    w.fail_next_flush_for_tests();
+    let e = w.flush().unwrap_err();
+    assert!(e.to_string().contains("injected write failure"), "{e}");
+    // What the file holds past the last whole write is unknown: nothing
+    // more is written, whatever is asked.
+    for e in [w.append(RecordKind::Request, b"after").unwrap_err(), w.flush().unwrap_err(), w.commit().unwrap_err()] {
+        assert!(e.to_string().contains("an earlier write failed part way"), "{e}");
+    }
+    assert!(w.close().is_err());
+    // Reopened, the record torn by the half-written batch is cut; what
+    // was written whole stays (it was never answered: no sync covered it).
+    let (w, torn) = StreamWriter::open(&p, Durability::GroupCommit, |_| {}).unwrap();
+    assert_eq!(torn.map(|t| t.offset), Some(two), "{torn:?}");
+    assert_eq!(w.len(), two);
+    w.close().unwrap();
+    assert_eq!(records(&p), [(a, RecordKind::Request), (one, RecordKind::Request)]);
+}
+
+#[test]
 fn s4_11_sequence_numbers_continue_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jcps");

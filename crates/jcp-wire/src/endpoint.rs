@@ -381,6 +381,40 @@ mod tests {
         .sign(&key(2))
     }
 
+    /// A core on a fresh stream in `dir`, not running: a test hands it
+    /// jobs itself, so it decides the batch the test makes.
+    pub(super) fn idle_core(dir: &std::path::Path) -> super::Core {
+        use std::sync::Arc;
+        let stream = dir.join("s.jcps");
+        let (gate, _) = jcp_receipt::runtime::DurableGate::open_with(
+            &stream,
+            key(90),
+            jcp::decision::Gate::new(),
+            jcp_receipt::writer::Durability::GroupCommit,
+        )
+        .unwrap();
+        let stats = Arc::new(super::Stats::default());
+        let metrics = Arc::new(crate::metrics::WireMetrics::new());
+        let (wake, _) = tokio::sync::mpsc::channel(1);
+        let (to_sync, unsynced, thread) =
+            super::Syncer::start(&stream, std::time::Duration::ZERO, wake.downgrade(), &stats, &metrics).unwrap();
+        super::Core {
+            gate,
+            read: std::fs::File::open(&stream).unwrap(),
+            syncer: Some(to_sync),
+            sync_thread: Some(thread),
+            unsynced,
+            table: super::decided_once::Remembered::default(),
+            handles: std::collections::HashMap::new(),
+            window_s: 30,
+            clock: Arc::new(|| 1_800_000_000),
+            failed: None,
+            stats,
+            point_keys: std::collections::HashMap::new(),
+            metrics,
+        }
+    }
+
     pub(super) fn decision(framed: &[u8]) -> WireDecision {
         match Outbound::decode(&framed[4..]).unwrap() {
             Outbound::Response(r) => r.decision,

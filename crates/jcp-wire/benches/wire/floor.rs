@@ -11,7 +11,8 @@
 //!   caller's Ed25519 signature (`Did::verify`, `verify_strict`);
 //! * one core thread takes the requests in batches, signs a receipt of the
 //!   endpoint's receipt size with the steward's key, and appends two
-//!   records per request (the request, then the receipt: two `write`s);
+//!   records per request (the request, then the receipt), the batch's
+//!   records in one `write`, as the endpoint's group commit does;
 //! * one sync thread makes each batch durable (`fdatasync`, one for all
 //!   batches queued meanwhile, at least the endpoint's default
 //!   `commit_interval` apart) before the batch's answers leave;
@@ -138,6 +139,7 @@ fn core_loop(
             }
         }
         let mut batch = Vec::with_capacity(jobs.len());
+        let mut gathered = Vec::new();
         for job in jobs.drain(..) {
             assert!(job.signed_ok, "a request failed its caller signature");
             // The receipt: the request's id, padded to the endpoint's
@@ -149,10 +151,11 @@ fn core_loop(
             receipt.resize(receipt_len - 64, 0);
             let sig = steward.sign(&receipt);
             receipt.extend_from_slice(&sig);
-            file.write_all(&job.body).unwrap();
-            file.write_all(&receipt).unwrap();
+            gathered.extend_from_slice(&job.body);
+            gathered.extend_from_slice(&receipt);
             batch.push((job.tx, codec::frame_value(&Value::Bytes(receipt))));
         }
+        file.write_all(&gathered).unwrap();
         if syncer.send(batch).is_err() {
             return;
         }

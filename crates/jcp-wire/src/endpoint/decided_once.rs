@@ -160,6 +160,12 @@ impl Core {
 
     /// Reads back the receipt record at `at` in the stream.
     pub(super) fn read_receipt_at(&mut self, at: u64) -> Result<Vec<u8>, String> {
+        // A request decided earlier in this batch: its records are still
+        // gathered in the writer (group commit), not yet in the file.
+        if let Err(e) = self.gate.flush() {
+            self.fail(e.to_string());
+            return Err(e.to_string());
+        }
         let mut head = [0u8; 13];
         self.read.seek(SeekFrom::Start(at)).map_err(|e| e.to_string())?;
         self.read.read_exact(&mut head[..9]).map_err(|e| e.to_string())?;
@@ -199,7 +205,7 @@ impl Core {
 mod tests {
     use jcp::flow::Label;
 
-    use super::super::tests::{grant, key, request};
+    use super::super::tests::{grant, idle_core, key, request};
     use super::*;
     use crate::message::RequestBody;
 
@@ -228,6 +234,47 @@ mod tests {
         let r = request(&g, b"q");
         assert_eq!(signed_bytes_of(&r, b""), r.signed_bytes());
         assert_eq!(signed_bytes_of(&r, &r.signed_bytes()), r.signed_bytes());
+    }
+
+    #[test]
+    fn s11_a_repeat_in_the_batch_of_its_first_gets_the_first_response() {
+        // Group commit gathers a batch's records in the writer until the
+        // batch is handed to the sync; a repeat decided in the same batch
+        // reads its first response back from the record all the same.
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        let r = request(&g, b"twice");
+        let bytes = r.to_bytes();
+        let (id, ok) = authenticate(&r, &bytes);
+        let mut p = super::super::group_commit::Pending::default();
+        let mut answers = Vec::new();
+        for _ in 0..2 {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let job = super::super::core_thread::Job::Decide {
+                req: Box::new(r.clone()),
+                bytes: bytes.clone(),
+                id,
+                signed_ok: ok,
+                tx,
+            };
+            core.run_job(job, &mut p);
+            answers.push(rx);
+        }
+        core.commit(p);
+        let first = answers.remove(0).blocking_recv().unwrap();
+        let again = answers.remove(0).blocking_recv().unwrap();
+        assert!(first.allow && first.fresh && !first.repeat, "{first:?}");
+        assert!(again.repeat && !again.fresh, "{again:?}");
+        assert_eq!(again.framed, first.framed, "the repeat gets the first response, byte for byte");
+        assert_eq!(again.receipt, first.receipt);
+        let st = core.stats.clone();
+        assert_eq!((st.decided.load(Ordering::Relaxed), st.unrecorded.load(Ordering::Relaxed)), (1, 0));
+        core.finish().unwrap();
+        // The record holds the request and its receipt once.
+        let f = std::fs::File::open(dir.path().join("s.jcps")).unwrap();
+        let items: Vec<_> = jcp_receipt::stream::Reader::new(std::io::BufReader::new(f)).unwrap().collect();
+        assert_eq!(items.len(), 2, "{items:?}");
     }
 
     fn id(n: u64) -> ContentId {

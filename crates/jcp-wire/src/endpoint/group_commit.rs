@@ -229,6 +229,14 @@ impl Core {
             self.answer_unrecorded(&why, p);
             return;
         }
+        // The batch's records reach the file in one write; the sync thread
+        // makes them durable.
+        if let Err(e) = self.gate.flush() {
+            self.fail(e.to_string());
+            let why = self.failed.clone().unwrap_or_default();
+            self.answer_unrecorded(&why, p);
+            return;
+        }
         p.end = self.gate.writer().len();
         let refused = match &self.syncer {
             Some(tx) => tx.send(p).err().map(|e| e.0),
@@ -261,7 +269,7 @@ mod tests {
 
     use jcp::decision::{Gate, Reason};
 
-    use super::super::tests::{decision, grant, key, request};
+    use super::super::tests::{decision, grant, idle_core, key, request};
     use super::super::{Config, Endpoint};
     use super::*;
     use crate::message::Feed;
@@ -269,6 +277,57 @@ mod tests {
     /// Makes the sync thread's next syncs fail (only this module's test
     /// sets it).
     pub(super) static FAIL_SYNC: AtomicBool = AtomicBool::new(false);
+
+    /// Hands `core` one decision job for `req` in batch `p`; its answer comes on the receiver.
+    fn decide_in(core: &mut Core, p: &mut Pending, req: &WireRequest) -> oneshot::Receiver<Answer> {
+        let bytes = req.to_bytes();
+        let (id, signed_ok) = super::super::decided_once::authenticate(req, &bytes);
+        let (tx, rx) = oneshot::channel();
+        core.run_job(Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx }, p);
+        rx
+    }
+
+    #[test]
+    fn s11_a_batch_whose_write_fails_leaves_unrecorded_and_the_record_is_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        // A durable first batch.
+        let mut p = Pending::default();
+        let first = decide_in(&mut core, &mut p, &request(&g, b"one"));
+        core.commit(p);
+        assert!(decision(&first.blocking_recv().unwrap().framed).is_allow());
+        // The next batch is decided (and debited in memory), but its one
+        // write fails part way: nothing of it leaves allowed.
+        let mut p = Pending::default();
+        let rx = [b"two".as_slice(), b"three"].map(|x| decide_in(&mut core, &mut p, &request(&g, x)));
+        core.gate.fail_next_flush_for_tests();
+        core.commit(p);
+        for rx in rx {
+            let a = rx.blocking_recv().unwrap();
+            let d = decision(&a.framed);
+            assert_eq!((d.reason(), d.debited_uj, a.allow), (Some(Reason::Unrecorded), 0, false), "{d:?}");
+        }
+        assert!(core.failed.as_deref().is_some_and(|w| w.contains("injected write failure")), "{:?}", core.failed);
+        // Everything after is unrecorded, a repeat of the durable decision included.
+        let mut p = Pending::default();
+        let rx =
+            [decide_in(&mut core, &mut p, &request(&g, b"four")), decide_in(&mut core, &mut p, &request(&g, b"one"))];
+        core.commit(p);
+        for rx in rx {
+            assert_eq!(decision(&rx.blocking_recv().unwrap().framed).reason(), Some(Reason::Unrecorded));
+        }
+        assert!(core.finish().is_err(), "closing a record whose write failed is an error");
+        // Reopened: the half-written batch is cut at its torn record. Its
+        // first decision reached the file whole: replayed, it stays debited
+        // and unresolved (no action ran on it), as after any write that
+        // outlives its failed sync.
+        let (ep, report) = Endpoint::open(Config::new(dir.path().join("s.jcps")), key(90), Gate::new(), None).unwrap();
+        assert!(report.replay.torn_cut.is_some(), "{report:?}");
+        assert_eq!((report.requests_recorded, report.replay.replayed_allows), (2, 2), "{report:?}");
+        assert_eq!(report.replay.unresolved.len(), 2, "{report:?}");
+        drop(ep);
+    }
 
     #[test]
     fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
