@@ -193,6 +193,9 @@ struct Run {
     syncs: u64,
     /// The endpoint's own counters (`None` for the floor).
     stats: Option<StatsSnapshot>,
+    /// Where the endpoint's share of the latency went, from its own
+    /// histograms ([`stages`]; `None` for the floor).
+    stages: Option<String>,
     stream_bytes: u64,
     /// CPU time of the whole process (endpoint and clients) during the run.
     cpu: Option<Duration>,
@@ -335,7 +338,7 @@ fn run_server(
     rt.block_on(async {
         let (listener, addr) = Address::Tcp("127.0.0.1:0".into()).bind().await.unwrap();
         let jcp_wire::endpoint::Listener::Tcp(tcp) = listener else { unreachable!() };
-        let (wall, mut lat, cpu, syncs, stats) = match server {
+        let (wall, mut lat, cpu, syncs, stats, stages) = match server {
             Server::Endpoint => {
                 let mut cfg = Config::new(&path);
                 cfg.clock = Arc::new(|| T0);
@@ -351,17 +354,18 @@ fn run_server(
                 };
                 let (wall, lat, cpu) = harness::drive(&addr, framed, server, how, pace).await;
                 let stats = ep.stats();
+                let stages = ep.render_metrics().ok().map(|t| stages(&t));
                 serving.abort();
                 ep.shutdown().await.unwrap();
                 assert_eq!((stats.decided, stats.allowed), (n as u64, n as u64), "{stats:?}");
-                (wall, lat, cpu, stats.commits, Some(stats))
+                (wall, lat, cpu, stats.commits, Some(stats), stages)
             }
             Server::Floor => {
                 let floor = Arc::new(floor::Floor::start(&path, steward(), receipt));
                 let serving = tokio::spawn(floor.clone().serve(tcp, key(2).did()));
                 let (wall, lat, cpu) = harness::drive(&addr, framed, server, how, pace).await;
                 serving.abort();
-                (wall, lat, cpu, floor.syncs(), None)
+                (wall, lat, cpu, floor.syncs(), None, None)
             }
         };
         lat.sort_unstable();
@@ -380,6 +384,7 @@ fn run_server(
             stats,
             stream_bytes,
             cpu,
+            stages,
         }
     })
 }
@@ -462,10 +467,55 @@ fn rate(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
 }
 
+/// The endpoint's request histograms (`jcp_wire_request*_seconds`) as one
+/// line each: count, mean, and the bucket bounds under which half and 99 %
+/// of the requests fall.
+fn stages(text: &str) -> String {
+    let mut out = Vec::new();
+    for (name, what) in [
+        ("jcp_wire_request_seconds", "at the endpoint (frame read to answer written)"),
+        ("jcp_wire_request_core_wait_seconds", "waiting for the core thread"),
+        ("jcp_wire_request_durable_wait_seconds", "decided, waiting to be durable"),
+    ] {
+        let value = |suffix: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}_{suffix} ")))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let (Some(count), Some(sum)) = (value("count"), value("sum")) else { continue };
+        let buckets: Vec<(f64, f64)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{name}_bucket{{le=\"")))
+            .filter_map(|l| l.split_once("\"} "))
+            .filter_map(|(le, n)| Some((le.parse::<f64>().unwrap_or(f64::INFINITY), n.trim().parse::<f64>().ok()?)))
+            .collect();
+        let under = |q: f64| {
+            buckets.iter().find(|(_, n)| *n >= q * count).map_or_else(
+                || "?".to_string(),
+                |(le, _)| {
+                    if le.is_finite() {
+                        format!("≤ {:.2} ms", le * 1e3)
+                    } else {
+                        "over the last bucket".into()
+                    }
+                },
+            )
+        };
+        out.push(format!(
+            "    {what}: mean {:.2} ms, p50 {}, p99 {} ({count:.0} requests)",
+            sum / count.max(1.0) * 1e3,
+            under(0.5),
+            under(0.99)
+        ));
+    }
+    out.join("\n")
+}
+
 fn describe(r: &Run) -> String {
     let (cpu, busy) = r.cpu_per_decision().unwrap_or_default();
+    let stages = r.stages.as_ref().filter(|s| !s.is_empty()).map_or_else(String::new, |s| format!("\n{s}"));
     format!(
-        "{:?}, {} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (server + clients), cores {:.0}% busy",
+        "{:?}, {} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (server + clients), cores {:.0}% busy{stages}",
         r.server,
         r.clients,
         r.how,

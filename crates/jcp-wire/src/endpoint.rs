@@ -216,7 +216,7 @@ impl Endpoint {
         let (tx, rx) = oneshot::channel();
         self.shared
             .tx
-            .send(Job::Decide { req: Box::new(req), bytes, id, signed_ok, tx })
+            .send(Job::Decide { req: Box::new(req), bytes, id, signed_ok, tx, handed: std::time::Instant::now() })
             .await
             .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
         let a = rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;

@@ -5,6 +5,9 @@
 //! | `jcp_wire_decisions_total` | counter | decisions answered, by `verdict` (allow / deny) and `reason` (the deny reason code; `none` on an allow) |
 //! | `jcp_wire_repeats_total` | counter | repeats answered from memory: not decided again (§11) |
 //! | `jcp_wire_record_commit_seconds` | histogram | the record's group commit: one `fdatasync` covering a batch (§4.11) |
+//! | `jcp_wire_request_seconds` | histogram | a request over a socket, from its frame read to its answer written: the endpoint's whole share of the caller's latency |
+//! | `jcp_wire_request_core_wait_seconds` | histogram | a request, its caller's signature checked, waiting for the core thread to take it up (behind the requests ahead of it) |
+//! | `jcp_wire_request_durable_wait_seconds` | histogram | a decided request waiting for the group commit that makes its batch durable (the commit interval, the sync, the syncs ahead of it) |
 //! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
 //! | `jcp_wire_revocation_known_through` | gauge | the revocation-knowledge marker this point states (§4.3); absent when it states none |
 //! | `jcp_wire_grant_spent_microjoules` | gauge | spend counted against a grant here (its own allows, and a budget channel's settled peer spend, §4.5), by `grant` |
@@ -64,6 +67,9 @@ pub struct WireMetrics {
     decisions: Family<DecisionLabels, Counter>,
     repeats: Counter,
     commit: Histogram,
+    request: Histogram,
+    core_wait: Histogram,
+    durable_wait: Histogram,
     remembered: GaugeU,
     /// One series (no labels) while a marker is stated; empty while none is.
     known_through: Family<Vec<(String, String)>, GaugeU>,
@@ -87,6 +93,10 @@ impl WireMetrics {
             repeats: Counter::default(),
             // 50 µs .. ~3.3 s: an fdatasync on anything from tmpfs to a busy disk.
             commit: Histogram::new(exponential_buckets(0.000_05, 2.0, 17)),
+            // 25 µs .. ~0.8 s: where a request's time at the endpoint goes.
+            request: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
+            core_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
+            durable_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
             remembered: GaugeU::default(),
             known_through: Family::default(),
             spent: Family::default(),
@@ -102,6 +112,24 @@ impl WireMetrics {
         );
         r.register("repeats", "Repeats of a remembered request answered with its first response: not decided, debited or recorded again (§11)", m.repeats.clone());
         r.register_with_unit("record_commit", "The record's group commit: one fdatasync making a batch of decisions durable before any answer leaves (§4.11)", Unit::Seconds, m.commit.clone());
+        r.register_with_unit(
+            "request",
+            "A request over a socket, from its frame read to its answer written: the endpoint's whole share of the caller's latency",
+            Unit::Seconds,
+            m.request.clone(),
+        );
+        r.register_with_unit(
+            "request_core_wait",
+            "A request, its caller's signature checked, waiting for the core thread to take it up (behind the requests ahead of it)",
+            Unit::Seconds,
+            m.core_wait.clone(),
+        );
+        r.register_with_unit(
+            "request_durable_wait",
+            "A decided request waiting for the group commit that makes its batch durable: the commit interval, the sync, the syncs ahead of it (§4.11)",
+            Unit::Seconds,
+            m.durable_wait.clone(),
+        );
         r.register(
             "remembered_requests",
             "Requests remembered while their stamp is inside the freshness window (§11)",
@@ -130,6 +158,21 @@ impl WireMetrics {
     /// A group commit that took `secs`.
     pub fn committed(&self, secs: f64) {
         self.commit.observe(secs);
+    }
+
+    /// A request over a socket answered `elapsed` after its frame was read.
+    pub fn request_answered(&self, elapsed: std::time::Duration) {
+        self.request.observe(elapsed.as_secs_f64());
+    }
+
+    /// A request taken up by the core `waited` after it was handed over.
+    pub fn core_waited(&self, waited: std::time::Duration) {
+        self.core_wait.observe(waited.as_secs_f64());
+    }
+
+    /// A decided request made durable `waited` after it was decided.
+    pub fn durable_waited(&self, waited: std::time::Duration) {
+        self.durable_wait.observe(waited.as_secs_f64());
     }
 
     /// The marker now stated (`None`: none, and the series goes).

@@ -1,7 +1,8 @@
-//! The enforcement point as OpenMetrics (§11, §4.3, §4.11), checked on the
+//! The enforcement point as `OpenMetrics` (§11, §4.3, §4.11), checked on the
 //! rendered text: decisions by verdict and reason once durable, repeats
-//! apart, commit latency, remembered requests, the revocation marker
-//! (absent while none is stated), spend per grant surviving a restart.
+//! apart, commit latency, where each request's time went, remembered
+//! requests, the revocation marker (absent while none is stated), spend
+//! per grant surviving a restart.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
@@ -99,6 +100,48 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
             Some("1"),
             "{text}"
         );
+        s.stop().await;
+    });
+}
+
+/// The `_count` and `_sum` of histogram `name`.
+fn histogram(text: &str, name: &str) -> (u64, f64) {
+    let count = sample(text, &format!("{name}_count"), &[]).unwrap_or_else(|| panic!("{name}: no count in\n{text}"));
+    let sum = sample(text, &format!("{name}_sum"), &[]).unwrap_or_else(|| panic!("{name}: no sum in\n{text}"));
+    (count.parse().unwrap(), sum.parse().unwrap())
+}
+
+#[test]
+fn s11_s4_11_where_a_request_waits_is_exposed_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let g = grant(1000, 1);
+    rt().block_on(async {
+        let s = Served::start(config(&dir.path().join("s.jcps"), &clock), dir.path(), None).await.unwrap();
+        let mut c = jcp_wire::client::Client::connect(&s.tcp).await.unwrap();
+        let first = request(&g, 10, b"one", T0);
+        for r in [first.clone(), request(&g, 10, b"two", T0), request(&g, 10, b"three", T0)] {
+            assert!(c.call(&r).await.unwrap().decision.is_allow());
+        }
+        // A repeat waits for the core and for the commit like any request.
+        c.call(&first).await.unwrap();
+        let text = s.endpoint.render_metrics().unwrap();
+        let (over_socket, whole) = histogram(&text, "jcp_wire_request_seconds");
+        let (core, core_sum) = histogram(&text, "jcp_wire_request_core_wait_seconds");
+        let (durable, durable_sum) = histogram(&text, "jcp_wire_request_durable_wait_seconds");
+        assert_eq!((over_socket, core, durable), (4, 4, 4), "{text}");
+        // Each request's whole time holds its two waits, one after the other.
+        assert!(core_sum > 0.0 && durable_sum > 0.0, "{text}");
+        assert!(whole >= core_sum + durable_sum, "{whole} < {core_sum} + {durable_sum}\n{text}");
+        // One submitted in-process waits like the others; with no socket
+        // there is no whole-request figure for it.
+        s.endpoint.submit(request(&g, 10, b"four", T0)).await.unwrap();
+        let text = s.endpoint.render_metrics().unwrap();
+        let counts =
+            ["", "_core_wait", "_durable_wait"].map(|k| histogram(&text, &format!("jcp_wire_request{k}_seconds")).0);
+        assert_eq!(counts, [4, 5, 5], "{text}");
+        assert!(text.contains("# TYPE jcp_wire_request_durable_wait_seconds histogram"), "{text}");
+        assert!(text.contains("# UNIT jcp_wire_request_seconds seconds"), "{text}");
         s.stop().await;
     });
 }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use jcp::cbor::ContentId;
 use jcp::channel::{Ledger, SignedStatement};
@@ -37,6 +38,8 @@ pub(super) enum Job {
         id: ContentId,
         signed_ok: bool,
         tx: oneshot::Sender<Answer>,
+        /// When it was handed to the core (for the core-wait histogram).
+        handed: Instant,
     },
     Feed {
         feed: Box<Feed>,
@@ -156,9 +159,10 @@ impl Core {
     /// into `p`.
     pub(super) fn run_job(&mut self, job: Job, p: &mut Pending) {
         match job {
-            Job::Decide { req, bytes, id, signed_ok, tx } => {
+            Job::Decide { req, bytes, id, signed_ok, tx, handed } => {
+                self.metrics.core_waited(handed.elapsed());
                 let a = self.decide(&req, bytes, id, signed_ok);
-                p.decided.push((tx, a, req));
+                p.decided.push((tx, a, req, Instant::now()));
             }
             Job::Feed { feed, tx } => {
                 let a = self.feed(&feed);

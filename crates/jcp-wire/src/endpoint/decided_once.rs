@@ -257,6 +257,7 @@ mod tests {
                 id,
                 signed_ok: ok,
                 tx,
+                handed: std::time::Instant::now(),
             };
             core.run_job(job, &mut p);
             answers.push(rx);

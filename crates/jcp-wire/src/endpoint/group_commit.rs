@@ -26,7 +26,8 @@ use crate::metrics::WireMetrics;
 #[derive(Default)]
 pub(super) struct Pending {
     pub(super) end: u64,
-    pub(super) decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>)>,
+    /// Each decision's answer, its request, and when it was decided.
+    pub(super) decided: Vec<(oneshot::Sender<Answer>, Answer, Box<WireRequest>, std::time::Instant)>,
     pub(super) fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
     pub(super) closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
     pub(super) stated: Vec<(oneshot::Sender<StatementAnswer>, StatementAnswer)>,
@@ -35,7 +36,8 @@ pub(super) struct Pending {
 impl Pending {
     /// The batch is durable: its answers leave.
     pub(super) fn release(self, metrics: &WireMetrics) {
-        for (tx, a, _) in self.decided {
+        for (tx, a, _, decided) in self.decided {
+            metrics.durable_waited(decided.elapsed());
             metrics.answered(a.verdict, a.repeat);
             let _ = tx.send(a);
         }
@@ -180,7 +182,7 @@ impl Core {
     /// Answers a batch none of whose records is known durable: every
     /// decision in it `unrecorded`, every admission refused.
     pub(super) fn answer_unrecorded(&mut self, why: &str, p: Pending) {
-        for (tx, a, req) in p.decided {
+        for (tx, a, req, _) in p.decided {
             let a = if a.fresh || a.allow {
                 self.unrecorded(&req, &format!("the record cannot be written: {why}"))
             } else {
@@ -283,7 +285,8 @@ mod tests {
         let bytes = req.to_bytes();
         let (id, signed_ok) = super::super::decided_once::authenticate(req, &bytes);
         let (tx, rx) = oneshot::channel();
-        core.run_job(Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx }, p);
+        let handed = std::time::Instant::now();
+        core.run_job(Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx, handed }, p);
         rx
     }
 

@@ -78,9 +78,9 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
     // Writes go straight through.
     let mut s = tokio::io::BufReader::new(s);
     loop {
-        let read = next_frame(&mut s, shared.cap, shared.frame_timeout)
-            .await
-            .and_then(|b| b.map(|body| Inbound::decode(&body).map(|m| (body, m))).transpose());
+        let read = next_frame(&mut s, shared.cap, shared.frame_timeout).await;
+        let read_at = std::time::Instant::now();
+        let read = read.and_then(|b| b.map(|body| Inbound::decode(&body).map(|m| (body, m))).transpose());
         let (body, msg) = match read {
             Ok(Some(x)) => x,
             Ok(None) => return,
@@ -93,7 +93,7 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
             }
         };
         let ok = match msg {
-            Inbound::Request(req) => handle_request(&shared, &mut s, req, body).await,
+            Inbound::Request(req) => handle_request(&shared, &mut s, req, body, read_at).await,
             Inbound::StatementAsk(grant_id) => {
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Statement { grant_id, tx }).await.is_err() {
@@ -123,12 +123,14 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
     }
 }
 
-/// `body` is the frame body `req` was decoded from: its canonical bytes.
+/// `body` is the frame body `req` was decoded from: its canonical bytes;
+/// `read_at`, when the frame was read.
 pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Arc<Shared>,
     s: &mut S,
     req: Box<WireRequest>,
     body: Vec<u8>,
+    read_at: std::time::Instant,
 ) -> bool {
     // The caller's signature is checked here, on the runtime's worker
     // threads (every core); the core thread decides what a failure means
@@ -136,13 +138,15 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     let (id, signed_ok) = authenticate(&req, &body);
     let (tx, rx) = oneshot::channel();
     let exchange = Exchange::of(&req, shared.backend.is_some());
-    if shared.tx.send(Job::Decide { req, bytes: body, id, signed_ok, tx }).await.is_err() {
+    let handed = std::time::Instant::now();
+    if shared.tx.send(Job::Decide { req, bytes: body, id, signed_ok, tx, handed }).await.is_err() {
         return false;
     }
     let Ok(a) = rx.await else { return false };
     if codec::write_frame(s, &a.framed).await.is_err() {
         return false;
     }
+    shared.metrics.request_answered(read_at.elapsed());
     // The endpoint behind the gate runs only on a fresh allow, after the
     // allow is durable (the core answered only after its commit).
     let Some(backend) = shared.backend.clone() else { return true };
