@@ -321,6 +321,7 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
     };
     assert_eq!(one("jcp_wire_revocation_known_through"), 5.0);
     assert_eq!(one("jcp_wire_remembered_requests"), 2.0);
+    assert_eq!(one("jcp_wire_unresolved_allows"), 1.0, "the allow's outcome was never reported");
     assert_eq!(one(&format!("jcp_wire_grant_spent_microjoules{{grant='{grant_id}'}}")), 700.0);
     assert!(one("jcp_wire_record_commit_seconds_count") >= 2.0, "two decisions and a revocation made durable");
     // Where each of the two calls' time went, one observation per request.

@@ -147,13 +147,19 @@ impl DurableGate {
 
     /// The recorded decision `receipt` names, while its outcome is not
     /// recorded.
-    pub fn pending_of(&self, receipt: &ContentId) -> Option<&Unresolved> {
-        self.pending.get(receipt).map(|u| &**u)
+    pub fn pending_of(&self, receipt: &ContentId) -> Option<Unresolved> {
+        self.pending.unresolved(receipt, self.steward_did)
     }
 
     /// Decisions recorded whose outcome is not yet recorded.
-    pub fn pending(&self) -> impl Iterator<Item = &Unresolved> {
-        self.pending.values().map(|u| &**u)
+    pub fn pending(&self) -> impl Iterator<Item = Unresolved> + '_ {
+        self.pending.all(self.steward_did)
+    }
+
+    /// How many recorded allows await their outcome (each held in memory,
+    /// about 100 bytes, until it is recorded).
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
     }
 
     fn position(&mut self) -> Position {

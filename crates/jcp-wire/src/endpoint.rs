@@ -137,6 +137,7 @@ impl Endpoint {
         let stats = Arc::new(Stats::default());
         stats.remembered.store(replayed.table.len() as u64, Ordering::Relaxed);
         stats.remembered_bytes.store(replayed.table.bytes(), Ordering::Relaxed);
+        stats.unresolved.store(gate.pending_len() as u64, Ordering::Relaxed);
         let report = replayed.report(replay);
         let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
         let metrics = Arc::new(WireMetrics::new());
@@ -194,6 +195,7 @@ impl Endpoint {
             remembered,
             remembered_bytes: s.remembered_bytes.load(Ordering::Relaxed),
             refused_frames: s.refused_frames.load(Ordering::Relaxed),
+            unresolved: s.unresolved.load(Ordering::Relaxed),
         }
     }
 
@@ -205,7 +207,8 @@ impl Endpoint {
 
     /// The exposition now (`jcp serve --metrics`): a complete `OpenMetrics` message.
     pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
-        self.shared.metrics.render(self.shared.stats.remembered.load(Ordering::Relaxed))
+        let s = &self.shared.stats;
+        self.shared.metrics.render(s.remembered.load(Ordering::Relaxed), s.unresolved.load(Ordering::Relaxed))
     }
 
     /// Decides one request in-process (through the same core, record and

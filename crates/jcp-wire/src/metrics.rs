@@ -9,6 +9,7 @@
 //! | `jcp_wire_request_core_wait_seconds` | histogram | a request, its caller's signature checked, waiting for the core thread to take it up (behind the requests ahead of it) |
 //! | `jcp_wire_request_durable_wait_seconds` | histogram | a decided request waiting for the group commit that makes its batch durable (the commit interval, the sync, the syncs ahead of it) |
 //! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
+//! | `jcp_wire_unresolved_allows` | gauge | allows recorded whose outcome is not (§4.11): each is held in memory (under 100 bytes) until its holder reports it |
 //! | `jcp_wire_revocation_known_through` | gauge | the revocation-knowledge marker this point states (§4.3); absent when it states none |
 //! | `jcp_wire_grant_spent_microjoules` | gauge | spend counted against a grant here (its own allows, and a budget channel's settled peer spend, §4.5), by `grant` |
 //! | `jcp_wire_grant_budget_microjoules` | gauge | a decided leaf grant's joule ceiling, by `grant` |
@@ -71,6 +72,7 @@ pub struct WireMetrics {
     core_wait: Histogram,
     durable_wait: Histogram,
     remembered: GaugeU,
+    unresolved: GaugeU,
     /// One series (no labels) while a marker is stated; empty while none is.
     known_through: Family<Vec<(String, String)>, GaugeU>,
     spent: Family<GrantLabels, GaugeU>,
@@ -98,6 +100,7 @@ impl WireMetrics {
             core_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
             durable_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
             remembered: GaugeU::default(),
+            unresolved: GaugeU::default(),
             known_through: Family::default(),
             spent: Family::default(),
             budget: Family::default(),
@@ -134,6 +137,11 @@ impl WireMetrics {
             "remembered_requests",
             "Requests remembered while their stamp is inside the freshness window (§11)",
             m.remembered.clone(),
+        );
+        r.register(
+            "unresolved_allows",
+            "Allows recorded whose outcome is not yet (§4.11): each is held in memory until its holder reports it",
+            m.unresolved.clone(),
         );
         r.register("revocation_known_through", "The revocation-knowledge marker this point states (§4.3); absent when it states none (an auditor reads its allows as unverifiable)", m.known_through.clone());
         r.register_with_unit("grant_spent", "Spend counted against a grant at this point: its own allows and a budget channel's settled peer spend (§4.5)", uj(), m.spent.clone());
@@ -200,9 +208,11 @@ impl WireMetrics {
         self.refused_frames.inc();
     }
 
-    /// The exposition, with `remembered` requests as of now: a complete `OpenMetrics` message.
-    pub fn render(&self, remembered: u64) -> Result<String, fmt::Error> {
+    /// The exposition, with `remembered` requests and `unresolved` allows
+    /// as of now: a complete `OpenMetrics` message.
+    pub fn render(&self, remembered: u64, unresolved: u64) -> Result<String, fmt::Error> {
         self.remembered.set(remembered);
+        self.unresolved.set(unresolved);
         let mut s = String::new();
         prometheus_client::encoding::text::encode(&mut s, &self.registry)?;
         Ok(s)

@@ -484,11 +484,14 @@ fn s4_11_the_holder_settles_an_allowed_decision_and_nobody_else_can() {
     let clock = TestClock::new(T0);
     let path = dir.path().join("s.jcps");
     let g = grant(1000, 1);
-    rt().block_on(async {
+    let (a, b) = rt().block_on(async {
         let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
         let mut c = Client::connect(&s.tcp).await.unwrap();
         let a = c.call(&request(&g, 10, b"one", T0)).await.unwrap();
         let b = c.call(&request(&g, 10, b"two", T0)).await.unwrap();
+        // Both allows await their outcome, counted and exposed.
+        assert_eq!(s.endpoint.stats().unresolved, 2);
+        assert!(s.endpoint.render_metrics().unwrap().contains("\njcp_wire_unresolved_allows 2\n"));
         // Not the holder: refused.
         let thief = common::key(66);
         let r = c
@@ -510,13 +513,30 @@ fn s4_11_the_holder_settles_an_allowed_decision_and_nobody_else_can() {
         let r =
             c.feed(&Feed::Outcome(SignedOutcome::sign(a.receipt_id(), OutcomeStatus::Failed, &agent()))).await.unwrap();
         assert_eq!((r.admitted, r.code.as_str()), (false, "outcome-unknown"), "{r:?}");
-        let _ = b;
+        // Counted as of the batch that recorded the outcome.
+        assert_eq!(s.endpoint.stats().unresolved, 1);
         s.stop().await;
+        // A restarted endpoint counts what the replay left unresolved.
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        assert_eq!(s.endpoint.stats().unresolved, 1);
+        assert!(s.endpoint.render_metrics().unwrap().contains("\njcp_wire_unresolved_allows 1\n"));
+        s.stop().await;
+        (a, b)
     });
-    // After a restart only the unsettled allow is unresolved, naming its holder.
+    // After a restart only the unsettled allow is unresolved, naming its
+    // holder and the steward that recorded it.
     let (dg, rep) = jcp_receipt::runtime::DurableGate::open(&path, steward(), jcp::decision::Gate::new()).unwrap();
     assert_eq!(rep.unresolved.len(), 1);
-    assert_eq!(rep.unresolved[0].holder, agent().did());
+    assert_eq!((rep.unresolved[0].holder, rep.unresolved[0].steward), (agent().did(), steward().did()));
+    let b_id = b.receipt_id();
+    let held = dg.pending_of(&b_id).unwrap();
+    assert_eq!(
+        (held.receipt, held.holder, held.cost_uj, held.action.as_str()),
+        (b_id, agent().did(), 10, "read"),
+        "{held:?}"
+    );
+    assert!(dg.pending_of(&a.receipt_id()).is_none(), "settled");
+    assert_eq!((dg.pending_len(), dg.pending().count()), (1, 1));
     drop(dg);
 }
 

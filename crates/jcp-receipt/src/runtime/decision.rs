@@ -49,7 +49,7 @@ impl DurableGate {
         if decision.is_allow() {
             self.pending.insert(
                 receipt,
-                Box::new(Unresolved {
+                Unresolved {
                     receipt,
                     offset,
                     grant_id: core.grant_id,
@@ -57,7 +57,7 @@ impl DurableGate {
                     steward: self.steward_did,
                     action: core.action.clone(),
                     cost_uj: core.cost_uj,
-                }),
+                },
             );
         }
         Ok(Recorded { decision, receipt, offset, sealed: bytes })

@@ -5,6 +5,7 @@
 //! with no outcome is reported [`Unresolved`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use jcp::cbor::ContentId;
 use jcp::decision::Gate;
@@ -75,14 +76,83 @@ impl ReplayReport {
         self.rejected.values().sum()
     }
 }
+/// An allowed decision awaiting its outcome, as a point holds it: its
+/// holder shared (one parsed did per holder) and no steward (a point holds
+/// only its own decisions). Under 100 bytes, where an [`Unresolved`] is
+/// over 500 (two parsed dids): a point whose callers never report outcomes
+/// holds one per allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Awaiting {
+    pub(super) offset: u64,
+    pub(super) grant_id: ContentId,
+    pub(super) holder: Arc<Did>,
+    pub(super) action: Box<str>,
+    pub(super) cost_uj: u64,
+}
+
+/// Allowed decisions with no recorded outcome yet, by receipt id, and the
+/// parsed dids of their holders (a point meets few).
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    by_receipt: HashMap<ContentId, Awaiting>,
+    holders: HashMap<Did, Arc<Did>>,
+}
+
+impl Pending {
+    /// Holds `receipt`'s allow until its outcome is recorded.
+    pub(super) fn insert(&mut self, receipt: ContentId, u: Unresolved) {
+        let holder = self.holders.entry(u.holder).or_insert_with(|| Arc::new(u.holder)).clone();
+        let a =
+            Awaiting { offset: u.offset, grant_id: u.grant_id, holder, action: u.action.into(), cost_uj: u.cost_uj };
+        self.by_receipt.insert(receipt, a);
+    }
+
+    /// The allow `receipt` names, while it awaits its outcome.
+    pub(super) fn get(&self, receipt: &ContentId) -> Option<&Awaiting> {
+        self.by_receipt.get(receipt)
+    }
+
+    /// Whether `receipt`'s allow awaits its outcome.
+    pub(super) fn contains_key(&self, receipt: &ContentId) -> bool {
+        self.by_receipt.contains_key(receipt)
+    }
+
+    /// Resolves `receipt`'s allow; whether it was awaiting.
+    pub(super) fn remove(&mut self, receipt: &ContentId) -> bool {
+        self.by_receipt.remove(receipt).is_some()
+    }
+
+    /// How many allows await their outcome.
+    pub(super) fn len(&self) -> usize {
+        self.by_receipt.len()
+    }
+
+    /// `receipt`'s allow as the report states it, recorded by `steward`.
+    pub(super) fn unresolved(&self, receipt: &ContentId, steward: Did) -> Option<Unresolved> {
+        let a = self.by_receipt.get(receipt)?;
+        Some(Self::spell(*receipt, a, steward))
+    }
+
+    /// Every allow awaiting its outcome, as the report states it.
+    pub(super) fn all(&self, steward: Did) -> impl Iterator<Item = Unresolved> + '_ {
+        self.by_receipt.iter().map(move |(r, a)| Self::spell(*r, a, steward))
+    }
+
+    fn spell(receipt: ContentId, a: &Awaiting, steward: Did) -> Unresolved {
+        Unresolved {
+            receipt,
+            offset: a.offset,
+            grant_id: a.grant_id,
+            holder: *a.holder,
+            steward,
+            action: a.action.to_string(),
+            cost_uj: a.cost_uj,
+        }
+    }
+}
+
 /// The replay of one stream in progress: the gate re-applied record by
 /// record, and what the point will hold once it is done.
-/// Allowed decisions with no recorded outcome yet, by receipt id. Boxed:
-/// a growing table moves 8-byte slots, not whole entries (an `Unresolved`
-/// is over 500 bytes: two parsed dids), so its growth never pauses the
-/// writer for long.
-pub(super) type Pending = HashMap<ContentId, Box<Unresolved>>;
-
 pub(super) struct Replay<'a> {
     gate: Gate,
     report: ReplayReport,
@@ -122,7 +192,7 @@ impl<'a> Replay<'a> {
             dids: DidCache::new(),
             me,
             max_seq: None,
-            pending: Pending::new(),
+            pending: Pending::default(),
             grants: HashMap::new(),
             seen: HashSet::new(),
             refused: HashSet::new(),
@@ -133,9 +203,9 @@ impl<'a> Replay<'a> {
     /// The replay's result, with the torn tail the writer cut and the
     /// unresolved decisions in stream order.
     pub(super) fn finish(self, torn: Option<TornCut>) -> Replayed {
-        let Self { gate, mut report, max_seq, pending, grants, .. } = self;
+        let Self { gate, mut report, max_seq, pending, grants, me: self_me, .. } = self;
         report.torn_cut = torn;
-        let mut unresolved: Vec<Unresolved> = pending.values().map(|u| (**u).clone()).collect();
+        let mut unresolved: Vec<Unresolved> = pending.all(self_me).collect();
         unresolved.sort_by_key(|u| u.offset);
         report.unresolved = unresolved;
         Replayed { gate, report, max_seq, pending, grants }
@@ -203,9 +273,10 @@ impl<'a> Replay<'a> {
             // Leaf and ancestor debits alike (C16).
             self.gate.replay_debit(c.debited_ids(), c.cost_uj, minor, c.tainted);
             self.report.replayed_allows += 1;
+            // Verified under this steward: `c.steward` is `self.me`.
             self.pending.insert(
                 o.sealed.id,
-                Box::new(Unresolved {
+                Unresolved {
                     receipt: o.sealed.id,
                     offset: r.offset,
                     grant_id: c.grant_id,
@@ -213,7 +284,7 @@ impl<'a> Replay<'a> {
                     steward: c.steward,
                     action: c.action.clone(),
                     cost_uj: c.cost_uj,
-                }),
+                },
             );
         }
     }
@@ -224,7 +295,7 @@ impl<'a> Replay<'a> {
     fn outcome(&mut self, r: &Record) {
         match self.open_own(&r.payload, crate::open::open_outcome_record) {
             Ok(OutcomeRecord::Outcome(o)) => {
-                if self.pending.remove(&o.receipt).is_none() && !self.refused.contains(&o.receipt) {
+                if !self.pending.remove(&o.receipt) && !self.refused.contains(&o.receipt) {
                     self.report.reject(r.offset, "orphan-outcome");
                 }
             }
@@ -327,5 +398,47 @@ impl<'a> Replay<'a> {
         if let Some(k) = p.known_through {
             self.report.known_through = Some(self.report.known_through.map_or(k, |m| m.max(k)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jcp::identity::Keypair;
+
+    use super::*;
+
+    fn did(n: u8) -> Did {
+        Keypair::from_seed([n; 32]).unwrap().did()
+    }
+
+    #[test]
+    fn s4_11_an_allow_awaiting_its_outcome_is_held_small_and_reported_whole() {
+        // The memory a point holds per allow whose outcome is not yet
+        // recorded (one per allow when callers never report): the entry,
+        // not two parsed dids.
+        assert!(std::mem::size_of::<Awaiting>() < 100, "{}", std::mem::size_of::<Awaiting>());
+        assert!(std::mem::size_of::<Unresolved>() > 500);
+        let mut p = Pending::default();
+        let steward = did(9);
+        let u = |n: u8, holder: Did| Unresolved {
+            receipt: ContentId::of_bytes(&[n]),
+            offset: u64::from(n) * 100,
+            grant_id: ContentId::of_bytes(b"grant"),
+            holder,
+            steward,
+            action: format!("action {n}"),
+            cost_uj: u64::from(n),
+        };
+        for (n, h) in [(1, did(1)), (2, did(2)), (3, did(1))] {
+            p.insert(u(n, h).receipt, u(n, h));
+        }
+        assert_eq!((p.len(), p.holders.len()), (3, 2), "one parsed did per holder");
+        let one = ContentId::of_bytes(&[1]);
+        assert_eq!(p.unresolved(&one, steward), Some(u(1, did(1))), "reported as it was recorded");
+        let mut all: Vec<Unresolved> = p.all(steward).collect();
+        all.sort_by_key(|x| x.offset);
+        assert_eq!(all, [u(1, did(1)), u(2, did(2)), u(3, did(1))]);
+        assert!(p.remove(&one) && !p.remove(&one) && !p.contains_key(&one));
+        assert_eq!((p.len(), p.unresolved(&one, steward)), (2, None));
     }
 }

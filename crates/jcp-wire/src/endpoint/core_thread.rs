@@ -142,9 +142,12 @@ impl Core {
                     self.run_job(job, &mut p);
                 }
             }
+            // Counted before the batch's answers can leave, so a caller
+            // that has its answer reads counts that include it.
+            self.stats.remembered_bytes.store(self.table.bytes(), Ordering::Relaxed);
+            self.stats.unresolved.store(self.gate.pending_len() as u64, Ordering::Relaxed);
             // Group commit: the batch is durable before anything leaves.
             self.commit(p);
-            self.stats.remembered_bytes.store(self.table.bytes(), Ordering::Relaxed);
             if let Some(tx) = shutdown {
                 let _ = tx.send(self.finish());
                 return;
