@@ -157,7 +157,7 @@ impl DurableGate {
     }
 
     /// How many recorded allows await their outcome (each held in memory,
-    /// about 100 bytes, until it is recorded).
+    /// under 100 bytes, until it is recorded).
     pub fn pending_len(&self) -> usize {
         self.pending.len()
     }

@@ -418,6 +418,21 @@ mod tests {
         }
     }
 
+    /// Hands `core` one decision job for `req` in batch `p`, as a
+    /// connection task would; its answer comes on the receiver.
+    pub(super) fn decide_in(
+        core: &mut super::Core,
+        p: &mut super::group_commit::Pending,
+        req: &WireRequest,
+    ) -> tokio::sync::oneshot::Receiver<super::decision::Answer> {
+        let bytes = req.to_bytes();
+        let (id, signed_ok) = super::authenticate(req, &bytes);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let handed = std::time::Instant::now();
+        core.run_job(super::Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx, handed }, p);
+        rx
+    }
+
     pub(super) fn decision(framed: &[u8]) -> WireDecision {
         match Outbound::decode(&framed[4..]).unwrap() {
             Outbound::Response(r) => r.decision,

@@ -89,16 +89,17 @@ impl Default for WireMetrics {
 impl WireMetrics {
     /// An empty registry.
     pub fn new() -> Self {
+        // 25 µs .. ~0.8 s: where a request's time at the endpoint goes.
+        let stage = || Histogram::new(exponential_buckets(0.000_025, 2.0, 16));
         let mut m = Self {
             registry: Registry::with_prefix("jcp_wire"),
             decisions: Family::default(),
             repeats: Counter::default(),
             // 50 µs .. ~3.3 s: an fdatasync on anything from tmpfs to a busy disk.
             commit: Histogram::new(exponential_buckets(0.000_05, 2.0, 17)),
-            // 25 µs .. ~0.8 s: where a request's time at the endpoint goes.
-            request: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
-            core_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
-            durable_wait: Histogram::new(exponential_buckets(0.000_025, 2.0, 16)),
+            request: stage(),
+            core_wait: stage(),
+            durable_wait: stage(),
             remembered: GaugeU::default(),
             unresolved: GaugeU::default(),
             known_through: Family::default(),

@@ -81,7 +81,7 @@ impl ReplayReport {
 /// only its own decisions). Under 100 bytes, where an [`Unresolved`] is
 /// over 500 (two parsed dids): a point whose callers never report outcomes
 /// holds one per allow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Awaiting {
     pub(super) offset: u64,
     pub(super) grant_id: ContentId,

@@ -205,7 +205,7 @@ impl Core {
 mod tests {
     use jcp::flow::Label;
 
-    use super::super::tests::{grant, idle_core, key, request};
+    use super::super::tests::{decide_in, grant, idle_core, key, request};
     use super::*;
     use crate::message::RequestBody;
 
@@ -245,26 +245,10 @@ mod tests {
         let mut core = idle_core(dir.path());
         let g = grant();
         let r = request(&g, b"twice");
-        let bytes = r.to_bytes();
-        let (id, ok) = authenticate(&r, &bytes);
         let mut p = super::super::group_commit::Pending::default();
-        let mut answers = Vec::new();
-        for _ in 0..2 {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let job = super::super::core_thread::Job::Decide {
-                req: Box::new(r.clone()),
-                bytes: bytes.clone(),
-                id,
-                signed_ok: ok,
-                tx,
-                handed: std::time::Instant::now(),
-            };
-            core.run_job(job, &mut p);
-            answers.push(rx);
-        }
+        let answers = [(); 2].map(|()| decide_in(&mut core, &mut p, &r));
         core.commit(p);
-        let first = answers.remove(0).blocking_recv().unwrap();
-        let again = answers.remove(0).blocking_recv().unwrap();
+        let [first, again] = answers.map(|rx| rx.blocking_recv().unwrap());
         assert!(first.allow && first.fresh && !first.repeat, "{first:?}");
         assert!(again.repeat && !again.fresh, "{again:?}");
         assert_eq!(again.framed, first.framed, "the repeat gets the first response, byte for byte");

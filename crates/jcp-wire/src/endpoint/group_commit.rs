@@ -271,7 +271,7 @@ mod tests {
 
     use jcp::decision::{Gate, Reason};
 
-    use super::super::tests::{decision, grant, idle_core, key, request};
+    use super::super::tests::{decide_in, decision, grant, idle_core, key, request};
     use super::super::{Config, Endpoint};
     use super::*;
     use crate::message::Feed;
@@ -279,16 +279,6 @@ mod tests {
     /// Makes the sync thread's next syncs fail (only this module's test
     /// sets it).
     pub(super) static FAIL_SYNC: AtomicBool = AtomicBool::new(false);
-
-    /// Hands `core` one decision job for `req` in batch `p`; its answer comes on the receiver.
-    fn decide_in(core: &mut Core, p: &mut Pending, req: &WireRequest) -> oneshot::Receiver<Answer> {
-        let bytes = req.to_bytes();
-        let (id, signed_ok) = super::super::decided_once::authenticate(req, &bytes);
-        let (tx, rx) = oneshot::channel();
-        let handed = std::time::Instant::now();
-        core.run_job(Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx, handed }, p);
-        rx
-    }
 
     #[test]
     fn s11_a_batch_whose_write_fails_leaves_unrecorded_and_the_record_is_failed() {
