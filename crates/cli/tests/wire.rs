@@ -50,6 +50,8 @@ fn setup(dir: &Path) {
 struct Server {
     child: Child,
     addr: String,
+    /// What it prints after its address, read until it exits.
+    rest: Option<std::thread::JoinHandle<Vec<String>>>,
 }
 
 impl Server {
@@ -81,9 +83,9 @@ impl Server {
             }
         }
         // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in out.lines() {});
+        let rest = std::thread::spawn(move || out.lines().map_while(Result::ok).collect());
         let addr = addr.unwrap_or_else(|| panic!("jcp serve did not start: {:?}", child.try_wait()));
-        Self { child, addr }
+        Self { child, addr, rest: Some(rest) }
     }
 
     fn sigkill(mut self) {
@@ -91,13 +93,15 @@ impl Server {
         self.child.wait().unwrap();
     }
 
-    fn sigterm(mut self) -> std::process::ExitStatus {
+    /// Its exit status and the lines it printed after its address.
+    fn sigterm(mut self) -> (std::process::ExitStatus, Vec<String>) {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
-                return st;
+                let printed = self.rest.take().map(|t| t.join().unwrap()).unwrap_or_default();
+                return (st, printed);
             }
             assert!(Instant::now() < deadline, "jcp serve did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(50));
@@ -165,8 +169,14 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("stream-locked"), "{}", String::from_utf8_lossy(&o.stderr));
     // SIGTERM: a clean stop, the socket file removed, the record released.
-    let st = s.sigterm();
+    let (st, printed) = s.sigterm();
     assert!(st.success(), "{st:?}");
+    // The allow replayed from the first process never had its outcome reported.
+    let stop = printed.iter().find(|l| l.starts_with("jcp serve: stopped")).unwrap_or_else(|| panic!("{printed:?}"));
+    assert!(
+        stop.contains("1 decided, 0 allowed, 1 repeats") && stop.contains("1 allows await their outcome"),
+        "{stop}"
+    );
     assert!(!d.join("ep.sock").exists());
     let audit = jcp(d, &["audit", "s.jcps", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
@@ -360,8 +370,8 @@ fn c17_cli_two_served_points_settle_by_signed_statement_and_the_overdraft_is_pro
     );
     assert_eq!((code, v["report"]["overdraft"]["overdraft_uj"].as_u64()), (1, Some(200)), "{v}");
     assert_eq!(jcp(d, &["channel", "verify", "over.proof"]).status.code(), Some(0));
-    assert!(a.sigterm().success());
-    assert!(b.sigterm().success());
+    assert!(a.sigterm().0.success());
+    assert!(b.sigterm().0.success());
     // Each record audits with its channel statements counted, no unaudited kind.
     let v: serde_json::Value = serde_json::from_slice(&jcp(d, &["audit", "b.jcps", "--json"]).stdout).unwrap();
     assert_eq!(v["receipts"]["channel_statements"], 2, "{v}");

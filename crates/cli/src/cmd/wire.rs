@@ -176,8 +176,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let st = endpoint.stats();
         emit(a.json, &json!({"event": "stopped", "stats": st}), || {
             format!(
-                "jcp serve: stopped; record flushed and released ({} decided, {} allowed, {} repeats, {} stale, {} impersonated, {} unrecorded)\n",
-                st.decided, st.allowed, st.repeats, st.stale, st.impersonated, st.unrecorded
+                "jcp serve: stopped; record flushed and released ({} decided, {} allowed, {} repeats, {} stale, {} impersonated, {} unrecorded; {} allows await their outcome)\n",
+                st.decided, st.allowed, st.repeats, st.stale, st.impersonated, st.unrecorded, st.unresolved
             )
         })?;
         Ok(ExitCode::from(CLEAN))
