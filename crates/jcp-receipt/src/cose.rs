@@ -354,12 +354,16 @@ fn head_len(n: usize) -> usize {
 /// thread. The test `s8_the_direct_seal_is_cosets_byte_for_byte` holds the
 /// two byte-identical ([`seal_with_coset`] stays as the reference).
 pub(crate) fn seal(core: &Value, position: Position, steward: &Keypair) -> Vec<u8> {
+    seal_payload(&core.encode(), position, steward)
+}
+
+/// [`seal`] of a core already written as its canonical bytes.
+pub(crate) fn seal_payload(payload: &[u8], position: Position, steward: &Keypair) -> Vec<u8> {
     let protected = protected_header(steward.did().to_did_string().as_bytes(), position);
-    let payload = core.encode();
-    let signature = steward.sign(&sig_structure(&protected, &payload));
+    let signature = steward.sign(&sig_structure(&protected, payload));
     let mut out = Vec::with_capacity(2 + 9 + protected.len() + 1 + 9 + payload.len() + 2 + 64);
     out.extend_from_slice(&[0xd2, 0x84]);
-    for (i, bstr) in [&protected[..], &payload[..], &signature[..]].into_iter().enumerate() {
+    for (i, bstr) in [&protected[..], payload, &signature[..]].into_iter().enumerate() {
         if i == 1 {
             // The unprotected header, empty in JCR-1, sits between the two.
             out.push(0xa0);

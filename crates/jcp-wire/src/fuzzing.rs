@@ -16,6 +16,9 @@
 //!   of an accepted body re-encodes to it too;
 //! * a request's `args` are sealed: their content id is the frame's
 //!   `payload_hash`; its chain has 1..=16 links; its handle 1..=128 bytes;
+//! * the direct request reader ([`Inbound::decode_with`], what the
+//!   endpoint runs) gives exactly what the value tree gives: the same
+//!   message or the same refusal, whatever chain its memo holds;
 //! * refusals are typed: a body that is not canonical det-CBOR is
 //!   `non-canonical`, a canonical body that is not the message is
 //!   `not-a-message`; nothing else.
@@ -28,7 +31,7 @@ use jcp::cbor::ContentId;
 
 use crate::codec;
 use crate::error::WireError;
-use crate::message::{Feed, Inbound, Outbound, MAX_CHAIN_LEN, MAX_HANDLE_LEN};
+use crate::message::{ChainMemo, Feed, Inbound, Outbound, MAX_CHAIN_LEN, MAX_HANDLE_LEN};
 
 /// The cap the target frames with: small, so the over-cap refusal is
 /// reached by small inputs.
@@ -95,6 +98,31 @@ fn same(what: &str, got: &[u8], body: &[u8]) -> Result<(), String> {
     }
 }
 
+thread_local! {
+    /// One connection's chain memo across every body this thread checks,
+    /// so the corpus replay meets it both holding the body's own chain
+    /// and holding another.
+    static MEMO: std::cell::RefCell<ChainMemo> = std::cell::RefCell::default();
+}
+
+/// The direct reader ([`Inbound::decode_with`]) against the value tree
+/// ([`Inbound::decode_tree`]): the same message, or the same refusal, with
+/// the chain memo holding another chain and then this body's own.
+pub fn direct_agrees(body: &[u8]) -> Result<(), String> {
+    let tree = Inbound::decode_tree(body).map_err(|e| (e.code(), e.to_string()));
+    for pass in ["first", "second"] {
+        let direct = MEMO.with(|m| Inbound::decode_with(body, &mut m.borrow_mut()));
+        let direct = direct.map_err(|e| (e.code(), e.to_string()));
+        if direct != tree {
+            return Err(format!(
+                "the direct reader ({pass} pass) gave {direct:?}, the value tree {tree:?}: {}",
+                hex::encode(body)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads one body as every message a peer may send, and checks the
 /// promises above.
 pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
@@ -105,6 +133,7 @@ pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
         }
         Err(_) => false,
     };
+    direct_agrees(body)?;
     let inbound = match Inbound::decode(body) {
         Ok(Inbound::Request(r)) => {
             same("a request", &r.to_bytes(), body)?;

@@ -26,11 +26,11 @@ mod request;
 mod response;
 mod statement;
 
-use jcp::cbor::{ContentId, Fields, Value};
+use jcp::cbor::{self, ContentId, Fields, Value};
 
 pub use feed::{Feed, FeedAnswer, SignedOutcome};
 pub use reply::{ReplyState, WireReply};
-pub use request::{RequestBody, WireRequest, MAX_CHAIN_LEN, MAX_HANDLE_LEN};
+pub use request::{ChainMemo, RequestBody, WireRequest, MAX_CHAIN_LEN, MAX_HANDLE_LEN};
 pub use response::{WireDecision, WireResponse};
 use statement::read_ask;
 pub use statement::{statement_answer, statement_ask};
@@ -53,6 +53,28 @@ impl Inbound {
     /// Decodes a frame body: canonical det-CBOR, then the message. A map
     /// with a `msg` member is a feed message; any other map is a request.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
+        Self::decode_with(body, &mut ChainMemo::default())
+    }
+
+    /// [`Inbound::decode`] for a connection, which keeps the chain its
+    /// last request presented in `memo`. A request is read straight from
+    /// its bytes (checked as canonical exactly as the tree decoder checks
+    /// them); anything else, or a request that is not valid, goes through
+    /// the value tree, which gives the same message or says what is wrong.
+    pub fn decode_with(body: &[u8], memo: &mut ChainMemo) -> Result<Self, WireError> {
+        if let Some(entries) = cbor::map_spans_strict(body)? {
+            if !entries.iter().any(|&(k, _)| k == "msg") {
+                if let Some(r) = WireRequest::from_spans(&entries, memo) {
+                    return Ok(Self::Request(Box::new(r)));
+                }
+            }
+        }
+        Self::decode_tree(body)
+    }
+
+    /// Decodes a frame body through a value tree of the whole (the
+    /// reference the direct request reader is checked against).
+    pub fn decode_tree(body: &[u8]) -> Result<Self, WireError> {
         let v = crate::codec::decode_body(body)?;
         let kind = v.get("msg").map(|m| match m {
             Value::Text(t) => Ok(t.clone()),

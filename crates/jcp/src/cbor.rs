@@ -29,8 +29,10 @@ mod fields;
 mod tests;
 
 pub use content_id::ContentId;
-pub use decode::{decode, decode_prefix, decode_strict, DecodeError};
-pub use encode::{map, text_array};
+pub use decode::{
+    bytes_of, decode, decode_prefix, decode_strict, map_spans_strict, text_of, uint_of, DecodeError, MapSpan,
+};
+pub use encode::{map, text_array, write_map, Item};
 pub use fields::{Fields, SchemaError};
 
 /// Maximum nesting depth the decoder accepts.

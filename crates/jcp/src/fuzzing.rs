@@ -13,8 +13,11 @@ use crate::standing::{vectors as standing_vectors, verify_policy, FiringRequest,
 use crate::steering::Run;
 
 /// Anything the strict decoder accepts re-encodes to exactly the input, and
-/// the generic deterministic decoder accepts it too.
+/// the generic deterministic decoder accepts it too. The skipping reader
+/// ([`cbor::map_spans_strict`]) refuses exactly what the strict decoder
+/// refuses, with the same error, and reads a map into the same entries.
 pub fn cbor_decode(data: &[u8]) -> Result<(), String> {
+    spans_agree(data)?;
     if let Ok(v) = cbor::decode_strict(data) {
         if v.encode() != data {
             return Err(format!("strict decode accepted non-canonical bytes {}", hex::encode(data)));
@@ -29,6 +32,29 @@ pub fn cbor_decode(data: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// [`cbor::map_spans_strict`] against [`cbor::decode_strict`].
+pub fn spans_agree(data: &[u8]) -> Result<(), String> {
+    match (cbor::decode_strict(data), cbor::map_spans_strict(data)) {
+        (Err(a), Err(b)) if a == b => Ok(()),
+        (Ok(Value::Map(tree)), Ok(Some(spans))) => {
+            if tree.len() != spans.len() {
+                return Err(format!("{} entries read as {}", tree.len(), spans.len()));
+            }
+            for ((k, v), (sk, span)) in tree.iter().zip(&spans) {
+                if *k != Value::text(*sk) {
+                    return Err(format!("key {k:?} read as {sk:?}"));
+                }
+                if cbor::decode_strict(span).as_ref() != Ok(v) {
+                    return Err(format!("the value under {sk:?} does not decode from its span alone"));
+                }
+            }
+            Ok(())
+        }
+        (Ok(v), Ok(None)) if !matches!(v, Value::Map(_)) => Ok(()),
+        (a, b) => Err(format!("strict decode {a:?}, skipping reader {b:?}: {}", hex::encode(data))),
+    }
 }
 
 /// A decoded signed grant re-encodes to the input, and its id is the hash

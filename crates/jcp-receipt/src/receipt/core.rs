@@ -2,7 +2,7 @@
 //! written as the canonical det-CBOR map the envelope signs, and read back
 //! under the profile its `jcp_receipt` tag names (through [`CoreView`]).
 
-use jcp::cbor::{self, ContentId, SchemaError, Value};
+use jcp::cbor::{self, ContentId, Item, SchemaError, Value};
 use jcp::decision::{Decision, Reason, Request, Verdict};
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::frame::{FrameKind, Trust};
@@ -110,44 +110,59 @@ impl ReceiptCore {
         self.verdict == Verdict::Allow
     }
 
-    /// The canonical core value. Refuses `jcp/1`: nothing mints it (§8).
-    pub fn to_value(&self) -> Result<Value, Error> {
+    /// The core's fields as map entries, listed in canonical key order
+    /// (shorter keys first, then bytewise): the one field list both the
+    /// value and the direct writer read. Refuses `jcp/1`: nothing mints it
+    /// (§8).
+    fn entries(&self) -> Result<[(&'static str, Option<Item<'_>>); 22], Error> {
         if self.profile != Profile::Jcp2 {
             return Err(Error::LegacyMintRefused);
         }
-        let Some(payload_hash) = self.payload_hash else {
+        let Some(payload_hash) = &self.payload_hash else {
             return Err(Error::Invalid { field: "payload_hash", problem: "jcp/2 requires it (C23)".into() });
         };
-        let (verdict, reason) = match self.verdict {
+        let (verdict, reason) = match &self.verdict {
             Verdict::Allow => ("allow", None),
-            Verdict::Deny(r) => ("deny", Some(Value::text(r.as_str()))),
+            Verdict::Deny(r) => ("deny", Some(Item::Text(r.as_str()))),
         };
-        let chain = (!self.chain_ids.is_empty())
-            .then(|| Value::Array(self.chain_ids.iter().map(|c| Value::text(c.to_hex())).collect()));
-        Ok(cbor::map([
-            ("jcp_receipt", Some(Value::text(Profile::Jcp2.as_str()))),
-            ("grant_id", Some(Value::text(self.grant_id.to_hex()))),
-            ("issuer", Some(Value::text(self.issuer.to_did_string()))),
-            ("subject", Some(Value::text(self.subject.to_did_string()))),
-            ("resource", Some(Value::text(self.resource.to_hex()))),
-            ("action", Some(Value::text(self.action.as_str()))),
-            ("payload_hash", Some(Value::text(payload_hash.to_hex()))),
-            ("frame_kind", Some(Value::text(self.frame_kind.as_str()))),
-            ("trust", Some(Value::text(self.trust.as_str()))),
-            ("verdict", Some(Value::text(verdict))),
+        let text = |t: &'static str| Some(Item::Text(t));
+        Ok([
+            ("flow", self.tainted.then_some(Item::Text("tainted"))),
+            ("trust", text(self.trust.as_str())),
+            ("action", Some(Item::Text(&self.action))),
+            ("breach", self.breach.map(|r| Item::Text(r.as_str()))),
+            ("issuer", Some(Item::Did(&self.issuer))),
+            ("cost_uj", Some(Item::Uint(self.cost_uj))),
+            ("steward", Some(Item::Did(&self.steward))),
+            ("subject", Some(Item::Did(&self.subject))),
+            ("verdict", text(verdict)),
+            ("grant_id", Some(Item::Id(&self.grant_id))),
+            ("resource", Some(Item::Id(&self.resource))),
+            ("budget_uj", Some(Item::Uint(self.budget_uj))),
+            ("chain_ids", (!self.chain_ids.is_empty()).then_some(Item::Ids(&self.chain_ids))),
+            ("cost_minor", self.money.as_ref().map(|m| Item::Uint(m.minor))),
+            ("frame_kind", text(self.frame_kind.as_str())),
             ("deny_reason", reason),
-            ("cost_uj", Some(Value::Uint(self.cost_uj))),
-            ("energy_provenance", Some(Value::text(self.provenance.as_str()))),
-            ("energy_coverage", (self.coverage == Coverage::Partial).then(|| Value::text("Partial"))),
-            ("budget_remaining_uj", Some(Value::Uint(self.budget_remaining_uj))),
-            ("budget_uj", Some(Value::Uint(self.budget_uj))),
-            ("steward", Some(Value::text(self.steward.to_did_string()))),
-            ("chain_ids", chain),
-            ("breach", self.breach.map(|r| Value::text(r.as_str()))),
-            ("cost_currency", self.money.as_ref().map(|m| Value::text(m.currency.as_str()))),
-            ("cost_minor", self.money.as_ref().map(|m| Value::Uint(m.minor))),
-            ("flow", self.tainted.then(|| Value::text("tainted"))),
-        ]))
+            ("jcp_receipt", text(Profile::Jcp2.as_str())),
+            ("payload_hash", Some(Item::Id(payload_hash))),
+            ("cost_currency", self.money.as_ref().map(|m| Item::Text(&m.currency))),
+            ("energy_coverage", (self.coverage == Coverage::Partial).then_some(Item::Text("Partial"))),
+            ("energy_provenance", text(self.provenance.as_str())),
+            ("budget_remaining_uj", Some(Item::Uint(self.budget_remaining_uj))),
+        ])
+    }
+
+    /// The canonical core value. Refuses `jcp/1`: nothing mints it (§8).
+    pub fn to_value(&self) -> Result<Value, Error> {
+        Ok(cbor::map(self.entries()?.map(|(k, v)| (k, v.map(|i| i.to_value())))))
+    }
+
+    /// The core's canonical bytes, written straight from its fields: the
+    /// bytes of `to_value()?.encode()` (`s8_the_direct_core_writer_is_byte_identical_to_the_value`).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::with_capacity(768);
+        cbor::write_map(&mut out, &mut self.entries()?);
+        Ok(out)
     }
 
     /// Reads a core under the profile its `jcp_receipt` tag names.
@@ -200,7 +215,7 @@ impl ReceiptCore {
                 kid: steward.did().to_did_string(),
             });
         }
-        Ok(cose::seal(&self.to_value()?, position, steward))
+        Ok(cose::seal_payload(&self.to_bytes()?, position, steward))
     }
 }
 
@@ -212,5 +227,80 @@ pub fn debited_ids<'a>(grant_id: &'a ContentId, chain_ids: &'a [ContentId]) -> &
         std::slice::from_ref(grant_id)
     } else {
         chain_ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jcp::decision::Reason;
+    use jcp::energy::{Coverage, Provenance};
+    use jcp::frame::{FrameKind, Trust};
+    use jcp::grant::Funds;
+    use jcp::identity::Keypair;
+
+    use super::*;
+
+    fn core(i: u8) -> ReceiptCore {
+        let did = |n: u8| Keypair::from_seed([n; 32]).unwrap().did();
+        let id = |n: u8| ContentId::of_bytes(&[n]);
+        let bit = |k: u8| i & (1 << k) != 0;
+        ReceiptCore {
+            profile: Profile::Jcp2,
+            grant_id: id(1),
+            issuer: did(1),
+            subject: did(2),
+            resource: id(2),
+            action: if bit(0) { "read".into() } else { "a longer action name, over 23 bytes".into() },
+            payload_hash: Some(id(3)),
+            frame_kind: if bit(1) { FrameKind::ToolCall } else { FrameKind::AgentTask },
+            trust: if bit(1) { Trust::Control } else { Trust::Data },
+            verdict: if bit(2) { Verdict::Deny(Reason::Revoked) } else { Verdict::Allow },
+            cost_uj: [0, 23, 24, 255, 256, 65_536, u64::MAX][usize::from(i % 7)],
+            provenance: if bit(3) { Provenance::HwShunt } else { Provenance::Estimator },
+            coverage: if bit(3) { Coverage::Partial } else { Coverage::Whole },
+            budget_remaining_uj: u64::from(i) << 33,
+            budget_uj: 1 << 40,
+            steward: did(3),
+            chain_ids: if bit(4) { vec![id(4), id(1)] } else { Vec::new() },
+            breach: bit(5).then_some(Reason::BadSignature),
+            money: bit(6).then(|| Funds { currency: "USD".into(), minor: 500 }),
+            tainted: bit(7),
+        }
+    }
+
+    #[test]
+    fn s8_the_direct_core_writer_is_byte_identical_to_the_value() {
+        for i in 0..=255 {
+            let c = core(i);
+            assert_eq!(c.to_bytes().unwrap(), c.to_value().unwrap().encode(), "variant {i}");
+        }
+        let legacy = ReceiptCore { profile: Profile::Jcp1, ..core(0) };
+        assert!(matches!(legacy.to_bytes(), Err(Error::LegacyMintRefused)));
+        let no_payload = ReceiptCore { payload_hash: None, ..core(0) };
+        assert!(matches!(no_payload.to_bytes(), Err(Error::Invalid { field: "payload_hash", .. })));
+    }
+
+    #[test]
+    fn s3_the_core_fields_are_listed_in_canonical_key_order() {
+        // Listed out of order, the writer would sort them (the same bytes,
+        // more work): the listing is the fast path's, held here.
+        let c = core(255);
+        let entries = c.entries().unwrap();
+        for w in entries.windows(2) {
+            let (a, b) = (w[0].0, w[1].0);
+            assert!((a.len(), a.as_bytes()) < (b.len(), b.as_bytes()), "{a} listed before {b}");
+        }
+    }
+
+    #[test]
+    fn s8_a_core_sealed_from_its_bytes_opens_to_its_value() {
+        let k = Keypair::from_seed([3; 32]).unwrap();
+        let c = core(0b0101_0101);
+        let position = cose::Position { seq: Some(7), known_through: Some(9) };
+        let sealed = c.seal(position, &k).unwrap();
+        assert_eq!(sealed, cose::seal(&c.to_value().unwrap(), position, &k));
+        let (env, opened) = cose::open(&sealed, &mut DidCache::new()).unwrap();
+        assert_eq!(opened, c.to_value().unwrap());
+        env.verify_signature().unwrap();
     }
 }

@@ -164,7 +164,7 @@ impl Core {
         match job {
             Job::Decide { req, bytes, id, signed_ok, tx, handed } => {
                 self.metrics.core_waited(handed.elapsed());
-                let a = self.decide(&req, bytes, id, signed_ok);
+                let a = self.decide(&req, &bytes, id, signed_ok);
                 p.decided.push((tx, a, req, Instant::now()));
             }
             Job::Feed { feed, tx } => {

@@ -17,7 +17,6 @@ use super::continuation::Continued;
 use super::core_thread::Core;
 use super::decided_once::Entry;
 use super::recording::request_record;
-use crate::codec;
 use crate::message::{WireDecision, WireRequest, WireResponse};
 
 /// What the core answers a decision job.
@@ -38,7 +37,7 @@ pub(super) struct Answer {
 
 /// A framed `WireResponse` (§11).
 pub(super) fn framed_response(d: WireDecision, receipt: Vec<u8>) -> Vec<u8> {
-    codec::frame_value(&WireResponse { decision: d, receipt }.to_value())
+    WireResponse { decision: d, receipt }.framed()
 }
 
 /// The decision as the wire carries it: `cost_uj` is debited only on allow.
@@ -108,7 +107,7 @@ impl Core {
     }
 
     /// Decides one request (§11): the answer the caller gets.
-    pub(super) fn decide(&mut self, req: &WireRequest, req_bytes: Vec<u8>, id: ContentId, signed_ok: bool) -> Answer {
+    pub(super) fn decide(&mut self, req: &WireRequest, req_bytes: &[u8], id: ContentId, signed_ok: bool) -> Answer {
         let now = self.now();
         self.sweep(now);
         if let Some(why) = self.failed.clone() {
@@ -178,7 +177,7 @@ impl Core {
 
     /// Admitted: the request is recorded, then decided (its receipt follows
     /// it in the stream), then remembered.
-    pub(super) fn admit(&mut self, req: &WireRequest, req_bytes: Vec<u8>, id: ContentId, now: u64) -> Answer {
+    pub(super) fn admit(&mut self, req: &WireRequest, req_bytes: &[u8], id: ContentId, now: u64) -> Answer {
         // One wire form (§11): the body a request was decoded from is its
         // canonical encoding (held by the `wire_decode` fuzz target).
         debug_assert!(req_bytes == req.to_bytes(), "a request's bytes are not its canonical encoding");

@@ -3,7 +3,7 @@
 //! behind it) before it is decided, and on restart the replay of the record
 //! rebuilds the memory of requests still inside the window.
 
-use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::cbor::{self, ContentId, Fields, Item, Value};
 use jcp_receipt::runtime::ReplayReport;
 use jcp_receipt::stream::{RecordKind, FRAME_OVERHEAD};
 
@@ -27,8 +27,14 @@ pub struct OpenReport {
 }
 
 /// A request's record: the request as admitted and the time it was decided.
-pub(super) fn request_record(req_bytes: Vec<u8>, decided_at: u64) -> Vec<u8> {
-    cbor::map([("request", Some(Value::Bytes(req_bytes))), ("decided_at", Some(Value::Uint(decided_at)))]).encode()
+pub(super) fn request_record(req_bytes: &[u8], decided_at: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(req_bytes.len() + 24);
+    // Canonical key order: "request" (7 bytes) before "decided_at" (10).
+    cbor::write_map(
+        &mut out,
+        &mut [("request", Some(Item::Bytes(req_bytes))), ("decided_at", Some(Item::Uint(decided_at)))],
+    );
+    out
 }
 
 /// Reads a request record: the request and its decision time.

@@ -19,7 +19,7 @@ use super::relay::{relay, Exchange};
 use super::Shared;
 use crate::codec;
 use crate::error::WireError;
-use crate::message::{Inbound, WireRequest};
+use crate::message::{ChainMemo, Inbound, WireRequest};
 
 /// An accepted connection.
 pub(super) enum Conn {
@@ -77,10 +77,12 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
     // sent behind it) come in one read from the socket, not three.
     // Writes go straight through.
     let mut s = tokio::io::BufReader::new(s);
+    let mut memo = ChainMemo::default();
     loop {
         let read = next_frame(&mut s, shared.cap, shared.frame_timeout).await;
         let read_at = std::time::Instant::now();
-        let read = read.and_then(|b| b.map(|body| Inbound::decode(&body).map(|m| (body, m))).transpose());
+        let read =
+            read.and_then(|b| b.map(|body| Inbound::decode_with(&body, &mut memo).map(|m| (body, m))).transpose());
         let (body, msg) = match read {
             Ok(Some(x)) => x,
             Ok(None) => return,

@@ -3,7 +3,7 @@
 //! `args`, `continues` §6.1), and the caller's signature over the
 //! canonical bytes of every other field (§11 caller authentication).
 
-use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::cbor::{self, ContentId, Fields, MapSpan, SchemaError, Value};
 use jcp::decision::Cost;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::Label;
@@ -203,13 +203,7 @@ impl WireRequest {
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
         let mut f = Fields::new("WireRequest", v)?;
         let frame = Frame::from_value(f.req("frame")?)?;
-        let Value::Array(links) = f.req("chain")? else {
-            return Err(f.error("chain", "expected an array of signed grants").into());
-        };
-        if links.is_empty() || links.len() > MAX_CHAIN_LEN {
-            return Err(f.error("chain", format!("{} links: a chain has 1..={MAX_CHAIN_LEN}", links.len())).into());
-        }
-        let chain = links.iter().map(SignedGrant::from_value).collect::<Result<Vec<_>, _>>()?;
+        let chain = chain_from(f.req("chain")?)?;
         let caller = Did::parse(f.text("caller")?)?;
         let cost = energy_from(f.req("cost")?)?;
         let money = f.opt("money").map(Funds::from_value).transpose()?;
@@ -237,5 +231,98 @@ impl WireRequest {
             }
         }
         Ok(Self { frame, chain, caller, cost, money, label, args, continues, now, signature })
+    }
+}
+
+/// A presented chain: 1..=[`MAX_CHAIN_LEN`] signed grants, root first.
+fn chain_from(v: &Value) -> Result<Vec<SignedGrant>, WireError> {
+    let invalid = |problem: String| SchemaError::Invalid { object: "WireRequest", field: "chain", problem };
+    let Value::Array(links) = v else {
+        return Err(invalid("expected an array of signed grants".into()).into());
+    };
+    if links.is_empty() || links.len() > MAX_CHAIN_LEN {
+        return Err(invalid(format!("{} links: a chain has 1..={MAX_CHAIN_LEN}", links.len())).into());
+    }
+    Ok(links.iter().map(SignedGrant::from_value).collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The chain a connection presented last, decoded. §11 has every request
+/// carry its full chain, and a client presents the same chain request
+/// after request: a connection keeps the last one's canonical bytes and
+/// decodes the chain again only when the bytes differ. Equal canonical
+/// bytes are the same chain, so a recalled chain is the one a decode
+/// would give.
+#[derive(Debug, Default)]
+pub struct ChainMemo {
+    bytes: Vec<u8>,
+    chain: Vec<SignedGrant>,
+}
+
+impl ChainMemo {
+    /// The chain whose canonical bytes are `span`; `None` if it is not one.
+    fn chain(&mut self, span: &[u8]) -> Option<Vec<SignedGrant>> {
+        if self.chain.is_empty() || self.bytes != span {
+            let chain = chain_from(&cbor::decode_strict(span).ok()?).ok()?;
+            self.bytes.clear();
+            self.bytes.extend_from_slice(span);
+            self.chain = chain;
+        }
+        Some(self.chain.clone())
+    }
+}
+
+impl WireRequest {
+    /// Reads a request from the entries of its canonical map (checked by
+    /// [`cbor::map_spans_strict`]) without a value tree of the whole,
+    /// recalling the chain from `memo`. `None` for anything that is not a
+    /// whole, valid request: the caller then decodes through
+    /// [`WireRequest::from_value`], which says what is wrong. Every field
+    /// is read by the parser `from_value` uses, from the very value the
+    /// tree holds under its key, so what this accepts is what `from_value`
+    /// accepts, equal (checked over the fuzz corpus, `fuzzing::check_body`).
+    pub(crate) fn from_spans(entries: &[MapSpan<'_>], memo: &mut ChainMemo) -> Option<Self> {
+        fn tree<T, E>(span: &[u8], parse: impl FnOnce(&Value) -> Result<T, E>) -> Option<T> {
+            parse(&cbor::decode_strict(span).ok()?).ok()
+        }
+        let (mut frame, mut chain, mut caller, mut cost, mut now, mut signature) = (None, None, None, None, None, None);
+        let (mut money, mut label, mut args, mut continues) = (None, None, None, None);
+        // Canonical keys are unique: no field is met twice.
+        for &(key, span) in entries {
+            match key {
+                "frame" => frame = Some(tree(span, Frame::from_value)?),
+                "chain" => chain = Some(memo.chain(span)?),
+                "caller" => caller = Some(Did::parse(cbor::text_of(span)?).ok()?),
+                "cost" => cost = Some(tree(span, energy_from)?),
+                "money" => money = Some(tree(span, Funds::from_value)?),
+                "label" => label = Some(tree(span, Label::from_value)?),
+                "args" => args = Some(cbor::bytes_of(span)?.to_vec()),
+                "continues" => {
+                    let h = cbor::text_of(span)?;
+                    if h.is_empty() || h.len() > MAX_HANDLE_LEN {
+                        return None;
+                    }
+                    continues = Some(h.to_owned());
+                }
+                "now" => now = Some(cbor::uint_of(span)?),
+                "signature" => signature = Some(<[u8; 64]>::try_from(cbor::bytes_of(span)?).ok()?),
+                _ => return None,
+            }
+        }
+        let frame: Frame = frame?;
+        if args.as_ref().is_some_and(|a: &Vec<u8>| ContentId::of_bytes(a) != frame.payload_hash) {
+            return None;
+        }
+        Some(Self {
+            frame,
+            chain: chain?,
+            caller: caller?,
+            cost: cost?,
+            money,
+            label,
+            args,
+            continues,
+            now: now?,
+            signature: signature?,
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! §11 `WireResponse { decision, receipt }`: the deterministic decision and
 //! the sealed JCR-1 receipt, deny and allow alike.
 
-use jcp::cbor::{self, ContentId, Fields, Value};
+use jcp::cbor::{self, ContentId, Fields, Item, Value};
 use jcp::decision::{Reason, Verdict};
 use jcp_receipt::receipt::ReceiptCore;
 
@@ -45,18 +45,24 @@ impl WireDecision {
         }
     }
 
-    fn to_value(&self) -> Value {
+    /// The fields as map entries, in canonical key order (the one list
+    /// the value and the direct writer read).
+    fn entries(&self) -> [(&'static str, Option<Item<'static>>); 5] {
         let (verdict, reason) = match self.verdict {
             Verdict::Allow => ("allow", None),
-            Verdict::Deny(r) => ("deny", Some(Value::text(r.as_str()))),
+            Verdict::Deny(r) => ("deny", Some(Item::Text(r.as_str()))),
         };
-        cbor::map([
-            ("verdict", Some(Value::text(verdict))),
+        [
             ("reason", reason),
-            ("debited_uj", Some(Value::Uint(self.debited_uj))),
-            ("budget_uj", Some(Value::Uint(self.budget_uj))),
-            ("budget_remaining_uj", Some(Value::Uint(self.budget_remaining_uj))),
-        ])
+            ("verdict", Some(Item::Text(verdict))),
+            ("budget_uj", Some(Item::Uint(self.budget_uj))),
+            ("debited_uj", Some(Item::Uint(self.debited_uj))),
+            ("budget_remaining_uj", Some(Item::Uint(self.budget_remaining_uj))),
+        ]
+    }
+
+    fn to_value(&self) -> Value {
+        cbor::map(self.entries().map(|(k, v)| (k, v.map(|i| i.to_value()))))
     }
 
     fn from_value(v: &Value) -> Result<Self, WireError> {
@@ -91,6 +97,25 @@ impl WireResponse {
         cbor::map([("decision", Some(self.decision.to_value())), ("receipt", Some(Value::Bytes(self.receipt.clone())))])
     }
 
+    /// The response framed for the wire (length prefix and canonical
+    /// bytes), written straight from its fields: the bytes of
+    /// `codec::frame_value(&self.to_value())`, without copying the receipt
+    /// into a value tree first.
+    pub fn framed(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + 40 + self.receipt.len() + 64);
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        // `{"receipt": bytes, "decision": map}`: "receipt" (7 bytes) sorts
+        // before "decision" (8).
+        out.push(0xa2);
+        Item::Text("receipt").write(&mut out);
+        Item::Bytes(&self.receipt).write(&mut out);
+        Item::Text("decision").write(&mut out);
+        cbor::write_map(&mut out, &mut self.decision.entries());
+        let n = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
+        out[..4].copy_from_slice(&n.to_be_bytes());
+        out
+    }
+
     /// Reads a response.
     pub fn from_value(v: &Value) -> Result<Self, WireError> {
         let mut f = Fields::new("WireResponse", v)?;
@@ -106,5 +131,29 @@ impl WireResponse {
     /// The receipt's id (what a continuation or an outcome names).
     pub fn receipt_id(&self) -> ContentId {
         ContentId::of_bytes(&self.receipt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s11_a_response_framed_directly_is_the_framed_value() {
+        let decisions = [
+            WireDecision { verdict: Verdict::Allow, debited_uj: 24, budget_uj: 1 << 40, budget_remaining_uj: 0 },
+            WireDecision {
+                verdict: Verdict::Deny(Reason::StaleRequest),
+                debited_uj: 0,
+                budget_uj: u64::MAX,
+                budget_remaining_uj: 23,
+            },
+        ];
+        for decision in decisions {
+            for len in [0, 23, 24, 700, 70_000] {
+                let r = WireResponse { decision: decision.clone(), receipt: vec![0xd2; len] };
+                assert_eq!(r.framed(), crate::codec::frame_value(&r.to_value()), "{decision:?}, {len}-byte receipt");
+            }
+        }
     }
 }

@@ -157,6 +157,77 @@ pub fn decode_strict(bytes: &[u8]) -> Result<Value, DecodeError> {
     decode(bytes, Profile::Strict)
 }
 
+/// One entry of a map read by [`map_spans_strict`]: its text key and the
+/// canonical bytes of its value.
+pub type MapSpan<'a> = (&'a str, &'a [u8]);
+
+/// Checks `bytes` exactly as [`decode_strict`] does (the same checks in the
+/// same order, so the same error for the same input) without building a
+/// value tree, and, when the item is a map, returns its entries in order as
+/// text keys and the canonical bytes of their values. `Ok(None)`: a
+/// canonical item that is not a map.
+///
+/// For readers that go from bytes to an object without a tree (the wire
+/// endpoint's request decoder): a value's bytes decode on their own to the
+/// very value the whole decode holds under that key, since canonical
+/// decoding depends on nothing around an item but its depth, and each
+/// value has been checked here at its depth in the whole.
+pub fn map_spans_strict(bytes: &[u8]) -> Result<Option<Vec<MapSpan<'_>>>, DecodeError> {
+    let mut d = Decoder { bytes, pos: 0, profile: Profile::Strict };
+    let ib = *bytes.first().ok_or(DecodeError::Truncated { offset: 0 })?;
+    if ib >> 5 != 5 {
+        d.skip(0)?;
+        d.end()?;
+        return Ok(None);
+    }
+    d.pos = 1;
+    let n = d.length(ib & 0x1f, 0)?;
+    let mut entries = Vec::with_capacity(n);
+    let mut prev_key = None;
+    for _ in 0..n {
+        let (key_at, key_end) = d.key(&mut prev_key, |d| d.skip(1))?;
+        let value_at = d.pos;
+        d.skip(1)?;
+        let key = text_of(&bytes[key_at..key_end]).ok_or(DecodeError::NonTextKey { offset: key_at })?;
+        entries.push((key, &bytes[value_at..d.pos]));
+    }
+    d.end()?;
+    Ok(Some(entries))
+}
+
+/// The text of one canonical text item filling `span`; `None` for any
+/// other item (or bytes after it).
+pub fn text_of(span: &[u8]) -> Option<&str> {
+    std::str::from_utf8(string_of(span, 3)?).ok()
+}
+
+/// The bytes of one canonical byte-string item filling `span`.
+pub fn bytes_of(span: &[u8]) -> Option<&[u8]> {
+    string_of(span, 2)
+}
+
+/// The value of one canonical unsigned integer filling `span`.
+pub fn uint_of(span: &[u8]) -> Option<u64> {
+    let mut d = Decoder { bytes: span, pos: 0, profile: Profile::Strict };
+    let ib = d.byte().ok()?;
+    if ib >> 5 != 0 {
+        return None;
+    }
+    let v = d.argument(ib & 0x1f, 0).ok()?;
+    (d.pos == span.len()).then_some(v)
+}
+
+fn string_of(span: &[u8], major: u8) -> Option<&[u8]> {
+    let mut d = Decoder { bytes: span, pos: 0, profile: Profile::Strict };
+    let ib = d.byte().ok()?;
+    if ib >> 5 != major {
+        return None;
+    }
+    let n = d.length(ib & 0x1f, 0).ok()?;
+    // `length` bounded n by what remains: the string is the rest of the span.
+    (d.pos + n == span.len()).then(|| &span[d.pos..])
+}
+
 struct Decoder<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -272,22 +343,13 @@ impl Decoder<'_> {
             5 => {
                 let n = self.length(ai, head_at)?;
                 let mut entries = Vec::with_capacity(n);
-                let mut prev_key: Option<(usize, usize)> = None;
+                let mut prev_key = None;
                 for _ in 0..n {
-                    let key_at = self.pos;
-                    let key = self.item(depth + 1)?;
-                    let key_end = self.pos;
-                    if self.profile == Profile::Strict && !matches!(key, Value::Text(_)) {
-                        return Err(DecodeError::NonTextKey { offset: key_at });
-                    }
-                    if let Some((ps, pe)) = prev_key {
-                        match self.bytes[ps..pe].cmp(&self.bytes[key_at..key_end]) {
-                            Ordering::Less => {}
-                            Ordering::Equal => return Err(DecodeError::DuplicateKey { offset: key_at }),
-                            Ordering::Greater => return Err(DecodeError::UnsortedKeys { offset: key_at }),
-                        }
-                    }
-                    prev_key = Some((key_at, key_end));
+                    let mut key = Value::Uint(0);
+                    self.key(&mut prev_key, |d| {
+                        key = d.item(depth + 1)?;
+                        Ok(())
+                    })?;
                     let value = self.item(depth + 1)?;
                     entries.push((key, value));
                 }
@@ -302,6 +364,95 @@ impl Decoder<'_> {
                 Ok(Value::Tag(tag, Box::new(inner)))
             }
             _ => self.simple_or_float(ai, head_at),
+        }
+    }
+
+    /// Reads one map key with `read` (which decodes or skips it), then
+    /// checks it is text (strict profile) and sorts after the key before it
+    /// (`prev`, updated): the order of checks of the tree decoder, shared by
+    /// the skipping reader so both refuse an input with the same error.
+    fn key(
+        &mut self,
+        prev: &mut Option<(usize, usize)>,
+        read: impl FnOnce(&mut Self) -> Result<(), DecodeError>,
+    ) -> Result<(usize, usize), DecodeError> {
+        let key_at = self.pos;
+        read(self)?;
+        let key_end = self.pos;
+        if self.profile == Profile::Strict && self.bytes[key_at] >> 5 != 3 {
+            return Err(DecodeError::NonTextKey { offset: key_at });
+        }
+        if let Some((ps, pe)) = *prev {
+            match self.bytes[ps..pe].cmp(&self.bytes[key_at..key_end]) {
+                Ordering::Less => {}
+                Ordering::Equal => return Err(DecodeError::DuplicateKey { offset: key_at }),
+                Ordering::Greater => return Err(DecodeError::UnsortedKeys { offset: key_at }),
+            }
+        }
+        *prev = Some((key_at, key_end));
+        Ok((key_at, key_end))
+    }
+
+    /// Checks one item as [`Decoder::item`] does, building nothing.
+    fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
+        let head_at = self.pos;
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::TooDeep { offset: head_at });
+        }
+        let ib = self.byte()?;
+        let ai = ib & 0x1f;
+        match ib >> 5 {
+            0 => {
+                self.argument(ai, head_at)?;
+            }
+            1 => {
+                self.argument(ai, head_at)?;
+                if self.profile == Profile::Strict {
+                    return Err(DecodeError::Forbidden { offset: head_at, what: "negative integer" });
+                }
+            }
+            2 => {
+                let n = self.length(ai, head_at)?;
+                self.take(n)?;
+            }
+            3 => {
+                let n = self.length(ai, head_at)?;
+                let raw = self.take(n)?;
+                std::str::from_utf8(raw).map_err(|_| DecodeError::InvalidUtf8 { offset: head_at })?;
+            }
+            4 => {
+                let n = self.length(ai, head_at)?;
+                for _ in 0..n {
+                    self.skip(depth + 1)?;
+                }
+            }
+            5 => {
+                let n = self.length(ai, head_at)?;
+                let mut prev_key = None;
+                for _ in 0..n {
+                    self.key(&mut prev_key, |d| d.skip(depth + 1))?;
+                    self.skip(depth + 1)?;
+                }
+            }
+            6 => {
+                self.argument(ai, head_at)?;
+                if self.profile == Profile::Strict {
+                    return Err(DecodeError::Forbidden { offset: head_at, what: "tag" });
+                }
+                self.skip(depth + 1)?;
+            }
+            _ => {
+                self.simple_or_float(ai, head_at)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn end(&self) -> Result<(), DecodeError> {
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(DecodeError::TrailingBytes { offset: self.pos })
         }
     }
 

@@ -128,3 +128,91 @@ pub fn map(entries: impl IntoIterator<Item = (&'static str, Option<Value>)>) -> 
 pub fn text_array<S: AsRef<str>>(items: &[S]) -> Value {
     Value::Array(items.iter().map(|s| Value::text(s.as_ref())).collect())
 }
+
+/// One value of a map written straight from borrowed fields by
+/// [`write_map`] (no value tree, no owned copies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// An unsigned integer.
+    Uint(u64),
+    /// A text string.
+    Text(&'a str),
+    /// A byte string.
+    Bytes(&'a [u8]),
+    /// A content id, as the text of its lowercase hex (§3).
+    Id(&'a super::ContentId),
+    /// An array of content ids, each as the text of its hex.
+    Ids(&'a [super::ContentId]),
+    /// A `did:key`, as the text of its canonical spelling (§2).
+    Did(&'a crate::identity::Did),
+}
+
+impl Item<'_> {
+    /// The value this item writes (what [`write_map`] is held
+    /// byte-identical to).
+    pub fn to_value(&self) -> Value {
+        match *self {
+            Self::Uint(n) => Value::Uint(n),
+            Self::Text(s) => Value::text(s),
+            Self::Bytes(b) => Value::Bytes(b.to_vec()),
+            Self::Id(c) => Value::text(c.to_hex()),
+            Self::Ids(cs) => Value::Array(cs.iter().map(|c| Value::text(c.to_hex())).collect()),
+            Self::Did(d) => Value::text(d.to_did_string()),
+        }
+    }
+
+    /// Appends this item's canonical encoding to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match *self {
+            Self::Uint(n) => write_head(out, 0, n),
+            Self::Text(s) => {
+                write_head(out, 3, usize_u64(s.len()));
+                out.extend_from_slice(s.as_bytes());
+            }
+            Self::Bytes(b) => {
+                write_head(out, 2, usize_u64(b.len()));
+                out.extend_from_slice(b);
+            }
+            Self::Id(c) => write_hex(out, c),
+            Self::Ids(cs) => {
+                write_head(out, 4, usize_u64(cs.len()));
+                for c in cs {
+                    write_hex(out, c);
+                }
+            }
+            Self::Did(d) => {
+                let s = d.to_did_string();
+                Item::Text(&s).write(out);
+            }
+        }
+    }
+}
+
+fn write_hex(out: &mut Vec<u8>, c: &super::ContentId) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // A text of 64 bytes: head 0x78 0x40.
+    out.extend_from_slice(&[0x78, 0x40]);
+    for b in c.0 {
+        out.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]);
+    }
+}
+
+/// Appends the canonical encoding of the map of the present entries
+/// (`None`s left out, as [`map`] does) to `out`, straight from borrowed
+/// fields: the same bytes as `map(..).encode()` of the same entries. Entries
+/// listed in canonical key order (text keys: shorter first, then bytewise)
+/// are written as listed; any other listing is sorted first, so the order
+/// a caller lists in is a matter of speed, never of the bytes.
+pub fn write_map(out: &mut Vec<u8>, entries: &mut [(&str, Option<Item<'_>>)]) {
+    let key_order = |a: &str, b: &str| a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()));
+    if !entries.windows(2).all(|w| key_order(w[0].0, w[1].0) == Ordering::Less) {
+        entries.sort_by(|a, b| key_order(a.0, b.0));
+    }
+    write_head(out, 5, usize_u64(entries.iter().filter(|(_, v)| v.is_some()).count()));
+    for (k, v) in entries.iter() {
+        if let Some(v) = v {
+            Item::Text(k).write(out);
+            v.write(out);
+        }
+    }
+}

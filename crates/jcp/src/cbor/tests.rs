@@ -117,3 +117,85 @@ fn s3_content_id_is_blake3_of_canonical_bytes_lowercase_hex() {
         }
     }
 }
+
+#[test]
+fn s3_the_skipping_reader_refuses_what_the_strict_decoder_refuses_with_the_same_error() {
+    // One of each refusal, nested below a map so the reader's own walk of
+    // the entries is what meets them; and their acceptances.
+    let nested = |inner: &[u8]| [&[0xa2, 0x61, 0x61, 0x01, 0x61, 0x62][..], inner].concat();
+    let refusals: [&[u8]; 12] = [
+        &[0x18, 0x05],                               // non-shortest
+        &[0x9f, 0xff],                               // indefinite
+        &[0xa2, 0x61, 0x62, 0x01, 0x61, 0x61, 0x02], // unsorted
+        &[0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02], // duplicate
+        &[0xa1, 0x01, 0x01],                         // non-text key
+        &[0x20],                                     // negative
+        &[0xc1, 0x01],                               // tag
+        &[0xf5],                                     // bool
+        &[0xf9, 0x3c, 0x00],                         // float
+        &[0x62, 0xff, 0xfe],                         // bad utf-8
+        &[0x5a, 0xff, 0xff, 0xff, 0xff],             // length beyond the input
+        &[0x1c],                                     // reserved
+    ];
+    for r in refusals {
+        for input in [r.to_vec(), nested(r), [r, &[0x00][..]].concat()] {
+            let tree = decode_strict(&input).unwrap_err();
+            assert_eq!(map_spans_strict(&input).unwrap_err(), tree, "{}", hex::encode(&input));
+            crate::fuzzing::spans_agree(&input).unwrap();
+        }
+    }
+    let mut deep = vec![0xa1, 0x61, 0x61];
+    deep.extend(std::iter::repeat(0x81).take(MAX_DEPTH));
+    deep.push(0x01);
+    assert!(matches!(map_spans_strict(&deep), Err(DecodeError::TooDeep { .. })));
+    crate::fuzzing::spans_agree(&deep).unwrap();
+    // Trailing bytes after a whole map.
+    assert_eq!(map_spans_strict(&[0xa0, 0x00]), Err(DecodeError::TrailingBytes { offset: 1 }));
+
+    let ok = nested(&[0x82, 0x63, b'a', b'b', b'c', 0x41, 0x07]);
+    assert_eq!(
+        map_spans_strict(&ok).unwrap().unwrap(),
+        vec![("a", &[0x01][..]), ("b", &[0x82, 0x63, b'a', b'b', b'c', 0x41, 0x07][..])]
+    );
+    assert_eq!(map_spans_strict(&[0x01]), Ok(None));
+    assert_eq!(text_of(&[0x63, b'a', b'b', b'c']), Some("abc"));
+    assert_eq!(text_of(&[0x43, b'a', b'b', b'c']), None);
+    assert_eq!(text_of(&[0x63, b'a', b'b', b'c', 0x00]), None);
+    assert_eq!(bytes_of(&[0x42, 1, 2]), Some(&[1, 2][..]));
+    assert_eq!(uint_of(&[0x19, 0x01, 0x00]), Some(256));
+    assert_eq!(uint_of(&[0x19, 0x00, 0xff]), None);
+    assert_eq!(uint_of(&[0x62, 0x00, 0x00]), None);
+}
+
+#[test]
+fn s3_the_direct_map_writer_writes_what_the_value_encodes_in_any_listing() {
+    let id = ContentId::of_bytes(b"x");
+    let ids = [id, ContentId::of_bytes(b"y")];
+    let did = crate::identity::Keypair::from_seed([5; 32]).unwrap().did();
+    let long = "t".repeat(300);
+    let entries = [
+        ("b", Some(Item::Uint(24))),
+        ("aa", Some(Item::Text(&long))),
+        ("a", None),
+        ("c", Some(Item::Bytes(&[1, 2, 3]))),
+        ("id", Some(Item::Id(&id))),
+        ("ids", Some(Item::Ids(&ids))),
+        ("did", Some(Item::Did(&did))),
+        ("zz", Some(Item::Uint(u64::MAX))),
+    ];
+    let want = map(entries.iter().map(|(k, v)| (*k, v.map(|i| i.to_value())))).encode();
+    // As listed (not canonical: sorted first), reversed, and canonical.
+    let mut listed = entries;
+    let mut got = Vec::new();
+    write_map(&mut got, &mut listed);
+    assert_eq!(got, want);
+    let mut reversed = entries;
+    reversed.reverse();
+    got.clear();
+    write_map(&mut got, &mut reversed);
+    assert_eq!(got, want);
+    got.clear();
+    write_map(&mut got, &mut listed);
+    assert_eq!(got, want);
+    assert_eq!(decode_strict(&got).unwrap().encode(), want);
+}
