@@ -24,13 +24,19 @@ impl ContentId {
     /// size (the `hex` crate's `encode` collects an iterator of chars, and
     /// a decision spells a dozen ids).
     pub fn to_hex(&self) -> String {
+        self.hex_digits().iter().map(|&d| char::from(d)).collect()
+    }
+
+    /// The 64 lowercase hex digits, as bytes (for writers that put them
+    /// straight into an encoding).
+    pub fn hex_digits(&self) -> [u8; 64] {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(char::from(DIGITS[usize::from(b >> 4)]));
-            s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        let mut out = [0u8; 64];
+        for (pair, b) in out.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0x0f)];
         }
-        s
+        out
     }
 
     /// Parses exactly 64 lowercase hex digits; anything else is refused.

@@ -185,7 +185,7 @@ pub fn map_spans_strict(bytes: &[u8]) -> Result<Option<Vec<MapSpan<'_>>>, Decode
     let mut entries = Vec::with_capacity(n);
     let mut prev_key = None;
     for _ in 0..n {
-        let (key_at, key_end) = d.key(&mut prev_key, |d| d.skip(1))?;
+        let ((), key_at, key_end) = d.key(&mut prev_key, |d| d.skip(1))?;
         let value_at = d.pos;
         d.skip(1)?;
         let key = text_of(&bytes[key_at..key_end]).ok_or(DecodeError::NonTextKey { offset: key_at })?;
@@ -345,11 +345,7 @@ impl Decoder<'_> {
                 let mut entries = Vec::with_capacity(n);
                 let mut prev_key = None;
                 for _ in 0..n {
-                    let mut key = Value::Uint(0);
-                    self.key(&mut prev_key, |d| {
-                        key = d.item(depth + 1)?;
-                        Ok(())
-                    })?;
+                    let (key, ..) = self.key(&mut prev_key, |d| d.item(depth + 1))?;
                     let value = self.item(depth + 1)?;
                     entries.push((key, value));
                 }
@@ -371,13 +367,13 @@ impl Decoder<'_> {
     /// checks it is text (strict profile) and sorts after the key before it
     /// (`prev`, updated): the order of checks of the tree decoder, shared by
     /// the skipping reader so both refuse an input with the same error.
-    fn key(
+    fn key<T>(
         &mut self,
         prev: &mut Option<(usize, usize)>,
-        read: impl FnOnce(&mut Self) -> Result<(), DecodeError>,
-    ) -> Result<(usize, usize), DecodeError> {
+        read: impl FnOnce(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<(T, usize, usize), DecodeError> {
         let key_at = self.pos;
-        read(self)?;
+        let key = read(self)?;
         let key_end = self.pos;
         if self.profile == Profile::Strict && self.bytes[key_at] >> 5 != 3 {
             return Err(DecodeError::NonTextKey { offset: key_at });
@@ -390,7 +386,7 @@ impl Decoder<'_> {
             }
         }
         *prev = Some((key_at, key_end));
-        Ok((key_at, key_end))
+        Ok((key, key_at, key_end))
     }
 
     /// Checks one item as [`Decoder::item`] does, building nothing.

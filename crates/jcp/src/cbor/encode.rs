@@ -111,8 +111,9 @@ impl Value {
         }
     }
 
-    /// Compares two keys in RFC 7049 §3.9 "length-first" order (used only to
-    /// report the difference from §4.2.1 in tests and docs).
+    /// Compares two keys in RFC 7049 §3.9 "length-first" order: for keys of
+    /// one major type (text keys, as [`write_map`] writes) the same as
+    /// §4.2.1's bytewise order of their encodings.
     pub fn length_first_cmp(a: &[u8], b: &[u8]) -> Ordering {
         a.len().cmp(&b.len()).then_with(|| a.cmp(b))
     }
@@ -189,12 +190,9 @@ impl Item<'_> {
 }
 
 fn write_hex(out: &mut Vec<u8>, c: &super::ContentId) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     // A text of 64 bytes: head 0x78 0x40.
     out.extend_from_slice(&[0x78, 0x40]);
-    for b in c.0 {
-        out.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]);
-    }
+    out.extend_from_slice(&c.hex_digits());
 }
 
 /// Appends the canonical encoding of the map of the present entries
@@ -204,7 +202,8 @@ fn write_hex(out: &mut Vec<u8>, c: &super::ContentId) {
 /// are written as listed; any other listing is sorted first, so the order
 /// a caller lists in is a matter of speed, never of the bytes.
 pub fn write_map(out: &mut Vec<u8>, entries: &mut [(&str, Option<Item<'_>>)]) {
-    let key_order = |a: &str, b: &str| a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()));
+    // Text keys share a major type, so length-first order is canonical order.
+    let key_order = |a: &str, b: &str| Value::length_first_cmp(a.as_bytes(), b.as_bytes());
     if !entries.windows(2).all(|w| key_order(w[0].0, w[1].0) == Ordering::Less) {
         entries.sort_by(|a, b| key_order(a.0, b.0));
     }
