@@ -377,3 +377,24 @@ fn c17_cli_two_served_points_settle_by_signed_statement_and_the_overdraft_is_pro
     assert_eq!(v["receipts"]["channel_statements"], 2, "{v}");
     assert!(v["findings_by_code"].get("record-kind-unaudited").is_none(), "{v}");
 }
+
+#[test]
+fn c13_cli_serve_checks_callers_in_batches_unless_told_strict_signatures() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    for (flags, mode) in
+        [(&["--stream", "b.jcps"][..], "batched"), (&["--stream", "s.jcps", "--strict-signatures"][..], "strict")]
+    {
+        let s = Server::start_with(d, "tcp:127.0.0.1:0", flags);
+        let (code, v) = call(
+            d,
+            &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],
+        );
+        assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{mode}: {v}");
+        let (status, printed) = s.sigterm();
+        assert!(status.success(), "{mode}: {printed:?}");
+        let said = format!("jcp serve: callers' signatures checked {mode}");
+        assert!(printed.iter().any(|l| l.trim() == said), "{mode}: {printed:?}");
+    }
+}

@@ -57,6 +57,8 @@
 //! `JCP_WIRE_BENCH_FLOOR=1` (with `ONESHOT`): the endpoint against the
 //! floor (`wire/floor.rs`), every round shown. `JCP_WIRE_BENCH_COMMIT_US`:
 //! the endpoint's commit interval, µs (default the endpoint's, 500).
+//! `JCP_WIRE_BENCH_STRICT=1`: the endpoint checks every caller signature
+//! alone (`CallerSignatures::Strict`) instead of in the core's batches.
 
 #[path = "wire/floor.rs"]
 mod floor;
@@ -347,6 +349,10 @@ fn run_server(
                 if let Some(us) = std::env::var("JCP_WIRE_BENCH_COMMIT_US").ok().and_then(|s| s.parse().ok()) {
                     cfg.commit_interval = Duration::from_micros(us);
                 }
+                // `JCP_WIRE_BENCH_STRICT=1`: every caller signature alone (`--strict-signatures`).
+                if std::env::var("JCP_WIRE_BENCH_STRICT").is_ok_and(|v| v == "1") {
+                    cfg.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
+                }
                 let (ep, _) = Endpoint::open(cfg, steward(), Gate::new(), None).unwrap();
                 let serving = {
                     let ep = ep.clone();
@@ -514,8 +520,17 @@ fn stages(text: &str) -> String {
 fn describe(r: &Run) -> String {
     let (cpu, busy) = r.cpu_per_decision().unwrap_or_default();
     let stages = r.stages.as_ref().filter(|s| !s.is_empty()).map_or_else(String::new, |s| format!("\n{s}"));
+    let sigs = r.stats.filter(|s| s.signature_batches > 0).map_or_else(String::new, |s| {
+        format!(
+            ", caller signatures: {} in {} batches ({:.1} each, {} failed)",
+            s.signatures_batched,
+            s.signature_batches,
+            s.signatures_batched as f64 / s.signature_batches as f64,
+            s.signature_batches_failed
+        )
+    });
     format!(
-        "{:?}, {} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (server + clients), cores {:.0}% busy{stages}",
+        "{:?}, {} clients ({:?}{}): {:.0} decisions/s, p50 {}, p99 {}, max {}, {} syncs ({:.1} decisions per sync), {cpu:.0} µs CPU per decision (server + clients), cores {:.0}% busy{sigs}{stages}",
         r.server,
         r.clients,
         r.how,

@@ -65,7 +65,7 @@ use jcp_receipt::writer::Durability;
 use tokio::sync::{mpsc, oneshot};
 
 pub use address::{bind_all, unix_path, Address, Listener};
-pub use config::{system_clock, ChannelSetup, Clock, Config};
+pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config};
 pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES, REMEMBERED_INDEX_BYTES};
 pub use recording::{read_request_record, OpenReport};
 pub use stats::{Stats, StatsSnapshot};
@@ -74,8 +74,8 @@ use crate::backend::Backend;
 use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, WireRequest};
 use crate::metrics::WireMetrics;
-use core_thread::{Core, Job};
-use decided_once::authenticate;
+use core_thread::{Core, Job, Signed};
+use decided_once::{authenticate, identify};
 use group_commit::Syncer;
 use recording::Replayed;
 use serve::{serve_conn, Conn};
@@ -90,6 +90,25 @@ struct Shared {
     backend: Option<Arc<dyn Backend>>,
     stopping: AtomicBool,
     conns: Arc<tokio::sync::Semaphore>,
+    caller_signatures: CallerSignatures,
+}
+
+impl Shared {
+    /// A request's identity, and its caller's signature checked here
+    /// ([`CallerSignatures::Strict`]) or handed to the core to check with
+    /// its batch.
+    fn authenticate(&self, req: &WireRequest, bytes: &[u8]) -> (ContentId, Signed) {
+        match self.caller_signatures {
+            CallerSignatures::Strict => {
+                let (id, ok) = authenticate(req, bytes);
+                (id, Signed::Checked(ok))
+            }
+            CallerSignatures::Batched => {
+                let (id, signed) = identify(req, bytes);
+                (id, Signed::Unchecked(signed))
+            }
+        }
+    }
 }
 
 /// An enforcement endpoint: open it on its record, then serve listeners.
@@ -176,6 +195,7 @@ impl Endpoint {
             backend,
             stopping: AtomicBool::new(false),
             conns: Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1))),
+            caller_signatures: config.caller_signatures,
         });
         Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
     }
@@ -196,6 +216,9 @@ impl Endpoint {
             remembered_bytes: s.remembered_bytes.load(Ordering::Relaxed),
             refused_frames: s.refused_frames.load(Ordering::Relaxed),
             unresolved: s.unresolved.load(Ordering::Relaxed),
+            signatures_batched: s.signatures_batched.load(Ordering::Relaxed),
+            signature_batches: s.signature_batches.load(Ordering::Relaxed),
+            signature_batches_failed: s.signature_batches_failed.load(Ordering::Relaxed),
         }
     }
 
@@ -215,11 +238,11 @@ impl Endpoint {
     /// memory as a socket request): the response's framed bytes.
     pub async fn submit(&self, req: WireRequest) -> Result<Vec<u8>, WireError> {
         let bytes = req.to_bytes();
-        let (id, signed_ok) = authenticate(&req, &bytes);
+        let (id, signed) = self.shared.authenticate(&req, &bytes);
         let (tx, rx) = oneshot::channel();
         self.shared
             .tx
-            .send(Job::Decide { req: Box::new(req), bytes, id, signed_ok, tx, handed: std::time::Instant::now() })
+            .send(Job::Decide { req: Box::new(req), bytes, id, signed, tx, handed: std::time::Instant::now() })
             .await
             .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
         let a = rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
@@ -429,7 +452,8 @@ mod tests {
         let (id, signed_ok) = super::authenticate(req, &bytes);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let handed = std::time::Instant::now();
-        core.run_job(super::Job::Decide { req: Box::new(req.clone()), bytes, id, signed_ok, tx, handed }, p);
+        let signed = super::Signed::Checked(signed_ok);
+        core.run_job(super::Job::Decide { req: Box::new(req.clone()), bytes, id, signed, tx, handed }, p);
         rx
     }
 

@@ -3,6 +3,8 @@
 //! public key). Parsing is strict; verification is `verify_strict` always;
 //! small-order keys are refused.
 
+pub mod batch;
+
 use std::fmt;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
@@ -291,6 +293,33 @@ impl Keypair {
     /// Ed25519 signature over `msg`.
     pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
         self.signing.sign(msg).to_bytes()
+    }
+
+    /// A signature over `msg` only this key's holder can make and
+    /// `verify_strict` refuses: `R = [r]B + T` with `T` the small-order
+    /// point `EIGHT_TORSION[torsion % 8]` (`r = 0`, `torsion = 0`: `R` is the
+    /// identity, itself of small order), `S = r + k·a` as usual, so RFC 8032
+    /// §5.1.7's cofactored group equation holds. For tests of batch
+    /// verification (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub fn sign_with_small_order_r_for_tests(&self, msg: &[u8], r: u64, torsion: usize) -> [u8; 64] {
+        use curve25519_dalek::constants::EIGHT_TORSION;
+        use curve25519_dalek::{EdwardsPoint, Scalar};
+        use sha2::{Digest, Sha512};
+        let big_r = (EdwardsPoint::mul_base(&Scalar::from(r)) + EIGHT_TORSION[torsion % 8]).compress().to_bytes();
+        let k = Scalar::from_bytes_mod_order_wide(
+            &Sha512::new()
+                .chain_update(big_r)
+                .chain_update(self.did.public_bytes())
+                .chain_update(msg)
+                .finalize()
+                .into(),
+        );
+        let s = Scalar::from(r) + k * self.signing.to_scalar();
+        let mut sig = [0u8; 64];
+        sig[..32].copy_from_slice(&big_r);
+        sig[32..].copy_from_slice(s.as_bytes());
+        sig
     }
 }
 

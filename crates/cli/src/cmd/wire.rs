@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// The least time between two syncs of the record, µs: decisions made meanwhile share the next sync (0: sync each batch at once). Nothing is answered before its sync either way.
     #[arg(long, default_value_t = 500)]
     commit_interval_us: u64,
+    /// Check every caller's signature alone with `verify_strict`, instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
+    #[arg(long)]
+    strict_signatures: bool,
     /// A budget channel's grant: this endpoint is one of its points (§4.5); needs --point-key and --peer.
     #[arg(long, requires_all = ["point_key", "peers"])]
     channel_grant: Option<PathBuf>,
@@ -103,6 +106,10 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     config.known_through = Some(a.known_through);
     config.cap = a.cap;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
+    if a.strict_signatures {
+        config.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
+    }
+    let caller_signatures = if a.strict_signatures { "strict" } else { "batched" };
     if let (Some(g), Some(k)) = (&a.channel_grant, &a.point_key) {
         let peers = a.peers.iter().map(|p| parse_did(p)).collect::<anyhow::Result<Vec<_>>>()?;
         config.channels.push(jcp_wire::endpoint::ChannelSetup { grant: read_grant(g)?, point: read_key(k)?, peers });
@@ -123,6 +130,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         emit(
             a.json,
             &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "stream": a.stream, "steward": steward_did.to_did_string(),
+                    "caller_signatures": caller_signatures,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
                     "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
             || {
@@ -145,6 +153,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     r.unresolved.len(),
                     report.requests_remembered
                 );
+                let _ = writeln!(s, "jcp serve: callers' signatures checked {caller_signatures}");
                 s
             },
         )?;

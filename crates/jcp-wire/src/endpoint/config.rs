@@ -47,6 +47,24 @@ pub struct Config {
     pub clock: Clock,
     /// §4.5 budget channels this endpoint is a point of.
     pub channels: Vec<ChannelSetup>,
+    /// How callers' signatures are checked (§2, §11; default batched).
+    pub caller_signatures: CallerSignatures,
+}
+
+/// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
+/// "§2, §11 callers' signatures in batches").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallerSignatures {
+    /// The core checks the signatures of the requests it takes in one batch
+    /// together ([`jcp::identity::batch::verify_batch_refusing_small_order`];
+    /// a lone request with `verify_strict`). A batch that fails is checked
+    /// again one signature at a time with `verify_strict`, so a bad one is
+    /// refused `bad-signature` by itself and names no one else.
+    #[default]
+    Batched,
+    /// Every signature alone with `verify_strict`, on the connection's task
+    /// (`jcp serve --strict-signatures`).
+    Strict,
 }
 
 /// One budget channel an endpoint is a point of (§4.5): the grant, this
@@ -83,6 +101,7 @@ impl std::fmt::Debug for Config {
             .field("frame_timeout", &self.frame_timeout)
             .field("max_connections", &self.max_connections)
             .field("channels", &self.channels)
+            .field("caller_signatures", &self.caller_signatures)
             .finish_non_exhaustive()
     }
 }
@@ -90,7 +109,7 @@ impl std::fmt::Debug for Config {
 impl Config {
     /// Defaults: 30 s window, 1 MiB cap, batches of up to 512, at least
     /// 500 µs between syncs, marker 0, 10 s frame timeout, 4 096
-    /// connections, the system clock.
+    /// connections, the system clock, callers' signatures checked in batches.
     pub fn new(stream: impl Into<PathBuf>) -> Self {
         Self {
             stream: stream.into(),
@@ -103,6 +122,7 @@ impl Config {
             max_connections: 4096,
             clock: system_clock(),
             channels: Vec::new(),
+            caller_signatures: CallerSignatures::Batched,
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use jcp::cbor::ContentId;
 use jcp::channel::{Ledger, SignedStatement};
-use jcp::identity::Keypair;
+use jcp::identity::{batch, Keypair};
 use jcp_receipt::record::OutcomeStatus;
 use jcp_receipt::runtime::DurableGate;
 use tokio::sync::{mpsc, oneshot};
@@ -28,6 +28,16 @@ use crate::metrics::WireMetrics;
 /// §4.5: a point's signed statement, or the refusal to sign one.
 pub(super) type StatementAnswer = Result<SignedStatement, FeedAnswer>;
 
+/// A request's caller signature: checked, or still to be checked.
+pub(super) enum Signed {
+    /// Checked alone with `verify_strict`, or with the core's batch:
+    /// whether it verified.
+    Checked(bool),
+    /// To be checked by the core with its batch: the bytes the caller
+    /// signed (every field but `signature`, canonical).
+    Unchecked(Vec<u8>),
+}
+
 /// What connection tasks and the endpoint's API ask of the core thread.
 pub(super) enum Job {
     /// `bytes` are the request's canonical bytes (`req.to_bytes()`): the
@@ -36,7 +46,7 @@ pub(super) enum Job {
         req: Box<WireRequest>,
         bytes: Vec<u8>,
         id: ContentId,
-        signed_ok: bool,
+        signed: Signed,
         tx: oneshot::Sender<Answer>,
         /// When it was handed to the core (for the core-wait histogram).
         handed: Instant,
@@ -74,6 +84,17 @@ pub(super) enum Job {
     },
     /// The sync thread has handed batches back (their sync failed).
     Wake,
+}
+
+impl Job {
+    /// A decision job whose caller signature is still to be checked: the
+    /// request and the bytes its caller signed.
+    fn unchecked(&self) -> Option<(&WireRequest, &[u8])> {
+        match self {
+            Job::Decide { req, signed: Signed::Unchecked(m), .. } => Some((req, m)),
+            _ => None,
+        }
+    }
 }
 
 /// The core thread's state: the gate and its record, the memory of decided
@@ -133,6 +154,7 @@ impl Core {
             }
             // A failed sync is known before this batch is decided.
             self.take_unsynced();
+            self.check_callers(&mut batch);
             let mut p = Pending::default();
             let mut shutdown = None;
             for job in batch.drain(..) {
@@ -158,12 +180,45 @@ impl Core {
         }
     }
 
+    /// Checks together the callers' signatures the batch's requests left to
+    /// the core ([`Signed::Unchecked`]; §2, §11): one lone request with
+    /// `verify_strict`, two or more with
+    /// [`batch::verify_batch_refusing_small_order`], and a batch that fails
+    /// one by one with `verify_strict` again, so each request gets its own
+    /// answer and a bad signature refuses no one else's request.
+    pub(super) fn check_callers(&self, batch: &mut [Job]) {
+        let unchecked: Vec<(&WireRequest, &[u8])> = batch.iter().filter_map(Job::unchecked).collect();
+        let all_verify = unchecked.len() >= 2 && {
+            let msgs: Vec<[&[u8]; 1]> = unchecked.iter().map(|(_, m)| [*m]).collect();
+            let sigs: Vec<[u8; 64]> = unchecked.iter().map(|(r, _)| r.signature).collect();
+            let keys: Vec<_> = unchecked.iter().map(|(r, _)| r.caller.verifying_key()).collect();
+            let ok = batch::verify_batch_refusing_small_order(&msgs, &sigs, &keys);
+            self.stats.signature_batches.fetch_add(1, Ordering::Relaxed);
+            self.stats.signatures_batched.fetch_add(unchecked.len() as u64, Ordering::Relaxed);
+            if !ok {
+                self.stats.signature_batches_failed.fetch_add(1, Ordering::Relaxed);
+            }
+            ok
+        };
+        for job in batch.iter_mut() {
+            if let Job::Decide { req, signed, .. } = job {
+                if let Signed::Unchecked(m) = signed {
+                    *signed = Signed::Checked(all_verify || req.caller.verify(m, &req.signature));
+                }
+            }
+        }
+    }
+
     /// Runs one job of a batch; what must wait for the batch's sync goes
     /// into `p`.
     pub(super) fn run_job(&mut self, job: Job, p: &mut Pending) {
         match job {
-            Job::Decide { req, bytes, id, signed_ok, tx, handed } => {
+            Job::Decide { req, bytes, id, signed, tx, handed } => {
                 self.metrics.core_waited(handed.elapsed());
+                let signed_ok = match signed {
+                    Signed::Checked(ok) => ok,
+                    Signed::Unchecked(msg) => req.caller.verify(&msg, &req.signature),
+                };
                 let a = self.decide(&req, &bytes, id, signed_ok);
                 p.decided.push((tx, a, req, Instant::now()));
             }
@@ -194,5 +249,155 @@ impl Core {
             }
             Job::Shutdown { .. } | Job::Wake => {}
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use std::sync::Arc;
+
+    use jcp::decision::{Gate, Reason};
+
+    use super::super::decided_once::identify;
+    use super::super::tests::{decision, grant, idle_core, key, request};
+    use super::super::{CallerSignatures, Config, Endpoint};
+    use super::*;
+    use crate::message::WireDecision;
+
+    /// A decision job as a connection task hands it over when signatures
+    /// are checked in batches: the caller's signature not yet checked.
+    fn unchecked(req: &WireRequest) -> (Job, oneshot::Receiver<Answer>) {
+        let bytes = req.to_bytes();
+        let (id, signed) = identify(req, &bytes);
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Decide {
+            req: Box::new(req.clone()),
+            bytes,
+            id,
+            signed: Signed::Unchecked(signed),
+            tx,
+            handed: Instant::now(),
+        };
+        (job, rx)
+    }
+
+    /// Runs `reqs` through `core` as one batch, as `Core::run` does: the
+    /// callers checked together, each decided, the batch committed.
+    fn one_batch(core: &mut Core, reqs: &[WireRequest]) -> Vec<WireDecision> {
+        let (mut jobs, rxs): (Vec<Job>, Vec<_>) = reqs.iter().map(unchecked).unzip();
+        core.check_callers(&mut jobs);
+        let mut p = Pending::default();
+        for j in jobs {
+            core.run_job(j, &mut p);
+        }
+        core.commit(p);
+        rxs.into_iter().map(|rx| decision(&rx.blocking_recv().unwrap().framed)).collect()
+    }
+
+    /// `req` re-signed: by another key (a thief naming the agent), or by
+    /// the agent itself with a small-order part in `R` (`r`, `torsion`).
+    fn thief(req: &WireRequest) -> WireRequest {
+        WireRequest { signature: key(66).sign(&req.signed_bytes()), ..req.clone() }
+    }
+    fn crafted(req: &WireRequest, r: u64, torsion: usize) -> WireRequest {
+        WireRequest {
+            signature: key(2).sign_with_small_order_r_for_tests(&req.signed_bytes(), r, torsion),
+            ..req.clone()
+        }
+    }
+
+    #[test]
+    fn c13_the_callers_of_one_batch_are_checked_together_and_each_is_decided() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        let reqs: Vec<_> = (0..5u8).map(|i| request(&g, &[i])).collect();
+        let ds = one_batch(&mut core, &reqs);
+        assert!(ds.iter().all(WireDecision::is_allow), "{ds:?}");
+        assert_eq!(ds.last().unwrap().budget_remaining_uj, 1000 - 5 * 10);
+        let st = &core.stats;
+        let counts = |s: &Stats| {
+            (
+                s.signature_batches.load(Ordering::Relaxed),
+                s.signatures_batched.load(Ordering::Relaxed),
+                s.signature_batches_failed.load(Ordering::Relaxed),
+            )
+        };
+        assert_eq!(counts(st), (1, 5, 0));
+    }
+
+    #[test]
+    fn c13_a_bad_signature_in_a_batch_is_refused_alone_and_the_others_are_decided() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        // §2: a small-order R, which the bare batch equation accepts and
+        // verify_strict refuses, among genuine requests.
+        let ds =
+            one_batch(&mut core, &[request(&g, b"a"), crafted(&request(&g, b"identity R"), 0, 0), request(&g, b"b")]);
+        let reasons: Vec<_> = ds.iter().map(WireDecision::reason).collect();
+        assert_eq!(reasons, [None, Some(Reason::BadSignature), None], "{ds:?}");
+        // Another's signature among genuine requests.
+        let ds = one_batch(&mut core, &[request(&g, b"c"), thief(&request(&g, b"stolen")), request(&g, b"d")]);
+        let reasons: Vec<_> = ds.iter().map(WireDecision::reason).collect();
+        assert_eq!(reasons, [None, Some(Reason::BadSignature), None], "{ds:?}");
+        assert_eq!(ds[2].budget_remaining_uj, 1000 - 4 * 10, "only the four genuine requests are debited");
+        assert_eq!(core.stats.signature_batches_failed.load(Ordering::Relaxed), 2);
+        assert_eq!(core.stats.impersonated.load(Ordering::Relaxed), 2);
+        // The refused ones were not remembered: their genuine twins are
+        // decided afresh, in a batch that now verifies.
+        let ds = one_batch(&mut core, &[request(&g, b"stolen"), request(&g, b"identity R")]);
+        assert!(ds.iter().all(WireDecision::is_allow), "{ds:?}");
+        assert_eq!(core.stats.signature_batches_failed.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn c13_a_lone_request_is_checked_with_verify_strict() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        // A mixed-order R its own signer made: the group equation holds,
+        // verify_strict refuses it, and a request alone in its batch gets
+        // verify_strict.
+        for torsion in 1..8 {
+            let ds = one_batch(
+                &mut core,
+                &[crafted(&request(&g, &[torsion]), 7 + u64::from(torsion), usize::from(torsion))],
+            );
+            assert_eq!(ds[0].reason(), Some(Reason::BadSignature), "torsion {torsion}");
+        }
+        assert_eq!(core.stats.signature_batches.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn c13_strict_signatures_check_every_caller_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::new(dir.path().join("s.jcps"));
+        cfg.clock = Arc::new(|| 1_800_000_000);
+        cfg.caller_signatures = CallerSignatures::Strict;
+        let g = grant();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
+            let mut tasks = Vec::new();
+            for i in 0..16u8 {
+                let req = if i % 4 == 3 {
+                    crafted(&request(&g, &[i]), 11 + u64::from(i), usize::from(i))
+                } else {
+                    request(&g, &[i])
+                };
+                let ep = ep.clone();
+                tasks.push(tokio::spawn(async move { decision(&ep.submit(req).await.unwrap()) }));
+            }
+            for (i, t) in tasks.into_iter().enumerate() {
+                let d = t.await.unwrap();
+                let want = if i % 4 == 3 { Some(Reason::BadSignature) } else { None };
+                assert_eq!(d.reason(), want, "request {i}: {d:?}");
+            }
+            let st = ep.stats();
+            assert_eq!((st.signature_batches, st.impersonated, st.allowed), (0, 4, 12), "{st:?}");
+            ep.shutdown().await.unwrap();
+        });
     }
 }

@@ -116,9 +116,16 @@ impl Remembered {
 /// copy of the signed bytes rather than two encodings. `bytes` are the
 /// request's canonical bytes (`req.to_bytes()`).
 pub(super) fn authenticate(req: &WireRequest, bytes: &[u8]) -> (ContentId, bool) {
+    let (id, signed) = identify(req, bytes);
+    (id, req.caller.verify(&signed, &req.signature))
+}
+
+/// A request's identity and the bytes its caller signed (checked later,
+/// with a batch: [`super::CallerSignatures::Batched`]).
+pub(super) fn identify(req: &WireRequest, bytes: &[u8]) -> (ContentId, Vec<u8>) {
     let signed = signed_bytes_of(req, bytes);
     debug_assert!(signed == req.signed_bytes(), "signed bytes cut from the body differ from the encoded ones");
-    (ContentId::of_bytes(&signed), req.caller.verify(&signed, &req.signature))
+    (ContentId::of_bytes(&signed), signed)
 }
 
 /// What the caller signed (every field but `signature`, canonical), cut

@@ -14,7 +14,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 use super::core_thread::Job;
-use super::decided_once::authenticate;
 use super::relay::{relay, Exchange};
 use super::Shared;
 use crate::codec;
@@ -134,14 +133,15 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     body: Vec<u8>,
     read_at: std::time::Instant,
 ) -> bool {
-    // The caller's signature is checked here, on the runtime's worker
-    // threads (every core); the core thread decides what a failure means
-    // (§11: sealed, not remembered).
-    let (id, signed_ok) = authenticate(&req, &body);
+    // The request's id is taken here, on the runtime's worker threads;
+    // its caller's signature too where every one is checked alone,
+    // otherwise by the core with its batch. The core decides what a
+    // failure means (§11: sealed, not remembered).
+    let (id, signed) = shared.authenticate(&req, &body);
     let (tx, rx) = oneshot::channel();
     let exchange = Exchange::of(&req, shared.backend.is_some());
     let handed = std::time::Instant::now();
-    if shared.tx.send(Job::Decide { req, bytes: body, id, signed_ok, tx, handed }).await.is_err() {
+    if shared.tx.send(Job::Decide { req, bytes: body, id, signed, tx, handed }).await.is_err() {
         return false;
     }
     let Ok(a) = rx.await else { return false };

@@ -31,6 +31,13 @@ pub struct Stats {
     /// Allows recorded whose outcome is not (§4.11: their holder has not
     /// reported it), as of the last batch: each is held in memory until it is.
     pub unresolved: AtomicU64,
+    /// Callers' signatures checked together in batches of two or more
+    /// ([`super::CallerSignatures::Batched`]).
+    pub signatures_batched: AtomicU64,
+    /// The batches they were checked in.
+    pub signature_batches: AtomicU64,
+    /// Of those, batches that failed and were checked again one by one.
+    pub signature_batches_failed: AtomicU64,
 }
 
 /// A snapshot of [`Stats`].
@@ -59,4 +66,10 @@ pub struct StatsSnapshot {
     pub refused_frames: u64,
     /// See [`Stats::unresolved`].
     pub unresolved: u64,
+    /// See [`Stats::signatures_batched`].
+    pub signatures_batched: u64,
+    /// See [`Stats::signature_batches`].
+    pub signature_batches: u64,
+    /// See [`Stats::signature_batches_failed`].
+    pub signature_batches_failed: u64,
 }

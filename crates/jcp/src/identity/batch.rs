@@ -22,6 +22,18 @@
 //! is written here, on curve25519-dalek's multiscalar multiplication, only
 //! because ed25519-dalek does not merge repeated keys; the curve arithmetic
 //! is the library's.
+//!
+//! Two entry points. [`verify_batch`] is dalek's acceptance exactly (the
+//! audit's). [`verify_batch_refusing_small_order`] also refuses, as
+//! `verify_strict` does, a small-order `R` or key (the endpoint's caller
+//! check, docs/decisions.md "§2, §11 callers' signatures in batches"). What
+//! either accepts satisfies RFC 8032 §5.1.7's group equation for every
+//! signature: a random combination of the per-signature differences is the
+//! identity only if each difference is (up to a 2⁻¹²⁸ chance) of small
+//! order, which the cofactored equation `[8][S]B = [8]R + [8][k]A` ignores.
+//! What `verify_strict` refuses beyond that (a mixed-order `R` whose
+//! small-order part the batch weights happen to cancel) only the key's own
+//! holder can make: `k` hashes `R`, so no one else can move it.
 
 use core::iter::once;
 
@@ -65,6 +77,27 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
     messages: &[M],
     signatures: &[[u8; 64]],
     keys: &[&VerifyingKey],
+) -> bool {
+    batch_equation(messages, signatures, keys, false)
+}
+
+/// [`verify_batch`], and false as well where any signature's `R` or any key
+/// is of small order (`verify_strict`'s two refusals beyond the equation).
+/// A `did:key` key is never of small order (parsing refuses it); the check
+/// of the key stays so the function holds for any `VerifyingKey`.
+pub fn verify_batch_refusing_small_order<M: AsRef<[P]>, P: AsRef<[u8]>>(
+    messages: &[M],
+    signatures: &[[u8; 64]],
+    keys: &[&VerifyingKey],
+) -> bool {
+    batch_equation(messages, signatures, keys, true)
+}
+
+fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
+    messages: &[M],
+    signatures: &[[u8; 64]],
+    keys: &[&VerifyingKey],
+    refuse_small_order: bool,
 ) -> bool {
     let n = signatures.len();
     if messages.len() != n || keys.len() != n {
@@ -112,7 +145,11 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
             None => groups.push((key.as_bytes(), key.to_edwards(), zh)),
         }
         zs.push(z);
-        rs.push(CompressedEdwardsY(r_bytes).decompress());
+        let r = CompressedEdwardsY(r_bytes).decompress();
+        if refuse_small_order && (key.is_weak() || r.is_none_or(|r| r.is_small_order())) {
+            return false;
+        }
+        rs.push(r);
     }
     let scalars = once(-s_sum).chain(zs).chain(groups.iter().map(|g| g.2));
     let points = once(Some(ED25519_BASEPOINT_POINT)).chain(rs).chain(groups.iter().map(|g| Some(g.1)));
@@ -202,6 +239,45 @@ mod tests {
         assert!(!verify_batch(&mr[..63].iter().map(|x| [*x]).collect::<Vec<_>>(), &s, &kr));
     }
 
+    /// A signature its signer crafted with a small-order part in `R`
+    /// ([`crate::identity::Keypair::sign_with_small_order_r_for_tests`]).
+    fn crafted(key: &SigningKey, msg: &[u8], r: u64, t: usize) -> [u8; 64] {
+        crate::identity::Keypair::from_seed(key.to_bytes()).unwrap().sign_with_small_order_r_for_tests(msg, r, t)
+    }
+
+    /// RFC 8032 §5.1.7, the cofactored group equation `[8][S]B = [8]R + [8][k]A`.
+    fn cofactored(msg: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> bool {
+        let Some(r) = CompressedEdwardsY(sig[..32].try_into().unwrap()).decompress() else { return false };
+        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(sig[32..].try_into().unwrap())) else {
+            return false;
+        };
+        let mut h = Sha512::default();
+        h.update(&sig[..32]);
+        h.update(key.as_bytes());
+        h.update(msg);
+        let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+        (EdwardsPoint::mul_base(&s) - r - k * key.to_edwards()).mul_by_cofactor().is_identity()
+    }
+
+    #[test]
+    fn s2_a_small_order_r_is_refused_as_verify_strict_refuses_it() {
+        let ks = keys(1);
+        let (mut m, mut s, v) = batch(8, 1);
+        m[3] = b"crafted".to_vec();
+        s[3] = crafted(&ks[0], &m[3], 0, 0);
+        assert!(v[3].verify_strict(&m[3], &Signature::from_bytes(&s[3])).is_err());
+        assert_eq!(both(&m, &s, &v), (true, true), "dalek's batch accepts R = identity");
+        let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
+        let kr: Vec<&VerifyingKey> = v.iter().collect();
+        assert!(!verify_batch_refusing_small_order(&mr, &s, &kr));
+        // Without it the rest still verifies.
+        assert!(verify_batch_refusing_small_order(
+            &[&mr[..3], &mr[4..]].concat(),
+            &[&s[..3], &s[4..]].concat(),
+            &[&kr[..3], &kr[4..]].concat()
+        ));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
@@ -216,6 +292,37 @@ mod tests {
             }
             let (ours, theirs) = both(&m, &s, &v);
             prop_assert_eq!(ours, theirs);
+            let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
+            let kr: Vec<&VerifyingKey> = v.iter().collect();
+            prop_assert_eq!(verify_batch_refusing_small_order(&mr, &s, &kr), theirs);
+        }
+
+        /// Whatever the batch accepts, each of its signatures satisfies the
+        /// cofactored equation: signer-crafted mixed-order `R`s and broken
+        /// messages among honest signatures never slip a prime-order
+        /// difference through.
+        #[test]
+        fn s2_what_a_batch_accepts_satisfies_rfc8032s_group_equation(
+            n in 2usize..12,
+            crafts in proptest::collection::vec((0usize..12, 1u64..u64::MAX, 1usize..8), 1..4),
+            broken in proptest::option::of(0usize..12),
+        ) {
+            let ks = keys(2);
+            let (mut m, mut s, v) = batch(n, 2);
+            for &(i, r, t) in &crafts {
+                s[i % n] = crafted(&ks[(i % n) % 2], &m[i % n], r, t);
+            }
+            if let Some(b) = broken {
+                m[b % n].push(b'!');
+            }
+            let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
+            let kr: Vec<&VerifyingKey> = v.iter().collect();
+            if verify_batch_refusing_small_order(&mr, &s, &kr) {
+                for i in 0..n {
+                    prop_assert!(cofactored(&m[i], &s[i], &v[i]), "signature {} fails the group equation", i);
+                }
+                prop_assert!(broken.is_none());
+            }
         }
     }
 }
