@@ -58,7 +58,8 @@
 //! floor (`wire/floor.rs`), every round shown. `JCP_WIRE_BENCH_COMMIT_US`:
 //! the endpoint's commit interval, µs (default the endpoint's, 500).
 //! `JCP_WIRE_BENCH_STRICT=1`: the endpoint checks every caller signature
-//! alone (`CallerSignatures::Strict`) instead of in the core's batches.
+//! alone (`CallerSignatures::Strict`) instead of in batches; the floor
+//! mode runs both, interleaved (`EndpointStrict` is the strict one).
 
 #[path = "wire/floor.rs"]
 mod floor;
@@ -273,7 +274,7 @@ impl Conn {
                 codec::write_frame(s.get_mut(), framed).await.unwrap();
                 let body = codec::read_frame(s, codec::DEFAULT_CAP).await.unwrap().unwrap();
                 match server {
-                    Server::Endpoint => Some(Outbound::decode(&body).unwrap()),
+                    Server::Endpoint | Server::EndpointStrict => Some(Outbound::decode(&body).unwrap()),
                     Server::Floor => {
                         assert!(matches!(codec::decode_body(&body).unwrap(), Value::Bytes(_)));
                         None
@@ -281,7 +282,7 @@ impl Conn {
                 }
             }
             Self::Client(c) => {
-                assert_eq!(server, Server::Endpoint, "the floor is measured with the load generator");
+                assert_ne!(server, Server::Floor, "the floor is measured with the load generator");
                 c.send_raw(framed).await.unwrap();
                 Some(c.recv().await.unwrap())
             }
@@ -300,6 +301,9 @@ fn due(start: Instant, rate: f64, clients: usize, i: usize, k: usize) -> Instant
 enum Server {
     /// `jcp_wire::endpoint::Endpoint`.
     Endpoint,
+    /// The endpoint checking every caller signature alone
+    /// (`CallerSignatures::Strict`, `jcp serve --strict-signatures`).
+    EndpointStrict,
     /// The floor (`floor::Floor`): the endpoint's threads and wire doing
     /// only what every decision must cost.
     Floor,
@@ -341,7 +345,7 @@ fn run_server(
         let (listener, addr) = Address::Tcp("127.0.0.1:0".into()).bind().await.unwrap();
         let jcp_wire::endpoint::Listener::Tcp(tcp) = listener else { unreachable!() };
         let (wall, mut lat, cpu, syncs, stats, stages) = match server {
-            Server::Endpoint => {
+            Server::Endpoint | Server::EndpointStrict => {
                 let mut cfg = Config::new(&path);
                 cfg.clock = Arc::new(|| T0);
                 cfg.window_s = WINDOW_S;
@@ -350,7 +354,7 @@ fn run_server(
                     cfg.commit_interval = Duration::from_micros(us);
                 }
                 // `JCP_WIRE_BENCH_STRICT=1`: every caller signature alone (`--strict-signatures`).
-                if std::env::var("JCP_WIRE_BENCH_STRICT").is_ok_and(|v| v == "1") {
+                if server == Server::EndpointStrict || std::env::var("JCP_WIRE_BENCH_STRICT").is_ok_and(|v| v == "1") {
                     cfg.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
                 }
                 let (ep, _) = Endpoint::open(cfg, steward(), Gate::new(), None).unwrap();

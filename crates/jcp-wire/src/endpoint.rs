@@ -7,10 +7,11 @@
 //! and the actions behind its allows run. The sync runs on a second
 //! thread, so the core decides the next batch while the last one is made
 //! durable; batches queued during a sync share the next one. Connection
-//! tasks read and decode
-//! frames, check the caller's signature (on every core of the machine) and
-//! write responses, so a client that misbehaves holds nothing but its own
-//! task.
+//! tasks read and decode frames, take each request's id and write
+//! responses, so a client that misbehaves holds nothing but its own task.
+//! The core checks the callers' signatures of a batch together before it
+//! decides any of them ([`CallerSignatures`]; a batch that fails is checked
+//! again one by one).
 //!
 //! "Decided once": every decided request is remembered by its id (the
 //! content id of what the caller signed) with the stream offset of its

@@ -1,7 +1,10 @@
 //! Spec §2: every actor is an Ed25519 key expressed as a W3C `did:key`
 //! (multibase base58btc `z` of the `0xed01` multicodec varint ‖ the 32-byte
-//! public key). Parsing is strict; verification is `verify_strict` always;
-//! small-order keys are refused.
+//! public key). Parsing is strict; a signature is checked alone with
+//! `verify_strict`; small-order keys are refused. [`batch`] checks many at
+//! once (the audit's and the endpoint's callers'), accepting nothing outside
+//! RFC 8032's group equation (docs/decisions.md, "§2, §11 callers'
+//! signatures in batches").
 
 pub mod batch;
 

@@ -85,6 +85,7 @@ pub(super) fn receipt_len(req: &WireRequest) -> usize {
 }
 
 /// `JCP_WIRE_BENCH_FLOOR=1` (with `JCP_WIRE_BENCH_ONESHOT=1`): the endpoint
+/// (callers' signatures in batches, and each alone: `EndpointStrict`)
 /// against the floor on the same requests, 64 clients (the load
 /// generator), closed loop and open loop at each of `paces()`, in
 /// `JCP_WIRE_BENCH_REPEAT` interleaved rounds; every round is printed and
@@ -97,7 +98,7 @@ pub(super) fn floor_vs_endpoint(n: usize) {
     loads.extend(paces().into_iter().map(Some));
     let mut rows: Vec<(Server, Option<f64>, Vec<Run>)> = Vec::new();
     for &pace in &loads {
-        for server in [Server::Endpoint, Server::Floor] {
+        for server in [Server::Endpoint, Server::EndpointStrict, Server::Floor] {
             rows.push((server, pace, Vec::new()));
         }
     }

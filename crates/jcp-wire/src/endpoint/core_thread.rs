@@ -97,6 +97,35 @@ impl Job {
     }
 }
 
+/// Checks together the callers' signatures the batch's requests left
+/// unchecked ([`Signed::Unchecked`]; §2, §11): one lone request with
+/// `verify_strict`, two or more with
+/// [`batch::verify_batch_refusing_small_order`], and a batch that fails one
+/// by one with `verify_strict` again, so each request gets its own answer
+/// and a bad signature refuses no one else's request.
+pub(super) fn check_callers(batch: &mut [Job], stats: &Stats) {
+    let unchecked: Vec<(&WireRequest, &[u8])> = batch.iter().filter_map(Job::unchecked).collect();
+    let all_verify = unchecked.len() >= 2 && {
+        let msgs: Vec<[&[u8]; 1]> = unchecked.iter().map(|(_, m)| [*m]).collect();
+        let sigs: Vec<[u8; 64]> = unchecked.iter().map(|(r, _)| r.signature).collect();
+        let keys: Vec<_> = unchecked.iter().map(|(r, _)| r.caller.verifying_key()).collect();
+        let ok = batch::verify_batch_refusing_small_order(&msgs, &sigs, &keys);
+        stats.signature_batches.fetch_add(1, Ordering::Relaxed);
+        stats.signatures_batched.fetch_add(unchecked.len() as u64, Ordering::Relaxed);
+        if !ok {
+            stats.signature_batches_failed.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    };
+    for job in batch.iter_mut() {
+        if let Job::Decide { req, signed, .. } = job {
+            if let Signed::Unchecked(m) = signed {
+                *signed = Signed::Checked(all_verify || req.caller.verify(m, &req.signature));
+            }
+        }
+    }
+}
+
 /// The core thread's state: the gate and its record, the memory of decided
 /// requests, the continuation handles, and this point's channel keys.
 pub(super) struct Core {
@@ -180,33 +209,10 @@ impl Core {
         }
     }
 
-    /// Checks together the callers' signatures the batch's requests left to
-    /// the core ([`Signed::Unchecked`]; §2, §11): one lone request with
-    /// `verify_strict`, two or more with
-    /// [`batch::verify_batch_refusing_small_order`], and a batch that fails
-    /// one by one with `verify_strict` again, so each request gets its own
-    /// answer and a bad signature refuses no one else's request.
+    /// Checks the callers' signatures still to be checked in `batch`
+    /// ([`check_callers`]).
     pub(super) fn check_callers(&self, batch: &mut [Job]) {
-        let unchecked: Vec<(&WireRequest, &[u8])> = batch.iter().filter_map(Job::unchecked).collect();
-        let all_verify = unchecked.len() >= 2 && {
-            let msgs: Vec<[&[u8]; 1]> = unchecked.iter().map(|(_, m)| [*m]).collect();
-            let sigs: Vec<[u8; 64]> = unchecked.iter().map(|(r, _)| r.signature).collect();
-            let keys: Vec<_> = unchecked.iter().map(|(r, _)| r.caller.verifying_key()).collect();
-            let ok = batch::verify_batch_refusing_small_order(&msgs, &sigs, &keys);
-            self.stats.signature_batches.fetch_add(1, Ordering::Relaxed);
-            self.stats.signatures_batched.fetch_add(unchecked.len() as u64, Ordering::Relaxed);
-            if !ok {
-                self.stats.signature_batches_failed.fetch_add(1, Ordering::Relaxed);
-            }
-            ok
-        };
-        for job in batch.iter_mut() {
-            if let Job::Decide { req, signed, .. } = job {
-                if let Signed::Unchecked(m) = signed {
-                    *signed = Signed::Checked(all_verify || req.caller.verify(m, &req.signature));
-                }
-            }
-        }
+        check_callers(batch, &self.stats);
     }
 
     /// Runs one job of a batch; what must wait for the batch's sync goes
