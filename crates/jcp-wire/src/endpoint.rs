@@ -76,7 +76,7 @@ use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, WireRequest};
 use crate::metrics::WireMetrics;
 use core_thread::{Core, Job, Signed};
-use decided_once::{authenticate, identify};
+use decided_once::identify;
 use group_commit::Syncer;
 use recording::Replayed;
 use serve::{serve_conn, Conn};
@@ -101,8 +101,8 @@ impl Shared {
     fn authenticate(&self, req: &WireRequest, bytes: &[u8]) -> (ContentId, Signed) {
         match self.caller_signatures {
             CallerSignatures::Strict => {
-                let (id, ok) = authenticate(req, bytes);
-                (id, Signed::Checked(ok))
+                let (id, signed) = identify(req, bytes);
+                (id, Signed::Checked(core_thread::verify_alone(req, &signed, &self.metrics)))
             }
             CallerSignatures::Batched => {
                 let (id, signed) = identify(req, bytes);
@@ -450,7 +450,7 @@ mod tests {
         req: &WireRequest,
     ) -> tokio::sync::oneshot::Receiver<super::decision::Answer> {
         let bytes = req.to_bytes();
-        let (id, signed_ok) = super::authenticate(req, &bytes);
+        let (id, signed_ok) = super::decided_once::authenticate(req, &bytes);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let handed = std::time::Instant::now();
         let signed = super::Signed::Checked(signed_ok);

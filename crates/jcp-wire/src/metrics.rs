@@ -6,7 +6,9 @@
 //! | `jcp_wire_repeats_total` | counter | repeats answered from memory: not decided again (§11) |
 //! | `jcp_wire_record_commit_seconds` | histogram | the record's group commit: one `fdatasync` covering a batch (§4.11) |
 //! | `jcp_wire_request_seconds` | histogram | a request over a socket, from its frame read to its answer written: the endpoint's whole share of the caller's latency |
-//! | `jcp_wire_request_core_wait_seconds` | histogram | a request, its caller's signature checked, waiting for the core thread to take it up (behind the requests ahead of it) |
+//! | `jcp_wire_request_core_wait_seconds` | histogram | a request waiting for the core thread to take it up (behind the requests ahead of it) |
+//! | `jcp_wire_caller_signatures_total` | counter | callers' signatures checked, by `check`: `batch` (together with the rest of a core batch that verified) or `alone` (`verify_strict`: a lone request, a request of a batch that failed, or every request under `--strict-signatures`) |
+//! | `jcp_wire_caller_signature_batches_total` | counter | core batches whose callers' signatures were checked together, by `result`: `verified`, or `failed` (each then checked alone) |
 //! | `jcp_wire_request_durable_wait_seconds` | histogram | a decided request waiting for the group commit that makes its batch durable (the commit interval, the sync, the syncs ahead of it) |
 //! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
 //! | `jcp_wire_unresolved_allows` | gauge | allows recorded whose outcome is not (§4.11): each is held in memory (under 100 bytes) until its holder reports it |
@@ -51,6 +53,20 @@ impl DecisionLabels {
     }
 }
 
+/// How a caller's signature was checked.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CheckLabels {
+    /// `batch` or `alone`.
+    pub check: &'static str,
+}
+
+/// What a batch check found.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BatchLabels {
+    /// `verified` or `failed`.
+    pub result: &'static str,
+}
+
 /// A grant, by content id (hex).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GrantLabels {
@@ -78,6 +94,8 @@ pub struct WireMetrics {
     spent: Family<GrantLabels, GaugeU>,
     budget: Family<GrantLabels, GaugeU>,
     refused_frames: Counter,
+    signatures: Family<CheckLabels, Counter>,
+    signature_batches: Family<BatchLabels, Counter>,
 }
 
 impl Default for WireMetrics {
@@ -106,6 +124,8 @@ impl WireMetrics {
             spent: Family::default(),
             budget: Family::default(),
             refused_frames: Counter::default(),
+            signatures: Family::default(),
+            signature_batches: Family::default(),
         };
         let r = &mut m.registry;
         let uj = || Unit::Other("microjoules".into());
@@ -124,7 +144,7 @@ impl WireMetrics {
         );
         r.register_with_unit(
             "request_core_wait",
-            "A request, its caller's signature checked, waiting for the core thread to take it up (behind the requests ahead of it)",
+            "A request waiting for the core thread to take it up (behind the requests ahead of it)",
             Unit::Seconds,
             m.core_wait.clone(),
         );
@@ -152,7 +172,32 @@ impl WireMetrics {
             "Frames refused before any decision (bad framing or message); their connections closed",
             m.refused_frames.clone(),
         );
+        r.register(
+            "caller_signatures",
+            "Callers' signatures checked, by how: batch (with the rest of a core batch that verified) or alone (verify_strict: a lone request, a request of a failed batch, or every one under --strict-signatures)",
+            m.signatures.clone(),
+        );
+        r.register(
+            "caller_signature_batches",
+            "Core batches whose callers' signatures were checked together, by result: verified, or failed (each then checked alone)",
+            m.signature_batches.clone(),
+        );
         m
+    }
+
+    /// `n` callers' signatures checked together in a batch that `verified`
+    /// (or failed: each is then checked alone and counted so).
+    pub fn signature_batch(&self, n: u64, verified: bool) {
+        let result = if verified { "verified" } else { "failed" };
+        self.signature_batches.get_or_create(&BatchLabels { result }).inc();
+        if verified {
+            self.signatures.get_or_create(&CheckLabels { check: "batch" }).inc_by(n);
+        }
+    }
+
+    /// A caller's signature checked alone with `verify_strict`.
+    pub fn signature_alone(&self) {
+        self.signatures.get_or_create(&CheckLabels { check: "alone" }).inc();
     }
 
     /// An answered decision (`repeat`: answered from memory).

@@ -103,7 +103,7 @@ impl Job {
 /// [`batch::verify_batch_refusing_small_order`], and a batch that fails one
 /// by one with `verify_strict` again, so each request gets its own answer
 /// and a bad signature refuses no one else's request.
-pub(super) fn check_callers(batch: &mut [Job], stats: &Stats) {
+pub(super) fn check_callers(batch: &mut [Job], stats: &Stats, metrics: &WireMetrics) {
     let unchecked: Vec<(&WireRequest, &[u8])> = batch.iter().filter_map(Job::unchecked).collect();
     let all_verify = unchecked.len() >= 2 && {
         let msgs: Vec<[&[u8]; 1]> = unchecked.iter().map(|(_, m)| [*m]).collect();
@@ -115,15 +115,22 @@ pub(super) fn check_callers(batch: &mut [Job], stats: &Stats) {
         if !ok {
             stats.signature_batches_failed.fetch_add(1, Ordering::Relaxed);
         }
+        metrics.signature_batch(unchecked.len() as u64, ok);
         ok
     };
     for job in batch.iter_mut() {
         if let Job::Decide { req, signed, .. } = job {
             if let Signed::Unchecked(m) = signed {
-                *signed = Signed::Checked(all_verify || req.caller.verify(m, &req.signature));
+                *signed = Signed::Checked(all_verify || verify_alone(req, m, metrics));
             }
         }
     }
+}
+
+/// `verify_strict` of one caller's signature over what it signed.
+pub(super) fn verify_alone(req: &WireRequest, signed: &[u8], metrics: &WireMetrics) -> bool {
+    metrics.signature_alone();
+    req.caller.verify(signed, &req.signature)
 }
 
 /// The core thread's state: the gate and its record, the memory of decided
@@ -212,7 +219,7 @@ impl Core {
     /// Checks the callers' signatures still to be checked in `batch`
     /// ([`check_callers`]).
     pub(super) fn check_callers(&self, batch: &mut [Job]) {
-        check_callers(batch, &self.stats);
+        check_callers(batch, &self.stats, &self.metrics);
     }
 
     /// Runs one job of a batch; what must wait for the batch's sync goes
@@ -223,7 +230,7 @@ impl Core {
                 self.metrics.core_waited(handed.elapsed());
                 let signed_ok = match signed {
                     Signed::Checked(ok) => ok,
-                    Signed::Unchecked(msg) => req.caller.verify(&msg, &req.signature),
+                    Signed::Unchecked(msg) => verify_alone(&req, &msg, &self.metrics),
                 };
                 let a = self.decide(&req, &bytes, id, signed_ok);
                 p.decided.push((tx, a, req, Instant::now()));
@@ -356,6 +363,17 @@ mod tests {
         let ds = one_batch(&mut core, &[request(&g, b"stolen"), request(&g, b"identity R")]);
         assert!(ds.iter().all(WireDecision::is_allow), "{ds:?}");
         assert_eq!(core.stats.signature_batches_failed.load(Ordering::Relaxed), 2);
+        // The operator sees it: two failed batches, each request of them
+        // checked alone, and one batch that verified.
+        let text = core.metrics.render(0, 0).unwrap();
+        for line in [
+            "jcp_wire_caller_signature_batches_total{result=\"failed\"} 2\n",
+            "jcp_wire_caller_signature_batches_total{result=\"verified\"} 1\n",
+            "jcp_wire_caller_signatures_total{check=\"alone\"} 6\n",
+            "jcp_wire_caller_signatures_total{check=\"batch\"} 2\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
     }
 
     #[test]
@@ -403,6 +421,9 @@ mod tests {
             }
             let st = ep.stats();
             assert_eq!((st.signature_batches, st.impersonated, st.allowed), (0, 4, 12), "{st:?}");
+            let text = ep.render_metrics().unwrap();
+            assert!(text.contains("jcp_wire_caller_signatures_total{check=\"alone\"} 16\n"), "{text}");
+            assert!(!text.contains("caller_signature_batches_total{"), "{text}");
             ep.shutdown().await.unwrap();
         });
     }

@@ -115,6 +115,7 @@ impl Remembered {
 /// ([`WireRequest::id`] and [`WireRequest::verify_signature`]), from one
 /// copy of the signed bytes rather than two encodings. `bytes` are the
 /// request's canonical bytes (`req.to_bytes()`).
+#[cfg(test)]
 pub(super) fn authenticate(req: &WireRequest, bytes: &[u8]) -> (ContentId, bool) {
     let (id, signed) = identify(req, bytes);
     (id, req.caller.verify(&signed, &req.signature))
