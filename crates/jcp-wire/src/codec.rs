@@ -20,8 +20,15 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
 
 /// Frames a value's canonical encoding.
 pub fn frame_value(v: &Value) -> Vec<u8> {
-    let mut out = vec![0; 4];
-    v.encode_into(&mut out);
+    frame_written(0, |out| v.encode_into(out))
+}
+
+/// Frames what `write` appends (a body written in place, not copied in
+/// after): `capacity` is a guess at the body's length.
+pub fn frame_written(capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + capacity);
+    out.extend_from_slice(&[0; 4]);
+    write(&mut out);
     let n = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
     out[..4].copy_from_slice(&n.to_be_bytes());
     out

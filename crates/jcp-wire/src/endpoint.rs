@@ -99,16 +99,12 @@ impl Shared {
     /// ([`CallerSignatures::Strict`]) or handed to the core to check with
     /// its batch.
     fn authenticate(&self, req: &WireRequest, bytes: &[u8]) -> (ContentId, Signed) {
-        match self.caller_signatures {
-            CallerSignatures::Strict => {
-                let (id, signed) = identify(req, bytes);
-                (id, Signed::Checked(core_thread::verify_alone(req, &signed, &self.metrics)))
-            }
-            CallerSignatures::Batched => {
-                let (id, signed) = identify(req, bytes);
-                (id, Signed::Unchecked(signed))
-            }
-        }
+        let (id, signed) = identify(req, bytes);
+        let signed = match self.caller_signatures {
+            CallerSignatures::Strict => Signed::Checked(core_thread::verify_alone(req, &signed, &self.metrics)),
+            CallerSignatures::Batched => Signed::Unchecked(signed),
+        };
+        (id, signed)
     }
 }
 
@@ -450,10 +446,11 @@ mod tests {
         req: &WireRequest,
     ) -> tokio::sync::oneshot::Receiver<super::decision::Answer> {
         let bytes = req.to_bytes();
-        let (id, signed_ok) = super::decided_once::authenticate(req, &bytes);
+        let (id, signed) = super::identify(req, &bytes);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let handed = std::time::Instant::now();
-        let signed = super::Signed::Checked(signed_ok);
+        // Left to the core, which checks it alone (a batch of one).
+        let signed = super::Signed::Unchecked(signed);
         core.run_job(super::Job::Decide { req: Box::new(req.clone()), bytes, id, signed, tx, handed }, p);
         rx
     }

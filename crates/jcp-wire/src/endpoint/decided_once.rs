@@ -111,18 +111,11 @@ impl Remembered {
     }
 }
 
-/// A request's identity and whether its caller's signature verifies
-/// ([`WireRequest::id`] and [`WireRequest::verify_signature`]), from one
-/// copy of the signed bytes rather than two encodings. `bytes` are the
-/// request's canonical bytes (`req.to_bytes()`).
-#[cfg(test)]
-pub(super) fn authenticate(req: &WireRequest, bytes: &[u8]) -> (ContentId, bool) {
-    let (id, signed) = identify(req, bytes);
-    (id, req.caller.verify(&signed, &req.signature))
-}
-
-/// A request's identity and the bytes its caller signed (checked later,
-/// with a batch: [`super::CallerSignatures::Batched`]).
+/// A request's identity ([`WireRequest::id`]) and the bytes its caller
+/// signed, from one copy of the signed bytes rather than two encodings;
+/// `bytes` are the request's canonical bytes (`req.to_bytes()`). The
+/// signature over them is checked alone or with the core's batch
+/// ([`super::CallerSignatures`]).
 pub(super) fn identify(req: &WireRequest, bytes: &[u8]) -> (ContentId, Vec<u8>) {
     let signed = signed_bytes_of(req, bytes);
     debug_assert!(signed == req.signed_bytes(), "signed bytes cut from the body differ from the encoded ones");
@@ -236,7 +229,8 @@ mod tests {
         for r in [plain, bare, full] {
             let bytes = r.to_bytes();
             assert_eq!(signed_bytes_of(&r, &bytes), r.signed_bytes());
-            assert_eq!(authenticate(&r, &bytes), (r.id(), r.verify_signature()));
+            let (id, signed) = identify(&r, &bytes);
+            assert_eq!((id, r.caller.verify(&signed, &r.signature)), (r.id(), r.verify_signature()));
         }
         // Anything that is not a request's canonical tail is encoded instead.
         let r = request(&g, b"q");

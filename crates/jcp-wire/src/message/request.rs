@@ -214,24 +214,31 @@ impl WireRequest {
             Some(_) => return Err(f.error("args", "expected bytes").into()),
         };
         let continues = f.opt_text("continues")?.map(str::to_owned);
-        if let Some(h) = &continues {
-            if h.is_empty() || h.len() > MAX_HANDLE_LEN {
-                return Err(f.error("continues", format!("a handle has 1..={MAX_HANDLE_LEN} bytes")).into());
-            }
+        if continues.as_deref().is_some_and(|h| !handle_len_ok(h)) {
+            return Err(f.error("continues", format!("a handle has 1..={MAX_HANDLE_LEN} bytes")).into());
         }
         let now = f.uint("now")?;
         let signature = f.bytes_n::<64>("signature")?;
         f.finish()?;
-        if let Some(a) = &args {
-            if ContentId::of_bytes(a) != frame.payload_hash {
-                return Err(WireError::schema(
-                    "WireRequest",
-                    "args: their content id is not the frame's payload_hash (the receipt must seal what is forwarded)",
-                ));
-            }
+        if !args_sealed(args.as_deref(), &frame) {
+            return Err(WireError::schema(
+                "WireRequest",
+                "args: their content id is not the frame's payload_hash (the receipt must seal what is forwarded)",
+            ));
         }
         Ok(Self { frame, chain, caller, cost, money, label, args, continues, now, signature })
     }
+}
+
+/// A continuation handle has 1..=[`MAX_HANDLE_LEN`] bytes (§6.1).
+fn handle_len_ok(h: &str) -> bool {
+    !h.is_empty() && h.len() <= MAX_HANDLE_LEN
+}
+
+/// Forwarded `args` are sealed: their content id is the frame's
+/// `payload_hash` (§4.10); no `args` is nothing to seal.
+fn args_sealed(args: Option<&[u8]>, frame: &Frame) -> bool {
+    args.is_none_or(|a| ContentId::of_bytes(a) == frame.payload_hash)
 }
 
 /// A presented chain: 1..=[`MAX_CHAIN_LEN`] signed grants, root first.
@@ -298,10 +305,7 @@ impl WireRequest {
                 "args" => args = Some(cbor::bytes_of(span)?.to_vec()),
                 "continues" => {
                     let h = cbor::text_of(span)?;
-                    if h.is_empty() || h.len() > MAX_HANDLE_LEN {
-                        return None;
-                    }
-                    continues = Some(h.to_owned());
+                    continues = Some(handle_len_ok(h).then(|| h.to_owned())?);
                 }
                 "now" => now = Some(cbor::uint_of(span)?),
                 "signature" => signature = Some(<[u8; 64]>::try_from(cbor::bytes_of(span)?).ok()?),
@@ -309,7 +313,7 @@ impl WireRequest {
             }
         }
         let frame: Frame = frame?;
-        if args.as_ref().is_some_and(|a: &Vec<u8>| ContentId::of_bytes(a) != frame.payload_hash) {
+        if !args_sealed(args.as_deref(), &frame) {
             return None;
         }
         Some(Self {

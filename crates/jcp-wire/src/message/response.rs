@@ -102,18 +102,15 @@ impl WireResponse {
     /// `codec::frame_value(&self.to_value())`, without copying the receipt
     /// into a value tree first.
     pub fn framed(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + 40 + self.receipt.len() + 64);
-        out.extend_from_slice(&[0, 0, 0, 0]);
-        // `{"receipt": bytes, "decision": map}`: "receipt" (7 bytes) sorts
-        // before "decision" (8).
-        out.push(0xa2);
-        Item::Text("receipt").write(&mut out);
-        Item::Bytes(&self.receipt).write(&mut out);
-        Item::Text("decision").write(&mut out);
-        cbor::write_map(&mut out, &mut self.decision.entries());
-        let n = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
-        out[..4].copy_from_slice(&n.to_be_bytes());
-        out
+        crate::codec::frame_written(40 + self.receipt.len() + 64, |out| {
+            // `{"receipt": bytes, "decision": map}`: "receipt" (7 bytes)
+            // sorts before "decision" (8).
+            out.push(0xa2);
+            Item::Text("receipt").write(out);
+            Item::Bytes(&self.receipt).write(out);
+            Item::Text("decision").write(out);
+            cbor::write_map(out, &mut self.decision.entries());
+        })
     }
 
     /// Reads a response.

@@ -142,11 +142,13 @@ fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
         let zh = z * Scalar::from_bytes_mod_order_wide(hram);
         match groups.iter_mut().find(|g| g.0 == key.as_bytes()) {
             Some(g) => g.2 += zh,
+            // A key's order is checked once, with its first signature.
+            None if refuse_small_order && key.is_weak() => return false,
             None => groups.push((key.as_bytes(), key.to_edwards(), zh)),
         }
         zs.push(z);
         let r = CompressedEdwardsY(r_bytes).decompress();
-        if refuse_small_order && (key.is_weak() || r.is_none_or(|r| r.is_small_order())) {
+        if refuse_small_order && r.is_none_or(|r| r.is_small_order()) {
             return false;
         }
         rs.push(r);
