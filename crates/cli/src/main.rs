@@ -65,7 +65,24 @@ enum Command {
     Threshold(cmd::threshold::ThresholdArgs),
 }
 
+/// Logs go to standard error (stdout carries the `--json` output):
+/// `RUST_LOG` filters them (default `warn`), `JCP_LOG_FORMAT=json` writes
+/// one JSON object a line. A failed record, a refused request that could
+/// not be recorded, an accept error: each is logged, never silent.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // A second init (never in this binary) would fail; logging is then the first's.
+    let _ = if std::env::var("JCP_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().try_init()
+    } else {
+        builder.with_ansi(false).try_init()
+    };
+}
+
 fn main() -> ExitCode {
+    init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
         // ---- dispatch (one line each) ----

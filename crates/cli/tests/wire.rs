@@ -398,3 +398,18 @@ fn c13_cli_serve_checks_callers_in_batches_unless_told_strict_signatures() {
         assert!(printed.iter().any(|l| l.trim() == said), "{mode}: {printed:?}");
     }
 }
+
+#[test]
+fn s11_cli_serve_refuses_a_cap_above_what_one_record_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let over = (jcp_wire::codec::MAX_ENDPOINT_CAP + 1).to_string();
+    let o = jcp(
+        dir.path(),
+        &["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--stream", "s.jcps", "--cap", &over],
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cap-above-record"), "{err}");
+    assert!(!dir.path().join("s.jcps").exists(), "no record is opened");
+}

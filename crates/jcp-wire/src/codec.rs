@@ -7,8 +7,21 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::error::WireError;
 
-/// The default cap on a message body: 1 MiB.
+/// The default cap on a message body a client reads (a response, a
+/// relayed reply): 1 MiB.
 pub const DEFAULT_CAP: usize = 1 << 20;
+
+/// What a stream record adds around the message it records, at most: the
+/// request record's map (`request`, `decided_at`) and its keys, with room
+/// to spare for a feed's record.
+pub const RECORD_ENVELOPE: usize = 256;
+
+/// The largest message body an endpoint accepts, and its default cap: every
+/// message it admits is recorded (§4.11, §11 "What the endpoint holds
+/// survives it"), so a body plus its record's envelope must fit one stream
+/// record ([`jcp_receipt::stream::MAX_RECORD_LEN`]). An endpoint configured
+/// with a cap above this refuses to start.
+pub const MAX_ENDPOINT_CAP: usize = jcp_receipt::stream::MAX_RECORD_LEN - RECORD_ENVELOPE;
 
 /// Frames a body: length prefix + bytes.
 pub fn frame(body: &[u8]) -> Vec<u8> {

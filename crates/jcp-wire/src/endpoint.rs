@@ -132,6 +132,9 @@ impl Endpoint {
         gate: Gate,
         backend: Option<Arc<dyn Backend>>,
     ) -> Result<(Self, OpenReport), WireError> {
+        if config.cap > crate::codec::MAX_ENDPOINT_CAP {
+            return Err(WireError::CapAboveRecord { cap: config.cap, max: crate::codec::MAX_ENDPOINT_CAP });
+        }
         let now = (config.clock)();
         // Channels are configuration, before replay re-admits their statements.
         let (gate, point_keys) = join_channels(gate, &config.channels)?;
@@ -232,9 +235,15 @@ impl Endpoint {
     }
 
     /// Decides one request in-process (through the same core, record and
-    /// memory as a socket request): the response's framed bytes.
+    /// memory as a socket request): the response's framed bytes. A request
+    /// the socket would refuse (over the cap, a field over its bound) is
+    /// refused here the same way, before the core sees it.
     pub async fn submit(&self, req: WireRequest) -> Result<Vec<u8>, WireError> {
         let bytes = req.to_bytes();
+        if bytes.len() > self.shared.cap {
+            return Err(WireError::Oversized { declared: bytes.len() as u64, cap: self.shared.cap });
+        }
+        req.check_bounds()?;
         let (id, signed) = self.shared.authenticate(&req, &bytes);
         let (tx, rx) = oneshot::channel();
         self.shared

@@ -68,6 +68,15 @@ pub enum WireError {
         /// The caller's did, under which the signature was checked.
         signer: String,
     },
+    /// A frame cap above what one stream record holds: a message the
+    /// endpoint admitted could then not be recorded (§4.11, §11).
+    #[error("cap-above-record: a cap of {cap} bytes is above {max} bytes, the largest body whose record fits one stream record")]
+    CapAboveRecord {
+        /// The cap asked for.
+        cap: usize,
+        /// The largest cap allowed ([`crate::codec::MAX_ENDPOINT_CAP`]).
+        max: usize,
+    },
     /// The endpoint stopped (shutdown or a failed record).
     #[error("endpoint-stopped: {0}")]
     Stopped(String),
@@ -87,6 +96,7 @@ impl WireError {
             Self::BadAddress(_) => "bad-address",
             Self::Refused { .. } => "refused",
             Self::BadSignature { .. } => "bad-signature",
+            Self::CapAboveRecord { .. } => "cap-above-record",
             Self::Stopped(_) => "endpoint-stopped",
         }
     }

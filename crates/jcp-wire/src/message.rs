@@ -30,7 +30,9 @@ use jcp::cbor::{self, ContentId, Fields, Value};
 
 pub use feed::{Feed, FeedAnswer, SignedOutcome};
 pub use reply::{ReplyState, WireReply};
-pub use request::{ChainMemo, RequestBody, WireRequest, MAX_CHAIN_LEN, MAX_HANDLE_LEN};
+pub use request::{
+    ChainMemo, RequestBody, WireRequest, MAX_ACTION_LEN, MAX_CHAIN_LEN, MAX_CURRENCY_LEN, MAX_HANDLE_LEN,
+};
 pub use response::{WireDecision, WireResponse};
 use statement::read_ask;
 pub use statement::{statement_answer, statement_ask};

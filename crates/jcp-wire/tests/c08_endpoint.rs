@@ -268,7 +268,7 @@ fn c08_misbehaving_clients_never_stop_the_endpoint_answering_a_well_behaved_one(
     let path = dir.path().join("s.jcps");
     rt().block_on(async {
         let mut cfg = config(&path, &clock);
-        cfg.cap = 64 * 1024;
+        cfg.cap = 32 * 1024;
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
         let g = grant(1_000_000, 1);
         let mut good = Client::connect(&s.tcp).await.unwrap();

@@ -57,8 +57,8 @@ pub struct ServeArgs {
     /// The revocation-knowledge marker stated before the feed delivers anything (§4.3).
     #[arg(long, default_value_t = 0)]
     known_through: u64,
-    /// The largest message body accepted, bytes.
-    #[arg(long, default_value_t = jcp_wire::codec::DEFAULT_CAP)]
+    /// The largest message body accepted, bytes: at most (and by default) the largest body whose record fits one stream record; a larger cap is refused at start (cap-above-record).
+    #[arg(long, default_value_t = jcp_wire::codec::MAX_ENDPOINT_CAP)]
     cap: usize,
     /// The least time between two syncs of the record, µs: decisions made meanwhile share the next sync (0: sync each batch at once). Nothing is answered before its sync either way.
     #[arg(long, default_value_t = 500)]

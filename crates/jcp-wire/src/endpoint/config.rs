@@ -26,7 +26,8 @@ pub struct Config {
     pub stream: PathBuf,
     /// The freshness window, seconds (§11; default 30).
     pub window_s: u64,
-    /// The largest message body accepted (default 1 MiB).
+    /// The largest message body accepted (default and most:
+    /// [`codec::MAX_ENDPOINT_CAP`], so every admitted message fits its record).
     pub cap: usize,
     /// The most requests made durable by one sync (group commit).
     pub batch_max: usize,
@@ -107,14 +108,15 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Defaults: 30 s window, 1 MiB cap, batches of up to 512, at least
+    /// Defaults: 30 s window, the largest cap a record holds
+    /// ([`codec::MAX_ENDPOINT_CAP`]), batches of up to 512, at least
     /// 500 µs between syncs, marker 0, 10 s frame timeout, 4 096
     /// connections, the system clock, callers' signatures checked in batches.
     pub fn new(stream: impl Into<PathBuf>) -> Self {
         Self {
             stream: stream.into(),
             window_s: 30,
-            cap: codec::DEFAULT_CAP,
+            cap: codec::MAX_ENDPOINT_CAP,
             batch_max: 512,
             commit_interval: Duration::from_micros(500),
             known_through: Some(0),

@@ -111,7 +111,11 @@ impl Core {
         match self.gate.record_closing(&c.to_value()) {
             Ok((id, _)) => Some(id),
             Err(e) => {
-                self.fail(e.to_string());
+                if matches!(e, jcp_receipt::Error::Io { .. }) {
+                    self.fail(e.to_string());
+                } else {
+                    tracing::warn!(code = e.code(), "a closing record could not be written: {e}");
+                }
                 None
             }
         }

@@ -2,8 +2,9 @@
 //! the window gets its first response; a stale or unauthenticated request
 //! is refused before it is decided (sealed and recorded, never
 //! remembered); an admitted request is recorded, then decided, and
-//! remembered. A record that cannot be written makes every answer
-//! `unrecorded`.
+//! remembered. A record that cannot be written (an I/O failure) makes
+//! every answer `unrecorded`; a request that cannot be recorded for its
+//! own reasons is refused alone.
 
 use std::sync::atomic::Ordering;
 
@@ -106,6 +107,21 @@ impl Core {
         }
     }
 
+    /// A record that could not be written for `req`. Only an I/O failure
+    /// of the record fails it (every later request is then `unrecorded`
+    /// until a restart, and it is logged as an error); anything else — a
+    /// record over the stream's limit, a core that cannot be sealed — is
+    /// this request's alone: it is refused `unrecorded`, logged, and the
+    /// next request is decided as if it had not come.
+    pub(super) fn record_error(&mut self, req: &WireRequest, e: &jcp_receipt::Error) -> Answer {
+        if matches!(e, jcp_receipt::Error::Io { .. }) {
+            self.fail(e.to_string());
+        } else {
+            tracing::warn!(code = e.code(), "a request could not be recorded and is refused alone: {e}");
+        }
+        self.unrecorded(req, &e.to_string())
+    }
+
     /// Decides one request (§11): the answer the caller gets.
     pub(super) fn decide(&mut self, req: &WireRequest, req_bytes: &[u8], id: ContentId, signed_ok: bool) -> Answer {
         let now = self.now();
@@ -168,10 +184,7 @@ impl Core {
         let base = gate_request(req, &req.chain, &cost, now);
         match self.gate.record_refusal(&base, reason, why) {
             Ok(rec) => answer_of(req, rec, false, None),
-            Err(e) => {
-                self.fail(e.to_string());
-                self.unrecorded(req, &e.to_string())
-            }
+            Err(e) => self.record_error(req, &e),
         }
     }
 
@@ -182,8 +195,7 @@ impl Core {
         // canonical encoding (held by the `wire_decode` fuzz target).
         debug_assert!(req_bytes == req.to_bytes(), "a request's bytes are not its canonical encoding");
         if let Err(e) = self.gate.append_record(RecordKind::Request, &request_record(req_bytes, now)) {
-            self.fail(e.to_string());
-            return self.unrecorded(req, &e.to_string());
+            return self.record_error(req, &e);
         }
         let cost = req.decision_cost();
         let decided = match &req.continues {
@@ -192,10 +204,7 @@ impl Core {
         };
         let (rec, continued) = match decided {
             Ok(x) => x,
-            Err(e) => {
-                self.fail(e.to_string());
-                return self.unrecorded(req, &e.to_string());
-            }
+            Err(e) => return self.record_error(req, &e),
         };
         self.remember(id, req.now, &rec);
         answer_of(req, rec, true, continued)
@@ -214,5 +223,71 @@ impl Core {
         if let Some(leaf) = rec.decision.chain_ids.last() {
             self.metrics.budget(leaf, rec.decision.budget_uj);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use jcp::decision::{Reason, Verdict};
+
+    use super::super::group_commit::Pending;
+    use super::super::tests::{decide_in, decision, grant, idle_core, key, request};
+    use crate::message::{RequestBody, WireRequest};
+
+    /// A request built past the decoder's bounds: 70 kB of `args`, or a
+    /// 70 kB `action` (sealed in every receipt of it), stamped `now`.
+    fn oversized(g: &jcp::grant::SignedGrant, now: u64, in_action: bool) -> WireRequest {
+        let r = request(g, b"big");
+        let mut body = RequestBody {
+            frame: r.frame.clone(),
+            chain: r.chain.clone(),
+            cost: r.cost,
+            money: None,
+            label: r.label.clone(),
+            args: None,
+            continues: None,
+            now,
+        };
+        if in_action {
+            body.frame.action = "a".repeat(70_000);
+        } else {
+            body.args = Some(vec![7; 70_000]);
+            body.frame.payload_hash = jcp::cbor::ContentId::of_bytes(&[7; 70_000]);
+        }
+        body.sign(&key(2))
+    }
+
+    /// The critical item of the hostile-input review: a request whose
+    /// record or receipt cannot fit one stream record (70 kB of args; a
+    /// 70 kB action with a garbage signature, or with a stale stamp) is
+    /// refused alone. The record is not failed, and the next good request
+    /// is decided and allowed.
+    #[test]
+    fn s11_a_request_that_cannot_be_recorded_is_refused_alone_and_the_record_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = idle_core(dir.path());
+        let g = grant();
+        let mut garbage = oversized(&g, 1_800_000_001, true);
+        garbage.signature = [0x5a; 64];
+        let mut p = Pending::default();
+        let answers = [
+            decide_in(&mut core, &mut p, &oversized(&g, 1_800_000_000, false)),
+            decide_in(&mut core, &mut p, &garbage),
+            decide_in(&mut core, &mut p, &oversized(&g, 1_000, true)),
+            decide_in(&mut core, &mut p, &request(&g, b"good")),
+        ];
+        core.commit(p);
+        let [args, garbage, stale, good] = answers.map(|rx| rx.blocking_recv().unwrap());
+        for (what, a) in [("args", &args), ("garbage signature", &garbage), ("stale", &stale)] {
+            assert_eq!(decision(&a.framed).verdict, Verdict::Deny(Reason::Unrecorded), "{what}: {a:?}");
+            assert!(!a.allow && !a.fresh, "{what}");
+        }
+        assert!(good.allow, "a good request after them is decided and allowed: {good:?}");
+        assert!(core.failed.is_none(), "the record is not failed: {:?}", core.failed);
+        assert_eq!(core.stats.unrecorded.load(Ordering::Relaxed), 3);
+        core.finish().unwrap();
     }
 }

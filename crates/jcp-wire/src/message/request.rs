@@ -18,6 +18,13 @@ use crate::error::WireError;
 pub const MAX_HANDLE_LEN: usize = 128;
 /// The most links a presented chain may have.
 pub const MAX_CHAIN_LEN: usize = 16;
+/// The longest frame `action` a request may carry, in bytes. The action is
+/// sealed into every receipt of the request (§8), allow and deny alike, so
+/// a caller-controlled text is bounded before anything is decided.
+pub const MAX_ACTION_LEN: usize = 1024;
+/// The longest `money.currency` a request may carry, in bytes (sealed
+/// into the receipt of a priced decision, §4.8).
+pub const MAX_CURRENCY_LEN: usize = 16;
 
 /// A caller-signed request (§11).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +200,14 @@ impl WireRequest {
         self.to_value().encode()
     }
 
+    /// Whether every caller-controlled text that reaches a receipt is
+    /// within its bound ([`MAX_ACTION_LEN`], [`MAX_CURRENCY_LEN`]): what the
+    /// decoder refuses, for a request built in-process.
+    pub fn check_bounds(&self) -> Result<(), WireError> {
+        receipt_fields_bounded(&self.frame, self.money.as_ref())
+            .map_err(|(field, problem)| SchemaError::Invalid { object: "WireRequest", field, problem }.into())
+    }
+
     /// The decision's cost.
     pub fn decision_cost(&self) -> Cost {
         Cost { energy: self.cost, money: self.money.clone() }
@@ -220,6 +235,9 @@ impl WireRequest {
         let now = f.uint("now")?;
         let signature = f.bytes_n::<64>("signature")?;
         f.finish()?;
+        if let Err((field, problem)) = receipt_fields_bounded(&frame, money.as_ref()) {
+            return Err(SchemaError::Invalid { object: "WireRequest", field, problem }.into());
+        }
         if !args_sealed(args.as_deref(), &frame) {
             return Err(WireError::schema(
                 "WireRequest",
@@ -228,6 +246,28 @@ impl WireRequest {
         }
         Ok(Self { frame, chain, caller, cost, money, label, args, continues, now, signature })
     }
+}
+
+/// Every caller-controlled text that reaches a receipt is bounded (§8,
+/// §11): the frame's action and a priced cost's currency. `Err` names the
+/// field and what is wrong with it.
+fn receipt_fields_bounded(frame: &Frame, money: Option<&Funds>) -> Result<(), (&'static str, String)> {
+    if frame.action.len() > MAX_ACTION_LEN {
+        return Err((
+            "frame",
+            format!(
+                "action: {} bytes, above the {MAX_ACTION_LEN}-byte limit (it is sealed in the receipt)",
+                frame.action.len()
+            ),
+        ));
+    }
+    if let Some(m) = money.filter(|m| m.currency.len() > MAX_CURRENCY_LEN) {
+        return Err((
+            "money",
+            format!("currency: {} bytes, above the {MAX_CURRENCY_LEN}-byte limit", m.currency.len()),
+        ));
+    }
+    Ok(())
 }
 
 /// A continuation handle has 1..=[`MAX_HANDLE_LEN`] bytes (§6.1).
@@ -313,7 +353,7 @@ impl WireRequest {
             }
         }
         let frame: Frame = frame?;
-        if !args_sealed(args.as_deref(), &frame) {
+        if !args_sealed(args.as_deref(), &frame) || receipt_fields_bounded(&frame, money.as_ref()).is_err() {
             return None;
         }
         Some(Self {
