@@ -41,6 +41,14 @@ pub enum BackendReply {
         /// What it asks.
         prompt: Vec<u8>,
     },
+    /// The endpoint behind the gate stopped mid-call (it crashed, or its
+    /// pipe closed) before answering: whether the work took effect is not
+    /// knowable (§4.11). Never a success, never a failure: the decision
+    /// stays unresolved, its debit held.
+    Lost {
+        /// What was seen (exit status, signal, the read that failed).
+        why: String,
+    },
 }
 
 /// The endpoint behind the enforcement point. Called on a blocking thread,
@@ -48,6 +56,21 @@ pub enum BackendReply {
 pub trait Backend: Send + Sync + 'static {
     /// Runs one call.
     fn call(&self, call: Call<'_>) -> BackendReply;
+
+    /// The root of the process tree that runs the work, when it runs in
+    /// another process the enforcement point can read (its pid): the
+    /// endpoint meters each call as a span over that tree (§5.1 rung 3,
+    /// §11 "the cost is the holder's measurement"). `None`: the work runs
+    /// on the endpoint's own threads, metered as such.
+    fn tree_root(&self) -> Option<u32> {
+        None
+    }
+
+    /// The operator's declaration that the tree hands no work to a process
+    /// outside it (§5.1): without it no figure of the tree is `Whole`.
+    fn self_contained(&self) -> bool {
+        false
+    }
 }
 
 /// The payload of a later exchange (§6.1 item 1): it commits to the id of

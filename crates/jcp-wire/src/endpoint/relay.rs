@@ -90,6 +90,9 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
         BackendReply::Failed(o) => (ReplyState::Failed, None, o),
         BackendReply::Working { handle, status } => (ReplyState::Working, Some(handle), status),
         BackendReply::InputRequired { handle, prompt } => (ReplyState::InputRequired, Some(handle), prompt),
+        // Filled in by the metered relay (issue 35); until then a lost call
+        // is reported as failed output.
+        BackendReply::Lost { why } => (ReplyState::Failed, None, why.into_bytes()),
     };
     let closing = follow_up(shared, &a, x, sent, state, handle.as_ref(), &output).await;
     let reply = WireReply { receipt: a.receipt, state, handle, output, label: out_label, closing };
