@@ -90,8 +90,8 @@ fn s5_energy_snapshot_keeps_gaps_and_grades_from_the_store() {
     {
         let state = app.state::<AppState>();
         let mut s = state.store.lock().unwrap();
-        let e = Energy { uj: 2_000_000, provenance: Provenance::HwShunt, coverage: Coverage::Whole };
-        let p = Energy { uj: 500_000, provenance: Provenance::ModelBased, coverage: Coverage::Partial };
+        let e = Energy { uj: 2_000_000, provenance: Provenance::HwShunt, coverage: Coverage::Whole, measured: None };
+        let p = Energy { uj: 500_000, provenance: Provenance::ModelBased, coverage: Coverage::Partial, measured: None };
         s.record_window(&WindowRecord {
             seq: 0,
             start_ms: 0,

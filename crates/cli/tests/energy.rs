@@ -189,7 +189,7 @@ fn outcome(dir: &Path, outcome_uj: u64, parts: &[(u64, Provenance, Coverage)], t
     let mut ids = Vec::new();
     let mut activities = Vec::new();
     for (i, (uj, p, c)) in parts.iter().enumerate() {
-        let b = activity_bytes(&format!("act-{i}"), Energy { uj: *uj, provenance: *p, coverage: *c });
+        let b = activity_bytes(&format!("act-{i}"), Energy { uj: *uj, provenance: *p, coverage: *c, measured: None });
         ids.push(ContentId::of_bytes(&b));
         let name = format!("act-{i}.cbor");
         std::fs::write(dir.join(&name), &b).unwrap();

@@ -413,3 +413,32 @@ fn s11_cli_serve_refuses_a_cap_above_what_one_record_holds() {
     assert!(err.contains("cap-above-record"), "{err}");
     assert!(!dir.path().join("s.jcps").exists(), "no record is opened");
 }
+
+/// §5, §11: what the new user tried. A `HwShunt` cost without its
+/// measured figure is refused before anything is sent (`energy-unmeasured`);
+/// with `--measured-uj` it is allowed and sealed, and `jcp audit` calls its
+/// basis measured only then. A bare hardware label never audits measured.
+#[test]
+fn s5_cli_a_hardware_grade_needs_its_reading_and_only_a_reading_audits_measured() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    let s = Server::start(d, "tcp:127.0.0.1:0");
+    let base = ["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--json"];
+    let with = |extra: &[&'static str]| -> Vec<String> { base.iter().chain(extra).map(|x| (*x).to_owned()).collect() };
+    let jcp = |d: &Path, args: &[String]| jcp(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let call = |d: &Path, args: &[String]| call(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = jcp(d, &with(&["--cost-uj", "5", "--provenance", "HwShunt"]));
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("energy-unmeasured"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = jcp(d, &with(&["--cost-uj", "5", "--provenance", "Estimator", "--measured-uj", "5"]));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("energy-measured-estimate"), "{o:?}");
+    let (code, v) = call(d, &with(&["--cost-uj", "5", "--provenance", "HwShunt", "--measured-uj", "5"]));
+    assert_eq!((code, &v["verdict"]), (0, &serde_json::json!("allow")), "{v}");
+    drop(s);
+    let audit = jcp(d, &["audit".to_owned(), "s.jcps".to_owned(), "--json".to_owned()]);
+    let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let g = v["grants"].as_array().unwrap().iter().find(|g| g["spent_uj"] == 5).unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(g["conservation"]["basis"], "measured", "{g}");
+    assert_eq!(g["conservation"]["measured_uj"], 5, "{g}");
+}

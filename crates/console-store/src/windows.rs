@@ -115,7 +115,7 @@ impl Store {
                     "Partial" => Coverage::Partial,
                     other => return Err(bad(format!("window {seq}: unknown coverage {other:?}"))),
                 };
-                Some(Energy { uj: to_u64(uj, &self.path, "window energy")?, provenance, coverage })
+                Some(Energy { uj: to_u64(uj, &self.path, "window energy")?, provenance, coverage, measured: None })
             }
             _ => {
                 return Err(bad(format!(

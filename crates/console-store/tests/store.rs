@@ -32,7 +32,7 @@ fn store_new_file_is_wal_and_fully_migrated() {
 fn s5_gap_window_is_kept_as_no_reading_never_zero() {
     let mut s = Store::open_in_memory().unwrap();
     let whole = Energy::new(1_250_000, Provenance::HwShunt);
-    let partial = Energy { uj: 40, provenance: Provenance::ModelBased, coverage: Coverage::Partial };
+    let partial = Energy { uj: 40, provenance: Provenance::ModelBased, coverage: Coverage::Partial, measured: None };
     s.record_window(&window(1000, Some(whole))).unwrap();
     s.record_window(&window(2000, None)).unwrap();
     s.record_window(&window(3000, Some(partial))).unwrap();

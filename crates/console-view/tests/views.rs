@@ -21,7 +21,15 @@ fn sample() -> Vec<WindowRecord> {
     vec![
         w(1, Some(Energy::new(3_000_000, Provenance::HwShunt))),
         w(2, None),
-        w(3, Some(Energy { uj: 1_000_000, provenance: Provenance::ModelBased, coverage: Coverage::Partial })),
+        w(
+            3,
+            Some(Energy {
+                uj: 1_000_000,
+                provenance: Provenance::ModelBased,
+                coverage: Coverage::Partial,
+                measured: None,
+            }),
+        ),
         w(4, Some(Energy::new(500_000, Provenance::Estimator))),
     ]
 }
@@ -51,7 +59,10 @@ fn s5_chart_colours_by_provenance_and_draws_no_bar_for_a_gap() {
 fn s5_2_partial_window_is_marked_on_the_chart() {
     let whole = chart::energy_chart_svg(&[w(1, Some(Energy::new(10, Provenance::ModelBased)))], 800, 300).unwrap();
     let partial = chart::energy_chart_svg(
-        &[w(1, Some(Energy { uj: 10, provenance: Provenance::ModelBased, coverage: Coverage::Partial }))],
+        &[w(
+            1,
+            Some(Energy { uj: 10, provenance: Provenance::ModelBased, coverage: Coverage::Partial, measured: None }),
+        )],
         800,
         300,
     )

@@ -70,6 +70,9 @@ pub(crate) struct Facts {
     pub cost_uj: u64,
     pub provenance: Provenance,
     pub coverage: Coverage,
+    /// The cost rests on a measurement: a hardware grade carrying its
+    /// measured figure (§5). A bare `HwShunt` label does not.
+    pub measured: bool,
     pub budget_remaining_uj: u64,
     pub budget_uj: u64,
     /// Where this receipt's chain ids (root first) are in its part's
@@ -93,6 +96,7 @@ impl Facts {
             cost_uj: v.cost_uj,
             provenance: v.provenance,
             coverage: v.coverage,
+            measured: v.rests_on_measurement(),
             budget_remaining_uj: v.budget_remaining_uj,
             budget_uj: v.budget_uj,
             chain,
@@ -111,6 +115,7 @@ impl Facts {
             cost_uj: c.cost_uj,
             provenance: c.provenance,
             coverage: c.coverage,
+            measured: c.energy().rests_on_measurement(),
             budget_remaining_uj: c.budget_remaining_uj,
             budget_uj: c.budget_uj,
             chain,

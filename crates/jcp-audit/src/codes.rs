@@ -125,6 +125,12 @@ finding_codes! {
     DuplicateEntry => "duplicate-entry",
     /// §8.2: a record seen before, again: counted once, accounted once.
     DuplicateRecord => "duplicate-record",
+    /// §5: a cost that debits less than its own measured figure (`jcp::Error`).
+    EnergyBelowMeasured => "energy-below-measured",
+    /// §5: an `Estimator` cost carrying a measured figure (`jcp::Error`).
+    EnergyMeasuredEstimate => "energy-measured-estimate",
+    /// §5: a `HwShunt` cost without its measured figure (`jcp::Error`).
+    EnergyUnmeasured => "energy-unmeasured",
     /// §8.1: a stream framing fault (`jcp_receipt::stream::FaultCode`).
     Garbage => "garbage",
     /// §4.9: a caveat's text form that does not read (`jcp::Error`, people's input).

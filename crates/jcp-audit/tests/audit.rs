@@ -408,7 +408,7 @@ fn allow_once(dg: &mut DurableGate, pts: &Points, shard: usize) {
         payload_hash: ContentId::of(&Value::Uint(1)),
         model: None,
     };
-    let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
+    let c = Cost::energy(Energy::hardware(100));
     let caller: Did = w.did();
     let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &c, now: 1, flow: None };
     let rec = dg.decide(&req).unwrap();
@@ -588,7 +588,7 @@ fn two_points(dir: &Path, stewards: [u8; 2]) -> (SignedGrant, Vec<PathBuf>, Repo
             payload_hash: ContentId::of(&Value::Uint(i as u64)),
             model: None,
         };
-        let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
+        let c = Cost::energy(Energy::hardware(100));
         let caller = holder.did();
         let one = [root.clone()];
         let req = Request { frame: &f, chain: &one, caller: &caller, cost: &c, now: 1, flow: None };
@@ -676,7 +676,7 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
         payload_hash: ContentId::of(&Value::text("p")),
         model: None,
     };
-    let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
+    let cost = Cost::energy(Energy::hardware(100));
     let did = agent.did();
     let req =
         Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
@@ -707,7 +707,7 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
     // A point that kept spending on it after recording the amendment: an
     // allow on the old grant, sealed by the same steward, spliced after.
     let (mut q, _) = DurableGate::open(&b, steward, Gate::new()).unwrap();
-    let cost2 = Cost::energy(Energy::new(200, Provenance::HwShunt));
+    let cost2 = Cost::energy(Energy::hardware(200));
     let stray = q.decide(&Request { cost: &cost2, ..req }).unwrap();
     assert!(stray.decision.is_allow());
     q.close().unwrap();
@@ -765,8 +765,8 @@ fn metered(p: &Path, pts: &Points, times: usize, measured: u64, crash: bool) -> 
     dg.record_grant(g).unwrap();
     dg.set_known_through(1).unwrap();
     let caller: Did = w.did();
-    let zero = Cost::energy(Energy::new(0, Provenance::HwShunt));
-    let m = Cost::energy(Energy::new(measured, Provenance::HwShunt));
+    let zero = Cost::energy(Energy::hardware(0));
+    let m = Cost::energy(Energy::hardware(measured));
     let mut out = Vec::new();
     for i in 0..times {
         let f = Frame {
@@ -868,7 +868,7 @@ fn c21_the_audit_admits_a_continuation_steered_again() {
     let agent = Keypair::from_seed([2; 32]).unwrap();
     let g = run_grant(&issuer, &agent);
     let did = agent.did();
-    let cost = Cost::energy(Energy::new(200, Provenance::HwShunt));
+    let cost = Cost::energy(Energy::hardware(200));
     let spend = |p: &mut DurableGate, on: &SignedGrant| {
         let f = Frame {
             kind: FrameKind::ToolCall,
@@ -971,4 +971,39 @@ fn c17_the_audit_reads_channel_statement_records_and_names_a_forged_one() {
     let l = dg.gate().channel(&pts.root.id()).unwrap().channel().ledger();
     assert_eq!(l.total_uj, 700);
     assert_eq!(dg.gate().spent(&pts.root.id()).uj, 700);
+}
+
+/// §5, §5.5: a `HwShunt` label that carries no measured figure is a claim,
+/// not a measurement: its grant's basis is `modelled`, never `measured`,
+/// in the fast engine and the reference audit alike.
+#[test]
+fn s5_an_unmeasured_hardware_label_is_never_a_measured_basis() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("claim.jcps");
+    let (mut a, _) = DurableGate::open(&p, Keypair::from_seed([44; 32]).unwrap(), Gate::new()).unwrap();
+    a.record_grant(&pts.root).unwrap();
+    a.record_grant(&pts.shards[0].0).unwrap();
+    let shard = &pts.shards[0];
+    let chain = [pts.root.clone(), shard.0.clone()];
+    for (n, energy) in [Energy::hardware(100), Energy::new(100, Provenance::HwShunt)].into_iter().enumerate() {
+        let f = Frame {
+            kind: jcp::frame::FrameKind::ToolCall,
+            trust: jcp::frame::Trust::Control,
+            grant_id: shard.0.id(),
+            action: "invoke".into(),
+            resource: pts.root.grant().capability.resource,
+            payload_hash: ContentId::of_bytes(&[n as u8]),
+            model: None,
+        };
+        let c = Cost::energy(energy);
+        let req = Request { frame: &f, chain: &chain, caller: &shard.1.did(), cost: &c, now: 100, flow: None };
+        assert!(a.decide(&req).unwrap().decision.is_allow());
+    }
+    a.close().unwrap();
+    for r in [audit(&[&p]), jcp_audit::audit_reference(&[&p], &jcp_audit::AuditOptions::default()).unwrap()] {
+        let g = r.grants.iter().find(|g| g.grant_id == shard.0.id()).unwrap();
+        let c = g.conservation.as_ref().unwrap();
+        assert_eq!((c.measured_uj, c.modelled_uj, c.basis), (100, 100, Some(Basis::Modelled)), "{c:?}");
+    }
 }

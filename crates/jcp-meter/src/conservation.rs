@@ -25,9 +25,12 @@ use crate::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Basis {
-    /// Every figure is a hardware reading (`HwShunt`).
+    /// Every figure is a hardware reading (`HwShunt`) that carries its
+    /// measured figure (§5).
     Measured,
-    /// At least one figure is a model's (`ModelBased` or `Estimator`).
+    /// At least one figure rests on no measurement: a model's or an
+    /// estimator's (`ModelBased`, `Estimator`), or a `HwShunt` label that
+    /// carries no measured figure (a claim, not a reading).
     Modelled,
 }
 
@@ -114,9 +117,10 @@ pub fn reconcile(budget_uj: u64, debited_uj: u64, figures: &[Energy]) -> Result<
 /// rest on, and whether any covered only part of its work (§5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Debits {
-    /// µJ from `HwShunt` figures.
+    /// µJ from `HwShunt` figures that carry their measured figure (§5).
     pub measured_uj: u64,
-    /// µJ from `ModelBased` or `Estimator` figures.
+    /// µJ from every other figure: `ModelBased`, `Estimator`, and a
+    /// `HwShunt` label without its measured figure.
     pub modelled_uj: u64,
     /// `Partial` when any debit is.
     pub coverage: Coverage,
@@ -168,9 +172,10 @@ pub struct LedgerConservation {
     pub basis: Option<Basis>,
     /// Why `floor_ppm_fraction` or `basis` is `null` (empty when neither is).
     pub unstated: Vec<Unstated>,
-    /// µJ from `HwShunt` figures.
+    /// µJ from `HwShunt` figures that carry their measured figure (§5).
     pub measured_uj: u64,
-    /// µJ from `ModelBased` or `Estimator` figures.
+    /// µJ from every other figure (`ModelBased`, `Estimator`, a `HwShunt`
+    /// label without its measured figure).
     pub modelled_uj: u64,
     /// `Partial` when any debit covered only part of its work (§5.2): the
     /// total is then partial too.

@@ -148,7 +148,7 @@ fn read_core(v: &Value) -> Result<Efficiency, Error> {
     let e = Efficiency {
         outcome,
         activities,
-        energy: Energy { uj: energy_uj, provenance, coverage },
+        energy: Energy { uj: energy_uj, provenance, coverage, measured: None },
         accepted_tokens,
         completed_units,
         steward,
@@ -314,7 +314,7 @@ mod tests {
         Efficiency {
             outcome: "answer".into(),
             activities: vec![ContentId::of(&Value::text("a")), ContentId::of(&Value::text("b"))],
-            energy: Energy { uj, provenance: p, coverage: c },
+            energy: Energy { uj, provenance: p, coverage: c, measured: None },
             accepted_tokens: tokens,
             completed_units: 1,
             steward: key().did(),

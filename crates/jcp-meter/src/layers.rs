@@ -287,9 +287,12 @@ pub fn reconcile_spend(spend: &GrantSpend, session: &Session) -> Result<SpendRec
     // The windows' floor; the debits say only measured or modelled (the audit's split).
     let mut provenance_floor = Provenance::HwShunt;
     for w in &session.windows {
-        let Some(e) =
-            w.energy_uj.zip(w.provenance).zip(w.coverage).map(|((uj, p), c)| Energy { uj, provenance: p, coverage: c })
-        else {
+        let Some(e) = w.energy_uj.zip(w.provenance).zip(w.coverage).map(|((uj, p), c)| Energy {
+            uj,
+            provenance: p,
+            coverage: c,
+            measured: None,
+        }) else {
             gap_windows.push(w.seq);
             continue;
         };

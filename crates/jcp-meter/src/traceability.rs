@@ -70,7 +70,7 @@ pub fn read_activity(named: &ContentId, bytes: &[u8]) -> Result<ActivityFigure, 
         Some(Value::Text(s)) => return Err(Error::BadCoverage { found: s.clone() }),
         Some(other) => return Err(Error::BadCoverage { found: format!("{other:?}") }),
     };
-    Ok(ActivityFigure { id: *named, energy: Energy { uj, provenance, coverage } })
+    Ok(ActivityFigure { id: *named, energy: Energy { uj, provenance, coverage, measured: None } })
 }
 
 /// The trace of one outcome.
@@ -149,7 +149,8 @@ mod tests {
         let mut store = HashMap::new();
         let mut ids = Vec::new();
         for (i, (uj, p, c)) in parts.iter().enumerate() {
-            let b = activity_bytes(&format!("act-{i}"), Energy { uj: *uj, provenance: *p, coverage: *c });
+            let b =
+                activity_bytes(&format!("act-{i}"), Energy { uj: *uj, provenance: *p, coverage: *c, measured: None });
             let id = ContentId::of_bytes(&b);
             store.insert(id, b);
             ids.push(id);

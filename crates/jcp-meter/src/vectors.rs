@@ -205,8 +205,10 @@ fn reading_vectors(b: &mut Builder) -> Result<(Fixtures, Vec<Json>), String> {
     let hw = |uj| Energy::new(uj, Provenance::HwShunt);
     let a_prompt = b.activity("prefill", hw(700_000));
     let a_decode = b.activity("decode", hw(400_000));
-    let a_gpu =
-        b.activity("gpu-kernel", Energy { uj: 300_000, provenance: Provenance::HwShunt, coverage: Coverage::Partial });
+    let a_gpu = b.activity(
+        "gpu-kernel",
+        Energy { uj: 300_000, provenance: Provenance::HwShunt, coverage: Coverage::Partial, measured: None },
+    );
     let a_est = b.activity("tool-call", Energy::new(50_000, Provenance::Estimator));
     let a_big1 = b.activity("double-counted-1", hw(800_000));
     let a_big2 = b.activity("double-counted-2", hw(700_000));
@@ -217,7 +219,7 @@ fn reading_vectors(b: &mut Builder) -> Result<(Fixtures, Vec<Json>), String> {
     let partial = b.efficiency(
         "gpu-only-answer",
         vec![a_gpu],
-        Energy { uj: 987_654, provenance: Provenance::HwShunt, coverage: Coverage::Partial },
+        Energy { uj: 987_654, provenance: Provenance::HwShunt, coverage: Coverage::Partial, measured: None },
         500,
         1,
     );

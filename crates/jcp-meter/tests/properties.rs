@@ -47,7 +47,7 @@ proptest! {
     fn s5_2_any_receipt_round_trips_and_partial_never_has_a_headline(uj: u64, p in provenance(), c in coverage(), tokens: u64, units: u64, n in 1usize..4) {
         let key = Keypair::from_seed([3; 32]).unwrap();
         let activities = (0..n).map(|i| ContentId::of(&Value::Uint(i as u64))).collect();
-        let e = Efficiency { outcome: "o".into(), activities, energy: Energy { uj, provenance: p, coverage: c }, accepted_tokens: tokens, completed_units: units, steward: key.did() };
+        let e = Efficiency { outcome: "o".into(), activities, energy: Energy { uj, provenance: p, coverage: c, measured: None }, accepted_tokens: tokens, completed_units: units, steward: key.did() };
         let core = e.wire().encode();
         prop_assert_eq!(&read_payload(&core).unwrap(), &e);
         prop_assert_eq!(e.wire().get("energy_coverage").is_some(), c == Coverage::Partial);
@@ -61,7 +61,7 @@ proptest! {
     fn s5_3_totals_take_floors_never_averages(parts in proptest::collection::vec((0u64..1_000_000, provenance(), coverage()), 1..6)) {
         let key = Keypair::from_seed([4; 32]).unwrap();
         let vs: Vec<_> = parts.iter().enumerate().map(|(i, (uj, p, c))| {
-            let e = Efficiency { outcome: format!("o{i}"), activities: vec![ContentId::of(&Value::Uint(i as u64))], energy: Energy { uj: *uj, provenance: *p, coverage: *c }, accepted_tokens: 1, completed_units: 1, steward: key.did() };
+            let e = Efficiency { outcome: format!("o{i}"), activities: vec![ContentId::of(&Value::Uint(i as u64))], energy: Energy { uj: *uj, provenance: *p, coverage: *c, measured: None }, accepted_tokens: 1, completed_units: 1, steward: key.did() };
             verify(&e.seal(&key).unwrap()).unwrap()
         }).collect();
         let t = aggregate(&vs).unwrap();

@@ -208,7 +208,9 @@ pub fn write_demo(path: &Path, opts: &DemoOptions) -> Result<DemoSummary, Error>
             _ => Provenance::HwShunt,
         };
         let coverage = if i % 97 == 3 { Coverage::Partial } else { Coverage::Whole };
-        let energy_cost = Cost::energy(Energy { uj, provenance, coverage });
+        // A hardware grade carries its reading (§5); the others none.
+        let measured = (provenance == Provenance::HwShunt).then_some(uj);
+        let energy_cost = Cost::energy(Energy { uj, provenance, coverage, measured });
         // Indices into small tables: the modulus is taken in u64 first.
         let pick = |n: usize, k: u64| usize::try_from(k % n as u64).unwrap_or(0);
         let (chain, caller): (&[SignedGrant], Did) = if i % 50 == 7 {

@@ -156,6 +156,7 @@ struct Scan<'a> {
     cost_uj: Option<u64>,
     provenance: Option<Provenance>,
     coverage: Coverage,
+    measured: Option<u64>,
     budget_remaining_uj: Option<u64>,
     budget_uj: Option<u64>,
     chain: Option<TextItems<'a>>,
@@ -192,6 +193,7 @@ impl<'a> Scan<'a> {
                 (c.text_bytes()? == b"Partial").then_some(())?;
                 self.coverage = Coverage::Partial;
             }
+            Field::EnergyMeasured => self.measured = Some(c.uint()?),
             Field::EnergyProvenance => self.provenance = Some(Provenance::parse_bytes(c.text_bytes()?)?),
             Field::Flow => {
                 (c.text_bytes()? == b"tainted").then_some(())?;
@@ -249,7 +251,10 @@ impl<'a> Scan<'a> {
                 self.payload_hash?;
             }
             Profile::Jcp1 => {
-                let jcp2_only = self.payload_hash.is_some() || self.chain.is_some() || self.breach.is_some();
+                let jcp2_only = self.payload_hash.is_some()
+                    || self.chain.is_some()
+                    || self.breach.is_some()
+                    || self.measured.is_some();
                 if jcp2_only || self.currency.is_some() || self.minor.is_some() || self.tainted {
                     return None;
                 }
@@ -263,6 +268,11 @@ impl<'a> Scan<'a> {
         }
         if (self.breach.is_some() || self.tainted) && !allowed {
             return None;
+        }
+        if let Some(m) = self.measured {
+            if !crate::receipt::view::measured_fits(m, self.cost_uj?, self.provenance?) {
+                return None;
+            }
         }
         let money = match (self.currency, self.minor) {
             (None, None) => None,
@@ -286,6 +296,7 @@ impl<'a> Scan<'a> {
             cost_uj: self.cost_uj?,
             provenance: self.provenance?,
             coverage: self.coverage,
+            measured: self.measured,
             budget_remaining_uj: self.budget_remaining_uj?,
             budget_uj: self.budget_uj?,
             steward,

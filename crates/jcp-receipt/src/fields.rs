@@ -46,6 +46,7 @@ core_fields! {
     CostUj = "cost_uj",
     DenyReason = "deny_reason",
     EnergyCoverage = "energy_coverage",
+    EnergyMeasured = "energy_measured",
     EnergyProvenance = "energy_provenance",
     Flow = "flow",
     FrameKind = "frame_kind",

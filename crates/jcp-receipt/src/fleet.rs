@@ -202,7 +202,8 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
             }
             let uj = 10_000 + (p as u64 * 7_919 + i * 104_729) % 90_000;
             let provenance = if i % 5 == 4 { Provenance::ModelBased } else { Provenance::HwShunt };
-            let cost = Cost::energy(Energy { uj, provenance, coverage: Coverage::Whole });
+            let measured = (provenance == Provenance::HwShunt).then_some(uj);
+            let cost = Cost::energy(Energy { uj, provenance, coverage: Coverage::Whole, measured });
             let frame = Frame {
                 kind: FrameKind::ToolCall,
                 trust: Trust::Control,

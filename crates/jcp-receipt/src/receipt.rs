@@ -24,7 +24,7 @@ use crate::error::Error;
 
 mod core;
 mod entries;
-mod view;
+pub(crate) mod view;
 
 pub use self::core::{debited_ids, ReceiptCore};
 pub(crate) use entries::TextItems;

@@ -388,3 +388,50 @@ fn c08_endpoint_deny_reasons_verify() {
         assert!(verify_receipt(&bytes, Some(&fx.issuer.did())).is_err());
     }
 }
+
+#[test]
+fn s5_a_measured_figure_is_sealed_as_energy_measured_and_every_reader_reads_it() {
+    let fx = fx();
+    let mut gate = Gate::new();
+    let root = [fx.root.clone()];
+    let hw = jcp::decision::Cost::energy(jcp::energy::Energy::hardware(10));
+    let (core, b) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &hw);
+    assert_eq!(core.measured, Some(10));
+    assert!(core_keys(&b).contains(&"energy_measured".to_owned()));
+    let mut dids = DidCache::default();
+    let (view, _) = OpenedReceipt::open_view(&b, &mut dids).expect("the zero-copy reader reads what this crate mints");
+    assert_eq!((view.measured, view.rests_on_measurement()), (Some(10), true));
+    assert_eq!(OpenedReceipt::open_coset(&b, &mut dids).unwrap().core, core, "the coset reader reads the same core");
+    assert_eq!(verify_receipt(&b, None).unwrap().core.energy(), jcp::energy::Energy::hardware(10));
+    // A HwShunt label without its reading still verifies (receipts sealed
+    // before the field existed keep their bytes), and is no measurement.
+    let claim = jcp::decision::Cost::energy(jcp::energy::Energy::new(10, jcp::energy::Provenance::HwShunt));
+    let (core, b) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &claim);
+    assert!(!core_keys(&b).contains(&"energy_measured".to_owned()), "absent when absent");
+    let (view, _) = OpenedReceipt::open_view(&b, &mut dids).unwrap();
+    assert_eq!((core.measured, view.rests_on_measurement()), (None, false));
+}
+
+#[test]
+fn s5_a_core_with_energy_measured_beside_an_estimate_or_above_its_cost_is_refused_by_every_reader() {
+    let fx = fx();
+    let mut gate = Gate::new();
+    let root = [fx.root.clone()];
+    let est = jcp::decision::Cost::energy(jcp::energy::Energy::new(10, jcp::energy::Provenance::Estimator));
+    let (estimate, _) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &est);
+    let hw = jcp::decision::Cost::energy(jcp::energy::Energy::hardware(10));
+    let (hardware, _) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &hw);
+    for (what, core, measured) in [("beside an estimate", estimate, 5), ("above its cost", hardware, 11)] {
+        let mut v = core.to_value().unwrap();
+        if let Value::Map(e) = &mut v {
+            e.retain(|(k, _)| k != &Value::text("energy_measured"));
+            e.push((Value::text("energy_measured"), Value::Uint(measured)));
+        }
+        let bytes = reseal_raw(&v, &fx.steward);
+        let mut dids = DidCache::default();
+        assert!(OpenedReceipt::open_view(&bytes, &mut dids).is_none(), "{what}: the zero-copy reader refuses");
+        let err = verify_receipt(&bytes, None).unwrap_err();
+        assert_eq!(err.code(), "core-invalid", "{what}: {err}");
+        assert!(err.to_string().contains("energy_measured"), "{what}: {err}");
+    }
+}

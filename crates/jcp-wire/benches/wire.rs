@@ -155,7 +155,7 @@ fn requests(clients: usize, n: usize) -> Vec<Vec<WireRequest>> {
         let body = RequestBody {
             frame,
             chain: vec![g.clone()],
-            cost: Energy::new(1_000, Provenance::HwShunt),
+            cost: Energy::hardware(1_000),
             money: None,
             label: Some(Label::bottom()),
             args: Some(args),

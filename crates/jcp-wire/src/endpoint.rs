@@ -403,7 +403,7 @@ mod tests {
                 model: None,
             },
             chain: vec![g.clone()],
-            cost: Energy::new(10, Provenance::HwShunt),
+            cost: Energy::hardware(10),
             money: None,
             label: Some(Label::bottom()),
             args: Some(payload.to_vec()),

@@ -68,6 +68,12 @@ pub enum WireError {
         /// The caller's did, under which the signature was checked.
         signer: String,
     },
+    /// §5: a cost whose grade and measured figure disagree (a `HwShunt`
+    /// cost without `measured`, an `Estimator` cost with it, a debit below
+    /// it): refused before anything is decided. The code is the core's
+    /// (`energy-unmeasured`, `energy-measured-estimate`, `energy-below-measured`).
+    #[error("{0}")]
+    Cost(jcp::Error),
     /// A frame cap above what one stream record holds: a message the
     /// endpoint admitted could then not be recorded (§4.11, §11).
     #[error("cap-above-record: a cap of {cap} bytes is above {max} bytes, the largest body whose record fits one stream record")]
@@ -97,6 +103,7 @@ impl WireError {
             Self::Refused { .. } => "refused",
             Self::BadSignature { .. } => "bad-signature",
             Self::CapAboveRecord { .. } => "cap-above-record",
+            Self::Cost(e) => e.code(),
             Self::Stopped(_) => "endpoint-stopped",
         }
     }

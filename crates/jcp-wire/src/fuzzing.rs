@@ -21,7 +21,9 @@
 //!   message or the same refusal, whatever chain its memo holds;
 //! * refusals are typed: a body that is not canonical det-CBOR is
 //!   `non-canonical`, a canonical body that is not the message is
-//!   `not-a-message`; nothing else.
+//!   `not-a-message`, or (§5) a request whose cost's grade and measured
+//!   figure disagree `energy-unmeasured`, `energy-measured-estimate` or
+//!   `energy-below-measured`; nothing else.
 
 use std::future::Future;
 use std::pin::pin;
@@ -76,7 +78,8 @@ fn ready<F: Future>(f: F) -> Option<F::Output> {
 fn refusal(e: &WireError, canonical: bool, what: &str) -> Result<&'static str, String> {
     let code = e.code();
     let want = if canonical { "not-a-message" } else { "non-canonical" };
-    if code == want {
+    let grade = matches!(e, WireError::Cost(_)) && canonical;
+    if code == want || grade {
         Ok(code)
     } else {
         Err(format!(

@@ -64,7 +64,7 @@ fn later(
     RequestBody {
         frame: frame(g, &args),
         chain: vec![g.clone()],
-        cost: Energy::new(uj, Provenance::HwShunt),
+        cost: Energy::hardware(uj),
         money: None,
         label,
         args: Some(args),

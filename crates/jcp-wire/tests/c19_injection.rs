@@ -178,7 +178,7 @@ fn req(
     RequestBody {
         frame: f,
         chain: vec![g.clone()],
-        cost: Energy::new(uj, Provenance::HwShunt),
+        cost: Energy::hardware(uj),
         money: None,
         label,
         args: Some(args.to_vec()),
@@ -419,7 +419,7 @@ fn c19_an_unknown_field_anywhere_is_refused_at_decode_and_the_connection_closed(
                 let body = RequestBody {
                     frame: frame(&g, c.clean.text.as_bytes()),
                     chain: vec![g.clone()],
-                    cost: Energy::new(1, Provenance::HwShunt),
+                    cost: Energy::hardware(1),
                     money: Some(Funds { currency: "EUR".into(), minor: 1 }),
                     label: Some(Label::bottom()),
                     args: Some(c.clean.text.as_bytes().to_vec()),

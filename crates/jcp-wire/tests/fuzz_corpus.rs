@@ -108,7 +108,12 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let full = RequestBody {
         frame: frame(&g, &args),
         chain: vec![g.clone()],
-        cost: Energy { uj: 25, provenance: Provenance::Estimator, coverage: jcp::energy::Coverage::Partial },
+        cost: Energy {
+            uj: 25,
+            provenance: Provenance::Estimator,
+            coverage: jcp::energy::Coverage::Partial,
+            measured: None,
+        },
         money: Some(Funds { currency: "EUR".into(), minor: 3 }),
         label: Some(Label::untrusted_from(["mail", "web"])),
         args: Some(args),
@@ -125,7 +130,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let data = RequestBody {
         frame: df,
         chain: vec![g.clone()],
-        cost: Energy::new(1, Provenance::HwShunt),
+        cost: Energy::hardware(1),
         money: None,
         label: Some(Label::untrusted_from(["tool-output"])),
         args: Some(injection().to_vec()),
@@ -278,6 +283,20 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         "coverage-whole-written",
         codec::frame(&set(v.clone(), &["cost"], "coverage", Value::text("Whole")).encode()),
     ));
+    // §8, §11: an action over its bound (sealed in every receipt).
+    out.push((
+        "action-over-bound",
+        codec::frame(&set(v.clone(), &["frame"], "action", Value::text("a".repeat(1025))).encode()),
+    ));
+    // §5: the grade and the measured figure disagree.
+    let mut unmeasured = v.clone();
+    entries(at(&mut unmeasured, &["cost"])).retain(|(k, _)| *k != Value::text("measured"));
+    out.push(("hwshunt-unmeasured", codec::frame(&unmeasured.encode())));
+    out.push((
+        "estimate-measured",
+        codec::frame(&set(v.clone(), &["cost"], "provenance", Value::text("Estimator")).encode()),
+    ));
+    out.push(("below-measured", codec::frame(&set(v.clone(), &["cost"], "uj", Value::Uint(0)).encode())));
     out.push(("msg-not-text", codec::frame(&jcp::cbor::map([("msg", Some(Value::Uint(1)))]).encode())));
     out.push((
         "feed-unknown-kind",
@@ -348,7 +367,11 @@ fn expect(name: &str, r: &Report) {
         | "signature-short"
         | "coverage-whole-written"
         | "msg-not-text"
+        | "action-over-bound"
         | "feed-unknown-kind" => one(Err(NM), Err(NM)),
+        "hwshunt-unmeasured" => one(Err("energy-unmeasured"), Err(NM)),
+        "estimate-measured" => one(Err("energy-measured-estimate"), Err(NM)),
+        "below-measured" => one(Err("energy-below-measured"), Err(NM)),
         "chain-too-long-unframed" => {
             assert!(frames.is_empty() && matches!(r.tail, Tail::Oversized(_)), "{name}: {r:?}");
             assert_eq!(r.raw, (Err(NM), Err(NM)), "{name}");

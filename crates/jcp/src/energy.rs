@@ -80,21 +80,60 @@ impl std::fmt::Display for Coverage {
     }
 }
 
-/// A metered energy figure: integer µJ, how it was obtained, how much it covers.
+/// A metered energy figure: integer µJ, how it was obtained, how much it
+/// covers, and (§5) the hardware reading it rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Energy {
-    /// Microjoules.
+    /// Microjoules: what is debited.
     pub uj: u64,
     /// How the figure was obtained.
     pub provenance: Provenance,
     /// How much of the work it covers.
     pub coverage: Coverage,
+    /// §5: the measured figure, µJ — REQUIRED for `HwShunt`, MAY be present
+    /// for `ModelBased`, MUST be absent for `Estimator` ([`Energy::check_grade`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<u64>,
 }
 
 impl Energy {
-    /// A whole figure of the given grade.
+    /// A whole figure of the given grade with no measured figure: a model's
+    /// or an estimator's (a `HwShunt` figure needs [`Energy::hardware`]).
     pub fn new(uj: u64, provenance: Provenance) -> Self {
-        Self { uj, provenance, coverage: Coverage::Whole }
+        Self { uj, provenance, coverage: Coverage::Whole, measured: None }
+    }
+
+    /// A whole hardware reading (`HwShunt`) of `uj`, measured as such.
+    pub fn hardware(uj: u64) -> Self {
+        Self { uj, provenance: Provenance::HwShunt, coverage: Coverage::Whole, measured: Some(uj) }
+    }
+
+    /// The same figure with `coverage`.
+    #[must_use]
+    pub fn with_coverage(mut self, coverage: Coverage) -> Self {
+        self.coverage = coverage;
+        self
+    }
+
+    /// Whether the figure rests on a measurement: a hardware grade that
+    /// carries its measured figure (§5, §5.5). A `HwShunt` label without
+    /// one is a claim, not a measurement.
+    pub fn rests_on_measurement(&self) -> bool {
+        self.provenance.is_measured() && self.measured.is_some()
+    }
+
+    /// §5's rules between the grade and the measured figure: `HwShunt`
+    /// carries one, `Estimator` none, and a figure that carries one debits
+    /// no less than it (docs/decisions.md, "§5 the measured figure").
+    pub fn check_grade(&self) -> Result<(), crate::Error> {
+        match (self.provenance, self.measured) {
+            (Provenance::HwShunt, None) => Err(crate::Error::UnmeasuredHardwareGrade { uj: self.uj }),
+            (Provenance::Estimator, Some(measured)) => Err(crate::Error::MeasuredEstimate { measured }),
+            (_, Some(measured)) if self.uj < measured => {
+                Err(crate::Error::DebitBelowMeasured { uj: self.uj, measured })
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -392,6 +392,28 @@ pub enum Error {
         /// The standing grant's `budget_uj`.
         budget: u64,
     },
+    /// §5: a `HwShunt` figure without the measured figure the grade requires.
+    #[error(
+        "energy-unmeasured: a HwShunt cost of {uj} µJ carries no measured figure (§5: a hardware grade requires one)"
+    )]
+    UnmeasuredHardwareGrade {
+        /// The figure's µJ.
+        uj: u64,
+    },
+    /// §5: an `Estimator` figure that carries a measured figure.
+    #[error("energy-measured-estimate: an Estimator cost carries measured = {measured} µJ (§5: an estimate has none; a figure resting on a reading is ModelBased or HwShunt)")]
+    MeasuredEstimate {
+        /// The measured figure it carried.
+        measured: u64,
+    },
+    /// A figure that debits less than its own measured figure.
+    #[error("energy-below-measured: the cost debits {uj} µJ but measured {measured} µJ (a debit never falls below its measurement)")]
+    DebitBelowMeasured {
+        /// The figure's µJ.
+        uj: u64,
+        /// Its measured figure.
+        measured: u64,
+    },
     /// A firing at or after the standing grant's expiry.
     #[error("standing-grant-expired: the standing grant expired at {expiry} (now {now})")]
     StandingGrantExpired {
@@ -469,6 +491,9 @@ impl Error {
             Self::StandingSliceExceedsPolicy { .. } => "standing-slice-exceeds-policy",
             Self::StandingBudgetExhausted { .. } => "standing-budget-exhausted",
             Self::StandingGrantExpired { .. } => "standing-grant-expired",
+            Self::UnmeasuredHardwareGrade { .. } => "energy-unmeasured",
+            Self::MeasuredEstimate { .. } => "energy-measured-estimate",
+            Self::DebitBelowMeasured { .. } => "energy-below-measured",
         }
     }
 
@@ -526,7 +551,11 @@ impl Error {
             | Self::StandingFiringsExhausted { .. }
             | Self::StandingSliceExceedsPolicy { .. }
             | Self::StandingBudgetExhausted { .. }
-            | Self::StandingGrantExpired { .. } => true,
+            | Self::StandingGrantExpired { .. }
+            // §5: a cost whose grade and measured figure disagree.
+            | Self::UnmeasuredHardwareGrade { .. }
+            | Self::MeasuredEstimate { .. }
+            | Self::DebitBelowMeasured { .. } => true,
             // An event of a key log that does not decode is unreadable; one that is refused is a refusal.
             Self::KeyLogEvent { source, .. } => source.is_refusal(),
             Self::Steering(e) => e.is_refusal(),

@@ -22,7 +22,7 @@ fn body(g: &SignedGrant, payload: &[u8]) -> RequestBody {
     RequestBody {
         frame: frame(g, payload),
         chain: vec![g.clone()],
-        cost: Energy::new(100, Provenance::HwShunt),
+        cost: Energy::hardware(100),
         money: None,
         label: Some(Label::bottom()),
         args: Some(payload.to_vec()),

@@ -264,7 +264,7 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
         key,
         chain,
         action,
-        cost: Energy { uj: a.cost_uj, provenance, coverage: Coverage::Whole },
+        cost: Energy { uj: a.cost_uj, provenance, coverage: Coverage::Whole, measured: None },
         interval: Duration::from_millis(a.interval_ms),
         wait_timeout: Duration::from_secs(a.wait_timeout_s),
         parent: if a.stop_with_parent { parent_pid() } else { None },

@@ -238,6 +238,10 @@ pub struct CallArgs {
     /// Mark the cost Partial (§5.2).
     #[arg(long)]
     partial: bool,
+    /// The measured figure in µJ the cost rests on (§5): required with HwShunt, refused with Estimator, at most --cost-uj.
+    #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
+    #[arg(long)]
+    measured_uj: Option<u64>,
     /// A money cost CURRENCY:MINOR (§4.8).
     #[arg(long)]
     money: Option<String>,
@@ -294,6 +298,7 @@ fn build_request(a: &CallArgs) -> anyhow::Result<WireRequest> {
             uj: a.cost_uj,
             provenance,
             coverage: if a.partial { Coverage::Partial } else { Coverage::Whole },
+            measured: a.measured_uj,
         },
         money,
         label: a.flow.as_deref().map(parse_label).transpose()?,
@@ -301,6 +306,7 @@ fn build_request(a: &CallArgs) -> anyhow::Result<WireRequest> {
         continues: None,
         now: a.now.unwrap_or_else(unix_now),
     };
+    body.cost.check_grade().map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
     Ok(body.sign(&caller))
 }
 

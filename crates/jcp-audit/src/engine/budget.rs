@@ -150,7 +150,7 @@ impl Engine {
         if !self.grant_records.is_empty() {
             self.check_links(s, off, ids);
         }
-        let measured = c.provenance.is_measured();
+        let measured = c.measured;
         for id in ids {
             let budget_known = self.grant_records.get(id).map(|g| g.grant().budget_uj);
             let g = self.grants.entry(*id).or_default();

@@ -85,7 +85,7 @@ impl Engine {
         };
         self.streams[s].pending.remove(&st.reservation.0);
         self.counts.settlements += 1;
-        let measured = c.provenance.is_measured();
+        let measured = c.energy().rests_on_measurement();
         let minor = c.money.as_ref().map_or(0, |m| m.minor);
         for id in c.debited_ids() {
             let budget = self.grant_records.get(id).map(|g| g.grant().budget_uj);

@@ -157,6 +157,10 @@ pub struct ReceiptEntry {
     pub provenance: Provenance,
     /// `Whole` or `Partial`.
     pub coverage: Coverage,
+    /// The cost rests on a measurement (§5: a hardware grade carrying its
+    /// measured figure); written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub measured: bool,
     /// The remainder the receipt states.
     pub remaining_uj: u64,
     /// The leaf's budget the receipt states.

@@ -187,6 +187,7 @@ fn load_receipt(
         cost_uj: r.cost_uj,
         provenance: r.provenance,
         coverage: r.coverage,
+        measured: r.measured,
         budget_remaining_uj: r.remaining_uj,
         budget_uj: r.budget_uj,
         chain,

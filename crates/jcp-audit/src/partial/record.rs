@@ -101,6 +101,7 @@ impl Recorder {
                     cost_uj: f.cost_uj,
                     provenance: f.provenance,
                     coverage: f.coverage,
+                    measured: f.measured,
                     remaining_uj: f.budget_remaining_uj,
                     budget_uj: f.budget_uj,
                     chain,

@@ -205,7 +205,7 @@ impl Ledger {
         *run = run.saturating_add(c.cost_uj);
         g.spent_uj = g.spent_uj.saturating_add(c.cost_uj);
         g.allows += 1;
-        if c.provenance.is_measured() {
+        if c.energy().rests_on_measurement() {
             g.measured_uj = g.measured_uj.saturating_add(c.cost_uj);
         } else {
             g.modelled_uj = g.modelled_uj.saturating_add(c.cost_uj);
@@ -322,7 +322,7 @@ impl Ledger {
             *run = run.saturating_sub(c.cost_uj);
             g.spent_uj = g.spent_uj.saturating_sub(c.cost_uj);
             g.allows = g.allows.saturating_sub(1);
-            if c.provenance.is_measured() {
+            if c.energy().rests_on_measurement() {
                 g.measured_uj = g.measured_uj.saturating_sub(c.cost_uj);
             } else {
                 g.modelled_uj = g.modelled_uj.saturating_sub(c.cost_uj);

@@ -78,7 +78,7 @@ pub struct Window {
 impl Window {
     /// The figure as a core [`Energy`]; `None` for a gap.
     pub fn energy(&self) -> Option<Energy> {
-        Some(Energy { uj: self.energy_uj?, provenance: self.provenance?, coverage: self.coverage? })
+        Some(Energy { uj: self.energy_uj?, provenance: self.provenance?, coverage: self.coverage?, measured: None })
     }
 
     /// The window's length, ns.

@@ -43,6 +43,9 @@ pub struct ReceiptCore {
     pub provenance: Provenance,
     /// How much of the work it covers (§5.2).
     pub coverage: Coverage,
+    /// The measured figure the cost rests on (§5; `energy_measured`,
+    /// omitted when absent).
+    pub measured: Option<u64>,
     /// The leaf grant's remaining joules after the decision.
     pub budget_remaining_uj: u64,
     /// The leaf grant's joule ceiling.
@@ -85,6 +88,7 @@ impl ReceiptCore {
             cost_uj: req.cost.energy.uj,
             provenance: req.cost.energy.provenance,
             coverage: req.cost.energy.coverage,
+            measured: req.cost.energy.measured,
             budget_remaining_uj: decision.budget_remaining_uj,
             budget_uj: decision.budget_uj,
             steward,
@@ -97,7 +101,7 @@ impl ReceiptCore {
 
     /// The energy figure.
     pub fn energy(&self) -> Energy {
-        Energy { uj: self.cost_uj, provenance: self.provenance, coverage: self.coverage }
+        Energy { uj: self.cost_uj, provenance: self.provenance, coverage: self.coverage, measured: self.measured }
     }
 
     /// Every grant an allow debits, root first: `chain_ids`, or the one grant.
@@ -114,7 +118,7 @@ impl ReceiptCore {
     /// (shorter keys first, then bytewise): the one field list both the
     /// value and the direct writer read. Refuses `jcp/1`: nothing mints it
     /// (§8).
-    fn entries(&self) -> Result<[(&'static str, Option<Item<'_>>); 22], Error> {
+    fn entries(&self) -> Result<[(&'static str, Option<Item<'_>>); 23], Error> {
         if self.profile != Profile::Jcp2 {
             return Err(Error::LegacyMintRefused);
         }
@@ -147,6 +151,7 @@ impl ReceiptCore {
             ("payload_hash", Some(Item::Id(payload_hash))),
             ("cost_currency", self.money.as_ref().map(|m| Item::Text(&m.currency))),
             ("energy_coverage", (self.coverage == Coverage::Partial).then_some(Item::Text("Partial"))),
+            ("energy_measured", self.measured.map(Item::Uint)),
             ("energy_provenance", text(self.provenance.as_str())),
             ("budget_remaining_uj", Some(Item::Uint(self.budget_remaining_uj))),
         ])
@@ -258,6 +263,9 @@ mod tests {
             cost_uj: [0, 23, 24, 255, 256, 65_536, u64::MAX][usize::from(i % 7)],
             provenance: if bit(3) { Provenance::HwShunt } else { Provenance::Estimator },
             coverage: if bit(3) { Coverage::Partial } else { Coverage::Whole },
+            // A hardware grade with its reading (every other one: the odd
+            // ones leave a HwShunt label without it, as published receipts do).
+            measured: (bit(3) && i % 2 == 0).then_some([0, 23, 24, 255, 256, 65_536, u64::MAX][usize::from(i % 7)]),
             budget_remaining_uj: u64::from(i) << 33,
             budget_uj: 1 << 40,
             steward: did(3),

@@ -48,6 +48,8 @@ pub struct CoreView<'a> {
     pub provenance: Provenance,
     /// [`ReceiptCore::coverage`].
     pub coverage: Coverage,
+    /// [`ReceiptCore::measured`].
+    pub measured: Option<u64>,
     /// [`ReceiptCore::budget_remaining_uj`].
     pub budget_remaining_uj: u64,
     /// [`ReceiptCore::budget_uj`].
@@ -98,7 +100,7 @@ impl<'a> CoreView<'a> {
         let budget_uj = f.uint(Field::BudgetUj)?;
         let (steward, steward_key) = f.did(Field::Steward, dids)?;
         let optional = match profile {
-            Profile::Jcp2 => Jcp2Optional::read(&mut f, dids, grant_id, verdict)?,
+            Profile::Jcp2 => Jcp2Optional::read(&mut f, dids, grant_id, verdict, (cost_uj, provenance))?,
             Profile::Jcp1 => Jcp2Optional::default(),
         };
         f.finish()?;
@@ -117,6 +119,7 @@ impl<'a> CoreView<'a> {
             cost_uj,
             provenance,
             coverage,
+            measured: optional.measured,
             budget_remaining_uj,
             budget_uj,
             steward,
@@ -226,6 +229,8 @@ struct Jcp2Optional<'a> {
     money: Option<(&'a str, u64)>,
     /// `flow: "tainted"` (§4.10), on an allow.
     tainted: bool,
+    /// `energy_measured` (§5): never on an `Estimator` cost, never above `cost_uj`.
+    measured: Option<u64>,
 }
 
 impl<'a> Jcp2Optional<'a> {
@@ -237,6 +242,7 @@ impl<'a> Jcp2Optional<'a> {
         dids: &mut DidCache,
         grant_id: ContentId,
         verdict: Verdict,
+        (cost_uj, provenance): (u64, Provenance),
     ) -> Result<Self, Error> {
         let mut out = Self::default();
         if let Some(items) = f.opt_texts(Field::ChainIds)? {
@@ -268,7 +274,31 @@ impl<'a> Jcp2Optional<'a> {
             Some("tainted") if verdict == Verdict::Allow => out.tainted = true,
             Some(other) => return Err(invalid("flow", format!("{other:?}: only \"tainted\", on an allow"))),
         }
+        out.measured = f.opt_uint(Field::EnergyMeasured)?;
+        if let Some(m) = out.measured {
+            if !measured_fits(m, cost_uj, provenance) {
+                return Err(invalid(
+                    "energy_measured",
+                    format!("{m} µJ beside a {provenance} cost of {cost_uj} µJ: an estimate carries none, and no cost is below its measurement (§5)"),
+                ));
+            }
+        }
         Ok(out)
+    }
+}
+
+/// §5 on a sealed core: a measured figure is never beside an `Estimator`
+/// cost, and never above the cost it rests under.
+pub(crate) fn measured_fits(measured: u64, cost_uj: u64, provenance: Provenance) -> bool {
+    provenance != Provenance::Estimator && measured <= cost_uj
+}
+
+impl CoreView<'_> {
+    /// Whether the cost rests on a measurement: a hardware grade carrying
+    /// its measured figure (§5, §5.5). A `HwShunt` label without one is a
+    /// claim and is not counted as measured.
+    pub fn rests_on_measurement(&self) -> bool {
+        self.provenance.is_measured() && self.measured.is_some()
     }
 }
 
@@ -297,6 +327,7 @@ impl ReceiptCore {
             cost_uj: v.cost_uj,
             provenance: v.provenance,
             coverage: v.coverage,
+            measured: v.measured,
             budget_remaining_uj: v.budget_remaining_uj,
             budget_uj: v.budget_uj,
             steward: dids.parse_bytes(v.steward)?,

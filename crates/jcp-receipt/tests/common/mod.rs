@@ -86,11 +86,11 @@ pub fn frame(grant: &SignedGrant, action: &str, payload: u64) -> Frame {
 }
 
 pub fn cost(uj: u64) -> Cost {
-    Cost::energy(Energy::new(uj, Provenance::HwShunt))
+    Cost::energy(Energy::hardware(uj))
 }
 
 pub fn partial_cost(uj: u64) -> Cost {
-    Cost::energy(Energy { uj, provenance: Provenance::ModelBased, coverage: Coverage::Partial })
+    Cost::energy(Energy { uj, provenance: Provenance::ModelBased, coverage: Coverage::Partial, measured: None })
 }
 
 pub fn priced(uj: u64, minor: u64) -> Cost {

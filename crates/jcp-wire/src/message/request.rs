@@ -77,9 +77,14 @@ pub(crate) fn energy_value(e: &Energy) -> Value {
         ("uj", Some(Value::Uint(e.uj))),
         ("provenance", Some(Value::text(e.provenance.as_str()))),
         ("coverage", (e.coverage == Coverage::Partial).then(|| Value::text(Coverage::Partial.as_str()))),
+        ("measured", e.measured.map(Value::Uint)),
     ])
 }
 
+/// §5's energy as the wire carries it: `{uj, provenance, coverage?,
+/// measured?}`, refused before anything is decided when the grade and the
+/// measured figure disagree ([`Energy::check_grade`]: `HwShunt` without
+/// `measured`, `Estimator` with it, a debit below it).
 fn energy_from(v: &Value) -> Result<Energy, WireError> {
     let mut f = Fields::new("Energy", v)?;
     let uj = f.uint("uj")?;
@@ -95,8 +100,11 @@ fn energy_from(v: &Value) -> Result<Energy, WireError> {
                 .into())
         }
     };
+    let measured = f.opt_uint("measured")?;
     f.finish()?;
-    Ok(Energy { uj, provenance, coverage })
+    let e = Energy { uj, provenance, coverage, measured };
+    e.check_grade().map_err(WireError::Cost)?;
+    Ok(e)
 }
 
 impl RequestBody {

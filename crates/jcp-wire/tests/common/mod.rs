@@ -71,7 +71,7 @@ pub fn request(g: &SignedGrant, uj: u64, payload: &[u8], now: u64) -> WireReques
     RequestBody {
         frame: frame(g, payload),
         chain: vec![g.clone()],
-        cost: Energy::new(uj, Provenance::HwShunt),
+        cost: Energy::hardware(uj),
         money: None,
         label: Some(Label::bottom()),
         args: Some(payload.to_vec()),
@@ -136,8 +136,11 @@ impl Served {
     }
 
     pub async fn stop(self) {
-        for t in &self.tasks {
+        // Aborted and awaited: the listeners are dropped before this
+        // returns, so a restart in the same folder can bind the same socket.
+        for t in self.tasks {
             t.abort();
+            let _ = t.await;
         }
         self.endpoint.shutdown().await.unwrap();
     }

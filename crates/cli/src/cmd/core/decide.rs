@@ -46,6 +46,10 @@ pub struct DecideArgs {
     /// Mark the cost Partial (§5.2).
     #[arg(long)]
     partial: bool,
+    /// The measured figure in µJ the cost rests on (§5): required with HwShunt, refused with Estimator, at most --cost-uj.
+    #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
+    #[arg(long)]
+    measured_uj: Option<u64>,
     /// A money cost CURRENCY:MINOR.
     #[arg(long)]
     money: Option<String>,
@@ -90,9 +94,11 @@ pub fn run_decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
             uj: a.cost_uj,
             provenance,
             coverage: if a.partial { Coverage::Partial } else { Coverage::Whole },
+            measured: a.measured_uj,
         },
         money: a.money.as_deref().map(parse_money).transpose()?,
     };
+    cost.energy.check_grade().map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
     let mut gate = Gate::new();
     for tr in &a.trust_roots {
         let (r, d) =
