@@ -53,11 +53,27 @@ impl DurableGate {
     /// reservation cannot be recorded nothing is held and the error is
     /// returned: the action must not run.
     pub fn authorize(&mut self, req: &Request<'_>) -> Result<Result<Reserved, Recorded>, Error> {
+        self.authorize_within(req, None)
+    }
+
+    /// [`DurableGate::authorize`] with the reservation's joules bounded by
+    /// `ceiling_uj` as well (the caller's stated maximum, or an operator's
+    /// per-call ceiling, §11 relay mode): the charge of a measured figure
+    /// above what was reserved records a breach (`budget-exceeded`) and is
+    /// debited whole all the same (fail closed: the joules were spent).
+    pub fn authorize_within(
+        &mut self,
+        req: &Request<'_>,
+        ceiling_uj: Option<u64>,
+    ) -> Result<Result<Reserved, Recorded>, Error> {
         let auth = match self.gate.authorize(req) {
             Ok(a) => a,
             Err(d) => return self.record_decision(d, req).map(Err),
         };
-        let cost = self.gate.reservation(req);
+        let mut cost = self.gate.reservation(req);
+        if let Some(c) = ceiling_uj {
+            cost.energy.uj = cost.energy.uj.min(c);
+        }
         let held_req = Request { cost: &cost, ..*req };
         let chain_ids: Vec<ContentId> = req.chain.iter().map(SignedGrant::id).collect();
         let (uj, minor) = (cost.energy.uj, cost.money.as_ref().map_or(0, |m| m.minor));
@@ -117,6 +133,12 @@ impl DurableGate {
         };
         if let Some(leaf) = d.chain_ids.last() {
             d.budget_remaining_uj = d.budget_uj.saturating_sub(self.gate.spent(leaf).uj);
+        }
+        // A measured figure above what phase one reserved is debited whole
+        // (the work ran) and recorded as a breach of the reservation.
+        if d.breach.is_none() && req.cost.energy.uj > h.uj {
+            d.breach = Some(jcp::decision::Reason::BudgetExceeded);
+            d.detail = format!("measured {} µJ above the {} µJ reserved for it", req.cost.energy.uj, h.uj);
         }
         let rec = self.record_decision(d, req)?;
         let st = Settlement { reservation: h.bytes, settled_by: rec.receipt, steward: self.steward_did };
