@@ -79,6 +79,7 @@ pub mod nvml;
 pub mod plausibility;
 pub mod rapl;
 pub mod session;
+pub mod span;
 pub mod trace;
 pub mod traceability;
 #[cfg(feature = "vectors")]
@@ -87,4 +88,5 @@ pub mod vectors;
 pub use backend::{CounterBackend, Decline, RungId};
 pub use error::Error;
 pub use live::LiveMeter;
+pub use span::{Span, SpanConfig, SpanFigure, SpanMeter, Target};
 pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};
