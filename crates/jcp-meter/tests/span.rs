@@ -176,13 +176,12 @@ fn s5_1_root_gone_still_gives_an_honest_figure() {
 }
 
 #[test]
-fn s5_1_unread_at_start_member_is_not_counted() {
-    // The span starts over the child alone; a sibling tree root is not the target,
-    // so a span over the parent started after its child began reads the child at the start:
-    // the unread case is a process that joins the tree after the start having started before it.
-    // Linux re-parents orphans to a subreaper; without one, this is checked through the comparison rule:
-    let (f, _h) = span_over(&plain(), "tree:1:50", 2, 1, true);
-    assert!(!has_gap(&f, gap::UNREAD_AT_START, None), "{f:?}");
+fn s5_1_reaping_a_child_that_exited_before_the_span_is_no_gap() {
+    // The child burned and exited before the start (a zombie there); the root reaps it inside.
+    let (f, _h) = span_over(&plain(), "reapzombie:50", 1, 1, true);
+    assert_eq!(f.gaps, vec![], "{f:?}");
+    assert_eq!(f.coverage, Coverage::Whole);
+    assert!(f.cpu_ns < 30 * MS, "the child's time was spent before the span: {f:?}");
 }
 
 // ------------------------------------------------------------------ RAPL (fake powercap)

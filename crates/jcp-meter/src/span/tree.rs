@@ -355,3 +355,83 @@ fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(pid: u32, ppid: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
+        let stat = ProcStat { pid, state, ppid, cpu_ticks: cpu, reaped_ticks: reaped, threads: 1, start_ticks: start };
+        (pid, MemberRead { stat, unsettled: Vec::new() })
+    }
+
+    fn end(members: Vec<(u32, MemberRead)>) -> End {
+        End { walk: Walk { members: members.into_iter().collect(), ..Walk::default() }, confirmed: true }
+    }
+
+    fn codes(c: &Comparison) -> Vec<(&'static str, Option<u32>)> {
+        c.gaps.iter().map(|g| (g.code, g.pid)).collect()
+    }
+
+    #[test]
+    fn s5_1_advance_of_members_at_both_ends_plus_whole_time_of_those_born_inside() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 80, 0, b'S'), member(11, 10, 500, 7, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!((c.cpu_ticks, c.members), (30 + 7, 2));
+        assert_eq!(codes(&c), vec![]);
+    }
+
+    #[test]
+    fn s5_1_member_that_started_before_the_span_and_was_not_read_at_its_start_is_not_counted() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 60, 0, b'S'), member(12, 10, 300, 90, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(c.cpu_ticks, 10);
+        assert_eq!(codes(&c), vec![("unread-at-start", Some(12))]);
+    }
+
+    #[test]
+    fn s5_1_a_reused_pid_is_another_process() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 450, 5, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(c.cpu_ticks, 5, "the new 11 was born in the span: its whole time");
+        assert_eq!(codes(&c), vec![("gone-at-stop", Some(11))]);
+    }
+
+    #[test]
+    fn s5_1_reaping_a_child_that_had_exited_before_the_span_is_no_gap() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 3, b'Z')]);
+        let b = end(vec![member(10, 1, 100, 50, 43, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(codes(&c), vec![]);
+        // A child that was still running at the start is a reaped-in-span gap, and gone.
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 50, 45, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(codes(&c), vec![("reaped-in-span", Some(10)), ("gone-at-stop", Some(11))]);
+    }
+
+    #[test]
+    fn s5_1_own_threads_are_not_made_partial_by_a_reaped_child() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 70, 9, b'S')]);
+        let c = compare(&a, &b, 400, true);
+        assert_eq!((c.cpu_ticks, codes(&c)), (20, vec![]));
+    }
+
+    #[test]
+    fn s5_1_walks_agree_only_on_the_same_processes_parents_reaped_time_and_exit() {
+        let w = |m: Vec<(u32, MemberRead)>| Walk { members: m.into_iter().collect(), ..Walk::default() };
+        let base = w(vec![member(10, 1, 100, 50, 0, b'S')]);
+        assert!(base.agrees(&w(vec![member(10, 1, 100, 99, 0, b'R')])), "CPU time and run state may move");
+        assert!(!base.agrees(&w(vec![member(10, 2, 100, 50, 0, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 101, 50, 0, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 100, 50, 1, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 100, 50, 0, b'Z')])));
+        let mut gone = base.clone();
+        gone.child_gone = true;
+        assert!(!base.agrees(&gone));
+    }
+}

@@ -83,6 +83,16 @@ pub fn helper_main(mode: &str) -> ! {
             say("done");
             sleep_forever()
         }
+        // A child that burns `ms` and exits at once; reaped only after go.
+        "reapzombie" => {
+            let mut c = spawn_self(&format!("burnexit:{}", num(1)));
+            std::thread::sleep(Duration::from_millis(num(1) + 300));
+            say("ready");
+            wait_go();
+            c.wait().unwrap();
+            say("done");
+            sleep_forever()
+        }
         "burnexit" => {
             burn(num(1));
             std::process::exit(0)
