@@ -88,5 +88,5 @@ pub mod vectors;
 pub use backend::{CounterBackend, Decline, RungId};
 pub use error::Error;
 pub use live::LiveMeter;
-pub use span::{Span, SpanConfig, SpanFigure, SpanMeter, Target};
 pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};
+pub use span::{Span, SpanConfig, SpanFigure, SpanMeter, Target};

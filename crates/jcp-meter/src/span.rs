@@ -193,7 +193,9 @@ impl SpanSources {
     pub fn system() -> Self {
         let calibration = match crate::estimate::default_calibration_path() {
             Some(p) => match std::fs::read_to_string(&p) {
-                Ok(t) => Calibration::from_json(&t).map_err(|e| Decline::new(e.code(), format!("{}: {e}", p.display()))),
+                Ok(t) => {
+                    Calibration::from_json(&t).map_err(|e| Decline::new(e.code(), format!("{}: {e}", p.display())))
+                }
                 Err(e) => Err(no_calibration(&format!("{}: {e}", p.display()))),
             },
             None => Err(no_calibration("no HOME or XDG_CONFIG_HOME to find it under")),
@@ -432,9 +434,10 @@ impl SpanMeter {
         if rapl.is_none() {
             declined.push(SourceDecline { source: "rapl-perf", decline: perf_rapl_decline(&sources.perf_pmu) });
         }
-        let calibration = match sources.calibration.and_then(|c| {
-            c.check_host(&sources.host).map(|()| c).map_err(|e| Decline::new(e.code(), e.to_string()))
-        }) {
+        let calibration = match sources
+            .calibration
+            .and_then(|c| c.check_host(&sources.host).map(|()| c).map_err(|e| Decline::new(e.code(), e.to_string())))
+        {
             Ok(c) => Some(c),
             Err(d) => {
                 if rapl.is_none() {
@@ -499,7 +502,10 @@ fn bounds(cfg: &SpanConfig) -> EndBounds {
 
 fn not_live(code: &'static str, l: &[CounterLiveness]) -> Decline {
     let what: Vec<String> = l.iter().map(|c| format!("{}: {}", c.counter, c.status.code())).collect();
-    Decline::new(code, format!("not every counter was live at the probe ({}): no hardware-derived figure", what.join(", ")))
+    Decline::new(
+        code,
+        format!("not every counter was live at the probe ({}): no hardware-derived figure", what.join(", ")),
+    )
 }
 
 impl Rapl {
@@ -550,15 +556,23 @@ impl Span {
         let cpu_ns = mul_div(cmp.cpu_ticks, 1_000_000_000, hz);
         let mut gaps = cmp.gaps;
         let mut fell = Vec::new();
-        let mut parts = vec![self.cpu_part(&rapl1, cpu_ns, wall_ns, &mut fell)];
-        if let Some(p) = self.gpu_part(&gpu1, &cmp.pids, &mut gaps) {
+        let mut parts = vec![self.cpu_part(rapl1.as_ref(), cpu_ns, wall_ns, &mut fell)];
+        if let Some(p) = self.gpu_part(gpu1.as_ref(), &cmp.pids, &mut gaps) {
             parts.push(p);
         }
         if inner.probe.gpu == GpuStatus::Declined {
-            gaps.push(Gap::new(gap::GPU_UNATTRIBUTED, None, "a GPU may be here and is not read (see the probe): the tree's GPU use cannot be ruled out"));
+            gaps.push(Gap::new(
+                gap::GPU_UNATTRIBUTED,
+                None,
+                "a GPU may be here and is not read (see the probe): the tree's GPU use cannot be ruled out",
+            ));
         }
         if let Target::Tree { self_contained: false, .. } = self.target {
-            gaps.push(Gap::new(gap::NOT_DECLARED_SELF_CONTAINED, None, "the operator did not declare that the tree hands no work to a process outside it (§5.1)"));
+            gaps.push(Gap::new(
+                gap::NOT_DECLARED_SELF_CONTAINED,
+                None,
+                "the operator did not declare that the tree hands no work to a process outside it (§5.1)",
+            ));
         }
         let provenance = parts.iter().map(|p| p.provenance).min().unwrap_or(Provenance::Estimator);
         let coverage = if gaps.is_empty() { Coverage::Whole } else { Coverage::Partial };
@@ -580,7 +594,7 @@ impl Span {
     /// The CPU part: RAPL apportioned where its counters read the span, else rung 5, else rung 6.
     fn cpu_part(
         &self,
-        rapl1: &Option<Result<Vec<u64>, String>>,
+        rapl1: Option<&Result<Vec<u64>, String>>,
         cpu_ns: u64,
         wall_ns: u64,
         fell: &mut Vec<Decline>,
@@ -602,7 +616,10 @@ impl Span {
                             basis: format!("package energy {reading} µJ × the target's CPU time {cpu_ns} ns / the machine's CPU time {machine_ns} ns ({cpus} CPUs × {wall_ns} ns)"),
                         };
                     }
-                    Ok((_, false)) => fell.push(Decline::new("rapl-did-not-advance", "no package counter advanced over the span: metered by a lower rung")),
+                    Ok((_, false)) => fell.push(Decline::new(
+                        "rapl-did-not-advance",
+                        "no package counter advanced over the span: metered by a lower rung",
+                    )),
                     Err(e) => fell.push(Decline::new("rapl-read-failed", e)),
                 },
                 (Err(e), _) | (_, Err(e)) => fell.push(Decline::new("rapl-read-failed", e.clone())),
@@ -616,7 +633,10 @@ impl Span {
                 provenance: Provenance::ModelBased,
                 uj: energy_uj(c.active_mw, cpu_ns) / cal_cpus,
                 reading_uj: None,
-                basis: format!("calibrated {} mW with {cal_cpus} CPUs busy, per CPU × CPU time {cpu_ns} ns", c.active_mw),
+                basis: format!(
+                    "calibrated {} mW with {cal_cpus} CPUs busy, per CPU × CPU time {cpu_ns} ns",
+                    c.active_mw
+                ),
             };
         }
         let cpus32 = inner.probe.online_cpus.max(1);
@@ -632,7 +652,7 @@ impl Span {
     }
 
     /// The GPU part, where the GPU is live; a gap where its share is not attributable.
-    fn gpu_part(&self, gpu1: &Option<Result<Vec<u64>, String>>, pids: &[u32], gaps: &mut Vec<Gap>) -> Option<SpanPart> {
+    fn gpu_part(&self, gpu1: Option<&Result<Vec<u64>, String>>, pids: &[u32], gaps: &mut Vec<Gap>) -> Option<SpanPart> {
         let (g, infos) = self.inner.gpu.as_ref()?;
         let unattributed = |gaps: &mut Vec<Gap>, why: String| gaps.push(Gap::new(gap::GPU_UNATTRIBUTED, None, why));
         let util = match g.tree_util_permille(pids, self.t0) {
@@ -642,7 +662,7 @@ impl Span {
                 return None;
             }
         };
-        let reading = match (&self.gpu0, gpu1) {
+        let reading = match (self.gpu0.as_ref(), gpu1) {
             (Some(Ok(a)), Some(Ok(b))) => sources::advance(infos, a, b),
             (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e.clone()),
             _ => Err("not read".into()),
@@ -657,7 +677,10 @@ impl Span {
                 basis: format!("GPU energy {r} µJ × the tree's GPU utilisation {util} ‰"),
             }),
             Ok(_) => {
-                unattributed(gaps, format!("the tree used the GPU ({util} ‰) and its energy counter did not advance over the span"));
+                unattributed(
+                    gaps,
+                    format!("the tree used the GPU ({util} ‰) and its energy counter did not advance over the span"),
+                );
                 None
             }
             Err(e) => {

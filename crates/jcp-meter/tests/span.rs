@@ -89,7 +89,10 @@ fn s5_1_tree_cpu_time_of_a_burn_on_the_roots_own_thread() {
     let (f, _h) = span_over(&m, "tree:0:300", 1, 1, true);
     assert_cpu(&f, 300);
     assert_eq!(f.gaps, vec![], "{f:?}");
-    assert_eq!((f.coverage, f.provenance, f.rung, f.members), (Coverage::Whole, Provenance::Estimator, RungId::Estimate, 1));
+    assert_eq!(
+        (f.coverage, f.provenance, f.rung, f.members),
+        (Coverage::Whole, Provenance::Estimator, RungId::Estimate, 1)
+    );
     assert_eq!(f.measured, None, "§5: an Estimator figure carries no measured");
     assert_eq!(f.uj, estimate_uj(&f, m.probe().online_cpus));
     assert!(f.wall_ns >= 300 * MS);
@@ -192,14 +195,19 @@ fn drive(fake: &Arc<FakePowercap>, run: &Arc<AtomicBool>, mw: u64) -> std::threa
     std::thread::spawn(move || {
         let mut e = 1_000u64;
         while r.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(5));
-            e += uj(mw, 5 * MS);
+            std::thread::sleep(Duration::from_millis(2));
+            e += uj(mw, 2 * MS);
             // Written whole and renamed: a reader never sees a half-written counter.
             let dir = f.root().join("intel-rapl:0");
             std::fs::write(dir.join("energy_uj.new"), format!("{e}\n")).unwrap();
             std::fs::rename(dir.join("energy_uj.new"), dir.join("energy_uj")).unwrap();
         }
     })
+}
+
+/// The probe's steps long enough that the driving thread advances the fake counter in each, even on a loaded 2-CPU machine.
+fn rapl_config() -> SpanConfig {
+    SpanConfig { probe_step: Duration::from_millis(75), probe_intervals: 6, ..SpanConfig::default() }
 }
 
 fn rapl_sources(fake: &FakePowercap) -> SpanSources {
@@ -212,7 +220,7 @@ fn s5_1_live_rapl_is_apportioned_by_cpu_time_and_model_based() {
     fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
     let run = Arc::new(AtomicBool::new(true));
     let t = drive(&fake, &run, 20_000);
-    let m = SpanMeter::with_sources(quick(), rapl_sources(&fake));
+    let m = SpanMeter::with_sources(rapl_config(), rapl_sources(&fake));
     assert_eq!(m.probe().cpu, CpuSource::RaplPowercap, "{:?}", m.probe());
     let (f, _h) = span_over(&m, "tree:1:300", 2, 1, true);
     run.store(false, Ordering::Relaxed);
@@ -222,7 +230,8 @@ fn s5_1_live_rapl_is_apportioned_by_cpu_time_and_model_based() {
     let reading = f.parts[0].reading_uj.unwrap();
     assert!(reading > 0);
     let machine_ns = f.wall_ns * u64::from(m.probe().online_cpus);
-    let expected = u64::try_from(u128::from(reading) * u128::from(f.cpu_ns.min(machine_ns)) / u128::from(machine_ns)).unwrap();
+    let expected =
+        u64::try_from(u128::from(reading) * u128::from(f.cpu_ns.min(machine_ns)) / u128::from(machine_ns)).unwrap();
     assert_eq!(f.uj, expected, "{f:?}");
     assert!(f.uj < reading);
     assert_cpu(&f, 300);
@@ -232,7 +241,7 @@ fn s5_1_live_rapl_is_apportioned_by_cpu_time_and_model_based() {
 fn s5_1_frozen_rapl_counter_gives_no_hardware_derived_grade() {
     let fake = FakePowercap::new();
     fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
-    let m = SpanMeter::with_sources(quick(), rapl_sources(&fake));
+    let m = SpanMeter::with_sources(rapl_config(), rapl_sources(&fake));
     let p = m.probe();
     assert_eq!(p.cpu, CpuSource::Estimate);
     assert!(p.declined.iter().any(|d| d.source == "rapl-powercap" && d.decline.code == "rapl-not-live"), "{p:?}");
@@ -249,8 +258,8 @@ fn s5_1_a_span_over_which_no_package_counter_advanced_falls_to_a_lower_rung() {
     let t = drive(&fake, &run, 20_000);
     let mut s = rapl_sources(&fake);
     s.calibration = Ok(calibration(&host()));
-    let m = SpanMeter::with_sources(quick(), s);
-    assert_eq!(m.probe().cpu, CpuSource::RaplPowercap);
+    let m = SpanMeter::with_sources(rapl_config(), s);
+    assert_eq!(m.probe().cpu, CpuSource::RaplPowercap, "{:?}", m.probe());
     run.store(false, Ordering::Relaxed);
     t.join().unwrap();
     let (f, _h) = span_over(&m, "tree:0:100", 1, 1, true);
@@ -265,7 +274,7 @@ fn s5_1_rapl_permission_is_a_named_decline_with_its_fix_never_zero() {
     let fake = FakePowercap::new();
     fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
     fake.deny("intel-rapl:0");
-    let p = SpanMeter::with_sources(quick(), rapl_sources(&fake)).probe();
+    let p = SpanMeter::with_sources(rapl_config(), rapl_sources(&fake)).probe();
     let d = &p.declined.iter().find(|d| d.source == "rapl-powercap").unwrap().decline;
     assert_eq!(d.code, "rapl-permission-denied");
     assert!(d.fix.as_deref().unwrap().contains("udev"));
@@ -292,7 +301,12 @@ fn s5_1_perf_rapl_pmu_is_discovered_from_sysfs_and_declined_by_name() {
 }
 
 fn calibration(on: &jcp_meter::estimate::HostId) -> Calibration {
-    let src = CalibrationSource { rung: RungId::Rapl, counters: vec!["package-0".into()], trace: None, load: "4 logical CPUs burning".into() };
+    let src = CalibrationSource {
+        rung: RungId::Rapl,
+        counters: vec!["package-0".into()],
+        trace: None,
+        load: "4 logical CPUs burning".into(),
+    };
     Calibration::from_measurement(30_000_000, 1_000_000_000, on.clone(), src, 0).unwrap()
 }
 

@@ -47,7 +47,11 @@ fn s5_1_own_threads_span() {
     burn(200);
     let f = span.stop();
     assert!(f.cpu_ns + 25 * MS >= 200 * MS && f.cpu_ns <= 260 * MS, "{f:?}");
-    assert_eq!((f.coverage, f.provenance, f.rung, f.members), (Coverage::Whole, Provenance::Estimator, RungId::Estimate, 1), "{f:?}");
+    assert_eq!(
+        (f.coverage, f.provenance, f.rung, f.members),
+        (Coverage::Whole, Provenance::Estimator, RungId::Estimate, 1),
+        "{f:?}"
+    );
 
     // Stopped on another thread: Span is Send, and the stopping thread is the one excused from rest.
     let span = m.start(Target::OwnThreads).unwrap();

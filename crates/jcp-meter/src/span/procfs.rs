@@ -75,16 +75,16 @@ pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
         Some([s]) if s.is_ascii_alphabetic() => *s,
         _ => return Err(malformed("field 3 (state) is not one letter")),
     };
-    let utime: u64 = field(&fields, 14, "utime")?;
-    let stime: u64 = field(&fields, 15, "stime")?;
-    let cutime: u64 = field(&fields, 16, "cutime")?;
-    let cstime: u64 = field(&fields, 17, "cstime")?;
+    let user: u64 = field(&fields, 14, "utime")?;
+    let system: u64 = field(&fields, 15, "stime")?;
+    let reaped_user: u64 = field(&fields, 16, "cutime")?;
+    let reaped_system: u64 = field(&fields, 17, "cstime")?;
     Ok(ProcStat {
         pid,
         state,
         ppid: field(&fields, 4, "ppid")?,
-        cpu_ticks: utime.saturating_add(stime),
-        reaped_ticks: cutime.saturating_add(cstime),
+        cpu_ticks: user.saturating_add(system),
+        reaped_ticks: reaped_user.saturating_add(reaped_system),
         threads: field(&fields, 20, "num_threads")?,
         start_ticks: field(&fields, 22, "starttime")?,
     })
@@ -207,7 +207,14 @@ mod tests {
 
     #[test]
     fn s5_1_stat_refuses_what_is_not_a_stat_line() {
-        for bad in [&b""[..], b"1 (x", b"x (a) S 1", b"1 (a) S 1 2 3", b"1 (a) SS 1 1 1 0 -1 0 0 0 0 0 1 1 1 1 20 0 1 0 5", b"1 (a) S 1 1 1 0 -1 0 0 0 0 0 1 1 -1 1 20 0 1 0 5"] {
+        for bad in [
+            &b""[..],
+            b"1 (x",
+            b"x (a) S 1",
+            b"1 (a) S 1 2 3",
+            b"1 (a) SS 1 1 1 0 -1 0 0 0 0 0 1 1 1 1 20 0 1 0 5",
+            b"1 (a) S 1 1 1 0 -1 0 0 0 0 0 1 1 -1 1 20 0 1 0 5",
+        ] {
             assert_eq!(parse_stat(bad).unwrap_err().code(), "proc-stat-malformed", "{bad:?}");
         }
     }

@@ -23,8 +23,7 @@ pub enum ChildrenListing {
 impl ChildrenListing {
     /// What this kernel offers, checked on the calling thread.
     pub fn detect() -> Self {
-        let ok = procfs::own_tid()
-            .is_some_and(|t| PathBuf::from(format!("/proc/self/task/{t}/children")).exists());
+        let ok = procfs::own_tid().is_some_and(|t| PathBuf::from(format!("/proc/self/task/{t}/children")).exists());
         if ok {
             Self::TaskChildren
         } else {
@@ -38,7 +37,10 @@ impl ChildrenListing {
 pub(crate) enum Scope {
     Tree(u32),
     /// This process; the reading thread (its tid) is not required to be at rest.
-    Own { pid: u32, reader: Option<u32> },
+    Own {
+        pid: u32,
+        reader: Option<u32>,
+    },
 }
 
 /// One member as read.
@@ -299,27 +301,50 @@ pub(crate) fn compare(start: &End, stop: &End, born_after: u64, own: bool) -> Co
             c.cpu_ticks = c.cpu_ticks.saturating_add(m.stat.cpu_ticks.saturating_sub(a.stat.cpu_ticks));
             let reaped = m.stat.reaped_ticks.saturating_sub(a.stat.reaped_ticks);
             if !own && reaped > 0 && reaped_before.get(pid).copied() != Some(reaped) {
-                c.gaps.push(Gap::new(super::gap::REAPED_IN_SPAN, Some(*pid), format!("reaped descendants' CPU time moved by {reaped} ticks")));
+                c.gaps.push(Gap::new(
+                    super::gap::REAPED_IN_SPAN,
+                    Some(*pid),
+                    format!("reaped descendants' CPU time moved by {reaped} ticks"),
+                ));
             }
             if m.stat.exited() && !a.stat.exited() {
-                c.gaps.push(Gap::new(super::gap::EXITED_IN_SPAN, Some(*pid), "exited inside the span: its last slice and its GPU use are unknown"));
+                c.gaps.push(Gap::new(
+                    super::gap::EXITED_IN_SPAN,
+                    Some(*pid),
+                    "exited inside the span: its last slice and its GPU use are unknown",
+                ));
             }
         } else if m.stat.start_ticks >= born_after {
             c.cpu_ticks = c.cpu_ticks.saturating_add(m.stat.cpu_ticks);
             if m.stat.reaped_ticks > 0 && !own {
-                c.gaps.push(Gap::new(super::gap::REAPED_IN_SPAN, Some(*pid), format!("born in the span, reaped descendants' CPU time {} ticks", m.stat.reaped_ticks)));
+                c.gaps.push(Gap::new(
+                    super::gap::REAPED_IN_SPAN,
+                    Some(*pid),
+                    format!("born in the span, reaped descendants' CPU time {} ticks", m.stat.reaped_ticks),
+                ));
             }
             if m.stat.exited() {
                 c.gaps.push(Gap::new(super::gap::EXITED_IN_SPAN, Some(*pid), "born and exited inside the span"));
             }
         } else {
-            c.gaps.push(Gap::new(super::gap::UNREAD_AT_START, Some(*pid), format!("started at tick {} before the span, not read at its start: none of its time is counted", m.stat.start_ticks)));
+            c.gaps.push(Gap::new(
+                super::gap::UNREAD_AT_START,
+                Some(*pid),
+                format!(
+                    "started at tick {} before the span, not read at its start: none of its time is counted",
+                    m.stat.start_ticks
+                ),
+            ));
         }
     }
     for (pid, m) in &s.members {
         let gone = t.members.get(pid).is_none_or(|n| !same(&m.stat, &n.stat));
         if gone && !(m.stat.exited() && reaped_before.contains_key(&m.stat.ppid)) {
-            c.gaps.push(Gap::new(super::gap::GONE_AT_STOP, Some(*pid), "present at the start and gone at the stop: what it spent in the span is not counted"));
+            c.gaps.push(Gap::new(
+                super::gap::GONE_AT_STOP,
+                Some(*pid),
+                "present at the start and gone at the stop: what it spent in the span is not counted",
+            ));
         }
     }
     let mut pids: BTreeSet<u32> = s.members.keys().copied().collect();
@@ -336,7 +361,11 @@ fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
         let w = &end.walk;
         if !end.confirmed {
             let code = if at_start { gap::UNCONFIRMED_AT_START } else { gap::UNCONFIRMED_AT_STOP };
-            gaps.push(Gap::new(code, None, "no two walks agreed before the meter stopped waiting: the tree kept changing"));
+            gaps.push(Gap::new(
+                code,
+                None,
+                "no two walks agreed before the meter stopped waiting: the tree kept changing",
+            ));
         }
         if w.root_gone && at_start {
             gaps.push(Gap::new(gap::ROOT_GONE_AT_START, None, "the root was gone at the start"));
@@ -349,7 +378,8 @@ fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
         for (pid, m) in &w.members {
             if !m.unsettled.is_empty() {
                 let code = if at_start { gap::UNSETTLED_AT_START } else { gap::UNSETTLED_AT_STOP };
-                let threads: Vec<String> = m.unsettled.iter().map(|(t, s)| format!("{t} ({})", char::from(*s))).collect();
+                let threads: Vec<String> =
+                    m.unsettled.iter().map(|(t, s)| format!("{t} ({})", char::from(*s))).collect();
                 gaps.push(Gap::new(code, Some(*pid), format!("threads not at rest: {}", threads.join(", "))));
             }
         }
@@ -360,9 +390,10 @@ fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
 mod tests {
     use super::*;
 
-    fn member(pid: u32, ppid: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
-        let stat = ProcStat { pid, state, ppid, cpu_ticks: cpu, reaped_ticks: reaped, threads: 1, start_ticks: start };
-        (pid, MemberRead { stat, unsettled: Vec::new() })
+    fn member(pid: u32, parent: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
+        let read =
+            ProcStat { pid, state, ppid: parent, cpu_ticks: cpu, reaped_ticks: reaped, threads: 1, start_ticks: start };
+        (pid, MemberRead { stat: read, unsettled: Vec::new() })
     }
 
     fn end(members: Vec<(u32, MemberRead)>) -> End {
