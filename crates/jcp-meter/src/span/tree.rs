@@ -86,17 +86,63 @@ impl Walk {
     }
 }
 
-/// Reads trees.
+/// The most `/proc` files a walker keeps open between its walks (each span
+/// has its own walker, so this bounds the descriptors one span holds).
+const OPEN_FILES: usize = 256;
+
+/// Which file of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Stat,
+    Children,
+}
+
+/// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
+/// and are read again from offset 0 by the span's later walks: an open
+/// descriptor names the process it was opened on, so a pid reused by
+/// another process is never read through it (the read fails, `ESRCH`, and
+/// the path is opened afresh).
 #[derive(Debug)]
 pub(crate) struct Walker {
     pub listing: ChildrenListing,
     buf: Vec<u8>,
     kids: Vec<u32>,
+    open: HashMap<(u32, u32, Kind), std::fs::File>,
 }
 
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
-        Self { listing, buf: Vec::with_capacity(512), kids: Vec::new() }
+        Self { listing, buf: Vec::with_capacity(512), kids: Vec::new(), open: HashMap::new() }
+    }
+
+    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf`.
+    fn read(&mut self, pid: u32, tid: u32, kind: Kind) -> Result<(), ReadFail> {
+        use std::io::{Read, Seek, SeekFrom};
+        let key = (pid, tid, kind);
+        if let Some(f) = self.open.get_mut(&key) {
+            self.buf.clear();
+            if f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_end(&mut self.buf)).is_ok() {
+                return Ok(());
+            }
+            self.open.remove(&key);
+        }
+        let path = match kind {
+            Kind::Stat if tid == pid => PathBuf::from(format!("/proc/{pid}/stat")),
+            Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
+            Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
+        };
+        let mut f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
+        self.buf.clear();
+        f.read_to_end(&mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
+        if self.open.len() < OPEN_FILES {
+            self.open.insert(key, f);
+        }
+        Ok(())
+    }
+
+    fn read_stat(&mut self, pid: u32, tid: u32) -> Result<ProcStat, ReadFail> {
+        self.read(pid, tid, Kind::Stat)?;
+        procfs::parse_stat(&self.buf).map_err(|e| ReadFail::Other(e.to_string()))
     }
 
     /// One walk of `scope`.
@@ -140,7 +186,7 @@ impl Walker {
     /// Reads one member into `w` (its children into `self.kids` when
     /// `children`); `None` where it is gone or unreadable.
     fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, w: &mut Walk) -> Option<()> {
-        let stat = match procfs::read_stat(&PathBuf::from(format!("/proc/{pid}/stat")), &mut self.buf) {
+        let stat = match self.read_stat(pid, pid) {
             Ok(s) => s,
             Err(ReadFail::Gone) => return None,
             Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
@@ -163,19 +209,18 @@ impl Walker {
         let mut unsettled = Vec::new();
         for &tid in &tids {
             if children {
-                let path = PathBuf::from(format!("/proc/{pid}/task/{tid}/children"));
-                match procfs::read_into(&path, &mut self.buf) {
+                match self.read(pid, tid, Kind::Children) {
                     Ok(()) => {
                         if let Err(ReadFail::Denied(e) | ReadFail::Other(e)) =
                             procfs::parse_children(&self.buf, &mut self.kids)
                         {
-                            w.unreadable.insert(pid, format!("{}: {e}", path.display()));
+                            w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: {e}"));
                         }
                     }
                     // A thread that exited between the listing and this read.
                     Err(ReadFail::Gone) => w.child_gone = true,
                     Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
-                        w.unreadable.insert(pid, format!("{}: children not listed: {e}", path.display()));
+                        w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: children not listed: {e}"));
                     }
                 }
             }
@@ -185,7 +230,7 @@ impl Walker {
             let state = if tids.len() == 1 && tid == pid && reader.is_none() {
                 stat.state
             } else {
-                match procfs::read_stat(&PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")), &mut self.buf) {
+                match self.read_stat(pid, tid) {
                     Ok(t) => t.state,
                     Err(_) => continue, // the thread exited: it is no longer running
                 }
