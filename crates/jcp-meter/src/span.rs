@@ -546,10 +546,15 @@ impl Span {
     /// Reads the second end and gives the span's one figure.
     pub fn stop(mut self) -> SpanFigure {
         let inner = Arc::clone(&self.inner);
+        if let Scope::Own { reader, .. } = &mut self.scope {
+            // The thread stopping the span is the one reading now (it may not be the one that started it).
+            *reader = procfs::own_tid();
+        }
+        let stop = tree::read_end(&mut self.walker, self.scope, bounds(&inner.cfg));
+        // The counters are read where the tree was read, right after each end's walks.
         let rapl1 = inner.rapl.as_ref().map(Rapl::read);
         let gpu1 = inner.gpu.as_ref().map(|(g, _)| g.read_uj());
         let wall_ns = ns_u64(self.t0.elapsed());
-        let stop = tree::read_end(&mut self.walker, self.scope, bounds(&inner.cfg));
         let own = self.target == Target::OwnThreads;
         let cmp = tree::compare(&self.start, &stop, self.born_after, own);
         let hz = inner.probe.clock_ticks_per_second.max(1);

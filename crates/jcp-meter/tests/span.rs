@@ -179,6 +179,18 @@ fn s5_1_root_gone_still_gives_an_honest_figure() {
 }
 
 #[test]
+fn s5_1_root_gone_at_the_stop_is_a_gap_and_the_figure_still_comes() {
+    let m = plain();
+    let mut h = Helper::spawn("tree:1:0", 2);
+    let span = m.start(Target::Tree { root: h.root, self_contained: true }).unwrap();
+    h.kill_root();
+    let f = span.stop();
+    assert!(has_gap(&f, gap::GONE_AT_STOP, Some(h.root)), "{f:?}");
+    assert_eq!(f.coverage, Coverage::Partial);
+    assert_eq!(f.rung, RungId::Estimate);
+}
+
+#[test]
 fn s5_1_reaping_a_child_that_exited_before_the_span_is_no_gap() {
     // The child burned and exited before the start (a zombie there); the root reaps it inside.
     let (f, _h) = span_over(&plain(), "reapzombie:50", 1, 1, true);

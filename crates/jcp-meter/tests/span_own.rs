@@ -62,6 +62,7 @@ fn s5_1_own_threads_span() {
     .join()
     .unwrap();
     assert!(f.cpu_ns + 25 * MS >= 100 * MS, "{f:?}");
+    assert_eq!(f.gaps, vec![], "the stopping thread is excused from rest, the starting one is asleep: {f:?}");
 
     // A child the process happens to have, reaped inside: no gap for work on its own threads (§5.1 rung 3).
     let span = m.start(Target::OwnThreads).unwrap();

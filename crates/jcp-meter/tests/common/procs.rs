@@ -188,6 +188,12 @@ impl Helper {
         }
     }
 
+    /// Kills the root and reaps it.
+    pub fn kill_root(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     /// Go: closes the helpers' stdin.
     pub fn go(&mut self) {
         self.stdin.take();
