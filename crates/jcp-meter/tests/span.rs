@@ -60,10 +60,12 @@ fn has_gap(f: &SpanFigure, code: &str, pid: Option<u32>) -> bool {
     f.gaps.iter().any(|g| g.code == code && (pid.is_none() || g.pid == pid))
 }
 
-/// The CPU time the test caused, within a tick or two and the helpers' own bookkeeping.
+/// The CPU time the test caused: `stat` counts 10 ms ticks, truncated in
+/// utime and stime at each end (up to 3 ticks under), and the helpers' own
+/// bookkeeping adds a little (well under 80 ms over).
 fn assert_cpu(f: &SpanFigure, ms: u64) {
     assert!(
-        f.cpu_ns + 25 * MS >= ms * MS && f.cpu_ns <= ms * MS + 80 * MS,
+        f.cpu_ns + 30 * MS >= ms * MS && f.cpu_ns <= ms * MS + 80 * MS,
         "cpu_ns {} for a {ms} ms burn: {f:?}",
         f.cpu_ns
     );
@@ -140,8 +142,8 @@ fn s5_1_reaped_descendant_is_a_gap() {
 fn s5_1_member_that_exited_in_the_span_is_counted_and_a_gap() {
     let (f, h) = span_over(&plain(), "exitmid:200", 2, 1, true);
     let child = h.pids[1];
-    // Wait for the child to be a zombie before the stop read it: done is said before exit.
-    assert!(has_gap(&f, gap::EXITED_IN_SPAN, Some(child)) || has_gap(&f, gap::UNSETTLED_AT_STOP, Some(child)), "{f:?}");
+    // The child said done and exited; its parent never waits for it, so the stop reads a zombie.
+    assert!(has_gap(&f, gap::EXITED_IN_SPAN, Some(child)), "{f:?}");
     assert_cpu(&f, 200);
     assert_eq!(f.coverage, Coverage::Partial);
 }
