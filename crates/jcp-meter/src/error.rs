@@ -306,6 +306,19 @@ pub enum Error {
         /// The grant id.
         grant: String,
     },
+    // ------------------------------------------------------------ span metering (§5.1)
+    /// A `/proc/<pid>/stat` line that does not decode (§5.1 span metering).
+    #[error("proc-stat-malformed: {detail}")]
+    ProcStatMalformed {
+        /// What is wrong with the line.
+        detail: String,
+    },
+    /// A span's target that names no process (pid 0).
+    #[error("span-bad-target: {detail}")]
+    SpanBadTarget {
+        /// What is wrong with the target.
+        detail: String,
+    },
     /// A receipt stream could not be audited (the audit's own code).
     #[error("{detail}")]
     Stream {
@@ -360,6 +373,8 @@ impl Error {
             Self::WindowsOverlap { .. } => "windows-overlap",
             Self::GrantNotInStreams { .. } => "grant-not-in-streams",
             Self::GrantBudgetUnknown { .. } => "grant-budget-unknown",
+            Self::ProcStatMalformed { .. } => "proc-stat-malformed",
+            Self::SpanBadTarget { .. } => "span-bad-target",
             Self::Stream { code, .. } => code,
         }
     }

@@ -134,3 +134,27 @@ pub fn envelope(data: &[u8]) {
         assert!(matches!(&again, Ok(Ok(x)) if *x == e), "an accepted envelope does not read back");
     }
 }
+
+/// Decodes a `/proc/<pid>/stat` line (§5.1 span metering); an accepted line
+/// re-spelled canonically from its fields decodes to the same fields, and the
+/// `children` list parser never panics either.
+pub fn proc_stat(data: &[u8]) {
+    use crate::span::procfs::{parse_children, parse_stat};
+    let mut kids = Vec::new();
+    let _ = parse_children(data, &mut kids);
+    let Ok(s) = parse_stat(data) else {
+        return;
+    };
+    assert!(s.state.is_ascii_alphabetic(), "a state that is not a letter accepted");
+    let line = format!(
+        "{} (x) {} {} 0 0 0 0 0 0 0 0 0 {} 0 {} 0 0 0 {} 0 {}\n",
+        s.pid,
+        char::from(s.state),
+        s.ppid,
+        s.cpu_ticks,
+        s.reaped_ticks,
+        s.threads,
+        s.start_ticks
+    );
+    assert!(parse_stat(line.as_bytes()).as_ref() == Ok(&s), "an accepted line does not re-spell to the same fields");
+}

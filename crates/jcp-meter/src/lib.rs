@@ -33,6 +33,13 @@
 //! }
 //! # Ok::<(), jcp_meter::Error>(())
 //! ```
+//! ## Spans
+//! [`span::SpanMeter`] meters one piece of work instead of a window: start
+//! over this process's threads or a process tree ([`span::Target`]), stop,
+//! get one [`span::SpanFigure`] with the tree's CPU time, its energy at the
+//! best grade available and every gap named (§5.1 rung 3's tree rules, read
+//! from Linux `/proc`).
+//!
 //! For a UI that polls, [`LiveMeter`] runs the meter on its own thread and
 //! hands over finished windows with [`LiveMeter::drain`]. Every result type
 //! is `serde::Serialize`: [`Window`], [`ProbeReport`], [`RungReport`].
@@ -79,6 +86,7 @@ pub mod nvml;
 pub mod plausibility;
 pub mod rapl;
 pub mod session;
+pub mod span;
 pub mod trace;
 pub mod traceability;
 #[cfg(feature = "vectors")]
@@ -88,3 +96,4 @@ pub use backend::{CounterBackend, Decline, RungId};
 pub use error::Error;
 pub use live::LiveMeter;
 pub use meter::{Backends, Meter, MeterConfig, ProbeReport, RungReport, RungStatus, Window, WindowDecline};
+pub use span::{Span, SpanConfig, SpanFigure, SpanMeter, Target};

@@ -215,3 +215,28 @@ fn s5_6_fuzz_corpus_envelope_decode_replays_with_typed_errors() {
         ],
     );
 }
+
+#[test]
+fn s5_1_fuzz_corpus_proc_stat_decode_replays_with_typed_errors() {
+    replay_named(
+        "proc_stat_decode",
+        jcp_meter::fuzzing::proc_stat,
+        |b| jcp_meter::span::procfs::parse_stat(b).map(|_| ()),
+        &[
+            ("good-self.txt", "ok"),
+            ("good-comm-parens.txt", "ok"),
+            ("good-zombie.txt", "ok"),
+            ("good-kernel-thread.txt", "ok"),
+            ("good-space-comm.txt", "ok"),
+            ("bad-empty.txt", "proc-stat-malformed"),
+            ("bad-no-close.txt", "proc-stat-malformed"),
+            ("bad-negative-cutime.txt", "proc-stat-malformed"),
+            ("bad-short.txt", "proc-stat-malformed"),
+            ("bad-state.txt", "proc-stat-malformed"),
+            ("bad-pid.txt", "proc-stat-malformed"),
+            ("bad-not-utf8.txt", "proc-stat-malformed"),
+            ("bad-overflow.txt", "proc-stat-malformed"),
+            ("bad-paren-order.txt", "proc-stat-malformed"),
+        ],
+    );
+}

@@ -73,3 +73,26 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// §5.1 span metering: the /proc stat decoder never panics on any bytes.
+    #[test]
+    fn s5_1_proc_stat_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        jcp_meter::fuzzing::proc_stat(&bytes);
+    }
+
+    /// Any command name, parentheses and spaces included: the fields after the last `)` are read.
+    #[test]
+    fn s5_1_proc_stat_reads_past_any_command_name(
+        comm in "[ -~]{0,16}", pid in 1u32.., ppid in 0u32.., ut in 0u64..1u64 << 40, st in 0u64..1u64 << 40,
+        cut in 0u64..1u64 << 40, cst in 0u64..1u64 << 40, start in any::<u64>(), state in "[RSDZTtXI]",
+    ) {
+        let line = format!("{pid} ({comm}) {state} {ppid} 1 1 0 -1 0 0 0 0 0 {ut} {st} {cut} {cst} 20 0 1 0 {start} 0 0\n");
+        let s = jcp_meter::span::procfs::parse_stat(line.as_bytes()).unwrap();
+        prop_assert_eq!((s.pid, s.ppid, s.cpu_ticks, s.reaped_ticks, s.start_ticks), (pid, ppid, ut + st, cut + cst, start));
+        prop_assert_eq!(s.state, state.as_bytes()[0]);
+        jcp_meter::fuzzing::proc_stat(line.as_bytes());
+    }
+}

@@ -126,3 +126,4 @@ pub fn replay(t: Trace) -> Box<dyn CounterBackend> {
 pub fn uj(mw: u64, t_ns: u64) -> u64 {
     mw * t_ns / 1_000_000
 }
+pub mod procs;

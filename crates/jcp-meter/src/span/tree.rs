@@ -1,0 +1,513 @@
+//! Reading a process tree at one end of a span (§5.1 rung 3, "another
+//! process tree"): a walk from the root through every thread's children,
+//! confirmed by a second walk that agrees with it, with every member's
+//! threads at rest; and the comparison of the two ends.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::procfs::{self, ProcStat, ReadFail};
+use super::Gap;
+
+/// How children are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChildrenListing {
+    /// `/proc/<pid>/task/<tid>/children` for every thread (`CONFIG_PROC_CHILDREN`).
+    TaskChildren,
+    /// No `children` file in this kernel: every `/proc/<n>/stat` is scanned for its parent.
+    ScanPpid,
+}
+
+impl ChildrenListing {
+    /// What this kernel offers, checked on the calling thread.
+    pub fn detect() -> Self {
+        let ok = procfs::own_tid().is_some_and(|t| PathBuf::from(format!("/proc/self/task/{t}/children")).exists());
+        if ok {
+            Self::TaskChildren
+        } else {
+            Self::ScanPpid
+        }
+    }
+}
+
+/// What is read at an end: the tree rooted at a pid, or this process's own threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Tree(u32),
+    /// This process; the reading thread (its tid) is not required to be at rest.
+    Own {
+        pid: u32,
+        reader: Option<u32>,
+    },
+}
+
+/// One member as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemberRead {
+    pub stat: ProcStat,
+    /// Threads on a core, queued for one, or in an uninterruptible wait.
+    pub unsettled: Vec<(u32, u8)>,
+}
+
+/// One walk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Walk {
+    pub members: BTreeMap<u32, MemberRead>,
+    /// Members that could not be read, or whose children could not be listed.
+    pub unreadable: BTreeMap<u32, String>,
+    /// A child listed by its parent was gone by its read.
+    pub child_gone: bool,
+    pub root_gone: bool,
+}
+
+impl Walk {
+    /// Whether `b` confirms `self`: the same processes (pid and start time),
+    /// each one's parent, reaped-descendant CPU time and exit, the same
+    /// unreadable ones, and no listed child gone in either.
+    fn agrees(&self, b: &Walk) -> bool {
+        !self.child_gone
+            && !b.child_gone
+            && self.root_gone == b.root_gone
+            && self.unreadable.keys().eq(b.unreadable.keys())
+            && self.members.len() == b.members.len()
+            && self.members.iter().zip(&b.members).all(|((p, x), (q, y))| {
+                p == q
+                    && x.stat.start_ticks == y.stat.start_ticks
+                    && x.stat.ppid == y.stat.ppid
+                    && x.stat.reaped_ticks == y.stat.reaped_ticks
+                    && x.stat.exited() == y.stat.exited()
+            })
+    }
+
+    fn settled(&self) -> bool {
+        self.members.values().all(|m| m.unsettled.is_empty())
+    }
+}
+
+/// The most `/proc` files a walker keeps open between its walks (each span
+/// has its own walker, so this bounds the descriptors one span holds).
+const OPEN_FILES: usize = 256;
+
+/// Which file of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Stat,
+    Children,
+}
+
+/// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
+/// and are read again from offset 0 by the span's later walks: an open
+/// descriptor names the process it was opened on, so a pid reused by
+/// another process is never read through it (the read fails, `ESRCH`, and
+/// the path is opened afresh).
+#[derive(Debug)]
+pub(crate) struct Walker {
+    pub listing: ChildrenListing,
+    buf: Vec<u8>,
+    kids: Vec<u32>,
+    open: HashMap<(u32, u32, Kind), std::fs::File>,
+}
+
+impl Walker {
+    pub fn new(listing: ChildrenListing) -> Self {
+        Self { listing, buf: Vec::with_capacity(512), kids: Vec::new(), open: HashMap::new() }
+    }
+
+    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf`.
+    fn read(&mut self, pid: u32, tid: u32, kind: Kind) -> Result<(), ReadFail> {
+        use std::io::{Read, Seek, SeekFrom};
+        let key = (pid, tid, kind);
+        if let Some(f) = self.open.get_mut(&key) {
+            self.buf.clear();
+            if f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_end(&mut self.buf)).is_ok() {
+                return Ok(());
+            }
+            self.open.remove(&key);
+        }
+        let path = match kind {
+            Kind::Stat if tid == pid => PathBuf::from(format!("/proc/{pid}/stat")),
+            Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
+            Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
+        };
+        let mut f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
+        self.buf.clear();
+        f.read_to_end(&mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
+        if self.open.len() < OPEN_FILES {
+            self.open.insert(key, f);
+        }
+        Ok(())
+    }
+
+    fn read_stat(&mut self, pid: u32, tid: u32) -> Result<ProcStat, ReadFail> {
+        self.read(pid, tid, Kind::Stat)?;
+        procfs::parse_stat(&self.buf).map_err(|e| ReadFail::Other(e.to_string()))
+    }
+
+    /// One walk of `scope`.
+    pub fn walk(&mut self, scope: Scope) -> Walk {
+        let mut w = Walk::default();
+        match scope {
+            Scope::Own { pid, reader } => {
+                if self.read_member(pid, reader, false, &mut w).is_none() && !w.unreadable.contains_key(&pid) {
+                    w.root_gone = true;
+                }
+            }
+            Scope::Tree(root) => {
+                let scan = if self.listing == ChildrenListing::ScanPpid { Some(scan_ppids()) } else { None };
+                let mut queue = vec![root];
+                let mut seen = BTreeSet::new();
+                while let Some(pid) = queue.pop() {
+                    if !seen.insert(pid) {
+                        continue;
+                    }
+                    let start = self.kids.len();
+                    let read = self.read_member(pid, None, scan.is_none(), &mut w);
+                    if read.is_none() && !w.unreadable.contains_key(&pid) {
+                        if pid == root {
+                            w.root_gone = true;
+                        } else {
+                            w.child_gone = true;
+                        }
+                    }
+                    if let Some(map) = &scan {
+                        if w.members.contains_key(&pid) {
+                            self.kids.extend(map.get(&pid).into_iter().flatten());
+                        }
+                    }
+                    queue.extend(self.kids.drain(start..));
+                }
+            }
+        }
+        w
+    }
+
+    /// Reads one member into `w` (its children into `self.kids` when
+    /// `children`); `None` where it is gone or unreadable.
+    fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, w: &mut Walk) -> Option<()> {
+        let stat = match self.read_stat(pid, pid) {
+            Ok(s) => s,
+            Err(ReadFail::Gone) => return None,
+            Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
+                w.unreadable.insert(pid, format!("/proc/{pid}/stat: {e}"));
+                return None;
+            }
+        };
+        let tids = if stat.threads <= 1 && reader.is_none() {
+            vec![pid]
+        } else {
+            match procfs::list_tasks(&PathBuf::from(format!("/proc/{pid}/task"))) {
+                Ok(t) => t,
+                Err(ReadFail::Gone) => vec![pid],
+                Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
+                    w.unreadable.insert(pid, format!("/proc/{pid}/task: {e}"));
+                    return None;
+                }
+            }
+        };
+        let mut unsettled = Vec::new();
+        for &tid in &tids {
+            if children {
+                match self.read(pid, tid, Kind::Children) {
+                    Ok(()) => {
+                        if let Err(ReadFail::Denied(e) | ReadFail::Other(e)) =
+                            procfs::parse_children(&self.buf, &mut self.kids)
+                        {
+                            w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: {e}"));
+                        }
+                    }
+                    // A thread that exited between the listing and this read.
+                    Err(ReadFail::Gone) => w.child_gone = true,
+                    Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
+                        w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: children not listed: {e}"));
+                    }
+                }
+            }
+            if Some(tid) == reader {
+                continue;
+            }
+            let state = if tids.len() == 1 && tid == pid && reader.is_none() {
+                stat.state
+            } else {
+                match self.read_stat(pid, tid) {
+                    Ok(t) => t.state,
+                    Err(_) => continue, // the thread exited: it is no longer running
+                }
+            };
+            if !procfs::state_at_rest(state) {
+                unsettled.push((tid, state));
+            }
+        }
+        w.members.insert(pid, MemberRead { stat, unsettled });
+        Some(())
+    }
+}
+
+/// Every process's parent, from `/proc/<n>/stat` (where `children` files are absent).
+fn scan_ppids() -> HashMap<u32, Vec<u32>> {
+    let mut map: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut buf = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return map;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(s) = procfs::read_stat(&e.path().join("stat"), &mut buf) {
+            map.entry(s.ppid).or_default().push(pid);
+        }
+    }
+    map
+}
+
+/// The bounds of one end's reading.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EndBounds {
+    /// How long to wait for members to come to rest.
+    pub settle: Duration,
+    /// Pause between tries.
+    pub poll: Duration,
+    /// The most walk pairs tried.
+    pub max_pairs: u32,
+}
+
+/// One end, as read.
+#[derive(Debug, Clone)]
+pub(crate) struct End {
+    pub walk: Walk,
+    pub confirmed: bool,
+}
+
+/// Reads one end: pairs of walks, one after the other, until a pair agrees
+/// and every member is at rest, or the bounds run out. The last agreeing
+/// walk is the end's reading (confirmed); without one, the last walk (unconfirmed).
+pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> End {
+    let deadline = Instant::now() + bounds.settle;
+    let mut confirmed: Option<Walk> = None;
+    let mut last = Walk::default();
+    for pair in 0..bounds.max_pairs.max(1) {
+        if pair > 0 {
+            std::thread::sleep(bounds.poll);
+        }
+        let a = walker.walk(scope);
+        let b = walker.walk(scope);
+        if a.agrees(&b) {
+            let settled = b.settled();
+            confirmed = Some(b);
+            if settled {
+                break;
+            }
+        } else {
+            last = b;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+    match confirmed {
+        Some(walk) => End { walk, confirmed: true },
+        None => End { walk: last, confirmed: false },
+    }
+}
+
+/// What the two ends say about the tree over the span.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Comparison {
+    pub cpu_ticks: u64,
+    pub gaps: Vec<Gap>,
+    pub members: u32,
+    /// Every pid read at either end (for the GPU's per-process utilisation).
+    pub pids: Vec<u32>,
+}
+
+/// Compares the ends. `born_after` is the boot time of the span's start in
+/// clock ticks: a process not read at the start that started at or after it
+/// was born inside the span. `own` spans skip the rules that concern other
+/// processes (§5.1: a computation on the process's own threads is not made
+/// `Partial` by a child it happens to have).
+pub(crate) fn compare(start: &End, stop: &End, born_after: u64, own: bool) -> Comparison {
+    let mut c = Comparison::default();
+    let (s, t) = (&start.walk, &stop.walk);
+    ends_gaps(start, stop, &mut c.gaps);
+    let same = |a: &ProcStat, b: &ProcStat| a.start_ticks == b.start_ticks;
+    // Children exited before the span and reaped in it: their time was all spent before.
+    let mut reaped_before: HashMap<u32, u64> = HashMap::new();
+    for (pid, m) in &s.members {
+        let gone = t.members.get(pid).is_none_or(|n| !same(&m.stat, &n.stat));
+        if m.stat.exited() && gone {
+            *reaped_before.entry(m.stat.ppid).or_default() += m.stat.cpu_ticks.saturating_add(m.stat.reaped_ticks);
+        }
+    }
+    for (pid, m) in &t.members {
+        let at_start = s.members.get(pid).filter(|a| same(&a.stat, &m.stat));
+        if let Some(a) = at_start {
+            c.cpu_ticks = c.cpu_ticks.saturating_add(m.stat.cpu_ticks.saturating_sub(a.stat.cpu_ticks));
+            let reaped = m.stat.reaped_ticks.saturating_sub(a.stat.reaped_ticks);
+            if !own && reaped > 0 && reaped_before.get(pid).copied() != Some(reaped) {
+                c.gaps.push(Gap::new(
+                    super::gap::REAPED_IN_SPAN,
+                    Some(*pid),
+                    format!("reaped descendants' CPU time moved by {reaped} ticks"),
+                ));
+            }
+            if m.stat.exited() && !a.stat.exited() {
+                c.gaps.push(Gap::new(
+                    super::gap::EXITED_IN_SPAN,
+                    Some(*pid),
+                    "exited inside the span: its last slice and its GPU use are unknown",
+                ));
+            }
+        } else if m.stat.start_ticks >= born_after {
+            c.cpu_ticks = c.cpu_ticks.saturating_add(m.stat.cpu_ticks);
+            if m.stat.reaped_ticks > 0 && !own {
+                c.gaps.push(Gap::new(
+                    super::gap::REAPED_IN_SPAN,
+                    Some(*pid),
+                    format!("born in the span, reaped descendants' CPU time {} ticks", m.stat.reaped_ticks),
+                ));
+            }
+            if m.stat.exited() {
+                c.gaps.push(Gap::new(super::gap::EXITED_IN_SPAN, Some(*pid), "born and exited inside the span"));
+            }
+        } else {
+            c.gaps.push(Gap::new(
+                super::gap::UNREAD_AT_START,
+                Some(*pid),
+                format!(
+                    "started at tick {} before the span, not read at its start: none of its time is counted",
+                    m.stat.start_ticks
+                ),
+            ));
+        }
+    }
+    for (pid, m) in &s.members {
+        let gone = t.members.get(pid).is_none_or(|n| !same(&m.stat, &n.stat));
+        if gone && !(m.stat.exited() && reaped_before.contains_key(&m.stat.ppid)) {
+            c.gaps.push(Gap::new(
+                super::gap::GONE_AT_STOP,
+                Some(*pid),
+                "present at the start and gone at the stop: what it spent in the span is not counted",
+            ));
+        }
+    }
+    let mut pids: BTreeSet<u32> = s.members.keys().copied().collect();
+    pids.extend(t.members.keys().copied());
+    c.members = u32::try_from(pids.len()).unwrap_or(u32::MAX);
+    c.pids = pids.into_iter().collect();
+    c
+}
+
+/// The gaps each end names on its own: unconfirmed walks, unreadable and unsettled members, a gone root.
+fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
+    use super::gap;
+    for (end, at_start) in [(start, true), (stop, false)] {
+        let w = &end.walk;
+        if !end.confirmed {
+            let code = if at_start { gap::UNCONFIRMED_AT_START } else { gap::UNCONFIRMED_AT_STOP };
+            gaps.push(Gap::new(
+                code,
+                None,
+                "no two walks agreed before the meter stopped waiting: the tree kept changing",
+            ));
+        }
+        if w.root_gone && at_start {
+            gaps.push(Gap::new(gap::ROOT_GONE_AT_START, None, "the root was gone at the start"));
+        }
+        for (pid, why) in &w.unreadable {
+            if !gaps.iter().any(|g| g.code == gap::UNREADABLE && g.pid == Some(*pid)) {
+                gaps.push(Gap::new(gap::UNREADABLE, Some(*pid), why.clone()));
+            }
+        }
+        for (pid, m) in &w.members {
+            if !m.unsettled.is_empty() {
+                let code = if at_start { gap::UNSETTLED_AT_START } else { gap::UNSETTLED_AT_STOP };
+                let threads: Vec<String> =
+                    m.unsettled.iter().map(|(t, s)| format!("{t} ({})", char::from(*s))).collect();
+                gaps.push(Gap::new(code, Some(*pid), format!("threads not at rest: {}", threads.join(", "))));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(pid: u32, parent: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
+        let read =
+            ProcStat { pid, state, ppid: parent, cpu_ticks: cpu, reaped_ticks: reaped, threads: 1, start_ticks: start };
+        (pid, MemberRead { stat: read, unsettled: Vec::new() })
+    }
+
+    fn end(members: Vec<(u32, MemberRead)>) -> End {
+        End { walk: Walk { members: members.into_iter().collect(), ..Walk::default() }, confirmed: true }
+    }
+
+    fn codes(c: &Comparison) -> Vec<(&'static str, Option<u32>)> {
+        c.gaps.iter().map(|g| (g.code, g.pid)).collect()
+    }
+
+    #[test]
+    fn s5_1_advance_of_members_at_both_ends_plus_whole_time_of_those_born_inside() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 80, 0, b'S'), member(11, 10, 500, 7, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!((c.cpu_ticks, c.members), (30 + 7, 2));
+        assert_eq!(codes(&c), vec![]);
+    }
+
+    #[test]
+    fn s5_1_member_that_started_before_the_span_and_was_not_read_at_its_start_is_not_counted() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 60, 0, b'S'), member(12, 10, 300, 90, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(c.cpu_ticks, 10);
+        assert_eq!(codes(&c), vec![("unread-at-start", Some(12))]);
+    }
+
+    #[test]
+    fn s5_1_a_reused_pid_is_another_process() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 450, 5, 0, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(c.cpu_ticks, 5, "the new 11 was born in the span: its whole time");
+        assert_eq!(codes(&c), vec![("gone-at-stop", Some(11))]);
+    }
+
+    #[test]
+    fn s5_1_reaping_a_child_that_had_exited_before_the_span_is_no_gap() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 3, b'Z')]);
+        let b = end(vec![member(10, 1, 100, 50, 43, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(codes(&c), vec![]);
+        // A child that was still running at the start is a reaped-in-span gap, and gone.
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S'), member(11, 10, 150, 40, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 50, 45, b'S')]);
+        let c = compare(&a, &b, 400, false);
+        assert_eq!(codes(&c), vec![("reaped-in-span", Some(10)), ("gone-at-stop", Some(11))]);
+    }
+
+    #[test]
+    fn s5_1_own_threads_are_not_made_partial_by_a_reaped_child() {
+        let a = end(vec![member(10, 1, 100, 50, 0, b'S')]);
+        let b = end(vec![member(10, 1, 100, 70, 9, b'S')]);
+        let c = compare(&a, &b, 400, true);
+        assert_eq!((c.cpu_ticks, codes(&c)), (20, vec![]));
+    }
+
+    #[test]
+    fn s5_1_walks_agree_only_on_the_same_processes_parents_reaped_time_and_exit() {
+        let w = |m: Vec<(u32, MemberRead)>| Walk { members: m.into_iter().collect(), ..Walk::default() };
+        let base = w(vec![member(10, 1, 100, 50, 0, b'S')]);
+        assert!(base.agrees(&w(vec![member(10, 1, 100, 99, 0, b'R')])), "CPU time and run state may move");
+        assert!(!base.agrees(&w(vec![member(10, 2, 100, 50, 0, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 101, 50, 0, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 100, 50, 1, b'S')])));
+        assert!(!base.agrees(&w(vec![member(10, 1, 100, 50, 0, b'Z')])));
+        let mut gone = base.clone();
+        gone.child_gone = true;
+        assert!(!base.agrees(&gone));
+    }
+}
