@@ -90,7 +90,7 @@ fn main() -> ExitCode {
         // ---- dispatch (one line each) ----
         Command::Agent(a) => cmd::agent::run(a),
         Command::Audit(a) => cmd::audit::run(a),
-        Command::Backend(a) => cmd::backend::run(a),
+        Command::Backend(a) => cmd::backend::run(&a),
         Command::Blueprint(a) => cmd::blueprint::run(a),
         Command::Call(a) => cmd::wire::run_call(&a),
         Command::Channel(a) => cmd::channel::run(a),

@@ -57,15 +57,15 @@ enum BackendCmd {
     },
 }
 
-pub fn run(a: BackendArgs) -> anyhow::Result<ExitCode> {
-    match a.cmd {
+pub fn run(a: &BackendArgs) -> anyhow::Result<ExitCode> {
+    match &a.cmd {
         BackendCmd::Demo => demo(),
         BackendCmd::Burn { ms } => {
-            burn(ms);
+            burn(*ms);
             Ok(ExitCode::from(CLEAN))
         }
         BackendCmd::BurnInChild { ms } => {
-            burn_in_child("burn", ms)?;
+            burn_in_child("burn", *ms)?;
             Ok(ExitCode::from(CLEAN))
         }
     }

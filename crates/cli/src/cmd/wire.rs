@@ -86,11 +86,18 @@ pub struct ServeArgs {
     /// Print the start and stop summaries as JSON lines.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    backend: BackendFlags,
+}
+
+/// What runs behind the gate (`--backend -- CMD ARGS…`).
+#[derive(Debug, Args)]
+struct BackendFlags {
     /// Run the endpoint behind the gate: the program and its arguments follow `--` (`--backend -- jcp backend demo`). It speaks jcp-backend/1 on its stdin and stdout (docs/backend-protocol.md), is called only after a durable allow, one call at a time; its stderr is this endpoint's. Without it this endpoint only decides: its callers must be the holders that ran and metered the work (§11).
     #[arg(long, requires = "backend_cmd")]
     backend: bool,
     /// The longest one backend call may take, seconds: past it the backend process is killed and the call is lost (unresolved, §4.11); the next call starts a fresh process.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     backend_timeout_s: u64,
     /// The operator's declaration (§5.1) that the backend's process tree hands no work to a process outside it.
     #[arg(long, requires = "backend")]
@@ -101,7 +108,7 @@ pub struct ServeArgs {
 }
 
 /// Starts the endpoint behind the gate, when `--backend` names one.
-fn start_backend(a: &ServeArgs) -> anyhow::Result<Option<std::sync::Arc<ProcessBackend>>> {
+fn start_backend(a: &BackendFlags) -> anyhow::Result<Option<std::sync::Arc<ProcessBackend>>> {
     let Some((program, args)) = a.backend_cmd.split_first().filter(|_| a.backend) else { return Ok(None) };
     let opts = ProcessOptions {
         call_timeout: std::time::Duration::from_secs(a.backend_timeout_s),
@@ -171,7 +178,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(m) => Some(bind_metrics(m).await?),
             None => None,
         };
-        let backend = start_backend(&a)?;
+        let backend = start_backend(&a.backend)?;
         let (backend_json, backend_text) = backend_said(backend.as_deref());
         let behind = backend.map(|b| b as std::sync::Arc<dyn Backend>);
         let (endpoint, report) = Endpoint::open(config, steward, gate, behind).map_err(|e| wire_err(&e))?;
