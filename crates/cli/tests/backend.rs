@@ -552,6 +552,24 @@ fn s11_jcp_serve_says_what_is_behind_its_gate() {
     let text = Server::text_lines(d, &["--backend-self-contained", "--backend", "--", exe, "backend", "demo"]);
     assert!(text.contains(&format!("jcp serve: backend {exe} (pid ")), "{text}");
     assert!(text.contains("self-contained: declared"), "{text}");
+    // A backend that cannot start refuses the start.
+    let o = jcp(
+        d,
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--steward-key",
+            "steward.key",
+            "--stream",
+            "v.jcps",
+            "--backend",
+            "--",
+            "/nonexistent/backend",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("backend-spawn"), "{}", String::from_utf8_lossy(&o.stderr));
     // A program after `--` without --backend is refused.
     let o = jcp(
         d,

@@ -38,6 +38,7 @@ enum BackendCmd {
     ///                  is finished, then `done`
     ///   ask            `input-required` under handle ask-N; a call continuing it with
     ///                  answers gets `done` with the answers echoed
+    ///
     /// A call continuing a handle this process did not mint is `failed`; so is any
     /// other command. CPU time is counted on the burning thread's own clock
     /// (/proc/thread-self/schedstat; wall time where that cannot be read).
