@@ -181,7 +181,7 @@ fn s4_11_a_crash_is_lost_with_its_exit_status_and_never_retried_on_the_fresh_chi
 
 #[test]
 fn s4_11_a_call_past_its_timeout_is_lost_and_its_child_killed() {
-    let b = demo(Duration::from_millis(1000));
+    let b = demo(Duration::from_secs(1));
     let pid = b.tree_root().unwrap();
     let t0 = Instant::now();
     let why = lost(first(&b, "burn:10000"));
