@@ -27,6 +27,8 @@ enum Command {
     Agent(cmd::agent::AgentArgs),
     /// Audits receipt streams: verification, budgets, groups, revocations, conservation (spec §8, §5.5).
     Audit(cmd::audit::AuditArgs),
+    /// A demo endpoint behind the gate speaking jcp-backend/1 on stdin/stdout, for `jcp serve --backend` (spec §11, §6.1).
+    Backend(cmd::backend::BackendArgs),
     /// Agent Blueprint Protocol: conformance, reconcile, digest, canonical, verify.
     Blueprint(cmd::blueprint::BlueprintArgs),
     /// Sends one caller-signed request to an enforcement endpoint and prints the decision and receipt (spec §11).
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         // ---- dispatch (one line each) ----
         Command::Agent(a) => cmd::agent::run(a),
         Command::Audit(a) => cmd::audit::run(a),
+        Command::Backend(a) => cmd::backend::run(&a),
         Command::Blueprint(a) => cmd::blueprint::run(a),
         Command::Call(a) => cmd::wire::run_call(&a),
         Command::Channel(a) => cmd::channel::run(a),

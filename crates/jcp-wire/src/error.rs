@@ -86,6 +86,15 @@ pub enum WireError {
     /// The endpoint stopped (shutdown or a failed record).
     #[error("endpoint-stopped: {0}")]
     Stopped(String),
+    /// §11: the endpoint behind the gate (a `jcp-backend/1` child
+    /// process) could not be started.
+    #[error("backend-spawn: starting {program}: {source}")]
+    BackendSpawn {
+        /// The program.
+        program: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 impl WireError {
@@ -105,6 +114,7 @@ impl WireError {
             Self::CapAboveRecord { .. } => "cap-above-record",
             Self::Cost(e) => e.code(),
             Self::Stopped(_) => "endpoint-stopped",
+            Self::BackendSpawn { .. } => "backend-spawn",
         }
     }
 

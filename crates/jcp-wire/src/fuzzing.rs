@@ -1,4 +1,5 @@
-//! Invariants checked by the cargo-fuzz target `wire_decode`
+//! Invariants checked by the cargo-fuzz targets `wire_decode` and
+//! `backend_decode` (at the end: a backend process's answers)
 //! (`crates/jcp-wire/fuzz`) and by the corpus replay test
 //! (`tests/fuzz_corpus.rs`), so CI (no nightly fuzzing) runs the committed
 //! corpus too. [`wire_decode`] returns `Err` with a description when a
@@ -245,4 +246,75 @@ pub fn wire_decode(data: &[u8]) -> Result<Report, String> {
     };
     let raw = check_body(data)?;
     Ok(Report { frames, tail, raw })
+}
+
+// ------------------------------------------------------- backend_decode
+
+/// What [`backend_decode`] saw (the replay test checks the named seeds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendReport {
+    /// Each whole frame's body read as a backend's answer: its state, or
+    /// the refusal's code.
+    pub frames: Vec<Decoded>,
+    /// How the framed reading ended.
+    pub tail: Tail,
+    /// The whole input read as one body (no length prefix).
+    pub raw: Decoded,
+}
+
+/// Reads one body as a `jcp-backend/1` answer (what an endpoint reads from
+/// its backend process) and checks its promises: accepted answers
+/// re-encode to exactly the body, carry a handle of 1..=128 bytes exactly
+/// when `working` or `input-required`; refusals are `non-canonical` or
+/// `not-a-message` as the strict decode says.
+pub fn check_backend_answer(body: &[u8]) -> Result<Decoded, String> {
+    use crate::backend::protocol::BackendAnswer;
+    let canonical = codec::decode_body(body).is_ok();
+    match BackendAnswer::decode(body) {
+        Ok(a) => {
+            same("a backend answer", &a.to_value().encode(), body)?;
+            if !canonical {
+                return Err("a backend answer was accepted from a body the strict decode refuses".into());
+            }
+            let handle_ok = a.handle.as_ref().is_some_and(|h| !h.is_empty() && h.len() <= MAX_HANDLE_LEN);
+            if a.state.has_handle() != handle_ok || (!a.state.has_handle() && a.handle.is_some()) {
+                return Err(format!("a {} answer with handle {:?} was accepted", a.state.as_str(), a.handle));
+            }
+            Ok(Ok(a.state.as_str()))
+        }
+        Err(e) => Ok(Err(refusal(&e, canonical, "backend answer")?)),
+    }
+}
+
+/// The `backend_decode` target: frames `data` with a cap of [`CAP`]
+/// through [`codec::split`] and the blocking reader a backend's stdout is
+/// read with ([`crate::backend::protocol::read_frame_sync`]), which must
+/// agree; checks every whole body, then `data` itself as one body.
+pub fn backend_decode(data: &[u8]) -> Result<BackendReport, String> {
+    use crate::backend::protocol::read_frame_sync;
+    let mut frames = Vec::new();
+    let mut rest = data;
+    let tail = loop {
+        let split = codec::split(rest, CAP);
+        let mut src = rest;
+        match (split, read_frame_sync(&mut src, CAP)) {
+            (Ok(Some((body, used))), Ok(Some(b))) => {
+                if used != body.len() + 4 || b != body {
+                    return Err(format!("split took {used} bytes; read_frame_sync read {} bytes", b.len()));
+                }
+                frames.push(check_backend_answer(body)?);
+                rest = &rest[used..];
+            }
+            (Ok(None), Ok(None)) if rest.is_empty() => break Tail::End,
+            (Ok(None), Err(WireError::Truncated { .. })) if !rest.is_empty() => break Tail::NeedsMore(rest.len()),
+            (Err(WireError::Oversized { declared: a, .. }), Err(WireError::Oversized { declared: b, .. }))
+                if a == b && usize::try_from(a).is_ok_and(|n| n > CAP) =>
+            {
+                break Tail::Oversized(a);
+            }
+            (s, r) => return Err(format!("split and read_frame_sync disagree: {s:?} vs {r:?}")),
+        }
+    };
+    let raw = check_backend_answer(data)?;
+    Ok(BackendReport { frames, tail, raw })
 }

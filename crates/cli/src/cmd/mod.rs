@@ -1,6 +1,7 @@
 //! One module per subcommand group.
 pub mod agent;
 pub mod audit;
+pub mod backend;
 pub mod blueprint;
 pub mod channel;
 pub mod core;

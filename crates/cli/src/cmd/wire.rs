@@ -1,6 +1,7 @@
 //! `jcp serve`, `jcp call`, `jcp feed`: the enforcement point on the wire
 //! (spec §11, §4.3 propagation, §4.7 amendments, §4.11).
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use jcp::energy::{Coverage, Energy};
 use jcp::frame::Frame;
 use jcp::revocation::SignedRevocation;
 use jcp::steering::{SignedAmendment, SignedCheckpoint};
+use jcp_wire::backend::{Backend, ProcessBackend, ProcessOptions};
 use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::{Feed, RequestBody, WireRequest, WireResponse};
 use serde_json::json;
@@ -84,6 +86,60 @@ pub struct ServeArgs {
     /// Print the start and stop summaries as JSON lines.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    backend: BackendFlags,
+}
+
+/// What runs behind the gate (`--backend -- CMD ARGS…`).
+#[derive(Debug, Args)]
+struct BackendFlags {
+    /// Run the endpoint behind the gate: the program and its arguments follow `--` (`--backend -- jcp backend demo`). It speaks jcp-backend/1 on its stdin and stdout (docs/backend-protocol.md), is called only after a durable allow, one call at a time; its stderr is this endpoint's. Without it this endpoint only decides: its callers must be the holders that ran and metered the work (§11).
+    #[arg(long, requires = "backend_cmd")]
+    backend: bool,
+    /// The longest one backend call may take, seconds: past it the backend process is killed and the call is lost (unresolved, §4.11); the next call starts a fresh process.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    backend_timeout_s: u64,
+    /// The operator's declaration (§5.1) that the backend's process tree hands no work to a process outside it.
+    #[arg(long, requires = "backend")]
+    backend_self_contained: bool,
+    /// The backend program and its arguments (after `--backend --`).
+    #[arg(last = true, value_name = "CMD", requires = "backend")]
+    backend_cmd: Vec<OsString>,
+}
+
+/// Starts the endpoint behind the gate, when `--backend` names one.
+fn start_backend(a: &BackendFlags) -> anyhow::Result<Option<std::sync::Arc<ProcessBackend>>> {
+    let Some((program, args)) = a.backend_cmd.split_first().filter(|_| a.backend) else { return Ok(None) };
+    let opts = ProcessOptions {
+        call_timeout: std::time::Duration::from_secs(a.backend_timeout_s),
+        self_contained: a.backend_self_contained,
+        ..ProcessOptions::default()
+    };
+    let b = ProcessBackend::spawn(PathBuf::from(program), args.to_vec(), opts).map_err(|e| wire_err(&e))?;
+    Ok(Some(std::sync::Arc::new(b)))
+}
+
+/// What is behind the gate, for the start line: JSON, and a text line.
+fn backend_said(b: Option<&ProcessBackend>) -> (serde_json::Value, String) {
+    match b {
+        Some(b) => {
+            let program = b.program().display().to_string();
+            let (pid, sc) = (b.tree_root(), b.self_contained());
+            (
+                json!({"program": program, "pid": pid, "self_contained": sc}),
+                format!(
+                    "jcp serve: backend {program} (pid {}; self-contained: {}): called only after a durable allow, one call at a time\n",
+                    pid.map_or_else(|| "none".to_owned(), |p| p.to_string()),
+                    if sc { "declared" } else { "not declared" }
+                ),
+            )
+        }
+        None => (
+            serde_json::Value::Null,
+            "jcp serve: no backend: a decision service only; its callers must be the holders that ran and metered the work (§11)\n"
+                .to_owned(),
+        ),
+    }
 }
 
 /// Binds a `/metrics` listener and says where it is.
@@ -122,7 +178,10 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(m) => Some(bind_metrics(m).await?),
             None => None,
         };
-        let (endpoint, report) = Endpoint::open(config, steward, gate, None).map_err(|e| wire_err(&e))?;
+        let backend = start_backend(&a.backend)?;
+        let (backend_json, backend_text) = backend_said(backend.as_deref());
+        let behind = backend.map(|b| b as std::sync::Arc<dyn Backend>);
+        let (endpoint, report) = Endpoint::open(config, steward, gate, behind).map_err(|e| wire_err(&e))?;
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
         let metrics_url = metrics.as_ref().map(|(_, u)| u.clone());
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
@@ -130,7 +189,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         emit(
             a.json,
             &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "stream": a.stream, "steward": steward_did.to_did_string(),
-                    "caller_signatures": caller_signatures,
+                    "caller_signatures": caller_signatures, "backend": backend_json,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
                     "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
             || {
@@ -154,6 +213,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     report.requests_remembered
                 );
                 let _ = writeln!(s, "jcp serve: callers' signatures checked {caller_signatures}");
+                s += &backend_text;
                 s
             },
         )?;
@@ -263,6 +323,12 @@ pub struct CallArgs {
     /// Write the sealed receipt's bytes here.
     #[arg(long)]
     receipt_out: Option<PathBuf>,
+    /// After an allow, read and print the reply of the endpoint behind the gate (an endpoint started with --backend sends one after each allowed response).
+    #[arg(long)]
+    reply: bool,
+    /// How long --reply waits for that reply, seconds.
+    #[arg(long, default_value_t = 60, requires = "reply")]
+    reply_timeout_s: u64,
     #[arg(long)]
     json: bool,
 }
@@ -328,6 +394,18 @@ fn response_json(r: &WireResponse) -> serde_json::Value {
     })
 }
 
+/// The relayed reply (§6.1 item 3): its output is data, labelled.
+fn reply_json(r: &jcp_wire::message::WireReply) -> serde_json::Value {
+    json!({
+        "state": r.state.as_str(),
+        "handle": r.handle,
+        "output": String::from_utf8_lossy(&r.output),
+        "output_hex": hex::encode(&r.output),
+        "receipt": r.receipt.to_hex(),
+        "closing": r.closing.map(|c| c.to_hex()),
+    })
+}
+
 pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     let addr = parse_addr(&a.connect)?;
     let req = build_request(a)?;
@@ -335,15 +413,26 @@ pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(p, req.to_bytes()).with_context(|| format!("writing {}", p.display()))?;
     }
     let rt = runtime()?;
-    let resp = rt.block_on(async {
+    let wait = std::time::Duration::from_secs(a.reply_timeout_s);
+    let called = rt.block_on(async {
         let mut c = jcp_wire::client::Client::connect(&addr).await?;
-        c.call(&req).await
+        let resp = c.call(&req).await?;
+        if !(a.reply && resp.decision.is_allow()) {
+            return Ok((resp, None));
+        }
+        let reply = tokio::time::timeout(wait, c.reply())
+            .await
+            .map_err(|_| jcp_wire::WireError::Timeout { secs: a.reply_timeout_s })??;
+        Ok::<_, jcp_wire::WireError>((resp, Some(reply)))
     });
-    let resp = resp.map_err(|e| wire_err(&e))?;
+    let (resp, reply) = called.map_err(|e| wire_err(&e))?;
     if let Some(p) = &a.receipt_out {
         std::fs::write(p, &resp.receipt).with_context(|| format!("writing {}", p.display()))?;
     }
-    let j = response_json(&resp);
+    let mut j = response_json(&resp);
+    if let Some(r) = &reply {
+        j["reply"] = reply_json(r);
+    }
     emit(a.json, &j, || {
         let d = &resp.decision;
         let mut s = match d.verdict {
@@ -364,6 +453,10 @@ pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
             j["receipt"]["steward"].as_str().unwrap_or("?"),
             j["receipt"]["known_through"].as_u64().map_or("not stated".to_owned(), |k| k.to_string()),
         );
+        if let Some(r) = &reply {
+            let handle = r.handle.as_ref().map_or(String::new(), |h| format!(" (handle {h})"));
+            let _ = writeln!(s, "reply {}{handle}: {}", r.state.as_str(), String::from_utf8_lossy(&r.output));
+        }
         s
     })?;
     Ok(ExitCode::from(if resp.decision.is_allow() { CLEAN } else { FINDINGS }))

@@ -1,5 +1,16 @@
 //! The endpoint behind the gate (§11: "invoked only on Allow"), and the
 //! §6.1 continuation payload a later exchange carries.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`protocol`] | `jcp-backend/1`: the call and answer messages between an endpoint and a backend process, and blocking framing for a backend program |
+//! | [`process`] | [`ProcessBackend`]: a child process speaking `jcp-backend/1`, reaped and restarted after a lost call |
+
+pub mod process;
+pub mod protocol;
+
+pub use process::{ProcessBackend, ProcessOptions};
+pub use protocol::{read_frame_sync, write_frame_sync, AnswerState, BackendAnswer, BackendCall, BACKEND_CAP};
 
 use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp::frame::Frame;
