@@ -40,6 +40,7 @@
 
 mod address;
 mod admission;
+mod charge;
 mod config;
 mod continuation;
 mod core_thread;
@@ -74,6 +75,7 @@ pub use stats::{Stats, StatsSnapshot};
 use crate::backend::Backend;
 use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, WireRequest};
+use crate::metering::CallMeter;
 use crate::metrics::WireMetrics;
 use core_thread::{Core, Job, Signed};
 use decided_once::identify;
@@ -92,6 +94,11 @@ struct Shared {
     stopping: AtomicBool,
     conns: Arc<tokio::sync::Semaphore>,
     caller_signatures: CallerSignatures,
+    /// §11 relay mode: what each relayed call is metered with.
+    meter: Arc<dyn CallMeter>,
+    /// §11 relay mode: one call at a time behind the gate (each call's
+    /// span holds the whole tree).
+    relay_lock: Arc<Mutex<()>>,
 }
 
 impl Shared {
@@ -180,8 +187,17 @@ impl Endpoint {
             stats: stats.clone(),
             point_keys,
             metrics: metrics.clone(),
+            relay: backend.is_some().then_some(config.call_ceiling_uj),
+            reserved: HashMap::new(),
         };
         let batch_max = config.batch_max.max(1);
+        // The ladder probes its counters once (a short burn), and only
+        // where a backend's calls are to be metered.
+        let meter: Arc<dyn CallMeter> = match (&config.meter, &backend) {
+            (Some(m), _) => m.clone(),
+            (None, Some(_)) => Arc::new(jcp_meter::span::SpanMeter::system(jcp_meter::span::SpanConfig::default())),
+            (None, None) => Arc::new(crate::metering::WallClock),
+        };
         let handle = std::thread::Builder::new()
             .name("jcp-endpoint-core".into())
             .spawn(move || core.run(rx, batch_max))
@@ -196,6 +212,8 @@ impl Endpoint {
             stopping: AtomicBool::new(false),
             conns: Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1))),
             caller_signatures: config.caller_signatures,
+            meter,
+            relay_lock: Arc::new(Mutex::new(())),
         });
         Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
     }
@@ -219,6 +237,8 @@ impl Endpoint {
             signatures_batched: s.signatures_batched.load(Ordering::Relaxed),
             signature_batches: s.signature_batches.load(Ordering::Relaxed),
             signature_batches_failed: s.signature_batches_failed.load(Ordering::Relaxed),
+            charged: s.charged.load(Ordering::Relaxed),
+            lost: s.lost.load(Ordering::Relaxed),
         }
     }
 
@@ -444,6 +464,8 @@ mod tests {
             stats,
             point_keys: std::collections::HashMap::new(),
             metrics,
+            relay: None,
+            reserved: std::collections::HashMap::new(),
         }
     }
 

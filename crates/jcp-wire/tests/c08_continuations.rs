@@ -74,21 +74,36 @@ fn later(
     .sign(&agent())
 }
 
+/// The charge receipt a relayed reply carries, verified.
+fn charged(r: &jcp_wire::message::WireReply) -> jcp_receipt::receipt::ReceiptCore {
+    jcp_receipt::verify_receipt(r.charge.as_deref().expect("a charge receipt"), None).unwrap().core
+}
+
 #[test]
-fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial() {
+fn c08_s6_1_a_continued_work_is_decided_per_exchange_metered_chained_and_closed_partial() {
     let dir = tempfile::tempdir().unwrap();
     let clock = TestClock::new(T0);
     let path = dir.path().join("s.jcps");
     let backend = Arc::new(LongTask::default());
+    let meter = Scripted::new(&[30, 50, 140], Provenance::ModelBased);
     let g = grant(1000, 1);
     rt().block_on(async {
-        let s = Served::start(config(&path, &clock), dir.path(), Some(backend.clone())).await.unwrap();
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(meter.clone());
+        let s = Served::start(cfg, dir.path(), Some(backend.clone())).await.unwrap();
         let mut c = Client::connect(&s.tcp).await.unwrap();
+        // §11 relay mode: the caller's stated 100 µJ is the most it lets
+        // the call reserve (§4.9 phase one), not what is debited.
         let first = c.call(&request(&g, 100, b"search: jcp", T0)).await.unwrap();
         assert!(first.decision.is_allow());
+        assert_eq!((first.decision.debited_uj, first.decision.budget_remaining_uj), (100, 900), "reserved");
         let r1 = c.reply().await.unwrap();
         assert_eq!((r1.state, r1.handle.as_deref()), (ReplyState::Working, Some("task-7")));
         assert_eq!(r1.receipt, first.receipt_id());
+        // What the endpoint metered is what is charged.
+        let c1 = charged(&r1);
+        assert_eq!((c1.cost_uj, c1.provenance, c1.breach), (30, Provenance::ModelBased, None));
+        assert_eq!(r1.metered.as_ref().unwrap().energy.uj, 30);
         // What comes back is data: untrusted, labelled as the action's output.
         assert_eq!(r1.label, Label::untrusted_from(["output:read"]));
         // A later exchange that names another receipt than the one it
@@ -100,7 +115,7 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         let poll =
             c.call(&later(&g, first.receipt_id(), "task-7", None, 50, Some(Label::bottom()), T0 + 2)).await.unwrap();
         assert!(poll.decision.is_allow());
-        assert_eq!(poll.decision.budget_remaining_uj, 850);
+        assert_eq!(poll.decision.budget_remaining_uj, 920, "30 charged, 50 reserved");
         let pr = jcp_receipt::verify_receipt(&poll.receipt, None).unwrap();
         let cont = Continuation { continues: first.receipt_id(), handle: "task-7".into(), answers: None };
         assert_eq!(
@@ -110,6 +125,7 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         );
         let r2 = c.reply().await.unwrap();
         assert_eq!(r2.state, ReplyState::InputRequired);
+        assert_eq!(charged(&r2).cost_uj, 50);
         // The answers are the client's: flow-checked like arguments, and the
         // output's label joins them.
         let web = Label::untrusted_from(["web"]);
@@ -122,6 +138,10 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         assert_eq!(r3.state, ReplyState::Done);
         assert_eq!(r3.output, b"42 results");
         assert_eq!(r3.label, Label::untrusted_from(["output:read", "web"]));
+        // Metered at 140 µJ where 70 were reserved: debited whole, and the
+        // charge records the breach of its reservation (fail closed).
+        let c3 = charged(&r3);
+        assert_eq!((c3.cost_uj, c3.breach), (140, Some(Reason::BudgetExceeded)));
         let closing_id = r3.closing.expect("a closing record");
         // Closed: the handle is refused now, and the refusal sealed.
         let after =
@@ -131,10 +151,13 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         let made_up =
             c.call(&later(&g, first.receipt_id(), "task-999", None, 5, Some(Label::bottom()), T0 + 5)).await.unwrap();
         assert_eq!(made_up.decision.reason(), Some(Reason::UnknownContinuation));
+        let st = s.endpoint.stats();
+        assert_eq!((st.charged, st.lost, st.unresolved), (3, 0, 0), "{st:?}");
         s.stop().await;
 
-        // The closing record: first, every continuation, the joules across
-        // them, Partial (the work between exchanges was not metered).
+        // The closing record: first, every continuation, the joules metered
+        // across all of them (the first exchange's too), Partial (the work
+        // between exchanges was in no span).
         let mut closing = None;
         for i in Reader::new(std::fs::File::open(&path).unwrap()).unwrap() {
             if let Item::Record(r) = i {
@@ -148,7 +171,7 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
         let closing = closing.expect("recorded");
         assert_eq!(closing.first, first.receipt_id());
         assert_eq!(closing.continuations, vec![poll.receipt_id(), done.receipt_id()]);
-        assert_eq!(closing.joules_uj, 120);
+        assert_eq!(closing.joules_uj, 220, "30 + 50 + 140: every exchange, the first included");
         assert_eq!(closing.coverage, jcp::energy::Coverage::Partial);
         assert_eq!(closing.outcome, ContentId::of_bytes(b"42 results"));
     });
@@ -159,6 +182,19 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_chained_and_closed_partial(
     assert_eq!(seen[0], (Some(b"search: jcp".to_vec()), None, None));
     assert_eq!(seen[1], (None, Some("task-7".into()), None));
     assert_eq!(seen[2], (None, Some("task-7".into()), Some(b"index 3".to_vec())));
+    // An in-process backend is metered over the endpoint's own threads.
+    assert!(meter.targets.lock().unwrap().iter().all(|t| *t == jcp_wire::metering::CallTarget::OwnThreads));
+    // The audit: every reservation settled by its charge, every receipt
+    // verified, and one finding, the breach of the third reservation.
+    let r =
+        jcp_audit::audit_paths(&[&path], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(()))
+            .unwrap();
+    let codes: Vec<_> = r.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, vec![jcp_audit::FindingCode::DebitPointBreach], "{:?}", r.findings);
+    assert_eq!((r.receipts.settlements, r.receipts.failed), (3, 0), "{:?}", r.receipts);
+    let line = r.grants.iter().find(|l| l.grant_id == g.id()).unwrap();
+    assert_eq!(line.spent_uj, 220, "the metered figures, not the stated ones");
+    assert_eq!(line.conservation.as_ref().unwrap().basis, Some(jcp_meter::conservation::Basis::Modelled));
 }
 
 #[test]
@@ -169,14 +205,20 @@ fn c08_s6_1_a_continuation_is_refused_once_its_grant_is_revoked_or_spent() {
     let backend = Arc::new(LongTask::default());
     let g = grant(200, 1);
     rt().block_on(async {
-        let s = Served::start(config(&path, &clock), dir.path(), Some(backend.clone())).await.unwrap();
+        let mut cfg = config(&path, &clock);
+        // The first exchange's work spends the whole grant.
+        cfg.meter = Some(Scripted::new(&[200], Provenance::ModelBased));
+        let s = Served::start(cfg, dir.path(), Some(backend.clone())).await.unwrap();
         let mut c = Client::connect(&s.unix).await.unwrap();
         let first = c.call(&request(&g, 150, b"job", T0)).await.unwrap();
         assert!(first.decision.is_allow());
-        assert_eq!(c.reply().await.unwrap().state, ReplyState::Working);
-        // Spent: the later exchange costs more than is left.
+        let r1 = c.reply().await.unwrap();
+        assert_eq!(r1.state, ReplyState::Working);
+        assert_eq!(charged(&r1).cost_uj, 200);
+        // Spent: a later exchange stating 0 µJ still does not fetch the
+        // outcome from a fully spent grant.
         let over =
-            c.call(&later(&g, first.receipt_id(), "task-7", None, 60, Some(Label::bottom()), T0 + 1)).await.unwrap();
+            c.call(&later(&g, first.receipt_id(), "task-7", None, 0, Some(Label::bottom()), T0 + 1)).await.unwrap();
         assert_eq!(over.decision.reason(), Some(Reason::BudgetExceeded));
         // A data-tagged later exchange never exercises the grant.
         let mut data = later(&g, first.receipt_id(), "task-7", None, 1, Some(Label::bottom()), T0 + 2);
@@ -212,7 +254,9 @@ fn c08_s6_1_handles_are_forgotten_on_restart_and_refused() {
     let path = dir.path().join("s.jcps");
     let g = grant(1000, 1);
     let first_id = rt().block_on(async {
-        let s = Served::start(config(&path, &clock), dir.path(), Some(Arc::new(LongTask::default()))).await.unwrap();
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(Scripted::new(&[10], Provenance::ModelBased));
+        let s = Served::start(cfg, dir.path(), Some(Arc::new(LongTask::default()))).await.unwrap();
         let mut c = Client::connect(&s.tcp).await.unwrap();
         let first = c.call(&request(&g, 100, b"job", T0)).await.unwrap();
         assert_eq!(c.reply().await.unwrap().state, ReplyState::Working);

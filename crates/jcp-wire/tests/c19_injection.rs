@@ -483,7 +483,10 @@ fn c19_an_args_label_above_the_flow_ceiling_is_denied_and_an_absent_one_is_not_c
     let backend = Arc::new(Recorder::default());
     let budget = 10_000;
     rt().block_on(async {
-        let s = Served::start(config(&path, &clock), dir.path(), Some(backend.clone())).await.unwrap();
+        // §11 relay mode: each allowed call is metered, and charged, at 7 µJ.
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(fixed_meter(7));
+        let s = Served::start(cfg, dir.path(), Some(backend.clone())).await.unwrap();
         let mut conn = Client::connect(&s.tcp).await.unwrap();
         let mut allows = 0;
         for (i, case) in cases(&c, "label").into_iter().enumerate() {

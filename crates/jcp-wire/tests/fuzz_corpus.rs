@@ -212,8 +212,37 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         output: injection().to_vec(),
         label: Label::untrusted_from(["output:read"]),
         closing: None,
+        charge: None,
+        charge_refused: None,
+        metered: None,
     };
     out.push(("reply-valid", codec::frame_value(&reply.to_value())));
+    // §11 relay mode: a reply carrying its charge receipt and metered figure.
+    let metered = jcp_wire::metering::CallFigure {
+        energy: Energy {
+            uj: 420,
+            provenance: Provenance::ModelBased,
+            coverage: jcp::energy::Coverage::Partial,
+            measured: None,
+        },
+        gaps: vec![jcp_wire::metering::CallGap {
+            code: "reaped-in-span".into(),
+            pid: Some(77),
+            detail: "cstime moved".into(),
+        }],
+        cpu_ns: 3_000_000,
+        wall_ns: 5_000_000,
+        rung: "estimate".into(),
+        members: 2,
+    };
+    let charged = WireReply {
+        state: ReplyState::Done,
+        handle: None,
+        charge: Some(b"\xd2\x84charge".to_vec()),
+        metered: Some(metered),
+        ..reply.clone()
+    };
+    out.push(("reply-metered-valid", codec::frame_value(&charged.to_value())));
     let answer = FeedAnswer {
         admitted: false,
         code: "revocation-forged".into(),
@@ -338,7 +367,7 @@ fn expect(name: &str, r: &Report) {
             assert_eq!(r.tail, Tail::End);
         }
         "response-valid" => one(Err(NM), Ok("response")),
-        "reply-valid" => one(Err(NM), Ok("reply")),
+        "reply-valid" | "reply-metered-valid" => one(Err(NM), Ok("reply")),
         "feed-answer-valid" => one(Err(NM), Ok("feed-answer")),
         // An error message is a map with `msg`: read as a feed message of
         // an unknown kind (refused), and as the endpoint's error.

@@ -68,6 +68,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs one call.
     fn call(&self, call: Call<'_>) -> BackendReply;
 
+    /// Readies the endpoint behind the gate for the next call (a process
+    /// backend starts a fresh child after a lost call here), so that
+    /// [`Backend::tree_root`] names the process the call will run in
+    /// before its span opens. Default: nothing to ready.
+    fn prepare(&self) {}
+
     /// The root of the process tree that runs the work, when it runs in
     /// another process the enforcement point can read (its pid): the
     /// endpoint meters each call as a span over that tree (§5.1 rung 3,

@@ -286,6 +286,14 @@ impl Backend for ProcessBackend {
         self.answer(&mut slot, id)
     }
 
+    fn prepare(&self) {
+        let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = self.ensure(&mut slot) {
+            // The call itself says so (`Failed`: nothing sent).
+            tracing::warn!("the backend could not be started: {e}");
+        }
+    }
+
     fn tree_root(&self) -> Option<u32> {
         match self.pid.load(Ordering::Relaxed) {
             0 => None,

@@ -10,6 +10,7 @@ use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 
 use crate::codec;
+use crate::metering::CallMeter;
 
 /// The endpoint's clock: unix seconds. Time is the endpoint's (§11).
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -50,6 +51,13 @@ pub struct Config {
     pub channels: Vec<ChannelSetup>,
     /// How callers' signatures are checked (§2, §11; default batched).
     pub caller_signatures: CallerSignatures,
+    /// The meter each relayed call is metered with (§11 relay mode; used
+    /// only with a backend). `None`: the ladder ([`jcp_meter::span::SpanMeter::system`]).
+    pub meter: Option<Arc<dyn CallMeter>>,
+    /// The operator's per-call ceiling, µJ (§11 relay mode): no call
+    /// reserves more, whatever its caller states. `None`: the caller's
+    /// stated maximum and the grant's remainder bound it.
+    pub call_ceiling_uj: Option<u64>,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -103,6 +111,8 @@ impl std::fmt::Debug for Config {
             .field("max_connections", &self.max_connections)
             .field("channels", &self.channels)
             .field("caller_signatures", &self.caller_signatures)
+            .field("meter", &self.meter.as_ref().map(|_| "set"))
+            .field("call_ceiling_uj", &self.call_ceiling_uj)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +135,8 @@ impl Config {
             clock: system_clock(),
             channels: Vec::new(),
             caller_signatures: CallerSignatures::Batched,
+            meter: None,
+            call_ceiling_uj: None,
         }
     }
 }

@@ -76,15 +76,19 @@ impl Core {
             return Ok((rec, None));
         }
         // Decided against the bound chain, not whatever chain was presented.
-        let bound = gate_request(req, &b.chain, cost, now);
-        let rec = self.gate.decide(&bound)?;
+        let rec = self.decide_or_reserve(req, &b.chain, cost, now)?;
         if !rec.decision.is_allow() {
             return Ok((rec, None));
         }
         let mut nb = b;
         nb.last = rec.receipt;
         nb.continuations.push(rec.receipt);
-        nb.joules_uj = nb.joules_uj.saturating_add(req.cost.uj);
+        // Without a backend the caller is the holder that metered the
+        // work (§11) and its figure is the exchange's; in relay mode the
+        // metered figure is added when it is charged (`Core::charge`).
+        if self.relay.is_none() {
+            nb.joules_uj = nb.joules_uj.saturating_add(req.cost.uj);
+        }
         if let Some(l) = &req.label {
             nb.label = nb.label.join(l);
         } else {

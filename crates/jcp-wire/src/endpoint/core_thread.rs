@@ -55,10 +55,6 @@ pub(super) enum Job {
         feed: Box<Feed>,
         tx: oneshot::Sender<FeedAnswer>,
     },
-    Outcome {
-        receipt: ContentId,
-        status: OutcomeStatus,
-    },
     Bind {
         handle: String,
         binding: Box<Binding>,
@@ -82,8 +78,37 @@ pub(super) enum Job {
         grant_id: ContentId,
         tx: oneshot::Sender<Option<Ledger>>,
     },
+    /// §11 relay mode: the call a reservation held has run; charge what
+    /// the endpoint metered (§4.9 phase two), record the exchange's
+    /// outcome, and add the joules to the handle's work (§6.1 item 4).
+    Charge {
+        reservation: ContentId,
+        energy: jcp::energy::Energy,
+        handle: Option<String>,
+        status: OutcomeStatus,
+        tx: oneshot::Sender<Charged>,
+    },
+    /// The endpoint behind the gate stopped mid-call: the reservation
+    /// stays debited and unresolved (§4.11), never charged.
+    Lost {
+        reservation: ContentId,
+        why: String,
+    },
     /// The sync thread has handed batches back (their sync failed).
     Wake,
+}
+
+/// A charge, recorded: the charge receipt; or why there is none (the
+/// reservation then stays held and unresolved).
+pub(super) type Charged = Result<jcp_receipt::runtime::Recorded, String>;
+
+/// §11 relay mode: an allowed call's reservation, held until the metered
+/// figure of its work is charged (§4.9), with what the charge re-decides.
+pub(super) struct HeldCall {
+    pub(super) reserved: jcp_receipt::runtime::Reserved,
+    pub(super) req: Box<WireRequest>,
+    /// The chain it was decided on (a continuation's: the bound one).
+    pub(super) chain: Vec<jcp::grant::SignedGrant>,
 }
 
 impl Job {
@@ -152,6 +177,12 @@ pub(super) struct Core {
     /// §4.5: this point's key per channel grant.
     pub(super) point_keys: HashMap<ContentId, Keypair>,
     pub(super) metrics: Arc<WireMetrics>,
+    /// §11 relay mode (a backend is behind the gate): allowed requests are
+    /// reserved, the work is metered, and the metered figure is charged.
+    /// `Some(ceiling)`: the operator's per-call ceiling, if any.
+    pub(super) relay: Option<Option<u64>>,
+    /// Reservations awaiting their charge, by reservation receipt.
+    pub(super) reserved: HashMap<ContentId, HeldCall>,
 }
 
 impl Core {
@@ -239,13 +270,6 @@ impl Core {
                 let a = self.feed(&feed);
                 p.fed.push((tx, a));
             }
-            Job::Outcome { receipt, status } => {
-                if self.failed.is_none() {
-                    if let Err(e) = self.gate.complete(&receipt, status) {
-                        tracing::warn!("outcome of {receipt} not recorded: {e}");
-                    }
-                }
-            }
             Job::Bind { handle, binding } => {
                 self.handles.insert(handle, *binding);
             }
@@ -260,6 +284,11 @@ impl Core {
             Job::Ledger { grant_id, tx } => {
                 let _ = tx.send(self.gate.gate().channel(&grant_id).map(|c| c.channel().ledger()));
             }
+            Job::Charge { reservation, energy, handle, status, tx } => {
+                let c = self.charge(reservation, energy, handle.as_deref(), status);
+                p.charged.push((tx, c));
+            }
+            Job::Lost { reservation, why } => self.lost(reservation, &why),
             Job::Shutdown { .. } | Job::Wake => {}
         }
     }

@@ -64,9 +64,11 @@ pub(super) fn gate_request<'a>(
 }
 
 /// The decision a recorded receipt states, as the caller gets it.
-pub(super) fn answer_of(req: &WireRequest, rec: Recorded, fresh: bool, continued: Continued) -> Answer {
+pub(super) fn answer_of(rec: Recorded, fresh: bool, continued: Continued) -> Answer {
     let d = &rec.decision;
-    let wd = wire_decision(d.verdict, req.cost.uj, d.budget_uj, d.budget_remaining_uj);
+    // What the decision debited: the cost on a plain allow, the
+    // reservation in relay mode (§4.9 phase one), nothing on a deny.
+    let wd = wire_decision(d.verdict, d.debited_uj, d.budget_uj, d.budget_remaining_uj);
     Answer {
         allow: fresh && d.is_allow(),
         verdict: d.verdict,
@@ -183,7 +185,7 @@ impl Core {
         let cost = req.decision_cost();
         let base = gate_request(req, &req.chain, &cost, now);
         match self.gate.record_refusal(&base, reason, why) {
-            Ok(rec) => answer_of(req, rec, false, None),
+            Ok(rec) => answer_of(rec, false, None),
             Err(e) => self.record_error(req, &e),
         }
     }
@@ -199,7 +201,7 @@ impl Core {
         }
         let cost = req.decision_cost();
         let decided = match &req.continues {
-            None => self.gate.decide(&gate_request(req, &req.chain, &cost, now)).map(|rec| (rec, None)),
+            None => self.decide_or_reserve(req, &req.chain, &cost, now).map(|rec| (rec, None)),
             Some(handle) => self.decide_continuation(req, handle, &cost, now),
         };
         let (rec, continued) = match decided {
@@ -207,7 +209,7 @@ impl Core {
             Err(e) => return self.record_error(req, &e),
         };
         self.remember(id, req.now, &rec);
-        answer_of(req, rec, true, continued)
+        answer_of(rec, true, continued)
     }
 
     /// A decided request is remembered while its stamp is inside the

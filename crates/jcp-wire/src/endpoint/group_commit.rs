@@ -14,7 +14,7 @@ use std::sync::Arc;
 use jcp::cbor::ContentId;
 use tokio::sync::{mpsc, oneshot};
 
-use super::core_thread::{Core, Job, StatementAnswer};
+use super::core_thread::{Charged, Core, Job, StatementAnswer};
 use super::decision::Answer;
 use super::stats::Stats;
 use crate::error::WireError;
@@ -31,6 +31,7 @@ pub(super) struct Pending {
     pub(super) fed: Vec<(oneshot::Sender<FeedAnswer>, FeedAnswer)>,
     pub(super) closed: Vec<(oneshot::Sender<Option<ContentId>>, Option<ContentId>)>,
     pub(super) stated: Vec<(oneshot::Sender<StatementAnswer>, StatementAnswer)>,
+    pub(super) charged: Vec<(oneshot::Sender<Charged>, Charged)>,
 }
 
 impl Pending {
@@ -49,6 +50,9 @@ impl Pending {
         }
         for (tx, a) in self.stated {
             let _ = tx.send(a);
+        }
+        for (tx, c) in self.charged {
+            let _ = tx.send(c);
         }
     }
 }
@@ -209,6 +213,11 @@ impl Core {
                 message: format!("the record cannot be written: {why}"),
                 known_through: None,
             }));
+        }
+        // A charge that did not become durable: the reservation stays
+        // unresolved after a restart (§4.11), and the caller is told so.
+        for (tx, _) in p.charged {
+            let _ = tx.send(Err(format!("the record cannot be written: {why}")));
         }
     }
 

@@ -22,6 +22,7 @@ use super::Shared;
 use crate::backend::{Backend, BackendReply, Call, Continuation};
 use crate::codec;
 use crate::message::{ReplyState, WireReply, WireRequest};
+use crate::metering::{CallFigure, CallMeter, CallTarget, WallClock};
 
 /// What the relay needs of a request once the core holds the request
 /// itself: the fields the gate decided over.
@@ -51,7 +52,11 @@ impl Exchange {
 }
 
 /// Runs the endpoint behind the gate for an allowed request whose response
-/// has left, and writes its reply. `false` once the connection is gone.
+/// has left, metered (§11 relay mode), and writes its reply. The work's
+/// figure is charged (§4.9 phase two) before the reply leaves, and the
+/// reply carries the charge receipt; a call lost mid-way is never charged
+/// and its decision stays unresolved (§4.11). `false` once the connection
+/// is gone.
 pub(super) async fn relay<S: AsyncWrite + Unpin>(
     shared: &Arc<Shared>,
     s: &mut S,
@@ -61,21 +66,10 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
 ) -> bool {
     if !a.fresh {
         // A repeat: the decision is held, the reply is not.
-        let reply = WireReply {
-            receipt: a.receipt,
-            state: ReplyState::Unavailable,
-            handle: None,
-            output: Vec::new(),
-            label: Label::top(),
-            closing: None,
-        };
+        let reply = WireReply::unavailable(a.receipt);
         return codec::write_frame(s, &codec::frame_value(&reply.to_value())).await.is_ok();
     }
-    let reply = call_backend(backend, &x).await;
-    // The exchange itself completed or failed (§4.11 outcome).
-    let status =
-        if matches!(reply, BackendReply::Failed(_)) { OutcomeStatus::Failed } else { OutcomeStatus::Completed };
-    let _ = shared.tx.send(Job::Outcome { receipt: a.receipt, status }).await;
+    let (reply, figure) = call_backend(shared, backend, &x).await;
     // §6.1 item 3: what comes back is data, labelled as the output of the
     // first request's action joined with everything the client sent.
     let sent = match (&a.continued, &x.label) {
@@ -90,19 +84,54 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
         BackendReply::Failed(o) => (ReplyState::Failed, None, o),
         BackendReply::Working { handle, status } => (ReplyState::Working, Some(handle), status),
         BackendReply::InputRequired { handle, prompt } => (ReplyState::InputRequired, Some(handle), prompt),
-        // Filled in by the metered relay (issue 35); until then a lost call
-        // is reported as failed output.
-        BackendReply::Lost { why } => (ReplyState::Failed, None, why.into_bytes()),
+        BackendReply::Lost { why } => {
+            // Never charged, never reported completed or failed (§4.11).
+            let _ = shared.tx.send(Job::Lost { reservation: a.receipt, why: why.clone() }).await;
+            let reply = WireReply {
+                metered: Some(figure),
+                ..WireReply::of(a.receipt, ReplyState::Lost, None, why.into_bytes(), out_label)
+            };
+            return codec::write_frame(s, &codec::frame_value(&reply.to_value())).await.is_ok();
+        }
     };
-    let closing = follow_up(shared, &a, x, sent, state, handle.as_ref(), &output).await;
-    let reply = WireReply { receipt: a.receipt, state, handle, output, label: out_label, closing };
+    let status = if state == ReplyState::Failed { OutcomeStatus::Failed } else { OutcomeStatus::Completed };
+    let (tx, rx) = oneshot::channel();
+    let charge = Job::Charge {
+        reservation: a.receipt,
+        energy: figure.energy,
+        handle: a.continued.as_ref().map(|(h, _)| h.clone()),
+        status,
+        tx,
+    };
+    let charged = if shared.tx.send(charge).await.is_ok() { rx.await.ok() } else { None };
+    let charged = charged.unwrap_or_else(|| Err("the endpoint's core stopped before the charge".into()));
+    let closing = match &charged {
+        Ok(_) => follow_up(shared, &a, x, sent, state, handle.as_ref(), &output, figure.energy.uj).await,
+        Err(_) => None,
+    };
+    let mut reply =
+        WireReply { closing, metered: Some(figure), ..WireReply::of(a.receipt, state, handle, output, out_label) };
+    match charged {
+        Ok(rec) => reply.charge = Some(rec.sealed),
+        Err(why) => {
+            tracing::warn!(receipt = %a.receipt, "a relayed call's charge was not recorded; it stays unresolved: {why}");
+            reply.charge_refused = Some(why);
+        }
+    }
     codec::write_frame(s, &codec::frame_value(&reply.to_value())).await.is_ok()
 }
 
 /// Calls the endpoint behind the gate off the runtime's threads with the
 /// frame it allowed and the bytes its receipt sealed (a later exchange:
-/// the handle and the client's answers instead of the arguments).
-pub(super) async fn call_backend(backend: Arc<dyn Backend>, x: &Exchange) -> BackendReply {
+/// the handle and the client's answers instead of the arguments), inside
+/// a span of the endpoint's meter over the process tree that runs it. One
+/// call at a time per endpoint: two calls inside one tree would each be
+/// in the other's span.
+pub(super) async fn call_backend(
+    shared: &Arc<Shared>,
+    backend: Arc<dyn Backend>,
+    x: &Exchange,
+) -> (BackendReply, CallFigure) {
     let answers = x
         .continues
         .as_ref()
@@ -111,16 +140,33 @@ pub(super) async fn call_backend(backend: Arc<dyn Backend>, x: &Exchange) -> Bac
     let f2 = x.frame.clone();
     let a2 = x.args.clone();
     let c2 = x.continues.clone();
+    let meter = shared.meter.clone();
+    let one_at_a_time = shared.relay_lock.clone();
+    let started = std::time::Instant::now();
     tokio::task::spawn_blocking(move || {
+        let _one = one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        backend.prepare();
+        let target = match backend.tree_root() {
+            Some(root) => CallTarget::Tree { root, self_contained: backend.self_contained() },
+            None => CallTarget::OwnThreads,
+        };
+        let span = meter.start(target);
         let call = Call {
             frame: &f2,
             args: if c2.is_some() { None } else { a2.as_deref() },
             continues: c2.as_deref().map(|h| (h, answers.as_deref())),
         };
-        backend.call(call)
+        let reply = backend.call(call);
+        (reply, span.stop())
     })
     .await
-    .unwrap_or_else(|_| BackendReply::Failed(b"the endpoint behind the gate panicked".to_vec()))
+    .unwrap_or_else(|_| {
+        // The call panicked: whether its work took effect is not knowable.
+        let figure = WallClock.start(CallTarget::OwnThreads).stop();
+        let mut figure = figure;
+        figure.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, figure)
+    })
 }
 
 /// What the reply's state asks of the core (§6.1): work that goes on binds
@@ -135,20 +181,22 @@ pub(super) async fn follow_up(
     state: ReplyState,
     handle: Option<&String>,
     output: &[u8],
+    metered_uj: u64,
 ) -> Option<ContentId> {
     match (state, handle, &a.continued) {
-        (ReplyState::Working | ReplyState::InputRequired, Some(h), cont) => {
-            let binding = match cont {
-                Some((_, b)) => b.as_ref().clone(),
-                None => Binding {
-                    chain: x.chain,
-                    frame: x.frame,
-                    first: a.receipt,
-                    last: a.receipt,
-                    continuations: Vec::new(),
-                    joules_uj: 0,
-                    label: sent,
-                },
+        // The first exchange's work goes on: its handle is bound to the
+        // grant, with the joules metered so far (§6.1 item 4). A later
+        // exchange's binding is the core's own, moved on when it was
+        // decided and charged.
+        (ReplyState::Working | ReplyState::InputRequired, Some(h), None) => {
+            let binding = Binding {
+                chain: x.chain,
+                frame: x.frame,
+                first: a.receipt,
+                last: a.receipt,
+                continuations: Vec::new(),
+                joules_uj: metered_uj,
+                label: sent,
             };
             let _ = shared.tx.send(Job::Bind { handle: h.clone(), binding: Box::new(binding) }).await;
             None

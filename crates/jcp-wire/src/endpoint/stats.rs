@@ -38,6 +38,11 @@ pub struct Stats {
     pub signature_batches: AtomicU64,
     /// Of those, batches that failed and were checked again one by one.
     pub signature_batches_failed: AtomicU64,
+    /// §11 relay mode: calls metered and charged.
+    pub charged: AtomicU64,
+    /// §11 relay mode: calls lost mid-way (the backend stopped): their
+    /// decisions stay unresolved (§4.11).
+    pub lost: AtomicU64,
 }
 
 /// A snapshot of [`Stats`].
@@ -72,4 +77,8 @@ pub struct StatsSnapshot {
     pub signature_batches: u64,
     /// See [`Stats::signature_batches_failed`].
     pub signature_batches_failed: u64,
+    /// See [`Stats::charged`].
+    pub charged: u64,
+    /// See [`Stats::lost`].
+    pub lost: u64,
 }

@@ -6,6 +6,7 @@ use jcp::cbor::{self, ContentId, Fields, Value};
 use jcp::flow::Label;
 
 use crate::error::WireError;
+use crate::metering::CallFigure;
 
 /// What the endpoint behind the gate answered, sent after the response of
 /// an allowed request (§6.1): admitted as `data`, labelled.
@@ -25,6 +26,14 @@ pub struct WireReply {
     pub label: Label,
     /// On `done` after continuations: the closing record's id.
     pub closing: Option<ContentId>,
+    /// §11 relay mode: the sealed charge receipt (§4.9 phase two) of what
+    /// the endpoint metered this exchange's work at.
+    pub charge: Option<Vec<u8>>,
+    /// §11 relay mode: why the charge was not recorded (the decision then
+    /// stays unresolved, its reservation debited).
+    pub charge_refused: Option<String>,
+    /// §11 relay mode: the figure the endpoint metered, with its gaps.
+    pub metered: Option<CallFigure>,
 }
 
 /// The state a reply reports.
@@ -41,6 +50,9 @@ pub enum ReplyState {
     Failed,
     /// A repeated request: the reply is not held (the decision is).
     Unavailable,
+    /// The endpoint behind the gate stopped mid-call: whether the work
+    /// took effect is not known; the decision stays unresolved (§4.11).
+    Lost,
 }
 
 impl ReplyState {
@@ -52,17 +64,28 @@ impl ReplyState {
             Self::InputRequired => "input-required",
             Self::Failed => "failed",
             Self::Unavailable => "unavailable",
+            Self::Lost => "lost",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Self::Done, Self::Working, Self::InputRequired, Self::Failed, Self::Unavailable]
+        [Self::Done, Self::Working, Self::InputRequired, Self::Failed, Self::Unavailable, Self::Lost]
             .into_iter()
             .find(|x| x.as_str() == s)
     }
 }
 
 impl WireReply {
+    /// A reply with nothing charged, metered or closed (yet).
+    pub fn of(receipt: ContentId, state: ReplyState, handle: Option<String>, output: Vec<u8>, label: Label) -> Self {
+        Self { receipt, state, handle, output, label, closing: None, charge: None, charge_refused: None, metered: None }
+    }
+
+    /// The reply to a repeat: the decision is held, the reply is not.
+    pub fn unavailable(receipt: ContentId) -> Self {
+        Self::of(receipt, ReplyState::Unavailable, None, Vec::new(), Label::top())
+    }
+
     /// The canonical message value.
     pub fn to_value(&self) -> Value {
         cbor::map([
@@ -73,6 +96,9 @@ impl WireReply {
             ("output", Some(Value::Bytes(self.output.clone()))),
             ("label", Some(self.label.to_value())),
             ("closing", self.closing.map(|c| Value::text(c.to_hex()))),
+            ("charge", self.charge.clone().map(Value::Bytes)),
+            ("charge_refused", self.charge_refused.clone().map(Value::Text)),
+            ("metered", self.metered.as_ref().map(CallFigure::to_value)),
         ])
     }
 
@@ -92,7 +118,14 @@ impl WireReply {
         let output = output.clone();
         let label = Label::from_value(f.req("label")?)?;
         let closing = f.opt_cid("closing")?;
+        let charge = match f.opt("charge") {
+            None => None,
+            Some(Value::Bytes(b)) => Some(b.clone()),
+            Some(_) => return Err(f.error("charge", "expected bytes").into()),
+        };
+        let charge_refused = f.opt_text("charge_refused")?.map(str::to_owned);
+        let metered = f.opt("metered").map(CallFigure::from_value).transpose()?;
         f.finish()?;
-        Ok(Self { receipt, state, handle, output, label, closing })
+        Ok(Self { receipt, state, handle, output, label, closing, charge, charge_refused, metered })
     }
 }

@@ -145,3 +145,73 @@ impl Served {
         self.endpoint.shutdown().await.unwrap();
     }
 }
+
+/// A meter whose figures a test scripts, one per relayed call, in order:
+/// for the endpoint's accounting (what is charged, summed and closed),
+/// with the real span meter tested on real processes elsewhere
+/// (`jcp-meter`'s span tests, `crates/cli/tests/metered.rs`). The targets it
+/// was opened over are kept.
+#[derive(Default)]
+pub struct Scripted {
+    figures: std::sync::Mutex<std::collections::VecDeque<jcp_wire::metering::CallFigure>>,
+    pub targets: std::sync::Mutex<Vec<jcp_wire::metering::CallTarget>>,
+}
+
+impl Scripted {
+    /// Figures of `uj` each, graded `provenance`, `Partial` with one gap.
+    pub fn new(uj: &[u64], provenance: Provenance) -> Arc<Self> {
+        let figures = uj
+            .iter()
+            .map(|&uj| jcp_wire::metering::CallFigure {
+                energy: jcp::energy::Energy {
+                    uj,
+                    provenance,
+                    coverage: jcp::energy::Coverage::Partial,
+                    measured: (provenance == Provenance::HwShunt).then_some(uj),
+                },
+                gaps: vec![jcp_wire::metering::CallGap {
+                    code: "not-declared-self-contained".into(),
+                    pid: None,
+                    detail: "scripted".into(),
+                }],
+                cpu_ns: 1_000_000,
+                wall_ns: 2_000_000,
+                rung: "scripted".into(),
+                members: 1,
+            })
+            .collect();
+        Arc::new(Self { figures: std::sync::Mutex::new(figures), targets: std::sync::Mutex::default() })
+    }
+}
+
+struct ScriptedSpan(jcp_wire::metering::CallFigure);
+
+impl jcp_wire::metering::CallSpan for ScriptedSpan {
+    fn stop(self: Box<Self>) -> jcp_wire::metering::CallFigure {
+        self.0
+    }
+}
+
+impl jcp_wire::metering::CallMeter for Scripted {
+    fn start(&self, target: jcp_wire::metering::CallTarget) -> Box<dyn jcp_wire::metering::CallSpan> {
+        self.targets.lock().unwrap().push(target);
+        let f = self.figures.lock().unwrap().pop_front().expect("a scripted figure for every relayed call");
+        Box::new(ScriptedSpan(f))
+    }
+}
+
+/// Every relayed call metered at `uj` (`ModelBased`, `Partial`): for tests
+/// of what the gate decides around a relay, not of the meter.
+pub fn fixed_meter(uj: u64) -> Arc<dyn jcp_wire::metering::CallMeter> {
+    Arc::new(Fixed(uj))
+}
+
+struct Fixed(u64);
+
+impl jcp_wire::metering::CallMeter for Fixed {
+    fn start(&self, _target: jcp_wire::metering::CallTarget) -> Box<dyn jcp_wire::metering::CallSpan> {
+        let s = Scripted::new(&[self.0], Provenance::ModelBased);
+        let f = s.figures.lock().unwrap().pop_front().unwrap();
+        Box::new(ScriptedSpan(f))
+    }
+}

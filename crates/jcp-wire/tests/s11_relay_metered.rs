@@ -1,0 +1,143 @@
+//! §11 "The cost is the holder's measurement", relay mode: with a backend
+//! behind the gate the endpoint reserves (§4.9 phase one, bounded by the
+//! caller's stated maximum and the operator's ceiling), runs and meters the
+//! call, and charges the metered figure, never the caller's. A call lost
+//! mid-way is never charged: its decision stays unresolved (§4.11), across
+//! a restart and in the audit. Real TCP and Unix sockets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use jcp::energy::{Coverage, Energy, Provenance};
+use jcp_wire::backend::{Backend, BackendReply, Call};
+use jcp_wire::client::Client;
+use jcp_wire::message::{ReplyState, RequestBody, WireRequest};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// Answers `done`, except to `crash`, which it loses mid-call.
+struct Flaky;
+
+impl Backend for Flaky {
+    fn call(&self, call: Call<'_>) -> BackendReply {
+        match call.args {
+            Some(b"crash") => BackendReply::Lost { why: "exit status 70 before replying".into() },
+            Some(a) => BackendReply::Done(a.to_vec()),
+            None => BackendReply::Failed(b"no args".to_vec()),
+        }
+    }
+}
+
+/// A request stating `cost` for `payload`.
+fn stating(g: &jcp::grant::SignedGrant, cost: Energy, payload: &[u8], now: u64) -> WireRequest {
+    let base = request(g, 1, payload, now);
+    RequestBody {
+        frame: base.frame.clone(),
+        chain: base.chain.clone(),
+        cost,
+        money: None,
+        label: base.label.clone(),
+        args: base.args.clone(),
+        continues: None,
+        now,
+    }
+    .sign(&agent())
+}
+
+#[test]
+fn s11_relay_mode_debits_the_metered_figure_never_the_callers_and_claims_no_grade_it_did_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(10_000, 1);
+    rt().block_on(async {
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(Scripted::new(&[42, 900], Provenance::Estimator));
+        cfg.call_ceiling_uj = Some(500);
+        let s = Served::start(cfg, dir.path(), Some(Arc::new(Flaky))).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        // The caller claims a hardware reading of 5 µJ: in relay mode that
+        // is only the most it lets the call reserve.
+        let r = c.call(&stating(&g, Energy::hardware(5), b"a", T0)).await.unwrap();
+        assert_eq!((r.decision.is_allow(), r.decision.debited_uj), (true, 5), "reserved at its stated 5 µJ");
+        let reservation = jcp_receipt::verify_receipt(&r.receipt, None).unwrap().core;
+        assert_eq!(
+            (reservation.provenance, reservation.measured),
+            (Provenance::Estimator, None),
+            "a bound, no reading"
+        );
+        let reply = c.reply().await.unwrap();
+        assert_eq!(reply.state, ReplyState::Done);
+        let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
+        assert_eq!(
+            charge.energy(),
+            Energy { uj: 42, provenance: Provenance::Estimator, coverage: Coverage::Partial, measured: None },
+            "the metered figure, at the grade it was metered at"
+        );
+        assert_eq!(charge.breach, Some(jcp::decision::Reason::BudgetExceeded), "42 µJ above the 5 reserved");
+        // No stated maximum: the operator's per-call ceiling bounds it.
+        let r = c.call(&stating(&g, Energy::new(0, Provenance::Estimator), b"b", T0)).await.unwrap();
+        assert_eq!(r.decision.debited_uj, 500, "the operator's ceiling");
+        let reply = c.reply().await.unwrap();
+        let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
+        assert_eq!(charge.cost_uj, 900, "debited whole above the ceiling: the work ran");
+        let st = s.endpoint.stats();
+        assert_eq!((st.allowed, st.charged, st.unresolved), (2, 2, 0), "{st:?}");
+        s.stop().await;
+    });
+    let r =
+        jcp_audit::audit_paths(&[&path], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(()))
+            .unwrap();
+    let line = r.grants.iter().find(|l| l.grant_id == g.id()).unwrap();
+    assert_eq!(line.spent_uj, 942, "the grant spent what was metered: {line:?}");
+    assert_eq!(r.unresolved_total, 0);
+}
+
+#[test]
+fn s4_11_a_call_lost_mid_way_is_never_charged_and_stays_unresolved_across_a_restart_and_in_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(10_000, 1);
+    let lost_receipt = rt().block_on(async {
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(Scripted::new(&[70, 30], Provenance::ModelBased));
+        let s = Served::start(cfg, dir.path(), Some(Arc::new(Flaky))).await.unwrap();
+        let mut c = Client::connect(&s.unix).await.unwrap();
+        let r = c.call(&stating(&g, Energy::new(100, Provenance::Estimator), b"crash", T0)).await.unwrap();
+        assert!(r.decision.is_allow());
+        let reply = c.reply().await.unwrap();
+        assert_eq!(reply.state, ReplyState::Lost, "{reply:?}");
+        assert_eq!(reply.output, b"exit status 70 before replying");
+        assert!(reply.charge.is_none(), "never charged");
+        assert_eq!(reply.metered.as_ref().unwrap().energy.uj, 70, "what was metered is shown, not debited");
+        // The next call is decided and charged as ever.
+        let ok = c.call(&stating(&g, Energy::new(100, Provenance::Estimator), b"fine", T0)).await.unwrap();
+        assert_eq!(ok.decision.budget_remaining_uj, 10_000 - 100 - 100, "the lost reservation stays debited");
+        assert!(c.reply().await.unwrap().charge.is_some());
+        let st = s.endpoint.stats();
+        assert_eq!((st.charged, st.lost, st.unresolved), (1, 1, 1), "{st:?}");
+        s.stop().await;
+        r.receipt_id()
+    });
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), Some(Arc::new(Flaky))).await.unwrap();
+        let un = &s.report.replay.unresolved;
+        assert_eq!(un.len(), 1, "{un:?}");
+        assert_eq!(un[0].receipt, lost_receipt);
+        assert_eq!(s.endpoint.stats().unresolved, 1);
+        s.stop().await;
+    });
+    let r =
+        jcp_audit::audit_paths(&[&path], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(()))
+            .unwrap();
+    assert_eq!(r.unresolved_total, 1, "{:?}", r.unresolved);
+    let line = r.grants.iter().find(|l| l.grant_id == g.id()).unwrap();
+    assert_eq!(line.spent_uj, 130, "the lost call's reservation (100) stays debited beside the charged 30");
+}
