@@ -187,7 +187,7 @@ impl Endpoint {
             stats: stats.clone(),
             point_keys,
             metrics: metrics.clone(),
-            relay: backend.is_some().then_some(config.call_ceiling_uj),
+            relay: backend.is_some().then_some(core_thread::RelayMode { ceiling_uj: config.call_ceiling_uj }),
             reserved: HashMap::new(),
         };
         let batch_max = config.batch_max.max(1);

@@ -105,6 +105,32 @@ struct BackendFlags {
     /// The backend program and its arguments (after `--backend --`).
     #[arg(last = true, value_name = "CMD", requires = "backend")]
     backend_cmd: Vec<OsString>,
+    /// The most one relayed call may reserve, µJ (§4.9 phase one), whatever its caller states; a call metered above what it reserved is debited whole and its charge records the breach.
+    #[arg(long, requires = "backend")]
+    call_ceiling_uj: Option<u64>,
+}
+
+/// The meter behind the gate: the span ladder (§5.1) over the backend's
+/// process tree, probed once; what it will meter with, for the start line.
+fn start_meter(config: &mut Config) -> (serde_json::Value, String) {
+    let meter = jcp_meter::span::SpanMeter::system(jcp_meter::span::SpanConfig::default());
+    let probe = meter.probe();
+    config.meter = Some(std::sync::Arc::new(meter));
+    let declined: Vec<String> = probe
+        .declined
+        .iter()
+        .map(|d| {
+            let fix = d.decline.fix.as_ref().map_or(String::new(), |f| format!(" (fix: {f})"));
+            format!("{} {}: {}{fix}", d.source, d.decline.code, d.decline.why)
+        })
+        .collect();
+    let text = format!(
+        "jcp serve: each call metered as a span over the backend's process tree: {} (rung {}); declined: {}\n",
+        probe.cpu.as_str(),
+        probe.rung.as_str(),
+        if declined.is_empty() { "none".to_owned() } else { declined.join("; ") }
+    );
+    (serde_json::to_value(&probe).unwrap_or(serde_json::Value::Null), text)
 }
 
 /// Starts the endpoint behind the gate, when `--backend` names one.
@@ -179,7 +205,14 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let backend = start_backend(&a.backend)?;
-        let (backend_json, backend_text) = backend_said(backend.as_deref());
+        let (backend_json, mut backend_text) = backend_said(backend.as_deref());
+        let mut config = config;
+        config.call_ceiling_uj = a.backend.call_ceiling_uj;
+        let metering = backend.as_ref().map(|_| start_meter(&mut config));
+        if let Some((_, t)) = &metering {
+            backend_text += t;
+        }
+        let metering = metering.map(|(j, _)| j);
         let behind = backend.map(|b| b as std::sync::Arc<dyn Backend>);
         let (endpoint, report) = Endpoint::open(config, steward, gate, behind).map_err(|e| wire_err(&e))?;
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
@@ -189,7 +222,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         emit(
             a.json,
             &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "stream": a.stream, "steward": steward_did.to_did_string(),
-                    "caller_signatures": caller_signatures, "backend": backend_json,
+                    "caller_signatures": caller_signatures, "backend": backend_json, "metering": metering,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
                     "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
             || {
@@ -394,8 +427,23 @@ fn response_json(r: &WireResponse) -> serde_json::Value {
     })
 }
 
-/// The relayed reply (§6.1 item 3): its output is data, labelled.
+/// The relayed reply (§6.1 item 3): its output is data, labelled; in
+/// relay mode the figure the endpoint metered and the charge receipt that
+/// debited it (§11), read from the receipt itself.
 fn reply_json(r: &jcp_wire::message::WireReply) -> serde_json::Value {
+    let charge = r.charge.as_deref().map(|b| match jcp_receipt::verify_receipt(b, None) {
+        Ok(v) => json!({
+            "id": jcp::cbor::ContentId::of_bytes(b).to_hex(),
+            "verified": true,
+            "cost_uj": v.core.cost_uj,
+            "provenance": v.core.provenance.as_str(),
+            "coverage": v.core.coverage.as_str(),
+            "measured_uj": v.core.measured,
+            "breach": v.core.breach.map(jcp::decision::Reason::as_str),
+            "budget_remaining_uj": v.core.budget_remaining_uj,
+        }),
+        Err(e) => json!({"verified": false, "code": e.code(), "message": e.to_string()}),
+    });
     json!({
         "state": r.state.as_str(),
         "handle": r.handle,
@@ -403,7 +451,51 @@ fn reply_json(r: &jcp_wire::message::WireReply) -> serde_json::Value {
         "output_hex": hex::encode(&r.output),
         "receipt": r.receipt.to_hex(),
         "closing": r.closing.map(|c| c.to_hex()),
+        "metered": r.metered,
+        "charge": charge,
+        "charge_refused": r.charge_refused,
     })
+}
+
+/// The reply in words: its state and output, then what was metered and
+/// charged (or why not).
+fn reply_text(r: &jcp_wire::message::WireReply, j: &serde_json::Value) -> String {
+    let mut s = String::new();
+    let handle = r.handle.as_ref().map_or(String::new(), |h| format!(" (handle {h})"));
+    let _ = writeln!(s, "reply {}{handle}: {}", r.state.as_str(), String::from_utf8_lossy(&r.output));
+    if let Some(m) = &r.metered {
+        let gaps: Vec<&str> = m.gaps.iter().map(|g| g.code.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "metered: {} ({}, {}; rung {}; {} process(es), {} ms CPU){}",
+            jcp::energy::format_uj(m.energy.uj),
+            m.energy.provenance,
+            m.energy.coverage,
+            m.rung,
+            m.members,
+            m.cpu_ns / 1_000_000,
+            if gaps.is_empty() { String::new() } else { format!("; gaps: {}", gaps.join(", ")) }
+        );
+    }
+    match (&j["charge"], &r.charge_refused, r.state) {
+        (c, _, _) if c.is_object() => {
+            let breach = c["breach"].as_str().map_or(String::new(), |b| format!("; breach: {b}"));
+            let _ = writeln!(
+                s,
+                "charged: {} µJ, receipt {}{breach}",
+                c["cost_uj"],
+                c["id"].as_str().unwrap_or("(not verified)")
+            );
+        }
+        (_, Some(why), _) => {
+            let _ = writeln!(s, "not charged: {why} (the decision stays unresolved)");
+        }
+        (_, None, jcp_wire::message::ReplyState::Lost) => {
+            let _ = writeln!(s, "not charged: the call was lost; the decision stays unresolved (§4.11)");
+        }
+        _ => {}
+    }
+    s
 }
 
 pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
@@ -454,8 +546,7 @@ pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
             j["receipt"]["known_through"].as_u64().map_or("not stated".to_owned(), |k| k.to_string()),
         );
         if let Some(r) = &reply {
-            let handle = r.handle.as_ref().map_or(String::new(), |h| format!(" (handle {h})"));
-            let _ = writeln!(s, "reply {}{handle}: {}", r.state.as_str(), String::from_utf8_lossy(&r.output));
+            s += &reply_text(r, &j["reply"]);
         }
         s
     })?;

@@ -33,9 +33,9 @@ impl Core {
         now: u64,
     ) -> Result<Recorded, jcp_receipt::Error> {
         let r = gate_request(req, chain, cost, now);
-        let Some(operator) = self.relay else { return self.gate.decide(&r) };
+        let Some(mode) = self.relay else { return self.gate.decide(&r) };
         // The caller's stated maximum (0: none stated) and the operator's ceiling.
-        let ceiling = [(req.cost.uj > 0).then_some(req.cost.uj), operator].into_iter().flatten().min();
+        let ceiling = [(req.cost.uj > 0).then_some(req.cost.uj), mode.ceiling_uj].into_iter().flatten().min();
         match self.gate.authorize_within(&r, ceiling)? {
             Err(denied) => Ok(denied),
             Ok(reserved) => {

@@ -102,6 +102,13 @@ pub(super) enum Job {
 /// reservation then stays held and unresolved).
 pub(super) type Charged = Result<jcp_receipt::runtime::Recorded, String>;
 
+/// §11 relay mode: how allowed calls are reserved.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RelayMode {
+    /// The operator's per-call ceiling, µJ, if any.
+    pub(super) ceiling_uj: Option<u64>,
+}
+
 /// §11 relay mode: an allowed call's reservation, held until the metered
 /// figure of its work is charged (§4.9), with what the charge re-decides.
 pub(super) struct HeldCall {
@@ -179,8 +186,7 @@ pub(super) struct Core {
     pub(super) metrics: Arc<WireMetrics>,
     /// §11 relay mode (a backend is behind the gate): allowed requests are
     /// reserved, the work is metered, and the metered figure is charged.
-    /// `Some(ceiling)`: the operator's per-call ceiling, if any.
-    pub(super) relay: Option<Option<u64>>,
+    pub(super) relay: Option<RelayMode>,
     /// Reservations awaiting their charge, by reservation receipt.
     pub(super) reserved: HashMap<ContentId, HeldCall>,
 }

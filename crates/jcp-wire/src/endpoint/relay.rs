@@ -106,7 +106,7 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
     let charged = if shared.tx.send(charge).await.is_ok() { rx.await.ok() } else { None };
     let charged = charged.unwrap_or_else(|| Err("the endpoint's core stopped before the charge".into()));
     let closing = match &charged {
-        Ok(_) => follow_up(shared, &a, x, sent, state, handle.as_ref(), &output, figure.energy.uj).await,
+        Ok(_) => follow_up(shared, &a, x, sent, (state, handle.as_ref(), &output), figure.energy.uj).await,
         Err(_) => None,
     };
     let mut reply =
@@ -178,9 +178,7 @@ pub(super) async fn follow_up(
     a: &Answer,
     x: Exchange,
     sent: Label,
-    state: ReplyState,
-    handle: Option<&String>,
-    output: &[u8],
+    (state, handle, output): (ReplyState, Option<&String>, &[u8]),
     metered_uj: u64,
 ) -> Option<ContentId> {
     match (state, handle, &a.continued) {
