@@ -157,17 +157,29 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_metered_chained_and_closed_
 
         // The closing record: first, every continuation, the joules metered
         // across all of them (the first exchange's too), Partial (the work
-        // between exchanges was in no span).
+        // between exchanges was in no span). Sealed as §6.1 item 4 names it:
+        // a tool-result frame tagged data whose payload is the record's
+        // content address, debiting nothing.
         let mut closing = None;
+        let mut closing_receipt = None;
         for i in Reader::new(std::fs::File::open(&path).unwrap()).unwrap() {
             if let Item::Record(r) = i {
                 if r.kind == RecordKind::Closing {
-                    assert_eq!(ContentId::of_bytes(&r.payload), closing_id);
                     let (_, v) = jcp_receipt::cose::open(&r.payload, &mut jcp_receipt::cose::DidCache::new()).unwrap();
-                    closing = Some(Closing::from_value(&v).unwrap());
+                    closing = Some((ContentId::of(&v), Closing::from_value(&v).unwrap()));
+                }
+                if r.kind == RecordKind::Receipt && ContentId::of_bytes(&r.payload) == closing_id {
+                    closing_receipt = Some(jcp_receipt::verify_receipt(&r.payload, None).unwrap().core);
                 }
             }
         }
+        let k = closing_receipt.expect("the closing receipt is in the stream");
+        assert_eq!((k.frame_kind, k.trust), (jcp::frame::FrameKind::ToolResult, Trust::Data));
+        assert_eq!((k.verdict, k.cost_uj), (jcp::decision::Verdict::Deny(Reason::UntrustedControl), 0), "debits nothing");
+        assert_eq!(k.grant_id, g.id());
+        let (address, closing) = closing.expect("the record it addresses is in the stream");
+        assert_eq!(k.payload_hash, Some(address), "its payload is the record's content address");
+        let closing = Some(closing);
         let closing = closing.expect("recorded");
         assert_eq!(closing.first, first.receipt_id());
         assert_eq!(closing.continuations, vec![poll.receipt_id(), done.receipt_id()]);

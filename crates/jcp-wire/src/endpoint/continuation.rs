@@ -4,10 +4,10 @@
 //! work is sealed in a closing record.
 
 use jcp::cbor::ContentId;
-use jcp::decision::{Cost, Reason};
-use jcp::energy::Coverage;
+use jcp::decision::{Cost, Reason, Request};
+use jcp::energy::{Coverage, Energy, Provenance};
 use jcp::flow::Label;
-use jcp::frame::{Frame, Trust};
+use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::SignedGrant;
 
 use jcp_receipt::runtime::Recorded;
@@ -99,9 +99,15 @@ impl Core {
         Ok((rec, Some((handle.to_owned(), Box::new(nb)))))
     }
 
-    /// Work finished on a continuation (§6.1): the handle is forgotten and a
-    /// closing record (first receipt, continuations, joules, outcome) sealed;
-    /// its id, or `None` for an unknown handle or a failed record.
+    /// Work finished on a continuation (§6.1 item 4): the handle is
+    /// forgotten, the record of the work (first receipt, continuations, the
+    /// joules metered across them, the outcome's digest) is sealed into the
+    /// stream, and the closing itself is sealed in the form item 4 names: a
+    /// `tool-result` (`agent-reply` for an agent task) frame tagged `data`
+    /// whose payload is that record's content address, decided by the gate
+    /// like any frame and so debiting nothing (a data frame exercises no
+    /// capability, §7: `untrusted-control`). Returns the closing receipt's
+    /// id, or `None` for an unknown handle or a record that failed.
     pub(super) fn close(&mut self, handle: &str, outcome: ContentId, status: &'static str) -> Option<ContentId> {
         let b = self.handles.remove(handle)?;
         let c = Closing {
@@ -112,8 +118,25 @@ impl Core {
             outcome,
             status,
         };
-        match self.gate.record_closing(&c.to_value()) {
-            Ok((id, _)) => Some(id),
+        let record = c.to_value();
+        let frame = Frame {
+            kind: if b.frame.kind == FrameKind::AgentTask { FrameKind::AgentReply } else { FrameKind::ToolResult },
+            trust: Trust::Data,
+            payload_hash: ContentId::of(&record),
+            ..b.frame.clone()
+        };
+        let holder = b.chain.last().map(|g| g.grant().subject);
+        let closed = self.gate.record_closing(&record).and_then(|_| {
+            let Some(caller) = holder else {
+                return Err(jcp_receipt::Error::Invalid { field: "chain", problem: "a binding with no grant".into() });
+            };
+            let cost = Cost::energy(Energy::new(0, Provenance::Estimator));
+            let now = self.now();
+            let req = Request { frame: &frame, chain: &b.chain, caller: &caller, cost: &cost, now, flow: Some(&b.label) };
+            self.gate.decide(&req)
+        });
+        match closed {
+            Ok(rec) => Some(rec.receipt),
             Err(e) => {
                 if matches!(e, jcp_receipt::Error::Io { .. }) {
                     self.fail(e.to_string());
