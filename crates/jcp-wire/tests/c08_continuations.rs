@@ -175,7 +175,11 @@ fn c08_s6_1_a_continued_work_is_decided_per_exchange_metered_chained_and_closed_
         }
         let k = closing_receipt.expect("the closing receipt is in the stream");
         assert_eq!((k.frame_kind, k.trust), (jcp::frame::FrameKind::ToolResult, Trust::Data));
-        assert_eq!((k.verdict, k.cost_uj), (jcp::decision::Verdict::Deny(Reason::UntrustedControl), 0), "debits nothing");
+        assert_eq!(
+            (k.verdict, k.cost_uj),
+            (jcp::decision::Verdict::Deny(Reason::UntrustedControl), 0),
+            "debits nothing"
+        );
         assert_eq!(k.grant_id, g.id());
         let (address, closing) = closing.expect("the record it addresses is in the stream");
         assert_eq!(k.payload_hash, Some(address), "its payload is the record's content address");

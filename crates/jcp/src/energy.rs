@@ -185,3 +185,35 @@ mod format_tests {
         assert_eq!(format_uj(u64::MAX), "18446744.073 MJ (5124095.576 kWh)");
     }
 }
+
+#[cfg(test)]
+mod grade_tests {
+    use super::{Coverage, Energy, Provenance};
+
+    fn e(uj: u64, provenance: Provenance, measured: Option<u64>) -> Energy {
+        Energy { uj, provenance, coverage: Coverage::Whole, measured }
+    }
+
+    /// §5: `HwShunt` requires a measured figure, `Estimator` forbids one,
+    /// `ModelBased` may carry one; a cost never debits below its own.
+    #[test]
+    fn s5_the_grade_and_the_measured_figure_agree_or_are_refused() {
+        let code = |x: Energy| x.check_grade().err().map(|err| err.code());
+        assert_eq!(code(e(5, Provenance::HwShunt, None)), Some("energy-unmeasured"));
+        assert_eq!(code(e(5, Provenance::Estimator, Some(5))), Some("energy-measured-estimate"));
+        assert_eq!(code(e(4, Provenance::HwShunt, Some(5))), Some("energy-below-measured"));
+        assert_eq!(code(e(4, Provenance::ModelBased, Some(5))), Some("energy-below-measured"));
+        for ok in [
+            Energy::hardware(5),
+            e(6, Provenance::HwShunt, Some(5)),
+            e(5, Provenance::ModelBased, Some(5)),
+            e(5, Provenance::ModelBased, None),
+            e(5, Provenance::Estimator, None),
+        ] {
+            assert_eq!(code(ok), None, "{ok:?}");
+        }
+        assert!(Energy::hardware(5).rests_on_measurement());
+        assert!(!e(5, Provenance::HwShunt, None).rests_on_measurement(), "a label is no reading");
+        assert!(!e(5, Provenance::ModelBased, Some(5)).rests_on_measurement());
+    }
+}

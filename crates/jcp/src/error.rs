@@ -619,6 +619,9 @@ mod tests {
             Error::InvalidFunds { text: s(), problem: s() },
             Error::InvalidContentId { what: "grant", text: s() },
             Error::KeyFileInvalid { problem: s() },
+            Error::UnmeasuredHardwareGrade { uj: 5 },
+            Error::MeasuredEstimate { measured: 5 },
+            Error::DebitBelowMeasured { uj: 4, measured: 5 },
         ];
         for e in &v {
             match e {
@@ -667,7 +670,10 @@ mod tests {
                 | Error::InvalidLabel { .. }
                 | Error::InvalidFunds { .. }
                 | Error::InvalidContentId { .. }
-                | Error::KeyFileInvalid { .. } => {}
+                | Error::KeyFileInvalid { .. }
+                | Error::UnmeasuredHardwareGrade { .. }
+                | Error::MeasuredEstimate { .. }
+                | Error::DebitBelowMeasured { .. } => {}
             }
         }
         v

@@ -132,7 +132,8 @@ impl Core {
             };
             let cost = Cost::energy(Energy::new(0, Provenance::Estimator));
             let now = self.now();
-            let req = Request { frame: &frame, chain: &b.chain, caller: &caller, cost: &cost, now, flow: Some(&b.label) };
+            let req =
+                Request { frame: &frame, chain: &b.chain, caller: &caller, cost: &cost, now, flow: Some(&b.label) };
             self.gate.decide(&req)
         });
         match closed {
