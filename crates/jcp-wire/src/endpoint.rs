@@ -66,7 +66,7 @@ use jcp_receipt::runtime::DurableGate;
 use jcp_receipt::writer::Durability;
 use tokio::sync::{mpsc, oneshot};
 
-pub use address::{bind_all, unix_path, Address, Listener};
+pub use address::{bind_all, remove_socket, unix_path, Address, Listener};
 pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config};
 pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES, REMEMBERED_INDEX_BYTES};
 pub use recording::{read_request_record, OpenReport};

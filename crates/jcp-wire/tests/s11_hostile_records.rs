@@ -190,3 +190,32 @@ fn s11_an_in_process_request_over_the_cap_is_refused_like_a_socket_one() {
         s.stop().await;
     });
 }
+
+/// Issue 34: `--listen unix:PATH` never removes what is not a socket. A
+/// regular file (or a link to one) at the path is refused and left as it
+/// was; a stale socket is replaced.
+#[test]
+fn s11_binding_a_unix_path_removes_only_a_stale_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let file = dir.path().join("precious.txt");
+        std::fs::write(&file, b"the operator's file").unwrap();
+        let link = dir.path().join("link.sock");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        for p in [&file, &link] {
+            let e = jcp_wire::endpoint::Address::Unix(p.clone()).bind().await.unwrap_err();
+            assert!(e.to_string().contains("not a socket"), "{e}");
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"the operator's file");
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "the link is left too");
+        // A socket left by a process that is gone is replaced.
+        let stale = dir.path().join("stale.sock");
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        let (_l, _) = jcp_wire::endpoint::Address::Unix(stale.clone()).bind().await.unwrap();
+        // And at shutdown only a socket is removed.
+        jcp_wire::endpoint::remove_socket(&file);
+        assert!(file.exists());
+        jcp_wire::endpoint::remove_socket(&stale);
+        assert!(!stale.exists());
+    });
+}

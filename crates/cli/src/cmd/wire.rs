@@ -273,7 +273,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         endpoint.shutdown().await.map_err(|e| wire_err(&e))?;
         for p in unix_paths {
-            let _ = std::fs::remove_file(p);
+            jcp_wire::endpoint::remove_socket(&p);
         }
         let st = endpoint.stats();
         emit(a.json, &json!({"event": "stopped", "stats": st}), || {

@@ -50,8 +50,10 @@ impl std::fmt::Display for Address {
 }
 
 impl Address {
-    /// Binds a listener. A Unix path left by a process that is gone is
-    /// replaced; one a live endpoint answers on is refused.
+    /// Binds a listener. A Unix socket left by a process that is gone is
+    /// replaced; one a live endpoint answers on is refused, and so is a
+    /// path that is anything but a socket (a file, a directory, a link):
+    /// it is never removed.
     pub async fn bind(&self) -> Result<(Listener, Address), WireError> {
         match self {
             Self::Tcp(a) => {
@@ -62,7 +64,17 @@ impl Address {
             }
             #[cfg(unix)]
             Self::Unix(p) => {
-                if p.exists() {
+                if let Ok(meta) = std::fs::symlink_metadata(p) {
+                    use std::os::unix::fs::FileTypeExt;
+                    if !meta.file_type().is_socket() {
+                        return Err(WireError::io(
+                            format!("binding unix:{}", p.display()),
+                            std::io::Error::new(
+                                std::io::ErrorKind::AlreadyExists,
+                                "the path exists and is not a socket; it is left as it is",
+                            ),
+                        ));
+                    }
                     if tokio::net::UnixStream::connect(p).await.is_ok() {
                         return Err(WireError::io(
                             format!("binding unix:{}", p.display()),
@@ -102,4 +114,18 @@ pub fn unix_path(a: &Address) -> Option<&Path> {
         Address::Unix(p) => Some(p),
         Address::Tcp(_) => None,
     }
+}
+
+/// Removes the socket an endpoint listened on at `p`, and only a socket:
+/// a path something else has been put at since is left as it is.
+pub fn remove_socket(p: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = p;
 }
