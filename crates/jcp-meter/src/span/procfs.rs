@@ -54,40 +54,52 @@ fn malformed(detail: impl Into<String>) -> Error {
     Error::ProcStatMalformed { detail: detail.into() }
 }
 
-fn field<T: std::str::FromStr>(fields: &[&str], n: usize, name: &str) -> Result<T, Error> {
-    // `fields` starts at field 3 (the state), so field n is fields[n - 3].
-    let s = fields.get(n - 3).ok_or_else(|| malformed(format!("no field {n} ({name})")))?;
-    s.parse::<T>().map_err(|_| malformed(format!("field {n} ({name}) `{s}` is not a number of its kind")))
-}
-
 /// Decodes one `stat` line. The command name (field 2) is in parentheses and
 /// may itself hold spaces and parentheses, so the fields after it are read
 /// from the LAST `)`. Refuses (never panics on) anything else: not UTF-8
 /// after the name, a missing field, a field that is not a non-negative number.
+/// Allocates nothing unless it refuses.
 pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
     let close = bytes.iter().rposition(|&b| b == b')').ok_or_else(|| malformed("no `)` closing the command name"))?;
     let open = bytes.iter().position(|&b| b == b'(').filter(|&o| o < close).ok_or_else(|| malformed("no `(`"))?;
     let pid = std::str::from_utf8(&bytes[..open]).map_err(|_| malformed("the pid is not UTF-8"))?.trim();
     let pid: u32 = pid.parse().map_err(|_| malformed(format!("pid `{pid}` is not a number")))?;
     let rest = std::str::from_utf8(&bytes[close + 1..]).map_err(|_| malformed("the fields are not UTF-8"))?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let state = match fields.first().map(|s| s.as_bytes()) {
-        Some([s]) if s.is_ascii_alphabetic() => *s,
+    // Fields 3 to 22, in order; those not kept are skipped unread.
+    let mut fields = rest.split_ascii_whitespace();
+    let mut n = 3;
+    let mut next = |want: usize, name: &str| -> Result<&str, Error> {
+        while n < want {
+            fields.next().ok_or_else(|| malformed(format!("no field {want} ({name})")))?;
+            n += 1;
+        }
+        n += 1;
+        fields.next().ok_or_else(|| malformed(format!("no field {want} ({name})")))
+    };
+    let state = match next(3, "state")?.as_bytes() {
+        [s] if s.is_ascii_alphabetic() => *s,
         _ => return Err(malformed("field 3 (state) is not one letter")),
     };
-    let user: u64 = field(&fields, 14, "utime")?;
-    let system: u64 = field(&fields, 15, "stime")?;
-    let reaped_user: u64 = field(&fields, 16, "cutime")?;
-    let reaped_system: u64 = field(&fields, 17, "cstime")?;
+    let parent = number(next(4, "ppid")?, 4, "ppid")?;
+    let user: u64 = number(next(14, "utime")?, 14, "utime")?;
+    let system: u64 = number(next(15, "stime")?, 15, "stime")?;
+    let reaped_user: u64 = number(next(16, "cutime")?, 16, "cutime")?;
+    let reaped_system: u64 = number(next(17, "cstime")?, 17, "cstime")?;
+    let threads = number(next(20, "num_threads")?, 20, "num_threads")?;
+    let start_ticks = number(next(22, "starttime")?, 22, "starttime")?;
     Ok(ProcStat {
         pid,
         state,
-        ppid: field(&fields, 4, "ppid")?,
+        ppid: parent,
         cpu_ticks: user.saturating_add(system),
         reaped_ticks: reaped_user.saturating_add(reaped_system),
-        threads: field(&fields, 20, "num_threads")?,
-        start_ticks: field(&fields, 22, "starttime")?,
+        threads,
+        start_ticks,
     })
+}
+
+fn number<T: std::str::FromStr>(s: &str, n: usize, name: &str) -> Result<T, Error> {
+    s.parse::<T>().map_err(|_| malformed(format!("field {n} ({name}) `{s}` is not a number of its kind")))
 }
 
 /// Why a `/proc` read failed, as the span meter tells it apart.

@@ -86,8 +86,8 @@ impl Walk {
     }
 }
 
-/// The most `/proc` files a walker keeps open between its walks (each span
-/// has its own walker, so this bounds the descriptors one span holds).
+/// The most `/proc` files a walker keeps open between its walks (a walker
+/// serves one span at a time, so this bounds the descriptors one span holds).
 const OPEN_FILES: usize = 256;
 
 /// Which file of a task.
@@ -98,30 +98,41 @@ enum Kind {
 }
 
 /// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
-/// and are read again from offset 0 by the span's later walks: an open
-/// descriptor names the process it was opened on, so a pid reused by
-/// another process is never read through it (the read fails, `ESRCH`, and
-/// the path is opened afresh).
+/// and are read again from offset 0 by later walks, of the same span or of a
+/// later span the walker serves (the meter keeps idle walkers for its next
+/// spans): an open descriptor names the process it was opened on, so a pid
+/// reused by another process is never read through it (the read fails,
+/// `ESRCH`, and the path is opened afresh). [`Walker::span_done`] closes the
+/// files the span just done did not read.
 #[derive(Debug)]
 pub(crate) struct Walker {
     pub listing: ChildrenListing,
+    /// The last file read is `buf[..len]`.
     buf: Vec<u8>,
+    len: usize,
     kids: Vec<u32>,
-    open: HashMap<(u32, u32, Kind), std::fs::File>,
+    /// The open files, each with whether it was read in the current span.
+    open: HashMap<(u32, u32, Kind), (std::fs::File, bool)>,
 }
 
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
-        Self { listing, buf: Vec::with_capacity(512), kids: Vec::new(), open: HashMap::new() }
+        Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::new() }
     }
 
-    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf`.
+    /// Closes the files the span just done did not read (those of processes
+    /// that left the tree, or of another span's tree).
+    pub fn span_done(&mut self) {
+        self.open.retain(|_, (_, read)| std::mem::take(read));
+    }
+
+    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf[..self.len]`.
     fn read(&mut self, pid: u32, tid: u32, kind: Kind) -> Result<(), ReadFail> {
-        use std::io::{Read, Seek, SeekFrom};
         let key = (pid, tid, kind);
-        if let Some(f) = self.open.get_mut(&key) {
-            self.buf.clear();
-            if f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_end(&mut self.buf)).is_ok() {
+        if let Some((f, read)) = self.open.get_mut(&key) {
+            if let Ok(n) = read_whole(f, &mut self.buf) {
+                self.len = n;
+                *read = true;
                 return Ok(());
             }
             self.open.remove(&key);
@@ -131,18 +142,17 @@ impl Walker {
             Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
             Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
         };
-        let mut f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
-        self.buf.clear();
-        f.read_to_end(&mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
+        let f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
+        self.len = read_whole(&f, &mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
         if self.open.len() < OPEN_FILES {
-            self.open.insert(key, f);
+            self.open.insert(key, (f, true));
         }
         Ok(())
     }
 
     fn read_stat(&mut self, pid: u32, tid: u32) -> Result<ProcStat, ReadFail> {
         self.read(pid, tid, Kind::Stat)?;
-        procfs::parse_stat(&self.buf).map_err(|e| ReadFail::Other(e.to_string()))
+        procfs::parse_stat(&self.buf[..self.len]).map_err(|e| ReadFail::Other(e.to_string()))
     }
 
     /// One walk of `scope`.
@@ -212,7 +222,7 @@ impl Walker {
                 match self.read(pid, tid, Kind::Children) {
                     Ok(()) => {
                         if let Err(ReadFail::Denied(e) | ReadFail::Other(e)) =
-                            procfs::parse_children(&self.buf, &mut self.kids)
+                            procfs::parse_children(&self.buf[..self.len], &mut self.kids)
                         {
                             w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: {e}"));
                         }
@@ -241,6 +251,38 @@ impl Walker {
         }
         w.members.insert(pid, MemberRead { stat, unsettled });
         Some(())
+    }
+}
+
+/// A `/proc` file read shorter than this (and than the buffer) holds the
+/// whole file: docs/decisions.md, "One read of a `/proc` file".
+const SHORT_READ_IS_WHOLE: usize = 2048;
+
+/// Reads all of `f` from offset 0 into the front of `buf` and gives its
+/// length, with positional reads (`pread`): one system call where the file is
+/// shorter than [`SHORT_READ_IS_WHOLE`], which every `stat` line is and a
+/// `children` list of up to a couple of hundred pids. A longer file is read
+/// on from where the first read ended until a read returns nothing (`buf`
+/// grows as needed; it is never shrunk, so no read clears it).
+fn read_whole(f: &std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    if buf.len() < 2 * SHORT_READ_IS_WHOLE {
+        buf.resize(2 * SHORT_READ_IS_WHOLE, 0);
+    }
+    let n = f.read_at(buf, 0)?;
+    if n < SHORT_READ_IS_WHOLE {
+        return Ok(n);
+    }
+    let mut len = n;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let k = f.read_at(&mut buf[len..], len as u64)?;
+        if k == 0 {
+            return Ok(len);
+        }
+        len += k;
     }
 }
 
@@ -495,6 +537,51 @@ mod tests {
         let b = end(vec![member(10, 1, 100, 70, 9, b'S')]);
         let c = compare(&a, &b, 400, true);
         assert_eq!((c.cpu_ticks, codes(&c)), (20, vec![]));
+    }
+
+    #[test]
+    fn a_file_is_read_whole_at_every_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = Vec::new();
+        for len in [0, 1, 300, 2047, 2048, 2049, 4095, 4096, 4097, 9000, 70_000] {
+            let text: Vec<u8> = (0..len).map(|i| b"0123456789 "[i % 11]).collect();
+            let path = dir.path().join(format!("f{len}"));
+            std::fs::write(&path, &text).unwrap();
+            let f = std::fs::File::open(&path).unwrap();
+            for _ in 0..2 {
+                let n = read_whole(&f, &mut buf).unwrap();
+                assert_eq!(&buf[..n], &text[..], "{len}");
+            }
+        }
+        // And a `/proc` file longer than one short read.
+        let f = std::fs::File::open("/proc/self/maps").unwrap();
+        let n = read_whole(&f, &mut buf).unwrap();
+        assert!(buf[..n].ends_with(b"\n"), "{n}");
+    }
+
+    #[test]
+    fn s5_1_a_kept_file_of_a_reaped_process_reads_gone_never_another_process() {
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let mut child = std::process::Command::new("sleep").arg("1000").spawn().unwrap();
+        let pid = child.id();
+        let first = w.read_stat(pid, pid).unwrap();
+        assert_eq!(first.pid, pid);
+        assert!(w.open.contains_key(&(pid, pid, Kind::Stat)), "the file is kept");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(w.read_stat(pid, pid), Err(ReadFail::Gone));
+        assert!(!w.open.contains_key(&(pid, pid, Kind::Stat)), "a file that failed is closed");
+    }
+
+    #[test]
+    fn a_walker_closes_at_a_spans_end_the_files_the_span_did_not_read() {
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let me = std::process::id();
+        w.read_stat(me, me).unwrap();
+        w.span_done();
+        assert_eq!(w.open.len(), 1, "read in the span: kept");
+        w.span_done();
+        assert!(w.open.is_empty(), "not read in the next: closed");
     }
 
     #[test]
