@@ -65,16 +65,36 @@ pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
     let pid = std::str::from_utf8(&bytes[..open]).map_err(|_| malformed("the pid is not UTF-8"))?.trim();
     let pid: u32 = pid.parse().map_err(|_| malformed(format!("pid `{pid}` is not a number")))?;
     let rest = std::str::from_utf8(&bytes[close + 1..]).map_err(|_| malformed("the fields are not UTF-8"))?;
-    // Fields 3 to 22, in order; those not kept are skipped unread.
-    let mut fields = rest.split_ascii_whitespace();
-    let mut n = 3;
-    let mut next = |want: usize, name: &str| -> Result<&str, Error> {
-        while n < want {
-            fields.next().ok_or_else(|| malformed(format!("no field {want} ({name})")))?;
-            n += 1;
+    // Fields 3 to 22, split as `split_ascii_whitespace` splits (on valid
+    // UTF-8, a byte split on ASCII whitespace is the same), found in one
+    // pass that stops at field 22; those not kept are skipped unread.
+    let mut found: [&str; 23] = [""; 23];
+    let mut n = 2;
+    let mut at = None;
+    for (i, b) in rest.bytes().enumerate() {
+        match (b.is_ascii_whitespace(), at) {
+            (false, None) => at = Some(i),
+            (true, Some(s)) => {
+                n += 1;
+                found[n] = &rest[s..i];
+                at = None;
+                if n == 22 {
+                    break;
+                }
+            }
+            _ => {}
         }
+    }
+    if let (Some(s), true) = (at, n < 22) {
         n += 1;
-        fields.next().ok_or_else(|| malformed(format!("no field {want} ({name})")))
+        found[n] = &rest[s..];
+    }
+    let next = |want: usize, name: &str| -> Result<&str, Error> {
+        if want <= n {
+            Ok(found[want])
+        } else {
+            Err(malformed(format!("no field {want} ({name})")))
+        }
     };
     let state = match next(3, "state")?.as_bytes() {
         [s] if s.is_ascii_alphabetic() => *s,
