@@ -60,7 +60,7 @@ fn malformed(detail: impl Into<String>) -> Error {
 /// after the name, a missing field, a field that is not a non-negative number.
 /// Allocates nothing unless it refuses.
 pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
-    let close = bytes.iter().rposition(|&b| b == b')').ok_or_else(|| malformed("no `)` closing the command name"))?;
+    let close = last_index_of(bytes, b')').ok_or_else(|| malformed("no `)` closing the command name"))?;
     let open = bytes.iter().position(|&b| b == b'(').filter(|&o| o < close).ok_or_else(|| malformed("no `(`"))?;
     let pid = std::str::from_utf8(&bytes[..open]).map_err(|_| malformed("the pid is not UTF-8"))?.trim();
     let pid: u32 = pid.parse().map_err(|_| malformed(format!("pid `{pid}` is not a number")))?;
@@ -116,6 +116,28 @@ pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
         threads,
         start_ticks,
     })
+}
+
+/// The last index of `needle` in `bytes`, eight bytes at a time (the line
+/// is mostly after the name, so the last `)` is near its front).
+fn last_index_of(bytes: &[u8], needle: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let spread = LO.wrapping_mul(u64::from(needle));
+    let mut end = bytes.len();
+    let chunks = bytes.rchunks_exact(8);
+    let front = chunks.remainder();
+    for c in chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w) ^ spread;
+        // Exact: nonzero if and only if some byte of `x` is zero.
+        if x.wrapping_sub(LO) & !x & HI != 0 {
+            return c.iter().rposition(|&b| b == needle).map(|i| end - 8 + i);
+        }
+        end -= 8;
+    }
+    front.iter().rposition(|&b| b == needle)
 }
 
 fn number<T: std::str::FromStr>(s: &str, n: usize, name: &str) -> Result<T, Error> {
@@ -235,6 +257,24 @@ mod tests {
             ProcStat { pid: 42, state: b'S', ppid: 7, cpu_ticks: 15, reaped_ticks: 9, threads: 2, start_ticks: 34207 }
         );
         assert!(s.at_rest());
+    }
+
+    #[test]
+    fn the_last_index_is_found_at_every_position() {
+        for len in 0..40 {
+            let mut v = vec![b'a'; len];
+            assert_eq!(last_index_of(&v, b')'), None);
+            for first in 0..len {
+                v[first] = b')';
+                for last in first..len {
+                    let mut w = v.clone();
+                    w[last] = b')';
+                    w.iter_mut().skip(last + 1).for_each(|b| *b = b'(' + 0x80);
+                    assert_eq!(last_index_of(&w, b')'), Some(last), "{len} {first} {last}");
+                }
+                v[first] = b'a';
+            }
+        }
     }
 
     #[test]
