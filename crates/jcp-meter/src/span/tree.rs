@@ -155,12 +155,15 @@ impl Walker {
         procfs::parse_stat(&self.buf[..self.len]).map_err(|e| ReadFail::Other(e.to_string()))
     }
 
-    /// One walk of `scope`.
-    pub fn walk(&mut self, scope: Scope) -> Walk {
+    /// One walk of `scope`. With `rest`, every member's threads are checked
+    /// for rest (each thread's `stat` read where a member has several);
+    /// without, none is, and no member is `unsettled`: a confirming pair's
+    /// first walk, whose reading is not the end's (see [`read_end`]).
+    pub fn walk(&mut self, scope: Scope, rest: bool) -> Walk {
         let mut w = Walk::default();
         match scope {
             Scope::Own { pid, reader } => {
-                if self.read_member(pid, reader, false, &mut w).is_none() && !w.unreadable.contains_key(&pid) {
+                if self.read_member(pid, reader, false, rest, &mut w).is_none() && !w.unreadable.contains_key(&pid) {
                     w.root_gone = true;
                 }
             }
@@ -173,7 +176,7 @@ impl Walker {
                         continue;
                     }
                     let start = self.kids.len();
-                    let read = self.read_member(pid, None, scan.is_none(), &mut w);
+                    let read = self.read_member(pid, None, scan.is_none(), rest, &mut w);
                     if read.is_none() && !w.unreadable.contains_key(&pid) {
                         if pid == root {
                             w.root_gone = true;
@@ -194,8 +197,8 @@ impl Walker {
     }
 
     /// Reads one member into `w` (its children into `self.kids` when
-    /// `children`); `None` where it is gone or unreadable.
-    fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, w: &mut Walk) -> Option<()> {
+    /// `children`, its threads' rest when `rest`); `None` where it is gone or unreadable.
+    fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, rest: bool, w: &mut Walk) -> Option<()> {
         let stat = match self.read_stat(pid, pid) {
             Ok(s) => s,
             Err(ReadFail::Gone) => return None,
@@ -204,12 +207,17 @@ impl Walker {
                 return None;
             }
         };
-        let tids = if stat.threads <= 1 && reader.is_none() {
-            vec![pid]
+        let only = [pid];
+        let listed;
+        let tids: &[u32] = if stat.threads <= 1 && reader.is_none() {
+            &only
         } else {
             match procfs::list_tasks(&PathBuf::from(format!("/proc/{pid}/task"))) {
-                Ok(t) => t,
-                Err(ReadFail::Gone) => vec![pid],
+                Ok(t) => {
+                    listed = t;
+                    &listed
+                }
+                Err(ReadFail::Gone) => &only,
                 Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
                     w.unreadable.insert(pid, format!("/proc/{pid}/task: {e}"));
                     return None;
@@ -217,7 +225,7 @@ impl Walker {
             }
         };
         let mut unsettled = Vec::new();
-        for &tid in &tids {
+        for &tid in tids {
             if children {
                 match self.read(pid, tid, Kind::Children) {
                     Ok(()) => {
@@ -234,7 +242,7 @@ impl Walker {
                     }
                 }
             }
-            if Some(tid) == reader {
+            if !rest || Some(tid) == reader {
                 continue;
             }
             let state = if tids.len() == 1 && tid == pid && reader.is_none() {
@@ -323,8 +331,11 @@ pub(crate) struct End {
 }
 
 /// Reads one end: pairs of walks, one after the other, until a pair agrees
-/// and every member is at rest, or the bounds run out. The last agreeing
-/// walk is the end's reading (confirmed); without one, the last walk (unconfirmed).
+/// and every member is at rest in the second, or the bounds run out. The
+/// last agreeing pair's second walk is the end's reading (confirmed);
+/// without one, the last walk (unconfirmed). The first walk of a pair only
+/// confirms (§5.1: the agreement is on processes, parents, reaped time and
+/// exit, not on rest), so it does not read the threads' states.
 pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> End {
     let deadline = Instant::now() + bounds.settle;
     let mut confirmed: Option<Walk> = None;
@@ -333,8 +344,9 @@ pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> 
         if pair > 0 {
             std::thread::sleep(bounds.poll);
         }
-        let a = walker.walk(scope);
-        let b = walker.walk(scope);
+        // Only the second walk's reading is kept, so only it checks for rest.
+        let a = walker.walk(scope, false);
+        let b = walker.walk(scope, true);
         if a.agrees(&b) {
             let settled = b.settled();
             confirmed = Some(b);
@@ -582,6 +594,27 @@ mod tests {
         assert_eq!(w.open.len(), 1, "read in the span: kept");
         w.span_done();
         assert!(w.open.is_empty(), "not read in the next: closed");
+    }
+
+    #[test]
+    fn s5_1_only_the_walk_that_is_read_checks_rest() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = std::sync::Arc::clone(&stop);
+        let busy = std::thread::spawn(move || {
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let me = std::process::id();
+        let scope = Scope::Own { pid: me, reader: procfs::own_tid() };
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let unsettled = |w: &Walk| w.members.get(&me).map_or(0, |m| m.unsettled.len());
+        let seen = (0..200).any(|_| unsettled(&w.walk(scope, true)) > 0);
+        let unchecked = (0..20).all(|_| unsettled(&w.walk(scope, false)) == 0);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        assert!(seen, "a spinning thread is seen not at rest");
+        assert!(unchecked, "a walk without `rest` names no thread");
     }
 
     #[test]
