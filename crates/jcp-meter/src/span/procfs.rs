@@ -69,25 +69,21 @@ pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
     // UTF-8, a byte split on ASCII whitespace is the same), found in one
     // pass that stops at field 22; those not kept are skipped unread.
     let mut found: [&str; 23] = [""; 23];
-    let mut n = 2;
-    let mut at = None;
-    for (i, b) in rest.bytes().enumerate() {
-        match (b.is_ascii_whitespace(), at) {
-            (false, None) => at = Some(i),
-            (true, Some(s)) => {
-                n += 1;
-                found[n] = &rest[s..i];
-                at = None;
-                if n == 22 {
-                    break;
-                }
-            }
-            _ => {}
+    let b = rest.as_bytes();
+    let (mut n, mut i) = (2, 0);
+    while n < 22 {
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
         }
-    }
-    if let (Some(s), true) = (at, n < 22) {
+        if i == b.len() {
+            break;
+        }
+        let from = i;
+        while b.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
+            i += 1;
+        }
         n += 1;
-        found[n] = &rest[s..];
+        found[n] = &rest[from..i];
     }
     let next = |want: usize, name: &str| -> Result<&str, Error> {
         if want <= n {
