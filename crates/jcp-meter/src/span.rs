@@ -361,14 +361,16 @@ struct Inner {
     calibration: Option<Calibration>,
     probe: SpanProbe,
     /// Walkers that served spans now stopped, with the `/proc` files of the
-    /// trees they read still open (at most [`IDLE_WALKERS`]).
+    /// trees they read still open (at most [`IDLE_WALKERS`], holding at most
+    /// [`tree::OPEN_FILES`] files together).
     walkers: Mutex<Vec<Walker>>,
     /// `/proc/uptime`, kept open and read from offset 0 at each span's start.
     uptime: Option<std::fs::File>,
 }
 
-/// The most walkers a meter keeps for its next spans (each holds at most
-/// 256 open `/proc` files, those of the tree its last span read).
+/// The most walkers a meter keeps for its next spans (each holds the open
+/// `/proc` files of the tree its last span read; all of them together at
+/// most [`tree::OPEN_FILES`]).
 const IDLE_WALKERS: usize = 4;
 
 /// The span meter: built once, shared by reference (`Send + Sync`).
@@ -524,11 +526,14 @@ impl Inner {
         self.walkers.lock().ok().and_then(|mut w| w.pop()).unwrap_or_else(|| Walker::new(self.probe.children))
     }
 
-    /// Keeps a walker whose span is done for a later span (up to [`IDLE_WALKERS`]).
+    /// Keeps a walker whose span is done for a later span: up to
+    /// [`IDLE_WALKERS`], holding together no more open files than one span
+    /// may ([`tree::OPEN_FILES`]); otherwise it is dropped, closing its files.
     fn walker_done(&self, mut walker: Walker) {
         walker.span_done();
         if let Ok(mut idle) = self.walkers.lock() {
-            if idle.len() < IDLE_WALKERS {
+            let held: usize = idle.iter().map(Walker::open_files).sum();
+            if idle.len() < IDLE_WALKERS && held + walker.open_files() <= tree::OPEN_FILES {
                 idle.push(walker);
             }
         }

@@ -88,7 +88,7 @@ impl Walk {
 
 /// The most `/proc` files a walker keeps open between its walks (a walker
 /// serves one span at a time, so this bounds the descriptors one span holds).
-const OPEN_FILES: usize = 256;
+pub(crate) const OPEN_FILES: usize = 256;
 
 /// The open files' hasher: a multiply-rotate over the key's words (the keys
 /// are pids and thread ids, at most [`OPEN_FILES`] of them; `SipHash`'s
@@ -152,6 +152,11 @@ pub(crate) struct Walker {
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
         Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::default() }
+    }
+
+    /// How many files it holds open.
+    pub fn open_files(&self) -> usize {
+        self.open.len()
     }
 
     /// Closes the files the span just done did not read (those of processes
