@@ -1,12 +1,14 @@
 //! One span (start + stop, §5.1 span metering) over a tree of 1, 10 and 100
 //! idle processes (a shell and its `sleep` children), against one read of
 //! `/proc/<pid>/stat`, in the same run. Goal: ≤ 200 µs per span for a
-//! 10-process tree.
+//! 10-process tree. Also one `pread` of a kept `stat` and of a kept
+//! `children` file: a span over n one-thread processes is 4n of each.
 //!
 //! `cargo bench -p jcp-meter --bench span` (short: 20 samples, 2 s each);
 //! `cargo test --benches` runs each once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::FileExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -25,6 +27,17 @@ impl Tree {
         for _ in 0..1000 {
             let listed = std::fs::read_to_string(&children).map_or(0, |s| s.split_whitespace().count());
             if listed == n - 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Every child asleep in `sleep` (not still starting), or a loaded
+        // machine leaves some running at the check below.
+        let asleep =
+            |k: &str| std::fs::read_to_string(format!("/proc/{k}/stat")).is_ok_and(|s| s.contains("(sleep) S "));
+        for _ in 0..1000 {
+            let kids = std::fs::read_to_string(&children).unwrap_or_default();
+            if kids.split_whitespace().all(asleep) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -53,6 +66,15 @@ fn bench(c: &mut Criterion) {
     let tree = Tree::spawn(1);
     let stat = format!("/proc/{}/stat", tree.0.id());
     g.bench_function("one_proc_stat_read", |b| b.iter(|| black_box(std::fs::read(&stat).unwrap())));
+    // The reads a span is made of: a kept file read again from offset 0
+    // (one `pread`), of the `stat` and of the `children` of a one-thread
+    // process. A span over n one-thread processes makes 4n of each.
+    let mut buf = vec![0u8; 4096];
+    let kept = std::fs::File::open(&stat).unwrap();
+    g.bench_function("one_proc_stat_pread", |b| b.iter(|| black_box(kept.read_at(&mut buf, 0).unwrap())));
+    let pid = tree.0.id();
+    let kept = std::fs::File::open(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    g.bench_function("one_children_pread", |b| b.iter(|| black_box(kept.read_at(&mut buf, 0).unwrap())));
     drop(tree);
     for n in [1usize, 10, 100] {
         let tree = Tree::spawn(n);

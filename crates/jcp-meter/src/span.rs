@@ -360,7 +360,18 @@ struct Inner {
     gpu: Option<(Box<dyn GpuSource>, Vec<CounterInfo>)>,
     calibration: Option<Calibration>,
     probe: SpanProbe,
+    /// Walkers that served spans now stopped, with the `/proc` files of the
+    /// trees they read still open (at most [`IDLE_WALKERS`], holding at most
+    /// [`tree::OPEN_FILES`] files together).
+    walkers: Mutex<Vec<Walker>>,
+    /// `/proc/uptime`, kept open and read from offset 0 at each span's start.
+    uptime: Option<std::fs::File>,
 }
+
+/// The most walkers a meter keeps for its next spans (each holds the open
+/// `/proc` files of the tree its last span read; all of them together at
+/// most [`tree::OPEN_FILES`]).
+const IDLE_WALKERS: usize = 4;
 
 /// The span meter: built once, shared by reference (`Send + Sync`).
 #[derive(Debug, Clone)]
@@ -466,7 +477,8 @@ impl SpanMeter {
             online_cpus: procfs::online_cpus(),
         };
         let rapl = rapl.map(|(r, infos)| Rapl { reader: Mutex::new(r), infos });
-        Self { inner: Arc::new(Inner { cfg, rapl, gpu, calibration, probe }) }
+        let uptime = std::fs::File::open("/proc/uptime").ok();
+        Self { inner: Arc::new(Inner { cfg, rapl, gpu, calibration, probe, walkers: Mutex::new(Vec::new()), uptime }) }
     }
 
     /// Which energy source a span would use now, and why each better one was declined.
@@ -486,8 +498,8 @@ impl SpanMeter {
             Target::Tree { root, .. } => Scope::Tree(root),
         };
         let inner = Arc::clone(&self.inner);
-        let born_after = uptime_ticks(inner.probe.clock_ticks_per_second).unwrap_or(u64::MAX);
-        let mut walker = Walker::new(inner.probe.children);
+        let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
+        let mut walker = inner.walker();
         let start = tree::read_end(&mut walker, scope, bounds(&inner.cfg));
         let t0 = Instant::now();
         let rapl0 = inner.rapl.as_ref().map(Rapl::read);
@@ -508,15 +520,47 @@ fn not_live(code: &'static str, l: &[CounterLiveness]) -> Decline {
     )
 }
 
+impl Inner {
+    /// An idle walker (its files of the last tree it read still open), or a new one.
+    fn walker(&self) -> Walker {
+        self.walkers.lock().ok().and_then(|mut w| w.pop()).unwrap_or_else(|| Walker::new(self.probe.children))
+    }
+
+    /// Keeps a walker whose span is done for a later span: up to
+    /// [`IDLE_WALKERS`], holding together no more open files than one span
+    /// may ([`tree::OPEN_FILES`]); otherwise it is dropped, closing its files.
+    fn walker_done(&self, mut walker: Walker) {
+        walker.span_done();
+        if let Ok(mut idle) = self.walkers.lock() {
+            let held: usize = idle.iter().map(Walker::open_files).sum();
+            if idle.len() < IDLE_WALKERS && held + walker.open_files() <= tree::OPEN_FILES {
+                idle.push(walker);
+            }
+        }
+    }
+
+    /// The boot time now in clock ticks (`/proc/uptime`, which `stat`'s start time counts in).
+    fn uptime_ticks(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let hz = self.probe.clock_ticks_per_second;
+        let mut buf = [0u8; 128];
+        if let Some(n) = self.uptime.as_ref().and_then(|f| f.read_at(&mut buf, 0).ok()) {
+            if n > 0 && n < buf.len() {
+                return uptime_ticks(std::str::from_utf8(&buf[..n]).ok()?, hz);
+            }
+        }
+        uptime_ticks(&std::fs::read_to_string("/proc/uptime").ok()?, hz)
+    }
+}
+
 impl Rapl {
     fn read(&self) -> Result<Vec<u64>, String> {
         self.reader.lock().map_err(|_| "the RAPL reader's lock is poisoned".to_owned())?.read(0)
     }
 }
 
-/// The boot time now in clock ticks (`/proc/uptime`, which `stat`'s start time counts in).
-fn uptime_ticks(hz: u64) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/uptime").ok()?;
+/// The boot time in clock ticks from the text of `/proc/uptime`.
+fn uptime_ticks(s: &str, hz: u64) -> Option<u64> {
     let first = s.split_ascii_whitespace().next()?;
     let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
     let secs: u64 = secs.parse().ok()?;
@@ -550,11 +594,14 @@ impl Span {
             // The thread stopping the span is the one reading now (it may not be the one that started it).
             *reader = procfs::own_tid();
         }
-        let stop = tree::read_end(&mut self.walker, self.scope, bounds(&inner.cfg));
+        // (A new walker allocates nothing.)
+        let mut walker = std::mem::replace(&mut self.walker, Walker::new(inner.probe.children));
+        let stop = tree::read_end(&mut walker, self.scope, bounds(&inner.cfg));
         // The counters are read where the tree was read, right after each end's walks.
         let rapl1 = inner.rapl.as_ref().map(Rapl::read);
         let gpu1 = inner.gpu.as_ref().map(|(g, _)| g.read_uj());
         let wall_ns = ns_u64(self.t0.elapsed());
+        inner.walker_done(walker);
         let own = self.target == Target::OwnThreads;
         let cmp = tree::compare(&self.start, &stop, self.born_after, own);
         let hz = inner.probe.clock_ticks_per_second.max(1);

@@ -95,4 +95,50 @@ proptest! {
         prop_assert_eq!(s.state, state.as_bytes()[0]);
         jcp_meter::fuzzing::proc_stat(line.as_bytes());
     }
+
+    /// The one-pass field splitter reads what `split_ascii_whitespace` splits:
+    /// any whitespace (tabs, runs, a trailing newline or none), any number of
+    /// fields, non-ASCII text among them.
+    #[test]
+    fn s5_1_proc_stat_fields_split_as_ascii_whitespace(
+        fields in proptest::collection::vec(prop_oneof![
+            20 => "[0-9]{1,4}", 1 => "[RSZ]", 1 => "-[0-9]", 1 => "é|x|\\)",
+        ], 0..26),
+        state in "[RSZé]",
+        seps in proptest::collection::vec("[ \t\n\r\x0c]{1,3}", 27),
+        head in "[ \t]{0,2}", tail in "[ \t\n]{0,2}",
+    ) {
+        let mut line = format!("7 (c){head}{state}");
+        for (i, f) in fields.iter().enumerate() {
+            line += &seps[i];
+            line += f;
+        }
+        line += &tail;
+        let got = jcp_meter::span::procfs::parse_stat(line.as_bytes()).ok();
+        prop_assert_eq!(got, reference_parse_stat(&line));
+        if fields.len() >= 20 && fields.iter().all(|f| f.bytes().all(|b| b.is_ascii_digit())) && state != "é" {
+            prop_assert!(got.is_some(), "{}", line);
+        }
+    }
+}
+
+/// The decoder as it was (fields collected by `split_ascii_whitespace`), for comparison.
+fn reference_parse_stat(line: &str) -> Option<jcp_meter::span::procfs::ProcStat> {
+    let close = line.rfind(')')?;
+    let pid: u32 = line[..line.find('(')?].trim().parse().ok()?;
+    let f: Vec<&str> = line[close + 1..].split_ascii_whitespace().collect();
+    let state = match f.first()?.as_bytes() {
+        [s] if s.is_ascii_alphabetic() => *s,
+        _ => return None,
+    };
+    let n = |i: usize| f.get(i - 3)?.parse::<u64>().ok();
+    Some(jcp_meter::span::procfs::ProcStat {
+        pid,
+        state,
+        ppid: f.get(1)?.parse().ok()?,
+        cpu_ticks: n(14)?.saturating_add(n(15)?),
+        reaped_ticks: n(16)?.saturating_add(n(17)?),
+        threads: f.get(17)?.parse().ok()?,
+        start_ticks: n(22)?,
+    })
 }

@@ -170,6 +170,29 @@ fn s5_1_member_not_at_rest_is_a_gap_at_each_end() {
 }
 
 #[test]
+fn s5_1_spans_one_after_another_on_one_meter_read_each_tree_afresh() {
+    // The meter keeps a stopped span's walker, its files open, for the next
+    // span: each span still reads the tree as it is then.
+    let m = plain();
+    let mut h = Helper::spawn("gonemid:50", 2);
+    let child = h.pids[1];
+    let root = Target::Tree { root: h.root, self_contained: true };
+    let f = m.start(root).unwrap().stop();
+    assert_eq!((f.members, f.gaps.clone()), (2, vec![]), "{f:?}");
+    let other = Helper::spawn("tree:2:0", 3);
+    let g = m.start(Target::Tree { root: other.root, self_contained: true }).unwrap().stop();
+    assert_eq!((g.members, g.gaps.clone()), (3, vec![]), "another tree between: {g:?}");
+    let span = m.start(root).unwrap();
+    h.go();
+    h.wait_done(1);
+    let f = span.stop();
+    assert!(has_gap(&f, gap::GONE_AT_STOP, Some(child)), "{f:?}");
+    assert!(has_gap(&f, gap::REAPED_IN_SPAN, Some(h.root)), "{f:?}");
+    let f = m.start(root).unwrap().stop();
+    assert_eq!((f.members, f.gaps.clone()), (1, vec![]), "the child reaped before this span is not in it: {f:?}");
+}
+
+#[test]
 fn s5_1_root_gone_still_gives_an_honest_figure() {
     let mut c = std::process::Command::new("true").spawn().unwrap();
     let pid = c.id();

@@ -54,40 +54,90 @@ fn malformed(detail: impl Into<String>) -> Error {
     Error::ProcStatMalformed { detail: detail.into() }
 }
 
-fn field<T: std::str::FromStr>(fields: &[&str], n: usize, name: &str) -> Result<T, Error> {
-    // `fields` starts at field 3 (the state), so field n is fields[n - 3].
-    let s = fields.get(n - 3).ok_or_else(|| malformed(format!("no field {n} ({name})")))?;
-    s.parse::<T>().map_err(|_| malformed(format!("field {n} ({name}) `{s}` is not a number of its kind")))
-}
-
 /// Decodes one `stat` line. The command name (field 2) is in parentheses and
 /// may itself hold spaces and parentheses, so the fields after it are read
 /// from the LAST `)`. Refuses (never panics on) anything else: not UTF-8
 /// after the name, a missing field, a field that is not a non-negative number.
+/// Allocates nothing unless it refuses.
 pub fn parse_stat(bytes: &[u8]) -> Result<ProcStat, Error> {
-    let close = bytes.iter().rposition(|&b| b == b')').ok_or_else(|| malformed("no `)` closing the command name"))?;
+    let close = last_index_of(bytes, b')').ok_or_else(|| malformed("no `)` closing the command name"))?;
     let open = bytes.iter().position(|&b| b == b'(').filter(|&o| o < close).ok_or_else(|| malformed("no `(`"))?;
     let pid = std::str::from_utf8(&bytes[..open]).map_err(|_| malformed("the pid is not UTF-8"))?.trim();
     let pid: u32 = pid.parse().map_err(|_| malformed(format!("pid `{pid}` is not a number")))?;
     let rest = std::str::from_utf8(&bytes[close + 1..]).map_err(|_| malformed("the fields are not UTF-8"))?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let state = match fields.first().map(|s| s.as_bytes()) {
-        Some([s]) if s.is_ascii_alphabetic() => *s,
+    // Fields 3 to 22, split as `split_ascii_whitespace` splits (on valid
+    // UTF-8, a byte split on ASCII whitespace is the same), found in one
+    // pass that stops at field 22; those not kept are skipped unread.
+    let mut found: [&str; 23] = [""; 23];
+    let b = rest.as_bytes();
+    let (mut n, mut i) = (2, 0);
+    while n < 22 {
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
+        let from = i;
+        while b.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        n += 1;
+        found[n] = &rest[from..i];
+    }
+    let next = |want: usize, name: &str| -> Result<&str, Error> {
+        if want <= n {
+            Ok(found[want])
+        } else {
+            Err(malformed(format!("no field {want} ({name})")))
+        }
+    };
+    let state = match next(3, "state")?.as_bytes() {
+        [s] if s.is_ascii_alphabetic() => *s,
         _ => return Err(malformed("field 3 (state) is not one letter")),
     };
-    let user: u64 = field(&fields, 14, "utime")?;
-    let system: u64 = field(&fields, 15, "stime")?;
-    let reaped_user: u64 = field(&fields, 16, "cutime")?;
-    let reaped_system: u64 = field(&fields, 17, "cstime")?;
+    let parent = number(next(4, "ppid")?, 4, "ppid")?;
+    let user: u64 = number(next(14, "utime")?, 14, "utime")?;
+    let system: u64 = number(next(15, "stime")?, 15, "stime")?;
+    let reaped_user: u64 = number(next(16, "cutime")?, 16, "cutime")?;
+    let reaped_system: u64 = number(next(17, "cstime")?, 17, "cstime")?;
+    let threads = number(next(20, "num_threads")?, 20, "num_threads")?;
+    let start_ticks = number(next(22, "starttime")?, 22, "starttime")?;
     Ok(ProcStat {
         pid,
         state,
-        ppid: field(&fields, 4, "ppid")?,
+        ppid: parent,
         cpu_ticks: user.saturating_add(system),
         reaped_ticks: reaped_user.saturating_add(reaped_system),
-        threads: field(&fields, 20, "num_threads")?,
-        start_ticks: field(&fields, 22, "starttime")?,
+        threads,
+        start_ticks,
     })
+}
+
+/// The last index of `needle` in `bytes`, eight bytes at a time (the line
+/// is mostly after the name, so the last `)` is near its front).
+fn last_index_of(bytes: &[u8], needle: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let spread = LO.wrapping_mul(u64::from(needle));
+    let mut end = bytes.len();
+    let chunks = bytes.rchunks_exact(8);
+    let front = chunks.remainder();
+    for c in chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w) ^ spread;
+        // Exact: nonzero if and only if some byte of `x` is zero.
+        if x.wrapping_sub(LO) & !x & HI != 0 {
+            return c.iter().rposition(|&b| b == needle).map(|i| end - 8 + i);
+        }
+        end -= 8;
+    }
+    front.iter().rposition(|&b| b == needle)
+}
+
+fn number<T: std::str::FromStr>(s: &str, n: usize, name: &str) -> Result<T, Error> {
+    s.parse::<T>().map_err(|_| malformed(format!("field {n} ({name}) `{s}` is not a number of its kind")))
 }
 
 /// Why a `/proc` read failed, as the span meter tells it apart.
@@ -203,6 +253,24 @@ mod tests {
             ProcStat { pid: 42, state: b'S', ppid: 7, cpu_ticks: 15, reaped_ticks: 9, threads: 2, start_ticks: 34207 }
         );
         assert!(s.at_rest());
+    }
+
+    #[test]
+    fn the_last_index_is_found_at_every_position() {
+        for len in 0..40 {
+            let mut v = vec![b'a'; len];
+            assert_eq!(last_index_of(&v, b')'), None);
+            for first in 0..len {
+                v[first] = b')';
+                for last in first..len {
+                    let mut w = v.clone();
+                    w[last] = b')';
+                    w.iter_mut().skip(last + 1).for_each(|b| *b = b'(' + 0x80);
+                    assert_eq!(last_index_of(&w, b')'), Some(last), "{len} {first} {last}");
+                }
+                v[first] = b'a';
+            }
+        }
     }
 
     #[test]

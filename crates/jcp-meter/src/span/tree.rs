@@ -86,9 +86,43 @@ impl Walk {
     }
 }
 
-/// The most `/proc` files a walker keeps open between its walks (each span
-/// has its own walker, so this bounds the descriptors one span holds).
-const OPEN_FILES: usize = 256;
+/// The most `/proc` files a walker keeps open between its walks (a walker
+/// serves one span at a time, so this bounds the descriptors one span holds).
+pub(crate) const OPEN_FILES: usize = 256;
+
+/// The open files' hasher: a multiply-rotate over the key's words (the keys
+/// are pids and thread ids, at most [`OPEN_FILES`] of them; `SipHash`'s
+/// resistance to chosen keys buys nothing here, and cost a few % of a span).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(u64::from_ne_bytes(i64::try_from(n).unwrap_or(i64::MAX).to_ne_bytes()));
+    }
+}
 
 /// Which file of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,30 +132,46 @@ enum Kind {
 }
 
 /// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
-/// and are read again from offset 0 by the span's later walks: an open
-/// descriptor names the process it was opened on, so a pid reused by
-/// another process is never read through it (the read fails, `ESRCH`, and
-/// the path is opened afresh).
+/// and are read again from offset 0 by later walks, of the same span or of a
+/// later span the walker serves (the meter keeps idle walkers for its next
+/// spans): an open descriptor names the process it was opened on, so a pid
+/// reused by another process is never read through it (the read fails,
+/// `ESRCH`, and the path is opened afresh). [`Walker::span_done`] closes the
+/// files the span just done did not read.
 #[derive(Debug)]
 pub(crate) struct Walker {
     pub listing: ChildrenListing,
+    /// The last file read is `buf[..len]`.
     buf: Vec<u8>,
+    len: usize,
     kids: Vec<u32>,
-    open: HashMap<(u32, u32, Kind), std::fs::File>,
+    /// The open files, each with whether it was read in the current span.
+    open: HashMap<(u32, u32, Kind), (std::fs::File, bool), std::hash::BuildHasherDefault<KeyHasher>>,
 }
 
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
-        Self { listing, buf: Vec::with_capacity(512), kids: Vec::new(), open: HashMap::new() }
+        Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::default() }
     }
 
-    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf`.
+    /// How many files it holds open.
+    pub fn open_files(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Closes the files the span just done did not read (those of processes
+    /// that left the tree, or of another span's tree).
+    pub fn span_done(&mut self) {
+        self.open.retain(|_, (_, read)| std::mem::take(read));
+    }
+
+    /// Reads `/proc/<pid>/stat` (`tid == pid`, `Kind::Stat`), `/proc/<pid>/task/<tid>/stat` or its `children` into `self.buf[..self.len]`.
     fn read(&mut self, pid: u32, tid: u32, kind: Kind) -> Result<(), ReadFail> {
-        use std::io::{Read, Seek, SeekFrom};
         let key = (pid, tid, kind);
-        if let Some(f) = self.open.get_mut(&key) {
-            self.buf.clear();
-            if f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_end(&mut self.buf)).is_ok() {
+        if let Some((f, read)) = self.open.get_mut(&key) {
+            if let Ok(n) = read_whole(f, &mut self.buf) {
+                self.len = n;
+                *read = true;
                 return Ok(());
             }
             self.open.remove(&key);
@@ -131,26 +181,28 @@ impl Walker {
             Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
             Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
         };
-        let mut f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
-        self.buf.clear();
-        f.read_to_end(&mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
+        let f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
+        self.len = read_whole(&f, &mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
         if self.open.len() < OPEN_FILES {
-            self.open.insert(key, f);
+            self.open.insert(key, (f, true));
         }
         Ok(())
     }
 
     fn read_stat(&mut self, pid: u32, tid: u32) -> Result<ProcStat, ReadFail> {
         self.read(pid, tid, Kind::Stat)?;
-        procfs::parse_stat(&self.buf).map_err(|e| ReadFail::Other(e.to_string()))
+        procfs::parse_stat(&self.buf[..self.len]).map_err(|e| ReadFail::Other(e.to_string()))
     }
 
-    /// One walk of `scope`.
-    pub fn walk(&mut self, scope: Scope) -> Walk {
+    /// One walk of `scope`. With `rest`, every member's threads are checked
+    /// for rest (each thread's `stat` read where a member has several);
+    /// without, none is, and no member is `unsettled`: a confirming pair's
+    /// first walk, whose reading is not the end's (see [`read_end`]).
+    pub fn walk(&mut self, scope: Scope, rest: bool) -> Walk {
         let mut w = Walk::default();
         match scope {
             Scope::Own { pid, reader } => {
-                if self.read_member(pid, reader, false, &mut w).is_none() && !w.unreadable.contains_key(&pid) {
+                if self.read_member(pid, reader, false, rest, &mut w).is_none() && !w.unreadable.contains_key(&pid) {
                     w.root_gone = true;
                 }
             }
@@ -163,7 +215,7 @@ impl Walker {
                         continue;
                     }
                     let start = self.kids.len();
-                    let read = self.read_member(pid, None, scan.is_none(), &mut w);
+                    let read = self.read_member(pid, None, scan.is_none(), rest, &mut w);
                     if read.is_none() && !w.unreadable.contains_key(&pid) {
                         if pid == root {
                             w.root_gone = true;
@@ -184,8 +236,8 @@ impl Walker {
     }
 
     /// Reads one member into `w` (its children into `self.kids` when
-    /// `children`); `None` where it is gone or unreadable.
-    fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, w: &mut Walk) -> Option<()> {
+    /// `children`, its threads' rest when `rest`); `None` where it is gone or unreadable.
+    fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, rest: bool, w: &mut Walk) -> Option<()> {
         let stat = match self.read_stat(pid, pid) {
             Ok(s) => s,
             Err(ReadFail::Gone) => return None,
@@ -194,12 +246,17 @@ impl Walker {
                 return None;
             }
         };
-        let tids = if stat.threads <= 1 && reader.is_none() {
-            vec![pid]
+        let only = [pid];
+        let listed;
+        let tids: &[u32] = if stat.threads <= 1 && reader.is_none() {
+            &only
         } else {
             match procfs::list_tasks(&PathBuf::from(format!("/proc/{pid}/task"))) {
-                Ok(t) => t,
-                Err(ReadFail::Gone) => vec![pid],
+                Ok(t) => {
+                    listed = t;
+                    &listed
+                }
+                Err(ReadFail::Gone) => &only,
                 Err(ReadFail::Denied(e) | ReadFail::Other(e)) => {
                     w.unreadable.insert(pid, format!("/proc/{pid}/task: {e}"));
                     return None;
@@ -207,12 +264,12 @@ impl Walker {
             }
         };
         let mut unsettled = Vec::new();
-        for &tid in &tids {
+        for &tid in tids {
             if children {
                 match self.read(pid, tid, Kind::Children) {
                     Ok(()) => {
                         if let Err(ReadFail::Denied(e) | ReadFail::Other(e)) =
-                            procfs::parse_children(&self.buf, &mut self.kids)
+                            procfs::parse_children(&self.buf[..self.len], &mut self.kids)
                         {
                             w.unreadable.insert(pid, format!("/proc/{pid}/task/{tid}/children: {e}"));
                         }
@@ -224,7 +281,7 @@ impl Walker {
                     }
                 }
             }
-            if Some(tid) == reader {
+            if !rest || Some(tid) == reader {
                 continue;
             }
             let state = if tids.len() == 1 && tid == pid && reader.is_none() {
@@ -241,6 +298,38 @@ impl Walker {
         }
         w.members.insert(pid, MemberRead { stat, unsettled });
         Some(())
+    }
+}
+
+/// A `/proc` file read shorter than this (and than the buffer) holds the
+/// whole file: docs/decisions.md, "One read of a `/proc` file".
+const SHORT_READ_IS_WHOLE: usize = 2048;
+
+/// Reads all of `f` from offset 0 into the front of `buf` and gives its
+/// length, with positional reads (`pread`): one system call where the file is
+/// shorter than [`SHORT_READ_IS_WHOLE`], which every `stat` line is and a
+/// `children` list of up to a couple of hundred pids. A longer file is read
+/// on from where the first read ended until a read returns nothing (`buf`
+/// grows as needed; it is never shrunk, so no read clears it).
+fn read_whole(f: &std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    if buf.len() < 2 * SHORT_READ_IS_WHOLE {
+        buf.resize(2 * SHORT_READ_IS_WHOLE, 0);
+    }
+    let n = f.read_at(buf, 0)?;
+    if n < SHORT_READ_IS_WHOLE {
+        return Ok(n);
+    }
+    let mut len = n;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let k = f.read_at(&mut buf[len..], len as u64)?;
+        if k == 0 {
+            return Ok(len);
+        }
+        len += k;
     }
 }
 
@@ -281,8 +370,11 @@ pub(crate) struct End {
 }
 
 /// Reads one end: pairs of walks, one after the other, until a pair agrees
-/// and every member is at rest, or the bounds run out. The last agreeing
-/// walk is the end's reading (confirmed); without one, the last walk (unconfirmed).
+/// and every member is at rest in the second, or the bounds run out. The
+/// last agreeing pair's second walk is the end's reading (confirmed);
+/// without one, the last walk (unconfirmed). The first walk of a pair only
+/// confirms (§5.1: the agreement is on processes, parents, reaped time and
+/// exit, not on rest), so it does not read the threads' states.
 pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> End {
     let deadline = Instant::now() + bounds.settle;
     let mut confirmed: Option<Walk> = None;
@@ -291,8 +383,9 @@ pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> 
         if pair > 0 {
             std::thread::sleep(bounds.poll);
         }
-        let a = walker.walk(scope);
-        let b = walker.walk(scope);
+        // Only the second walk's reading is kept, so only it checks for rest.
+        let a = walker.walk(scope, false);
+        let b = walker.walk(scope, true);
         if a.agrees(&b) {
             let settled = b.settled();
             confirmed = Some(b);
@@ -495,6 +588,72 @@ mod tests {
         let b = end(vec![member(10, 1, 100, 70, 9, b'S')]);
         let c = compare(&a, &b, 400, true);
         assert_eq!((c.cpu_ticks, codes(&c)), (20, vec![]));
+    }
+
+    #[test]
+    fn a_file_is_read_whole_at_every_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = Vec::new();
+        for len in [0, 1, 300, 2047, 2048, 2049, 4095, 4096, 4097, 9000, 70_000] {
+            let text: Vec<u8> = (0..len).map(|i| b"0123456789 "[i % 11]).collect();
+            let path = dir.path().join(format!("f{len}"));
+            std::fs::write(&path, &text).unwrap();
+            let f = std::fs::File::open(&path).unwrap();
+            for _ in 0..2 {
+                let n = read_whole(&f, &mut buf).unwrap();
+                assert_eq!(&buf[..n], &text[..], "{len}");
+            }
+        }
+        // And a `/proc` file longer than one short read.
+        let f = std::fs::File::open("/proc/self/maps").unwrap();
+        let n = read_whole(&f, &mut buf).unwrap();
+        assert!(buf[..n].ends_with(b"\n"), "{n}");
+    }
+
+    #[test]
+    fn s5_1_a_kept_file_of_a_reaped_process_reads_gone_never_another_process() {
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let mut child = std::process::Command::new("sleep").arg("1000").spawn().unwrap();
+        let pid = child.id();
+        let first = w.read_stat(pid, pid).unwrap();
+        assert_eq!(first.pid, pid);
+        assert!(w.open.contains_key(&(pid, pid, Kind::Stat)), "the file is kept");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(w.read_stat(pid, pid), Err(ReadFail::Gone));
+        assert!(!w.open.contains_key(&(pid, pid, Kind::Stat)), "a file that failed is closed");
+    }
+
+    #[test]
+    fn a_walker_closes_at_a_spans_end_the_files_the_span_did_not_read() {
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let me = std::process::id();
+        w.read_stat(me, me).unwrap();
+        w.span_done();
+        assert_eq!(w.open.len(), 1, "read in the span: kept");
+        w.span_done();
+        assert!(w.open.is_empty(), "not read in the next: closed");
+    }
+
+    #[test]
+    fn s5_1_only_the_walk_that_is_read_checks_rest() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = std::sync::Arc::clone(&stop);
+        let busy = std::thread::spawn(move || {
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let me = std::process::id();
+        let scope = Scope::Own { pid: me, reader: procfs::own_tid() };
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        let unsettled = |w: &Walk| w.members.get(&me).map_or(0, |m| m.unsettled.len());
+        let seen = (0..200).any(|_| unsettled(&w.walk(scope, true)) > 0);
+        let unchecked = (0..20).all(|_| unsettled(&w.walk(scope, false)) == 0);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        assert!(seen, "a spinning thread is seen not at rest");
+        assert!(unchecked, "a walk without `rest` names no thread");
     }
 
     #[test]
