@@ -10,10 +10,12 @@
 //! both ends plus the whole CPU time of every member born inside it.
 //!
 //! The energy is never graded better than how it was obtained:
-//! - RAPL package energy over the span (powercap, while every package
-//!   counter is live), apportioned by the tree's share of the machine's CPU
-//!   time: a real reading apportioned by a model, `ModelBased`, `measured`
-//!   absent (the reading is of the machine, written down in [`SpanPart`]);
+//! - RAPL package energy over the span (through powercap where it is
+//!   readable and live, else through the `perf_event` RAPL PMU where it opens
+//!   and is live: [`PerfRapl`]), apportioned by the tree's share of the
+//!   machine's CPU time: a real reading apportioned by a model, `ModelBased`,
+//!   `measured` absent (the reading is of the machine, written down in
+//!   [`SpanPart`]);
 //! - the GPU's energy over the span (NVML) apportioned by the tree's
 //!   per-process utilisation where the driver reports it, else a named gap;
 //! - time × a host-calibrated power scaled by the tree's CPU time, `ModelBased`;
@@ -47,11 +49,13 @@ use crate::liveness::{CounterLiveness, LivenessRule};
 use crate::rapl::{RaplReader, ReadFn};
 use crate::Error;
 
+pub mod perf;
 pub mod procfs;
 mod sources;
 mod tree;
 
-pub use sources::{perf_rapl_decline, GpuSource, NvmlGpu, TraceGpu, PERF_POWER_PMU};
+pub use perf::{PerfRapl, ScriptedPkgCounters, PERF_POWER_PMU};
+pub use sources::{GpuSource, NvmlGpu, TraceGpu};
 pub use tree::ChildrenListing;
 use tree::{EndBounds, Scope, Walker};
 
@@ -175,8 +179,10 @@ pub struct SpanSources {
     pub powercap_root: Option<PathBuf>,
     /// How powercap files are read ([`crate::rapl::read_file`]).
     pub powercap_read: ReadFn,
-    /// The `perf_event` RAPL PMU's sysfs directory ([`PERF_POWER_PMU`]).
-    pub perf_pmu: PathBuf,
+    /// RAPL package counters through the `perf_event` RAPL PMU, tried where
+    /// powercap is not readable or not live ([`PerfRapl`]; tests:
+    /// [`ScriptedPkgCounters`]). `None`: not tried.
+    pub perf_rapl: Option<Box<dyn CounterBackend>>,
     /// The GPU (`None`: no GPU source).
     pub gpu: Option<Box<dyn GpuSource>>,
     /// A host calibration for rung 5, checked against `host`; or why there is none.
@@ -203,7 +209,7 @@ impl SpanSources {
         Self {
             powercap_root: Some(PathBuf::from(crate::rapl::POWERCAP_ROOT)),
             powercap_read: crate::rapl::read_file,
-            perf_pmu: PathBuf::from(PERF_POWER_PMU),
+            perf_rapl: Some(Box::new(PerfRapl::system())),
             gpu: Some(Box::new(NvmlGpu::new())),
             calibration,
             host: HostId::this_host(),
@@ -223,6 +229,8 @@ fn no_calibration(why: &str) -> Decline {
 pub enum CpuSource {
     /// RAPL package counters through powercap, apportioned by CPU time.
     RaplPowercap,
+    /// RAPL package counters through the `perf_event` RAPL PMU, apportioned by CPU time.
+    RaplPerf,
     /// Time × a host-calibrated power, scaled by CPU time.
     Calibrated,
     /// Time × the default power, scaled by CPU time.
@@ -234,6 +242,7 @@ impl CpuSource {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::RaplPowercap => "rapl-powercap",
+            Self::RaplPerf => "rapl-perf",
             Self::Calibrated => "calibrated",
             Self::Estimate => "estimate",
         }
@@ -242,7 +251,7 @@ impl CpuSource {
     /// The ladder rung.
     pub fn rung(self) -> RungId {
         match self {
-            Self::RaplPowercap => RungId::Rapl,
+            Self::RaplPowercap | Self::RaplPerf => RungId::Rapl,
             Self::Calibrated => RungId::Calibrated,
             Self::Estimate => RungId::Estimate,
         }
@@ -252,7 +261,7 @@ impl CpuSource {
     /// model is `ModelBased`; a default power is `Estimator`.
     pub fn provenance(self) -> Provenance {
         match self {
-            Self::RaplPowercap | Self::Calibrated => Provenance::ModelBased,
+            Self::RaplPowercap | Self::RaplPerf | Self::Calibrated => Provenance::ModelBased,
             Self::Estimate => Provenance::Estimator,
         }
     }
@@ -303,7 +312,7 @@ pub struct SpanProbe {
 /// One part of a span's figure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpanPart {
-    /// `rapl-powercap`, `calibrated`, `estimate`, `nvml`.
+    /// `rapl-powercap`, `rapl-perf`, `calibrated`, `estimate`, `nvml`.
     pub source: &'static str,
     /// The part's rung.
     pub rung: RungId,
@@ -349,8 +358,11 @@ pub struct SpanFigure {
 
 #[derive(Debug)]
 struct Rapl {
-    reader: Mutex<RaplReader>,
+    /// Powercap's [`RaplReader`] or the perf PMU's [`PerfRapl`].
+    reader: Mutex<Box<dyn CounterBackend>>,
     infos: Vec<CounterInfo>,
+    /// [`CpuSource::RaplPowercap`] or [`CpuSource::RaplPerf`].
+    source: CpuSource,
 }
 
 #[derive(Debug)]
@@ -400,20 +412,19 @@ impl SpanMeter {
         Self::with_sources(cfg, SpanSources::system())
     }
 
-    /// A meter over `sources` (tests: a fake powercap root, a GPU trace, a fixed calibration).
-    pub fn with_sources(cfg: SpanConfig, sources: SpanSources) -> Self {
+    /// A meter over `sources` (tests: a fake powercap root, scripted perf
+    /// counters, a GPU trace, a fixed calibration).
+    ///
+    /// RAPL is read through powercap where it opens and every package counter
+    /// is live at the probe; else through the perf PMU where it opens and is
+    /// live by the same rule (a second probe); else not at all, each decline named.
+    pub fn with_sources(cfg: SpanConfig, mut sources: SpanSources) -> Self {
         let mut declined = Vec::new();
         let mut rapl = sources.powercap_root.as_ref().and_then(|root| {
-            let mut r = RaplReader::with_read_fn(root.clone(), sources.powercap_read);
-            match r.open() {
-                Ok(infos) => Some((r, infos)),
-                Err(d) => {
-                    declined.push(SourceDecline { source: "rapl-powercap", decline: d });
-                    None
-                }
-            }
+            let r: Box<dyn CounterBackend> = Box::new(RaplReader::with_read_fn(root.clone(), sources.powercap_read));
+            open_rapl(r, CpuSource::RaplPowercap, &mut declined)
         });
-        let (gpu, mut gpu_status) = match sources.gpu {
+        let (gpu, mut gpu_status) = match sources.gpu.take() {
             Some(g) => match g.open() {
                 Ok(infos) => (Some((g, infos)), GpuStatus::Live),
                 Err((d, absent)) => {
@@ -423,16 +434,29 @@ impl SpanMeter {
             },
             None => (None, GpuStatus::Absent),
         };
-        let (rl, gl) = sources::probe_liveness(
+        let (mut liveness, gl) = sources::probe_liveness(
             cfg.liveness,
             cfg.probe_step,
             cfg.probe_intervals,
-            rapl.as_mut().map(|(r, i)| (r as &mut dyn CounterBackend, i.as_slice())),
+            rapl.as_mut().map(|(r, i, _)| (&mut **r as &mut dyn CounterBackend, i.as_slice())),
             gpu.as_ref().map(|(g, i)| (g.as_ref(), i.as_slice())),
         );
-        if rapl.is_some() && !rl.iter().all(|l| l.status.is_live()) {
-            declined.push(SourceDecline { source: "rapl-powercap", decline: not_live("rapl-not-live", &rl) });
-            rapl = None;
+        rapl = rapl.filter(|_| live_or_declined(&liveness, "rapl-powercap", &mut declined));
+        if rapl.is_none() {
+            if let Some(p) = sources.perf_rapl.take() {
+                rapl = open_rapl(p, CpuSource::RaplPerf, &mut declined);
+                if let Some((r, i, _)) = rapl.as_mut() {
+                    let (pl, _) = sources::probe_liveness(
+                        cfg.liveness,
+                        cfg.probe_step,
+                        cfg.probe_intervals,
+                        Some((&mut **r as &mut dyn CounterBackend, i.as_slice())),
+                        None,
+                    );
+                    rapl = rapl.filter(|_| live_or_declined(&pl, "rapl-perf", &mut declined));
+                    liveness.extend(pl);
+                }
+            }
         }
         let gpu = match gpu {
             Some(_) if !gl.iter().all(|l| l.status.is_live()) => {
@@ -442,9 +466,6 @@ impl SpanMeter {
             }
             g => g,
         };
-        if rapl.is_none() {
-            declined.push(SourceDecline { source: "rapl-perf", decline: perf_rapl_decline(&sources.perf_pmu) });
-        }
         let calibration = match sources
             .calibration
             .and_then(|c| c.check_host(&sources.host).map(|()| c).map_err(|e| Decline::new(e.code(), e.to_string())))
@@ -457,14 +478,13 @@ impl SpanMeter {
                 None
             }
         };
-        let cpu = if rapl.is_some() {
-            CpuSource::RaplPowercap
+        let cpu = if let Some((_, _, source)) = &rapl {
+            *source
         } else if calibration.is_some() {
             CpuSource::Calibrated
         } else {
             CpuSource::Estimate
         };
-        let mut liveness = rl;
         liveness.extend(gl);
         let probe = SpanProbe {
             cpu,
@@ -476,7 +496,7 @@ impl SpanMeter {
             clock_ticks_per_second: procfs::clock_ticks_per_second(),
             online_cpus: procfs::online_cpus(),
         };
-        let rapl = rapl.map(|(r, infos)| Rapl { reader: Mutex::new(r), infos });
+        let rapl = rapl.map(|(r, infos, source)| Rapl { reader: Mutex::new(r), infos, source });
         let uptime = std::fs::File::open("/proc/uptime").ok();
         Self { inner: Arc::new(Inner { cfg, rapl, gpu, calibration, probe, walkers: Mutex::new(Vec::new()), uptime }) }
     }
@@ -510,6 +530,30 @@ impl SpanMeter {
 
 fn bounds(cfg: &SpanConfig) -> EndBounds {
     EndBounds { settle: cfg.settle_wait, poll: cfg.poll, max_pairs: cfg.max_walk_pairs }
+}
+
+/// Opens a RAPL reader; a decline is recorded under the source's label.
+fn open_rapl(
+    mut r: Box<dyn CounterBackend>,
+    source: CpuSource,
+    declined: &mut Vec<SourceDecline>,
+) -> Option<(Box<dyn CounterBackend>, Vec<CounterInfo>, CpuSource)> {
+    match r.open() {
+        Ok(infos) => Some((r, infos, source)),
+        Err(d) => {
+            declined.push(SourceDecline { source: source.as_str(), decline: d });
+            None
+        }
+    }
+}
+
+/// Whether every counter of `l` is live; where one is not, `source` is declined `rapl-not-live`.
+fn live_or_declined(l: &[CounterLiveness], source: &'static str, declined: &mut Vec<SourceDecline>) -> bool {
+    let live = l.iter().all(|c| c.status.is_live());
+    if !live {
+        declined.push(SourceDecline { source, decline: not_live("rapl-not-live", l) });
+    }
+    live
 }
 
 fn not_live(code: &'static str, l: &[CounterLiveness]) -> Decline {
@@ -660,7 +704,7 @@ impl Span {
                         let machine_ns = wall_ns.saturating_mul(cpus);
                         let uj = mul_div(reading, cpu_ns.min(machine_ns), machine_ns);
                         return SpanPart {
-                            source: CpuSource::RaplPowercap.as_str(),
+                            source: r.source.as_str(),
                             rung: RungId::Rapl,
                             provenance: Provenance::ModelBased,
                             uj,

@@ -14,7 +14,8 @@ use jcp::energy::{Coverage, Provenance};
 use jcp_meter::backend::Decline;
 use jcp_meter::estimate::{Calibration, CalibrationSource, EstimatorConfig};
 use jcp_meter::span::{
-    gap, CpuSource, GpuSource, GpuStatus, SpanConfig, SpanFigure, SpanMeter, SpanSources, Target, TraceGpu,
+    gap, CpuSource, GpuSource, GpuStatus, PerfRapl, ScriptedPkgCounters, SpanConfig, SpanFigure, SpanMeter,
+    SpanSources, Target, TraceGpu,
 };
 use jcp_meter::RungId;
 
@@ -36,7 +37,7 @@ fn sources() -> SpanSources {
     SpanSources {
         powercap_root: None,
         powercap_read: unprivileged_read,
-        perf_pmu: "/nonexistent/power".into(),
+        perf_rapl: Some(Box::new(PerfRapl::new("/nonexistent/power", "/sys/devices/system/cpu"))),
         gpu: None,
         calibration: no_calibration(),
         host: host(),
@@ -320,21 +321,161 @@ fn s5_1_rapl_permission_is_a_named_decline_with_its_fix_never_zero() {
     assert_eq!(p.cpu, CpuSource::Estimate);
 }
 
-#[test]
-fn s5_1_perf_rapl_pmu_is_discovered_from_sysfs_and_declined_by_name() {
+/// A fake `power` PMU: type, `energy-pkg` = event=0x02, its scale (2⁻³² J) and unit, the format.
+fn fake_pmu() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("events")).unwrap();
+    std::fs::create_dir_all(dir.path().join("format")).unwrap();
     std::fs::write(dir.path().join("type"), "24\n").unwrap();
+    std::fs::write(dir.path().join("format/event"), "config:0-7\n").unwrap();
     std::fs::write(dir.path().join("events/energy-pkg"), "event=0x02\n").unwrap();
     std::fs::write(dir.path().join("events/energy-pkg.scale"), "2.3283064365386962890625e-10\n").unwrap();
     std::fs::write(dir.path().join("events/energy-pkg.unit"), "Joules\n").unwrap();
-    let d = jcp_meter::span::perf_rapl_decline(dir.path());
-    assert!(matches!(d.code, "perf-rapl-permission" | "perf-rapl-not-built"), "{d:?}");
+    dir
+}
+
+#[test]
+fn s5_1_perf_rapl_pmu_is_discovered_from_sysfs_and_a_failed_open_is_named_never_zero() {
+    let dir = fake_pmu();
+    let ev = jcp_meter::span::perf::discover(dir.path()).unwrap();
+    assert_eq!((ev.pmu_type, ev.event.as_str(), ev.unit.as_str()), (24, "event=0x02", "Joules"));
+    assert!((ev.scale - 2.328_306_436_538_696_3e-10).abs() < 1e-24);
+    // No PMU of type 24 on this machine: perf_event_open fails, by name, with a fix.
+    let mut r = PerfRapl::new(dir.path(), "/sys/devices/system/cpu");
+    let d = jcp_meter::backend::CounterBackend::open(&mut r).unwrap_err();
+    assert!(matches!(d.code, "perf-rapl-permission" | "perf-rapl-open-failed"), "{d:?}");
     assert!(d.why.contains("energy-pkg = event=0x02") && d.why.contains("Joules"), "{d:?}");
     let fix = d.fix.unwrap();
     assert!(fix.contains("cap_perfmon") || fix.contains("udev"), "{fix}");
     std::fs::remove_file(dir.path().join("events/energy-pkg.unit")).unwrap();
-    assert_eq!(jcp_meter::span::perf_rapl_decline(dir.path()).code, "perf-rapl-no-energy-pkg");
+    assert_eq!(jcp_meter::span::perf::discover(dir.path()).unwrap_err().code, "perf-rapl-no-energy-pkg");
+    assert_eq!(jcp_meter::span::perf::discover(&dir.path().join("none")).unwrap_err().code, "perf-rapl-no-pmu");
+}
+
+#[test]
+fn s5_1_perf_rapl_on_this_machine_is_read_or_declined_by_name() {
+    let mut r = PerfRapl::system();
+    match jcp_meter::backend::CounterBackend::open(&mut r) {
+        Ok(infos) => assert!(!infos.is_empty() && infos.iter().all(|i| i.name.starts_with("perf:package-"))),
+        Err(d) => {
+            if !std::path::Path::new(jcp_meter::span::PERF_POWER_PMU).exists() {
+                assert_eq!(d.code, "perf-rapl-no-pmu", "{d:?}");
+            }
+            assert!(d.code.starts_with("perf-rapl-") && d.fix.is_some(), "{d:?}");
+        }
+    }
+}
+
+/// No powercap here; the perf PMU's packages scripted.
+fn perf_sources(counters: ScriptedPkgCounters) -> SpanSources {
+    SpanSources {
+        powercap_root: Some("/nonexistent/powercap".into()),
+        perf_rapl: Some(Box::new(counters)),
+        ..sources()
+    }
+}
+
+#[test]
+fn s5_1_rapl_through_perf_is_apportioned_modelbased() {
+    // Two packages, each advancing at every read: live.
+    let m = SpanMeter::with_sources(rapl_config(), perf_sources(ScriptedPkgCounters::new(7, vec![50_000, 30_000])));
+    let p = m.probe();
+    assert_eq!((p.cpu, p.rung), (CpuSource::RaplPerf, RungId::Rapl), "{p:?}");
+    let pc = &p.declined.iter().find(|d| d.source == "rapl-powercap").unwrap().decline;
+    assert_eq!(pc.code, "rapl-no-powercap", "powercap's absence is named: {p:?}");
+    assert!(!p.declined.iter().any(|d| d.source == "rapl-perf"), "{p:?}");
+    assert_eq!(p.liveness.len(), 2);
+    assert!(p.liveness.iter().all(|l| l.status.is_live() && l.counter.starts_with("perf:package-")), "{p:?}");
+    let (f, _h) = span_over(&m, "tree:1:300", 2, 1, true);
+    assert_eq!((f.rung, f.provenance, f.coverage), (RungId::Rapl, Provenance::ModelBased, Coverage::Whole), "{f:?}");
+    assert_eq!(f.measured, None, "an apportioned reading is not a measurement of the tree");
+    assert_eq!(f.parts[0].source, "rapl-perf");
+    // One read at each end: both packages advanced by one step.
+    let reading = f.parts[0].reading_uj.unwrap();
+    assert_eq!(reading, 80_000, "{f:?}");
+    let machine_ns = f.wall_ns * u64::from(p.online_cpus);
+    let expected =
+        u64::try_from(u128::from(reading) * u128::from(f.cpu_ns.min(machine_ns)) / u128::from(machine_ns)).unwrap();
+    assert_eq!(f.uj, expected, "{f:?}");
+    assert!(f.uj > 0 && f.uj < reading, "{f:?}");
+    assert_cpu(&f, 300);
+}
+
+#[test]
+fn s5_1_frozen_perf_rapl_counter_is_not_live_no_hardware_grade() {
+    // Package 1 never advances: the whole rung is declined (every package must be live).
+    let mut s = perf_sources(ScriptedPkgCounters::new(0, vec![50_000, 0]));
+    s.calibration = Ok(calibration(&host()));
+    let m = SpanMeter::with_sources(rapl_config(), s);
+    let p = m.probe();
+    assert_eq!(p.cpu, CpuSource::Calibrated, "{p:?}");
+    let d = &p.declined.iter().find(|d| d.source == "rapl-perf").unwrap().decline;
+    assert_eq!(d.code, "rapl-not-live");
+    assert_eq!(p.liveness.iter().map(|l| l.status.code()).collect::<Vec<_>>(), ["live", "frozen"]);
+    let (f, _h) = span_over(&m, "tree:0:100", 1, 1, true);
+    assert_eq!((f.rung, f.provenance), (RungId::Calibrated, Provenance::ModelBased), "{f:?}");
+    assert!(f.parts.iter().all(|p| p.source != "rapl-perf" && p.reading_uj.is_none()), "{f:?}");
+    // Without a calibration: rung 6.
+    let m = SpanMeter::with_sources(rapl_config(), perf_sources(ScriptedPkgCounters::new(0, vec![0])));
+    assert_eq!(m.probe().cpu, CpuSource::Estimate);
+    let (f, _h) = span_over(&m, "tree:0:100", 1, 1, true);
+    assert_eq!((f.rung, f.provenance), (RungId::Estimate, Provenance::Estimator), "{f:?}");
+}
+
+#[test]
+fn s5_1_a_span_over_which_no_perf_package_counter_advanced_falls_to_a_lower_rung() {
+    // Live through the probe (9 reads), frozen from then on.
+    let m = SpanMeter::with_sources(
+        rapl_config(),
+        perf_sources(ScriptedPkgCounters::new(0, vec![50_000]).frozen_after(rapl_config().probe_intervals + 1)),
+    );
+    assert_eq!(m.probe().cpu, CpuSource::RaplPerf, "{:?}", m.probe());
+    let (f, _h) = span_over(&m, "tree:0:100", 1, 1, true);
+    assert_eq!((f.rung, f.provenance), (RungId::Estimate, Provenance::Estimator), "{f:?}");
+    assert_eq!(f.fell[0].code, "rapl-did-not-advance");
+}
+
+#[test]
+fn s5_1_readable_live_powercap_wins_over_perf() {
+    let fake = Arc::new(FakePowercap::new());
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
+    let run = Arc::new(AtomicBool::new(true));
+    let t = drive(&fake, &run, 20_000);
+    let s = SpanSources { perf_rapl: Some(Box::new(ScriptedPkgCounters::new(0, vec![50_000]))), ..rapl_sources(&fake) };
+    let m = SpanMeter::with_sources(rapl_config(), s);
+    let p = m.probe();
+    assert_eq!(p.cpu, CpuSource::RaplPowercap, "{p:?}");
+    assert!(p.declined.is_empty(), "{p:?}");
+    assert!(p.liveness.iter().all(|l| !l.counter.starts_with("perf:")), "perf is not even opened: {p:?}");
+    let (f, _h) = span_over(&m, "tree:0:100", 1, 1, true);
+    run.store(false, Ordering::Relaxed);
+    t.join().unwrap();
+    assert_eq!(f.parts[0].source, "rapl-powercap", "{f:?}");
+}
+
+#[test]
+fn s5_1_powercap_permission_falls_to_perf_and_a_perf_permission_is_named_with_its_fix() {
+    let fake = FakePowercap::new();
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
+    fake.deny("intel-rapl:0");
+    // A non-root user with CAP_PERFMON: powercap denied, perf read.
+    let s = SpanSources { perf_rapl: Some(Box::new(ScriptedPkgCounters::new(0, vec![50_000]))), ..rapl_sources(&fake) };
+    let p = SpanMeter::with_sources(rapl_config(), s).probe();
+    assert_eq!(p.cpu, CpuSource::RaplPerf, "{p:?}");
+    assert_eq!(p.declined.iter().find(|d| d.source == "rapl-powercap").unwrap().decline.code, "rapl-permission-denied");
+    // Without it: both named, each with its fix, and no figure from either.
+    let denied = Decline::new("perf-rapl-permission", "perf_event_open refused").with_fix("setcap cap_perfmon+ep");
+    let s = SpanSources {
+        perf_rapl: Some(Box::new(ScriptedPkgCounters::new(0, vec![50_000]).declining(denied.clone()))),
+        ..rapl_sources(&fake)
+    };
+    let p = SpanMeter::with_sources(rapl_config(), s).probe();
+    assert_eq!(p.cpu, CpuSource::Estimate, "{p:?}");
+    assert_eq!(p.declined.iter().find(|d| d.source == "rapl-perf").unwrap().decline, denied);
+    assert!(p
+        .declined
+        .iter()
+        .any(|d| d.source == "rapl-powercap" && d.decline.fix.as_deref().unwrap().contains("udev")));
 }
 
 fn calibration(on: &jcp_meter::estimate::HostId) -> Calibration {

@@ -34,7 +34,7 @@ fn s5_1_own_threads_span() {
         SpanSources {
             powercap_root: None,
             powercap_read: jcp_meter::rapl::read_file,
-            perf_pmu: "/nonexistent".into(),
+            perf_rapl: Some(Box::new(jcp_meter::span::PerfRapl::new("/nonexistent", "/sys/devices/system/cpu"))),
             gpu: None,
             calibration: Err(Decline::new("calibration-absent", "test")),
             host: jcp_meter::estimate::HostId::this_host(),

@@ -1,10 +1,9 @@
 //! The energy a span reads (§5.1): RAPL package counters over the span,
-//! through powercap or (discovered, declined) the `perf_event` RAPL PMU; the
+//! through powercap or the `perf_event` RAPL PMU ([`super::perf`]); the
 //! GPU's energy through NVML or a recorded trace; and the liveness probe
 //! that decides, once, whether a counter may be read at all.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -15,9 +14,6 @@ use crate::backend::{CounterBackend, CounterInfo, Decline};
 use crate::liveness::{judge, CounterLiveness, LivenessRule};
 use crate::rapl::wrap_delta;
 use crate::trace::{Trace, TraceBackend};
-
-/// The `perf_event` RAPL PMU's sysfs directory.
-pub const PERF_POWER_PMU: &str = "/sys/bus/event_source/devices/power";
 
 /// A GPU energy counter and the driver's per-process utilisation, as a span
 /// reads them (§5.1 rung 2, apportioned to a tree).
@@ -163,59 +159,6 @@ impl GpuSource for TraceGpu {
         let sum: u32 = util.iter().filter(|(p, _)| pids.contains(p)).map(|(_, u)| *u).sum();
         Ok(sum.min(1000))
     }
-}
-
-/// What the `perf_event` RAPL PMU offers here, found from sysfs alone.
-/// This build does not open perf events (`perf_event_open` needs a syscall
-/// this crate's `#![forbid(unsafe_code)]` rules out, and no perf crate is a
-/// dependency): where the PMU is usable the decline says so, naming the
-/// event, its scale and unit, so nothing is hidden behind a zero.
-pub fn perf_rapl_decline(pmu: &Path) -> Decline {
-    let read = |p: PathBuf| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
-    if !pmu.exists() {
-        return Decline::new(
-            "perf-rapl-no-pmu",
-            format!("{} does not exist: the kernel exposes no RAPL perf PMU (a virtual machine, a CPU without RAPL, or a kernel built without it)", pmu.display()),
-        )
-        .with_fix("On bare-metal Intel or AMD Linux the `power` PMU is built into the kernel's perf RAPL driver (CONFIG_PERF_EVENTS_INTEL_RAPL / perf/x86/rapl); virtual machines do not expose it.");
-    }
-    let event = read(pmu.join("events/energy-pkg"));
-    let scale = read(pmu.join("events/energy-pkg.scale"));
-    let unit = read(pmu.join("events/energy-pkg.unit"));
-    let pmu_type = read(pmu.join("type"));
-    let (Some(event), Some(scale), Some(unit), Some(pmu_type)) = (event, scale, unit, pmu_type) else {
-        return Decline::new(
-            "perf-rapl-no-energy-pkg",
-            format!("{} has no readable energy-pkg event with its scale, unit and PMU type", pmu.display()),
-        );
-    };
-    let paranoid = read(PathBuf::from("/proc/sys/kernel/perf_event_paranoid")).and_then(|s| s.parse::<i32>().ok());
-    let capable = has_perfmon();
-    let seen = format!("PMU type {pmu_type}, energy-pkg = {event}, scale {scale} {unit}");
-    if paranoid.is_none_or(|p| p > 0) && !capable {
-        return Decline::new(
-            "perf-rapl-permission",
-            format!("{seen}; a system-wide perf event needs CAP_PERFMON (or CAP_SYS_ADMIN) or kernel.perf_event_paranoid <= 0 (it is {})", paranoid.map_or_else(|| "unreadable".to_owned(), |p| p.to_string())),
-        )
-        .with_fix("Grant the binary the capability: `sudo setcap cap_perfmon+ep <binary>`, or lower the restriction: `sudo sysctl kernel.perf_event_paranoid=0` (persist it in /etc/sysctl.d/).");
-    }
-    Decline::new(
-        "perf-rapl-not-built",
-        format!("{seen}, and this user may open it; this build does not open perf events (perf_event_open is a raw syscall, and this crate forbids unsafe code and carries no perf crate)"),
-    )
-    .with_fix(format!("Read the same counters through powercap instead: {}", crate::rapl::PERMISSION_FIX))
-}
-
-/// Whether this process holds `CAP_PERFMON` (38) or `CAP_SYS_ADMIN` (21), from `/proc/self/status`.
-fn has_perfmon() -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .is_some_and(|c| c & (1 << 38) != 0 || c & (1 << 21) != 0)
 }
 
 /// The liveness of every counter of RAPL (burning CPU on this thread) and
