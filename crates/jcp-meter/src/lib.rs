@@ -11,7 +11,7 @@
 //! ## The ladder (§5.1)
 //! | rung | backend | grade |
 //! |---|---|---|
-//! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, wrap-corrected | `HwShunt`, `Whole` |
+//! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, wrap-corrected; for spans, where powercap is not readable or not live, [`span::PerfRapl`]: the `perf_event` RAPL PMU's `power/energy-pkg/`, one system-wide counter per package (needs `CAP_PERFMON` or `kernel.perf_event_paranoid` ≤ 0) | `HwShunt`, `Whole` (a span: apportioned, `ModelBased`) |
 //! | 2 | [`nvml::NvmlReader`]: GPU total-energy counter, loaded at run time | `HwShunt`, `Partial` |
 //! | 3, 4 | per-process energy and `IOReport`: macOS only, reported unavailable | — |
 //! | 5 | time × [`estimate::Calibration`] measured on this host | `ModelBased` |
@@ -38,7 +38,11 @@
 //! over this process's threads or a process tree ([`span::Target`]), stop,
 //! get one [`span::SpanFigure`] with the tree's CPU time, its energy at the
 //! best grade available and every gap named (§5.1 rung 3's tree rules, read
-//! from Linux `/proc`).
+//! from Linux `/proc`). Its RAPL reading comes through powercap or, where
+//! powercap is not readable, the `perf_event` RAPL PMU ([`span::PerfRapl`],
+//! tested through [`span::ScriptedPkgCounters`]: package counters that
+//! advance by a script or freeze); a permission problem is a named decline
+//! with its fix, never zero watts.
 //!
 //! For a UI that polls, [`LiveMeter`] runs the meter on its own thread and
 //! hands over finished windows with [`LiveMeter::drain`]. Every result type
