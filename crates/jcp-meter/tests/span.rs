@@ -45,8 +45,17 @@ fn sources() -> SpanSources {
     }
 }
 
+/// The meter as the tests run it: a short liveness probe, and a longer
+/// wait for members to come to rest and for two walks to agree than the
+/// 5 ms default, so that a 2-core machine under a parallel build still
+/// sees the trees these tests make settle (what a gap names does not
+/// change with the wait; a tree that never settles still names it).
 fn quick() -> SpanConfig {
-    SpanConfig { probe_step: Duration::from_millis(40), ..SpanConfig::default() }
+    SpanConfig {
+        probe_step: Duration::from_millis(40),
+        settle_wait: Duration::from_millis(200),
+        ..SpanConfig::default()
+    }
 }
 
 fn plain() -> SpanMeter {
