@@ -47,10 +47,13 @@ pub const KEY_FILE: &str = "steward.key";
 pub const RUNS_DIR: &str = "runs";
 /// Where live runs keep their endpoint record, agent key and chain.
 pub const LIVE_DIR: &str = "live";
-/// A demo live run's budget, µJ, and what each simulated action costs.
-pub const LIVE_BUDGET_UJ: u64 = 5_000;
-/// The cost of one demo action, µJ.
-pub const LIVE_COST_UJ: u64 = 100;
+/// A demo live run's budget, µJ (100 J: each call's work is metered, at
+/// tenths of a joule with the default estimate).
+pub const LIVE_BUDGET_UJ: u64 = 100_000_000;
+/// The work each demo step runs behind the endpoint's gate (`jcp backend
+/// demo`'s command: 50 ms of CPU, well above the 10 ms grain of the /proc
+/// CPU clock the endpoint's span reads).
+pub const LIVE_WORK: &str = "burn:50";
 /// Allowed actions between checkpoints.
 pub const LIVE_CHECKPOINT_EVERY: u64 = 5;
 
