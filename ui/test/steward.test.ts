@@ -299,7 +299,8 @@ describe("steward view (issue 17)", () => {
     const cells = (r: Element) => [...r.querySelectorAll("td")].map((td) => td.textContent);
     expect(cells(rows[2])).toEqual(["1", "189.000 mJ", "Estimator", "Whole", "none named", "189.000 mJ"]);
     // A Partial figure says it is part of the work, never a total (§5.2); its gap is named, with what was seen.
-    expect(rows[1].querySelector("td.coverage.partial")?.textContent).toBe("Partial (part of the work, not its total)");
+    const partial = rows[1].querySelector("td.coverage.partial") as HTMLElement;
+    expect([partial.textContent, partial.title]).toEqual(["Partial", "covers only part of the call's work: not its total (§5.2)"]);
     const gap = rows[1].querySelector("code.gap") as HTMLElement;
     expect([gap.textContent, gap.title]).toEqual(["not-declared-self-contained", "the operator did not declare the tree self-contained"]);
     expect(rows[1].querySelector(".grade-Estimator")?.getAttribute("title")).toContain("nothing calibrated");

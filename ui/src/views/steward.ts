@@ -55,7 +55,8 @@ export function meteredTable(calls: MeteredCall[], note: string | null): HTMLEle
     chip.title = GRADE_MEANING[c.provenance] ?? "";
     prov.append(chip);
     const partial = c.coverage === "Partial";
-    const cov = el("td", partial ? "coverage partial" : "coverage", partial ? "Partial (part of the work, not its total)" : "Whole");
+    const cov = el("td", partial ? "coverage partial" : "coverage", c.coverage);
+    if (partial) cov.title = "covers only part of the call's work: not its total (§5.2)";
     const gaps = el("td", "gaps");
     if (c.gaps.length === 0) gaps.textContent = "none named";
     for (const g of c.gaps) {
