@@ -54,6 +54,10 @@ pub const LIVE_BUDGET_UJ: u64 = 100_000_000;
 /// demo`'s command: 50 ms of CPU, well above the 10 ms grain of the /proc
 /// CPU clock the endpoint's span reads).
 pub const LIVE_WORK: &str = "burn:50";
+/// The most one demo call may reserve, µJ (5 J, far above what a step is
+/// metered at): the agent's stated maximum, so a call lost behind the gate
+/// leaves 5 J debited and unresolved rather than the whole remainder.
+pub const LIVE_MAX_UJ: u64 = 5_000_000;
 /// Allowed actions between checkpoints.
 pub const LIVE_CHECKPOINT_EVERY: u64 = 5;
 

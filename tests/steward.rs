@@ -144,6 +144,8 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     assert_eq!(metered.len(), 5, "{:#}", v["live"]);
     let sum: u64 = metered.iter().map(|c| c["energy_uj"].as_u64().unwrap()).sum();
     assert_eq!(sum, spent1, "{:#}", v["live"]);
+    let events = v["live"]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["text"].as_str().unwrap().contains("the endpoint metered")), "{events:?}");
     for c in metered {
         assert_ne!(c["provenance"], "HwShunt", "{c}");
         assert_eq!(c["charged"], c["energy_text"], "the charge is the figure: {c}");

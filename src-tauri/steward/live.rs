@@ -26,7 +26,7 @@ use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::Feed;
 
 use super::key::key_err;
-use super::{StewardState, LIVE_BUDGET_UJ, LIVE_CHECKPOINT_EVERY, LIVE_DIR, LIVE_WORK};
+use super::{StewardState, LIVE_BUDGET_UJ, LIVE_CHECKPOINT_EVERY, LIVE_DIR, LIVE_MAX_UJ, LIVE_WORK};
 use crate::error::{self, CmdResult};
 use crate::state::{now_ms, AppState};
 
@@ -405,8 +405,8 @@ fn open_endpoint(jcp: &Path, issued: &Issued, stream: &Path) -> CmdResult<Servin
 
 /// Step 3: the agent, `jcp agent demo`, connected to the endpoint, with its
 /// key, its chain, the run file it picks amendments up from and the work
-/// each step asks the endpoint to run behind its gate (no stated cost: the
-/// endpoint meters it).
+/// each step asks the endpoint to run behind its gate (its stated cost only
+/// a maximum: the endpoint meters it).
 fn spawn_agent(jcp: &Path, issued: &Issued, bound: &Address) -> CmdResult<Child> {
     Command::new(jcp)
         .args(["agent", "demo", "--json", "--stop-with-parent", "--connect", &bound.to_string(), "--run"])
@@ -418,6 +418,8 @@ fn spawn_agent(jcp: &Path, issued: &Issued, bound: &Address) -> CmdResult<Child>
         .args([
             "--work",
             LIVE_WORK,
+            "--max-uj",
+            &LIVE_MAX_UJ.to_string(),
             "--checkpoint-every",
             &LIVE_CHECKPOINT_EVERY.to_string(),
             "--interval-ms",

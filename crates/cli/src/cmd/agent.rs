@@ -78,7 +78,7 @@ pub struct AgentArgs {
 
 #[derive(Debug, Subcommand)]
 enum AgentCmd {
-    /// A long run: asks the endpoint for every action, checkpoints every K allowed actions and waits for the steward's amendment.
+    /// A long run: asks the endpoint for every action, whose work runs behind its gate (`jcp serve --backend`), metered and charged there; checkpoints every K allowed actions and waits for the steward's amendment.
     Demo(DemoArgs),
 }
 
