@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use console_view::ipc::UiError;
-use console_view::steward::SignedAction;
+use console_view::steward::{LiveState, SignedAction};
 use jcp::identity::Keypair;
 
 use crate::error::{self, CmdResult};
@@ -116,6 +116,13 @@ impl StewardState {
 
     /// Stops every live run: SIGTERM to each agent, then its endpoint is
     /// shut down (its record flushed and released). Called when the console closes.
+    /// Each running live run's latest metered call, in words (the energy
+    /// view's line under its windows).
+    pub fn metered_lines(&self) -> Vec<String> {
+        let runs: Vec<Arc<LiveRun>> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
+        runs.iter().filter(|r| r.state() == LiveState::Running).filter_map(|r| r.metered_line()).collect()
+    }
+
     pub fn stop_all(&self) {
         let runs: Vec<Arc<LiveRun>> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
         for r in runs {

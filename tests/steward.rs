@@ -153,6 +153,12 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
         assert_eq!(c["coverage"], "Partial", "{c}");
         assert!(c["gaps"].as_array().unwrap().iter().any(|g| g["code"] == "not-declared-self-contained"), "{c}");
     }
+    // The energy view shows the live run's latest metered call beside the machine's windows.
+    let snap = invoke(&w, "energy_snapshot", json!({"limit": 10})).unwrap();
+    let lines = snap["live_metered"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{snap}");
+    let line = lines[0].as_str().unwrap();
+    assert!(line.contains("step 5: ") && line.contains("Partial — part of the call's work"), "{line}");
     let note = v["live"]["metered_note"].as_str().unwrap();
     assert!(note.contains("5 of them Partial") && note.contains("not its total"), "{note}");
     let ov = invoke(&w, "steward_overview", json!({})).unwrap();

@@ -168,6 +168,15 @@ impl LiveRun {
         }
     }
 
+    /// The latest call the endpoint metered, in a line (the energy view).
+    pub(super) fn metered_line(&self) -> Option<String> {
+        let events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
+        let (calls, _) = sv::metered_calls(&events);
+        let name =
+            self.run_path.file_stem().map_or_else(|| "live run".to_owned(), |s| s.to_string_lossy().into_owned());
+        sv::metered_line(&name, &calls)
+    }
+
     /// Stops the agent (SIGTERM, then SIGKILL after 3 s), shuts the
     /// endpoint down, flushing and releasing its record, and stops the
     /// backend behind its gate. Idempotent.

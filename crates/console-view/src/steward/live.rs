@@ -239,6 +239,25 @@ pub fn metered_calls(events: &[serde_json::Value]) -> (Vec<MeteredCall>, Option<
     (all[start..].to_vec(), Some(note))
 }
 
+/// A live run's latest metered call in a line (under the energy view's
+/// windows): `live run NAME, step 5: 325.000 mJ (Estimator, Partial — part
+/// of the call's work; gaps: …), metered by its endpoint; 5 calls so far`.
+pub fn metered_line(run: &str, calls: &[MeteredCall]) -> Option<String> {
+    let c = calls.last()?;
+    let coverage = match c.coverage {
+        Coverage::Whole => "Whole".to_owned(),
+        Coverage::Partial => "Partial — part of the call's work".to_owned(),
+    };
+    let gaps: Vec<&str> = c.gaps.iter().map(|g| g.code.as_str()).collect();
+    let gaps = if gaps.is_empty() { String::new() } else { format!("; gaps: {}", gaps.join(", ")) };
+    Some(format!(
+        "{run}, step {}: {} ({}, {coverage}{gaps}), metered by its endpoint behind the gate",
+        c.step,
+        c.energy_text,
+        c.provenance.as_str()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +304,17 @@ mod tests {
         let mut v = decision(1, 10, "Whole", &[]);
         v["metered"]["energy"]["coverage"] = json!(null);
         assert!(metered_call(&v).is_none(), "no coverage: not shown as Whole");
+    }
+
+    #[test]
+    fn s5_2_the_energy_views_line_names_a_partial_figure_as_part_of_the_call() {
+        let (calls, _) =
+            metered_calls(&[decision(1, 1_000, "Whole", &[]), decision(2, 325_000, "Partial", &["reaped-in-span"])]);
+        assert_eq!(
+            metered_line("live run 17", &calls).as_deref(),
+            Some("live run 17, step 2: 325.000 mJ (Estimator, Partial — part of the call's work; gaps: reaped-in-span), metered by its endpoint behind the gate")
+        );
+        assert_eq!(metered_line("live run 17", &[]), None);
     }
 
     #[test]
