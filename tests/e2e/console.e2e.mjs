@@ -539,6 +539,12 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.match(await s.textOf("#live-metered .metered-note"), /5 calls metered .* not its total/);
     await s.exec("document.querySelector('#live-panel').scrollIntoView(); return true");
     await s.shot("live-run-metered");
+    // The energy view shows the run's latest metered call beside the machine's windows.
+    await s.click("#tab-energy");
+    await s.waitFor(async () => (await s.textOf("#energy-live-metered")).includes("step 5: "), 15000, "the live run's line in the energy view");
+    assert.match(await s.textOf("#energy-live-metered"), /step 5: \d[\d.]* (µJ|mJ|J) \(\w+, Partial — part of the call's work; gaps: not-declared-self-contained\), metered by its endpoint/);
+    await s.shot("energy-live-metered");
+    await s.click("#tab-steward");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#steward-badge').hidden")) === false, 5000, "the tab's badge");
     assert.equal(await s.exec("return document.querySelector('#steward-badge').textContent"), "1");
     assert.match(await s.exec("return document.title"), /checkpoint awaits you/);

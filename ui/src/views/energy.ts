@@ -61,12 +61,12 @@ export class EnergyView {
     wt.append(this.windows);
     winBox.append(wt);
     this.liveMetered.id = "energy-live-metered";
-    winBox.append(this.liveMetered);
+    this.liveMetered.title = "Each live run's latest call, metered per call by its endpoint (not a window of this machine's meter)";
 
     const lower = el("div", "lower");
     lower.append(ladderBox, winBox);
     this.sessions = new SessionsPanel(notify);
-    this.root.append(head, this.status, this.chart, lower, this.sessions.root);
+    this.root.append(head, this.status, this.liveMetered, this.chart, lower, this.sessions.root);
   }
 
   async refresh(): Promise<void> {
