@@ -17,7 +17,7 @@ use console_view::ipc::{
     WorkspaceItem,
 };
 use console_view::run::RunView;
-use tauri::{AppHandle, Runtime, State};
+use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
 use crate::error::{self, CmdResult};
@@ -58,6 +58,7 @@ pub fn snapshot(state: &AppState, limit: u32) -> CmdResult<EnergySnapshot> {
         chart_svg,
         ladder: meter.ladder,
         window_ms: meter.window_ms,
+        live_metered: Vec::new(),
     })
 }
 
@@ -112,8 +113,16 @@ pub fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
 
 /// The live energy view: last `limit` windows, their chart, the ladder.
 #[tauri::command]
-pub fn energy_snapshot(state: State<'_, AppState>, limit: u32) -> CmdResult<EnergySnapshot> {
-    snapshot(&state, limit)
+pub fn energy_snapshot<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    limit: u32,
+) -> CmdResult<EnergySnapshot> {
+    let mut snap = snapshot(&state, limit)?;
+    if let Some(steward) = app.try_state::<crate::steward::StewardState>() {
+        snap.live_metered = steward.metered_lines();
+    }
+    Ok(snap)
 }
 
 /// Saves the window history as CSV or JSON where the person chooses.

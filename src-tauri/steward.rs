@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use console_view::ipc::UiError;
-use console_view::steward::SignedAction;
+use console_view::steward::{LiveState, SignedAction};
 use jcp::identity::Keypair;
 
 use crate::error::{self, CmdResult};
@@ -47,10 +47,17 @@ pub const KEY_FILE: &str = "steward.key";
 pub const RUNS_DIR: &str = "runs";
 /// Where live runs keep their endpoint record, agent key and chain.
 pub const LIVE_DIR: &str = "live";
-/// A demo live run's budget, µJ, and what each simulated action costs.
-pub const LIVE_BUDGET_UJ: u64 = 5_000;
-/// The cost of one demo action, µJ.
-pub const LIVE_COST_UJ: u64 = 100;
+/// A demo live run's budget, µJ (100 J: each call's work is metered, at
+/// tenths of a joule with the default estimate).
+pub const LIVE_BUDGET_UJ: u64 = 100_000_000;
+/// The work each demo step runs behind the endpoint's gate (`jcp backend
+/// demo`'s command: 50 ms of CPU, well above the 10 ms grain of the /proc
+/// CPU clock the endpoint's span reads).
+pub const LIVE_WORK: &str = "burn:50";
+/// The most one demo call may reserve, µJ (5 J, far above what a step is
+/// metered at): the agent's stated maximum, so a call lost behind the gate
+/// leaves 5 J debited and unresolved rather than the whole remainder.
+pub const LIVE_MAX_UJ: u64 = 5_000_000;
 /// Allowed actions between checkpoints.
 pub const LIVE_CHECKPOINT_EVERY: u64 = 5;
 
@@ -109,6 +116,13 @@ impl StewardState {
 
     /// Stops every live run: SIGTERM to each agent, then its endpoint is
     /// shut down (its record flushed and released). Called when the console closes.
+    /// Each running live run's latest metered call, in words (the energy
+    /// view's line under its windows).
+    pub fn metered_lines(&self) -> Vec<String> {
+        let runs: Vec<Arc<LiveRun>> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
+        runs.iter().filter(|r| r.state() == LiveState::Running).filter_map(|r| r.metered_line()).collect()
+    }
+
     pub fn stop_all(&self) {
         let runs: Vec<Arc<LiveRun>> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
         for r in runs {

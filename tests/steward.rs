@@ -1,8 +1,9 @@
 //! The steward's console through Tauri's mock runtime (the real IPC path:
 //! argument names, serialisation, `{code, message}` errors): the key
 //! (create, lock, unlock, wrong passphrase), and a live run end to end —
-//! the embedded endpoint and the demo agent (`jcp agent demo`) as a child
-//! process — approved, amended (a widening refused before signing),
+//! the embedded endpoint, `jcp backend demo` behind its gate (the work,
+//! metered and charged by the endpoint) and the demo agent (`jcp agent
+//! demo`) as child processes — approved, amended (a widening refused before signing),
 //! revoked, and its record audited (JCP §4.3, §4.7, §4.11, §11; issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
 
@@ -48,6 +49,29 @@ fn jcp_bin() -> PathBuf {
         assert!(ok.success(), "building jcp for the live run");
     }
     bin
+}
+
+/// The live processes this test process started running `args` (its
+/// children whose command line has them in a row), from `/proc`.
+fn children_running(args: &[&str]) -> Vec<u32> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Some(after) = stat.rsplit_once(')').map(|(_, a)| a.split_whitespace().collect::<Vec<_>>()) else {
+            continue;
+        };
+        if after.first() == Some(&"Z") || after.get(1).and_then(|p| p.parse::<u32>().ok()) != Some(me) {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<String> = cmd.split(|b| *b == 0).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+        if words.windows(args.len()).any(|w| w.iter().zip(args).all(|(a, b)| a == b)) {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 fn wait_for(w: &WebviewWindow<MockRuntime>, id: i64, what: &str, done: impl Fn(&Value) -> bool) -> Value {
@@ -108,38 +132,68 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     let row = invoke(&w, "live_run_start", json!({})).unwrap();
     let id = row["id"].as_i64().unwrap();
     assert_eq!(row["live"], "running", "{row}");
-    // The first checkpoint arrives (5 actions × 100 µJ) and awaits the steward.
+    // The first checkpoint arrives (5 actions, each run behind the endpoint's
+    // gate, metered and charged there) and awaits the steward.
     let v = wait_for(&w, id, "the first checkpoint", |v| v["awaiting"] == true);
-    assert_eq!(v["run"]["checkpoints"][0]["spent"]["uj"], 500, "{v:#}");
-    assert_eq!(v["run"]["remainder"]["uj"], 4500);
+    let spent1 = v["run"]["checkpoints"][0]["spent"]["uj"].as_u64().unwrap();
+    let budget = jcp_console::steward::LIVE_BUDGET_UJ;
+    assert_eq!(v["run"]["remainder"]["uj"], budget - spent1, "{v:#}");
+    // The live view lists each metered call with the endpoint's figure; the
+    // checkpoint states their sum, what the agent was debited (§11).
+    let metered = v["live"]["metered"].as_array().unwrap();
+    assert_eq!(metered.len(), 5, "{:#}", v["live"]);
+    let sum: u64 = metered.iter().map(|c| c["energy_uj"].as_u64().unwrap()).sum();
+    assert_eq!(sum, spent1, "{:#}", v["live"]);
+    let events = v["live"]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["text"].as_str().unwrap().contains("the endpoint metered")), "{events:?}");
+    for c in metered {
+        assert_ne!(c["provenance"], "HwShunt", "{c}");
+        assert_eq!(c["charged"], c["energy_text"], "the charge is the figure: {c}");
+        // Not declared self-contained: Partial, and the gap is named.
+        assert_eq!(c["coverage"], "Partial", "{c}");
+        assert!(c["gaps"].as_array().unwrap().iter().any(|g| g["code"] == "not-declared-self-contained"), "{c}");
+    }
+    // The energy view shows the live run's latest metered call beside the machine's windows.
+    let snap = invoke(&w, "energy_snapshot", json!({"limit": 10})).unwrap();
+    let lines = snap["live_metered"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{snap}");
+    let line = lines[0].as_str().unwrap();
+    assert!(line.contains("step 5: ") && line.contains("Partial — part of the call's work"), "{line}");
+    let note = v["live"]["metered_note"].as_str().unwrap();
+    assert!(note.contains("5 of them Partial") && note.contains("not its total"), "{note}");
     let ov = invoke(&w, "steward_overview", json!({})).unwrap();
     assert_eq!(ov["awaiting"], 1, "{ov}");
     // Above the remainder: refused before signing, nothing written.
     let before = std::fs::read(v["run"]["path"].as_str().unwrap()).unwrap();
     let form = |b: Option<u64>| json!({"budget_uj": b, "expiry": null, "instructions": null, "add_caveats": []});
-    let e = invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(4501))})).unwrap_err();
+    let above = budget - spent1 + 1;
+    let e = invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(above))})).unwrap_err();
     assert_eq!(e["code"], "steer-above-remainder", "{e}");
-    let e = invoke(&w, "steward_amend", json!({"id": id, "form": form(Some(4501))})).unwrap_err();
+    let e = invoke(&w, "steward_amend", json!({"id": id, "form": form(Some(above))})).unwrap_err();
     assert_eq!(e["code"], "steer-above-remainder", "{e}");
     assert_eq!(std::fs::read(v["run"]["path"].as_str().unwrap()).unwrap(), before);
-    // Amend to 800 µJ: the run goes on under the continuation.
-    let p = invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(800))})).unwrap();
-    assert_eq!((p["budget_uj"].as_u64(), p["ceiling_uj"].as_u64()), (Some(800), Some(4500)), "{p}");
-    let done = invoke(&w, "steward_amend", json!({"id": id, "form": form(Some(800))})).unwrap();
+    // Amend to 50 J: the run goes on under the continuation.
+    let amended = 50_000_000;
+    let p = invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(amended))})).unwrap();
+    assert_eq!((p["budget_uj"].as_u64(), p["ceiling_uj"].as_u64()), (Some(amended), Some(budget - spent1)), "{p}");
+    let done = invoke(&w, "steward_amend", json!({"id": id, "form": form(Some(amended))})).unwrap();
     assert_eq!(done["action"], "amend");
     let cont = done["signed"][1].as_str().unwrap().to_owned();
     let v = wait_for(&w, id, "the second checkpoint, under the continuation", |v| {
         v["awaiting"] == true && v["run"]["checkpoints"].as_array().is_some_and(|c| c.len() == 2)
     });
     assert_eq!(v["live"]["grant"], cont.as_str(), "{:#}", v["live"]);
-    assert_eq!(v["run"]["active_budget"], "800 µJ");
-    assert_eq!(v["run"]["remainder"]["uj"], 300, "{:#}", v["run"]);
+    assert_eq!(v["run"]["active_budget"], "50.000 J");
+    let spent2 = v["run"]["checkpoints"][1]["spent"]["uj"].as_u64().unwrap();
+    let left = amended - (spent2 - spent1);
+    assert_eq!(v["run"]["remainder"]["uj"], left, "{:#}", v["run"]);
+    assert_eq!(v["live"]["metered"].as_array().unwrap().len(), 10, "{:#}", v["live"]);
     assert_eq!(v["history"][0]["action"], "live_start");
     assert_eq!(v["history"][1]["action"], "amend");
     assert!(v["history"][1]["signed_by"].as_str().unwrap().starts_with("did:key:"), "{}", v["history"]);
-    // 400 µJ is now above the continuation's remainder (300): refused.
+    // Above the continuation's remainder: refused.
     assert_eq!(
-        invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(400))})).unwrap_err()["code"],
+        invoke(&w, "steward_preview", json!({"id": id, "form": form(Some(left + 1))})).unwrap_err()["code"],
         "steer-above-remainder"
     );
     // Revoke the continuation: the plan names it; the agent, waiting at its checkpoint, stops.
@@ -151,16 +205,20 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     assert!(v["live"]["ended"].as_str().unwrap().contains("revoked"), "{:#}", v["live"]);
     assert_eq!(v["awaiting"], false);
     assert_eq!(v["revoked"], json!([cont]));
-    // The console closes: the endpoint flushes and releases its record; the audit reads it.
+    // The console closes: the endpoint flushes and releases its record and
+    // the backend behind its gate is stopped (none is left behind); the
+    // audit reads the record.
+    assert_eq!(children_running(&["backend", "demo"]).len(), 1, "the live run's backend runs as the console's child");
     app.state::<StewardState>().stop_all();
+    assert_eq!(children_running(&["backend", "demo"]), Vec::<u32>::new(), "no backend outlives the live run");
     let stream = v["live"]["stream"].as_str().unwrap();
     let out = std::process::Command::new(jcp_bin()).args(["audit", stream, "--json"]).output().unwrap();
     let a: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(a["receipts"]["amendments"], 1, "{a:#}");
     assert_eq!(a["receipts"]["revocation_notices"], 1, "{a:#}");
-    assert_eq!(a["receipts"]["allows"], 10, "{a:#}");
-    assert_eq!(a["receipts"]["outcomes"], 10, "every allow settled by the agent: {a:#}");
+    assert_eq!(a["receipts"]["settlements"], 10, "every reservation settled by the endpoint's charge: {a:#}");
+    assert_eq!(a["unresolved_total"], 0, "{a:#}");
     assert_eq!(a["clean"], true, "{a:#}");
 }
 

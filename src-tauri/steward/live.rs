@@ -1,6 +1,10 @@
 //! Live runs: the demo long run on the console's embedded enforcement
 //! endpoint (`jcp-wire`, §11), its agent (`jcp agent demo`) a child process
-//! whose events, stderr and exit are watched, and stopping both.
+//! whose events, stderr and exit are watched, and stopping both. The
+//! agent's work runs behind the endpoint's gate, in `jcp backend demo` (a
+//! second child, the endpoint's [`ProcessBackend`]): the endpoint is the
+//! holder that meters each call and charges that figure (§11 "the cost is
+//! the holder's measurement"); the agent states no joules of its own.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -17,11 +21,12 @@ use jcp::decision::Gate;
 use jcp::grant::{Capability, Grant, SignedGrant};
 use jcp::identity::Keypair;
 use jcp::steering::Run;
+use jcp_wire::backend::{ProcessBackend, ProcessOptions};
 use jcp_wire::endpoint::{Address, Config, Endpoint};
 use jcp_wire::message::Feed;
 
 use super::key::key_err;
-use super::{StewardState, LIVE_BUDGET_UJ, LIVE_CHECKPOINT_EVERY, LIVE_COST_UJ, LIVE_DIR};
+use super::{StewardState, LIVE_BUDGET_UJ, LIVE_CHECKPOINT_EVERY, LIVE_DIR, LIVE_MAX_UJ, LIVE_WORK};
 use crate::error::{self, CmdResult};
 use crate::state::{now_ms, AppState};
 
@@ -47,6 +52,8 @@ pub struct LiveRun {
     agent: String,
     rt: tokio::runtime::Runtime,
     endpoint: Endpoint,
+    /// The endpoint behind the gate (`jcp backend demo`), closed on stop.
+    backend: Arc<ProcessBackend>,
     pid: u32,
     marker: AtomicU64,
     events: Arc<Mutex<Vec<serde_json::Value>>>,
@@ -143,6 +150,7 @@ impl LiveRun {
             .then(|| self.stderr.lock().map(|s| s.clone()).unwrap_or_default())
             .filter(|s| !s.is_empty());
         let start = events.len().saturating_sub(60);
+        let (metered, metered_note) = sv::metered_calls(&events);
         LiveView {
             state,
             endpoint: self.addr.clone(),
@@ -152,14 +160,26 @@ impl LiveRun {
             allowed,
             denied,
             spent: console_view::format_uj(spent),
+            metered,
+            metered_note,
             events: events[start..].iter().map(sv::event_line).collect::<Vec<AgentEventLine>>(),
             ended,
             stderr,
         }
     }
 
-    /// Stops the agent (SIGTERM, then SIGKILL after 3 s) and shuts the
-    /// endpoint down, flushing and releasing its record. Idempotent.
+    /// The latest call the endpoint metered, in a line (the energy view).
+    pub(super) fn metered_line(&self) -> Option<String> {
+        let events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
+        let (calls, _) = sv::metered_calls(&events);
+        let name =
+            self.run_path.file_stem().map_or_else(|| "live run".to_owned(), |s| s.to_string_lossy().into_owned());
+        sv::metered_line(&name, &calls)
+    }
+
+    /// Stops the agent (SIGTERM, then SIGKILL after 3 s), shuts the
+    /// endpoint down, flushing and releasing its record, and stops the
+    /// backend behind its gate. Idempotent.
     pub fn stop(&self) {
         if self.shut.swap(true, Ordering::AcqRel) {
             return;
@@ -179,6 +199,9 @@ impl LiveRun {
         if let Err(e) = self.rt.block_on(self.endpoint.shutdown()) {
             eprintln!("jcp-console: the live run's endpoint did not close cleanly: {e}");
         }
+        // The endpoint is held (its view stays), so its backend is not
+        // dropped with it: stopped here, after the last call it could run.
+        self.backend.close();
     }
 }
 
@@ -242,6 +265,7 @@ struct Issued {
 struct Serving {
     rt: tokio::runtime::Runtime,
     endpoint: Endpoint,
+    backend: Arc<ProcessBackend>,
     bound: Address,
 }
 
@@ -261,7 +285,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
     let jcp = jcp_binary()?;
     let issued = issue_root(state, st)?;
     let stream = issued.dir.join("record.jcps");
-    let serving = open_endpoint(&issued, &stream)?;
+    let serving = open_endpoint(&jcp, &issued, &stream)?;
     let child = spawn_agent(&jcp, &issued, &serving.bound)?;
     let label = format!("live run {} (demo agent, {} budget)", issued.stamp, console_view::format_uj(LIVE_BUDGET_UJ));
     let item_id = state.with_store(|s| {
@@ -283,6 +307,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         agent: issued.agent.did().to_string(),
         rt: serving.rt,
         endpoint: serving.endpoint,
+        backend: serving.backend,
         pid: watched.pid,
         marker: AtomicU64::new(0),
         events: watched.events,
@@ -343,8 +368,10 @@ fn issue_root(state: &AppState, st: &StewardState) -> CmdResult<Issued> {
 
 /// Step 2: the embedded endpoint (§11), trusting the steward for the run's
 /// resource, recording to `stream` under its own sealing key, serving on a
-/// local socket from a runtime of its own.
-fn open_endpoint(issued: &Issued, stream: &Path) -> CmdResult<Serving> {
+/// local socket from a runtime of its own, with `jcp backend demo` behind
+/// its gate: the endpoint runs each allowed call there, meters it (the span
+/// ladder over the backend's process tree) and charges that figure.
+fn open_endpoint(jcp: &Path, issued: &Issued, stream: &Path) -> CmdResult<Serving> {
     let mut gate = Gate::new();
     gate.add_trust_root(issued.resource, issued.root.grant().issuer);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -362,9 +389,16 @@ fn open_endpoint(issued: &Issued, stream: &Path) -> CmdResult<Serving> {
     // the record can be reopened by the same point (replay checks the sealer).
     let endpoint_key = Keypair::generate();
     keystore::write_plain(&issued.dir.join("endpoint.key"), &endpoint_key).map_err(|e| key_err(&e))?;
+    // Not declared self-contained (§5.1): the console does not vouch for the
+    // backend's process tree, so its figures say what they may be missing.
+    let backend =
+        ProcessBackend::spawn(jcp.to_path_buf(), vec!["backend".into(), "demo".into()], ProcessOptions::default())
+            .map(Arc::new)
+            .map_err(|e| UiError::new(e.code(), format!("the demo backend did not start: {e}")))?;
+    let behind: Arc<dyn jcp_wire::backend::Backend> = backend.clone();
     let (endpoint, bound) = rt
         .block_on(async {
-            let (endpoint, _report) = Endpoint::open(config, endpoint_key, gate, None)?;
+            let (endpoint, _report) = Endpoint::open(config, endpoint_key, gate, Some(behind))?;
             let (listener, bound) = addr.bind().await?;
             let ep = endpoint.clone();
             tokio::spawn(async move {
@@ -375,11 +409,13 @@ fn open_endpoint(issued: &Issued, stream: &Path) -> CmdResult<Serving> {
             Ok::<_, jcp_wire::WireError>((endpoint, bound))
         })
         .map_err(|e| UiError::new(e.code(), format!("the embedded endpoint did not start: {e}")))?;
-    Ok(Serving { rt, endpoint, bound })
+    Ok(Serving { rt, endpoint, backend, bound })
 }
 
 /// Step 3: the agent, `jcp agent demo`, connected to the endpoint, with its
-/// key, its chain and the run file it picks amendments up from.
+/// key, its chain, the run file it picks amendments up from and the work
+/// each step asks the endpoint to run behind its gate (its stated cost only
+/// a maximum: the endpoint meters it).
 fn spawn_agent(jcp: &Path, issued: &Issued, bound: &Address) -> CmdResult<Child> {
     Command::new(jcp)
         .args(["agent", "demo", "--json", "--stop-with-parent", "--connect", &bound.to_string(), "--run"])
@@ -389,8 +425,10 @@ fn spawn_agent(jcp: &Path, issued: &Issued, bound: &Address) -> CmdResult<Child>
         .arg("--chain")
         .arg(&issued.root_path)
         .args([
-            "--cost-uj",
-            &LIVE_COST_UJ.to_string(),
+            "--work",
+            LIVE_WORK,
+            "--max-uj",
+            &LIVE_MAX_UJ.to_string(),
             "--checkpoint-every",
             &LIVE_CHECKPOINT_EVERY.to_string(),
             "--interval-ms",

@@ -526,14 +526,32 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     // The demo run: a checkpoint arrives and is unmistakable.
     await s.click("#live-start");
     await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).includes("awaits your decision"), 60000, "the first checkpoint");
-    assert.match(await s.textOf("#awaiting-banner"), /^Checkpoint 0 awaits your decision: spent 500 µJ, Estimator; remainder 4\.500 mJ/);
+    assert.match(await s.textOf("#awaiting-banner"), /^Checkpoint 0 awaits your decision: spent \d[\d.]* (µJ|mJ|J), \w+; remainder \d[\d.]* (mJ|J)/);
+    // Each step's work ran behind the endpoint's gate: the metered calls, with the endpoint's figures.
+    const metered = await s.exec("return [...document.querySelectorAll('#live-metered tr.metered-call')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))");
+    assert.equal(metered.length, 5, JSON.stringify(metered));
+    for (const [, energy, , coverage, gaps, charged] of metered) {
+      assert.match(energy, /^\d[\d.]* (µJ|mJ|J)$/);
+      assert.equal(coverage, "Partial", "not declared self-contained");
+      assert.match(gaps, /not-declared-self-contained/);
+      assert.equal(charged, energy, "the charge is the metered figure");
+    }
+    assert.match(await s.textOf("#live-metered .metered-note"), /5 calls metered .* not its total/);
+    await s.exec("document.querySelector('#live-panel').scrollIntoView(); return true");
+    await s.shot("live-run-metered");
+    // The energy view shows the run's latest metered call beside the machine's windows.
+    await s.click("#tab-energy");
+    await s.waitFor(async () => (await s.textOf("#energy-live-metered")).includes("step 5: "), 15000, "the live run's line in the energy view");
+    assert.match(await s.textOf("#energy-live-metered"), /step 5: \d[\d.]* (µJ|mJ|J) \(\w+, Partial — part of the call's work; gaps: not-declared-self-contained\), metered by its endpoint/);
+    await s.shot("energy-live-metered");
+    await s.click("#tab-steward");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#steward-badge').hidden")) === false, 5000, "the tab's badge");
     assert.equal(await s.exec("return document.querySelector('#steward-badge').textContent"), "1");
     assert.match(await s.exec("return document.title"), /checkpoint awaits you/);
     await s.shot("steward-checkpoint");
 
-    // A widening (above the 4.5 mJ remainder) is refused before anything is signed.
-    await s.type("#amend-budget", "4501");
+    // Above the remainder (a µJ short of the issued 100 J, and joules were spent) is refused before anything is signed.
+    await s.type("#amend-budget", "99999999");
     await s.click("#amend-sign");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#action-result .result.refused') !== null")) === true, 10000, "the refusal");
     const refusal = await s.textOf("#action-result .result.refused");
@@ -541,17 +559,18 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.equal(await s.exec("return document.querySelectorAll('.history-list li.amend').length"), 0, "nothing was signed");
     await s.shot("steward-refused");
 
-    // The amendment: 800 µJ for the rest of the run.
-    await s.type("#amend-budget", "800");
+    // The amendment: 50 J for the rest of the run.
+    await s.type("#amend-budget", "50000000");
     await s.click("#amend-sign");
     await s.waitFor(async () => (await s.exec("return document.querySelectorAll('.history-list li.amend').length")) === 1, 10000, "the amendment in the history");
     const signedBy = await s.exec("return document.querySelector('.history-list li.amend .id').title");
     assert.equal(signedBy, did, "the history says who signed");
-    // The run goes on under the continuation and stops at its next checkpoint: 500 µJ spent of 800.
+    // The run goes on under the continuation and stops at its next checkpoint.
     await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).startsWith("Checkpoint 1"), 60000, "the second checkpoint");
     const events = await s.textOf("#live-events");
-    assert.match(events, /continued under grant .* with a ceiling of 800 µJ/, events);
-    assert.match(await s.textOf("#awaiting-banner"), /remainder 300 µJ/);
+    assert.match(events, /continued under grant .* with a ceiling of 50\.000 J/, events);
+    assert.match(await s.textOf("#awaiting-banner"), /remainder 4\d\.\d{3} J/);
+    assert.equal(await s.exec("return document.querySelectorAll('#live-metered tr.metered-call').length"), 10);
     await s.shot("steward-amended");
 
     // Revoke the continuation: the confirmation names what dies; the run stops.
@@ -588,14 +607,16 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
 
 // A crash of the agent is shown, not hidden; closing the console stops the
 // children it started (issue 17, "Live steering, end to end").
-const agents = () => {
-  const r = spawnSync("pgrep", ["-f", "jcp agent demo"], { encoding: "utf8" });
+const agents = (what = "jcp agent demo") => {
+  const r = spawnSync("pgrep", ["-f", what], { encoding: "utf8" });
   return r.stdout.split("\n").filter(Boolean).map(Number);
 };
+const backends = () => agents("jcp backend demo");
 
 
 test("steward: a killed agent reads crashed; closing the console stops its children", async () => {
   const before = new Set(agents());
+  const backendsBefore = new Set(backends());
   const s = await Session.start();
   let ended = false;
   try {
@@ -618,6 +639,8 @@ test("steward: a killed agent reads crashed; closing the console stops its child
     const t0 = Date.now();
     while (agents().filter((p) => !before.has(p)).length > 0 && Date.now() - t0 < 15000) await new Promise((r) => setTimeout(r, 200));
     assert.deepEqual(agents().filter((p) => !before.has(p)), [], "no demo agent outlives the console");
+    while (backends().filter((p) => !backendsBefore.has(p)).length > 0 && Date.now() - t0 < 15000) await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(backends().filter((p) => !backendsBefore.has(p)), [], "no demo backend outlives the console");
   } finally {
     if (!ended) await s.end();
   }

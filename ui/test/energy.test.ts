@@ -29,6 +29,20 @@ describe("live energy view", () => {
     expect(v.root.querySelector("#energy-chart svg#svg-from-rust")).not.toBeNull();
   });
 
+  it("s11_a_live_runs_latest_metered_call_is_shown_under_the_windows", async () => {
+    const line = "live-17, step 5: 325.000 mJ (Estimator, Partial — part of the call's work; gaps: not-declared-self-contained), metered by its endpoint behind the gate";
+    mockIPC(() => snapshot({ live_metered: [line] }));
+    const v = new EnergyView(notify());
+    await v.refresh();
+    const list = v.root.querySelector("#energy-live-metered") as HTMLElement;
+    expect(list.hidden).toBe(false);
+    expect([...list.querySelectorAll("li")].map((li) => li.textContent)).toEqual([line]);
+    // No live run: nothing shown.
+    mockIPC(() => snapshot());
+    await v.refresh();
+    expect(list.hidden).toBe(true);
+  });
+
   it("s5_1_ladder_panel_lists_every_rung_with_why_and_fix", async () => {
     mockIPC(() => snapshot());
     const v = new EnergyView(notify());

@@ -24,6 +24,7 @@ export const snapshot = (over: Partial<EnergySnapshot> = {}): EnergySnapshot => 
     { name: "estimate", status: "chosen", provenance: "Estimator", why: "CPU utilisation × default power", fix: null },
   ],
   window_ms: 1000,
+  live_metered: [],
   ...over,
 });
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
 import { StewardView } from "../src/views/steward";
 import type { KeyStatus, StewardOverview, StewardRunView } from "../src/ipc";
+import type { MeteredCall } from "../src/gen/MeteredCall";
 import { runView } from "./fixtures";
 
 afterEach(() => clearMocks());
@@ -30,6 +31,8 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
     allowed: 5,
     denied: 0,
     spent: "500 µJ",
+    metered: [],
+    metered_note: null,
     events: [{ event: "checkpoint", text: "checkpoint seq 4 after step 5: spent 500 µJ (Estimator); waiting for the steward" }],
     ended: null,
     stderr: null,
@@ -276,5 +279,42 @@ describe("steward view (issue 17)", () => {
     const banner = v.root.querySelector("#awaiting-banner")?.textContent ?? "";
     expect(banner).toContain("Its agent is not running (crashed)");
     expect(banner).not.toContain("The agent waits");
+  });
+  it("s11_each_metered_call_of_a_live_run_is_listed_with_its_grade_coverage_and_gaps", async () => {
+    const call = (step: number, over: Partial<MeteredCall> = {}): MeteredCall => ({
+      step, state: "done", energy_uj: 189_000, energy_text: "189.000 mJ", provenance: "Estimator", coverage: "Whole",
+      rung: "estimate", cpu_ms: 21, gaps: [], charged: "189.000 mJ", breach: null, ...over,
+    });
+    const metered = [
+      call(1),
+      call(2, { coverage: "Partial", gaps: [{ code: "not-declared-self-contained", detail: "the operator did not declare the tree self-contained" }] }),
+      call(3, { state: "lost", charged: null, coverage: "Partial" }),
+    ];
+    const note = "3 calls metered behind the gate; 2 of them Partial, so their sum (567.000 mJ) covers only part of the work and is not its total";
+    mock({ steward_overview: () => overview(), steward_run: () => run({ live: { ...run().live!, metered, metered_note: note } }) });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const rows = [...v.root.querySelectorAll("#live-metered tr.metered-call")];
+    expect(rows.map((r) => r.querySelector("td")?.textContent)).toEqual(["3", "2", "1"]); // newest first
+    const cells = (r: Element) => [...r.querySelectorAll("td")].map((td) => td.textContent);
+    expect(cells(rows[2])).toEqual(["1", "189.000 mJ", "Estimator", "Whole", "none named", "189.000 mJ"]);
+    // A Partial figure says it is part of the work, never a total (§5.2); its gap is named, with what was seen.
+    const partial = rows[1].querySelector("td.coverage.partial") as HTMLElement;
+    expect([partial.textContent, partial.title]).toEqual(["Partial", "covers only part of the call's work: not its total (§5.2)"]);
+    const gap = rows[1].querySelector("code.gap") as HTMLElement;
+    expect([gap.textContent, gap.title]).toEqual(["not-declared-self-contained", "the operator did not declare the tree self-contained"]);
+    expect(rows[1].querySelector(".grade-Estimator")?.getAttribute("title")).toContain("nothing calibrated");
+    // A lost call: its figure is shown, nothing was charged (§4.11).
+    expect(rows[0].querySelector("td.charged")?.textContent).toBe("nothing (lost: unresolved)");
+    expect(v.root.querySelector("#live-metered .metered-note")?.textContent).toBe(note);
+    expect(v.root.querySelector("#live-metered")?.textContent).not.toMatch(/in all|total:/);
+  });
+
+  it("s11_a_live_run_with_no_metered_call_yet_says_so", async () => {
+    mock({ steward_overview: () => overview(), steward_run: () => run() });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#live-metered table")).toBeNull();
+    expect(v.root.querySelector("#live-metered .none")?.textContent).toContain("No call has been metered yet");
   });
 });

@@ -1,6 +1,7 @@
 //! `jcp agent demo` across real processes (§4.3, §4.7, §11, C21): a served
-//! endpoint, a long simulated agent run, and a steward who revokes or
-//! amends it while it runs.
+//! endpoint with `jcp backend demo` behind its gate, a long agent run whose
+//! work the endpoint runs, meters and charges (the agent states no joules
+//! of its own), and a steward who revokes or amends it while it runs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
@@ -162,15 +163,24 @@ impl Drop for Proc {
     }
 }
 
-/// `jcp serve` on `unix:DIR/s.sock`, recording to `DIR/s.jcps`; returns it
-/// once it says it is listening, with the address.
+/// The agent's work per step, run behind the gate by `jcp backend demo`
+/// (well above the 10 ms grain of the /proc CPU clock the span reads).
+const WORK: &str = "burn:40";
+/// A budget many steps of [`WORK`] fit in at the default estimate (1 000 J).
+const BIG: u64 = 1_000_000_000;
+
+/// `jcp serve` on `unix:DIR/s.sock`, recording to `DIR/s.jcps`, with `jcp
+/// backend demo` behind its gate; returns it once it says it is listening,
+/// with the address.
 fn serve(dir: &Path) -> (Proc, String) {
+    serve_with(dir, &["--backend", "--", env!("CARGO_BIN_EXE_jcp"), "backend", "demo"])
+}
+
+fn serve_with(dir: &Path, extra: &[&str]) -> (Proc, String) {
     let addr = format!("unix:{}", dir.join("s.sock").display());
-    let p = Proc::spawn(
-        dir,
-        "jcp serve",
-        &["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"],
-    );
+    let mut args = vec!["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"];
+    args.extend_from_slice(extra);
+    let p = Proc::spawn(dir, "jcp serve", &args);
     let deadline = Instant::now() + WAIT;
     loop {
         assert!(Instant::now() < deadline, "jcp serve did not start: {}", p.stderr());
@@ -192,15 +202,13 @@ fn agent(dir: &Path, addr: &str, extra: &[&str]) -> Proc {
         "agent.key",
         "--chain",
         "root.jcp",
-        "--cost-uj",
-        "100",
-        "--interval-ms",
-        "40",
         "--json",
     ];
     args.extend_from_slice(extra);
-    if !extra.contains(&"--wait-timeout-s") {
-        args.extend_from_slice(&["--wait-timeout-s", "60"]);
+    for (flag, default) in [("--work", WORK), ("--interval-ms", "40"), ("--wait-timeout-s", "60")] {
+        if !extra.contains(&flag) {
+            args.extend_from_slice(&[flag, default]);
+        }
     }
     Proc::spawn(dir, "jcp agent demo", &args)
 }
@@ -226,19 +234,53 @@ fn call(dir: &Path, addr: &str, chain: &str) -> (i32, Value) {
     (o.status.code().unwrap_or(-1), serde_json::from_slice(&o.stdout).unwrap_or(Value::Null))
 }
 
+/// The debits of the allowed decisions among `events`, each checked against
+/// the endpoint's side (§11 "the cost is the holder's measurement"): the
+/// agent's debit is its verified charge receipt's, the charge is the figure
+/// the endpoint metered, and no reading or hardware grade is claimed that
+/// was not read. Their sum.
+fn metered_debits(events: &[Value]) -> u64 {
+    let mut sum = 0;
+    for e in events.iter().filter(|e| is(e, "decision") && e["verdict"] == "allow") {
+        let (m, c) = (&e["metered"]["energy"], &e["charge"]);
+        let uj = e["debited_uj"].as_u64().unwrap();
+        assert!(uj > 0, "metered work costs joules: {e}");
+        assert_eq!((c["cost_uj"].as_u64(), m["uj"].as_u64()), (Some(uj), Some(uj)), "{e}");
+        assert_eq!(c["provenance"], m["provenance"], "{e}");
+        assert_eq!(c["coverage"], m["coverage"], "{e}");
+        assert_ne!(m["provenance"], "HwShunt", "no process reading here is a hardware one: {e}");
+        assert!(c["measured_uj"].is_null(), "{e}");
+        assert_eq!(e["reply"], "done", "{e}");
+        assert!(e["metered"]["gaps"].is_array(), "{e}");
+        sum += uj;
+    }
+    sum
+}
+
 #[test]
 fn c21_agent_stops_on_revocation() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 1_000_000_000);
+    setup(d, BIG);
     let (mut server, addr) = serve(d);
-    let mut ag = agent(d, &addr, &["--checkpoint-every", "1000"]);
+    // A pause between steps long enough that the revocation below lands
+    // between two calls, not while one runs behind the gate: the charge of
+    // work reserved before a revocation and charged after it is sealed after
+    // the notice, and the audit reads that allow as a revocation violation
+    // (a question for the endpoint and the audit, not for the agent).
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "1000", "--max-uj", "50000000", "--interval-ms", "1500"]);
     let started = ag.event();
     assert!(is(&started, "started"), "{started}");
+    assert_eq!((started["work"].as_str(), started["max_uj"].as_u64()), (Some(WORK), Some(50_000_000)), "{started}");
     let root = started["grant"].as_str().unwrap().to_owned();
-    // Some allowed actions, then the issuer revokes and the feed delivers it.
+    // Some allowed actions, each reserved at the stated maximum and charged
+    // at what the endpoint metered; then the issuer revokes and the feed
+    // delivers it.
     let first = ag.until(|e| is(e, "decision") && e["step"] == 3);
-    assert!(first.iter().all(|e| e["verdict"] == "allow" && e["debited_uj"] == 100), "{first:?}");
+    assert!(
+        first.iter().filter(|e| is(e, "decision")).all(|e| e["verdict"] == "allow" && e["reserved_uj"] == 50_000_000),
+        "{first:?}"
+    );
     ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
     ok(d, &["feed", "revoke", "--connect", &addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "1"]);
     let rest = ag.until(|e| is(e, "stopped"));
@@ -246,31 +288,32 @@ fn c21_agent_stops_on_revocation() {
     assert_eq!(stopped["why"], "revoked", "{rest:?}");
     assert_eq!(stopped["message"], format!("stopped: grant {root} was revoked"));
     assert_eq!(ag.wait().code(), Some(1), "{}", ag.stderr());
-    let decisions: Vec<&Value> = first.iter().chain(&rest).filter(|e| is(e, "decision")).collect();
+    let all: Vec<Value> = first.iter().chain(&rest).cloned().collect();
+    let decisions: Vec<&Value> = all.iter().filter(|e| is(e, "decision")).collect();
     let (last, allowed) = decisions.split_last().unwrap();
     assert!(allowed.iter().all(|e| e["verdict"] == "allow"), "{decisions:?}");
     assert_eq!((last["verdict"].as_str(), last["reason"].as_str()), (Some("deny"), Some("revoked")));
+    assert!(last.get("metered").is_none(), "a deny runs nothing: {last}");
     assert_eq!(stopped["allowed"], allowed.len());
-    assert_eq!(stopped["spent_uj"], 100 * allowed.len() as u64);
+    let spent = metered_debits(&all);
+    assert_eq!(stopped["spent_uj"], spent, "the spend is the sum of the charges");
     // Steps are consecutive: one decision per action, none repeated.
     for (i, e) in decisions.iter().enumerate() {
         assert_eq!(e["step"], i + 1);
     }
-    // The record holds every decision, and audits.
+    // The record holds every decision, and audits: the grant spent what the
+    // endpoint charged, each reservation settled by its charge, and the
+    // outcomes are the endpoint's (the agent sends none).
     assert!(server.sigterm().success(), "{}", server.stderr());
     let o = jcp(d, &["audit", "s.jcps", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["receipts"]["verified"], decisions.len(), "{v}");
     assert_eq!(v["receipts"]["wire_requests"], decisions.len(), "{v}");
-    assert_eq!(
-        (v["receipts"]["allows"].as_u64(), v["receipts"]["denies"].as_u64()),
-        (Some(allowed.len() as u64), Some(1)),
-        "{v}"
-    );
     assert_eq!(v["receipts"]["deny_reasons"]["revoked"], 1, "{v}");
     assert_eq!(v["receipts"]["revocation_notices"], 1, "{v}");
-    // The agent settled every allow it was given (§4.11): nothing unresolved.
-    assert_eq!(v["receipts"]["outcomes"], allowed.len(), "{v}");
+    assert_eq!(v["receipts"]["settlements"], allowed.len(), "{v}");
+    assert_eq!(v["unresolved_total"], 0, "{v}");
+    let g = v["grants"].as_array().unwrap().iter().find(|g| g["grant_id"] == root.as_str()).unwrap();
+    assert_eq!(g["spent_uj"], spent, "{g}");
     assert_eq!((o.status.code(), v["clean"].as_bool()), (Some(0), Some(true)), "{v}");
 }
 
@@ -278,24 +321,36 @@ fn c21_agent_stops_on_revocation() {
 fn c21_agent_continues_under_amended_ceiling() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 1000);
+    setup(d, BIG);
     let (_server, addr) = serve(d);
     let mut ag = agent(d, &addr, &["--checkpoint-every", "3"]);
     let started = ag.event();
     let root = started["grant"].as_str().unwrap().to_owned();
-    assert_eq!(started["budget_uj"], 1000);
+    assert_eq!(started["budget_uj"], BIG);
     // The run file is created under the leaf; three allowed actions, then
-    // a checkpoint stating the 300 µJ the agent was debited.
+    // a checkpoint stating what the agent was debited: the sum of the
+    // charges, at the floor of their grades.
     let first = ag.until(|e| is(e, "checkpoint"));
     let cp = first.last().unwrap();
     assert_eq!(first.iter().filter(|e| is(e, "decision") && e["verdict"] == "allow").count(), 3, "{first:?}");
-    assert_eq!((cp["seq"].as_u64(), cp["spent_uj"].as_u64()), (Some(0), Some(300)), "{cp}");
+    let spent = metered_debits(&first);
+    assert_eq!((cp["seq"].as_u64(), cp["spent_uj"].as_u64()), (Some(0), Some(spent)), "{cp}");
+    let floor = first
+        .iter()
+        .filter_map(|e| e["charge"]["provenance"].as_str())
+        .min_by_key(|p| ["Estimator", "ModelBased", "HwShunt"].iter().position(|x| x == p))
+        .unwrap();
+    assert_eq!(cp["provenance"], floor, "{cp}");
     assert_eq!(cp["grant"], root.as_str());
-    // Above the remainder (700): the steward's tool refuses it.
-    let o = jcp(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "701"]);
+    // Above the remainder: the steward's tool refuses it.
+    let above = (BIG - spent + 1).to_string();
+    let o = jcp(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", &above]);
     assert_eq!(o.status.code(), Some(1), "a refusal exits 1 (README)");
     assert!(String::from_utf8_lossy(&o.stderr).contains("steer-above-remainder"));
-    // The steward amends: 200 µJ for the rest of the run.
+    // The steward amends: about a step and a half's worth for the rest of
+    // the run (fewer steps than the next checkpoint).
+    let x = spent / 3 * 3 / 2;
+    let xs = x.to_string();
     let out = ok(
         d,
         &[
@@ -306,7 +361,7 @@ fn c21_agent_continues_under_amended_ceiling() {
             "--key",
             "issuer.key",
             "--budget-uj",
-            "200",
+            &xs,
             "--continuation-out",
             "cont.jcp",
             "--json",
@@ -340,18 +395,31 @@ fn c21_agent_continues_under_amended_ceiling() {
     let continued = rest.iter().find(|e| is(e, "continued")).unwrap_or_else(|| panic!("{rest:?}"));
     assert_eq!(continued["checkpoint"], cp["id"]);
     assert_eq!(continued["continuation"], cont.as_str());
-    assert_eq!(continued["budget_uj"], 200);
+    assert_eq!(continued["budget_uj"], x);
     assert_eq!(continued["chain"], serde_json::json!([cont]), "a root re-issue is a chain of its own");
     let after: Vec<&Value> = rest.iter().filter(|e| is(e, "decision")).collect();
     assert!(after.iter().all(|e| e["grant"] == cont.as_str()), "{after:?}");
-    let debited: u64 = after.iter().map(|e| e["debited_uj"].as_u64().unwrap()).sum();
-    assert_eq!(debited, 200, "never past the amended ceiling: {after:?}");
-    assert_eq!(after.iter().map(|e| e["verdict"].as_str().unwrap()).collect::<Vec<_>>(), ["allow", "allow", "deny"]);
-    assert_eq!(after[2]["reason"], "budget-exceeded");
+    // Allowed while the continuation had joules left; the call that used
+    // them up ran whole (the work ran: debited whole, its charge records the
+    // breach of what it reserved); the next is denied.
+    let (denied, allowed) = after.split_last().unwrap();
+    assert!(!allowed.is_empty() && allowed.iter().all(|e| e["verdict"] == "allow"), "{after:?}");
+    assert_eq!((denied["verdict"].as_str(), denied["reason"].as_str()), (Some("deny"), Some("budget-exceeded")));
+    let debited = metered_debits(&rest);
+    let (last, _) = allowed.split_last().unwrap();
+    let last_uj = last["debited_uj"].as_u64().unwrap();
+    assert!(
+        debited >= x && debited - last_uj < x,
+        "no call begun past the amended ceiling: {debited} of {x}: {after:?}"
+    );
+    if debited > x {
+        assert_eq!(last["charge"]["breach"], "budget-exceeded", "{last}");
+    }
+    assert_eq!(last["remaining_uj"], 0, "{last}");
     let stopped = rest.last().unwrap();
     assert_eq!(stopped["why"], "budget-exhausted", "{stopped}");
-    assert_eq!(stopped["message"], "stopped: budget exhausted: 0 µJ remain, the next action costs 100 µJ");
-    assert_eq!(stopped["spent_uj"], 500);
+    assert_eq!(stopped["message"], format!("stopped: budget exhausted: 0 µJ of {x} µJ remain on grant {cont}"));
+    assert_eq!(stopped["spent_uj"], spent + debited);
     assert_eq!(ag.wait().code(), Some(1), "{}", ag.stderr());
     // The steered grant is superseded at the endpoint (needs
     // Gate::admit_amendment): a request on it is denied.
@@ -367,7 +435,7 @@ fn c21_agent_continues_under_amended_ceiling() {
     let started = ag2.event();
     assert_eq!(
         (started["grant"].as_str(), started["spent_uj"].as_u64()),
-        (Some(cont.as_str()), Some(300)),
+        (Some(cont.as_str()), Some(spent)),
         "{started}"
     );
     let rest = ag2.until(|e| is(e, "stopped"));
@@ -436,7 +504,7 @@ fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
 fn c21_agent_waits_for_an_amendment_and_times_out() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 1000);
+    setup(d, BIG);
     let (_server, addr) = serve(d);
     let mut ag = agent(d, &addr, &["--checkpoint-every", "2", "--wait-timeout-s", "1"]);
     let events = ag.until(|e| is(e, "stopped"));
@@ -448,14 +516,15 @@ fn c21_agent_waits_for_an_amendment_and_times_out() {
     // The checkpoint is in the run file, signed by the agent.
     let v: Value = serde_json::from_str(&ok(d, &["run", "verify", "r.jcprun", "--json"])).unwrap();
     assert_eq!(v["checkpoints"][0]["id"], cp["id"]);
-    assert_eq!(v["checkpoints"][0]["spent"]["uj"], 200);
+    assert_eq!(v["checkpoints"][0]["spent"]["uj"], metered_debits(&events), "{v}");
+    assert_eq!(v["checkpoints"][0]["spent"]["uj"], cp["spent_uj"], "{v}");
 }
 
 #[test]
 fn c21_agent_waiting_at_a_checkpoint_stops_on_a_revocation_beside_the_run() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 1000);
+    setup(d, BIG);
     let (_server, addr) = serve(d);
     let mut ag = agent(d, &addr, &["--checkpoint-every", "2"]);
     let root = ag.event()["grant"].as_str().unwrap().to_owned();
@@ -543,11 +612,11 @@ fn c21_agent_stops_when_its_parent_is_gone() {
     use std::io::Write as _;
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 1000);
+    setup(d, BIG);
     let (_server, addr) = serve(d);
     // The parent: a shell that starts the agent and exits when told (its stdin closes).
     let script = format!(
-        "\"$JCP\" agent demo --connect '{addr}' --run r.jcprun --key agent.key --chain root.jcp --cost-uj 100 --interval-ms 40 --json --checkpoint-every 2 --wait-timeout-s 60 --stop-with-parent > agent.jsonl 2>&1 & read _"
+        "\"$JCP\" agent demo --connect '{addr}' --run r.jcprun --key agent.key --chain root.jcp --work {WORK} --interval-ms 40 --json --checkpoint-every 2 --wait-timeout-s 60 --stop-with-parent > agent.jsonl 2>&1 & read _"
     );
     let mut sh = std::process::Command::new("sh")
         .arg("-c")
@@ -579,4 +648,82 @@ fn c21_agent_stops_when_its_parent_is_gone() {
     }
     let stopped = events().into_iter().find(|e| is(e, "stopped")).unwrap();
     assert_eq!(stopped["why"], "parent-gone", "{stopped}");
+}
+
+/// `--actions N`: the agent stops cleanly after N allowed actions; every
+/// one ran behind the gate, and the agent sent no outcome of its own (the
+/// endpoint recorded each with its charge).
+#[test]
+fn s11_agent_states_no_joules_its_spend_is_what_the_endpoint_charged() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, BIG);
+    let (mut server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--actions", "3", "--checkpoint-every", "0"]);
+    let events = ag.until(|e| is(e, "stopped"));
+    assert_eq!(ag.wait().code(), Some(0), "{}", ag.stderr());
+    let stopped = events.last().unwrap();
+    assert_eq!((stopped["why"].as_str(), stopped["allowed"].as_u64()), (Some("done"), Some(3)), "{stopped}");
+    let spent = metered_debits(&events);
+    assert_eq!(stopped["spent_uj"], spent);
+    for e in events.iter().filter(|e| is(e, "decision")) {
+        // Not declared self-contained: the figure is Partial and says why.
+        assert_eq!(e["metered"]["energy"]["coverage"], "Partial", "{e}");
+        let gaps: Vec<&str> =
+            e["metered"]["gaps"].as_array().unwrap().iter().filter_map(|g| g["code"].as_str()).collect();
+        assert!(gaps.contains(&"not-declared-self-contained"), "{gaps:?}");
+        assert_eq!(e["output"], "burned 40 ms", "the demo ran the first line and ignored the note: {e}");
+        assert!(e["reserved_uj"].as_u64().unwrap() > 0, "no stated maximum: the remainder is reserved: {e}");
+    }
+    assert!(server.sigterm().success(), "{}", server.stderr());
+    let v: Value = serde_json::from_slice(&jcp(d, &["audit", "s.jcps", "--json"]).stdout).unwrap();
+    assert_eq!(v["grants"][0]["spent_uj"], spent, "{v}");
+    assert_eq!((v["receipts"]["settlements"].as_u64(), v["unresolved_total"].as_u64()), (Some(3), Some(0)), "{v}");
+    assert_eq!(v["receipts"]["wire_requests"], 3, "one request per step: {v}");
+}
+
+/// A call lost behind the gate (the backend exits mid-call) stops the
+/// agent: it reports nothing for it, and the decision stays unresolved,
+/// its reservation debited (§4.11).
+#[test]
+fn s4_11_agent_stops_on_a_lost_call_and_reports_no_outcome_for_it() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, BIG);
+    let (mut server, addr) = serve(d);
+    let mut ag = agent(d, &addr, &["--work", "crash", "--max-uj", "300000"]);
+    let events = ag.until(|e| is(e, "stopped"));
+    assert_eq!(ag.wait().code(), Some(1), "{}", ag.stderr());
+    let decision = events.iter().find(|e| is(e, "decision")).unwrap();
+    assert_eq!((decision["verdict"].as_str(), decision["reply"].as_str()), (Some("allow"), Some("lost")), "{decision}");
+    assert!(decision["charge"].is_null(), "never charged: {decision}");
+    assert_eq!(decision["debited_uj"], 300_000, "the reservation stays debited: {decision}");
+    let stopped = events.last().unwrap();
+    assert_eq!(stopped["why"], "lost", "{stopped}");
+    let msg = stopped["message"].as_str().unwrap();
+    assert!(msg.contains("exit status 70") && msg.contains("unresolved"), "{msg}");
+    assert_eq!((stopped["spent_uj"].as_u64(), stopped["reserved_uj"].as_u64()), (Some(300_000), Some(300_000)));
+    assert_eq!(stopped["receipt"], decision["receipt"]);
+    assert!(server.sigterm().success(), "{}", server.stderr());
+    let v: Value = serde_json::from_slice(&jcp(d, &["audit", "s.jcps", "--json"]).stdout).unwrap();
+    assert_eq!(v["unresolved_total"], 1, "not reported completed or failed by anyone: {v}");
+    assert_eq!(v["grants"][0]["spent_uj"], 300_000, "{v}");
+}
+
+/// An endpoint with no backend runs no work and sends no reply: the agent,
+/// which states no joules of its own, says so and exits 2.
+#[test]
+fn s11_agent_refuses_an_endpoint_with_nothing_behind_its_gate() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, BIG);
+    let (_server, addr) = serve_with(d, &[]);
+    let mut ag = agent(d, &addr, &["--reply-timeout-s", "1"]);
+    let events = ag.until(|e| is(e, "stopped"));
+    assert_eq!(ag.wait().code(), Some(2), "{}", ag.stderr());
+    let stopped = events.last().unwrap();
+    assert_eq!(stopped["why"], "endpoint-error", "{stopped}");
+    let msg = stopped["message"].as_str().unwrap();
+    assert!(msg.contains("no reply within 1 s") && msg.contains("jcp serve --backend"), "{msg}");
+    assert!(!events.iter().any(|e| is(e, "decision")), "no figure of its own is reported: {events:?}");
 }

@@ -755,3 +755,31 @@ fn s4_11_a_backend_crash_mid_call_leaves_the_decision_unresolved_in_jcp_serve_an
     let text = String::from_utf8(jcp(d, &["audit", "s.jcps"]).stdout).unwrap();
     assert!(text.contains("unresolved"), "{text}");
 }
+
+/// `jcp backend demo` runs only the first line of a call's args: what
+/// follows is a note, so a caller that runs the same work twice still sends
+/// two distinct requests (§11: byte-identical requests are one request), as
+/// `jcp agent demo` does with its session and step.
+#[test]
+fn s11_the_demo_backend_runs_the_first_line_and_ignores_the_note_after_it() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup_big(d);
+    let exe = jcp_exe();
+    let exe = exe.to_str().unwrap();
+    let s = Server::start(d, &["--json", "--backend", "--", exe, "backend", "demo"]);
+    let start: serde_json::Value = serde_json::from_str(&s.first).unwrap();
+    let addr = start["listen"][0].as_str().unwrap().to_owned();
+    let a = metered_call(d, &addr, "echo:the same work\nstep 1", "0");
+    let b = metered_call(d, &addr, "echo:the same work\nstep 2", "0");
+    assert_eq!(
+        (a["reply"]["output"].as_str(), b["reply"]["output"].as_str()),
+        (Some("the same work"), Some("the same work"))
+    );
+    assert_ne!(a["receipt"]["id"], b["receipt"]["id"], "two requests, each decided and charged");
+    assert!(a["reply"]["charge"]["verified"].as_bool().unwrap() && b["reply"]["charge"]["verified"].as_bool().unwrap());
+    // Without a note, an unknown command is still refused by name.
+    let v = metered_call(d, &addr, "nonsense\nstep 3", "0");
+    assert_eq!(v["reply"]["state"], "failed", "{v}");
+    assert!(v["reply"]["output"].as_str().unwrap().contains("unknown command \"nonsense\""), "{v}");
+}

@@ -130,6 +130,10 @@ pub struct EnergySnapshot {
     /// The window length the meter uses.
     #[cfg_attr(test, ts(type = "number"))]
     pub window_ms: u64,
+    /// Each running live run's latest call, metered behind its endpoint's
+    /// gate, in words ([`crate::steward::metered_line`]): per call, beside
+    /// the machine's windows; empty when no live run has one.
+    pub live_metered: Vec<String>,
 }
 
 /// Where an export went; `None` when the person cancelled the dialog.

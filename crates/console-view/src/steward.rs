@@ -29,7 +29,9 @@ pub mod unresolved;
 pub use amend::{
     caveat, commitment, plan, preview_amend, sign_amend, AmendForm, AmendPreview, CaveatInput, CaveatKind, Steering,
 };
-pub use live::{event_line, AgentEventLine, LiveState, LiveView};
+pub use live::{
+    event_line, metered_call, metered_calls, metered_line, AgentEventLine, LiveState, LiveView, MeteredCall, MeteredGap,
+};
 pub use overview::{awaiting, HistoryRow, KeyStatus, RunRow, StewardOverview, StewardRunView};
 pub use revoke::{
     grants_of, plan_revoke, revocations_dir, revocations_of, sign_revoke, write_revocation, DyingGrant, RevokePlan,
@@ -152,6 +154,8 @@ pub(crate) mod tests {
             KeyStatus,
             LiveState,
             AgentEventLine,
+            MeteredGap,
+            MeteredCall,
             LiveView,
             RunRow,
             StewardOverview,

@@ -22,6 +22,17 @@ pub enum Provenance {
     Estimator,
 }
 
+impl Provenance {
+    /// The grade's name, as the protocol writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HwShunt => "HwShunt",
+            Self::ModelBased => "ModelBased",
+            Self::Estimator => "Estimator",
+        }
+    }
+}
+
 impl From<jcp::energy::Provenance> for Provenance {
     fn from(p: jcp::energy::Provenance) -> Self {
         match p {
@@ -40,6 +51,16 @@ pub enum Coverage {
     Whole,
     /// Part of it: never shown as a total.
     Partial,
+}
+
+impl Coverage {
+    /// The coverage's name, as the protocol writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Whole => "Whole",
+            Self::Partial => "Partial",
+        }
+    }
 }
 
 impl From<jcp::energy::Coverage> for Coverage {

@@ -74,7 +74,10 @@ fn s8_jcp2_core_is_exactly_the_listed_fields() {
     let fx = fx();
     let mut gate = Gate::new();
     let root = [fx.root.clone()];
-    let (_, a) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &cost(10));
+    // A plain allow: a modelled figure, whole, no measured figure (§5: a
+    // hardware one carries `energy_measured` besides; see the s5_ tests).
+    let modelled = jcp::decision::Cost::energy(jcp::energy::Energy::new(10, jcp::energy::Provenance::ModelBased));
+    let (_, a) = seal_decision(&fx, &mut gate, &root, &fx.holder.did(), "invoke", &modelled);
     let mut keys = core_keys(&a);
     keys.sort();
     let mut want = vec![

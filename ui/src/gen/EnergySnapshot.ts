@@ -26,4 +26,10 @@ ladder: Array<RungRow>,
 /**
  * The window length the meter uses.
  */
-window_ms: number, };
+window_ms: number, 
+/**
+ * Each running live run's latest call, metered behind its endpoint's
+ * gate, in words ([`crate::steward::metered_line`]): per call, beside
+ * the machine's windows; empty when no live run has one.
+ */
+live_metered: Array<string>, };

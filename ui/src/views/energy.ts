@@ -29,6 +29,8 @@ export class EnergyView {
   private chart = el("div", "chart");
   private ladder = el("tbody");
   private windows = el("tbody");
+  /** Beside the machine's windows: each live run's latest call, metered by its endpoint (§11). */
+  private liveMetered = el("ul", "live-metered-lines");
   private lastSeq = -1;
   readonly sessions: SessionsPanel;
 
@@ -58,11 +60,13 @@ export class EnergyView {
       "<thead><tr><th>#</th><th>start</th><th>end</th><th>energy</th><th>provenance</th><th>coverage</th><th>rung</th></tr></thead>";
     wt.append(this.windows);
     winBox.append(wt);
+    this.liveMetered.id = "energy-live-metered";
+    this.liveMetered.title = "Each live run's latest call, metered per call by its endpoint (not a window of this machine's meter)";
 
     const lower = el("div", "lower");
     lower.append(ladderBox, winBox);
     this.sessions = new SessionsPanel(notify);
-    this.root.append(head, this.status, this.chart, lower, this.sessions.root);
+    this.root.append(head, this.status, this.liveMetered, this.chart, lower, this.sessions.root);
   }
 
   async refresh(): Promise<void> {
@@ -118,6 +122,8 @@ export class EnergyView {
         return tr;
       }),
     );
+    this.liveMetered.replaceChildren(...snap.live_metered.map((line) => el("li", undefined, line)));
+    this.liveMetered.hidden = snap.live_metered.length === 0;
     if (rows.length === 0) {
       const tr = el("tr");
       const td = el("td", "none", "No windows recorded yet.");

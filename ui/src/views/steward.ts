@@ -9,7 +9,8 @@ import { api, type AmendForm, type KeyStatus, type RunRow, type SettleStatus, ty
 import type { CaveatInput } from "../gen/CaveatInput";
 import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
-import { el, shortId } from "../format";
+import { el, GRADE_MEANING, shortId, table } from "../format";
+import type { MeteredCall } from "../gen/MeteredCall";
 import { renderRun } from "./run";
 
 const CAVEATS: [CaveatKind, string][] = [
@@ -31,6 +32,47 @@ function button(id: string, label: string, cls = "action"): HTMLButtonElement {
   const b = el("button", cls, label);
   b.id = id;
   return b;
+}
+
+/** The calls the endpoint ran behind its gate, each with the figure it
+ *  metered (§11): µJ, grade, coverage and the gaps it named. A Partial
+ *  figure is marked as part of the work, never as its total (§5.2). */
+export function meteredTable(calls: MeteredCall[], note: string | null): HTMLElement {
+  const box = el("div", "live-metered");
+  box.id = "live-metered";
+  box.append(el("h4", undefined, "Metered calls (the endpoint's figures)"));
+  if (calls.length === 0) {
+    box.append(el("p", "none", "No call has been metered yet: each allowed step's work runs behind the endpoint's gate, which meters and charges it."));
+    return box;
+  }
+  const [t, body] = table("metered-calls", ["step", "metered", "provenance", "coverage", "gaps", "charged"]);
+  for (const c of [...calls].reverse()) {
+    const tr = el("tr", `metered-call ${c.state}`);
+    const energy = el("td", "energy num", c.energy_text);
+    energy.title = `rung ${c.rung}; ${c.cpu_ms} ms of CPU over the span`;
+    const prov = el("td", "provenance");
+    const chip = el("span", `grade grade-${c.provenance}`, c.provenance);
+    chip.title = GRADE_MEANING[c.provenance] ?? "";
+    prov.append(chip);
+    const partial = c.coverage === "Partial";
+    const cov = el("td", partial ? "coverage partial" : "coverage", c.coverage);
+    if (partial) cov.title = "covers only part of the call's work: not its total (§5.2)";
+    const gaps = el("td", "gaps");
+    if (c.gaps.length === 0) gaps.textContent = "none named";
+    for (const g of c.gaps) {
+      const code = el("code", "gap", g.code);
+      code.title = g.detail;
+      gaps.append(code, " ");
+    }
+    const charged = c.charged === null
+      ? el("td", "charged none", c.state === "lost" ? "nothing (lost: unresolved)" : "nothing")
+      : el("td", "charged num", c.breach ? `${c.charged} (${c.breach})` : c.charged);
+    tr.append(el("td", "num", String(c.step)), energy, prov, cov, gaps, charged);
+    body.append(tr);
+  }
+  box.append(t);
+  if (note) box.append(el("p", "metered-note", note));
+  return box;
 }
 
 export class StewardView {
@@ -299,6 +341,7 @@ export class StewardView {
       const pre = el("pre", "live-stderr", l.stderr);
       parts.push(pre);
     }
+    parts.push(meteredTable(l.metered, l.metered_note));
     const events = el("ol", "live-events");
     events.id = "live-events";
     for (const e of l.events.slice(-14)) events.append(el("li", `event ${e.event}`, e.text));

@@ -1,24 +1,34 @@
-//! `jcp agent demo`: a simulated long agent run that asks an enforcement
-//! endpoint for every action (spec §11) and is steered at checkpoints
-//! (§4.7, C21).
+//! `jcp agent demo`: a long agent run that asks an enforcement endpoint
+//! for every action (spec §11) and is steered at checkpoints (§4.7, C21).
 //!
-//! The work is simulated and deterministic: step `n` is the grant's action
-//! on the grant's resource with a payload derived from `n`, so no two
-//! requests are byte-identical (§11: two byte-identical requests are one
-//! request); after an allowed action's work the agent, its holder, reports
-//! the outcome (§4.11), so its decisions are settled in the record. Every `K` allowed actions the agent commits a signed checkpoint
-//! to its run file, stating the cumulative spend it has been debited, and
-//! waits — polling the file — for the steward's amendment citing it; it then
+//! The agent's work runs behind the point: each step's request carries the
+//! work (`--work`, e.g. `burn:50`) as its arguments, with a note of the
+//! session and the step so no two requests are byte-identical (§11: two
+//! byte-identical requests are one request). The agent states no joules of
+//! its own (§11 "the cost is the holder's measurement"): its stated cost is
+//! only the most a call may reserve (`--max-uj`, 0 = none stated), graded
+//! `Estimator` with no reading. The endpoint — the holder that runs the
+//! work — meters it, charges the figure and relays the reply with the
+//! sealed charge receipt; the agent verifies that receipt and adds what it
+//! debited to its cumulative spend, which its checkpoints state. The
+//! endpoint records each call's outcome with its charge, so the agent
+//! reports none. A call lost behind the gate stops the agent (exit 1): its
+//! decision stays unresolved (§4.11), never reported by the agent.
+//!
+//! Every `K` allowed actions the agent commits a signed checkpoint to its
+//! run file, stating the cumulative spend it has been debited, and waits —
+//! polling the file — for the steward's amendment citing it; it then
 //! verifies the amendment and the continuation grant and goes on under the
 //! continuation. While it waits, a revocation of a grant of its chain
-//! written beside the run (`<run>.revocations/`) stops it. It stops on `revoked`, on `superseded` with no continuation
-//! in its run file, on `budget-exceeded`, on any other deny, or when the
-//! wait times out (exit 1); when the endpoint is unreachable or refuses a
-//! frame (exit 2); after `--actions N` allowed actions (exit 0).
-
+//! written beside the run (`<run>.revocations/`) stops it. It stops on
+//! `revoked`, on `superseded` with no continuation in its run file, on
+//! `budget-exceeded`, on any other deny, on a lost call or a refused
+//! charge, or when the wait times out (exit 1); when the endpoint is
+//! unreachable, refuses a frame or sends no reply (an endpoint without a
+//! backend; exit 2); after `--actions N` allowed actions (exit 0).
 //!
 //! The agent in modules, one per part of its procedure: [`wire`] (each
-//! action asked of the endpoint, §11, and its outcome reported, §4.11),
+//! action asked of the endpoint, §11, and its relayed, metered reply),
 //! [`checkpoint`] (committing a checkpoint and following the steward's
 //! amendment, §4.7), [`steering`] (the run file: reading, writing, finding
 //! and verifying a steering) and [`stop`] (why the agent stopped, and how it
@@ -37,7 +47,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use jcp::cbor::ContentId;
 use jcp::decision::{Reason, Verdict};
-use jcp::energy::{Coverage, Energy};
+use jcp::energy::Provenance;
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 use jcp_wire::client::Client;
@@ -50,6 +60,7 @@ use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 use self::steering::open_run;
 use self::stop::{Stop, Waited};
+use self::wire::Relayed;
 
 /// How many times a run file that does not decode is read again before
 /// the agent gives up (the steward's writer may be replacing it).
@@ -67,7 +78,7 @@ pub struct AgentArgs {
 
 #[derive(Debug, Subcommand)]
 enum AgentCmd {
-    /// A long run: asks the endpoint for every action, checkpoints every K allowed actions and waits for the steward's amendment.
+    /// A long run: asks the endpoint for every action, whose work runs behind its gate (`jcp serve --backend`), metered and charged there; checkpoints every K allowed actions and waits for the steward's amendment.
     Demo(DemoArgs),
 }
 
@@ -91,18 +102,21 @@ struct DemoArgs {
     /// Write a checkpoint and wait for an amendment every K allowed actions; 0 = never.
     #[arg(long, default_value_t = 5)]
     checkpoint_every: u64,
-    /// The metered cost of each action, µJ.
-    #[arg(long, default_value_t = 100)]
-    cost_uj: u64,
-    /// The cost's provenance (and the declared spend's): `HwShunt`, `ModelBased` or `Estimator`.
-    #[arg(long, default_value = "Estimator")]
-    provenance: String,
+    /// The work each step asks the endpoint behind the gate to run: the request's arguments (for `jcp backend demo`: burn:MS, thread:MS, child:MS, echo:TEXT, …; docs/backend-protocol.md). A second line naming the session and the step follows it, so no two requests are the same.
+    #[arg(long, default_value = "burn:50")]
+    work: String,
+    /// The most one call may reserve, µJ: the request's stated cost, only a ceiling (the endpoint meters the work and debits its own figure, §11); 0 = none stated. `--cost-uj` is its old name.
+    #[arg(long, alias = "cost-uj", default_value_t = 0)]
+    max_uj: u64,
     /// The action each step asks for (default: `read` where granted, else the grant's first action).
     #[arg(long)]
     action: Option<String>,
-    /// The simulated work per action and the run file's polling interval, ms.
+    /// The pause after each allowed action and the run file's polling interval, ms.
     #[arg(long, default_value_t = 200)]
     interval_ms: u64,
+    /// How long to wait for the endpoint's relayed reply after an allow, s (an endpoint without a backend sends none).
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    reply_timeout_s: u64,
     /// How long to wait for the steward's amendment at a checkpoint, s.
     #[arg(long, default_value_t = 600)]
     wait_timeout_s: u64,
@@ -150,8 +164,12 @@ struct Agent {
     key: Keypair,
     chain: Vec<SignedGrant>,
     action: String,
-    cost: Energy,
+    /// The work each step runs behind the gate (`--work`).
+    work: String,
+    /// The most one call may reserve (`--max-uj`; 0 = none stated).
+    max_uj: u64,
     interval: Duration,
+    reply_timeout: Duration,
     wait_timeout: Duration,
     /// The parent's pid at start, with `--stop-with-parent` (Unix).
     parent: Option<u32>,
@@ -165,6 +183,9 @@ struct Agent {
     /// The run's cumulative spend (µJ) the agent declares: what it was
     /// debited, on top of the spend its run file already declared.
     spent: u64,
+    /// The floor of the grades of what it was debited (§5.3: aggregation
+    /// takes the floor); `None` before anything was debited or declared.
+    spent_grade: Option<Provenance>,
     step: u64,
     allowed: u64,
     since_checkpoint: u64,
@@ -202,19 +223,12 @@ impl Agent {
                 Ok(r) => r,
                 Err(e) => return self.endpoint_failed(&e),
             };
-            if resp.decision.is_allow() {
-                self.spent = self.spent.saturating_add(resp.decision.debited_uj);
-                self.allowed += 1;
-                self.since_checkpoint += 1;
-            }
-            self.decision_line(self.step, &resp)?;
             match resp.decision.verdict {
                 Verdict::Allow => {
-                    // The simulated work of the step, then its outcome.
-                    tokio::time::sleep(self.interval).await;
-                    if let Err(e) = self.report_outcome(resp.receipt_id()).await {
-                        return self.endpoint_failed(&e);
+                    if let Some(stop) = self.allowed_step(&resp).await? {
+                        return self.stopped(&stop, FINDINGS);
                     }
+                    tokio::time::sleep(self.interval).await;
                     let done = self.actions > 0 && self.allowed >= self.actions;
                     if self.every > 0 && self.since_checkpoint >= self.every && !done {
                         self.since_checkpoint = 0;
@@ -225,16 +239,41 @@ impl Agent {
                     }
                 }
                 Verdict::Deny(Reason::Superseded) => {
+                    self.decision_line(self.step, &resp, None)?;
                     if let Some(stop) = self.follow_supersession().await? {
                         return self.stopped(&stop, FINDINGS);
                     }
                 }
                 Verdict::Deny(r) => {
+                    self.decision_line(self.step, &resp, None)?;
                     let stop = self.stop_on_deny(r, &resp)?;
                     return self.stopped(&stop, FINDINGS);
                 }
             }
         }
+    }
+
+    /// An allowed step: the endpoint ran its work behind the gate; the
+    /// relayed reply carries the charge receipt of what it metered. The
+    /// debit (the charge; a lost call's reservation, which stays debited)
+    /// joins the cumulative spend. A stop when the call cannot be followed
+    /// by another (lost, charge refused, …).
+    async fn allowed_step(&mut self, resp: &jcp_wire::message::WireResponse) -> anyhow::Result<Option<Stop>> {
+        let reply = match self.reply(self.step).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.endpoint_error = true;
+                return Err(wire_err(&e));
+            }
+        };
+        let relayed = Relayed::read(resp, reply, self.step)?;
+        self.spent = self.spent.saturating_add(relayed.debited_uj);
+        let grade = relayed.provenance();
+        self.spent_grade = Some(self.spent_grade.map_or(grade, |g| g.min(grade)));
+        self.allowed += 1;
+        self.since_checkpoint += 1;
+        self.decision_line(self.step, resp, Some(&relayed))?;
+        Ok(relayed.stop(self.step, resp.decision.debited_uj, resp.receipt_id()))
     }
 }
 
@@ -249,14 +288,13 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
             format!("{} is {}, but the leaf grant's subject is {}", a.key.display(), key.did(), leaf.grant().subject),
         ));
     }
-    let provenance = super::core::parse_provenance(&a.provenance)?;
     let actions = &leaf.grant().capability.actions;
     let action = match &a.action {
         Some(x) => x.clone(),
         None if actions.iter().any(|x| x == "read") => "read".to_owned(),
         None => actions.first().cloned().unwrap_or_else(|| "read".to_owned()),
     };
-    let (chain, spent) = open_run(&a.run, chain)?;
+    let (chain, declared) = open_run(&a.run, chain)?;
     let mut agent = Agent {
         json: a.json,
         addr,
@@ -264,8 +302,10 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
         key,
         chain,
         action,
-        cost: Energy { uj: a.cost_uj, provenance, coverage: Coverage::Whole, measured: None },
+        work: a.work,
+        max_uj: a.max_uj,
         interval: Duration::from_millis(a.interval_ms),
+        reply_timeout: Duration::from_secs(a.reply_timeout_s),
         wait_timeout: Duration::from_secs(a.wait_timeout_s),
         parent: if a.stop_with_parent { parent_pid() } else { None },
         every: a.checkpoint_every,
@@ -273,7 +313,8 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
         client: None,
         endpoint_error: false,
         session: jcp::identity::fresh_nonce(),
-        spent,
+        spent: declared.map_or(0, |s| s.uj),
+        spent_grade: declared.map(|s| s.provenance),
         step: 0,
         allowed: 0,
         since_checkpoint: 0,
@@ -289,13 +330,14 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
             "spent_uj": agent.spent,
             "action": agent.action,
             "session": hex::encode(agent.session),
-            "cost_uj": agent.cost.uj,
+            "work": agent.work,
+            "max_uj": agent.max_uj,
             "run": agent.run_path,
             "endpoint": agent.addr.to_string(),
         }),
         || {
             format!(
-                "agent {} under grant {} (ceiling {} µJ, {} link(s)); run {}; asking {} for every action ({} {} µJ)",
+                "agent {} under grant {} (ceiling {} µJ, {} link(s)); run {}; asking {} for every action ({} `{}`, run and metered behind its gate; {})",
                 agent.key.did(),
                 leaf.id(),
                 leaf.grant().budget_uj,
@@ -303,7 +345,12 @@ fn run_demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
                 agent.run_path.display(),
                 agent.addr,
                 agent.action,
-                agent.cost.uj
+                agent.work,
+                if agent.max_uj == 0 {
+                    "no stated maximum".to_owned()
+                } else {
+                    format!("at most {} µJ a call", agent.max_uj)
+                }
             )
         },
     )?;

@@ -39,8 +39,10 @@ enum BackendCmd {
     ///   ask            `input-required` under handle ask-N; a call continuing it with
     ///                  answers gets `done` with the answers echoed
     ///
-    /// A call continuing a handle this process did not mint is `failed`; so is any
-    /// other command. CPU time is counted on the burning thread's own clock
+    /// Only the first line is the command: lines after it are a note the demo
+    /// ignores (`jcp agent demo` names its session and step there, so no two of
+    /// its requests are the same). A call continuing a handle this process did
+    /// not mint is `failed`; so is any other command. CPU time is counted on the burning thread's own clock
     /// (/proc/thread-self/schedstat; wall time where that cannot be read).
     #[command(verbatim_doc_comment)]
     Demo,
@@ -118,6 +120,8 @@ impl Demo {
         let Ok(cmd) = std::str::from_utf8(args) else {
             return BackendAnswer::finished(call.id, false, "the args are not a UTF-8 command");
         };
+        // The first line is the command; what follows is a note.
+        let cmd = cmd.split_once('\n').map_or(cmd, |(c, _)| c);
         match self.command(call.id, cmd) {
             Ok(a) => a,
             Err(why) => BackendAnswer::finished(call.id, false, why),

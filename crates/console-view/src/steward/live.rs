@@ -1,6 +1,7 @@
 //! A live run as the window shows it (IPC types): its state, the agent's
 //! events (one JSON object a line from `jcp agent demo`) as lines a person
-//! reads.
+//! reads, and each call the endpoint ran behind its gate with the figure it
+//! metered (§11 "the cost is the holder's measurement"; §5.2 coverage).
 
 use serde::{Deserialize, Serialize};
 
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::format_uj;
+use crate::tags::{Coverage, Provenance};
 
 /// A live run's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +56,12 @@ pub struct LiveView {
     pub denied: u64,
     /// What the agent was debited this session, in words.
     pub spent: String,
+    /// The calls the endpoint ran and metered behind its gate, the newest
+    /// [`METERED_KEPT`], oldest first.
+    pub metered: Vec<MeteredCall>,
+    /// What the metered figures add up to, in words — never a total where
+    /// any of them is `Partial` (§5.2). `None` before the first call.
+    pub metered_note: Option<String>,
     /// The latest events, oldest first.
     pub events: Vec<AgentEventLine>,
     /// Why it stopped (the agent's words), or how it ended.
@@ -71,13 +79,34 @@ pub fn event_line(v: &serde_json::Value) -> AgentEventLine {
     let text = match event.as_str() {
         "started" => format!("started under grant {}… with a ceiling of {}", short("grant"), u("budget_uj")),
         "decision" => match v["verdict"].as_str() {
-            Some("allow") => format!(
-                "step {}: allowed, debited {}; {} left on grant {}…",
-                v["step"],
-                u("debited_uj"),
-                u("remaining_uj"),
-                short("grant")
-            ),
+            Some("allow") => match metered_call(v) {
+                Some(c) if c.charged.is_none() => format!(
+                    "step {}: allowed, but the call was {} behind the gate (metered {}, {}, {}); nothing charged, its reservation of {} stays debited",
+                    v["step"],
+                    c.state,
+                    c.energy_text,
+                    c.provenance.as_str(),
+                    c.coverage.as_str(),
+                    u("reserved_uj")
+                ),
+                Some(c) => format!(
+                    "step {}: allowed; the endpoint metered {} ({}, {}) and debited {}; {} left on grant {}…",
+                    v["step"],
+                    c.energy_text,
+                    c.provenance.as_str(),
+                    c.coverage.as_str(),
+                    u("debited_uj"),
+                    u("remaining_uj"),
+                    short("grant")
+                ),
+                None => format!(
+                    "step {}: allowed, debited {}; {} left on grant {}…",
+                    v["step"],
+                    u("debited_uj"),
+                    u("remaining_uj"),
+                    short("grant")
+                ),
+            },
             _ => format!("step {}: denied ({})", v["step"], s("reason")),
         },
         "checkpoint" => format!(
@@ -92,4 +121,226 @@ pub fn event_line(v: &serde_json::Value) -> AgentEventLine {
         _ => v.to_string(),
     };
     AgentEventLine { event, text }
+}
+
+/// How many metered calls a live view lists.
+pub const METERED_KEPT: usize = 30;
+
+/// A gap the endpoint's meter named in a call's figure (§5.1, §5.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct MeteredGap {
+    /// The stable code (`reaped-in-span`, `not-declared-self-contained`, …).
+    pub code: String,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// One call of a live run that the endpoint ran behind its gate, metered
+/// and charged (§11 relay mode): the figure as the endpoint metered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct MeteredCall {
+    /// The agent's step.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub step: u64,
+    /// The reply's state (`done`, `failed`, `lost`, …).
+    pub state: String,
+    /// The metered figure, µJ.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub energy_uj: u64,
+    /// The figure in words (`jcp::energy::format_uj`).
+    pub energy_text: String,
+    /// How it was obtained.
+    pub provenance: Provenance,
+    /// How much of the work it covers: a `Partial` figure is never a total.
+    pub coverage: Coverage,
+    /// Which rung of the ladder metered it (`rapl`, `calibrated`, `estimate`, …).
+    pub rung: String,
+    /// The work's CPU time over the span, ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub cpu_ms: u64,
+    /// The gaps the meter named.
+    pub gaps: Vec<MeteredGap>,
+    /// What the verified charge receipt debited, in words; `None` when
+    /// nothing was charged (a lost call: its reservation stays debited).
+    pub charged: Option<String>,
+    /// A breach the charge recorded (`budget-exceeded`: metered above what
+    /// was reserved, debited whole).
+    pub breach: Option<String>,
+}
+
+/// The metered call an agent's `decision` event reports, if it reports one
+/// (an allow the endpoint relayed; a deny has none). A figure whose grade
+/// or coverage cannot be read is not shown at all rather than shown as
+/// something it may not be.
+pub fn metered_call(v: &serde_json::Value) -> Option<MeteredCall> {
+    if v["event"] != "decision" {
+        return None;
+    }
+    let m = v.get("metered").filter(|m| m.is_object())?;
+    let e = &m["energy"];
+    let energy_uj = e["uj"].as_u64()?;
+    let provenance = jcp::energy::Provenance::parse(e["provenance"].as_str()?)?.into();
+    let coverage = match e["coverage"].as_str()? {
+        "Whole" => Coverage::Whole,
+        "Partial" => Coverage::Partial,
+        _ => return None,
+    };
+    let gaps = m["gaps"]
+        .as_array()
+        .map(|gs| {
+            gs.iter()
+                .map(|g| MeteredGap {
+                    code: g["code"].as_str().unwrap_or("unnamed").to_owned(),
+                    detail: g["detail"].as_str().unwrap_or("").to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let charge = v.get("charge").filter(|c| c.is_object());
+    Some(MeteredCall {
+        step: v["step"].as_u64().unwrap_or(0),
+        state: v["reply"].as_str().unwrap_or("?").to_owned(),
+        energy_uj,
+        energy_text: format_uj(energy_uj),
+        provenance,
+        coverage,
+        rung: m["rung"].as_str().unwrap_or("?").to_owned(),
+        cpu_ms: m["cpu_ns"].as_u64().unwrap_or(0) / 1_000_000,
+        gaps,
+        charged: charge.and_then(|c| c["cost_uj"].as_u64()).map(format_uj),
+        breach: charge.and_then(|c| c["breach"].as_str()).map(str::to_owned),
+    })
+}
+
+/// The metered calls among an agent's events (the newest [`METERED_KEPT`])
+/// and what their figures add up to: a total only where every figure is
+/// `Whole`; otherwise the sum is named as what it is, and never as the
+/// work's total (§5.2).
+pub fn metered_calls(events: &[serde_json::Value]) -> (Vec<MeteredCall>, Option<String>) {
+    let all: Vec<MeteredCall> = events.iter().filter_map(metered_call).collect();
+    if all.is_empty() {
+        return (all, None);
+    }
+    let sum = all.iter().fold(0u64, |a, c| a.saturating_add(c.energy_uj));
+    let partial = all.iter().filter(|c| c.coverage == Coverage::Partial).count();
+    let n = all.len();
+    let calls = if n == 1 { "1 call".to_owned() } else { format!("{n} calls") };
+    let note = if partial == 0 {
+        format!("{calls} metered behind the gate: {} in all", format_uj(sum))
+    } else {
+        format!(
+            "{calls} metered behind the gate; {partial} of them Partial, so their sum ({}) covers only part of the work and is not its total",
+            format_uj(sum)
+        )
+    };
+    let start = n.saturating_sub(METERED_KEPT);
+    (all[start..].to_vec(), Some(note))
+}
+
+/// A live run's latest metered call in a line (under the energy view's
+/// windows): `live run NAME, step 5: 325.000 mJ (Estimator, Partial — part
+/// of the call's work; gaps: …), metered by its endpoint; 5 calls so far`.
+pub fn metered_line(run: &str, calls: &[MeteredCall]) -> Option<String> {
+    let c = calls.last()?;
+    let coverage = match c.coverage {
+        Coverage::Whole => "Whole".to_owned(),
+        Coverage::Partial => "Partial — part of the call's work".to_owned(),
+    };
+    let gaps: Vec<&str> = c.gaps.iter().map(|g| g.code.as_str()).collect();
+    let gaps = if gaps.is_empty() { String::new() } else { format!("; gaps: {}", gaps.join(", ")) };
+    Some(format!(
+        "{run}, step {}: {} ({}, {coverage}{gaps}), metered by its endpoint behind the gate",
+        c.step,
+        c.energy_text,
+        c.provenance.as_str()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decision(step: u64, uj: u64, coverage: &str, gaps: &[&str]) -> serde_json::Value {
+        json!({
+            "event": "decision", "step": step, "verdict": "allow", "debited_uj": uj, "reserved_uj": 5_000_000,
+            "reply": "done",
+            "metered": {
+                "energy": {"uj": uj, "provenance": "Estimator", "coverage": coverage, "measured": null},
+                "gaps": gaps.iter().map(|g| json!({"code": g, "detail": format!("{g} seen")})).collect::<Vec<_>>(),
+                "cpu_ns": 21_000_000u64, "wall_ns": 22_000_000u64, "rung": "estimate", "members": 1
+            },
+            "charge": {"id": "ab", "cost_uj": uj, "provenance": "Estimator", "coverage": coverage, "measured_uj": null, "breach": null},
+        })
+    }
+
+    #[test]
+    fn s11_each_relayed_call_is_listed_with_the_endpoints_figure_and_its_gaps() {
+        let c = metered_call(&decision(3, 189_000, "Partial", &["not-declared-self-contained"])).unwrap();
+        assert_eq!((c.step, c.energy_uj, c.energy_text.as_str()), (3, 189_000, "189.000 mJ"));
+        assert_eq!((c.provenance, c.coverage, c.cpu_ms), (Provenance::Estimator, Coverage::Partial, 21));
+        assert_eq!(
+            c.gaps,
+            vec![MeteredGap {
+                code: "not-declared-self-contained".into(),
+                detail: "not-declared-self-contained seen".into()
+            }]
+        );
+        assert_eq!((c.charged.as_deref(), c.breach), (Some("189.000 mJ"), None));
+        // A deny, or a decision with no relayed figure, lists no call.
+        assert!(
+            metered_call(&json!({"event": "decision", "step": 4, "verdict": "deny", "reason": "revoked"})).is_none()
+        );
+        assert!(metered_call(&json!({"event": "checkpoint", "metered": {}})).is_none());
+    }
+
+    #[test]
+    fn s5_a_figure_whose_grade_or_coverage_cannot_be_read_is_not_shown() {
+        let mut v = decision(1, 10, "Whole", &[]);
+        v["metered"]["energy"]["provenance"] = json!("Measured");
+        assert!(metered_call(&v).is_none(), "no grade the console does not know");
+        let mut v = decision(1, 10, "Whole", &[]);
+        v["metered"]["energy"]["coverage"] = json!(null);
+        assert!(metered_call(&v).is_none(), "no coverage: not shown as Whole");
+    }
+
+    #[test]
+    fn s5_2_the_energy_views_line_names_a_partial_figure_as_part_of_the_call() {
+        let (calls, _) =
+            metered_calls(&[decision(1, 1_000, "Whole", &[]), decision(2, 325_000, "Partial", &["reaped-in-span"])]);
+        assert_eq!(
+            metered_line("live run 17", &calls).as_deref(),
+            Some("live run 17, step 2: 325.000 mJ (Estimator, Partial — part of the call's work; gaps: reaped-in-span), metered by its endpoint behind the gate")
+        );
+        assert_eq!(metered_line("live run 17", &[]), None);
+    }
+
+    #[test]
+    fn s4_11_a_lost_call_shows_its_figure_and_nothing_charged() {
+        let mut v = decision(2, 70, "Partial", &[]);
+        v["reply"] = json!("lost");
+        v["charge"] = json!(null);
+        let c = metered_call(&v).unwrap();
+        assert_eq!((c.state.as_str(), c.charged), ("lost", None));
+    }
+
+    #[test]
+    fn s5_2_partial_figures_are_never_summed_into_a_total() {
+        let (calls, note) = metered_calls(&[decision(1, 1_000, "Whole", &[]), decision(2, 2_000, "Whole", &[])]);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(note.as_deref(), Some("2 calls metered behind the gate: 3.000 mJ in all"));
+        let (_, note) =
+            metered_calls(&[decision(1, 1_000, "Whole", &[]), decision(2, 2_000, "Partial", &["reaped-in-span"])]);
+        let note = note.unwrap();
+        assert!(note.contains("1 of them Partial") && note.contains("is not its total"), "{note}");
+        assert!(!note.contains("in all"), "{note}");
+        assert_eq!(metered_calls(&[]), (Vec::new(), None));
+        // Only the newest are listed; the note counts them all.
+        let many: Vec<_> = (1..=40).map(|i| decision(i, 1, "Whole", &[])).collect();
+        let (calls, note) = metered_calls(&many);
+        assert_eq!((calls.len(), calls[0].step), (METERED_KEPT, 11));
+        assert!(note.unwrap().starts_with("40 calls"));
+    }
 }

@@ -162,6 +162,20 @@ impl ProcessBackend {
         &self.opts
     }
 
+    /// Stops the child now, as dropping the backend would: its stdin is
+    /// closed (its cue to exit), it gets [`ProcessOptions::grace`] to do so,
+    /// then it is killed and reaped. For an owner that outlives the
+    /// endpoint the backend served (an endpoint that was shut down may
+    /// still be held); a later call would start a fresh child.
+    pub fn close(&self) {
+        let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(mut live) = slot.take() {
+            self.pid.store(0, Ordering::Relaxed);
+            drop(live.stdin);
+            let _ = reap(&mut live.child, self.opts.grace);
+        }
+    }
+
     /// The live child, started afresh if none runs (or it died between
     /// calls: nothing was sent to it, so nothing is lost).
     fn ensure<'a>(&self, slot: &'a mut Option<Live>) -> Result<&'a mut Live, WireError> {

@@ -17,6 +17,12 @@ use super::{parent_pid, unix_now, Agent};
 use crate::out::{coded, core_err};
 
 impl Agent {
+    /// The grade the checkpoint states with the spend: the floor of what
+    /// was debited (`Estimator` where nothing was).
+    pub(super) fn spent_grade(&self) -> jcp::energy::Provenance {
+        self.spent_grade.unwrap_or(jcp::energy::Provenance::Estimator)
+    }
+
     /// Switches to a verified continuation grant and says so.
     pub(super) fn switch(&mut self, s: &Steering, ceiling: u64) -> anyhow::Result<()> {
         let steered = self.leaf()?.id();
@@ -76,7 +82,7 @@ impl Agent {
         let input = CheckpointInput {
             state: state_of(self.step),
             at: unix_now().max(last_at),
-            spent: Some(Spent { uj: self.spent, provenance: self.cost.provenance }),
+            spent: Some(Spent { uj: self.spent, provenance: self.spent_grade() }),
             nonce: None,
         };
         let cp = run.checkpoint(&self.key, input).map_err(|e| core_err(&self.run_path, &e))?;
@@ -92,7 +98,7 @@ impl Agent {
                 "step": self.step,
                 "state": c.state,
                 "spent_uj": self.spent,
-                "provenance": self.cost.provenance.as_str(),
+                "provenance": self.spent_grade().as_str(),
                 "run": self.run_path,
                 "wait_timeout_s": timeout,
             }),
@@ -103,7 +109,7 @@ impl Agent {
                     c.seq,
                     self.step,
                     self.spent,
-                    self.cost.provenance,
+                    self.spent_grade(),
                     self.run_path.display()
                 )
             },

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use jcp::cbor::ContentId;
 use jcp::grant::SignedGrant;
-use jcp::steering::{self, Record, Run, RunReport, SignedAmendment, SignedCheckpoint};
+use jcp::steering::{self, Record, Run, RunReport, SignedAmendment, SignedCheckpoint, Spent};
 
 use super::READ_ATTEMPTS;
 use crate::out::{coded, core_err};
@@ -115,7 +115,7 @@ pub(super) fn verify_steering(
 
 /// Opens the run file (creating it under the leaf when absent) and returns
 /// it with the chain the run is now under and the spend it declared.
-pub(super) fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedGrant>, u64)> {
+pub(super) fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(Vec<SignedGrant>, Option<Spent>)> {
     let leaf = chain.last().ok_or_else(|| coded("chain-empty", "--chain needs at least one grant"))?.clone();
     let run = if path.exists() {
         Run::read(path).map_err(|e| core_err(path, &e))?
@@ -149,7 +149,7 @@ pub(super) fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(
     for _ in 0..=run.records().len() {
         let Some(cur) = chain.last().map(SignedGrant::id) else { break };
         if report.active_grant == Some(cur) {
-            return Ok((chain, report.latest_spent.map_or(0, |s| s.uj)));
+            return Ok((chain, report.latest_spent));
         }
         let Some(s) = find_steering(&run, &cur) else { break };
         chain = continue_chain(&chain, &s.cont);

@@ -47,10 +47,10 @@ impl Agent {
             Reason::BudgetExceeded => Stop {
                 why: "budget-exhausted",
                 message: format!(
-                    "stopped: budget exhausted: {} µJ remain, the next action costs {} µJ",
-                    d.budget_remaining_uj, self.cost.uj
+                    "stopped: budget exhausted: {} µJ of {} µJ remain on grant {leaf}",
+                    d.budget_remaining_uj, d.budget_uj
                 ),
-                extra: json!({"remaining_uj": d.budget_remaining_uj, "cost_uj": self.cost.uj}),
+                extra: json!({"remaining_uj": d.budget_remaining_uj, "budget_uj": d.budget_uj}),
             },
             Reason::Expired => Stop::new("expired", format!("stopped: grant {leaf} expired")),
             other => Stop {
