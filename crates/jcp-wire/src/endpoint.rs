@@ -381,7 +381,7 @@ fn join_channels(mut gate: Gate, channels: &[ChannelSetup]) -> Result<(Gate, Has
 #[cfg(test)]
 mod tests {
     use jcp::cbor::ContentId;
-    use jcp::energy::{Energy, Provenance};
+    use jcp::energy::Energy;
     use jcp::flow::Label;
     use jcp::frame::{Frame, FrameKind, Trust};
     use jcp::grant::{Capability, Grant, SignedGrant};

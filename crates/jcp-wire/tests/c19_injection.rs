@@ -27,7 +27,7 @@ use std::time::Duration;
 use common::*;
 use jcp::cbor::{ContentId, Value};
 use jcp::decision::{Reason, Verdict};
-use jcp::energy::{Energy, Provenance};
+use jcp::energy::Energy;
 use jcp::flow::{FlowCeiling, Integrity, Label};
 use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::Funds;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use jcp::decision::{Gate, Reason};
-use jcp::energy::{Energy, Provenance};
+use jcp::energy::Energy;
 use jcp::flow::Label;
 use jcp::grant::SignedGrant;
 use jcp_threshold::dealer;
