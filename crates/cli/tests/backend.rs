@@ -355,6 +355,11 @@ fn ok(dir: &Path, args: &[&str]) -> String {
 }
 
 fn setup(dir: &Path) {
+    setup_with(dir, "1000");
+}
+
+/// Keys and a root grant of `budget_uj` on `text:search` for the agent.
+fn setup_with(dir: &Path, budget_uj: &str) {
     ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
     ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
     ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
@@ -374,7 +379,7 @@ fn setup(dir: &Path) {
             "--actions",
             "read",
             "--budget-uj",
-            "1000",
+            budget_uj,
             "--nonce",
             &nonce,
             "--out",
@@ -606,30 +611,7 @@ fn s11_jcp_serve_says_what_is_behind_its_gate() {
 /// [`setup`], with the root grant reissued at 1 000 J: enough for the
 /// demo's burns at the default power.
 fn setup_big(dir: &Path) {
-    setup(dir);
-    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    let nonce = "00".repeat(16);
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            "1000000000",
-            "--nonce",
-            &nonce,
-            "--out",
-            "root.jcp",
-        ],
-    );
+    setup_with(dir, "1000000000");
 }
 
 /// `jcp call --reply` of `args` (written to a file) stating `cost` µJ as

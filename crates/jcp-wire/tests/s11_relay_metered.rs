@@ -15,7 +15,7 @@ use common::*;
 use jcp::energy::{Coverage, Energy, Provenance};
 use jcp_wire::backend::{Backend, BackendReply, Call};
 use jcp_wire::client::Client;
-use jcp_wire::message::{ReplyState, RequestBody, WireRequest};
+use jcp_wire::message::ReplyState;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
@@ -34,22 +34,6 @@ impl Backend for Flaky {
     }
 }
 
-/// A request stating `cost` for `payload`.
-fn stating(g: &jcp::grant::SignedGrant, cost: Energy, payload: &[u8], now: u64) -> WireRequest {
-    let base = request(g, 1, payload, now);
-    RequestBody {
-        frame: base.frame.clone(),
-        chain: base.chain.clone(),
-        cost,
-        money: None,
-        label: base.label.clone(),
-        args: base.args.clone(),
-        continues: None,
-        now,
-    }
-    .sign(&agent())
-}
-
 #[test]
 fn s11_relay_mode_debits_the_metered_figure_never_the_callers_and_claims_no_grade_it_did_not_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +48,7 @@ fn s11_relay_mode_debits_the_metered_figure_never_the_callers_and_claims_no_grad
         let mut c = Client::connect(&s.tcp).await.unwrap();
         // The caller claims a hardware reading of 5 µJ: in relay mode that
         // is only the most it lets the call reserve.
-        let r = c.call(&stating(&g, Energy::hardware(5), b"a", T0)).await.unwrap();
+        let r = c.call(&request_costing(&g, Energy::hardware(5), b"a", T0)).await.unwrap();
         assert_eq!((r.decision.is_allow(), r.decision.debited_uj), (true, 5), "reserved at its stated 5 µJ");
         let reservation = jcp_receipt::verify_receipt(&r.receipt, None).unwrap().core;
         assert_eq!(
@@ -82,7 +66,7 @@ fn s11_relay_mode_debits_the_metered_figure_never_the_callers_and_claims_no_grad
         );
         assert_eq!(charge.breach, Some(jcp::decision::Reason::BudgetExceeded), "42 µJ above the 5 reserved");
         // No stated maximum: the operator's per-call ceiling bounds it.
-        let r = c.call(&stating(&g, Energy::new(0, Provenance::Estimator), b"b", T0)).await.unwrap();
+        let r = c.call(&request_costing(&g, Energy::new(0, Provenance::Estimator), b"b", T0)).await.unwrap();
         assert_eq!(r.decision.debited_uj, 500, "the operator's ceiling");
         let reply = c.reply().await.unwrap();
         let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
@@ -110,7 +94,7 @@ fn s4_11_a_call_lost_mid_way_is_never_charged_and_stays_unresolved_across_a_rest
         cfg.meter = Some(Scripted::new(&[70, 30], Provenance::ModelBased));
         let s = Served::start(cfg, dir.path(), Some(Arc::new(Flaky))).await.unwrap();
         let mut c = Client::connect(&s.unix).await.unwrap();
-        let r = c.call(&stating(&g, Energy::new(100, Provenance::Estimator), b"crash", T0)).await.unwrap();
+        let r = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"crash", T0)).await.unwrap();
         assert!(r.decision.is_allow());
         let reply = c.reply().await.unwrap();
         assert_eq!(reply.state, ReplyState::Lost, "{reply:?}");
@@ -118,7 +102,7 @@ fn s4_11_a_call_lost_mid_way_is_never_charged_and_stays_unresolved_across_a_rest
         assert!(reply.charge.is_none(), "never charged");
         assert_eq!(reply.metered.as_ref().unwrap().energy.uj, 70, "what was metered is shown, not debited");
         // The next call is decided and charged as ever.
-        let ok = c.call(&stating(&g, Energy::new(100, Provenance::Estimator), b"fine", T0)).await.unwrap();
+        let ok = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"fine", T0)).await.unwrap();
         assert_eq!(ok.decision.budget_remaining_uj, 10_000 - 100 - 100, "the lost reservation stays debited");
         assert!(c.reply().await.unwrap().charge.is_some());
         let st = s.endpoint.stats();

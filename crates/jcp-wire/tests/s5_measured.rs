@@ -15,25 +15,14 @@ use jcp::energy::{Coverage, Energy, Provenance};
 use jcp_receipt::receipt::verify_receipt;
 use jcp_wire::client::Client;
 use jcp_wire::codec;
-use jcp_wire::message::{Inbound, Outbound, RequestBody, WireRequest};
+use jcp_wire::message::{Inbound, Outbound, WireRequest};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 fn costing(g: &jcp::grant::SignedGrant, cost: Energy, payload: &[u8]) -> WireRequest {
-    let base = request(g, 1, payload, T0);
-    RequestBody {
-        frame: base.frame.clone(),
-        chain: base.chain.clone(),
-        cost,
-        money: None,
-        label: base.label.clone(),
-        args: base.args.clone(),
-        continues: None,
-        now: T0,
-    }
-    .sign(&agent())
+    request_costing(g, cost, payload, T0)
 }
 
 fn energy(uj: u64, provenance: Provenance, measured: Option<u64>) -> Energy {

@@ -81,6 +81,22 @@ pub fn request(g: &SignedGrant, uj: u64, payload: &[u8], now: u64) -> WireReques
     .sign(&agent())
 }
 
+/// [`request`] with another cost: a request on `g` stating `cost`.
+pub fn request_costing(g: &SignedGrant, cost: Energy, payload: &[u8], now: u64) -> WireRequest {
+    let base = request(g, 1, payload, now);
+    RequestBody {
+        frame: base.frame,
+        chain: base.chain,
+        cost,
+        money: None,
+        label: base.label,
+        args: base.args,
+        continues: None,
+        now,
+    }
+    .sign(&agent())
+}
+
 /// A settable clock shared with an endpoint.
 #[derive(Clone)]
 pub struct TestClock(pub Arc<AtomicU64>);
