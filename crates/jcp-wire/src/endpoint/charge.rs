@@ -73,14 +73,7 @@ impl Core {
             Ok(rec)
         });
         let rec = charged.map_err(|e| {
-            if matches!(e, jcp_receipt::Error::Io { .. }) {
-                self.fail(e.to_string());
-            } else {
-                tracing::warn!(
-                    code = e.code(),
-                    "the charge of {reservation} was not recorded; it stays unresolved: {e}"
-                );
-            }
+            self.record_failed(&e, format_args!("the charge of {reservation} was not recorded; it stays unresolved"));
             e.to_string()
         })?;
         self.note_spend(&rec.decision.chain_ids);

@@ -139,11 +139,7 @@ impl Core {
         match closed {
             Ok(rec) => Some(rec.receipt),
             Err(e) => {
-                if matches!(e, jcp_receipt::Error::Io { .. }) {
-                    self.fail(e.to_string());
-                } else {
-                    tracing::warn!(code = e.code(), "a closing record could not be written: {e}");
-                }
+                self.record_failed(&e, format_args!("a closing record could not be written"));
                 None
             }
         }

@@ -210,6 +210,17 @@ impl Core {
         self.failed = Some(why);
     }
 
+    /// Something could not be recorded. Only an I/O failure of the record
+    /// fails it ([`Core::fail`]); any other error is `what`'s alone, logged
+    /// as such, and the record goes on.
+    pub(super) fn record_failed(&mut self, e: &jcp_receipt::Error, what: std::fmt::Arguments<'_>) {
+        if matches!(e, jcp_receipt::Error::Io { .. }) {
+            self.fail(e.to_string());
+        } else {
+            tracing::warn!(code = e.code(), "{what}: {e}");
+        }
+    }
+
     /// The core loop: take a batch, decide and append each, hand it to the
     /// sync thread (group commit: its answers leave once it is durable),
     /// take the next batch.

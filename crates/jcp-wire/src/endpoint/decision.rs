@@ -116,11 +116,7 @@ impl Core {
     /// this request's alone: it is refused `unrecorded`, logged, and the
     /// next request is decided as if it had not come.
     pub(super) fn record_error(&mut self, req: &WireRequest, e: &jcp_receipt::Error) -> Answer {
-        if matches!(e, jcp_receipt::Error::Io { .. }) {
-            self.fail(e.to_string());
-        } else {
-            tracing::warn!(code = e.code(), "a request could not be recorded and is refused alone: {e}");
-        }
+        self.record_failed(e, format_args!("a request could not be recorded and is refused alone"));
         self.unrecorded(req, &e.to_string())
     }
 

@@ -142,7 +142,8 @@ pub(super) async fn call_backend(
     let c2 = x.continues.clone();
     let meter = shared.meter.clone();
     let one_at_a_time = shared.relay_lock.clone();
-    let started = std::time::Instant::now();
+    // What a call that panics is shown at: wall time, no process read.
+    let fallback = WallClock.start(CallTarget::OwnThreads);
     tokio::task::spawn_blocking(move || {
         let _one = one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         backend.prepare();
@@ -162,10 +163,7 @@ pub(super) async fn call_backend(
     .await
     .unwrap_or_else(|_| {
         // The call panicked: whether its work took effect is not knowable.
-        let figure = WallClock.start(CallTarget::OwnThreads).stop();
-        let mut figure = figure;
-        figure.wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, figure)
+        (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, fallback.stop())
     })
 }
 
