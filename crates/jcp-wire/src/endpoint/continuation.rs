@@ -83,12 +83,9 @@ impl Core {
         let mut nb = b;
         nb.last = rec.receipt;
         nb.continuations.push(rec.receipt);
-        // Without a backend the caller is the holder that metered the
-        // work (§11) and its figure is the exchange's; in relay mode the
-        // metered figure is added when it is charged (`Core::charge`).
-        if self.relay.is_none() {
-            nb.joules_uj = nb.joules_uj.saturating_add(req.cost.uj);
-        }
+        // Handles are bound only behind a backend (relay mode): the
+        // exchange's metered figure is added when it is charged
+        // (`Core::charge`), never the figure its caller stated.
         if let Some(l) = &req.label {
             nb.label = nb.label.join(l);
         } else {
