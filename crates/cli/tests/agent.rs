@@ -24,7 +24,12 @@ fn jcp(dir: &Path, args: &[&str]) -> Output {
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).unwrap()
 }
 
@@ -449,7 +454,10 @@ fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
     let d = t.path();
     setup(d, 1_000_000_000);
     let (_server, addr) = serve(d);
-    let mut ag = agent(d, &addr, &["--checkpoint-every", "0"]);
+    // A stated maximum: without one each call in flight holds the whole
+    // remainder, and an amendment sent while one runs is refused (naming
+    // the hold) until it settles.
+    let mut ag = agent(d, &addr, &["--checkpoint-every", "0", "--max-uj", "50000000"]);
     let root = ag.event()["grant"].as_str().unwrap().to_owned();
     ag.until(|e| is(e, "decision") && e["step"] == 2);
     // The steward steers a copy of the run the agent never sees.

@@ -605,9 +605,28 @@ fn s11_a_revocation_that_cannot_be_recorded_is_not_applied() {
     assert_eq!(dg.decide(&req).unwrap().decision.verdict, Verdict::Deny(Reason::Revoked));
 }
 
+/// A run on `fx.root` with one checkpoint stating `spent`, amended by the
+/// issuer to 300 µJ: the checkpoint, the amendment and its continuation.
+fn steer_root(
+    fx: &Fx,
+    spent: jcp::steering::Spent,
+) -> (jcp::steering::SignedCheckpoint, jcp::steering::SignedAmendment, jcp::grant::SignedGrant) {
+    use jcp::steering::{AmendInput, CheckpointInput, Run};
+    let mut run = Run::new(fx.root.clone());
+    let cp = run
+        .checkpoint(
+            &fx.holder,
+            CheckpointInput { state: jcp::cbor::ContentId([3; 32]), at: 1, spent: Some(spent), nonce: Some([4; 16]) },
+        )
+        .unwrap();
+    let (am, cont) =
+        run.amend(&fx.issuer, AmendInput { budget_uj: 300, nonce: Some([5; 16]), ..AmendInput::default() }).unwrap();
+    (cp, am, cont)
+}
+
 #[test]
 fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
-    use jcp::steering::{AmendInput, CheckpointInput, Run, Spent};
+    use jcp::steering::Spent;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jcps");
     let fx = fx_with(1000, None, Vec::new());
@@ -620,20 +639,7 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
             .unwrap()
             .decision
     };
-    let mut run = Run::new(fx.root.clone());
-    let cp = run
-        .checkpoint(
-            &fx.holder,
-            CheckpointInput {
-                state: jcp::cbor::ContentId([3; 32]),
-                at: 1,
-                spent: Some(Spent { uj: 700, provenance: jcp::energy::Provenance::HwShunt }),
-                nonce: Some([4; 16]),
-            },
-        )
-        .unwrap();
-    let (am, cont) =
-        run.amend(&fx.issuer, AmendInput { budget_uj: 300, nonce: Some([5; 16]), ..AmendInput::default() }).unwrap();
+    let (cp, am, cont) = steer_root(&fx, Spent { uj: 700, provenance: jcp::energy::Provenance::HwShunt });
     {
         let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
         dg.record_grant(&fx.root).unwrap();
@@ -663,6 +669,43 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
     assert_eq!(spend(&mut dg, &fx.root, 1, 2).reason(), Some(Reason::Superseded));
     assert!(spend(&mut dg, &cont, 300, 3).is_allow());
     assert_eq!(spend(&mut dg, &cont, 1, 4).reason(), Some(Reason::BudgetExceeded));
+}
+
+#[test]
+fn c21_s4_9_an_amendment_refused_while_a_call_holds_the_remainder_names_the_hold_and_is_admitted_once_it_settles() {
+    use jcp::steering::Spent;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx_with(1000, None, Vec::new());
+    let holder = fx.holder.did();
+    let (cp, am, cont) = steer_root(&fx, Spent { uj: 0, provenance: jcp::energy::Provenance::Estimator });
+    let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    dg.record_grant(&fx.root).unwrap();
+    let root = [fx.root.clone()];
+    let f = frame(&fx.root, "invoke", 1);
+    let zero = cost(0);
+    let req = Request { frame: &f, chain: &root, caller: &holder, cost: &zero, now: 1, flow: None };
+    // No maximum stated: the call in flight holds the whole remainder.
+    let r = dg.authorize(&req).unwrap().unwrap();
+    assert_eq!(r.reservation.decision.debited_uj, 1000);
+    let e = dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err();
+    assert_eq!(e.code(), "steer-widening");
+    let m = e.to_string();
+    assert!(m.contains("1000 µJ of that is held for 1 call(s) in flight"), "{m}");
+    assert!(!dg.gate().is_superseded(&fx.root.id()), "a refused amendment changes nothing");
+    // The call is charged its measured 200 µJ: 800 µJ are left and the
+    // same amendment (300 µJ) is admitted.
+    let measured = cost(200);
+    let rec = dg.charge(r, &Request { cost: &measured, ..req }).unwrap();
+    dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
+    dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap();
+    assert!(dg.gate().is_superseded(&fx.root.id()));
+    // Spent, not held: the refusal says nothing of holds.
+    let (mut dg, _) = DurableGate::open(&dir.path().join("t.jcps"), fx.steward.clone(), Gate::new()).unwrap();
+    let spent = cost(800);
+    assert!(dg.decide(&Request { cost: &spent, ..req }).unwrap().decision.is_allow());
+    let m = dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err().to_string();
+    assert!(m.contains("remainder 200 µJ") && !m.contains("held"), "{m}");
 }
 
 /// A 1 000 µJ root grant, optionally bounded by `MaxCostUj(250)`.

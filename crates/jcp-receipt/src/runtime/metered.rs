@@ -32,8 +32,8 @@ pub struct Reserved {
 #[derive(Debug)]
 pub(super) struct Held {
     bytes: Vec<u8>,
-    chain_ids: Vec<ContentId>,
-    uj: u64,
+    pub(super) chain_ids: Vec<ContentId>,
+    pub(super) uj: u64,
     minor: u64,
     tainted: bool,
 }

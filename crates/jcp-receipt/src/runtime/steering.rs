@@ -21,7 +21,9 @@ impl DurableGate {
         amendment: &jcp::steering::SignedAmendment,
         continuation: &SignedGrant,
     ) -> Result<u64, Error> {
-        self.gate.check_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
+        self.gate
+            .check_amendment(steered, checkpoint, amendment, continuation)
+            .map_err(|e| Error::AmendmentRefused(self.name_held(&steered.id(), e)))?;
         for g in [steered, continuation] {
             if !self.grants.contains_key(&g.id()) {
                 self.record_grant(g)?;
@@ -39,5 +41,26 @@ impl DurableGate {
         let at = self.writer.append(RecordKind::Amendment, &bytes)?;
         self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
         Ok(at)
+    }
+
+    /// A widening refusal names what calls in flight hold on the steered
+    /// grant (§4.9 phase one debits a reservation until its charge settles
+    /// it): the steward sees that the remainder is held, not spent, and
+    /// that the same amendment may be admitted once those calls settle.
+    fn name_held(&self, grant: &jcp::cbor::ContentId, e: jcp::Error) -> jcp::Error {
+        use jcp::steering::SteeringError;
+        let (calls, uj) = self
+            .held
+            .values()
+            .filter(|h| h.chain_ids.contains(grant))
+            .fold((0u64, 0u64), |(n, uj), h| (n + 1, uj.saturating_add(h.uj)));
+        match e {
+            jcp::Error::Steering(SteeringError::Widening(m)) if calls > 0 => {
+                jcp::Error::Steering(SteeringError::Widening(format!(
+                    "{m}; {uj} µJ of that is held for {calls} call(s) in flight, released to the remainder when their metered charge settles them"
+                )))
+            }
+            e => e,
+        }
     }
 }
