@@ -370,11 +370,18 @@ pub(crate) struct End {
 }
 
 /// Reads one end: pairs of walks, one after the other, until a pair agrees
-/// and every member is at rest in the second, or the bounds run out. The
-/// last agreeing pair's second walk is the end's reading (confirmed);
-/// without one, the last walk (unconfirmed). The first walk of a pair only
+/// and every member is at rest in the first, or the bounds run out. The
+/// last agreeing pair's FIRST walk is the end's reading (confirmed);
+/// without one, the last first walk (unconfirmed). The second walk only
 /// confirms (§5.1: the agreement is on processes, parents, reaped time and
 /// exit, not on rest), so it does not read the threads' states.
+///
+/// Why the first: a walk reads a parent before it lists its children, so a
+/// child reaped in between is in neither. The walk after it sees the
+/// parent's reaped time moved (or the child gone from its list) and
+/// disagrees; a walk before it would not, where the child was born after
+/// that walk listed its parent (docs/decisions.md, "§5.1 the reading is
+/// the walk its confirmation follows").
 pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> End {
     let deadline = Instant::now() + bounds.settle;
     let mut confirmed: Option<Walk> = None;
@@ -383,17 +390,17 @@ pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> 
         if pair > 0 {
             std::thread::sleep(bounds.poll);
         }
-        // Only the second walk's reading is kept, so only it checks for rest.
-        let a = walker.walk(scope, false);
-        let b = walker.walk(scope, true);
+        // Only the first walk's reading is kept, so only it checks for rest.
+        let a = walker.walk(scope, true);
+        let b = walker.walk(scope, false);
         if a.agrees(&b) {
-            let settled = b.settled();
-            confirmed = Some(b);
+            let settled = a.settled();
+            confirmed = Some(a);
             if settled {
                 break;
             }
         } else {
-            last = b;
+            last = a;
         }
         if Instant::now() >= deadline {
             break;
