@@ -41,6 +41,8 @@ enum Command {
     Energy(cmd::energy::EnergyArgs),
     /// Sends a revocation, an amendment, an outcome report or a channel statement to an enforcement endpoint: recorded, then applied; asks a point for its statement (spec §4.3, §4.5, §4.7, §4.11, §11).
     Feed(cmd::wire::FeedArgs),
+    /// An MCP server's tools behind the enforcement point: each tools/call bound (Agent-Safe §8), decided, run, metered over the server's process tree, charged and sealed (spec §11 relay mode).
+    Gateway(cmd::gateway::GatewayArgs),
     /// Writes frames (spec §6).
     Frame(cmd::core::FrameArgs),
     /// Issues, attenuates, shards, revokes and inspects grants (spec §4).
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Command::Energy(a) => cmd::energy::run(a),
         Command::Feed(a) => cmd::wire::run_feed(a),
         Command::Frame(a) => cmd::core::run_frame(a),
+        Command::Gateway(a) => cmd::gateway::run(a),
         Command::Grant(a) => cmd::core::run_grant(a),
         Command::Identity(a) => cmd::identity::run(a),
         Command::Inspect(a) => cmd::core::run_inspect(&a),

@@ -14,6 +14,9 @@ enum Sock {
     Tcp(BufReader<tokio::net::TcpStream>),
     #[cfg(unix)]
     Unix(BufReader<tokio::net::UnixStream>),
+    /// An in-process connection to an endpoint of this process
+    /// ([`crate::endpoint::Endpoint::connect_local`]).
+    Mem(BufReader<tokio::io::DuplexStream>),
 }
 
 /// A connection to an endpoint.
@@ -62,12 +65,19 @@ impl Client {
         Ok(Self { sock, cap: codec::DEFAULT_CAP })
     }
 
+    /// A client over one half of an in-process stream whose other half an
+    /// endpoint serves as it serves a socket.
+    pub(crate) fn over_memory(s: tokio::io::DuplexStream) -> Self {
+        Self { sock: Sock::Mem(BufReader::new(s)), cap: codec::DEFAULT_CAP }
+    }
+
     /// Sends already-framed bytes (tests use this to misbehave).
     pub async fn send_raw(&mut self, framed: &[u8]) -> Result<(), WireError> {
         match &mut self.sock {
             Sock::Tcp(s) => write(s.get_mut(), framed).await,
             #[cfg(unix)]
             Sock::Unix(s) => write(s.get_mut(), framed).await,
+            Sock::Mem(s) => write(s.get_mut(), framed).await,
         }
     }
 
@@ -78,6 +88,7 @@ impl Client {
             Sock::Tcp(s) => read(s, cap).await,
             #[cfg(unix)]
             Sock::Unix(s) => read(s, cap).await,
+            Sock::Mem(s) => read(s, cap).await,
         }
     }
 

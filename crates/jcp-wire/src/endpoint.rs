@@ -311,6 +311,27 @@ impl Endpoint {
         rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
     }
 
+    /// A client connected to this endpoint in-process: its connection is
+    /// served exactly as a socket's (the same frames, caps, decisions,
+    /// relay and replies), over an in-memory stream instead of a socket.
+    /// What a composing tool (`jcp gateway`) uses to put its own callers
+    /// behind this gate without a socket between them. The connection
+    /// holds one of the endpoint's connection permits while it is open;
+    /// `None` once the endpoint is stopping or every permit is taken.
+    pub fn connect_local(&self) -> Option<crate::client::Client> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return None;
+        }
+        let permit = self.shared.conns.clone().try_acquire_owned().ok()?;
+        let (ours, theirs) = tokio::io::duplex(crate::codec::DEFAULT_CAP + 64);
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            serve_conn(shared, theirs).await;
+        });
+        Some(crate::client::Client::over_memory(ours))
+    }
+
     /// Serves one listener until [`Endpoint::shutdown`].
     pub async fn serve(&self, listener: Listener) -> Result<(), WireError> {
         loop {

@@ -6,6 +6,7 @@ pub mod blueprint;
 pub mod channel;
 pub mod core;
 pub mod energy;
+pub mod gateway;
 pub mod identity;
 pub mod intent;
 pub mod meter;

@@ -29,11 +29,11 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
-fn wire_err(e: &jcp_wire::WireError) -> anyhow::Error {
+pub(crate) fn wire_err(e: &jcp_wire::WireError) -> anyhow::Error {
     coded(e.code(), e.to_string())
 }
 
-fn parse_addr(s: &str) -> anyhow::Result<Address> {
+pub(crate) fn parse_addr(s: &str) -> anyhow::Result<Address> {
     s.parse::<Address>().map_err(|e| wire_err(&e))
 }
 
@@ -112,7 +112,7 @@ struct BackendFlags {
 
 /// The meter behind the gate: the span ladder (§5.1) over the backend's
 /// process tree, probed once; what it will meter with, for the start line.
-fn start_meter(config: &mut Config) -> (serde_json::Value, String) {
+pub(crate) fn start_meter(config: &mut Config) -> (serde_json::Value, String) {
     let meter = jcp_meter::span::SpanMeter::system(jcp_meter::span::SpanConfig::default());
     let probe = meter.probe();
     config.meter = Some(std::sync::Arc::new(meter));

@@ -1,0 +1,180 @@
+//! `jcp gateway`: an MCP server's tools behind the enforcement point (§11
+//! relay mode, Agent-Safe Intent v1 §8). Standard output is the MCP
+//! channel to the client, so everything the gateway says for people goes
+//! to standard error (and, with `--events`, to a JSON-lines file).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use jcp::decision::Gate;
+use jcp_gateway::{Bindings, Events, Gateway, Settings, Upstream, UpstreamOptions};
+use jcp_wire::backend::Backend;
+use jcp_wire::endpoint::{Config, Endpoint};
+use serde_json::json;
+
+use super::core::{parse_did, parse_resource, read_bytes, read_grant, read_key};
+use super::wire::{parse_addr, runtime, start_meter, wire_err};
+use crate::out::{coded, CLEAN};
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The grant chain, root first (the leaf's subject is `--key`'s identity).
+    #[arg(long = "chain", visible_alias = "grant", num_args = 1.., required = true)]
+    chain: Vec<PathBuf>,
+    /// The holder's key: the gateway signs each call's request with it; the agent never sees it.
+    #[arg(long)]
+    key: PathBuf,
+    /// The steward's key: it seals every receipt of the record.
+    #[arg(long = "steward-key", visible_alias = "steward")]
+    steward_key: PathBuf,
+    /// The record: the receipt stream this gateway writes (as its only writer).
+    #[arg(long)]
+    stream: PathBuf,
+    /// The operator's tool bindings (JSON): a tool with none is refused, never guessed.
+    #[arg(long)]
+    tools: Option<PathBuf>,
+    /// A trust root RESOURCE=DID (repeatable; RESOURCE as hex or text:NAME).
+    #[arg(long = "trust-root")]
+    trust_roots: Vec<String>,
+    /// Also serve the endpoint's jcp/1 here (tcp:HOST:PORT or unix:PATH), for the
+    /// steward's feeds: `jcp feed revoke|amend --connect ADDR` (repeatable).
+    #[arg(long = "listen")]
+    listen: Vec<String>,
+    /// Append one JSON line per event (each call: tool, intent hash, verdict, receipt, metered figure).
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// The tenant the calls are made for (Agent-Safe `tenant_id`, a UUID); a fresh one per start when absent.
+    #[arg(long)]
+    tenant: Option<String>,
+    /// The server's name in each binding (`context.mcp_server`); the command's file name when absent.
+    #[arg(long)]
+    server_name: Option<String>,
+    /// The most one call may reserve, µJ (0: none stated; the grant's remainder and `--call-ceiling-uj` bound it).
+    #[arg(long, default_value_t = 0)]
+    max_uj: u64,
+    /// The operator's ceiling on what one call may reserve, µJ (0: none).
+    #[arg(long, default_value_t = 0)]
+    call_ceiling_uj: u64,
+    /// How long one tool call may run before it is cancelled upstream and left unresolved.
+    #[arg(long, default_value_t = 60)]
+    timeout_s: u64,
+    /// Declare that the server hands no work to a process outside its tree (§5.1): only then may a figure be Whole.
+    #[arg(long)]
+    self_contained: bool,
+    /// The upstream MCP server: the command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    command: Vec<String>,
+}
+
+pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
+    let chain = a.chain.iter().map(|p| read_grant(p)).collect::<anyhow::Result<Vec<_>>>()?;
+    let holder = read_key(&a.key)?;
+    let steward = read_key(&a.steward_key)?;
+    let leaf = chain.last().ok_or_else(|| coded("missing-argument", "--chain names no grant"))?.clone();
+    if leaf.grant().subject != holder.did() {
+        return Err(coded(
+            "wrong-subject",
+            format!("the chain's leaf is held by {}, not by --key's {}", leaf.grant().subject, holder.did()),
+        ));
+    }
+    let bindings = match &a.tools {
+        Some(p) => {
+            Bindings::from_json(&read_bytes(p)?).map_err(|e| coded(e.code(), format!("{}: {e}", p.display())))?
+        }
+        None => Bindings::default(),
+    };
+    let tenant = match &a.tenant {
+        Some(t) => t.clone(),
+        None => jcp_gateway::session::fresh_uuid(),
+    };
+    let mut gate = Gate::new();
+    for tr in &a.trust_roots {
+        let (r, d) =
+            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
+    }
+    let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let server = a.server_name.clone().unwrap_or_else(|| {
+        std::path::Path::new(&a.command[0]).file_name().map_or(a.command[0].clone(), |f| f.to_string_lossy().into())
+    });
+    let mut config = Config::new(&a.stream);
+    config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let (metering, _) = start_meter(&mut config);
+        let (to_client, from_upstream) = tokio::sync::mpsc::unbounded_channel();
+        let opts = UpstreamOptions {
+            command: a.command.clone(),
+            timeout: std::time::Duration::from_secs(a.timeout_s.max(1)),
+            self_contained: a.self_contained,
+        };
+        let annotate = jcp_gateway::session::annotator(bindings.clone(), &leaf);
+        let upstream = Upstream::spawn(&opts, to_client.clone(), annotate).map_err(|e| coded(e.code(), e.to_string()))?;
+        let behind: Arc<dyn Backend> = upstream.clone();
+        let (endpoint, report) = match Endpoint::open(config, steward.clone(), gate, Some(behind)) {
+            Ok(x) => x,
+            Err(e) => {
+                upstream.close(std::time::Duration::from_secs(1));
+                return Err(wire_err(&e));
+            }
+        };
+        let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
+        let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
+        let events = match &a.events {
+            Some(p) => Events::to_file(p).map_err(|e| coded(e.code(), e.to_string()))?,
+            None => Events::default(),
+        };
+        let start = json!({"event": "started", "stream": a.stream, "steward": steward.did().to_did_string(),
+            "holder": holder.did().to_did_string(), "grant": leaf.id(), "upstream": upstream.command(),
+            "upstream_pid": upstream.pid(), "tools_bound": bindings.len(), "tenant": tenant, "listen": listening,
+            "metering": metering, "replayed": {"verified": report.replay.verified,
+            "unresolved": report.replay.unresolved.len()}});
+        events.emit(&start);
+        eprintln!(
+            "jcp gateway: upstream {} (pid {}), {} tools bound, grant {} held by {}; record {} (steward {}){}",
+            upstream.command(),
+            upstream.pid(),
+            bindings.len(),
+            leaf.id(),
+            holder.did(),
+            a.stream.display(),
+            steward.did(),
+            if listening.is_empty() { String::new() } else { format!("; feeds on {}", listening.join(", ")) }
+        );
+        let mut tasks = Vec::new();
+        let mut unix_paths = Vec::new();
+        for (listener, addr) in bound {
+            if let Some(p) = jcp_wire::endpoint::unix_path(&addr) {
+                unix_paths.push(p.to_path_buf());
+            }
+            let ep = endpoint.clone();
+            tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
+        }
+        let settings = Settings {
+            chain,
+            holder,
+            bindings,
+            tenant_id: tenant,
+            server,
+            max_uj: a.max_uj,
+            reply_timeout: std::time::Duration::from_secs(a.timeout_s.max(1) + 30),
+        };
+        let gw = Gateway::new(endpoint.clone(), upstream, settings, events);
+        let summary =
+            gw.run(std::io::stdin(), tokio::io::stdout(), from_upstream, to_client).await.map_err(|e| coded(e.code(), e.to_string()))?;
+        for t in &tasks {
+            t.abort();
+        }
+        endpoint.shutdown().await.map_err(|e| wire_err(&e))?;
+        for p in unix_paths {
+            jcp_wire::endpoint::remove_socket(&p);
+        }
+        eprintln!(
+            "jcp gateway: session closed: {} calls ({} allowed, {} denied, {} refused before the gate, {} lost); record flushed and released",
+            summary.calls, summary.allowed, summary.denied, summary.refused, summary.lost
+        );
+        Ok(ExitCode::from(CLEAN))
+    })
+}

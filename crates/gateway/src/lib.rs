@@ -1,0 +1,24 @@
+//! `jcp gateway` (§11 relay mode; Agent-Safe Intent v1 §8): a drop-in MCP
+//! server an agent's client launches instead of the tool server. It starts
+//! the real server as its child and passes the session through, but every
+//! `tools/call` is bound into an Agent-Safe intent, decided by a durable
+//! JCP gate (recorded before the tool runs), and on allow relayed, metered
+//! as a span over the server's process tree and charged with that figure;
+//! a denial comes back as an MCP tool error naming its reason and receipt.
+//! The agent states no cost and holds no key.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`bindings`] | the operator's tool bindings: tool → action, target, resource |
+//! | [`upstream`] | the upstream server: spawned, routed, and the [`jcp_wire::backend::Backend`] behind the gate |
+//! | [`session`] | one MCP session: pass-through, and each `tools/call` bound, decided, relayed, charged |
+
+pub mod bindings;
+mod error;
+pub mod session;
+pub mod upstream;
+
+pub use bindings::{Bindings, ToolBinding};
+pub use error::GatewayError;
+pub use session::{Events, Gateway, Settings, Summary};
+pub use upstream::{Upstream, UpstreamOptions};

@@ -1,0 +1,504 @@
+//! One MCP session through the gateway: the client's messages in (a line
+//! each), the upstream's and the gateway's out. Every `tools/call` is bound
+//! (§8 MCP adapter), decided by the endpoint's durable gate (the receipt's
+//! payload hash is the BLAKE3 content id of the binding's canonical JSON,
+//! whose SHA-256 is its intent hash), and on allow relayed, metered over the
+//! upstream's process tree and charged before its answer goes back (§11
+//! relay mode). Everything else passes through unchanged.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use intent::mcp::{bind_tools_call, McpTrustedContext};
+use jcp::cbor::ContentId;
+use jcp::energy::{Energy, Provenance};
+use jcp::frame::{Frame, FrameKind, Trust};
+use jcp::grant::SignedGrant;
+use jcp::identity::Keypair;
+use jcp_wire::endpoint::Endpoint;
+use jcp_wire::message::{ReplyState, RequestBody, WireReply};
+use serde_json::{json, Value};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::bindings::Bindings;
+use crate::upstream::Upstream;
+use crate::GatewayError;
+
+/// What a session runs under.
+#[derive(Debug)]
+pub struct Settings {
+    /// The grant chain, root first: the leaf's subject is the holder.
+    pub chain: Vec<SignedGrant>,
+    /// The holder's key: the gateway signs each request with it (the agent never sees it).
+    pub holder: Keypair,
+    /// The operator's tool bindings.
+    pub bindings: Bindings,
+    /// The tenant the calls are made for (a UUID, Agent-Safe `tenant_id`).
+    pub tenant_id: String,
+    /// The server's name in each binding's `context.mcp_server`.
+    pub server: String,
+    /// The most one call may reserve, µJ (0: none stated; the endpoint's
+    /// per-call ceiling and the grant's remainder bound it).
+    pub max_uj: u64,
+    /// How long to wait for a relayed call's reply (the upstream's timeout and a margin).
+    pub reply_timeout: Duration,
+}
+
+/// What the session did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// `tools/call` requests seen.
+    pub calls: u64,
+    /// Allowed, relayed and answered (completed or failed).
+    pub allowed: u64,
+    /// Denied by the gate (each with a receipt).
+    pub denied: u64,
+    /// Refused before the gate: no binding, or the call did not bind.
+    pub refused: u64,
+    /// Allowed and lost (the upstream stopped, hung or the client cancelled): unresolved.
+    pub lost: u64,
+}
+
+/// A line-per-event log of the session (`--events`), for the console and
+/// for people: each call with its tool, intent hash, verdict, receipt and
+/// metered figure.
+#[derive(Debug, Clone, Default)]
+pub struct Events(Option<Arc<Mutex<std::fs::File>>>);
+
+impl Events {
+    /// Appends to `path`.
+    pub fn to_file(path: &std::path::Path) -> Result<Self, GatewayError> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| GatewayError::io(format!("opening {}", path.display()), e))?;
+        Ok(Self(Some(Arc::new(Mutex::new(f)))))
+    }
+
+    /// Writes one event (a failure to write is logged, never fatal to the session).
+    pub fn emit(&self, v: &Value) {
+        if let Some(f) = &self.0 {
+            let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(e) = writeln!(f, "{v}") {
+                tracing::warn!("gateway events: {e}");
+            }
+        }
+    }
+}
+
+/// The gateway: an endpoint with the upstream behind its gate.
+#[derive(Debug)]
+pub struct Gateway {
+    endpoint: Endpoint,
+    upstream: Arc<Upstream>,
+    settings: Arc<Settings>,
+    events: Events,
+    client_name: Arc<Mutex<Option<String>>>,
+    summary: Arc<Mutex<Summary>>,
+}
+
+/// A fresh random UUID (version 4): a tenant or intent id.
+pub fn fresh_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn rfc3339(unix: u64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(i64::try_from(unix).unwrap_or(i64::MAX))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// A tool error result (MCP: the call's `result` with `isError`), with the
+/// gateway's code and, where the gate decided, the receipt.
+fn tool_error(id: &Value, code: &str, text: &str, meta: Value) -> Value {
+    let mut m = json!({"jcp/code": code});
+    if let (Some(m), Value::Object(extra)) = (m.as_object_mut(), meta) {
+        m.extend(extra);
+    }
+    json!({"jsonrpc": "2.0", "id": id, "result": {
+        "content": [{"type": "text", "text": text}],
+        "isError": true,
+        "_meta": m,
+    }})
+}
+
+fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Marks each tool of a `tools/list` answer with whether the grant's leaf
+/// allows the action its binding names on its resource (`_meta`:
+/// `jcp/allowed`, `jcp/why`). Each call is still decided on its own
+/// (budget, expiry, revocation, caveats): this is what the grant's
+/// capability says, not a decision.
+pub fn annotator(bindings: Bindings, leaf: &SignedGrant) -> crate::upstream::Annotate {
+    let cap = leaf.grant().capability.clone();
+    let leaf_id = leaf.id();
+    Box::new(move |v: &mut Value| {
+        let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for t in tools {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let (allowed, why) = match bindings.get(&name) {
+                None => (false, "no binding: the gateway refuses calls to it".to_owned()),
+                Some(b) if b.resource != cap.resource => {
+                    (false, format!("the grant is for another resource than {}", b.resource_text))
+                }
+                Some(b) if !cap.actions.iter().any(|a| *a == b.mcp.action) => {
+                    (false, format!("the grant does not allow the action {:?}", b.mcp.action))
+                }
+                Some(b) => (
+                    true,
+                    format!(
+                        "grant {leaf_id} allows {:?} on {}; each call is still decided (budget, expiry, revocation)",
+                        b.mcp.action, b.resource_text
+                    ),
+                ),
+            };
+            if let Some(obj) = t.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(m) = meta.as_object_mut() {
+                    m.insert("jcp/allowed".into(), Value::Bool(allowed));
+                    m.insert("jcp/why".into(), Value::String(why));
+                }
+            }
+        }
+    })
+}
+
+impl Gateway {
+    /// A gateway over an opened endpoint whose backend is `upstream`.
+    pub fn new(endpoint: Endpoint, upstream: Arc<Upstream>, settings: Settings, events: Events) -> Self {
+        Self {
+            endpoint,
+            upstream,
+            settings: Arc::new(settings),
+            events,
+            client_name: Arc::new(Mutex::new(None)),
+            summary: Arc::new(Mutex::new(Summary::default())),
+        }
+    }
+
+    /// The endpoint (to serve feeds on a socket beside the session).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Runs the session until the client closes its input (read on a
+    /// blocking thread, a bounded line at a time): then the calls
+    /// in flight finish, the upstream is closed and everything it still
+    /// sends reaches `output` before this returns. `from_upstream` is the
+    /// receiving end of the channel the upstream was spawned with.
+    pub async fn run<R, W>(
+        &self,
+        input: R,
+        output: W,
+        mut from_upstream: tokio::sync::mpsc::UnboundedReceiver<String>,
+        to_client: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<Summary, GatewayError>
+    where
+        R: std::io::Read + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let writer = tokio::spawn(async move {
+            let mut output = output;
+            while let Some(line) = from_upstream.recv().await {
+                if output.write_all(line.as_bytes()).await.is_err()
+                    || output.write_all(b"\n").await.is_err()
+                    || output.flush().await.is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(64);
+        // The client's input read on a blocking thread, a bounded line at a time.
+        let input_reader = tokio::task::spawn_blocking(move || {
+            let mut r = std::io::BufReader::with_capacity(64 << 10, input);
+            let mut buf = Vec::new();
+            loop {
+                match crate::upstream::read_line_bounded(&mut r, &mut buf) {
+                    Ok(true) => {
+                        if lines_tx.blocking_send(Ok(buf.clone())).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(false) => return,
+                    Err(e) => {
+                        let fatal = e.kind() != std::io::ErrorKind::InvalidData;
+                        if lines_tx.blocking_send(Err(e)).is_err() || fatal {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        // One call at a time, in the order the client sent them: a call in
+        // flight holds a reservation, so a call decided beside it would get
+        // a verdict that depends on timing (docs/decisions.md).
+        let (calls_tx, mut calls_rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Value, Value)>();
+        let ctx = self.call_context();
+        let answers = to_client.clone();
+        let worker = tokio::spawn(async move {
+            while let Some((line, v, id)) = calls_rx.recv().await {
+                let answer = ctx.call(&line, &v, &id).await;
+                let _ = answers.send(answer.to_string());
+            }
+        });
+        while let Some(line) = lines.recv().await {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    let _ = to_client.send(
+                        rpc_error(&Value::Null, -32600, &format!("a message over {} bytes", crate::upstream::MAX_LINE))
+                            .to_string(),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("reading the client: {e}");
+                    break;
+                }
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let v: Value = match serde_json::from_slice(&line) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = to_client.send(rpc_error(&Value::Null, -32700, &format!("parse error: {e}")).to_string());
+                    continue;
+                }
+            };
+            let method = v.get("method").and_then(Value::as_str);
+            let id = v.get("id").cloned();
+            match (method, id) {
+                (Some("tools/call"), Some(id)) => {
+                    // Decided, run and charged one at a time, in the order sent.
+                    let _ = calls_tx.send((line, v, id));
+                    continue;
+                }
+                (Some("tools/list"), Some(id)) => self.upstream.expect_list(&id),
+                (Some("initialize"), Some(_)) => {
+                    let name = v.pointer("/params/clientInfo/name").and_then(Value::as_str).map(str::to_owned);
+                    *self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = name.clone();
+                    self.events.emit(&json!({"event": "initialize", "client": name}));
+                }
+                (Some("notifications/cancelled"), None) => {
+                    if let Some(rid) = v.pointer("/params/requestId") {
+                        self.upstream.cancel(rid);
+                    }
+                }
+                _ => {}
+            }
+            if let Err(e) = self.upstream.send_line(&line) {
+                if let Some(id) = v.get("id").filter(|_| method.is_some()) {
+                    let _ = to_client.send(rpc_error(id, -32603, &e.to_string()).to_string());
+                }
+            }
+        }
+        drop(calls_tx);
+        let _ = worker.await;
+        input_reader.abort();
+        let up = self.upstream.clone();
+        tokio::task::spawn_blocking(move || up.close(Duration::from_secs(3)))
+            .await
+            .map_err(|e| GatewayError::Upstream(format!("closing the upstream: {e}")))?;
+        drop(to_client);
+        let _ = writer.await;
+        let s = *self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.events.emit(&json!({"event": "closed", "summary": s}));
+        Ok(s)
+    }
+
+    fn call_context(&self) -> CallContext {
+        CallContext {
+            endpoint: self.endpoint.clone(),
+            settings: self.settings.clone(),
+            events: self.events.clone(),
+            client_name: self.client_name.clone(),
+            summary: self.summary.clone(),
+        }
+    }
+}
+
+/// What one call's task holds.
+struct CallContext {
+    endpoint: Endpoint,
+    settings: Arc<Settings>,
+    events: Events,
+    client_name: Arc<Mutex<Option<String>>>,
+    summary: Arc<Mutex<Summary>>,
+}
+
+impl CallContext {
+    fn count(&self, f: impl FnOnce(&mut Summary)) {
+        f(&mut self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    }
+
+    /// One `tools/call`: its answer to the client.
+    async fn call(&self, line: &[u8], v: &Value, id: &Value) -> Value {
+        self.count(|s| s.calls += 1);
+        let tool = v.pointer("/params/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let refuse = |e: GatewayError| {
+            self.count(|s| s.refused += 1);
+            self.events.emit(&json!({"event": "call", "tool": tool, "verdict": "refused", "code": e.code(),
+                "message": e.to_string()}));
+            tool_error(id, e.code(), &format!("jcp gateway refused the call: {e}"), json!({}))
+        };
+        let Some(binding) = self.settings.bindings.get(&tool) else {
+            return refuse(GatewayError::ToolUnbound { tool: tool.clone() });
+        };
+        let bound = match self.bind(line, binding) {
+            Ok(b) => b,
+            Err(e) => return refuse(e),
+        };
+        let canonical = bound.captured.canonical_json.into_bytes();
+        let intent_hash = bound.captured.intent_hash;
+        let Some(leaf) = self.settings.chain.last() else {
+            return refuse(GatewayError::Upstream("no grant chain".into()));
+        };
+        let frame = Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: leaf.id(),
+            action: binding.mcp.action.clone(),
+            resource: binding.resource,
+            payload_hash: ContentId::of_bytes(&canonical),
+            model: None,
+        };
+        let req = RequestBody {
+            frame,
+            chain: self.settings.chain.clone(),
+            // The agent states no cost: only the operator's bound on what a
+            // call may reserve, graded as a bound (no reading).
+            cost: Energy::new(self.settings.max_uj, Provenance::Estimator),
+            money: None,
+            label: None,
+            args: Some(canonical),
+            continues: None,
+            now: unix_now(),
+        }
+        .sign(&self.settings.holder);
+        let Some(mut client) = self.endpoint.connect_local() else {
+            return refuse(GatewayError::Upstream("the enforcement point is stopping".into()));
+        };
+        let resp = match client.call(&req).await {
+            Ok(r) => r,
+            Err(e) => return refuse(GatewayError::Wire(e)),
+        };
+        let receipt = resp.receipt_id();
+        let base = json!({"event": "call", "tool": tool, "intent_hash": intent_hash, "receipt": receipt,
+            "action": binding.mcp.action});
+        if !resp.decision.is_allow() {
+            self.count(|s| s.denied += 1);
+            let reason = resp.decision.reason().map_or("deny", |r| r.as_str());
+            let mut ev = base;
+            ev["verdict"] = "deny".into();
+            ev["reason"] = reason.into();
+            self.events.emit(&ev);
+            return tool_error(
+                id,
+                reason,
+                &format!("jcp: denied ({reason}); receipt {receipt}"),
+                json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash}),
+            );
+        }
+        let reply = match tokio::time::timeout(self.settings.reply_timeout, client.reply()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return self.lost(id, base, &format!("no reply from the enforcement point: {e}")),
+            Err(_) => return self.lost(id, base, "no reply from the enforcement point in time"),
+        };
+        self.relayed(id, base, &reply, &intent_hash)
+    }
+
+    fn bind(
+        &self,
+        line: &[u8],
+        binding: &crate::bindings::ToolBinding,
+    ) -> Result<intent::mcp::BoundMcpInvocation, GatewayError> {
+        let mut req = intent::parse(line)?;
+        // `_meta` (a progress token) is the session's, not the tool's: it is
+        // not forwarded, so it is not bound either (docs/decisions.md).
+        if let intent::Value::Object(o) = &mut req {
+            if let Some(intent::Value::Object(p)) = o.get_mut("params") {
+                p.remove("_meta");
+            }
+        }
+        let now = unix_now();
+        let intent_id = fresh_uuid();
+        let trusted = McpTrustedContext {
+            tenant_id: self.settings.tenant_id.clone(),
+            intent_id: intent_id.clone(),
+            captured_at: rfc3339(now),
+            expires_at: rfc3339(now + 300),
+            actor: intent::binding::Actor {
+                id: self.settings.holder.did().to_did_string(),
+                actor_type: "agent".into(),
+                runtime: self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+                trust_level: None,
+            },
+            idempotency_key: intent_id,
+            server: Some(self.settings.server.clone()),
+            transport: Some("stdio".into()),
+            principal: None,
+            context: intent::Object::new(),
+        };
+        Ok(bind_tools_call(&req, &binding.mcp, &trusted)?)
+    }
+
+    fn lost(&self, id: &Value, mut ev: Value, why: &str) -> Value {
+        self.count(|s| s.lost += 1);
+        let receipt = ev["receipt"].clone();
+        ev["verdict"] = "allow".into();
+        ev["state"] = "lost".into();
+        ev["why"] = why.into();
+        self.events.emit(&ev);
+        tool_error(
+            id,
+            "unresolved",
+            &format!("jcp: the call was allowed (receipt {receipt}) but its outcome is unknown: {why}. The decision stays unresolved, its reservation debited (§4.11)."),
+            json!({"jcp/receipt": receipt}),
+        )
+    }
+
+    fn relayed(&self, id: &Value, mut ev: Value, reply: &WireReply, intent_hash: &str) -> Value {
+        let metered = reply.metered.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null));
+        let charge = reply.charge.as_ref().and_then(|c| jcp_receipt::verify_receipt(c, None).ok()).map(|v| v.id);
+        ev["verdict"] = "allow".into();
+        ev["state"] = reply.state.as_str().into();
+        ev["metered"] = metered.clone().unwrap_or(Value::Null);
+        ev["charge"] = json!(charge);
+        ev["charge_refused"] = json!(reply.charge_refused);
+        if !matches!(reply.state, ReplyState::Done | ReplyState::Failed) {
+            let why = String::from_utf8_lossy(&reply.output).into_owned();
+            return self.lost(id, ev, &why);
+        }
+        self.count(|s| s.allowed += 1);
+        self.events.emit(&ev);
+        let meta = json!({"jcp/receipt": ev["receipt"], "jcp/charge": charge, "jcp/intent_hash": intent_hash,
+            "jcp/metered": metered});
+        match serde_json::from_slice::<Value>(&reply.output) {
+            // The upstream's own answer (its id is the call's).
+            Ok(mut answer) if answer.get("id") == Some(id) => {
+                if let Some(Value::Object(r)) = answer.get_mut("result") {
+                    let m = r.entry("_meta").or_insert_with(|| json!({}));
+                    if let (Some(m), Value::Object(extra)) = (m.as_object_mut(), meta) {
+                        m.extend(extra);
+                    }
+                }
+                answer
+            }
+            // Not run (the upstream had stopped before the call, or the
+            // binding could not be turned back into a request).
+            _ => tool_error(id, "not-run", &format!("jcp: {}", String::from_utf8_lossy(&reply.output)), meta),
+        }
+    }
+}
