@@ -22,6 +22,8 @@ have_pkg prometheus || need_apt+=(prometheus)
 have_pkg parallel || need_apt+=(parallel)
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+# Python 3 runs the official MCP SDK client in the gateway tests (below).
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
@@ -43,6 +45,25 @@ for c in rustfmt clippy; do
     rustup component add "$c"
   fi
 done
+
+# `jcp gateway`'s tests (crates/cli/tests/gateway.rs) use real parts nobody
+# here wrote: MCP servers from npm (crates/gateway/tests/npm/package-lock.json
+# pins them) behind the gateway, and the official MCP Python SDK (`mcp`,
+# pinned below, in a virtual environment of its own) as the agent's client.
+if [ ! -d crates/gateway/tests/npm/node_modules ] || [ crates/gateway/tests/npm/package-lock.json -nt crates/gateway/tests/npm/node_modules/.package-lock.json ]; then
+  npm --prefix crates/gateway/tests/npm ci --no-audit --no-fund
+fi
+MCP_PY=crates/gateway/tests/.venv/bin/python
+if ! "$MCP_PY" -c 'import mcp' >/dev/null 2>&1; then
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-venv
+  fi
+  rm -rf crates/gateway/tests/.venv
+  python3 -m venv crates/gateway/tests/.venv
+  "$MCP_PY" -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0'
+fi
 
 # The front end's packages (ui/package-lock.json pins them).
 if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then

@@ -7,10 +7,18 @@
 pub enum GatewayError {
     /// The tool bindings file is not what it must be (where, and what).
     #[error("tool bindings {at}: {why}")]
-    BindingsInvalid { at: String, why: String },
+    BindingsInvalid {
+        /// Where in the file (`$.tools[2].resource`).
+        at: String,
+        /// What is wrong there.
+        why: String,
+    },
     /// A `tools/call` names a tool the operator bound no action to: refused, never guessed.
     #[error("no binding for tool {tool:?}: the operator's tool bindings name no action for it, so the gateway refuses it rather than guess")]
-    ToolUnbound { tool: String },
+    ToolUnbound {
+        /// The tool the call named.
+        tool: String,
+    },
     /// The call could not become an Agent-Safe binding (§8 MCP adapter).
     #[error("the call does not bind: {0}")]
     Intent(#[from] intent::IntentError),
@@ -23,7 +31,9 @@ pub enum GatewayError {
     /// Reading or writing the client's stream, or a file.
     #[error("{what}: {source}")]
     Io {
+        /// What was being read or written.
         what: String,
+        /// The error.
         #[source]
         source: std::io::Error,
     },

@@ -11,14 +11,19 @@
 //! |---|---|
 //! | [`bindings`] | the operator's tool bindings: tool → action, target, resource |
 //! | [`upstream`] | the upstream server: spawned, routed, and the [`jcp_wire::backend::Backend`] behind the gate |
+//! | [`intents`] | the auditor's side: every recorded call's binding, payload hash, intent hash and receipts re-derived |
 //! | [`session`] | one MCP session: pass-through, and each `tools/call` bound, decided, relayed, charged |
+
+#![warn(missing_docs)]
 
 pub mod bindings;
 mod error;
+pub mod intents;
 pub mod session;
 pub mod upstream;
 
 pub use bindings::{Bindings, ToolBinding};
 pub use error::GatewayError;
+pub use intents::{verify_intents, IntentsReport, RecordedCall};
 pub use session::{Events, Gateway, Settings, Summary};
 pub use upstream::{Upstream, UpstreamOptions};

@@ -151,7 +151,7 @@ pub fn annotator(bindings: Bindings, leaf: &SignedGrant) -> crate::upstream::Ann
                 Some(b) if b.resource != cap.resource => {
                     (false, format!("the grant is for another resource than {}", b.resource_text))
                 }
-                Some(b) if !cap.actions.iter().any(|a| *a == b.mcp.action) => {
+                Some(b) if !cap.actions.contains(&b.mcp.action) => {
                     (false, format!("the grant does not allow the action {:?}", b.mcp.action))
                 }
                 Some(b) => (
@@ -288,7 +288,7 @@ impl Gateway {
                 (Some("tools/list"), Some(id)) => self.upstream.expect_list(&id),
                 (Some("initialize"), Some(_)) => {
                     let name = v.pointer("/params/clientInfo/name").and_then(Value::as_str).map(str::to_owned);
-                    *self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = name.clone();
+                    self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&name);
                     self.events.emit(&json!({"event": "initialize", "client": name}));
                 }
                 (Some("notifications/cancelled"), None) => {

@@ -19,19 +19,22 @@ use super::wire::{parse_addr, runtime, start_meter, wire_err};
 use crate::out::{coded, CLEAN};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GatewayArgs {
+    #[command(subcommand)]
+    cmd: Option<GatewayCmd>,
     /// The grant chain, root first (the leaf's subject is `--key`'s identity).
     #[arg(long = "chain", visible_alias = "grant", num_args = 1.., required = true)]
     chain: Vec<PathBuf>,
     /// The holder's key: the gateway signs each call's request with it; the agent never sees it.
-    #[arg(long)]
-    key: PathBuf,
+    #[arg(long, required = true)]
+    key: Option<PathBuf>,
     /// The steward's key: it seals every receipt of the record.
-    #[arg(long = "steward-key", visible_alias = "steward")]
-    steward_key: PathBuf,
+    #[arg(long = "steward-key", visible_alias = "steward", required = true)]
+    steward_key: Option<PathBuf>,
     /// The record: the receipt stream this gateway writes (as its only writer).
-    #[arg(long)]
-    stream: PathBuf,
+    #[arg(long, required = true)]
+    stream: Option<PathBuf>,
     /// The operator's tool bindings (JSON): a tool with none is refused, never guessed.
     #[arg(long)]
     tools: Option<PathBuf>,
@@ -68,10 +71,62 @@ pub struct GatewayArgs {
     command: Vec<String>,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum GatewayCmd {
+    /// The auditor's side of a gateway run: every recorded call's binding,
+    /// payload hash and intent hash re-derived from the stream, and the
+    /// receipts that seal it (exit 1 when anything fails or is unreadable).
+    Intents {
+        /// The gateway's record.
+        stream: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn run_intents(stream: &std::path::Path, json_out: bool) -> anyhow::Result<ExitCode> {
+    let r = jcp_gateway::verify_intents(stream).map_err(|e| coded(e.code(), e.to_string()))?;
+    crate::out::emit(json_out, &json!({"clean": r.clean(), "report": r}), || {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        for c in &r.calls {
+            let _ = writeln!(
+                s,
+                "{:>8}  {:<24} {:<16} {}  receipts {}{}",
+                c.offset,
+                c.tool.as_deref().unwrap_or("?"),
+                c.action,
+                c.intent_hash.as_deref().unwrap_or("(no intent hash)"),
+                c.receipts
+                    .iter()
+                    .map(|(id, v)| format!("{}… {v}", &id[..12.min(id.len())]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.problem.as_ref().map_or(String::new(), |p| format!("  PROBLEM: {p}"))
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{} calls; {} framing faults; {} receipts failed to verify: {}",
+            r.calls.len(),
+            r.faults,
+            r.receipts_failed,
+            if r.clean() { "every intent hash recomputes from its recorded binding" } else { "NOT CLEAN" }
+        );
+        s
+    })?;
+    Ok(ExitCode::from(if r.clean() { CLEAN } else { crate::out::FINDINGS }))
+}
+
 pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
+    if let Some(GatewayCmd::Intents { stream, json }) = &a.cmd {
+        return run_intents(stream, *json);
+    }
     let chain = a.chain.iter().map(|p| read_grant(p)).collect::<anyhow::Result<Vec<_>>>()?;
-    let holder = read_key(&a.key)?;
-    let steward = read_key(&a.steward_key)?;
+    let missing = |f: &str| coded("missing-argument", format!("{f} is required"));
+    let holder = read_key(a.key.as_ref().ok_or_else(|| missing("--key"))?)?;
+    let steward = read_key(a.steward_key.as_ref().ok_or_else(|| missing("--steward-key"))?)?;
+    let stream = a.stream.clone().ok_or_else(|| missing("--stream"))?;
     let leaf = chain.last().ok_or_else(|| coded("missing-argument", "--chain names no grant"))?.clone();
     if leaf.grant().subject != holder.did() {
         return Err(coded(
@@ -99,7 +154,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     let server = a.server_name.clone().unwrap_or_else(|| {
         std::path::Path::new(&a.command[0]).file_name().map_or(a.command[0].clone(), |f| f.to_string_lossy().into())
     });
-    let mut config = Config::new(&a.stream);
+    let mut config = Config::new(&stream);
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     let rt = runtime()?;
     rt.block_on(async move {
@@ -126,7 +181,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             Some(p) => Events::to_file(p).map_err(|e| coded(e.code(), e.to_string()))?,
             None => Events::default(),
         };
-        let start = json!({"event": "started", "stream": a.stream, "steward": steward.did().to_did_string(),
+        let start = json!({"event": "started", "stream": stream, "steward": steward.did().to_did_string(),
             "holder": holder.did().to_did_string(), "grant": leaf.id(), "upstream": upstream.command(),
             "upstream_pid": upstream.pid(), "tools_bound": bindings.len(), "tenant": tenant, "listen": listening,
             "metering": metering, "replayed": {"verified": report.replay.verified,
@@ -139,7 +194,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             bindings.len(),
             leaf.id(),
             holder.did(),
-            a.stream.display(),
+            stream.display(),
             steward.did(),
             if listening.is_empty() { String::new() } else { format!("; feeds on {}", listening.join(", ")) }
         );

@@ -1,0 +1,345 @@
+//! `jcp gateway` with real parts nobody here wrote (§11 relay mode,
+//! Agent-Safe Intent v1 §8): the official MCP Python SDK as the agent's
+//! client and `@modelcontextprotocol/server-everything` from npm as the
+//! upstream server, both installed by `scripts/setup.sh`. Each call is
+//! bound, decided by the durable gate, run, metered over the server's tree
+//! and charged; the record audits clean and every intent hash recomputes
+//! from it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn jcp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = jcp(dir, args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The official SDK's interpreter and the npm server: installed by scripts/setup.sh.
+fn parts() -> (PathBuf, PathBuf) {
+    let py = repo().join("crates/gateway/tests/.venv/bin/python");
+    let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
+    assert!(
+        py.exists() && server.exists(),
+        "the gateway tests need the MCP Python SDK at {} and server-everything at {}: run scripts/setup.sh",
+        py.display(),
+        server.display()
+    );
+    (py, server)
+}
+
+const TOOLS: &str = r#"{"tools":[
+ {"tool":"echo","action":"echo","system":"everything","operation":"echo","target":"everything:echo","arguments":["message"],"consequential":["message"]},
+ {"tool":"get-sum","action":"sum","system":"everything","operation":"get-sum","target":"everything:sum","arguments":["a","b"]},
+ {"tool":"get-env","action":"env","system":"everything","operation":"get-env","target":"everything:env"},
+ {"tool":"trigger-long-running-operation","action":"long","system":"everything","operation":"long","target":"everything:long","arguments":["duration","steps"]}
+]}"#;
+
+/// Keys, a root grant on `text:everything` for `actions`, the bindings.
+fn setup(dir: &Path, budget_uj: u64, actions: &str) {
+    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
+    ok(
+        dir,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &agent,
+            "--resource",
+            "text:everything",
+            "--actions",
+            actions,
+            "--budget-uj",
+            &budget_uj.to_string(),
+            "--nonce",
+            &"00".repeat(16),
+            "--out",
+            "root.jcp",
+        ],
+    );
+    std::fs::write(dir.join("tools.json"), TOOLS).unwrap();
+}
+
+/// The SDK client running `steps` through `jcp gateway`; its lines arrive on a channel.
+struct Session {
+    child: Child,
+    lines: Receiver<Value>,
+}
+
+impl Session {
+    fn start(dir: &Path, steps: &Value, extra: &[&str]) -> Self {
+        let (py, server) = parts();
+        let mut args: Vec<String> = vec![
+            repo().join("crates/gateway/tests/mcp_session.py").display().to_string(),
+            steps.to_string(),
+            env!("CARGO_BIN_EXE_jcp").into(),
+            "gateway".into(),
+        ];
+        for a in [
+            "--chain",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--steward-key",
+            "steward.key",
+            "--stream",
+            "s.jcps",
+            "--tools",
+            "tools.json",
+            "--events",
+            "events.jsonl",
+        ] {
+            args.push(a.into());
+        }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args.extend(["--".into(), server.display().to_string(), "stdio".into()]);
+        let mut child = Command::new(py)
+            .current_dir(dir)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("session.err")).unwrap())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&l) {
+                    if tx.send(v).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn next(&self, dir: &Path) -> Value {
+        match self.lines.recv_timeout(WAIT) {
+            Ok(v) => v,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                panic!(
+                    "the session said nothing more; its stderr:\n{}",
+                    std::fs::read_to_string(dir.join("session.err")).unwrap_or_default()
+                )
+            }
+        }
+    }
+
+    /// Every line up to and including `{"closed": true}`, and the client's exit.
+    fn finish(mut self, dir: &Path) -> Vec<Value> {
+        let mut all = Vec::new();
+        loop {
+            let v = self.next(dir);
+            let closed = v["closed"] == true;
+            all.push(v);
+            if closed {
+                break;
+            }
+        }
+        let st = self.child.wait().unwrap();
+        assert!(st.success(), "{}", std::fs::read_to_string(dir.join("session.err")).unwrap_or_default());
+        all
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn step(all: &[Value], i: usize) -> &Value {
+    all.iter().find(|v| v["step"] == i).unwrap_or_else(|| panic!("no step {i} in {all:?}"))
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn s11_asi_s8_an_official_sdk_session_through_the_gateway_is_bound_decided_metered_and_sealed() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo,sum");
+    let steps = json!([
+        {"list": true},
+        {"call": "echo", "args": {"message": "hi"}},
+        {"call": "get-sum", "args": {"a": 2, "b": 3}},
+        {"call": "get-env"},
+        {"call": "get-tiny-image"},
+        {"call": "get-sum", "args": {"a": 1, "b": 2, "c": 3}},
+    ]);
+    let all = Session::start(d, &steps, &[]).finish(d);
+    assert_eq!(all[0]["initialized"], "mcp-servers/everything", "{all:?}");
+    // tools/list passes through, each tool marked with what the grant allows.
+    let tools = step(&all, 0)["tools"].as_array().unwrap();
+    let mark = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["meta"].clone();
+    assert_eq!(mark("echo")["jcp/allowed"], true, "{tools:?}");
+    assert_eq!(mark("get-env")["jcp/allowed"], false);
+    assert!(mark("get-env")["jcp/why"].as_str().unwrap().contains("does not allow the action \"env\""));
+    assert!(mark("get-tiny-image")["jcp/why"].as_str().unwrap().starts_with("no binding"));
+    // Allowed: the tool's own answer, with the receipt, the charge and the
+    // endpoint's metered figure (never a hardware grade it did not read).
+    for (i, text) in [(1, "Echo: hi"), (2, "The sum of 2 and 3 is 5.")] {
+        let s = step(&all, i);
+        assert_eq!((s["is_error"].as_bool(), s["text"].as_str()), (Some(false), Some(text)), "{s}");
+        let m = &s["meta"];
+        assert!(m["jcp/receipt"].is_string() && m["jcp/charge"].is_string(), "{s}");
+        assert!(m["jcp/intent_hash"].as_str().unwrap().starts_with("sha256:"));
+        let e = &m["jcp/metered"]["energy"];
+        assert_ne!(e["provenance"], "HwShunt", "{s}");
+        // Not declared self-contained: Partial, the gap named.
+        assert_eq!(e["coverage"], "Partial", "{s}");
+        let gaps = m["jcp/metered"]["gaps"].as_array().unwrap();
+        assert!(gaps.iter().any(|g| g["code"] == "not-declared-self-contained"), "{s}");
+    }
+    // Denied by the gate: a tool error naming the reason and the receipt.
+    let denied = step(&all, 3);
+    assert_eq!(denied["is_error"], true);
+    assert_eq!(denied["meta"]["jcp/code"], "action-not-granted", "{denied}");
+    let deny_receipt = denied["meta"]["jcp/receipt"].as_str().unwrap();
+    assert!(denied["text"].as_str().unwrap().contains(deny_receipt));
+    // Refused before the gate, never guessed: no binding; an argument the binding does not declare.
+    assert_eq!(step(&all, 4)["meta"]["jcp/code"], "tool-unbound");
+    assert_eq!(step(&all, 5)["meta"]["jcp/code"], "MCP_ARGUMENTS_INVALID");
+    // The record audits clean: two reservations settled by their charges, one deny.
+    let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["clean"], true, "{audit:#}");
+    // Every recorded call's intent hash recomputes from its recorded binding
+    // and is the hash the client was told; its receipts seal that binding.
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["clean"], true, "{v:#}");
+    let calls = v["report"]["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "echo, get-sum, get-env reached the gate: {v:#}");
+    for (c, i) in calls.iter().zip([1, 2, 3]) {
+        assert_eq!(c["intent_hash"], step(&all, i)["meta"]["jcp/intent_hash"], "{c}");
+        assert!(c["receipts"].as_array().unwrap().iter().any(|r| r[0] == step(&all, i)["meta"]["jcp/receipt"]), "{c}");
+    }
+    // The events: one per call, the refused ones included.
+    let ev = events(d);
+    let verdicts: Vec<&str> =
+        ev.iter().filter(|e| e["event"] == "call").map(|e| e["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["allow", "allow", "deny", "refused", "refused"], "{ev:?}");
+    assert_eq!(ev.last().unwrap()["summary"], json!({"calls": 5, "allowed": 2, "denied": 1, "refused": 2, "lost": 0}));
+}
+
+#[test]
+fn s4_9_s11_a_call_past_the_budget_is_denied_with_its_reason_and_the_spend_is_the_metered_charges() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    // 1 µJ. Each call reserves what is left and is charged what the meter
+    // read over the server's tree (0 until a call's span holds a clock tick
+    // of its CPU time); the first charge at or above the budget is debited
+    // whole (a breach, recorded, never capped) and the next call is denied.
+    setup(d, 1, "echo");
+    let steps = json!([{"repeat": "echo", "args": {"message": "a"}, "until_code": "budget-exceeded", "max": 400}]);
+    let all = Session::start(d, &steps, &[]).finish(d);
+    let s = step(&all, 0);
+    let results = s["results"].as_array().unwrap();
+    let (last, allowed) = results.split_last().unwrap();
+    assert_eq!(last["meta"]["jcp/code"], "budget-exceeded", "no denial in {} calls", results.len());
+    assert!(last["text"].as_str().unwrap().contains(last["meta"]["jcp/receipt"].as_str().unwrap()));
+    assert!(allowed.iter().all(|r| r["is_error"] == false), "{allowed:?}");
+    let charged: u64 = allowed.iter().map(|r| r["meta"]["jcp/metered"]["energy"]["uj"].as_u64().unwrap()).sum();
+    assert!(charged >= 1, "{allowed:?}");
+    // The audit debits exactly the metered charges, and names the breach.
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    let g = audit["grants"].as_array().unwrap().first().cloned().unwrap_or_else(|| panic!("{audit:#}"));
+    assert_eq!(g["spent_uj"].as_u64(), Some(charged), "{audit:#}");
+    assert_eq!(g["denies"].as_u64(), Some(1), "{g}");
+}
+
+fn jcp_out(dir: &Path, args: &[&str]) -> String {
+    String::from_utf8(jcp(dir, args).stdout).unwrap()
+}
+
+#[test]
+fn s4_3_s11_a_revocation_fed_to_the_gateway_denies_the_next_call_revoked() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let sock = format!("unix:{}", d.join("g.sock").display());
+    let flag = d.join("revoked.flag").display().to_string();
+    let steps = json!([{"call": "echo", "args": {"message": "a"}}, {"wait_file": flag}, {"call": "echo", "args": {"message": "b"}}]);
+    let s = Session::start(d, &steps, &["--listen", &sock]);
+    let _init = s.next(d);
+    let first = s.next(d);
+    assert_eq!(first["is_error"], false, "{first}");
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
+    ok(d, &["feed", "revoke", "--connect", &sock, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "1"]);
+    std::fs::write(&flag, b"").unwrap();
+    let all = s.finish(d);
+    let last = step(&all, 2);
+    assert_eq!(last["meta"]["jcp/code"], "revoked", "{last}");
+    assert!(last["text"].as_str().unwrap().contains(last["meta"]["jcp/receipt"].as_str().unwrap()));
+    // Revoked after the first call's charge: nothing is spent after the revocation.
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["clean"], true, "{audit:#}");
+}
+
+#[test]
+fn s4_11_an_upstream_killed_mid_call_leaves_the_decision_unresolved_and_visible() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "long");
+    let steps = json!([{"call": "trigger-long-running-operation", "args": {"duration": 30, "steps": 3}}]);
+    let s = Session::start(d, &steps, &["--max-uj", "1000000000"]);
+    let _init = s.next(d);
+    // The call is in flight once its allow (the reservation) is recorded.
+    let deadline = Instant::now() + WAIT;
+    let pid = loop {
+        assert!(Instant::now() < deadline, "the call was never decided");
+        let v: Value =
+            serde_json::from_str(&jcp_out(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap_or(Value::Null);
+        let decided = v["report"]["calls"][0]["receipts"].as_array().is_some_and(|r| !r.is_empty());
+        if decided {
+            break events(d)[0]["upstream_pid"].as_u64().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    let all = s.finish(d);
+    let lost = step(&all, 0);
+    assert_eq!(lost["is_error"], true, "{lost}");
+    assert_eq!(lost["meta"]["jcp/code"], "unresolved", "{lost}");
+    assert!(lost["text"].as_str().unwrap().contains("outcome is unknown"), "{lost}");
+    // The audit shows it: one unresolved decision, its reservation debited.
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(1), "{audit:#}");
+    let ev = events(d);
+    assert!(ev.iter().any(|e| e["event"] == "call" && e["state"] == "lost"), "{ev:?}");
+}
