@@ -343,3 +343,100 @@ fn s4_11_an_upstream_killed_mid_call_leaves_the_decision_unresolved_and_visible(
     let ev = events(d);
     assert!(ev.iter().any(|e| e["event"] == "call" && e["state"] == "lost"), "{ev:?}");
 }
+
+/// The gateway's events so far, once one satisfies `f`.
+fn wait_event(dir: &Path, f: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "no such event: {:?}", std::fs::read_to_string(dir.join("events.jsonl")));
+        if let Ok(text) = std::fs::read_to_string(dir.join("events.jsonl")) {
+            if let Some(e) = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|e| f(e)) {
+                return e;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn c21_s4_7_a_gateway_run_is_held_at_its_checkpoint_until_the_steward_amends_and_goes_on_under_the_continuation() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let steps = json!([
+        {"call": "echo", "args": {"message": "a"}},
+        {"call": "echo", "args": {"message": "b"}},
+        {"call": "echo", "args": {"message": "held"}},
+    ]);
+    let s = Session::start(d, &steps, &["--run", "r.jcprun", "--checkpoint-every", "2", "--max-uj", "1000000000"]);
+    // After the second call the gateway, as the holder, checkpoints the run
+    // and holds the third call.
+    let cp = wait_event(d, |e| e["event"] == "checkpoint");
+    wait_event(d, |e| e["event"] == "held");
+    let v: Value = serde_json::from_str(&ok(d, &["run", "verify", "r.jcprun", "--json"])).unwrap();
+    assert_eq!(v["checkpoints"][0]["id"], cp["id"], "{v:#}");
+    assert_eq!(v["checkpoints"][0]["spent"]["uj"], cp["spent_uj"], "the checkpoint states what the endpoint charged");
+    // The steward amends to 50 J: the held call goes on under the continuation.
+    ok(
+        d,
+        &[
+            "run",
+            "amend",
+            "--run",
+            "r.jcprun",
+            "--key",
+            "issuer.key",
+            "--budget-uj",
+            "50000000",
+            "--continuation-out",
+            "cont.jcp",
+        ],
+    );
+    let all = s.finish(d);
+    let held = step(&all, 2);
+    assert_eq!((held["is_error"].as_bool(), held["text"].as_str()), (Some(false), Some("Echo: held")), "{held}");
+    assert!(
+        held["progress"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("held at checkpoint")),
+        "the held call reported progress while it waited: {held}"
+    );
+    let cont = wait_event(d, |e| e["event"] == "continued");
+    let cont_id = ok(d, &["inspect", "cont.jcp", "--json"]);
+    let cont_id: Value = serde_json::from_str(&cont_id).unwrap();
+    assert_eq!(cont["continuation"], cont_id["id"], "{cont}");
+    // The endpoint admitted the amendment: the steered grant is superseded there,
+    // and the audit of the record is clean.
+    let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["clean"], true, "{audit:#}");
+    assert_eq!(audit["receipts"]["amendments"], 1, "{audit:#}");
+}
+
+#[test]
+fn c21_s4_3_a_revocation_beside_the_run_ends_a_held_gateway_run_with_a_sealed_denial() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let steps = json!([{"call": "echo", "args": {"message": "a"}}, {"call": "echo", "args": {"message": "held"}}]);
+    let s = Session::start(d, &steps, &["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000"]);
+    wait_event(d, |e| e["event"] == "held");
+    let root: Value = serde_json::from_str(&ok(d, &["inspect", "root.jcp", "--json"])).unwrap();
+    let root = root["id"].as_str().unwrap().to_owned();
+    std::fs::create_dir_all(d.join("r.jcprun.revocations")).unwrap();
+    ok(
+        d,
+        &[
+            "grant",
+            "revoke",
+            "--grant",
+            "root.jcp",
+            "--key",
+            "issuer.key",
+            "--out",
+            &format!("r.jcprun.revocations/{root}.jcp"),
+        ],
+    );
+    let all = s.finish(d);
+    let held = step(&all, 1);
+    assert_eq!(held["meta"]["jcp/code"], "revoked", "{held}");
+    assert!(held["text"].as_str().unwrap().contains(held["meta"]["jcp/receipt"].as_str().unwrap()));
+    wait_event(d, |e| e["event"] == "revoked");
+}

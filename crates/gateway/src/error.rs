@@ -28,6 +28,14 @@ pub enum GatewayError {
     /// The enforcement point refused or failed.
     #[error("enforcement point: {0}")]
     Wire(#[from] jcp_wire::WireError),
+    /// The run file could not be opened, read, written or followed (§4.7).
+    #[error("{message}")]
+    Run {
+        /// The code (`run-grant-mismatch`, `steer-run-not-clean`, …).
+        code: &'static str,
+        /// What happened, naming the run file.
+        message: String,
+    },
     /// Reading or writing the client's stream, or a file.
     #[error("{what}: {source}")]
     Io {
@@ -48,6 +56,7 @@ impl GatewayError {
             Self::Intent(e) => e.code(),
             Self::Upstream(_) => "upstream-failed",
             Self::Wire(e) => e.code(),
+            Self::Run { code, .. } => code,
             Self::Io { .. } => "io",
         }
     }

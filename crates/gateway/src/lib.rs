@@ -12,6 +12,7 @@
 //! | [`bindings`] | the operator's tool bindings: tool → action, target, resource |
 //! | [`upstream`] | the upstream server: spawned, routed, and the [`jcp_wire::backend::Backend`] behind the gate |
 //! | [`intents`] | the auditor's side: every recorded call's binding, payload hash, intent hash and receipts re-derived |
+//! | [`steer`] | long runs: checkpoints written as the holder, calls held until the steward amends or revokes |
 //! | [`session`] | one MCP session: pass-through, and each `tools/call` bound, decided, relayed, charged |
 
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@ pub mod bindings;
 mod error;
 pub mod intents;
 pub mod session;
+pub mod steer;
 pub mod upstream;
 
 pub use bindings::{Bindings, ToolBinding};

@@ -17,11 +17,12 @@ use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::SignedGrant;
 use jcp::identity::Keypair;
 use jcp_wire::endpoint::Endpoint;
-use jcp_wire::message::{ReplyState, RequestBody, WireReply};
+use jcp_wire::message::{Feed, ReplyState, RequestBody, WireReply};
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::bindings::Bindings;
+use crate::steer::{RunState, Steered};
 use crate::upstream::Upstream;
 use crate::GatewayError;
 
@@ -43,6 +44,8 @@ pub struct Settings {
     pub max_uj: u64,
     /// How long to wait for a relayed call's reply (the upstream's timeout and a margin).
     pub reply_timeout: Duration,
+    /// Checkpoints and the steward's steering (§4.7), when the run is steered.
+    pub steer: Option<crate::steer::SteerOptions>,
 }
 
 /// What the session did.
@@ -97,6 +100,7 @@ pub struct Gateway {
     events: Events,
     client_name: Arc<Mutex<Option<String>>>,
     summary: Arc<Mutex<Summary>>,
+    run_state: Mutex<Option<RunState>>,
 }
 
 /// A fresh random UUID (version 4): a tenant or intent id.
@@ -175,15 +179,31 @@ pub fn annotator(bindings: Bindings, leaf: &SignedGrant) -> crate::upstream::Ann
 
 impl Gateway {
     /// A gateway over an opened endpoint whose backend is `upstream`.
-    pub fn new(endpoint: Endpoint, upstream: Arc<Upstream>, settings: Settings, events: Events) -> Self {
-        Self {
+    /// With `settings.steer`, the run file is opened (created under the
+    /// chain's leaf when absent) and followed to its active grant first.
+    pub fn new(
+        endpoint: Endpoint,
+        upstream: Arc<Upstream>,
+        mut settings: Settings,
+        events: Events,
+    ) -> Result<Self, GatewayError> {
+        let run_state = match &settings.steer {
+            Some(o) => {
+                let st = RunState::open(&o.run, settings.chain.clone())?;
+                settings.chain.clone_from(&st.chain);
+                Some(st)
+            }
+            None => None,
+        };
+        Ok(Self {
             endpoint,
             upstream,
             settings: Arc::new(settings),
             events,
             client_name: Arc::new(Mutex::new(None)),
             summary: Arc::new(Mutex::new(Summary::default())),
-        }
+            run_state: Mutex::new(run_state),
+        })
     }
 
     /// The endpoint (to serve feeds on a socket beside the session).
@@ -244,11 +264,12 @@ impl Gateway {
         // flight holds a reservation, so a call decided beside it would get
         // a verdict that depends on timing (docs/decisions.md).
         let (calls_tx, mut calls_rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Value, Value)>();
-        let ctx = self.call_context();
+        let ctx = self.call_context(to_client.clone());
         let answers = to_client.clone();
+        let mut state = self.run_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let worker = tokio::spawn(async move {
             while let Some((line, v, id)) = calls_rx.recv().await {
-                let answer = ctx.call(&line, &v, &id).await;
+                let answer = ctx.call(&line, &v, &id, &mut state).await;
                 let _ = answers.send(answer.to_string());
             }
         });
@@ -318,8 +339,9 @@ impl Gateway {
         Ok(s)
     }
 
-    fn call_context(&self) -> CallContext {
+    fn call_context(&self, to_client: tokio::sync::mpsc::UnboundedSender<String>) -> CallContext {
         CallContext {
+            to_client,
             endpoint: self.endpoint.clone(),
             settings: self.settings.clone(),
             events: self.events.clone(),
@@ -329,8 +351,17 @@ impl Gateway {
     }
 }
 
+/// What a call debited the run: µJ, grade, and the receipt that debited it.
+#[derive(Debug, Clone, Copy)]
+struct Debit {
+    uj: u64,
+    grade: Provenance,
+    receipt: ContentId,
+}
+
 /// What one call's task holds.
 struct CallContext {
+    to_client: tokio::sync::mpsc::UnboundedSender<String>,
     endpoint: Endpoint,
     settings: Arc<Settings>,
     events: Events,
@@ -343,15 +374,144 @@ impl CallContext {
         f(&mut self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 
-    /// One `tools/call`: its answer to the client.
-    async fn call(&self, line: &[u8], v: &Value, id: &Value) -> Value {
+    /// One `tools/call`: its answer to the client. Held first while the run
+    /// waits at a checkpoint; then decided under the run's chain; its debit
+    /// counted toward the next checkpoint.
+    async fn call(&self, line: &[u8], v: &Value, id: &Value, state: &mut Option<RunState>) -> Value {
         self.count(|s| s.calls += 1);
+        if let Some(answer) = self.hold(v, id, state).await {
+            return answer;
+        }
+        let chain = state.as_ref().map_or_else(|| self.settings.chain.clone(), |s| s.chain.clone());
+        let (answer, debit) = self.decide_and_relay(line, v, id, &chain).await;
+        if let (Some(d), Some(st), Some(opts)) = (debit, state.as_mut(), &self.settings.steer) {
+            match st.debited(opts, &self.settings.holder, d.uj, d.grade, d.receipt) {
+                Ok(Some(cp)) => self.events.emit(&json!({"event": "checkpoint", "id": cp.id(),
+                    "seq": cp.checkpoint().seq, "grant": cp.checkpoint().grant_id, "spent_uj": st.spent_uj(),
+                    "run": opts.run})),
+                Ok(None) => {}
+                Err(e) => {
+                    // Fail closed: a run whose checkpoint cannot be written goes no further unsteered.
+                    tracing::error!("gateway: the checkpoint could not be written: {e}");
+                    st.broken = Some(e.to_string());
+                }
+            }
+        }
+        answer
+    }
+
+    /// While the run waits at a checkpoint, the call waits for the steward
+    /// (MCP progress to the client meanwhile, where it asked for progress).
+    /// `Some` answer when the call is not to be decided: the wait timed
+    /// out, the amendment could not be followed, or the run is broken.
+    async fn hold(&self, v: &Value, id: &Value, state: &mut Option<RunState>) -> Option<Value> {
+        let opts = self.settings.steer.clone()?;
+        let st = state.as_mut()?;
+        if let Some(why) = &st.broken {
+            return Some(tool_error(
+                id,
+                "run-unwritable",
+                &format!("jcp: the run cannot be checkpointed: {why}"),
+                json!({}),
+            ));
+        }
+        let cp = st.pending.as_ref()?.id();
+        let token = v.pointer("/params/_meta/progressToken").cloned();
+        self.events.emit(&json!({"event": "held", "checkpoint": cp, "run": opts.run}));
+        let run_now = state.take()?;
+        let endpoint = self.endpoint.clone();
+        let to_client = self.to_client.clone();
+        let rt = tokio::runtime::Handle::current();
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut st = run_now;
+            let feed = |f: Feed| -> Result<(), String> {
+                rt.block_on(async {
+                    let mut c = endpoint.connect_local().ok_or("the enforcement point is stopping")?;
+                    let a = c.feed(&f).await.map_err(|e| e.to_string())?;
+                    if a.admitted {
+                        Ok(())
+                    } else {
+                        Err(format!("[{}] {}", a.code, a.message))
+                    }
+                })
+            };
+            let tick = |n: u64| {
+                if let Some(t) = token.as_ref().filter(|_| n == 1 || n.is_multiple_of(10)) {
+                    let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                        "progressToken": t, "progress": n,
+                        "message": format!("held at checkpoint {cp}: waiting for the steward to approve, amend or revoke the run")}});
+                    let _ = to_client.send(p.to_string());
+                }
+            };
+            let r = crate::steer::wait_until(
+                &opts,
+                || {
+                    st.look(
+                        &opts,
+                        |s, steered| {
+                            feed(Feed::Amendment {
+                                steered: steered.clone(),
+                                checkpoint: s.cp.clone(),
+                                amendment: s.am.clone(),
+                                continuation: s.cont.clone(),
+                            })
+                        },
+                        |rev, g| feed(Feed::Revocation { revocation: rev.clone(), grant: g.clone(), marker: 0 }),
+                    )
+                },
+                tick,
+            );
+            (st, r)
+        })
+        .await;
+        let (st, r) = match joined {
+            Ok(x) => x,
+            Err(e) => {
+                return Some(tool_error(
+                    id,
+                    "internal",
+                    &format!("jcp: waiting at the checkpoint failed: {e}"),
+                    json!({}),
+                ))
+            }
+        };
+        *state = Some(st);
+        match r {
+            Ok(Steered::Continued(cont)) => {
+                self.events.emit(&json!({"event": "continued", "checkpoint": cp, "continuation": cont}));
+                None
+            }
+            // Admitted at the endpoint: the call goes to the gate, which denies it `revoked`, sealed.
+            Ok(Steered::Revoked(why)) => {
+                self.events.emit(&json!({"event": "revoked", "checkpoint": cp, "why": why}));
+                None
+            }
+            Ok(Steered::TimedOut(why)) => {
+                Some(tool_error(id, "checkpoint-wait-timeout", &format!("jcp: {why}"), json!({"jcp/checkpoint": cp})))
+            }
+            Ok(Steered::Refused(why)) => {
+                Some(tool_error(id, "amendment-refused", &format!("jcp: {why}"), json!({"jcp/checkpoint": cp})))
+            }
+            Err(e) => Some(tool_error(id, e.code(), &format!("jcp: {e}"), json!({"jcp/checkpoint": cp}))),
+        }
+    }
+
+    /// One call decided by the gate under `chain`, relayed and charged on
+    /// allow: the answer, and what the run was debited (the charge, or a
+    /// lost call's reservation) with its grade and receipt.
+    async fn decide_and_relay(
+        &self,
+        line: &[u8],
+        v: &Value,
+        id: &Value,
+        chain: &[SignedGrant],
+    ) -> (Value, Option<Debit>) {
         let tool = v.pointer("/params/name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let refuse = |e: GatewayError| {
             self.count(|s| s.refused += 1);
             self.events.emit(&json!({"event": "call", "tool": tool, "verdict": "refused", "code": e.code(),
                 "message": e.to_string()}));
-            tool_error(id, e.code(), &format!("jcp gateway refused the call: {e}"), json!({}))
+            (tool_error(id, e.code(), &format!("jcp gateway refused the call: {e}"), json!({})), None)
         };
         let Some(binding) = self.settings.bindings.get(&tool) else {
             return refuse(GatewayError::ToolUnbound { tool: tool.clone() });
@@ -362,7 +522,7 @@ impl CallContext {
         };
         let canonical = bound.captured.canonical_json.into_bytes();
         let intent_hash = bound.captured.intent_hash;
-        let Some(leaf) = self.settings.chain.last() else {
+        let Some(leaf) = chain.last() else {
             return refuse(GatewayError::Upstream("no grant chain".into()));
         };
         let frame = Frame {
@@ -376,7 +536,7 @@ impl CallContext {
         };
         let req = RequestBody {
             frame,
-            chain: self.settings.chain.clone(),
+            chain: chain.to_vec(),
             // The agent states no cost: only the operator's bound on what a
             // call may reserve, graded as a bound (no reading).
             cost: Energy::new(self.settings.max_uj, Provenance::Estimator),
@@ -404,19 +564,29 @@ impl CallContext {
             ev["verdict"] = "deny".into();
             ev["reason"] = reason.into();
             self.events.emit(&ev);
-            return tool_error(
-                id,
-                reason,
-                &format!("jcp: denied ({reason}); receipt {receipt}"),
-                json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash}),
+            return (
+                tool_error(
+                    id,
+                    reason,
+                    &format!("jcp: denied ({reason}); receipt {receipt}"),
+                    json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash}),
+                ),
+                None,
             );
         }
+        // A call with no charge leaves its reservation debited (§4.11).
+        let held = Some(Debit { uj: resp.decision.debited_uj, grade: Provenance::Estimator, receipt });
         let reply = match tokio::time::timeout(self.settings.reply_timeout, client.reply()).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return self.lost(id, base, &format!("no reply from the enforcement point: {e}")),
-            Err(_) => return self.lost(id, base, "no reply from the enforcement point in time"),
+            Ok(Err(e)) => return (self.lost(id, base, &format!("no reply from the enforcement point: {e}")), held),
+            Err(_) => return (self.lost(id, base, "no reply from the enforcement point in time"), held),
         };
-        self.relayed(id, base, &reply, &intent_hash)
+        let charged = reply.charge.as_ref().and_then(|c| jcp_receipt::verify_receipt(c, None).ok()).map(|c| Debit {
+            uj: c.core.cost_uj,
+            grade: c.core.provenance,
+            receipt: c.id,
+        });
+        (self.relayed(id, base, &reply, &intent_hash), charged.or(held))
     }
 
     fn bind(

@@ -6,7 +6,8 @@ to stdout (flushed), so the test driving it can act between steps.
 
 Steps:
   {"list": true}                          -> {"step": i, "tools": [{name, meta}]}
-  {"call": NAME, "args": {...}}           -> {"step": i, "is_error": b, "text": ..., "meta": {...}}
+  {"call": NAME, "args": {...}}           -> {"step": i, "is_error": b, "text": ..., "meta": {...},
+                                              "progress": [messages of the progress notifications it got]}
   {"wait_file": PATH}                     -> waits until PATH exists, then {"step": i, "waited": PATH}
   {"repeat": NAME, "args": {...}, "until_code": CODE, "max": N}
                                           -> calls until a result's _meta "jcp/code" is CODE (at most N
@@ -60,8 +61,14 @@ async def main():
                     r = await session.list_tools()
                     out({"step": i, "tools": [{"name": t.name, "meta": meta_of(t)} for t in r.tools]})
                 elif "call" in s:
-                    r = await session.call_tool(s["call"], s.get("args") or {})
-                    out({"step": i, "is_error": bool(r.is_error), "text": text_of(r), "meta": meta_of(r)})
+                    seen = []
+
+                    async def on_progress(progress, total, message, seen=seen):
+                        seen.append(message)
+
+                    r = await session.call_tool(s["call"], s.get("args") or {}, progress_callback=on_progress)
+                    out({"step": i, "is_error": bool(r.is_error), "text": text_of(r), "meta": meta_of(r),
+                         "progress": seen})
                 elif "repeat" in s:
                     results = []
                     for _ in range(s["max"]):

@@ -63,6 +63,18 @@ pub struct GatewayArgs {
     /// How long one tool call may run before it is cancelled upstream and left unresolved.
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
+    /// The run file a steered run keeps its checkpoints in (§4.7); created under the chain's leaf when absent.
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// A checkpoint after every N allowed calls: the next call is held until the steward amends (or approves) or revokes.
+    #[arg(long, default_value_t = 0, requires = "run")]
+    checkpoint_every: u64,
+    /// A checkpoint once this many µJ were charged since the last.
+    #[arg(long, default_value_t = 0, requires = "run")]
+    checkpoint_uj: u64,
+    /// How long a held call waits for the steward before it is refused (`checkpoint-wait-timeout`).
+    #[arg(long, default_value_t = 3600)]
+    wait_timeout_s: u64,
     /// Declare that the server hands no work to a process outside its tree (§5.1): only then may a figure be Whole.
     #[arg(long)]
     self_contained: bool,
@@ -207,16 +219,15 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             let ep = endpoint.clone();
             tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
         }
-        let settings = Settings {
-            chain,
-            holder,
-            bindings,
-            tenant_id: tenant,
-            server,
-            max_uj: a.max_uj,
-            reply_timeout: std::time::Duration::from_secs(a.timeout_s.max(1) + 30),
+        let settings = settings_of(&a, chain, holder, bindings, tenant, server);
+        let gw = match Gateway::new(endpoint.clone(), upstream.clone(), settings, events) {
+            Ok(g) => g,
+            Err(e) => {
+                upstream.close(std::time::Duration::from_secs(1));
+                let _ = endpoint.shutdown().await;
+                return Err(coded(e.code(), e.to_string()));
+            }
         };
-        let gw = Gateway::new(endpoint.clone(), upstream, settings, events);
         let summary =
             gw.run(std::io::stdin(), tokio::io::stdout(), from_upstream, to_client).await.map_err(|e| coded(e.code(), e.to_string()))?;
         for t in &tasks {
@@ -232,4 +243,31 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::from(CLEAN))
     })
+}
+
+/// What the session runs under, from the flags.
+fn settings_of(
+    a: &GatewayArgs,
+    chain: Vec<jcp::grant::SignedGrant>,
+    holder: jcp::identity::Keypair,
+    bindings: Bindings,
+    tenant: String,
+    server: String,
+) -> Settings {
+    Settings {
+        chain,
+        holder,
+        bindings,
+        tenant_id: tenant,
+        server,
+        max_uj: a.max_uj,
+        reply_timeout: std::time::Duration::from_secs(a.timeout_s.max(1) + 30),
+        steer: a.run.clone().map(|run| jcp_gateway::steer::SteerOptions {
+            run,
+            every_calls: a.checkpoint_every,
+            every_uj: a.checkpoint_uj,
+            wait_timeout: std::time::Duration::from_secs(a.wait_timeout_s),
+            poll: std::time::Duration::from_millis(100),
+        }),
+    }
 }

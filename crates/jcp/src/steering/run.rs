@@ -37,6 +37,20 @@ impl Run {
         &self.records
     }
 
+    /// The latest `at` of any checkpoint in the run (0 with none): a new
+    /// checkpoint is stamped no earlier, so a clock that stepped back
+    /// cannot put checkpoints out of order.
+    pub fn latest_checkpoint_at(&self) -> u64 {
+        self.records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Checkpoint(c) => Some(c.checkpoint().at),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The records, to take apart (tests, tools).
     pub fn into_records(self) -> Vec<Record> {
         self.records

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use jcp::grant::SignedGrant;
-use jcp::steering::{CheckpointInput, Record, SignedCheckpoint, Spent};
+use jcp::steering::{CheckpointInput, SignedCheckpoint, Spent};
 use serde_json::json;
 
 use super::steering::{continue_chain, find_steering, read_run, verify_steering, write_run, Steering};
@@ -70,15 +70,7 @@ impl Agent {
                 ),
             ));
         }
-        let last_at = run
-            .records()
-            .iter()
-            .filter_map(|r| match r {
-                Record::Checkpoint(c) => Some(c.checkpoint().at),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
+        let last_at = run.latest_checkpoint_at();
         let input = CheckpointInput {
             state: state_of(self.step),
             at: unix_now().max(last_at),

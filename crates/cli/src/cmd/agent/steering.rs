@@ -7,9 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use jcp::cbor::ContentId;
 use jcp::grant::SignedGrant;
-use jcp::steering::{self, Record, Run, RunReport, SignedAmendment, SignedCheckpoint, Spent};
+use jcp::steering::{Run, Spent};
 
 use super::READ_ATTEMPTS;
 use crate::out::{coded, core_err};
@@ -44,74 +43,7 @@ pub(super) fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
 }
 
-/// The chain after a continuation grant replaces the leaf: the
-/// continuation takes the steered grant's place (same parent, §4.7), so a
-/// root re-issue is a chain of its own.
-pub(super) fn continue_chain(chain: &[SignedGrant], cont: &SignedGrant) -> Vec<SignedGrant> {
-    match (cont.grant().parent, chain.split_last()) {
-        (Some(_), Some((_, above))) => above.iter().cloned().chain(std::iter::once(cont.clone())).collect(),
-        _ => vec![cont.clone()],
-    }
-}
-
-/// A steering of `steered` found in a run: the checkpoint, the amendment
-/// citing it, and the continuation grant right after the amendment.
-pub(super) struct Steering {
-    pub(super) cp: SignedCheckpoint,
-    pub(super) am: SignedAmendment,
-    pub(super) cont: SignedGrant,
-}
-
-/// Finds the amendment of `steered` in the run and its continuation grant
-/// (the record right after it). `None` while either is missing.
-pub(super) fn find_steering(run: &Run, steered: &ContentId) -> Option<Steering> {
-    let recs = run.records();
-    let (i, am) = recs.iter().enumerate().find_map(|(i, r)| match r {
-        Record::Amendment(a) if a.amendment().grant_id == *steered => Some((i, a)),
-        _ => None,
-    })?;
-    let cont = match recs.get(i + 1) {
-        Some(Record::Grant(g)) if g.id() == am.amendment().continuation => g.clone(),
-        _ => return None,
-    };
-    let cp = recs.iter().find_map(|r| match r {
-        Record::Checkpoint(c) if c.id() == am.amendment().checkpoint => Some(c.clone()),
-        _ => None,
-    })?;
-    Some(Steering { cp, am: am.clone(), cont })
-}
-
-/// Verifies a steering as the agent must before it follows it: the run's
-/// verifier (which knows where each continuation began) admitted the
-/// amendment and verified its continuation; the continuation re-binds the
-/// steered grant (`verify_continuation`); and where the steered grant is
-/// the run's own, the amendment verifies on its own (`verify_amendment`).
-pub(super) fn verify_steering(
-    run: &Run,
-    report: &RunReport,
-    steered: &SignedGrant,
-    s: &Steering,
-) -> Result<u64, String> {
-    if let Some(f) = report.findings.iter().find(|f| !f.admitted && (f.id == s.am.id() || f.id == s.cont.id())) {
-        return Err(format!("the run's verifier refuses record #{} ({}): [{}] {}", f.index, f.kind, f.code, f.message));
-    }
-    let row = report
-        .checkpoints
-        .iter()
-        .find(|r| r.id == s.cp.id())
-        .and_then(|r| r.amendments.iter().find(|a| a.id == s.am.id()))
-        .ok_or_else(|| {
-            format!("the run's verifier did not attach amendment {} to checkpoint {}", s.am.id(), s.cp.id())
-        })?;
-    if !row.continuation_verified {
-        return Err(format!("the continuation grant {} is not verified", s.cont.id()));
-    }
-    steering::verify_continuation(steered, s.am.amendment(), &s.cont).map_err(|e| format!("[{}] {e}", e.code()))?;
-    if run.grant().map(SignedGrant::id) == Some(steered.id()) {
-        steering::verify_amendment(steered, &s.cp, &s.am).map_err(|e| format!("[{}] {e}", e.code()))?;
-    }
-    Ok(row.ceiling_uj)
-}
+pub(super) use jcp::steering::follow::{continue_chain, find_steering, verify_steering, Steering};
 
 /// Opens the run file (creating it under the leaf when absent) and returns
 /// it with the chain the run is now under and the spend it declared.
