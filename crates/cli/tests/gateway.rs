@@ -95,7 +95,13 @@ struct Session {
 
 impl Session {
     fn start(dir: &Path, steps: &Value, extra: &[&str]) -> Self {
-        let (py, server) = parts();
+        let (_, server) = parts();
+        Self::start_with(dir, steps, extra, &[server.display().to_string(), "stdio".into()])
+    }
+
+    /// With `upstream` (a command line) behind the gateway.
+    fn start_with(dir: &Path, steps: &Value, extra: &[&str], upstream: &[String]) -> Self {
+        let (py, _) = parts();
         let mut args: Vec<String> = vec![
             repo().join("crates/gateway/tests/mcp_session.py").display().to_string(),
             steps.to_string(),
@@ -119,7 +125,8 @@ impl Session {
             args.push(a.into());
         }
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        args.extend(["--".into(), server.display().to_string(), "stdio".into()]);
+        args.push("--".into());
+        args.extend(upstream.iter().cloned());
         let mut child = Command::new(py)
             .current_dir(dir)
             .args(&args)
@@ -439,4 +446,48 @@ fn c21_s4_3_a_revocation_beside_the_run_ends_a_held_gateway_run_with_a_sealed_de
     assert_eq!(held["meta"]["jcp/code"], "revoked", "{held}");
     assert!(held["text"].as_str().unwrap().contains(held["meta"]["jcp/receipt"].as_str().unwrap()));
     wait_event(d, |e| e["event"] == "revoked");
+}
+
+#[test]
+fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_granted_and_nothing_else() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "read");
+    let files = d.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("notes.txt"), "the steward approves\n").unwrap();
+    std::fs::write(
+        d.join("tools.json"),
+        r#"{"tools":[{"tool":"read_text_file","action":"read","system":"files","operation":"read","target":"file:{path}","arguments":["path","head","tail"],"consequential":["path"],"resource":"text:everything"}]}"#,
+    )
+    .unwrap();
+    let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-filesystem");
+    let notes = files.join("notes.txt").display().to_string();
+    let outside = d.join("root.jcp").display().to_string();
+    let steps = json!([
+        {"call": "read_text_file", "args": {"path": notes}},
+        {"call": "write_file", "args": {"path": notes, "content": "overwritten"}},
+        {"call": "read_text_file", "args": {"path": outside}},
+    ]);
+    let all =
+        Session::start_with(d, &steps, &[], &[server.display().to_string(), files.display().to_string()]).finish(d);
+    let read = step(&all, 0);
+    assert_eq!(
+        (read["is_error"].as_bool(), read["text"].as_str()),
+        (Some(false), Some("the steward approves\n")),
+        "{read}"
+    );
+    // No binding: refused before the gate, never relayed (the file is untouched).
+    assert_eq!(step(&all, 1)["meta"]["jcp/code"], "tool-unbound");
+    assert_eq!(std::fs::read_to_string(files.join("notes.txt")).unwrap(), "the steward approves\n");
+    // Allowed by the grant, refused by the server itself (outside its roots):
+    // the tool's own error comes back, the call recorded as failed and charged.
+    let outside_read = step(&all, 2);
+    assert_eq!(outside_read["is_error"], true, "{outside_read}");
+    assert!(outside_read["meta"]["jcp/charge"].is_string(), "{outside_read}");
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["clean"], true, "{v:#}");
+    let targets: Vec<&str> =
+        v["report"]["calls"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(targets, ["read_text_file", "read_text_file"]);
 }

@@ -19,6 +19,8 @@
 
 pub mod bindings;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod intents;
 pub mod session;
 pub mod steer;

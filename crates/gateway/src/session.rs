@@ -103,6 +103,20 @@ pub struct Gateway {
     run_state: Mutex<Option<RunState>>,
 }
 
+/// A client's `tools/call` line as the MCP adapter binds it: read by the
+/// intent crate's JSON reader (UTF-16 strings, lone surrogates kept), with
+/// `params._meta` taken off: a progress token is the session's, not the
+/// tool's, so it is neither forwarded nor bound (docs/decisions.md).
+pub fn tools_call_value(line: &[u8]) -> Result<intent::Value, intent::IntentError> {
+    let mut req = intent::parse(line)?;
+    if let intent::Value::Object(o) = &mut req {
+        if let Some(intent::Value::Object(p)) = o.get_mut("params") {
+            p.remove("_meta");
+        }
+    }
+    Ok(req)
+}
+
 /// A fresh random UUID (version 4): a tenant or intent id.
 pub fn fresh_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -594,14 +608,7 @@ impl CallContext {
         line: &[u8],
         binding: &crate::bindings::ToolBinding,
     ) -> Result<intent::mcp::BoundMcpInvocation, GatewayError> {
-        let mut req = intent::parse(line)?;
-        // `_meta` (a progress token) is the session's, not the tool's: it is
-        // not forwarded, so it is not bound either (docs/decisions.md).
-        if let intent::Value::Object(o) = &mut req {
-            if let Some(intent::Value::Object(p)) = o.get_mut("params") {
-                p.remove("_meta");
-            }
-        }
+        let req = tools_call_value(line)?;
         let now = unix_now();
         let intent_id = fresh_uuid();
         let trusted = McpTrustedContext {

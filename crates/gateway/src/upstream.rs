@@ -379,7 +379,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_line_over_the_limit_is_refused_and_the_next_is_read_whole() {
+    fn s11_a_line_over_the_limit_is_refused_and_the_next_is_read_whole() {
         let mut input = vec![b'x'; MAX_LINE + 10];
         input.extend_from_slice(b"\n{\"a\":1}\r\nlast");
         let mut r = BufReader::with_capacity(1 << 16, &input[..]);
