@@ -156,5 +156,6 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         })
         .collect();
     state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
-    Ok(StewardRunView { id, run: view, awaiting, revoked, history, live: st.live_of(id).map(|l| l.view()) })
+    let gateway = sv::gateway_view(&path);
+    Ok(StewardRunView { id, run: view, awaiting, revoked, history, live: st.live_of(id).map(|l| l.view()), gateway })
 }

@@ -3,6 +3,7 @@ import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
 import { StewardView } from "../src/views/steward";
 import type { KeyStatus, StewardOverview, StewardRunView } from "../src/ipc";
 import type { MeteredCall } from "../src/gen/MeteredCall";
+import type { GatewayView } from "../src/gen/GatewayView";
 import { runView } from "./fixtures";
 
 afterEach(() => clearMocks());
@@ -37,6 +38,7 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
     ended: null,
     stderr: null,
   },
+  gateway: null,
   ...over,
 });
 const noop = { error: () => {}, info: () => {} };
@@ -316,5 +318,48 @@ describe("steward view (issue 17)", () => {
     await v.refresh();
     expect(v.root.querySelector("#live-metered table")).toBeNull();
     expect(v.root.querySelector("#live-metered .none")?.textContent).toContain("No call has been metered yet");
+  });
+
+  it("s11_asi_s8_a_gateway_run_lists_each_tool_call_with_its_intent_hash_verdict_and_figure", async () => {
+    const gateway: GatewayView = {
+      log: "/ws/runs/g.jcprun.events.jsonl", upstream: "npx @modelcontextprotocol/server-everything", client: "claude-ai",
+      holder: "did:key:z6MkAgent", stream: "/ws/runs/g.jcps", closed: false, held_at: "cafe0123456789abcdef",
+      allowed: 1, denied: 1, refused: 1, lost: 0, unreadable_lines: 0,
+      metered_note: "1 call metered by the gateway behind its gate; 1 of them Partial, so their sum (5.000 mJ) covers only part of the work and is not its total",
+      calls: [
+        { n: 1, tool: "echo", action: "echo", intent_hash: "sha256:1d2a24a308ef217dab76d5f1ce5e0a74", verdict: "allow", reason: null, receipt: "482a88cde953634e53d9", state: "done",
+          metered: { step: 1, state: "done", energy_uj: 5000, energy_text: "5.000 mJ", provenance: "Estimator", coverage: "Partial", rung: "estimate", cpu_ms: 1,
+            gaps: [{ code: "not-declared-self-contained", detail: "x" }], charged: "5.000 mJ", breach: null } },
+        { n: 2, tool: "get-env", action: "env", intent_hash: "sha256:0bb142bf885cabc880dc", verdict: "deny", reason: "action-not-granted", receipt: "2a6500a58eacb97dc89c", state: null, metered: null },
+        { n: 3, tool: "get-tiny-image", action: null, intent_hash: null, verdict: "refused", reason: "tool-unbound", receipt: null, state: null, metered: null },
+      ],
+    };
+    mock({ steward_overview: () => overview(), steward_run: () => run({ live: null, gateway }) });
+    const v = new StewardView(noop);
+    const audited: string[] = [];
+    v.onAudit = (p) => audited.push(p);
+    await v.refresh();
+    expect(v.root.querySelector<HTMLElement>("#gateway-panel")?.hidden).toBe(false);
+    expect(v.root.querySelector("#gateway-state")?.textContent).toBe("held");
+    expect(v.root.querySelector("#gateway-held")?.textContent).toContain("held at checkpoint cafe01234567");
+    expect(v.root.querySelector("#gateway-client")?.textContent).toBe("claude-ai");
+    const rows = [...v.root.querySelectorAll("#gateway-calls tr.gateway-call")];
+    const cells = (r: Element) => [...r.querySelectorAll("td")].map((td) => td.textContent);
+    // Newest first; a refusal before the gate has no receipt, a deny names its reason.
+    expect(cells(rows[0])).toEqual(["3", "get-tiny-image", "—", "refused (tool-unbound)", "—", "", "—", "none (not decided)"]);
+    expect(cells(rows[1])[3]).toBe("deny (action-not-granted)");
+    expect(cells(rows[2]).slice(0, 7)).toEqual(["1", "echo", "1d2a24a308ef…", "allow — done", "5.000 mJ", "Estimator", "Partial"]);
+    expect((rows[2].querySelector("td.hash") as HTMLElement).title).toBe("sha256:1d2a24a308ef217dab76d5f1ce5e0a74");
+    expect((rows[2].querySelector("td.coverage.partial") as HTMLElement).title).toContain("not its total");
+    expect(v.root.querySelector("#gateway-panel .metered-note")?.textContent).toContain("not its total");
+    (v.root.querySelector("#gateway-audit") as HTMLButtonElement).click();
+    expect(audited).toEqual(["/ws/runs/g.jcps"]);
+  });
+
+  it("s11_a_run_without_a_gateway_log_shows_no_gateway_panel", async () => {
+    mock({ steward_overview: () => overview(), steward_run: () => run() });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector<HTMLElement>("#gateway-panel")?.hidden).toBe(true);
   });
 });

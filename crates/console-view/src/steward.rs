@@ -21,6 +21,7 @@
 //! live run's state and its agent's events).
 
 pub mod amend;
+pub mod gateway;
 pub mod live;
 pub mod overview;
 pub mod revoke;
@@ -29,6 +30,7 @@ pub mod unresolved;
 pub use amend::{
     caveat, commitment, plan, preview_amend, sign_amend, AmendForm, AmendPreview, CaveatInput, CaveatKind, Steering,
 };
+pub use gateway::{gateway_view, GatewayCall, GatewayView};
 pub use live::{
     event_line, metered_call, metered_calls, metered_line, AgentEventLine, LiveState, LiveView, MeteredCall, MeteredGap,
 };
@@ -157,6 +159,8 @@ pub(crate) mod tests {
             MeteredGap,
             MeteredCall,
             LiveView,
+            GatewayCall,
+            GatewayView,
             RunRow,
             StewardOverview,
             HistoryRow,

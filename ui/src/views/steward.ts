@@ -11,6 +11,7 @@ import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
 import { el, GRADE_MEANING, shortId, table } from "../format";
 import type { MeteredCall } from "../gen/MeteredCall";
+import type { GatewayView } from "../gen/GatewayView";
 import { renderRun } from "./run";
 
 const CAVEATS: [CaveatKind, string][] = [
@@ -75,6 +76,78 @@ export function meteredTable(calls: MeteredCall[], note: string | null): HTMLEle
   return box;
 }
 
+/** An MCP gateway's run (`jcp gateway --run` in the runs folder), from the
+ *  log it writes beside the run: each tools/call with its tool, intent
+ *  hash, verdict and the figure its endpoint metered (§11; Agent-Safe §8).
+ *  The log is the gateway's account; its record is what the Auditor verifies. */
+export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void): HTMLElement[] {
+  const short = (id: string, keep: number) => (id.length > keep + 2 ? `${id.slice(0, keep)}…` : id);
+  const parts: HTMLElement[] = [];
+  const head = el("h3", undefined, "MCP gateway ");
+  const state = g.closed ? "closed" : g.held_at ? "held" : "running";
+  const chip = el("span", `chip gateway ${state}`, state);
+  chip.id = "gateway-state";
+  head.append(chip);
+  parts.push(head);
+  if (g.held_at) {
+    const held = el("p", "gateway-held", `A call is held at checkpoint ${short(g.held_at, 12)}: the agent's tool call waits until you approve, amend or revoke.`);
+    held.id = "gateway-held";
+    parts.push(held);
+  }
+  const facts = el("dl", "live-facts");
+  const fact = (k: string, val: string, id?: string) => {
+    const dd = el("dd", undefined, val);
+    if (id) dd.id = id;
+    facts.append(el("dt", undefined, k), dd);
+  };
+  fact("upstream server", g.upstream ?? "—", "gateway-upstream");
+  fact("client", g.client ?? "not initialized yet", "gateway-client");
+  fact("holder", g.holder ? short(g.holder, 24) : "—");
+  fact("record", g.stream ?? "—");
+  fact("calls", `${g.allowed} allowed, ${g.denied} denied, ${g.refused} refused before the gate, ${g.lost} lost (unresolved)`, "gateway-counts");
+  parts.push(facts);
+  const [t, body] = table("gateway-calls", ["#", "tool", "intent hash", "verdict", "metered", "provenance", "coverage", "receipt"]);
+  t.id = "gateway-calls";
+  for (const c of [...g.calls].reverse()) {
+    const tr = el("tr", `gateway-call ${c.verdict}${c.state ? " " + c.state : ""}`);
+    const verdict = c.verdict === "allow"
+      ? (c.state === "lost" ? "allow — lost (unresolved)" : `allow — ${c.state ?? "?"}`)
+      : `${c.verdict} (${c.reason ?? "?"})`;
+    const hash = el("td", "hash", c.intent_hash ? short(c.intent_hash.replace(/^sha256:/, ""), 12) : "—");
+    if (c.intent_hash) hash.title = c.intent_hash;
+    const m = c.metered;
+    const energy = el("td", "energy num", m ? m.energy_text : "—");
+    const prov = el("td", "provenance");
+    if (m) {
+      const gchip = el("span", `grade grade-${m.provenance}`, m.provenance);
+      gchip.title = GRADE_MEANING[m.provenance] ?? "";
+      prov.append(gchip);
+    }
+    const partial = m?.coverage === "Partial";
+    const cov = el("td", partial ? "coverage partial" : "coverage", m ? m.coverage : "—");
+    if (partial) cov.title = "covers only part of the call's work: not its total (§5.2)";
+    if (m && m.gaps.length) cov.title += ` gaps: ${m.gaps.map((x) => x.code).join(", ")}`;
+    const receipt = el("td", "receipt", c.receipt ? short(c.receipt, 12) : "none (not decided)");
+    if (c.receipt) receipt.title = c.receipt;
+    tr.append(el("td", "num", String(c.n)), el("td", "tool", c.tool), hash, el("td", "verdict", verdict), energy, prov, cov, receipt);
+    body.append(tr);
+  }
+  if (g.calls.length === 0) parts.push(el("p", "none", "No tool call yet."));
+  else parts.push(t);
+  if (g.metered_note) parts.push(el("p", "metered-note", g.metered_note));
+  const source = el("p", "gateway-source", `From the gateway's log ${g.log}${g.unreadable_lines ? ` (${g.unreadable_lines} lines did not read)` : ""}; its receipts are in its record, which the Auditor verifies.`);
+  parts.push(source);
+  if (g.stream) {
+    const row = el("div", "button-row");
+    const audit = button("gateway-audit", "Open its record in the Auditor", "small");
+    const stream = g.stream;
+    audit.addEventListener("click", () => onAudit(stream));
+    row.append(audit);
+    parts.push(row);
+  }
+  return parts;
+}
+
 export class StewardView {
   readonly root: HTMLElement;
   private keyPanel = el("div", "panel key-panel");
@@ -83,6 +156,7 @@ export class StewardView {
   private detail = el("div", "steward-run");
   private actions = el("div", "panel actions");
   private live = el("div", "panel live-panel");
+  private gateway = el("div", "panel gateway-panel");
   private awaitingBanner = el("div", "awaiting-banner");
   private history = el("div", "panel history");
   private report = el("div", "run-report");
@@ -118,7 +192,8 @@ export class StewardView {
     this.actions.id = "actions";
     this.history.id = "history";
     this.result.id = "action-result";
-    this.detail.append(this.awaitingBanner, this.live, this.actions, this.result, this.history, this.report);
+    this.gateway.id = "gateway-panel";
+    this.detail.append(this.awaitingBanner, this.live, this.gateway, this.actions, this.result, this.history, this.report);
     const mainCol = el("div", "steward-main");
     this.unresolvedPanel.id = "unresolved-panel";
     mainCol.append(this.status, this.detail, this.unresolvedPanel);
@@ -297,6 +372,8 @@ export class StewardView {
           }`
         : `Checkpoint ${last.seq} awaits its steward ${v.run.issuer.slice(0, 24)}…, not your key: only the run's issuer may steer it (§4.7).`;
     this.renderLive(v);
+    this.gateway.hidden = v.gateway === null;
+    if (v.gateway) this.gateway.replaceChildren(...gatewaySection(v.gateway, (s) => this.onAudit(s)));
     if (fresh) this.result.replaceChildren();
     const actionsKey = `${v.id}:${v.awaiting}:${last?.id ?? ""}:${v.revoked.join(",")}:${v.run.grants.length}`;
     if (fresh || this.actions.dataset.key !== actionsKey) {

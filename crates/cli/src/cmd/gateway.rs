@@ -45,7 +45,8 @@ pub struct GatewayArgs {
     /// steward's feeds: `jcp feed revoke|amend --connect ADDR` (repeatable).
     #[arg(long = "listen")]
     listen: Vec<String>,
-    /// Append one JSON line per event (each call: tool, intent hash, verdict, receipt, metered figure).
+    /// Append one JSON line per event (each call: tool, intent hash, verdict, receipt, metered figure);
+    /// with `--run` and no `--events`, `<run>.events.jsonl`, where the console reads it.
     #[arg(long)]
     events: Option<PathBuf>,
     /// The tenant the calls are made for (Agent-Safe `tenant_id`, a UUID); a fresh one per start when absent.
@@ -189,7 +190,10 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         };
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
-        let events = match &a.events {
+        // A steered run's log goes beside its run file by default, where the
+        // console's Steward view reads it (`<run>.events.jsonl`).
+        let log = a.events.clone().or_else(|| a.run.as_deref().map(console_log_of));
+        let events = match &log {
             Some(p) => Events::to_file(p).map_err(|e| coded(e.code(), e.to_string()))?,
             None => Events::default(),
         };
@@ -270,4 +274,12 @@ fn settings_of(
             poll: std::time::Duration::from_millis(100),
         }),
     }
+}
+
+/// The log beside a run (`<run>.events.jsonl`): the console's Steward view
+/// reads it there (`console_view::steward::gateway::log_of`, the same name).
+fn console_log_of(run: &std::path::Path) -> PathBuf {
+    let mut p = run.as_os_str().to_owned();
+    p.push(".events.jsonl");
+    PathBuf::from(p)
 }

@@ -178,7 +178,28 @@ pub fn metered_call(v: &serde_json::Value) -> Option<MeteredCall> {
     if v["event"] != "decision" {
         return None;
     }
-    let m = v.get("metered").filter(|m| m.is_object())?;
+    let charge = v.get("charge").filter(|c| c.is_object());
+    metered_figure(
+        v.get("metered")?,
+        v["step"].as_u64().unwrap_or(0),
+        v["reply"].as_str().unwrap_or("?"),
+        charge.and_then(|c| c["cost_uj"].as_u64()),
+        charge.and_then(|c| c["breach"].as_str()).map(str::to_owned),
+    )
+}
+
+/// A call's metered figure (`jcp_wire::metering::CallFigure` as JSON),
+/// with what its verified charge debited. `None` where the figure's grade
+/// or coverage cannot be read: it is not shown rather than shown as
+/// something it may not be.
+pub(crate) fn metered_figure(
+    m: &serde_json::Value,
+    step: u64,
+    state: &str,
+    charged_uj: Option<u64>,
+    breach: Option<String>,
+) -> Option<MeteredCall> {
+    let m = Some(m).filter(|m| m.is_object())?;
     let e = &m["energy"];
     let energy_uj = e["uj"].as_u64()?;
     let provenance = jcp::energy::Provenance::parse(e["provenance"].as_str()?)?.into();
@@ -198,10 +219,9 @@ pub fn metered_call(v: &serde_json::Value) -> Option<MeteredCall> {
                 .collect()
         })
         .unwrap_or_default();
-    let charge = v.get("charge").filter(|c| c.is_object());
     Some(MeteredCall {
-        step: v["step"].as_u64().unwrap_or(0),
-        state: v["reply"].as_str().unwrap_or("?").to_owned(),
+        step,
+        state: state.to_owned(),
         energy_uj,
         energy_text: format_uj(energy_uj),
         provenance,
@@ -209,8 +229,29 @@ pub fn metered_call(v: &serde_json::Value) -> Option<MeteredCall> {
         rung: m["rung"].as_str().unwrap_or("?").to_owned(),
         cpu_ms: m["cpu_ns"].as_u64().unwrap_or(0) / 1_000_000,
         gaps,
-        charged: charge.and_then(|c| c["cost_uj"].as_u64()).map(format_uj),
-        breach: charge.and_then(|c| c["breach"].as_str()).map(str::to_owned),
+        charged: charged_uj.map(format_uj),
+        breach,
+    })
+}
+
+/// What a list of figures adds up to: a total only where every figure is
+/// `Whole`; otherwise the sum is named as what it is, never as the work's
+/// total (§5.2). `None` for no figure.
+pub(crate) fn sum_note(all: &[MeteredCall], what: &str) -> Option<String> {
+    if all.is_empty() {
+        return None;
+    }
+    let sum = all.iter().fold(0u64, |a, c| a.saturating_add(c.energy_uj));
+    let partial = all.iter().filter(|c| c.coverage == Coverage::Partial).count();
+    let n = all.len();
+    let calls = if n == 1 { "1 call".to_owned() } else { format!("{n} calls") };
+    Some(if partial == 0 {
+        format!("{calls} metered {what}: {} in all", format_uj(sum))
+    } else {
+        format!(
+            "{calls} metered {what}; {partial} of them Partial, so their sum ({}) covers only part of the work and is not its total",
+            format_uj(sum)
+        )
     })
 }
 
@@ -220,23 +261,9 @@ pub fn metered_call(v: &serde_json::Value) -> Option<MeteredCall> {
 /// work's total (§5.2).
 pub fn metered_calls(events: &[serde_json::Value]) -> (Vec<MeteredCall>, Option<String>) {
     let all: Vec<MeteredCall> = events.iter().filter_map(metered_call).collect();
-    if all.is_empty() {
-        return (all, None);
-    }
-    let sum = all.iter().fold(0u64, |a, c| a.saturating_add(c.energy_uj));
-    let partial = all.iter().filter(|c| c.coverage == Coverage::Partial).count();
-    let n = all.len();
-    let calls = if n == 1 { "1 call".to_owned() } else { format!("{n} calls") };
-    let note = if partial == 0 {
-        format!("{calls} metered behind the gate: {} in all", format_uj(sum))
-    } else {
-        format!(
-            "{calls} metered behind the gate; {partial} of them Partial, so their sum ({}) covers only part of the work and is not its total",
-            format_uj(sum)
-        )
-    };
-    let start = n.saturating_sub(METERED_KEPT);
-    (all[start..].to_vec(), Some(note))
+    let note = sum_note(&all, "behind the gate");
+    let start = all.len().saturating_sub(METERED_KEPT);
+    (all[start..].to_vec(), note)
 }
 
 /// A live run's latest metered call in a line (under the energy view's

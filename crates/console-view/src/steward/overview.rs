@@ -99,6 +99,8 @@ pub struct StewardRunView {
     pub history: Vec<HistoryRow>,
     /// The live run, when it runs on the console's endpoint.
     pub live: Option<LiveView>,
+    /// The gateway's log beside the run, when an MCP gateway runs it (`jcp gateway --run`).
+    pub gateway: Option<super::gateway::GatewayView>,
 }
 
 /// Whether the run waits for the steward: its latest checkpoint was
