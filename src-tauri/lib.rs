@@ -61,6 +61,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             steward::commands::steward_revoke,
             steward::commands::live_run_start,
             steward::commands::live_run_stop,
+            steward::commands::gateway_run_prepare,
             steward::commands::steward_unresolved,
             steward::commands::steward_settle,
             developer::developer_pick_file,

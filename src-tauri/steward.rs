@@ -15,6 +15,7 @@
 pub mod amend;
 pub mod attention;
 pub mod commands;
+pub mod gateway;
 pub mod key;
 pub mod live;
 pub mod revoke;
@@ -35,6 +36,7 @@ use crate::state::{now_ms, AppState};
 
 pub use amend::{amend, preview};
 pub use attention::start_attention;
+pub use gateway::gateway_prepare;
 pub use key::{key_create, key_import, key_lock, key_status, key_unlock};
 pub use live::{jcp_binary, live_start, live_stop, LiveRun};
 pub use revoke::{revoke, revoke_plan};

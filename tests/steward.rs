@@ -277,3 +277,89 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
     let history = invoke(&w, "steward_actions", json!({"limit": 5})).unwrap();
     assert_eq!(history[0]["action"], "settle", "{history}");
 }
+
+/// The official MCP Python SDK (crates/gateway/tests/mcp_session.py) running
+/// `steps` against the command line the console prepared; its stdout lines.
+fn sdk_session(dir: &Path, steps: &Value, command: &str, args: &[String]) -> std::process::Child {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let py = root.join("crates/gateway/tests/.venv/bin/python");
+    assert!(py.exists(), "run scripts/setup.sh: the MCP Python SDK is missing at {}", py.display());
+    std::process::Command::new(py)
+        .current_dir(dir)
+        .arg(root.join("crates/gateway/tests/mcp_session.py"))
+        .arg(steps.to_string())
+        .arg(command)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("sdk.err")).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn c21_s11_a_gateway_run_set_up_in_the_console_is_steered_there_amended_then_revoked() {
+    let t = tempfile::tempdir().unwrap();
+    let (_app, w) = app(t.path());
+    let _ = jcp_bin();
+    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    let server =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
+    assert!(server.exists(), "run scripts/setup.sh: {} is missing", server.display());
+    let bindings = r#"{"tools":[{"tool":"echo","action":"echo","system":"everything","operation":"echo","target":"everything:echo","arguments":["message"]}]}"#;
+    let form = json!({"name": "everything", "upstream": [server.display().to_string(), "stdio"], "resource": "text:everything",
+        "actions": ["echo"], "budget_uj": 100_000_000_000u64, "bindings": bindings, "checkpoint_every": 2});
+    let p = invoke(&w, "gateway_run_prepare", json!({"form": form})).unwrap();
+    let id = p["id"].as_i64().unwrap();
+    assert!(p["mcp_config"].as_str().unwrap().contains("\"mcpServers\""), "{p}");
+    let args: Vec<String> = p["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+    // The agent's client launches the line: two calls, a checkpoint, the third held.
+    let steps = json!([
+        {"call": "echo", "args": {"message": "a"}}, {"call": "echo", "args": {"message": "b"}},
+        {"call": "echo", "args": {"message": "after the amendment"}}, {"call": "echo", "args": {"message": "c"}},
+        {"call": "echo", "args": {"message": "after the revocation"}},
+    ]);
+    let mut sdk = sdk_session(t.path(), &steps, p["command"].as_str().unwrap(), &args);
+    let v = wait_for(&w, id, "the held call at the first checkpoint", |v| {
+        v["awaiting"] == true && v["gateway"]["held_at"].is_string()
+    });
+    let g = &v["gateway"];
+    assert_eq!((g["allowed"].as_u64(), g["client"].as_str()), (Some(2), Some("mcp")), "{g:#}");
+    assert!(g["calls"][0]["intent_hash"].as_str().unwrap().starts_with("sha256:"), "{g:#}");
+    assert_eq!(g["calls"][0]["metered"]["coverage"], "Partial", "{g:#}");
+    // Approve from the console (an amendment with exactly the remainder): the held call goes on.
+    invoke(
+        &w,
+        "steward_amend",
+        json!({"id": id, "form": {"budget_uj": null, "expiry": null, "instructions": null, "add_caveats": []}}),
+    )
+    .unwrap();
+    let v = wait_for(&w, id, "the second checkpoint, under the continuation", |v| {
+        v["run"]["checkpoints"].as_array().is_some_and(|c| c.len() == 2) && v["gateway"]["held_at"].is_string()
+    });
+    assert_eq!(v["gateway"]["allowed"], 4, "{:#}", v["gateway"]);
+    let cont = v["run"]["active_grant"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| v["run"]["grants"].as_array().unwrap().last().unwrap()["id"].as_str().unwrap().to_owned());
+    // Revoke from the console: the held call is denied `revoked`, sealed; the session ends.
+    invoke(&w, "steward_revoke", json!({"id": id, "grant": cont})).unwrap();
+    let st = sdk.wait().unwrap();
+    assert!(st.success(), "{}", std::fs::read_to_string(t.path().join("sdk.err")).unwrap_or_default());
+    let mut out = String::new();
+    std::io::Read::read_to_string(sdk.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let last = lines.iter().find(|l| l["step"] == 4).unwrap();
+    assert_eq!(last["meta"]["jcp/code"], "revoked", "{last}");
+    let v = wait_for(&w, id, "the gateway's log to show the end", |v| v["gateway"]["closed"] == true);
+    assert_eq!(v["gateway"]["denied"], 1, "{:#}", v["gateway"]);
+    // The record audits clean: the amendment and the revocation in it.
+    let stream = v["gateway"]["stream"].as_str().unwrap();
+    let out = std::process::Command::new(jcp_bin()).args(["audit", stream, "--json"]).output().unwrap();
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (a["receipts"]["amendments"].as_u64(), a["receipts"]["revocation_notices"].as_u64()),
+        (Some(1), Some(1)),
+        "{a:#}"
+    );
+    assert_eq!(a["clean"], true, "{a:#}");
+}

@@ -6,13 +6,13 @@
 )]
 
 use console_view::steward::{
-    AmendForm, AmendPreview, KeyStatus, LiveView, RevokePlan, RunRow, SettleStatus, SignedAction, StewardOverview,
-    StewardRunView, UnresolvedStream,
+    AmendForm, AmendPreview, GatewayForm, GatewayPrepared, KeyStatus, LiveView, RevokePlan, RunRow, SettleStatus,
+    SignedAction, StewardOverview, StewardRunView, UnresolvedStream,
 };
 
 use super::{
-    amend, key_create, key_import, key_lock, key_status, key_unlock, live_start, live_stop, overview, preview, revoke,
-    revoke_plan, run_view, settle, unresolved, StewardState,
+    amend, gateway_prepare, key_create, key_import, key_lock, key_status, key_unlock, live_start, live_stop, overview,
+    preview, revoke, revoke_plan, run_view, settle, unresolved, StewardState,
 };
 use crate::error::CmdResult;
 use crate::state::AppState;
@@ -144,6 +144,16 @@ pub fn steward_settle(
 #[tauri::command]
 pub fn live_run_start(state: tauri::State<'_, AppState>, st: tauri::State<'_, StewardState>) -> CmdResult<RunRow> {
     live_start(&state, &st)
+}
+
+/// Sets up an MCP gateway run under the steward's key: the line to paste into the agent's MCP configuration.
+#[tauri::command]
+pub fn gateway_run_prepare(
+    state: tauri::State<'_, AppState>,
+    st: tauri::State<'_, StewardState>,
+    form: GatewayForm,
+) -> CmdResult<GatewayPrepared> {
+    gateway_prepare(&state, &st, &form)
 }
 
 /// Stops a live run.

@@ -362,4 +362,32 @@ describe("steward view (issue 17)", () => {
     await v.refresh();
     expect(v.root.querySelector<HTMLElement>("#gateway-panel")?.hidden).toBe(true);
   });
+
+  it("s11_the_steward_sets_up_a_gateway_run_and_gets_the_line_to_paste", async () => {
+    const prepared = { id: 9, run: "/ws/runs/gateway-1.jcprun", grant: "23713e1467288a48ecd6", agent: "did:key:z6MkAgent",
+      command: "/opt/jcp", args: ["gateway", "--chain", "/ws/gateway/1/root.jcp"], line: "/opt/jcp gateway --chain /ws/gateway/1/root.jcp -- npx server",
+      mcp_config: '{"mcpServers": {"files": {"command": "/opt/jcp"}}}' };
+    const calls = mock({ steward_overview: () => overview(), steward_run: () => run(), gateway_run_prepare: () => prepared });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const panel = v.root.querySelector<HTMLElement>("#gateway-start-panel")!;
+    expect(panel.hidden).toBe(true);
+    (v.root.querySelector("#gateway-start") as HTMLButtonElement).click();
+    expect(panel.hidden).toBe(false);
+    const set = (id: string, val: string) => { (v.root.querySelector(`#${id}`) as HTMLInputElement).value = val; };
+    set("gw-name", "files");
+    set("gw-upstream", "npx -y  @modelcontextprotocol/server-filesystem /home/me");
+    set("gw-resource", "text:files");
+    set("gw-actions", "read, list");
+    set("gw-budget", "2.5");
+    set("gw-every", "10");
+    (v.root.querySelector("#gw-prepare") as HTMLButtonElement).click();
+    await tick(); await tick();
+    const sent = calls.find(([c]) => c === "gateway_run_prepare")![1] as { form: Record<string, unknown> };
+    expect(sent.form).toMatchObject({ name: "files", upstream: ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"],
+      resource: "text:files", actions: ["read", "list"], budget_uj: 2_500_000, checkpoint_every: 10 });
+    expect(String(sent.form.bindings)).toContain("read_text_file");
+    expect(v.root.querySelector("#gateway-config")?.textContent).toBe(prepared.mcp_config);
+    expect(v.root.querySelector("#gateway-line")?.textContent).toBe(prepared.line);
+  });
 });

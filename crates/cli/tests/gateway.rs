@@ -446,6 +446,10 @@ fn c21_s4_3_a_revocation_beside_the_run_ends_a_held_gateway_run_with_a_sealed_de
     assert_eq!(held["meta"]["jcp/code"], "revoked", "{held}");
     assert!(held["text"].as_str().unwrap().contains(held["meta"]["jcp/receipt"].as_str().unwrap()));
     wait_event(d, |e| e["event"] == "revoked");
+    // Admitted at the next marker: the allow made before it is no violation (§4.3).
+    let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["receipts"]["revocation_notices"], 1, "{audit:#}");
+    assert_eq!(audit["clean"], true, "{audit:#}");
 }
 
 #[test]
@@ -490,4 +494,93 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
     let targets: Vec<&str> =
         v["report"]["calls"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
     assert_eq!(targets, ["read_text_file", "read_text_file"]);
+}
+
+#[test]
+fn c21_s11_a_prepared_gateway_run_is_the_line_an_mcp_client_launches_and_it_runs() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 1, "echo");
+    let (_, server) = parts();
+    let out = ok(
+        d,
+        &[
+            "gateway",
+            "prepare",
+            "--steward-key",
+            "issuer.key",
+            "--dir",
+            "prep",
+            "--run",
+            "runs/g.jcprun",
+            "--name",
+            "everything",
+            "--resource",
+            "text:everything",
+            "--actions",
+            "echo",
+            "--budget-uj",
+            "100000000000",
+            "--tools",
+            "tools.json",
+            "--checkpoint-every",
+            "5",
+            "--json",
+            "--",
+            &server.display().to_string(),
+            "stdio",
+        ],
+    );
+    let p: Value = serde_json::from_str(&out).unwrap();
+    let args: Vec<String> = p["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+    assert!(args.iter().all(|a| !a.starts_with("prep/") && !a.starts_with("runs/")), "absolute paths only: {args:?}");
+    assert_eq!(p["mcp_config"]["mcpServers"]["everything"]["args"], p["args"]);
+    // The line, launched by the official SDK from another directory, runs the session under the new grant.
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let (py, _) = parts();
+    let steps = json!([{"call": "echo", "args": {"message": "prepared"}}]);
+    let o = Command::new(py)
+        .current_dir(&elsewhere)
+        .arg(repo().join("crates/gateway/tests/mcp_session.py"))
+        .arg(steps.to_string())
+        .arg(p["command"].as_str().unwrap())
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let r = step(&lines, 0);
+    assert_eq!((r["is_error"].as_bool(), r["text"].as_str()), (Some(false), Some("Echo: prepared")), "{r}");
+    // Its log is beside the run, where the console reads it; the run file verifies.
+    assert!(Path::new(p["events"].as_str().unwrap()).exists());
+    let v: Value = serde_json::from_str(&ok(d, &["run", "verify", "runs/g.jcprun", "--json"])).unwrap();
+    assert_eq!(v["clean"], true, "{v:#}");
+    // A second prepare onto the same run file is refused before anything is written.
+    let again = jcp(
+        d,
+        &[
+            "gateway",
+            "prepare",
+            "--steward-key",
+            "issuer.key",
+            "--dir",
+            "prep2",
+            "--run",
+            "runs/g.jcprun",
+            "--resource",
+            "text:everything",
+            "--actions",
+            "echo",
+            "--budget-uj",
+            "1",
+            "--tools",
+            "tools.json",
+            "--",
+            "x",
+        ],
+    );
+    assert!(!again.status.success());
+    assert!(!d.join("prep2").exists());
 }

@@ -30,7 +30,7 @@ pub mod unresolved;
 pub use amend::{
     caveat, commitment, plan, preview_amend, sign_amend, AmendForm, AmendPreview, CaveatInput, CaveatKind, Steering,
 };
-pub use gateway::{gateway_view, GatewayCall, GatewayView};
+pub use gateway::{gateway_view, GatewayCall, GatewayForm, GatewayPrepared, GatewayView};
 pub use live::{
     event_line, metered_call, metered_calls, metered_line, AgentEventLine, LiveState, LiveView, MeteredCall, MeteredGap,
 };
@@ -161,6 +161,8 @@ pub(crate) mod tests {
             LiveView,
             GatewayCall,
             GatewayView,
+            GatewayForm,
+            GatewayPrepared,
             RunRow,
             StewardOverview,
             HistoryRow,

@@ -13,6 +13,7 @@
 //! | [`upstream`] | the upstream server: spawned, routed, and the [`jcp_wire::backend::Backend`] behind the gate |
 //! | [`intents`] | the auditor's side: every recorded call's binding, payload hash, intent hash and receipts re-derived |
 //! | [`steer`] | long runs: checkpoints written as the holder, calls held until the steward amends or revokes |
+//! | [`prepare`] | a run set up: the steward's grant to a fresh agent key, the run file, the line an MCP client launches |
 //! | [`session`] | one MCP session: pass-through, and each `tools/call` bound, decided, relayed, charged |
 
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod intents;
+pub mod prepare;
 pub mod session;
 pub mod steer;
 pub mod upstream;

@@ -470,7 +470,12 @@ impl CallContext {
                                 continuation: s.cont.clone(),
                             })
                         },
-                        |rev, g| feed(Feed::Revocation { revocation: rev.clone(), grant: g.clone(), marker: 0 }),
+                        |rev, g| {
+                            // The next marker: no decision already made reads as made knowing it (§4.3).
+                            let known = rt.block_on(endpoint.known_through()).map_err(|e| e.to_string())?;
+                            let marker = known.map_or(1, |k| k.saturating_add(1));
+                            feed(Feed::Revocation { revocation: rev.clone(), grant: g.clone(), marker })
+                        },
                     )
                 },
                 tick,

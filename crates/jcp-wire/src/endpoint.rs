@@ -311,6 +311,21 @@ impl Endpoint {
         rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
     }
 
+    /// §4.3: the revocation-knowledge marker this point states now (what
+    /// its receipts state as `known_through`); `None` when it states none.
+    /// A revocation a composing tool admits itself (found beside a run, not
+    /// from a feed) goes in at the next marker, so no decision already made
+    /// reads as made in knowledge of it.
+    pub async fn known_through(&self) -> Result<Option<u64>, WireError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Job::KnownThrough { tx })
+            .await
+            .map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))?;
+        rx.await.map_err(|_| WireError::Stopped("the endpoint's core has stopped".into()))
+    }
+
     /// A client connected to this endpoint in-process: its connection is
     /// served exactly as a socket's (the same frames, caps, decisions,
     /// relay and replies), over an in-memory stream instead of a socket.

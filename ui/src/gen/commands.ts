@@ -27,6 +27,7 @@ export const COMMANDS = [
   "steward_revoke",
   "live_run_start",
   "live_run_stop",
+  "gateway_run_prepare",
   "steward_unresolved",
   "steward_settle",
   "developer_pick_file",

@@ -157,6 +157,7 @@ export class StewardView {
   private actions = el("div", "panel actions");
   private live = el("div", "panel live-panel");
   private gateway = el("div", "panel gateway-panel");
+  private gatewayStart = el("div", "panel gateway-start");
   private awaitingBanner = el("div", "awaiting-banner");
   private history = el("div", "panel history");
   private report = el("div", "run-report");
@@ -181,7 +182,15 @@ export class StewardView {
     const start = button("live-start", "Start demo run");
     start.title = "Issues a demo agent a grant under your key, starts the console's enforcement endpoint and the agent (jcp agent demo)";
     start.addEventListener("click", () => void this.startLive());
-    head.append(el("h2", undefined, "Steward"), start);
+    const gw = button("gateway-start", "MCP gateway run…", "small");
+    gw.title = "Put a real agent's MCP tools behind the gate: issue its grant under your key and get the line to paste into its MCP configuration";
+    gw.addEventListener("click", () => {
+      this.gatewayStart.hidden = !this.gatewayStart.hidden;
+    });
+    head.append(el("h2", undefined, "Steward"), start, gw);
+    this.gatewayStart.id = "gateway-start-panel";
+    this.gatewayStart.hidden = true;
+    this.gatewayStart.append(...this.gatewayStartForm());
     const side = el("aside", "steward-side");
     const runs = el("div", "panel");
     runs.append(el("h3", undefined, "Runs"), this.runsList);
@@ -196,7 +205,7 @@ export class StewardView {
     this.detail.append(this.awaitingBanner, this.live, this.gateway, this.actions, this.result, this.history, this.report);
     const mainCol = el("div", "steward-main");
     this.unresolvedPanel.id = "unresolved-panel";
-    mainCol.append(this.status, this.detail, this.unresolvedPanel);
+    mainCol.append(this.gatewayStart, this.status, this.detail, this.unresolvedPanel);
     const grid = el("div", "steward-grid");
     grid.append(side, mainCol);
     this.root.append(head, grid);
@@ -382,6 +391,64 @@ export class StewardView {
     }
     this.renderHistory(v);
     this.report.replaceChildren(...renderRun(v.run));
+  }
+
+  /** The form that sets up an MCP gateway run: the upstream server, the
+   *  grant (resource, actions, budget), the tool bindings and the
+   *  checkpoint cadence; then the line to paste into the agent's MCP configuration. */
+  private gatewayStartForm(): HTMLElement[] {
+    const name = input("gw-name", "server name in the MCP configuration");
+    name.value = "tools";
+    const upstream = input("gw-upstream", "upstream server command, e.g. npx -y @modelcontextprotocol/server-filesystem /home/me/projects");
+    const resource = input("gw-resource", "resource (text:NAME)");
+    resource.value = "text:tools";
+    const actions = input("gw-actions", "actions the grant allows (comma-separated)");
+    const budget = input("gw-budget", "budget, J", "number");
+    budget.value = "100";
+    const every = input("gw-every", "checkpoint every N calls (0: none)", "number");
+    every.value = "20";
+    const bindings = el("textarea", "gw-bindings");
+    bindings.id = "gw-bindings";
+    bindings.rows = 6;
+    bindings.value = '{"tools": [{"tool": "read_text_file", "action": "read", "system": "tools", "operation": "read",\n  "target": "file:{path}", "arguments": ["path", "head", "tail"], "consequential": ["path"]}]}';
+    const out = el("div", "gateway-prepared");
+    out.id = "gateway-prepared";
+    const go = button("gw-prepare", "Issue the grant and give me the line");
+    go.addEventListener("click", () => void this.act(async () => {
+      const form = {
+        name: name.value.trim(),
+        upstream: upstream.value.trim().split(/\s+/).filter((x) => x.length > 0),
+        resource: resource.value.trim(),
+        actions: actions.value.split(",").map((a) => a.trim()).filter((a) => a.length > 0),
+        budget_uj: Math.round(Number(budget.value) * 1_000_000),
+        bindings: bindings.value,
+        checkpoint_every: Math.max(0, Math.round(Number(every.value) || 0)),
+      };
+      const p = await api.gatewayPrepare(form);
+      const line = el("pre", "gateway-line", p.line);
+      line.id = "gateway-line";
+      const config = el("pre", "gateway-config", p.mcp_config);
+      config.id = "gateway-config";
+      out.replaceChildren(
+        el("p", undefined, `Grant ${p.grant.slice(0, 12)}… issued to a fresh agent key the gateway holds; run file ${p.run}. Paste this into the agent's MCP configuration (it shows here as soon as the agent calls a tool):`),
+        config,
+        el("p", undefined, "or launch it as:"),
+        line,
+      );
+      this.selected = p.id;
+      await this.refresh();
+    }));
+    const row = (label: string, i: HTMLElement) => {
+      const l = el("label", undefined, label);
+      l.append(i);
+      return l;
+    };
+    return [
+      el("h3", undefined, "Start an MCP gateway run"),
+      el("p", "hint", "The agent's client launches the gateway instead of the tool server; every tool call is decided under the grant, run, metered and sealed, and steered here."),
+      row("name ", name), row("upstream ", upstream), row("resource ", resource), row("actions ", actions),
+      row("budget (J) ", budget), row("checkpoint every ", every), row("tool bindings (JSON) ", bindings), go, out,
+    ];
   }
 
   private renderLive(v: StewardRunView): void {

@@ -95,6 +95,79 @@ enum GatewayCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Sets a gateway run up: the steward's key issues a fresh agent key a
+    /// root grant for the tools' resource; the run file, the keys, the grant
+    /// and the bindings are written; prints the line an MCP client launches
+    /// (and its `mcpServers` entry). The console's "Start an MCP gateway run" does the same.
+    Prepare(PrepareArgs),
+}
+
+#[derive(Debug, Args)]
+struct PrepareArgs {
+    /// The steward's key: it issues the grant and steers the run.
+    #[arg(long = "steward-key")]
+    steward_key: PathBuf,
+    /// The run's folder (keys, grant, bindings, record).
+    #[arg(long)]
+    dir: PathBuf,
+    /// The run file to create (put it in the console's runs folder to steer it there).
+    #[arg(long)]
+    run: PathBuf,
+    /// The server's name in the MCP configuration.
+    #[arg(long, default_value = "tools")]
+    name: String,
+    /// The resource the grant names (text:NAME); the bindings' `resource` (default `text:<system>`).
+    #[arg(long)]
+    resource: String,
+    /// The actions the grant allows (comma-separated).
+    #[arg(long, value_delimiter = ',', required = true)]
+    actions: Vec<String>,
+    /// The grant's budget, µJ.
+    #[arg(long)]
+    budget_uj: u64,
+    /// The grant's lifetime, seconds.
+    #[arg(long, default_value_t = 86_400)]
+    lifetime_s: u64,
+    /// The tool bindings (JSON).
+    #[arg(long)]
+    tools: PathBuf,
+    /// A checkpoint every N calls (0: none).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: u64,
+    #[arg(long)]
+    json: bool,
+    /// The upstream MCP server, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    command: Vec<String>,
+}
+
+fn run_prepare(p: &PrepareArgs) -> anyhow::Result<ExitCode> {
+    let steward = read_key(&p.steward_key)?;
+    let jcp = std::env::current_exe().map_or_else(|_| "jcp".to_owned(), |e| e.display().to_string());
+    let input = jcp_gateway::prepare::PrepareInput {
+        dir: p.dir.clone(),
+        run_path: p.run.clone(),
+        resource: p.resource.clone(),
+        actions: p.actions.clone(),
+        budget_uj: p.budget_uj,
+        lifetime_s: p.lifetime_s,
+        bindings_json: read_bytes(&p.tools)?,
+        upstream: p.command.clone(),
+        checkpoint_every: p.checkpoint_every,
+        jcp,
+    };
+    let done = jcp_gateway::prepare::prepare(&input, &steward, &p.name).map_err(|e| coded(e.code(), e.to_string()))?;
+    crate::out::emit(p.json, &json!(done), || {
+        format!(
+            "gateway run prepared: grant {} to agent {}; run file {}\nlaunch it as:\n{}\nor in an MCP client's configuration:\n{}\n",
+            done.grant,
+            done.agent,
+            done.run.display(),
+            done.line,
+            serde_json::to_string_pretty(&done.mcp_config).unwrap_or_default()
+        )
+    })?;
+    Ok(ExitCode::from(CLEAN))
 }
 
 fn run_intents(stream: &std::path::Path, json_out: bool) -> anyhow::Result<ExitCode> {
@@ -132,8 +205,10 @@ fn run_intents(stream: &std::path::Path, json_out: bool) -> anyhow::Result<ExitC
 }
 
 pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
-    if let Some(GatewayCmd::Intents { stream, json }) = &a.cmd {
-        return run_intents(stream, *json);
+    match &a.cmd {
+        Some(GatewayCmd::Intents { stream, json }) => return run_intents(stream, *json),
+        Some(GatewayCmd::Prepare(p)) => return run_prepare(p),
+        None => {}
     }
     let chain = a.chain.iter().map(|p| read_grant(p)).collect::<anyhow::Result<Vec<_>>>()?;
     let missing = |f: &str| coded("missing-argument", format!("{f} is required"));
@@ -168,6 +243,8 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         std::path::Path::new(&a.command[0]).file_name().map_or(a.command[0].clone(), |f| f.to_string_lossy().into())
     });
     let mut config = Config::new(&stream);
+    // Receipts state the revocation knowledge they were decided in (§4.3), from the start.
+    config.known_through = Some(0);
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     let rt = runtime()?;
     rt.block_on(async move {

@@ -86,6 +86,51 @@ pub struct GatewayView {
     pub unreadable_lines: u64,
 }
 
+/// What the steward fills in to start an MCP gateway run from the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct GatewayForm {
+    /// The server's name in the agent's MCP configuration.
+    pub name: String,
+    /// The upstream MCP server's command and arguments.
+    pub upstream: Vec<String>,
+    /// The resource the grant names (`text:NAME`).
+    pub resource: String,
+    /// The actions it allows.
+    pub actions: Vec<String>,
+    /// Its budget, µJ.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub budget_uj: u64,
+    /// The tool bindings, as JSON text.
+    pub bindings: String,
+    /// A checkpoint every this many calls (0: none).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub checkpoint_every: u64,
+}
+
+/// A gateway run set up from the console: the line to paste.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct GatewayPrepared {
+    /// The run's workspace item.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub id: i64,
+    /// The run file.
+    pub run: String,
+    /// The root grant issued.
+    pub grant: String,
+    /// The agent identity the gateway holds the key of.
+    pub agent: String,
+    /// The command an MCP client launches.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The line, for a shell.
+    pub line: String,
+    /// The `mcpServers` entry, as JSON text to paste.
+    pub mcp_config: String,
+}
+
 /// The log beside a run: `<run>.events.jsonl`.
 pub fn log_of(run: &Path) -> PathBuf {
     let mut p = run.as_os_str().to_owned();

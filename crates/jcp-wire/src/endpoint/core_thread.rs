@@ -73,6 +73,10 @@ pub(super) enum Job {
         grant_id: ContentId,
         tx: oneshot::Sender<StatementAnswer>,
     },
+    /// §4.3: the revocation-knowledge marker this point states now.
+    KnownThrough {
+        tx: oneshot::Sender<Option<u64>>,
+    },
     /// §4.5: the channel's merged ledger as this point holds it.
     Ledger {
         grant_id: ContentId,
@@ -297,6 +301,9 @@ impl Core {
             Job::Statement { grant_id, tx } => {
                 let a = self.statement(&grant_id);
                 p.stated.push((tx, a));
+            }
+            Job::KnownThrough { tx } => {
+                let _ = tx.send(self.gate.known_through());
             }
             Job::Ledger { grant_id, tx } => {
                 let _ = tx.send(self.gate.gate().channel(&grant_id).map(|c| c.channel().ledger()));
