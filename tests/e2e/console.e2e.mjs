@@ -698,3 +698,77 @@ test("developer: a broken blueprint from the arguments points at its JSON locati
     await s.end();
   }
 });
+
+// Issue 36: a real agent's MCP tools behind the gate, steered from the
+// console. The steward sets a gateway run up (the grant under their key and
+// the line to paste), the official MCP Python SDK launches that line against
+// `@modelcontextprotocol/server-everything` from npm, the run shows its calls
+// with their intent hashes and figures, a held call goes on after the
+// steward approves the checkpoint, and a revocation from the console ends it.
+test("steward: an MCP gateway run set up here, its calls shown, approved at a checkpoint, revoked", async () => {
+  const py = path.resolve("crates/gateway/tests/.venv/bin/python");
+  const server = path.resolve("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
+  assert.ok(fs.existsSync(py) && fs.existsSync(server), "run scripts/setup.sh: the MCP SDK and server-everything are missing");
+  const s = await Session.start();
+  let sdk;
+  try {
+    await unlock(s);
+    await s.click("#gateway-start");
+    await s.type("#gw-name", "everything");
+    await s.type("#gw-upstream", `${server} stdio`);
+    await s.type("#gw-resource", "text:everything");
+    await s.type("#gw-actions", "echo");
+    await s.type("#gw-budget", "100");
+    await s.type("#gw-every", "2");
+    await s.exec(`document.querySelector('#gw-bindings').value = ${JSON.stringify(JSON.stringify({ tools: [{ tool: "echo", action: "echo", system: "everything", operation: "echo", target: "everything:echo", arguments: ["message"] }] }))}; return true`);
+    await s.click("#gw-prepare");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#gateway-config') !== null")) === true, 20000, "the line to paste");
+    const config = JSON.parse(await s.textOf("#gateway-config"));
+    const entry = config.mcpServers.everything;
+    assert.ok(entry.args.includes("gateway"), JSON.stringify(entry));
+    await s.shot("gateway-prepared");
+
+    // The agent's client launches the line: two calls, the checkpoint, the third held.
+    const steps = [1, 2, 3, 4, 5].map((n) => ({ call: "echo", args: { message: `call ${n}` } }));
+    const { spawn } = await import("node:child_process");
+    let out = "";
+    sdk = spawn(py, [path.resolve("crates/gateway/tests/mcp_session.py"), JSON.stringify(steps), entry.command, ...entry.args]);
+    sdk.stdout.on("data", (d) => (out += d));
+    const done = new Promise((r) => sdk.on("exit", r));
+    await s.waitFor(async () => (await s.visible("#gateway-held")) && (await s.textOf("#gateway-state")) === "held", 60000, "the held call at the first checkpoint");
+    const rows = await s.exec("return [...document.querySelectorAll('#gateway-calls tr.gateway-call')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))");
+    assert.equal(rows.length, 2, JSON.stringify(rows));
+    for (const [, tool, hash, verdict, energy, , coverage] of rows) {
+      assert.equal(tool, "echo");
+      assert.match(hash, /^[0-9a-f]{12}…$/);
+      assert.equal(verdict, "allow — done");
+      assert.match(energy, /^\d[\d.]* (µJ|mJ|J)$/);
+      assert.equal(coverage, "Partial");
+    }
+    assert.match(await s.textOf("#awaiting-banner"), /^Checkpoint 0 awaits your decision/);
+    await s.exec("document.querySelector('#gateway-panel').scrollIntoView(); return true");
+    await s.shot("gateway-held");
+
+    // Approve: the held call goes on under the continuation, until the next checkpoint.
+    await s.click("#approve");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#approve-sign') !== null")) === true, 10000, "the approval preview");
+    await s.click("#approve-sign");
+    await s.waitFor(async () => (await s.exec("return document.querySelectorAll('#gateway-calls tr.gateway-call').length")) === 4 && (await s.textOf("#gateway-state")) === "held", 60000, "two more calls and the second hold");
+    await s.shot("gateway-approved");
+
+    // Revoke the continuation: the held call is denied `revoked`, sealed, and the session ends.
+    await s.click("#revoke-plan");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#revoke-confirm') !== null")) === true, 10000, "the confirmation");
+    await s.click("#revoke-sign");
+    await done;
+    const last = out.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.step === 4);
+    assert.equal(last.meta["jcp/code"], "revoked", out);
+    await s.waitFor(async () => (await s.textOf("#gateway-state")) === "closed", 30000, "the gateway's session closed");
+    assert.match(await s.textOf("#gateway-counts"), /^4 allowed, 1 denied, 0 refused before the gate, 0 lost/);
+    await s.exec("document.querySelector('#gateway-panel').scrollIntoView(); return true");
+    await s.shot("gateway-revoked");
+  } finally {
+    if (sdk && sdk.exitCode === null) sdk.kill();
+    await s.end();
+  }
+});

@@ -129,7 +129,7 @@ export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void
     if (m && m.gaps.length) cov.title += ` gaps: ${m.gaps.map((x) => x.code).join(", ")}`;
     const receipt = el("td", "receipt", c.receipt ? short(c.receipt, 12) : "none (not decided)");
     if (c.receipt) receipt.title = c.receipt;
-    tr.append(el("td", "num", String(c.n)), el("td", "tool", c.tool), hash, el("td", "verdict", verdict), energy, prov, cov, receipt);
+    tr.append(el("td", "num", String(c.n)), el("td", "tool", c.tool), hash, el("td", "call-verdict", verdict), energy, prov, cov, receipt);
     body.append(tr);
   }
   if (g.calls.length === 0) parts.push(el("p", "none", "No tool call yet."));
