@@ -58,6 +58,10 @@ pub struct GatewayArgs {
     /// The most one call may reserve, µJ (0: none stated; the grant's remainder and `--call-ceiling-uj` bound it).
     #[arg(long, default_value_t = 0)]
     max_uj: u64,
+    /// The least time between two syncs of the record, µs (§4.11 group commit). 0, the default: one
+    /// session's calls are decided one at a time, so a batch has nothing to gather and waiting only adds latency.
+    #[arg(long, default_value_t = 0)]
+    commit_interval_us: u64,
     /// The operator's ceiling on what one call may reserve, µJ (0: none).
     #[arg(long, default_value_t = 0)]
     call_ceiling_uj: u64,
@@ -245,6 +249,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     let mut config = Config::new(&stream);
     // Receipts state the revocation knowledge they were decided in (§4.3), from the start.
     config.known_through = Some(0);
+    config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     let rt = runtime()?;
     rt.block_on(async move {
