@@ -460,6 +460,9 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
     let files = d.join("files");
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("notes.txt"), "the steward approves\n").unwrap();
+    // A tool answer over the wire's default 1 MiB message cap comes back whole.
+    let big: String = (0..60_000).map(|i| format!("line {i:06} of a large file\n")).collect();
+    std::fs::write(files.join("big.txt"), &big).unwrap();
     std::fs::write(
         d.join("tools.json"),
         r#"{"tools":[{"tool":"read_text_file","action":"read","system":"files","operation":"read","target":"file:{path}","arguments":["path","head","tail"],"consequential":["path"],"resource":"text:everything"}]}"#,
@@ -472,6 +475,7 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
         {"call": "read_text_file", "args": {"path": notes}},
         {"call": "write_file", "args": {"path": notes, "content": "overwritten"}},
         {"call": "read_text_file", "args": {"path": outside}},
+        {"call": "read_text_file", "args": {"path": files.join("big.txt").display().to_string()}},
     ]);
     let all =
         Session::start_with(d, &steps, &[], &[server.display().to_string(), files.display().to_string()]).finish(d);
@@ -489,11 +493,14 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
     let outside_read = step(&all, 2);
     assert_eq!(outside_read["is_error"], true, "{outside_read}");
     assert!(outside_read["meta"]["jcp/charge"].is_string(), "{outside_read}");
+    let large = step(&all, 3);
+    assert_eq!(large["is_error"], false, "{}", &large.to_string()[..300]);
+    assert_eq!(large["text"].as_str().unwrap().len(), big.len(), "the whole file, {} bytes", big.len());
     let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
     assert_eq!(v["clean"], true, "{v:#}");
     let targets: Vec<&str> =
         v["report"]["calls"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
-    assert_eq!(targets, ["read_text_file", "read_text_file"]);
+    assert_eq!(targets, ["read_text_file", "read_text_file", "read_text_file"]);
 }
 
 #[test]

@@ -566,7 +566,10 @@ impl CallContext {
             now: unix_now(),
         }
         .sign(&self.settings.holder);
-        let Some(mut client) = self.endpoint.connect_local() else {
+        // A reply carries the tool's whole answer (up to a line's bound) with its charge receipt and figure.
+        let Some(mut client) =
+            self.endpoint.connect_local().map(|c| c.with_read_cap(crate::upstream::MAX_LINE + (1 << 20)))
+        else {
             return refuse(GatewayError::Upstream("the enforcement point is stopping".into()));
         };
         let resp = match client.call(&req).await {
@@ -638,7 +641,7 @@ impl CallContext {
 
     fn lost(&self, id: &Value, mut ev: Value, why: &str) -> Value {
         self.count(|s| s.lost += 1);
-        let receipt = ev["receipt"].clone();
+        let receipt = ev["receipt"].as_str().unwrap_or("?").to_owned();
         ev["verdict"] = "allow".into();
         ev["state"] = "lost".into();
         ev["why"] = why.into();

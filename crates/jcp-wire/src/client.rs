@@ -71,6 +71,15 @@ impl Client {
         Self { sock: Sock::Mem(BufReader::new(s)), cap: codec::DEFAULT_CAP }
     }
 
+    /// The most one message read from the endpoint may hold (default
+    /// [`codec::DEFAULT_CAP`]): a composing tool whose replies carry larger
+    /// outputs (a gateway's tool results) raises it to its own bound.
+    #[must_use]
+    pub fn with_read_cap(mut self, cap: usize) -> Self {
+        self.cap = cap;
+        self
+    }
+
     /// Sends already-framed bytes (tests use this to misbehave).
     pub async fn send_raw(&mut self, framed: &[u8]) -> Result<(), WireError> {
         match &mut self.sock {
