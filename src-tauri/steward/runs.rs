@@ -45,7 +45,7 @@ pub fn scan_runs<S: BuildHasher>(
                 let label =
                     p.file_stem().map_or_else(|| p.display().to_string(), |n| format!("run {}", n.to_string_lossy()));
                 if let Ok(s) = store.lock() {
-                    if let Err(e) = s.add_item(
+                    if let Err(e) = s.add_item_if_absent(
                         ItemKind::Run,
                         &label,
                         &p.display().to_string(),

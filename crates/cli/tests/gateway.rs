@@ -591,3 +591,90 @@ fn c21_s11_a_prepared_gateway_run_is_the_line_an_mcp_client_launches_and_it_runs
     assert!(!again.status.success());
     assert!(!d.join("prep2").exists());
 }
+
+#[test]
+fn s11_a_tools_call_in_a_batch_or_as_a_notification_or_under_two_methods_never_reaches_the_tool() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "write");
+    let files = d.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(
+        d.join("tools.json"),
+        r#"{"tools":[{"tool":"write_file","action":"write","system":"files","operation":"write","target":"file:{path}","arguments":["path","content"],"resource":"text:everything"}]}"#,
+    )
+    .unwrap();
+    let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-filesystem");
+    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .args([
+            "gateway",
+            "--chain",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--steward-key",
+            "steward.key",
+            "--stream",
+            "s.jcps",
+        ])
+        .args(["--tools", "tools.json", "--events", "events.jsonl", "--"])
+        .arg(&server)
+        .arg(&files)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let target = |n: &str| files.join(n).display().to_string();
+    let call = |id: Value, n: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": target(n), "content": "written"}}})
+    };
+    let mut note = call(json!(0), "as-notification.txt");
+    note.as_object_mut().unwrap().remove("id");
+    let twice = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"ping","method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{}","content":"written"}}}}}}"#,
+        target("two-methods.txt")
+    );
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        json!([call(json!(2), "in-a-batch.txt")]).to_string(),
+        note.to_string(),
+        twice,
+        // The same write decided by the gate: the grant allows it, so it runs.
+        call(json!(4), "decided.txt").to_string(),
+    ];
+    let mut stdin = gw.stdin.take().unwrap();
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    // Read until the decided call's answer, then close the session.
+    let out = gw.stdout.take().unwrap();
+    let mut answers = Vec::new();
+    for l in BufReader::new(out).lines().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&l).unwrap();
+        let done = v["id"] == 4;
+        answers.push(v);
+        if done {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(gw.wait().unwrap().success());
+    let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    assert_eq!(by_id(json!(null)).unwrap()["error"]["code"], -32600, "the batch is refused: {answers:?}");
+    assert_eq!(by_id(json!(3)).unwrap()["error"]["code"], -32600, "two methods are refused: {answers:?}");
+    assert_eq!(by_id(json!(4)).unwrap()["result"]["isError"], Value::Null, "{answers:?}");
+    for n in ["in-a-batch.txt", "as-notification.txt", "two-methods.txt"] {
+        assert!(!files.join(n).exists(), "{n} was written: a tools/call reached the tool undecided");
+    }
+    assert_eq!(std::fs::read_to_string(files.join("decided.txt")).unwrap(), "written");
+    // Only the decided call is in the record.
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 1, "{v:#}");
+    let refused = events(d).iter().filter(|e| e["event"] == "refused-message").count();
+    assert_eq!(refused, 3);
+}

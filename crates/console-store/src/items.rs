@@ -82,6 +82,29 @@ impl Store {
             .map_err(|e| self.err(&e))
     }
 
+    /// Adds an item unless one of the same kind and path is there (whose
+    /// label and detail are then kept: what the console named a run it
+    /// started is not renamed by the folder watcher that finds its file).
+    /// Returns its id.
+    pub fn add_item_if_absent(
+        &self,
+        kind: ItemKind,
+        label: &str,
+        path: &str,
+        detail: &serde_json::Value,
+        at_ms: u64,
+    ) -> Result<i64, StoreError> {
+        self.conn
+            .query_row(
+                "INSERT INTO workspace_items (kind, label, path, detail_json, added_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(kind, path) DO UPDATE SET kind = kind
+                 RETURNING id",
+                params![kind.as_str(), label, path, detail.to_string(), to_i64(at_ms, &self.path, "item time")?],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(&e))
+    }
+
     /// Records an item's outcome when it was opened.
     pub fn set_item_status(&self, id: i64, status: &str, at_ms: u64) -> Result<(), StoreError> {
         let n = self

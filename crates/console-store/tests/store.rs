@@ -283,3 +283,37 @@ fn store_item_of_unknown_kind_is_refused_not_defaulted() {
     assert!(e.to_string().contains("workspace_items"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the file is left untouched");
 }
+
+#[test]
+fn store_a_found_file_does_not_rename_an_item_the_console_named() {
+    let s = Store::open_in_memory().unwrap();
+    let id = s
+        .add_item(
+            ItemKind::Run,
+            "gateway run files (npx server)",
+            "/ws/runs/gateway-1.jcprun",
+            &json!({"source": "gateway"}),
+            1,
+        )
+        .unwrap();
+    // The runs-folder watcher finds the same file: same item, name and detail kept.
+    let again = s
+        .add_item_if_absent(
+            ItemKind::Run,
+            "run gateway-1",
+            "/ws/runs/gateway-1.jcprun",
+            &json!({"source": "runs-folder"}),
+            2,
+        )
+        .unwrap();
+    assert_eq!(again, id);
+    let item = s.item(id).unwrap().unwrap();
+    assert_eq!(
+        (item.label.as_str(), item.detail["source"].as_str()),
+        ("gateway run files (npx server)", Some("gateway"))
+    );
+    // A file nobody named yet is added with the watcher's name.
+    let other = s.add_item_if_absent(ItemKind::Run, "run other", "/ws/runs/other.jcprun", &json!({}), 3).unwrap();
+    assert_ne!(other, id);
+    assert_eq!(s.item(other).unwrap().unwrap().label, "run other");
+}

@@ -79,6 +79,16 @@ pub fn gateway_decode(data: &[u8]) -> Result<(), String> {
 }
 
 fn line(bytes: &[u8]) -> Result<(), String> {
+    // No tools/call is forwarded undecided, and only objects are forwarded.
+    if let Ok((v, r)) = crate::session::route(bytes) {
+        if !v.is_object() {
+            return Err(format!("a value that is not an object was routed: {v}"));
+        }
+        let is_call = v.get("method").and_then(Value::as_str) == Some("tools/call");
+        if is_call != matches!(r, crate::session::Route::Call(_)) {
+            return Err(format!("a tools/call routed as {r:?}, or another message as a call: {v}"));
+        }
+    }
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else { return Ok(()) };
     if v.get("method").and_then(Value::as_str) != Some("tools/call") {
         return Ok(());

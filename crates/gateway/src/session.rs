@@ -117,6 +117,88 @@ pub fn tools_call_value(line: &[u8]) -> Result<intent::Value, intent::IntentErro
     Ok(req)
 }
 
+/// Where a client's message goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// A `tools/call` request: bound, decided, relayed (its id).
+    Call(Value),
+    /// A `tools/list` request: its answer is marked (its id).
+    List(Value),
+    /// `initialize`: the client's name is noted; passed through.
+    Initialize,
+    /// `notifications/cancelled` for a request id: a relayed call waiting for it is lost; passed through.
+    Cancelled(Value),
+    /// Anything else that is one JSON-RPC message: passed through unchanged.
+    Forward,
+}
+
+/// Why a client's message was refused before it reached the upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// What was wrong.
+    pub message: String,
+    /// The id to answer, where the message had one (`null` where it could not be read).
+    pub answer_id: Option<Value>,
+}
+
+/// Routes one line from the client. Only one JSON-RPC message, an object,
+/// reaches the upstream, and never a `tools/call` that the gate did not
+/// decide: a batch (an array, which MCP's current revision does not
+/// carry, and in which a `tools/call` would pass undecided), a value that is
+/// not an object, a `method` that is not a string, a `tools/call` without
+/// an id (a notification, which the gate cannot answer), and an object with
+/// a key twice (two readers may not agree which `method` it names) are
+/// refused. docs/decisions.md, "`jcp gateway`".
+pub fn route(line: &[u8]) -> Result<(Value, Route), Refusal> {
+    let refuse = |code: i64, message: String, answer_id: Option<Value>| Refusal { code, message, answer_id };
+    let v: Value =
+        serde_json::from_slice(line).map_err(|e| refuse(-32700, format!("parse error: {e}"), Some(Value::Null)))?;
+    let Some(obj) = v.as_object() else {
+        let what =
+            if v.is_array() { "a batch (send each message on its own line)" } else { "not a JSON-RPC message object" };
+        return Err(refuse(-32600, format!("invalid request: {what}"), Some(Value::Null)));
+    };
+    let id = obj.get("id").cloned();
+    if let Err(intent::IntentError::DuplicateKey { path, key }) = intent::parse(line) {
+        return Err(refuse(
+            -32600,
+            format!("invalid request: the key {key} twice in the object at {path}"),
+            Some(id.unwrap_or(Value::Null)),
+        ));
+    }
+    let method = match obj.get("method") {
+        None => return Ok((v, Route::Forward)),
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => {
+            return Err(refuse(
+                -32600,
+                "invalid request: method is not a string".into(),
+                Some(id.unwrap_or(Value::Null)),
+            ))
+        }
+    };
+    let r = match (method.as_str(), id) {
+        ("tools/call", Some(id)) => Route::Call(id),
+        ("tools/call", None) => {
+            return Err(refuse(
+                -32600,
+                "a tools/call without an id (a notification) is never relayed: the gate answers every call".into(),
+                None,
+            ))
+        }
+        ("tools/list", Some(id)) => Route::List(id),
+        ("initialize", Some(_)) => Route::Initialize,
+        ("notifications/cancelled", None) => match v.pointer("/params/requestId") {
+            Some(rid) => Route::Cancelled(rid.clone()),
+            None => Route::Forward,
+        },
+        _ => Route::Forward,
+    };
+    Ok((v, r))
+}
+
 /// A fresh random UUID (version 4): a tenant or intent id.
 pub fn fresh_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -305,33 +387,35 @@ impl Gateway {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let v: Value = match serde_json::from_slice(&line) {
-                Ok(v) => v,
-                Err(e) => {
-                    let _ = to_client.send(rpc_error(&Value::Null, -32700, &format!("parse error: {e}")).to_string());
+            let (v, route) = match route(&line) {
+                Ok(r) => r,
+                Err(refusal) => {
+                    tracing::warn!("client: a message refused before it reached the upstream: {}", refusal.message);
+                    self.events
+                        .emit(&json!({"event": "refused-message", "code": refusal.code, "message": refusal.message}));
+                    if let Some(id) = refusal.answer_id {
+                        let _ = to_client.send(rpc_error(&id, refusal.code, &refusal.message).to_string());
+                    }
                     continue;
                 }
             };
             let method = v.get("method").and_then(Value::as_str);
-            let id = v.get("id").cloned();
-            match (method, id) {
-                (Some("tools/call"), Some(id)) => {
+            match route {
+                Route::Call(id) => {
                     // Decided, run and charged one at a time, in the order sent.
                     let _ = calls_tx.send((line, v, id));
                     continue;
                 }
-                (Some("tools/list"), Some(id)) => self.upstream.expect_list(&id),
-                (Some("initialize"), Some(_)) => {
+                Route::List(id) => self.upstream.expect_list(&id),
+                Route::Initialize => {
                     let name = v.pointer("/params/clientInfo/name").and_then(Value::as_str).map(str::to_owned);
                     self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&name);
                     self.events.emit(&json!({"event": "initialize", "client": name}));
                 }
-                (Some("notifications/cancelled"), None) => {
-                    if let Some(rid) = v.pointer("/params/requestId") {
-                        self.upstream.cancel(rid);
-                    }
+                Route::Cancelled(rid) => {
+                    self.upstream.cancel(&rid);
                 }
-                _ => {}
+                Route::Forward => {}
             }
             if let Err(e) = self.upstream.send_line(&line) {
                 if let Some(id) = v.get("id").filter(|_| method.is_some()) {
@@ -684,6 +768,49 @@ impl CallContext {
             // Not run (the upstream had stopped before the call, or the
             // binding could not be turned back into a request).
             _ => tool_error(id, "not-run", &format!("jcp: {}", String::from_utf8_lossy(&reply.output)), meta),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s11_no_tools_call_reaches_the_upstream_undecided() {
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
+        assert_eq!(route(call).unwrap().1, Route::Call(json!(1)));
+        // A batch carrying a call, a call as a notification, two `method`s: refused, never forwarded.
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}]"#;
+        let r = route(batch).unwrap_err();
+        assert_eq!((r.code, r.answer_id), (-32600, Some(Value::Null)));
+        assert!(r.message.contains("batch"), "{}", r.message);
+        let note = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}"#;
+        assert_eq!(route(note).unwrap_err().answer_id, None, "a notification gets no answer");
+        let twice = br#"{"jsonrpc":"2.0","id":2,"method":"ping","method":"tools/call","params":{"name":"echo"}}"#;
+        let r = route(twice).unwrap_err();
+        assert_eq!((r.code, r.answer_id), (-32600, Some(json!(2))));
+        assert_eq!(route(br#"{"jsonrpc":"2.0","id":3,"method":7}"#).unwrap_err().code, -32600);
+        assert_eq!(route(br#""tools/call""#).unwrap_err().code, -32600);
+        assert_eq!(route(b"{not json").unwrap_err().code, -32700);
+    }
+
+    #[test]
+    fn s11_everything_else_passes_through_and_the_gateway_notes_what_it_needs() {
+        assert_eq!(route(br#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#).unwrap().1, Route::List(json!("l")));
+        assert_eq!(
+            route(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).unwrap().1,
+            Route::Initialize
+        );
+        let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#;
+        assert_eq!(route(cancel).unwrap().1, Route::Cancelled(json!(5)));
+        for fwd in [
+            &br#"{"jsonrpc":"2.0","id":9,"method":"resources/list"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            br#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":4,"method":"future/method/of/a/later/revision"}"#,
+        ] {
+            assert_eq!(route(fwd).unwrap().1, Route::Forward);
         }
     }
 }
