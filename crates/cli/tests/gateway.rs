@@ -678,3 +678,82 @@ fn s11_a_tools_call_in_a_batch_or_as_a_notification_or_under_two_methods_never_r
     let refused = events(d).iter().filter(|e| e["event"] == "refused-message").count();
     assert_eq!(refused, 3);
 }
+
+#[test]
+fn c21_a_call_held_at_a_checkpoint_stops_waiting_when_the_client_closes_the_session() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let (_, server) = parts();
+    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .args([
+            "gateway",
+            "--chain",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--steward-key",
+            "steward.key",
+            "--stream",
+            "s.jcps",
+        ])
+        .args(["--tools", "tools.json", "--events", "events.jsonl", "--run", "r.jcprun", "--checkpoint-every", "1"])
+        .args(["--max-uj", "1000000000", "--wait-timeout-s", "3600", "--"])
+        .arg(&server)
+        .arg("stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = gw.stdin.take().unwrap();
+    let echo = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "m"}}});
+    for l in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        echo(2),
+        echo(3),
+    ] {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    wait_event(d, |e| e["event"] == "held");
+    // The client goes away: the held call stops waiting (not after the hour's wait), the session ends.
+    drop(stdin);
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = gw.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the gateway kept waiting at its checkpoint after the client left");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    wait_event(d, |e| e["event"] == "held-call-dropped");
+    assert_eq!(events(d).last().unwrap()["summary"]["allowed"], 1);
+}
+
+#[test]
+fn c21_s4_7_an_amendment_fed_over_the_socket_before_the_gateway_reads_it_is_followed_once() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let sock = format!("unix:{}", d.join("g.sock").display());
+    let steps = json!([{"call": "echo", "args": {"message": "a"}}, {"call": "echo", "args": {"message": "held"}}]);
+    let s = Session::start(
+        d,
+        &steps,
+        &["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000", "--listen", &sock],
+    );
+    wait_event(d, |e| e["event"] == "held");
+    // The steward amends in the run file and feeds the amendment to the gateway's socket too (the CLI flow).
+    ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "50000000"]);
+    ok(d, &["feed", "amend", "--connect", &sock, "--run", "r.jcprun"]);
+    let all = s.finish(d);
+    let held = step(&all, 1);
+    assert_eq!((held["is_error"].as_bool(), held["text"].as_str()), (Some(false), Some("Echo: held")), "{held}");
+    let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["receipts"]["amendments"], 1, "admitted once: {audit:#}");
+    assert_eq!(audit["clean"], true, "{audit:#}");
+}

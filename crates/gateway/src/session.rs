@@ -101,6 +101,8 @@ pub struct Gateway {
     client_name: Arc<Mutex<Option<String>>>,
     summary: Arc<Mutex<Summary>>,
     run_state: Mutex<Option<RunState>>,
+    /// Set once the client's input has ended: a call held at a checkpoint stops waiting.
+    closing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A client's `tools/call` line as the MCP adapter binds it: read by the
@@ -299,6 +301,7 @@ impl Gateway {
             client_name: Arc::new(Mutex::new(None)),
             summary: Arc::new(Mutex::new(Summary::default())),
             run_state: Mutex::new(run_state),
+            closing: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         })
     }
 
@@ -423,6 +426,7 @@ impl Gateway {
                 }
             }
         }
+        self.closing.store(true, std::sync::atomic::Ordering::Release);
         drop(calls_tx);
         let _ = worker.await;
         input_reader.abort();
@@ -439,6 +443,7 @@ impl Gateway {
 
     fn call_context(&self, to_client: tokio::sync::mpsc::UnboundedSender<String>) -> CallContext {
         CallContext {
+            closing: self.closing.clone(),
             to_client,
             endpoint: self.endpoint.clone(),
             settings: self.settings.clone(),
@@ -459,6 +464,7 @@ struct Debit {
 
 /// What one call's task holds.
 struct CallContext {
+    closing: Arc<std::sync::atomic::AtomicBool>,
     to_client: tokio::sync::mpsc::UnboundedSender<String>,
     endpoint: Endpoint,
     settings: Arc<Settings>,
@@ -519,6 +525,7 @@ impl CallContext {
         let run_now = state.take()?;
         let endpoint = self.endpoint.clone();
         let to_client = self.to_client.clone();
+        let closing = self.closing.clone();
         let rt = tokio::runtime::Handle::current();
         let joined = tokio::task::spawn_blocking(move || {
             let mut st = run_now;
@@ -544,6 +551,9 @@ impl CallContext {
             let r = crate::steer::wait_until(
                 &opts,
                 || {
+                    if closing.load(std::sync::atomic::Ordering::Acquire) {
+                        return Ok(Some(Steered::ClientGone));
+                    }
                     st.look(
                         &opts,
                         |s, steered| {
@@ -588,6 +598,16 @@ impl CallContext {
             Ok(Steered::Revoked(why)) => {
                 self.events.emit(&json!({"event": "revoked", "checkpoint": cp, "why": why}));
                 None
+            }
+            Ok(Steered::ClientGone) => {
+                self.events.emit(&json!({"event": "held-call-dropped", "checkpoint": cp,
+                    "why": "the client closed the session while the call was held"}));
+                Some(tool_error(
+                    id,
+                    "session-closed",
+                    "jcp: the session closed while the call was held",
+                    json!({"jcp/checkpoint": cp}),
+                ))
             }
             Ok(Steered::TimedOut(why)) => {
                 Some(tool_error(id, "checkpoint-wait-timeout", &format!("jcp: {why}"), json!({"jcp/checkpoint": cp})))

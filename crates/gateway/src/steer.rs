@@ -47,6 +47,8 @@ pub enum Steered {
     TimedOut(String),
     /// The amendment could not be followed (it does not verify, or the endpoint refused it).
     Refused(String),
+    /// The client closed the session while the call was held: nobody waits for it.
+    ClientGone,
 }
 
 /// The run as the gateway keeps it.

@@ -769,6 +769,30 @@ fn c21_an_admitted_amendment_supersedes_the_steered_grant() {
 }
 
 #[test]
+fn c21_a_superseded_grant_is_amended_once_and_the_same_amendment_again_changes_nothing() {
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let mut gate = jcp::decision::Gate::new();
+    assert!(spend(&mut gate, &g, &k.agent, 700).is_allow());
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&k.agent, input(1, spent(700))).unwrap();
+    let (am, cont) = run.amend(&k.issuer, AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    // The same amendment again (a feed and the run file both carry it): admitted, nothing new.
+    gate.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    assert_eq!(gate.superseded_by(&g.id()), Some(am.id()));
+    // Another amendment of the same grant would hand out a second continuation from the same remainder.
+    let mut other = Run::new(g.clone());
+    let cp2 = other.checkpoint(&k.agent, input(1, spent(700))).unwrap();
+    let (am2, cont2) = other.amend(&k.issuer, AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+    assert_ne!(am2.id(), am.id());
+    let e = gate.admit_amendment(&g, &cp2, &am2, &cont2).unwrap_err();
+    assert_eq!(e.code(), "steer-sequence", "{e}");
+    assert_eq!(gate.superseded_by(&g.id()), Some(am.id()), "the first amendment stands");
+    assert!(spend(&mut gate, &cont, &k.agent, 300).is_allow());
+}
+
+#[test]
 fn c21_the_gate_refuses_an_amendment_above_the_remainder_it_recorded() {
     // The agent understates its spend (500 where the gate saw 700): the
     // checkpoint's figure would allow 500, the gate's record only 300.

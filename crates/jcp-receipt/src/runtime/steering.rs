@@ -14,16 +14,21 @@ impl DurableGate {
     /// without changing it, recorded as a sealed amendment notice, then
     /// applied — the steered grant is superseded at this point. Replay
     /// re-admits it. A refused amendment is neither recorded nor applied.
+    /// The same amendment admitted again (it came by two routes: a feed and
+    /// the run file) records nothing and is `Ok(None)`.
     pub fn admit_amendment(
         &mut self,
         steered: &SignedGrant,
         checkpoint: &jcp::steering::SignedCheckpoint,
         amendment: &jcp::steering::SignedAmendment,
         continuation: &SignedGrant,
-    ) -> Result<u64, Error> {
+    ) -> Result<Option<u64>, Error> {
         self.gate
             .check_amendment(steered, checkpoint, amendment, continuation)
             .map_err(|e| Error::AmendmentRefused(self.name_held(&steered.id(), e)))?;
+        if self.gate.superseded_by(&steered.id()) == Some(amendment.id()) {
+            return Ok(None);
+        }
         for g in [steered, continuation] {
             if !self.grants.contains_key(&g.id()) {
                 self.record_grant(g)?;
@@ -40,7 +45,7 @@ impl DurableGate {
         let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
         let at = self.writer.append(RecordKind::Amendment, &bytes)?;
         self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
-        Ok(at)
+        Ok(Some(at))
     }
 
     /// A widening refusal names what calls in flight hold on the steered

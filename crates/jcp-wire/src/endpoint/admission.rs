@@ -27,10 +27,11 @@ impl Core {
                 .admit_revocation(revocation, grant, *marker)
                 .map(|_| format!("revocation of {} admitted at marker {marker}", grant.id())),
             Feed::Amendment { steered, checkpoint, amendment, continuation } => {
-                self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map(|_| {
+                self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map(|at| {
                     format!(
-                        "amendment {} admitted: grant {} superseded by {}",
+                        "amendment {} admitted{}: grant {} superseded by {}",
                         amendment.id(),
+                        if at.is_none() { " before (recorded once)" } else { "" },
                         steered.id(),
                         continuation.id()
                     )

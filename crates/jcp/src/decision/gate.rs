@@ -82,6 +82,19 @@ impl Gate {
             Some(b) => *b,
             None => Some(0),
         };
+        // §4.7: a steered grant is superseded once. A second, different
+        // amendment of it would hand out a second continuation from the
+        // same remainder; the run goes on under the first one's
+        // continuation, which is what is steered next. The same amendment
+        // again checks as it did (its admission is then a no-op).
+        if let Some(prev) = self.superseded.get(&steered.id()) {
+            if *prev != amendment.id() {
+                return Err(Error::Steering(crate::steering::SteeringError::Sequence(format!(
+                    "grant {} is already superseded by amendment {prev}: a steered grant is amended once; steer its continuation",
+                    steered.id()
+                ))));
+            }
+        }
         crate::steering::verify_amendment_from(steered, checkpoint, amendment, base)?;
         crate::steering::verify_continuation(steered, amendment.amendment(), continuation)?;
         let recorded = self.spent(&steered.id()).uj;
@@ -112,6 +125,11 @@ impl Gate {
         self.superseded.insert(steered.id(), amendment.id());
         self.run_base.insert(continuation.id(), checkpoint.checkpoint().spent.map(|s| s.uj));
         Ok(())
+    }
+
+    /// The admitted amendment that superseded a grant here, if one did.
+    pub fn superseded_by(&self, id: &ContentId) -> Option<ContentId> {
+        self.superseded.get(id).copied()
     }
 
     /// Whether an admitted amendment superseded a grant here.
