@@ -757,3 +757,21 @@ fn c21_s4_7_an_amendment_fed_over_the_socket_before_the_gateway_reads_it_is_foll
     assert_eq!(audit["receipts"]["amendments"], 1, "admitted once: {audit:#}");
     assert_eq!(audit["clean"], true, "{audit:#}");
 }
+
+#[test]
+fn c21_a_gateway_restarted_while_its_run_awaits_the_steward_holds_the_next_call() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let args = ["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000", "--wait-timeout-s", "2"];
+    // The first session checkpoints after its one call and ends.
+    let first = Session::start(d, &json!([{"call": "echo", "args": {"message": "a"}}]), &args).finish(d);
+    assert_eq!(step(&first, 0)["is_error"], false);
+    wait_event(d, |e| e["event"] == "checkpoint");
+    // A new session on the same run: the run still awaits its steward, so its first call is held (and, unanswered, refused).
+    let second = Session::start(d, &json!([{"call": "echo", "args": {"message": "b"}}]), &args).finish(d);
+    let held = step(&second, 0);
+    assert_eq!(held["meta"]["jcp/code"], "checkpoint-wait-timeout", "{held}");
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 1, "the held call was never decided: {v:#}");
+}

@@ -124,6 +124,19 @@ impl RunState {
             let Some(cur) = chain.last().map(SignedGrant::id) else { break };
             if report.active_grant == Some(cur) {
                 let spent = report.latest_spent;
+                // A run that already awaits its steward (the gateway stopped
+                // at a checkpoint) holds the next call now too: restarting the
+                // gateway never lets a run go on unsteered.
+                let pending = report
+                    .checkpoints
+                    .last()
+                    .filter(|c| c.grant_id == cur && c.amendments.is_empty() && c.verdict != "refused")
+                    .and_then(|c| {
+                        run.records().iter().find_map(|r| match r {
+                            jcp::steering::Record::Checkpoint(x) if x.id() == c.id => Some(x.clone()),
+                            _ => None,
+                        })
+                    });
                 return Ok(Self {
                     chain,
                     spent_uj: spent.map_or(0, |s| s.uj),
@@ -131,7 +144,7 @@ impl RunState {
                     since_calls: 0,
                     since_uj: 0,
                     last_receipt: None,
-                    pending: None,
+                    pending,
                     broken: None,
                 });
             }
