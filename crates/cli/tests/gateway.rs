@@ -57,6 +57,38 @@ const TOOLS: &str = r#"{"tools":[
  {"tool":"trigger-long-running-operation","action":"long","system":"everything","operation":"long","target":"everything:long","arguments":["duration","steps"]}
 ]}"#;
 
+/// The flags every test's gateway runs with (the files `setup` writes).
+const GATEWAY_FLAGS: [&str; 12] = [
+    "--chain",
+    "root.jcp",
+    "--key",
+    "agent.key",
+    "--steward-key",
+    "steward.key",
+    "--stream",
+    "s.jcps",
+    "--tools",
+    "tools.json",
+    "--events",
+    "events.jsonl",
+];
+
+/// `jcp gateway` itself, spoken to over raw stdio (what the SDK would never send).
+fn raw_gateway(dir: &Path, extra: &[&str], upstream: &[&std::ffi::OsStr]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(dir)
+        .arg("gateway")
+        .args(GATEWAY_FLAGS)
+        .args(extra)
+        .arg("--")
+        .args(upstream)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Keys, a root grant on `text:everything` for `actions`, the bindings.
 fn setup(dir: &Path, budget_uj: u64, actions: &str) {
     ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
@@ -108,22 +140,7 @@ impl Session {
             env!("CARGO_BIN_EXE_jcp").into(),
             "gateway".into(),
         ];
-        for a in [
-            "--chain",
-            "root.jcp",
-            "--key",
-            "agent.key",
-            "--steward-key",
-            "steward.key",
-            "--stream",
-            "s.jcps",
-            "--tools",
-            "tools.json",
-            "--events",
-            "events.jsonl",
-        ] {
-            args.push(a.into());
-        }
+        args.extend(GATEWAY_FLAGS.iter().map(|a| (*a).to_owned()));
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         args.push("--".into());
         args.extend(upstream.iter().cloned());
@@ -606,27 +623,7 @@ fn s11_a_tools_call_in_a_batch_or_as_a_notification_or_under_two_methods_never_r
     )
     .unwrap();
     let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-filesystem");
-    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"))
-        .current_dir(d)
-        .args([
-            "gateway",
-            "--chain",
-            "root.jcp",
-            "--key",
-            "agent.key",
-            "--steward-key",
-            "steward.key",
-            "--stream",
-            "s.jcps",
-        ])
-        .args(["--tools", "tools.json", "--events", "events.jsonl", "--"])
-        .arg(&server)
-        .arg(&files)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut gw = raw_gateway(d, &[], &[server.as_os_str(), files.as_os_str()]);
     let target = |n: &str| files.join(n).display().to_string();
     let call = |id: Value, n: &str| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -686,28 +683,8 @@ fn c21_a_call_held_at_a_checkpoint_stops_waiting_when_the_client_closes_the_sess
     let d = t.path();
     setup(d, 100_000_000_000, "echo");
     let (_, server) = parts();
-    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"))
-        .current_dir(d)
-        .args([
-            "gateway",
-            "--chain",
-            "root.jcp",
-            "--key",
-            "agent.key",
-            "--steward-key",
-            "steward.key",
-            "--stream",
-            "s.jcps",
-        ])
-        .args(["--tools", "tools.json", "--events", "events.jsonl", "--run", "r.jcprun", "--checkpoint-every", "1"])
-        .args(["--max-uj", "1000000000", "--wait-timeout-s", "3600", "--"])
-        .arg(&server)
-        .arg("stdio")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let extra = ["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000", "--wait-timeout-s", "3600"];
+    let mut gw = raw_gateway(d, &extra, &[server.as_os_str(), std::ffi::OsStr::new("stdio")]);
     let mut stdin = gw.stdin.take().unwrap();
     let echo = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "m"}}});
     for l in [

@@ -124,10 +124,7 @@ fn find_grant(run: &Run, id: &ContentId) -> Option<SignedGrant> {
 
 /// Replaces the run file whole (a sibling temporary renamed over it).
 pub fn write_run(path: &Path, run: &Run) -> Result<(), ViewError> {
-    let tmp = path.with_extension("jcprun.console-tmp");
-    let w = |e: std::io::Error| ViewError::Write { path: path.to_path_buf(), detail: e.to_string() };
-    std::fs::write(&tmp, run.to_bytes()).map_err(w)?;
-    std::fs::rename(&tmp, path).map_err(w)
+    run.replace(path, "console").map_err(|e| ViewError::Write { path: path.to_path_buf(), detail: e.to_string() })
 }
 
 #[cfg(test)]

@@ -71,8 +71,8 @@ pub fn verify_intents(path: &Path) -> Result<IntentsReport, GatewayError> {
         };
         match r.kind {
             RecordKind::Request => {
-                let call = read_call(r.offset, &r.payload);
-                if let Ok(ph) = ContentId::parse(&call.payload_hash).ok_or(()) {
+                let (call, payload_hash) = read_call(r.offset, &r.payload);
+                if let Some(ph) = payload_hash {
                     by_payload.entry(ph).or_default().push(report.calls.len());
                 }
                 report.calls.push(call);
@@ -104,7 +104,9 @@ pub fn verify_intents(path: &Path) -> Result<IntentsReport, GatewayError> {
     Ok(report)
 }
 
-fn read_call(offset: u64, payload: &[u8]) -> RecordedCall {
+/// One request record read: the call as reported, and its frame's payload
+/// hash when the record reads (what its receipts are matched by).
+fn read_call(offset: u64, payload: &[u8]) -> (RecordedCall, Option<ContentId>) {
     let mut c = RecordedCall {
         offset,
         tool: None,
@@ -118,18 +120,19 @@ fn read_call(offset: u64, payload: &[u8]) -> RecordedCall {
         Ok((req, _)) => req,
         Err(e) => {
             c.problem = Some(format!("the request record does not read: {e}"));
-            return c;
+            return (c, None);
         }
     };
     c.action.clone_from(&req.frame.action);
     c.payload_hash = req.frame.payload_hash.to_hex();
+    let ph = Some(req.frame.payload_hash);
     let Some(args) = req.args.as_deref() else {
         c.problem = Some("the request carries no binding (no args)".into());
-        return c;
+        return (c, ph);
     };
     if ContentId::of_bytes(args) != req.frame.payload_hash {
         c.problem = Some("the recorded binding's content id is not the frame's payload hash".into());
-        return c;
+        return (c, ph);
     }
     let accepted = intent::parse(args).and_then(|v| {
         let tool = match &v {
@@ -152,5 +155,5 @@ fn read_call(offset: u64, payload: &[u8]) -> RecordedCall {
         }
         Err(e) => c.problem = Some(format!("the recorded binding is refused: [{}] {e}", e.code())),
     }
-    c
+    (c, ph)
 }

@@ -134,8 +134,6 @@ pub fn prepare(input: &PrepareInput, steward: &Keypair, name: &str) -> Result<Pr
     std::fs::write(&tools, &input.bindings_json).map_err(|e| io("writing", &tools, e))?;
     Run::new(root.clone()).write(&input.run_path).map_err(|e| io("writing", &input.run_path, e))?;
     let stream = input.dir.join("record.jcps");
-    let mut events = input.run_path.as_os_str().to_owned();
-    events.push(".events.jsonl");
     let p = |x: &Path| x.display().to_string();
     let mut args: Vec<String> = vec![
         "gateway".into(),
@@ -166,7 +164,7 @@ pub fn prepare(input: &PrepareInput, steward: &Keypair, name: &str) -> Result<Pr
         grant: root.id().to_hex(),
         run: input.run_path.clone(),
         stream,
-        events: PathBuf::from(events),
+        events: jcp::steering::follow::log_beside(&input.run_path),
         command: input.jcp.clone(),
         args,
         line,

@@ -712,7 +712,8 @@ impl CallContext {
             grade: c.core.provenance,
             receipt: c.id,
         });
-        (self.relayed(id, base, &reply, &intent_hash), charged.or(held))
+        let answer = self.relayed(id, base, &reply, charged.map(|c| c.receipt), &intent_hash);
+        (answer, charged.or(held))
     }
 
     fn bind(
@@ -758,9 +759,17 @@ impl CallContext {
         )
     }
 
-    fn relayed(&self, id: &Value, mut ev: Value, reply: &WireReply, intent_hash: &str) -> Value {
+    /// The client's answer to an allowed call from the relayed reply;
+    /// `charge` is the id of its verified charge receipt, if it has one.
+    fn relayed(
+        &self,
+        id: &Value,
+        mut ev: Value,
+        reply: &WireReply,
+        charge: Option<ContentId>,
+        intent_hash: &str,
+    ) -> Value {
         let metered = reply.metered.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null));
-        let charge = reply.charge.as_ref().and_then(|c| jcp_receipt::verify_receipt(c, None).ok()).map(|v| v.id);
         ev["verdict"] = "allow".into();
         ev["state"] = reply.state.as_str().into();
         ev["metered"] = metered.clone().unwrap_or(Value::Null);

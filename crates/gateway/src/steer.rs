@@ -74,9 +74,7 @@ fn run_err(code: &'static str, path: &Path, why: impl std::fmt::Display) -> Gate
 /// Writes the run beside itself, then renames it over the file (a reader
 /// never sees half a record; the temporary name is the gateway's own).
 fn write_run(path: &Path, run: &Run) -> Result<(), GatewayError> {
-    let tmp = path.with_extension("jcprun.gateway-tmp");
-    std::fs::write(&tmp, run.to_bytes()).map_err(|e| GatewayError::io(format!("writing {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| GatewayError::io(format!("replacing {}", path.display()), e))
+    run.replace(path, "gateway").map_err(|e| run_err("io", path, e))
 }
 
 /// Reads the run, again a few times on failure (the steward's writer may be replacing it).
@@ -119,39 +117,34 @@ impl RunState {
                 format!("record #{} ({}) is refused: [{}] {}", f.index, f.kind, f.code, f.message),
             ));
         }
-        let mut chain = chain;
-        for _ in 0..=run.records().len() {
-            let Some(cur) = chain.last().map(SignedGrant::id) else { break };
-            if report.active_grant == Some(cur) {
-                let spent = report.latest_spent;
-                // A run that already awaits its steward (the gateway stopped
-                // at a checkpoint) holds the next call now too: restarting the
-                // gateway never lets a run go on unsteered.
-                let pending = report
-                    .checkpoints
-                    .last()
-                    .filter(|c| c.grant_id == cur && c.amendments.is_empty() && c.verdict != "refused")
-                    .and_then(|c| {
-                        run.records().iter().find_map(|r| match r {
-                            jcp::steering::Record::Checkpoint(x) if x.id() == c.id => Some(x.clone()),
-                            _ => None,
-                        })
-                    });
-                return Ok(Self {
-                    chain,
-                    spent_uj: spent.map_or(0, |s| s.uj),
-                    grade: spent.map(|s| s.provenance),
-                    since_calls: 0,
-                    since_uj: 0,
-                    last_receipt: None,
-                    pending,
-                    broken: None,
-                });
-            }
-            let Some(s) = find_steering(&run, &cur) else { break };
-            chain = continue_chain(&chain, &s.cont);
-        }
-        Err(run_err("run-no-active-grant", path, "the run has no active grant to follow (awaiting a continuation?)"))
+        let chain = jcp::steering::follow::active_chain(&run, &report, chain).ok_or_else(|| {
+            run_err("run-no-active-grant", path, "the run has no active grant to follow (awaiting a continuation?)")
+        })?;
+        let cur = report.active_grant;
+        let spent = report.latest_spent;
+        // A run that already awaits its steward (the gateway stopped at a
+        // checkpoint) holds the next call now too: restarting the gateway
+        // never lets a run go on unsteered.
+        let pending = report
+            .checkpoints
+            .last()
+            .filter(|c| Some(c.grant_id) == cur && c.amendments.is_empty() && c.verdict != "refused")
+            .and_then(|c| {
+                run.records().iter().find_map(|r| match r {
+                    jcp::steering::Record::Checkpoint(x) if x.id() == c.id => Some(x.clone()),
+                    _ => None,
+                })
+            });
+        Ok(Self {
+            chain,
+            spent_uj: spent.map_or(0, |s| s.uj),
+            grade: spent.map(|s| s.provenance),
+            since_calls: 0,
+            since_uj: 0,
+            last_receipt: None,
+            pending,
+            broken: None,
+        })
     }
 
     /// Counts a call's debit (the charge, or a lost call's reservation,
@@ -233,30 +226,13 @@ impl RunState {
             self.pending = None;
             return Ok(Some(Steered::Continued(s.cont.id())));
         }
-        if let Some((rev, g)) = self.revocation_beside(&opts.run) {
+        if let Some((rev, g)) = jcp::steering::follow::revocations_beside(&opts.run, &self.chain).into_iter().next() {
             let why = format!("grant {} was revoked (revocation {} beside the run)", g.id(), rev.id());
             revoke(&rev, &g).map_err(|e| run_err("revocation-refused", &opts.run, e))?;
             self.pending = None;
             return Ok(Some(Steered::Revoked(why)));
         }
         Ok(None)
-    }
-
-    /// A revocation beside the run (`<run>.revocations/*.jcp`) of a grant
-    /// of the chain that verifies against it (the revoker is its issuer).
-    /// Files that do not verify are ignored.
-    fn revocation_beside(&self, run: &Path) -> Option<(SignedRevocation, SignedGrant)> {
-        let mut dir = run.as_os_str().to_owned();
-        dir.push(".revocations");
-        for e in std::fs::read_dir(PathBuf::from(dir)).ok()?.flatten() {
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
-            let Ok(rev) = SignedRevocation::from_bytes(&bytes) else { continue };
-            let id = rev.revocation().grant_id;
-            if let Some(g) = self.chain.iter().find(|g| g.id() == id && rev.check_authority(g).is_ok()) {
-                return Some((rev, g.clone()));
-            }
-        }
-        None
     }
 }
 

@@ -8,14 +8,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use jcp::decision::Gate;
 use jcp_gateway::{Bindings, Events, Gateway, Settings, Upstream, UpstreamOptions};
 use jcp_wire::backend::Backend;
 use jcp_wire::endpoint::{Config, Endpoint};
 use serde_json::json;
 
-use super::core::{parse_did, parse_resource, read_bytes, read_grant, read_key};
-use super::wire::{parse_addr, runtime, start_meter, wire_err};
+use super::core::{read_bytes, read_grant, read_key};
+use super::wire::{gate_trusting, parse_addr, runtime, start_meter, wire_err};
 use crate::out::{coded, CLEAN};
 
 #[derive(Debug, Args)]
@@ -236,12 +235,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         Some(t) => t.clone(),
         None => jcp_gateway::session::fresh_uuid(),
     };
-    let mut gate = Gate::new();
-    for tr in &a.trust_roots {
-        let (r, d) =
-            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
-        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
-    }
+    let gate = gate_trusting(&a.trust_roots)?;
     let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
     let server = a.server_name.clone().unwrap_or_else(|| {
         std::path::Path::new(&a.command[0]).file_name().map_or(a.command[0].clone(), |f| f.to_string_lossy().into())
@@ -274,7 +268,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
         // A steered run's log goes beside its run file by default, where the
         // console's Steward view reads it (`<run>.events.jsonl`).
-        let log = a.events.clone().or_else(|| a.run.as_deref().map(console_log_of));
+        let log = a.events.clone().or_else(|| a.run.as_deref().map(jcp::steering::follow::log_beside));
         let events = match &log {
             Some(p) => Events::to_file(p).map_err(|e| coded(e.code(), e.to_string()))?,
             None => Events::default(),
@@ -356,12 +350,4 @@ fn settings_of(
             poll: std::time::Duration::from_millis(100),
         }),
     }
-}
-
-/// The log beside a run (`<run>.events.jsonl`): the console's Steward view
-/// reads it there (`console_view::steward::gateway::log_of`, the same name).
-fn console_log_of(run: &std::path::Path) -> PathBuf {
-    let mut p = run.as_os_str().to_owned();
-    p.push(".events.jsonl");
-    PathBuf::from(p)
 }

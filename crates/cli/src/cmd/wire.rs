@@ -39,6 +39,17 @@ pub(crate) fn parse_addr(s: &str) -> anyhow::Result<Address> {
 
 // ------------------------------------------------------------------ serve
 
+/// A gate trusting each `RESOURCE=DID` (`--trust-root`; RESOURCE as hex or text:NAME).
+pub(crate) fn gate_trusting(roots: &[String]) -> anyhow::Result<Gate> {
+    let mut gate = Gate::new();
+    for tr in roots {
+        let (r, d) =
+            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
+        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
+    }
+    Ok(gate)
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Where to listen: tcp:HOST:PORT or unix:PATH (repeatable).
@@ -176,12 +187,7 @@ pub(crate) async fn bind_metrics(addr: &str) -> anyhow::Result<(tokio::net::TcpL
 
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let steward = read_key(&a.steward_key)?;
-    let mut gate = Gate::new();
-    for tr in &a.trust_roots {
-        let (r, d) =
-            tr.split_once('=').ok_or_else(|| coded("invalid-trust-root", format!("{tr:?}: expected RESOURCE=DID")))?;
-        gate.add_trust_root(parse_resource(r)?, parse_did(d)?);
-    }
+    let gate = gate_trusting(&a.trust_roots)?;
     let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
     let mut config = Config::new(&a.stream);
     config.window_s = a.window_s;

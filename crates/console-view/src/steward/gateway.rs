@@ -133,9 +133,7 @@ pub struct GatewayPrepared {
 
 /// The log beside a run: `<run>.events.jsonl`.
 pub fn log_of(run: &Path) -> PathBuf {
-    let mut p = run.as_os_str().to_owned();
-    p.push(".events.jsonl");
-    PathBuf::from(p)
+    jcp::steering::follow::log_beside(run)
 }
 
 fn text(v: &serde_json::Value, k: &str) -> Option<String> {

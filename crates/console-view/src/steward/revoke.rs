@@ -121,26 +121,18 @@ pub fn write_revocation(run_path: &Path, target: &SignedGrant, rev: &SignedRevoc
 
 /// Where the revocations of a run's grants are written.
 pub fn revocations_dir(run_path: &Path) -> PathBuf {
-    let mut s = run_path.as_os_str().to_owned();
-    s.push(".revocations");
-    PathBuf::from(s)
+    jcp::steering::follow::revocations_dir(run_path)
 }
 
 /// The revocations written beside a run: (revoked grant id, revocation),
 /// checked against the run's grants (a file that does not verify is skipped
 /// and reported by the caller's count).
 pub fn revocations_of(run_path: &Path, run: &Run) -> Vec<(ContentId, SignedRevocation)> {
-    let Ok(entries) = std::fs::read_dir(revocations_dir(run_path)) else { return Vec::new() };
-    let grants = grants_of(run);
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Ok(bytes) = std::fs::read(e.path()) else { continue };
-        let Ok(rev) = SignedRevocation::from_bytes(&bytes) else { continue };
-        let id = rev.revocation().grant_id;
-        if grants.iter().any(|g| g.id() == id && rev.check_authority(g).is_ok()) {
-            out.push((id, rev));
-        }
-    }
+    let mut out: Vec<(ContentId, SignedRevocation)> =
+        jcp::steering::follow::revocations_beside(run_path, &grants_of(run))
+            .into_iter()
+            .map(|(rev, g)| (g.id(), rev))
+            .collect();
     out.sort_by_key(|(id, _)| *id);
     out
 }

@@ -4,8 +4,11 @@
 //! continuation leaves. Shared by every holder that follows a run: the demo
 //! agent (`jcp agent demo`) and the MCP gateway (`jcp gateway`).
 
+use std::path::{Path, PathBuf};
+
 use crate::cbor::ContentId;
 use crate::grant::SignedGrant;
+use crate::revocation::SignedRevocation;
 
 use super::{verify_amendment, verify_continuation, Record, Run, RunReport, SignedAmendment, SignedCheckpoint};
 
@@ -76,4 +79,59 @@ pub fn verify_steering(run: &Run, report: &RunReport, steered: &SignedGrant, s: 
         verify_amendment(steered, &s.cp, &s.am).map_err(|e| format!("[{}] {e}", e.code()))?;
     }
     Ok(row.ceiling_uj)
+}
+
+/// The chain a holder resuming a verified run is under now: `chain`, its
+/// leaf replaced by each continuation the run admitted in turn, until it
+/// ends at the run's active grant. `None` when it cannot get there (the
+/// run awaits a continuation, or steers another grant).
+pub fn active_chain(run: &Run, report: &RunReport, chain: Vec<SignedGrant>) -> Option<Vec<SignedGrant>> {
+    let mut chain = chain;
+    for _ in 0..=run.records().len() {
+        let cur = chain.last().map(SignedGrant::id)?;
+        if report.active_grant == Some(cur) {
+            return Some(chain);
+        }
+        let s = find_steering(run, &cur)?;
+        chain = continue_chain(&chain, &s.cont);
+    }
+    None
+}
+
+/// A file beside a run file: `<run><suffix>`.
+fn beside(run: &Path, suffix: &str) -> PathBuf {
+    let mut p = run.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// Where a steward writes the revocations of a run's grants:
+/// `<run>.revocations/`, one `<grant id>.jcp` each (the console does; a
+/// holder waiting at a checkpoint looks there, asking no endpoint).
+pub fn revocations_dir(run: &Path) -> PathBuf {
+    beside(run, ".revocations")
+}
+
+/// The log a holder that follows a run keeps beside it (`jcp gateway`:
+/// `<run>.events.jsonl`), where the console's Steward view reads it.
+pub fn log_beside(run: &Path) -> PathBuf {
+    beside(run, ".events.jsonl")
+}
+
+/// The revocations beside a run that revoke one of `grants` and verify
+/// against it (§4.3: the revoker is that grant's issuer and the signature
+/// holds), each with the grant it revokes, in the directory's order. A
+/// file that does not read or verify is skipped: an endpoint still decides.
+pub fn revocations_beside(run: &Path, grants: &[SignedGrant]) -> Vec<(SignedRevocation, SignedGrant)> {
+    let Ok(entries) = std::fs::read_dir(revocations_dir(run)) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Ok(bytes) = std::fs::read(e.path()) else { continue };
+        let Ok(rev) = SignedRevocation::from_bytes(&bytes) else { continue };
+        let id = rev.revocation().grant_id;
+        if let Some(g) = grants.iter().find(|g| g.id() == id && rev.check_authority(g).is_ok()) {
+            out.push((rev, g.clone()));
+        }
+    }
+    out
 }

@@ -3,7 +3,6 @@
 //! amendment citing it (or a revocation, §4.3, or its parent's exit), and
 //! switches to the verified continuation grant.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use jcp::grant::SignedGrant;
@@ -182,27 +181,18 @@ impl Agent {
     /// grant's issuer and the signature holds (§4.3) — stops the run. A file
     /// that does not verify is ignored (the endpoint still decides).
     pub(super) fn revoked_while_waiting(&self) -> Option<Stop> {
-        let mut dir = self.run_path.as_os_str().to_owned();
-        dir.push(".revocations");
-        let entries = std::fs::read_dir(PathBuf::from(dir)).ok()?;
-        for e in entries.flatten() {
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
-            let Ok(rev) = jcp::revocation::SignedRevocation::from_bytes(&bytes) else { continue };
-            let id = rev.revocation().grant_id;
-            if let Some(g) = self.chain.iter().find(|g| g.id() == id && rev.check_authority(g).is_ok()) {
-                let leaf = self.chain.last().map(SignedGrant::id);
-                return Some(Stop {
-                    why: "revoked",
-                    message: if leaf == Some(g.id()) {
-                        format!("stopped: grant {id} was revoked (revocation {} beside the run)", rev.id())
-                    } else {
-                        format!("stopped: grant {id} above the agent's grant in its chain was revoked (revocation {} beside the run)", rev.id())
-                    },
-                    extra: json!({"revocation": rev.id(), "revoked": id}),
-                });
-            }
-        }
-        None
+        let (rev, g) = jcp::steering::follow::revocations_beside(&self.run_path, &self.chain).into_iter().next()?;
+        let id = g.id();
+        let leaf = self.chain.last().map(SignedGrant::id);
+        Some(Stop {
+            why: "revoked",
+            message: if leaf == Some(id) {
+                format!("stopped: grant {id} was revoked (revocation {} beside the run)", rev.id())
+            } else {
+                format!("stopped: grant {id} above the agent's grant in its chain was revoked (revocation {} beside the run)", rev.id())
+            },
+            extra: json!({"revocation": rev.id(), "revoked": id}),
+        })
     }
 
     /// On `superseded`: the continuation, if the run file has one by now.

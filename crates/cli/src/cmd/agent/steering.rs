@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
 use jcp::grant::SignedGrant;
 use jcp::steering::{Run, Spent};
 
@@ -38,9 +37,7 @@ pub(super) async fn read_run(path: &Path) -> anyhow::Result<Run> {
 /// the original, so a reader never sees half a record. The temporary name
 /// is the agent's own (`jcp run` uses another).
 pub(super) fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
-    let tmp = path.with_extension("jcprun.agent-tmp");
-    std::fs::write(&tmp, run.to_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    run.replace(path, "agent").map_err(|e| core_err(path, &e))
 }
 
 pub(super) use jcp::steering::follow::{continue_chain, find_steering, verify_steering, Steering};
@@ -77,14 +74,8 @@ pub(super) fn open_run(path: &Path, chain: Vec<SignedGrant>) -> anyhow::Result<(
     }
     // A run steered before: follow its verified continuations to the
     // grant it is active under now.
-    let mut chain = chain;
-    for _ in 0..=run.records().len() {
-        let Some(cur) = chain.last().map(SignedGrant::id) else { break };
-        if report.active_grant == Some(cur) {
-            return Ok((chain, report.latest_spent));
-        }
-        let Some(s) = find_steering(&run, &cur) else { break };
-        chain = continue_chain(&chain, &s.cont);
+    if let Some(chain) = jcp::steering::follow::active_chain(&run, &report, chain) {
+        return Ok((chain, report.latest_spent));
     }
     Err(coded(
         "run-no-active-grant",
