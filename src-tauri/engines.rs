@@ -52,6 +52,10 @@ fn run_audit(paths: &[PathBuf], p: &ProgressCounters, cancel: &AtomicBool) -> En
         }
     })
     .map_err(|e| UiError::new(&audit_code(&e), e.to_string()))?;
+    let mut report = report;
+    // A gateway's stream: every recorded call's intent recomputed, as `jcp audit` does.
+    jcp_gateway::intents::check_audit(&mut report, paths)
+        .map_err(|e| UiError::new(&format!("audit.{}", e.code()), e.to_string()))?;
     let json = serde_json::to_value(&report)
         .map_err(|e| UiError::new("audit.report", format!("the report could not be serialised: {e}")))?;
     Ok((verdict(&report), json))

@@ -1,15 +1,16 @@
 //! The steward's side of the console: the key (kept here, in Rust, for an
 //! unlocked session; never sent to the web view), the runs folder (watched),
-//! the write actions (approve, amend, revoke) and live runs — the embedded
-//! enforcement endpoint (`jcp-wire`) and the demo agent as a child process.
+//! the write actions (approve, amend, revoke) and live runs — supervised by
+//! `jcp-supervise` (the embedded enforcement endpoint and the demo agent as
+//! a child process), as `jcp run live` supervises them.
 //! Protocol rules live in the crates (`jcp::steering`, `console_view::steward`);
 //! this module composes them, writes files, and keeps state.
 //!
 //! One module per thing the steward does: [`key`] (the signing key),
 //! [`runs`] (reading runs: the watched folder, the overview, a run's view),
 //! [`amend`] (approve or amend at a checkpoint, §4.7), [`revoke`] (§4.3),
-//! [`settle`] (unresolved decisions, §4.11), [`live`] (a live run on the
-//! embedded endpoint), [`commands`] (the Tauri commands) and [`attention`]
+//! [`settle`] (unresolved decisions, §4.11), [`live`] (a live run, forwarded
+//! to `jcp-supervise`), [`commands`] (the Tauri commands) and [`attention`]
 //! (announcing a checkpoint while the window is in the background).
 
 pub mod amend;
@@ -49,19 +50,9 @@ pub const KEY_FILE: &str = "steward.key";
 pub const RUNS_DIR: &str = "runs";
 /// Where live runs keep their endpoint record, agent key and chain.
 pub const LIVE_DIR: &str = "live";
-/// A demo live run's budget, µJ (100 J: each call's work is metered, at
-/// tenths of a joule with the default estimate).
-pub const LIVE_BUDGET_UJ: u64 = 100_000_000;
-/// The work each demo step runs behind the endpoint's gate (`jcp backend
-/// demo`'s command: 50 ms of CPU, well above the 10 ms grain of the /proc
-/// CPU clock the endpoint's span reads).
-pub const LIVE_WORK: &str = "burn:50";
-/// The most one demo call may reserve, µJ (5 J, far above what a step is
-/// metered at): the agent's stated maximum, so a call lost behind the gate
-/// leaves 5 J debited and unresolved rather than the whole remainder.
-pub const LIVE_MAX_UJ: u64 = 5_000_000;
-/// Allowed actions between checkpoints.
-pub const LIVE_CHECKPOINT_EVERY: u64 = 5;
+/// A demo live run's budget, µJ: `jcp-supervise`'s default (100 J). The
+/// run's other settings are its defaults too ([`jcp_supervise::Settings`]).
+pub const LIVE_BUDGET_UJ: u64 = jcp_supervise::Settings::DEFAULT_BUDGET_UJ;
 
 /// The steward's state: the key and the live runs.
 #[derive(Debug)]

@@ -362,4 +362,22 @@ fn c21_s11_a_gateway_run_set_up_in_the_console_is_steered_there_amended_then_rev
         "{a:#}"
     );
     assert_eq!(a["clean"], true, "{a:#}");
+    // The Auditor opens the gateway's stream like any other: the same verdict
+    // as `jcp audit`, and every call's intent hash recomputed from its binding.
+    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
+    let t0 = Instant::now();
+    let done = loop {
+        let s = invoke(&w, "audit_status", json!({})).unwrap();
+        if s["state"] != "running" {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "the audit never finished: {s}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let r = invoke(&w, "audit_report", json!({"id": done["id"]})).unwrap();
+    assert_eq!(r["verdict"], "clean", "{r:#}");
+    assert_eq!(r["report"]["intents"], a["intents"], "{r:#}");
+    let calls = a["intents"]["calls"].as_u64().unwrap();
+    assert!(calls >= 2, "{a:#}");
+    assert_eq!(a["intents"]["recomputed"].as_u64(), Some(calls), "{a:#}");
 }

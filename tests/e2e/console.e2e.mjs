@@ -705,7 +705,7 @@ test("developer: a broken blueprint from the arguments points at its JSON locati
 // `@modelcontextprotocol/server-everything` from npm, the run shows its calls
 // with their intent hashes and figures, a held call goes on after the
 // steward approves the checkpoint, and a revocation from the console ends it.
-test("steward: an MCP gateway run set up here, its calls shown, approved at a checkpoint, revoked", async () => {
+test("steward: an MCP gateway run set up here, its calls shown, amended at a checkpoint, revoked", async () => {
   const py = path.resolve("crates/gateway/tests/.venv/bin/python");
   const server = path.resolve("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
   assert.ok(fs.existsSync(py) && fs.existsSync(server), "run scripts/setup.sh: the MCP SDK and server-everything are missing");
@@ -749,12 +749,18 @@ test("steward: an MCP gateway run set up here, its calls shown, approved at a ch
     await s.exec("document.querySelector('#gateway-panel').scrollIntoView(); return true");
     await s.shot("gateway-held");
 
-    // Approve: the held call goes on under the continuation, until the next checkpoint.
-    await s.click("#approve");
-    await s.waitFor(async () => (await s.exec("return document.querySelector('#approve-sign') !== null")) === true, 10000, "the approval preview");
-    await s.click("#approve-sign");
+    // Amend to 50 J (tighter than the issued 100 J): the held call goes on
+    // under the continuation's ceiling, until the next checkpoint.
+    await s.type("#amend-budget", "50000000");
+    await s.click("#amend-sign");
+    await s.waitFor(async () => (await s.exec("return document.querySelectorAll('.history-list li.amend').length")) === 1, 10000, "the amendment in the history");
     await s.waitFor(async () => (await s.exec("return document.querySelectorAll('#gateway-calls tr.gateway-call').length")) === 4 && (await s.textOf("#gateway-state")) === "held", 60000, "two more calls and the second hold");
-    await s.shot("gateway-approved");
+    await s.waitFor(async () => (await s.visible("#awaiting-banner")) && (await s.textOf("#awaiting-banner")).startsWith("Checkpoint 1"), 30000, "the second checkpoint");
+    const banner = await s.textOf("#awaiting-banner");
+    const remainder = banner.match(/remainder ([\d.]+) J/);
+    assert.ok(remainder && Number(remainder[1]) <= 50 && Number(remainder[1]) > 40, `the run goes on under the amended 50 J, not the issued 100 J: ${banner}`);
+    await s.exec("document.querySelector('#gateway-panel').scrollIntoView(); return true");
+    await s.shot("gateway-amended");
 
     // Revoke the continuation: the held call is denied `revoked`, sealed, and the session ends.
     await s.click("#revoke-plan");

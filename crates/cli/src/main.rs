@@ -57,7 +57,7 @@ enum Command {
     Key(cmd::core::KeyArgs),
     /// Meters this machine's energy live, window by window, with provenance and coverage (spec §5).
     Meter(cmd::meter::MeterArgs),
-    /// Steers a long run: checkpoints, amendments, continuations, run verification (spec §4.7, C21).
+    /// Steers a long run: checkpoints, amendments, continuations, run verification; a supervised live run (spec §4.7, C21, §11).
     Run(cmd::run::RunArgs),
     /// Runs the enforcement endpoint on TCP and Unix sockets with a durable record (spec §11, §4.11).
     Serve(cmd::wire::ServeArgs),

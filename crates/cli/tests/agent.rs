@@ -1,7 +1,9 @@
 //! `jcp agent demo` across real processes (§4.3, §4.7, §11, C21): a served
 //! endpoint with `jcp backend demo` behind its gate, a long agent run whose
 //! work the endpoint runs, meters and charges (the agent states no joules
-//! of its own), and a steward who revokes or amends it while it runs.
+//! of its own), and a steward who revokes or amends it while it runs; and
+//! the same run supervised by `jcp run live` (`jcp-supervise`, the console's
+//! code).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
@@ -734,4 +736,150 @@ fn s11_agent_refuses_an_endpoint_with_nothing_behind_its_gate() {
     let msg = stopped["message"].as_str().unwrap();
     assert!(msg.contains("no reply within 1 s") && msg.contains("jcp serve --backend"), "{msg}");
     assert!(!events.iter().any(|e| is(e, "decision")), "no figure of its own is reported: {events:?}");
+}
+
+/// The processes whose command line has `word` among its arguments (from
+/// `/proc`), zombies aside.
+fn running_with(word: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, a)| a.trim_start().starts_with('Z')));
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if !zombie && cmd.split(|b| *b == 0).any(|w| w == word.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `jcp run live` (§4.7, §11): the steward's key issues the agent its grant
+/// and the run is supervised by `jcp-supervise`, the code the console's live
+/// runs are, in the foreground: the run file in the runs folder, the
+/// endpoint with `jcp backend demo` behind its gate, the agent's events on
+/// stdout. The steward steers it with the ordinary commands (`jcp run
+/// amend`, `jcp feed amend`), the agent goes on under the continuation, and
+/// SIGTERM stops the agent and closes the endpoint: nothing is left running
+/// and the record audits clean.
+#[cfg(unix)]
+#[test]
+fn c21_s11_a_run_started_from_the_cli_is_supervised_by_the_same_crate_as_the_console_and_steered_with_the_cli() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    let steward = ok(d, &["key", "show", "steward.key"]).trim().to_owned();
+    let mut live = Proc::spawn(
+        d,
+        "jcp run live",
+        &[
+            "run",
+            "live",
+            "--steward-key",
+            "steward.key",
+            "--runs",
+            "runs",
+            "--json",
+            "--checkpoint-every",
+            "3",
+            "--interval-ms",
+            "40",
+            "--work",
+            WORK,
+            "--wait-timeout-s",
+            "60",
+        ],
+    );
+    let head = live.event();
+    assert_eq!((head["event"].as_str(), head["steward"].as_str()), (Some("supervising"), Some(steward.as_str())));
+    let run = head["run"].as_str().unwrap().to_owned();
+    let endpoint = head["endpoint"].as_str().unwrap().to_owned();
+    let root = head["grant"].as_str().unwrap().to_owned();
+    let budget = head["budget_uj"].as_u64().unwrap();
+    // The run file in the runs folder; the run's own folder (its endpoint's
+    // record) beside it, in `live/`, as in a console workspace.
+    assert!(Path::new(&run).starts_with(d.join("runs")) && run.ends_with(".jcprun"), "{head}");
+    assert!(Path::new(head["stream"].as_str().unwrap()).starts_with(d.join("live")), "{head}");
+    assert!(endpoint.starts_with("unix:"), "{head}");
+    let started = live.event();
+    assert_eq!((started["event"].as_str(), started["grant"].as_str()), (Some("started"), Some(root.as_str())));
+    assert_eq!(started["agent"], head["agent"]);
+    // Three allowed actions, each metered and charged behind the gate, then
+    // the agent's checkpoint in the run file, where it waits for the steward.
+    let first = live.until(|e| is(e, "checkpoint"));
+    let cp = first.last().unwrap();
+    let spent = metered_debits(&first);
+    assert_eq!((cp["seq"].as_u64(), cp["spent_uj"].as_u64()), (Some(0), Some(spent)), "{cp}");
+    let report: Value = serde_json::from_str(&ok(d, &["run", "verify", &run, "--json"])).unwrap();
+    let first_cp = report["checkpoints"][0]["id"].as_str();
+    assert_eq!((report["clean"].as_bool(), first_cp), (Some(true), cp["id"].as_str()), "{report}");
+    // The steward amends it with the CLI: the run file, then the endpoint.
+    let amended_uj = (budget - spent) / 2;
+    let amended: Value = serde_json::from_str(&ok(
+        d,
+        &["run", "amend", "--run", &run, "--key", "steward.key", "--budget-uj", &amended_uj.to_string(), "--json"],
+    ))
+    .unwrap();
+    let cont = amended["continuation"].as_str().unwrap().to_owned();
+    let fed: Value =
+        serde_json::from_str(&ok(d, &["feed", "amend", "--connect", &endpoint, "--run", &run, "--json"])).unwrap();
+    assert_eq!(fed["admitted"], true, "{fed}");
+    // The agent goes on under the continuation, to its next checkpoint.
+    let rest = live.until(|e| is(e, "checkpoint"));
+    let continued = rest.iter().find(|e| is(e, "continued")).unwrap_or_else(|| panic!("{rest:?}"));
+    assert_eq!(
+        (continued["continuation"].as_str(), continued["budget_uj"].as_u64()),
+        (Some(cont.as_str()), Some(amended_uj))
+    );
+    let after: Vec<&Value> = rest.iter().filter(|e| is(e, "decision")).collect();
+    assert_eq!(after.len(), 3, "{rest:?}");
+    assert!(after.iter().all(|e| e["verdict"] == "allow" && e["grant"] == cont.as_str()), "{after:?}");
+    let more = metered_debits(&rest);
+    assert_eq!(rest.last().unwrap()["grant"], cont.as_str());
+    // SIGTERM: the agent is stopped, the endpoint closed, the command exits 0
+    // with its last line; no agent is left running.
+    assert_eq!(running_with(&run).len(), 1, "the agent runs with the run file");
+    assert_eq!(live.sigterm().code(), Some(0), "{}", live.stderr());
+    let ended = live.until(|e| is(e, "ended"));
+    let ended = ended.last().unwrap();
+    assert_eq!((ended["signal"].as_str(), ended["allowed"].as_u64()), (Some("SIGTERM"), Some(6)), "{ended}");
+    assert_eq!((ended["spent_uj"].as_u64(), ended["grant"].as_str()), (Some(spent + more), Some(cont.as_str())));
+    assert!(ended["ended"].as_str().unwrap().starts_with("stopped by jcp run live"), "{ended}");
+    assert_eq!(running_with(&run), Vec::<u32>::new(), "no agent outlives the run");
+    assert!(live.stderr().contains("SIGTERM: stopping the agent"), "{}", live.stderr());
+    // The endpoint's record audits clean: every call settled by its charge,
+    // the amendment recorded, nothing unresolved.
+    let audit: Value =
+        serde_json::from_slice(&jcp(d, &["audit", head["stream"].as_str().unwrap(), "--json"]).stdout).unwrap();
+    assert_eq!(audit["clean"], true, "{audit:#}");
+    let settled = (audit["receipts"]["settlements"].as_u64(), audit["unresolved_total"].as_u64());
+    assert_eq!(settled, (Some(6), Some(0)), "{audit:#}");
+    assert_eq!(audit["receipts"]["amendments"], 1, "{audit:#}");
+    // The run file verifies clean, active under the continuation.
+    let report: Value = serde_json::from_str(&ok(d, &["run", "verify", &run, "--json"])).unwrap();
+    let active = report["active_grant"].as_str();
+    assert_eq!((report["clean"].as_bool(), active), (Some(true), Some(cont.as_str())), "{report}");
+}
+
+/// An agent that stops on its own (here: a grant smaller than one call's
+/// work, used up by the first) ends `jcp run live` with the agent's own exit
+/// status, 1 for a refusal, its last line saying why.
+#[test]
+fn c21_s11_run_live_exits_with_the_agents_status_when_the_agent_stops_on_its_own() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "--out", "steward.key"]);
+    let mut live = Proc::spawn(
+        d,
+        "jcp run live",
+        &["run", "live", "--steward-key", "steward.key", "--runs", ".", "--json", "--budget-uj", "1000"],
+    );
+    let events = live.until(|e| is(e, "ended"));
+    assert_eq!(live.wait().code(), Some(1), "{}", live.stderr());
+    let denied = events.iter().rev().find(|e| is(e, "decision")).unwrap();
+    assert_eq!((denied["verdict"].as_str(), denied["reason"].as_str()), (Some("deny"), Some("budget-exceeded")));
+    let ended = events.last().unwrap();
+    assert_eq!((ended["state"].as_str(), ended["exit"]["code"].as_i64()), (Some("stopped"), Some(1)), "{ended}");
+    assert!(ended["signal"].is_null() && ended["ended"].as_str().unwrap().contains("budget exhausted"), "{ended}");
+    assert!(d.join("live").is_dir(), "the run's folder is `live` beside the runs folder");
 }

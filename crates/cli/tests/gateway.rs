@@ -134,19 +134,22 @@ impl Session {
     /// With `upstream` (a command line) behind the gateway.
     fn start_with(dir: &Path, steps: &Value, extra: &[&str], upstream: &[String]) -> Self {
         let (py, _) = parts();
-        let mut args: Vec<String> = vec![
-            repo().join("crates/gateway/tests/mcp_session.py").display().to_string(),
-            steps.to_string(),
-            env!("CARGO_BIN_EXE_jcp").into(),
-            "gateway".into(),
-        ];
+        let mut args: Vec<String> = vec![env!("CARGO_BIN_EXE_jcp").into(), "gateway".into()];
         args.extend(GATEWAY_FLAGS.iter().map(|a| (*a).to_owned()));
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         args.push("--".into());
         args.extend(upstream.iter().cloned());
+        Self::spawn_client(dir, &py, steps, &args)
+    }
+
+    /// The SDK client script with `target`: the gateway's command line, or the URL it serves MCP at.
+    fn spawn_client(dir: &Path, py: &Path, steps: &Value, target: &[String]) -> Self {
+        let script = repo().join("crates/gateway/tests/mcp_session.py").display().to_string();
         let mut child = Command::new(py)
             .current_dir(dir)
-            .args(&args)
+            .arg(script)
+            .arg(steps.to_string())
+            .args(target)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(dir.join("session.err")).unwrap())
             .spawn()
@@ -386,11 +389,12 @@ fn wait_event(dir: &Path, f: impl Fn(&Value) -> bool) -> Value {
 fn c21_s4_7_a_gateway_run_is_held_at_its_checkpoint_until_the_steward_amends_and_goes_on_under_the_continuation() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    setup(d, 100_000_000_000, "echo");
+    setup(d, 100_000_000_000, "echo,sum");
     let steps = json!([
         {"call": "echo", "args": {"message": "a"}},
         {"call": "echo", "args": {"message": "b"}},
         {"call": "echo", "args": {"message": "held"}},
+        {"list": true},
     ]);
     let s = Session::start(d, &steps, &["--run", "r.jcprun", "--checkpoint-every", "2", "--max-uj", "1000000000"]);
     // After the second call the gateway, as the holder, checkpoints the run
@@ -412,6 +416,8 @@ fn c21_s4_7_a_gateway_run_is_held_at_its_checkpoint_until_the_steward_amends_and
             "issuer.key",
             "--budget-uj",
             "50000000",
+            "--caveat",
+            "ActionIn=echo",
             "--continuation-out",
             "cont.jcp",
         ],
@@ -427,6 +433,13 @@ fn c21_s4_7_a_gateway_run_is_held_at_its_checkpoint_until_the_steward_amends_and
     let cont_id = ok(d, &["inspect", "cont.jcp", "--json"]);
     let cont_id: Value = serde_json::from_str(&cont_id).unwrap();
     assert_eq!(cont["continuation"], cont_id["id"], "{cont}");
+    // tools/list is marked against the chain in force: the continuation,
+    // whose ActionIn caveat leaves `sum` out.
+    let tools = step(&all, 3)["tools"].as_array().unwrap();
+    let mark = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["meta"].clone();
+    assert!(mark("echo")["jcp/why"].as_str().unwrap().contains(cont_id["id"].as_str().unwrap()), "{tools:?}");
+    assert_eq!(mark("get-sum")["jcp/allowed"], false, "{tools:?}");
+    assert!(mark("get-sum")["jcp/why"].as_str().unwrap().contains("ActionIn"), "{tools:?}");
     // The endpoint admitted the amendment: the steered grant is superseded there,
     // and the audit of the record is clean.
     let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
@@ -751,4 +764,106 @@ fn c21_a_gateway_restarted_while_its_run_awaits_the_steward_holds_the_next_call(
     assert_eq!(held["meta"]["jcp/code"], "checkpoint-wait-timeout", "{held}");
     let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
     assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 1, "the held call was never decided: {v:#}");
+}
+
+/// One raw HTTP/1.1 exchange (`Connection: close`): the status and body.
+fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
+}
+
+#[test]
+fn c21_s11_an_official_sdk_session_over_streamable_http_is_decided_held_at_its_checkpoint_and_amended() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let (py, server) = parts();
+    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(d)
+        .arg("gateway")
+        .args(GATEWAY_FLAGS)
+        .args(["--listen", "http://127.0.0.1:0/mcp", "--run", "r.jcprun", "--checkpoint-every", "2"])
+        .args(["--max-uj", "1000000000", "--", &server.display().to_string(), "stdio"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(d.join("gateway.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let started = wait_event(d, |e| e["event"] == "started");
+    let url = started["mcp_url"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
+    let json_ct = ("Content-Type", "application/json");
+    let accept = ("Accept", "application/json, text/event-stream");
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    // Refused at the transport, before anything reaches the session: another
+    // site's Origin (DNS rebinding), a message before `initialize`, a batch.
+    assert_eq!(http(&url, "POST", &[json_ct, accept, ("Origin", "http://evil.example")], list).0, 403);
+    assert_eq!(http(&url, "POST", &[json_ct, accept], list).0, 400);
+    let (st, body) = http(&url, "POST", &[json_ct, accept], &format!("[{list}]"));
+    assert_eq!((st, body.contains("-32600")), (400, true), "{body}");
+    assert_eq!(http(&url.replace("/mcp", "/other"), "POST", &[json_ct, accept], list).0, 404);
+    // The official SDK's Streamable HTTP client runs the session.
+    let flag = d.join("go.flag").display().to_string();
+    let steps = json!([
+        {"list": true},
+        {"call": "echo", "args": {"message": "a"}},
+        {"call": "get-env"},
+        {"call": "echo", "args": {"message": "b"}},
+        {"wait_file": flag},
+        {"call": "echo", "args": {"message": "held"}},
+    ]);
+    let s = Session::spawn_client(d, &py, &steps, &[url.clone()]);
+    assert_eq!(s.next(d)["initialized"], "mcp-servers/everything");
+    let mut all: Vec<Value> = (0..4).map(|_| s.next(d)).collect();
+    // One gateway, one session: a second `initialize` is refused, and so is
+    // a message naming another session.
+    let init = r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    assert_eq!(http(&url, "POST", &[json_ct, accept], init).0, 409);
+    assert_eq!(http(&url, "POST", &[json_ct, accept, ("Mcp-Session-Id", "not-this-one")], list).0, 404);
+    std::fs::write(&flag, b"").unwrap();
+    // The third allowed call is held at the checkpoint; the steward amends.
+    wait_event(d, |e| e["event"] == "held");
+    ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "50000000"]);
+    all.extend(s.finish(d));
+    let tools = step(&all, 0)["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "echo" && t["meta"]["jcp/allowed"] == true), "{tools:?}");
+    assert_eq!(step(&all, 1)["text"], "Echo: a");
+    assert_eq!(step(&all, 2)["meta"]["jcp/code"], "action-not-granted");
+    let held = step(&all, 5);
+    assert_eq!((held["is_error"].as_bool(), held["text"].as_str()), (Some(false), Some("Echo: held")), "{held}");
+    assert!(
+        held["progress"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("held at checkpoint")),
+        "the held call's progress reached the client on its SSE stream: {held}"
+    );
+    // The client's DELETE ended the session, and with it the gateway.
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(st) = gw.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the gateway outlived its session");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{}", std::fs::read_to_string(d.join("gateway.err")).unwrap());
+    assert!(events(d).iter().any(|e| e["event"] == "session-deleted"));
+    let audit: Value = serde_json::from_str(&ok(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["clean"], true, "{audit:#}");
+    assert_eq!(audit["receipts"]["amendments"], 1, "{audit:#}");
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["clean"], true, "{v:#}");
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 4, "{v:#}");
 }

@@ -36,6 +36,9 @@ pub enum GatewayError {
         /// What happened, naming the run file.
         message: String,
     },
+    /// The MCP endpoint's address (`--listen http://…`) is not one the gateway serves.
+    #[error("--listen {0}")]
+    Listen(String),
     /// Reading or writing the client's stream, or a file.
     #[error("{what}: {source}")]
     Io {
@@ -57,6 +60,7 @@ impl GatewayError {
             Self::Upstream(_) => "upstream-failed",
             Self::Wire(e) => e.code(),
             Self::Run { code, .. } => code,
+            Self::Listen(_) => "listen-invalid",
             Self::Io { .. } => "io",
         }
     }

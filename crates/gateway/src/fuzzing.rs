@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::upstream::{read_line_bounded, request_of_binding};
 use crate::Bindings;
 
-fn tool() -> McpToolBinding {
+/// A binding of server-everything's `echo` (its target names the message).
+pub fn tool() -> McpToolBinding {
     McpToolBinding {
         tool: "echo".into(),
         action: "echo".into(),
@@ -25,7 +26,8 @@ fn tool() -> McpToolBinding {
     }
 }
 
-fn trusted() -> McpTrustedContext {
+/// A fixed trusted context (tenant, ids, times, the agent as actor).
+pub fn trusted() -> McpTrustedContext {
     McpTrustedContext {
         tenant_id: "5b0c8a0e-8a47-4d4e-9b39-5a1d2f0c7e11".into(),
         intent_id: "0f6f0d2c-5d0e-4a59-9d36-9f3f6b8e2a10".into(),
@@ -79,6 +81,18 @@ pub fn gateway_decode(data: &[u8]) -> Result<(), String> {
 }
 
 fn line(bytes: &[u8]) -> Result<(), String> {
+    // Streamable HTTP: a body made one line routes as the body does, and a
+    // line for the client is routed to its stream.
+    if let Ok((v, _)) = crate::session::route(bytes) {
+        let flat = crate::http::one_line(bytes);
+        match crate::session::route(&flat[..flat.len() - 1]) {
+            Ok((w, _)) if w == v => {}
+            other => return Err(format!("a POSTed body made one line routes otherwise: {other:?}")),
+        }
+    }
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        crate::http::deliver_check(s)?;
+    }
     // No tools/call is forwarded undecided, and only objects are forwarded.
     if let Ok((v, r)) = crate::session::route(bytes) {
         if !v.is_object() {

@@ -55,6 +55,39 @@ impl IntentsReport {
     }
 }
 
+/// The auditor's check of a gateway's stream, for the audit (`jcp audit`
+/// and the console's Auditor): `None` when no request of the stream names
+/// an MCP tool (no gateway wrote it, and there is nothing to recompute);
+/// else every recorded call, as [`verify_intents`] re-derives it.
+pub fn gateway_intents(path: &Path) -> Result<Option<IntentsReport>, GatewayError> {
+    let r = verify_intents(path)?;
+    Ok(r.calls.iter().any(|c| c.tool.is_some()).then_some(r))
+}
+
+/// Adds to an audit of `paths` (in that order) the recomputation of every
+/// gateway stream's recorded intents: each call that fails is an
+/// `intent-mismatch` finding at its record. What `jcp audit` and the
+/// console's Auditor both run, so their verdicts agree.
+pub fn check_audit(report: &mut jcp_audit::Report, paths: &[std::path::PathBuf]) -> Result<(), GatewayError> {
+    for (stream, path) in paths.iter().enumerate() {
+        let Some(r) = gateway_intents(path)? else { continue };
+        let failed: Vec<(usize, u64, String)> = r
+            .calls
+            .iter()
+            .filter_map(|c| {
+                c.problem.as_ref().map(|p| {
+                    let what = c.tool.as_deref().map_or_else(|| c.action.clone(), |t| format!("{} ({t})", c.action));
+                    (stream, c.offset, format!("gateway call {what}: {p}"))
+                })
+            })
+            .collect();
+        let calls = r.calls.len() as u64;
+        let recomputed = calls - failed.len() as u64;
+        report.add_intents(jcp_audit::IntentCheck { calls, recomputed }, failed);
+    }
+    Ok(())
+}
+
 /// Reads `path` and re-derives every recorded call's intent hash and payload hash.
 pub fn verify_intents(path: &Path) -> Result<IntentsReport, GatewayError> {
     let f = std::fs::File::open(path).map_err(|e| GatewayError::io(format!("opening {}", path.display()), e))?;
@@ -135,18 +168,19 @@ fn read_call(offset: u64, payload: &[u8]) -> (RecordedCall, Option<ContentId>) {
         return (c, ph);
     }
     let accepted = intent::parse(args).and_then(|v| {
-        let tool = match &v {
+        // The tool is read before the binding is judged: a refused binding
+        // still names the call it claims to be (and marks a gateway's stream).
+        c.tool = match &v {
             intent::Value::Object(o) => match o.get("context") {
                 Some(intent::Value::Object(ctx)) => ctx.get("mcp_tool").and_then(|t| t.as_str().map(str::to_owned)),
                 _ => None,
             },
             _ => None,
         };
-        intent::binding::accept(&v).map(|canon| (canon, tool))
+        intent::binding::accept(&v)
     });
     match accepted {
-        Ok((canon, tool)) => {
-            c.tool = tool;
+        Ok(canon) => {
             if canon.canonical_json.as_bytes() == args {
                 c.intent_hash = Some(canon.intent_hash);
             } else {

@@ -14,6 +14,7 @@
 //! | [`intents`] | the auditor's side: every recorded call's binding, payload hash, intent hash and receipts re-derived |
 //! | [`steer`] | long runs: checkpoints written as the holder, calls held until the steward amends or revokes |
 //! | [`prepare`] | a run set up: the steward's grant to a fresh agent key, the run file, the line an MCP client launches |
+//! | [`http`] | the MCP Streamable HTTP transport: the session served at one HTTP endpoint (`--listen http://…`) |
 //! | [`session`] | one MCP session: pass-through, and each `tools/call` bound, decided, relayed, charged |
 
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod bindings;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod http;
 pub mod intents;
 pub mod prepare;
 pub mod session;
@@ -30,6 +32,6 @@ pub mod upstream;
 
 pub use bindings::{Bindings, ToolBinding};
 pub use error::GatewayError;
-pub use intents::{verify_intents, IntentsReport, RecordedCall};
+pub use intents::{gateway_intents, verify_intents, IntentsReport, RecordedCall};
 pub use session::{Events, Gateway, Settings, Summary};
 pub use upstream::{Upstream, UpstreamOptions};

@@ -46,7 +46,13 @@ pub struct Settings {
     pub reply_timeout: Duration,
     /// Checkpoints and the steward's steering (§4.7), when the run is steered.
     pub steer: Option<crate::steer::SteerOptions>,
+    /// The chain `tools/list` is marked against ([`annotator`]): the given
+    /// chain, then each continuation's the run goes on under.
+    pub marks: Marks,
 }
+
+/// The chain in force (root first), shared by the session and the `tools/list` marks.
+pub type Marks = Arc<Mutex<Vec<SignedGrant>>>;
 
 /// What the session did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -239,12 +245,23 @@ fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
 /// `jcp/allowed`, `jcp/why`). Each call is still decided on its own
 /// (budget, expiry, revocation, caveats): this is what the grant's
 /// capability says, not a decision.
-pub fn annotator(bindings: Bindings, leaf: &SignedGrant) -> crate::upstream::Annotate {
-    let cap = leaf.grant().capability.clone();
-    let leaf_id = leaf.id();
+pub fn annotator(bindings: Bindings, marks: Marks) -> crate::upstream::Annotate {
     Box::new(move |v: &mut Value| {
         let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
             return;
+        };
+        // The chain in force now: the run's active continuation once the steward amended it.
+        let chain = marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let Some(leaf) = chain.last() else { return };
+        let (cap, leaf_id) = (leaf.grant().capability.clone(), leaf.id());
+        // An `ActionIn` caveat anywhere on the chain (an amendment may add one) narrows the actions.
+        let narrowed = |action: &str| {
+            chain.iter().find_map(|g| {
+                g.grant().caveats.iter().find_map(|c| match c {
+                    jcp::grant::Caveat::ActionIn(list) if !list.iter().any(|a| a == action) => Some(g.id()),
+                    _ => None,
+                })
+            })
         };
         for t in tools {
             let name = t.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -256,6 +273,14 @@ pub fn annotator(bindings: Bindings, leaf: &SignedGrant) -> crate::upstream::Ann
                 Some(b) if !cap.actions.contains(&b.mcp.action) => {
                     (false, format!("the grant does not allow the action {:?}", b.mcp.action))
                 }
+                Some(b) if narrowed(&b.mcp.action).is_some() => (
+                    false,
+                    format!(
+                        "an ActionIn caveat of grant {} does not allow the action {:?}",
+                        narrowed(&b.mcp.action).map(|g| g.to_hex()).unwrap_or_default(),
+                        b.mcp.action
+                    ),
+                ),
                 Some(b) => (
                     true,
                     format!(
@@ -289,6 +314,7 @@ impl Gateway {
             Some(o) => {
                 let st = RunState::open(&o.run, settings.chain.clone())?;
                 settings.chain.clone_from(&st.chain);
+                settings.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&st.chain);
                 Some(st)
             }
             None => None,
@@ -308,6 +334,11 @@ impl Gateway {
     /// The endpoint (to serve feeds on a socket beside the session).
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// The session's event log.
+    pub fn events(&self) -> &Events {
+        &self.events
     }
 
     /// Runs the session until the client closes its input (read on a
@@ -337,6 +368,24 @@ impl Gateway {
                 }
             }
         });
+        self.serve(input, writer, to_client).await
+    }
+
+    /// [`Gateway::run`] with the client's side taken apart: `input` gives
+    /// the client's messages a line each; `writer` is the task that takes
+    /// everything for the client off the channel the upstream was spawned
+    /// with (ended once `to_client`, the session's last sender, is dropped).
+    /// The stdio session writes lines; the Streamable HTTP one
+    /// ([`crate::http`]) routes each message to its HTTP response.
+    pub async fn serve<R>(
+        &self,
+        input: R,
+        writer: tokio::task::JoinHandle<()>,
+        to_client: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<Summary, GatewayError>
+    where
+        R: std::io::Read + Send + 'static,
+    {
         let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(64);
         // The client's input read on a blocking thread, a bounded line at a time.
         let input_reader = tokio::task::spawn_blocking(move || {
@@ -591,6 +640,9 @@ impl CallContext {
         *state = Some(st);
         match r {
             Ok(Steered::Continued(cont)) => {
+                if let Some(st) = state.as_ref() {
+                    self.settings.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&st.chain);
+                }
                 self.events.emit(&json!({"event": "continued", "checkpoint": cp, "continuation": cont}));
                 None
             }

@@ -13,7 +13,9 @@ Steps:
                                           -> calls until a result's _meta "jcp/code" is CODE (at most N
                                              calls): {"step": i, "calls": n, "results": [...]}
 
-argv[2:] is the gateway's command line.
+argv[2:] is the gateway's command line; or argv[2] alone is the URL of a
+gateway already serving MCP over Streamable HTTP (`jcp gateway --listen
+http://127.0.0.1:PORT/mcp`), reached with the SDK's `streamable_http_client`.
 """
 
 import asyncio
@@ -23,6 +25,7 @@ import sys
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def out(v):
@@ -48,11 +51,17 @@ def meta_of(obj):
     return dict(m)
 
 
+def transport():
+    cmd = sys.argv[2:]
+    if len(cmd) == 1 and cmd[0].startswith("http://"):
+        return streamable_http_client(cmd[0])
+    return stdio_client(StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ)))
+
+
 async def main():
     steps = json.loads(sys.argv[1])
-    cmd = sys.argv[2:]
-    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
-    async with stdio_client(params) as (read, write):
+    async with transport() as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             out({"initialized": init.server_info.name})

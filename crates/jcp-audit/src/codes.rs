@@ -133,6 +133,9 @@ finding_codes! {
     EnergyUnmeasured => "energy-unmeasured",
     /// §8.1: a stream framing fault (`jcp_receipt::stream::FaultCode`).
     Garbage => "garbage",
+    /// Agent-Safe Intent §4, §5, §8: a request's recorded intent binding that does not recompute,
+    /// is not its frame's payload, or is sealed by no verifying receipt (a gateway's stream).
+    IntentMismatch => "intent-mismatch",
     /// §4.9: a caveat's text form that does not read (`jcp::Error`, people's input).
     InvalidCaveat => "invalid-caveat",
     /// §3: text that should be a content id is not 64 lowercase hex digits (`jcp::Error`).

@@ -90,7 +90,7 @@ pub use partial::{
     audit_partial, merge, merge_report, merge_report_files, read_partial, write_partial, Partial, PARTIAL_FORMAT,
 };
 pub use reference::audit_reference;
-pub use report::{Finding, Report};
+pub use report::{Finding, IntentCheck, Report};
 
 /// How signatures are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

@@ -357,8 +357,31 @@ pub struct Report {
     pub energy: EnergyFloors,
     /// Stewards.
     pub stewards: Vec<StewardLine>,
+    /// Agent-Safe intents recorded with the requests (a gateway's stream),
+    /// recomputed: `None` when the streams record none, or when no
+    /// recomputation was asked for (see [`Report::add_intents`]).
+    pub intents: Option<IntentCheck>,
     /// No findings at all.
     pub clean: bool,
+}
+
+/// The recomputation of the Agent-Safe intents a stream records with its
+/// requests (Agent-Safe Intent §4, §5, §8; JCP §8): each request's binding
+/// must be accepted, canonical, its content id the frame's payload hash,
+/// and sealed by a verifying receipt. Each call that fails is a finding
+/// (`intent-mismatch`), never skipped.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct IntentCheck {
+    /// Requests recorded.
+    pub calls: u64,
+    /// Of those, the ones whose intent hash recomputed and whose receipt seals it.
+    pub recomputed: u64,
+}
+
+impl std::fmt::Display for IntentCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {} recomputed and sealed", self.recomputed, self.calls)
+    }
 }
 
 /// The findings of an audit as they are found: every one counted by its
@@ -455,7 +478,30 @@ impl Report {
             settlement_notes_refused: 0,
             energy,
             stewards: p.stewards,
+            intents: None,
         }
+    }
+
+    /// Adds the recomputation of the streams' recorded intents, made by a
+    /// tool that reads them (`jcp_gateway::intents`): `failed` are its
+    /// findings (stream index, offset, what failed), each counted as
+    /// `intent-mismatch`; the report is then clean only if it was and
+    /// nothing failed.
+    pub fn add_intents(&mut self, check: IntentCheck, failed: Vec<(usize, u64, String)>) {
+        let max = self.findings.len() + 64;
+        for (stream, offset, message) in failed {
+            *self.findings_by_code.entry(FindingCode::IntentMismatch).or_default() += 1;
+            if self.findings.len() < max {
+                self.findings.push(Finding { stream, offset, code: FindingCode::IntentMismatch, message });
+            } else {
+                self.findings_omitted += 1;
+            }
+        }
+        self.findings.sort_by_key(|f| (f.stream, f.offset));
+        let prior = self.intents.take().unwrap_or_default();
+        self.intents =
+            Some(IntentCheck { calls: prior.calls + check.calls, recomputed: prior.recomputed + check.recomputed });
+        self.clean = self.findings_total() == 0;
     }
 
     /// 0 when clean, 1 when there is any finding.
@@ -573,6 +619,9 @@ impl Report {
                         writeln!(s, "    settled {} by {} (note {}): {}", st.status, st.settled_by, st.note, st.text);
                 }
             }
+        }
+        if let Some(i) = &self.intents {
+            let _ = writeln!(s, "\nintents (Agent-Safe, recorded with the requests): {i}");
         }
         if !self.findings_by_code.is_empty() {
             let _ = writeln!(s, "\nfindings: {}", self.findings_total());

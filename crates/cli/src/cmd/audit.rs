@@ -129,7 +129,13 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         audit_paths(&args.streams, &opts, progress)
     };
-    emit_report(args.json, &report.map_err(|e| out::crate_err(&e))?)
+    let mut report = report.map_err(|e| out::crate_err(&e))?;
+    if !args.reference {
+        // A gateway's stream: every recorded call's intent recomputed (the console's Auditor does the same).
+        jcp_gateway::intents::check_audit(&mut report, &args.streams)
+            .map_err(|e| out::coded(e.code(), e.to_string()))?;
+    }
+    emit_report(args.json, &report)
 }
 
 fn merge(m: &MergeArgs) -> anyhow::Result<ExitCode> {

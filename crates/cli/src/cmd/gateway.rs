@@ -40,10 +40,14 @@ pub struct GatewayArgs {
     /// A trust root RESOURCE=DID (repeatable; RESOURCE as hex or text:NAME).
     #[arg(long = "trust-root")]
     trust_roots: Vec<String>,
-    /// Also serve the endpoint's jcp/1 here (tcp:HOST:PORT or unix:PATH), for the
-    /// steward's feeds: `jcp feed revoke|amend --connect ADDR` (repeatable).
+    /// `http://127.0.0.1:PORT[/PATH]`: serve the MCP session over Streamable HTTP there (loopback only;
+    /// path `/mcp` by default) instead of stdio. `tcp:HOST:PORT` or `unix:PATH`: also serve the endpoint's
+    /// jcp/1 there, for the steward's feeds (`jcp feed revoke|amend --connect ADDR`). Repeatable.
     #[arg(long = "listen")]
     listen: Vec<String>,
+    /// An Origin the Streamable HTTP endpoint lets through besides loopback ones (repeatable).
+    #[arg(long = "allow-origin")]
+    allow_origins: Vec<String>,
     /// Append one JSON line per event (each call: tool, intent hash, verdict, receipt, metered figure);
     /// with `--run` and no `--events`, `<run>.events.jsonl`, where the console reads it.
     #[arg(long)]
@@ -225,18 +229,13 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             format!("the chain's leaf is held by {}, not by --key's {}", leaf.grant().subject, holder.did()),
         ));
     }
-    let bindings = match &a.tools {
-        Some(p) => {
-            Bindings::from_json(&read_bytes(p)?).map_err(|e| coded(e.code(), format!("{}: {e}", p.display())))?
-        }
-        None => Bindings::default(),
-    };
+    let bindings = read_bindings(a.tools.as_deref())?;
     let tenant = match &a.tenant {
         Some(t) => t.clone(),
         None => jcp_gateway::session::fresh_uuid(),
     };
     let gate = gate_trusting(&a.trust_roots)?;
-    let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let (http, addrs) = split_listen(&a.listen)?;
     let server = a.server_name.clone().unwrap_or_else(|| {
         std::path::Path::new(&a.command[0]).file_name().map_or(a.command[0].clone(), |f| f.to_string_lossy().into())
     });
@@ -254,7 +253,8 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             timeout: std::time::Duration::from_secs(a.timeout_s.max(1)),
             self_contained: a.self_contained,
         };
-        let annotate = jcp_gateway::session::annotator(bindings.clone(), &leaf);
+        let marks: jcp_gateway::session::Marks = Arc::new(std::sync::Mutex::new(chain.clone()));
+        let annotate = jcp_gateway::session::annotator(bindings.clone(), marks.clone());
         let upstream = Upstream::spawn(&opts, to_client.clone(), annotate).map_err(|e| coded(e.code(), e.to_string()))?;
         let behind: Arc<dyn Backend> = upstream.clone();
         let (endpoint, report) = match Endpoint::open(config, steward.clone(), gate, Some(behind)) {
@@ -266,6 +266,11 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         };
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
+        let mcp = match &http {
+            Some(h) => Some(jcp_gateway::http::bind(h).await.map_err(|e| coded(e.code(), e.to_string()))?),
+            None => None,
+        };
+        let mcp_url = mcp.as_ref().map(|(_, h)| format!("http://{}{}", h.socket, h.path));
         // A steered run's log goes beside its run file by default, where the
         // console's Steward view reads it (`<run>.events.jsonl`).
         let log = a.events.clone().or_else(|| a.run.as_deref().map(jcp::steering::follow::log_beside));
@@ -275,21 +280,11 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         };
         let start = json!({"event": "started", "stream": stream, "steward": steward.did().to_did_string(),
             "holder": holder.did().to_did_string(), "grant": leaf.id(), "upstream": upstream.command(),
-            "upstream_pid": upstream.pid(), "tools_bound": bindings.len(), "tenant": tenant, "listen": listening,
+            "upstream_pid": upstream.pid(), "tools_bound": bindings.len(), "tenant": tenant, "listen": listening, "mcp_url": mcp_url,
             "metering": metering, "replayed": {"verified": report.replay.verified,
             "unresolved": report.replay.unresolved.len()}});
         events.emit(&start);
-        eprintln!(
-            "jcp gateway: upstream {} (pid {}), {} tools bound, grant {} held by {}; record {} (steward {}){}",
-            upstream.command(),
-            upstream.pid(),
-            bindings.len(),
-            leaf.id(),
-            holder.did(),
-            stream.display(),
-            steward.did(),
-            if listening.is_empty() { String::new() } else { format!("; feeds on {}", listening.join(", ")) }
-        );
+        eprintln!("{}", banner(&start));
         let mut tasks = Vec::new();
         let mut unix_paths = Vec::new();
         for (listener, addr) in bound {
@@ -299,7 +294,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             let ep = endpoint.clone();
             tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
         }
-        let settings = settings_of(&a, chain, holder, bindings, tenant, server);
+        let settings = settings_of(&a, chain, holder, bindings, tenant, server, marks);
         let gw = match Gateway::new(endpoint.clone(), upstream.clone(), settings, events) {
             Ok(g) => g,
             Err(e) => {
@@ -308,8 +303,22 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
                 return Err(coded(e.code(), e.to_string()));
             }
         };
-        let summary =
-            gw.run(std::io::stdin(), tokio::io::stdout(), from_upstream, to_client).await.map_err(|e| coded(e.code(), e.to_string()))?;
+        let summary = match mcp {
+            Some((listener, addr)) => {
+                jcp_gateway::http::serve_session(
+                    &gw,
+                    listener,
+                    &addr,
+                    a.allow_origins.clone(),
+                    from_upstream,
+                    to_client,
+                    stop_signal(),
+                )
+                .await
+            }
+            None => gw.run(std::io::stdin(), tokio::io::stdout(), from_upstream, to_client).await,
+        }
+        .map_err(|e| coded(e.code(), e.to_string()))?;
         for t in &tasks {
             t.abort();
         }
@@ -325,6 +334,75 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The operator's tool bindings (`--tools`); none when absent (every call is then refused `tool-unbound`).
+fn read_bindings(path: Option<&std::path::Path>) -> anyhow::Result<Bindings> {
+    match path {
+        Some(p) => Bindings::from_json(&read_bytes(p)?).map_err(|e| coded(e.code(), format!("{}: {e}", p.display()))),
+        None => Ok(Bindings::default()),
+    }
+}
+
+/// The gateway's first line for people (standard error), from its `started` event.
+fn banner(start: &serde_json::Value) -> String {
+    let text = |k: &str| start[k].as_str().unwrap_or_default().to_owned();
+    let listening: Vec<&str> = start["listen"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+    format!(
+        "jcp gateway: upstream {} (pid {}), {} tools bound, grant {} held by {}; record {} (steward {}); MCP {}{}",
+        text("upstream"),
+        start["upstream_pid"],
+        start["tools_bound"],
+        text("grant"),
+        text("holder"),
+        text("stream"),
+        text("steward"),
+        start["mcp_url"].as_str().map_or_else(|| "on stdio".to_owned(), |u| format!("over Streamable HTTP at {u}")),
+        if listening.is_empty() { String::new() } else { format!("; feeds on {}", listening.join(", ")) }
+    )
+}
+
+/// `--listen`: the one `http://` address MCP is served at, if any, and the jcp/1 addresses for feeds.
+fn split_listen(
+    listen: &[String],
+) -> anyhow::Result<(Option<jcp_gateway::http::HttpAddr>, Vec<jcp_wire::endpoint::Address>)> {
+    let (http, feeds): (Vec<&String>, Vec<&String>) = listen.iter().partition(|s| s.starts_with("http://"));
+    let http = match http.as_slice() {
+        [] => None,
+        [one] => Some(one.parse::<jcp_gateway::http::HttpAddr>().map_err(|e| coded(e.code(), e.to_string()))?),
+        _ => {
+            return Err(coded(
+                "listen-invalid",
+                "--listen names more than one http:// address: one gateway serves one session",
+            ))
+        }
+    };
+    let addrs = feeds.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((http, addrs))
+}
+
+/// Resolves on SIGINT or SIGTERM: a session served over HTTP then ends as
+/// a DELETE would end it (calls in flight finish, the upstream is closed).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// What the session runs under, from the flags.
 fn settings_of(
     a: &GatewayArgs,
@@ -333,8 +411,10 @@ fn settings_of(
     bindings: Bindings,
     tenant: String,
     server: String,
+    marks: jcp_gateway::session::Marks,
 ) -> Settings {
     Settings {
+        marks,
         chain,
         holder,
         bindings,

@@ -3,6 +3,8 @@
 //! `jcp-run/1` header, then the grant, checkpoints, amendments and
 //! continuation grants in order); `checkpoint` and `amend` append to it,
 //! refusing — before anything is signed — what the verifier would refuse.
+//! `live` starts a run and supervises it in the foreground (`run/live.rs`,
+//! `jcp-supervise`: the console's live runs are the same code).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ use jcp::steering::{self, AmendInput, CheckpointInput, Remainder, Run, RunReport
 use serde_json::json;
 
 use crate::cmd::core::{parse_caveat, read_key};
+
+mod live;
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
 /// `jcp run`: checkpoints, amendments and run verification (§4.7).
@@ -64,6 +68,8 @@ enum RunCmd {
     Checkpoint(CheckpointArgs),
     /// Appends an amendment at the latest checkpoint, signed by the grant's issuer, and its continuation grant.
     Amend(AmendArgs),
+    /// Starts a steered demo run and supervises it in the foreground, as the console does (jcp-supervise): the steward's key issues the agent a grant, the run file goes into --runs, the endpoint serves with `jcp backend demo` behind its gate, the agent's events stream out; SIGINT/SIGTERM stops it.
+    Live(live::LiveArgs),
 }
 
 // The flags of `jcp run checkpoint` (its help is the variant's doc line).
@@ -250,6 +256,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         RunCmd::New { grant, out, json } => start(&grant, &out, json),
         RunCmd::Checkpoint(a) => checkpoint(a),
         RunCmd::Amend(a) => amend(a),
+        RunCmd::Live(a) => live::live(a),
     }
 }
 
