@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -813,7 +813,9 @@ fn c21_s11_a_run_started_from_the_cli_is_supervised_by_the_same_crate_as_the_con
     let report: Value = serde_json::from_str(&ok(d, &["run", "verify", &run, "--json"])).unwrap();
     let first_cp = report["checkpoints"][0]["id"].as_str();
     assert_eq!((report["clean"].as_bool(), first_cp), (Some(true), cp["id"].as_str()), "{report}");
-    // The steward amends it with the CLI: the run file, then the endpoint.
+    // The steward amends it in the run file only (`jcp run amend`, as the
+    // console's Amend does): the supervisor follows the run file and feeds
+    // the amendment to its endpoint; a `jcp feed amend` after it changes nothing.
     let amended_uj = (budget - spent) / 2;
     let amended: Value = serde_json::from_str(&ok(
         d,
@@ -821,11 +823,17 @@ fn c21_s11_a_run_started_from_the_cli_is_supervised_by_the_same_crate_as_the_con
     ))
     .unwrap();
     let cont = amended["continuation"].as_str().unwrap().to_owned();
+    // The agent goes on under the continuation, to its next checkpoint.
+    let rest = live.until(|e| is(e, "checkpoint"));
+    let followed = rest.iter().find(|e| is(e, "followed")).unwrap_or_else(|| panic!("{rest:?}"));
+    assert_eq!(
+        (followed["what"].as_str(), followed["continuation"].as_str()),
+        (Some("amendment"), Some(cont.as_str()))
+    );
     let fed: Value =
         serde_json::from_str(&ok(d, &["feed", "amend", "--connect", &endpoint, "--run", &run, "--json"])).unwrap();
     assert_eq!(fed["admitted"], true, "{fed}");
-    // The agent goes on under the continuation, to its next checkpoint.
-    let rest = live.until(|e| is(e, "checkpoint"));
+    assert!(fed["message"].as_str().unwrap().contains("recorded once"), "{fed}");
     let continued = rest.iter().find(|e| is(e, "continued")).unwrap_or_else(|| panic!("{rest:?}"));
     assert_eq!(
         (continued["continuation"].as_str(), continued["budget_uj"].as_u64()),
@@ -882,4 +890,58 @@ fn c21_s11_run_live_exits_with_the_agents_status_when_the_agent_stops_on_its_own
     assert_eq!((ended["state"].as_str(), ended["exit"]["code"].as_i64()), (Some("stopped"), Some(1)), "{ended}");
     assert!(ended["signal"].is_null() && ended["ended"].as_str().unwrap().contains("budget exhausted"), "{ended}");
     assert!(d.join("live").is_dir(), "the run's folder is `live` beside the runs folder");
+}
+
+/// §4.3, §4.7: a revocation the steward puts beside the run file (as the
+/// console's Revoke does, or by hand) reaches the endpoint of a run started
+/// from the CLI: its supervisor follows the run file and feeds it, at the
+/// next marker, so the endpoint's record holds the notice and the run ends.
+#[cfg(unix)]
+#[test]
+fn c21_s4_3_a_revocation_beside_a_cli_run_is_fed_to_its_endpoint_by_the_supervisor() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    let mut live = Proc::spawn(
+        d,
+        "jcp run live",
+        &[
+            "run",
+            "live",
+            "--steward-key",
+            "steward.key",
+            "--runs",
+            "runs",
+            "--json",
+            "--checkpoint-every",
+            "2",
+            "--interval-ms",
+            "40",
+            "--work",
+            WORK,
+            "--wait-timeout-s",
+            "60",
+        ],
+    );
+    let head = live.event();
+    let run = head["run"].as_str().unwrap().to_owned();
+    let stream = PathBuf::from(head["stream"].as_str().unwrap());
+    live.until(|e| is(e, "checkpoint"));
+    // The root grant, revoked by its issuer (the steward) beside the run.
+    let root = stream.parent().unwrap().join("root.jcp");
+    assert!(root.is_file(), "{}", root.display());
+    let dir = jcp::steering::follow::revocations_dir(Path::new(&run));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{}.jcp", head["grant"].as_str().unwrap()));
+    ok(
+        d,
+        &["grant", "revoke", "--grant", root.to_str().unwrap(), "--key", "steward.key", "--out", out.to_str().unwrap()],
+    );
+    let events = live.until(|e| is(e, "ended"));
+    assert_eq!(live.wait().code(), Some(1), "{}", live.stderr());
+    let followed = events.iter().find(|e| is(e, "followed")).unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!((followed["what"].as_str(), followed["grant"].as_str()), (Some("revocation"), head["grant"].as_str()));
+    let audit: Value = serde_json::from_slice(&jcp(d, &["audit", stream.to_str().unwrap(), "--json"]).stdout).unwrap();
+    assert_eq!(audit["receipts"]["revocation_notices"], 1, "the endpoint's record holds the notice: {audit:#}");
+    assert_eq!(audit["clean"], true, "{audit:#}");
 }

@@ -118,6 +118,13 @@ fn keep_tail(s: &mut String, piece: &str, kept: usize) {
     s.drain(..cut);
 }
 
+/// Keeps one event in the run's log (the newest [`EVENTS_KEPT`]).
+pub(crate) fn keep_event(watched: &Watched, v: serde_json::Value) {
+    if let Ok(mut e) = watched.events.lock() {
+        keep_newest(&mut e, v, EVENTS_KEPT);
+    }
+}
+
 fn read_events(out: impl Read, events: &Mutex<Vec<serde_json::Value>>, observer: &Observer) {
     for line in BufReader::new(out).lines().map_while(Result::ok) {
         let v = parse_event(&line);

@@ -33,6 +33,7 @@ mod agent;
 mod binary;
 mod endpoint;
 mod error;
+pub mod follow;
 mod issue;
 mod run;
 mod summary;

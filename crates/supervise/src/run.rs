@@ -9,8 +9,9 @@ use jcp_wire::message::Feed;
 
 use crate::agent::{self, Watched};
 use crate::endpoint::{self, Serving};
+use crate::follow::{self, Feeder, Follower, Following, Found};
 use crate::summary::{self, Snapshot, State};
-use crate::{Error, Host, Issued, Observer, Settings};
+use crate::{Error, Host, Issued, Observed, Observer, Settings};
 
 /// A live run: the endpoint serving it and the agent, a watched child.
 pub struct LiveRun {
@@ -21,10 +22,12 @@ pub struct LiveRun {
     agent: String,
     serving: Serving,
     pid: u32,
-    marker: AtomicU64,
+    marker: Arc<AtomicU64>,
+    feeder: Arc<Feeder>,
+    following: Arc<Following>,
     watched: Arc<Watched>,
     stopping: AtomicBool,
-    shut: AtomicBool,
+    shut: Arc<AtomicBool>,
     host: Host,
 }
 
@@ -62,6 +65,26 @@ impl LiveRun {
         };
         let watched = Arc::new(Watched::default());
         let pid = agent::watch(child, &watched, observer);
+        let marker = Arc::new(AtomicU64::new(0));
+        let shut = Arc::new(AtomicBool::new(false));
+        let feeder = Arc::new(Feeder::new(serving.endpoint.clone(), serving.rt.handle().clone()));
+        // The steward's amendments and revocations reach the endpoint from
+        // the run file, whoever wrote them (docs/decisions.md).
+        let (log, obs) = (watched.clone(), observer.clone());
+        let on_found: follow::OnFound = Arc::new(move |f: &Found| {
+            let v = followed_event(f);
+            agent::keep_event(&log, v.clone());
+            obs(Observed::Event(&v));
+        });
+        let following = Arc::new(Following::new(
+            Follower::new(&issued.run_path, vec![issued.root.clone()]),
+            feeder.clone(),
+            marker.clone(),
+            on_found,
+        ));
+        if let Err(e) = follow::spawn(following.clone(), shut.clone()) {
+            eprintln!("{}: the run file is not followed (no thread): {e}", host.program);
+        }
         Ok(Self {
             run_path: issued.run_path.clone(),
             stream: issued.stream(),
@@ -70,10 +93,12 @@ impl LiveRun {
             agent: issued.agent.did().to_string(),
             serving,
             pid,
-            marker: AtomicU64::new(0),
+            marker,
+            feeder,
+            following,
             watched,
             stopping: AtomicBool::new(false),
-            shut: AtomicBool::new(false),
+            shut,
             host,
         })
     }
@@ -111,16 +136,7 @@ impl LiveRun {
     /// Feeds a revocation or an amendment to the endpoint: admitted
     /// (recorded, then applied) or refused.
     pub fn feed(&self, feed: Feed) -> Result<(), Error> {
-        let ans = self
-            .serving
-            .rt
-            .block_on(self.serving.endpoint.feed(feed))
-            .map_err(|source| Error::wire("the live run's endpoint did not take it", source))?;
-        if ans.admitted {
-            Ok(())
-        } else {
-            Err(Error::Refused { code: ans.code, message: ans.message })
-        }
+        self.feeder.feed(feed)
     }
 
     /// The next marker for a revocation fed to the endpoint (1, 2, …).
@@ -173,7 +189,21 @@ impl LiveRun {
                 signal(self.pid, true);
             }
         }
+        // What the steward steered with last (a revocation the agent saw
+        // first and stopped on) reaches the record before it is closed.
+        self.following.once();
         self.serving.shut()
+    }
+}
+
+/// What the follower found, as an event in the run's log (`followed`).
+fn followed_event(f: &Found) -> serde_json::Value {
+    match f {
+        Found::Continued(c) => serde_json::json!({"event": "followed", "what": "amendment", "continuation": c,
+            "message": format!("the supervisor fed the steward's amendment to the endpoint: the run goes on under {c}")}),
+        Found::Revoked(g) => serde_json::json!({"event": "followed", "what": "revocation", "grant": g,
+            "message": format!("the supervisor fed the revocation of grant {g} to the endpoint")}),
+        Found::NotYet(why) => serde_json::json!({"event": "followed", "what": "not-yet", "message": why}),
     }
 }
 

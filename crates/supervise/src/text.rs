@@ -54,7 +54,7 @@ pub fn event_text(v: &Value) -> String {
             uj(v, "budget_uj"),
             text(v, "amendment")
         ),
-        "stopped" | "output" => text(v, "message").to_owned(),
+        "stopped" | "output" | "followed" => text(v, "message").to_owned(),
         _ => v.to_string(),
     }
 }

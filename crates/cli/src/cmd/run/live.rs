@@ -2,8 +2,9 @@
 //! `jcp-supervise` — the same code the console's live runs are — so a run
 //! started here and one started in the console are the same thing. The
 //! steward's key issues the agent a root grant; the run file goes into the
-//! runs folder, where `jcp run amend` + `jcp feed amend` (or the console
-//! watching that folder) steer it; the enforcement endpoint serves on a
+//! runs folder, where `jcp run amend` (or the console watching that
+//! folder) steers it: the supervisor follows the run file and feeds each
+//! amendment and revocation to its endpoint; the endpoint serves on a
 //! local socket with `jcp backend demo` behind its gate; the agent's
 //! events stream to stdout. SIGINT or SIGTERM stops the agent and closes
 //! the endpoint (its record flushed and released); the command exits when
@@ -148,7 +149,7 @@ fn header(json: bool, run: &LiveRun, issued: &Issued, steward_key: &Path) -> any
     emit(json, &v, || {
         let r = run.run_path().display();
         format!(
-            "live run {r}\n  steward {} issued grant {} of {} to agent {}\n  endpoint {} recording to {}\n  steer it at each checkpoint: jcp run amend --run {r} --key {} --budget-uj N, then jcp feed amend --connect {} --run {r}\n  Ctrl-C or SIGTERM stops the agent and closes the endpoint",
+            "live run {r}\n  steward {} issued grant {} of {} to agent {}\n  endpoint {} recording to {}\n  steer it at each checkpoint: jcp run amend --run {r} --key {} --budget-uj N (the supervisor feeds it to the endpoint {})\n  Ctrl-C or SIGTERM stops the agent and closes the endpoint",
             g.issuer,
             issued.root.id(),
             jcp::energy::format_uj(g.budget_uj),
@@ -205,6 +206,12 @@ pub(super) fn live(a: LiveArgs) -> anyhow::Result<ExitCode> {
     // Whatever happened, nothing is left running and the record is released.
     let stopped = run.stop();
     let signalled = res?;
+    // What stopping added (the supervisor's last look at the run file).
+    while let Ok(h) = heard.try_recv() {
+        if let Heard::Event(v) = h {
+            emit(a.json, &v, || jcp_supervise::event_text(&v))?;
+        }
+    }
     let s = run.snapshot();
     let code = exit_code(s.state, s.exit, signalled.is_some());
     let v = json!({
