@@ -442,3 +442,33 @@ fn s5_cli_a_hardware_grade_needs_its_reading_and_only_a_reading_audits_measured(
     assert_eq!(g["conservation"]["basis"], "measured", "{g}");
     assert_eq!(g["conservation"]["measured_uj"], 5, "{g}");
 }
+
+/// §11 (availability of the point): `jcp serve` raises its open-file limit
+/// to the hard one and fits its connection cap under it, keeping
+/// descriptors aside for `/metrics` and the record, so connections at the
+/// cap cannot take what the record needs. Run under a hard limit of 512.
+#[cfg(unix)]
+#[test]
+fn s11_serve_fits_its_connection_cap_under_the_open_file_limit() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "--out", "steward.key"]);
+    let jcp = env!("CARGO_BIN_EXE_jcp");
+    let script = format!(
+        "ulimit -Sn 256; ulimit -Hn 512; exec {jcp} serve --listen tcp:127.0.0.1:0 --stream s.jcps --steward-key steward.key --metrics 127.0.0.1:0 --json"
+    );
+    let mut child = Command::new("sh")
+        .current_dir(d)
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    // Raised from 256 to the hard 512; 128 kept aside and 2 × 64 for /metrics.
+    assert_eq!(v["connections"], serde_json::json!({"max": 512 - 128 - 128, "open_files": 512}), "{v}");
+}

@@ -117,17 +117,54 @@ pub fn respond(method: &Method, path: &str, render: &Render) -> Response<Full<By
     }
 }
 
-/// Serves `/metrics` on `listener` until `shutdown` resolves. Each
-/// connection runs on its own task; one that misbehaves holds nothing but
-/// itself. Failed accepts are logged and serving goes on.
+/// What one responder holds at most: connections served at once (past it
+/// a connection is answered `503` and closed, never left waiting in the
+/// backlog), and how long a client may take to send a request's headers
+/// (a request started, or the next one on a kept-alive connection). So a
+/// scraper that misbehaves, or a flood of half-sent headers, cannot take
+/// more than `max_connections` file descriptors from the process beside it
+/// (the enforcement point's wire listener).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// The time a request's headers may take.
+    pub header_timeout: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_connections: 64, header_timeout: std::time::Duration::from_secs(10) }
+    }
+}
+
+const BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 44\r\nConnection: close\r\nRetry-After: 1\r\n\r\nbusy: the /metrics responder is at its cap\r\n";
+
+/// Serves `/metrics` on `listener` with the default [`Limits`] until `shutdown` resolves.
 pub async fn serve(listener: tokio::net::TcpListener, render: Render, shutdown: impl Future<Output = ()>) {
+    serve_with(listener, render, Limits::default(), shutdown).await;
+}
+
+/// Serves `/metrics` on `listener` within `limits` until `shutdown`
+/// resolves. Each connection runs on its own task; one that misbehaves
+/// holds nothing but itself, and only until its headers time out. Failed
+/// accepts are logged and serving goes on.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    render: Render,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let refusals = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => return,
             a = listener.accept() => a,
         };
-        let stream = match accepted {
+        let mut stream = match accepted {
             Ok((s, _)) => s,
             Err(e) => {
                 tracing::warn!("metrics: accept failed: {e}");
@@ -135,13 +172,36 @@ pub async fn serve(listener: tokio::net::TcpListener, render: Render, shutdown: 
                 continue;
             }
         };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            // Accepted and refused: `503`, the write side closed, what the
+            // client sent read off for a moment (so it gets the answer,
+            // not a reset). At most as many refusals are held as
+            // connections, each a second at most; past that, closed at once.
+            let Ok(refusing) = refusals.clone().try_acquire_owned() else { continue };
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let _refusing = refusing;
+                let refuse = async {
+                    stream.write_all(BUSY).await?;
+                    stream.shutdown().await?;
+                    let mut sink = [0u8; 4096];
+                    while stream.read(&mut sink).await? > 0 {}
+                    Ok::<_, std::io::Error>(())
+                };
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), refuse).await;
+            });
+            continue;
+        };
         let render = Arc::clone(&render);
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let r = respond(req.method(), req.uri().path(), &render);
                 async move { Ok::<_, Infallible>(r) }
             });
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_timeout);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
             if let Err(e) = conn.await {
                 tracing::debug!("metrics: connection ended: {e}");
             }
@@ -193,6 +253,51 @@ mod tests {
         assert!(get(addr, "GET /").starts_with("HTTP/1.1 404"));
         let post = get(addr, "POST /metrics");
         assert!(post.starts_with("HTTP/1.1 405") && post.contains("GET, HEAD"), "{post}");
+        let _ = stop.send(());
+    }
+
+    /// §11 (the enforcement point's availability): half-sent headers hold a
+    /// slot only until their timeout, past the cap a connection is answered
+    /// `503` at once, and a good scrape is answered again once the slots free.
+    #[test]
+    fn s11_half_sent_headers_past_the_cap_are_refused_busy_and_time_out() {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let limits = Limits { max_connections: 4, header_timeout: std::time::Duration::from_millis(300) };
+        let (addr, stop) = rt.block_on(async {
+            let (l, addr) = bind("127.0.0.1:0").await.unwrap();
+            let render: Render = Arc::new(|| Ok("x 1\n# EOF\n".to_owned()));
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(serve_with(l, render, limits, async {
+                let _ = rx.await;
+            }));
+            (addr, tx)
+        });
+        let mut slow: Vec<std::net::TcpStream> = (0..4)
+            .map(|_| {
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").unwrap();
+                s
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let busy = get(addr, "GET /metrics");
+        assert!(busy.starts_with("HTTP/1.1 503"), "{busy}");
+        // The half-sent requests are cut at their header timeout (hyper
+        // answers 408 or closes); then the slots are free again.
+        for s in &mut slow {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+        }
+        let mut ok = String::new();
+        for _ in 0..50 {
+            ok = get(addr, "GET /metrics");
+            if ok.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("x 1\n# EOF\n"), "{ok}");
         let _ = stop.send(());
     }
 

@@ -19,6 +19,9 @@ enum Sock {
     Mem(BufReader<tokio::io::DuplexStream>),
 }
 
+/// How long [`Client::connect`] waits for an endpoint to accept.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A connection to an endpoint.
 pub struct Client {
     sock: Sock,
@@ -43,8 +46,21 @@ async fn write<S: AsyncWrite + Unpin>(s: &mut S, framed: &[u8]) -> Result<(), Wi
 }
 
 impl Client {
-    /// Connects.
+    /// Connects, within [`CONNECT_TIMEOUT`].
     pub async fn connect(addr: &Address) -> Result<Self, WireError> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, Self::connect_now(addr)).await {
+            Ok(r) => r,
+            Err(_) => Err(WireError::io(
+                format!("connecting to {addr}"),
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no connection within {} s", CONNECT_TIMEOUT.as_secs()),
+                ),
+            )),
+        }
+    }
+
+    async fn connect_now(addr: &Address) -> Result<Self, WireError> {
         let sock = match addr {
             Address::Tcp(a) => {
                 let s = tokio::net::TcpStream::connect(a)

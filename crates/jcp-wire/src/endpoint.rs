@@ -90,9 +90,15 @@ struct Shared {
     metrics: Arc<WireMetrics>,
     cap: usize,
     frame_timeout: Duration,
+    first_frame_timeout: Duration,
+    idle_timeout: Duration,
     backend: Option<Arc<dyn Backend>>,
     stopping: AtomicBool,
     conns: Arc<tokio::sync::Semaphore>,
+    /// Connections held by each TCP peer address, and the most one may hold.
+    peers: Arc<Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    max_per_peer: usize,
+    max_connections: usize,
     caller_signatures: CallerSignatures,
     /// §11 relay mode: what each relayed call is metered with.
     meter: Arc<dyn CallMeter>,
@@ -102,6 +108,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// The connection cap.
+    fn conns_max(&self) -> usize {
+        self.max_connections
+    }
+
     /// A request's identity, and its caller's signature checked here
     /// ([`CallerSignatures::Strict`]) or handed to the core to check with
     /// its batch.
@@ -208,6 +219,11 @@ impl Endpoint {
             metrics,
             cap: config.cap,
             frame_timeout: config.frame_timeout,
+            first_frame_timeout: config.first_frame_timeout,
+            idle_timeout: config.idle_timeout,
+            peers: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            max_per_peer: config.max_per_peer.max(1),
+            max_connections: config.max_connections.max(1),
             backend,
             stopping: AtomicBool::new(false),
             conns: Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1))),
@@ -347,41 +363,53 @@ impl Endpoint {
         Some(crate::client::Client::over_memory(ours))
     }
 
-    /// Serves one listener until [`Endpoint::shutdown`].
+    /// Serves one listener until [`Endpoint::shutdown`]. A connection past
+    /// the cap (the endpoint's, or its peer address's) is accepted, answered
+    /// `busy` and closed: the backlog never fills with clients that wait.
     pub async fn serve(&self, listener: Listener) -> Result<(), WireError> {
         loop {
             if self.shared.stopping.load(Ordering::Acquire) {
                 return Ok(());
             }
-            let permit =
-                self.shared.conns.clone().acquire_owned().await.map_err(|_| WireError::Stopped("closed".into()))?;
             let accepted = match &listener {
-                Listener::Tcp(l) => l.accept().await.map(|(s, _)| Conn::Tcp(s)),
+                Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Conn::Tcp(s), Some(peer.ip()))),
                 #[cfg(unix)]
-                Listener::Unix(l) => l.accept().await.map(|(s, _)| Conn::Unix(s)),
+                Listener::Unix(l) => l.accept().await.map(|(s, _)| (Conn::Unix(s), None)),
             };
-            match accepted {
-                Ok(conn) => {
-                    let shared = self.shared.clone();
-                    tokio::spawn(async move {
-                        let _permit = permit;
-                        match conn {
-                            Conn::Tcp(s) => {
-                                let _ = s.set_nodelay(true);
-                                serve_conn(shared, s).await;
-                            }
-                            #[cfg(unix)]
-                            Conn::Unix(s) => serve_conn(shared, s).await,
-                        }
-                    });
-                }
+            let (conn, peer) = match accepted {
+                Ok(c) => c,
                 Err(e) => {
                     // A failed accept (a reset before accept, fd exhaustion)
                     // is the peer's or the moment's; keep serving.
                     tracing::warn!("accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
                 }
-            }
+            };
+            let Ok(permit) = self.shared.conns.clone().try_acquire_owned() else {
+                serve::refuse_busy(
+                    conn,
+                    format!("the endpoint serves {} connections at most", self.shared.conns_max()),
+                );
+                continue;
+            };
+            let Some(held) = serve::PeerSlot::take(&self.shared.peers, peer, self.shared.max_per_peer) else {
+                serve::refuse_busy(conn, format!("one address holds {} connections at most", self.shared.max_per_peer));
+                continue;
+            };
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let _held = held;
+                match conn {
+                    Conn::Tcp(s) => {
+                        let _ = s.set_nodelay(true);
+                        serve_conn(shared, s).await;
+                    }
+                    #[cfg(unix)]
+                    Conn::Unix(s) => serve_conn(shared, s).await,
+                }
+            });
         }
     }
 

@@ -39,6 +39,20 @@ pub enum WireError {
         /// The endpoint's frame timeout, in seconds.
         secs: u64,
     },
+    /// The peer sent no frame within the endpoint's first-frame timeout
+    /// (a new connection) or idle timeout (between frames): its connection
+    /// is closed, and its slot given back.
+    #[error("idle-timeout: no frame started within {secs} s{}", if *.first { " of connecting" } else { " of the last" })]
+    Idle {
+        /// The timeout, in seconds.
+        secs: u64,
+        /// Whether it was the connection's first frame.
+        first: bool,
+    },
+    /// The endpoint is at its connection cap (or the peer at its own): the
+    /// connection is accepted, told so and closed, never left in the backlog.
+    #[error("busy: {0}")]
+    Busy(String),
     /// The record (the receipt stream) could not be opened or written.
     #[error(transparent)]
     Stream(#[from] jcp_receipt::Error),
@@ -106,6 +120,8 @@ impl WireError {
             Self::NonCanonical(_) => "non-canonical",
             Self::NotAMessage { .. } => "not-a-message",
             Self::Timeout { .. } => "frame-timeout",
+            Self::Idle { .. } => "idle-timeout",
+            Self::Busy(_) => "busy",
             Self::Stream(e) => e.code(),
             Self::Io { .. } => "io",
             Self::BadAddress(_) => "bad-address",

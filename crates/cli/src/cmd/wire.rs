@@ -76,6 +76,19 @@ pub struct ServeArgs {
     /// The least time between two syncs of the record, µs: decisions made meanwhile share the next sync (0: sync each batch at once). Nothing is answered before its sync either way.
     #[arg(long, default_value_t = 500)]
     commit_interval_us: u64,
+    /// The most connections served at once; past it (or past --max-per-peer for one address) a
+    /// connection is answered `busy` and closed. Lowered to fit the open-file limit.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// The most connections one TCP peer address holds at once.
+    #[arg(long, default_value_t = 1024)]
+    max_per_peer: usize,
+    /// How long a new connection may take to start its first frame, s.
+    #[arg(long, default_value_t = 10)]
+    first_frame_timeout_s: u64,
+    /// How long a connection may stay silent between frames, s (an agent waiting at a checkpoint keeps its connection).
+    #[arg(long, default_value_t = 7200)]
+    idle_timeout_s: u64,
     /// Check every caller's signature alone with `verify_strict`, instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
     #[arg(long)]
     strict_signatures: bool,
@@ -185,6 +198,42 @@ pub(crate) async fn bind_metrics(addr: &str) -> anyhow::Result<(tokio::net::TcpL
     Ok((l, format!("http://{at}{}", jcp_metrics::PATH)))
 }
 
+/// How long `jcp call` waits for its decision.
+const DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Descriptors kept for everything but connections: the record and its
+/// lock, the backend's pipes, the runtime, standard streams, a margin.
+const RESERVED_FILES: u64 = 128;
+
+/// Raises the soft limit on open files to the hard one and fits the wire's
+/// connection cap under it, with `/metrics`'s own cap
+/// ([`jcp_metrics::Limits`]) and [`RESERVED_FILES`] kept aside, so that
+/// neither listener can take the descriptors the other (or the record)
+/// needs: the soft limit now, and the cap. Where the limit cannot be read,
+/// the cap stays as configured.
+fn fit_connections(wanted: usize, metrics: bool) -> (Option<u64>, usize) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let lim = getrlimit(Resource::Nofile);
+        let target = lim.maximum.unwrap_or(1 << 20);
+        if lim.current.is_some_and(|c| c < target) {
+            if let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: Some(target), maximum: lim.maximum }) {
+                eprintln!("jcp serve: the open-file limit could not be raised to {target}: {e}");
+            }
+        }
+        let Some(soft) = getrlimit(Resource::Nofile).current else { return (None, wanted) };
+        let metrics_fds = if metrics { jcp_metrics::Limits::default().max_connections as u64 * 2 } else { 0 };
+        let room = soft.saturating_sub(RESERVED_FILES + metrics_fds).max(1);
+        (Some(soft), wanted.min(usize::try_from(room).unwrap_or(usize::MAX)))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metrics;
+        (None, wanted)
+    }
+}
+
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let steward = read_key(&a.steward_key)?;
     let gate = gate_trusting(&a.trust_roots)?;
@@ -194,6 +243,10 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     config.known_through = Some(a.known_through);
     config.cap = a.cap;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
+    config.max_connections = a.max_connections.max(1);
+    config.max_per_peer = a.max_per_peer.max(1);
+    config.first_frame_timeout = std::time::Duration::from_secs(a.first_frame_timeout_s.max(1));
+    config.idle_timeout = std::time::Duration::from_secs(a.idle_timeout_s.max(1));
     if a.strict_signatures {
         config.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
     }
@@ -202,6 +255,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let peers = a.peers.iter().map(|p| parse_did(p)).collect::<anyhow::Result<Vec<_>>>()?;
         config.channels.push(jcp_wire::endpoint::ChannelSetup { grant: read_grant(g)?, point: read_key(k)?, peers });
     }
+    let (open_files, max_connections) = fit_connections(config.max_connections, a.metrics.is_some());
+    config.max_connections = max_connections;
     let rt = runtime()?;
     rt.block_on(async move {
         let steward_did = steward.did();
@@ -227,7 +282,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let r = &report.replay;
         emit(
             a.json,
-            &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "stream": a.stream, "steward": steward_did.to_did_string(),
+            &json!({"event": "listening", "listen": listening, "metrics": metrics_url,
+                    "connections": {"max": max_connections, "open_files": open_files}, "stream": a.stream, "steward": steward_did.to_did_string(),
                     "caller_signatures": caller_signatures, "backend": backend_json, "metering": metering,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
                     "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
@@ -252,6 +308,11 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     report.requests_remembered
                 );
                 let _ = writeln!(s, "jcp serve: callers' signatures checked {caller_signatures}");
+                let _ = writeln!(
+                    s,
+                    "jcp serve: at most {max_connections} connections at once{}",
+                    open_files.map_or_else(String::new, |f| format!(" (open-file limit {f})"))
+                );
                 s += &backend_text;
                 s
             },
@@ -514,7 +575,10 @@ pub fn run_call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     let wait = std::time::Duration::from_secs(a.reply_timeout_s);
     let called = rt.block_on(async {
         let mut c = jcp_wire::client::Client::connect(&addr).await?;
-        let resp = c.call(&req).await?;
+        // The decision is answered once it is durable: a minute is far past any sync.
+        let resp = tokio::time::timeout(DECISION_TIMEOUT, c.call(&req))
+            .await
+            .map_err(|_| jcp_wire::WireError::Timeout { secs: DECISION_TIMEOUT.as_secs() })??;
         if !(a.reply && resp.decision.is_allow()) {
             return Ok((resp, None));
         }

@@ -43,8 +43,18 @@ pub struct Config {
     pub known_through: Option<u64>,
     /// How long a started frame may take to arrive whole.
     pub frame_timeout: Duration,
-    /// The most connections served at once; more wait to be accepted.
+    /// How long a new connection may take to start its first frame.
+    pub first_frame_timeout: Duration,
+    /// How long a connection may stay silent between frames (an agent
+    /// waiting at a checkpoint keeps its connection: the default, 2 h, is
+    /// above the default wait of an hour).
+    pub idle_timeout: Duration,
+    /// The most connections served at once; past it a connection is
+    /// accepted, answered `busy` and closed.
     pub max_connections: usize,
+    /// The most connections one peer address (TCP) holds at once; past it,
+    /// `busy` (Unix-socket peers are the machine's own: the global cap only).
+    pub max_per_peer: usize,
     /// The endpoint's clock.
     pub clock: Clock,
     /// §4.5 budget channels this endpoint is a point of.
@@ -108,6 +118,9 @@ impl std::fmt::Debug for Config {
             .field("commit_interval", &self.commit_interval)
             .field("known_through", &self.known_through)
             .field("frame_timeout", &self.frame_timeout)
+            .field("first_frame_timeout", &self.first_frame_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_per_peer", &self.max_per_peer)
             .field("max_connections", &self.max_connections)
             .field("channels", &self.channels)
             .field("caller_signatures", &self.caller_signatures)
@@ -120,8 +133,9 @@ impl std::fmt::Debug for Config {
 impl Config {
     /// Defaults: 30 s window, the largest cap a record holds
     /// ([`codec::MAX_ENDPOINT_CAP`]), batches of up to 512, at least
-    /// 500 µs between syncs, marker 0, 10 s frame timeout, 4 096
-    /// connections, the system clock, callers' signatures checked in batches.
+    /// 500 µs between syncs, marker 0, 10 s frame timeout, 10 s to the
+    /// first frame, 2 h idle, 4 096 connections (1 024 a peer), the system
+    /// clock, callers' signatures checked in batches.
     pub fn new(stream: impl Into<PathBuf>) -> Self {
         Self {
             stream: stream.into(),
@@ -131,7 +145,10 @@ impl Config {
             commit_interval: Duration::from_micros(500),
             known_through: Some(0),
             frame_timeout: Duration::from_secs(10),
+            first_frame_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(7200),
             max_connections: 4096,
+            max_per_peer: 1024,
             clock: system_clock(),
             channels: Vec::new(),
             caller_signatures: CallerSignatures::Batched,

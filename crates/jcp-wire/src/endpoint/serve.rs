@@ -37,22 +37,27 @@ pub(super) fn error_frame(e: &WireError) -> Vec<u8> {
     ]))
 }
 
-/// Reads one frame: waits as long as it takes for a frame to start, then
-/// at most `frame_timeout` for the rest (a half frame that hangs is cut).
+/// Reads one frame: waits at most `wait` for a frame to start (`Idle` past
+/// it; `first` says whether this is the connection's first frame), then at
+/// most `timeout` for the rest (a half frame that hangs is cut).
 pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     s: &mut S,
     cap: usize,
     timeout: Duration,
+    (wait, first): (Duration, bool),
 ) -> Result<Option<Vec<u8>>, WireError> {
     use tokio::io::AsyncReadExt;
-    let mut first = [0u8; 1];
-    let n = s.read(&mut first).await.map_err(|e| WireError::io("reading", e))?;
+    let mut lead = [0u8; 1];
+    let n = match tokio::time::timeout(wait, s.read(&mut lead)).await {
+        Ok(r) => r.map_err(|e| WireError::io("reading", e))?,
+        Err(_) => return Err(WireError::Idle { secs: wait.as_secs(), first }),
+    };
     if n == 0 {
         return Ok(None);
     }
     let rest = async {
         let mut head = [0u8; 4];
-        head[0] = first[0];
+        head[0] = lead[0];
         s.read_exact(&mut head[1..]).await.map_err(|_| WireError::Truncated { got: 1, want: 4 })?;
         let declared = u32::from_be_bytes(head);
         let n = usize::try_from(declared).unwrap_or(usize::MAX);
@@ -69,6 +74,62 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     }
 }
 
+/// A connection's place in its peer address's count, given back when the
+/// connection ends.
+pub(super) struct PeerSlot {
+    peers: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    /// `None`: a peer with no address (a Unix socket), not counted.
+    peer: Option<std::net::IpAddr>,
+}
+
+impl PeerSlot {
+    /// Counts one more connection of `peer`, unless it holds `max` already (`None`).
+    pub(super) fn take(
+        peers: &Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+        peer: Option<std::net::IpAddr>,
+        max: usize,
+    ) -> Option<Self> {
+        if let Some(ip) = peer {
+            let mut m = peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = m.entry(ip).or_insert(0);
+            if *n >= max {
+                return None;
+            }
+            *n += 1;
+        }
+        Some(Self { peers: peers.clone(), peer })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let Some(ip) = self.peer else { return };
+        let mut m = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&ip);
+            }
+        }
+    }
+}
+
+/// Answers a connection past a cap with a `busy` error frame and closes
+/// it, on a task of its own, within a second.
+pub(super) fn refuse_busy(conn: Conn, why: String) {
+    let frame = error_frame(&WireError::Busy(why));
+    tokio::spawn(async move {
+        let send = async {
+            match conn {
+                Conn::Tcp(mut s) => codec::write_frame(&mut s, &frame).await,
+                #[cfg(unix)]
+                Conn::Unix(mut s) => codec::write_frame(&mut s, &frame).await,
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), send).await;
+    });
+}
+
 /// Serves one connection until it closes, its peer sends a frame that is
 /// refused, or the core stops.
 pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S) {
@@ -77,14 +138,20 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
     // Writes go straight through.
     let mut s = tokio::io::BufReader::new(s);
     let mut memo = ChainMemo::default();
+    let mut wait = (shared.first_frame_timeout, true);
     loop {
-        let read = next_frame(&mut s, shared.cap, shared.frame_timeout).await;
+        let read = next_frame(&mut s, shared.cap, shared.frame_timeout, wait).await;
+        wait = (shared.idle_timeout, false);
         let read_at = std::time::Instant::now();
         let read =
             read.and_then(|b| b.map(|body| Inbound::decode_with(&body, &mut memo).map(|m| (body, m))).transpose());
         let (body, msg) = match read {
             Ok(Some(x)) => x,
-            Ok(None) => return,
+            // The peer closed, or fell silent: closed without a word (an
+            // error frame written to a client that merely waits would be
+            // read as the answer to the next request it sends; the agents
+            // reconnect and send the same request again, decided once).
+            Ok(None) | Err(WireError::Idle { .. }) => return,
             Err(e) => {
                 // A refused frame closes its connection, with the refusal.
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);

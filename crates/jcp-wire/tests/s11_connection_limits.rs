@@ -1,0 +1,94 @@
+//! §11 (the enforcement point stays available): a connection that sends
+//! nothing is closed at its first-frame timeout, one that falls silent
+//! between frames at its idle timeout, and a connection past the
+//! endpoint's cap or its peer address's cap is accepted, answered `busy`
+//! and closed, never left waiting in the backlog. A well-behaved client is
+//! answered throughout. Real TCP and Unix sockets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use jcp_wire::client::Client;
+use jcp_wire::message::Outbound;
+use jcp_wire::WireError;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// What the endpoint sends on `c` before it closes it (within 5 s).
+async fn until_closed(c: &mut Client) -> Vec<Outbound> {
+    let mut out = Vec::new();
+    while let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(5), c.recv()).await {
+        out.push(m);
+    }
+    out
+}
+
+#[test]
+fn s11_silent_connections_are_cut_at_the_first_frame_timeout_and_the_cap_answers_busy_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.max_connections = 3;
+        cfg.first_frame_timeout = Duration::from_millis(400);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        // Three clients that connect and say nothing hold every slot.
+        let mut silent = Vec::new();
+        for _ in 0..3 {
+            silent.push(Client::connect(&s.tcp).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The next is accepted and told `busy` at once, on either listener.
+        for addr in [&s.tcp, &s.unix] {
+            let mut c = Client::connect(addr).await.unwrap();
+            let m = until_closed(&mut c).await;
+            assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
+        }
+        // The silent ones are closed without a word at their timeout ...
+        for c in &mut silent {
+            assert!(until_closed(c).await.is_empty());
+        }
+        // ... and a good client is answered again.
+        let mut good = Client::connect(&s.unix).await.unwrap();
+        assert!(good.call(&request(&g, 1, b"after", T0)).await.unwrap().decision.is_allow());
+        s.stop().await;
+    });
+}
+
+#[test]
+fn s11_one_peer_address_holds_at_most_its_cap_and_a_silent_client_is_cut_at_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.max_per_peer = 1;
+        cfg.idle_timeout = Duration::from_millis(400);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        let mut first = Client::connect(&s.tcp).await.unwrap();
+        assert!(first.call(&request(&g, 1, b"one", T0)).await.unwrap().decision.is_allow());
+        // A second connection from the same address (127.0.0.1): busy.
+        let mut second = Client::connect(&s.tcp).await.unwrap();
+        let m = until_closed(&mut second).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
+        // A Unix-socket peer is counted only against the endpoint's cap.
+        let mut local = Client::connect(&s.unix).await.unwrap();
+        assert!(local.call(&request(&g, 1, b"unix", T0)).await.unwrap().decision.is_allow());
+        // The first falls silent past the idle timeout: closed, and with no
+        // error frame its next request would read as its answer.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let e = first.call(&request(&g, 1, b"late", T0)).await.unwrap_err();
+        assert!(!matches!(e, WireError::Refused { .. }), "{e:?}");
+        // Its address's slot was given back: a new connection is served.
+        let mut again = Client::connect(&s.tcp).await.unwrap();
+        assert!(again.call(&request(&g, 1, b"again", T0)).await.unwrap().decision.is_allow());
+        s.stop().await;
+    });
+}
