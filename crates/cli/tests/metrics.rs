@@ -192,6 +192,8 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
         .as_str()
         .unwrap()
         .to_owned();
+    // The issuer is the resource's trust root: its grants get series of their own.
+    let issuer = run_ok(JCP, d, &["key", "show", "issuer.key"]).trim().to_owned();
     let serve = children.start_json(
         "jcp serve",
         jcp_cmd().args([
@@ -202,6 +204,8 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
             "s.jcps",
             "--steward-key",
             "steward.key",
+            "--trust-root",
+            &format!("text:search={issuer}"),
             "--metrics",
             "127.0.0.1:0",
             "--json",

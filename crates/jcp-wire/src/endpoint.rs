@@ -179,8 +179,9 @@ impl Endpoint {
         let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
         let metrics = Arc::new(WireMetrics::new());
         metrics.known_through(gate.known_through());
+        let anchored = gate.gate().has_trust_roots();
         for (id, spend) in gate.gate().spent_grants() {
-            metrics.spent(&id, spend.uj);
+            metrics.replayed(&id, spend.uj, anchored);
         }
         let (to_sync, unsynced, sync_thread) =
             Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;

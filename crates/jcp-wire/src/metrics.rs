@@ -13,8 +13,10 @@
 //! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
 //! | `jcp_wire_unresolved_allows` | gauge | allows recorded whose outcome is not (§4.11): each is held in memory (under 100 bytes) until its holder reports it |
 //! | `jcp_wire_revocation_known_through` | gauge | the revocation-knowledge marker this point states (§4.3); absent when it states none |
-//! | `jcp_wire_grant_spent_microjoules` | gauge | spend counted against a grant here (its own allows, and a budget channel's settled peer spend, §4.5), by `grant` |
-//! | `jcp_wire_grant_budget_microjoules` | gauge | a decided leaf grant's joule ceiling, by `grant` |
+//! | `jcp_wire_grant_spent_microjoules` | gauge | spend counted against a grant here (its own allows, and a budget channel's settled peer spend, §4.5), by `grant`: only grants allowed under a trust root, at most [`MAX_GRANT_SERIES`] |
+//! | `jcp_wire_grant_budget_microjoules` | gauge | an allowed leaf grant's joule ceiling, by `grant`, the same grants |
+//! | `jcp_wire_grants_spent_unlabelled_microjoules` | gauge | the spend of every other grant with spend here, summed (no series each: a caller with no trusted grant creates none) |
+//! | `jcp_wire_grants_unlabelled` | gauge | how many grants that sum covers |
 //! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision (bad framing or message) |
 //!
 //! A decision is counted when its answer leaves the endpoint, after the
@@ -76,6 +78,17 @@ pub struct GrantLabels {
 
 type GaugeU = Gauge<u64, AtomicU64>;
 
+/// The most grants given series of their own (`grant_spent`, `grant_budget`).
+pub const MAX_GRANT_SERIES: usize = 1024;
+
+/// Which grants have series of their own, and the others' spend.
+#[derive(Debug, Default)]
+struct GrantSeries {
+    labelled: std::collections::HashSet<ContentId>,
+    /// Spend of the grants without series, each (its last figure), to keep their sum.
+    other: std::collections::HashMap<ContentId, u64>,
+}
+
 /// The endpoint's registry. Every recording is an atomic update: the core
 /// and sync threads record, a scrape renders, and none waits on another.
 #[derive(Debug)]
@@ -93,6 +106,9 @@ pub struct WireMetrics {
     known_through: Family<Vec<(String, String)>, GaugeU>,
     spent: Family<GrantLabels, GaugeU>,
     budget: Family<GrantLabels, GaugeU>,
+    series: std::sync::Mutex<GrantSeries>,
+    spent_other: GaugeU,
+    unlabelled: GaugeU,
     refused_frames: Counter,
     signatures: Family<CheckLabels, Counter>,
     signature_batches: Family<BatchLabels, Counter>,
@@ -123,6 +139,9 @@ impl WireMetrics {
             known_through: Family::default(),
             spent: Family::default(),
             budget: Family::default(),
+            series: std::sync::Mutex::new(GrantSeries::default()),
+            spent_other: GaugeU::default(),
+            unlabelled: GaugeU::default(),
             refused_frames: Counter::default(),
             signatures: Family::default(),
             signature_batches: Family::default(),
@@ -166,7 +185,19 @@ impl WireMetrics {
         );
         r.register("revocation_known_through", "The revocation-knowledge marker this point states (§4.3); absent when it states none (an auditor reads its allows as unverifiable)", m.known_through.clone());
         r.register_with_unit("grant_spent", "Spend counted against a grant at this point: its own allows and a budget channel's settled peer spend (§4.5)", uj(), m.spent.clone());
-        r.register_with_unit("grant_budget", "A decided leaf grant's joule ceiling", uj(), m.budget.clone());
+        r.register_with_unit(
+            "grant_budget",
+            "An allowed leaf grant's joule ceiling (grants allowed under a trust root only, bounded)",
+            uj(),
+            m.budget.clone(),
+        );
+        r.register_with_unit(
+            "grants_spent_unlabelled",
+            "The spend of every grant with spend here that has no series of its own (not allowed under a trust root, or past the bound), summed",
+            uj(),
+            m.spent_other.clone(),
+        );
+        r.register("grants_unlabelled", "How many grants grants_spent_unlabelled sums", m.unlabelled.clone());
         r.register(
             "refused_frames",
             "Frames refused before any decision (bad framing or message); their connections closed",
@@ -239,14 +270,58 @@ impl WireMetrics {
         }
     }
 
-    /// Spend now counted against `grant`.
-    pub fn spent(&self, grant: &ContentId, uj: u64) {
-        self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
+    fn series(&self) -> std::sync::MutexGuard<'_, GrantSeries> {
+        self.series.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A leaf grant's joule ceiling.
-    pub fn budget(&self, grant: &ContentId, uj: u64) {
-        self.budget.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
+    /// Spend now counted against `grant`: its own series if it has one,
+    /// else the unlabelled sum.
+    pub fn spent(&self, grant: &ContentId, uj: u64) {
+        let mut s = self.series();
+        if s.labelled.contains(grant) {
+            drop(s);
+            self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
+            return;
+        }
+        s.other.insert(*grant, uj);
+        self.spent_other.set(s.other.values().fold(0u64, |a, b| a.saturating_add(*b)));
+        self.unlabelled.set(s.other.len() as u64);
+    }
+
+    /// A grant's spend re-established from the record at open: its own
+    /// series with `label` (the gate has trust roots: its allows were
+    /// anchored when decided) and room under [`MAX_GRANT_SERIES`], else the
+    /// unlabelled sum.
+    pub fn replayed(&self, grant: &ContentId, uj: u64, label: bool) {
+        {
+            let mut s = self.series();
+            if label && s.labelled.len() < MAX_GRANT_SERIES {
+                s.labelled.insert(*grant);
+            }
+        }
+        self.spent(grant, uj);
+    }
+
+    /// A leaf grant allowed: with `anchored` (its resource has trust roots,
+    /// so the allow means a trusted root issued its chain) and room under
+    /// [`MAX_GRANT_SERIES`], it gets series of its own (its ceiling and,
+    /// from now on, its spend). A caller whose grant no trust root anchors
+    /// creates no series, and a denial creates none at all.
+    pub fn allowed(&self, grant: &ContentId, budget_uj: u64, anchored: bool) {
+        let mut s = self.series();
+        if !s.labelled.contains(grant) {
+            if !anchored || s.labelled.len() >= MAX_GRANT_SERIES {
+                return;
+            }
+            s.labelled.insert(*grant);
+            if let Some(uj) = s.other.remove(grant) {
+                self.spent_other.set(s.other.values().fold(0u64, |a, b| a.saturating_add(*b)));
+                self.unlabelled.set(s.other.len() as u64);
+                self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
+            }
+        }
+        drop(s);
+        self.budget.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(budget_uj);
     }
 
     /// A frame refused before any decision.

@@ -28,6 +28,59 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
+/// A gate whose one trust root, for the tests' resource, is the tests' issuer.
+fn trusting_issuer() -> jcp::decision::Gate {
+    let mut g = jcp::decision::Gate::new();
+    g.add_trust_root(resource(), issuer().did());
+    g
+}
+
+/// §11 under hostile callers: a grant gets series of its own only when it
+/// is allowed under a trust root, and at most `MAX_GRANT_SERIES` do; on an
+/// open gate 300 self-issued grants make no series, only the unlabelled
+/// sum; a denial makes none at all.
+#[test]
+fn s11_untrusted_and_denied_grants_create_no_metric_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let s = Served::start(config(&dir.path().join("s.jcps"), &clock), dir.path(), None).await.unwrap();
+        for n in 0..300u16 {
+            let g = grant(1000, (n % 250) as u8 + 1);
+            let g = if n < 250 { g } else { grant(2000, (n - 250) as u8 + 1) };
+            s.endpoint.submit(request(&g, 10, &n.to_be_bytes(), T0)).await.unwrap();
+        }
+        let text = s.endpoint.render_metrics().unwrap();
+        assert!(!text.contains("jcp_wire_grant_spent_microjoules{"), "{text}");
+        assert!(!text.contains("jcp_wire_grant_budget_microjoules{"), "{text}");
+        assert_eq!(sample(&text, "jcp_wire_grants_unlabelled", &[]).as_deref(), Some("300"), "{text}");
+        assert_eq!(sample(&text, "jcp_wire_grants_spent_unlabelled_microjoules", &[]).as_deref(), Some("3000"));
+        s.stop().await;
+    });
+    // Under a trust root: the trusted grant's series; a denied request on a
+    // grant no root anchors (another issuer) makes none.
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let s = Served::start_gated(config(&dir.path().join("s.jcps"), &clock), dir.path(), None, trusting_issuer())
+            .await
+            .unwrap();
+        let g = grant(1000, 1);
+        s.endpoint.submit(request(&g, 10, b"ok", T0)).await.unwrap();
+        let other = grant_by(&key(77), 5000, 2);
+        s.endpoint.submit(request(&other, 10, b"no", T0)).await.unwrap();
+        let text = s.endpoint.render_metrics().unwrap();
+        let gid = g.id().to_hex();
+        assert_eq!(sample(&text, "jcp_wire_grant_budget_microjoules", &[("grant", &gid)]).as_deref(), Some("1000"));
+        assert!(!text.contains(&other.id().to_hex()), "{text}");
+        assert_eq!(
+            sample(&text, "jcp_wire_decisions_total", &[("verdict", "deny"), ("reason", "untrusted-root")]).as_deref(),
+            Some("1"),
+            "the stranger's request was denied: {text}"
+        );
+        s.stop().await;
+    });
+}
+
 #[test]
 fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -38,7 +91,7 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
     rt().block_on(async {
         let mut cfg = config(&path, &clock);
         cfg.known_through = None;
-        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let s = Served::start_gated(cfg, dir.path(), None, trusting_issuer()).await.unwrap();
         let ep = &s.endpoint;
         let text = ep.render_metrics().unwrap();
         // §4.3: a point that states no marker exposes none — "did not say" is not a 0.
@@ -81,7 +134,7 @@ fn s11_s4_3_decisions_by_verdict_and_reason_marker_and_spend_are_exposed_and_sur
         // A fresh process: the record's replay re-establishes spend, marker and memory.
         let mut cfg = config(&path, &clock);
         cfg.known_through = None;
-        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let s = Served::start_gated(cfg, dir.path(), None, trusting_issuer()).await.unwrap();
         let text = s.endpoint.render_metrics().unwrap();
         assert_eq!(
             sample(&text, "jcp_wire_grant_spent_microjoules", &[("grant", &gid)]).as_deref(),

@@ -204,22 +204,25 @@ impl Core {
             Ok(x) => x,
             Err(e) => return self.record_error(req, &e),
         };
-        self.remember(id, req.now, &rec);
+        let anchored = self.gate.gate().anchored(&req.frame.resource);
+        self.remember(id, req.now, &rec, anchored);
         answer_of(rec, true, continued)
     }
 
     /// A decided request is remembered while its stamp is inside the
     /// window; the counters and the exposition follow the decision.
-    pub(super) fn remember(&mut self, id: ContentId, stamp: u64, rec: &Recorded) {
+    /// `anchored`: the request's resource has trust roots here (the
+    /// exposition gives only such grants series of their own).
+    pub(super) fn remember(&mut self, id: ContentId, stamp: u64, rec: &Recorded, anchored: bool) {
         self.table.insert(id, Entry { stamp, receipt_at: rec.offset });
         self.stats.remembered.store(self.table.len() as u64, Ordering::Relaxed);
         self.stats.decided.fetch_add(1, Ordering::Relaxed);
         if rec.decision.is_allow() {
             self.stats.allowed.fetch_add(1, Ordering::Relaxed);
+            if let Some(leaf) = rec.decision.chain_ids.last() {
+                self.metrics.allowed(leaf, rec.decision.budget_uj, anchored);
+            }
             self.note_spend(&rec.decision.chain_ids);
-        }
-        if let Some(leaf) = rec.decision.chain_ids.last() {
-            self.metrics.budget(leaf, rec.decision.budget_uj);
         }
     }
 }

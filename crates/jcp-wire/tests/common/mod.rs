@@ -38,8 +38,13 @@ pub fn resource() -> ContentId {
 }
 
 pub fn grant(budget: u64, nonce: u8) -> SignedGrant {
+    grant_by(&issuer(), budget, nonce)
+}
+
+/// A root grant to the agent issued by `by`.
+pub fn grant_by(by: &Keypair, budget: u64, nonce: u8) -> SignedGrant {
     Grant {
-        issuer: issuer().did(),
+        issuer: by.did(),
         subject: agent().did(),
         capability: Capability { resource: resource(), actions: vec!["read".into(), "write".into()] },
         budget_uj: budget,
@@ -50,7 +55,7 @@ pub fn grant(budget: u64, nonce: u8) -> SignedGrant {
         delegate_depth: None,
         nonce: [nonce; 16],
     }
-    .sign(&issuer())
+    .sign(by)
     .unwrap()
 }
 
@@ -139,7 +144,17 @@ impl Served {
         dir: &Path,
         backend: Option<Arc<dyn Backend>>,
     ) -> Result<Self, jcp_wire::WireError> {
-        let (endpoint, report) = Endpoint::open(cfg, steward(), Gate::new(), backend)?;
+        Self::start_gated(cfg, dir, backend, Gate::new()).await
+    }
+
+    /// With `gate` (trust roots, floors) instead of an open one.
+    pub async fn start_gated(
+        cfg: Config,
+        dir: &Path,
+        backend: Option<Arc<dyn Backend>>,
+        gate: Gate,
+    ) -> Result<Self, jcp_wire::WireError> {
+        let (endpoint, report) = Endpoint::open(cfg, steward(), gate, backend)?;
         let (tl, tcp) = Address::Tcp("127.0.0.1:0".into()).bind().await?;
         let sock: PathBuf = dir.join(format!("ep-{}.sock", std::process::id()));
         let (ul, unix) = Address::Unix(sock).bind().await?;

@@ -48,6 +48,17 @@ impl Gate {
         self.trust_roots.entry(resource).or_default().insert(root);
     }
 
+    /// Whether `resource` has trust roots here: an allow on it then means a
+    /// listed key anchored its chain (C15).
+    pub fn anchored(&self, resource: &ContentId) -> bool {
+        self.trust_roots.get(resource).is_some_and(|r| !r.is_empty())
+    }
+
+    /// Whether any resource has trust roots here.
+    pub fn has_trust_roots(&self) -> bool {
+        self.trust_roots.values().any(|r| !r.is_empty())
+    }
+
     /// Configures a taint floor for `resource` (§4.10).
     pub fn set_taint_floor(&mut self, resource: ContentId, floor: TaintFloor) {
         self.taint_floors.insert(resource, floor);
