@@ -38,6 +38,7 @@ mod continuation;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod error;
+pub mod files;
 pub mod follow;
 mod record;
 mod remainder;

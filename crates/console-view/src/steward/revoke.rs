@@ -113,9 +113,7 @@ pub fn write_revocation(run_path: &Path, target: &SignedGrant, rev: &SignedRevoc
     let w = |e: std::io::Error| ViewError::Write { path: dir.clone(), detail: e.to_string() };
     std::fs::create_dir_all(&dir).map_err(w)?;
     let file = dir.join(format!("{}.jcp", target.id()));
-    let tmp = dir.join(format!("{}.jcp.tmp", target.id()));
-    std::fs::write(&tmp, rev.to_bytes()).map_err(w)?;
-    std::fs::rename(&tmp, &file).map_err(w)?;
+    jcp::steering::files::replace(&file, &rev.to_bytes(), "console").map_err(w)?;
     Ok(file)
 }
 

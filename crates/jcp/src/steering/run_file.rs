@@ -2,7 +2,7 @@
 //! — a `{format: "jcp-run/1"}` header, then one record per item — read
 //! strictly, every refusal naming the record and its byte offset.
 
-use super::{steer, Record, Run, SteeringError, RUN_EXTENSION, RUN_FORMAT};
+use super::{steer, Record, Run, SteeringError, RUN_FORMAT};
 use crate::cbor::{self, Fields, Value};
 use crate::error::Error;
 use crate::rotation::KeyRing;
@@ -49,18 +49,18 @@ impl Run {
 
     /// Writes the run file.
     pub fn write(&self, path: &std::path::Path) -> Result<(), Error> {
-        std::fs::write(path, self.to_bytes())
+        super::files::replace(path, &self.to_bytes(), "new")
             .map_err(|e| steer(SteeringError::Io(format!("writing {}: {e}", path.display()))))
     }
 
-    /// Replaces the run file whole: written to a sibling temporary named
-    /// for `writer` (`<name>.jcprun.<writer>-tmp`, so two writers never share
-    /// one), then renamed over it, so a reader never sees half a record.
+    /// Replaces the run file whole: written to a sibling temporary with a
+    /// random name created exclusively (`writer` in it, for people), synced
+    /// and renamed over it, so a reader never sees half a record and a
+    /// symlink planted in the folder never turns the write elsewhere
+    /// ([`super::files::replace`]).
     pub fn replace(&self, path: &std::path::Path, writer: &str) -> Result<(), Error> {
-        let tmp = path.with_extension(format!("{RUN_EXTENSION}.{writer}-tmp"));
-        std::fs::write(&tmp, self.to_bytes())
-            .map_err(|e| steer(SteeringError::Io(format!("writing {}: {e}", tmp.display()))))?;
-        std::fs::rename(&tmp, path).map_err(|e| steer(SteeringError::Io(format!("replacing {}: {e}", path.display()))))
+        super::files::replace(path, &self.to_bytes(), writer)
+            .map_err(|e| steer(SteeringError::Io(format!("replacing {}: {e}", path.display()))))
     }
 
     /// Reads and decodes a run file ([`Run::from_bytes`]).
