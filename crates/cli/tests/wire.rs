@@ -261,13 +261,48 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     drop(s);
 }
 
+/// Owner-only, as `jcp key new` writes key files.
+fn private(p: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = p;
+}
+
+/// §2 (keys at rest): a plain key others can read is a seed in the clear;
+/// every signing command refuses it, naming the file and the mode.
+#[cfg(unix)]
+#[test]
+fn s2_a_plain_key_others_can_read_is_refused_by_every_signing_command() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    std::fs::set_permissions(d.join("steward.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("key-permissions") && err.contains("steward.key") && err.contains("644"), "{err}");
+    assert!(!d.join("s.jcps").exists(), "nothing was opened");
+}
+
 #[test]
 fn s2_an_encrypted_steward_key_serves_and_its_refusals_name_the_file() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     setup(d);
+    // Passphrase files are owner-only, like keys: a readable one is refused, naming it.
     std::fs::write(d.join("pass"), "open sesame\n").unwrap();
+    let o = jcp(d, &["key", "new", "--out", "enc.key", "--passphrase-file", "pass"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code() == Some(2) && err.contains("key-permissions") && err.contains("pass"), "{err}");
+    assert!(!d.join("enc.key").exists());
+    private(&d.join("pass"));
     std::fs::write(d.join("wrong"), "open barley\n").unwrap();
+    private(&d.join("wrong"));
     let out = ok(d, &["key", "new", "--out", "enc.key", "--passphrase-file", "pass", "--work-factor", "10", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["encrypted"], true);

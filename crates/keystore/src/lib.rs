@@ -145,6 +145,14 @@ pub fn read_any(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
     }
 }
 
+/// Reads a passphrase file: owner-only like a key (a passphrase others can
+/// read protects nothing), its first line without the line end.
+pub fn read_passphrase_file(path: &Path) -> Result<String, KeyError> {
+    check_private(path)?;
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
 /// Whether `bytes` look like a key file of this format (its first line).
 pub fn is_key_file(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC.as_bytes()) && bytes.get(MAGIC.len()) == Some(&b'\n')

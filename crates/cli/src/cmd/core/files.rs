@@ -11,10 +11,10 @@ use jcp::identity::{KeyFile, Keypair};
 use crate::out::coded;
 pub(crate) use crate::out::core_err;
 
-/// A passphrase from a file: its first line, without the line end.
+/// A passphrase from a file (owner-only, refused `key-permissions`
+/// otherwise): its first line, without the line end.
 pub(super) fn read_passphrase(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading passphrase file {}", path.display()))?;
-    Ok(text.lines().next().unwrap_or_default().to_owned())
+    keystore::read_passphrase_file(path).map_err(|e| coded(e.code(), e.to_string()))
 }
 
 /// Reads a key file of `jcp key new` (`{did, seed}` JSON), checking that the
@@ -36,7 +36,13 @@ pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
         let pass = read_passphrase(Path::new(&pf))?;
         return keystore::unlock(path, &pass).map_err(|e| coded(e.code(), e.to_string()));
     }
-    KeyFile::decode(&bytes).map_err(|e| core_err(path, &e))
+    // A plain key is a seed in the clear: owner-only, or it is not read.
+    keystore::read_plain(path).map_err(|e| match e {
+        keystore::KeyError::Corrupt { .. } => {
+            KeyFile::decode(&bytes).err().map_or_else(|| coded(e.code(), e.to_string()), |c| core_err(path, &c))
+        }
+        other => coded(other.code(), other.to_string()),
+    })
 }
 
 pub(crate) fn write_key(path: &Path, kp: &Keypair) -> anyhow::Result<()> {
