@@ -83,16 +83,31 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, cap: usize) -> Result<O
     if n > cap {
         return Err(WireError::Oversized { declared: u64::from(declared), cap });
     }
-    let mut body = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        let k = r.read(&mut body[got..]).await.map_err(|e| WireError::io("reading a frame body", e))?;
-        if k == 0 {
-            return Err(WireError::Truncated { got: got + 4, want: n + 4 });
-        }
-        got += k;
+    read_body(r, n).await.map(Some)
+}
+
+/// The first allocation for a frame's body; it grows as the bytes arrive.
+const FIRST_ALLOCATION: usize = 16 << 10;
+
+/// Reads a body of `n` declared bytes, holding memory for the bytes that
+/// arrived, not for the length declared: a peer that declares a megabyte
+/// and sends ten bytes holds ten bytes' worth (and at most the frame
+/// timeout), so half frames cannot make the reader allocate what they
+/// promise.
+pub(crate) async fn read_body<R: AsyncRead + Unpin>(r: &mut R, n: usize) -> Result<Vec<u8>, WireError> {
+    let mut body = Vec::new();
+    read_body_into(r, n, &mut body).await?;
+    Ok(body)
+}
+
+async fn read_body_into<R: AsyncRead + Unpin>(r: &mut R, n: usize, body: &mut Vec<u8>) -> Result<(), WireError> {
+    body.reserve(n.min(FIRST_ALLOCATION));
+    let want = u64::try_from(n).unwrap_or(u64::MAX);
+    (&mut *r).take(want).read_to_end(body).await.map_err(|e| WireError::io("reading a frame body", e))?;
+    if body.len() < n {
+        return Err(WireError::Truncated { got: body.len() + 4, want: n + 4 });
     }
-    Ok(Some(body))
+    Ok(())
 }
 
 /// Writes one framed message.
@@ -103,6 +118,20 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, framed: &[u8]) -> Res
 
 #[cfg(test)]
 mod tests {
+
+    /// §11 (issue 34, per-connection memory): a frame that declares a
+    /// megabyte and sends ten bytes holds memory for what arrived, not
+    /// for what it declared.
+    #[tokio::test]
+    async fn s11_a_half_frame_holds_what_arrived_not_what_it_declared() {
+        let mut body = Vec::new();
+        let mut r: &[u8] = &[7u8; 10];
+        let e = read_body_into(&mut r, 1 << 20, &mut body).await.unwrap_err();
+        assert_eq!(e.code(), "frame-truncated");
+        assert_eq!(body.len(), 10);
+        assert!(body.capacity() <= FIRST_ALLOCATION, "{} bytes held for 10 received", body.capacity());
+    }
+
     use super::*;
 
     #[test]

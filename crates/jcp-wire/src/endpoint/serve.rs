@@ -64,9 +64,7 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
         if n > cap {
             return Err(WireError::Oversized { declared: u64::from(declared), cap });
         }
-        let mut body = vec![0u8; n];
-        s.read_exact(&mut body).await.map_err(|_| WireError::Truncated { got: 4, want: n + 4 })?;
-        Ok(body)
+        codec::read_body(s, n).await
     };
     match tokio::time::timeout(timeout, rest).await {
         Ok(r) => r.map(Some),
