@@ -381,3 +381,21 @@ fn c21_s11_a_gateway_run_set_up_in_the_console_is_steered_there_amended_then_rev
     assert!(calls >= 2, "{a:#}");
     assert_eq!(a["intents"]["recomputed"].as_u64(), Some(calls), "{a:#}");
 }
+
+/// §4.7 (issue 39, "Stop the run"): a run the steward stops from the
+/// console reads `stopped`, "stopped by the console", never `crashed`:
+/// the agent ended by the supervisor's own signal.
+#[test]
+fn c21_a_live_run_the_steward_stops_reads_stopped_not_crashed() {
+    std::env::set_var("JCP_BIN", jcp_bin());
+    let dir = tempfile::tempdir().unwrap();
+    let (_app, w) = app(dir.path());
+    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    let row = invoke(&w, "live_run_start", json!({})).unwrap();
+    let id = row["id"].as_i64().unwrap();
+    wait_for(&w, id, "the first checkpoint", |v| v["awaiting"] == true);
+    let stopped = invoke(&w, "live_run_stop", json!({"id": id})).unwrap();
+    let v = wait_for(&w, id, "the run to end", |v| v["live"]["state"] != "running");
+    assert_eq!(v["live"]["state"], "stopped", "{stopped:#} {:#}", v["live"]);
+    assert!(v["live"]["ended"].as_str().unwrap().starts_with("stopped by the console"), "{:#}", v["live"]);
+}

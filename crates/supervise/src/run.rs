@@ -148,7 +148,7 @@ impl LiveRun {
     pub fn state(&self) -> State {
         let ended = self.watched.ended.lock().ok().and_then(|e| *e);
         let events = self.events();
-        summary::state(ended.as_ref(), &events)
+        summary::state(ended.as_ref(), &events, self.stopping.load(Ordering::Relaxed))
     }
 
     /// The agent's events kept (the newest [`crate::EVENTS_KEPT`]), oldest first.
@@ -161,7 +161,7 @@ impl LiveRun {
     pub fn snapshot(&self) -> Snapshot {
         let events = self.events();
         let exit = self.watched.ended.lock().ok().and_then(|e| *e);
-        let state = summary::state(exit.as_ref(), &events);
+        let state = summary::state(exit.as_ref(), &events, self.stopping.load(Ordering::Relaxed));
         let stopped_by = self.stopping.load(Ordering::Relaxed).then_some(self.host.who);
         let ended = exit.map(|e| summary::ended_text(&e, state, &events, stopped_by));
         let stderr = (state == State::Crashed)

@@ -53,11 +53,16 @@ fn said_stopped(events: &[serde_json::Value]) -> bool {
 }
 
 /// The state: running until the agent ends; then stopped if it said why
-/// (not an error), else crashed.
-pub(crate) fn state(ended: Option<&Ended>, events: &[serde_json::Value]) -> State {
+/// (not an error), or if the supervisor stopped it (`stopped_by_us`) and it
+/// ended by the signal the supervisor sent (SIGTERM, or SIGKILL after the
+/// grace): a run the steward stopped is not a crash. Else crashed.
+pub(crate) fn state(ended: Option<&Ended>, events: &[serde_json::Value], stopped_by_us: bool) -> State {
+    const SIGKILL: i32 = 9;
+    const SIGTERM: i32 = 15;
     match ended {
         None => State::Running,
         Some(_) if said_stopped(events) => State::Stopped,
+        Some(e) if stopped_by_us && matches!(e.signal, Some(SIGTERM | SIGKILL)) => State::Stopped,
         Some(_) => State::Crashed,
     }
 }
@@ -130,14 +135,24 @@ mod tests {
     }
 
     #[test]
-    fn a_run_is_stopped_only_when_the_agent_said_why() {
+    fn a_run_is_stopped_when_the_agent_said_why_or_the_steward_stopped_it() {
         let end = Ended { code: Some(1), signal: None };
         let revoked = [json!({"event": "stopped", "why": "revoked", "message": "stopped: grant g was revoked"})];
         let failed = [json!({"event": "stopped", "why": "endpoint-error", "message": "stopped: the endpoint failed"})];
-        assert_eq!(state(None, &revoked), State::Running);
-        assert_eq!(state(Some(&end), &revoked), State::Stopped);
-        assert_eq!(state(Some(&end), &failed), State::Crashed);
-        assert_eq!(state(Some(&end), &[]), State::Crashed);
+        assert_eq!(state(None, &revoked, false), State::Running);
+        assert_eq!(state(Some(&end), &revoked, false), State::Stopped);
+        assert_eq!(state(Some(&end), &failed, false), State::Crashed);
+        assert_eq!(state(Some(&end), &[], false), State::Crashed);
+        // Ended by the supervisor's own SIGTERM (or its SIGKILL after the
+        // grace) once it stopped the run: stopped, not crashed. The same
+        // signal from anyone else, or an exit of its own, is a crash.
+        for sig in [15, 9] {
+            let by_signal = Ended { code: None, signal: Some(sig) };
+            assert_eq!(state(Some(&by_signal), &[], true), State::Stopped);
+            assert_eq!(state(Some(&by_signal), &[], false), State::Crashed);
+        }
+        assert_eq!(state(Some(&Ended { code: None, signal: Some(11) }), &[], true), State::Crashed);
+        assert_eq!(state(Some(&end), &[], true), State::Crashed);
         assert_eq!(ended_text(&end, State::Stopped, &revoked, None), "stopped: grant g was revoked (exit 1)");
         assert_eq!(
             ended_text(&end, State::Crashed, &failed, Some("the console")),
