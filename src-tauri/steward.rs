@@ -96,6 +96,14 @@ impl StewardState {
         let k = self.key.lock().map_err(|_| error::poisoned("key"))?;
         match k.as_ref() {
             Some(k) => f(k),
+            // No key at all is not a locked one: say which, and what to do.
+            None if !self.key_path.exists() => Err(UiError::new(
+                "key.missing",
+                format!(
+                    "there is no steward key yet ({}): create one or import one (Steward → Key) before signing; nothing was signed",
+                    self.key_path.display()
+                ),
+            )),
             None => Err(UiError::new(
                 "key.locked",
                 "the steward's key is locked: unlock it (Steward → Key) before signing; nothing was signed",

@@ -92,6 +92,11 @@ fn s2_steward_key_create_lock_unlock_and_refusals_name_the_file() {
     let (_app, w) = app(dir.path());
     let s = invoke(&w, "key_status_get", json!({})).unwrap();
     assert_eq!((s["exists"].as_bool(), s["unlocked"].as_bool()), (Some(false), Some(false)), "{s}");
+    // No key at all is not a locked key: the refusal says which (issue 39).
+    std::env::set_var("JCP_BIN", jcp_bin());
+    let e = invoke(&w, "live_run_start", json!({})).unwrap_err();
+    assert_eq!(e["code"], "key.missing", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("create one or import one"), "{e}");
     let s = invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
     assert_eq!((s["exists"].as_bool(), s["unlocked"].as_bool()), (Some(true), Some(true)), "{s}");
     let did = s["did"].as_str().unwrap().to_owned();
