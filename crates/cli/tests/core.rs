@@ -73,7 +73,8 @@ fn s7_cli_decide_allows_debits_and_denies_with_the_reason_as_json() {
     let o = jcp(d, &["decide", "--chain", "root.jcp", "child.jcp", "--cost-uj", "101", "--json"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["decision"]["verdict"]["reason"], "BudgetExceeded");
+    // One spelling of a reason everywhere: the wire code, as receipts and `jcp call` say it (§7).
+    assert_eq!(v["decision"]["verdict"]["reason"], "budget-exceeded");
     // The leaf alone is chain-broken.
     let o = jcp(d, &["decide", "--chain", "child.jcp", "--cost-uj", "1"]);
     assert_eq!(o.status.code(), Some(1));
@@ -262,7 +263,7 @@ fn s4_11_cli_decide_with_a_stream_seals_records_and_accumulates_spend_across_cal
     let o = jcp(d, &decide);
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let second: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(second["decision"]["verdict"]["reason"], "BudgetExceeded");
+    assert_eq!(second["decision"]["verdict"]["reason"], "budget-exceeded");
     assert!(second["receipt"]["offset"].as_u64().unwrap() > first["receipt"]["offset"].as_u64().unwrap());
     // Human output names the receipt too.
     let o = jcp(

@@ -1,8 +1,10 @@
 //! §7 deny reasons: the wire codes of every check that can refuse a
 //! decision (§7, §4.2, §4.3, §4.7, §4.8, §4.9, §4.10, §11).
 
-/// The spec's deny reasons (§7, §4.2, §4.8, §4.9, §4.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+/// The spec's deny reasons (§7, §4.2, §4.8, §4.9, §4.10). Serialized as
+/// its wire code ([`Reason::as_str`]), so every `--json` spells a reason as
+/// receipts, responses and `jcp call` do (`bad-signature`, not `BadSignature`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
     /// §7.1 a `data` frame never exercises a capability.
@@ -109,5 +111,11 @@ impl Reason {
 impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
