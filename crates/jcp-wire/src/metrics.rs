@@ -87,6 +87,8 @@ struct GrantSeries {
     labelled: std::collections::HashSet<ContentId>,
     /// Spend of the grants without series, each (its last figure), to keep their sum.
     other: std::collections::HashMap<ContentId, u64>,
+    /// The sum of `other`, kept as figures change (not re-added on every spend).
+    other_sum: u64,
 }
 
 /// The endpoint's registry. Every recording is an atomic update: the core
@@ -283,8 +285,9 @@ impl WireMetrics {
             self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
             return;
         }
-        s.other.insert(*grant, uj);
-        self.spent_other.set(s.other.values().fold(0u64, |a, b| a.saturating_add(*b)));
+        let before = s.other.insert(*grant, uj).unwrap_or(0);
+        s.other_sum = s.other_sum.saturating_sub(before).saturating_add(uj);
+        self.spent_other.set(s.other_sum);
         self.unlabelled.set(s.other.len() as u64);
     }
 
@@ -315,7 +318,8 @@ impl WireMetrics {
             }
             s.labelled.insert(*grant);
             if let Some(uj) = s.other.remove(grant) {
-                self.spent_other.set(s.other.values().fold(0u64, |a, b| a.saturating_add(*b)));
+                s.other_sum = s.other_sum.saturating_sub(uj);
+                self.spent_other.set(s.other_sum);
                 self.unlabelled.set(s.other.len() as u64);
                 self.spent.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(uj);
             }
