@@ -40,6 +40,8 @@ pub fn amend(state: &AppState, st: &StewardState, id: i64, form: &AmendForm) -> 
             checkpoint: steering.checkpoint.clone(),
             amendment: steering.amendment.clone(),
             continuation: steering.continuation.clone(),
+            // A soft revoke travels the revocation feed at its next marker (§4.3, §4.7).
+            marker: Some(live.next_marker()),
         })?;
     }
     sv::write_run(&path, &steering.run).map_err(|e| error::view(&e))?;

@@ -606,11 +606,14 @@ impl CallContext {
                     st.look(
                         &opts,
                         |s, steered| {
+                            // A soft revoke travels the revocation feed at its next marker (§4.3, §4.7).
+                            let known = rt.block_on(endpoint.known_through()).map_err(|e| e.to_string())?;
                             feed(Feed::Amendment {
                                 steered: steered.clone(),
                                 checkpoint: s.cp.clone(),
                                 amendment: s.am.clone(),
                                 continuation: s.cont.clone(),
+                                marker: Some(known.map_or(1, |k| k.saturating_add(1))),
                             })
                         },
                         |rev, g| {

@@ -290,6 +290,9 @@ finding_codes! {
     StreamLocked => "stream-locked",
     /// §4.7: an allow on a grant an amendment this point admitted superseded.
     SupersededSpend => "superseded-spend",
+    /// §4.7 + §4.3: an allow on a superseded grant by another point that
+    /// stated no marker, or where the amendment's notices state none.
+    SupersededUnverifiable => "superseded-unverifiable",
     /// §8.1: a stream framing fault (`jcp_receipt::stream::FaultCode`).
     TornTail => "torn-tail",
     /// §8, C5: a sealed record that does not open (`jcp_receipt::Error`).

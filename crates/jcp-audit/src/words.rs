@@ -77,6 +77,21 @@ pub(crate) fn revocation_allow(code: crate::FindingCode, grant: &ContentId, m: u
     }
 }
 
+/// §4.7 + §4.3: another point's allow on a superseded grant's subtree.
+pub(crate) fn superseded_elsewhere(code: crate::FindingCode, grant: &ContentId, m: Option<u64>) -> String {
+    match m {
+        Some(m) if code == crate::FindingCode::SupersededSpend => format!(
+            "allow on the subtree of {grant}, superseded by an amendment issued at marker {m}, by another point whose known_through was at or past it (§4.7 soft revoke, §4.3)"
+        ),
+        Some(m) => format!(
+            "allow on the subtree of {grant}, superseded by an amendment issued at marker {m}, by another point that stated no known_through marker: unverifiable, not compliant (§4.3)"
+        ),
+        None => format!(
+            "allow on the subtree of {grant} by another point than the one that admitted the amendment superseding it; the amendment's notice states no feed marker, so whether that point had heard cannot be shown (§4.7, §4.3)"
+        ),
+    }
+}
+
 /// §5.5: joules past a grant's ceiling.
 pub(crate) fn overspend_uj(grant: &ContentId, spent: u64, budget: u64, over: u64) -> String {
     format!("grant {grant} spent {spent} µJ against a ceiling of {budget} µJ ({over} µJ over)")

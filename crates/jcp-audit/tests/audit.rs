@@ -697,7 +697,7 @@ fn c21_the_audit_reads_amendment_notices_and_finds_spend_on_a_superseded_grant()
         )
         .unwrap();
     let (am, cont) = run.amend(&issuer, AmendInput { budget_uj: 900, ..AmendInput::default() }).unwrap();
-    p.admit_amendment(&g, &cp, &am, &cont).unwrap();
+    p.admit_amendment(&g, &cp, &am, &cont, None).unwrap();
     // The gate refuses the steered grant now.
     assert_eq!(p.decide(&req).unwrap().decision.reason(), Some(jcp::decision::Reason::Superseded));
     p.close().unwrap();
@@ -901,11 +901,11 @@ fn c21_the_audit_admits_a_continuation_steered_again() {
     assert!(spend(&mut p, &g).is_allow());
     let cp1 = run.checkpoint(&agent, at(1, 200)).unwrap();
     let (am1, c1) = run.amend(&issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
-    p.admit_amendment(&g, &cp1, &am1, &c1).unwrap();
+    p.admit_amendment(&g, &cp1, &am1, &c1, None).unwrap();
     assert!(spend(&mut p, &c1).is_allow());
     let cp2 = run.checkpoint(&agent, at(2, 400)).unwrap();
     let (am2, c2) = run.amend(&issuer, AmendInput { budget_uj: 400, ..AmendInput::default() }).unwrap();
-    p.admit_amendment(&c1, &cp2, &am2, &c2).unwrap();
+    p.admit_amendment(&c1, &cp2, &am2, &c2, None).unwrap();
     assert!(spend(&mut p, &c2).is_allow());
     p.close().unwrap();
     let r = audit(&[&a]);
@@ -1006,4 +1006,64 @@ fn s5_an_unmeasured_hardware_label_is_never_a_measured_basis() {
         let c = g.conservation.as_ref().unwrap();
         assert_eq!((c.measured_uj, c.modelled_uj, c.basis), (100, 100, Some(Basis::Modelled)), "{c:?}");
     }
+}
+
+/// §4.7 "Both the amending side and the verifying side MUST enforce this":
+/// the audit verifies the checkpoint under every amendment notice, not only
+/// the amendment — a notice over an issuer-signed checkpoint claiming
+/// nothing spent, and one over a continuation checkpoint that lowers the
+/// spend the run stated, are each an `amendment-invalid` finding, recorded
+/// by a point that skipped the gate's checks.
+#[test]
+fn c21_the_audit_verifies_the_checkpoint_under_an_amendment_notice() {
+    use jcp::steering::{AmendInput, Amendment, Checkpoint, Run};
+    let dir = tempfile::tempdir().unwrap();
+    let steward = Keypair::from_seed([9; 32]).unwrap();
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let g = run_grant(&issuer, &agent);
+    let at = common::checkpoint_at;
+    // An issuer-signed checkpoint stating 0 spent, amended to the full budget.
+    let a = dir.path().join("a.jcps");
+    let mut run = Run::new(g.clone());
+    let genuine = run.checkpoint(&agent, at(1, Some(0))).unwrap();
+    let (_, cont) = run.amend(&issuer, AmendInput { budget_uj: 1000, ..AmendInput::default() }).unwrap();
+    let forged = Checkpoint { agent: issuer.did(), ..genuine.checkpoint().clone() }.sign(&issuer).unwrap();
+    let am = Amendment {
+        grant_id: g.id(),
+        checkpoint: forged.id(),
+        amended_by: issuer.did(),
+        budget_uj: 1000,
+        expiry: None,
+        instructions: None,
+        continuation: cont.id(),
+        nonce: [7; 16],
+    }
+    .sign(&issuer);
+    let (mut p, _) = DurableGate::open(&a, steward.clone(), Gate::new()).unwrap();
+    assert!(p.admit_amendment(&g, &forged, &am, &cont, None).is_err(), "the gate refuses it");
+    p.record_amendment_unchecked_for_tests(&g, &forged, &am, &cont, None).unwrap();
+    p.close().unwrap();
+    let r = audit(&[&a]);
+    let invalid: Vec<_> = r.findings.iter().filter(|f| f.code == "amendment-invalid").collect();
+    assert_eq!(invalid.len(), 1, "{:?}", codes(&r));
+    assert!(invalid[0].message.contains("steer-not-agent"), "{}", invalid[0].message);
+    // A continuation's checkpoint lowering the 200 µJ the run stated.
+    let b = dir.path().join("b.jcps");
+    let mut run = Run::new(g.clone());
+    let cp1 = run.checkpoint(&agent, at(1, Some(200))).unwrap();
+    let (am1, c1) = run.amend(&issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
+    let mut side = Run::new(c1.clone());
+    let cp2 = side.checkpoint(&agent, at(2, Some(100))).unwrap();
+    let (am2, c2) = side.amend(&issuer, AmendInput { budget_uj: 500, ..AmendInput::default() }).unwrap();
+    let (mut p, _) = DurableGate::open(&b, steward, Gate::new()).unwrap();
+    p.admit_amendment(&g, &cp1, &am1, &c1, None).unwrap();
+    assert!(p.admit_amendment(&c1, &cp2, &am2, &c2, None).is_err(), "the gate refuses it");
+    p.record_amendment_unchecked_for_tests(&c1, &cp2, &am2, &c2, None).unwrap();
+    p.close().unwrap();
+    let r = audit(&[&b]);
+    let invalid: Vec<_> = r.findings.iter().filter(|f| f.code == "amendment-invalid").collect();
+    assert_eq!(invalid.len(), 1, "{:?}", codes(&r));
+    assert!(invalid[0].message.contains("steer-spend-decreased"), "{}", invalid[0].message);
+    assert_eq!(r.receipts.amendments, 1, "only the genuine amendment is counted");
 }

@@ -354,11 +354,11 @@ fn amendment_stream(dir: &Path) -> PathBuf {
     assert!(decide(&mut dg, &g, 200).decision.is_allow());
     let cp1 = run.checkpoint(&agent, at(1, 200)).unwrap();
     let (am1, c1) = run.amend(&issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
-    dg.admit_amendment(&g, &cp1, &am1, &c1).unwrap();
+    dg.admit_amendment(&g, &cp1, &am1, &c1, None).unwrap();
     assert!(decide(&mut dg, &c1, 200).decision.is_allow());
     let cp2 = run.checkpoint(&agent, at(2, 400)).unwrap();
     let (am2, c2) = run.amend(&issuer, AmendInput { budget_uj: 400, ..AmendInput::default() }).unwrap();
-    dg.admit_amendment(&c1, &cp2, &am2, &c2).unwrap();
+    dg.admit_amendment(&c1, &cp2, &am2, &c2, None).unwrap();
     assert!(decide(&mut dg, &c2, 200).decision.is_allow());
     dg.close().unwrap();
     // The same point, forgetting its record, allows on the superseded grant.
@@ -370,6 +370,67 @@ fn amendment_stream(dir: &Path) -> PathBuf {
     b.extend(stream::frame(RecordKind::Receipt, &rec.sealed).unwrap());
     std::fs::write(&p, b).unwrap();
     p
+}
+
+/// §4.7 + §4.3: one run's grant spent at three points. Point a admits an
+/// amendment superseding it (fed at `marker`); point b allows on it at
+/// known_through 4, then again at 5; point c states no marker and allows once.
+fn soft_revoke_streams(dir: &Path, marker: Option<u64>) -> Vec<PathBuf> {
+    use jcp::steering::{AmendInput, Run};
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let g = run_grant(&issuer, &agent);
+    let decide = |p: &mut DurableGate, n: u64| {
+        let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
+        let f = call(&g, "run", &Value::Uint(n));
+        let did = agent.did();
+        let req = Request { frame: &f, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
+        assert!(p.decide(&req).unwrap().decision.is_allow());
+    };
+    let paths: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| dir.join(format!("{n}.jcps"))).collect();
+    let mut a = point(&paths[0], 1);
+    a.record_grant(&g).unwrap();
+    decide(&mut a, 1);
+    let mut run = Run::new(g.clone());
+    let cp = run.checkpoint(&agent, common::checkpoint_at(1, Some(100))).unwrap();
+    let (am, cont) = run.amend(&issuer, AmendInput { budget_uj: 500, ..AmendInput::default() }).unwrap();
+    a.admit_amendment(&g, &cp, &am, &cont, marker).unwrap();
+    assert_eq!(a.known_through(), marker, "the amendment's marker advances the point's knowledge");
+    a.close().unwrap();
+    let mut b = point(&paths[1], 2);
+    b.set_known_through(4).unwrap();
+    decide(&mut b, 2);
+    b.set_known_through(5).unwrap();
+    decide(&mut b, 3);
+    b.close().unwrap();
+    let mut c = point(&paths[2], 3);
+    decide(&mut c, 4);
+    c.close().unwrap();
+    paths
+}
+
+/// §4.7: "an amendment is a soft revoke"; §4.3: a revocation reaches every
+/// point and an allow from a point at `known_through >= M` is a violation,
+/// one that states no marker unverifiable. The audit judges every other
+/// point's spend on a superseded grant by the amendment's feed marker, and
+/// the reference audit agrees.
+#[test]
+fn c21_s4_3_a_soft_revoke_is_judged_at_every_point_by_its_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = same(&soft_revoke_streams(dir.path(), Some(5)), &plain()).unwrap();
+    let at = |code: &str| -> Vec<usize> {
+        r.findings.iter().filter(|f| f.code.as_str() == code).map(|f| f.stream).collect()
+    };
+    assert_eq!(at("superseded-spend"), vec![1], "b's allow at known_through 5: {:?}", r.findings);
+    assert_eq!(at("superseded-unverifiable"), vec![2], "c stated no marker: {:?}", r.findings);
+    assert!(r.findings.iter().any(|f| f.message.contains("marker 5")), "{:?}", r.findings);
+    // With no marker on the notice, neither of b's allows can be shown explicable.
+    let dir = tempfile::tempdir().unwrap();
+    let r = same(&soft_revoke_streams(dir.path(), None), &plain()).unwrap();
+    let unverifiable: Vec<usize> =
+        r.findings.iter().filter(|f| f.code.as_str() == "superseded-unverifiable").map(|f| f.stream).collect();
+    assert_eq!(unverifiable, vec![1, 1, 2], "{:?}", r.findings);
+    assert!(!r.findings.iter().any(|f| f.code.as_str() == "superseded-spend"), "{:?}", r.findings);
 }
 
 #[test]

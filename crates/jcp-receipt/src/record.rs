@@ -172,6 +172,11 @@ pub struct AmendmentNotice {
     pub amendment: jcp::steering::SignedAmendment,
     /// The continuation grant.
     pub continuation: jcp::grant::SignedGrant,
+    /// The feed marker at which the amendment was issued (§4.3's marker,
+    /// §4.7's soft revoke): every point's allows on the steered grant are
+    /// judged against it. Absent (omitted from the core) where the feed
+    /// named none.
+    pub marker: Option<u64>,
     /// The recording enforcement point.
     pub steward: Did,
 }
@@ -185,6 +190,7 @@ impl AmendmentNotice {
             ("checkpoint", Some(Value::Bytes(self.checkpoint.to_bytes()))),
             ("amendment", Some(Value::Bytes(self.amendment.to_bytes()))),
             ("continuation", Some(Value::Bytes(self.continuation.to_bytes()))),
+            ("marker", self.marker.map(Value::Uint)),
             ("steward", Some(Value::text(self.steward.to_did_string()))),
         ])
     }
@@ -210,9 +216,10 @@ impl AmendmentNotice {
             jcp::steering::SignedAmendment::from_bytes(&bytes(&mut f, "amendment")?).map_err(bad("amendment"))?;
         let continuation =
             jcp::grant::SignedGrant::from_bytes(&bytes(&mut f, "continuation")?).map_err(bad("continuation"))?;
+        let marker = f.opt_uint("marker")?;
         let steward = dids.parse(f.text("steward")?)?;
         f.finish()?;
-        Ok(Self { steered, checkpoint, amendment, continuation, steward })
+        Ok(Self { steered, checkpoint, amendment, continuation, marker, steward })
     }
 }
 

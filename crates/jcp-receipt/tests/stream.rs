@@ -647,14 +647,14 @@ fn c21_a_durable_amendment_is_recorded_before_it_applies_and_replayed() {
         assert!(spend(&mut dg, &fx.root, 700, 0).is_allow());
         // The notice cannot be written: the steered grant stays spendable.
         dg.fail_next_append_for_tests();
-        assert_eq!(dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err().code(), "io");
+        assert_eq!(dg.admit_amendment(&fx.root, &cp, &am, &cont, None).unwrap_err().code(), "io");
         assert!(!dg.gate().is_superseded(&fx.root.id()), "applied although not recorded");
         // A forged amendment (signed by the agent) is refused, not recorded.
         let forged =
             jcp::steering::Amendment { amended_by: fx.holder.did(), ..am.amendment().clone() }.sign(&fx.holder);
-        assert!(dg.admit_amendment(&fx.root, &cp, &forged, &cont).is_err());
+        assert!(dg.admit_amendment(&fx.root, &cp, &forged, &cont, None).is_err());
         assert!(!dg.gate().is_superseded(&fx.root.id()));
-        dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap();
+        dg.admit_amendment(&fx.root, &cp, &am, &cont, None).unwrap();
         assert_eq!(spend(&mut dg, &fx.root, 1, 1).reason(), Some(Reason::Superseded));
         dg.close().unwrap();
     }
@@ -688,7 +688,7 @@ fn c21_s4_9_an_amendment_refused_while_a_call_holds_the_remainder_names_the_hold
     // No maximum stated: the call in flight holds the whole remainder.
     let r = dg.authorize(&req).unwrap().unwrap();
     assert_eq!(r.reservation.decision.debited_uj, 1000);
-    let e = dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err();
+    let e = dg.admit_amendment(&fx.root, &cp, &am, &cont, None).unwrap_err();
     assert_eq!(e.code(), "steer-widening");
     let m = e.to_string();
     assert!(m.contains("1000 µJ of that is held for 1 call(s) in flight"), "{m}");
@@ -698,13 +698,13 @@ fn c21_s4_9_an_amendment_refused_while_a_call_holds_the_remainder_names_the_hold
     let measured = cost(200);
     let rec = dg.charge(r, &Request { cost: &measured, ..req }).unwrap();
     dg.complete(&rec.receipt, OutcomeStatus::Completed).unwrap();
-    dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap();
+    dg.admit_amendment(&fx.root, &cp, &am, &cont, None).unwrap();
     assert!(dg.gate().is_superseded(&fx.root.id()));
     // Spent, not held: the refusal says nothing of holds.
     let (mut dg, _) = DurableGate::open(&dir.path().join("t.jcps"), fx.steward.clone(), Gate::new()).unwrap();
     let spent = cost(800);
     assert!(dg.decide(&Request { cost: &spent, ..req }).unwrap().decision.is_allow());
-    let m = dg.admit_amendment(&fx.root, &cp, &am, &cont).unwrap_err().to_string();
+    let m = dg.admit_amendment(&fx.root, &cp, &am, &cont, None).unwrap_err().to_string();
     assert!(m.contains("remainder 200 µJ") && !m.contains("held"), "{m}");
 }
 

@@ -434,6 +434,7 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
                 checkpoint: cp.clone(),
                 amendment: forged,
                 continuation: cont.clone(),
+                marker: None,
             })
             .await
             .unwrap();
@@ -445,6 +446,7 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
                 checkpoint: cp.clone(),
                 amendment: am.clone(),
                 continuation: cont.clone(),
+                marker: None,
             })
             .await
             .unwrap();

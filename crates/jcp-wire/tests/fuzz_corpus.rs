@@ -166,8 +166,13 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             },
         )
         .unwrap();
-    let amendment = Feed::Amendment { steered: g.clone(), checkpoint: cp, amendment: am, continuation: cont };
+    let amendment = Feed::Amendment { steered: g.clone(), checkpoint: cp, amendment: am, continuation: cont, marker: None };
     out.push(("feed-amendment-valid", codec::frame_value(&amendment.to_value())));
+    // §4.3/§4.7: an amendment on the revocation feed, at its marker.
+    if let Feed::Amendment { steered, checkpoint, amendment, continuation, .. } = amendment {
+        let marked = Feed::Amendment { steered, checkpoint, amendment, continuation, marker: Some(4) };
+        out.push(("feed-amendment-marked", codec::frame_value(&marked.to_value())));
+    }
     let outcome =
         Feed::Outcome(SignedOutcome::sign(ContentId([5; 32]), jcp_receipt::record::OutcomeStatus::Completed, &agent()));
     out.push(("feed-outcome-valid", codec::frame_value(&outcome.to_value())));
@@ -348,7 +353,7 @@ fn expect(name: &str, r: &Report) {
     match name {
         "request-valid" | "request-optional-fields" | "request-data-frame-injection" => one(Ok("request"), Err(NM)),
         "feed-revocation-valid" => one(Ok("revocation"), Err(NM)),
-        "feed-amendment-valid" => one(Ok("amendment"), Err(NM)),
+        "feed-amendment-valid" | "feed-amendment-marked" => one(Ok("amendment"), Err(NM)),
         "feed-outcome-valid" => one(Ok("outcome"), Err(NM)),
         // Inbound and outbound share the `statement` message name: a peer's
         // statement sent to an endpoint reads as the endpoint's answer too.

@@ -51,7 +51,7 @@ mod verifier;
 
 pub use amendment::{verify_amendment, verify_amendment_from, Amendment, SignedAmendment};
 pub use authoring::{AmendInput, AmendPlan, CheckpointInput};
-pub use checkpoint::{verify_checkpoint, Checkpoint, SignedCheckpoint, Spent};
+pub use checkpoint::{check_declared_spend, verify_checkpoint, Checkpoint, SignedCheckpoint, Spent};
 pub use continuation::verify_continuation;
 use error::steer;
 pub use error::SteeringError;

@@ -865,12 +865,9 @@ fn c21_a_chain_through_a_superseded_grant_is_refused() {
     assert_eq!(d.reason(), Some(jcp::decision::Reason::Superseded));
 }
 
-#[test]
-fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
-    // 1000 µJ, amended to 600 at 200 declared; 200 more under the
-    // continuation (400 declared): the second ceiling is 600 − 200 = 400,
-    // not 600 − 400.
-    let k = k();
+/// A 1000 µJ run grant, 200 µJ spent at a gate and declared at checkpoint
+/// 1, amended there to 600 µJ: the gate, the run and the continuation.
+fn steered_at_200(k: &K) -> (jcp::decision::Gate, Run, SignedGrant) {
     let g = grant_from(&k.issuer, &k.agent, 1000, 1);
     let mut gate = jcp::decision::Gate::new();
     assert!(spend(&mut gate, &g, &k.agent, 200).is_allow());
@@ -878,6 +875,16 @@ fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
     let cp1 = run.checkpoint(&k.agent, input(1, spent(200))).unwrap();
     let (am1, c1) = run.amend(&k.issuer, AmendInput { budget_uj: 600, ..AmendInput::default() }).unwrap();
     gate.admit_amendment(&g, &cp1, &am1, &c1).unwrap();
+    (gate, run, c1)
+}
+
+#[test]
+fn c21_a_continuation_steered_again_is_measured_from_where_it_began() {
+    // 1000 µJ, amended to 600 at 200 declared; 200 more under the
+    // continuation (400 declared): the second ceiling is 600 − 200 = 400,
+    // not 600 − 400.
+    let k = k();
+    let (mut gate, mut run, c1) = steered_at_200(&k);
     assert!(spend(&mut gate, &c1, &k.agent, 200).is_allow());
     let cp2 = run.checkpoint(&k.agent, input(2, spent(400))).unwrap();
     let mut too_much = run.clone();
@@ -904,4 +911,74 @@ fn c21_unknown_remainder_reasons_serialise_as_their_words() {
             serde_json::json!({"state": "unknown", "reason": w})
         );
     }
+}
+
+/// §4.7 "Both the amending side and the verifying side MUST enforce this":
+/// the gate computes the remainder from the checkpoint's stated spend, so it
+/// verifies the checkpoint itself — an issuer-signed checkpoint, or one
+/// with a flipped signature byte, stating `spent: 0`, is refused with the
+/// amendment over it, and nothing is superseded.
+#[test]
+fn c21_the_gate_verifies_the_checkpoint_an_amendment_cites() {
+    let k = k();
+    let g = grant_from(&k.issuer, &k.agent, 1000, 1);
+    let mut gate = jcp::decision::Gate::new();
+    // The issuer writes the agent's checkpoint itself, claiming nothing spent.
+    let by_issuer = raw_cp(&k.issuer, &g, 0, None, spent(0));
+    let cont = grant_from(&k.issuer, &k.agent, 1000, 2);
+    let am = raw_am(&k.issuer, &g, &by_issuer, 1000, &cont);
+    let e = gate.admit_amendment(&g, &by_issuer, &am, &cont).unwrap_err();
+    assert_eq!(e.code(), "steer-not-agent", "{e}");
+    assert!(!gate.is_superseded(&g.id()));
+    // The agent's checkpoint with one signature byte flipped.
+    let good = raw_cp(&k.agent, &g, 0, None, spent(0));
+    let mut v = cbor::decode_strict(&good.to_bytes()).unwrap();
+    if let Value::Map(m) = &mut v {
+        for (key, val) in m.iter_mut() {
+            if *key == Value::text("sig") {
+                if let Value::Bytes(b) = val {
+                    b[7] ^= 1;
+                }
+            }
+        }
+    }
+    let flipped = SignedCheckpoint::from_value(&v).unwrap();
+    assert_eq!(flipped.id(), good.id(), "the signature is not part of the checkpoint's id");
+    let am = raw_am(&k.issuer, &g, &flipped, 1000, &cont);
+    let e = gate.admit_amendment(&g, &flipped, &am, &cont).unwrap_err();
+    assert_eq!(e.code(), "bad-signature", "{e}");
+    assert!(!gate.is_superseded(&g.id()));
+    // verify_amendment, which every other verifier calls, refuses both too.
+    assert!(verify_amendment(&g, &by_issuer, &raw_am(&k.issuer, &g, &by_issuer, 1000, &cont)).is_err());
+    assert!(verify_amendment(&g, &flipped, &am).is_err());
+    // The genuine checkpoint is admitted.
+    let am = raw_am(&k.issuer, &g, &good, 1000, &cont);
+    gate.admit_amendment(&g, &good, &am, &cont).unwrap();
+    assert!(gate.is_superseded(&g.id()));
+}
+
+/// §4.7 "a declared spend is cumulative, so across one run it MUST NOT
+/// decrease, and a checkpoint that once stated a spend MUST NOT later omit
+/// it": at the gate, a checkpoint under a continuation may neither lower
+/// nor omit the spend stated where this point admitted the amendment that
+/// began the continuation.
+#[test]
+fn c21_the_gate_refuses_a_continuation_checkpoint_that_lowers_or_omits_the_stated_spend() {
+    let k = k();
+    let (mut gate, mut run, c1) = steered_at_200(&k);
+    assert!(spend(&mut gate, &c1, &k.agent, 300).is_allow());
+    // Checkpoints under c1 written outside the run (a side run rooted at
+    // c1 signs whatever the agent states).
+    for (stated, code) in [(spent(100), "steer-spend-decreased"), (None, "steer-spend-omitted")] {
+        let mut side = Run::new(c1.clone());
+        let cp2 = side.checkpoint(&k.agent, input(2, stated)).unwrap();
+        let (am2, c2) = side.amend(&k.issuer, AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+        let e = gate.admit_amendment(&c1, &cp2, &am2, &c2).unwrap_err();
+        assert_eq!(e.code(), code, "{e}");
+        assert!(!gate.is_superseded(&c1.id()), "a refused amendment changes nothing");
+    }
+    // The run itself, stating at least what it stated before, is admitted.
+    let cp2 = run.checkpoint(&k.agent, input(2, spent(500))).unwrap();
+    let (am2, c2) = run.amend(&k.issuer, AmendInput { budget_uj: 300, ..AmendInput::default() }).unwrap();
+    gate.admit_amendment(&c1, &cp2, &am2, &c2).unwrap();
 }

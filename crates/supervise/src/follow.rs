@@ -111,7 +111,7 @@ impl Follower {
     pub fn look(&mut self, feeder: &Feeder, marker: &dyn Fn() -> u64) -> Vec<Found> {
         let mut found = Vec::new();
         // Each continuation may itself be amended later: follow as far as the run goes.
-        while let Some(step) = self.amendment(feeder) {
+        while let Some(step) = self.amendment(feeder, marker) {
             let go_on = matches!(step, Found::Continued(_));
             found.push(step);
             if !go_on {
@@ -135,7 +135,7 @@ impl Follower {
     }
 
     /// The steered grant's amendment, if the run holds one: fed and followed.
-    fn amendment(&mut self, feeder: &Feeder) -> Option<Found> {
+    fn amendment(&mut self, feeder: &Feeder, marker: &dyn Fn() -> u64) -> Option<Found> {
         let steered = self.chain.last()?.clone();
         let run = Run::read(&self.run).ok()?;
         let s = find_steering(&run, &steered.id())?;
@@ -151,6 +151,8 @@ impl Follower {
             checkpoint: s.cp.clone(),
             amendment: s.am.clone(),
             continuation: s.cont.clone(),
+            // A soft revoke travels the revocation feed at its next marker (§4.3, §4.7).
+            marker: Some(marker()),
         };
         if let Err(why) = feeder.feed(f) {
             return Some(Found::NotYet(format!("amendment {}: {why}", s.am.id())));

@@ -671,6 +671,11 @@ enum FeedCmd {
         /// The continuation grant (instead of --run).
         #[arg(long)]
         continuation: Option<PathBuf>,
+        /// The revocation feed's marker at which the amendment was issued (§4.3, §4.7: a soft revoke
+        /// travels the revocation feed). Without it the notice records no marker, and the audit calls
+        /// other points' spend on the steered grant unverifiable rather than explicable.
+        #[arg(long)]
+        marker: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -724,9 +729,9 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
             let rev = SignedRevocation::from_bytes(&read_bytes(&revocation)?).map_err(|e| core_err(&revocation, &e))?;
             (connect, Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker }, json)
         }
-        FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, json } => {
+        FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, marker, json } => {
             let feed = match (run, steered, checkpoint, amendment, continuation) {
-                (Some(run), ..) => latest_amendment(&run)?,
+                (Some(run), ..) => latest_amendment(&run, marker)?,
                 (None, Some(steered), Some(checkpoint), Some(amendment), Some(continuation)) => {
                     let cp = SignedCheckpoint::from_bytes(&read_bytes(&checkpoint)?)
                         .map_err(|e| core_err(&checkpoint, &e))?;
@@ -737,6 +742,7 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
                         checkpoint: cp,
                         amendment: am,
                         continuation: read_grant(&continuation)?,
+                        marker,
                     }
                 }
                 _ => {
@@ -789,7 +795,7 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
 
 /// The latest amendment of a run file with what it steers: the checkpoint
 /// it names, the grant that checkpoint was under, and its continuation.
-fn latest_amendment(path: &std::path::Path) -> anyhow::Result<Feed> {
+fn latest_amendment(path: &std::path::Path, marker: Option<u64>) -> anyhow::Result<Feed> {
     use jcp::steering::{Record, Run};
     let run = Run::read(path).map_err(|e| core_err(path, &e))?;
     let records = run.records();
@@ -817,7 +823,7 @@ fn latest_amendment(path: &std::path::Path) -> anyhow::Result<Feed> {
         grant(a.grant_id).ok_or_else(|| missing(format!("the steered grant {} is not in the run", a.grant_id)))?;
     let continuation = grant(a.continuation)
         .ok_or_else(|| missing(format!("the continuation {} is not in the run", a.continuation)))?;
-    Ok(Feed::Amendment { steered, checkpoint: cp, amendment: am, continuation })
+    Ok(Feed::Amendment { steered, checkpoint: cp, amendment: am, continuation, marker })
 }
 
 /// `jcp feed ask-statement`: the endpoint's signed statement on a channel

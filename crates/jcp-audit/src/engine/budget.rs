@@ -49,8 +49,9 @@ pub(super) struct GrantAcc {
     pub(super) budget_from_receipt: Option<u64>,
     /// The allow whose debit first took the spend over the budget.
     pub(super) first_over: Option<(usize, u64)>,
-    /// Verified allows whose chain contains this grant, by `known_through`.
-    pub(super) by_marker: Map<Option<u64>, Bucket>,
+    /// Verified allows whose chain contains this grant, by the stream
+    /// (point) that recorded them and its `known_through`.
+    pub(super) by_marker: Map<(usize, Option<u64>), Bucket>,
     /// This grant's running spend per steward, to check each receipt's
     /// stated remainder (kept with the grant: its entry is looked up anyway).
     pub(super) running: Running,
@@ -176,7 +177,7 @@ impl Engine {
                     g.first_over = Some((s, off));
                 }
             }
-            let bucket = g.by_marker.entry(meta.known_through).or_default();
+            let bucket = g.by_marker.entry((s, meta.known_through)).or_default();
             bucket.count += 1;
             if bucket.first.len() < KEEP_OFFSETS {
                 bucket.first.push((s, off));

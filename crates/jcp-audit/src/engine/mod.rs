@@ -83,7 +83,7 @@ pub(crate) struct Engine {
     /// Grants superseded by an admitted amendment (§4.7), with the stream
     /// and steward that recorded it: that point's later allows on them are
     /// findings.
-    superseded: Map<ContentId, Vec<(usize, Key, ContentId)>>,
+    superseded: Map<ContentId, Vec<amendment::Superseded>>,
     /// For each continuation named by a verified amendment notice: the
     /// run's declared spend when it began.
     run_base: Map<ContentId, Option<u64>>,
@@ -263,12 +263,14 @@ impl Engine {
     }
 
     /// The report, read off the books in closing steps: revocations
-    /// classified against every allow on their subtree (§4.3), each grant's
+    /// classified against every allow on their subtree (§4.3), and
+    /// supersessions against every other point's allows (§4.7), each grant's
     /// line with conservation and overspend (§5.5), the group lines (§8.2),
     /// the steward lines, then the report assembled (findings last, since
     /// the steps before add to them).
     fn finish(mut self) -> Report {
         let revocations = self.revocations();
+        self.supersessions();
         let grants = self.grant_lines();
         let groups = self.group_lines();
         let stewards = self.steward_lines();

@@ -100,7 +100,7 @@ impl Engine {
                 g.modelled_uj = g.modelled_uj.saturating_sub(c.cost_uj);
             }
             g.spent_minor = g.spent_minor.saturating_sub(minor);
-            if let Some(b) = g.by_marker.get_mut(&st.known_through) {
+            if let Some(b) = g.by_marker.get_mut(&(s, st.known_through)) {
                 b.count = b.count.saturating_sub(1);
                 b.first.retain(|&at| at != (s, held_at));
             }

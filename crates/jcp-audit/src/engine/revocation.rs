@@ -142,7 +142,7 @@ fn distinct(notices: Vec<Recorded>) -> Vec<Rev> {
 /// (§4.3 propagation).
 fn classify(g: &GrantAcc, m: u64) -> RevocationClasses {
     let mut classes = RevocationClasses::default();
-    for (k, b) in &g.by_marker {
+    for ((_, k), b) in &g.by_marker {
         match k {
             Some(k) if *k < m => classes.explicable += b.count,
             Some(_) => {

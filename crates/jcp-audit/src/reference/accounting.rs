@@ -23,8 +23,12 @@ impl Ledger {
             Some(b) => *b,
             None => Some(0),
         };
+        // §4.7: a continuation's checkpoint may not omit or lower the
+        // spend the run stated where it began.
+        let stated_before = self.run_base.get(&a.steered.id()).copied().flatten();
         let checked = jcp::steering::verify_amendment_from(&a.steered, &a.checkpoint, &a.amendment, base)
-            .and_then(|_| jcp::steering::verify_continuation(&a.steered, a.amendment.amendment(), &a.continuation));
+            .and_then(|_| jcp::steering::check_declared_spend(a.checkpoint.checkpoint(), stated_before))
+            .and_then(|()| jcp::steering::verify_continuation(&a.steered, a.amendment.amendment(), &a.continuation));
         match checked {
             Ok(()) => {
                 self.counts.amendments += 1;
@@ -33,6 +37,7 @@ impl Ledger {
                     at.stream,
                     at.steward.clone(),
                     a.amendment.id(),
+                    a.marker,
                 ));
             }
             Err(e) => self.finding(
@@ -224,7 +229,7 @@ impl Ledger {
                 g.first_over = Some((at.stream, at.offset));
             }
         }
-        let bucket = g.by_marker.entry(at.known_through).or_default();
+        let bucket = g.by_marker.entry((at.stream, at.known_through)).or_default();
         bucket.count += 1;
         if bucket.first.len() < KEEP_OFFSETS {
             bucket.first.push((at.stream, at.offset));
@@ -253,7 +258,7 @@ impl Ledger {
             let Some(list) = self.superseded.get(id) else {
                 continue;
             };
-            if let Some((_, _, am)) = list.iter().find(|(st, stw, _)| *st == at.stream && *stw == at.steward) {
+            if let Some((_, _, am, _)) = list.iter().find(|(st, stw, _, _)| *st == at.stream && *stw == at.steward) {
                 hit = Some((*id, *am));
                 break;
             }
@@ -328,7 +333,7 @@ impl Ledger {
                 g.modelled_uj = g.modelled_uj.saturating_sub(c.cost_uj);
             }
             g.spent_minor = g.spent_minor.saturating_sub(minor);
-            if let Some(b) = g.by_marker.get_mut(&known_through) {
+            if let Some(b) = g.by_marker.get_mut(&(s, known_through)) {
                 b.count = b.count.saturating_sub(1);
                 b.first.retain(|&x| x != (s, held_at));
             }

@@ -92,6 +92,48 @@ impl Ledger {
         lines
     }
 
+    /// §4.7 + §4.3: each superseded grant, against every allow on its
+    /// subtree recorded by a stream that did not admit the amendment: at or
+    /// past the earliest marker the notices state, `superseded-spend`; no
+    /// marker on the allow's side or on every notice, `superseded-unverifiable`.
+    pub(super) fn supersessions(&mut self) {
+        let mut found: Vec<(usize, u64, FindingCode, ContentId, Option<u64>)> = Vec::new();
+        let (mut spend_more, mut unverifiable_more) = (0u64, 0u64);
+        for (gid, list) in &self.superseded {
+            let Some(g) = self.grants.get(gid) else {
+                continue;
+            };
+            let m = list.iter().filter_map(|(_, _, _, m)| *m).min();
+            for ((s, k), b) in &g.by_marker {
+                if list.iter().any(|(st, _, _, _)| st == s) {
+                    continue;
+                }
+                let unverifiable = match (m, k) {
+                    (Some(m), Some(k)) if *k < m => continue,
+                    (Some(_), Some(_)) => false,
+                    _ => true,
+                };
+                let code =
+                    if unverifiable { FindingCode::SupersededUnverifiable } else { FindingCode::SupersededSpend };
+                for &(s, o) in &b.first {
+                    found.push((s, o, code, *gid, m));
+                }
+                let extra = b.count.saturating_sub(b.first.len() as u64);
+                if unverifiable {
+                    unverifiable_more += extra;
+                } else {
+                    spend_more += extra;
+                }
+            }
+        }
+        found.sort_by_key(|f| (f.0, f.1, f.2, f.3));
+        for (s, o, code, gid, m) in found {
+            self.finding(s, o, code, words::superseded_elsewhere(code, &gid, m));
+        }
+        self.findings.count_more(FindingCode::SupersededSpend, spend_more);
+        self.findings.count_more(FindingCode::SupersededUnverifiable, unverifiable_more);
+    }
+
     /// §5.5: a grant's conservation line and, past its ceiling, an `overspend`.
     pub(super) fn grant_line(
         &self,
@@ -145,11 +187,11 @@ fn classify(g: &GrantBooks, m: u64) -> RevocationClasses {
     let behind = |k: &Option<u64>| k.is_some_and(|k| k < m);
     let silent = |k: &Option<u64>| k.is_none();
     let count = |class: &dyn Fn(&Option<u64>) -> bool| -> u64 {
-        g.by_marker.iter().filter(|(k, _)| class(k)).map(|(_, b)| b.count).sum()
+        g.by_marker.iter().filter(|((_, k), _)| class(k)).map(|(_, b)| b.count).sum()
     };
     let kept = |class: &dyn Fn(&Option<u64>) -> bool| -> Vec<(usize, u64)> {
         let mut at: Vec<(usize, u64)> =
-            g.by_marker.iter().filter(|(k, _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
+            g.by_marker.iter().filter(|((_, k), _)| class(k)).flat_map(|(_, b)| b.first.iter().copied()).collect();
         at.sort_unstable();
         at
     };

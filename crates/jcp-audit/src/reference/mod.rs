@@ -85,6 +85,10 @@ struct At {
     id: ContentId,
 }
 
+/// Where an admitted amendment superseded a grant: (stream, steward,
+/// amendment, the feed marker its notice states).
+type Supersession = (usize, String, ContentId, Option<u64>);
+
 /// The verified allows on a grant at one `known_through` marker.
 #[derive(Default)]
 struct Bucket {
@@ -110,7 +114,8 @@ struct GrantBooks {
     /// The allow that took its spend past its ceiling.
     first_over: Option<(usize, u64)>,
     /// Verified allows whose debited grants include it, by `known_through`.
-    by_marker: BTreeMap<Option<u64>, Bucket>,
+    /// Keyed by the recording stream and its marker.
+    by_marker: BTreeMap<(usize, Option<u64>), Bucket>,
     /// Its spend per steward (each steward's receipts state their own remainder).
     running: BTreeMap<String, u64>,
 }
@@ -168,7 +173,8 @@ struct Ledger {
     /// Record ids of refused receipts (an outcome naming one is not an orphan).
     refused_receipts: BTreeSet<ContentId>,
     /// Grants an admitted amendment superseded: by which stream, steward, amendment.
-    superseded: BTreeMap<ContentId, Vec<(usize, String, ContentId)>>,
+    /// (stream, steward, amendment, the feed marker its notice states)
+    superseded: BTreeMap<ContentId, Vec<Supersession>>,
     /// For each continuation an admitted amendment names: the run's declared
     /// spend when it began (§4.7).
     run_base: BTreeMap<ContentId, Option<u64>>,
@@ -337,6 +343,7 @@ impl Ledger {
 
     fn finish(mut self) -> Report {
         let revocations = self.revocations();
+        self.supersessions();
         // Every grant a receipt named or a grant record stated, by id.
         let ids: BTreeSet<ContentId> = self.grants.keys().chain(self.grant_records.keys()).copied().collect();
         let mut grants = Vec::new();

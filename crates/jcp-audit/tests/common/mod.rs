@@ -70,3 +70,14 @@ pub fn run_grant(issuer: &Keypair, agent: &Keypair) -> SignedGrant {
     };
     g.sign(issuer).unwrap()
 }
+
+/// The agent's checkpoint input `n` (state and nonce `n`, at `10 + n`),
+/// declaring `uj` µJ of hardware-measured spend where given.
+pub fn checkpoint_at(n: u8, uj: Option<u64>) -> jcp::steering::CheckpointInput {
+    jcp::steering::CheckpointInput {
+        state: ContentId([n; 32]),
+        at: 10 + u64::from(n),
+        spent: uj.map(|uj| jcp::steering::Spent { uj, provenance: jcp::energy::Provenance::HwShunt }),
+        nonce: Some([n; 16]),
+    }
+}

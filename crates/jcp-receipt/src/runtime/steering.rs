@@ -14,6 +14,9 @@ impl DurableGate {
     /// without changing it, recorded as a sealed amendment notice, then
     /// applied — the steered grant is superseded at this point. Replay
     /// re-admits it. A refused amendment is neither recorded nor applied.
+    /// `marker` is the feed's marker at which the amendment was issued
+    /// (amendments travel the revocation feed, §4.3): recorded in the
+    /// notice, and this point's `known_through` advances to it.
     /// The same amendment admitted again (it came by two routes: a feed and
     /// the run file) records nothing and is `Ok(None)`.
     pub fn admit_amendment(
@@ -22,6 +25,7 @@ impl DurableGate {
         checkpoint: &jcp::steering::SignedCheckpoint,
         amendment: &jcp::steering::SignedAmendment,
         continuation: &SignedGrant,
+        marker: Option<u64>,
     ) -> Result<Option<u64>, Error> {
         self.gate
             .check_amendment(steered, checkpoint, amendment, continuation)
@@ -29,6 +33,34 @@ impl DurableGate {
         if self.gate.superseded_by(&steered.id()) == Some(amendment.id()) {
             return Ok(None);
         }
+        let at = self.record_amendment(steered, checkpoint, amendment, continuation, marker)?;
+        self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
+        Ok(Some(at))
+    }
+
+    /// A forger's point, for the audit's tests only: records an amendment
+    /// notice the gate did not check (nor apply), as a point that skipped
+    /// §4.7's checks would, so the audit can be shown to refuse it.
+    #[cfg(feature = "testing")]
+    pub fn record_amendment_unchecked_for_tests(
+        &mut self,
+        steered: &SignedGrant,
+        checkpoint: &jcp::steering::SignedCheckpoint,
+        amendment: &jcp::steering::SignedAmendment,
+        continuation: &SignedGrant,
+        marker: Option<u64>,
+    ) -> Result<u64, Error> {
+        self.record_amendment(steered, checkpoint, amendment, continuation, marker)
+    }
+
+    fn record_amendment(
+        &mut self,
+        steered: &SignedGrant,
+        checkpoint: &jcp::steering::SignedCheckpoint,
+        amendment: &jcp::steering::SignedAmendment,
+        continuation: &SignedGrant,
+        marker: Option<u64>,
+    ) -> Result<u64, Error> {
         for g in [steered, continuation] {
             if !self.grants.contains_key(&g.id()) {
                 self.record_grant(g)?;
@@ -39,13 +71,22 @@ impl DurableGate {
             checkpoint: checkpoint.clone(),
             amendment: amendment.clone(),
             continuation: continuation.clone(),
+            marker,
             steward: self.steward_did,
         };
+        // As a revocation: the notice is sealed at the marker it advances to.
+        let before = self.known_through;
+        if let Some(m) = marker {
+            if self.known_through.is_none_or(|k| k < m) {
+                self.known_through = Some(m);
+            }
+        }
         let pos = self.position();
         let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
-        let at = self.writer.append(RecordKind::Amendment, &bytes)?;
-        self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map_err(Error::AmendmentRefused)?;
-        Ok(Some(at))
+        self.writer.append(RecordKind::Amendment, &bytes).inspect_err(|_| {
+            // Not recorded: not applied, and the marker does not move.
+            self.known_through = before;
+        })
     }
 
     /// A widening refusal names what calls in flight hold on the steered

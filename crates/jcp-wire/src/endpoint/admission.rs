@@ -26,8 +26,8 @@ impl Core {
                 .gate
                 .admit_revocation(revocation, grant, *marker)
                 .map(|_| format!("revocation of {} admitted at marker {marker}", grant.id())),
-            Feed::Amendment { steered, checkpoint, amendment, continuation } => {
-                self.gate.admit_amendment(steered, checkpoint, amendment, continuation).map(|at| {
+            Feed::Amendment { steered, checkpoint, amendment, continuation, marker } => {
+                self.gate.admit_amendment(steered, checkpoint, amendment, continuation, *marker).map(|at| {
                     format!(
                         "amendment {} admitted{}: grant {} superseded by {}",
                         amendment.id(),

@@ -43,6 +43,12 @@ pub enum Feed {
         amendment: jcp::steering::SignedAmendment,
         /// The continuation grant.
         continuation: SignedGrant,
+        /// The feed's marker at which the amendment was issued: amendments
+        /// travel the revocation feed and count on its marker (§4.3, §4.7:
+        /// a soft revoke propagates as a revocation does). Absent, the
+        /// audit cannot order other points' spend against it and calls it
+        /// unverifiable (docs/decisions.md).
+        marker: Option<u64>,
     },
     /// The outcome of an allowed action, reported by the party that ran it
     /// (§4.11: only the holder knows whether it took effect), signed by it.
@@ -123,12 +129,13 @@ impl Feed {
                 ("grant", Some(grant.to_value())),
                 ("marker", Some(Value::Uint(*marker))),
             ]),
-            Self::Amendment { steered, checkpoint, amendment, continuation } => cbor::map([
+            Self::Amendment { steered, checkpoint, amendment, continuation, marker } => cbor::map([
                 ("msg", Some(Value::text("amendment"))),
                 ("steered", Some(steered.to_value())),
                 ("checkpoint", Some(checkpoint.to_value())),
                 ("amendment", Some(amendment.to_value())),
                 ("continuation", Some(continuation.to_value())),
+                ("marker", marker.map(Value::Uint)),
             ]),
             Self::Outcome(o) => o.to_value(),
             Self::Statement(st) => {
@@ -151,6 +158,7 @@ impl Feed {
                 checkpoint: jcp::steering::SignedCheckpoint::from_value(f.req("checkpoint")?)?,
                 amendment: jcp::steering::SignedAmendment::from_value(f.req("amendment")?)?,
                 continuation: SignedGrant::from_value(f.req("continuation")?)?,
+                marker: f.opt_uint("marker")?,
             },
             "outcome" => Self::Outcome(SignedOutcome::from_fields(&mut f)?),
             "statement" => Self::Statement(jcp::channel::SignedStatement::from_value(f.req("statement")?)?),

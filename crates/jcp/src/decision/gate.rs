@@ -74,9 +74,13 @@ impl Gate {
 
     /// Checks an amendment as an enforcement point must before admitting it
     /// (§4.7), changing nothing: the signed checkpoint and amendment against
-    /// the steered grant (`steering::verify_amendment`: signature, binding,
+    /// the steered grant (`steering::verify_amendment`: the checkpoint's
+    /// own signature and author, the amendment's signature, binding,
     /// amender = issuer ≠ agent, only tightening, at most the remainder the
-    /// checkpoint states), the continuation grant against both
+    /// checkpoint states), the checkpoint's stated spend against the spend
+    /// the run stated where this point admitted the amendment that began
+    /// the steered grant (never omitted, never lower), the continuation
+    /// grant against both
     /// (`steering::verify_continuation`), and — fail closed — at most the
     /// remainder by this point's own record of spend on the steered grant,
     /// which an agent's understated checkpoint cannot raise.
@@ -107,6 +111,11 @@ impl Gate {
             }
         }
         crate::steering::verify_amendment_from(steered, checkpoint, amendment, base)?;
+        // §4.7 "both the amending side and the verifying side MUST enforce
+        // this": the spend the run stated where this point admitted the
+        // amendment that began `steered` is what it holds; the checkpoint
+        // steering `steered` may neither omit nor lower it.
+        crate::steering::check_declared_spend(checkpoint.checkpoint(), self.run_base.get(&steered.id()).copied().flatten())?;
         crate::steering::verify_continuation(steered, amendment.amendment(), continuation)?;
         let recorded = self.spent(&steered.id()).uj;
         let left = steered.grant().budget_uj.saturating_sub(recorded);

@@ -219,16 +219,14 @@ pub(super) fn check_amendment_rules(
 
 /// Verifies a signed amendment as an enforcement point must (§4.7), without
 /// ever calling the amending routine: the signature, that it is bound to
-/// this checkpoint of this grant, that the amender is the issuer and not the
+/// this checkpoint of this grant, that the checkpoint itself verifies
+/// (`verify_checkpoint`), that the amender is the issuer and not the
 /// agent, and that it only tightens — at most the remainder where the
 /// checkpoint stated its spend. `grant` is taken as the run's own grant
 /// (spend under it starts at zero); inside a run with continuations use
 /// [`Run::verify`](super::Run::verify), which knows where each continuation began.
 pub fn verify_amendment(grant: &SignedGrant, cp: &SignedCheckpoint, am: &SignedAmendment) -> Result<u64, Error> {
-    if !am.verify_signature() {
-        return Err(Error::BadSignature { object: "Amendment", signer: am.amendment().amended_by.to_string() });
-    }
-    check_amendment_rules(grant, cp, am.amendment(), Some(0))
+    verify_amendment_from(grant, cp, am, Some(0))
 }
 
 /// [`verify_amendment`] for a grant that may itself be a continuation:
@@ -244,6 +242,12 @@ pub fn verify_amendment_from(
     am: &SignedAmendment,
     base: Option<u64>,
 ) -> Result<u64, Error> {
+    // §4.7: the remainder is computed from the checkpoint's stated spend,
+    // so the checkpoint is verified first (the agent's signature, author =
+    // subject, the grant it cites) wherever an amendment is admitted or
+    // audited — a forged or issuer-signed checkpoint stating `spent: 0`
+    // would otherwise hand back the whole budget.
+    super::verify_checkpoint(grant, cp)?;
     if !am.verify_signature() {
         return Err(Error::BadSignature { object: "Amendment", signer: am.amendment().amended_by.to_string() });
     }

@@ -199,3 +199,15 @@ pub fn verify_checkpoint(grant: &SignedGrant, cp: &SignedCheckpoint) -> Result<(
     }
     Ok(())
 }
+
+/// §4.7: "a declared spend is cumulative, so across one run it MUST NOT
+/// decrease, and a checkpoint that once stated a spend MUST NOT later omit
+/// it." `before` is the highest spend the run had stated before this
+/// checkpoint, as the checking side holds it (`None`: none stated).
+pub fn check_declared_spend(cp: &Checkpoint, before: Option<u64>) -> Result<(), Error> {
+    match (before, cp.spent) {
+        (Some(before), None) => Err(steer(SteeringError::SpendOmitted { before })),
+        (Some(before), Some(s)) if s.uj < before => Err(steer(SteeringError::SpendDecreased { before, after: s.uj })),
+        _ => Ok(()),
+    }
+}

@@ -5,7 +5,7 @@
 use super::amendment::check_amendment_rules;
 use super::continuation::continuation_under;
 use super::{
-    amend_ceiling, steer, verify_checkpoint, AmendmentRow, CheckpointRow, Finding, GrantRow, Record, Remainder,
+    amend_ceiling, check_declared_spend, steer, verify_checkpoint, AmendmentRow, CheckpointRow, Finding, GrantRow, Record, Remainder,
     RunReport, SignedAmendment, SignedCheckpoint, SteeringError, UnknownReason, RUN_FORMAT,
 };
 use crate::cbor::ContentId;
@@ -191,13 +191,7 @@ impl Verifier {
                 c.at
             ))));
         }
-        match (self.high, c.spent) {
-            (Some(before), None) => return Err(steer(SteeringError::SpendOmitted { before })),
-            (Some(before), Some(s)) if s.uj < before => {
-                return Err(steer(SteeringError::SpendDecreased { before, after: s.uj }))
-            }
-            _ => {}
-        }
+        check_declared_spend(c, self.high)?;
         Ok(())
     }
 
