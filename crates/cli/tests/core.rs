@@ -19,28 +19,19 @@ fn setup(dir: &Path) -> (String, String) {
     ok(dir, &["key", "new", "--out", "worker.key", "--seed", &"03".repeat(32)]);
     let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
     let worker = ok(dir, &["key", "show", "worker.key"]).trim().to_owned();
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read,write",
-            "--budget-uj",
-            "1000",
-            "--nonce",
-            &"00".repeat(16),
-            "--out",
-            "root.jcp",
-        ],
-    );
+    issue(dir, &agent, "read,write", "00", "root.jcp");
     (agent, worker)
+}
+
+/// `issuer.key` grants `subject` 1 000 µJ of `actions` on `text:search`
+/// (nonce: 16 copies of the byte `nonce`), written to `out`.
+fn issue(dir: &Path, subject: &str, actions: &str, nonce: &str, out: &str) {
+    let nonce = nonce.repeat(16);
+    let args = ["--subject", subject, "--resource", "text:search", "--actions", actions, "--budget-uj", "1000"];
+    let mut all = vec!["grant", "issue", "--key", "issuer.key"];
+    all.extend(args);
+    all.extend(["--nonce", &nonce, "--out", out]);
+    ok(dir, &all);
 }
 
 #[test]
@@ -332,4 +323,39 @@ fn c26_cli_decide_refuses_a_stream_held_by_another_process() {
     // --stream needs --steward-key.
     let o = jcp(d, &["decide", "--chain", "root.jcp", "--cost-uj", "1", "--stream", "s.jcps"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// §4.3: `jcp decide --stream --revocation` records each notice at the
+/// point's next marker, not its current one — otherwise the allows recorded
+/// between two revocations (at the first one's marker) would read as made
+/// knowing the second, and the audit would call them violations.
+#[test]
+fn s4_3_cli_decide_records_a_revocation_at_the_next_marker() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (agent, _) = setup(d);
+    ok(d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    issue(d, &agent, "read", "07", "other.jcp");
+    ok(d, &["grant", "revoke", "--grant", "other.jcp", "--key", "issuer.key", "--out", "other.rev"]);
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "root.rev"]);
+    let decide = |chain: &str, revocation: Option<&str>| {
+        let mut args =
+            vec!["decide", "--chain", chain, "--cost-uj", "1", "--stream", "s.jcps", "--steward-key", "steward.key"];
+        if let Some(r) = revocation {
+            args.extend(["--revocation", r]);
+        }
+        jcp(d, &args).status.code()
+    };
+    assert_eq!(decide("other.jcp", Some("other.rev")), Some(1), "revoked");
+    assert_eq!(decide("root.jcp", None), Some(0));
+    assert_eq!(decide("root.jcp", None), Some(0));
+    assert_eq!(decide("root.jcp", Some("root.rev")), Some(1), "revoked");
+    let o = jcp(d, &["audit", "s.jcps", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let revs = v["revocations"].as_array().unwrap();
+    let markers: Vec<u64> = revs.iter().map(|r| r["marker"].as_u64().unwrap()).collect();
+    assert_eq!(markers, vec![1, 2], "{v}");
+    assert_eq!(revs[1]["allows"]["explicable"], 2, "{v}");
+    assert_eq!(revs[1]["allows"]["violation"], 0, "{v}");
+    assert!(v["findings_by_code"].get("revocation-violation").is_none(), "{v}");
 }

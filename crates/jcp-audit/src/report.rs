@@ -179,10 +179,42 @@ pub struct GroupLine {
     pub subject: String,
     /// Actions allowed.
     pub allows: u64,
-    /// Actions refused.
+    /// Actions refused for a reason that shows the caller was the subject
+    /// (`Reason::establishes_caller`: over budget, not granted, a caveat …).
     pub refusals: u64,
+    /// Refusals naming this grant and subject whose reason §7 reaches
+    /// before the caller is shown to be the subject (`bad-signature`,
+    /// `wrong-subject`, `untrusted-root`, …): a stranger can cause them,
+    /// so they are counted here, never in the subject's `refusals` (§8.2).
+    pub unattributed: u64,
     /// Joules spent, µJ.
     pub uj: u64,
+}
+
+/// The §8.2 group table of the text report (nothing when there are no groups).
+fn render_groups(s: &mut String, groups: &[GroupLine]) {
+    use std::fmt::Write as _;
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<16} {:<24} {:>8} {:>9} {:>12} {:>16}",
+        "grant", "subject", "allows", "refusals", "unattributed", "µJ"
+    );
+    for g in groups {
+        let subj: String = g.subject.chars().skip(8).take(20).collect();
+        let _ = writeln!(
+            s,
+            "{:<16} {:<24} {:>8} {:>9} {:>12} {:>16}",
+            &g.grant_id.to_hex()[..16],
+            subj,
+            g.allows,
+            g.refusals,
+            g.unattributed,
+            g.uj
+        );
+    }
 }
 
 /// How an allow after a revocation is classified (§4.3 propagation).
@@ -578,21 +610,7 @@ impl Report {
                 );
             }
         }
-        if !self.groups.is_empty() {
-            let _ = writeln!(s, "\n{:<16} {:<24} {:>8} {:>9} {:>16}", "grant", "subject", "allows", "refusals", "µJ");
-            for g in &self.groups {
-                let subj: String = g.subject.chars().skip(8).take(20).collect();
-                let _ = writeln!(
-                    s,
-                    "{:<16} {:<24} {:>8} {:>9} {:>16}",
-                    &g.grant_id.to_hex()[..16],
-                    subj,
-                    g.allows,
-                    g.refusals,
-                    g.uj
-                );
-            }
-        }
+        render_groups(&mut s, &self.groups);
         for rv in &self.revocations {
             let _ = writeln!(
                 s,

@@ -84,7 +84,7 @@ fn s8_2_clean_demo_stream_audits_clean_and_counts_everything() {
     assert!(r.receipts.deny_reasons.contains_key("revoked"));
     // Group accounting equals the per-grant leaf figures.
     let allows: u64 = r.groups.iter().map(|g| g.allows).sum();
-    let refusals: u64 = r.groups.iter().map(|g| g.refusals).sum();
+    let refusals: u64 = r.groups.iter().map(|g| g.refusals + g.unattributed).sum();
     assert_eq!((allows, refusals), (sum.allows, sum.denies));
 }
 
@@ -109,22 +109,28 @@ fn c14_group_accounting_matches_the_original_ledger() {
     let (p, _) = demo_stream(dir.path(), "g.jcps", 200, 0, 0);
     let r = audit(&[&p]);
     // Rebuild the ledger independently from the verified receipts.
-    let mut want: std::collections::BTreeMap<(String, String), (u64, u64, u64)> = Default::default();
+    // §8.2: a refusal a stranger could cause is kept apart (`unattributed`).
+    let mut want: std::collections::BTreeMap<(String, String), (u64, u64, u64, u64)> = Default::default();
     for (_, kind, payload) in record_offsets(&p) {
         if kind != RecordKind::Receipt {
             continue;
         }
         let v = jcp_receipt::verify_receipt(&payload, None).unwrap();
         let e = want.entry((v.core.grant_id.to_hex(), v.core.subject.to_string())).or_default();
-        if v.core.is_allow() {
-            e.0 += 1;
-            e.2 += v.core.cost_uj;
-        } else {
-            e.1 += 1;
+        match v.core.verdict {
+            jcp::decision::Verdict::Allow => {
+                e.0 += 1;
+                e.2 += v.core.cost_uj;
+            }
+            jcp::decision::Verdict::Deny(r) if r.establishes_caller() => e.1 += 1,
+            jcp::decision::Verdict::Deny(_) => e.3 += 1,
         }
     }
-    let got: std::collections::BTreeMap<(String, String), (u64, u64, u64)> =
-        r.groups.iter().map(|g| ((g.grant_id.to_hex(), g.subject.clone()), (g.allows, g.refusals, g.uj))).collect();
+    let got: std::collections::BTreeMap<(String, String), (u64, u64, u64, u64)> = r
+        .groups
+        .iter()
+        .map(|g| ((g.grant_id.to_hex(), g.subject.clone()), (g.allows, g.refusals, g.uj, g.unattributed)))
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -1066,4 +1072,95 @@ fn c21_the_audit_verifies_the_checkpoint_under_an_amendment_notice() {
     assert_eq!(invalid.len(), 1, "{:?}", codes(&r));
     assert!(invalid[0].message.contains("steer-spend-decreased"), "{}", invalid[0].message);
     assert_eq!(r.receipts.amendments, 1, "only the genuine amendment is counted");
+}
+
+/// §8.2 "per-worker attribution … computed from evidence rather than
+/// self-reporting": a forged grant naming the agent as its subject
+/// (`bad-signature`), and the agent's real grant presented by a stranger
+/// (`wrong-subject`), are refusals the agent did not make. They are counted
+/// (never skipped) as `unattributed` on the group line, not in the agent's
+/// `refusals`; the agent's own over-budget refusal is. The reference audit
+/// agrees.
+#[test]
+fn s8_2_a_strangers_refusals_are_kept_out_of_the_subjects_tally() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let mallory = Keypair::from_seed([5; 32]).unwrap();
+    let g = run_grant(&issuer, &agent);
+    // Mallory's forgery: the same grant (same id, same subject) under her signature.
+    let mut v = jcp::cbor::decode_strict(&g.to_bytes()).unwrap();
+    if let Value::Map(m) = &mut v {
+        for (k, val) in m.iter_mut() {
+            if *k == Value::text("sig") {
+                *val = Value::Bytes(mallory.sign(&g.grant().canonical_bytes()).to_vec());
+            }
+        }
+    }
+    let forged = SignedGrant::from_value(&v).unwrap();
+    assert_eq!((forged.id(), forged.grant().subject), (g.id(), agent.did()));
+    let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([9; 32]).unwrap(), Gate::new()).unwrap();
+    let frame = common::frame_on(&g, "run", &Value::text("p"));
+    let mut decide = |chain: &SignedGrant, caller: &Keypair, uj: u64| {
+        let cost = Cost::energy(Energy::hardware(uj));
+        let did = caller.did();
+        let req = Request {
+            frame: &frame,
+            chain: std::slice::from_ref(chain),
+            caller: &did,
+            cost: &cost,
+            now: 10,
+            flow: None,
+        };
+        dg.decide(&req).unwrap().decision.reason().map(jcp::decision::Reason::as_str)
+    };
+    assert_eq!(decide(&forged, &agent, 1), Some("bad-signature"));
+    assert_eq!(decide(&g, &mallory, 1), Some("wrong-subject"));
+    assert_eq!(decide(&g, &agent, 100), None);
+    assert_eq!(decide(&g, &agent, 5_000), Some("budget-exceeded"));
+    dg.close().unwrap();
+    let r = audit(&[&p]);
+    let line = r.groups.iter().find(|l| l.grant_id == g.id() && l.subject == agent.did().to_string()).unwrap();
+    assert_eq!((line.allows, line.refusals, line.unattributed, line.uj), (1, 1, 2, 100), "{line:?}");
+    assert_eq!(r.receipts.denies, 3, "every refusal is counted");
+    let reference = jcp_audit::audit_reference(&[&p], &AuditOptions::default()).unwrap();
+    assert_eq!(serde_json::to_value(&reference.groups).unwrap(), serde_json::to_value(&r.groups).unwrap());
+}
+
+/// §4.3 + §4.11: a metered action authorised before a revocation and
+/// charged after it is judged by the marker at which it was authorised —
+/// explicable, not a `revocation-violation` — while an allow the point
+/// decided after the revocation still is one. The reference audit agrees.
+#[test]
+fn s4_3_a_metered_action_authorised_before_a_revocation_is_judged_at_its_authorisation() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let p = dir.path().join("m.jcps");
+    let (g, w) = &pts.shards[0];
+    let chain = [pts.root.clone(), g.clone()];
+    let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([40; 32]).unwrap(), Gate::new()).unwrap();
+    dg.record_grant(&pts.root).unwrap();
+    dg.record_grant(g).unwrap();
+    dg.set_known_through(1).unwrap();
+    let caller: Did = w.did();
+    let f = common::frame_on(g, "invoke", &Value::Uint(1));
+    let zero = Cost::energy(Energy::hardware(0));
+    let req = Request { frame: &f, chain: &chain, caller: &caller, cost: &zero, now: 1, flow: None };
+    let held = dg.authorize(&req).unwrap().unwrap();
+    let rev = Revocation::issue(&pts.root, &pts.issuer, Some([5; 16])).unwrap();
+    dg.admit_revocation(&rev, &pts.root, 2).unwrap();
+    let m = Cost::energy(Energy::hardware(300));
+    let rec = dg.charge(held, &Request { cost: &m, ..req }).unwrap();
+    dg.complete(&rec.receipt, jcp_receipt::record::OutcomeStatus::Completed).unwrap();
+    dg.close().unwrap();
+    let r = audit(&[&p]);
+    assert_eq!(r.receipts.settlements, 1, "{:?}", r.findings);
+    assert!(!codes(&r).iter().any(|(c, _)| c == "revocation-violation"), "{:?}", r.findings);
+    // Nor is its charge a debit-point breach: the revocation came after its authorisation.
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    let line = &r.revocations[0];
+    assert_eq!((line.allows.explicable, line.allows.violation), (1, 0), "{line:?}");
+    let reference = jcp_audit::audit_reference(&[&p], &AuditOptions::default()).unwrap();
+    assert_eq!(serde_json::to_value(&reference).unwrap(), serde_json::to_value(&r).unwrap());
 }

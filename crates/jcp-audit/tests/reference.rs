@@ -384,7 +384,8 @@ fn soft_revoke_streams(dir: &Path, marker: Option<u64>) -> Vec<PathBuf> {
         let cost = Cost::energy(Energy::new(100, Provenance::HwShunt));
         let f = call(&g, "run", &Value::Uint(n));
         let did = agent.did();
-        let req = Request { frame: &f, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
+        let req =
+            Request { frame: &f, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
         assert!(p.decide(&req).unwrap().decision.is_allow());
     };
     let paths: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| dir.join(format!("{n}.jcps"))).collect();

@@ -144,6 +144,22 @@ fn s8_1_chained_receipt_names_every_link_root_first() {
     assert_eq!(v.core.debited_ids(), core.chain_ids);
 }
 
+/// §8.1: `chain_ids` is "every grant id the decision debited"; a deny on a
+/// chain debits none, so its receipt names only the leaf (`grant_id`).
+#[test]
+fn s8_1_a_deny_on_a_chain_names_no_chain_ids() {
+    let fx = fx();
+    let mut gate = Gate::new();
+    let chain = fx.chain();
+    let (core, b) = seal_decision(&fx, &mut gate, &chain, &fx.holder.did(), "invoke", &cost(10));
+    assert!(!core.is_allow(), "the holder is not the leaf's subject");
+    assert!(core.chain_ids.is_empty(), "{:?}", core.chain_ids);
+    assert!(!core_keys(&b).contains(&"chain_ids".to_owned()));
+    assert_eq!(core.grant_id, fx.worker_g.id());
+    let v = verify_receipt(&b, None).unwrap();
+    assert_eq!(v.core.debited_ids(), [fx.worker_g.id()]);
+}
+
 #[test]
 fn c5_wrong_steward_fails() {
     let fx = fx();

@@ -166,7 +166,8 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             },
         )
         .unwrap();
-    let amendment = Feed::Amendment { steered: g.clone(), checkpoint: cp, amendment: am, continuation: cont, marker: None };
+    let amendment =
+        Feed::Amendment { steered: g.clone(), checkpoint: cp, amendment: am, continuation: cont, marker: None };
     out.push(("feed-amendment-valid", codec::frame_value(&amendment.to_value())));
     // §4.3/§4.7: an amendment on the revocation feed, at its marker.
     if let Feed::Amendment { steered, checkpoint, amendment, continuation, .. } = amendment {

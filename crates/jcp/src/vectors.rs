@@ -194,6 +194,12 @@ fn steps<'a>(k: &'a Keys, g: &'a Grants) -> Vec<Step<'a>> {
         Step { money: Some(("USD", 291)), ..Step::new("chain-funds-exceeded", vec![root, child], &k.worker, "read") },
         Step { money: Some(("EUR", 1)), ..Step::new("chain-currency-mismatch", vec![root, child], &k.worker, "read") },
         Step { now: NOW + 3_600, ..Step::new("chain-expired", vec![root, child], &k.worker, "read") },
+        // §7: on a chain, expiry of every link comes before the leaf-level
+        // checks — an expired chain presented by a stranger is `expired`.
+        Step { now: NOW + 3_600, ..Step::new("chain-expired-before-caller", vec![root, child], &k.mallory, "read") },
+        // §4.8 (docs/decisions.md): an unpriced action against a money
+        // ceiling fails closed.
+        Step::new("chain-unpriced-against-money-ceiling", vec![root, child], &k.worker, "read"),
         Step::new("leaf-alone-chain-broken", vec![child], &k.worker, "read"),
         Step::new("spliced-chain-broken", vec![plain, child], &k.worker, "read"),
     ]
@@ -204,7 +210,10 @@ fn steps<'a>(k: &'a Keys, g: &'a Grants) -> Vec<Step<'a>> {
 fn steps_after_revocation<'a>(k: &'a Keys, g: &'a Grants) -> Vec<Step<'a>> {
     vec![
         Step::new("child-revoked", vec![&g.root, &g.child], &k.worker, "read"),
-        Step::new("sibling-unaffected-by-revocation", vec![&g.root, &g.sibling], &k.sibling, "write"),
+        Step {
+            money: Some(("USD", 1)),
+            ..Step::new("sibling-unaffected-by-revocation", vec![&g.root, &g.sibling], &k.sibling, "write")
+        },
     ]
 }
 

@@ -211,3 +211,36 @@ fn c07_cached_verification_still_enforces_revocation_expiry_and_budget() {
     let d = decide(&mut gate, &f, &chain, &c.did(), &cost(1));
     assert_eq!(d.verdict, Verdict::Deny(Reason::Revoked));
 }
+
+/// §7 for a chain: "structure and signatures first …, then revocation
+/// against every link, expiry of every link, the leaf-level checks above":
+/// an expired chain is `expired` whoever presents it, through an untrusted
+/// root, or naming another grant — not `wrong-subject`, `untrusted-root` or
+/// `wrong-resource`.
+#[test]
+fn s7_chain_expiry_of_every_link_precedes_the_leaf_level_checks() {
+    let (_, _, b, c, mut chain) = three_hop();
+    // The leaf expires at NOW + 10.
+    chain[2] = attenuate(
+        &chain[1],
+        &b,
+        Attenuation { subject: Some(c.did()), budget_uj: Some(100), expiry: Some(NOW + 10), ..Attenuation::default() },
+    )
+    .unwrap();
+    let leaf = &chain[2];
+    let later = NOW + 11;
+    let mut gate = Gate::new();
+    let stranger = key(9);
+    let d = decide_at(&mut gate, &frame_for(leaf, "read"), &chain, &stranger.did(), &cost(1), later);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::Expired), "{}", d.detail);
+    let mut other = frame_for(leaf, "read");
+    other.grant_id = chain[0].id();
+    let d = decide_at(&mut gate, &other, &chain, &c.did(), &cost(1), later);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::Expired), "{}", d.detail);
+    gate.add_trust_root(leaf.grant().capability.resource, key(8).did());
+    let d = decide_at(&mut gate, &frame_for(leaf, "read"), &chain, &c.did(), &cost(1), later);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::Expired), "{}", d.detail);
+    // Before expiry the leaf-level checks name their own reasons.
+    let d = decide_at(&mut gate, &frame_for(leaf, "read"), &chain, &stranger.did(), &cost(1), NOW);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::UntrustedRoot), "{}", d.detail);
+}

@@ -48,6 +48,32 @@ fn c22_foreign_currency_is_refused_not_converted() {
     assert_eq!(gate.spent(&g.id()), jcp::decision::Spend::default());
 }
 
+/// §4.8 is silent on an unpriced decision against a money ceiling; read
+/// fail-closed (docs/decisions.md): a grant capped at 1 USD does not allow
+/// any number of unpriced actions — each is refused `currency-mismatch`,
+/// debiting neither ceiling, while a priced one is decided as before.
+#[test]
+fn c22_an_unpriced_action_against_a_money_ceiling_is_refused() {
+    let (issuer, agent) = (key(1), key(2));
+    let g = funded(1_000, 100).sign(&issuer).unwrap();
+    let mut gate = Gate::new();
+    let f = frame_for(&g, "read");
+    let chain = std::slice::from_ref(&g);
+    let unpriced = Cost::energy(Energy::new(1, Provenance::HwShunt));
+    for _ in 0..3 {
+        let d = decide(&mut gate, &f, chain, &agent.did(), &unpriced);
+        assert_eq!(d.verdict, Verdict::Deny(Reason::CurrencyMismatch), "{}", d.detail);
+        assert!(d.detail.contains("unpriced"), "{}", d.detail);
+    }
+    assert_eq!(gate.spent(&g.id()), jcp::decision::Spend::default());
+    assert!(decide(&mut gate, &f, chain, &agent.did(), &priced(1, "USD", 1)).is_allow());
+    // A grant with no money ceiling is bound by joules alone.
+    let plain = root_grant(&issuer, &agent, 1_000).sign(&issuer).unwrap();
+    assert!(
+        decide(&mut gate, &frame_for(&plain, "read"), std::slice::from_ref(&plain), &agent.did(), &unpriced).is_allow()
+    );
+}
+
 #[test]
 fn c22_absent_money_ceiling_encodes_byte_identically_to_a_joules_only_grant() {
     let g = root_grant(&key(1), &key(2), 1_000);

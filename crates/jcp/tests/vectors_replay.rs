@@ -117,6 +117,10 @@ fn conformance_core_vectors_replay_from_disk() {
             ("chain-funds-exceeded", Some("funds-exceeded")),
             ("chain-currency-mismatch", Some("currency-mismatch")),
             ("chain-expired", Some("expired")),
+            // §7: expiry of every link precedes the leaf-level checks.
+            ("chain-expired-before-caller", Some("expired")),
+            // §4.8, fail closed (docs/decisions.md).
+            ("chain-unpriced-against-money-ceiling", Some("currency-mismatch")),
             ("leaf-alone-chain-broken", Some("chain-broken")),
             ("spliced-chain-broken", Some("chain-broken")),
             ("child-revoked", Some("revoked")),
@@ -126,5 +130,5 @@ fn conformance_core_vectors_replay_from_disk() {
             assert_eq!(outcome.get(n).copied().flatten(), r, "{n}");
         }
     }
-    assert_eq!(seen, 16);
+    assert_eq!(seen, 18);
 }

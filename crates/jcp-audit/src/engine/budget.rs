@@ -127,7 +127,12 @@ impl Engine {
         }
         match c.verdict {
             Verdict::Deny(r) => {
-                self.groups.entry((c.grant_id, c.subject)).or_default().refusals += 1;
+                let group = self.groups.entry((c.grant_id, c.subject)).or_default();
+                if r.establishes_caller() {
+                    group.refusals += 1;
+                } else {
+                    group.unattributed += 1;
+                }
                 self.counts.denies += 1;
                 bump(&mut self.counts.deny_reasons, r.as_str(), 1);
                 self.check_remaining(s, off, &meta.steward, c, spent_before);
@@ -211,6 +216,7 @@ impl Engine {
                 steward: meta.steward,
                 action,
                 cost_uj: c.cost_uj,
+                known_through: meta.known_through,
             },
         );
     }

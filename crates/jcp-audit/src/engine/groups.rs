@@ -12,8 +12,10 @@ use crate::report::GroupLine;
 pub(super) struct GroupAcc {
     /// Verified allows.
     pub(super) allows: u64,
-    /// Verified denies.
+    /// Verified denies that establish the caller was the subject.
     pub(super) refusals: u64,
+    /// Verified denies a stranger could have caused.
+    pub(super) unattributed: u64,
     /// µJ debited by its allows.
     pub(super) uj: u64,
 }
@@ -28,6 +30,7 @@ impl Engine {
                 subject: did_string_of(&subj),
                 allows: a.allows,
                 refusals: a.refusals,
+                unattributed: a.unattributed,
                 uj: a.uj,
             })
             .collect();

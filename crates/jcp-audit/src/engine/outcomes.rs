@@ -29,6 +29,8 @@ pub(super) struct PendingAllow {
     pub(super) action: String,
     /// Its debit, µJ.
     pub(super) cost_uj: u64,
+    /// The `known_through` it was recorded at (its revocation class).
+    pub(super) known_through: Option<u64>,
 }
 
 impl Engine {
@@ -71,11 +73,11 @@ impl Engine {
                     && b.holder == subject
                     && a.cost_uj == c.cost_uj =>
             {
-                Some((a.offset, b.offset))
+                Some((a.offset, b.offset, b.known_through))
             }
             _ => None,
         };
-        let Some((held_at, settled_at)) = settling else {
+        let Some((held_at, settled_at, settled_marker)) = settling else {
             return self.finding(
                 s,
                 off,
@@ -103,6 +105,21 @@ impl Engine {
             if let Some(b) = g.by_marker.get_mut(&(s, st.known_through)) {
                 b.count = b.count.saturating_sub(1);
                 b.first.retain(|&at| at != (s, held_at));
+            }
+            // §4.3 + §4.11: the settling charge is judged by the marker the
+            // action was authorised at (the reservation's), not the one its
+            // charge was recorded at: work authorised before a revocation
+            // and charged after it is not a violation.
+            if settled_marker != st.known_through {
+                if let Some(b) = g.by_marker.get_mut(&(s, settled_marker)) {
+                    b.count = b.count.saturating_sub(1);
+                    b.first.retain(|&at| at != (s, settled_at));
+                }
+                let b = g.by_marker.entry((s, st.known_through)).or_default();
+                b.count += 1;
+                if b.first.len() < super::KEEP_OFFSETS {
+                    b.first.push((s, settled_at));
+                }
             }
             if g.first_over == Some((s, held_at)) {
                 let budget = budget.or(if *id == c.grant_id { g.budget_from_receipt } else { None });

@@ -149,7 +149,12 @@ impl Ledger {
                 if let Some(g) = self.grants.get_mut(&c.grant_id) {
                     g.denies += 1;
                 }
-                self.groups.entry(group_key).or_default().refusals += 1;
+                let group = self.groups.entry(group_key).or_default();
+                if reason.establishes_caller() {
+                    group.refusals += 1;
+                } else {
+                    group.unattributed += 1;
+                }
                 self.counts.denies += 1;
                 *self.counts.deny_reasons.entry(reason.as_str().to_owned()).or_default() += 1;
                 self.remaining(at, &c, spent_before);
@@ -194,6 +199,7 @@ impl Ledger {
                     settled: None,
                 };
                 self.streams[s].pending.insert(at.id, pending);
+                self.streams[s].pending_marker.insert(at.id, at.known_through);
             }
         }
     }
@@ -315,6 +321,7 @@ impl Ledger {
             let msg = words::settlement_unmatched(&reservation, &settled_by);
             return self.finding(s, at.offset, FindingCode::SettlementUnmatched, msg);
         };
+        let settled_marker = self.streams[s].pending_marker.get(&settled_by).copied().flatten();
         self.streams[s].pending.remove(&reservation);
         self.counts.settlements += 1;
         let minor = c.money.as_ref().map_or(0, |m| m.minor);
@@ -336,6 +343,19 @@ impl Ledger {
             if let Some(b) = g.by_marker.get_mut(&(s, known_through)) {
                 b.count = b.count.saturating_sub(1);
                 b.first.retain(|&x| x != (s, held_at));
+            }
+            // §4.3 + §4.11: the charge is classed at the marker its action
+            // was authorised at.
+            if settled_marker != known_through {
+                if let Some(b) = g.by_marker.get_mut(&(s, settled_marker)) {
+                    b.count = b.count.saturating_sub(1);
+                    b.first.retain(|&x| x != (s, settled_at));
+                }
+                let b = g.by_marker.entry((s, known_through)).or_default();
+                b.count += 1;
+                if b.first.len() < KEEP_OFFSETS {
+                    b.first.push((s, settled_at));
+                }
             }
             // The crossing allow taken back: the settling receipt now
             // stands where the spend still crosses.

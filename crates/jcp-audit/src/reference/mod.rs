@@ -124,6 +124,7 @@ struct GrantBooks {
 struct GroupBooks {
     allows: u64,
     refusals: u64,
+    unattributed: u64,
     uj: u64,
 }
 
@@ -147,6 +148,8 @@ struct StreamBooks {
     /// Allows with no outcome yet, by record id: the line each is reported
     /// as if none comes (§4.11).
     pending: BTreeMap<ContentId, UnresolvedLine>,
+    /// The `known_through` each pending allow was recorded at.
+    pending_marker: BTreeMap<ContentId, Option<u64>>,
     /// Records refused and framing faults since the last sealed record
     /// accounted (a gap they explain is not a `sequence-gap`).
     refused_since: u64,
@@ -363,6 +366,7 @@ impl Ledger {
                 subject,
                 allows: a.allows,
                 refusals: a.refusals,
+                unattributed: a.unattributed,
                 uj: a.uj,
             })
             .collect();

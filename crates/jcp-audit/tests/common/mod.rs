@@ -81,3 +81,16 @@ pub fn checkpoint_at(n: u8, uj: Option<u64>) -> jcp::steering::CheckpointInput {
         nonce: Some([n; 16]),
     }
 }
+
+/// A control tool-call frame on grant `g` for `action`, over `payload`.
+pub fn frame_on(g: &SignedGrant, action: &str, payload: &Value) -> jcp::frame::Frame {
+    jcp::frame::Frame {
+        kind: jcp::frame::FrameKind::ToolCall,
+        trust: jcp::frame::Trust::Control,
+        grant_id: g.id(),
+        action: action.into(),
+        resource: g.grant().capability.resource,
+        payload_hash: ContentId::of(payload),
+        model: None,
+    }
+}

@@ -52,8 +52,8 @@ pub struct ReceiptCore {
     pub budget_uj: u64,
     /// The signer (the COSE kid).
     pub steward: Did,
-    /// Every debited grant id, root first, for a chained decision (§8.1);
-    /// empty for a single-grant decision.
+    /// Every debited grant id, root first, for a chained allow (§8.1);
+    /// empty for a single-grant decision and for every deny (it debits none).
     pub chain_ids: Vec<ContentId>,
     /// A debit-point breach recorded on an allow (§4.9 two-phase path).
     pub breach: Option<Reason>,
@@ -72,8 +72,10 @@ impl ReceiptCore {
             return Err(Error::Invalid { field: "grant_id", problem: "a decision over no grant".into() });
         };
         let g = leaf.grant();
-        let chain_ids = if decision.chain_ids.len() > 1 { decision.chain_ids.clone() } else { Vec::new() };
         let allow = decision.is_allow();
+        // §8.1: `chain_ids` is "every grant id the decision debited"; a
+        // deny debits none, so its receipt names only the leaf.
+        let chain_ids = if allow && decision.chain_ids.len() > 1 { decision.chain_ids.clone() } else { Vec::new() };
         Ok(Self {
             profile: Profile::Jcp2,
             grant_id: leaf.id(),

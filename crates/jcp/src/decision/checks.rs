@@ -68,9 +68,9 @@ impl Gate {
         let key = chain_key(req.chain);
         let cached = self.verified.contains(&key);
         if let [g] = req.chain {
-            self.single_prefix(req, g, cached)?;
+            self.single_prefix(req, g, cached, phase)?;
         } else {
-            self.chain_prefix(req, cached)?;
+            self.chain_prefix(req, cached, phase)?;
         }
         if !cached {
             *verified_key = Some(key);
@@ -103,7 +103,7 @@ impl Gate {
         }
         match phase {
             Phase::Authorize => self.check_not_exhausted(req),
-            Phase::Whole => self.check_budgets(req, ceiling.as_ref()),
+            Phase::Whole | Phase::Charge => self.check_budgets(req, ceiling.as_ref()),
         }
     }
 
@@ -115,15 +115,17 @@ impl Gate {
     }
 
     /// §7 items 2–7 for a single grant.
-    fn single_prefix(&self, req: &Request<'_>, g: &SignedGrant, cached: bool) -> Step<()> {
+    fn single_prefix(&self, req: &Request<'_>, g: &SignedGrant, cached: bool, phase: Phase) -> Step<()> {
         let grant = g.grant();
         if grant.parent.is_some() {
             return deny(Reason::ChainBroken, "a delegated grant is never decided alone (§4.2): present its chain");
         }
-        if self.revoked.contains(&g.id()) {
+        // At the charge the authority was judged at phase one (`Phase::Charge`).
+        let charge = phase == Phase::Charge;
+        if !charge && self.revoked.contains(&g.id()) {
             return deny(Reason::Revoked, format!("grant {} is revoked", g.id()));
         }
-        if let Some(am) = self.superseded.get(&g.id()) {
+        if let Some(am) = self.superseded.get(&g.id()).filter(|_| !charge) {
             return deny(
                 Reason::Superseded,
                 format!("grant {} was superseded by amendment {am}: the run goes on under its continuation", g.id()),
@@ -147,9 +149,10 @@ impl Gate {
         Ok(())
     }
 
-    /// §7 for a chain: structure and signatures first, then revocation of
-    /// every link, the root's trust, the leaf-level checks, expiry of every link.
-    fn chain_prefix(&self, req: &Request<'_>, cached: bool) -> Step<()> {
+    /// §7 for a chain, in its order: "structure and signatures first …, then
+    /// revocation against every link, expiry of every link, the leaf-level
+    /// checks above" (the root's trust, the grant id, the caller).
+    fn chain_prefix(&self, req: &Request<'_>, cached: bool, phase: Phase) -> Step<()> {
         if !cached {
             check_structure(req.chain).or_else(|f| match f {
                 ChainFault::Attenuation { .. } => deny(Reason::AttenuationViolation, f.to_string()),
@@ -159,14 +162,18 @@ impl Gate {
                 return deny(Reason::BadSignature, format!("link {link}: the issuer's signature does not verify"));
             }
         }
-        if let Some(link) = req.chain.iter().position(|g| self.revoked.contains(&g.id())) {
+        let charge = phase == Phase::Charge;
+        if let Some(link) = req.chain.iter().position(|g| !charge && self.revoked.contains(&g.id())) {
             return deny(Reason::Revoked, format!("link {link} ({}) is revoked", req.chain[link].id()));
         }
-        if let Some(link) = req.chain.iter().position(|g| self.superseded.contains_key(&g.id())) {
+        if let Some(link) = req.chain.iter().position(|g| !charge && self.superseded.contains_key(&g.id())) {
             return deny(
                 Reason::Superseded,
                 format!("link {link} ({}) was superseded by an amendment", req.chain[link].id()),
             );
+        }
+        if let Some(link) = req.chain.iter().position(|g| g.grant().expired_at(req.now)) {
+            return deny(Reason::Expired, format!("link {link} expired at {}", req.chain[link].grant().expiry));
         }
         let (Some(root), Some(leaf)) = (req.chain.first(), req.chain.last()) else {
             return deny(Reason::ChainBroken, "empty chain");
@@ -185,9 +192,6 @@ impl Gate {
                 Reason::WrongSubject,
                 format!("caller {} is not the leaf subject {}", req.caller, leaf.grant().subject),
             );
-        }
-        if let Some(link) = req.chain.iter().position(|g| g.grant().expired_at(req.now)) {
-            return deny(Reason::Expired, format!("link {link} expired at {}", req.chain[link].grant().expiry));
         }
         Ok(())
     }
@@ -255,7 +259,20 @@ impl Gate {
         }
         for (link, g) in req.chain.iter().enumerate() {
             let Some(funds) = &g.grant().budget_funds else { continue };
-            let Some(money) = &req.cost.money else { continue };
+            // §4.8 is silent on an unpriced decision against a money
+            // ceiling; skipping the ceiling would let a grant capped at
+            // 1 USD allow any number of unpriced actions. Fail closed: a
+            // cost in no currency is not the ceiling's currency
+            // (docs/decisions.md).
+            let Some(money) = &req.cost.money else {
+                return deny(
+                    Reason::CurrencyMismatch,
+                    format!(
+                        "link {link}: an unpriced action against a money ceiling of {} {}; a grant bounded in money needs a price",
+                        funds.minor, funds.currency
+                    ),
+                );
+            };
             if money.currency != funds.currency {
                 return deny(
                     Reason::CurrencyMismatch,
@@ -278,6 +295,11 @@ impl Gate {
 pub(super) enum Phase {
     Whole,
     Authorize,
+    /// Phase two of the metered path (§4.9): every check of `Whole` but
+    /// revocation and supersession. The action was authorised at phase
+    /// one; a revocation admitted since does not make its real joules a
+    /// breach (§4.3: it is judged at the marker it was authorised at).
+    Charge,
 }
 
 /// Why a caveat does not hold for this request, or `None` when it holds.

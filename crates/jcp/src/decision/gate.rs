@@ -115,7 +115,10 @@ impl Gate {
         // this": the spend the run stated where this point admitted the
         // amendment that began `steered` is what it holds; the checkpoint
         // steering `steered` may neither omit nor lower it.
-        crate::steering::check_declared_spend(checkpoint.checkpoint(), self.run_base.get(&steered.id()).copied().flatten())?;
+        crate::steering::check_declared_spend(
+            checkpoint.checkpoint(),
+            self.run_base.get(&steered.id()).copied().flatten(),
+        )?;
         crate::steering::verify_continuation(steered, amendment.amendment(), continuation)?;
         let recorded = self.spent(&steered.id()).uj;
         let left = steered.grant().budget_uj.saturating_sub(recorded);

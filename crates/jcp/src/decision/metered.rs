@@ -94,7 +94,7 @@ impl Gate {
         if ids != authorized {
             return Err(Error::ChargeChainMismatch);
         }
-        let (checked, _) = self.evaluate_inner(req, Phase::Whole);
+        let (checked, _) = self.evaluate_inner(req, Phase::Charge);
         let breach = checked.reason();
         let leaf = req.chain.last().map(|g| g.grant().budget_uj).unwrap_or_default();
         let mut d = Decision {

@@ -52,6 +52,29 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Whether a denial for this reason shows that the caller was the
+    /// grant's subject acting under a verified grant (§7: the reason is
+    /// reached only after the caller and every signature were checked, on
+    /// the single and the chained path alike). A denial that does not —
+    /// `bad-signature`, `wrong-subject`, `untrusted-root`, `revoked`,
+    /// `expired` (before the caller on a chain), `wrong-resource` (also
+    /// the frame naming another grant), a stale or unrecorded request —
+    /// can be caused by a stranger presenting a grant that names someone
+    /// else, so §8.2's per-worker tally keeps it out of the subject's
+    /// refusals (docs/decisions.md).
+    pub fn establishes_caller(self) -> bool {
+        matches!(
+            self,
+            Self::ActionNotGranted
+                | Self::BudgetExceeded
+                | Self::FundsExceeded
+                | Self::CurrencyMismatch
+                | Self::CaveatUnsatisfied
+                | Self::FlowViolation
+                | Self::FlowNotComputed
+        )
+    }
+
     /// The wire code.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -5,8 +5,8 @@
 use super::amendment::check_amendment_rules;
 use super::continuation::continuation_under;
 use super::{
-    amend_ceiling, check_declared_spend, steer, verify_checkpoint, AmendmentRow, CheckpointRow, Finding, GrantRow, Record, Remainder,
-    RunReport, SignedAmendment, SignedCheckpoint, SteeringError, UnknownReason, RUN_FORMAT,
+    amend_ceiling, check_declared_spend, steer, verify_checkpoint, AmendmentRow, CheckpointRow, Finding, GrantRow,
+    Record, Remainder, RunReport, SignedAmendment, SignedCheckpoint, SteeringError, UnknownReason, RUN_FORMAT,
 };
 use crate::cbor::ContentId;
 use crate::error::Error;

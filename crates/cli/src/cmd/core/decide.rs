@@ -163,7 +163,7 @@ pub fn run_decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
 /// another writer holding it is an error naming the file), replays it
 /// through `gate` so spend accumulates across calls, admits the given
 /// revocations not already replayed (each recorded before it applies, at
-/// the point's current marker), then decides, seals and records the
+/// the point's next marker), then decides, seals and records the
 /// receipt before returning (§8, §4.11). Returns the decision and the
 /// receipt's `{id, offset, stream, steward}`.
 fn decide_recorded(
@@ -183,7 +183,9 @@ fn decide_recorded(
         if dg.gate().is_revoked(&target.id()) {
             continue;
         }
-        let marker = dg.known_through().unwrap_or(0);
+        // The next marker, not the current one (§4.3): every allow already
+        // recorded here reads as made before this revocation was heard.
+        let marker = dg.known_through().map_or(1, |k| k.saturating_add(1));
         dg.admit_revocation(r, target, marker).map_err(|e| coded(e.code(), format!("{}: {e}", rp.display())))?;
     }
     let rec = dg.decide(req).map_err(stream_err)?;
