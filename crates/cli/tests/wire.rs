@@ -177,6 +177,11 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
         stop.contains("1 decided, 0 allowed, 1 repeats") && stop.contains("1 allows await their outcome"),
         "{stop}"
     );
+    // §4.11: at start the endpoint named that unresolved decision and who held it.
+    let agent = ok(d, &["key", "show", "agent.key"]).trim().to_owned();
+    let named: Vec<&String> = printed.iter().filter(|l| l.starts_with("jcp serve: unresolved: receipt ")).collect();
+    assert_eq!(named.len(), 1, "{printed:?}");
+    assert!(named[0].contains(&format!("held by {agent}")) && named[0].contains("700 µJ"), "{}", named[0]);
     assert!(!d.join("ep.sock").exists());
     let audit = jcp(d, &["audit", "s.jcps", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();

@@ -21,13 +21,15 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
-/// Answers `done`, except to `crash`, which it loses mid-call.
+/// Answers `done`, except to `crash`, which it loses mid-call, and to
+/// `panic`, on which it panics.
 struct Flaky;
 
 impl Backend for Flaky {
     fn call(&self, call: Call<'_>) -> BackendReply {
         match call.args {
             Some(b"crash") => BackendReply::Lost { why: "exit status 70 before replying".into() },
+            Some(b"panic") => panic!("the backend's own bug"),
             Some(a) => BackendReply::Done(a.to_vec()),
             None => BackendReply::Failed(b"no args".to_vec()),
         }
@@ -124,4 +126,40 @@ fn s4_11_a_call_lost_mid_way_is_never_charged_and_stays_unresolved_across_a_rest
     assert_eq!(r.unresolved_total, 1, "{:?}", r.unresolved);
     let line = r.grants.iter().find(|l| l.grant_id == g.id()).unwrap();
     assert_eq!(line.spent_uj, 130, "the lost call's reservation (100) stays debited beside the charged 30");
+}
+
+/// §4.11 + §11: a backend that panics mid-call may or may not have done its
+/// work, so its decision is recorded neither completed nor failed: the call
+/// is `lost`, never charged, and stays unresolved — named after a restart
+/// and in the audit — and the endpoint goes on deciding.
+#[test]
+fn s4_11_a_backend_that_panics_leaves_its_decision_unresolved_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(10_000, 1);
+    let receipt = rt().block_on(async {
+        let mut cfg = config(&path, &clock);
+        cfg.meter = Some(Scripted::new(&[70, 30], Provenance::ModelBased));
+        let s = Served::start(cfg, dir.path(), Some(Arc::new(Flaky))).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let r = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"panic", T0)).await.unwrap();
+        assert!(r.decision.is_allow());
+        let reply = c.reply().await.unwrap();
+        assert_eq!(reply.state, ReplyState::Lost, "{reply:?}");
+        assert!(reply.charge.is_none(), "never charged");
+        let ok = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"fine", T0)).await.unwrap();
+        assert!(ok.decision.is_allow(), "the endpoint goes on deciding");
+        assert_eq!(c.reply().await.unwrap().state, ReplyState::Done);
+        let st = s.endpoint.stats();
+        assert_eq!((st.lost, st.unresolved), (1, 1), "{st:?}");
+        s.stop().await;
+        r.receipt_id()
+    });
+    let r =
+        jcp_audit::audit_paths(&[&path], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(()))
+            .unwrap();
+    assert_eq!(r.unresolved_total, 1, "{:?}", r.unresolved);
+    assert_eq!(r.unresolved[0].receipt, receipt);
+    assert_eq!(r.receipts.outcomes, 1, "only the fine call's outcome: no 'failed' for the panic");
 }

@@ -286,7 +286,9 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     "connections": {"max": max_connections, "open_files": open_files}, "stream": a.stream, "steward": steward_did.to_did_string(),
                     "caller_signatures": caller_signatures, "backend": backend_json, "metering": metering,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
-                    "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered}}),
+                    "unresolved": r.unresolved.len(), "requests_remembered": report.requests_remembered},
+                    // §4.11: which decisions, and who held them (the first UNRESOLVED_NAMED).
+                    "unresolved_decisions": r.unresolved.iter().take(UNRESOLVED_NAMED).collect::<Vec<_>>()}),
             || {
                 let mut s = String::new();
                 for l in &listening {
@@ -307,6 +309,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                     r.unresolved.len(),
                     report.requests_remembered
                 );
+                unresolved_lines(&mut s, &r.unresolved, &a.stream);
                 let _ = writeln!(s, "jcp serve: callers' signatures checked {caller_signatures}");
                 let _ = writeln!(
                     s,
@@ -791,6 +794,35 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     Ok(ExitCode::from(if ans.admitted { CLEAN } else { FINDINGS }))
+}
+
+/// How many unresolved decisions `jcp serve` names at start (all are counted).
+const UNRESOLVED_NAMED: usize = 32;
+
+/// §4.11: each unresolved decision replay found, with the party that held
+/// it and what it would settle, so the operator can ask the holder; the
+/// first [`UNRESOLVED_NAMED`], then how many more and where all are listed.
+fn unresolved_lines(s: &mut String, unresolved: &[jcp_receipt::runtime::Unresolved], stream: &std::path::Path) {
+    for u in unresolved.iter().take(UNRESOLVED_NAMED) {
+        let _ = writeln!(
+            s,
+            "jcp serve: unresolved: receipt {} at byte {}: {:?} on grant {}, held by {} ({} stays debited); only the holder knows whether it took effect: `jcp feed outcome` as the holder, or `jcp stream settle`",
+            u.receipt,
+            u.offset,
+            u.action,
+            u.grant_id,
+            u.holder,
+            jcp::energy::format_uj(u.cost_uj)
+        );
+    }
+    if unresolved.len() > UNRESOLVED_NAMED {
+        let _ = writeln!(
+            s,
+            "jcp serve: … and {} more unresolved; `jcp audit {}` lists every one",
+            unresolved.len() - UNRESOLVED_NAMED,
+            stream.display()
+        );
+    }
 }
 
 /// The latest amendment of a run file with what it steers: the checkpoint
