@@ -13,6 +13,12 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// A key file `name` seeded with 32 copies of the byte `seed`; its did.
+fn kp_did(dir: &Path, name: &str, seed: &str) -> String {
+    ok(dir, &["key", "new", "--out", name, "--seed", &seed.repeat(32)]);
+    ok(dir, &["key", "show", name]).trim().to_owned()
+}
+
 fn setup(dir: &Path) -> (String, String) {
     ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
     ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
@@ -140,6 +146,7 @@ fn c11_cli_shard_refuses_slices_past_the_parent() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let (agent, worker) = setup(d);
+    let (pa, pb) = (kp_did(d, "pa.key", "0a"), kp_did(d, "pb.key", "0b"));
     let o = jcp(
         d,
         &[
@@ -150,9 +157,9 @@ fn c11_cli_shard_refuses_slices_past_the_parent() {
             "--key",
             "agent.key",
             "--slice",
-            &format!("{worker}=600"),
+            &format!("{worker}=600@{pa}"),
             "--slice",
-            &format!("{agent}=401"),
+            &format!("{agent}=401@{pb}"),
             "--out-dir",
             "shards",
         ],
@@ -169,9 +176,9 @@ fn c11_cli_shard_refuses_slices_past_the_parent() {
             "--key",
             "agent.key",
             "--slice",
-            &format!("{worker}=600"),
+            &format!("{worker}=600@{pa}"),
             "--slice",
-            &format!("{agent}=400"),
+            &format!("{agent}=400@{pb}"),
             "--out-dir",
             "shards",
             "--json",
@@ -358,4 +365,83 @@ fn s4_3_cli_decide_records_a_revocation_at_the_next_marker() {
     assert_eq!(revs[1]["allows"]["explicable"], 2, "{v}");
     assert_eq!(revs[1]["allows"]["violation"], 0, "{v}");
     assert!(v["findings_by_code"].get("revocation-violation").is_none(), "{v}");
+}
+
+/// §4.5: "each point then enforces only its own shard". A shard minted for
+/// point A (`SUBJECT=µJ@POINT`) is decided at A and refused at B
+/// (`caveat-unsatisfied`, PointIs), so one shard is never spent at two
+/// points; a second sharding of the same parent is refused at a point
+/// whose first shard is live; and the audit of both points is clean.
+#[test]
+fn c11_s4_5_cli_a_shard_is_spent_only_at_its_point_and_the_parent_is_not_resharded_there() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let (agent, worker) = setup(d);
+    let (pa, pb) = (kp_did(d, "pa.key", "0a"), kp_did(d, "pb.key", "0b"));
+    let shard = |slices: &[String], out: &str| {
+        let mut args = vec!["grant", "shard", "--parent", "root.jcp", "--key", "agent.key", "--out-dir", out, "--json"];
+        for sl in slices {
+            args.extend(["--slice", sl]);
+        }
+        let v: serde_json::Value = serde_json::from_str(&ok(d, &args)).unwrap();
+        v
+    };
+    let v = shard(&[format!("{worker}=600@{pa}"), format!("{worker}=400@{pb}")], "first");
+    assert_eq!(v["shards"][0]["point"], pa.as_str(), "{v}");
+    // Two slices bound to one point are refused at mint.
+    let o = jcp(
+        d,
+        &[
+            "grant",
+            "shard",
+            "--parent",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--out-dir",
+            "x",
+            "--slice",
+            &format!("{worker}=1@{pa}"),
+            "--slice",
+            &format!("{agent}=1@{pa}"),
+        ],
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shard-invalid"), "{}", String::from_utf8_lossy(&o.stderr));
+    let decide = |shard: &str, key: &str, stream: &str| {
+        let o = jcp(
+            d,
+            &[
+                "decide",
+                "--chain",
+                "root.jcp",
+                shard,
+                "--caller",
+                &worker,
+                "--action",
+                "read",
+                "--cost-uj",
+                "10",
+                "--stream",
+                stream,
+                "--steward-key",
+                key,
+                "--json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        v["decision"]["verdict"].clone()
+    };
+    assert_eq!(decide("first/shard-0.jcp", "pa.key", "a.jcps")["verdict"], "allow");
+    let at_b = decide("first/shard-0.jcp", "pb.key", "b.jcps");
+    assert_eq!(at_b["reason"], "caveat-unsatisfied", "{at_b}");
+    assert_eq!(decide("first/shard-1.jcp", "pb.key", "b.jcps")["verdict"], "allow");
+    // Re-sharding the parent hands A a second shard: refused while the first is live.
+    shard(&[format!("{worker}=600@{pa}"), format!("{worker}=400@{pb}")], "second");
+    let again = decide("second/shard-0.jcp", "pa.key", "a.jcps");
+    assert_eq!(again["reason"], "attenuation-violation", "{again}");
+    let o = jcp(d, &["audit", "a.jcps", "b.jcps", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for code in ["shard-wrong-point", "shard-overcommitted"] {
+        assert!(v["findings_by_code"].get(code).is_none(), "{v}");
+    }
 }

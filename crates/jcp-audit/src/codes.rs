@@ -218,8 +218,16 @@ finding_codes! {
     SequenceGap => "sequence-gap",
     /// §4.11: a settlement whose reservation and settling receipt are not both pending allows.
     SettlementUnmatched => "settlement-unmatched",
+    /// §4.5: a shard operation refused for another reason than its joule
+    /// sum (`jcp::Error`).
+    ShardInvalid => "shard-invalid",
+    /// §4.5: the shards of one parent bound to points sum past the parent's
+    /// joule or money ceiling (the parent was sharded more than once).
+    ShardOvercommitted => "shard-overcommitted",
     /// §4.5: shards summing past their grant's budget (`jcp::Error`).
     ShardOverflow => "shard-overflow",
+    /// §4.5: a shard bound to one point (`PointIs`) spent at another.
+    ShardWrongPoint => "shard-wrong-point",
     /// §4: a signed object naming another signer than its key (`jcp::Error`).
     SignerMismatch => "signer-mismatch",
     /// §4.6: a standing grant's refusal (`jcp::Error`).

@@ -92,6 +92,52 @@ pub(crate) fn superseded_elsewhere(code: crate::FindingCode, grant: &ContentId, 
     }
 }
 
+/// §4.5: a shard bound to `point` allowed through at `at`.
+pub(crate) fn shard_wrong_point(shard: &ContentId, point: &jcp::identity::Did, at: &str) -> String {
+    format!(
+        "shard {shard} is bound to point {point} (PointIs) but point {at} allowed through it: each point enforces only its own shard, so one shard spent at two points is spent twice (§4.5)"
+    )
+}
+
+/// §4.5: for each parent whose shards bound to points (grant records) sum
+/// past its joule or money ceiling, a sentence; `record` finds a grant
+/// record by id. Sorted by parent id.
+pub(crate) fn shard_overcommitted<'a>(
+    bound: &[&'a jcp::grant::SignedGrant],
+    record: impl Fn(&ContentId) -> Option<&'a jcp::grant::SignedGrant>,
+) -> Vec<String> {
+    let mut by_parent: std::collections::BTreeMap<ContentId, Vec<&jcp::grant::SignedGrant>> =
+        std::collections::BTreeMap::new();
+    for g in bound {
+        if let Some(p) = g.grant().parent {
+            by_parent.entry(p).or_default().push(g);
+        }
+    }
+    let mut out = Vec::new();
+    for (pid, mut shards) in by_parent {
+        let Some(parent) = record(&pid) else { continue };
+        shards.sort_by_key(|g| g.id());
+        shards.dedup_by_key(|g| g.id());
+        let p = parent.grant();
+        let uj: u128 = shards.iter().map(|g| u128::from(g.grant().budget_uj)).sum();
+        let minor: u128 =
+            shards.iter().filter_map(|g| g.grant().budget_funds.as_ref()).map(|f| u128::from(f.minor)).sum();
+        let over_money = p.budget_funds.as_ref().is_some_and(|f| minor > u128::from(f.minor));
+        if uj > u128::from(p.budget_uj) || over_money {
+            let money = p
+                .budget_funds
+                .as_ref()
+                .map_or_else(String::new, |f| format!(" and {minor} of {} {}", f.minor, f.currency));
+            out.push(format!(
+                "the {} shards of {pid} bound to points hold {uj} µJ of its {} µJ{money}: the parent was sharded past itself, so its points together may spend more than it holds (§4.5)",
+                shards.len(),
+                p.budget_uj
+            ));
+        }
+    }
+    out
+}
+
 /// §5.5: joules past a grant's ceiling.
 pub(crate) fn overspend_uj(grant: &ContentId, spent: u64, budget: u64, over: u64) -> String {
     format!("grant {grant} spent {spent} µJ against a ceiling of {budget} µJ ({over} µJ over)")

@@ -638,3 +638,81 @@ fn s8_2_fuzz_corpus_reference_agrees() {
     }
     assert!(n >= 10, "only {n} corpus files");
 }
+
+/// A 1 000 µJ root sharded 600 @ point 1 + 400 @ point 2; `extra` adds a
+/// second sharding (600 @ point 3) when set. Each point allows 100 µJ
+/// through its shard; point 3, when `impersonate`, allows through point
+/// 1's shard as if it were point 1 (a point that ignores the binding).
+fn shard_streams(dir: &Path, extra: bool, impersonate: bool) -> Vec<PathBuf> {
+    use jcp::grant::{shard, Slice};
+    let pts = points();
+    let steward = |i: u8| Keypair::from_seed([40 + i; 32]).unwrap();
+    let worker = Keypair::from_seed([77; 32]).unwrap();
+    let slice = |uj: u64, i: u8| Slice {
+        subject: worker.did(),
+        budget_uj: uj,
+        point: steward(i).did(),
+        funds_minor: None,
+        nonce: Some([i; 16]),
+    };
+    let first = shard(&pts.root, &pts.holder, &[slice(600_000, 1), slice(400_000, 2)]).unwrap();
+    let second = shard(&pts.root, &pts.holder, &[slice(600_000, 3)]).unwrap();
+    let spend = |dg: &mut DurableGate, s: &SignedGrant, n: u64| {
+        let chain = [pts.root.clone(), s.clone()];
+        let f = call(s, "invoke", &Value::Uint(n));
+        let c = Cost::energy(Energy::new(100, Provenance::HwShunt));
+        let did = worker.did();
+        dg.decide(&Request { frame: &f, chain: &chain, caller: &did, cost: &c, now: 1, flow: None }).unwrap().decision
+    };
+    let mut paths = Vec::new();
+    for (i, s) in [(1u8, &first[0]), (2, &first[1])] {
+        let p = dir.join(format!("p{i}.jcps"));
+        let mut dg = point(&p, i);
+        assert!(spend(&mut dg, s, 1).is_allow());
+        // §4.5: the other point's shard is refused here.
+        let other = if i == 1 { &first[1] } else { &first[0] };
+        assert_eq!(spend(&mut dg, other, 2).reason(), Some(jcp::decision::Reason::CaveatUnsatisfied));
+        dg.close().unwrap();
+        paths.push(p);
+    }
+    if extra || impersonate {
+        let p = dir.join("p3.jcps");
+        let mut dg = point(&p, 3);
+        if extra {
+            assert!(spend(&mut dg, &second[0], 3).is_allow());
+        }
+        if impersonate {
+            dg.impersonate_point_for_tests(steward(1).did());
+            assert!(spend(&mut dg, &first[0], 4).is_allow());
+        }
+        dg.close().unwrap();
+        paths.push(p);
+    }
+    paths
+}
+
+/// §4.5: "each point then enforces only its own shard". Honest points
+/// leave nothing to find; a point that spent another point's shard is
+/// `shard-wrong-point` at its allow; a parent sharded twice past itself is
+/// `shard-overcommitted`. The reference audit agrees on each.
+#[test]
+fn c11_s4_5_the_audit_proves_a_shard_spent_at_two_points_and_a_parent_sharded_past_itself() {
+    let codes = |r: &Report, code: &str| -> Vec<usize> {
+        r.findings.iter().filter(|f| f.code.as_str() == code).map(|f| f.stream).collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let r = same(&shard_streams(dir.path(), false, false), &plain()).unwrap();
+    assert!(
+        codes(&r, "shard-wrong-point").is_empty() && codes(&r, "shard-overcommitted").is_empty(),
+        "{:?}",
+        r.findings
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let r = same(&shard_streams(dir.path(), false, true), &plain()).unwrap();
+    assert_eq!(codes(&r, "shard-wrong-point"), vec![2], "{:?}", r.findings);
+    assert!(codes(&r, "shard-overcommitted").is_empty(), "{:?}", r.findings);
+    let dir = tempfile::tempdir().unwrap();
+    let r = same(&shard_streams(dir.path(), true, false), &plain()).unwrap();
+    assert_eq!(codes(&r, "shard-overcommitted").len(), 1, "{:?}", r.findings);
+    assert!(r.findings.iter().any(|f| f.message.contains("1600000 µJ of its 1000000 µJ")), "{:?}", r.findings);
+}

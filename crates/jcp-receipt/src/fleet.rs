@@ -152,12 +152,20 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
     for p in 0..opts.points {
         workers.push(key(seed, &format!("fleet-worker-{p}"))?);
     }
+    let mut stewards = Vec::with_capacity(opts.points);
+    for p in 0..opts.points {
+        stewards.push(key(seed, &format!("fleet-steward-{p}"))?);
+    }
+    // §4.5: each shard is bound to the point that enforces it.
     let slices: Vec<Slice> = workers
         .iter()
+        .zip(&stewards)
         .enumerate()
-        .map(|(p, w)| Slice {
+        .map(|(p, (w, st))| Slice {
             subject: w.did(),
             budget_uj: SHARD_UJ,
+            point: st.did(),
+            funds_minor: None,
             nonce: Some(nonce(seed, &format!("fleet-shard-{p}"))),
         })
         .collect();
@@ -169,7 +177,7 @@ pub fn write_fleet(dir: &Path, opts: &FleetOptions) -> Result<FleetSummary, Erro
     for (p, (worker, shard_g)) in workers.iter().zip(&shards).enumerate() {
         let role = role(opts.points, p);
         let path = point_path(dir, p);
-        let steward = key(seed, &format!("fleet-steward-{p}"))?;
+        let steward = stewards[p].clone();
         let (mut dg, _) = DurableGate::open_with(&path, steward.clone(), Gate::new(), opts.durability)?;
         dg.record_grant(&root)?;
         dg.record_grant(shard_g)?;

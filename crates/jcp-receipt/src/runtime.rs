@@ -86,6 +86,10 @@ impl DurableGate {
         extra: &mut dyn FnMut(u64, RecordKind, &[u8]),
     ) -> Result<(Self, ReplayReport), Error> {
         let steward_did = steward.did();
+        // §4.5: the point's identity, which a shard's `PointIs` names, is
+        // the key that seals its receipts (so the audit can check it).
+        let mut gate = gate;
+        gate.set_point(steward_did);
         let mut st = Replay::new(gate, steward_did, extra);
         let (writer, torn) = StreamWriter::open(path, durability, |item| st.visit(item))?;
         let replayed = st.finish(torn);

@@ -862,3 +862,37 @@ fn s4_11_a_settlement_that_matches_nothing_takes_nothing_back() {
     assert_eq!(replay.rejected.get("settlement-unmatched"), Some(&1));
     assert_eq!(dg.gate().spent(&fx.root.id()).uj, 5, "nothing taken back");
 }
+
+/// §4.5 + §8.1: a point's shard of a parent is rebuilt on restart (the
+/// shard and its parent are recorded before the first allow through
+/// them), so a re-sharding stays refused across a restart.
+#[test]
+fn c11_a_points_shard_of_a_parent_survives_a_restart() {
+    use jcp::grant::{shard, Slice};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jcps");
+    let fx = fx();
+    let slice = |n: u8| Slice {
+        subject: fx.worker.did(),
+        budget_uj: 1_000,
+        point: fx.steward.did(),
+        funds_minor: None,
+        nonce: Some([n; 16]),
+    };
+    let first = shard(&fx.root, &fx.holder, &[slice(1)]).unwrap();
+    let second = shard(&fx.root, &fx.holder, &[slice(2)]).unwrap();
+    let decide = |dg: &mut DurableGate, s: &jcp::grant::SignedGrant| {
+        let chain = [fx.root.clone(), s.clone()];
+        let f = frame(s, "invoke", 1);
+        let c = cost(10);
+        let did = fx.worker.did();
+        dg.decide(&Request { frame: &f, chain: &chain, caller: &did, cost: &c, now: 1, flow: None }).unwrap().decision
+    };
+    let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert!(decide(&mut dg, &first[0]).is_allow());
+    dg.close().unwrap();
+    let (mut dg, _) = DurableGate::open(&p, fx.steward.clone(), Gate::new()).unwrap();
+    assert_eq!(dg.gate().shard_here(&fx.root.id()), Some(first[0].id()));
+    assert_eq!(decide(&mut dg, &second[0]).verdict, Verdict::Deny(Reason::AttenuationViolation));
+    assert!(decide(&mut dg, &first[0]).is_allow());
+}

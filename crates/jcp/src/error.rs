@@ -91,6 +91,11 @@ pub enum Error {
         /// The parent grant's `budget_uj`.
         parent: u64,
     },
+    /// A shard operation refused for another reason than its joule sum
+    /// (§4.5, §4.8): two slices bound to one point, a money share missing,
+    /// stated without a parent ceiling, or summing past it.
+    #[error("shard-invalid: {0}")]
+    ShardInvalid(String),
     /// A revocation whose revoker is not the grant's issuer, or whose ids do
     /// not match (§4.3).
     #[error("revocation-unauthorized: {0}")]
@@ -451,6 +456,7 @@ impl Error {
             Self::NotHolder { .. } => "not-holder",
             Self::DelegationForbidden => "delegation-forbidden",
             Self::ShardOverflow { .. } => "shard-overflow",
+            Self::ShardInvalid(_) => "shard-invalid",
             Self::RevocationUnauthorized(_) => "revocation-unauthorized",
             Self::ChainBroken(_) => "chain-broken",
             Self::StatementSigner { .. } => "statement-signer",
@@ -523,6 +529,7 @@ impl Error {
             | Self::NotHolder { .. }
             | Self::DelegationForbidden
             | Self::ShardOverflow { .. }
+            | Self::ShardInvalid(_)
             | Self::RevocationUnauthorized(_)
             | Self::ChainBroken(_)
             // §4.5 channels, §2.1 rotation, §4.6 standing grants: every one a refusal of a read object.
@@ -614,6 +621,7 @@ mod tests {
             Error::StandingSliceExceedsPolicy { slice: 2, per_firing: 1 },
             Error::StandingBudgetExhausted { spent: 1, slice: 1, budget: 1 },
             Error::StandingGrantExpired { expiry: 1, now: 2 },
+            Error::ShardInvalid(s()),
             Error::InvalidCaveat { text: s(), problem: s() },
             Error::InvalidLabel { text: s(), problem: s() },
             Error::InvalidFunds { text: s(), problem: s() },
@@ -633,6 +641,7 @@ mod tests {
                 | Error::NotHolder { .. }
                 | Error::DelegationForbidden
                 | Error::ShardOverflow { .. }
+                | Error::ShardInvalid(_)
                 | Error::RevocationUnauthorized(_)
                 | Error::ChainBroken(_)
                 | Error::StatementSigner { .. }

@@ -94,6 +94,12 @@ pub enum Caveat {
     ModelIn(Vec<ContentId>),
     /// The argument's label must sit at or below this ceiling (§4.10).
     FlowBelow(FlowCeiling),
+    /// The enforcement point deciding must be this one (§4.5: a shard is
+    /// bound to the point that enforces it). It ranges over what the point
+    /// holds when it decides — its own identity, the key that seals its
+    /// receipts — and fails closed at a point that states none
+    /// (docs/decisions.md).
+    PointIs(Did),
 }
 
 /// A caveat's text form, for people (flags and forms): `Name=argument`,
@@ -111,6 +117,7 @@ impl std::str::FromStr for Caveat {
             "ActionIn" => Self::ActionIn(crate::flow::text_list(arg)),
             "PayloadIs" => Self::PayloadIs(content_id_from_text(arg, "PayloadIs")?),
             "CallerIs" => Self::CallerIs(Did::parse(arg)?),
+            "PointIs" => Self::PointIs(Did::parse(arg)?),
             "NotBefore" => Self::NotBefore(uint(arg)?),
             "NotAfter" => Self::NotAfter(uint(arg)?),
             "MaxCostUj" => Self::MaxCostUj(uint(arg)?),
@@ -131,9 +138,21 @@ impl std::str::FromStr for Caveat {
             other => {
                 return Err(Error::InvalidCaveat {
                     text: s.to_owned(),
-                    problem: format!("unknown caveat {other:?} (ActionIn, PayloadIs, CallerIs, NotBefore, NotAfter, MaxCostUj, ModelIn, FlowBelow)"),
+                    problem: format!("unknown caveat {other:?} (ActionIn, PayloadIs, CallerIs, NotBefore, NotAfter, MaxCostUj, ModelIn, FlowBelow, PointIs)"),
                 })
             }
+        })
+    }
+}
+
+impl Grant {
+    /// The enforcement point this grant is bound to (§4.5 `PointIs`), if
+    /// it carries one (the first, where it carries several: any other
+    /// names another point and fails everywhere).
+    pub fn bound_point(&self) -> Option<&Did> {
+        self.caveats.iter().find_map(|c| match c {
+            Caveat::PointIs(d) => Some(d),
+            _ => None,
         })
     }
 }
@@ -150,6 +169,7 @@ impl Caveat {
             Self::MaxCostUj(_) => "MaxCostUj",
             Self::ModelIn(_) => "ModelIn",
             Self::FlowBelow(_) => "FlowBelow",
+            Self::PointIs(_) => "PointIs",
         }
     }
 
@@ -163,7 +183,7 @@ impl Caveat {
         let arg = match self {
             Self::ActionIn(a) => cbor::text_array(a),
             Self::PayloadIs(c) => Value::text(c.to_hex()),
-            Self::CallerIs(d) => Value::text(d.to_did_string()),
+            Self::CallerIs(d) | Self::PointIs(d) => Value::text(d.to_did_string()),
             Self::NotBefore(t) | Self::NotAfter(t) | Self::MaxCostUj(t) => Value::Uint(*t),
             Self::ModelIn(m) => Value::Array(m.iter().map(|c| Value::text(c.to_hex())).collect()),
             Self::FlowBelow(f) => f.to_value(),
@@ -205,6 +225,10 @@ impl Caveat {
             "CallerIs" => match arg {
                 Value::Text(s) => Self::CallerIs(Did::parse(s).map_err(|e| invalid(&e.to_string()))?),
                 _ => return Err(invalid("CallerIs takes a did:key")),
+            },
+            "PointIs" => match arg {
+                Value::Text(s) => Self::PointIs(Did::parse(s).map_err(|e| invalid(&e.to_string()))?),
+                _ => return Err(invalid("PointIs takes a did:key")),
             },
             "NotBefore" => Self::NotBefore(uint(arg)?),
             "NotAfter" => Self::NotAfter(uint(arg)?),
@@ -572,31 +596,85 @@ pub fn attenuate(parent: &SignedGrant, holder: &Keypair, a: Attenuation) -> Resu
 /// One slice of a shard operation (§4.5).
 #[derive(Debug, Clone)]
 pub struct Slice {
-    /// The enforcement point (or delegate) holding this shard.
+    /// Who holds this shard (the worker, or a delegate).
     pub subject: Did,
-    /// Its budget.
+    /// Its joule budget.
     pub budget_uj: u64,
+    /// The enforcement point that enforces it, and no other (its
+    /// identity: the key that seals its receipts). The shard carries
+    /// `PointIs(point)`.
+    pub point: Did,
+    /// Its share of the parent's money ceiling, in the parent's currency
+    /// (§4.8): required where the parent has one, refused where it has
+    /// none.
+    pub funds_minor: Option<u64>,
     /// Its nonce (fresh randomness when `None`).
     pub nonce: Option<[u8; 16]>,
 }
 
 /// Mints N sibling children whose budgets sum to no more than the parent's
-/// (§4.5); refuses slices that sum past it.
+/// (§4.5), each bound to the one enforcement point that enforces it
+/// (`PointIs`), refusing slices that sum past the parent — in joules and,
+/// where the parent has a money ceiling, in money, which is split as joules
+/// are (a shard never inherits the parent's whole money ceiling) — and two
+/// shards bound to one point.
 pub fn shard(parent: &SignedGrant, holder: &Keypair, slices: &[Slice]) -> Result<Vec<SignedGrant>, Error> {
+    let p = parent.grant();
     let sum: u128 = slices.iter().map(|s| u128::from(s.budget_uj)).sum();
-    let budget = parent.grant().budget_uj;
-    if sum > u128::from(budget) {
-        return Err(Error::ShardOverflow { sum, parent: budget });
+    if sum > u128::from(p.budget_uj) {
+        return Err(Error::ShardOverflow { sum, parent: p.budget_uj });
     }
+    for (i, s) in slices.iter().enumerate() {
+        if slices[..i].iter().any(|o| o.point == s.point) {
+            return Err(Error::ShardInvalid(format!(
+                "slices {} and {i} are bound to one point {}: a point enforces one shard of a parent",
+                slices[..i].iter().position(|o| o.point == s.point).unwrap_or(0),
+                s.point
+            )));
+        }
+    }
+    let funds: Vec<Option<Funds>> = match &p.budget_funds {
+        None => {
+            if let Some(i) = slices.iter().position(|s| s.funds_minor.is_some()) {
+                return Err(Error::ShardInvalid(format!(
+                    "slice {i} states a money share, but the parent has no money ceiling to split"
+                )));
+            }
+            vec![None; slices.len()]
+        }
+        Some(f) => {
+            let mut out = Vec::with_capacity(slices.len());
+            for (i, s) in slices.iter().enumerate() {
+                let Some(minor) = s.funds_minor else {
+                    return Err(Error::ShardInvalid(format!(
+                        "slice {i} states no money share: the parent is bounded at {} {}, and a shard that inherited all of it would let N points spend it N times",
+                        f.minor, f.currency
+                    )));
+                };
+                out.push(Some(Funds { currency: f.currency.clone(), minor }));
+            }
+            let money: u128 = slices.iter().filter_map(|s| s.funds_minor).map(u128::from).sum();
+            if money > u128::from(f.minor) {
+                return Err(Error::ShardInvalid(format!(
+                    "money shares sum to {money} {}, past the parent's {} {}",
+                    f.currency, f.minor, f.currency
+                )));
+            }
+            out
+        }
+    };
     slices
         .iter()
-        .map(|s| {
+        .zip(funds)
+        .map(|(s, budget_funds)| {
             attenuate(
                 parent,
                 holder,
                 Attenuation {
                     subject: Some(s.subject),
                     budget_uj: Some(s.budget_uj),
+                    budget_funds,
+                    add_caveats: vec![Caveat::PointIs(s.point)],
                     nonce: s.nonce,
                     ..Attenuation::default()
                 },

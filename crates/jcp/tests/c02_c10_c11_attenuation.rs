@@ -121,7 +121,16 @@ fn c11_shard_slices_summing_past_the_parent_are_refused_at_mint() {
     let slices = |b: &[u64]| -> Vec<Slice> {
         b.iter()
             .enumerate()
-            .map(|(i, &budget_uj)| Slice { subject: key(10 + u8::try_from(i).unwrap()).did(), budget_uj, nonce: None })
+            .map(|(i, &budget_uj)| {
+                let i = u8::try_from(i).unwrap();
+                Slice {
+                    subject: key(10 + i).did(),
+                    budget_uj,
+                    point: key(40 + i).did(),
+                    funds_minor: None,
+                    nonce: None,
+                }
+            })
             .collect()
     };
     assert!(matches!(shard(&root, &a, &slices(&[50, 51])), Err(Error::ShardOverflow { sum: 101, parent: 100 })));
@@ -129,6 +138,79 @@ fn c11_shard_slices_summing_past_the_parent_are_refused_at_mint() {
     let shards = shard(&root, &a, &slices(&[50, 30, 20])).unwrap();
     assert_eq!(shards.len(), 3);
     assert!(shards.iter().all(|s| s.grant().parent == Some(root.id())));
+}
+
+/// §4.5 + §4.8: a shard carries its point (`PointIs`) and its share of the
+/// parent's money ceiling, never the whole of it: a money share is
+/// required under a money-bounded parent, refused without one, and the
+/// shares may not sum past it; two slices bound to one point are refused.
+#[test]
+fn c11_shards_are_bound_to_their_points_and_split_the_money_ceiling() {
+    let (issuer, a) = (key(1), key(2));
+    let mut root = root_grant(&issuer, &a, 1_000);
+    root.budget_funds = Some(Funds { currency: "USD".into(), minor: 100 });
+    let root = root.sign(&issuer).unwrap();
+    let slice = |i: u8, uj: u64, minor: Option<u64>| Slice {
+        subject: key(10 + i).did(),
+        budget_uj: uj,
+        point: key(40 + i).did(),
+        funds_minor: minor,
+        nonce: None,
+    };
+    let shards = shard(&root, &a, &[slice(0, 600, Some(60)), slice(1, 400, Some(40))]).unwrap();
+    assert_eq!(shards[0].grant().bound_point(), Some(&key(40).did()));
+    assert_eq!(shards[0].grant().budget_funds, Some(Funds { currency: "USD".into(), minor: 60 }));
+    assert!(shards[1].grant().caveats.contains(&Caveat::PointIs(key(41).did())));
+    let code = |r: Result<Vec<jcp::grant::SignedGrant>, Error>| r.unwrap_err().code();
+    assert_eq!(code(shard(&root, &a, &[slice(0, 600, Some(60)), slice(1, 400, None)])), "shard-invalid");
+    assert_eq!(code(shard(&root, &a, &[slice(0, 600, Some(61)), slice(1, 400, Some(40))])), "shard-invalid");
+    let same_point = Slice { point: key(40).did(), ..slice(1, 400, Some(40)) };
+    assert_eq!(code(shard(&root, &a, &[slice(0, 600, Some(60)), same_point])), "shard-invalid");
+    let plain = signed_root(&issuer, &a, 1_000);
+    assert_eq!(code(shard(&plain, &a, &[slice(0, 600, Some(1))])), "shard-invalid");
+}
+
+/// §4.5 "each point then enforces only its own shard": the shard is
+/// decided at its point, refused at another and at a point stating no
+/// identity; a second shard of the same parent at a point whose first is
+/// live (a re-sharding) is refused until the first is revoked.
+#[test]
+fn c11_a_shard_is_decided_only_at_its_point_and_a_point_holds_one_live_shard_of_a_parent() {
+    let (issuer, a) = (key(1), key(2));
+    let root = signed_root(&issuer, &a, 1_000);
+    let slice = |i: u8, p: u8, uj: u64| Slice {
+        subject: key(10 + i).did(),
+        budget_uj: uj,
+        point: key(p).did(),
+        funds_minor: None,
+        nonce: Some([i; 16]),
+    };
+    let first = shard(&root, &a, &[slice(0, 40, 600), slice(1, 41, 400)]).unwrap();
+    let second = shard(&root, &a, &[slice(2, 40, 600)]).unwrap();
+    let try_at = |gate: &mut Gate, s: &jcp::grant::SignedGrant, who: u8| {
+        let chain = [root.clone(), s.clone()];
+        decide(gate, &frame_for(s, "read"), &chain, &key(10 + who).did(), &cost(10))
+    };
+    let mut nowhere = Gate::new();
+    let d = try_at(&mut nowhere, &first[0], 0);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::CaveatUnsatisfied), "{}", d.detail);
+    let mut p40 = Gate::new();
+    p40.set_point(key(40).did());
+    assert!(try_at(&mut p40, &first[0], 0).is_allow());
+    let d = try_at(&mut p40, &first[1], 1);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::CaveatUnsatisfied), "{}", d.detail);
+    assert!(d.detail.contains("PointIs"), "{}", d.detail);
+    let d = try_at(&mut p40, &second[0], 2);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::AttenuationViolation), "{}", d.detail);
+    assert_eq!(p40.shard_here(&root.id()), Some(first[0].id()));
+    // Rebalancing is revocation + re-issuance (§4.5).
+    let rev = jcp::revocation::Revocation::issue(&first[0], &a, Some([3; 16])).unwrap();
+    p40.admit_revocation(&rev, &first[0]).unwrap();
+    assert!(try_at(&mut p40, &second[0], 2).is_allow());
+    assert_eq!(p40.shard_here(&root.id()), Some(second[0].id()), "the live shard is the new one");
+    let third = shard(&root, &a, &[slice(3, 40, 600)]).unwrap();
+    let d = try_at(&mut p40, &third[0], 3);
+    assert_eq!(d.verdict, Verdict::Deny(Reason::AttenuationViolation), "{}", d.detail);
 }
 
 proptest! {

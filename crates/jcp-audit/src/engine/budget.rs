@@ -55,6 +55,9 @@ pub(super) struct GrantAcc {
     /// This grant's running spend per steward, to check each receipt's
     /// stated remainder (kept with the grant: its entry is looked up anyway).
     pub(super) running: Running,
+    /// Each point (steward) that allowed through it, with its first such
+    /// allow (§4.5: a shard is spent at its own point only).
+    pub(super) points: Vec<(Key, (usize, u64))>,
 }
 
 /// Running spend per steward: the first steward inline (a stream usually
@@ -164,6 +167,9 @@ impl Engine {
             *run = run.saturating_add(c.cost_uj);
             g.spent_uj = g.spent_uj.saturating_add(c.cost_uj);
             g.allows += 1;
+            if !g.points.iter().any(|(k, _)| *k == meta.steward) {
+                g.points.push((meta.steward, (s, off)));
+            }
             if measured {
                 g.measured_uj = g.measured_uj.saturating_add(c.cost_uj);
             } else {

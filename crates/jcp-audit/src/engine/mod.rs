@@ -20,6 +20,7 @@ mod outcomes;
 mod read;
 mod revocation;
 mod sequence;
+mod shards;
 
 use std::collections::BTreeMap;
 
@@ -271,6 +272,7 @@ impl Engine {
     fn finish(mut self) -> Report {
         let revocations = self.revocations();
         self.supersessions();
+        self.shards();
         let grants = self.grant_lines();
         let groups = self.group_lines();
         let stewards = self.steward_lines();

@@ -214,6 +214,7 @@ impl Ledger {
         let g = self.grants.entry(*id).or_default();
         let run = g.running.entry(at.steward.clone()).or_default();
         *run = run.saturating_add(c.cost_uj);
+        g.points.entry(at.steward.clone()).or_insert((at.stream, at.offset));
         g.spent_uj = g.spent_uj.saturating_add(c.cost_uj);
         g.allows += 1;
         if c.energy().rests_on_measurement() {

@@ -134,6 +134,35 @@ impl Ledger {
         self.findings.count_more(FindingCode::SupersededUnverifiable, unverifiable_more);
     }
 
+    /// §4.5: every steward other than a shard's bound point that allowed
+    /// through it (`shard-wrong-point`, at its first such allow), and each
+    /// parent whose point-bound shards sum past it (`shard-overcommitted`).
+    pub(super) fn shards(&mut self) {
+        let mut found: Vec<(usize, u64, FindingCode, String)> = Vec::new();
+        for (id, rec) in &self.grant_records {
+            let Some(point) = rec.grant().bound_point() else {
+                continue;
+            };
+            let Some(g) = self.grants.get(id) else {
+                continue;
+            };
+            for (steward, &(s, o)) in &g.points {
+                if *steward != point.to_did_string() {
+                    found.push((s, o, FindingCode::ShardWrongPoint, words::shard_wrong_point(id, point, steward)));
+                }
+            }
+        }
+        let bound: Vec<&jcp::grant::SignedGrant> =
+            self.grant_records.values().filter(|g| g.grant().bound_point().is_some()).collect();
+        for msg in words::shard_overcommitted(&bound, |id| self.grant_records.get(id)) {
+            found.push((0, 0, FindingCode::ShardOvercommitted, msg));
+        }
+        found.sort();
+        for (s, o, code, msg) in found {
+            self.finding(s, o, code, msg);
+        }
+    }
+
     /// §5.5: a grant's conservation line and, past its ceiling, an `overspend`.
     pub(super) fn grant_line(
         &self,

@@ -118,6 +118,8 @@ struct GrantBooks {
     by_marker: BTreeMap<(usize, Option<u64>), Bucket>,
     /// Its spend per steward (each steward's receipts state their own remainder).
     running: BTreeMap<String, u64>,
+    /// Each steward that allowed through it, at its first such allow (§4.5).
+    points: BTreeMap<String, (usize, u64)>,
 }
 
 #[derive(Default)]
@@ -347,6 +349,7 @@ impl Ledger {
     fn finish(mut self) -> Report {
         let revocations = self.revocations();
         self.supersessions();
+        self.shards();
         // Every grant a receipt named or a grant record stated, by id.
         let ids: BTreeSet<ContentId> = self.grants.keys().chain(self.grant_records.keys()).copied().collect();
         let mut grants = Vec::new();

@@ -40,6 +40,9 @@ impl DurableGate {
     /// appends it durably (§4.11: before the caller may act); an allow stays
     /// pending until its outcome is recorded.
     pub(super) fn record_decision(&mut self, decision: Decision, req: &Request<'_>) -> Result<Recorded, Error> {
+        if decision.is_allow() {
+            self.record_shards(req.chain)?;
+        }
         let core = ReceiptCore::from_decision(&decision, req, self.steward_did)?;
         let pos = self.position();
         let bytes = core.seal(pos, &self.steward)?;
@@ -61,6 +64,21 @@ impl DurableGate {
             );
         }
         Ok(Recorded { decision, receipt, offset, sealed: bytes })
+    }
+
+    /// §4.5: a shard bound to this point and its parent are recorded before
+    /// the first allow through them, so replay knows this point's shard of
+    /// the parent again and the audit can check the binding and the split.
+    fn record_shards(&mut self, chain: &[SignedGrant]) -> Result<(), Error> {
+        for w in chain.windows(2) {
+            if w[1].grant().bound_point() == Some(&self.steward_did) && !self.grants.contains_key(&w[1].id()) {
+                if !self.grants.contains_key(&w[0].id()) {
+                    self.record_grant(&w[0])?;
+                }
+                self.record_grant(&w[1])?;
+            }
+        }
+        Ok(())
     }
 
     /// A refusal made before the gate decides (§11: a stale or

@@ -242,6 +242,13 @@ impl<'a> Replay<'a> {
     fn grant(&mut self, r: &Record) {
         match SignedGrant::from_bytes(&r.payload) {
             Ok(g) if g.verify_signature() => {
+                // §4.5: a shard bound here, recorded at its first allow,
+                // is this point's shard of its parent again.
+                if let (Some(parent), Some(p)) = (g.grant().parent, g.grant().bound_point()) {
+                    if *p == self.me {
+                        self.gate.note_shard(parent, g.id());
+                    }
+                }
                 self.grants.insert(g.id(), g);
             }
             Ok(_) => self.report.reject(r.offset, "bad-signature"),

@@ -38,6 +38,14 @@ impl DurableGate {
         Ok(Some(at))
     }
 
+    /// A forger's point, for the audit's tests only: its gate takes `point`
+    /// as its identity, so it decides shards bound to another point (§4.5)
+    /// as that point would, while sealing under its own steward.
+    #[cfg(feature = "testing")]
+    pub fn impersonate_point_for_tests(&mut self, point: jcp::identity::Did) {
+        self.gate.set_point(point);
+    }
+
     /// A forger's point, for the audit's tests only: records an amendment
     /// notice the gate did not check (nor apply), as a point that skipped
     /// §4.7's checks would, so the audit can be shown to refuse it.

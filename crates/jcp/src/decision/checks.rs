@@ -96,11 +96,12 @@ impl Gate {
                 if phase == Phase::Authorize && c.is_cost_dependent() {
                     continue;
                 }
-                if let Some(why) = caveat_fails(c, req) {
+                if let Some(why) = caveat_fails(c, req, self.point.as_ref()) {
                     return deny(Reason::CaveatUnsatisfied, format!("link {link}: {why}"));
                 }
             }
         }
+        self.check_shards(req)?;
         match phase {
             Phase::Authorize => self.check_not_exhausted(req),
             Phase::Whole | Phase::Charge => self.check_budgets(req, ceiling.as_ref()),
@@ -192,6 +193,26 @@ impl Gate {
                 Reason::WrongSubject,
                 format!("caller {} is not the leaf subject {}", req.caller, leaf.grant().subject),
             );
+        }
+        Ok(())
+    }
+
+    /// §4.5: a point enforces one live shard of a parent. A second shard
+    /// of the same parent bound here (a re-sharding) is refused while the
+    /// first is not revoked: otherwise sharding a parent twice would hand
+    /// this point two slices of it.
+    fn check_shards(&self, req: &Request<'_>) -> Step<()> {
+        for (parent, shard) in bound_here(req.chain, self.point.as_ref()) {
+            if let Some(live) = self.shards_here.get(&parent) {
+                if *live != shard && !self.revoked.contains(live) {
+                    return deny(
+                        Reason::AttenuationViolation,
+                        format!(
+                            "shard {shard} re-shards parent {parent} here, where its shard {live} is live: a point enforces one shard of a parent (§4.5); revoke {live} to rebalance"
+                        ),
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -302,8 +323,20 @@ pub(super) enum Phase {
     Charge,
 }
 
-/// Why a caveat does not hold for this request, or `None` when it holds.
-fn caveat_fails(c: &Caveat, req: &Request<'_>) -> Option<String> {
+/// The (parent, shard) pairs of a chain whose shard is bound to `point`
+/// (§4.5 `PointIs`).
+pub(super) fn bound_here<'a>(
+    chain: &'a [SignedGrant],
+    point: Option<&'a Did>,
+) -> impl Iterator<Item = (ContentId, ContentId)> + 'a {
+    chain.windows(2).filter_map(move |w| {
+        let bound = point.is_some() && w[1].grant().bound_point() == point;
+        bound.then(|| (w[0].id(), w[1].id()))
+    })
+}
+
+/// Why a caveat does not hold for this request at `point`, or `None` when it holds.
+fn caveat_fails(c: &Caveat, req: &Request<'_>, point: Option<&Did>) -> Option<String> {
     match c {
         Caveat::ActionIn(set) => {
             (!set.contains(&req.frame.action)).then(|| format!("ActionIn: {:?} is not among {set:?}", req.frame.action))
@@ -322,5 +355,10 @@ fn caveat_fails(c: &Caveat, req: &Request<'_>) -> Option<String> {
         },
         // Judged by the flow gate, before caveats.
         Caveat::FlowBelow(_) => None,
+        Caveat::PointIs(d) => match point {
+            Some(me) if me == d => None,
+            Some(me) => Some(format!("PointIs: this shard is bound to point {d}, not this point {me} (§4.5)")),
+            None => Some(format!("PointIs: this shard is bound to point {d}; this point states no identity")),
+        },
     }
 }

@@ -34,12 +34,48 @@ pub struct Gate {
     /// peers' settled spend there counts against the grant's budget.
     pub(super) channels: HashMap<ContentId, ChannelPoint>,
     pub(super) verified: HashSet<ContentId>,
+    /// This point's identity (§4.5 `PointIs`): the key that seals its
+    /// receipts. `None`: a point that states none, where a shard bound to
+    /// any point fails closed.
+    pub(super) point: Option<Did>,
+    /// §4.5: for each sharded parent, the shard bound to this point that it
+    /// has allowed through (one live shard of a parent per point).
+    pub(super) shards_here: HashMap<ContentId, ContentId>,
 }
 
 impl Gate {
     /// A gate with nothing configured: every resource open, no floors.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// States this point's identity (§4.5): a shard carrying `PointIs` is
+    /// decided here only if it names this key.
+    pub fn set_point(&mut self, point: Did) {
+        self.point = Some(point);
+    }
+
+    /// This point's identity, where it states one.
+    pub fn point(&self) -> Option<&Did> {
+        self.point.as_ref()
+    }
+
+    /// Notes that `shard` (a child of `parent` bound to this point) was
+    /// allowed through here: replay's way of restoring what
+    /// [`Gate::decide`] and [`Gate::authorize`] note on allow.
+    pub fn note_shard(&mut self, parent: ContentId, shard: ContentId) {
+        // A revoked shard's place goes to the next (rebalancing, §4.5).
+        match self.shards_here.get(&parent) {
+            Some(live) if !self.revoked.contains(live) => {}
+            _ => {
+                self.shards_here.insert(parent, shard);
+            }
+        }
+    }
+
+    /// The shard of `parent` bound to this point that it allowed through.
+    pub fn shard_here(&self, parent: &ContentId) -> Option<ContentId> {
+        self.shards_here.get(parent).copied()
     }
 
     /// Configures `root` as a trust root for `resource` (C15). Once any root
@@ -213,9 +249,19 @@ impl Gate {
         }
         if decision.is_allow() {
             self.debit(req, &decision.chain_ids);
+            self.note_shards(req.chain);
             return self.finish(decision, req);
         }
         decision
+    }
+
+    /// §4.5: notes each link bound to this point (`PointIs`) as its
+    /// parent's shard here.
+    pub(super) fn note_shards(&mut self, chain: &[SignedGrant]) {
+        let bound: Vec<(ContentId, ContentId)> = super::checks::bound_here(chain, self.point.as_ref()).collect();
+        for (p, x) in bound {
+            self.note_shard(p, x);
+        }
     }
 
     /// The decision without any effect on the gate (pure).

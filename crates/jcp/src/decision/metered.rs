@@ -73,6 +73,7 @@ impl Gate {
         if !decision.is_allow() {
             return Err(decision);
         }
+        self.note_shards(req.chain);
         let pending = req
             .chain
             .iter()

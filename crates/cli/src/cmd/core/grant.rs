@@ -109,7 +109,9 @@ enum GrantCmd {
         parent: PathBuf,
         #[arg(long)]
         key: PathBuf,
-        /// DID=MICROJOULES, one per shard.
+        /// SUBJECT=MICROJOULES[+MINOR]@POINT, one per shard: who holds it, its joules, its share of the
+        /// parent's money ceiling (required where the parent has one), and the enforcement point (its
+        /// steward's did) that enforces it and no other (§4.5).
         #[arg(long = "slice", required = true)]
         slices: Vec<String>,
         /// Directory for the shard files (shard-0.jcp, …).
@@ -252,33 +254,45 @@ fn attenuate_to(parent: &Path, key: &Path, n: &Narrowing, out: &Path, json: bool
     emit_grant(json, &g, out)
 }
 
+/// One `--slice`: `SUBJECT=MICROJOULES[+MINOR]@POINT` (§4.5: who holds the
+/// shard, its joules, its share of the parent's money ceiling in minor
+/// units where the parent has one, and the point that enforces it).
+fn parse_slice(s: &str) -> anyhow::Result<Slice> {
+    let form = "expected SUBJECT=MICROJOULES[+MINOR]@POINT";
+    let bad = |why: &str| coded("invalid-slice", format!("{s:?}: {why}"));
+    let (left, point) = s.split_once('@').ok_or_else(|| bad(form))?;
+    let (subject, amounts) = left.rsplit_once('=').ok_or_else(|| bad(form))?;
+    let (uj, minor) = match amounts.split_once('+') {
+        Some((uj, m)) => (uj, Some(m.parse().map_err(|_| bad("money minor units must be an unsigned integer"))?)),
+        None => (amounts, None),
+    };
+    let budget_uj = uj.parse().map_err(|_| bad("µJ must be an unsigned integer"))?;
+    Ok(Slice { subject: parse_did(subject)?, budget_uj, point: parse_did(point)?, funds_minor: minor, nonce: None })
+}
+
 /// `jcp grant shard`: sibling shards whose budgets sum to no more than the
-/// parent's (§4.5), one file each.
+/// parent's (§4.5), one file each, each bound to its point.
 fn shard_to(parent: &Path, key: &Path, slices: &[String], out_dir: &Path, json: bool) -> anyhow::Result<()> {
     let p = read_grant(parent)?;
     let holder = read_key(key)?;
-    let slices = slices
-        .iter()
-        .map(|s| {
-            let (d, uj) =
-                s.rsplit_once('=').ok_or_else(|| coded("invalid-slice", format!("{s:?}: expected DID=MICROJOULES")))?;
-            let budget_uj =
-                uj.parse().map_err(|_| coded("invalid-slice", format!("{s:?}: µJ must be an unsigned integer")))?;
-            Ok(Slice { subject: parse_did(d)?, budget_uj, nonce: None })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let slices = slices.iter().map(|s| parse_slice(s)).collect::<anyhow::Result<Vec<_>>>()?;
     let shards = shard(&p, &holder, &slices).map_err(|e| crate::out::jcp_err(&e, e.to_string()))?;
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut files = Vec::new();
     for (i, s) in shards.iter().enumerate() {
         let f = out_dir.join(format!("shard-{i}.jcp"));
         write_object(&f, &s.to_bytes())?;
-        files.push(json!({"file": f, "id": s.id(), "subject": s.grant().subject, "budget_uj": s.grant().budget_uj}));
+        let g = s.grant();
+        files.push(json!({"file": f, "id": s.id(), "subject": g.subject, "budget_uj": g.budget_uj,
+            "point": g.bound_point(), "budget_funds": g.budget_funds}));
     }
     emit(json, &json!({"parent": p.id(), "shards": files}), || {
         let mut t = format!("{} shards of {} ({} µJ)\n", shards.len(), p.id(), p.grant().budget_uj);
         for (i, s) in shards.iter().enumerate() {
-            let _ = writeln!(t, "  shard-{i}.jcp  {}  {} µJ  -> {}", s.id(), s.grant().budget_uj, s.grant().subject);
+            let g = s.grant();
+            let money = g.budget_funds.as_ref().map_or_else(String::new, |f| format!(" + {} {}", f.minor, f.currency));
+            let point = g.bound_point().map_or_else(String::new, |p| format!(", enforced only at {p}"));
+            let _ = writeln!(t, "  shard-{i}.jcp  {}  {} µJ{money}  -> {}{point}", s.id(), g.budget_uj, g.subject);
         }
         t
     })
