@@ -522,3 +522,220 @@ fn s5_1_record_a_live_counter_then_calibrate_from_the_recording() {
         "no-live-counter"
     );
 }
+
+// ------------------------------------------------------------------ issue 37: wraps, liveness over the meter's life, findings per counter
+
+/// A 100 J package zone publishing its power limits: 25 W long-term, 30 W short-term.
+fn small_range_package(fake: &FakePowercap) {
+    fake.zone("intel-rapl:0", "package-0", 1_000, 99_999_999)
+        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 25_000_000)
+        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 30_000_000);
+}
+
+#[test]
+fn s5_1_rapl_wraps_are_all_counted_over_a_window_spanning_several_wraps() {
+    let fake = Arc::new(FakePowercap::new());
+    small_range_package(&fake);
+    let clock = ManualClock::new();
+    // 20 W on a 100 J range: a wrap every 5 s, twelve inside a one-minute window.
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 20_000, 99_999_999)]);
+    let cfg = MeterConfig { interval: Duration::from_secs(60), ..MeterConfig::default() };
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, cfg);
+    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    let w = m.next_window();
+    assert_eq!(
+        (w.provenance, w.coverage, w.rung),
+        (Some(Provenance::HwShunt), Some(Coverage::Whole), Some(RungId::Rapl)),
+        "{:#?}",
+        w.declined
+    );
+    assert_eq!(w.energy_uj, Some(1_200_000_000), "20 W over 60 s, every wrap counted");
+    assert_eq!(w.counters[0].wraps, 12);
+}
+
+#[test]
+fn s5_1_rapl_window_too_sparse_to_rule_out_a_wrap_is_not_graded_hardware() {
+    let fake = Arc::new(FakePowercap::new());
+    small_range_package(&fake);
+    let clock = ManualClock::new();
+    // The metering thread is held up for 5 s inside the second window: at
+    // 20 W the counter runs its whole 100 J range in that time, unseen.
+    let (f, c) = (Arc::clone(&fake), clock.clone());
+    let mut stalled = false;
+    clock.on_pause(move |now| {
+        let mut now = now;
+        if !stalled && now >= 2_000 * MS {
+            stalled = true;
+            c.advance(Duration::from_secs(5));
+            now += 5_000 * MS;
+        }
+        f.set("intel-rapl:0", (1_000 + uj(20_000, now)) % 100_000_000);
+    });
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
+    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    assert_eq!(m.next_window().energy_uj, Some(20_000_000));
+    let w = m.next_window();
+    assert_eq!(w.provenance, Some(Provenance::Estimator), "never a low figure graded hardware: {w:#?}");
+    let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
+    assert_eq!(d.code, "counter-wrap-unobservable", "{}", d.why);
+    let f = serde_json::to_value(&d.findings).unwrap();
+    assert_eq!(f[0]["counter"], "package-0");
+    assert_eq!(f[0]["code"], "counter-wrap-unobservable");
+    assert_eq!(f[0]["bound_mw"], 60_000, "twice the largest published limit");
+    assert!(f[0]["gap_ns"].as_u64().unwrap() >= 5_000 * MS, "{f}");
+    // Read at its pace again, the next window is whole.
+    let w = m.next_window();
+    assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(20_000_000)));
+}
+
+#[test]
+fn s5_liveness_counter_frozen_mid_window_stops_grading_windows_as_hardware() {
+    let fake = Arc::new(FakePowercap::new());
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
+    let clock = ManualClock::new();
+    let f = Arc::clone(&fake);
+    // 10 W; frozen from 1.6 s (inside the second window, 1.4–2.4 s) to 3.45 s.
+    clock.on_pause(move |now| {
+        let ran = now.min(1_600 * MS) + now.saturating_sub(3_450 * MS);
+        f.set("intel-rapl:0", 1_000 + uj(10_000, ran));
+    });
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
+    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    // It moved in this window, then stopped: not live throughout, so no hardware grade.
+    let w = m.next_window();
+    assert_eq!(w.provenance, Some(Provenance::Estimator), "a counter that froze mid-window read low: {w:#?}");
+    let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
+    assert_eq!(d.code, "counter-not-live", "{}", d.why);
+    let f = serde_json::to_value(&d.findings).unwrap();
+    assert_eq!((f[0]["code"].as_str(), f[0]["advanced"].as_u64()), (Some("counter-not-live"), Some(4)), "{f}");
+    let w = m.next_window();
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-not-advancing");
+    // Moving again from 3.45 s: the window 3.4–4.4 s opened before it showed itself live again.
+    let w = m.next_window();
+    assert_eq!(w.provenance, Some(Provenance::Estimator));
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-not-live");
+    let w = m.next_window();
+    assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(10_000_000)));
+}
+
+#[test]
+fn s5_liveness_counter_turning_lumpy_after_the_probe_is_not_live_for_windows() {
+    let fake = Arc::new(FakePowercap::new());
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
+    let clock = ManualClock::new();
+    let f = Arc::clone(&fake);
+    // Live at the probe; from 1.4 s republished only every 500 ms, in lumps.
+    clock.on_pause(move |now| {
+        let shown = if now <= 1_400 * MS { now } else { now / (500 * MS) * (500 * MS) };
+        f.set("intel-rapl:0", 1_000 + uj(10_000, shown));
+    });
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
+    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    for _ in 0..3 {
+        let w = m.next_window();
+        assert_eq!(w.provenance, Some(Provenance::Estimator), "each window moved, in lumps: {w:#?}");
+        let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
+        assert_eq!(d.code, "counter-not-live", "{}", d.why);
+    }
+}
+
+#[test]
+fn s5_plausibility_rapl_is_held_to_the_packages_published_power_limit() {
+    // Limits 15 W long-term, 20 W short-term; the counter runs at 45 W.
+    let fake = Arc::new(FakePowercap::new());
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
+        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 15_000_000)
+        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 20_000_000);
+    let clock = ManualClock::new();
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 45_000, 262_143_328_850)]);
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
+    let rep = m.probe().clone();
+    let r = rep.rung(RungId::Rapl).unwrap();
+    assert_eq!(r.code, "counter-implausible", "{r:#?}");
+    let p = serde_json::to_value(r.counters[0].plausibility.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        (p["rate_mw"].as_u64(), p["bound"].as_str(), p["bound_mw"].as_u64()),
+        (Some(45_000), Some("power-limit"), Some(20_000))
+    );
+    assert_eq!(rep.chosen, Some(RungId::Estimate));
+
+    // Inside the limit it meters, held to it; past it mid-run, the window degrades.
+    let fake = Arc::new(FakePowercap::new());
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
+        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 15_000_000)
+        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 20_000_000);
+    let clock = ManualClock::new();
+    let f = Arc::clone(&fake);
+    clock.on_pause(move |now| {
+        f.set("intel-rapl:0", 1_000 + uj(12_000, now.min(1_400 * MS)) + uj(60_000, now.saturating_sub(1_400 * MS)));
+    });
+    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
+    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    let w = m.next_window();
+    assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(12_000_000)));
+    let held = w.counters[0].plausibility.as_ref().unwrap();
+    assert_eq!(held.bounds(), vec![(jcp_meter::plausibility::BoundKind::PowerLimit, 20_000)]);
+    let w = m.next_window();
+    assert_eq!(w.provenance, Some(Provenance::Estimator));
+    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-implausible");
+}
+
+fn named_gpu(name: &str) -> TraceCounter {
+    TraceCounter { name: name.into(), max_range_uj: None, power_limit_mw: Some(65_000), draw_exposed: true }
+}
+
+#[test]
+fn s5_plausibility_two_unjudgeable_counters_are_unjudgeable_not_implausible() {
+    // Two boards whose every draw sample is impossible (590 W past a 65 W limit): no yardstick for either.
+    let t = trace(RungId::Nvml, vec![named_gpu("gpu0"), named_gpu("gpu1")], 10 * MS, 800, |t| {
+        (vec![Some(uj(14_800, t)), Some(uj(14_800, t))], vec![Some(590_000), Some(590_000)])
+    });
+    let clock = ManualClock::new();
+    let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
+    let rep = m.probe().clone();
+    let r = rep.rung(RungId::Nvml).unwrap();
+    assert_eq!(r.code, "counter-unjudgeable", "no counter overran: {r:#?}");
+    assert!(r.counters.iter().all(|c| c.plausibility.as_ref().unwrap().verdict() == "unjudgeable"));
+    // One unjudgeable beside one implausible: the finding is the implausible one's, each keeps its own.
+    let t = trace(RungId::Nvml, vec![named_gpu("gpu0"), named_gpu("gpu1")], 10 * MS, 800, |t| {
+        (vec![Some(uj(14_800, t)), Some(uj(4 * 14_800, t))], vec![Some(590_000), Some(14_800)])
+    });
+    let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
+    let rep = m.probe().clone();
+    let r = rep.rung(RungId::Nvml).unwrap();
+    assert_eq!(r.code, "counter-implausible", "{r:#?}");
+    let verdicts: Vec<&str> = r.counters.iter().map(|c| c.plausibility.as_ref().unwrap().verdict()).collect();
+    assert_eq!(verdicts, ["unjudgeable", "implausible"]);
+}
+
+#[test]
+fn s5_plausibility_a_window_keeps_each_counters_finding_apart() {
+    // Two boards, sane for 1.4 s; then gpu0's draw reads impossible (unjudgeable)
+    // and gpu1's counter runs at 30× its draw, past its 65 W limit (implausible).
+    let t = trace(RungId::Nvml, vec![named_gpu("gpu0"), named_gpu("gpu1")], 10 * MS, 800, |t| {
+        let late = t.saturating_sub(1_400 * MS);
+        let gpu1 = uj(14_800, t.min(1_400 * MS)) + uj(444_000, late);
+        let draw0 = if t > 1_400 * MS { 590_000 } else { 14_800 };
+        (vec![Some(uj(14_800, t)), Some(gpu1)], vec![Some(draw0), Some(14_800)])
+    });
+    let clock = ManualClock::new();
+    let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
+    assert_eq!(m.probe().chosen, Some(RungId::Nvml));
+    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    let w = m.next_window();
+    assert_eq!(w.provenance, Some(Provenance::Estimator));
+    let d = w.declined.iter().find(|d| d.rung == RungId::Nvml).unwrap();
+    assert_eq!(d.code, "counter-implausible", "the first counter's kind must not stand for both: {}", d.why);
+    let f = serde_json::to_value(&d.findings).unwrap();
+    assert_eq!(f.as_array().unwrap().len(), 2, "{f}");
+    assert_eq!((f[0]["counter"].as_str(), f[0]["code"].as_str()), (Some("gpu0"), Some("counter-unjudgeable")));
+    assert_eq!(f[0]["rate_mw"], 14_800);
+    assert_eq!((f[1]["counter"].as_str(), f[1]["code"].as_str()), (Some("gpu1"), Some("counter-implausible")));
+    assert_eq!(
+        (f[1]["rate_mw"].as_u64(), f[1]["bound"].as_str(), f[1]["bound_mw"].as_u64()),
+        (Some(444_000), Some("power-limit"), Some(65_000))
+    );
+    assert!(d.why.contains("gpu0: unjudgeable") && d.why.contains("gpu1: implausible"), "{}", d.why);
+}
