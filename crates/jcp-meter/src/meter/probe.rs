@@ -1,7 +1,8 @@
 //! The probe (§5.1 "the metering ladder"): walking the ladder best first and
 //! choosing the rung that meters the windows. A counter rung is chosen only
 //! while every one of its counters is live (§5.1) and not refuted by the
-//! board's bounds (§5.6); rungs 3 and 4 are recorded as unavailable off macOS;
+//! board's bounds (§5.6); rungs 3 and 4 are recorded as unavailable: off
+//! macOS they do not exist, on macOS this meter does not implement them;
 //! rungs 5 and 6 stand by below a chosen counter rung.
 
 use std::sync::Arc;
@@ -28,7 +29,9 @@ pub enum RungStatus {
     Chosen,
     /// The rung was tried and declined.
     Declined,
-    /// The rung does not exist on this platform.
+    /// This meter cannot use the rung here: the platform lacks it (code
+    /// `not-available-on-platform`), or the platform has it and this meter
+    /// does not implement it (code `not-implemented`: rungs 3 and 4 on macOS).
     Unavailable,
     /// Below the chosen rung: used when a window degrades (or, for a counter rung, not probed).
     Standby,
@@ -106,15 +109,37 @@ impl ProbeReport {
     }
 }
 
-/// Rungs 3 and 4, which exist only on macOS: recorded as unavailable, never imitated.
-fn platform_unavailable(rung: RungId) -> RungReport {
-    let why = match rung {
+/// Rungs 3 and 4, which this meter does not read: recorded as unavailable,
+/// never imitated, saying what is true where it runs (`on_macos`: built for
+/// macOS, where both exist and are not implemented here; elsewhere they do
+/// not exist) and which rung meters the windows instead (`instead`; `None`:
+/// none does, the windows are gaps).
+fn platform_unavailable(rung: RungId, on_macos: bool, instead: Option<RungId>) -> RungReport {
+    let (what, needs) = match rung {
         RungId::ProcessEnergy => {
-            "per-process CPU energy (proc_pid_rusage ri_energy_nj) exists only on macOS; not available on this platform"
+            ("per-process CPU energy (proc_pid_rusage ri_energy_nj)", "a foreign call into libproc (proc_pid_rusage)")
         }
-        _ => "Apple IOReport energy counters exist only on macOS; not available on this platform",
+        _ => (
+            "Apple IOReport energy counters",
+            "foreign calls into IOReport, a private framework with no published interface",
+        ),
     };
-    rung_report(rung, RungStatus::Unavailable, Decline::new("not-available-on-platform", why), vec![], vec![])
+    let instead = match instead {
+        Some(r) => format!("the windows are metered by rung {} instead", r.title()),
+        None => "no rung meters the windows instead: they are gaps".to_owned(),
+    };
+    let d = if on_macos {
+        Decline::new(
+            "not-implemented",
+            format!("{what}: present on this platform (macOS) but not implemented in this meter; reading it takes {needs}, and this crate forbids unsafe code and links no binding that makes it; {instead}"),
+        )
+    } else {
+        Decline::new(
+            "not-available-on-platform",
+            format!("{what}: exists only on macOS, not on this platform ({}); {instead}", std::env::consts::OS),
+        )
+    };
+    rung_report(rung, RungStatus::Unavailable, d, vec![], vec![])
 }
 
 /// A rung's report from its decline (or its reason for being chosen).
@@ -156,14 +181,15 @@ impl Meter {
         let started_ns = clock.now_ns();
         self.active = None;
         let (mut rungs, mut chosen) = self.probe_counter_rungs();
-        // Rungs 3 and 4 exist only on macOS: recorded, never imitated.
-        rungs.push(platform_unavailable(RungId::ProcessEnergy));
-        rungs.push(platform_unavailable(RungId::Ioreport));
-        rungs.sort_by_key(|r| r.rung);
         let (status, d) = self.calibrated_rung(&mut chosen);
         rungs.push(rung_report(RungId::Calibrated, status, d, vec![], vec![]));
         let (status, d) = self.estimate_rung(&mut chosen);
         rungs.push(rung_report(RungId::Estimate, status, d, vec![], vec![]));
+        // Rungs 3 and 4 are not read by this meter: recorded, never imitated.
+        let on_macos = cfg!(target_os = "macos");
+        rungs.push(platform_unavailable(RungId::ProcessEnergy, on_macos, chosen));
+        rungs.push(platform_unavailable(RungId::Ioreport, on_macos, chosen));
+        rungs.sort_by_key(|r| r.rung);
         let ended_ns = clock.now_ns();
         // Prime utilisation so the first window's figure covers the window only.
         let _ = self.backends.util.sample(ended_ns);
@@ -462,3 +488,24 @@ fn judge_plausibility(
     Err(Decline::new(code, format!("live, but not admissible (§5 plausibility): {}", refused.join("; "))))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s5_1_rungs_3_and_4_on_macos_are_not_implemented_here_not_absent() {
+        for rung in [RungId::ProcessEnergy, RungId::Ioreport] {
+            let r = platform_unavailable(rung, true, Some(RungId::Estimate));
+            assert_eq!((r.status, r.code), (RungStatus::Unavailable, "not-implemented"));
+            assert!(!r.why.contains("exists only on macOS"), "false on a Mac: {}", r.why);
+            assert!(r.why.contains("not implemented in this meter"), "{}", r.why);
+            assert!(r.why.contains("forbids unsafe code"), "why not: {}", r.why);
+            assert!(r.why.contains(RungId::Estimate.title()), "what meters instead: {}", r.why);
+            let r = platform_unavailable(rung, false, Some(RungId::Rapl));
+            assert_eq!(r.code, "not-available-on-platform");
+            assert!(r.why.contains("exists only on macOS") && r.why.contains(RungId::Rapl.title()), "{}", r.why);
+        }
+        let r = platform_unavailable(RungId::Ioreport, true, None);
+        assert!(r.why.contains("they are gaps"), "{}", r.why);
+    }
+}
