@@ -46,7 +46,7 @@ mod probe;
 mod sampler;
 mod window;
 
-pub use calibration::{calibrate_from_trace, calibration_from_samples};
+pub use calibration::{calibrate_from_trace, calibration_from_samples, CalibrationSamples};
 pub use probe::{CounterReport, ProbeReport, RungReport, RungStatus};
 pub use sampler::CounterSamples;
 pub use window::{CounterDelta, CounterFault, CounterFinding, Window, WindowDecline};

@@ -742,3 +742,36 @@ fn s5_plausibility_a_window_keeps_each_counters_finding_apart() {
     );
     assert!(d.why.contains("gpu0: unjudgeable") && d.why.contains("gpu1: implausible"), "{}", d.why);
 }
+
+#[test]
+fn s5_1_calibrate_counts_every_wrap_over_a_long_calibration() {
+    // 20 W on a 100 J range for a minute: twelve wraps, each seen.
+    let fake = Arc::new(FakePowercap::new());
+    small_range_package(&fake);
+    let clock = ManualClock::new();
+    live_tree(&fake, &clock, vec![("intel-rapl:0", 20_000, 99_999_999)]);
+    let mut m = Meter::new(MeterConfig::default(), backends(vec![Box::new(rapl(&fake))], &clock, Some(0))).unwrap();
+    let c = m.calibrate(Duration::from_secs(60), 0).unwrap();
+    assert_eq!(c.active_mw, 20_000, "a missed wrap reads the power low");
+}
+
+#[test]
+fn s5_1_calibration_from_a_trace_too_sparse_to_rule_out_a_wrap_is_refused() {
+    // A 100 J range sampled every 500 ms with no published limit: at up to
+    // 2 kW a whole wrap fits between two samples, so the power could read low.
+    let counter = TraceCounter {
+        name: "package-0".into(),
+        max_range_uj: Some(99_999_999),
+        power_limit_mw: None,
+        draw_exposed: false,
+    };
+    let t = trace(RungId::Rapl, vec![counter], 500 * MS, 20, |t| {
+        (vec![Some((1_000 + uj(20_000, t)) % 100_000_000)], vec![])
+    });
+    let e = jcp_meter::meter::calibrate_from_trace(&t, "abc".into(), 0).unwrap_err();
+    assert_eq!(e.code(), "calibration-wrap-unobservable", "{e}");
+    // The same recording from a package publishing a 30 W limit rules every hidden wrap out.
+    let mut limited = t.clone();
+    limited.counters[0].power_limit_mw = Some(30_000);
+    assert_eq!(jcp_meter::meter::calibrate_from_trace(&limited, "abc".into(), 0).unwrap().active_mw, 20_000);
+}
