@@ -11,7 +11,7 @@ use jcp::energy::{Coverage, Provenance};
 use jcp_meter::clock::ManualClock;
 use jcp_meter::estimate::{Calibration, CalibrationSource, HostId};
 use jcp_meter::trace::TraceCounter;
-use jcp_meter::{CounterBackend, LiveMeter, Meter, MeterConfig, RungId, RungStatus};
+use jcp_meter::{CounterBackend, LiveMeter, Meter, MeterConfig, RungId, RungStatus, Window, WindowDecline};
 
 const MS: u64 = 1_000_000;
 
@@ -347,15 +347,21 @@ fn s5_plausibility_counter_turning_implausible_mid_run_degrades_the_window() {
         |_| Some(14_800),
         Some(65_000),
     );
+    let d = nvml_turns_in_the_second_window(t);
+    assert_eq!(d.code, "counter-implausible");
+    assert!(d.why.contains("board power limit"), "{}", d.why);
+}
+
+/// Replays `t`: NVML chosen and metering the first window, the second
+/// degraded to the estimate; the NVML rung's decline of the second.
+fn nvml_turns_in_the_second_window(t: jcp_meter::trace::Trace) -> WindowDecline {
     let clock = ManualClock::new();
     let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
     assert_eq!(m.probe().chosen, Some(RungId::Nvml));
     assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
     let w = m.next_window();
     assert_eq!(w.provenance, Some(Provenance::Estimator));
-    let d = w.declined.iter().find(|d| d.rung == RungId::Nvml).unwrap();
-    assert_eq!(d.code, "counter-implausible");
-    assert!(d.why.contains("board power limit"), "{}", d.why);
+    w.declined.into_iter().find(|d| d.rung == RungId::Nvml).unwrap()
 }
 
 #[test]
@@ -535,16 +541,53 @@ fn small_range_package(fake: &FakePowercap) {
         .limit("intel-rapl:0", "constraint_1_power_limit_uw", 30_000_000);
 }
 
+/// A 262 kJ package zone publishing 15 W long-term and 20 W short-term limits.
+fn limited_package(fake: &FakePowercap) {
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
+        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 15_000_000)
+        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 20_000_000);
+}
+
+/// A meter over `fake`'s `intel-rapl:0`, whose counter reads `counter(now)`
+/// µJ after every pause of `clock`, probed; returns it with the rung chosen.
+fn package_meter(
+    fake: FakePowercap,
+    clock: &ManualClock,
+    config: MeterConfig,
+    mut counter: impl FnMut(u64) -> u64 + Send + 'static,
+) -> (Meter, Option<RungId>) {
+    let fake = Arc::new(fake);
+    let f = Arc::clone(&fake);
+    clock.on_pause(move |now| f.set("intel-rapl:0", counter(now)));
+    let mut m = meter(vec![Box::new(rapl(&fake))], clock, config);
+    let chosen = m.probe().chosen;
+    (m, chosen)
+}
+
+/// The RAPL rung's decline of a window.
+fn rapl_decline(w: &Window) -> &WindowDecline {
+    w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap()
+}
+
+/// A 262 kJ `package-0` meter at 10 W read through `shown(now)`: the time whose energy the counter shows.
+fn package_at_10w(shown: impl Fn(u64) -> u64 + Send + 'static) -> Meter {
+    let fake = FakePowercap::new();
+    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
+    let (mut m, chosen) =
+        package_meter(fake, &ManualClock::new(), MeterConfig::default(), move |now| 1_000 + uj(10_000, shown(now)));
+    assert_eq!(chosen, Some(RungId::Rapl));
+    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    m
+}
+
 #[test]
 fn s5_1_rapl_wraps_are_all_counted_over_a_window_spanning_several_wraps() {
-    let fake = Arc::new(FakePowercap::new());
+    let fake = FakePowercap::new();
     small_range_package(&fake);
-    let clock = ManualClock::new();
     // 20 W on a 100 J range: a wrap every 5 s, twelve inside a one-minute window.
-    live_tree(&fake, &clock, vec![("intel-rapl:0", 20_000, 99_999_999)]);
     let cfg = MeterConfig { interval: Duration::from_secs(60), ..MeterConfig::default() };
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, cfg);
-    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    let (mut m, chosen) = package_meter(fake, &ManualClock::new(), cfg, |now| (1_000 + uj(20_000, now)) % 100_000_000);
+    assert_eq!(chosen, Some(RungId::Rapl));
     let w = m.next_window();
     assert_eq!(
         (w.provenance, w.coverage, w.rung),
@@ -558,28 +601,26 @@ fn s5_1_rapl_wraps_are_all_counted_over_a_window_spanning_several_wraps() {
 
 #[test]
 fn s5_1_rapl_window_too_sparse_to_rule_out_a_wrap_is_not_graded_hardware() {
-    let fake = Arc::new(FakePowercap::new());
+    let fake = FakePowercap::new();
     small_range_package(&fake);
     let clock = ManualClock::new();
     // The metering thread is held up for 5 s inside the second window: at
     // 20 W the counter runs its whole 100 J range in that time, unseen.
-    let (f, c) = (Arc::clone(&fake), clock.clone());
+    let c = clock.clone();
     let mut stalled = false;
-    clock.on_pause(move |now| {
-        let mut now = now;
+    let (mut m, chosen) = package_meter(fake, &clock, MeterConfig::default(), move |mut now| {
         if !stalled && now >= 2_000 * MS {
             stalled = true;
             c.advance(Duration::from_secs(5));
             now += 5_000 * MS;
         }
-        f.set("intel-rapl:0", (1_000 + uj(20_000, now)) % 100_000_000);
+        (1_000 + uj(20_000, now)) % 100_000_000
     });
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
-    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    assert_eq!(chosen, Some(RungId::Rapl));
     assert_eq!(m.next_window().energy_uj, Some(20_000_000));
     let w = m.next_window();
     assert_eq!(w.provenance, Some(Provenance::Estimator), "never a low figure graded hardware: {w:#?}");
-    let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
+    let d = rapl_decline(&w);
     assert_eq!(d.code, "counter-wrap-unobservable", "{}", d.why);
     let f = serde_json::to_value(&d.findings).unwrap();
     assert_eq!(f[0]["counter"], "package-0");
@@ -593,68 +634,41 @@ fn s5_1_rapl_window_too_sparse_to_rule_out_a_wrap_is_not_graded_hardware() {
 
 #[test]
 fn s5_liveness_counter_frozen_mid_window_stops_grading_windows_as_hardware() {
-    let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
-    let clock = ManualClock::new();
-    let f = Arc::clone(&fake);
-    // 10 W; frozen from 1.6 s (inside the second window, 1.4–2.4 s) to 3.45 s.
-    clock.on_pause(move |now| {
-        let ran = now.min(1_600 * MS) + now.saturating_sub(3_450 * MS);
-        f.set("intel-rapl:0", 1_000 + uj(10_000, ran));
-    });
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
-    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
-    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    // Frozen from 1.6 s (inside the second window, 1.4–2.4 s) to 3.45 s.
+    let mut m = package_at_10w(|now| now.min(1_600 * MS) + now.saturating_sub(3_450 * MS));
     // It moved in this window, then stopped: not live throughout, so no hardware grade.
     let w = m.next_window();
     assert_eq!(w.provenance, Some(Provenance::Estimator), "a counter that froze mid-window read low: {w:#?}");
-    let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
+    let d = rapl_decline(&w);
     assert_eq!(d.code, "counter-not-live", "{}", d.why);
     let f = serde_json::to_value(&d.findings).unwrap();
     assert_eq!((f[0]["code"].as_str(), f[0]["advanced"].as_u64()), (Some("counter-not-live"), Some(4)), "{f}");
-    let w = m.next_window();
-    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-not-advancing");
+    assert_eq!(rapl_decline(&m.next_window()).code, "counter-not-advancing");
     // Moving again from 3.45 s: the window 3.4–4.4 s opened before it showed itself live again.
     let w = m.next_window();
-    assert_eq!(w.provenance, Some(Provenance::Estimator));
-    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-not-live");
+    assert_eq!((w.provenance, rapl_decline(&w).code.as_str()), (Some(Provenance::Estimator), "counter-not-live"));
     let w = m.next_window();
     assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(10_000_000)));
 }
 
 #[test]
 fn s5_liveness_counter_turning_lumpy_after_the_probe_is_not_live_for_windows() {
-    let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850);
-    let clock = ManualClock::new();
-    let f = Arc::clone(&fake);
     // Live at the probe; from 1.4 s republished only every 500 ms, in lumps.
-    clock.on_pause(move |now| {
-        let shown = if now <= 1_400 * MS { now } else { now / (500 * MS) * (500 * MS) };
-        f.set("intel-rapl:0", 1_000 + uj(10_000, shown));
-    });
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
-    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
-    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
+    let mut m = package_at_10w(|now| if now <= 1_400 * MS { now } else { now / (500 * MS) * (500 * MS) });
     for _ in 0..3 {
         let w = m.next_window();
         assert_eq!(w.provenance, Some(Provenance::Estimator), "each window moved, in lumps: {w:#?}");
-        let d = w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap();
-        assert_eq!(d.code, "counter-not-live", "{}", d.why);
+        assert_eq!(rapl_decline(&w).code, "counter-not-live", "{}", rapl_decline(&w).why);
     }
 }
 
 #[test]
 fn s5_plausibility_rapl_is_held_to_the_packages_published_power_limit() {
     // Limits 15 W long-term, 20 W short-term; the counter runs at 45 W.
-    let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
-        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 15_000_000)
-        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 20_000_000);
-    let clock = ManualClock::new();
-    live_tree(&fake, &clock, vec![("intel-rapl:0", 45_000, 262_143_328_850)]);
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
-    let rep = m.probe().clone();
+    let fake = FakePowercap::new();
+    limited_package(&fake);
+    let (m, chosen) = package_meter(fake, &ManualClock::new(), MeterConfig::default(), |now| 1_000 + uj(45_000, now));
+    let rep = m.report().unwrap();
     let r = rep.rung(RungId::Rapl).unwrap();
     assert_eq!(r.code, "counter-implausible", "{r:#?}");
     let p = serde_json::to_value(r.counters[0].plausibility.as_ref().unwrap()).unwrap();
@@ -662,27 +676,21 @@ fn s5_plausibility_rapl_is_held_to_the_packages_published_power_limit() {
         (p["rate_mw"].as_u64(), p["bound"].as_str(), p["bound_mw"].as_u64()),
         (Some(45_000), Some("power-limit"), Some(20_000))
     );
-    assert_eq!(rep.chosen, Some(RungId::Estimate));
+    assert_eq!(chosen, Some(RungId::Estimate));
 
     // Inside the limit it meters, held to it; past it mid-run, the window degrades.
-    let fake = Arc::new(FakePowercap::new());
-    fake.zone("intel-rapl:0", "package-0", 1_000, 262_143_328_850)
-        .limit("intel-rapl:0", "constraint_0_power_limit_uw", 15_000_000)
-        .limit("intel-rapl:0", "constraint_1_power_limit_uw", 20_000_000);
-    let clock = ManualClock::new();
-    let f = Arc::clone(&fake);
-    clock.on_pause(move |now| {
-        f.set("intel-rapl:0", 1_000 + uj(12_000, now.min(1_400 * MS)) + uj(60_000, now.saturating_sub(1_400 * MS)));
+    let fake = FakePowercap::new();
+    limited_package(&fake);
+    let (mut m, chosen) = package_meter(fake, &ManualClock::new(), MeterConfig::default(), |now| {
+        1_000 + uj(12_000, now.min(1_400 * MS)) + uj(60_000, now.saturating_sub(1_400 * MS))
     });
-    let mut m = meter(vec![Box::new(rapl(&fake))], &clock, MeterConfig::default());
-    assert_eq!(m.probe().chosen, Some(RungId::Rapl));
+    assert_eq!(chosen, Some(RungId::Rapl));
     let w = m.next_window();
     assert_eq!((w.provenance, w.energy_uj), (Some(Provenance::HwShunt), Some(12_000_000)));
     let held = w.counters[0].plausibility.as_ref().unwrap();
     assert_eq!(held.bounds(), vec![(jcp_meter::plausibility::BoundKind::PowerLimit, 20_000)]);
     let w = m.next_window();
-    assert_eq!(w.provenance, Some(Provenance::Estimator));
-    assert_eq!(w.declined.iter().find(|d| d.rung == RungId::Rapl).unwrap().code, "counter-implausible");
+    assert_eq!((w.provenance, rapl_decline(&w).code.as_str()), (Some(Provenance::Estimator), "counter-implausible"));
 }
 
 fn named_gpu(name: &str) -> TraceCounter {
@@ -723,13 +731,7 @@ fn s5_plausibility_a_window_keeps_each_counters_finding_apart() {
         let draw0 = if t > 1_400 * MS { 590_000 } else { 14_800 };
         (vec![Some(uj(14_800, t)), Some(gpu1)], vec![Some(draw0), Some(14_800)])
     });
-    let clock = ManualClock::new();
-    let mut m = meter(vec![replay(t)], &clock, MeterConfig::default());
-    assert_eq!(m.probe().chosen, Some(RungId::Nvml));
-    assert_eq!(m.next_window().provenance, Some(Provenance::HwShunt));
-    let w = m.next_window();
-    assert_eq!(w.provenance, Some(Provenance::Estimator));
-    let d = w.declined.iter().find(|d| d.rung == RungId::Nvml).unwrap();
+    let d = nvml_turns_in_the_second_window(t);
     assert_eq!(d.code, "counter-implausible", "the first counter's kind must not stand for both: {}", d.why);
     let f = serde_json::to_value(&d.findings).unwrap();
     assert_eq!(f.as_array().unwrap().len(), 2, "{f}");
