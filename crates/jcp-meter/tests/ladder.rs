@@ -606,12 +606,12 @@ fn s5_1_rapl_window_too_sparse_to_rule_out_a_wrap_is_not_graded_hardware() {
     let clock = ManualClock::new();
     // The metering thread is held up for 5 s inside the second window: at
     // 20 W the counter runs its whole 100 J range in that time, unseen.
-    let c = clock.clone();
+    let held_up = clock.clone();
     let mut stalled = false;
     let (mut m, chosen) = package_meter(fake, &clock, MeterConfig::default(), move |mut now| {
         if !stalled && now >= 2_000 * MS {
             stalled = true;
-            c.advance(Duration::from_secs(5));
+            held_up.advance(Duration::from_secs(5));
             now += 5_000 * MS;
         }
         (1_000 + uj(20_000, now)) % 100_000_000

@@ -494,40 +494,40 @@ pub(super) fn plausibility_of(
 /// a wrap the interval was too long to rule out, a reset, and the interval's
 /// liveness. A failed read fails the window and drops the baseline, and each
 /// counter must show itself live again.
-fn take_sample(backend: &mut dyn CounterBackend, active: &mut Active, read: &mut WindowRead, t: u64) {
-    let n = active.infos.len();
-    let values = match backend.read(t) {
-        Ok(v) if v.len() == n => v,
-        Ok(v) => return fail_sample(active, read, format!("a read gave {} values for {n} counters", v.len())),
-        Err(e) => return fail_sample(active, read, format!("the counter read failed at {t} ns ({e})")),
+fn take_sample(backend: &mut dyn CounterBackend, active: &mut Active, read: &mut WindowRead, at: u64) {
+    let width = active.infos.len();
+    let values = match backend.read(at) {
+        Ok(v) if v.len() == width => v,
+        Ok(v) => return fail_sample(active, read, format!("a read gave {} values for {width} counters", v.len())),
+        Err(e) => return fail_sample(active, read, format!("the counter read failed at {at} ns ({e})")),
     };
-    let Some((t0, before)) = active.baseline.replace((t, values.clone())) else {
+    let Some((t0, before)) = active.baseline.replace((at, values.clone())) else {
         return; // the first good read after a failed one: the next interval's start
     };
-    let span = t.saturating_sub(t0);
+    let span = at.saturating_sub(t0);
     for (c, info) in active.infos.iter().enumerate() {
-        let (a, b) = (before[c], values[c]);
+        let (was, now) = (before[c], values[c]);
         let run = &mut read.runs[c];
         match info.max_range_uj {
             Some(max) => {
-                let d = wrap_delta(a, b, max);
+                let d = wrap_delta(was, now, max);
                 run.delta = run.delta.saturating_add(d);
-                run.wraps += u64::from(b < a);
+                run.wraps += u64::from(now < was);
                 if may_hide_a_wrap(d, span, max, active.wrap_bounds[c]) {
                     run.hidden_gap_ns = Some(run.hidden_gap_ns.map_or(span, |g| g.max(span)));
                 }
             }
-            None if b < a => {
-                run.reset.get_or_insert((a, b));
+            None if now < was => {
+                run.reset.get_or_insert((was, now));
                 run.lapsed = true;
                 active.live[c].restart(LiveStatus::Reset { interval: run.intervals });
                 continue;
             }
-            None => run.delta = run.delta.saturating_add(b - a),
+            None => run.delta = run.delta.saturating_add(now - was),
         }
         run.intervals += 1;
-        run.advanced += usize::from(b != a);
-        if !active.live[c].observe(span, b != a) {
+        run.advanced += usize::from(now != was);
+        if !active.live[c].observe(span, now != was) {
             run.lapsed = true;
         }
     }
