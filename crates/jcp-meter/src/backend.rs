@@ -17,9 +17,9 @@ pub enum RungId {
     Rapl,
     /// 2. The NVML GPU total-energy counter → `HwShunt`, `Partial`.
     Nvml,
-    /// 3. Per-process CPU energy (macOS `proc_pid_rusage`); not on this platform.
+    /// 3. Per-process CPU energy (macOS `proc_pid_rusage`): absent off macOS, not implemented here on macOS.
     ProcessEnergy,
-    /// 4. Apple `IOReport` energy counters; not on this platform.
+    /// 4. Apple `IOReport` energy counters: absent off macOS, not implemented here on macOS.
     Ioreport,
     /// 5. Time × a power calibrated on this host → `ModelBased`.
     Calibrated,

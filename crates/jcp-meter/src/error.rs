@@ -78,6 +78,13 @@ pub enum Error {
         /// Why each counter rung is not live (or which read failed).
         detail: String,
     },
+    /// The calibration's counter samples lie too far apart to rule out a
+    /// missed wrap (§5.1 wraparound): the measured power could read low.
+    #[error("calibration: {detail}")]
+    CalibrationWrapUnobservable {
+        /// Which counter, the longest gap between its samples and the rate it was held to.
+        detail: String,
+    },
     /// The counter does not read the domain the calibrated power is for.
     #[error("calibration: {detail}")]
     CalibrationWrongDomain {
@@ -341,6 +348,7 @@ impl Error {
             Self::TraceCounterCount { .. } => "trace-counter-count",
             Self::TraceValueOutOfRange { .. } => "trace-value-out-of-range",
             Self::NoLiveCounter { .. } => "no-live-counter",
+            Self::CalibrationWrapUnobservable { .. } => "calibration-wrap-unobservable",
             Self::CalibrationWrongDomain { .. } => "calibration-wrong-domain",
             Self::CalibrationMalformed { .. } => "calibration-malformed",
             Self::CalibrationMeasuredElsewhere { .. } => "calibration-measured-elsewhere",

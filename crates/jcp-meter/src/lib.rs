@@ -11,15 +11,18 @@
 //! ## The ladder (§5.1)
 //! | rung | backend | grade |
 //! |---|---|---|
-//! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, wrap-corrected; for spans, where powercap is not readable or not live, [`span::PerfRapl`]: the `perf_event` RAPL PMU's `power/energy-pkg/`, one system-wide counter per package (needs `CAP_PERFMON` or `kernel.perf_event_paranoid` ≤ 0) | `HwShunt`, `Whole` (a span: apportioned, `ModelBased`) |
+//! | 1 | [`rapl::RaplReader`]: powercap `package-<n>` zones, read often enough to see every wrap and wrap-corrected, held to the packages' published power limits; for spans, where powercap is not readable or not live, [`span::PerfRapl`]: the `perf_event` RAPL PMU's `power/energy-pkg/`, one system-wide counter per package (needs `CAP_PERFMON` or `kernel.perf_event_paranoid` ≤ 0) | `HwShunt`, `Whole` (a span: apportioned, `ModelBased`) |
 //! | 2 | [`nvml::NvmlReader`]: GPU total-energy counter, loaded at run time | `HwShunt`, `Partial` |
-//! | 3, 4 | per-process energy and `IOReport`: macOS only, reported unavailable | — |
+//! | 3, 4 | per-process energy and `IOReport`: macOS only, and not implemented by this meter there either; reported unavailable, saying which is true where it runs and which rung meters instead | — |
 //! | 5 | time × [`estimate::Calibration`] measured on this host | `ModelBased` |
 //! | 6 | utilisation × [`estimate::EstimatorConfig`] default power | `Estimator` |
 //!
 //! A counter rung is chosen only while every one of its counters is live
 //! ([`liveness`]) and, where the board exposes a bound, plausible
-//! ([`plausibility`]). A window whose counter fails degrades to rung 5 or 6.
+//! ([`plausibility`]). Liveness is judged over the life of the meter, not
+//! only at the probe ([`liveness::LiveTracker`]). A window whose counter fails
+//! degrades to rung 5 or 6, its decline naming every counter's findings
+//! ([`meter::CounterFinding`]).
 //!
 //! ## Using the meter
 //! ```no_run

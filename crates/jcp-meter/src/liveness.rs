@@ -2,6 +2,11 @@
 //! demonstrably live — observed advancing in at least 5 sample intervals, in
 //! at least 4 of every 5, over at least 300 ms. Where a figure sums several
 //! counters (one RAPL package per socket), every one must be live.
+//!
+//! [`judge`] rules on one observation (the probe's). [`LiveTracker`] applies
+//! the same rule over the life of the meter, interval by interval, so that a
+//! counter which freezes or turns lumpy after the probe stops grading windows
+//! as hardware (docs/decisions.md, "§5 liveness over the life of the meter").
 
 use serde::Serialize;
 
@@ -136,6 +141,102 @@ pub fn judge(
     CounterLiveness { counter: counter.to_owned(), intervals, advanced, span_ns, status }
 }
 
+/// §5 liveness over the life of the meter: the rule of [`judge`] applied to
+/// a counter's sample intervals as they come.
+///
+/// The counter is live while its current *run* — the intervals since it was
+/// last out of rule — holds at least `min_advancing` advancing intervals over
+/// at least `min_span_ns`, with no `block` consecutive intervals holding
+/// fewer than `per_block` advancing ones. An interval that breaks the block
+/// rule is a *lapse*: the run starts again after it, and the counter must
+/// show itself live again from there, as at the probe. A failed read or a
+/// reset starts the run again too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTracker {
+    rule: LivenessRule,
+    /// The last `block` intervals of the run (true: advanced), oldest first.
+    recent: std::collections::VecDeque<bool>,
+    /// Intervals in the run.
+    intervals: usize,
+    /// Advancing intervals in the run.
+    advanced: usize,
+    /// The run's span, ns.
+    span_ns: u64,
+    /// Why the run last started again, where it did.
+    broke: Option<LiveStatus>,
+}
+
+impl LiveTracker {
+    /// A counter not yet observed (not live).
+    pub fn new(rule: LivenessRule) -> Self {
+        Self {
+            rule,
+            recent: std::collections::VecDeque::with_capacity(rule.block),
+            intervals: 0,
+            advanced: 0,
+            span_ns: 0,
+            broke: None,
+        }
+    }
+
+    /// Records one sample interval of `span_ns` in which the counter did or
+    /// did not advance. Returns `false` when this interval put the counter out
+    /// of rule (a lapse); the run then starts again after it.
+    pub fn observe(&mut self, span_ns: u64, advanced: bool) -> bool {
+        if self.recent.len() == self.rule.block.max(1) {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(advanced);
+        self.intervals += 1;
+        self.advanced += usize::from(advanced);
+        self.span_ns = self.span_ns.saturating_add(span_ns);
+        let stalled = self.recent.iter().filter(|a| !**a).count();
+        if stalled <= self.rule.block.saturating_sub(self.rule.per_block) {
+            return true;
+        }
+        let worst_block = self.recent.len() - stalled;
+        let status = if self.advanced == 0 { LiveStatus::Frozen } else { LiveStatus::Lumpy { worst_block } };
+        self.restart(status);
+        false
+    }
+
+    /// Starts the run again (a failed read, a reset): the counter must show itself live again.
+    pub fn restart(&mut self, why: LiveStatus) {
+        self.recent.clear();
+        self.intervals = 0;
+        self.advanced = 0;
+        self.span_ns = 0;
+        self.broke = Some(why);
+    }
+
+    /// Whether the counter is live now.
+    pub fn is_live(&self) -> bool {
+        self.status().is_live()
+    }
+
+    /// The verdict now: live, or why not (the lapse that started the run
+    /// again while the run is still too young to show anything, or what the
+    /// run lacks).
+    pub fn status(&self) -> LiveStatus {
+        if self.advanced >= self.rule.min_advancing && self.span_ns >= self.rule.min_span_ns {
+            return LiveStatus::Live;
+        }
+        if self.intervals > 0 && self.advanced == 0 {
+            return LiveStatus::Frozen;
+        }
+        match &self.broke {
+            Some(why) if self.intervals < self.rule.block => why.clone(),
+            _ if self.advanced < self.rule.min_advancing => LiveStatus::TooFewAdvances,
+            _ => LiveStatus::TooShort,
+        }
+    }
+
+    /// Intervals and advancing intervals in the current run.
+    pub fn run(&self) -> (usize, usize) {
+        (self.intervals, self.advanced)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +293,48 @@ mod tests {
         let v = [990, 995, 3, 8, 13, 20, 25];
         let l = judge(LivenessRule::SPEC, "package-0", &times(7, 60_000_000), &v, Some(1000));
         assert_eq!(l.status, LiveStatus::Live);
+    }
+
+    #[test]
+    fn s5_liveness_tracker_lapses_on_a_freeze_and_must_show_itself_live_again() {
+        let mut t = LiveTracker::new(LivenessRule::SPEC);
+        assert!(!t.is_live(), "not observed: not live");
+        for _ in 0..6 {
+            assert!(t.observe(60_000_000, true));
+        }
+        assert!(t.is_live());
+        assert!(t.observe(60_000_000, false), "one stall in five is within the rule");
+        assert!(t.is_live());
+        assert!(!t.observe(60_000_000, false), "two stalls in five break it");
+        assert_eq!(t.status(), LiveStatus::Lumpy { worst_block: 3 });
+        assert!(!t.is_live());
+        // Frozen from here: never live again while it stays so.
+        for _ in 0..6 {
+            t.observe(60_000_000, false);
+        }
+        assert_eq!(t.status(), LiveStatus::Frozen);
+        // Moving again: live only once the rule holds over the new run (5 advances, 300 ms).
+        for i in 0..5 {
+            t.observe(60_000_000, true);
+            assert_eq!(t.is_live(), i == 4, "after {} advancing intervals", i + 1);
+        }
+    }
+
+    #[test]
+    fn s5_liveness_tracker_restart_needs_the_rule_again() {
+        let mut t = LiveTracker::new(LivenessRule::SPEC);
+        for _ in 0..8 {
+            t.observe(50_000_000, true);
+        }
+        assert!(t.is_live());
+        t.restart(LiveStatus::Unreadable { detail: "gone".into() });
+        assert_eq!(t.status(), LiveStatus::Unreadable { detail: "gone".into() });
+        for _ in 0..5 {
+            t.observe(50_000_000, true);
+        }
+        assert_eq!(t.status(), LiveStatus::TooShort, "5 intervals of 50 ms are under 300 ms");
+        t.observe(50_000_000, true);
+        assert!(t.is_live());
     }
 
     #[test]

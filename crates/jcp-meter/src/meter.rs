@@ -9,11 +9,17 @@
 //!
 //! [`Meter::next_window`] then waits out one window and meters it: integer µJ,
 //! provenance and coverage, monotonic start and end, the rung that metered it
-//! and every rung above that one with why it did not. A counter rung whose
-//! counter fails the window (a read error, a counter that did not advance, a
-//! reset, an implausible rate) degrades that window to rung 5 or 6: the grade
-//! goes down, never stays. With the estimate switched off and no calibration,
-//! such a window is a gap: no figure, never a zero.
+//! and every rung above that one with why it did not. Inside the window every
+//! counter is read at the rung's sample step ([`sample_step_ns`]: often
+//! enough that no interval can hide a whole RAPL wrap), each interval
+//! wrap-corrected and summed, and each interval fed to the counter's
+//! [`LiveTracker`]: liveness is judged over the life of the meter, not only
+//! at the probe. A counter rung whose counter fails the window (a read error,
+//! a counter that did not advance or did not stay live, a reset, samples too
+//! sparse to rule out a missed wrap, an implausible or unjudgeable rate)
+//! degrades that window to rung 5 or 6: the grade goes down, never stays.
+//! With the estimate switched off and no calibration, such a window is a
+//! gap: no figure, never a zero.
 //!
 //! The code follows those steps, a module each:
 //! - `probe`: walking the ladder and choosing a rung ([`ProbeReport`]);
@@ -31,8 +37,8 @@ use std::time::Duration;
 use crate::backend::{CounterBackend, CounterInfo, RungId};
 use crate::clock::{Clock, MonotonicClock};
 use crate::estimate::{Calibration, EstimatorConfig, HostId, SysinfoUtil, UtilSource};
-use crate::liveness::LivenessRule;
-use crate::rapl::RaplReader;
+use crate::liveness::{LiveTracker, LivenessRule};
+use crate::rapl::{wrap_bound_mw, wrap_time_ns, RaplReader};
 use crate::Error;
 
 mod calibration;
@@ -40,10 +46,10 @@ mod probe;
 mod sampler;
 mod window;
 
-pub use calibration::{calibrate_from_trace, calibration_from_samples};
+pub use calibration::{calibrate_from_trace, calibration_from_samples, CalibrationSamples};
 pub use probe::{CounterReport, ProbeReport, RungReport, RungStatus};
 pub use sampler::CounterSamples;
-pub use window::{CounterDelta, Window, WindowDecline};
+pub use window::{CounterDelta, CounterFault, CounterFinding, Window, WindowDecline};
 
 /// How the meter runs.
 #[derive(Debug, Clone)]
@@ -136,8 +142,36 @@ struct Active {
     limits: Vec<Option<u64>>,
     /// Whether each counter's board draw was exposed at the probe.
     draw_exposed: Vec<bool>,
-    /// The last reading (monotonic ns, one value per counter): the next window's start.
+    /// The last reading (monotonic ns, one value per counter): the next sample's start.
     baseline: Option<(u64, Vec<u64>)>,
+    /// How often every counter is read, ns ([`sample_step_ns`]).
+    step_ns: u64,
+    /// Each counter's wrap bound, mW ([`wrap_bound_mw`]; unused for a counter without a range).
+    wrap_bounds: Vec<u64>,
+    /// Each counter's liveness over the life of the meter, seeded by the probe.
+    live: Vec<LiveTracker>,
+}
+
+/// The shortest sample step the meter takes, ns (1 ms). A counter whose
+/// range it cannot see round at this pace gets windows too sparse to grade.
+pub const MIN_SAMPLE_STEP_NS: u64 = 1_000_000;
+
+/// How often the meter reads every counter of a rung, ns: the probe's step,
+/// or a quarter of the shortest time any of the rung's wrapping counters
+/// takes to run round its range at its wrap bound ([`wrap_bound_mw`]: twice
+/// its largest published power limit, else 2 kW), whichever is shorter, and
+/// never under [`MIN_SAMPLE_STEP_NS`] (docs/decisions.md, "§5.1 RAPL
+/// sampling"). `limits` are the counters' power limits, mW.
+pub fn sample_step_ns(probe_step: Duration, infos: &[CounterInfo], limits: &[Option<u64>]) -> u64 {
+    let probe = u64::try_from(probe_step.as_nanos()).unwrap_or(u64::MAX).max(1);
+    infos
+        .iter()
+        .enumerate()
+        .filter_map(|(c, i)| {
+            let max = i.max_range_uj?;
+            Some((wrap_time_ns(max, wrap_bound_mw(limits.get(c).copied().flatten())) / 4).max(MIN_SAMPLE_STEP_NS))
+        })
+        .fold(probe, u64::min)
 }
 
 /// The meter: probe once, then take windows.

@@ -75,6 +75,15 @@ impl BoundKind {
             Self::DrawFloor => "draw-floor",
         }
     }
+
+    /// What the bound is, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::PowerLimit => "board power limit",
+            Self::DrawCeiling => "draw ceiling (mean draw + 5 W)",
+            Self::DrawFloor => "draw floor ((mean draw - 5 W) / 4)",
+        }
+    }
 }
 
 /// The finding for one span.
@@ -165,11 +174,7 @@ impl Plausibility {
             Self::Implausible { rate_mw, bound, bound_mw, discarded } => format!(
                 "implausible: counter rate {} breaks the {} of {}{}",
                 fmt_mw(*rate_mw),
-                match bound {
-                    BoundKind::PowerLimit => "board power limit",
-                    BoundKind::DrawCeiling => "draw ceiling (mean draw + 5 W)",
-                    BoundKind::DrawFloor => "draw floor ((mean draw - 5 W) / 4)",
-                },
+                bound.describe(),
                 fmt_mw(*bound_mw),
                 discarded_note(discarded)
             ),

@@ -41,6 +41,8 @@ struct Zone {
     name: String,
     energy: PathBuf,
     max_range: u64,
+    /// The largest power limit the zone publishes, mW ([`zone_power_limit_mw`]).
+    limit_mw: Option<u64>,
 }
 
 /// How the reader reads one sysfs file (the real one is [`read_file`]).
@@ -209,7 +211,8 @@ impl RaplReader {
                 return Err(Decline::new("rapl-unreadable", format!("{}: {e}", energy.display())));
             }
         }
-        Ok(Zone { name, energy, max_range })
+        let limit_mw = zone_power_limit_mw(dir, self.read);
+        Ok(Zone { name, energy, max_range, limit_mw })
     }
 
     /// The decline when no package zone was found, naming what was seen instead.
@@ -276,6 +279,12 @@ impl CounterBackend for RaplReader {
             .collect())
     }
 
+    /// Each package's largest published power limit (§5 plausibility, and the
+    /// rate [`wrap_bound_mw`] starts from): [`zone_power_limit_mw`].
+    fn power_limits_mw(&mut self) -> Vec<Option<u64>> {
+        self.zones.iter().map(|z| z.limit_mw).collect()
+    }
+
     fn notes(&self) -> Vec<String> {
         self.skipped
             .iter()
@@ -305,13 +314,67 @@ impl CounterBackend for RaplReader {
 /// step is one energy unit, ~15–61 µJ, which sysfs does not publish; counting
 /// it as 1 µJ is exact for µJ-grained counters and at most one unit short per
 /// wrap on hardware: docs/decisions.md, "§5.1 RAPL wrap".) One wrap per
-/// interval at most: RAPL ranges last minutes to hours.
+/// interval at most: the meter reads every counter often enough that one
+/// interval cannot hold two ([`wrap_time_ns`], [`may_hide_a_wrap`]).
 pub fn wrap_delta(a: u64, b: u64, max: u64) -> u64 {
     if b >= a {
         b - a
     } else {
         max.saturating_sub(a).saturating_add(1).saturating_add(b)
     }
+}
+
+/// The largest power limit a package zone publishes, mW: the greatest
+/// positive `constraint_<n>_power_limit_uw` or `constraint_<n>_max_power_uw`
+/// in its directory (long-term, short-term and peak limits alike: a package
+/// may run above its long-term limit for a while, never above all of them),
+/// rounded up to the next mW. `None` where none is readable. Read through
+/// `read`, so a limit only root may read is no limit here.
+pub fn zone_power_limit_mw(dir: &Path, read: ReadFn) -> Option<u64> {
+    let entries = fs::read_dir(dir).ok()?;
+    entries
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|f| is_power_limit_file(f))
+        .filter_map(|f| read(&dir.join(&f)).ok()?.parse::<u64>().ok())
+        .filter(|uw| *uw > 0)
+        .max()
+        .map(|uw| uw.div_ceil(1000))
+}
+
+/// `constraint_<n>_power_limit_uw` or `constraint_<n>_max_power_uw`.
+fn is_power_limit_file(f: &str) -> bool {
+    let Some(rest) = f.strip_prefix("constraint_") else {
+        return false;
+    };
+    let Some((n, what)) = rest.split_once('_') else {
+        return false;
+    };
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && matches!(what, "power_limit_uw" | "max_power_uw")
+}
+
+/// The rate taken as the fastest a package counter can run where its zone
+/// publishes no power limit: 2 kW (docs/decisions.md, "§5.1 RAPL sampling").
+pub const UNBOUNDED_PACKAGE_MW: u64 = 2_000_000;
+
+/// The fastest a wrapping counter is taken to run when ruling out a hidden
+/// wrap, mW: twice its largest published power limit, or
+/// [`UNBOUNDED_PACKAGE_MW`] where it publishes none.
+pub fn wrap_bound_mw(limit_mw: Option<u64>) -> u64 {
+    limit_mw.map_or(UNBOUNDED_PACKAGE_MW, |l| l.saturating_mul(2)).max(1)
+}
+
+/// How long a counter over `0..=max` µJ takes to wrap running at `bound_mw`, ns.
+pub fn wrap_time_ns(max: u64, bound_mw: u64) -> u64 {
+    let ns = (u128::from(max) + 1) * 1_000_000 / u128::from(bound_mw.max(1));
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
+/// Whether an interval of `span_ns` whose wrap-corrected advance was `delta`
+/// µJ could have hidden a whole further wrap of a counter over `0..=max`
+/// running at no more than `bound_mw`: it could where `bound × span` reaches
+/// `delta + max + 1` µJ. Exact integer arithmetic.
+pub fn may_hide_a_wrap(delta: u64, span_ns: u64, max: u64, bound_mw: u64) -> bool {
+    u128::from(bound_mw) * u128::from(span_ns) >= (u128::from(delta) + u128::from(max) + 1) * 1_000_000
 }
 
 #[cfg(test)]
@@ -336,6 +399,35 @@ mod tests {
         ] {
             assert!(!is_package_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn s5_1_wrap_hidden_only_where_the_bound_could_run_a_whole_range() {
+        // 100 J range at a 2 kW bound: 50 ms per wrap.
+        assert_eq!(wrap_time_ns(99_999_999, 2_000_000), 50_000_000);
+        assert!(!may_hide_a_wrap(0, 49_999_999, 99_999_999, 2_000_000));
+        assert!(may_hide_a_wrap(0, 50_000_000, 99_999_999, 2_000_000));
+        // What the interval did show counts: 10 J seen leaves 90 J short of a second wrap.
+        assert!(!may_hide_a_wrap(10_000_000, 54_999_999, 99_999_999, 2_000_000));
+        assert!(may_hide_a_wrap(10_000_000, 55_000_000, 99_999_999, 2_000_000));
+        assert_eq!(wrap_bound_mw(Some(30_000)), 60_000);
+        assert_eq!(wrap_bound_mw(None), UNBOUNDED_PACKAGE_MW);
+    }
+
+    #[test]
+    fn s5_plausibility_rapl_power_limit_is_the_largest_published_constraint() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |f: &str, v: &str| fs::write(dir.path().join(f), v).unwrap();
+        assert_eq!(zone_power_limit_mw(dir.path(), read_file), None);
+        w("constraint_0_power_limit_uw", "15000000\n");
+        w("constraint_0_max_power_uw", "0\n"); // unset: not a limit
+        w("constraint_1_power_limit_uw", "28000500\n");
+        w("constraint_2_power_limit_uw", "junk\n");
+        w("constraint_1_time_window_us", "2440\n");
+        w("constraint_x_power_limit_uw", "99000000\n");
+        assert_eq!(zone_power_limit_mw(dir.path(), read_file), Some(28_001));
+        w("constraint_0_max_power_uw", "35000000\n");
+        assert_eq!(zone_power_limit_mw(dir.path(), read_file), Some(35_000));
     }
 
     #[test]

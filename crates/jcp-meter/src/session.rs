@@ -131,7 +131,7 @@ impl SessionWindow {
             declined: self
                 .declined
                 .iter()
-                .map(|d| WindowDecline { rung: d.rung, code: d.code.clone(), why: d.why.clone() })
+                .map(|d| WindowDecline { rung: d.rung, code: d.code.clone(), why: d.why.clone(), findings: Vec::new() })
                 .collect(),
             gap: self.gap.clone(),
             counters: Vec::new(),

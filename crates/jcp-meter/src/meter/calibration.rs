@@ -13,6 +13,8 @@ use super::Meter;
 use crate::backend::{CounterInfo, RungId};
 use crate::estimate::{Calibration, CalibrationSource, HostId};
 use crate::liveness::{judge, LivenessRule};
+use crate::plausibility::fmt_mw;
+use crate::rapl::wrap_bound_mw;
 use crate::Error;
 
 impl Meter {
@@ -43,8 +45,12 @@ impl Meter {
             });
         }
         let infos = active.infos.clone();
+        let limits = active.limits.clone();
         let clock = Arc::clone(&self.backends.clock);
-        let steps = self.config.probe_intervals.max(5);
+        // At least the probe's intervals, and never further apart than the
+        // rung's sample step, so that every wrap is seen (§5.1).
+        let paced = u64::try_from(duration.as_nanos().div_ceil(u128::from(active.step_ns.max(1)))).unwrap_or(u64::MAX);
+        let steps = self.config.probe_intervals.max(5).max(usize::try_from(paced).unwrap_or(usize::MAX));
         let step = duration / u32::try_from(steps).unwrap_or(u32::MAX);
         let helpers = self.backends.util.logical_cpus().saturating_sub(1);
         let burn = CpuBurn::start(helpers);
@@ -70,8 +76,7 @@ impl Meter {
         }
         calibration_from_samples(
             self.config.liveness,
-            &infos,
-            &samples,
+            &CalibrationSamples { infos: &infos, limits: &limits, samples: &samples },
             self.backends.host.clone(),
             None,
             format!("{} logical CPUs burning", helpers + 1),
@@ -115,19 +120,32 @@ impl CpuBurn {
     }
 }
 
+/// The counters a calibration is measured against, and their samples.
+#[derive(Debug, Clone, Copy)]
+pub struct CalibrationSamples<'a> {
+    /// The counters.
+    pub infos: &'a [CounterInfo],
+    /// Each counter's power limit, mW, where readable (its wrap bound starts from it).
+    pub limits: &'a [Option<u64>],
+    /// Their values over the calibration.
+    pub samples: &'a CounterSamples,
+}
+
 /// Builds a calibration from counter samples, requiring every counter live
-/// over them (§5.1): the active power is the counters' summed advance over
-/// the samples' span. `trace` names the recording the samples came from, if
-/// any; `load` says what the CPUs were doing.
+/// over them (§5.1) and read often enough that no interval could have hidden
+/// a whole wrap at its wrap bound ([`wrap_bound_mw`] of its power limit,
+/// mW): the active power is the counters' summed advance over the samples'
+/// span. `trace` names the recording the samples came from, if any; `load`
+/// says what the CPUs were doing.
 pub fn calibration_from_samples(
     rule: LivenessRule,
-    infos: &[CounterInfo],
-    samples: &CounterSamples,
+    counters: &CalibrationSamples<'_>,
     host: HostId,
     trace: Option<String>,
     load: String,
     measured_at_unix_ms: u64,
 ) -> Result<Calibration, Error> {
+    let CalibrationSamples { infos, limits, samples } = *counters;
     let mut total: u64 = 0;
     for (c, info) in infos.iter().enumerate() {
         let l = judge(rule, &info.name, &samples.times, samples.of(c), info.max_range_uj);
@@ -135,6 +153,18 @@ pub fn calibration_from_samples(
             return Err(Error::NoLiveCounter {
                 detail: format!("{} was not live while calibrating: {:?}", info.name, l.status),
             });
+        }
+        if let Some(max) = info.max_range_uj {
+            let bound = wrap_bound_mw(limits.get(c).copied().flatten());
+            if let Some(gap_ns) = samples.hidden_wrap_gap_ns(c, max, bound) {
+                return Err(Error::CalibrationWrapUnobservable {
+                    detail: format!(
+                        "{}: {gap_ns} ns between two samples, time enough at up to {} to run round its {max} µJ range unseen; a wrap may be missing, so the power would read low",
+                        info.name,
+                        fmt_mw(bound)
+                    ),
+                });
+            }
         }
         let delta = samples.advance_uj(c, info);
         total = total.checked_add(delta).ok_or(Error::Overflow { what: "calibration energy" })?;
@@ -177,10 +207,10 @@ pub fn calibrate_from_trace(
             samples.values[c].push(v);
         }
     }
+    let limits: Vec<Option<u64>> = trace.counters.iter().map(|c| c.power_limit_mw).collect();
     calibration_from_samples(
         LivenessRule::SPEC,
-        &infos,
-        &samples,
+        &CalibrationSamples { infos: &infos, limits: &limits, samples: &samples },
         host,
         Some(trace_id),
         "as recorded in the trace".into(),

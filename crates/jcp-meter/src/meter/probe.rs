@@ -1,22 +1,25 @@
 //! The probe (§5.1 "the metering ladder"): walking the ladder best first and
 //! choosing the rung that meters the windows. A counter rung is chosen only
 //! while every one of its counters is live (§5.1) and not refuted by the
-//! board's bounds (§5.6); rungs 3 and 4 are recorded as unavailable off macOS;
+//! board's bounds (§5.6); rungs 3 and 4 are recorded as unavailable: off
+//! macOS they do not exist, on macOS this meter does not implement them;
 //! rungs 5 and 6 stand by below a chosen counter rung.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jcp::energy::{Coverage, Provenance};
 use serde::Serialize;
 
 use super::sampler::CounterSamples;
 use super::window::plausibility_of;
-use super::{not_live_code, read_failed_code, Active, Meter, MeterConfig};
+use super::{not_live_code, read_failed_code, sample_step_ns, Active, Meter, MeterConfig};
 use crate::backend::{CounterBackend, CounterInfo, Decline, DrawReading, RungId};
 use crate::clock::Clock;
 use crate::estimate::HostId;
-use crate::liveness::{judge, CounterLiveness};
+use crate::liveness::{judge, CounterLiveness, LiveTracker, LivenessRule};
 use crate::plausibility::{fmt_mw, Plausibility};
+use crate::rapl::wrap_bound_mw;
 
 /// What became of a rung at the probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,7 +29,9 @@ pub enum RungStatus {
     Chosen,
     /// The rung was tried and declined.
     Declined,
-    /// The rung does not exist on this platform.
+    /// This meter cannot use the rung here: the platform lacks it (code
+    /// `not-available-on-platform`), or the platform has it and this meter
+    /// does not implement it (code `not-implemented`: rungs 3 and 4 on macOS).
     Unavailable,
     /// Below the chosen rung: used when a window degrades (or, for a counter rung, not probed).
     Standby,
@@ -104,15 +109,37 @@ impl ProbeReport {
     }
 }
 
-/// Rungs 3 and 4, which exist only on macOS: recorded as unavailable, never imitated.
-fn platform_unavailable(rung: RungId) -> RungReport {
-    let why = match rung {
+/// Rungs 3 and 4, which this meter does not read: recorded as unavailable,
+/// never imitated, saying what is true where it runs (`on_macos`: built for
+/// macOS, where both exist and are not implemented here; elsewhere they do
+/// not exist) and which rung meters the windows instead (`instead`; `None`:
+/// none does, the windows are gaps).
+fn platform_unavailable(rung: RungId, on_macos: bool, instead: Option<RungId>) -> RungReport {
+    let (what, needs) = match rung {
         RungId::ProcessEnergy => {
-            "per-process CPU energy (proc_pid_rusage ri_energy_nj) exists only on macOS; not available on this platform"
+            ("per-process CPU energy (proc_pid_rusage ri_energy_nj)", "a foreign call into libproc (proc_pid_rusage)")
         }
-        _ => "Apple IOReport energy counters exist only on macOS; not available on this platform",
+        _ => (
+            "Apple IOReport energy counters",
+            "foreign calls into IOReport, a private framework with no published interface",
+        ),
     };
-    rung_report(rung, RungStatus::Unavailable, Decline::new("not-available-on-platform", why), vec![], vec![])
+    let instead = match instead {
+        Some(r) => format!("the windows are metered by rung {} instead", r.title()),
+        None => "no rung meters the windows instead: they are gaps".to_owned(),
+    };
+    let d = if on_macos {
+        Decline::new(
+            "not-implemented",
+            format!("{what}: present on this platform (macOS) but not implemented in this meter; reading it takes {needs}, and this crate forbids unsafe code and links no binding that makes it; {instead}"),
+        )
+    } else {
+        Decline::new(
+            "not-available-on-platform",
+            format!("{what}: exists only on macOS, not on this platform ({}); {instead}", std::env::consts::OS),
+        )
+    };
+    rung_report(rung, RungStatus::Unavailable, d, vec![], vec![])
 }
 
 /// A rung's report from its decline (or its reason for being chosen).
@@ -154,14 +181,15 @@ impl Meter {
         let started_ns = clock.now_ns();
         self.active = None;
         let (mut rungs, mut chosen) = self.probe_counter_rungs();
-        // Rungs 3 and 4 exist only on macOS: recorded, never imitated.
-        rungs.push(platform_unavailable(RungId::ProcessEnergy));
-        rungs.push(platform_unavailable(RungId::Ioreport));
-        rungs.sort_by_key(|r| r.rung);
         let (status, d) = self.calibrated_rung(&mut chosen);
         rungs.push(rung_report(RungId::Calibrated, status, d, vec![], vec![]));
         let (status, d) = self.estimate_rung(&mut chosen);
         rungs.push(rung_report(RungId::Estimate, status, d, vec![], vec![]));
+        // Rungs 3 and 4 are not read by this meter: recorded, never imitated.
+        let on_macos = cfg!(target_os = "macos");
+        rungs.push(platform_unavailable(RungId::ProcessEnergy, on_macos, chosen));
+        rungs.push(platform_unavailable(RungId::Ioreport, on_macos, chosen));
+        rungs.sort_by_key(|r| r.rung);
         let ended_ns = clock.now_ns();
         // Prime utilisation so the first window's figure covers the window only.
         let _ = self.backends.util.sample(ended_ns);
@@ -244,8 +272,9 @@ impl Meter {
     }
 
     /// Probes counter rung `index`: opens it, samples every counter over the
-    /// probe, and admits it only if every counter is live (§5.1) and not
-    /// refuted by the board's bounds (§5.6).
+    /// probe at the rung's sample step ([`super::sample_step_ns`]), and admits
+    /// it only if every counter is live (§5.1), no interval could have hidden
+    /// a wrap, and no counter is refuted by the board's bounds (§5.6).
     fn probe_counter(&mut self, index: usize) -> (Result<Active, Decline>, Vec<CounterReport>) {
         let clock = Arc::clone(&self.backends.clock);
         let cfg = &self.config;
@@ -258,7 +287,9 @@ impl Meter {
         let mut limits = backend.power_limits_mw();
         limits.resize(infos.len(), None);
         let burn = backend.probe_burns_cpu();
-        let read = sample_probe(backend.as_mut(), clock.as_ref(), cfg, infos.len(), burn);
+        let step_ns = sample_step_ns(cfg.probe_step, &infos, &limits);
+        let pace = ProbePace::new(cfg, step_ns);
+        let read = sample_probe(backend.as_mut(), clock.as_ref(), pace, infos.len(), burn);
         let mut reports: Vec<CounterReport> =
             infos.iter().map(|i| CounterReport { info: i.clone(), liveness: None, plausibility: None }).collect();
         let (samples, draws) = match read {
@@ -268,7 +299,11 @@ impl Meter {
                 return (Err(Decline::new(read_failed_code(rung), why)), reports);
             }
         };
-        if let Err(d) = judge_liveness(cfg, rung, burn, &infos, &samples, &mut reports) {
+        if let Err(d) = judge_liveness(cfg.liveness, pace, rung, burn, &infos, &samples, &mut reports) {
+            return (Err(d), reports);
+        }
+        let wrap_bounds: Vec<u64> = limits.iter().map(|l| wrap_bound_mw(*l)).collect();
+        if let Err(d) = judge_wraps(&infos, &samples, &wrap_bounds) {
             return (Err(d), reports);
         }
         let draw_exposed: Vec<bool> =
@@ -277,26 +312,84 @@ impl Meter {
         if let Err(d) = judge_plausibility(&infos, &samples, &bounds, &mut reports) {
             return (Err(d), reports);
         }
+        let live = (0..infos.len()).map(|c| seed_liveness(cfg.liveness, &samples, c)).collect();
         let baseline = samples.last_read();
-        (Ok(Active { index, infos, limits, draw_exposed, baseline }), reports)
+        (Ok(Active { index, infos, limits, draw_exposed, baseline, step_ns, wrap_bounds, live }), reports)
     }
 }
 
-/// Reads every counter `cfg.probe_intervals + 1` times, `cfg.probe_step`
-/// apart (burning CPU in between where the rung asks), and the board draw
-/// after each step; fails on the first read that fails.
+/// The probe's pace: its sample step and how many intervals it takes. Where
+/// the rung's sample step is shorter than the configured probe step (a
+/// wrapping counter that could run round its range faster), the probe takes
+/// more, shorter intervals over the same span.
+#[derive(Debug, Clone, Copy)]
+struct ProbePace {
+    /// The sample step.
+    step: Duration,
+    /// The number of intervals.
+    intervals: usize,
+}
+
+impl ProbePace {
+    fn new(cfg: &MeterConfig, step_ns: u64) -> Self {
+        let span = u128::from(u64::try_from(cfg.probe_step.as_nanos()).unwrap_or(u64::MAX))
+            * u128::try_from(cfg.probe_intervals).unwrap_or(u128::MAX);
+        let intervals = span.div_ceil(u128::from(step_ns.max(1)));
+        Self {
+            step: Duration::from_nanos(step_ns),
+            intervals: usize::try_from(intervals).unwrap_or(usize::MAX).max(cfg.probe_intervals),
+        }
+    }
+}
+
+/// A counter's liveness over the life of the meter, seeded with the probe's intervals.
+fn seed_liveness(rule: LivenessRule, samples: &CounterSamples, c: usize) -> LiveTracker {
+    let mut live = LiveTracker::new(rule);
+    for (t, v) in samples.times.windows(2).zip(samples.of(c).windows(2)) {
+        live.observe(t[1].saturating_sub(t[0]), v[1] != v[0]);
+    }
+    live
+}
+
+/// §5.1 wraparound: a probe interval long enough for a wrapping counter to
+/// run round its whole range unseen (the probing thread was held up) leaves
+/// the probe's figures unknown; the rung is declined.
+fn judge_wraps(infos: &[CounterInfo], samples: &CounterSamples, wrap_bounds: &[u64]) -> Result<(), Decline> {
+    let mut hidden = Vec::new();
+    for (c, info) in infos.iter().enumerate() {
+        let Some(max) = info.max_range_uj else { continue };
+        if let Some(gap) = samples.hidden_wrap_gap_ns(c, max, wrap_bounds[c]) {
+            hidden.push(format!(
+                "{}: {gap} ns between two reads, time enough at up to {} to run round its {max} µJ range unseen",
+                info.name,
+                fmt_mw(wrap_bounds[c])
+            ));
+        }
+    }
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    Err(Decline::new(
+        "counter-wrap-unobservable",
+        format!("a wrap may be missing from the probe: {}", hidden.join("; ")),
+    ))
+}
+
+/// Reads every counter `pace.intervals + 1` times, `pace.step` apart
+/// (burning CPU in between where the rung asks), and the board draw after
+/// each step; fails on the first read that fails.
 fn sample_probe(
     backend: &mut dyn CounterBackend,
     clock: &dyn Clock,
-    cfg: &MeterConfig,
+    pace: ProbePace,
     n: usize,
     burn: bool,
 ) -> Result<(CounterSamples, Vec<Vec<DrawReading>>), String> {
-    let mut samples = CounterSamples::with_capacity(n, cfg.probe_intervals + 1);
+    let mut samples = CounterSamples::with_capacity(n, pace.intervals + 1);
     let mut draws: Vec<Vec<DrawReading>> = vec![Vec::new(); n];
-    for step in 0..=cfg.probe_intervals {
+    for step in 0..=pace.intervals {
         if step > 0 {
-            clock.pause(cfg.probe_step, burn);
+            clock.pause(pace.step, burn);
         }
         let t = clock.now_ns();
         match backend.read(t)? {
@@ -314,7 +407,8 @@ fn sample_probe(
 
 /// §5.1 liveness: every counter must have advanced by the rule over the probe.
 fn judge_liveness(
-    cfg: &MeterConfig,
+    rule: LivenessRule,
+    pace: ProbePace,
     rung: RungId,
     burn: bool,
     infos: &[CounterInfo],
@@ -323,7 +417,7 @@ fn judge_liveness(
 ) -> Result<(), Decline> {
     let mut not_live = Vec::new();
     for (c, info) in infos.iter().enumerate() {
-        let l = judge(cfg.liveness, &info.name, &samples.times, samples.of(c), info.max_range_uj);
+        let l = judge(rule, &info.name, &samples.times, samples.of(c), info.max_range_uj);
         if !l.status.is_live() {
             not_live.push(format!(
                 "{} {}",
@@ -344,8 +438,8 @@ fn judge_liveness(
         not_live_code(rung),
         format!(
             "not every counter was live {what} ({} intervals of {:?}; the rule: advancing in at least 5 intervals, 4 of every 5, over 300 ms): {}",
-            cfg.probe_intervals,
-            cfg.probe_step,
+            pace.intervals,
+            pace.step,
             not_live.join("; ")
         ),
     ))
@@ -361,7 +455,12 @@ struct ProbeBounds<'a> {
     draws: &'a [Vec<DrawReading>],
 }
 
-/// §5.6 plausibility: a live counter whose advance the board's bounds refute (or cannot judge) is not admitted.
+/// §5 plausibility: a live counter whose advance the board's bounds refute
+/// (or cannot judge) is not admitted. Each counter keeps its own verdict,
+/// with its rate and the bound, in its report; the rung's code is
+/// `counter-implausible` where any counter broke a bound (a finding about a
+/// counter) and `counter-unjudgeable` only where every refused counter was
+/// unjudgeable (no finding at all), however many there are.
 fn judge_plausibility(
     infos: &[CounterInfo],
     samples: &CounterSamples,
@@ -370,13 +469,13 @@ fn judge_plausibility(
 ) -> Result<(), Decline> {
     let span = samples.span_ns();
     let mut refused = Vec::new();
-    let mut unjudgeable = false;
+    let mut implausible = false;
     for (c, info) in infos.iter().enumerate() {
         let delta = samples.advance_uj(c, info);
         let p = plausibility_of(delta, span, bounds.limits[c], bounds.draw_exposed[c], &bounds.draws[c]);
         if let Some(p) = &p {
             if !p.admits() {
-                unjudgeable |= matches!(p, Plausibility::Unjudgeable { .. });
+                implausible |= matches!(p, Plausibility::Implausible { .. });
                 refused.push(format!("{}: {}", info.name, p.describe()));
             }
         }
@@ -385,6 +484,28 @@ fn judge_plausibility(
     if refused.is_empty() {
         return Ok(());
     }
-    let code = if unjudgeable && refused.len() == 1 { "counter-unjudgeable" } else { "counter-implausible" };
+    let code = if implausible { "counter-implausible" } else { "counter-unjudgeable" };
     Err(Decline::new(code, format!("live, but not admissible (§5 plausibility): {}", refused.join("; "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s5_1_rungs_3_and_4_on_macos_are_not_implemented_here_not_absent() {
+        for rung in [RungId::ProcessEnergy, RungId::Ioreport] {
+            let r = platform_unavailable(rung, true, Some(RungId::Estimate));
+            assert_eq!((r.status, r.code), (RungStatus::Unavailable, "not-implemented"));
+            assert!(!r.why.contains("exists only on macOS"), "false on a Mac: {}", r.why);
+            assert!(r.why.contains("not implemented in this meter"), "{}", r.why);
+            assert!(r.why.contains("forbids unsafe code"), "why not: {}", r.why);
+            assert!(r.why.contains(RungId::Estimate.title()), "what meters instead: {}", r.why);
+            let r = platform_unavailable(rung, false, Some(RungId::Rapl));
+            assert_eq!(r.code, "not-available-on-platform");
+            assert!(r.why.contains("exists only on macOS") && r.why.contains(RungId::Rapl.title()), "{}", r.why);
+        }
+        let r = platform_unavailable(RungId::Ioreport, true, None);
+        assert!(r.why.contains("they are gaps"), "{}", r.why);
+    }
 }

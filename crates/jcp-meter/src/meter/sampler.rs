@@ -3,7 +3,7 @@
 //! samples; the calibration turns them into an active power.
 
 use crate::backend::CounterInfo;
-use crate::rapl::wrap_delta;
+use crate::rapl::{may_hide_a_wrap, wrap_delta};
 
 /// Every counter of one rung, read at successive monotonic instants.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,6 +45,20 @@ impl CounterSamples {
             .windows(2)
             .map(|w| wrap_delta(w[0], w[1], info.max_range_uj.unwrap_or(u64::MAX)))
             .fold(0u64, u64::saturating_add)
+    }
+
+    /// The longest interval in which counter `c`, running over `0..=max` at
+    /// no more than `bound_mw`, could have run round its whole range unseen
+    /// ([`may_hide_a_wrap`]), ns; `None` where no interval could.
+    pub fn hidden_wrap_gap_ns(&self, c: usize, max: u64, bound_mw: u64) -> Option<u64> {
+        self.times
+            .windows(2)
+            .zip(self.of(c).windows(2))
+            .filter_map(|(t, v)| {
+                let span = t[1].saturating_sub(t[0]);
+                may_hide_a_wrap(wrap_delta(v[0], v[1], max), span, max, bound_mw).then_some(span)
+            })
+            .max()
     }
 
     /// The last read (instant and one value per counter): where the first window starts.

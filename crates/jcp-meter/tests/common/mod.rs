@@ -60,6 +60,12 @@ impl FakePowercap {
         std::fs::write(self.dir.path().join(entry).join("energy_uj"), format!("{energy}\n")).unwrap();
     }
 
+    /// Writes one of the zone's power-limit files (`constraint_0_power_limit_uw`, …), µW.
+    pub fn limit(&self, entry: &str, file: &str, uw: u64) -> &Self {
+        std::fs::write(self.dir.path().join(entry).join(file), format!("{uw}\n")).unwrap();
+        self
+    }
+
     pub fn deny(&self, entry: &str) {
         let p = self.dir.path().join(entry).join("energy_uj");
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o000)).unwrap();
