@@ -183,9 +183,17 @@ fn serve(dir: &Path) -> (Proc, String) {
     serve_with(dir, &["--backend", "--", env!("CARGO_BIN_EXE_jcp"), "backend", "demo"])
 }
 
+/// The steward's admin socket of the endpoint `serve_with` starts (§4.3:
+/// unsigned feeds go there, never to the agent's socket).
+fn admin(dir: &Path) -> String {
+    format!("unix:{}", dir.join("admin.sock").display())
+}
+
 fn serve_with(dir: &Path, extra: &[&str]) -> (Proc, String) {
     let addr = format!("unix:{}", dir.join("s.sock").display());
-    let mut args = vec!["serve", "--listen", &addr, "--stream", "s.jcps", "--steward-key", "steward.key"];
+    let adm = admin(dir);
+    let mut args =
+        vec!["serve", "--listen", &addr, "--admin", &adm, "--stream", "s.jcps", "--steward-key", "steward.key"];
     args.extend_from_slice(extra);
     let p = Proc::spawn(dir, "jcp serve", &args);
     let deadline = Instant::now() + WAIT;
@@ -195,6 +203,12 @@ fn serve_with(dir: &Path, extra: &[&str]) -> (Proc, String) {
             return (p, addr);
         }
     }
+}
+
+/// The admin socket `jcp run live` serves beside the endpoint socket `endpoint` (§4.3).
+fn admin_beside(endpoint: &str) -> String {
+    let sock = Path::new(endpoint.strip_prefix("unix:").expect("a Unix endpoint"));
+    format!("unix:{}", sock.with_file_name("admin.sock").display())
 }
 
 fn agent(dir: &Path, addr: &str, extra: &[&str]) -> Proc {
@@ -289,7 +303,10 @@ fn c21_agent_stops_on_revocation() {
         "{first:?}"
     );
     ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
-    ok(d, &["feed", "revoke", "--connect", &addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "1"]);
+    ok(
+        d,
+        &["feed", "revoke", "--connect", &admin(d), "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "1"],
+    );
     let rest = ag.until(|e| is(e, "stopped"));
     let stopped = rest.last().unwrap();
     assert_eq!(stopped["why"], "revoked", "{rest:?}");
@@ -383,7 +400,7 @@ fn c21_agent_continues_under_amended_ceiling() {
             "feed",
             "amend",
             "--connect",
-            &addr,
+            &admin(d),
             "--steered",
             "root.jcp",
             "--checkpoint",
@@ -498,7 +515,7 @@ fn c21_agent_stops_when_superseded_without_a_continuation_in_its_run_file() {
         ],
     );
     // Straight from the run file: its latest amendment and what it steers.
-    ok(d, &["feed", "amend", "--connect", &addr, "--run", "steer.jcprun"]);
+    ok(d, &["feed", "amend", "--connect", &admin(d), "--run", "steer.jcprun"]);
     let rest = ag.until(|e| is(e, "stopped"));
     let stopped = rest.last().unwrap();
     assert_eq!(stopped["why"], "superseded", "{rest:?}");
@@ -830,8 +847,11 @@ fn c21_s11_a_run_started_from_the_cli_is_supervised_by_the_same_crate_as_the_con
         (followed["what"].as_str(), followed["continuation"].as_str()),
         (Some("amendment"), Some(cont.as_str()))
     );
-    let fed: Value =
-        serde_json::from_str(&ok(d, &["feed", "amend", "--connect", &endpoint, "--run", &run, "--json"])).unwrap();
+    let fed: Value = serde_json::from_str(&ok(
+        d,
+        &["feed", "amend", "--connect", &admin_beside(&endpoint), "--run", &run, "--json"],
+    ))
+    .unwrap();
     assert_eq!(fed["admitted"], true, "{fed}");
     assert!(fed["message"].as_str().unwrap().contains("recorded once"), "{fed}");
     let continued = rest.iter().find(|e| is(e, "continued")).unwrap_or_else(|| panic!("{rest:?}"));

@@ -208,6 +208,9 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
             &format!("text:search={issuer}"),
             "--metrics",
             "127.0.0.1:0",
+            // §4.3: the operator's feeds go to its owner-only admin socket.
+            "--admin",
+            "unix:admin.sock",
             "--json",
         ]),
     );
@@ -232,7 +235,7 @@ fn s5_s11_a_real_prometheus_scrapes_the_meter_and_the_enforcement_point_with_the
             "feed",
             "revoke",
             "--connect",
-            &ep,
+            "unix:admin.sock",
             "--revocation",
             "rev.jcp",
             "--grant",

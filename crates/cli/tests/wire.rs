@@ -196,7 +196,10 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     let d = t.path();
     setup(d);
     ok(d, &["key", "new", "--out", "thief.key", "--seed", &"66".repeat(32)]);
-    let s = Server::start(d, "tcp:127.0.0.1:0");
+    ok(d, &["key", "new", "--out", "feed.key", "--seed", &"67".repeat(32)]);
+    let feed = ok(d, &["key", "show", "feed.key"]).trim().to_owned();
+    let s =
+        Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "s.jcps", "--known-through", "0", "--feed-key", &feed]);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let stale = (now - 120).to_string();
     let (code, v) = call(
@@ -224,23 +227,18 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     );
     assert_eq!((code, v["reason"].as_str()), (1, Some("wrong-subject")), "{v}");
     ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
-    let o = jcp(
-        d,
-        &[
-            "feed",
-            "revoke",
-            "--connect",
-            &s.addr,
-            "--revocation",
-            "rev.jcp",
-            "--grant",
-            "root.jcp",
-            "--marker",
-            "5",
-            "--json",
-        ],
+    let revoke =
+        ["feed", "revoke", "--connect", &s.addr, "--revocation", "rev.jcp", "--grant", "root.jcp", "--marker", "5"];
+    // §4.3: over TCP an unsigned feed is refused (its marker no signature covers) and moves nothing.
+    let (code, v) = call(d, &[&revoke[..], &["--json"]].concat());
+    assert_eq!(
+        (code, v["code"].as_str(), v["admitted"].as_bool()),
+        (1, Some("feed-unauthenticated"), Some(false)),
+        "{v}"
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Signed by the endpoint's feed key, it is admitted.
+    let (code, v) = call(d, &[&revoke[..], &["--key", "feed.key", "--json"]].concat());
+    assert_eq!((code, v["admitted"].as_bool()), (0, Some(true)), "{v}");
     let (code, v) = call(
         d,
         &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],

@@ -580,8 +580,8 @@ impl CallContext {
             let mut st = run_now;
             let feed = |f: Feed| -> Result<(), String> {
                 rt.block_on(async {
-                    let mut c = endpoint.connect_local().ok_or("the enforcement point is stopping")?;
-                    let a = c.feed(&f).await.map_err(|e| e.to_string())?;
+                    // In-process: the gateway's own follower is the operator's feed (§4.3).
+                    let a = endpoint.feed(f).await.map_err(|e| e.to_string())?;
                     if a.admitted {
                         Ok(())
                     } else {

@@ -105,6 +105,8 @@ struct Shared {
     /// §11 relay mode: one call at a time behind the gate (each call's
     /// span holds the whole tree).
     relay_lock: Arc<Mutex<()>>,
+    /// §4.3: the configured feed keys.
+    feed_keys: Vec<jcp::identity::Did>,
 }
 
 impl Shared {
@@ -231,6 +233,7 @@ impl Endpoint {
             caller_signatures: config.caller_signatures,
             meter,
             relay_lock: Arc::new(Mutex::new(())),
+            feed_keys: config.feed_keys.clone(),
         });
         Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
     }
@@ -292,8 +295,14 @@ impl Endpoint {
         Ok(a.framed)
     }
 
-    /// Hands a feed message to the core (recorded, then applied).
+    /// Hands a feed message to the core (recorded, then applied): the
+    /// operator's in-process path, trusted as the admin socket is (a
+    /// signed message is still checked against the feed keys).
     pub async fn feed(&self, feed: Feed) -> Result<FeedAnswer, WireError> {
+        let feed = match serve::authenticate_feed(&self.shared.feed_keys, feed, serve::FeedTrust::Admin) {
+            Ok(f) => f,
+            Err(refused) => return Ok(refused),
+        };
         let (tx, rx) = oneshot::channel();
         self.shared
             .tx
@@ -359,7 +368,7 @@ impl Endpoint {
         let shared = self.shared.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            serve_conn(shared, theirs).await;
+            serve_conn(shared, theirs, serve::FeedTrust::Network).await;
         });
         Some(crate::client::Client::over_memory(ours))
     }
@@ -368,6 +377,43 @@ impl Endpoint {
     /// the cap (the endpoint's, or its peer address's) is accepted, answered
     /// `busy` and closed: the backlog never fills with clients that wait.
     pub async fn serve(&self, listener: Listener) -> Result<(), WireError> {
+        self.serve_as(listener, serve::FeedTrust::Network).await
+    }
+
+    /// Serves the operator's admin socket until [`Endpoint::shutdown`]: a
+    /// Unix socket made owner-only (0600), whose connections are served as
+    /// any other's, except that a revocation or amendment may come
+    /// unsigned (§4.3: the operator sets the marker). A connection from a
+    /// process of another user than the socket's owner is closed. A TCP
+    /// listener is refused (`bad-address`): the admin path is local.
+    pub async fn serve_admin(&self, listener: Listener) -> Result<(), WireError> {
+        #[cfg(unix)]
+        if let Listener::Unix(l) = &listener {
+            use std::os::unix::fs::PermissionsExt;
+            let path = l
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_pathname().map(std::path::Path::to_path_buf))
+                .ok_or_else(|| WireError::BadAddress("the admin socket has no path".into()))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| WireError::io("making the admin socket owner-only", e))?;
+            return self.serve_as(listener, serve::FeedTrust::Admin).await;
+        }
+        Err(WireError::BadAddress("the admin socket is a Unix socket (unix:PATH), not TCP".into()))
+    }
+
+    async fn serve_as(&self, listener: Listener, trust: serve::FeedTrust) -> Result<(), WireError> {
+        #[cfg(unix)]
+        let owner = match (&listener, trust) {
+            (Listener::Unix(l), serve::FeedTrust::Admin) => {
+                use std::os::unix::fs::MetadataExt;
+                l.local_addr()
+                    .ok()
+                    .and_then(|a| a.as_pathname().and_then(|p| std::fs::metadata(p).ok()))
+                    .map(|m| m.uid())
+            }
+            _ => None,
+        };
         loop {
             if self.shared.stopping.load(Ordering::Acquire) {
                 return Ok(());
@@ -405,10 +451,17 @@ impl Endpoint {
                 match conn {
                     Conn::Tcp(s) => {
                         let _ = s.set_nodelay(true);
-                        serve_conn(shared, s).await;
+                        serve_conn(shared, s, trust).await;
                     }
                     #[cfg(unix)]
-                    Conn::Unix(s) => serve_conn(shared, s).await,
+                    Conn::Unix(s) => {
+                        // The admin socket serves its owner's processes only.
+                        if trust == serve::FeedTrust::Admin && s.peer_cred().ok().map(|c| c.uid()) != owner {
+                            tracing::warn!("admin socket: a connection from another user than its owner, closed");
+                            return;
+                        }
+                        serve_conn(shared, s, trust).await;
+                    }
                 }
             });
         }

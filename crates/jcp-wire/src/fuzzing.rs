@@ -165,6 +165,7 @@ pub fn check_body(body: &[u8]) -> Result<(Decoded, Decoded), String> {
                 Feed::Amendment { .. } => "amendment",
                 Feed::Outcome(_) => "outcome",
                 Feed::Statement(_) => "statement",
+                Feed::Signed { .. } => "signed-feed",
             })
         }
         Ok(Inbound::StatementAsk(id)) => {

@@ -254,7 +254,12 @@ fn c08_s6_1_a_continuation_is_refused_once_its_grant_is_revoked_or_spent() {
         assert!(!r.decision.is_allow());
         // Revoked: refused, and the outcome is not fetched under it.
         let rev = Revocation::issue(&g, &issuer(), Some([2; 16])).unwrap();
-        assert!(c.feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 1 }).await.unwrap().admitted);
+        assert!(
+            c.feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 1 }.signed_by(&feed_key()))
+                .await
+                .unwrap()
+                .admitted
+        );
         let r =
             c.call(&later(&g, first.receipt_id(), "task-7", None, 10, Some(Label::bottom()), T0 + 3)).await.unwrap();
         assert_eq!(r.decision.reason(), Some(Reason::Revoked));

@@ -225,12 +225,18 @@ fn c06_a_revocation_on_the_wire_is_recorded_before_it_applies_and_receipts_state
             ("sig", Some(jcp::cbor::Value::Bytes(thief.sign(&bytes).to_vec()))),
         ]))
         .unwrap();
-        let a = c.feed(&Feed::Revocation { revocation: forged, grant: g.clone(), marker: 9 }).await.unwrap();
+        let a = c
+            .feed(&Feed::Revocation { revocation: forged, grant: g.clone(), marker: 9 }.signed_by(&feed_key()))
+            .await
+            .unwrap();
         assert!(!a.admitted, "{a:?}");
         assert_eq!(a.known_through, Some(0), "a refused revocation moves no marker");
         assert!(c.call(&request(&g, 10, b"b", T0)).await.unwrap().decision.is_allow());
         let rev = Revocation::issue(&g, &issuer(), Some([1; 16])).unwrap();
-        let a = c.feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 3 }).await.unwrap();
+        let a = c
+            .feed(&Feed::Revocation { revocation: rev, grant: g.clone(), marker: 3 }.signed_by(&feed_key()))
+            .await
+            .unwrap();
         assert!(a.admitted, "{a:?}");
         assert_eq!(a.known_through, Some(3));
         let r = c.call(&request(&g, 10, b"c", T0)).await.unwrap();
@@ -429,25 +435,31 @@ fn c21_an_amendment_on_the_wire_supersedes_the_steered_grant_also_after_a_restar
         // The agent cannot amend its own run.
         let forged = jcp::steering::Amendment { amended_by: agent().did(), ..am.amendment().clone() }.sign(&agent());
         let a = c
-            .feed(&Feed::Amendment {
-                steered: g.clone(),
-                checkpoint: cp.clone(),
-                amendment: forged,
-                continuation: cont.clone(),
-                marker: None,
-            })
+            .feed(
+                &Feed::Amendment {
+                    steered: g.clone(),
+                    checkpoint: cp.clone(),
+                    amendment: forged,
+                    continuation: cont.clone(),
+                    marker: None,
+                }
+                .signed_by(&feed_key()),
+            )
             .await
             .unwrap();
         assert!(!a.admitted, "{a:?}");
         assert!(c.call(&request(&g, 0, b"still mine", T0)).await.unwrap().decision.is_allow());
         let a = c
-            .feed(&Feed::Amendment {
-                steered: g.clone(),
-                checkpoint: cp.clone(),
-                amendment: am.clone(),
-                continuation: cont.clone(),
-                marker: None,
-            })
+            .feed(
+                &Feed::Amendment {
+                    steered: g.clone(),
+                    checkpoint: cp.clone(),
+                    amendment: am.clone(),
+                    continuation: cont.clone(),
+                    marker: None,
+                }
+                .signed_by(&feed_key()),
+            )
             .await
             .unwrap();
         assert!(a.admitted, "{a:?}");
@@ -607,4 +619,109 @@ fn s4_11_batches_decided_within_the_commit_interval_share_one_sync_and_none_leav
     });
     // Everything answered is in the record.
     assert_eq!(kinds(&path).iter().filter(|k| **k == RecordKind::Receipt).count(), 9);
+}
+
+/// §4.3: "a larger value mean[s] 'has seen at least as much'" — so the
+/// marker must come from the operator's feed, not from anyone who can
+/// connect. A revocation fed unsigned over the network (the marker outside
+/// every signature) is refused `feed-unauthenticated` and moves nothing;
+/// one signed by a key the endpoint was not configured with is refused; a
+/// signed one whose marker was changed after signing is `bad-signature`;
+/// the operator's signed feed and its admin socket (owner-only, unsigned
+/// allowed) are admitted. Outcomes, signed by their holders, need no feed key.
+#[test]
+fn c06_s4_3_only_an_authenticated_feed_sets_the_revocation_marker() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let g = grant(1_000, 1);
+    let throwaway = grant(1_000, 2);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let admin_path = dir.path().join("admin.sock");
+        let (al, admin) = jcp_wire::endpoint::Address::Unix(admin_path.clone()).bind().await.unwrap();
+        let ep = s.endpoint.clone();
+        let admin_task = tokio::spawn(async move { ep.serve_admin(al).await });
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let rev = |gr: &jcp::grant::SignedGrant, n: u8| Revocation::issue(gr, &issuer(), Some([n; 16])).unwrap();
+        let unsigned = Feed::Revocation { revocation: rev(&throwaway, 1), grant: throwaway.clone(), marker: 1_000_000 };
+        let a = c.feed(&unsigned).await.unwrap();
+        assert_eq!((a.admitted, a.code.as_str()), (false, "feed-unauthenticated"), "{a:?}");
+        let a = c.feed(&unsigned.clone().signed_by(&common::key(91))).await.unwrap();
+        assert_eq!((a.admitted, a.code.as_str()), (false, "feed-unauthenticated"), "{a:?}");
+        let Feed::Signed { feed, by, sig } = unsigned.clone().signed_by(&feed_key()) else { unreachable!() };
+        let Feed::Revocation { revocation, grant: gr, .. } = *feed else { unreachable!() };
+        let moved =
+            Feed::Signed { feed: Box::new(Feed::Revocation { revocation, grant: gr, marker: 2_000_000 }), by, sig };
+        let a = c.feed(&moved).await.unwrap();
+        assert_eq!((a.admitted, a.code.as_str()), (false, "bad-signature"), "{a:?}");
+        assert_eq!(s.endpoint.known_through().await.unwrap(), Some(0), "nothing moved the marker");
+        // The operator's signed feed.
+        let a = c
+            .feed(&Feed::Revocation { revocation: rev(&g, 3), grant: g.clone(), marker: 5 }.signed_by(&feed_key()))
+            .await
+            .unwrap();
+        assert!(a.admitted, "{a:?}");
+        assert_eq!(a.known_through, Some(5));
+        // The admin socket: owner-only, unsigned feeds taken.
+        let mode = std::fs::metadata(&admin_path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the admin socket is owner-only");
+        let mut admin_c = Client::connect(&admin).await.unwrap();
+        let a = admin_c.feed(&unsigned).await.unwrap();
+        assert!(a.admitted, "{a:?}");
+        assert_eq!(a.known_through, Some(1_000_000));
+        // A TCP admin listener is refused.
+        let (tl, _) = jcp_wire::endpoint::Address::Tcp("127.0.0.1:0".into()).bind().await.unwrap();
+        assert_eq!(s.endpoint.serve_admin(tl).await.unwrap_err().code(), "bad-address");
+        admin_task.abort();
+        s.stop().await;
+    });
+}
+
+/// §11: "The endpoint MUST decide at its own clock … MUST NOT decide any
+/// request as of the time it names." A request stamped inside the
+/// freshness window, before its grant's expiry and before a `NotAfter`
+/// caveat's bound, that arrives after them is decided at the endpoint's
+/// clock: `expired`, then `caveat-unsatisfied` — never allowed as of its stamp.
+#[test]
+fn s11_the_endpoint_decides_at_its_own_clock_not_the_time_a_request_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let path = dir.path().join("s.jcps");
+    let mint = |expiry: u64, caveats: Vec<jcp::grant::Caveat>, nonce: u8| {
+        jcp::grant::Grant {
+            issuer: issuer().did(),
+            subject: agent().did(),
+            capability: jcp::grant::Capability { resource: resource(), actions: vec!["read".into()] },
+            budget_uj: 1_000,
+            budget_funds: None,
+            caveats,
+            expiry,
+            parent: None,
+            delegate_depth: None,
+            nonce: [nonce; 16],
+        }
+        .sign(&issuer())
+        .unwrap()
+    };
+    let expiring = mint(T0 + 5, vec![], 1);
+    let bounded = mint(0, vec![jcp::grant::Caveat::NotAfter(T0 + 5)], 2);
+    rt().block_on(async {
+        let s = Served::start(config(&path, &clock), dir.path(), None).await.unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        // Stamped and arriving inside the bounds, the grants are allowed.
+        clock.set(T0 + 1);
+        assert!(c.call(&request(&expiring, 1, b"c", T0 + 1)).await.unwrap().decision.is_allow());
+        assert!(c.call(&request(&bounded, 1, b"d", T0 + 1)).await.unwrap().decision.is_allow());
+        // Stamped at T0 + 2 (inside both bounds), arriving at T0 + 20 (inside the 30 s window).
+        let early_expiring = request(&expiring, 1, b"a", T0 + 2);
+        let early_bounded = request(&bounded, 1, b"b", T0 + 2);
+        clock.set(T0 + 20);
+        let r = c.call(&early_expiring).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::Expired), "{:?}", r.decision);
+        let r = c.call(&early_bounded).await.unwrap();
+        assert_eq!(r.decision.reason(), Some(Reason::CaveatUnsatisfied), "{:?}", r.decision);
+        s.stop().await;
+    });
 }

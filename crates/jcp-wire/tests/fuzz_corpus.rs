@@ -173,6 +173,8 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     if let Feed::Amendment { steered, checkpoint, amendment, continuation, .. } = amendment {
         let marked = Feed::Amendment { steered, checkpoint, amendment, continuation, marker: Some(4) };
         out.push(("feed-amendment-marked", codec::frame_value(&marked.to_value())));
+        // §4.3: the same, signed by a feed key (the signature covers the marker).
+        out.push(("feed-amendment-signed", codec::frame_value(&marked.signed_by(&key(90)).to_value())));
     }
     let outcome =
         Feed::Outcome(SignedOutcome::sign(ContentId([5; 32]), jcp_receipt::record::OutcomeStatus::Completed, &agent()));
@@ -355,6 +357,7 @@ fn expect(name: &str, r: &Report) {
         "request-valid" | "request-optional-fields" | "request-data-frame-injection" => one(Ok("request"), Err(NM)),
         "feed-revocation-valid" => one(Ok("revocation"), Err(NM)),
         "feed-amendment-valid" | "feed-amendment-marked" => one(Ok("amendment"), Err(NM)),
+        "feed-amendment-signed" => one(Ok("signed-feed"), Err(NM)),
         "feed-outcome-valid" => one(Ok("outcome"), Err(NM)),
         // Inbound and outbound share the `statement` message name: a peer's
         // statement sent to an endpoint reads as the endpoint's answer too.

@@ -22,6 +22,9 @@ pub(crate) struct Serving {
     /// The endpoint behind the gate (`jcp backend demo`), closed on stop.
     pub(crate) backend: Arc<ProcessBackend>,
     pub(crate) bound: Address,
+    /// The steward's admin socket beside the run (`admin.sock`, owner-only):
+    /// where `jcp feed` may send unsigned revocations and amendments (§4.3).
+    pub(crate) admin: Option<Address>,
 }
 
 impl Serving {
@@ -35,8 +38,10 @@ impl Serving {
         // The endpoint is held (its view stays), so its backend is not
         // dropped with it: stopped here, after the last call it could run.
         self.backend.close();
-        if let Some(p) = jcp_wire::endpoint::unix_path(&self.bound) {
-            jcp_wire::endpoint::remove_socket(p);
+        for a in std::iter::once(&self.bound).chain(&self.admin) {
+            if let Some(p) = jcp_wire::endpoint::unix_path(a) {
+                jcp_wire::endpoint::remove_socket(p);
+            }
         }
         res
     }
@@ -78,10 +83,25 @@ pub(crate) fn open(jcp: &Path, issued: &Issued, host: Host) -> Result<Serving, E
                 eprintln!("{program}: the live endpoint stopped serving: {e}");
             }
         });
-        Ok::<_, jcp_wire::WireError>((endpoint, bound))
+        // §4.3: the steward's feeds by hand go to an owner-only admin socket,
+        // never the agent's; where its path does not fit, only in-process.
+        let admin_sock = issued.dir.join("admin.sock");
+        let admin = if admin_sock.as_os_str().len() < 100 {
+            let (l, a) = Address::Unix(admin_sock).bind().await?;
+            let ep = endpoint.clone();
+            tokio::spawn(async move {
+                if let Err(e) = ep.serve_admin(l).await {
+                    eprintln!("{program}: the live endpoint's admin socket stopped: {e}");
+                }
+            });
+            Some(a)
+        } else {
+            None
+        };
+        Ok::<_, jcp_wire::WireError>((endpoint, bound, admin))
     });
     match opened {
-        Ok((endpoint, bound)) => Ok(Serving { rt, endpoint, backend, bound }),
+        Ok((endpoint, bound, admin)) => Ok(Serving { rt, endpoint, backend, bound, admin }),
         Err(source) => {
             backend.close();
             Err(Error::wire("the embedded endpoint did not start", source))

@@ -13,8 +13,8 @@ use jcp_wire::backend::Backend;
 use jcp_wire::endpoint::{Config, Endpoint};
 use serde_json::json;
 
-use super::core::{read_bytes, read_grant, read_key};
-use super::wire::{gate_trusting, parse_addr, runtime, start_meter, wire_err};
+use super::core::{parse_did, read_bytes, read_grant, read_key};
+use super::wire::{gate_trusting, parse_addr, runtime, serve_listeners, start_meter, wire_err};
 use crate::out::{coded, CLEAN};
 
 #[derive(Debug, Args)]
@@ -42,9 +42,15 @@ pub struct GatewayArgs {
     trust_roots: Vec<String>,
     /// `http://127.0.0.1:PORT[/PATH]`: serve the MCP session over Streamable HTTP there (loopback only;
     /// path `/mcp` by default) instead of stdio. `tcp:HOST:PORT` or `unix:PATH`: also serve the endpoint's
-    /// jcp/1 there, for the steward's feeds (`jcp feed revoke|amend --connect ADDR`). Repeatable.
+    /// jcp/1 there, for the steward's feeds (`jcp feed revoke|amend --connect ADDR`): a Unix socket is made
+    /// owner-only and takes unsigned feeds; over TCP a revocation or amendment must be signed by a
+    /// --feed-key (§4.3). Repeatable.
     #[arg(long = "listen")]
     listen: Vec<String>,
+    /// A feed key's did (repeatable): a revocation or amendment it signs (`jcp feed … --key`) is taken on a
+    /// TCP --listen address; its signature covers the marker (§4.3).
+    #[arg(long = "feed-key")]
+    feed_keys: Vec<String>,
     /// An Origin the Streamable HTTP endpoint lets through besides loopback ones (repeatable).
     #[arg(long = "allow-origin")]
     allow_origins: Vec<String>,
@@ -242,6 +248,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     let mut config = Config::new(&stream);
     // Receipts state the revocation knowledge they were decided in (§4.3), from the start.
     config.known_through = Some(0);
+    config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     let rt = runtime()?;
@@ -285,15 +292,13 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
             "unresolved": report.replay.unresolved.len()}});
         events.emit(&start);
         eprintln!("{}", banner(&start));
-        let mut tasks = Vec::new();
-        let mut unix_paths = Vec::new();
-        for (listener, addr) in bound {
-            if let Some(p) = jcp_wire::endpoint::unix_path(&addr) {
-                unix_paths.push(p.to_path_buf());
-            }
-            let ep = endpoint.clone();
-            tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
-        }
+        // §4.3: a Unix listener is the operator's feed socket (owner-only,
+        // unsigned feeds taken); over TCP a feed is signed by a --feed-key.
+        let listeners = bound.into_iter().map(|(l, a)| {
+            let admin = jcp_wire::endpoint::unix_path(&a).is_some();
+            (l, a, admin)
+        });
+        let (tasks, unix_paths) = serve_listeners(&endpoint, listeners);
         let settings = settings_of(&a, chain, holder, bindings, tenant, server, marks);
         let gw = match Gateway::new(endpoint.clone(), upstream.clone(), settings, events) {
             Ok(g) => g,

@@ -67,9 +67,20 @@ pub struct ServeArgs {
     /// The freshness window in seconds (§11).
     #[arg(long, default_value_t = 30)]
     window_s: u64,
-    /// The revocation-knowledge marker stated before the feed delivers anything (§4.3).
-    #[arg(long, default_value_t = 0)]
-    known_through: u64,
+    /// The revocation-knowledge marker stated before the feed delivers anything (§4.3). Without it, an
+    /// endpoint with a feed (--admin or --feed-key) states 0; one with none states no marker, so its
+    /// allows are unverifiable for revocation, never explicable by default.
+    #[arg(long)]
+    known_through: Option<u64>,
+    /// A feed key's did (repeatable): a revocation or amendment signed by it (`jcp feed … --key`) is
+    /// admitted from any connection; the signature covers the marker (§4.3). Unsigned ones are
+    /// taken only over --admin.
+    #[arg(long = "feed-key")]
+    feed_keys: Vec<String>,
+    /// The operator's admin socket (unix:PATH, made owner-only): feeds sent there may be unsigned.
+    /// Serve agents on --listen, never here.
+    #[arg(long)]
+    admin: Option<String>,
     /// The largest message body accepted, bytes: at most (and by default) the largest body whose record fits one stream record; a larger cap is refused at start (cap-above-record).
     #[arg(long, default_value_t = jcp_wire::codec::MAX_ENDPOINT_CAP)]
     cap: usize,
@@ -240,7 +251,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
     let mut config = Config::new(&a.stream);
     config.window_s = a.window_s;
-    config.known_through = Some(a.known_through);
+    let admin = feeds_of(&a, &mut config)?;
     config.cap = a.cap;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     config.max_connections = a.max_connections.max(1);
@@ -277,12 +288,18 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let behind = backend.map(|b| b as std::sync::Arc<dyn Backend>);
         let (endpoint, report) = Endpoint::open(config, steward, gate, behind).map_err(|e| wire_err(&e))?;
         let bound = jcp_wire::endpoint::bind_all(&addrs).await.map_err(|e| wire_err(&e))?;
+        let admin_bound = match &admin {
+            Some(ad) => Some(ad.bind().await.map_err(|e| wire_err(&e))?),
+            None => None,
+        };
+        let admin_at = admin_bound.as_ref().map(|(_, a)| a.to_string());
         let metrics_url = metrics.as_ref().map(|(_, u)| u.clone());
         let listening: Vec<String> = bound.iter().map(|(_, a)| a.to_string()).collect();
         let r = &report.replay;
         emit(
             a.json,
-            &json!({"event": "listening", "listen": listening, "metrics": metrics_url,
+            &json!({"event": "listening", "listen": listening, "metrics": metrics_url, "admin": admin_at,
+                    "feed_keys": a.feed_keys,
                     "connections": {"max": max_connections, "open_files": open_files}, "stream": a.stream, "steward": steward_did.to_did_string(),
                     "caller_signatures": caller_signatures, "backend": backend_json, "metering": metering,
                     "replayed": {"verified": r.verified, "allows": r.replayed_allows, "rejected": r.rejected_total(),
@@ -293,6 +310,9 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                 let mut s = String::new();
                 for l in &listening {
                     let _ = writeln!(s, "jcp serve: listening on {l}");
+                }
+                if let Some(ad) = &admin_at {
+                    let _ = writeln!(s, "jcp serve: admin socket {ad} (owner-only: unsigned feeds taken here)");
                 }
                 if let Some(u) = &metrics_url {
                     s += "jcp serve: metrics on ";
@@ -325,15 +345,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             let render: jcp_metrics::Render = std::sync::Arc::new(move || ep.render_metrics());
             tokio::spawn(jcp_metrics::serve(listener, render, std::future::pending()))
         });
-        let mut tasks = Vec::new();
-        let mut unix_paths = Vec::new();
-        for (listener, addr) in bound {
-            if let Some(p) = jcp_wire::endpoint::unix_path(&addr) {
-                unix_paths.push(p.to_path_buf());
-            }
-            let ep = endpoint.clone();
-            tasks.push(tokio::spawn(async move { ep.serve(listener).await }));
-        }
+        let listeners = bound.into_iter().map(|(l, a)| (l, a, false)).chain(admin_bound.map(|(l, a)| (l, a, true)));
+        let (tasks, unix_paths) = serve_listeners(&endpoint, listeners);
         wait_for_signal().await?;
         for t in &tasks {
             t.abort();
@@ -650,6 +663,10 @@ enum FeedCmd {
         /// The revocation feed's marker at which it was issued (monotonic, §4.3).
         #[arg(long)]
         marker: u64,
+        /// The feed key file to sign it with (its signature covers the marker): needed on any
+        /// connection but the endpoint's admin socket (§4.3).
+        #[arg(long)]
+        key: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -679,6 +696,10 @@ enum FeedCmd {
         /// other points' spend on the steered grant unverifiable rather than explicable.
         #[arg(long)]
         marker: Option<u64>,
+        /// The feed key file to sign it with (its signature covers the marker): needed on any
+        /// connection but the endpoint's admin socket (§4.3).
+        #[arg(long)]
+        key: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -728,11 +749,12 @@ enum FeedCmd {
 
 pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
     let (connect, feed, json) = match a.cmd {
-        FeedCmd::Revoke { connect, revocation, grant, marker, json } => {
+        FeedCmd::Revoke { connect, revocation, grant, marker, key, json } => {
             let rev = SignedRevocation::from_bytes(&read_bytes(&revocation)?).map_err(|e| core_err(&revocation, &e))?;
-            (connect, Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker }, json)
+            let feed = Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker };
+            (connect, sign_feed(feed, key.as_deref())?, json)
         }
-        FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, marker, json } => {
+        FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, marker, key, json } => {
             let feed = match (run, steered, checkpoint, amendment, continuation) {
                 (Some(run), ..) => latest_amendment(&run, marker)?,
                 (None, Some(steered), Some(checkpoint), Some(amendment), Some(continuation)) => {
@@ -755,7 +777,7 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
                     ))
                 }
             };
-            (connect, feed, json)
+            (connect, sign_feed(feed, key.as_deref())?, json)
         }
         FeedCmd::Outcome { connect, key, receipt, status, json } => {
             let holder = read_key(&key)?;
@@ -794,6 +816,56 @@ pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     Ok(ExitCode::from(if ans.admitted { CLEAN } else { FINDINGS }))
+}
+
+/// §4.3: the feed keys, the admin socket (a Unix address) and the marker a
+/// `jcp serve` states from the start: with a feed (an admin socket or a
+/// feed key), 0 unless told; with none, none.
+fn feeds_of(a: &ServeArgs, config: &mut Config) -> anyhow::Result<Option<jcp_wire::endpoint::Address>> {
+    config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
+    let admin = a.admin.as_deref().map(parse_addr).transpose()?;
+    if let Some(ad) = &admin {
+        if jcp_wire::endpoint::unix_path(ad).is_none() {
+            return Err(coded("bad-address", format!("--admin {ad}: the admin socket is a Unix socket (unix:PATH)")));
+        }
+    }
+    let fed = admin.is_some() || !config.feed_keys.is_empty();
+    config.known_through = a.known_through.or(fed.then_some(0));
+    Ok(admin)
+}
+
+type Serving = (Vec<tokio::task::JoinHandle<Result<(), jcp_wire::WireError>>>, Vec<std::path::PathBuf>);
+
+/// Serves each bound listener on `endpoint` (as the admin socket where
+/// marked, §4.3): the tasks, and the Unix socket paths to remove at stop.
+pub(super) fn serve_listeners(
+    endpoint: &jcp_wire::endpoint::Endpoint,
+    listeners: impl IntoIterator<Item = (jcp_wire::endpoint::Listener, jcp_wire::endpoint::Address, bool)>,
+) -> Serving {
+    let mut tasks = Vec::new();
+    let mut unix_paths = Vec::new();
+    for (listener, addr, admin) in listeners {
+        if let Some(p) = jcp_wire::endpoint::unix_path(&addr) {
+            unix_paths.push(p.to_path_buf());
+        }
+        let ep = endpoint.clone();
+        tasks.push(tokio::spawn(async move {
+            if admin {
+                ep.serve_admin(listener).await
+            } else {
+                ep.serve(listener).await
+            }
+        }));
+    }
+    (tasks, unix_paths)
+}
+
+/// A feed message signed with the feed key in `key` (§4.3), or as it is.
+fn sign_feed(feed: Feed, key: Option<&std::path::Path>) -> anyhow::Result<Feed> {
+    Ok(match key {
+        Some(k) => feed.signed_by(&read_key(k)?),
+        None => feed,
+    })
 }
 
 /// How many unresolved decisions `jcp serve` names at start (all are counted).

@@ -37,6 +37,16 @@ impl Core {
                     )
                 })
             }
+            // Unwrapped at the connection (`serve::authenticate_feed`): one
+            // that reaches the core was not checked there.
+            Feed::Signed { .. } => {
+                return FeedAnswer {
+                    admitted: false,
+                    code: "feed-unauthenticated".into(),
+                    message: "a signed feed is checked and unwrapped where it arrives".into(),
+                    known_through: self.gate.known_through(),
+                }
+            }
             Feed::Statement(st) => self.gate.admit_statement(st).map(|_| {
                 let c = st.statement();
                 format!(

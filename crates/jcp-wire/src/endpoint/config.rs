@@ -68,6 +68,11 @@ pub struct Config {
     /// reserves more, whatever its caller states. `None`: the caller's
     /// stated maximum and the grant's remainder bound it.
     pub call_ceiling_uj: Option<u64>,
+    /// The keys whose signature admits a revocation or an amendment feed
+    /// from any connection (§4.3: the signature covers the marker). With
+    /// none, such feeds are taken only from the admin socket
+    /// ([`super::Endpoint::serve_admin`]) and in-process.
+    pub feed_keys: Vec<jcp::identity::Did>,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -126,6 +131,7 @@ impl std::fmt::Debug for Config {
             .field("caller_signatures", &self.caller_signatures)
             .field("meter", &self.meter.as_ref().map(|_| "set"))
             .field("call_ceiling_uj", &self.call_ceiling_uj)
+            .field("feed_keys", &self.feed_keys)
             .finish_non_exhaustive()
     }
 }
@@ -133,7 +139,8 @@ impl std::fmt::Debug for Config {
 impl Config {
     /// Defaults: 30 s window, the largest cap a record holds
     /// ([`codec::MAX_ENDPOINT_CAP`]), batches of up to 512, at least
-    /// 500 µs between syncs, marker 0, 10 s frame timeout, 10 s to the
+    /// 500 µs between syncs, no marker (a point with no feed states none,
+    /// §4.3), 10 s frame timeout, 10 s to the
     /// first frame, 2 h idle, 4 096 connections (1 024 a peer), the system
     /// clock, callers' signatures checked in batches.
     pub fn new(stream: impl Into<PathBuf>) -> Self {
@@ -143,7 +150,7 @@ impl Config {
             cap: codec::MAX_ENDPOINT_CAP,
             batch_max: 512,
             commit_interval: Duration::from_micros(500),
-            known_through: Some(0),
+            known_through: None,
             frame_timeout: Duration::from_secs(10),
             first_frame_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(7200),
@@ -154,6 +161,7 @@ impl Config {
             caller_signatures: CallerSignatures::Batched,
             meter: None,
             call_ceiling_uj: None,
+            feed_keys: Vec::new(),
         }
     }
 }

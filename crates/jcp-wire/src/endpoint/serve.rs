@@ -18,7 +18,47 @@ use super::relay::{relay, Exchange};
 use super::Shared;
 use crate::codec;
 use crate::error::WireError;
-use crate::message::{ChainMemo, Inbound, WireRequest};
+use crate::message::{ChainMemo, Feed, FeedAnswer, Inbound, WireRequest};
+
+/// Whom a connection's feed messages come from (§4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FeedTrust {
+    /// The operator: the owner-only admin socket, or in-process.
+    Admin,
+    /// Anyone who can connect: a revocation or amendment must be signed by
+    /// a configured feed key.
+    Network,
+}
+
+/// §4.3: a feed message as the core may take it. A signed one is admitted
+/// from any connection when its key is configured and its signature (over
+/// the inner message, marker included) holds, and is unwrapped; an unsigned
+/// revocation or amendment — whose marker no signature covers — only from
+/// the admin socket or in-process. Outcomes and statements carry their
+/// senders' own signatures and no marker. A refusal is the answer.
+pub(super) fn authenticate_feed(keys: &[jcp::identity::Did], feed: Feed, trust: FeedTrust) -> Result<Feed, FeedAnswer> {
+    let refuse =
+        |code: &str, message: String| FeedAnswer { admitted: false, code: code.into(), message, known_through: None };
+    match feed {
+        Feed::Signed { feed, by, sig } => {
+            if !keys.contains(&by) {
+                return Err(refuse(
+                    "feed-unauthenticated",
+                    format!("{by} is not one of this endpoint's feed keys (jcp serve --feed-key)"),
+                ));
+            }
+            if !by.verify(&feed.to_value().encode(), &sig) {
+                return Err(refuse("bad-signature", format!("the feed's signature does not verify under {by}")));
+            }
+            Ok(*feed)
+        }
+        f if f.carries_marker() && trust != FeedTrust::Admin => Err(refuse(
+            "feed-unauthenticated",
+            "a revocation or amendment carries a marker no signature covers: sign it with a configured feed key (jcp feed … --key, jcp serve --feed-key) or send it over the admin socket (jcp serve --admin unix:PATH)".into(),
+        )),
+        f => Ok(f),
+    }
+}
 
 /// An accepted connection.
 pub(super) enum Conn {
@@ -130,7 +170,7 @@ pub(super) fn refuse_busy(conn: Conn, why: String) {
 
 /// Serves one connection until it closes, its peer sends a frame that is
 /// refused, or the core stops.
-pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S) {
+pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S, trust: FeedTrust) {
     // Buffered reads: a frame's length and body (and any frames a client
     // sent behind it) come in one read from the socket, not three.
     // Writes go straight through.
@@ -173,6 +213,16 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
                 codec::write_frame(&mut s, &framed).await.is_ok()
             }
             Inbound::Feed(feed) => {
+                let feed = match authenticate_feed(&shared.feed_keys, *feed, trust) {
+                    Ok(f) => Box::new(f),
+                    Err(refused) => {
+                        tracing::warn!(code = %refused.code, "feed refused: {}", refused.message);
+                        if codec::write_frame(&mut s, &codec::frame_value(&refused.to_value())).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {
                     return;

@@ -56,6 +56,20 @@ pub enum Feed {
     /// A peer point's signed budget-channel statement (§4.5): admitted
     /// (recorded, then applied), its settled spend counts from then on.
     Statement(jcp::channel::SignedStatement),
+    /// Another feed message signed by a feed key (`{msg: "signed-feed",
+    /// feed, by, sig}`): the signature covers the inner message's canonical
+    /// bytes, its marker included (§4.3: a marker outside every signature
+    /// lets anyone who can connect move a point's revocation knowledge).
+    /// An endpoint admits it from any connection when `by` is one of its
+    /// configured feed keys. Never nested.
+    Signed {
+        /// The message signed.
+        feed: Box<Feed>,
+        /// The feed key that signed it.
+        by: Did,
+        /// Ed25519 by `by` over `feed`'s canonical bytes.
+        sig: [u8; 64],
+    },
 }
 
 /// An outcome report: the holder of an allowed decision says whether the
@@ -120,6 +134,20 @@ impl SignedOutcome {
 }
 
 impl Feed {
+    /// Signs this message with a feed key (§4.3: the marker is covered).
+    #[must_use]
+    pub fn signed_by(self, key: &Keypair) -> Self {
+        let sig = key.sign(&self.to_value().encode());
+        Self::Signed { feed: Box::new(self), by: key.did(), sig }
+    }
+
+    /// Whether the message carries a marker outside the signatures of the
+    /// objects it carries (a revocation's or an amendment's): only an
+    /// authenticated feed may move a point's revocation knowledge.
+    pub fn carries_marker(&self) -> bool {
+        matches!(self, Self::Revocation { .. } | Self::Amendment { .. })
+    }
+
     /// The canonical message value.
     pub fn to_value(&self) -> Value {
         match self {
@@ -141,6 +169,12 @@ impl Feed {
             Self::Statement(st) => {
                 cbor::map([("msg", Some(Value::text("statement"))), ("statement", Some(st.to_value()))])
             }
+            Self::Signed { feed, by, sig } => cbor::map([
+                ("msg", Some(Value::text("signed-feed"))),
+                ("feed", Some(feed.to_value())),
+                ("by", Some(Value::text(by.to_did_string()))),
+                ("sig", Some(Value::Bytes(sig.to_vec()))),
+            ]),
         }
     }
 
@@ -162,6 +196,20 @@ impl Feed {
             },
             "outcome" => Self::Outcome(SignedOutcome::from_fields(&mut f)?),
             "statement" => Self::Statement(jcp::channel::SignedStatement::from_value(f.req("statement")?)?),
+            "signed-feed" => {
+                let inner = f.req("feed")?;
+                let kind = match inner.get("msg") {
+                    Some(Value::Text(k)) if k != "signed-feed" && k != "statement-ask" => k.clone(),
+                    Some(Value::Text(_)) => {
+                        return Err(WireError::schema("Feed", "a signed feed holds one plain feed message"))
+                    }
+                    _ => return Err(WireError::schema("Feed", "feed: expected a feed message")),
+                };
+                let feed = Box::new(Self::from_value(&kind, inner)?);
+                let by = Did::parse(f.text("by")?)?;
+                let sig = f.bytes_n::<64>("sig")?;
+                Self::Signed { feed, by, sig }
+            }
             other => return Err(WireError::schema("Feed", format!("unknown message {other:?}"))),
         };
         f.finish()?;

@@ -122,9 +122,16 @@ impl TestClock {
     }
 }
 
+/// The operator's feed key the test endpoints are configured with (§4.3).
+pub fn feed_key() -> Keypair {
+    key(90)
+}
+
 pub fn config(stream: &Path, clock: &TestClock) -> Config {
     let mut c = Config::new(stream);
     c.clock = clock.clock();
+    c.known_through = Some(0);
+    c.feed_keys = vec![feed_key().did()];
     c.frame_timeout = std::time::Duration::from_millis(500);
     c
 }
