@@ -69,6 +69,20 @@ pub struct StreamWriter {
     fail_flush: bool,
 }
 
+/// §4.11 "one writer per record": the lock taken, or the refusal to open —
+/// held by another writer (`stream-locked`), or not available at all
+/// (`lock-unsupported`: the implementation "MUST fail to open the record
+/// rather than proceed").
+fn claim(locked: Result<(), std::fs::TryLockError>, path: &Path) -> Result<(), Error> {
+    match locked {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { path: path.display().to_string() }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::LockUnsupported { path: path.display().to_string(), detail: e.to_string() })
+        }
+    }
+}
+
 impl StreamWriter {
     /// Opens (creating if absent) `path` for writing: takes the exclusive
     /// lock, checks the header, feeds every existing item to `visit`, and
@@ -81,15 +95,7 @@ impl StreamWriter {
         let io = |e| Error::io(path, &e);
         let existed = path.exists();
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::Locked { path: path.display().to_string() });
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::LockUnsupported { path: path.display().to_string(), detail: e.to_string() });
-            }
-        }
+        claim(file.try_lock(), path)?;
         let mut w = Self {
             file,
             path: path.to_path_buf(),
@@ -302,5 +308,23 @@ fn sync_dir(path: &Path) {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// §4.11: "the implementation MUST fail to open the record rather than
+    /// proceed" where exclusive locking is not available (a file system
+    /// without `flock`), as it does where another writer holds it.
+    #[test]
+    fn s4_11_a_record_whose_lock_cannot_be_taken_is_not_opened() {
+        let p = Path::new("/x/s.jcps");
+        let unsupported = std::io::Error::new(std::io::ErrorKind::Unsupported, "flock: operation not supported");
+        let e = claim(Err(std::fs::TryLockError::Error(unsupported)), p).unwrap_err();
+        assert_eq!(e.code(), "lock-unsupported", "{e}");
+        assert_eq!(claim(Err(std::fs::TryLockError::WouldBlock), p).unwrap_err().code(), "stream-locked");
+        assert!(claim(Ok(()), p).is_ok());
     }
 }
