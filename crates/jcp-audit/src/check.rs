@@ -33,8 +33,11 @@ pub(crate) enum Body {
     /// A closing record of continued work (§6.1 item 4); sealed.
     Closing,
     /// A wire request record (§11): unsealed, paired with the receipt
-    /// after it; counted.
-    WireRequest,
+    /// after it; counted; whether its caller signature verifies.
+    WireRequest {
+        /// The caller's signature over the request verifies.
+        signed: bool,
+    },
     Grant(Box<SignedGrant>),
     /// The record was refused: a reason code and a sentence.
     Refused(FindingCode, String),
@@ -293,12 +296,19 @@ fn open<'a>(kind: RecordKind, payload: &'a [u8], dids: &mut DidCache, chains: &m
             Err(e) => Opened::Done(Body::Refused(FindingCode::of_refusal(e.code()), e.to_string())),
         },
         RecordKind::Request => match jcp::cbor::decode_strict(payload) {
-            Ok(v)
-                if matches!(v.get("request"), Some(jcp::cbor::Value::Bytes(_)))
-                    && matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) =>
-            {
-                Opened::Done(Body::WireRequest)
-            }
+            Ok(v) if matches!(v.get("decided_at"), Some(jcp::cbor::Value::Uint(_))) => match v.get("request") {
+                Some(jcp::cbor::Value::Bytes(b)) => match crate::words::request_signature_ok(b) {
+                    Some(signed) => Opened::Done(Body::WireRequest { signed }),
+                    None => Opened::Done(Body::Refused(
+                        FindingCode::RequestRecordInvalid,
+                        "a request record whose request is not a caller-signed request".into(),
+                    )),
+                },
+                _ => Opened::Done(Body::Refused(
+                    FindingCode::RequestRecordInvalid,
+                    "a request record without its request bytes and decision time".into(),
+                )),
+            },
             Ok(_) => Opened::Done(Body::Refused(
                 FindingCode::RequestRecordInvalid,
                 "a request record without its request bytes and decision time".into(),

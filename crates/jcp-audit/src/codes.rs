@@ -178,6 +178,9 @@ finding_codes! {
     RemainingMismatch => "remaining-mismatch",
     /// §11: a request record without its request bytes and decision time.
     RequestRecordInvalid => "request-record-invalid",
+    /// §11: an allow right behind a request record whose caller signature
+    /// does not verify (`verify_strict`).
+    RequestSignatureInvalid => "request-signature-invalid",
     /// §4.3: a revocation with no grant record to check its authority against.
     RevocationAuthorityUnknown => "revocation-authority-unknown",
     /// §4.3: a revocation that fails its authority check: not applied.

@@ -92,6 +92,34 @@ pub(crate) fn superseded_elsewhere(code: crate::FindingCode, grant: &ContentId, 
     }
 }
 
+/// §11: whether the request a request record holds is caller-signed and
+/// its signature verifies (`verify_strict`, over the canonical bytes of
+/// every field but `signature`, as the caller signed them); `None` when the
+/// bytes are not a caller-signed request. Read without the wire's types:
+/// the audit sits below the endpoint.
+pub(crate) fn request_signature_ok(request: &[u8]) -> Option<bool> {
+    let v = jcp::cbor::decode_strict(request).ok()?;
+    let jcp::cbor::Value::Map(entries) = v else { return None };
+    let caller = entries.iter().find_map(|(k, v)| match (k, v) {
+        (jcp::cbor::Value::Text(k), jcp::cbor::Value::Text(d)) if k == "caller" => jcp::identity::Did::parse(d).ok(),
+        _ => None,
+    })?;
+    let sig: [u8; 64] = entries.iter().find_map(|(k, v)| match (k, v) {
+        (jcp::cbor::Value::Text(k), jcp::cbor::Value::Bytes(b)) if k == "signature" => b.as_slice().try_into().ok(),
+        _ => None,
+    })?;
+    let body: Vec<(jcp::cbor::Value, jcp::cbor::Value)> =
+        entries.into_iter().filter(|(k, _)| *k != jcp::cbor::Value::text("signature")).collect();
+    Some(caller.verify(&jcp::cbor::Value::Map(body).encode(), &sig))
+}
+
+/// §11: an allow whose request record's caller signature fails.
+pub(crate) fn request_signature_invalid(request_at: u64) -> String {
+    format!(
+        "an allow recorded right behind the request record at byte {request_at}, whose caller signature does not verify: the request was not the caller's, and the point allowed it (§11)"
+    )
+}
+
 /// §4.5: a shard bound to `point` allowed through at `at`.
 pub(crate) fn shard_wrong_point(shard: &ContentId, point: &jcp::identity::Did, at: &str) -> String {
     format!(

@@ -1164,3 +1164,62 @@ fn s4_3_a_metered_action_authorised_before_a_revocation_is_judged_at_its_authori
     let reference = jcp_audit::audit_reference(&[&p], &AuditOptions::default()).unwrap();
     assert_eq!(serde_json::to_value(&reference).unwrap(), serde_json::to_value(&r).unwrap());
 }
+
+/// §11: a request record holds the caller-signed request the point
+/// decided. The audit checks the caller's signature (`verify_strict`): an
+/// allow recorded right behind a request whose signature fails is
+/// `request-signature-invalid`; the same request denied, or a well-signed
+/// one allowed, is no finding; a request that is not caller-signed is
+/// `request-record-invalid`. The reference audit agrees.
+#[test]
+fn s11_an_allow_behind_a_request_whose_caller_signature_fails_is_a_finding() {
+    use jcp::cbor::Value as V;
+    let agent = Keypair::from_seed([2; 32]).unwrap();
+    let issuer = Keypair::from_seed([1; 32]).unwrap();
+    let g = run_grant(&issuer, &agent);
+    // A caller-signed request (the fields the audit reads: every one but `signature` is signed).
+    let request = |tamper: bool| -> Vec<u8> {
+        let body = jcp::cbor::map([
+            ("caller", Some(V::text(agent.did().to_did_string()))),
+            ("chain", Some(V::Array(vec![g.to_value()]))),
+            ("now", Some(V::Uint(10))),
+        ]);
+        let mut sig = agent.sign(&body.encode());
+        if tamper {
+            sig[5] ^= 1;
+        }
+        let V::Map(mut entries) = body else { unreachable!() };
+        entries.push((V::text("signature"), V::Bytes(sig.to_vec())));
+        V::Map(entries).encode()
+    };
+    let record =
+        |req: Vec<u8>| jcp::cbor::map([("request", Some(V::Bytes(req))), ("decided_at", Some(V::Uint(10)))]).encode();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.jcps");
+    let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([9; 32]).unwrap(), Gate::new()).unwrap();
+    let frame = common::frame_on(&g, "run", &Value::text("p"));
+    let did = agent.did();
+    let mut decide = |dg: &mut DurableGate, uj: u64| {
+        let cost = Cost::energy(Energy::hardware(uj));
+        let req =
+            Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };
+        dg.decide(&req).unwrap().decision.is_allow()
+    };
+    dg.append_record(RecordKind::Request, &record(request(false))).unwrap();
+    assert!(decide(&mut dg, 10));
+    dg.append_record(RecordKind::Request, &record(request(true))).unwrap();
+    assert!(!decide(&mut dg, 5_000), "a deny behind a forged request is evidence, not a finding");
+    let forged_allow_at = dg.append_record(RecordKind::Request, &record(request(true))).unwrap();
+    assert!(decide(&mut dg, 10));
+    dg.append_record(RecordKind::Request, &record(jcp::cbor::map([("now", Some(V::Uint(1)))]).encode())).unwrap();
+    dg.close().unwrap();
+    let r = audit(&[&p]);
+    let found: Vec<(&str, u64)> = r.findings.iter().map(|f| (f.code.as_str(), f.offset)).collect();
+    let sig: Vec<&(&str, u64)> = found.iter().filter(|(c, _)| *c == "request-signature-invalid").collect();
+    assert_eq!(sig.len(), 1, "{found:?}");
+    assert!(r.findings.iter().any(|f| f.message.contains(&format!("byte {forged_allow_at}"))), "{:?}", r.findings);
+    assert!(found.iter().any(|(c, _)| *c == "request-record-invalid"), "{found:?}");
+    assert_eq!(r.receipts.wire_requests, 3);
+    let reference = jcp_audit::audit_reference(&[&p], &AuditOptions::default()).unwrap();
+    assert_eq!(serde_json::to_value(&reference).unwrap(), serde_json::to_value(&r).unwrap());
+}

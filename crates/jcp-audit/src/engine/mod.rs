@@ -61,6 +61,9 @@ struct StreamState {
     faults_since: u64,
     /// Each steward's place in its sequence.
     seq: Map<Key, SeqState>,
+    /// The request record just read whose caller signature failed (§11):
+    /// the receipt right behind it must not be an allow.
+    bad_request: Option<u64>,
 }
 
 /// The accounting of one audit: every checked record of every stream, in
@@ -179,10 +182,14 @@ impl Engine {
         if c.kind.is_some() {
             self.streams[s].summary.records += 1;
         }
+        let bad_request = self.streams[s].bad_request.take();
         match c.body {
             Body::Fault(f) => self.fault(s, &f),
             Body::Refused(code, msg) => self.refused(s, off, c.kind, c.refused_id, code, &msg),
-            Body::WireRequest => self.counts.wire_requests += 1,
+            Body::WireRequest { signed } => {
+                self.counts.wire_requests += 1;
+                self.streams[s].bad_request = (!signed).then_some(off);
+            }
             Body::Grant(g) => {
                 self.counts.grants += 1;
                 self.grant_records.insert(g.id(), *g);
@@ -195,6 +202,14 @@ impl Engine {
                 self.sequence(s, off, &meta);
                 match body {
                     Body::Receipt(mut core) => {
+                        if let (Some(at), jcp::decision::Verdict::Allow) = (bad_request, core.verdict) {
+                            self.finding(
+                                s,
+                                off,
+                                FindingCode::RequestSignatureInvalid,
+                                words::request_signature_invalid(at),
+                            );
+                        }
                         let action = std::mem::take(&mut core.action);
                         self.receipt(s, off, &meta, &core, chains, action);
                     }

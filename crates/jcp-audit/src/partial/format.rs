@@ -88,6 +88,10 @@ pub enum Entry {
     Request {
         /// Byte offset.
         at: u64,
+        /// Whether its caller signature verified (an allow right behind one
+        /// that did not is a finding). Required: a partial that does not say
+        /// is refused, never read as verified.
+        signed: bool,
     },
     /// A record carried whole (grant, revocation/amendment/statement notice,
     /// closing, settlement): decoded again at the merge, its signature as

@@ -76,11 +76,11 @@ pub(super) fn load(st: &PartialStream, s: usize, file: &str, at: &str) -> Result
                     raw: None,
                 }
             }
-            Entry::Request { at: off } => Checked {
+            Entry::Request { at: off, signed } => Checked {
                 stream: s,
                 offset: *off,
                 kind: Some(RecordKind::Request),
-                body: Body::WireRequest,
+                body: Body::WireRequest { signed: *signed },
                 meta: None,
                 refused_id: None,
                 raw: None,

@@ -75,7 +75,7 @@ impl Recorder {
             Body::Refused(code, message) => {
                 Entry::Refused { at, kind: kind.into(), code: code.as_str().into(), message, id: c.refused_id.map(Hex) }
             }
-            Body::WireRequest => Entry::Request { at },
+            Body::WireRequest { signed } => Entry::Request { at, signed },
             Body::Receipt(f) => {
                 let meta = self.meta(c.meta.as_ref()?);
                 let chain_ids: Vec<ContentId> = {

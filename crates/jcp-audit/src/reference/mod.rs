@@ -147,6 +147,8 @@ struct SeqState {
 #[derive(Default)]
 struct StreamBooks {
     summary: StreamSummary,
+    /// A request record just read whose caller signature failed (§11).
+    bad_request: Option<u64>,
     /// Allows with no outcome yet, by record id: the line each is reported
     /// as if none comes (§4.11).
     pending: BTreeMap<ContentId, UnresolvedLine>,
@@ -244,6 +246,7 @@ impl Ledger {
         let st = &mut self.streams[s];
         st.summary.faults += 1;
         st.faults_since += 1;
+        st.bad_request = None;
         if f.code == FaultCode::TornTail {
             st.summary.torn_tail_at = Some(f.offset);
         }
@@ -252,9 +255,14 @@ impl Ledger {
 
     fn record(&mut self, s: usize, r: &Record) {
         self.streams[s].summary.records += 1;
+        // §11: the record right behind a request whose caller signature failed.
+        let bad_request = self.streams[s].bad_request.take();
         match open_record(r.kind, &r.payload, &self.expected) {
             Opened::Refused(code, msg) => self.refused(s, r, code, &msg),
-            Opened::WireRequest => self.counts.wire_requests += 1,
+            Opened::WireRequest { signed } => {
+                self.counts.wire_requests += 1;
+                self.streams[s].bad_request = (!signed).then_some(r.offset);
+            }
             Opened::Grant(g) => {
                 self.counts.grants += 1;
                 self.grant_records.insert(g.id(), *g);
@@ -284,6 +292,12 @@ impl Ledger {
                     id: sealed.id,
                 };
                 self.sequence(&at);
+                if let (Some(req_at), Signed::Receipt(c)) = (bad_request, &body) {
+                    if c.is_allow() {
+                        let msg = words::request_signature_invalid(req_at);
+                        self.finding(s, r.offset, FindingCode::RequestSignatureInvalid, msg);
+                    }
+                }
                 self.signed(&at, body);
             }
         }

@@ -18,7 +18,8 @@ pub(super) enum Opened {
     /// A grant whose issuer signature verified.
     Grant(Box<SignedGrant>),
     /// A wire request record (unsealed).
-    WireRequest,
+    /// Whether its caller signature verifies (§11).
+    WireRequest { signed: bool },
     /// A sealed record whose steward is accepted and whose signature verified.
     Signed(Box<Sealed>, Signed),
 }
@@ -104,7 +105,14 @@ pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) ->
                     if matches!(v.get("request"), Some(Value::Bytes(_)))
                         && matches!(v.get("decided_at"), Some(Value::Uint(_))) =>
                 {
-                    Opened::WireRequest
+                    let Some(Value::Bytes(b)) = v.get("request") else { unreachable!("matched above") };
+                    match crate::words::request_signature_ok(b) {
+                        Some(signed) => Opened::WireRequest { signed },
+                        None => Opened::Refused(
+                            FindingCode::RequestRecordInvalid,
+                            "a request record whose request is not a caller-signed request".into(),
+                        ),
+                    }
                 }
                 Ok(_) => Opened::Refused(
                     FindingCode::RequestRecordInvalid,
