@@ -27,7 +27,7 @@ fn app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
         jcp_console::engines::meter_view(),
     );
     let mut steward = StewardState::new(dir);
-    steward.work_factor = 10;
+    steward.work_factor = keystore::MIN_WORK_FACTOR;
     jcp_console::steward::start_watcher(state.store.clone(), steward.runs_dir.clone(), steward.revision.clone());
     app.manage(state);
     app.manage(steward);
@@ -104,7 +104,7 @@ fn s2_steward_key_create_lock_unlock_and_refusals_name_the_file() {
     // The private key never crosses IPC: nothing but the status comes back.
     assert_eq!(s.as_object().unwrap().keys().collect::<Vec<_>>(), ["path", "exists", "did", "unlocked", "error"]);
     // Creating again never overwrites.
-    let e = invoke(&w, "key_create_new", json!({"passphrase": "x"})).unwrap_err();
+    let e = invoke(&w, "key_create_new", json!({"passphrase": "another horse"})).unwrap_err();
     assert_eq!(e["code"], "key-exists", "{e}");
     let s = invoke(&w, "key_lock_now", json!({})).unwrap();
     assert_eq!(
@@ -133,7 +133,7 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     std::env::set_var("JCP_BIN", jcp_bin());
     let dir = tempfile::tempdir().unwrap();
     let (app, w) = app(dir.path());
-    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
     let row = invoke(&w, "live_run_start", json!({})).unwrap();
     let id = row["id"].as_i64().unwrap();
     assert_eq!(row["live"], "running", "{row}");
@@ -261,10 +261,10 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
         invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": status, "note": note}))
     };
     // Locked: nothing is signed.
-    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
     invoke(&w, "key_lock_now", json!({})).unwrap();
     assert_eq!(settle("failed", "lost").unwrap_err()["code"], "key.locked");
-    invoke(&w, "key_unlock_now", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_unlock_now", json!({"passphrase": "correct horse"})).unwrap();
     assert_eq!(settle("failed", "  ").unwrap_err()["code"], "settle.no_note");
     let done = settle("failed", "the worker's host was lost mid-write; nothing committed").unwrap();
     assert_eq!(done["action"], "settle");
@@ -306,7 +306,7 @@ fn c21_s11_a_gateway_run_set_up_in_the_console_is_steered_there_amended_then_rev
     let t = tempfile::tempdir().unwrap();
     let (_app, w) = app(t.path());
     let _ = jcp_bin();
-    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
     let server =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
     assert!(server.exists(), "run scripts/setup.sh: {} is missing", server.display());
@@ -395,7 +395,7 @@ fn c21_a_live_run_the_steward_stops_reads_stopped_not_crashed() {
     std::env::set_var("JCP_BIN", jcp_bin());
     let dir = tempfile::tempdir().unwrap();
     let (_app, w) = app(dir.path());
-    invoke(&w, "key_create_new", json!({"passphrase": "pw"})).unwrap();
+    invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
     let row = invoke(&w, "live_run_start", json!({})).unwrap();
     let id = row["id"].as_i64().unwrap();
     wait_for(&w, id, "the first checkpoint", |v| v["awaiting"] == true);

@@ -306,7 +306,7 @@ fn s2_an_encrypted_steward_key_serves_and_its_refusals_name_the_file() {
     private(&d.join("pass"));
     std::fs::write(d.join("wrong"), "open barley\n").unwrap();
     private(&d.join("wrong"));
-    let out = ok(d, &["key", "new", "--out", "enc.key", "--passphrase-file", "pass", "--work-factor", "10", "--json"]);
+    let out = ok(d, &["key", "new", "--out", "enc.key", "--passphrase-file", "pass", "--work-factor", "15", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["encrypted"], true);
     // The did is shown while locked.

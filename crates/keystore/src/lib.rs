@@ -32,9 +32,15 @@ pub const MAGIC: &str = "jcp-steward-key/1";
 /// The scrypt work factor (log₂ N) a new key file is written with: about a
 /// second on this project's machines in an optimised build.
 pub const DEFAULT_WORK_FACTOR: u8 = 18;
-/// The largest work factor a key file may demand when it is opened (a file
-/// cannot make the console spin for minutes).
-pub const MAX_WORK_FACTOR: u8 = 22;
+/// The largest work factor a key file may demand when it is opened or be
+/// written with: 2²⁰ blocks of 1 KiB, 1 GiB of scrypt memory (a file cannot
+/// make the console spin for minutes or take 4 GiB).
+pub const MAX_WORK_FACTOR: u8 = 20;
+/// The least work factor a new key file is written with: 2¹⁵ (32 MiB), so
+/// a stolen file is not opened by guessing at scrypt's cheapest setting.
+pub const MIN_WORK_FACTOR: u8 = 15;
+/// The fewest characters a new key file's passphrase has.
+pub const MIN_PASSPHRASE_CHARS: usize = 8;
 
 /// Why a key file was refused. Every message names the file and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -74,9 +80,21 @@ pub enum KeyError {
     /// An empty passphrase.
     #[error("key-passphrase-empty: a key file needs a passphrase")]
     EmptyPassphrase,
+    /// A passphrase shorter than [`MIN_PASSPHRASE_CHARS`].
+    #[error("key-passphrase-short: a key file's passphrase has at least {MIN_PASSPHRASE_CHARS} characters (this one has {0})")]
+    ShortPassphrase(usize),
     /// A work factor out of range.
-    #[error("key-work-factor: {0} is outside 1..={MAX_WORK_FACTOR}")]
+    #[error("key-work-factor: {0} is outside {MIN_WORK_FACTOR}..={MAX_WORK_FACTOR}")]
     WorkFactor(u8),
+    /// The path is not a plain file of the reading user: a symbolic link,
+    /// another user's file, not a regular file, or replaced while opened.
+    #[error("key-unsafe-file: {path}: {detail} (the key was not opened)")]
+    UnsafeFile {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it and the fix.
+        detail: String,
+    },
     /// Reading or writing failed.
     #[error("io: {path}: {source}")]
     Io {
@@ -96,7 +114,9 @@ impl KeyError {
             Self::ReadableByOthers { .. } => "key-permissions",
             Self::Exists { .. } => "key-exists",
             Self::EmptyPassphrase => "key-passphrase-empty",
+            Self::ShortPassphrase(_) => "key-passphrase-short",
             Self::WorkFactor(_) => "key-work-factor",
+            Self::UnsafeFile { .. } => "key-unsafe-file",
             Self::Io { .. } => "io",
         }
     }
@@ -115,8 +135,7 @@ fn corrupt(path: &Path, detail: impl Into<String>) -> KeyError {
 /// working key, or a steward key to import): owner-only, and its did must
 /// be its seed's.
 pub fn read_plain(path: &Path) -> Result<Keypair, KeyError> {
-    check_private(path)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = read_private(path)?;
     plain_from_bytes(path, &bytes)
 }
 
@@ -136,8 +155,7 @@ pub fn write_plain(path: &Path, key: &Keypair) -> Result<(), KeyError> {
 /// Reads a key to import: a steward key file (opened with `passphrase`)
 /// or a plain key file (`passphrase` unused).
 pub fn read_any(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
-    check_private(path)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = read_private(path)?;
     if is_key_file(&bytes) {
         unlock(path, passphrase)
     } else {
@@ -148,8 +166,8 @@ pub fn read_any(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
 /// Reads a passphrase file: owner-only like a key (a passphrase others can
 /// read protects nothing), its first line without the line end.
 pub fn read_passphrase_file(path: &Path) -> Result<String, KeyError> {
-    check_private(path)?;
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let bytes = read_private(path)?;
+    let text = String::from_utf8(bytes).map_err(|_| corrupt(path, "a passphrase file is text"))?;
     Ok(text.lines().next().unwrap_or_default().to_owned())
 }
 
@@ -165,7 +183,11 @@ pub fn create(path: &Path, key: &Keypair, passphrase: &str, work_factor: u8) -> 
     if passphrase.is_empty() {
         return Err(KeyError::EmptyPassphrase);
     }
-    if work_factor == 0 || work_factor > MAX_WORK_FACTOR {
+    let chars = passphrase.chars().count();
+    if chars < MIN_PASSPHRASE_CHARS {
+        return Err(KeyError::ShortPassphrase(chars));
+    }
+    if !(MIN_WORK_FACTOR..=MAX_WORK_FACTOR).contains(&work_factor) {
         return Err(KeyError::WorkFactor(work_factor));
     }
     let mut recipient = age::scrypt::Recipient::new(SecretString::from(passphrase.to_owned()));
@@ -213,26 +235,54 @@ fn open_new_private(path: &Path) -> Result<std::fs::File, KeyError> {
 
 /// Refuses a file others may read (unix: any group or other bit).
 #[cfg(unix)]
-fn check_private(path: &Path) -> Result<(), KeyError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode() & 0o777;
+/// Reads a private file (a key, a passphrase) by what it is, not by what
+/// its path names later: the path must not be a symbolic link; the file
+/// opened must be the one looked at (same device and inode: not swapped in
+/// between), a regular file, the reading user's, and owner-only. The
+/// checks are made on the open file, then it is read.
+fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let unsafe_file = |detail: String| KeyError::UnsafeFile { path: path.to_path_buf(), detail };
+    let link = std::fs::symlink_metadata(path).map_err(io(path))?;
+    if link.file_type().is_symlink() {
+        return Err(unsafe_file("it is a symbolic link; name the key file itself".into()));
+    }
+    let f = std::fs::File::open(path).map_err(io(path))?;
+    let meta = f.metadata().map_err(io(path))?;
+    if (meta.dev(), meta.ino()) != (link.dev(), link.ino()) {
+        return Err(unsafe_file("it was replaced while it was being opened; try again".into()));
+    }
+    if !meta.is_file() {
+        return Err(unsafe_file("it is not a regular file".into()));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(unsafe_file(format!(
+            "it belongs to user {}, not to the user reading it ({me}); use a key file of your own",
+            meta.uid()
+        )));
+    }
+    let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(KeyError::ReadableByOthers { path: path.to_path_buf(), mode });
     }
-    Ok(())
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 20));
+    // A key file is small: one that is not is not read whole.
+    f.take(1 << 20).read_to_end(&mut bytes).map_err(io(path))?;
+    Ok(bytes)
 }
 
 #[cfg(not(unix))]
-fn check_private(_path: &Path) -> Result<(), KeyError> {
-    Ok(())
+fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
+    std::fs::read(path).map_err(io(path))
 }
 
 /// The did a key file states, read without the passphrase (what the
 /// console shows while the key is locked). It is checked against the
 /// seed only by [`unlock`].
 pub fn did(path: &Path) -> Result<Did, KeyError> {
-    check_private(path)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = read_private(path)?;
     split(path, &bytes).map(|(d, _)| d)
 }
 
@@ -250,8 +300,7 @@ fn split<'a>(path: &Path, bytes: &'a [u8]) -> Result<(Did, &'a [u8]), KeyError> 
 /// Opens a key file with `passphrase`: the file must be owner-only, whole,
 /// and its seed must be the did it states.
 pub fn unlock(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
-    check_private(path)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = read_private(path)?;
     let (did, sealed) = split(path, &bytes)?;
     if sealed.is_empty() {
         return Err(corrupt(path, "cut short: no encrypted key after the did line"));

@@ -281,7 +281,7 @@ export class StewardView {
     }
     const form = el("div", "key-form");
     if (!k.exists) {
-      const p1 = input("key-pass", "passphrase", "password");
+      const p1 = input("key-pass", "passphrase (8 characters or more)", "password");
       const p2 = input("key-pass2", "passphrase again", "password");
       const create = button("key-create", "Create key");
       create.addEventListener("click", () => {
