@@ -192,8 +192,18 @@ fn admin(dir: &Path) -> String {
 fn serve_with(dir: &Path, extra: &[&str]) -> (Proc, String) {
     let addr = format!("unix:{}", dir.join("s.sock").display());
     let adm = admin(dir);
-    let mut args =
-        vec!["serve", "--listen", &addr, "--admin", &adm, "--stream", "s.jcps", "--steward-key", "steward.key"];
+    let mut args = vec![
+        "serve",
+        "--listen",
+        &addr,
+        "--admin",
+        &adm,
+        "--stream",
+        "s.jcps",
+        "--steward-key",
+        "steward.key",
+        "--plaintext-key",
+    ];
     args.extend_from_slice(extra);
     let p = Proc::spawn(dir, "jcp serve", &args);
     let deadline = Instant::now() + WAIT;

@@ -398,7 +398,16 @@ impl Server {
     fn start(dir: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(jcp_exe())
             .current_dir(dir)
-            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--stream", "s.jcps"])
+            .args([
+                "serve",
+                "--listen",
+                "tcp:127.0.0.1:0",
+                "--steward-key",
+                "steward.key",
+                "--plaintext-key",
+                "--stream",
+                "s.jcps",
+            ])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -422,7 +431,16 @@ impl Server {
     fn text_lines(dir: &Path, extra: &[&str]) -> String {
         let mut child = Command::new(jcp_exe())
             .current_dir(dir)
-            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--stream", "t.jcps"])
+            .args([
+                "serve",
+                "--listen",
+                "tcp:127.0.0.1:0",
+                "--steward-key",
+                "steward.key",
+                "--plaintext-key",
+                "--stream",
+                "t.jcps",
+            ])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -589,6 +607,7 @@ fn s11_jcp_serve_says_what_is_behind_its_gate() {
             "tcp:127.0.0.1:0",
             "--steward-key",
             "steward.key",
+            "--plaintext-key",
             "--stream",
             "v.jcps",
             "--backend",
@@ -601,7 +620,18 @@ fn s11_jcp_serve_says_what_is_behind_its_gate() {
     // A program after `--` without --backend is refused.
     let o = jcp(
         d,
-        &["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--stream", "u.jcps", "--", exe],
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--steward-key",
+            "steward.key",
+            "--plaintext-key",
+            "--stream",
+            "u.jcps",
+            "--",
+            exe,
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
 }

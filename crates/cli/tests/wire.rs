@@ -63,7 +63,7 @@ impl Server {
     fn start_with(dir: &Path, listen: &str, flags: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
             .current_dir(dir)
-            .args(["serve", "--listen", listen, "--steward-key", "steward.key"])
+            .args(["serve", "--listen", listen, "--steward-key", "steward.key", "--plaintext-key"])
             .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -165,7 +165,19 @@ fn c08_decided_once_across_a_sigkill_and_restart_of_jcp_serve() {
     assert_eq!(code, 1, "{next}");
     assert_eq!(next["reason"], "budget-exceeded");
     // A second endpoint on the same record is refused while this one holds it.
-    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let o = jcp(
+        d,
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--stream",
+            "s.jcps",
+            "--steward-key",
+            "steward.key",
+            "--plaintext-key",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("stream-locked"), "{}", String::from_utf8_lossy(&o.stderr));
     // SIGTERM: a clean stop, the socket file removed, the record released.
@@ -285,10 +297,38 @@ fn s2_a_plain_key_others_can_read_is_refused_by_every_signing_command() {
     let d = t.path();
     setup(d);
     std::fs::set_permissions(d.join("steward.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let o = jcp(
+        d,
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--stream",
+            "s.jcps",
+            "--steward-key",
+            "steward.key",
+            "--plaintext-key",
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("key-permissions") && err.contains("steward.key") && err.contains("644"), "{err}");
+    assert!(!d.join("s.jcps").exists(), "nothing was opened");
+}
+
+/// Issue 34, "Keys at rest": the key that seals an enforcement point's
+/// record is encrypted at rest by default; `jcp serve` refuses a plaintext
+/// one (`key-plaintext`, naming the file and both ways out) unless the
+/// operator says so with `--plaintext-key`.
+#[test]
+fn s2_serve_refuses_a_plaintext_steward_key_unless_told() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    let o = jcp(d, &["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("key-plaintext") && err.contains("steward.key") && err.contains("--plaintext-key"), "{err}");
     assert!(!d.join("s.jcps").exists(), "nothing was opened");
 }
 
@@ -444,7 +484,18 @@ fn s11_cli_serve_refuses_a_cap_above_what_one_record_holds() {
     let over = (jcp_wire::codec::MAX_ENDPOINT_CAP + 1).to_string();
     let o = jcp(
         dir.path(),
-        &["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--stream", "s.jcps", "--cap", &over],
+        &[
+            "serve",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--steward-key",
+            "steward.key",
+            "--plaintext-key",
+            "--stream",
+            "s.jcps",
+            "--cap",
+            &over,
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -497,7 +548,7 @@ fn s11_serve_fits_its_connection_cap_under_the_open_file_limit() {
     let hard = String::from_utf8_lossy(&hard.stdout).trim().parse::<u64>().map_or(512, |h| h.min(512));
     let soft = hard / 2;
     let script = format!(
-        "ulimit -Sn {soft} && ulimit -Hn {hard} && exec {jcp} serve --listen tcp:127.0.0.1:0 --stream s.jcps --steward-key steward.key --metrics 127.0.0.1:0 --json"
+        "ulimit -Sn {soft} && ulimit -Hn {hard} && exec {jcp} serve --listen tcp:127.0.0.1:0 --stream s.jcps --steward-key steward.key --plaintext-key --metrics 127.0.0.1:0 --json"
     );
     let mut child = Command::new("sh")
         .current_dir(d)

@@ -20,7 +20,7 @@ pub use inspect::{run_inspect, InspectArgs};
 pub use key::{run_key, KeyArgs};
 
 pub(crate) use files::{
-    core_err, create_file, read_bytes, read_grant, read_key, replace_file, write_key, write_object,
+    core_err, create_file, read_bytes, read_grant, read_key, read_steward_key, replace_file, write_key, write_object,
 };
 pub(crate) use frame::{build_frame, FrameFlags};
 pub(crate) use key::keypair_from;

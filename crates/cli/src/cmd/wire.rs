@@ -21,7 +21,7 @@ use serde_json::json;
 
 use super::core::{
     build_frame, core_err, parse_did, parse_label, parse_money, parse_provenance, parse_resource, read_bytes,
-    read_grant, read_key, FrameFlags,
+    read_grant, read_key, read_steward_key, FrameFlags,
 };
 use crate::out::{coded, emit, CLEAN, FINDINGS};
 
@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// taken only over --admin.
     #[arg(long = "feed-key")]
     feed_keys: Vec<String>,
+    /// Serve with a plaintext steward key (`jcp key new` without a passphrase). Without it the steward
+    /// key must be encrypted at rest (`jcp key new --passphrase-file F`, JCP_PASSPHRASE_FILE=F).
+    #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
+    #[arg(long)]
+    plaintext_key: bool,
     /// The operator's admin socket (unix:PATH, made owner-only): feeds sent there may be unsigned.
     /// Serve agents on --listen, never here.
     #[arg(long)]
@@ -246,7 +251,7 @@ fn fit_connections(wanted: usize, metrics: bool) -> (Option<u64>, usize) {
 }
 
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let steward = read_key(&a.steward_key)?;
+    let steward = read_steward_key(&a.steward_key, a.plaintext_key)?;
     let gate = gate_trusting(&a.trust_roots)?;
     let addrs = a.listen.iter().map(|s| parse_addr(s)).collect::<anyhow::Result<Vec<_>>>()?;
     let mut config = Config::new(&a.stream);

@@ -21,6 +21,24 @@ pub(super) fn read_passphrase(path: &Path) -> anyhow::Result<String> {
 /// did is the seed's, or an encrypted steward key file (`keystore`) opened
 /// with the passphrase in the file `JCP_PASSPHRASE_FILE` names. Every
 /// subcommand that signs reads keys through this.
+/// An enforcement point's steward key (issue 34, "Keys at rest"): encrypted
+/// at rest, or a plaintext key only where the operator says so
+/// (`plaintext_ok`, `jcp serve --plaintext-key`): the key that seals the
+/// record is not left in the clear by default.
+pub(crate) fn read_steward_key(path: &Path, plaintext_ok: bool) -> anyhow::Result<Keypair> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
+    if !plaintext_ok && !keystore::is_key_file(&bytes) {
+        return Err(coded(
+            "key-plaintext",
+            format!(
+                "{}: the steward key of an enforcement point is kept encrypted at rest (`jcp key new --passphrase-file F`, then JCP_PASSPHRASE_FILE=F); to serve with this plaintext key, say so: --plaintext-key",
+                path.display()
+            ),
+        ));
+    }
+    read_key(path)
+}
+
 pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
     let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
     if keystore::is_key_file(&bytes) {
