@@ -107,6 +107,9 @@ struct Shared {
     relay_lock: Arc<Mutex<()>>,
     /// §4.3: the configured feed keys.
     feed_keys: Vec<jcp::identity::Did>,
+    /// Frame-body bytes being read, over every connection (a permit per byte).
+    bodies: Arc<tokio::sync::Semaphore>,
+    bodies_max: usize,
 }
 
 impl Shared {
@@ -234,6 +237,8 @@ impl Endpoint {
             meter,
             relay_lock: Arc::new(Mutex::new(())),
             feed_keys: config.feed_keys.clone(),
+            bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
+            bodies_max: config.body_bytes_in_flight.max(1),
         });
         Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
     }

@@ -92,3 +92,51 @@ fn s11_one_peer_address_holds_at_most_its_cap_and_a_silent_client_is_cut_at_the_
         s.stop().await;
     });
 }
+
+/// Issue 34, "Per-connection memory": the endpoint reads at most
+/// `body_bytes_in_flight` frame-body bytes at once over all connections.
+/// Two half-sent frames that declared 60 000 bytes each hold 120 000 of a
+/// 150 000 budget; a third such frame is refused `busy` and its connection
+/// closed; a well-behaved client's small request still fits and is
+/// answered; once a half frame is cut at the frame timeout its bytes are
+/// given back.
+#[test]
+fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.body_bytes_in_flight = 150_000;
+        cfg.frame_timeout = Duration::from_millis(600);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        let half = |declared: u32| {
+            let mut head = declared.to_be_bytes().to_vec();
+            head.extend_from_slice(&[0xa1; 10]);
+            head
+        };
+        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        let mut holding = Vec::new();
+        for _ in 0..2 {
+            let mut c = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+            c.write_all(&half(60_000)).await.unwrap();
+            holding.push(c);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut third = Client::connect(&s.tcp).await.unwrap();
+        third.send_raw(&half(60_000)).await.unwrap();
+        let m = until_closed(&mut third).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
+        let mut good = Client::connect(&s.unix).await.unwrap();
+        assert!(good.call(&request(&g, 1, b"small", T0)).await.unwrap().decision.is_allow());
+        // Cut at the frame timeout, the half frames give their bytes back.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let mut fourth = Client::connect(&s.tcp).await.unwrap();
+        fourth.send_raw(&half(60_000)).await.unwrap();
+        let m = tokio::time::timeout(Duration::from_millis(300), fourth.recv()).await;
+        assert!(m.is_err(), "now read, not refused: {m:?}");
+        drop(holding);
+        s.stop().await;
+    });
+}

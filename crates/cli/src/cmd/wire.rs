@@ -105,6 +105,10 @@ pub struct ServeArgs {
     /// How long a connection may stay silent between frames, s (an agent waiting at a checkpoint keeps its connection).
     #[arg(long, default_value_t = 7200)]
     idle_timeout_s: u64,
+    /// The most frame-body bytes read at once over all connections: a frame whose declared length does not
+    /// fit what is left is answered `busy` (half-sent frames cannot hold memory without bound).
+    #[arg(long, default_value_t = 64 << 20)]
+    body_bytes_in_flight: usize,
     /// Check every caller's signature alone with `verify_strict`, instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
     #[arg(long)]
     strict_signatures: bool,
@@ -263,6 +267,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     config.max_per_peer = a.max_per_peer.max(1);
     config.first_frame_timeout = std::time::Duration::from_secs(a.first_frame_timeout_s.max(1));
     config.idle_timeout = std::time::Duration::from_secs(a.idle_timeout_s.max(1));
+    config.body_bytes_in_flight = a.body_bytes_in_flight.max(1);
     if a.strict_signatures {
         config.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
     }

@@ -73,6 +73,12 @@ pub struct Config {
     /// none, such feeds are taken only from the admin socket
     /// ([`super::Endpoint::serve_admin`]) and in-process.
     pub feed_keys: Vec<jcp::identity::Did>,
+    /// The most frame-body bytes the endpoint reads at once over all its
+    /// connections (issue 34, per-connection memory): a frame whose declared
+    /// length does not fit what is left is refused `busy` and its
+    /// connection closed, so half-sent frames cannot hold memory without
+    /// bound. Each frame counts its declared length until it is read.
+    pub body_bytes_in_flight: usize,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -132,6 +138,7 @@ impl std::fmt::Debug for Config {
             .field("meter", &self.meter.as_ref().map(|_| "set"))
             .field("call_ceiling_uj", &self.call_ceiling_uj)
             .field("feed_keys", &self.feed_keys)
+            .field("body_bytes_in_flight", &self.body_bytes_in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -162,6 +169,7 @@ impl Config {
             meter: None,
             call_ceiling_uj: None,
             feed_keys: Vec::new(),
+            body_bytes_in_flight: 64 << 20,
         }
     }
 }

@@ -85,6 +85,7 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     cap: usize,
     timeout: Duration,
     (wait, first): (Duration, bool),
+    bodies: Option<(&Arc<tokio::sync::Semaphore>, usize)>,
 ) -> Result<Option<Vec<u8>>, WireError> {
     use tokio::io::AsyncReadExt;
     let mut lead = [0u8; 1];
@@ -104,6 +105,19 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
         if n > cap {
             return Err(WireError::Oversized { declared: u64::from(declared), cap });
         }
+        // The declared length is held from the endpoint's body budget while
+        // the body is read (given back once it is): past the budget, busy.
+        let _held = match bodies {
+            Some((budget, max)) => {
+                let want = u32::try_from(n).unwrap_or(u32::MAX);
+                Some(budget.clone().try_acquire_many_owned(want).map_err(|_| {
+                    WireError::Busy(format!(
+                        "the endpoint reads at most {max} frame-body bytes at once over all connections; try again"
+                    ))
+                })?)
+            }
+            None => None,
+        };
         codec::read_body(s, n).await
     };
     match tokio::time::timeout(timeout, rest).await {
@@ -178,7 +192,8 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
     let mut memo = ChainMemo::default();
     let mut wait = (shared.first_frame_timeout, true);
     loop {
-        let read = next_frame(&mut s, shared.cap, shared.frame_timeout, wait).await;
+        let read =
+            next_frame(&mut s, shared.cap, shared.frame_timeout, wait, Some((&shared.bodies, shared.bodies_max))).await;
         wait = (shared.idle_timeout, false);
         let read_at = std::time::Instant::now();
         let read =
