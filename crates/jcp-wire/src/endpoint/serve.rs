@@ -109,8 +109,8 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
         // the body is read (given back once it is): past the budget, busy.
         let _held = match bodies {
             Some((budget, max)) => {
-                let want = u32::try_from(n).unwrap_or(u32::MAX);
-                Some(budget.clone().try_acquire_many_owned(want).map_err(|_| {
+                let permits = u32::try_from(n).unwrap_or(u32::MAX);
+                Some(budget.clone().try_acquire_many_owned(permits).map_err(|_| {
                     WireError::Busy(format!(
                         "the endpoint reads at most {max} frame-body bytes at once over all connections; try again"
                     ))
