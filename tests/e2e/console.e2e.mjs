@@ -550,6 +550,17 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.match(await s.exec("return document.title"), /checkpoint awaits you/);
     await s.shot("steward-checkpoint");
 
+    // Issue 39: the decision panel follows the key at once — "Lock now"
+    // disables every signing control, unlocking enables them, without the
+    // run being clicked again.
+    await s.click("#key-lock");
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#amend-sign').disabled && document.querySelector('#approve').disabled")) === true, 5000, "signing disabled once locked");
+    assert.equal(await s.exec("return document.querySelector('.key-hint').hidden"), false, "the hint says why");
+    await s.shot("steward-locked-panel");
+    await unlock(s);
+    await s.waitFor(async () => (await s.exec("return !document.querySelector('#amend-sign').disabled && !document.querySelector('#approve').disabled")) === true, 5000, "signing enabled once unlocked");
+    assert.equal(await s.exec("return document.querySelector('.key-hint').hidden"), true);
+
     // Above the remainder (a µJ short of the issued 100 J, and joules were spent) is refused before anything is signed.
     await s.type("#amend-budget", "99999999");
     await s.click("#amend-sign");

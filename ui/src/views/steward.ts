@@ -148,6 +148,13 @@ export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void
   return parts;
 }
 
+/** Marks a control that signs with the steward's key: disabled while the key is locked, and kept in step with it. */
+function needsKey(b: HTMLButtonElement, unlocked: boolean): HTMLButtonElement {
+  b.classList.add("needs-key");
+  b.disabled = !unlocked;
+  return b;
+}
+
 export class StewardView {
   readonly root: HTMLElement;
   private keyPanel = el("div", "panel key-panel");
@@ -255,7 +262,16 @@ export class StewardView {
     this.status.className = "status error";
   }
 
+  /** The key's state reaches every control that signs at once (issue 39): a
+   * panel rendered while the key was locked enables its buttons when it is
+   * unlocked, and "Lock now" disables them, without the run being clicked again. */
+  private applyKeyState(unlocked: boolean): void {
+    for (const b of this.root.querySelectorAll<HTMLButtonElement>("button.needs-key")) b.disabled = !unlocked;
+    for (const h of this.root.querySelectorAll<HTMLElement>(".key-hint")) h.hidden = unlocked;
+  }
+
   private renderKey(k: KeyStatus): void {
+    this.applyKeyState(k.unlocked);
     const sig = JSON.stringify(k);
     if (sig === this.keyShown) return;
     this.keyShown = sig;
@@ -531,12 +547,13 @@ export class StewardView {
     this.caveats = [];
     const parts: HTMLElement[] = [el("h3", undefined, "Your decision")];
     const unlocked = this.overview?.key.unlocked ?? false;
-    if (!unlocked) parts.push(el("p", "hint", "Unlock your key to sign: nothing is signed while it is locked."));
+    const hint = el("p", "hint key-hint", "Unlock your key to sign: nothing is signed while it is locked.");
+    hint.hidden = unlocked;
+    parts.push(hint);
     if (v.awaiting) {
       // Approve: the remainder, previewed first.
       const approve = el("div", "approve");
-      const ab = button("approve", "Approve (continue with the remainder)");
-      ab.disabled = !unlocked;
+      const ab = needsKey(button("approve", "Approve (continue with the remainder)"), unlocked);
       ab.addEventListener("click", () => void this.act(async () => {
         const p = await api.stewardPreview(v.id, { budget_uj: null, expiry: null, instructions: null, add_caveats: [] }).catch((e: UiError) => {
           this.refusal(e, false);
@@ -577,8 +594,7 @@ export class StewardView {
         cval.value = "";
       });
       const check = button("amend-check", "Check", "small");
-      const sign = button("amend-sign", "Sign amendment");
-      sign.disabled = !unlocked;
+      const sign = needsKey(button("amend-sign", "Sign amendment"), unlocked);
       check.addEventListener("click", () => void this.act(async () => {
         try {
           const p = await api.stewardPreview(v.id, this.form(budget.value, expiry.value, instr.value));
@@ -624,8 +640,7 @@ export class StewardView {
         sel.append(o);
       }
       sel.value = live[live.length - 1].id;
-      const rb = button("revoke-plan", "Revoke…", "danger");
-      rb.disabled = !unlocked;
+      const rb = needsKey(button("revoke-plan", "Revoke…", "danger"), unlocked);
       rb.addEventListener("click", () => void this.act(async () => {
         let plan;
         try {
@@ -712,8 +727,7 @@ export class StewardView {
           const note = input(`settle-note-${r.receipt.slice(0, 12)}`, "why (signed with the settlement)");
           note.className = "settle-note";
           const go = (status: SettleStatus) => {
-            const b = button(`settle-${status}-${r.receipt.slice(0, 12)}`, `Settle ${status}`, "small");
-            b.disabled = !unlocked;
+            const b = needsKey(button(`settle-${status}-${r.receipt.slice(0, 12)}`, `Settle ${status}`, "small"), unlocked);
             b.addEventListener("click", () => void this.act(async () => {
               const d = await api.stewardSettle(s.stream, r.receipt, status, note.value);
               this.notify.info(d.message);
