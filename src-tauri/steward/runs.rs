@@ -145,6 +145,7 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
     let path = PathBuf::from(&item.path);
     let (run, report, view) = console_view::run::read_view(&path).map_err(|e| error::view(&e))?;
     let (awaiting, revoked) = awaiting_unrevoked(&path, &run, &report);
+    let (view, revocable) = sv::with_revocations(view, &report, &revoked);
     let history = state.with_store(|s| s.actions_on(&item.path, 500).map_err(|e| error::store(&e)))?;
     let history = history
         .into_iter()
@@ -157,5 +158,14 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         .collect();
     state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     let gateway = sv::gateway_view(&path);
-    Ok(StewardRunView { id, run: view, awaiting, revoked, history, live: st.live_of(id).map(|l| l.view()), gateway })
+    Ok(StewardRunView {
+        id,
+        run: view,
+        awaiting,
+        revoked,
+        revocable,
+        history,
+        live: st.live_of(id).map(|l| l.view()),
+        gateway,
+    })
 }

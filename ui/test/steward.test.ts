@@ -22,6 +22,7 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
   run: runView({ path: "/ws/runs/live-1.jcprun" }),
   awaiting: true,
   revoked: [],
+  revocable: ["18663457bbbbbbbbbbbb"],
   history: [{ at_ms: 1_767_258_000_000, action: "amend", signed_by: ME, text: "amended at checkpoint 3" }],
   live: {
     state: "running",
@@ -187,6 +188,40 @@ describe("steward view (issue 17)", () => {
     expect(v.root.querySelector("#live-state")?.textContent).toBe("crashed");
     expect(v.root.querySelector("#live-ended")?.textContent).toContain("crashed or was killed");
     expect(v.root.querySelector(".live-stderr")?.textContent).toContain("panicked");
+  });
+
+  it("issue39_the_decision_panel_follows_the_key_at_once_when_it_is_unlocked_and_locked", async () => {
+    let unlocked = false;
+    mock({
+      steward_overview: () => overview({ key: key({ unlocked }) }),
+      steward_run: () => run(),
+      key_unlock_now: () => { unlocked = true; return key({ unlocked: true }); },
+      key_lock_now: () => { unlocked = false; return key({ unlocked: false }); },
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const disabled = () => ["#approve", "#amend-sign", "#revoke-plan"].map((q) => (v.root.querySelector(q) as HTMLButtonElement).disabled);
+    expect(disabled()).toEqual([true, true, true]);
+    expect((v.root.querySelector(".key-hint") as HTMLElement).hidden).toBe(false);
+    (v.root.querySelector("#key-pass") as HTMLInputElement).value = "correct horse";
+    (v.root.querySelector("#key-unlock") as HTMLButtonElement).click();
+    for (let i = 0; i < 6; i++) await tick();
+    expect(disabled()).toEqual([false, false, false]);
+    expect((v.root.querySelector(".key-hint") as HTMLElement).hidden).toBe(true);
+    (v.root.querySelector("#key-lock") as HTMLButtonElement).click();
+    for (let i = 0; i < 6; i++) await tick();
+    expect(disabled()).toEqual([true, true, true]);
+  });
+
+  it("issue39_a_revoked_run_offers_nothing_to_revoke", async () => {
+    mock({
+      steward_overview: () => overview(),
+      steward_run: () => run({ awaiting: false, revoked: ["18663457bbbbbbbbbbbb"], revocable: [] }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#revoke-grant")).toBeNull();
+    expect(v.root.textContent).toContain("Revoked: nothing awaits you on this run.");
   });
 
   it("s2_key_creation_needs_the_passphrase_twice_and_never_sends_a_key", async () => {

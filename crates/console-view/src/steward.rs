@@ -34,7 +34,7 @@ pub use gateway::{gateway_view, GatewayCall, GatewayForm, GatewayPrepared, Gatew
 pub use live::{
     event_line, metered_call, metered_calls, metered_line, AgentEventLine, LiveState, LiveView, MeteredCall, MeteredGap,
 };
-pub use overview::{awaiting, HistoryRow, KeyStatus, RunRow, StewardOverview, StewardRunView};
+pub use overview::{awaiting, with_revocations, HistoryRow, KeyStatus, RunRow, StewardOverview, StewardRunView};
 pub use revoke::{
     grants_of, plan_revoke, revocations_dir, revocations_of, sign_revoke, write_revocation, DyingGrant, RevokePlan,
 };
@@ -328,5 +328,32 @@ pub(crate) mod tests {
         assert_eq!(found, vec![(g.id(), rev)]);
         // The agent cannot revoke its own grant.
         assert_eq!(sign_revoke(&path, &g, &k.agent).unwrap_err().code(), "revocation-unauthorized");
+    }
+
+    /// Issue 39: "the view is rebuilt from the record, always". Read back
+    /// from its files (as after a restart), a run whose grant in force was
+    /// revoked beside it has nothing in force — no budget, a remainder of
+    /// nothing, a verdict that says so — and nothing left to revoke; before
+    /// the revocation, the grant in force is the one offered.
+    #[test]
+    fn s4_3_a_revoked_run_is_read_back_with_nothing_in_force_and_nothing_to_revoke() {
+        let t = tempfile::tempdir().unwrap();
+        let (path, k) = run_with_checkpoint(t.path(), Some(200));
+        let (_, report, view) = crate::run::read_view(&path).unwrap();
+        let active = report.active_grant.unwrap().to_string();
+        let (before, revocable) = with_revocations(view, &report, &[]);
+        assert_eq!(revocable, vec![active.clone()]);
+        assert!(before.active_budget.as_deref().is_some_and(|b| !b.contains("revoked")), "{:?}", before.active_budget);
+        let g = read(&path).unwrap().grant().unwrap().clone();
+        sign_revoke(&path, &g, &k.steward).unwrap();
+        // Read back from the files alone.
+        let (run, report, view) = crate::run::read_view(&path).unwrap();
+        let revoked: Vec<String> = revocations_of(&path, &run).into_iter().map(|(g, _)| g.to_string()).collect();
+        assert_eq!(revoked, vec![active]);
+        let (after, revocable) = with_revocations(view, &report, &revoked);
+        assert!(revocable.is_empty(), "{revocable:?}");
+        assert_eq!(after.remainder.uj, Some(0));
+        assert!(after.active_budget.as_deref().is_some_and(|b| b.contains("revoked")), "{:?}", after.active_budget);
+        assert!(after.verdict_text.contains("revoked"), "{}", after.verdict_text);
     }
 }

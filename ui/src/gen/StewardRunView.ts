@@ -25,6 +25,12 @@ awaiting: boolean,
  */
 revoked: Array<string>, 
 /**
+ * The grants the steward may still revoke: the grant in force, unless
+ * it was revoked (a superseded grant is steered already: revoking it
+ * changes nothing).
+ */
+revocable: Array<string>, 
+/**
  * What the steward signed on it, oldest first.
  */
 history: Array<HistoryRow>, 

@@ -628,8 +628,8 @@ export class StewardView {
       parts.push(el("p", "hint", v.revoked.length ? "Revoked: nothing awaits you on this run." : "No checkpoint awaits you on this run."));
     }
 
-    // Revoke any grant of the run not yet revoked.
-    const live = v.run.grants.filter((g) => !v.revoked.includes(g.id));
+    // Revoke the grant in force, unless it was revoked (a superseded grant is steered already).
+    const live = v.run.grants.filter((g) => v.revocable.includes(g.id));
     if (live.length) {
       const rv = el("div", "revoke");
       const sel = el("select");

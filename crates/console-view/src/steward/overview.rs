@@ -95,12 +95,43 @@ pub struct StewardRunView {
     pub awaiting: bool,
     /// Grants revoked beside the run (verified revocations).
     pub revoked: Vec<String>,
+    /// The grants the steward may still revoke: the grant in force, unless
+    /// it was revoked (a superseded grant is steered already: revoking it
+    /// changes nothing).
+    pub revocable: Vec<String>,
     /// What the steward signed on it, oldest first.
     pub history: Vec<HistoryRow>,
     /// The live run, when it runs on the console's endpoint.
     pub live: Option<LiveView>,
     /// The gateway's log beside the run, when an MCP gateway runs it (`jcp gateway --run`).
     pub gateway: Option<super::gateway::GatewayView>,
+}
+
+/// The run as the record stands with its revocations (issue 39: "the view
+/// is rebuilt from the record, always"): where the grant in force was
+/// revoked beside the run, nothing is in force — no budget, a remainder of
+/// nothing — and the verdict says so; the grants still revocable are the
+/// one in force, unless it was revoked.
+pub fn with_revocations(
+    mut view: crate::run::RunView,
+    report: &RunReport,
+    revoked: &[String],
+) -> (crate::run::RunView, Vec<String>) {
+    let active = report.active_grant.map(|a| a.to_string());
+    match active {
+        Some(a) if revoked.contains(&a) => {
+            view.active_budget = Some("nothing: the grant in force was revoked".into());
+            view.remainder = crate::run::RemainderCell { known: true, uj: Some(0), text: "nothing: revoked".into() };
+            view.verdict_text = format!(
+                "{}; the grant in force ({}…) was revoked beside the run",
+                view.verdict_text,
+                &a[..a.len().min(10)]
+            );
+            (view, Vec::new())
+        }
+        Some(a) => (view, vec![a]),
+        None => (view, Vec::new()),
+    }
 }
 
 /// Whether the run waits for the steward: its latest checkpoint was
