@@ -82,6 +82,35 @@ describe("steward view (issue 17)", () => {
     await v.refresh();
     expect(v.root.querySelector("#awaiting-banner")?.textContent).toContain("awaits its steward did:key:z6MkSomeoneElse");
     expect(v.root.querySelector(".run-pick .chip.awaiting")).toBeNull();
+    // Issue 39: no live-looking actions where your key cannot act.
+    expect(v.root.querySelector("#approve")).toBeNull();
+    expect(v.root.querySelector("#amend-sign")).toBeNull();
+    expect(v.root.querySelector("#revoke-plan")).toBeNull();
+    expect(v.root.querySelector(".not-yours")?.textContent).toContain("only its issuer did:key:z6MkSomeoneElse");
+  });
+
+  it("issue39_your_runs_are_listed_apart_from_others_and_the_view_opens_on_what_awaits_you", async () => {
+    const base = overview().runs[0];
+    mock({
+      steward_overview: () =>
+        overview({
+          runs: [
+            { ...base, id: 1, label: "theirs-1", mine: false, awaiting: true, live: null },
+            { ...base, id: 7, label: "mine-awaiting", mine: true, awaiting: true },
+            { ...base, id: 3, label: "theirs-2", mine: false, awaiting: true, live: null },
+            { ...base, id: 4, label: "mine-done", mine: true, awaiting: false, live: null },
+          ],
+        }),
+      steward_run: () => run(),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const heads = [...v.root.querySelectorAll(".runs-group")].map((h) => h.textContent);
+    expect(heads).toEqual(["Your runs (2)", "Others' runs: their issuer steers them (2)"]);
+    const labels = [...v.root.querySelectorAll(".run-pick .label")].map((l) => l.textContent);
+    expect(labels).toEqual(["mine-awaiting", "mine-done", "theirs-1", "theirs-2"]);
+    expect(v.root.querySelector(".run-pick.active .label")?.textContent).toBe("mine-awaiting");
+    expect(v.root.querySelector("#approve")).not.toBeNull();
   });
 
   it("s4_7_a_widening_is_refused_before_anything_is_signed", async () => {

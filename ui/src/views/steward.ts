@@ -240,7 +240,9 @@ export class StewardView {
     this.renderKey(ov.key);
     if (this.selected === null || !ov.runs.some((r) => r.id === this.selected)) {
       // First a run that awaits the steward, else the newest.
-      this.selected = (ov.runs.find((r) => r.awaiting && r.mine) ?? ov.runs[ov.runs.length - 1])?.id ?? null;
+      // Open on what awaits you; else your newest run; else the newest.
+      const mine = ov.runs.filter((r) => r.mine);
+      this.selected = (mine.find((r) => r.awaiting) ?? mine[mine.length - 1] ?? ov.runs[ov.runs.length - 1])?.id ?? null;
     }
     this.renderRuns(ov.runs);
     await this.loadUnresolved();
@@ -342,9 +344,22 @@ export class StewardView {
     await this.refresh();
   }
 
+  /** Your runs apart from the others' (a review queue keeps "needs your review" apart), yours awaiting you first. */
   private renderRuns(runs: RunRow[]): void {
+    const mine = runs.filter((r) => r.mine);
+    const yours = [...mine.filter((r) => r.awaiting), ...mine.filter((r) => !r.awaiting)];
+    const others = runs.filter((r) => !r.mine);
+    const group = (cls: string, title: string, rs: RunRow[]): HTMLElement[] =>
+      rs.length ? [el("h4", `runs-group ${cls}`, `${title} (${rs.length})`), ...this.runButtons(rs)] : [];
     this.runsList.replaceChildren(
-      ...runs.map((r) => {
+      ...group("yours", "Your runs", yours),
+      ...group("others", "Others' runs: their issuer steers them", others),
+    );
+  }
+
+  private runButtons(runs: RunRow[]): HTMLElement[] {
+    return (
+      runs.map((r) => {
         const b = el("button", "run-pick");
         b.dataset.id = String(r.id);
         b.classList.toggle("active", r.id === this.selected);
@@ -357,7 +372,7 @@ export class StewardView {
         b.title = r.error ?? r.path;
         b.addEventListener("click", () => void this.open(r.id));
         return b;
-      }),
+      })
     );
   }
 
@@ -401,9 +416,9 @@ export class StewardView {
     if (v.gateway) this.gateway.replaceChildren(...gatewaySection(v.gateway, (s) => this.onAudit(s)));
     if (fresh) this.result.replaceChildren();
     const actionsKey = `${v.id}:${v.awaiting}:${last?.id ?? ""}:${v.revoked.join(",")}:${v.run.grants.length}`;
-    if (fresh || this.actions.dataset.key !== actionsKey) {
-      this.actions.dataset.key = actionsKey;
-      this.renderActions(v);
+    if (fresh || this.actions.dataset.key !== `${actionsKey}:${mine}`) {
+      this.actions.dataset.key = `${actionsKey}:${mine}`;
+      this.renderActions(v, mine);
     }
     this.renderHistory(v);
     this.report.replaceChildren(...renderRun(v.run));
@@ -543,8 +558,16 @@ export class StewardView {
     this.showResult("refused", signing ? `Refused (${e.code}): nothing was signed.` : `Refused before signing (${e.code})`, [e.message]);
   }
 
-  private renderActions(v: StewardRunView): void {
+  private renderActions(v: StewardRunView, mine = true): void {
     this.caveats = [];
+    if (!mine) {
+      // Only the run's issuer steers or revokes it (§4.7, §4.3): nothing here your key could sign.
+      this.actions.replaceChildren(
+        el("h3", undefined, "Your decision"),
+        el("p", "hint not-yours", `Not your run: only its issuer ${v.run.issuer.slice(0, 24)}… may approve, amend or revoke it (§4.7, §4.3). Your key cannot act here.`),
+      );
+      return;
+    }
     const parts: HTMLElement[] = [el("h3", undefined, "Your decision")];
     const unlocked = this.overview?.key.unlocked ?? false;
     const hint = el("p", "hint key-hint", "Unlock your key to sign: nothing is signed while it is locked.");
