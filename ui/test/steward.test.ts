@@ -268,6 +268,9 @@ describe("steward view (issue 17)", () => {
     expect(calls.map((c) => c[0])).not.toContain("key_create_new");
     (v.root.querySelector("#key-pass2") as HTMLInputElement).value = "a";
     (v.root.querySelector("#key-create") as HTMLButtonElement).click();
+    // Issue 39: creation takes about a second by design, and says so while it runs.
+    expect(v.root.querySelector("#key-busy")?.textContent).toContain("about a second");
+    expect((v.root.querySelector("#key-create") as HTMLButtonElement).disabled).toBe(true);
     await tick();
     expect(calls.find((c) => c[0] === "key_create_new")?.[1]).toEqual({ passphrase: "a" });
   });

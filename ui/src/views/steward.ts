@@ -305,19 +305,19 @@ export class StewardView {
       create.addEventListener("click", () => {
         if (!p1.value) return this.notify.error({ code: "key-passphrase-empty", message: "A key file needs a passphrase." });
         if (p1.value !== p2.value) return this.notify.error({ code: "key.mismatch", message: "The two passphrases differ; nothing was created." });
-        void this.keyCall(() => api.keyCreate(p1.value), "Key created and unlocked.");
+        void this.keyCall(() => api.keyCreate(p1.value), "Key created and unlocked.", "Creating the key: its passphrase is stretched on purpose (scrypt), about a second…");
       });
       const from = input("key-import-pass", "passphrase of the file to import (if any)", "password");
       const imp = button("key-import", "Import a key file…", "small");
       imp.addEventListener("click", () => {
         if (!p1.value || p1.value !== p2.value) return this.notify.error({ code: "key.mismatch", message: "Type the new passphrase twice above; the imported key is stored under it." });
-        void this.keyCall(() => api.keyImport(from.value, p1.value), "Key imported and unlocked.");
+        void this.keyCall(() => api.keyImport(from.value, p1.value), "Key imported and unlocked.", "Importing the key and sealing it under your passphrase (scrypt), about a second…");
       });
       form.append(p1, p2, create, from, imp);
     } else if (!k.unlocked) {
       const p = input("key-pass", "passphrase", "password");
       const unlock = button("key-unlock", "Unlock");
-      const go = () => void this.keyCall(() => api.keyUnlock(p.value), "Key unlocked for this session.");
+      const go = () => void this.keyCall(() => api.keyUnlock(p.value), "Key unlocked for this session.", "Unlocking: the passphrase is stretched on purpose (scrypt), about a second…");
       unlock.addEventListener("click", go);
       p.addEventListener("keydown", (e) => e.key === "Enter" && go());
       form.append(p, unlock);
@@ -330,7 +330,14 @@ export class StewardView {
     this.keyPanel.replaceChildren(...parts);
   }
 
-  private async keyCall(f: () => Promise<KeyStatus | null>, ok: string): Promise<void> {
+  /** A key operation; `busy`, shown (and the key panel's buttons disabled) while it runs: creating, importing and unlocking take about a second by design. */
+  private async keyCall(f: () => Promise<KeyStatus | null>, ok: string, busy?: string): Promise<void> {
+    if (busy) {
+      for (const b of this.keyPanel.querySelectorAll<HTMLButtonElement>("button")) b.disabled = true;
+      const p = el("p", "hint key-busy", busy);
+      p.id = "key-busy";
+      this.keyPanel.append(p);
+    }
     try {
       const k = await f();
       if (k) {
