@@ -567,7 +567,10 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     await s.waitFor(async () => (await s.exec("return document.querySelector('#action-result .result.refused') !== null")) === true, 10000, "the refusal");
     const refusal = await s.textOf("#action-result .result.refused");
     assert.match(refusal, /Refused before signing \(steer-above-remainder\)/, refusal);
+    assert.equal(refusal.split("steer-above-remainder").length, 2, `the code is said once: ${refusal}`);
     assert.equal(await s.exec("return document.querySelectorAll('.history-list li.amend').length"), 0, "nothing was signed");
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(await s.exec("return document.querySelector('#amend-budget').value"), "99999999", "what was typed is kept after a refusal");
     await s.shot("steward-refused");
 
     // The amendment: 50 J for the rest of the run.

@@ -132,6 +132,11 @@ describe("steward view (issue 17)", () => {
     await tick();
     const refused = v.root.querySelector("#action-result .result.refused");
     expect(refused?.textContent).toContain("Refused before signing (steer-above-remainder)");
+    // Issue 39: the code is said once, and what the steward typed is kept.
+    expect(refused?.textContent?.split("steer-above-remainder").length).toBe(2);
+    expect(refused?.textContent).toContain("amended budget 4501 µJ exceeds the remainder 4500 µJ");
+    for (let i = 0; i < 4; i++) await tick();
+    expect((v.root.querySelector("#amend-budget") as HTMLInputElement).value).toBe("4501");
     expect(calls.map((c) => c[0])).not.toContain("steward_amend");
     expect(calls.find((c) => c[0] === "steward_preview")?.[1]).toEqual({ id: 7, form: { budget_uj: 4501, expiry: null, instructions: null, add_caveats: [] } });
   });

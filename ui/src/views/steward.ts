@@ -561,8 +561,13 @@ export class StewardView {
     box.scrollIntoView?.({ block: "nearest" });
   }
 
-  private refusal(e: UiError, signing: boolean): void {
-    this.showResult("refused", signing ? `Refused (${e.code}): nothing was signed.` : `Refused before signing (${e.code})`, [e.message]);
+  /** A refusal, said once: its code in the title, its message without the code repeated. Always `false` (nothing signed). */
+  private refusal(e: UiError, signing: boolean): false {
+    // The code once, in the title: a message that opens with it again ("code: …", "refused before signing (code): …") is shown without it.
+    const lead = [`${e.code}: `, `refused before signing (${e.code}): `, `refused (${e.code}): `].find((p) => e.message.toLowerCase().startsWith(p.toLowerCase()));
+    const why = lead ? e.message.slice(lead.length) : e.message;
+    this.showResult("refused", signing ? `Refused (${e.code}): nothing was signed.` : `Refused before signing (${e.code})`, [why]);
+    return false;
   }
 
   private renderActions(v: StewardRunView, mine = true): void {
@@ -647,6 +652,7 @@ export class StewardView {
         }
         const d = await api.stewardAmend(v.id, this.form(budget.value, expiry.value, instr.value));
         this.showResult("ok", d.message, [`signed by ${d.signed_by}`, ...d.signed.map((s) => `signed ${s}`)]);
+        return true;
       }, true));
       amend.append(el("h4", undefined, "Amend (only ever tighter)"), budget, expiry, instr, el("div", "caveat-row"), clist);
       amend.querySelector(".caveat-row")?.append(kind, cval, cadd);
@@ -697,6 +703,7 @@ export class StewardView {
         box.append(ul, yes, no);
         this.result.replaceChildren(box);
         box.scrollIntoView?.({ block: "nearest" });
+        return true;
       }));
       rv.append(el("h4", undefined, "Revoke"), sel, rb);
       parts.push(rv);
@@ -785,16 +792,18 @@ export class StewardView {
   }
 
   /** Runs an action, shows its error, and reloads the run (after a signature, the actions are rebuilt). */
-  private async act(f: () => Promise<void>, signed = false): Promise<void> {
+  /** Runs an action; `f` returns `false` when it was refused before anything was signed. The forms are rebuilt only after something was signed: a refusal keeps what the steward typed (issue 39). */
+  private async act(f: () => Promise<boolean | void>, signed = false): Promise<void> {
+    let done = false;
     try {
-      await f();
+      done = (await f()) !== false;
     } catch (e) {
       const u = e as UiError;
       if (signed) this.refusal(u, true);
       else this.notify.error(u);
     }
     this.shownRevision = -1;
-    if (signed) this.actions.dataset.key = "";
+    if (signed && done) this.actions.dataset.key = "";
     await this.refresh();
   }
 }
