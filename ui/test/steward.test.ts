@@ -118,7 +118,7 @@ describe("steward view (issue 17)", () => {
       steward_overview: () => overview(),
       steward_run: () => run(),
       steward_preview: () => {
-        throw { code: "steer-above-remainder", message: "refused before signing (steer-above-remainder): amended budget 4501 µJ exceeds the remainder 4500 µJ" };
+        throw { code: "steer-above-remainder", message: "refused before signing (steer-above-remainder): steer-above-remainder: amended budget 4501 µJ exceeds the remainder 4500 µJ" };
       },
       steward_amend: () => {
         throw new Error("must not be called");

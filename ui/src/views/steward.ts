@@ -564,8 +564,11 @@ export class StewardView {
   /** A refusal, said once: its code in the title, its message without the code repeated. Always `false` (nothing signed). */
   private refusal(e: UiError, signing: boolean): false {
     // The code once, in the title: a message that opens with it again ("code: …", "refused before signing (code): …") is shown without it.
-    const lead = [`${e.code}: `, `refused before signing (${e.code}): `, `refused (${e.code}): `].find((p) => e.message.toLowerCase().startsWith(p.toLowerCase()));
-    const why = lead ? e.message.slice(lead.length) : e.message;
+    const leads = [`${e.code}: `, `refused before signing (${e.code}): `, `refused (${e.code}): `];
+    let why = e.message;
+    for (let lead = leads.find((p) => why.toLowerCase().startsWith(p.toLowerCase())); lead; lead = leads.find((p) => why.toLowerCase().startsWith(p.toLowerCase()))) {
+      why = why.slice(lead.length);
+    }
     this.showResult("refused", signing ? `Refused (${e.code}): nothing was signed.` : `Refused before signing (${e.code})`, [why]);
     return false;
   }
