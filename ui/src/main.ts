@@ -15,6 +15,11 @@ import type { WorkspaceItem } from "./ipc";
 
 export type ViewName = "workspace" | "steward" | "energy" | "auditor" | "run" | "blueprint" | "intent";
 
+/** How long an info notice stays (an error stays until dismissed). */
+export const INFO_NOTICE_MS = 6000;
+/** The most notices shown at once. */
+export const MAX_NOTICES = 5;
+
 export class Console {
   readonly root: HTMLElement;
   private notices = el("div", "notices");
@@ -107,15 +112,20 @@ export class Console {
     document.title = n > 0 ? `(${n}) JCP Console — a checkpoint awaits you` : "JCP Console";
   }
 
+  /** A notice (issue 39): an info notice dismisses itself after {@link INFO_NOTICE_MS}; an error stays until dismissed and says its
+   * code once (a message that opens with it again is shown without it); at most {@link MAX_NOTICES} are shown, the oldest going first. */
   notice(text: string, kind: "error" | "info", code?: string): void {
     const n = el("div", `notice ${kind}`);
-    n.append(el("span", "text", text));
+    const shown = code && text.startsWith(`${code}: `) ? text.slice(code.length + 2) : text;
+    n.append(el("span", "text", shown));
     if (code) n.append(el("code", "code", code));
     const close = el("button", "close", "×");
     close.title = "Dismiss";
     close.addEventListener("click", () => n.remove());
     n.append(close);
     this.notices.append(n);
+    while (this.notices.children.length > MAX_NOTICES) this.notices.firstElementChild?.remove();
+    if (kind === "info") setTimeout(() => n.remove(), INFO_NOTICE_MS);
   }
 
   select(view: ViewName): void {

@@ -79,4 +79,30 @@ describe("console shell", () => {
       vi.useRealTimers();
     }
   });
+
+  it("issue39_info_notices_dismiss_themselves_errors_stay_and_say_their_code_once", async () => {
+    vi.useFakeTimers();
+    try {
+      mockIPC((cmd) => {
+        if (cmd === "app_info") return info();
+        if (cmd === "energy_snapshot") return snapshot();
+        return [];
+      });
+      const root = document.createElement("div");
+      const c = new Console(root);
+      c.notice("Key created and unlocked.", "info");
+      c.notice("key-exists: /ws/steward.key: a file is already there", "error", "key-exists");
+      expect(root.querySelectorAll(".notice")).toHaveLength(2);
+      expect(root.querySelector(".notice.error .text")?.textContent).toBe("/ws/steward.key: a file is already there");
+      vi.advanceTimersByTime(6500);
+      expect(root.querySelectorAll(".notice.info")).toHaveLength(0);
+      expect(root.querySelectorAll(".notice.error")).toHaveLength(1);
+      for (let i = 0; i < 8; i++) c.notice(`e${i}`, "error", "x");
+      expect(root.querySelectorAll(".notice")).toHaveLength(5);
+      expect(root.querySelector(".notice .text")?.textContent).toBe("e3");
+      c.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
