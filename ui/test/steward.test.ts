@@ -462,4 +462,23 @@ describe("steward view (issue 17)", () => {
     expect(v.root.querySelector("#gateway-config")?.textContent).toBe(prepared.mcp_config);
     expect(v.root.querySelector("#gateway-line")?.textContent).toBe(prepared.line);
   });
+
+  it("issue39_history_actions_read_as_words", async () => {
+    mock({
+      steward_overview: () => overview(),
+      steward_run: () =>
+        run({
+          history: [
+            { at_ms: 1_767_258_000_000, action: "live_start", signed_by: ME, text: "demo run started" },
+            { at_ms: 1_767_258_060_000, action: "amend", signed_by: ME, text: "amended at checkpoint 3" },
+            { at_ms: 1_767_258_120_000, action: "some_new_thing", signed_by: "", text: "x" },
+          ],
+        }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const what = [...v.root.querySelectorAll(".history-list li .what")].map((w) => w.textContent?.trim());
+    expect(what).toEqual(["Started the demo run", "Amended", "some new thing"]);
+    expect(v.root.querySelector(".history-list li.amend")).not.toBeNull();
+  });
 });

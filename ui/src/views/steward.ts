@@ -148,6 +148,20 @@ export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void
   return parts;
 }
 
+/** A history entry's action in words (issue 39: "action names read as words, not live_start"); an unknown one as it is stored. */
+export function actionWords(action: string): string {
+  const words: Record<string, string> = {
+    approve: "Approved",
+    amend: "Amended",
+    revoke: "Revoked",
+    settle: "Settled",
+    live_start: "Started the demo run",
+    live_stop: "Stopped the run",
+    gateway_prepare: "Prepared a gateway run",
+  };
+  return words[action] ?? action.replace(/_/g, " ");
+}
+
 /** Marks a control that signs with the steward's key: disabled while the key is locked, and kept in step with it. */
 function needsKey(b: HTMLButtonElement, unlocked: boolean): HTMLButtonElement {
   b.classList.add("needs-key");
@@ -720,7 +734,7 @@ export class StewardView {
     const ol = el("ol", "history-list");
     for (const h of v.history) {
       const li = el("li", `history ${h.action}`);
-      li.append(el("span", "when", new Date(h.at_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"), el("strong", "what", ` ${h.action} `), el("span", "text", h.text));
+      li.append(el("span", "when", new Date(h.at_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"), el("strong", "what", ` ${actionWords(h.action)} `), el("span", "text", h.text));
       if (h.signed_by) li.append(el("span", "who", " — signed by "), shortId(h.signed_by, 20));
       ol.append(li);
     }
