@@ -82,6 +82,7 @@ impl LiveRun {
             metered,
             metered_note,
             events: s.events[start..].iter().map(sv::event_line).collect::<Vec<AgentEventLine>>(),
+            events_first: s.events_total.saturating_sub((s.events.len() - start) as u64) + 1,
             ended: s.ended,
             stderr: s.stderr,
         }

@@ -36,6 +36,7 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
     metered: [],
     metered_note: null,
     events: [{ event: "checkpoint", text: "checkpoint seq 4 after step 5: spent 500 µJ (Estimator); waiting for the steward" }],
+    events_first: 1,
     ended: null,
     stderr: null,
   },
@@ -480,5 +481,20 @@ describe("steward view (issue 17)", () => {
     const what = [...v.root.querySelectorAll(".history-list li .what")].map((w) => w.textContent?.trim());
     expect(what).toEqual(["Started the demo run", "Amended", "some new thing"]);
     expect(v.root.querySelector(".history-list li.amend")).not.toBeNull();
+  });
+
+  it("issue39_the_live_events_keep_the_runs_own_numbering", async () => {
+    const events = Array.from({ length: 20 }, (_, i) => ({ event: "decision", text: `step ${i + 41}` }));
+    mock({
+      steward_overview: () => overview(),
+      steward_run: () => run({ live: { ...run().live!, events, events_first: 41 } }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const ol = v.root.querySelector("#live-events") as HTMLOListElement;
+    // 20 kept from event 41 on; the last 14 are shown, numbered from 47.
+    expect(ol.children).toHaveLength(14);
+    expect(ol.start).toBe(47);
+    expect(ol.firstElementChild?.textContent).toBe("step 47");
   });
 });

@@ -18,6 +18,9 @@ use crate::{Ended, Error, Issued, Observed, Observer, Settings, EVENTS_KEPT, STD
 #[derive(Debug, Default)]
 pub(crate) struct Watched {
     pub(crate) events: Mutex<Vec<serde_json::Value>>,
+    /// Every event ever kept, the dropped ones included (the number of the
+    /// newest: the views number the kept tail from it).
+    pub(crate) events_seen: std::sync::atomic::AtomicU64,
     pub(crate) stderr: Mutex<String>,
     pub(crate) ended: Mutex<Option<Ended>>,
 }
@@ -66,7 +69,7 @@ pub(crate) fn watch(mut child: Child, watched: &Arc<Watched>, observer: &Observe
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
         let (w, o) = (watched.clone(), observer.clone());
-        readers.extend(thread("agent-stdout", move || read_events(out, &w.events, &o)));
+        readers.extend(thread("agent-stdout", move || read_events(out, &w, &o)));
     }
     if let Some(err) = child.stderr.take() {
         let (w, o) = (watched.clone(), observer.clone());
@@ -122,15 +125,14 @@ fn keep_tail(s: &mut String, piece: &str, kept: usize) {
 pub(crate) fn keep_event(watched: &Watched, v: serde_json::Value) {
     if let Ok(mut e) = watched.events.lock() {
         keep_newest(&mut e, v, EVENTS_KEPT);
+        watched.events_seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
-fn read_events(out: impl Read, events: &Mutex<Vec<serde_json::Value>>, observer: &Observer) {
+fn read_events(out: impl Read, watched: &Watched, observer: &Observer) {
     for line in BufReader::new(out).lines().map_while(Result::ok) {
         let v = parse_event(&line);
-        if let Ok(mut e) = events.lock() {
-            keep_newest(&mut e, v.clone(), EVENTS_KEPT);
-        }
+        keep_event(watched, v.clone());
         observer(Observed::Event(&v));
     }
 }
@@ -153,6 +155,21 @@ fn read_stderr(mut err: impl Read, stderr: &Mutex<String>, observer: &Observer) 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 39 ("event lists keep their numbering"): the newest
+    /// `EVENTS_KEPT` events are kept, and every event is counted, so a view
+    /// numbers the kept tail as the run does.
+    #[test]
+    fn the_newest_events_are_kept_and_every_event_is_counted() {
+        let w = Watched::default();
+        for i in 0..EVENTS_KEPT + 5 {
+            keep_event(&w, json!({"event": "decision", "step": i}));
+        }
+        let kept = w.events.lock().unwrap().clone();
+        assert_eq!(kept.len(), EVENTS_KEPT);
+        assert_eq!(kept[0]["step"], 5, "the oldest dropped");
+        assert_eq!(w.events_seen.load(std::sync::atomic::Ordering::Relaxed), (EVENTS_KEPT + 5) as u64);
+    }
 
     #[test]
     fn an_event_line_is_its_json_and_any_other_line_is_output() {

@@ -159,7 +159,13 @@ impl LiveRun {
     /// The run now: its state, what its events add up to, how it ended,
     /// and the agent's stderr when it crashed.
     pub fn snapshot(&self) -> Snapshot {
-        let events = self.events();
+        // The kept events and their total, read together (both move under the events' lock).
+        let (events, events_total) = self
+            .watched
+            .events
+            .lock()
+            .map(|e| (e.clone(), self.watched.events_seen.load(Ordering::Relaxed)))
+            .unwrap_or_default();
         let exit = self.watched.ended.lock().ok().and_then(|e| *e);
         let state = summary::state(exit.as_ref(), &events, self.stopping.load(Ordering::Relaxed));
         let stopped_by = self.stopping.load(Ordering::Relaxed).then_some(self.host.who);
@@ -167,7 +173,7 @@ impl LiveRun {
         let stderr = (state == State::Crashed)
             .then(|| self.watched.stderr.lock().map(|s| s.clone()).unwrap_or_default())
             .filter(|s| !s.is_empty());
-        Snapshot { state, tally: summary::tally(&events), ended, exit, stderr, events }
+        Snapshot { state, tally: summary::tally(&events), ended, exit, stderr, events, events_total }
     }
 
     /// Stops the agent (SIGTERM, then SIGKILL after 3 s), shuts the

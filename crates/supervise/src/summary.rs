@@ -45,6 +45,9 @@ pub struct Snapshot {
     pub stderr: Option<String>,
     /// The agent's events kept, oldest first.
     pub events: Vec<serde_json::Value>,
+    /// How many events the agent wrote in all (the kept ones are the last
+    /// of them: the first kept is number `events_total - events.len() + 1`).
+    pub events_total: u64,
 }
 
 /// Whether the agent said it stopped, for a reason other than an error.

@@ -54,6 +54,12 @@ metered_note: string | null,
  */
 events: Array<AgentEventLine>, 
 /**
+ * The number of the first of `events` among every event the agent
+ * wrote (1-based): a list shows the run's own numbering, not 1 again
+ * after older events were dropped.
+ */
+events_first: number, 
+/**
  * Why it stopped (the agent's words), or how it ended.
  */
 ended: string | null, 

@@ -540,7 +540,10 @@ export class StewardView {
     parts.push(meteredTable(l.metered, l.metered_note));
     const events = el("ol", "live-events");
     events.id = "live-events";
-    for (const e of l.events.slice(-14)) events.append(el("li", `event ${e.event}`, e.text));
+    // The run's own numbering (issue 39): the first shown is event number events_first + what was cut here.
+    const shown = l.events.slice(-14);
+    events.start = l.events_first + (l.events.length - shown.length);
+    for (const e of shown) events.append(el("li", `event ${e.event}`, e.text));
     parts.push(events);
     const row = el("div", "button-row");
     if (l.state === "running") {

@@ -64,6 +64,11 @@ pub struct LiveView {
     pub metered_note: Option<String>,
     /// The latest events, oldest first.
     pub events: Vec<AgentEventLine>,
+    /// The number of the first of `events` among every event the agent
+    /// wrote (1-based): a list shows the run's own numbering, not 1 again
+    /// after older events were dropped.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub events_first: u64,
     /// Why it stopped (the agent's words), or how it ended.
     pub ended: Option<String>,
     /// The agent's last error output, when it crashed.
