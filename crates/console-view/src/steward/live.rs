@@ -123,7 +123,10 @@ pub fn event_line(v: &serde_json::Value) -> AgentEventLine {
         ),
         "continued" => format!("continued under grant {}… with a ceiling of {}", short("continuation"), u("budget_uj")),
         "stopped" => s("message"),
-        _ => v.to_string(),
+        // The supervisor's and the agent's other lines say themselves in
+        // `message` (issue 39: a line reads as words, never as raw JSON);
+        // only an event with no words at all is shown as it came.
+        _ => v["message"].as_str().map_or_else(|| v.to_string(), str::to_owned),
     };
     AgentEventLine { event, text }
 }
@@ -293,6 +296,22 @@ pub fn metered_line(run: &str, calls: &[MeteredCall]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39: every line of the live run's log reads as words; the
+    /// supervisor's `followed` events say what it fed the endpoint.
+    #[test]
+    fn a_followed_event_reads_as_its_words_not_as_json() {
+        let v = serde_json::json!({"event": "followed", "what": "amendment", "continuation": "84235ade",
+            "message": "the supervisor fed the steward's amendment to the endpoint: the run goes on under 84235ade"});
+        let l = event_line(&v);
+        assert_eq!(l.event, "followed");
+        assert_eq!(
+            l.text,
+            "the supervisor fed the steward's amendment to the endpoint: the run goes on under 84235ade"
+        );
+        let bare = event_line(&serde_json::json!({"event": "novel", "n": 1}));
+        assert!(bare.text.contains("\"novel\""), "{}", bare.text);
+    }
     use serde_json::json;
 
     fn decision(step: u64, uj: u64, coverage: &str, gaps: &[&str]) -> serde_json::Value {
