@@ -404,3 +404,26 @@ fn c21_a_live_run_the_steward_stops_reads_stopped_not_crashed() {
     assert_eq!(v["live"]["state"], "stopped", "{stopped:#} {:#}", v["live"]);
     assert!(v["live"]["ended"].as_str().unwrap().starts_with("stopped by the console"), "{:#}", v["live"]);
 }
+
+/// Issue 39, "the Steward view must never show a wrong state": the runs
+/// folder's watcher sees a line a gateway adds to its log beside a run
+/// (`<run>.events.jsonl`: a call, a hold, the session closing), so the view
+/// reloads and never shows a closed session as running; the log itself is
+/// not listed as a run.
+#[test]
+fn s11_a_gateway_log_line_beside_a_run_reaches_the_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Mutex::new(console_store::Store::open_in_memory().unwrap());
+    let mut seen = std::collections::HashMap::new();
+    let run = dir.path().join("g.jcprun");
+    std::fs::write(&run, b"run").unwrap();
+    assert!(jcp_console::steward::scan_runs(&store, dir.path(), &mut seen), "a new run");
+    assert!(!jcp_console::steward::scan_runs(&store, dir.path(), &mut seen), "nothing changed");
+    let log = dir.path().join("g.jcprun.events.jsonl");
+    std::fs::write(&log, b"{\"event\":\"started\"}\n").unwrap();
+    assert!(jcp_console::steward::scan_runs(&store, dir.path(), &mut seen), "the log appeared");
+    std::fs::write(&log, b"{\"event\":\"started\"}\n{\"event\":\"closed\"}\n").unwrap();
+    assert!(jcp_console::steward::scan_runs(&store, dir.path(), &mut seen), "the session closed");
+    let runs = store.lock().unwrap().items().unwrap().into_iter().filter(|i| i.path.ends_with(".jsonl")).count();
+    assert_eq!(runs, 0, "a log is not a run");
+}

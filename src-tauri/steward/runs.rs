@@ -34,7 +34,11 @@ pub fn scan_runs<S: BuildHasher>(
         let p = e.path();
         let is_run = p.extension().is_some_and(|x| x == jcp::steering::RUN_EXTENSION);
         let is_revs = p.to_string_lossy().ends_with(".revocations");
-        if !is_run && !is_revs {
+        // A gateway's log beside its run (`<run>.events.jsonl`): its calls,
+        // holds and close reach the view as they happen (issue 39: the
+        // Steward view never shows a session running after it closed).
+        let is_log = p.to_string_lossy().ends_with(".events.jsonl");
+        if !is_run && !is_revs && !is_log {
             continue;
         }
         let stamp = std::fs::metadata(&p).map(|m| (m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH))).ok();
@@ -66,8 +70,9 @@ pub fn scan_runs<S: BuildHasher>(
 }
 
 /// Watches the runs folder (polling, about every 500 ms): a run file
-/// dropped there, a checkpoint the agent appends, or a revocation written
-/// beside a run bumps the revision the front end polls.
+/// dropped there, a checkpoint the agent appends, a revocation written
+/// beside a run, or a line a gateway adds to its log beside a run bumps the
+/// revision the front end polls.
 pub fn start_watcher(store: Arc<Mutex<Store>>, runs_dir: PathBuf, revision: Arc<AtomicU64>) {
     let spawned = std::thread::Builder::new().name("runs-watcher".into()).spawn(move || {
         let mut seen = HashMap::new();
