@@ -127,16 +127,16 @@ pub(crate) fn shard_wrong_point(shard: &ContentId, point: &jcp::identity::Did, a
     )
 }
 
-/// §4.5: for each parent whose shards bound to points (grant records) sum
-/// past its joule or money ceiling, a sentence; `record` finds a grant
-/// record by id. Sorted by parent id.
+/// §4.5: for each parent whose shards bound to points (the grant records
+/// carrying `PointIs`) sum past its joule or money ceiling, a sentence;
+/// `record` finds a grant record by id. Sorted by parent id.
 pub(crate) fn shard_overcommitted<'a>(
-    bound: &[&'a jcp::grant::SignedGrant],
+    records: impl IntoIterator<Item = &'a jcp::grant::SignedGrant>,
     record: impl Fn(&ContentId) -> Option<&'a jcp::grant::SignedGrant>,
 ) -> Vec<String> {
     let mut by_parent: std::collections::BTreeMap<ContentId, Vec<&jcp::grant::SignedGrant>> =
         std::collections::BTreeMap::new();
-    for g in bound {
+    for g in records.into_iter().filter(|g| g.grant().bound_point().is_some()) {
         if let Some(p) = g.grant().parent {
             by_parent.entry(p).or_default().push(g);
         }

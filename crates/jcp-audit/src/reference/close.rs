@@ -152,9 +152,7 @@ impl Ledger {
                 }
             }
         }
-        let bound: Vec<&jcp::grant::SignedGrant> =
-            self.grant_records.values().filter(|g| g.grant().bound_point().is_some()).collect();
-        for msg in words::shard_overcommitted(&bound, |id| self.grant_records.get(id)) {
+        for msg in words::shard_overcommitted(self.grant_records.values(), |id| self.grant_records.get(id)) {
             found.push((0, 0, FindingCode::ShardOvercommitted, msg));
         }
         found.sort();

@@ -40,23 +40,30 @@ impl DurableGate {
         if !self.grants.contains_key(&grant.id()) {
             self.record_grant(grant)?;
         }
-        let before = self.known_through;
-        if self.known_through.is_none_or(|k| k < marker) {
-            self.known_through = Some(marker);
-        }
         let notice = RevocationNotice { revocation: rev.clone(), marker, steward: self.steward_did };
-        let pos = self.position();
-        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
-        let appended = self.writer.append(RecordKind::Revocation, &bytes);
-        let at = match appended {
-            Ok(at) => at,
-            Err(e) => {
-                // Not recorded: not applied, and the marker does not move.
-                self.known_through = before;
-                return Err(e);
-            }
-        };
+        let at = self.record_at_marker(RecordKind::Revocation, &notice.to_value(), Some(marker))?;
         self.gate.admit_revocation(rev, grant).map_err(Error::Revocation)?;
         Ok(at)
+    }
+
+    /// Seals a feed notice's `core` and appends it as `kind`, at the feed
+    /// `marker` it carries: this point's `known_through` advances to it
+    /// first (the notice is sealed there, §4.3), and goes back if the
+    /// notice is not recorded (nothing applied, no marker moved).
+    pub(super) fn record_at_marker(
+        &mut self,
+        kind: RecordKind,
+        core: &jcp::cbor::Value,
+        marker: Option<u64>,
+    ) -> Result<u64, Error> {
+        let before = self.known_through;
+        if let Some(m) = marker {
+            if self.known_through.is_none_or(|k| k < m) {
+                self.known_through = Some(m);
+            }
+        }
+        let pos = self.position();
+        let bytes = record::seal_core(core, pos, &self.steward);
+        self.writer.append(kind, &bytes).inspect_err(|_| self.known_through = before)
     }
 }

@@ -83,18 +83,7 @@ impl DurableGate {
             steward: self.steward_did,
         };
         // As a revocation: the notice is sealed at the marker it advances to.
-        let before = self.known_through;
-        if let Some(m) = marker {
-            if self.known_through.is_none_or(|k| k < m) {
-                self.known_through = Some(m);
-            }
-        }
-        let pos = self.position();
-        let bytes = record::seal_core(&notice.to_value(), pos, &self.steward);
-        self.writer.append(RecordKind::Amendment, &bytes).inspect_err(|_| {
-            // Not recorded: not applied, and the marker does not move.
-            self.known_through = before;
-        })
+        self.record_at_marker(RecordKind::Amendment, &notice.to_value(), marker)
     }
 
     /// A widening refusal names what calls in flight hold on the steered
