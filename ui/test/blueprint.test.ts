@@ -136,6 +136,8 @@ describe("conformance run (ABP §15)", () => {
     corpus_digest: null,
     report_digest: "sha-256:abcdef0123456789abcdef",
     missing_surfaces: ["portability.scan"],
+    missing_classes: ["terminal_equivocation"],
+    floor: "Floor: 16 surfaces × 31 classes (90 required cells), the reference corpus sha-256:vMy (96 cases).",
     surfaces: [
       { name: "digest.compute", passed: 2, failed: 0 },
       { name: "signature.verify", passed: 1, failed: 1 },
@@ -177,6 +179,8 @@ describe("conformance run (ABP §15)", () => {
     expect(v.root.querySelector(".conformance-file-failures .code")?.textContent).toBe("corpus_surface_unknown");
     expect(v.root.querySelectorAll(".conformance-failed-cases tr.case").length).toBe(1);
     expect(v.root.querySelector(".missing-surfaces")?.textContent).toContain("portability.scan");
+    expect(v.root.querySelector(".missing-classes")?.textContent).toContain("terminal_equivocation");
+    expect(v.root.querySelector(".floor")?.textContent).toContain("16 surfaces × 31 classes");
   });
 
   it("s15_an_empty_run_is_never_green_in_words", () => {

@@ -298,7 +298,8 @@ fn main() {
         "own-bp-schema-keyword",
         json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"pattern": "a*", "type": "string"}); })}),
     );
-    f.no(s, "schema_dialect_unknown", "own-bp-schema-dialect", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$schema": "http://json-schema.org/draft-04/schema#"}); })}));
+    // `$schema` is not one of the dialect's 16 keywords: the dialect is the surface's argument.
+    f.no(s, "schema_keyword_not_allowed", "own-bp-schema-dialect", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$schema": "http://json-schema.org/draft-04/schema#"}); })}));
     f.no(
         s,
         "schema_keyword_value_invalid",
@@ -309,12 +310,12 @@ fn main() {
         s,
         "schema_ref_unresolvable",
         "own-bp-schema-ref",
-        json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$ref": "other.json#/x"}); })}),
+        json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$ref": "#/$defs/other"}); })}),
     );
     f.no(s, "schema_ref_cycle", "own-bp-schema-cycle", json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}); })}));
     f.no(
         s,
-        "schema_invalid_shape",
+        "schema_keyword_value_invalid",
         "own-bp-schema-shape",
         json!({"text": bp(|m| { m["input_ports"][0]["schema"] = json!({"items": 7}); })}),
     );
@@ -323,7 +324,7 @@ fn main() {
         "schema_complexity_exceeded",
         "own-bp-schema-complexity",
         json!({"text": bp(|m| {
-            let props: serde_json::Map<String, J> = (0..300).map(|i| (format!("p{i}"), json!(true))).collect();
+            let props: serde_json::Map<String, J> = (0..600).map(|i| (format!("p{i}"), json!(true))).collect();
             m["input_ports"][0]["schema"] = json!({"properties": props});
         })}),
     );
@@ -488,8 +489,55 @@ fn main() {
     f.no(s, "extension_schema_unavailable", "own-ext-no-schema", json!({"artifact": art(json!({"critical": {"com.example/federation": {}}, "optional": {}}), 1, json!([])), "support": {"revisions": [1]}}));
     f.no(s, "extension_schema_digest_mismatch", "own-ext-swapped-schema", json!({"artifact": art(json!({"critical": {"com.example/federation": {}}, "optional": {}}), 1, json!([])), "support": {"revisions": [1], "schemas": {"com.example/federation": {"type": "object"}}}}));
     f.no(s, "extension_payload_forbidden", "own-ext-laundered-bound", json!({"artifact": art(json!({"critical": {}, "optional": {"org.other/x": {"nested": {"max_tokens": 1}}}}), 1, json!([])), "support": support}));
-    f.no(s, "extension_duplicate", "own-ext-both-sides", json!({"artifact": art(json!({"critical": {"org.dep/x": {}}, "optional": {"org.dep/x": {}}}), 1, json!([])), "support": {"revisions": [1], "registry": {"org.dep/x": {"criticality": "optional", "state": "deprecated"}}}}));
+    f.no(s, "extension_duplicate", "own-ext-both-sides", json!({"artifact": art(json!({"critical": {"org.dep/x": {}}, "optional": {"org.dep/x": {}}}), 1, json!([])), "support": {"revisions": [1], "registry": {"org.dep/x": {"criticality": "optional", "state": "retired"}}}}));
     f.no(s, "invalid_type", "own-ext-body-type", json!({"artifact": art(json!({"critical": {"com.example/federation": {"issuer": 7}}, "optional": {}}), 1, json!([])), "support": support}));
+    // The current release (docs/decisions.md, "Agent Blueprint Protocol: the
+    // release this project implements"): the deprecated `…/estate` stays
+    // supported with its notice, and `…/estate-contract` is critical with
+    // the digest-pinned schema this host ships.
+    f.add(s, "extension_deprecated_retained", "own-ext-deprecated-retained", json!({"artifact": art(json!({"critical": {}, "optional": {"com.example.platform/estate": {"zone": "eu"}}}), 1, json!([])), "support": {"revisions": [1]}}), json!({"verdict": "valid", "optional": ["com.example.platform/estate"], "quarantined": [], "notices": ["extension_deprecated"]}));
+    f.add(s, "extension_deprecated_retained", "own-ext-deprecated-retained-under-host-registry", json!({"artifact": art(json!({"critical": {}, "optional": {"com.example.platform/estate": {"zone": "eu"}}}), 1, json!([])), "support": support}), json!({"verdict": "valid", "optional": ["com.example.platform/estate"], "quarantined": [], "notices": ["extension_deprecated"]}));
+    f.ok(s, "own-ext-reserved-retained", json!({"artifact": art(json!({"critical": {}, "optional": {"org.next/idea": {}}}), 1, json!([])), "support": {"revisions": [1], "registry": {"org.next/idea": {"criticality": "optional", "state": "reserved"}}}}), json!({"retained": ["org.next/idea"], "quarantined": [], "notices": ["extension_unknown_optional_retained"]}));
+    let estate_schema: J =
+        serde_json::from_str(blueprint::registry::ESTATE_CONTRACT_SCHEMA).expect("estate-contract schema");
+    let def = json!({"name": "daily_position_summary", "version": 7});
+    let leaf = json!({"definition": def, "op": "materialization_present"});
+    let stale = json!({"definition": def, "max_age_days": 7, "op": "materialization_stale"});
+    let contract = |cond: J| json!({"asset_materialization_window": {"definition": def, "window_days": null}, "objective_condition": cond});
+    let good_cond = json!({"args": [leaf, stale], "op": "and"});
+    let fed_schema: J = serde_json::from_str(blueprint::registry::FEDERATION_SCHEMA).expect("federation schema");
+    let both = json!({"revisions": [1], "schemas": {"com.example.platform/estate-contract": estate_schema, "com.example/federation": fed_schema}});
+    let with_contract = |body: J| {
+        art(
+            json!({"critical": {"com.example.platform/estate-contract": body, "com.example/federation": {"issuer": "org-a"}}, "optional": {}}),
+            1,
+            json!([]),
+        )
+    };
+    let s = "negotiation.negotiate";
+    f.ok(s, "own-neg-estate-contract-valid", json!({"artifact": with_contract(contract(good_cond.clone())), "support": both}), json!({"critical": ["com.example.platform/estate-contract", "com.example/federation"], "revision": 1, "notices": []}));
+    f.no(
+        s,
+        "extension_schema_unavailable",
+        "own-neg-estate-contract-schema-absent",
+        json!({"artifact": with_contract(contract(good_cond.clone())), "support": {"revisions": [1], "schemas": {}}}),
+    );
+    f.no(s, "extension_schema_digest_mismatch", "own-neg-estate-contract-digest-mismatch", json!({"artifact": with_contract(contract(good_cond.clone())), "support": {"revisions": [1], "schemas": {"com.example.platform/estate-contract": {"type": "object"}, "com.example/federation": fed_schema}}}));
+    f.no(s, "extension_criticality_conflict", "own-neg-estate-contract-declared-optional", json!({"artifact": art(json!({"critical": {"com.example/federation": {"issuer": "org-a"}}, "optional": {"com.example.platform/estate-contract": contract(good_cond.clone())}}), 1, json!([])), "support": both}));
+    // Four composite tiers: past the three the schema allows, no oneOf branch matches.
+    let tier4 = (0..4).fold(good_cond.clone(), |inner, _| json!({"args": [inner], "op": "and"}));
+    f.no(
+        s,
+        "invalid_cardinality",
+        "own-neg-estate-contract-tier-bound",
+        json!({"artifact": with_contract(contract(tier4)), "support": both}),
+    );
+    f.no(
+        s,
+        "invalid_cardinality",
+        "own-neg-estate-contract-missing-window",
+        json!({"artifact": with_contract(json!({"objective_condition": good_cond})), "support": both}),
+    );
 
     // ---- bounds_algebra.intersect ---------------------------------------------------------
     let s = "bounds_algebra.intersect";
@@ -701,7 +749,7 @@ fn main() {
     f.no(s, "invalid_constraint", "own-schema-instance-minimum", json!({"schema": closed, "instance": {"n": 0}}));
     f.no(
         s,
-        "invalid_constraint",
+        "invalid_cardinality",
         "own-schema-instance-additional",
         json!({"schema": closed, "instance": {"n": 1, "x": 1}}),
     );
@@ -711,7 +759,7 @@ fn main() {
         "own-schema-instance-max-items",
         json!({"schema": closed, "instance": {"n": 1, "tags": ["a", "b", "c"]}}),
     );
-    let many: serde_json::Map<String, J> = (1..=300).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let many: serde_json::Map<String, J> = (1..=600).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
     f.add(
         s,
         "maximum_plus_one",
@@ -739,13 +787,41 @@ fn main() {
     );
     f.no(s, "schema_ref_unresolvable", "own-schema-ref", json!({"schema": {"$ref": "#/$defs/absent"}, "instance": 1}));
     f.no(s, "schema_ref_cycle", "own-schema-cycle", json!({"schema": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "instance": 1}));
-    f.no(
+    f.no(s, "schema_invalid_shape", "own-schema-shape", json!({"schema": 5, "instance": {"n": 1}}));
+    f.no(s, "schema_invalid_shape", "own-schema-not-an-object", json!({"schema": "object", "instance": {}}));
+    f.no(s, "invalid_type", "own-schema-false", json!({"schema": false, "instance": {}}));
+    // oneOf: exactly one branch, else invalid_cardinality (none, or two).
+    let one_of = json!({"oneOf": [{"type": "integer"}, {"minimum": 10, "type": "number"}]});
+    f.ok(s, "own-schema-one-of-one", json!({"schema": one_of, "instance": 3}), json!({"valid": true}));
+    f.add(
         s,
-        "schema_invalid_shape",
-        "own-schema-shape",
-        json!({"schema": {"properties": {"n": 5}}, "instance": {"n": 1}}),
+        "invalid_cardinality",
+        "own-schema-one-of-two",
+        json!({"schema": one_of, "instance": 12}),
+        json!({"verdict": "invalid", "code": "invalid_cardinality"}),
     );
-    f.no(s, "invalid_type", "own-schema-not-an-object", json!({"schema": "object", "instance": {}}));
+    f.add(
+        s,
+        "invalid_cardinality",
+        "own-schema-one-of-none",
+        json!({"schema": one_of, "instance": "a"}),
+        json!({"verdict": "invalid", "code": "invalid_cardinality"}),
+    );
+    // required: an absent member is a cardinality failure; the canonical keyword order decides the reason.
+    f.add(
+        s,
+        "invalid_cardinality",
+        "own-schema-required-absent",
+        json!({"schema": {"required": ["n"], "type": "object"}, "instance": {}}),
+        json!({"verdict": "invalid", "code": "invalid_cardinality"}),
+    );
+    f.add(
+        s,
+        "invalid_type",
+        "own-schema-type-before-required",
+        json!({"schema": {"required": ["n"], "type": "object"}, "instance": []}),
+        json!({"verdict": "invalid", "code": "invalid_type"}),
+    );
 
     // ---- signature.verify ------------------------------------------------------------------
     let s = "signature.verify";

@@ -97,6 +97,13 @@ pub fn exercise(bytes: &[u8]) -> Option<String> {
         if let Value::Object(_) = v {
             let _ = artifact::check_structure(Kind::Blueprint, v);
         }
+        // a decodable input as a corpus index (either format): refused with a typed code, never a panic
+        let one = std::collections::BTreeMap::from([(crate::corpus::INDEX.to_string(), bytes.to_vec())]);
+        for e in [crate::corpus::load_any(&one).err(), crate::corpus::load_reference(&one).err()].iter().flatten() {
+            if let Some(v) = vocab(e) {
+                return Some(v);
+            }
+        }
         // a decodable input run as a case file: the runner reports, never panics
         if let Ok(r) = crate::conformance::run_files(&[("fuzz".to_string(), bytes.to_vec())]) {
             for f in &r.file_failures {

@@ -27,7 +27,8 @@ pub struct Support {
 impl Support {
     /// This implementation as a consumer: revision 1, every digest-covered
     /// core member of both artifacts, the compiled-in registry, and the
-    /// shipped federation body schema.
+    /// body schemas of the registered critical extensions it ships
+    /// (federation, estate-contract).
     pub fn this_release() -> Support {
         let mut core: Vec<String> = Vec::new();
         for kind in [Kind::Blueprint, Kind::Deployment] {
@@ -38,8 +39,13 @@ impl Support {
             }
         }
         let mut schemas = BTreeMap::new();
-        if let Ok(s) = crate::json::decode(registry::FEDERATION_SCHEMA.as_bytes(), &crate::limits::Limits::default()) {
-            schemas.insert("com.example/federation".to_string(), s);
+        for (ns, text) in [
+            ("com.example/federation", registry::FEDERATION_SCHEMA),
+            ("com.example.platform/estate-contract", registry::ESTATE_CONTRACT_SCHEMA),
+        ] {
+            if let Ok(s) = crate::json::decode(text.as_bytes(), &crate::limits::Limits::default()) {
+                schemas.insert(ns.to_string(), s);
+            }
         }
         Support { revisions: vec![REVISION], core_fields: core, registry: registry::compiled(), schemas }
     }

@@ -73,6 +73,17 @@ pub struct Entry {
 /// The body schema of `com.example/federation` shipped with the registry.
 pub const FEDERATION_SCHEMA: &str = r#"{"additionalProperties":false,"properties":{"audience":{"type":"string"},"issuer":{"type":"string"},"subject":{"type":"string"}},"type":"object"}"#;
 
+/// The body schema of `com.example.platform/estate-contract` (the reference
+/// ships it as corpus data, `priv/conformance/schemas/estate-contract.schema.json`,
+/// and compiles only its digest pin, [`ESTATE_CONTRACT_PIN`]): the asset
+/// materialization window and the objective condition, three uniform
+/// composite tiers over the leaves. This host supplies it, as it supplies
+/// the federation schema; a test holds it to the pin.
+pub const ESTATE_CONTRACT_SCHEMA: &str = r##"{"$defs":{"and_over_leaf":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/leaf"},"minItems":1,"type":"array"},"op":{"const":"and"}},"required":["op","args"],"type":"object"},"and_over_tier_1":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_1"},"minItems":1,"type":"array"},"op":{"const":"and"}},"required":["op","args"],"type":"object"},"and_over_tier_2":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_2"},"minItems":1,"type":"array"},"op":{"const":"and"}},"required":["op","args"],"type":"object"},"definition_ref":{"additionalProperties":false,"properties":{"name":{"maxLength":128,"minLength":1,"type":"string"},"version":{"minimum":1,"type":"integer"}},"required":["name","version"],"type":"object"},"leaf":{"oneOf":[{"$ref":"#/$defs/leaf_present"},{"$ref":"#/$defs/leaf_stale"},{"$ref":"#/$defs/leaf_count_within"}]},"leaf_count_within":{"additionalProperties":false,"properties":{"days":{"minimum":1,"type":"integer"},"definition":{"$ref":"#/$defs/definition_ref"},"max":{"minimum":0,"type":"integer"},"op":{"const":"materialization_count_within"}},"required":["op","definition","days","max"],"type":"object"},"leaf_present":{"additionalProperties":false,"properties":{"definition":{"$ref":"#/$defs/definition_ref"},"op":{"const":"materialization_present"}},"required":["op","definition"],"type":"object"},"leaf_stale":{"additionalProperties":false,"properties":{"definition":{"$ref":"#/$defs/definition_ref"},"max_age_days":{"minimum":1,"type":"integer"},"op":{"const":"materialization_stale"}},"required":["op","definition","max_age_days"],"type":"object"},"not_over_leaf":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/leaf"},"maxItems":1,"minItems":1,"type":"array"},"op":{"const":"not"}},"required":["op","args"],"type":"object"},"not_over_tier_1":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_1"},"maxItems":1,"minItems":1,"type":"array"},"op":{"const":"not"}},"required":["op","args"],"type":"object"},"not_over_tier_2":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_2"},"maxItems":1,"minItems":1,"type":"array"},"op":{"const":"not"}},"required":["op","args"],"type":"object"},"or_over_leaf":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/leaf"},"minItems":1,"type":"array"},"op":{"const":"or"}},"required":["op","args"],"type":"object"},"or_over_tier_1":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_1"},"minItems":1,"type":"array"},"op":{"const":"or"}},"required":["op","args"],"type":"object"},"or_over_tier_2":{"additionalProperties":false,"properties":{"args":{"items":{"$ref":"#/$defs/tier_2"},"minItems":1,"type":"array"},"op":{"const":"or"}},"required":["op","args"],"type":"object"},"tier_1":{"oneOf":[{"$ref":"#/$defs/and_over_leaf"},{"$ref":"#/$defs/or_over_leaf"},{"$ref":"#/$defs/not_over_leaf"}]},"tier_2":{"oneOf":[{"$ref":"#/$defs/and_over_tier_1"},{"$ref":"#/$defs/or_over_tier_1"},{"$ref":"#/$defs/not_over_tier_1"}]},"tier_3":{"oneOf":[{"$ref":"#/$defs/and_over_tier_2"},{"$ref":"#/$defs/or_over_tier_2"},{"$ref":"#/$defs/not_over_tier_2"}]}},"additionalProperties":false,"properties":{"asset_materialization_window":{"additionalProperties":false,"properties":{"definition":{"$ref":"#/$defs/definition_ref"},"window_days":{"minimum":1,"type":["integer","null"]}},"required":["definition","window_days"],"type":"object"},"objective_condition":{"oneOf":[{"$ref":"#/$defs/leaf"},{"$ref":"#/$defs/tier_1"},{"$ref":"#/$defs/tier_2"},{"$ref":"#/$defs/tier_3"}]}},"required":["asset_materialization_window","objective_condition"],"type":"object"}"##;
+
+/// The registry's schema-digest pin of `com.example.platform/estate-contract`.
+pub const ESTATE_CONTRACT_PIN: &str = "sha-256:s_ToZWwxrhhd4vVxAyUh2Q6Gddston4tBSLHTLvCQAw";
+
 /// The digest that binds a body schema to a registry entry: the
 /// extension-schema separator over the JCS bytes of the PARSED schema.
 pub fn schema_digest(schema: &Value) -> Result<Tagged> {
@@ -96,7 +107,16 @@ pub fn compiled() -> Registry {
             e("com.example.commerce/graph", "ExampleCommerce", Criticality::Critical, None),
             e("com.example.commerce/classification-labels", "ExampleCommerce", Criticality::Optional, None),
             e("com.example.commerce/rubric-assertion", "ExampleCommerce", Criticality::Optional, None),
-            e("com.example.platform/estate", "ExamplePlatform", Criticality::Optional, None),
+            Entry {
+                state: State::Deprecated,
+                ..e("com.example.platform/estate", "ExamplePlatform", Criticality::Optional, None)
+            },
+            e(
+                "com.example.platform/estate-contract",
+                "ExamplePlatform",
+                Criticality::Critical,
+                Tagged::parse(ESTATE_CONTRACT_PIN).ok(),
+            ),
             e("com.example/federation", "Agent Blueprint Protocol", Criticality::Critical, fed),
         ],
     }
@@ -115,15 +135,18 @@ impl Registry {
         self.entries.iter().find(|e| e.namespace == ns)
     }
 
-    /// A host's support table `{ns: {criticality, state, schema_digest?}}`:
-    /// the consumer's view. A compiled-in schema digest always binds (a host
-    /// declaring a different one is `extension_schema_digest_mismatch`); a
-    /// namespace the compiled registry publishes no schema for takes the
-    /// host-declared digest, so a host can govern its own product extensions.
+    /// A host's support table `{ns: {criticality, state, schema_digest?}}`
+    /// layered over the compiled registry (the consumer's view). For a
+    /// namespace the compiled registry carries, the host's entry is
+    /// lifecycle-only: its `state` is taken, the criticality and the schema
+    /// digest pin stay the registry's (a host declaring another digest is
+    /// `extension_schema_digest_mismatch`, never a silent override). A
+    /// namespace the compiled registry does not carry takes the host's entry
+    /// as given, so a host can govern its own product extensions. Compiled
+    /// entries the host does not name stay as compiled.
     pub fn from_support(v: &Value) -> Result<Registry> {
         let m = v.as_object().ok_or_else(|| Error::new(Code::InvalidType, "support.registry", "expected an object"))?;
-        let shipped = compiled();
-        let mut entries = Vec::new();
+        let mut out = compiled();
         for (ns, e) in m.iter() {
             namespace_check(ns).map_err(|(c, why)| Error::new(c, format!("support.registry/{ns}"), why))?;
             let crit = e.get("criticality").and_then(Value::as_str).and_then(Criticality::parse);
@@ -135,7 +158,6 @@ impl Registry {
                     "expected {criticality, state}",
                 );
             };
-            let base = shipped.get(ns);
             let declared = match e.get("schema_digest") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(t)) => Some(Tagged::parse(t)?),
@@ -147,25 +169,28 @@ impl Registry {
                     )
                 }
             };
-            let schema_digest = match (base.and_then(|b| b.schema_digest), declared) {
-                (Some(shipped), Some(host)) if shipped != host => {
-                    return fail(
-                        Code::ExtensionSchemaDigestMismatch,
-                        format!("support.registry/{ns}/schema_digest"),
-                        format!("the compiled registry binds {shipped}; the host declares {host}"),
-                    )
+            if let Some(base) = out.entries.iter_mut().find(|b| b.namespace == *ns) {
+                if let (Some(shipped), Some(host)) = (base.schema_digest, declared) {
+                    if shipped != host {
+                        return fail(
+                            Code::ExtensionSchemaDigestMismatch,
+                            format!("support.registry/{ns}/schema_digest"),
+                            format!("the compiled registry binds {shipped}; the host declares {host}"),
+                        );
+                    }
                 }
-                (shipped, host) => shipped.or(host),
-            };
-            entries.push(Entry {
+                base.state = state;
+                continue;
+            }
+            out.entries.push(Entry {
                 namespace: ns.clone(),
-                owner: base.map_or_else(|| "host".to_string(), |b| b.owner.clone()),
+                owner: "host".to_string(),
                 criticality,
                 state,
-                schema_digest,
+                schema_digest: declared,
             });
         }
-        Ok(Registry { entries })
+        Ok(out)
     }
 }
 
@@ -268,6 +293,9 @@ pub struct Resolution {
     pub optional: Vec<String>,
     /// Unknown optional extensions: retained verbatim, never executed, unscanned.
     pub quarantined: Vec<String>,
+    /// Optional extensions of a reserved or retired namespace: retained
+    /// verbatim with a notice, never executed.
+    pub retained: Vec<String>,
     /// Typed notices about the extensions that resolved.
     pub notices: Vec<Notice>,
 }
@@ -302,6 +330,33 @@ fn scan_payload(v: &Value, path: &str) -> Result<()> {
     }
 }
 
+/// The typed notice of a deprecated namespace's body, supported (§7 table).
+pub const NOTICE_DEPRECATED: &str = "extension_deprecated";
+/// The typed notice of an unknown (quarantined) or reserved optional body, retained verbatim.
+pub const NOTICE_UNKNOWN_OPTIONAL_RETAINED: &str = "extension_unknown_optional_retained";
+/// The typed notice of a retired namespace's optional body, retained verbatim.
+pub const NOTICE_RETIRED: &str = "extension_retired";
+
+/// A supported critical body against the host-supplied schema (§8): the
+/// registry must pin a digest and the host must supply a schema
+/// (`extension_schema_unavailable`), the schema must lie in the bounded
+/// dialect, its digest must be the pin (`extension_schema_digest_mismatch`),
+/// and the body must satisfy it.
+fn critical_body(entry: &Entry, payload: &Value, supplied: Option<&Value>, p: &str) -> Result<()> {
+    let Some(want) = entry.schema_digest else {
+        return fail(Code::ExtensionSchemaUnavailable, p, "the registry pins no schema digest for this namespace");
+    };
+    let Some(body_schema) = supplied else {
+        return fail(Code::ExtensionSchemaUnavailable, p, "no host-supplied body schema");
+    };
+    schema::check_schema(body_schema, p)?;
+    let got = schema_digest(body_schema)?;
+    if got != want {
+        return fail(Code::ExtensionSchemaDigestMismatch, p, format!("registry pins {want}, supplied {got}"));
+    }
+    schema::validate(payload, body_schema, p)
+}
+
 /// Resolves `extensions` (`{critical:{ns:payload}, optional:{ns:payload}}`)
 /// against `registry`, with host-supplied body `schemas`.
 pub fn resolve(extensions: &Value, registry: &Registry, schemas: &BTreeMap<String, Value>) -> Result<Resolution> {
@@ -333,7 +388,7 @@ pub fn resolve(extensions: &Value, registry: &Registry, schemas: &BTreeMap<Strin
         if optional.contains_key(ns) {
             let p = format!("/extensions/optional/{ns}");
             return match registry.get(ns) {
-                Some(e) if e.state == State::Active => fail(
+                Some(e) if matches!(e.state, State::Active | State::Deprecated) => fail(
                     Code::ExtensionCriticalityConflict,
                     p,
                     format!("registered {:?}, declared both critical and optional", e.criticality),
@@ -342,80 +397,63 @@ pub fn resolve(extensions: &Value, registry: &Registry, schemas: &BTreeMap<Strin
             };
         }
     }
-    let mut out = Resolution::default();
-    for (declared, map) in [(Criticality::Critical, crit), (Criticality::Optional, optional)] {
-        let side = if declared == Criticality::Critical { "critical" } else { "optional" };
+    // The reserved-semantics denylist over every body first: no extension
+    // launders a bound, whatever its namespace resolves to.
+    for (side, map) in [("critical", crit), ("optional", optional)] {
         for (ns, payload) in map.iter() {
             let p = format!("/extensions/{side}/{ns}");
             namespace_check(ns).map_err(|(c, why)| Error::new(c, &p, why))?;
-            let entry = registry.get(ns);
-            let note = |out: &mut Resolution, n: &'static str| {
-                out.notices.push(Notice { namespace: ns.clone(), notice: n });
-            };
-            match (entry.map(|e| (e.state, e.criticality)), declared) {
-                (None | Some((State::Reserved, _)), Criticality::Critical) => {
-                    return fail(
-                        Code::ExtensionUnknownCritical,
-                        p,
-                        "critical extension not supported by this consumer",
-                    );
-                }
-                (Some((State::Retired, _)), Criticality::Critical) => {
-                    return fail(Code::ExtensionRetired, p, "namespace is retired");
-                }
-                (Some((State::Active, reg)), d) if reg != d => {
-                    return fail(Code::ExtensionCriticalityConflict, p, format!("registered {reg:?}, declared {d:?}"));
-                }
-                _ => {}
-            }
             scan_payload(payload, &p)?;
-            match entry.map(|e| e.state) {
-                None => {
-                    out.quarantined.push(ns.clone());
-                    note(&mut out, "quarantined_unknown_optional");
-                }
-                Some(State::Reserved) => {
-                    out.quarantined.push(ns.clone());
-                    note(&mut out, "reserved_namespace");
-                }
-                Some(State::Retired) => {
-                    out.quarantined.push(ns.clone());
-                    note(&mut out, "retired_namespace");
-                }
-                Some(state @ (State::Active | State::Deprecated)) => {
-                    if state == State::Deprecated {
-                        note(&mut out, "deprecated_namespace");
-                    }
-                    if declared == Criticality::Critical {
-                        let want = entry.and_then(|e| e.schema_digest);
-                        let Some(body_schema) = schemas.get(ns.as_str()) else {
-                            return fail(Code::ExtensionSchemaUnavailable, p, "no host-supplied body schema");
-                        };
-                        let got = schema_digest(body_schema)?;
-                        match want {
-                            None => {
-                                return fail(
-                                    Code::ExtensionSchemaUnavailable,
-                                    p,
-                                    "the registry publishes no schema digest",
-                                )
-                            }
-                            Some(w) if w != got => {
-                                return fail(
-                                    Code::ExtensionSchemaDigestMismatch,
-                                    p,
-                                    format!("registry {w}, supplied {got}"),
-                                );
-                            }
-                            Some(_) => {}
-                        }
-                        schema::check_schema(body_schema, &p)?;
-                        schema::validate(payload, body_schema, &p)?;
-                        out.critical.push(ns.clone());
-                    } else {
-                        out.optional.push(ns.clone());
-                    }
-                }
+        }
+    }
+    let mut out = Resolution::default();
+    let note = |out: &mut Resolution, ns: &str, n: &'static str| {
+        out.notices.push(Notice { namespace: ns.to_string(), notice: n });
+    };
+    for (ns, payload) in crit.iter() {
+        let p = format!("/extensions/critical/{ns}");
+        let Some(entry) = registry.get(ns) else {
+            return fail(Code::ExtensionUnknownCritical, p, "critical extension not registered: not supported here");
+        };
+        match entry.state {
+            State::Retired => return fail(Code::ExtensionRetired, p, "namespace is retired"),
+            State::Reserved => {
+                return fail(Code::ExtensionUnknownCritical, p, "namespace is reserved, not yet in force")
+            }
+            State::Active | State::Deprecated => {}
+        }
+        if entry.criticality != Criticality::Critical {
+            return fail(Code::ExtensionCriticalityConflict, p, "registered optional, declared critical");
+        }
+        critical_body(entry, payload, schemas.get(ns.as_str()), &p)?;
+        out.critical.push(ns.clone());
+        if entry.state == State::Deprecated {
+            note(&mut out, ns, NOTICE_DEPRECATED);
+        }
+    }
+    for ns in optional.keys() {
+        let p = format!("/extensions/optional/{ns}");
+        let Some(entry) = registry.get(ns) else {
+            out.quarantined.push(ns.clone());
+            note(&mut out, ns, NOTICE_UNKNOWN_OPTIONAL_RETAINED);
+            continue;
+        };
+        match entry.state {
+            State::Retired => {
+                out.retained.push(ns.clone());
+                note(&mut out, ns, NOTICE_RETIRED);
+            }
+            State::Reserved => {
+                out.retained.push(ns.clone());
+                note(&mut out, ns, NOTICE_UNKNOWN_OPTIONAL_RETAINED);
+            }
+            State::Active | State::Deprecated if entry.criticality != Criticality::Optional => {
+                return fail(Code::ExtensionCriticalityConflict, p, "registered critical, declared optional");
+            }
+            State::Active => out.optional.push(ns.clone()),
+            State::Deprecated => {
+                out.optional.push(ns.clone());
+                note(&mut out, ns, NOTICE_DEPRECATED);
             }
         }
     }

@@ -8,136 +8,198 @@
 use crate::error::{fail, Code, Result};
 use crate::json::{escape_pointer, Map, Value};
 
-/// The only dialect URI accepted in `$schema`.
+/// The only dialect URI accepted (as `Schema.validate_instance`'s `dialect`).
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
-/// Most subschemas one document may hold.
-pub const MAX_SUBSCHEMAS: usize = 256;
-/// Deepest subschema nesting.
-pub const MAX_DEPTH: usize = 32;
+/// The complexity ceiling (the reference's metered sum: nodes + keywords +
+/// `oneOf` branches + 4 × depth).
+pub const CEILING: usize = 512;
 
-const KEYWORDS: &[&str] = &[
-    "$schema",
-    "$defs",
+/// The closed 16-keyword dialect, in the canonical evaluation order (the
+/// FIRST failing keyword in this order is the reported reason, whatever the
+/// document's member order), then `$defs`.
+const KEYWORD_ORDER: &[&str] = &[
     "$ref",
-    "title",
-    "description",
     "type",
     "enum",
     "const",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "minItems",
-    "maxItems",
-    "minLength",
-    "maxLength",
     "minimum",
     "maximum",
-    "anyOf",
-    "allOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "required",
+    "properties",
+    "items",
+    "additionalProperties",
+    "oneOf",
 ];
 const TYPES: &[&str] = &["null", "boolean", "object", "array", "number", "integer", "string"];
 
-/// Validates a schema document against the bounded dialect.
+/// Validates a schema document against the bounded dialect: a root object
+/// or boolean (`schema_invalid_shape`), only the 16 keywords
+/// (`schema_keyword_not_allowed`), each keyword's value of its form
+/// (`schema_keyword_value_invalid`), the metered complexity at most
+/// [`CEILING`] (`schema_complexity_exceeded`), every `$ref` resolvable
+/// (`schema_ref_unresolvable`) and no `$ref` cycle (`schema_ref_cycle`).
 pub fn check_schema(schema: &Value, path: &str) -> Result<()> {
-    let mut count = 0usize;
-    walk(schema, path, 0, &mut count, true)?;
+    if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+        return fail(
+            Code::SchemaInvalidShape,
+            path,
+            format!("a schema is an object or a boolean, got {}", schema.kind()),
+        );
+    }
+    let mut meter = Meter::default();
+    walk(schema, path, 0, &mut meter)?;
     check_refs(schema, path)
+}
+
+/// A schema document's metered complexity (nodes + keywords + `oneOf`
+/// branches + 4 × depth), checked against [`CEILING`] by [`check_schema`].
+pub fn complexity(schema: &Value) -> Result<usize> {
+    let mut meter = Meter::default();
+    walk(schema, "", 0, &mut meter)?;
+    Ok(meter.sum())
 }
 
 fn sub(path: &str, seg: &str) -> String {
     format!("{path}/{}", escape_pointer(seg))
 }
 
-fn walk(s: &Value, path: &str, depth: usize, count: &mut usize, root: bool) -> Result<()> {
-    *count += 1;
-    if *count > MAX_SUBSCHEMAS || depth > MAX_DEPTH {
-        return fail(
-            Code::SchemaComplexityExceeded,
-            path,
-            format!("more than {MAX_SUBSCHEMAS} subschemas or deeper than {MAX_DEPTH}"),
-        );
+/// The complexity meter: every document node, every keyword, every `oneOf`
+/// branch, and the deepest document position (weighted 4).
+#[derive(Debug, Default)]
+struct Meter {
+    nodes: usize,
+    keywords: usize,
+    branches: usize,
+    depth: usize,
+}
+
+impl Meter {
+    fn sum(&self) -> usize {
+        self.nodes + self.keywords + self.branches + 4 * self.depth
     }
-    let m = match s {
-        Value::Bool(_) => return Ok(()),
-        Value::Object(m) => m,
-        other => {
+
+    fn over(&self, path: &str) -> Result<()> {
+        if self.sum() > CEILING {
             return fail(
-                Code::SchemaInvalidShape,
+                Code::SchemaComplexityExceeded,
                 path,
-                format!("a schema is an object or a boolean, got {}", other.kind()),
-            )
+                format!("metered complexity above {CEILING} (nodes + keywords + branches + 4 × depth)"),
+            );
         }
-    };
-    for k in m.keys() {
-        if !KEYWORDS.contains(&k.as_str()) {
-            return fail(Code::SchemaKeywordNotAllowed, sub(path, k), "keyword outside the bounded dialect");
-        }
+        Ok(())
     }
-    if let Some(d) = m.get("$schema") {
-        if !root || d.as_str() != Some(DIALECT) {
-            return fail(Code::SchemaDialectUnknown, sub(path, "$schema"), format!("only {DIALECT} at the root"));
-        }
-    }
-    let bad = |k: &str, why: &str| fail::<()>(Code::SchemaKeywordValueInvalid, sub(path, k), why.to_string());
-    for (k, v) in m.iter() {
-        let p = sub(path, k);
-        match k.as_str() {
-            "title" | "description" | "$ref" if v.as_str().is_none() => {
-                bad(k, "expected a string")?;
-            }
-            "type" => {
-                let ok = match v {
-                    Value::String(t) => TYPES.contains(&t.as_str()),
-                    Value::Array(a) => {
-                        !a.is_empty() && a.iter().all(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
-                    }
-                    _ => false,
-                };
-                if !ok {
-                    bad(k, "expected a JSON type name or a non-empty array of them")?;
-                }
-            }
-            "enum" if v.as_array().is_none_or(<[Value]>::is_empty) => {
-                bad(k, "expected a non-empty array")?;
-            }
-            "required" => {
-                let ok = v.as_array().is_some_and(|a| {
-                    a.iter().all(|x| x.as_str().is_some()) && a.iter().enumerate().all(|(i, x)| !a[..i].contains(x))
-                });
-                if !ok {
-                    bad(k, "expected an array of unique strings")?;
-                }
-            }
-            "minItems" | "maxItems" | "minLength" | "maxLength" if v.as_i64().is_none_or(|n| n < 0) => {
-                bad(k, "expected a non-negative integer")?;
-            }
-            "minimum" | "maximum" if !matches!(v, Value::Number(_)) => {
-                bad(k, "expected a number")?;
-            }
-            "properties" | "$defs" => {
-                let Value::Object(props) = v else {
-                    return bad(k, "expected an object of schemas");
-                };
-                for (name, s2) in props.iter() {
-                    walk(s2, &sub(&p, name), depth + 1, count, false)?;
-                }
-            }
-            "additionalProperties" | "items" => walk(v, &p, depth + 1, count, false)?,
-            "anyOf" | "allOf" => {
-                let Some(list) = v.as_array().filter(|a| !a.is_empty()) else {
-                    return bad(k, "expected a non-empty array of schemas");
-                };
-                for (i, s2) in list.iter().enumerate() {
-                    walk(s2, &sub(&p, &i.to_string()), depth + 1, count, false)?;
-                }
-            }
-            // `$schema` is checked above; `const` admits any value; the rest need no check of their own.
+
+    /// A data value (a keyword's non-schema value) at `depth`: its nodes only.
+    fn data(&mut self, v: &Value, depth: usize) {
+        self.nodes += 1;
+        self.depth = self.depth.max(depth);
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| self.data(x, depth + 1)),
+            Value::Object(m) => m.iter().for_each(|(_, x)| self.data(x, depth + 1)),
             _ => {}
         }
     }
+}
+
+fn is_schema(v: &Value) -> bool {
+    matches!(v, Value::Object(_) | Value::Bool(_))
+}
+
+/// A schema at document position `level` (its path length).
+fn walk(s: &Value, path: &str, level: usize, meter: &mut Meter) -> Result<()> {
+    meter.nodes += 1;
+    meter.depth = meter.depth.max(level + 1);
+    let Value::Object(m) = s else {
+        return Ok(());
+    };
+    meter.over(path)?;
+    for (k, v) in m.iter() {
+        let p = sub(path, k);
+        meter.keywords += 1;
+        if !KEYWORD_ORDER.contains(&k.as_str()) && k != "$defs" {
+            return fail(Code::SchemaKeywordNotAllowed, p, "keyword outside the bounded 16-keyword dialect");
+        }
+        keyword_value(k, v, &p)?;
+        match k.as_str() {
+            "$ref" => {}
+            "oneOf" => {
+                let list: &[Value] = v.as_array().map_or(&[], |a| a);
+                meter.branches += list.len();
+                meter.nodes += 1;
+                meter.depth = meter.depth.max(level + 2);
+                for (i, s2) in list.iter().enumerate() {
+                    walk(s2, &sub(&p, &i.to_string()), level + 2, meter)?;
+                }
+            }
+            "properties" | "$defs" => {
+                meter.nodes += 1;
+                meter.depth = meter.depth.max(level + 2);
+                if let Value::Object(props) = v {
+                    for (name, s2) in props.iter() {
+                        walk(s2, &sub(&p, name), level + 2, meter)?;
+                    }
+                }
+            }
+            "items" | "additionalProperties" => walk(v, &p, level + 1, meter)?,
+            _ => meter.data(v, level + 2),
+        }
+        meter.over(&p)?;
+    }
     Ok(())
+}
+
+/// One keyword's value, of its form (`schema_keyword_value_invalid`).
+fn keyword_value(key: &str, value: &Value, at: &str) -> Result<()> {
+    let non_negative_integer = |value: &Value| match value {
+        Value::Number(n) => {
+            let f = n.as_f64();
+            f >= 0.0 && f.fract() == 0.0
+        }
+        _ => false,
+    };
+    let ok = match key {
+        "type" => match value {
+            Value::String(t) => TYPES.contains(&t.as_str()),
+            Value::Array(a) => {
+                !a.is_empty()
+                    && a.iter().all(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
+                    && a.iter().enumerate().all(|(i, x)| !a[..i].iter().any(|y| y.same(x)))
+            }
+            _ => false,
+        },
+        "enum" => matches!(value, Value::Array(_)),
+        "minimum" | "maximum" => matches!(value, Value::Number(_)),
+        "minLength" | "maxLength" | "minItems" | "maxItems" => non_negative_integer(value),
+        "required" => value.as_array().is_some_and(|a| {
+            a.iter().all(|x| x.as_str().is_some())
+                && a.iter().enumerate().all(|(i, x)| !a[..i].iter().any(|y| y.same(x)))
+        }),
+        "properties" | "$defs" => value.as_object().is_some_and(|m| m.iter().all(|(_, s)| is_schema(s))),
+        "items" | "additionalProperties" => is_schema(value),
+        "oneOf" => value.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(is_schema)),
+        "$ref" => match value.as_str() {
+            None => false,
+            Some(r) if ref_target(r).is_none() => {
+                return fail(
+                    Code::SchemaKeywordNotAllowed,
+                    at,
+                    format!("$ref {r:?}: only a document-local #/$defs/<name> pointer"),
+                )
+            }
+            Some(_) => true,
+        },
+        // `const` admits any value.
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        fail(Code::SchemaKeywordValueInvalid, at, format!("{key}: value not of the keyword's form"))
+    }
 }
 
 fn defs(root: &Value) -> Option<&Map> {
@@ -157,7 +219,7 @@ fn collect_refs<'a>(s: &'a Value, out: &mut Vec<&'a str>) {
                     props.iter().for_each(|(_, x)| collect_refs(x, out));
                 }
                 ("additionalProperties" | "items", x) => collect_refs(x, out),
-                ("anyOf" | "allOf", Value::Array(a)) => a.iter().for_each(|x| collect_refs(x, out)),
+                ("oneOf", Value::Array(a)) => a.iter().for_each(|x| collect_refs(x, out)),
                 _ => {}
             }
         }
@@ -213,10 +275,13 @@ fn check_refs(root: &Value, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Validates `instance` against a schema that passed [`check_schema`].
-/// A failing instance is `invalid_type` (wrong JSON type),
-/// `invalid_cardinality` (`minItems`/`maxItems`) or `invalid_constraint`
-/// (any other keyword).
+/// Validates `instance` against a schema that passed [`check_schema`],
+/// keyword by keyword in the canonical order ([`KEYWORD_ORDER`]), the first
+/// failure being the reason: `invalid_type` (`type`, a `false` schema),
+/// `invalid_constraint` (`enum`, `const`, `minimum`/`maximum`,
+/// `minLength`/`maxLength`), `invalid_cardinality` (`minItems`/`maxItems`,
+/// a `required` member absent, a member `additionalProperties: false`
+/// closes out, not exactly one `oneOf` branch matching).
 pub fn validate(instance: &Value, schema: &Value, path: &str) -> Result<()> {
     validate_in(instance, schema, schema, path, 0)
 }
@@ -237,120 +302,162 @@ fn type_matches(v: &Value, t: &str) -> bool {
     }
 }
 
+fn limit(kw: &Map, k: &str) -> Option<f64> {
+    match kw.get(k) {
+        Some(Value::Number(n)) => Some(n.as_f64()),
+        _ => None,
+    }
+}
+
 fn validate_in(v: &Value, schema: &Value, root: &Value, path: &str, depth: usize) -> Result<()> {
-    if depth > MAX_DEPTH * 2 {
+    // The document is acyclic and metered, so this only bounds a hand-built schema.
+    if depth > CEILING {
         return fail(Code::SchemaComplexityExceeded, path, "validation nested too deeply");
     }
     let kw = match schema {
         Value::Bool(true) => return Ok(()),
-        Value::Bool(false) => return fail(Code::InvalidConstraint, path, "schema `false` admits nothing"),
+        Value::Bool(false) => return fail(Code::InvalidType, path, "schema `false` admits nothing"),
         Value::Object(kw) => kw,
         _ => return fail(Code::SchemaInvalidShape, path, "not a schema"),
     };
-    if let Some(Value::String(r)) = kw.get("$ref") {
-        let target = ref_target(r).and_then(|n| defs(root)?.get(n));
-        let Some(t) = target else {
-            return fail(Code::SchemaRefUnresolvable, path, format!("$ref {r:?}"));
+    for &k in KEYWORD_ORDER {
+        let Some(x) = kw.get(k) else {
+            continue;
         };
-        validate_in(v, t, root, path, depth + 1)?;
-    }
-    if let Some(t) = kw.get("type") {
-        let ok = match t {
-            Value::String(t) => type_matches(v, t),
-            Value::Array(a) => a.iter().filter_map(Value::as_str).any(|t| type_matches(v, t)),
-            _ => false,
-        };
-        if !ok {
-            return fail(
-                Code::InvalidType,
-                path,
-                format!("{} does not match type {}", v.kind(), crate::canon::canonical_string(t).unwrap_or_default()),
-            );
-        }
-    }
-    if let Some(Value::Array(opts)) = kw.get("enum") {
-        if !opts.iter().any(|o| o.same(v)) {
-            return fail(Code::InvalidConstraint, path, "value is not in enum");
-        }
-    }
-    if let Some(c) = kw.get("const") {
-        if !c.same(v) {
-            return fail(Code::InvalidConstraint, path, "value differs from const");
-        }
-    }
-    match v {
-        Value::Object(obj) => {
-            let props = kw.get("properties").and_then(Value::as_object);
-            if let Some(Value::Array(req)) = kw.get("required") {
-                for r in req.iter().filter_map(Value::as_str) {
-                    if !obj.contains_key(r) {
-                        return fail(
-                            Code::InvalidConstraint,
-                            format!("{path}/{}", escape_pointer(r)),
-                            "required by schema",
-                        );
-                    }
-                }
-            }
-            for (k, x) in obj.iter() {
-                let p = format!("{path}/{}", escape_pointer(k));
-                match props.and_then(|pr| pr.get(k)) {
-                    Some(ps) => validate_in(x, ps, root, &p, depth + 1)?,
-                    None => {
-                        if let Some(ap) = kw.get("additionalProperties") {
-                            if matches!(ap, Value::Bool(false)) {
-                                return fail(Code::InvalidConstraint, p, "additional property not allowed by schema");
-                            }
-                            validate_in(x, ap, root, &p, depth + 1)?;
-                        }
-                    }
-                }
-            }
-        }
-        Value::Array(items) => {
-            let n = i64::try_from(items.len()).unwrap_or(i64::MAX);
-            if kw.get("minItems").and_then(Value::as_i64).is_some_and(|lo| n < lo)
-                || kw.get("maxItems").and_then(Value::as_i64).is_some_and(|hi| n > hi)
-            {
-                return fail(Code::InvalidCardinality, path, "item count outside minItems/maxItems");
-            }
-            if let Some(is) = kw.get("items") {
-                for (i, x) in items.iter().enumerate() {
-                    validate_in(x, is, root, &format!("{path}/{i}"), depth + 1)?;
-                }
-            }
-        }
-        Value::String(st) => {
-            let n = i64::try_from(st.chars().count()).unwrap_or(i64::MAX);
-            if kw.get("minLength").and_then(Value::as_i64).is_some_and(|lo| n < lo)
-                || kw.get("maxLength").and_then(Value::as_i64).is_some_and(|hi| n > hi)
-            {
-                return fail(Code::InvalidConstraint, path, "length outside minLength/maxLength");
-            }
-        }
-        Value::Number(num) => {
-            let f = num.as_f64();
-            let num_of = |k: &str| match kw.get(k) {
-                Some(Value::Number(x)) => Some(x.as_f64()),
-                _ => None,
-            };
-            if num_of("minimum").is_some_and(|lo| f < lo) || num_of("maximum").is_some_and(|hi| f > hi) {
-                return fail(Code::InvalidConstraint, path, "number outside minimum/maximum");
-            }
-        }
-        _ => {}
-    }
-    if let Some(Value::Array(all)) = kw.get("allOf") {
-        for s2 in all {
-            validate_in(v, s2, root, path, depth + 1)?;
-        }
-    }
-    if let Some(Value::Array(any)) = kw.get("anyOf") {
-        if !any.iter().any(|s2| validate_in(v, s2, root, path, depth + 1).is_ok()) {
-            return fail(Code::InvalidConstraint, path, "no anyOf branch matches");
-        }
+        keyword(k, x, kw, v, root, path, depth)?;
     }
     Ok(())
+}
+
+#[allow(clippy::too_many_lines)]
+fn keyword(name: &str, arg: &Value, kw: &Map, inst: &Value, root: &Value, path: &str, depth: usize) -> Result<()> {
+    #[allow(clippy::cast_precision_loss)]
+    let count = |num: usize| num as f64;
+    match name {
+        "$ref" => {
+            let target = arg.as_str().and_then(ref_target).and_then(|num| defs(root)?.get(num));
+            let Some(t) = target else {
+                return fail(Code::SchemaRefUnresolvable, path, format!("$ref {}", show(arg)));
+            };
+            validate_in(inst, t, root, path, depth + 1)
+        }
+        "type" => {
+            let ok = match arg {
+                Value::String(t) => type_matches(inst, t),
+                Value::Array(a) => a.iter().filter_map(Value::as_str).any(|t| type_matches(inst, t)),
+                _ => false,
+            };
+            if ok {
+                Ok(())
+            } else {
+                fail(Code::InvalidType, path, format!("{} does not match type {}", inst.kind(), show(arg)))
+            }
+        }
+        "enum" if !arg.as_array().is_some_and(|opts| opts.iter().any(|o| o.same(inst))) => {
+            fail(Code::InvalidConstraint, path, "value is not in enum")
+        }
+        "const" if !arg.same(inst) => fail(Code::InvalidConstraint, path, "value differs from const"),
+        "minimum" | "maximum" => {
+            let (Value::Number(num), Some(lim)) = (inst, limit(kw, name)) else {
+                return Ok(());
+            };
+            let val = num.as_f64();
+            if (name == "minimum" && val < lim) || (name == "maximum" && val > lim) {
+                return fail(Code::InvalidConstraint, path, format!("number outside {name} {}", show(arg)));
+            }
+            Ok(())
+        }
+        "minLength" | "maxLength" => {
+            let (Value::String(st), Some(lim)) = (inst, limit(kw, name)) else {
+                return Ok(());
+            };
+            let num = count(st.chars().count());
+            if (name == "minLength" && num < lim) || (name == "maxLength" && num > lim) {
+                return fail(Code::InvalidConstraint, path, format!("length outside {name} {}", show(arg)));
+            }
+            Ok(())
+        }
+        "minItems" | "maxItems" => {
+            let (Value::Array(items), Some(lim)) = (inst, limit(kw, name)) else {
+                return Ok(());
+            };
+            let num = count(items.len());
+            if (name == "minItems" && num < lim) || (name == "maxItems" && num > lim) {
+                return fail(Code::InvalidCardinality, path, format!("item count outside {name} {}", show(arg)));
+            }
+            Ok(())
+        }
+        "required" => {
+            let Value::Object(obj) = inst else {
+                return Ok(());
+            };
+            for r in arg.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                if !obj.contains_key(r) {
+                    return fail(Code::InvalidCardinality, sub(path, r), "member required by the schema is absent");
+                }
+            }
+            Ok(())
+        }
+        "properties" => {
+            let (Value::Object(obj), Value::Object(props)) = (inst, arg) else {
+                return Ok(());
+            };
+            for (name, ps) in props.iter() {
+                if let Some(m) = obj.get(name) {
+                    validate_in(m, ps, root, &sub(path, name), depth + 1)?;
+                }
+            }
+            Ok(())
+        }
+        "items" => {
+            let Value::Array(items) = inst else {
+                return Ok(());
+            };
+            for (i, it) in items.iter().enumerate() {
+                validate_in(it, arg, root, &sub(path, &i.to_string()), depth + 1)?;
+            }
+            Ok(())
+        }
+        "additionalProperties" => {
+            let Value::Object(obj) = inst else {
+                return Ok(());
+            };
+            // Adjacency: only the sibling `properties` of the same schema object.
+            let adjacent = kw.get("properties").and_then(Value::as_object);
+            for (name, m) in obj.iter().filter(|(num, _)| !adjacent.is_some_and(|a| a.contains_key(num))) {
+                if matches!(arg, Value::Bool(false)) {
+                    return fail(Code::InvalidCardinality, sub(path, name), "member not allowed by the schema");
+                }
+                validate_in(m, arg, root, &sub(path, name), depth + 1)?;
+            }
+            Ok(())
+        }
+        "oneOf" => {
+            let mut passes = 0;
+            for b in arg.as_array().into_iter().flatten() {
+                if validate_in(inst, b, root, path, depth + 1).is_ok() {
+                    passes += 1;
+                    if passes > 1 {
+                        break;
+                    }
+                }
+            }
+            if passes == 1 {
+                Ok(())
+            } else {
+                fail(
+                    Code::InvalidCardinality,
+                    path,
+                    if passes == 0 { "no oneOf branch matches" } else { "more than one oneOf branch matches" },
+                )
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+fn show(v: &Value) -> String {
+    crate::canon::canonical_string(v).unwrap_or_default()
 }
 
 /// `Schema.validate_instance(schema, instance, dialect)`: the schema must be

@@ -230,18 +230,25 @@ fn s14_portability_denylists_names_and_value_shapes_at_any_depth() {
 fn s2_schema_dialect_is_bounded() {
     for (schema, code) in [
         (r#"{"type":"object","patternProperties":{}}"#, "schema_keyword_not_allowed"),
-        (r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#, "schema_dialect_unknown"),
+        // The dialect is the surface's argument, never a document member: `$schema`
+        // is outside the 16 keywords, as are `anyOf`/`allOf`.
+        (r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#, "schema_keyword_not_allowed"),
+        (r#"{"anyOf":[{"type":"string"}]}"#, "schema_keyword_not_allowed"),
+        (r#"{"oneOf":[]}"#, "schema_keyword_value_invalid"),
+        (r##"{"$ref":"http://example.com/s#/x"}"##, "schema_keyword_not_allowed"),
         (r#"{"type":"objekt"}"#, "schema_keyword_value_invalid"),
         (r##"{"$ref":"#/$defs/missing"}"##, "schema_ref_unresolvable"),
         (r##"{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##, "schema_ref_cycle"),
-        (r#"{"properties":{"a":5}}"#, "schema_invalid_shape"),
+        (r#"{"properties":{"a":5}}"#, "schema_keyword_value_invalid"),
+        ("5", "schema_invalid_shape"),
     ] {
         let v = json::decode(schema.as_bytes(), &Limits::default()).expect("schema");
         assert_eq!(blueprint::schema::check_schema(&v, "s").expect_err(schema).code(), code, "{schema}");
     }
-    let deep = (0..40).fold(String::from("true"), |acc, _| format!(r#"{{"items":{acc}}}"#));
-    let v = json::decode(deep.as_bytes(), &Limits::default()).expect("deep");
-    assert_eq!(blueprint::schema::check_schema(&v, "s").expect_err("deep").code(), "schema_complexity_exceeded");
+    // Each oneOf branch meters twice (a branch and a node): 300 of them pass 512.
+    let wide = format!(r#"{{"oneOf":[{}]}}"#, vec!["true"; 300].join(","));
+    let v = json::decode(wide.as_bytes(), &Limits::default()).expect("wide");
+    assert_eq!(blueprint::schema::check_schema(&v, "s").expect_err("wide").code(), "schema_complexity_exceeded");
 }
 
 #[test]

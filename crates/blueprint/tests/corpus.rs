@@ -196,3 +196,141 @@ fn s15_own_corpus_covers_the_16_surfaces_in_the_reference_input_forms() {
         }
     }
 }
+
+/// A corpus in the reference's own index format (`index.json` of its
+/// `priv/conformance/`), built here from synthetic cases: 16 surfaces × the
+/// first six floor classes (96 cells with a case), the rest `n_a`; one
+/// schema data file a case names by `schema_file`.
+fn reference_corpus(
+    tweak: &dyn Fn(&mut serde_json::Value, &mut BTreeMap<String, Vec<u8>>),
+) -> BTreeMap<String, Vec<u8>> {
+    use serde_json::{json, Value as J};
+    use sha2::Digest as _;
+    let canon = |v: &J| -> Vec<u8> {
+        let b = serde_json::to_vec(v).expect("json");
+        let parsed = blueprint::json::decode(&b, &blueprint::limits::Limits::default()).expect("decode");
+        blueprint::canon::canonical_bytes(&parsed).expect("jcs")
+    };
+    let mut files = BTreeMap::new();
+    let schema = json!({"properties": {"n": {"minimum": 1, "type": "integer"}}, "required": ["n"], "type": "object"});
+    files.insert("schemas/n.schema.json".to_string(), canon(&schema));
+    let mut applicability = serde_json::Map::new();
+    let mut listed = Vec::new();
+    let mut total = 0;
+    for surface in SURFACES {
+        let mut row = serde_json::Map::new();
+        let mut cases = Vec::new();
+        for (i, class) in conformance::CLASSES.iter().enumerate() {
+            if i < 6 {
+                let input = if *surface == "schema.validate_instance" && *class == "valid" {
+                    json!({"instance": {"n": 2}, "schema_file": "schemas/n.schema.json"})
+                } else {
+                    json!({"text": "1"})
+                };
+                let expected = match (*surface, *class) {
+                    ("schema.validate_instance", "valid") => json!({"verdict": "valid", "valid": true}),
+                    (_, "valid") => json!({"verdict": "valid", "value": 1}),
+                    _ => json!({"verdict": "invalid", "code": "invalid_type"}),
+                };
+                cases.push(json!({"class": class, "expected": expected, "id": format!("{surface}-{class}"), "input": input, "surface": surface}));
+                row.insert((*class).to_string(), json!(1));
+            } else {
+                row.insert((*class).to_string(), json!({"n_a": "synthetic"}));
+            }
+        }
+        applicability.insert((*surface).to_string(), J::Object(row));
+        let path = format!("cases/{}.json", surface.replace('.', "-"));
+        total += cases.len();
+        files.insert(path.clone(), canon(&json!({"cases": cases, "format": conformance::FORMAT})));
+        listed.push(path);
+    }
+    let mut index = json!({
+        "applicability": applicability, "format": corpus::REFERENCE_FORMAT, "protocol_revision": 1,
+        "public_key_fingerprints": [], "registry_digest": "sha-256:FG2f38K0hba8tTP7iUaw7vHjgcnN_5F5Mp0v4G6UDVs",
+        "total_cases": total,
+    });
+    listed.push("schemas/n.schema.json".to_string());
+    index["files"] = J::Array(
+        listed
+            .iter()
+            .map(|p| {
+                let n = if p.starts_with("cases/") { 6 } else { 0 };
+                json!({"cases": n, "path": p, "sha256_base64url": blueprint::b64::encode(&sha2::Sha256::digest(&files[p]))})
+            })
+            .collect(),
+    );
+    tweak(&mut index, &mut files);
+    let parsed =
+        blueprint::json::decode(&serde_json::to_vec(&index).expect("json"), &blueprint::limits::Limits::default())
+            .expect("index");
+    index["corpus_digest"] = J::from(corpus::corpus_digest(&parsed).expect("digest").to_string());
+    files.insert(INDEX.to_string(), canon(&index));
+    files
+}
+
+#[test]
+fn s15_a_reference_format_corpus_is_verified_as_its_own_loader_does() {
+    let c = corpus::load_any(&reference_corpus(&|_, _| {})).expect("verified reference-format corpus");
+    assert_eq!(c.cases.len(), 96);
+    // The case naming a schema file runs against the shipped document.
+    let report = conformance::run_files(&c.files).expect("run");
+    let r = report.results.iter().find(|r| r.id == "schema.validate_instance-valid").expect("schema_file case");
+    assert!(r.passed, "{r:?}");
+    // and it is the document that judges: the same case with n = 0 fails its minimum
+    let c0 = corpus::load_any(&reference_corpus(&|_, f| {
+        let p = "cases/schema-validate_instance.json";
+        let t = String::from_utf8(f[p].clone()).expect("utf8").replace(r#"{"n":2}"#, r#"{"n":0}"#);
+        f.insert(p.into(), t.into_bytes());
+    }));
+    assert_eq!(c0.expect_err("hash").code(), "corpus_hash_mismatch", "the edit is caught before anything runs");
+
+    let refused = |tweak: &dyn Fn(&mut serde_json::Value, &mut BTreeMap<String, Vec<u8>>)| {
+        corpus::load_any(&reference_corpus(tweak)).expect_err("refused").code()
+    };
+    // a file that is not its stated hash
+    assert_eq!(refused(&|_, f| f.get_mut("cases/json-decode.json").expect("f").push(b' ')), "corpus_hash_mismatch");
+    // a file present but not listed
+    assert_eq!(
+        refused(&|_, f| {
+            f.insert("cases/extra.json".into(), b"{}".to_vec());
+        }),
+        "corpus_file_set_mismatch"
+    );
+    // a per-file count that is not the file's
+    assert_eq!(refused(&|i, _| i["files"][0]["cases"] = 5.into()), "corpus_count_mismatch");
+    // a cell marked n_a that holds a case
+    assert_eq!(
+        refused(&|i, _| i["applicability"]["json.decode"]["valid"] = serde_json::json!({"n_a": "x"})),
+        "corpus_applicability_incomplete"
+    );
+    // fewer cells with a case than the floor requires
+    assert_eq!(
+        refused(&|i, f| {
+            for s in SURFACES.iter().skip(1) {
+                let p = format!("cases/{}.json", s.replace('.', "-"));
+                f.remove(&p);
+                i["applicability"][*s] = serde_json::Value::Object(
+                    conformance::CLASSES.iter().map(|c| ((*c).to_string(), serde_json::json!({"n_a": "x"}))).collect(),
+                );
+                let files = i["files"].as_array_mut().expect("files");
+                files.retain(|e| e["path"] != serde_json::Value::from(p.clone()));
+            }
+            i["total_cases"] = 6.into();
+        }),
+        "corpus_applicability_incomplete"
+    );
+    // an index whose corpus digest is not its own
+    let mut f = reference_corpus(&|_, _| {});
+    let mut idx: serde_json::Value = serde_json::from_slice(&f[INDEX]).expect("index");
+    idx["corpus_digest"] =
+        blueprint::digest::Tagged::compute(blueprint::digest::Domain::CorpusIndex, b"another index").to_string().into();
+    let parsed =
+        blueprint::json::decode(&serde_json::to_vec(&idx).expect("json"), &blueprint::limits::Limits::default())
+            .expect("index");
+    f.insert(INDEX.to_string(), blueprint::canon::canonical_bytes(&parsed).expect("jcs"));
+    assert_eq!(corpus::load_any(&f).expect_err("digest").code(), "corpus_hash_mismatch");
+    // an index that is not canonical bytes
+    let mut f = reference_corpus(&|_, _| {});
+    f.get_mut(INDEX).expect("index").insert(0, b' ');
+    assert_eq!(corpus::load_any(&f).expect_err("canonical").code(), "corpus_index_invalid");
+}

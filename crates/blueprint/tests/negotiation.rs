@@ -96,7 +96,10 @@ fn s7_criticality_table_every_cell() {
     let reserved = registry_with(ns, Criticality::Optional, State::Reserved);
     assert_eq!(r(&reserved, "c").expect_err("x").code(), "extension_unknown_critical");
     let q = r(&reserved, "o").expect("q");
-    assert_eq!((q.quarantined.len(), q.notices[0].notice), (1, "reserved_namespace"));
+    assert_eq!(
+        (q.retained.len(), q.quarantined.len(), q.notices[0].notice),
+        (1, 0, "extension_unknown_optional_retained")
+    );
     // active, matching
     assert_eq!(r(&registry_with(ns, Criticality::Optional, State::Active), "o").expect("ok").optional, vec![ns]);
     // active, mismatching (both directions)
@@ -110,14 +113,19 @@ fn s7_criticality_table_every_cell() {
     );
     // deprecated: supported + notice
     let d = r(&registry_with(ns, Criticality::Optional, State::Deprecated), "o").expect("dep");
-    assert_eq!((d.optional.len(), d.notices[0].notice), (1, "deprecated_namespace"));
+    assert_eq!((d.optional.len(), d.notices[0].notice), (1, "extension_deprecated"));
+    // deprecated, criticality mismatching: the conflict holds for every live state
+    assert_eq!(
+        r(&registry_with(ns, Criticality::Critical, State::Deprecated), "o").expect_err("x").code(),
+        "extension_criticality_conflict"
+    );
     // retired
     assert_eq!(
         r(&registry_with(ns, Criticality::Critical, State::Retired), "c").expect_err("x").code(),
         "extension_retired"
     );
     let rt = r(&registry_with(ns, Criticality::Optional, State::Retired), "o").expect("retained");
-    assert_eq!((rt.quarantined.len(), rt.notices[0].notice), (1, "retired_namespace"));
+    assert_eq!((rt.retained.len(), rt.quarantined.len(), rt.notices[0].notice), (1, 0, "extension_retired"));
 }
 
 #[test]
@@ -164,9 +172,15 @@ fn s7_payloads_cannot_carry_bounds_or_core_members() {
 #[test]
 fn s7_same_namespace_on_both_sides_is_a_duplicate() {
     let ns = "com.example.t/ext";
-    let reg = registry_with(ns, Criticality::Critical, State::Deprecated);
+    let reg = registry_with(ns, Criticality::Critical, State::Retired);
     let both = j(&format!(r#"{{"critical":{{"{ns}":{{}}}},"optional":{{"{ns}":{{}}}}}}"#));
     assert_eq!(registry::resolve(&both, &reg, &BTreeMap::new()).expect_err("dup").code(), "extension_duplicate");
+    // A live (active or deprecated) namespace on both sides contradicts its registered criticality on one.
+    let deprecated = registry_with(ns, Criticality::Critical, State::Deprecated);
+    assert_eq!(
+        registry::resolve(&both, &deprecated, &BTreeMap::new()).expect_err("conflict").code(),
+        "extension_criticality_conflict"
+    );
     let unregistered = Registry { entries: vec![] };
     assert_eq!(
         registry::resolve(&both, &unregistered, &BTreeMap::new()).expect_err("dup").code(),
@@ -245,4 +259,58 @@ proptest! {
             Err(e) => prop_assert_eq!(e.code(), "extension_payload_forbidden"),
         }
     }
+}
+
+/// §8 at the current release: `com.example.platform/estate-contract` is
+/// registered critical with a digest pin; the schema this host ships is the
+/// pinned one, sits inside the dialect's complexity ceiling, and a body is
+/// validated against it. `com.example.platform/estate` is deprecated.
+#[test]
+fn s8_estate_contract_is_pinned_and_its_shipped_schema_is_the_pin() {
+    let s = Support::this_release();
+    let e = s.registry.get("com.example.platform/estate-contract").expect("registered");
+    assert_eq!((e.criticality, e.state), (Criticality::Critical, State::Active));
+    let shipped = &s.schemas["com.example.platform/estate-contract"];
+    assert_eq!(registry::schema_digest(shipped).expect("digest").to_string(), registry::ESTATE_CONTRACT_PIN);
+    assert_eq!(e.schema_digest.map(|d| d.to_string()).as_deref(), Some(registry::ESTATE_CONTRACT_PIN));
+    assert!(blueprint::schema::complexity(shipped).expect("metered") <= blueprint::schema::CEILING);
+    let dep = s.registry.get("com.example.platform/estate").expect("registered");
+    assert_eq!((dep.criticality, dep.state), (Criticality::Optional, State::Deprecated));
+    let body = |cond: &str| {
+        j(&format!(
+            r#"{{"critical":{{"com.example.platform/estate-contract":{{"asset_materialization_window":{{"definition":{{"name":"d","version":1}},"window_days":null}},"objective_condition":{cond}}}}},"optional":{{}}}}"#
+        ))
+    };
+    let leaf = r#"{"definition":{"name":"d","version":1},"op":"materialization_present"}"#;
+    let ok = registry::resolve(&body(leaf), &s.registry, &s.schemas).expect("a leaf");
+    assert_eq!(ok.critical, vec!["com.example.platform/estate-contract"]);
+    // three tiers pass, a fourth is no oneOf branch: invalid_cardinality
+    let tiers = |n: usize| (0..n).fold(leaf.to_string(), |inner, _| format!(r#"{{"args":[{inner}],"op":"not"}}"#));
+    registry::resolve(&body(&tiers(3)), &s.registry, &s.schemas).expect("three tiers");
+    assert_eq!(
+        registry::resolve(&body(&tiers(4)), &s.registry, &s.schemas).expect_err("four").code(),
+        "invalid_cardinality"
+    );
+    // a version below 1 inside a leaf: the leaf matches no branch
+    let bad = r#"{"definition":{"name":"d","version":0},"op":"materialization_present"}"#;
+    assert_eq!(registry::resolve(&body(bad), &s.registry, &s.schemas).expect_err("v0").code(), "invalid_cardinality");
+}
+
+/// §8: a host's registry entry for a compiled namespace is lifecycle-only:
+/// its state is taken, its criticality is not (the registry's alone), and
+/// compiled entries the host does not name stay in force.
+#[test]
+fn s8_host_registry_is_lifecycle_only_over_the_compiled_registry() {
+    let host = j(
+        r#"{"com.example/federation":{"criticality":"optional","state":"deprecated"},"org.own/thing":{"criticality":"optional","state":"active"}}"#,
+    );
+    let reg = Registry::from_support(&host).expect("layered");
+    let fed = reg.get("com.example/federation").expect("compiled");
+    assert_eq!((fed.criticality, fed.state), (Criticality::Critical, State::Deprecated));
+    assert_eq!(reg.get("org.own/thing").expect("host's").criticality, Criticality::Optional);
+    assert!(reg.get("com.example.commerce/graph").is_some(), "compiled entries the host does not name stay");
+    let swapped = j(
+        r#"{"com.example/federation":{"criticality":"critical","state":"active","schema_digest":"sha-256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}"#,
+    );
+    assert_eq!(Registry::from_support(&swapped).expect_err("pin").code(), "extension_schema_digest_mismatch");
 }

@@ -111,8 +111,12 @@ fn s12_schema_validate_instance_emits_the_schema_codes() {
         (r#"{"type":"integer","maximum":"9"}"#, "1", None, "schema_keyword_value_invalid"),
         (r##"{"$ref":"#/$defs/none"}"##, "1", None, "schema_ref_unresolvable"),
         (r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##, "1", None, "schema_ref_cycle"),
-        (r#"{"properties":{"a":3}}"#, "{}", None, "schema_invalid_shape"),
-        (r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#, "1", None, "schema_dialect_unknown"),
+        (r#"{"properties":{"a":3}}"#, "{}", None, "schema_keyword_value_invalid"),
+        ("3", "{}", None, "schema_invalid_shape"),
+        (r#"{"$schema":"http://json-schema.org/draft-07/schema#"}"#, "1", None, "schema_keyword_not_allowed"),
+        (r#"{"type":"object","required":["a"]}"#, "{}", None, "invalid_cardinality"),
+        (r#"{"oneOf":[{"type":"integer"},{"type":"number"}]}"#, "1", None, "invalid_cardinality"),
+        ("false", "1", None, "invalid_type"),
         (r#"{"type":"integer"}"#, "1", Some("http://json-schema.org/draft-07/schema#"), "schema_dialect_unknown"),
     ];
     for (s, i, d, code) in cases {
@@ -125,13 +129,17 @@ fn s12_schema_validate_instance_emits_the_schema_codes() {
         Some(schema::DIALECT),
     )
     .expect("valid");
-    // the complexity ceiling: one subschema past the maximum
-    let props: Vec<String> = (0..schema::MAX_SUBSCHEMAS).map(|i| format!(r#""p{i}":{{"type":"integer"}}"#)).collect();
-    let big = j(&format!(r#"{{"type":"object","properties":{{{}}}}}"#, props.join(",")));
+    // The complexity ceiling (nodes + keywords + oneOf branches + 4 × depth
+    // ≤ 512): `{"type":"object","properties":{…n × true}}` meters n + 17.
+    let wide = |n: usize| {
+        let props: Vec<String> = (0..n).map(|i| format!(r#""p{i}":true"#)).collect();
+        j(&format!(r#"{{"type":"object","properties":{{{}}}}}"#, props.join(",")))
+    };
+    let fits = wide(schema::CEILING - 17);
+    assert_eq!(schema::complexity(&fits).expect("metered"), schema::CEILING);
+    schema::validate_instance(&fits, &j("{}"), None).expect("exactly the ceiling");
+    let big = wide(schema::CEILING - 16);
     assert_eq!(schema::validate_instance(&big, &j("{}"), None).expect_err("big").code(), "schema_complexity_exceeded");
-    let fits: Vec<String> = (0..schema::MAX_SUBSCHEMAS - 1).map(|i| format!(r#""p{i}":true"#)).collect();
-    let fits = j(&format!(r#"{{"type":"object","properties":{{{}}}}}"#, fits.join(",")));
-    schema::validate_instance(&fits, &j("{}"), None).expect("exactly the maximum");
 }
 
 #[test]
@@ -258,22 +266,32 @@ fn s8_host_supplied_schema_registry_checks_digests() {
         schemas.register(&compiled, "com.example/unregistered", graph.clone()).expect_err("unregistered").code(),
         "extension_schema_unavailable"
     );
-    // the host governs it: its support entry declares the digest, its schema registry supplies the schema
+    // A compiled namespace the registry pins no schema for stays unavailable
+    // whatever digest a host declares: the host's entry is lifecycle-only there.
     let gd = registry::schema_digest(&graph).expect("digest");
-    let host = Registry::from_support(&j(&format!(
+    let lifecycle = Registry::from_support(&j(&format!(
         r#"{{"com.example.commerce/graph":{{"criticality":"critical","state":"active","schema_digest":"{gd}"}}}}"#
     )))
     .expect("host registry");
-    schemas.register(&host, "com.example.commerce/graph", graph.clone()).expect("host-governed schema");
-    let ext = j(r#"{"critical":{"com.example.commerce/graph":{"nodes":[]}},"optional":{}}"#);
+    assert_eq!(
+        schemas.register(&lifecycle, "com.example.commerce/graph", graph.clone()).expect_err("no pin").code(),
+        "extension_schema_unavailable"
+    );
+    // A namespace only the host registers is the host's to govern: its support
+    // entry declares the digest, its schema registry supplies the schema.
+    let host = Registry::from_support(&j(&format!(
+        r#"{{"org.host/graph":{{"criticality":"critical","state":"active","schema_digest":"{gd}"}}}}"#
+    )))
+    .expect("host registry");
+    schemas.register(&host, "org.host/graph", graph.clone()).expect("host-governed schema");
+    let ext = j(r#"{"critical":{"org.host/graph":{"nodes":[]}},"optional":{}}"#);
     let r = registry::resolve(&ext, &host, schemas.as_map()).expect("critical body validates");
-    assert_eq!(r.critical, vec!["com.example.commerce/graph".to_string()]);
-    let bad = j(r#"{"critical":{"com.example.commerce/graph":{"nodes":{}}},"optional":{}}"#);
+    assert_eq!(r.critical, vec!["org.host/graph".to_string()]);
+    let bad = j(r#"{"critical":{"org.host/graph":{"nodes":{}}},"optional":{}}"#);
     assert_eq!(registry::resolve(&bad, &host, schemas.as_map()).expect_err("body").code(), "invalid_type");
     // without the host's digest the same body is refused
     let bare =
-        Registry::from_support(&j(r#"{"com.example.commerce/graph":{"criticality":"critical","state":"active"}}"#))
-            .expect("r");
+        Registry::from_support(&j(r#"{"org.host/graph":{"criticality":"critical","state":"active"}}"#)).expect("r");
     assert_eq!(
         registry::resolve(&ext, &bare, schemas.as_map()).expect_err("no digest").code(),
         "extension_schema_unavailable"

@@ -97,6 +97,13 @@ fn s15_conformance_on_the_own_corpus_folder_verifies_its_index() {
     let (code, out, err) = jcp(&["blueprint", "conformance", &dir]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.trim_end().ends_with(" passed, 0 failed"), "{out}");
+    // it names the digest it ran and the floor it expects (issue 38)
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(testkit::conformance("blueprint/index.json")).expect("index"))
+            .expect("json");
+    let digest = index["corpus_digest"].as_str().expect("digest");
+    assert!(out.contains(&format!("corpus digest {digest} (index verified)")), "{out}");
+    assert!(out.contains("floor expected: 16 surfaces x 31 classes (90 required cells)"), "{out}");
     // a tampered copy is refused before any case runs
     let tmp = tempfile::tempdir().expect("tmp");
     let root = testkit::conformance("blueprint");
@@ -174,7 +181,10 @@ fn s15_conformance_json_gives_per_surface_and_per_class_counts() {
     let total: u64 = classes.values().map(|t| t["passed"].as_u64().expect("n")).sum();
     assert_eq!(Some(total), index["case_count"].as_u64());
     assert_eq!(v["matrix"]["federation.verify_commitment"]["audience_mismatch"]["passed"], 2);
-    assert_eq!(v["matrix"]["schema.validate_instance"]["invalid_cardinality"]["passed"], 1);
+    assert_eq!(v["matrix"]["schema.validate_instance"]["invalid_cardinality"]["passed"], 5);
+    // the release this build implements, and the floor it holds the run to
+    assert_eq!(v["release"]["corpus_digest"], "sha-256:vMyREM8ggUqVvGG0y2e4Gf-KmpksJjnx2eF8UjtpVP8");
+    assert_eq!((v["release"]["cases"].as_u64(), v["release"]["classes"].as_u64()), (Some(96), Some(31)));
     // the human form closes with the same counts and a per-surface table
     let (_, text, _) = jcp(&["blueprint", "conformance", &dir]);
     assert!(text.contains("portability.scan"), "{text}");

@@ -42,6 +42,14 @@ report_digest: string,
  */
 missing_surfaces: Array<string>, 
 /**
+ * Classes of the 31-class floor with no case in this run.
+ */
+missing_classes: Array<string>, 
+/**
+ * The floor this build expects and the reference release it implements, as words.
+ */
+floor: string, 
+/**
  * Counts per surface, by name.
  */
 surfaces: Array<ConformanceTally>, 

@@ -66,7 +66,9 @@ export class ConformancePanel {
     const facts = el("p", "hint");
     facts.append(document.createTextNode(`${v.path} · corpus digest `), v.corpus_digest ? shortId(v.corpus_digest, 16) : el("span", undefined, "none (no index.json: the files were run as found)"), document.createTextNode(" · report digest "), shortId(v.report_digest, 16));
     parts.push(facts);
+    parts.push(el("p", "hint floor", v.floor));
     if (v.missing_surfaces.length) parts.push(el("p", "missing-surfaces", `Surfaces of the 16-surface floor with no case here: ${v.missing_surfaces.join(", ")}.`));
+    if (v.missing_classes.length) parts.push(el("p", "missing-classes", `Classes of the 31-class floor with no case here: ${v.missing_classes.join(", ")}.`));
 
     // The surface × class matrix: a cell per pair that ran, "p/f" with a class for color.
     const classes = v.classes.map((c) => c.name);

@@ -36,7 +36,7 @@ use crate::limits::Limits;
 /// The format tag of a case file.
 pub const FORMAT: &str = "agent-blueprint-protocol-conformance-cases";
 
-/// The sixteen surfaces of the reference's 16-surface × 29-class floor,
+/// The sixteen surfaces of the reference's 16-surface × 31-class floor,
 /// under the reference's own names.
 pub const SURFACES: &[&str] = &[
     "base64url.decode",
@@ -56,6 +56,75 @@ pub const SURFACES: &[&str] = &[
     "schema.validate_instance",
     "signature.verify",
 ];
+
+/// The 31 classes of the reference's current applicability floor (16
+/// surfaces × 31 classes, 90 required cells): the 29 of the 88-case release
+/// and the two the `com.example.platform/estate-contract` registration added,
+/// `extension_schema_unavailable` and `extension_deprecated_retained`.
+pub const CLASSES: &[&str] = &[
+    "valid",
+    "boundary_near",
+    "exact_bound",
+    "maximum_plus_one",
+    "invalid_encoding",
+    "invalid_duplicate",
+    "invalid_type",
+    "invalid_constraint",
+    "invalid_cardinality",
+    "unknown_member",
+    "tamper_meaningful_byte",
+    "digest_mismatch",
+    "signature_invalid",
+    "revision_above_max",
+    "revision_below_min",
+    "required_field_unsupported",
+    "required_field_not_covered",
+    "extension_unknown_critical",
+    "extension_unknown_optional_roundtrip",
+    "extension_criticality_conflict",
+    "extension_schema_unavailable",
+    "extension_deprecated_retained",
+    "bound_widening_operational",
+    "bound_widening_protected",
+    "forbidden_portable_value",
+    "compatibility_range_rejected",
+    "binding_stale",
+    "federation_state_unmappable",
+    "federation_terminal_conflict",
+    "audience_mismatch",
+    "terminal_equivocation",
+];
+
+/// The reference release this project implements (docs/decisions.md,
+/// "Agent Blueprint Protocol: the release this project implements").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Release {
+    /// The reference package.
+    pub reference: &'static str,
+    /// Its conformance corpus digest.
+    pub corpus_digest: &'static str,
+    /// Its registry digest (bound into that corpus's index).
+    pub registry_digest: &'static str,
+    /// Cases in that corpus.
+    pub cases: usize,
+    /// The floor: surfaces × classes.
+    pub surfaces: usize,
+    /// The floor's classes ([`CLASSES`]).
+    pub classes: usize,
+    /// Required cells of the floor.
+    pub required_cells: usize,
+}
+
+/// The release this build implements.
+pub const RELEASE: Release = Release {
+    reference: "baselabs/agent_blueprint_protocol, the release registering com.example.platform/estate-contract (ADR 2026-08-25)",
+    corpus_digest: "sha-256:vMyREM8ggUqVvGG0y2e4Gf-KmpksJjnx2eF8UjtpVP8",
+    registry_digest: "sha-256:FG2f38K0hba8tTP7iUaw7vHjgcnN_5F5Mp0v4G6UDVs",
+    cases: 96,
+    surfaces: 16,
+    classes: 31,
+    required_cells: 90,
+};
 
 /// Surfaces this project adds beyond the reference's floor.
 pub const PROJECT_SURFACES: &[&str] = &["corpus.load", "reconcile.run"];
@@ -265,6 +334,10 @@ pub struct Report {
     /// Floor surfaces with no case in this run (the run covers less than the
     /// 16-surface floor; informational, a single file is a legitimate run).
     pub missing_surfaces: Vec<String>,
+    /// Floor classes with no case in this run (informational, as above).
+    pub missing_classes: Vec<String>,
+    /// The release whose floor this run is held to.
+    pub release: Release,
     /// Digest of the canonical results (conformance-report domain).
     pub report_digest: String,
     /// Counts per surface.
@@ -363,6 +436,8 @@ pub fn run_files(files: &[(String, Vec<u8>)]) -> Result<Report> {
         file_failures,
         corpus_digest: None,
         missing_surfaces: SURFACES.iter().filter(|s| !surfaces.contains_key(**s)).map(|s| (*s).to_string()).collect(),
+        missing_classes: CLASSES.iter().filter(|c| !classes.contains_key(**c)).map(|c| (*c).to_string()).collect(),
+        release: RELEASE,
         report_digest,
         surfaces,
         classes,
@@ -416,7 +491,7 @@ pub fn collect(path: &Path) -> Result<(CaseFiles, Option<Tagged>)> {
                 all.insert(key, read(p)?);
             }
         }
-        let corpus = crate::corpus::load(&all)?;
+        let corpus = crate::corpus::load_any(&all)?;
         let files =
             corpus.files.into_iter().map(|(name, bytes)| (path.join(name).display().to_string(), bytes)).collect();
         return Ok((files, Some(corpus.digest)));

@@ -26,6 +26,8 @@ fn negotiate(input: &Value) -> Result<Map> {
         ("critical", strings(&n.extensions.critical)),
         ("optional", strings(&n.extensions.optional)),
         ("quarantined", strings(&n.extensions.quarantined)),
+        ("retained", strings(&n.extensions.retained)),
+        ("notices", notices(&n.extensions)),
         ("required_core_fields", strings(&n.required_core_fields)),
     ]))
 }
@@ -41,5 +43,12 @@ fn resolve(input: &Value) -> Result<Map> {
         ("critical", strings(&r.critical)),
         ("optional", strings(&r.optional)),
         ("quarantined", strings(&r.quarantined)),
+        ("retained", strings(&r.retained)),
+        ("notices", notices(&r)),
     ]))
+}
+
+/// The typed notices, in resolution order (critical bodies, then optional).
+fn notices(r: &registry::Resolution) -> Value {
+    Value::Array(r.notices.iter().map(|n| Value::str(n.notice)).collect())
 }

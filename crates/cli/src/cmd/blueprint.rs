@@ -132,6 +132,28 @@ fn conformance_text(report: &blueprint::conformance::Report) -> String {
     for (surface, t) in &report.surfaces {
         let _ = writeln!(s, "  {surface:<30} {:>4} passed {:>4} failed", t.passed, t.failed);
     }
+    let r = &report.release;
+    match &report.corpus_digest {
+        Some(d) => {
+            let _ = writeln!(s, "corpus digest {d} (index verified)");
+        }
+        None => {
+            let _ = writeln!(s, "corpus digest: not computed (case files without an index.json)");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "floor expected: {} surfaces x {} classes ({} required cells); this release is the reference corpus {} ({} cases, registry {})",
+        r.surfaces, r.classes, r.required_cells, r.corpus_digest, r.cases, r.registry_digest
+    );
+    if !report.missing_surfaces.is_empty() || !report.missing_classes.is_empty() {
+        let _ = writeln!(
+            s,
+            "this run covers less than the floor: no case for surfaces [{}] and classes [{}]",
+            report.missing_surfaces.join(", "),
+            report.missing_classes.join(", ")
+        );
+    }
     let _ = writeln!(s, "{}", report.summary());
     s
 }

@@ -90,6 +90,10 @@ pub struct ConformanceView {
     pub report_digest: String,
     /// Surfaces of the 16-surface floor with no case in this run.
     pub missing_surfaces: Vec<String>,
+    /// Classes of the 31-class floor with no case in this run.
+    pub missing_classes: Vec<String>,
+    /// The floor this build expects and the reference release it implements, as words.
+    pub floor: String,
     /// Counts per surface, by name.
     pub surfaces: Vec<ConformanceTally>,
     /// Counts per class, by name.
@@ -123,6 +127,11 @@ pub fn conformance_view(path: &Path, r: &blueprint::CorpusReport) -> Conformance
         corpus_digest: r.corpus_digest.clone(),
         report_digest: r.report_digest.clone(),
         missing_surfaces: r.missing_surfaces.clone(),
+        missing_classes: r.missing_classes.clone(),
+        floor: format!(
+            "Floor: {} surfaces × {} classes ({} required cells), the reference corpus {} ({} cases).",
+            r.release.surfaces, r.release.classes, r.release.required_cells, r.release.corpus_digest, r.release.cases
+        ),
         surfaces: tallies(&r.surfaces),
         classes: tallies(&r.classes),
         matrix: r
