@@ -49,7 +49,16 @@ pub(crate) struct MemberRead {
     pub stat: ProcStat,
     /// Threads on a core, queued for one, or in an uninterruptible wait.
     pub unsettled: Vec<(u32, u8)>,
+    /// Its `/proc/<pid>/schedstat` (run time, wait time, run count), read
+    /// before anything else of it in a reading walk: `None` where it was not
+    /// read (a confirming walk, this process's own threads, no schedstat).
+    pub sched: Option<Sched>,
 }
+
+/// `/proc/<pid>/schedstat`: the leader thread's time on a core (ns), time
+/// waiting for one (ns), and slices run. Any of them moves only when the
+/// thread runs.
+pub(crate) type Sched = [u64; 3];
 
 /// One walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -129,6 +138,7 @@ impl std::hash::Hasher for KeyHasher {
 enum Kind {
     Stat,
     Children,
+    Schedstat,
 }
 
 /// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
@@ -147,11 +157,13 @@ pub(crate) struct Walker {
     kids: Vec<u32>,
     /// The open files, each with whether it was read in the current span.
     open: HashMap<(u32, u32, Kind), (std::fs::File, bool), std::hash::BuildHasherDefault<KeyHasher>>,
+    /// `stat` reads made (the tests see which confirmation ran).
+    stat_reads: usize,
 }
 
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
-        Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::default() }
+        Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::default(), stat_reads: 0 }
     }
 
     /// How many files it holds open.
@@ -180,6 +192,7 @@ impl Walker {
             Kind::Stat if tid == pid => PathBuf::from(format!("/proc/{pid}/stat")),
             Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
             Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
+            Kind::Schedstat => PathBuf::from(format!("/proc/{pid}/schedstat")),
         };
         let f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
         self.len = read_whole(&f, &mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
@@ -190,8 +203,39 @@ impl Walker {
     }
 
     fn read_stat(&mut self, pid: u32, tid: u32) -> Result<ProcStat, ReadFail> {
+        self.stat_reads += 1;
         self.read(pid, tid, Kind::Stat)?;
         procfs::parse_stat(&self.buf[..self.len]).map_err(|e| ReadFail::Other(e.to_string()))
+    }
+
+    /// A process's `schedstat`; `None` where it cannot be read or parsed
+    /// (gone, no `CONFIG_SCHED_INFO`): the caller then confirms the slow way.
+    fn read_sched(&mut self, pid: u32) -> Option<Sched> {
+        self.read(pid, pid, Kind::Schedstat).ok()?;
+        let text = std::str::from_utf8(&self.buf[..self.len]).ok()?;
+        let mut it = text.split_ascii_whitespace().map(str::parse::<u64>);
+        let out = [it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?];
+        Some(out)
+    }
+
+    /// Confirms the reading walk `a` (see [`read_end`]). The quick way,
+    /// for a tree whose members are all one-thread processes with their
+    /// `schedstat` read before anything else of them in `a`: each one's
+    /// `schedstat` read again, through the same open file, is unchanged. A
+    /// process that did not run between the two reads did not fork, reap,
+    /// exit, start a thread or change what it is, and the open file names
+    /// the process it was opened on, so `a` itself is the confirming walk.
+    /// A member gone (the read fails) or that ran since (any of the three
+    /// figures moved), or a tree not of that kind: the slow way, a whole
+    /// second walk compared with [`Walk::agrees`].
+    pub fn confirm(&mut self, scope: Scope, a: &Walk) -> Walk {
+        let quick = matches!(scope, Scope::Tree(_))
+            && !a.members.is_empty()
+            && a.members.values().all(|m| m.sched.is_some() && m.stat.threads <= 1);
+        if quick && a.members.iter().all(|(pid, m)| self.read_sched(*pid) == m.sched) {
+            return a.clone();
+        }
+        self.walk(scope, false)
     }
 
     /// One walk of `scope`. With `rest`, every member's threads are checked
@@ -238,6 +282,9 @@ impl Walker {
     /// Reads one member into `w` (its children into `self.kids` when
     /// `children`, its threads' rest when `rest`); `None` where it is gone or unreadable.
     fn read_member(&mut self, pid: u32, reader: Option<u32>, children: bool, rest: bool, w: &mut Walk) -> Option<()> {
+        // First, so that an unchanged `schedstat` later proves nothing of the
+        // member moved from here on (see `confirm`).
+        let sched = if rest && reader.is_none() { self.read_sched(pid) } else { None };
         let stat = match self.read_stat(pid, pid) {
             Ok(s) => s,
             Err(ReadFail::Gone) => return None,
@@ -296,7 +343,7 @@ impl Walker {
                 unsettled.push((tid, state));
             }
         }
-        w.members.insert(pid, MemberRead { stat, unsettled });
+        w.members.insert(pid, MemberRead { stat, unsettled, sched });
         Some(())
     }
 }
@@ -392,7 +439,7 @@ pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> 
         }
         // Only the first walk's reading is kept, so only it checks for rest.
         let a = walker.walk(scope, true);
-        let b = walker.walk(scope, false);
+        let b = walker.confirm(scope, &a);
         if a.agrees(&b) {
             let settled = a.settled();
             confirmed = Some(a);
@@ -538,7 +585,7 @@ mod tests {
     fn member(pid: u32, parent: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
         let read =
             ProcStat { pid, state, ppid: parent, cpu_ticks: cpu, reaped_ticks: reaped, threads: 1, start_ticks: start };
-        (pid, MemberRead { stat: read, unsettled: Vec::new() })
+        (pid, MemberRead { stat: read, unsettled: Vec::new(), sched: None })
     }
 
     fn end(members: Vec<(u32, MemberRead)>) -> End {
@@ -675,5 +722,90 @@ mod tests {
         let mut gone = base.clone();
         gone.child_gone = true;
         assert!(!base.agrees(&gone));
+    }
+
+    /// A shell blocked reading its stdin, with `n` idle `sleep` children; a
+    /// line on its stdin makes it fork one more.
+    struct Forker {
+        child: std::process::Child,
+    }
+
+    impl Forker {
+        fn spawn(n: usize) -> Self {
+            let script = format!("{} read x; sleep 1000 & read y", "sleep 1000 & ".repeat(n));
+            let child = std::process::Command::new("sh")
+                .args(["-c", &script])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let me = Self { child };
+            let kids = format!("/proc/{0}/task/{0}/children", me.child.id());
+            let asleep =
+                |k: &str| std::fs::read_to_string(format!("/proc/{k}/stat")).is_ok_and(|s| s.contains("(sleep) S "));
+            for _ in 0..2000 {
+                let listed = std::fs::read_to_string(&kids).unwrap_or_default();
+                let own = std::fs::read_to_string(format!("/proc/{}/stat", me.child.id())).unwrap_or_default();
+                if listed.split_whitespace().count() == n
+                    && listed.split_whitespace().all(asleep)
+                    && own.contains(") S ")
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            me
+        }
+
+        fn fork_one(&mut self) {
+            use std::io::Write;
+            self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+            self.child.stdin.as_mut().unwrap().flush().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    impl Drop for Forker {
+        fn drop(&mut self) {
+            let pid = self.child.id();
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+            for k in kids.split_whitespace() {
+                let _ = std::process::Command::new("kill").args(["-9", k]).status();
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    #[test]
+    fn s5_1_an_idle_tree_is_confirmed_by_unchanged_schedstat_alone() {
+        // Without CONFIG_SCHED_INFO `confirm` always walks again (the slow way, held by the next test);
+        // every kernel this project supports has it.
+        assert!(std::path::Path::new("/proc/self/schedstat").exists(), "no /proc/<pid>/schedstat here");
+        let f = Forker::spawn(3);
+        let scope = Scope::Tree(f.child.id());
+        let mut w = Walker::new(ChildrenListing::detect());
+        let a = w.walk(scope, true);
+        assert_eq!(a.members.len(), 4, "{a:?}");
+        assert!(a.members.values().all(|m| m.sched.is_some()), "schedstat read in the reading walk");
+        let before = w.stat_reads;
+        let b = w.confirm(scope, &a);
+        assert_eq!(w.stat_reads, before, "no `stat` read again: the quick confirmation");
+        assert!(a.agrees(&b));
+    }
+
+    #[test]
+    fn s5_1_a_member_that_ran_since_the_reading_is_confirmed_by_a_whole_walk_that_sees_the_fork() {
+        let mut f = Forker::spawn(2);
+        let scope = Scope::Tree(f.child.id());
+        let mut w = Walker::new(ChildrenListing::detect());
+        let a = w.walk(scope, true);
+        assert_eq!(a.members.len(), 3, "{a:?}");
+        f.fork_one();
+        let before = w.stat_reads;
+        let b = w.confirm(scope, &a);
+        assert!(w.stat_reads > before, "the shell ran: the slow confirmation");
+        assert_eq!(b.members.len(), 4, "the fork is seen");
+        assert!(!a.agrees(&b), "and the reading is not confirmed");
     }
 }
