@@ -1,16 +1,18 @@
 //! Spec §2: every actor is an Ed25519 key expressed as a W3C `did:key`
 //! (multibase base58btc `z` of the `0xed01` multicodec varint ‖ the 32-byte
-//! public key). Parsing is strict; a signature is checked alone with
-//! `verify_strict`; small-order keys are refused. [`batch`] checks many at
-//! once (the audit's and the endpoint's callers'), accepting nothing outside
-//! RFC 8032's group equation (docs/decisions.md, "§2, §11 callers'
-//! signatures in batches").
+//! public key). Parsing is strict (a non-canonical or small-order key is
+//! refused); a signature is checked by the one Ed25519 predicate
+//! ([`ed25519`]: canonical encodings, no small-order `R` or key, canonical
+//! `S`, the cofactored equation), alone or many at once ([`batch`], the
+//! audit's and the endpoint's callers'), with the same verdict either way
+//! (docs/decisions.md, "§2 one Ed25519 predicate").
 
 pub mod batch;
+pub mod ed25519;
 
 use std::fmt;
 
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 
 /// The multicodec prefix of an Ed25519 public key (varint of 0xed = `ed 01`).
 const ED25519_MULTICODEC: [u8; 2] = [0xed, 0x01];
@@ -154,6 +156,10 @@ impl Did {
         if vk.is_weak() {
             return Err(IdentityError::SmallOrder);
         }
+        // RFC 8032 §5.1.3: an encoding of y ≥ p (or of x = 0 with the sign bit) is refused.
+        if ed25519::point(&key).is_none() {
+            return Err(IdentityError::InvalidPoint);
+        }
         Ok(Self { key, vk })
     }
 
@@ -167,10 +173,10 @@ impl Did {
         &self.vk
     }
 
-    /// `verify_strict` of `sig` over `msg` by this key (RFC 8032 with the
-    /// canonical-`S`, no-small-order checks).
+    /// The one Ed25519 predicate ([`ed25519::verify`]) of `sig` over `msg`
+    /// by this key: the verdict a batch gives it too.
     pub fn verify(&self, msg: &[u8], sig: &[u8; 64]) -> bool {
-        self.vk.verify_strict(msg, &Signature::from_bytes(sig)).is_ok()
+        ed25519::verify_at(&self.vk.to_edwards(), &self.key, &[msg], sig)
     }
 
     /// The canonical `did:key:z…` spelling.

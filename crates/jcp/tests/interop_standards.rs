@@ -150,15 +150,15 @@ fn s2_rfc8032_vectors_sign_and_verify() {
     }
 }
 
-/// Our verification: the key must parse as a `Did` (small-order refused) and
-/// the signature must pass `verify_strict`.
+/// Our verification: the key must parse as a `Did` (small-order and
+/// non-canonical refused) and the signature must pass the one predicate.
 fn jcp_verifies(pk: &[u8], msg: &[u8], sig: &[u8]) -> bool {
     let (Ok(pk), Ok(sig)) = (<[u8; 32]>::try_from(pk), <[u8; 64]>::try_from(sig)) else { return false };
     Did::from_public_bytes(pk).is_ok_and(|d| d.verify(msg, &sig))
 }
 
 #[test]
-fn s2_wycheproof_ed25519_verify_strict_matches_every_verdict() {
+fn s2_wycheproof_ed25519_the_one_predicate_matches_every_verdict() {
     let v = testkit::interop_json("standards/ed25519/wycheproof/ed25519_test.json");
     let mut n = 0;
     for g in v["testGroups"].as_array().unwrap() {
@@ -173,24 +173,54 @@ fn s2_wycheproof_ed25519_verify_strict_matches_every_verdict() {
     assert_eq!(n, 151);
 }
 
+/// The one Ed25519 predicate in a batch of `size`: the case first, then
+/// `size - 1` genuine signatures by another key (the batch's verdict is the
+/// case's, since the others are all accepted).
+fn jcp_verifies_in_a_batch(pk: &[u8], msg: &[u8], sig: &[u8], size: usize) -> bool {
+    let (Ok(pk), Ok(sig)) = (<[u8; 32]>::try_from(pk), <[u8; 64]>::try_from(sig)) else { return false };
+    let Ok(did) = Did::from_public_bytes(pk) else { return false };
+    let other = Keypair::from_seed([7; 32]).unwrap();
+    let other_did = other.did().clone();
+    let msgs: Vec<Vec<u8>> = (0..size).map(|i| if i == 0 { msg.to_vec() } else { format!("m{i}").into_bytes() }).collect();
+    let sigs: Vec<[u8; 64]> = (0..size).map(|i| if i == 0 { sig } else { other.sign(&msgs[i]) }).collect();
+    let keys: Vec<&ed25519_dalek::VerifyingKey> =
+        (0..size).map(|i| if i == 0 { did.verifying_key() } else { other_did.verifying_key() }).collect();
+    let pieces: Vec<[&[u8]; 1]> = msgs.iter().map(|m| [m.as_slice()]).collect();
+    jcp::identity::batch::verify_batch(&pieces, &sigs, &keys)
+}
+
 #[test]
-fn s2_speccheck_edge_cases_only_the_fully_canonical_case_verifies() {
-    // ed25519-speccheck: "Dalek strict" accepts only case 3 (0-based); with
-    // small-order keys refused at parse we must match it exactly.
+fn s2_speccheck_edge_cases_get_the_one_predicates_verdict_alone_and_in_batches_of_1_2_and_64() {
+    // ed25519-speccheck's twelve cases. The one predicate (docs/decisions.md
+    // "§2 one Ed25519 predicate"): cofactored equation, canonical encodings,
+    // no small-order R or key, canonical S. It accepts what the cofactored
+    // verifiers accept (Zebra's column: 3, 4, 5, and 0-2, 9, 10, 11) less the
+    // small-order keys and Rs (0, 1, 2) and the non-canonical encodings
+    // (9, 10, 11): cases 3 (both equations), 4 and 5 (a mixed-order R or key
+    // that only the cofactored equation forgives). "Dalek strict" accepts 3 alone.
     let v = testkit::interop_json("standards/ed25519/speccheck/cases.json");
-    let results: Vec<bool> = v
+    let cases: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = v
         .as_array()
         .unwrap()
         .iter()
         .map(|c| {
-            jcp_verifies(
-                &unhex(c["pub_key"].as_str().unwrap()),
-                &unhex(c["message"].as_str().unwrap()),
-                &unhex(c["signature"].as_str().unwrap()),
-            )
+            let h = |k: &str| unhex(c[k].as_str().unwrap());
+            (h("pub_key"), h("message"), h("signature"))
         })
         .collect();
-    assert_eq!(results.len(), 12);
-    let expected: Vec<bool> = (0..12).map(|i| i == 3).collect();
-    assert_eq!(results, expected);
+    assert_eq!(cases.len(), 12);
+    let expected: Vec<bool> = (0..12).map(|i| (3..=5).contains(&i)).collect();
+    let alone: Vec<bool> = cases.iter().map(|(k, m, s)| jcp_verifies(k, m, s)).collect();
+    assert_eq!(alone, expected, "alone");
+    for size in [1, 2, 64] {
+        let batched: Vec<bool> = cases.iter().map(|(k, m, s)| jcp_verifies_in_a_batch(k, m, s, size)).collect();
+        assert_eq!(batched, expected, "in batches of {size}");
+    }
+    // Stock cofactorless verify_strict refuses 4 and 5: the one place the predicate accepts more.
+    let strict = |(k, m, s): &(Vec<u8>, Vec<u8>, Vec<u8>)| {
+        let (Ok(k), Ok(s)) = (<[u8; 32]>::try_from(k.as_slice()), <[u8; 64]>::try_from(s.as_slice())) else { return false };
+        ed25519_dalek::VerifyingKey::from_bytes(&k)
+            .is_ok_and(|vk| vk.verify_strict(m, &ed25519_dalek::Signature::from_bytes(&s)).is_ok())
+    };
+    assert_eq!(cases.iter().map(strict).collect::<Vec<_>>(), (0..12).map(|i| i == 3).collect::<Vec<_>>());
 }

@@ -82,17 +82,18 @@ pub struct Config {
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
-/// "§2, §11 callers' signatures in batches").
+/// "§2 one Ed25519 predicate"). Both ways give every signature the same
+/// verdict; they differ only in cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CallerSignatures {
     /// The core checks the signatures of the requests it takes in one batch
-    /// together ([`jcp::identity::batch::verify_batch_refusing_small_order`];
-    /// a lone request with `verify_strict`). A batch that fails is checked
-    /// again one signature at a time with `verify_strict`, so a bad one is
+    /// together ([`jcp::identity::batch::verify_batch`]; a lone request
+    /// alone). A batch that fails is checked again one signature at a
+    /// time, so a bad one is
     /// refused `bad-signature` by itself and names no one else.
     #[default]
     Batched,
-    /// Every signature alone with `verify_strict`, on the connection's task
+    /// Every signature alone, on the connection's task
     /// (`jcp serve --strict-signatures`).
     Strict,
 }

@@ -30,8 +30,8 @@ pub(super) type StatementAnswer = Result<SignedStatement, FeedAnswer>;
 
 /// A request's caller signature: checked, or still to be checked.
 pub(super) enum Signed {
-    /// Checked alone with `verify_strict`, or with the core's batch:
-    /// whether it verified.
+    /// Checked alone, or with the core's batch (one predicate, one
+    /// verdict): whether it verified.
     Checked(bool),
     /// To be checked by the core with its batch: the bytes the caller
     /// signed (every field but `signature`, canonical).
@@ -134,18 +134,18 @@ impl Job {
 }
 
 /// Checks together the callers' signatures the batch's requests left
-/// unchecked ([`Signed::Unchecked`]; §2, §11): one lone request with
-/// `verify_strict`, two or more with
-/// [`batch::verify_batch_refusing_small_order`], and a batch that fails one
-/// by one with `verify_strict` again, so each request gets its own answer
-/// and a bad signature refuses no one else's request.
+/// unchecked ([`Signed::Unchecked`]; §2, §11): one lone request alone, two
+/// or more with [`batch::verify_batch`], and a batch that fails one by one
+/// again, so each request gets its own answer and a bad signature refuses
+/// no one else's request. Alone or batched, the predicate is the one
+/// Ed25519 rule (`jcp::identity::ed25519`): the verdicts are the same.
 pub(super) fn check_callers(batch: &mut [Job], stats: &Stats, metrics: &WireMetrics) {
     let unchecked: Vec<(&WireRequest, &[u8])> = batch.iter().filter_map(Job::unchecked).collect();
     let all_verify = unchecked.len() >= 2 && {
         let msgs: Vec<[&[u8]; 1]> = unchecked.iter().map(|(_, m)| [*m]).collect();
         let sigs: Vec<[u8; 64]> = unchecked.iter().map(|(r, _)| r.signature).collect();
         let keys: Vec<_> = unchecked.iter().map(|(r, _)| r.caller.verifying_key()).collect();
-        let ok = batch::verify_batch_refusing_small_order(&msgs, &sigs, &keys);
+        let ok = batch::verify_batch(&msgs, &sigs, &keys);
         stats.signature_batches.fetch_add(1, Ordering::Relaxed);
         stats.signatures_batched.fetch_add(unchecked.len() as u64, Ordering::Relaxed);
         if !ok {
@@ -163,7 +163,7 @@ pub(super) fn check_callers(batch: &mut [Job], stats: &Stats, metrics: &WireMetr
     }
 }
 
-/// `verify_strict` of one caller's signature over what it signed.
+/// The one Ed25519 predicate on one caller's signature over what it signed.
 pub(super) fn verify_alone(req: &WireRequest, signed: &[u8], metrics: &WireMetrics) -> bool {
     metrics.signature_alone();
     req.caller.verify(signed, &req.signature)
@@ -398,8 +398,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut core = idle_core(dir.path());
         let g = grant();
-        // §2: a small-order R, which the bare batch equation accepts and
-        // verify_strict refuses, among genuine requests.
+        // §2: a small-order R, which dalek's bare batch equation accepts and
+        // the one predicate refuses, among genuine requests.
         let ds =
             one_batch(&mut core, &[request(&g, b"a"), crafted(&request(&g, b"identity R"), 0, 0), request(&g, b"b")]);
         let reasons: Vec<_> = ds.iter().map(WireDecision::reason).collect();
@@ -430,21 +430,30 @@ mod tests {
     }
 
     #[test]
-    fn c13_a_lone_request_is_checked_with_verify_strict() {
+    fn c13_a_mixed_order_r_gets_one_verdict_alone_and_in_a_batch() {
         let dir = tempfile::tempdir().unwrap();
         let mut core = idle_core(dir.path());
         let g = grant();
-        // A mixed-order R its own signer made: the group equation holds,
-        // verify_strict refuses it, and a request alone in its batch gets
-        // verify_strict.
-        for torsion in 1..8 {
-            let ds = one_batch(
+        // A mixed-order R its own signer made: the cofactored equation holds
+        // (cofactorless verify_strict would refuse it). Alone in its batch
+        // and among genuine requests, the one predicate gives it one verdict.
+        for torsion in 1..8u8 {
+            let lone = one_batch(&mut core, &[crafted(&request(&g, &[torsion]), 7 + u64::from(torsion), usize::from(torsion))]);
+            assert!(lone[0].is_allow(), "alone, torsion {torsion}: {lone:?}");
+            let among = one_batch(
                 &mut core,
-                &[crafted(&request(&g, &[torsion]), 7 + u64::from(torsion), usize::from(torsion))],
+                &[
+                    request(&g, &[100 + torsion]),
+                    crafted(&request(&g, &[50 + torsion]), 9 + u64::from(torsion), usize::from(torsion)),
+                    request(&g, &[150 + torsion]),
+                ],
             );
-            assert_eq!(ds[0].reason(), Some(Reason::BadSignature), "torsion {torsion}");
+            assert!(among.iter().all(WireDecision::is_allow), "in a batch, torsion {torsion}: {among:?}");
         }
-        assert_eq!(core.stats.signature_batches.load(Ordering::Relaxed), 0);
+        // A small-order R is refused alone as in a batch.
+        let lone = one_batch(&mut core, &[crafted(&request(&g, b"identity R"), 0, 0)]);
+        assert_eq!(lone[0].reason(), Some(Reason::BadSignature));
+        assert_eq!(core.stats.signature_batches_failed.load(Ordering::Relaxed), 0, "no batch failed: none held a refused one");
     }
 
     #[test]
@@ -459,10 +468,12 @@ mod tests {
             let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
             let mut tasks = Vec::new();
             for i in 0..16u8 {
-                let req = if i % 4 == 3 {
-                    crafted(&request(&g, &[i]), 11 + u64::from(i), usize::from(i))
-                } else {
-                    request(&g, &[i])
+                // Every fourth a small-order R (refused), every fourth a
+                // mixed-order R (accepted, as in a batch), the rest genuine.
+                let req = match i % 4 {
+                    3 => crafted(&request(&g, &[i]), 0, 0),
+                    1 => crafted(&request(&g, &[i]), 11 + u64::from(i), usize::from(i) % 7 + 1),
+                    _ => request(&g, &[i]),
                 };
                 let ep = ep.clone();
                 tasks.push(tokio::spawn(async move { decision(&ep.submit(req).await.unwrap()) }));

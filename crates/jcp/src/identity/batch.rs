@@ -1,49 +1,40 @@
-//! Ed25519 batch verification with repeated keys merged.
+//! Ed25519 batch verification with repeated keys merged, under the one
+//! Ed25519 predicate ([`super::ed25519`]).
 //!
 //! A receipt stream is sealed by one steward, or a handful: every signature
-//! in a batch of 64 is usually under the same key. `ed25519_dalek::verify_batch`
-//! checks the random linear combination
+//! in a batch of 64 is usually under the same key. The batch checks the
+//! random linear combination, times the cofactor,
 //!
 //! ```text
-//! [-Σ zᵢ·sᵢ]B + Σ [zᵢ]Rᵢ + Σ [zᵢ·hᵢ]Aᵢ == identity
+//! [8]([-Σ zᵢ·sᵢ]B + Σ [zᵢ]Rᵢ + Σ [zᵢ·hᵢ]Aᵢ) == identity
 //! ```
 //!
-//! as one multiscalar multiplication over 2n + 1 points. When Aᵢ repeats,
-//! `Σ [zᵢ·hᵢ]A = [Σ zᵢ·hᵢ]A`, so the same group element is computed over
-//! n + 1 + k points (k distinct keys): the per-point cost (a lookup table and
-//! about one addition per six bits of a full-size scalar) is paid once per
-//! key instead of once per signature.
+//! as one multiscalar multiplication. When Aᵢ repeats,
+//! `Σ [zᵢ·hᵢ]A = [Σ zᵢ·hᵢ]A`, so it runs over n + 1 + k points (k distinct
+//! keys) instead of 2n + 1: the per-point cost is paid once per key.
 //!
-//! Everything else is `ed25519_dalek::verify_batch` 2.2 step for step, so the
-//! two accept exactly the same batches (the tests hold them equal on valid,
-//! corrupted and random inputs): the same `hᵢ = SHA-512(R ‖ A ‖ M)`, the
-//! same canonical-`s` check, the same merlin transcript deriving the 128-bit
-//! `zᵢ` from every `hᵢ` and `sᵢ`, the same cofactorless identity check. It
-//! is written here, on curve25519-dalek's multiscalar multiplication, only
-//! because ed25519-dalek does not merge repeated keys; the curve arithmetic
-//! is the library's.
-//!
-//! Two entry points. [`verify_batch`] is dalek's acceptance exactly (the
-//! audit's). [`verify_batch_refusing_small_order`] also refuses, as
-//! `verify_strict` does, a small-order `R` or key (the endpoint's caller
-//! check, docs/decisions.md "§2, §11 callers' signatures in batches"). What
-//! either accepts satisfies RFC 8032 §5.1.7's group equation for every
-//! signature: a random combination of the per-signature differences is the
-//! identity only if each difference is (up to a 2⁻¹²⁸ chance) of small
-//! order, which the cofactored equation `[8][S]B = [8]R + [8][k]A` ignores.
-//! What `verify_strict` refuses beyond that (a mixed-order `R` whose
-//! small-order part the batch weights happen to cancel) only the key's own
-//! holder can make: `k` hashes `R`, so no one else can move it.
+//! Each signature first passes the predicate's own checks (canonical,
+//! non-small-order `R` and key, canonical `s`); the weights `zᵢ` are 128
+//! bits drawn from a merlin transcript of every `hᵢ = SHA-512(R ‖ A ‖ M)` and
+//! `sᵢ` (as `ed25519_dalek::verify_batch` draws them). Because the equation
+//! is cofactored, every term `[8](sᵢB − hᵢAᵢ − Rᵢ)` lies in the prime-order
+//! subgroup, and their weighted sum is the identity only if each is (up to a
+//! 2⁻¹²⁸ chance): a batch accepts exactly the signatures that
+//! [`super::ed25519::verify`] accepts one by one, whatever else is in it.
+//! It is written here, on curve25519-dalek's multiscalar multiplication,
+//! because ed25519-dalek's batch is cofactorless (its verdict on a
+//! mixed-order `R` depends on the weights, so on the rest of the batch) and
+//! does not merge repeated keys; the curve arithmetic is the library's.
 
 use core::iter::once;
 
-use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
-use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::edwards::EdwardsPoint;
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
 use ed25519_dalek::VerifyingKey;
 use merlin::Transcript;
-use sha2::{Digest, Sha512};
+
+use super::ed25519;
 
 /// `ed25519_dalek`'s batch RNG finaliser: the transcript alone seeds the
 /// `zᵢ` (deterministic batch verification).
@@ -68,36 +59,16 @@ impl rand_core::RngCore for ZeroRng {
 
 impl rand_core::CryptoRng for ZeroRng {}
 
-/// True when every signature in the batch verifies (the same answer as
-/// `ed25519_dalek::verify_batch`); false on any failure or a length mismatch.
-/// A false batch says nothing about which one failed: check each alone.
-/// Each message is given as the pieces it is made of (hashed in order, so
-/// a message need not be copied together first); one piece is the message.
+/// True when every signature in the batch satisfies the one Ed25519
+/// predicate ([`super::ed25519::verify`]); false on any failure or a length
+/// mismatch. A false batch says nothing about which one failed: check each
+/// alone, which gives the same verdicts. Each message is given as the pieces
+/// it is made of (hashed in order, so a message need not be copied together
+/// first); one piece is the message.
 pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
     messages: &[M],
     signatures: &[[u8; 64]],
     keys: &[&VerifyingKey],
-) -> bool {
-    batch_equation(messages, signatures, keys, false)
-}
-
-/// [`verify_batch`], and false as well where any signature's `R` or any key
-/// is of small order (`verify_strict`'s two refusals beyond the equation).
-/// A `did:key` key is never of small order (parsing refuses it); the check
-/// of the key stays so the function holds for any `VerifyingKey`.
-pub fn verify_batch_refusing_small_order<M: AsRef<[P]>, P: AsRef<[u8]>>(
-    messages: &[M],
-    signatures: &[[u8; 64]],
-    keys: &[&VerifyingKey],
-) -> bool {
-    batch_equation(messages, signatures, keys, true)
-}
-
-fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
-    messages: &[M],
-    signatures: &[[u8; 64]],
-    keys: &[&VerifyingKey],
-    refuse_small_order: bool,
 ) -> bool {
     let n = signatures.len();
     if messages.len() != n || keys.len() != n {
@@ -106,13 +77,7 @@ fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
     let mut transcript = Transcript::new(b"ed25519 batch verification");
     let mut hrams: Vec<[u8; 64]> = Vec::with_capacity(n);
     for ((sig, key), msg) in signatures.iter().zip(keys).zip(messages) {
-        let mut h = Sha512::default();
-        h.update(&sig[..32]);
-        h.update(key.as_bytes());
-        for piece in msg.as_ref() {
-            h.update(piece.as_ref());
-        }
-        hrams.push(h.finalize().into());
+        hrams.push(ed25519::challenge(&sig[..32], key.as_bytes(), msg.as_ref()));
     }
     for hram in &hrams {
         transcript.append_message(b"hram", hram);
@@ -124,17 +89,18 @@ fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
 
     let mut s_sum = Scalar::ZERO;
     let mut zs: Vec<Scalar> = Vec::with_capacity(n);
-    let mut rs: Vec<Option<EdwardsPoint>> = Vec::with_capacity(n);
+    let mut rs: Vec<EdwardsPoint> = Vec::with_capacity(n);
     // (key bytes, key point, Σ zᵢ·hᵢ) per distinct key, in first-seen order.
     let mut groups: Vec<(&[u8; 32], EdwardsPoint, Scalar)> = Vec::new();
     for ((sig, key), hram) in signatures.iter().zip(keys).zip(&hrams) {
-        let mut s_bytes = [0u8; 32];
-        s_bytes.copy_from_slice(&sig[32..]);
-        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(s_bytes)) else {
+        let Some(s) = ed25519::scalar_s(sig) else {
             return false;
         };
         let mut r_bytes = [0u8; 32];
         r_bytes.copy_from_slice(&sig[..32]);
+        let Some(r) = ed25519::point(&r_bytes) else {
+            return false;
+        };
         let mut zb = [0u8; 16];
         rand_core::RngCore::fill_bytes(&mut rng, &mut zb);
         let z = Scalar::from(u128::from_le_bytes(zb));
@@ -142,20 +108,18 @@ fn batch_equation<M: AsRef<[P]>, P: AsRef<[u8]>>(
         let zh = z * Scalar::from_bytes_mod_order_wide(hram);
         match groups.iter_mut().find(|g| g.0 == key.as_bytes()) {
             Some(g) => g.2 += zh,
-            // A key's order is checked once, with its first signature.
-            None if refuse_small_order && key.is_weak() => return false,
-            None => groups.push((key.as_bytes(), key.to_edwards(), zh)),
+            // A key's encoding and order are checked once, with its first signature.
+            None => match ed25519::point(key.as_bytes()) {
+                Some(a) => groups.push((key.as_bytes(), a, zh)),
+                None => return false,
+            },
         }
         zs.push(z);
-        let r = CompressedEdwardsY(r_bytes).decompress();
-        if refuse_small_order && r.is_none_or(|r| r.is_small_order()) {
-            return false;
-        }
         rs.push(r);
     }
     let scalars = once(-s_sum).chain(zs).chain(groups.iter().map(|g| g.2));
-    let points = once(Some(ED25519_BASEPOINT_POINT)).chain(rs).chain(groups.iter().map(|g| Some(g.1)));
-    EdwardsPoint::optional_multiscalar_mul(scalars, points).is_some_and(|p| p.is_identity())
+    let points = once(ed25519::BASE).chain(rs).chain(groups.iter().map(|g| g.1));
+    EdwardsPoint::vartime_multiscalar_mul(scalars, points).mul_by_cofactor().is_identity()
 }
 
 #[cfg(test)]
@@ -247,43 +211,54 @@ mod tests {
         crate::identity::Keypair::from_seed(key.to_bytes()).unwrap().sign_with_small_order_r_for_tests(msg, r, t)
     }
 
-    /// RFC 8032 §5.1.7, the cofactored group equation `[8][S]B = [8]R + [8][k]A`.
-    fn cofactored(msg: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> bool {
-        let Some(r) = CompressedEdwardsY(sig[..32].try_into().unwrap()).decompress() else { return false };
-        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(sig[32..].try_into().unwrap())) else {
-            return false;
-        };
-        let mut h = Sha512::default();
-        h.update(&sig[..32]);
-        h.update(key.as_bytes());
-        h.update(msg);
-        let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
-        (EdwardsPoint::mul_base(&s) - r - k * key.to_edwards()).mul_by_cofactor().is_identity()
+    fn alone(msg: &[u8], sig: &[u8; 64], key: &VerifyingKey) -> bool {
+        ed25519::verify(key.as_bytes(), &[msg], sig)
     }
 
     #[test]
-    fn s2_a_small_order_r_is_refused_as_verify_strict_refuses_it() {
+    fn s2_a_small_order_r_is_refused_alone_and_in_a_batch() {
         let ks = keys(1);
         let (mut m, mut s, v) = batch(8, 1);
         m[3] = b"crafted".to_vec();
         s[3] = crafted(&ks[0], &m[3], 0, 0);
         assert!(v[3].verify_strict(&m[3], &Signature::from_bytes(&s[3])).is_err());
-        assert_eq!(both(&m, &s, &v), (true, true), "dalek's batch accepts R = identity");
+        assert_eq!(both(&m, &s, &v), (false, true), "dalek's batch accepts R = identity; the predicate does not");
+        assert!(!alone(&m[3], &s[3], &v[3]));
         let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
         let kr: Vec<&VerifyingKey> = v.iter().collect();
-        assert!(!verify_batch_refusing_small_order(&mr, &s, &kr));
         // Without it the rest still verifies.
-        assert!(verify_batch_refusing_small_order(
-            &[&mr[..3], &mr[4..]].concat(),
-            &[&s[..3], &s[4..]].concat(),
-            &[&kr[..3], &kr[4..]].concat()
-        ));
+        assert!(verify_batch(&[&mr[..3], &mr[4..]].concat(), &[&s[..3], &s[4..]].concat(), &[&kr[..3], &kr[4..]].concat()));
+    }
+
+    /// A mixed-order `R` (a small-order part its signer added): refused by
+    /// `verify_strict` (cofactorless), accepted by the one predicate, alone
+    /// and in every batch, whatever the rest of the batch is.
+    #[test]
+    fn s2_a_mixed_order_r_gets_one_verdict_alone_and_in_batches_of_1_2_and_64() {
+        let ks = keys(2);
+        let (m, mut s, v) = batch(64, 2);
+        for (i, t) in [(5usize, 1usize), (17, 2), (40, 4), (63, 7)] {
+            s[i] = crafted(&ks[i % 2], &m[i], 1000 + i as u64, t);
+            assert!(v[i].verify_strict(&m[i], &Signature::from_bytes(&s[i])).is_err(), "cofactorless refuses {i}");
+            assert!(alone(&m[i], &s[i], &v[i]), "the predicate accepts {i}");
+        }
+        let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
+        let kr: Vec<&VerifyingKey> = v.iter().collect();
+        for size in [1usize, 2, 64] {
+            for at in (0..64).step_by(size) {
+                let end = (at + size).min(64);
+                assert!(verify_batch(&mr[at..end], &s[at..end], &kr[at..end]), "size {size} at {at}");
+            }
+        }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Honest signatures and random corruption: the cofactored batch and
+        /// dalek's cofactorless one agree (a flipped bit moves `R` or `s` by
+        /// a point of large order, which both equations see).
         #[test]
-        fn s8_2_merged_keys_accept_exactly_what_dalek_accepts(
+        fn s8_2_merged_keys_accept_what_dalek_accepts_on_honest_and_corrupted_batches(
             n in 1usize..40,
             k in 1usize..5,
             flips in proptest::collection::vec((0usize..40, 0usize..64, 0u8..8), 0..3),
@@ -294,37 +269,44 @@ mod tests {
             }
             let (ours, theirs) = both(&m, &s, &v);
             prop_assert_eq!(ours, theirs);
-            let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
-            let kr: Vec<&VerifyingKey> = v.iter().collect();
-            prop_assert_eq!(verify_batch_refusing_small_order(&mr, &s, &kr), theirs);
         }
 
-        /// Whatever the batch accepts, each of its signatures satisfies the
-        /// cofactored equation: signer-crafted mixed-order `R`s and broken
-        /// messages among honest signatures never slip a prime-order
-        /// difference through.
+        /// §7: the verdict on each signature is the same alone and in any
+        /// batch, of any size and order: a batch accepts exactly when every
+        /// one of its signatures is accepted alone. Signer-crafted
+        /// mixed-order and small-order `R`s and broken messages among honest
+        /// signatures.
         #[test]
-        fn s2_what_a_batch_accepts_satisfies_rfc8032s_group_equation(
-            n in 2usize..12,
-            crafts in proptest::collection::vec((0usize..12, 1u64..u64::MAX, 1usize..8), 1..4),
-            broken in proptest::option::of(0usize..12),
+        fn s2_a_batch_accepts_exactly_when_each_signature_alone_is_accepted(
+            n in 2usize..24,
+            crafts in proptest::collection::vec((0usize..24, 0u64..u64::MAX, 0usize..8), 1..5),
+            broken in proptest::option::of(0usize..24),
+            rotate in 0usize..24,
+            size in 1usize..9,
         ) {
             let ks = keys(2);
-            let (mut m, mut s, v) = batch(n, 2);
+            let (mut m, mut s, mut v) = batch(n, 2);
             for &(i, r, t) in &crafts {
                 s[i % n] = crafted(&ks[(i % n) % 2], &m[i % n], r, t);
             }
             if let Some(b) = broken {
                 m[b % n].push(b'!');
             }
+            m.rotate_left(rotate % n);
+            s.rotate_left(rotate % n);
+            v.rotate_left(rotate % n);
+            let verdicts: Vec<bool> = (0..n).map(|i| alone(&m[i], &s[i], &v[i])).collect();
             let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
             let kr: Vec<&VerifyingKey> = v.iter().collect();
-            if verify_batch_refusing_small_order(&mr, &s, &kr) {
-                for i in 0..n {
-                    prop_assert!(cofactored(&m[i], &s[i], &v[i]), "signature {} fails the group equation", i);
-                }
-                prop_assert!(broken.is_none());
+            for at in (0..n).step_by(size) {
+                let end = (at + size).min(n);
+                prop_assert_eq!(
+                    verify_batch(&mr[at..end], &s[at..end], &kr[at..end]),
+                    verdicts[at..end].iter().all(|x| *x),
+                    "batch {}..{}", at, end
+                );
             }
+            prop_assert_eq!(verify_batch(&mr, &s, &kr), verdicts.iter().all(|x| *x));
         }
     }
 }

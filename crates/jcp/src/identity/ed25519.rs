@@ -1,0 +1,82 @@
+//! The one Ed25519 acceptance rule (spec §2, §7 "pure and deterministic",
+//! §11; docs/decisions.md "§2 one Ed25519 predicate"). Every path that
+//! checks a JCP signature uses it: a signature alone ([`verify`], behind
+//! [`crate::identity::Did::verify`]) and many at once
+//! ([`crate::identity::batch::verify_batch`]), so no verdict depends on
+//! batching, batch size, order or thread count.
+//!
+//! A signature `(R, S)` by key `A` over `M` is accepted when:
+//! 1. `A` and `R` are canonical encodings of curve points (RFC 8032 §5.1.3:
+//!    `y < p`, and not `x = 0` with the sign bit set) and neither is of small
+//!    order;
+//! 2. `S < ℓ` (RFC 8032 §5.1.7);
+//! 3. the cofactored group equation holds: `[8]([S]B − [k]A − R) = 0`, with
+//!    `k = SHA-512(R ‖ A ‖ M) mod ℓ` (RFC 8032 §5.1.7 "sufficient, but not
+//!    required" form, which ZIP-215 and ed25519-zebra use).
+//!
+//! With the cofactored equation a batch's random combination is the
+//! identity exactly when every signature's is (up to 2⁻¹²⁸), because every
+//! term lies in the prime-order subgroup once multiplied by 8: batching can
+//! neither accept what alone is refused nor refuse what alone is accepted.
+//! What this accepts beyond `verify_strict` (cofactorless) is a signature
+//! whose `R` or `A` carries a small-order component the equation ignores:
+//! only the key's holder can make one (`k` hashes `R` and `A`), and no
+//! honest signer does.
+
+use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::IsIdentity;
+use sha2::{Digest, Sha512};
+
+/// A point from its 32-byte encoding, or `None` when the encoding is not
+/// the canonical one of a curve point or the point is of small order.
+pub fn point(bytes: &[u8; 32]) -> Option<EdwardsPoint> {
+    let p = CompressedEdwardsY(*bytes).decompress()?;
+    // Canonical: the point's own encoding is these bytes (refuses y ≥ p and
+    // a set sign bit on x = 0, which decompression lets through).
+    (p.compress().as_bytes() == bytes && !p.is_small_order()).then_some(p)
+}
+
+/// `S` of a signature, when canonical (`< ℓ`).
+pub fn scalar_s(sig: &[u8; 64]) -> Option<Scalar> {
+    let mut s = [0u8; 32];
+    s.copy_from_slice(&sig[32..]);
+    Option::from(Scalar::from_canonical_bytes(s))
+}
+
+/// `k = SHA-512(R ‖ A ‖ M) mod ℓ`, the message given in pieces hashed in order.
+pub fn challenge<P: AsRef<[u8]>>(r: &[u8], a: &[u8; 32], message: &[P]) -> [u8; 64] {
+    let mut h = Sha512::default();
+    h.update(r);
+    h.update(a);
+    for piece in message {
+        h.update(piece.as_ref());
+    }
+    h.finalize().into()
+}
+
+/// The predicate over one signature: see the module's rule. `key` is the
+/// 32-byte public key, `message` the signed bytes in pieces.
+pub fn verify<P: AsRef<[u8]>>(key: &[u8; 32], message: &[P], sig: &[u8; 64]) -> bool {
+    let Some(a) = point(key) else {
+        return false;
+    };
+    verify_at(&a, key, message, sig)
+}
+
+/// [`verify`] with the key's point already decoded (and checked by [`point`]).
+pub fn verify_at<P: AsRef<[u8]>>(a: &EdwardsPoint, key: &[u8; 32], message: &[P], sig: &[u8; 64]) -> bool {
+    let mut r_bytes = [0u8; 32];
+    r_bytes.copy_from_slice(&sig[..32]);
+    let (Some(r), Some(s)) = (point(&r_bytes), scalar_s(sig)) else {
+        return false;
+    };
+    let k = Scalar::from_bytes_mod_order_wide(&challenge(&r_bytes, key, message));
+    // [S]B − [k]A − R, times the cofactor.
+    let sb_minus_ka = EdwardsPoint::vartime_double_scalar_mul_basepoint(&k, &(-a), &s);
+    (sb_minus_ka - r).mul_by_cofactor().is_identity()
+}
+
+/// The base point (for the batch equation).
+pub(crate) const BASE: EdwardsPoint = ED25519_BASEPOINT_POINT;
