@@ -205,6 +205,11 @@ fn s8_capture_turns_each_frameworks_record_into_the_vectors_bytes_and_hash() {
         assert_eq!(r["coverage"], v["coverage"], "{framework}: §8's rubric row");
         assert_eq!(r.get("arguments_digest").is_some(), framework == "mcp");
     }
+    // `verify` derives each framework vector's binding from its record (§8).
+    let out = jcp(&["intent", "verify", p(&testkit::conformance("intent/frameworks"))]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("derived from its framework record").count(), 4, "{stdout}");
 }
 
 #[test]

@@ -236,6 +236,7 @@ fn render(report: &VerifyReport) -> String {
             Kind::Suite => format!("{} cases", r.cases),
             Kind::Refusal => "refused as pinned".to_owned(),
             _ if r.mutations > 0 => format!("base + {} mutations, {} distinct hashes", r.mutations, r.hashes),
+            _ if r.derived => "base, derived from its framework record".to_owned(),
             _ if r.pinned => "base".to_owned(),
             _ => "base, unpinned".to_owned(),
         };
