@@ -183,6 +183,187 @@ write(
   ) + "\n",
 );
 
+// ---- §8 framework records: OpenAI, Vercel AI SDK, LangChain --------------
+// The record-to-proposal mapping, written here in JS independently of the
+// Rust adapter (crates/intent/src/frameworks.rs) that is held to it: the
+// tool name and the arguments come from the record, the action, target
+// template, system and operation from the operator's tool binding, the
+// rest from the trusted context; the framework's call id is kept in
+// context.tool_call_id.
+const readCall = {
+  openai: (r) => ({ name: r.name, args: JSON.parse(r.arguments), id: r.call_id }),
+  vercel: (r) => ({ name: r.toolName, args: r.input, id: r.toolCallId }),
+  langchain: (r) => ({ name: r.name, args: r.args, id: r.id ?? undefined }),
+};
+const fillTarget = (template, args) => template.replace(/\{([^{}]*)\}/g, (_, k) => String(args[k]));
+function frameworkBinding(framework, record, tool, trusted) {
+  const call = readCall[framework](record);
+  if (call.name !== tool.tool) throw new Error(`${framework}: tool`);
+  for (const k of Object.keys(call.args)) if (!tool.arguments.includes(k)) throw new Error(`${framework}: ${k}`);
+  const proposal = { type: tool.action, resource: fillTarget(tool.target, call.args), parameters: call.args };
+  const target = { system: tool.system, operation: tool.operation };
+  if (tool.environment !== undefined) target.environment = tool.environment;
+  if (tool.endpoint !== undefined) target.endpoint = tool.endpoint;
+  const context = { ...trusted.context };
+  if (call.id !== undefined) context.tool_call_id = call.id;
+  context.idempotency_key = trusted.idempotency_key;
+  const binding = {
+    protocol_version: "agent-safe.intent/1",
+    tenant_id: trusted.tenant_id,
+    intent_id: trusted.intent_id,
+    captured_at: trusted.captured_at,
+    expires_at: trusted.expires_at,
+    actor: trusted.actor,
+    action: proposal,
+    context,
+    downstream_target: target,
+  };
+  return { proposal, binding };
+}
+const coverageOf = (framework) => ({
+  action_identity: "native",
+  parameters: framework === "openai" ? "adapter" : "native",
+  target_identity: "adapter",
+  principal: "adapter",
+  expiry: "adapter",
+  idempotency: "adapter",
+  intent_digest: "adapter",
+  effect_correlation: "native",
+});
+const frameworkCases = {
+  openai: {
+    description:
+      "§8 OpenAI: a Responses API function_call item (the Agents SDK's function tools emit the same). The arguments are a JSON text (escapes and the lexeme 1.50 decoded as JSON.parse decodes them); the item's id and status are read, not hashed; the call_id is kept in context.tool_call_id.",
+    record: {
+      type: "function_call",
+      id: "fc_jcp_7",
+      call_id: "call_jcp_7",
+      name: "schedule_payout",
+      arguments: String.raw`{"accountId":"ACC-7","amountMinor":120000,"currency":"EUR","memo":"Q3 caf\u00e9 \ud83e\uddfe","fee":1.50,"split":[0.25,0.75]}`,
+      status: "completed",
+    },
+    tool_binding: {
+      tool: "schedule_payout",
+      action: "payout.schedule",
+      system: "ledger",
+      operation: "payouts/create",
+      environment: "production",
+      endpoint: "POST /v1/payouts",
+      target: "ledger:account:{accountId}:{currency}",
+      arguments: ["accountId", "amountMinor", "currency", "memo", "fee", "split", "reference"],
+    },
+    trusted_context: {
+      tenant_id: "00000000-0000-4000-8000-00000000000b",
+      intent_id: "55555555-5555-4555-8555-555555555551",
+      captured_at: "2026-10-03T09:00:00.000Z",
+      expires_at: "2026-10-03T09:05:00.000Z",
+      actor: { id: "synthetic-finance-agent", type: "AI_AGENT", runtime: "openai-agents", trust_level: "supervised" },
+      idempotency_key: "payout-ACC-7-2026-10-03-v1",
+      context: { source: "jcp-conformance", approval_role: "FINANCE" },
+    },
+    notes: {
+      parameters: "arguments is a JSON text; the adapter decodes it (strictly: a duplicate key is refused) into the object that is hashed",
+      effect_correlation: "function_call_output echoes call_id",
+      idempotency: "call_id identifies the model's call, not a retry boundary; the runtime chooses the key",
+    },
+  },
+  vercel: {
+    description:
+      "§8 Vercel AI SDK: a tool-call part as generateText and streamText return it. The input is an object (its index-like keys canonicalize first); providerMetadata is the provider's note, read and never hashed; the toolCallId is kept in context.tool_call_id.",
+    record: {
+      type: "tool-call",
+      toolCallId: "call_jcp_8",
+      toolName: "rotate_credential",
+      input: {
+        secretPath: "svc/payments/db",
+        graceSeconds: 300,
+        revokeOld: true,
+        notify: ["sre@example.invalid"],
+        labels: { b: "bee", "10": "ten", "2": "two" },
+      },
+      providerMetadata: { openai: { itemId: "fc_jcp_8" } },
+    },
+    tool_binding: {
+      tool: "rotate_credential",
+      action: "credential.rotate",
+      system: "vault",
+      operation: "secrets/rotate",
+      environment: "staging",
+      target: "vault:secret:{secretPath}",
+      arguments: ["secretPath", "graceSeconds", "revokeOld", "notify", "labels"],
+    },
+    trusted_context: {
+      tenant_id: "00000000-0000-4000-8000-00000000000c",
+      intent_id: "55555555-5555-4555-8555-555555555552",
+      captured_at: "2026-10-03T09:10:00.000Z",
+      expires_at: "2026-10-03T09:11:30.000Z",
+      actor: { id: "synthetic-sre-agent", type: "AI_AGENT", runtime: "vercel-ai" },
+      idempotency_key: "rotate-svc-payments-db-v3",
+      context: { source: "jcp-conformance", change_ticket: "CHG-204" },
+    },
+    notes: {
+      effect_correlation: "the tool-result part carries the same toolCallId",
+      idempotency: "toolCallId identifies the model's call, not a retry boundary; the runtime chooses the key",
+    },
+  },
+  langchain: {
+    description:
+      "§8 LangChain: a ToolCall as an AIMessage carries it in tool_calls (a LangGraph ToolNode's input). The args are an object (an NFD string kept as written); the optional id is kept in context.tool_call_id.",
+    record: {
+      type: "tool_call",
+      id: "call_jcp_9",
+      name: "close_incident",
+      args: { incidentId: "INC-1042", resolution: "mitigated", severity: 2, note: "cafe\u0301 outage, r\u00e9solu" },
+    },
+    tool_binding: {
+      tool: "close_incident",
+      action: "incident.close",
+      system: "pager",
+      operation: "incidents/resolve",
+      endpoint: "POST /api/v2/incidents/resolve",
+      target: "pager:incident:{incidentId}:sev:{severity}",
+      arguments: ["incidentId", "resolution", "severity", "note"],
+    },
+    trusted_context: {
+      tenant_id: "00000000-0000-4000-8000-00000000000d",
+      intent_id: "55555555-5555-4555-8555-555555555553",
+      captured_at: "2026-10-03T09:20:00.000Z",
+      expires_at: "2026-10-03T09:21:00.000Z",
+      actor: { id: "synthetic-oncall-agent", type: "AI_AGENT", runtime: "langgraph" },
+      idempotency_key: "close-INC-1042-v1",
+      context: { source: "jcp-conformance", team: "payments" },
+    },
+    notes: {
+      effect_correlation: "the ToolMessage carries the same id as tool_call_id; the id is optional on the call",
+      idempotency: "id identifies the model's call, not a retry boundary; the runtime chooses the key",
+    },
+  },
+};
+for (const [framework, c] of Object.entries(frameworkCases)) {
+  const { proposal, binding } = frameworkBinding(framework, c.record, c.tool_binding, c.trusted_context);
+  const canon = canonical(binding);
+  write(
+    `frameworks/${framework}.json`,
+    JSON.stringify(
+      {
+        description: c.description + " Reproduced by crates/intent/tests/conformance.rs through intent::frameworks::capture_record.",
+        framework,
+        record: c.record,
+        tool_binding: c.tool_binding,
+        trusted_context: c.trusted_context,
+        proposal,
+        binding,
+        canonical_json: canon,
+        intent_hash: hash(canon),
+        coverage: coverageOf(framework),
+        notes: c.notes,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+}
+
 // ---- §8 MCP: a tools/call request bound by the adapter -------------------
 const mcpArgs = { ticketId: "SYN-42", priority: 2, notify: true, labels: ["billing", "r\u00e9sum\u00e9"] };
 const mcpArgsDigest = hash(canonical(mcpArgs));
@@ -240,10 +421,12 @@ write(
         principal: "ops@example.invalid",
         context: { deployment: "eu-1" },
       },
+      proposal: mcpBinding.action,
       arguments_digest: mcpArgsDigest,
       binding: mcpBinding,
       canonical_json: mcpCanon,
       intent_hash: hash(mcpCanon),
+      coverage: coverageOf("mcp"),
     },
     null,
     2,
@@ -418,6 +601,45 @@ for (const [name, extra] of proposals) {
     schema: "not-applicable",
     proposal: { type: "refund_order", resource: "shop:order:1", parameters: { amountMinor: 100 }, ...extra },
   }, null, 2) + "\n");
+}
+
+// ---- §8 framework refusals: {refusal, framework, record, tool_binding, trusted_context}
+// Each starts from one framework vector above and changes one thing; the
+// expected code is written here by hand.
+const frameworkRefusals = [
+  ["openai-record-carries-tenant-id", "openai", "§3, §8: the tenant is the trusted runtime's; a record naming one is refused, not ignored.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.tenant_id = "00000000-0000-4000-8000-0000000000ff"; }],
+  ["openai-record-names-its-target", "openai", "§3, §8: the target is derived from the arguments by the operator's template; a target the model chose is refused.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.target = "ledger:account:ACC-1:EUR"; }],
+  ["vercel-record-carries-context", "vercel", "§3, §8: context (and the idempotency key inside it) is the producer's.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.context = { idempotency_key: "agent-chosen" }; }],
+  ["vercel-record-carries-idempotency-key", "vercel", "§3: the idempotency key is the producer's, never the agent's.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.idempotencyKey = "agent-chosen"; }],
+  ["langchain-record-carries-expiry", "langchain", "§3: an expiry is the producer's.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.expires_at = "2099-01-01T00:00:00Z"; }],
+  ["langchain-argument-names-an-actor", "langchain", "§3, §8: an undeclared argument naming a binding property (here the actor) is refused as such.", "FRAMEWORK_RECORD_FORBIDDEN_KEY", (v) => { v.record.args.actor = { id: "admin", type: "HUMAN" }; }],
+  ["openai-arguments-not-json", "openai", "§8: the arguments are the JSON text of an object; a truncated text is refused, never completed.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.arguments = '{"accountId":"ACC-7","amountMinor":'; }],
+  ["openai-arguments-duplicate-key", "openai", "§3 (fail closed), §8: a key twice in the arguments text is refused; JSON.parse would keep the last.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.arguments = '{"accountId":"ACC-7","amountMinor":1,"amountMinor":120000,"currency":"EUR"}'; }],
+  ["openai-arguments-not-an-object", "openai", "§8: the arguments decode to an object.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.arguments = '["ACC-7"]'; }],
+  ["openai-call-in-progress", "openai", "§8: only a completed function_call is bound; an in-progress item's arguments may still be streaming.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.status = "in_progress"; }],
+  ["openai-record-without-call-id", "openai", "§8: the call_id is the correlation the output echoes; a function_call item always has one.", "FRAMEWORK_RECORD_INVALID", (v) => { delete v.record.call_id; }],
+  ["vercel-input-is-text", "vercel", "§8: a tool-call part's input is an object, not its JSON text.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.input = JSON.stringify(v.record.input); }],
+  ["vercel-provider-executed", "vercel", "§8: a call the provider already ran is not an intent to bind.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.providerExecuted = true; }],
+  ["vercel-unknown-member", "vercel", "§8: a member the tool-call part does not name is refused, not dropped.", "FRAMEWORK_RECORD_INVALID", (v) => { v.record.invalid = true; }],
+  ["langchain-record-without-name", "langchain", "§8: the tool's name is the action's identity.", "FRAMEWORK_RECORD_INVALID", (v) => { delete v.record.name; }],
+  ["openai-given-a-vercel-part", "openai", "§8: a record of another framework is refused as such.", "FRAMEWORK_MISMATCH", (v) => { v.record = structuredClone(frameworkCases.vercel.record); }],
+  ["langchain-given-an-openai-item", "langchain", "§8: a record of another framework is refused as such.", "FRAMEWORK_MISMATCH", (v) => { v.record = structuredClone(frameworkCases.openai.record); }],
+  ["vercel-given-an-mcp-request", "vercel", "§8: a record of another framework is refused as such.", "FRAMEWORK_MISMATCH", (v) => { v.record = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "rotate_credential", arguments: v.record.input } }; }],
+  ["vercel-undeclared-argument", "vercel", "§8: an argument the tool binding does not declare is refused, never dropped.", "FRAMEWORK_ARGUMENTS_INVALID", (v) => { v.record.input.force = true; }],
+  ["langchain-another-tool", "langchain", "§8: the record calls the tool the binding declares, or is refused.", "FRAMEWORK_TOOL_MISMATCH", (v) => { v.record.name = "delete_incident"; }],
+  ["openai-target-unresolved", "openai", "§8: a target placeholder with no argument is refused, never left empty.", "FRAMEWORK_TARGET_UNRESOLVED", (v) => { v.record.arguments = '{"amountMinor":120000,"currency":"EUR"}'; }],
+  ["vercel-context-sets-tool-call-id", "vercel", "§8: the adapter sets context.tool_call_id from the record; the trusted context may not preempt it.", "CONTEXT_RESERVED_KEY", (v) => { v.trusted_context.context.tool_call_id = "call_other"; }],
+  ["langchain-context-names-an-mcp-server", "langchain", "§8: a trusted-context member the adapter would not use (an MCP server) is refused, not ignored.", "CAPTURE_CONTEXT_INVALID", (v) => { v.trusted_context.server = "synthetic-helpdesk"; }],
+  ["unknown-framework", "crewai", "§8: a framework with no adapter is refused by name.", "FRAMEWORK_UNKNOWN", () => {}],
+];
+for (const [name, framework, description, code, mutate] of frameworkRefusals) {
+  const base = frameworkCases[framework] ?? frameworkCases.langchain;
+  const v = structuredClone({ record: base.record, tool_binding: base.tool_binding, trusted_context: base.trusted_context });
+  mutate(v);
+  write(
+    `refusals/framework-${name}.json`,
+    JSON.stringify({ description, refusal: code, schema: "not-applicable", framework, ...v }, null, 2) + "\n",
+  );
 }
 
 console.log(`wrote ${Object.keys(cases).length + 4} vectors and ${suite.length} differential cases`);

@@ -169,3 +169,102 @@ fn s6_compare_names_the_property_that_makes_another_intent_exit_1_and_same_inten
     let h = json_line(&jcp(&["intent", "hash", "--json", p(&b)]));
     assert_eq!(h["intent_hash"], r["right"]["intent_hash"]);
 }
+
+/// A framework vector's record and capture context, written as the files
+/// `jcp intent capture` reads.
+fn capture_files(dir: &Path, framework: &str) -> (std::path::PathBuf, std::path::PathBuf, serde_json::Value) {
+    let text = std::fs::read_to_string(testkit::conformance(&format!("intent/frameworks/{framework}.json"))).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let record = dir.join(format!("{framework}.record.json"));
+    let ctx = dir.join(format!("{framework}.context.json"));
+    std::fs::write(&record, v["record"].to_string()).unwrap();
+    let c = serde_json::json!({"tool_binding": v["tool_binding"], "trusted_context": v["trusted_context"]});
+    std::fs::write(&ctx, c.to_string()).unwrap();
+    (record, ctx, v)
+}
+
+#[test]
+fn s8_capture_turns_each_frameworks_record_into_the_vectors_bytes_and_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    for framework in ["openai", "vercel", "langchain", "mcp"] {
+        let (record, ctx, v) = capture_files(dir.path(), framework);
+        let out = jcp(&["intent", "capture", "--framework", framework, p(&record), "--context", p(&ctx)]);
+        assert_eq!(out.status.code(), Some(0), "{framework}: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let mut lines = stdout.lines();
+        assert_eq!(lines.next(), v["canonical_json"].as_str(), "{framework}");
+        assert_eq!(lines.next(), v["intent_hash"].as_str(), "{framework}");
+
+        let out = jcp(&["intent", "capture", "--json", "--framework", framework, p(&record), "--context", p(&ctx)]);
+        assert_eq!(out.status.code(), Some(0));
+        let r = json_line(&out);
+        assert_eq!(r["framework"], framework);
+        assert_eq!(r["intent_hash"], v["intent_hash"]);
+        assert_eq!(r["action"], v["binding"]["action"]["type"]);
+        assert_eq!(r["resource"], v["binding"]["action"]["resource"]);
+        assert_eq!(r["coverage"], v["coverage"], "{framework}: §8's rubric row");
+        assert_eq!(r.get("arguments_digest").is_some(), framework == "mcp");
+    }
+    // `verify` derives each framework vector's binding from its record (§8).
+    let out = jcp(&["intent", "verify", p(&testkit::conformance("intent/frameworks"))]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("derived from its framework record").count(), 4, "{stdout}");
+}
+
+#[test]
+fn s3_s8_capture_refuses_a_record_that_names_its_tenant_exit_1_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, ctx, v) = capture_files(dir.path(), "vercel");
+    let mut bad = v["record"].clone();
+    bad["tenantId"] = "00000000-0000-4000-8000-0000000000ff".into();
+    std::fs::write(&record, bad.to_string()).unwrap();
+    let out = jcp(&["intent", "capture", "--json", "--framework", "vercel", p(&record), "--context", p(&ctx)]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json_line(&out);
+    assert_eq!(r["refusal"], "FRAMEWORK_RECORD_FORBIDDEN_KEY");
+    assert_eq!(r["message"], "vercel record carries tenantId at $: the agent may not supply it");
+    let text = jcp(&["intent", "capture", "--framework", "vercel", p(&record), "--context", p(&ctx)]);
+    assert_eq!(text.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&text.stdout).starts_with("REFUSED FRAMEWORK_RECORD_FORBIDDEN_KEY"));
+}
+
+#[test]
+fn s8_capture_refuses_another_frameworks_record_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (openai_record, _, _) = capture_files(dir.path(), "openai");
+    let (_, langchain_ctx, _) = capture_files(dir.path(), "langchain");
+    let out = jcp(&[
+        "intent",
+        "capture",
+        "--json",
+        "--framework",
+        "langchain",
+        p(&openai_record),
+        "--context",
+        p(&langchain_ctx),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json_line(&out);
+    assert_eq!(r["refusal"], "FRAMEWORK_MISMATCH");
+    assert_eq!(r["message"], "the record is openai's tool-call record, not langchain's");
+}
+
+#[test]
+fn s8_capture_with_an_unparseable_record_or_a_malformed_context_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, ctx, v) = capture_files(dir.path(), "openai");
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"type\": ").unwrap();
+    let out = jcp(&["intent", "capture", "--framework", "openai", p(&broken), "--context", p(&ctx)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("JSON_SYNTAX"));
+    let mut c = serde_json::json!({"tool_binding": v["tool_binding"], "trusted_context": v["trusted_context"]});
+    c["trusted_context"]["principal"] = "ops@example.invalid".into();
+    std::fs::write(&ctx, c.to_string()).unwrap();
+    let out = jcp(&["intent", "capture", "--framework", "openai", p(&record), "--context", p(&ctx)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CAPTURE_CONTEXT_INVALID"), "{out:?}");
+    let out = jcp(&["intent", "capture", "--framework", "crewai", p(&record), "--context", p(&ctx)]);
+    assert_eq!(out.status.code(), Some(2), "clap refuses a framework with no adapter");
+}

@@ -174,6 +174,79 @@ pub enum IntentError {
         /// Which placeholder could not be filled, and why.
         reason: String,
     },
+    /// §8: the framework named is not one this crate has an adapter for.
+    #[error("no adapter for framework {name:?} (openai, vercel, langchain or mcp)")]
+    FrameworkUnknown {
+        /// The name given.
+        name: String,
+    },
+    /// §8: the record is recognisably another framework's tool-call record.
+    #[error("the record is {found}'s tool-call record, not {expected}'s")]
+    FrameworkMismatch {
+        /// The framework whose adapter was asked.
+        expected: &'static str,
+        /// The framework the record belongs to.
+        found: &'static str,
+    },
+    /// §8: the framework's tool-call record is malformed.
+    #[error("{framework} record: {path} must be {expected}")]
+    RecordInvalid {
+        /// The framework whose record it is (`openai`, `vercel`, `langchain`).
+        framework: &'static str,
+        /// The record member's path (`$.arguments`, `$.toolName`).
+        path: String,
+        /// What it must be.
+        expected: String,
+    },
+    /// §3, §8: the record carries a property the binding takes only from the
+    /// trusted runtime (a tenant, an actor, an expiry, an idempotency key, a
+    /// context, a target), at the top level or as an undeclared argument.
+    #[error("{framework} record carries {key} at {path}: the agent may not supply it")]
+    RecordForbiddenKey {
+        /// The framework whose record it is.
+        framework: &'static str,
+        /// Where the key is (`$`, `$.arguments`).
+        path: String,
+        /// The key the agent may not supply.
+        key: String,
+    },
+    /// §8: the record calls another tool than the one the tool binding declares.
+    #[error("{framework} record calls tool {found}, not the bound tool {expected}")]
+    FrameworkToolMismatch {
+        /// The framework whose record it is.
+        framework: &'static str,
+        /// The tool the binding declares.
+        expected: String,
+        /// The tool the record names.
+        found: String,
+    },
+    /// §8: an argument the tool binding does not declare (refused, never dropped).
+    #[error("{framework} record: argument {name} at {path} is not declared by the tool binding")]
+    FrameworkArgumentsInvalid {
+        /// The framework whose record it is.
+        framework: &'static str,
+        /// The record member holding the arguments (`$.args`).
+        path: String,
+        /// The undeclared argument.
+        name: String,
+    },
+    /// §8: the tool binding's target template cannot be filled from the record's arguments.
+    #[error("{framework} record: target cannot be resolved: {reason}")]
+    FrameworkTargetUnresolved {
+        /// The framework whose record it is.
+        framework: &'static str,
+        /// Which placeholder could not be filled, and why.
+        reason: String,
+    },
+    /// §8: the capture context (the operator's tool binding and the trusted
+    /// context) is malformed, or names what the framework's adapter does not use.
+    #[error("capture context: {path} must be {expected}")]
+    CaptureContextInvalid {
+        /// The member's path (`$.tool_binding.target`, `$.trusted_context.actor.id`).
+        path: String,
+        /// What it must be.
+        expected: String,
+    },
     /// A constraint pattern of the validator failed to compile (a defect, never input's fault).
     #[error("internal: validator pattern {pattern} does not compile")]
     PatternUnavailable {
@@ -209,6 +282,14 @@ impl IntentError {
             Self::McpToolMismatch { .. } => "MCP_TOOL_MISMATCH",
             Self::McpArgumentsInvalid { .. } => "MCP_ARGUMENTS_INVALID",
             Self::McpTargetUnresolved { .. } => "MCP_TARGET_UNRESOLVED",
+            Self::FrameworkUnknown { .. } => "FRAMEWORK_UNKNOWN",
+            Self::FrameworkMismatch { .. } => "FRAMEWORK_MISMATCH",
+            Self::RecordInvalid { .. } => "FRAMEWORK_RECORD_INVALID",
+            Self::RecordForbiddenKey { .. } => "FRAMEWORK_RECORD_FORBIDDEN_KEY",
+            Self::FrameworkToolMismatch { .. } => "FRAMEWORK_TOOL_MISMATCH",
+            Self::FrameworkArgumentsInvalid { .. } => "FRAMEWORK_ARGUMENTS_INVALID",
+            Self::FrameworkTargetUnresolved { .. } => "FRAMEWORK_TARGET_UNRESOLVED",
+            Self::CaptureContextInvalid { .. } => "CAPTURE_CONTEXT_INVALID",
             Self::PatternUnavailable { .. } => "INTERNAL_PATTERN",
         }
     }
@@ -240,6 +321,20 @@ impl IntentError {
             | Self::McpToolMismatch { .. }
             | Self::McpArgumentsInvalid { .. }
             | Self::McpTargetUnresolved { .. } => "§8: an MCP tools/call is bound only as its tool binding declares",
+            Self::FrameworkUnknown { .. }
+            | Self::FrameworkMismatch { .. }
+            | Self::RecordInvalid { .. }
+            | Self::FrameworkToolMismatch { .. }
+            | Self::FrameworkArgumentsInvalid { .. }
+            | Self::FrameworkTargetUnresolved { .. } => {
+                "§8: a framework's tool-call record is bound only as the operator's tool binding declares"
+            }
+            Self::RecordForbiddenKey { .. } => {
+                "§3: the agent supplies the action, the target's arguments and the parameters, and nothing else"
+            }
+            Self::CaptureContextInvalid { .. } => {
+                "§8: the producer's tool binding and trusted context are stated whole, each member used"
+            }
             Self::PatternUnavailable { .. } => "internal: the validator itself is broken (a defect, not the input's fault)",
         }
     }

@@ -1,6 +1,7 @@
 //! Agent-Safe Intent v1 (`agent-safe.intent/1`, `../shared/spec/agent-safe-intent-v1.md`):
 //! the binding and its rules (§3), the canonical form (§4), the intent hash
-//! (§5), the producer, the MCP adapter (§8) and offline conformance (§7).
+//! (§5), the producer, the framework adapters (OpenAI, Vercel AI SDK,
+//! LangChain, MCP; §8) and offline conformance (§7).
 //!
 //! ```
 //! let binding = intent::parse(br#"{"b":[1.5,-0],"a":"caf\u00e9","10":1,"9":2}"#)?;
@@ -21,6 +22,7 @@ pub mod binding;
 pub mod canonical;
 pub mod compare;
 pub mod error;
+pub mod frameworks;
 pub mod inspect;
 pub mod mcp;
 pub mod parse;

@@ -125,45 +125,75 @@ fn assert_i_json(v: &Value, at: &Path<'_>) -> Result<(), IntentError> {
 /// [`MAX_TEMPLATE_PLACEHOLDERS`] placeholders, or a result outside 1..=500
 /// UTF-16 code units is a refusal.
 pub fn fill_target(template: &str, args: &Object) -> Result<String, IntentError> {
-    let unresolved = |reason: String| IntentError::McpTargetUnresolved { reason };
+    fill_template(template, args).map_err(|reason| IntentError::McpTargetUnresolved { reason })
+}
+
+/// [`fill_target`]'s scan, shared with the other frameworks' adapters
+/// ([`crate::frameworks`]), which wrap the reason in their own refusal.
+pub(crate) fn fill_template(template: &str, args: &Object) -> Result<String, String> {
     let mut out = String::new();
     let mut placeholders = 0;
     let mut rest = template;
     while let Some(at) = rest.find(['{', '}']) {
         out.push_str(&rest[..at]);
         if rest.as_bytes()[at] == b'}' {
-            return Err(unresolved(format!("stray '}}' in template {template:?}")));
+            return Err(format!("stray '}}' in template {template:?}"));
         }
         let after = &rest[at + 1..];
-        let close = after.find('}').ok_or_else(|| unresolved(format!("unterminated placeholder in {template:?}")))?;
+        let close = after.find('}').ok_or_else(|| format!("unterminated placeholder in {template:?}"))?;
         placeholders += 1;
         if placeholders > MAX_TEMPLATE_PLACEHOLDERS {
-            return Err(unresolved(format!("more than {MAX_TEMPLATE_PLACEHOLDERS} placeholders")));
+            return Err(format!("more than {MAX_TEMPLATE_PLACEHOLDERS} placeholders"));
         }
         let name = &after[..close];
-        let value = args.get(name).ok_or_else(|| unresolved(format!("no argument {name:?} for its placeholder")))?;
+        let value = args.get(name).ok_or_else(|| format!("no argument {name:?} for its placeholder"))?;
         match value {
             Value::String(s) => match s.as_str() {
                 Some(t) if !t.is_empty() => out.push_str(t),
-                _ => return Err(unresolved(format!("argument {name:?} is empty or not well-formed text"))),
+                _ => return Err(format!("argument {name:?} is empty or not well-formed text")),
             },
             Value::Number(n) => {
-                out.push_str(
-                    &canonical::format_number(*n)
-                        .ok_or_else(|| unresolved(format!("argument {name:?} is not finite")))?,
-                );
+                out.push_str(&canonical::format_number(*n).ok_or_else(|| format!("argument {name:?} is not finite"))?);
             }
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            _ => return Err(unresolved(format!("argument {name:?} is not a scalar"))),
+            _ => return Err(format!("argument {name:?} is not a scalar")),
         }
         rest = &after[close + 1..];
     }
     out.push_str(rest);
     let len = out.encode_utf16().count();
     if len == 0 || len > 500 {
-        return Err(unresolved(format!("target has {len} UTF-16 code units, outside 1..=500")));
+        return Err(format!("target has {len} UTF-16 code units, outside 1..=500"));
     }
     Ok(out)
+}
+
+/// The producer's [`TrustedContext`] for a call under `tool`: the host's
+/// trusted context, the tool's system, operation and environment (and the
+/// endpoint, where the adapter names one), and the context the adapter
+/// assembled. Shared with the other frameworks' adapters.
+pub(crate) fn producer_context(
+    trusted: &McpTrustedContext,
+    tool: &McpToolBinding,
+    endpoint: Option<String>,
+    context: Object,
+) -> TrustedContext {
+    TrustedContext {
+        tenant_id: trusted.tenant_id.clone(),
+        intent_id: trusted.intent_id.clone(),
+        captured_at: trusted.captured_at.clone(),
+        expires_at: trusted.expires_at.clone(),
+        actor: trusted.actor.clone(),
+        downstream_target: DownstreamTarget {
+            system: tool.system.clone(),
+            operation: tool.operation.clone(),
+            environment: tool.environment.clone(),
+            endpoint,
+        },
+        idempotency_key: trusted.idempotency_key.clone(),
+        context,
+        expected_effect_digest: None,
+    }
 }
 
 /// Binds one MCP `tools/call` request.
@@ -237,22 +267,7 @@ pub fn bind_tools_call(
         context.insert(k.clone(), v.clone());
     }
     let proposal = Proposal { action_type: tool.action.clone(), resource: target, parameters: arguments };
-    let tc = TrustedContext {
-        tenant_id: trusted.tenant_id.clone(),
-        intent_id: trusted.intent_id.clone(),
-        captured_at: trusted.captured_at.clone(),
-        expires_at: trusted.expires_at.clone(),
-        actor: trusted.actor.clone(),
-        downstream_target: DownstreamTarget {
-            system: tool.system.clone(),
-            operation: tool.operation.clone(),
-            environment: tool.environment.clone(),
-            endpoint: None,
-        },
-        idempotency_key: trusted.idempotency_key.clone(),
-        context,
-        expected_effect_digest: None,
-    };
+    let tc = producer_context(trusted, tool, None, context);
     let captured = capture(&proposal, &tc)?;
     Ok(BoundMcpInvocation { captured, arguments_digest: digest })
 }

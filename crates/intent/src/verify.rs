@@ -8,9 +8,14 @@
 //!   hashes across the base and the mutations are equal);
 //! - a **canonicalization vector**: the same wrapper around any other JSON
 //!   object (§7: only the bytes and the hash are pinned);
-//! - a **refusal vector** `{refusal: CODE, binding | binding_text | proposal}`:
-//!   the input must be refused with that code (this project's negative
-//!   vectors for §3);
+//! - a **framework vector** (§8): a binding vector that also carries the
+//!   framework's `record`, the operator's `tool_binding` and the
+//!   `trusted_context`; the adapter ([`crate::frameworks`]) must derive the
+//!   same binding from them (a vector without `tool_binding`, the
+//!   reference's shape, is checked from its binding only);
+//! - a **refusal vector** `{refusal: CODE, binding | binding_text | proposal
+//!   | record}`: the input must be refused with that code (this project's
+//!   negative vectors for §3 and §8);
 //! - a **suite** `{cases: [vector, ...]}`: every case must pass;
 //! - a **bare binding** (an object with `protocol_version`): its bytes and
 //!   hash are computed for the caller to compare (not pinned).
@@ -20,6 +25,7 @@ use serde::Serialize;
 use crate::binding::{self, Proposal};
 use crate::canonical::{self, Canonical};
 use crate::error::IntentError;
+use crate::frameworks;
 use crate::parse;
 use crate::value::Value;
 
@@ -73,6 +79,9 @@ pub struct Report {
     pub hashes: usize,
     /// Cases of a suite.
     pub cases: usize,
+    /// Whether the binding was also derived from the vector's framework
+    /// record through this crate's adapter (§8), and matched.
+    pub derived: bool,
     /// Everything that did not reproduce; empty when `ok`.
     pub findings: Vec<Finding>,
 }
@@ -88,6 +97,7 @@ impl Report {
             mutations: 0,
             hashes: 0,
             cases: 0,
+            derived: false,
             findings: Vec::new(),
         }
     }
@@ -167,6 +177,11 @@ fn verify_suite(cases: &Value) -> Report {
 fn attempt(obj: &crate::value::Object) -> Result<Result<(), IntentError>, &'static str> {
     if let Some(p) = obj.get("proposal") {
         return Ok(Proposal::from_value(p).map(|_| ()));
+    }
+    if obj.contains_key("record") {
+        return frameworks::capture_vector(obj)
+            .map(|r| r.map(|_| ()))
+            .ok_or("a record with its framework, tool_binding and trusted_context");
     }
     let subject = obj.get("subject").and_then(Value::as_str).unwrap_or("binding");
     let decoded;
@@ -258,9 +273,32 @@ fn verify_vector(doc: &Value, binding: &Value, wrapped: bool) -> Report {
         }
     }
     r.hashes = hashes.len();
+    if let Some(derived) = doc.as_object().filter(|_| wrapped).and_then(frameworks::capture_vector) {
+        check_derived(&mut r, derived, &base);
+    }
     r.canonical_json = Some(base.canonical_json);
     r.intent_hash = Some(base.intent_hash);
     r.finish()
+}
+
+/// §8: a framework vector that carries its record and tool binding must
+/// also be what the adapter makes of them.
+fn check_derived(r: &mut Report, derived: Result<frameworks::RecordCapture, IntentError>, base: &Canonical) {
+    match derived {
+        Err(e) => r.finding(
+            "FRAMEWORK_NOT_DERIVED",
+            Some("record".into()),
+            Some(base.intent_hash.clone()),
+            Some(describe(&e)),
+        ),
+        Ok(c) if c.captured.canonical_json != base.canonical_json => r.finding(
+            "FRAMEWORK_BINDING_MISMATCH",
+            Some("record".into()),
+            Some(base.canonical_json.clone()),
+            Some(c.captured.canonical_json),
+        ),
+        Ok(_) => r.derived = true,
+    }
 }
 
 fn show(v: &Value) -> String {

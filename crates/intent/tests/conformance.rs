@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use intent::frameworks::{capture_record, CaptureContext, Framework};
 use intent::mcp::{bind_tools_call, McpToolBinding, McpTrustedContext};
 use intent::verify::{self, Kind};
-use intent::{Actor, Object, Value};
+use intent::{Actor, Object, Proposal, Value};
 
 fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -313,5 +314,158 @@ fn s6_compare_names_the_one_mutated_property_of_every_compromised_principal_muta
         }
         let Some(Value::String(h)) = m.get("intent_hash") else { panic!("no hash") };
         assert_eq!(Some(c.right.intent_hash.as_str()), h.as_str());
+    }
+}
+
+/// A framework vector of this project, run through the adapter
+/// (`intent::frameworks`): the proposal, the binding, its bytes and hash
+/// are the ones Node's independent mapping wrote, and §8's rubric row is
+/// the vector's.
+fn assert_framework_vector_derives(framework: Framework) {
+    let path = testkit::conformance(&format!("intent/frameworks/{}.json", framework.name()));
+    let report = assert_reproduces(&path);
+    assert!(report.derived, "{}: verify derived the binding from the record", path.display());
+    let doc = load(&path);
+    let o = doc.as_object().unwrap();
+    assert_eq!(o.get("framework").and_then(Value::as_str), Some(framework.name()));
+    let ctx = CaptureContext::from_members(framework, o.get("tool_binding"), o.get("trusted_context")).unwrap();
+    let c = capture_record(framework, o.get("record").unwrap(), &ctx).unwrap();
+    assert_eq!(c.framework, framework);
+    assert_eq!(c.proposal, Proposal::from_value(o.get("proposal").unwrap()).unwrap());
+    assert_eq!(&c.captured.binding, o.get("binding").unwrap());
+    assert_eq!(c.captured.canonical_json, s(&doc, "canonical_json"));
+    assert_eq!(c.captured.intent_hash, s(&doc, "intent_hash"));
+    let coverage = o.get("coverage").unwrap().as_object().unwrap();
+    assert_eq!(coverage.len(), 8);
+    for (capability, label) in framework.coverage() {
+        assert_eq!(coverage.get(capability).and_then(Value::as_str), Some(label.label()), "{capability}");
+    }
+}
+
+#[test]
+fn s8_openai_function_call_record_becomes_the_vectors_binding() {
+    assert_framework_vector_derives(Framework::OpenAi);
+}
+
+#[test]
+fn s8_vercel_tool_call_part_becomes_the_vectors_binding() {
+    assert_framework_vector_derives(Framework::Vercel);
+}
+
+#[test]
+fn s8_langchain_tool_call_becomes_the_vectors_binding() {
+    assert_framework_vector_derives(Framework::LangChain);
+}
+
+#[test]
+fn s8_mcp_tools_call_becomes_the_vectors_binding_through_the_common_entry() {
+    assert_framework_vector_derives(Framework::Mcp);
+}
+
+/// §7 + §8: a framework vector whose record no longer makes its binding
+/// does not reproduce, though its binding and hash still agree.
+#[test]
+fn s8_a_framework_vector_whose_record_differs_from_its_binding_fails() {
+    let path = testkit::conformance("intent/frameworks/vercel.json");
+    let mut doc = load(&path);
+    let record = doc.as_object_mut().unwrap().get_mut("record").unwrap().as_object_mut().unwrap();
+    let input = record.get_mut("input").unwrap().as_object_mut().unwrap();
+    input.insert("graceSeconds", Value::Number(0.0));
+    let r = verify::verify_document(&doc);
+    assert!(!r.ok);
+    assert!(!r.derived);
+    assert_eq!(r.findings[0].code, "FRAMEWORK_BINDING_MISMATCH", "{:?}", r.findings);
+
+    let mut doc = load(&path);
+    let record = doc.as_object_mut().unwrap().get_mut("record").unwrap().as_object_mut().unwrap();
+    record.insert("tenantId", "00000000-0000-4000-8000-0000000000ff".into());
+    let r = verify::verify_document(&doc);
+    assert!(!r.ok);
+    assert_eq!(r.findings[0].code, "FRAMEWORK_NOT_DERIVED");
+    assert!(
+        r.findings[0].computed.as_deref().unwrap().starts_with("FRAMEWORK_RECORD_FORBIDDEN_KEY"),
+        "{:?}",
+        r.findings
+    );
+}
+
+/// §8: every framework refusal code has a refusal vector, refused with it.
+#[test]
+fn s8_every_framework_refusal_code_has_a_vector() {
+    let mut codes = std::collections::BTreeSet::new();
+    for f in json_files(&testkit::conformance("intent/refusals")) {
+        let doc = load(&f);
+        let o = doc.as_object().unwrap();
+        if o.contains_key("record") {
+            assert_reproduces(&f);
+            codes.insert(s(&doc, "refusal"));
+        }
+    }
+    for code in [
+        "FRAMEWORK_RECORD_FORBIDDEN_KEY",
+        "FRAMEWORK_RECORD_INVALID",
+        "FRAMEWORK_MISMATCH",
+        "FRAMEWORK_TOOL_MISMATCH",
+        "FRAMEWORK_ARGUMENTS_INVALID",
+        "FRAMEWORK_TARGET_UNRESOLVED",
+        "FRAMEWORK_UNKNOWN",
+        "CAPTURE_CONTEXT_INVALID",
+        "CONTEXT_RESERVED_KEY",
+    ] {
+        assert!(codes.contains(code), "{code}: {codes:?}");
+    }
+}
+
+/// The reference's own framework vectors (decionis/agent-safe-pipeline,
+/// conformance/frameworks/{openai,vercel,langchain}.json): each record,
+/// restated here, with the tool binding that states the reference's
+/// adapter (action = the tool's name, target `shopify:order:{orderId}`,
+/// `downstreamTarget` shopify/refund/POST /refunds) and its trusted
+/// context less `tool_call_id` (which the adapter takes from the record),
+/// reproduces the reference's pinned hash.
+#[test]
+fn s8_reference_framework_vectors_reproduce_through_the_adapters() {
+    let args = r#"{"orderId":"synthetic-1","amountMinor":35000,"currency":"USD"}"#;
+    let cases = [
+        (
+            Framework::OpenAi,
+            format!(
+                r#"{{"id":"fc_synthetic_1","call_id":"call_synthetic_1","type":"function_call","name":"refund_order","arguments":{}}}"#,
+                serde_json::to_string(args).unwrap()
+            ),
+            "1",
+            "refund-synthetic-1-openai-v1",
+            "sha256:fbb961ed4a8e5a8b39ff92328c6573b9e688a4aaa9069ab5aaf5bd6ea5b08fea",
+        ),
+        (
+            Framework::Vercel,
+            format!(
+                r#"{{"type":"tool-call","toolCallId":"call_synthetic_2","toolName":"refund_order","input":{args}}}"#
+            ),
+            "2",
+            "refund-synthetic-1-vercel-v1",
+            "sha256:147eb95792bdc1be431e3512c607c8def3dcdec1055c4c8e817c49540de7228f",
+        ),
+        (
+            Framework::LangChain,
+            format!(r#"{{"type":"tool_call","id":"call_synthetic_3","name":"refund_order","args":{args}}}"#),
+            "3",
+            "refund-synthetic-1-langchain-v1",
+            "sha256:72e34c9754c82b3cfa820410a470874f7a364dd113cf3be82ed829aebccb8673",
+        ),
+    ];
+    for (framework, record, n, key, hash) in cases {
+        let ctx = intent::parse(
+            format!(
+                r#"{{"tool_binding":{{"tool":"refund_order","action":"refund_order","system":"shopify","operation":"refund","endpoint":"POST /refunds","target":"shopify:order:{{orderId}}","arguments":["orderId","amountMinor","currency"]}},
+                "trusted_context":{{"tenant_id":"00000000-0000-4000-8000-000000000002","intent_id":"33333333-3333-4333-8333-33333333333{n}","captured_at":"2026-09-19T12:00:00.000Z","expires_at":"2026-09-19T12:01:00.000Z","actor":{{"id":"synthetic-support-agent","type":"AI_AGENT","runtime":"{}"}},"idempotency_key":"{key}","context":{{"source":"conformance"}}}}}}"#,
+                framework.name()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let ctx = CaptureContext::from_value(framework, &ctx).unwrap();
+        let c = capture_record(framework, &intent::parse(record.as_bytes()).unwrap(), &ctx).unwrap();
+        assert_eq!(c.captured.intent_hash, hash, "{framework}");
     }
 }

@@ -8,13 +8,29 @@ mod common;
 
 #[test]
 fn fuzz_corpus_decode_canonicalize_replays_clean() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/decode_canonicalize");
+    let n = replay("decode_canonicalize", common::check);
+    assert!(n >= 24, "corpus has {n} files");
+}
+
+fn replay(target: &str, check: fn(&[u8])) -> usize {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target);
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let data = std::fs::read(&path).unwrap();
-        common::check(&data);
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        check(&data);
         n += 1;
     }
-    assert!(n >= 24, "corpus has {n} files");
+    n
+}
+
+#[test]
+fn fuzz_corpus_s8_framework_record_replays_clean() {
+    let n = replay("framework_record", common::check_record);
+    assert!(n >= 11, "corpus has {n} files");
+}
+
+#[test]
+fn fuzz_corpus_s8_capture_context_replays_clean() {
+    let n = replay("capture_context", common::check_capture_context);
+    assert!(n >= 7, "corpus has {n} files");
 }

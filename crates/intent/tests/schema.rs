@@ -81,8 +81,8 @@ fn s3_schema_refuses_every_refusal_the_schema_can_state() {
         let marking = doc.get("schema").and_then(|s| s.as_str()).unwrap_or("refuses");
         if marking == "not-applicable" {
             assert!(
-                doc.get("proposal").is_some() || doc.get("binding_text").is_some(),
-                "{}: only proposals and raw text are outside the schema",
+                doc.get("proposal").is_some() || doc.get("binding_text").is_some() || doc.get("record").is_some(),
+                "{}: only proposals, framework records (§8) and raw text are outside the schema",
                 p.display()
             );
             continue;

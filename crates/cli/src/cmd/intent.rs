@@ -10,13 +10,23 @@
 //! - `jcp intent hash FILE [--json]`: the canonical bytes and the intent hash
 //!   of one binding (accepted under §3 first), of a vector's binding, or of
 //!   any JSON value.
+//! - `jcp intent capture --framework openai|vercel|langchain|mcp RECORD
+//!   --context CTX [--json]`: the framework's own tool-call record, the
+//!   operator's tool binding and the trusted context (CTX:
+//!   `{"tool_binding": {...}, "trusted_context": {...}}`) become a binding
+//!   (§8); its canonical bytes and hash are printed, exit 0. A record the
+//!   adapter refuses (a member the agent may not supply, a malformed record,
+//!   another framework's record, another tool, an undeclared argument) exits
+//!   1 with its code and where; an unreadable file or a malformed CTX exits 2.
 //! - `jcp intent schema`: the `schema.json` generated from the validator.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use intent::frameworks::{self, CaptureContext, Framework};
 use intent::verify::{self, Kind, Report};
 use serde::Serialize;
 
@@ -38,6 +48,23 @@ pub enum IntentCommand {
     Schema,
     /// Compares two bindings: which properties make them different intents (§6). Exit 0 same intent, 1 different.
     Compare(CompareArgs),
+    /// Captures a framework's own tool-call record as a binding (§8) and prints its canonical bytes and hash.
+    Capture(CaptureArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// Whose record it is: an OpenAI Responses API `function_call` item, a Vercel AI SDK `tool-call` part, a LangChain `ToolCall`, or an MCP `tools/call` request.
+    #[arg(long, value_parser = ["openai", "vercel", "langchain", "mcp"])]
+    pub framework: String,
+    /// The record, as the framework emitted it (a JSON file).
+    pub record: PathBuf,
+    /// The capture context: `{"tool_binding": {...}, "trusted_context": {...}}` (the operator's tool binding and the runtime's trusted context).
+    #[arg(long)]
+    pub context: PathBuf,
+    /// The result as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +102,7 @@ pub fn run(args: IntentArgs) -> anyhow::Result<ExitCode> {
         IntentCommand::Verify(a) => run_verify(&a),
         IntentCommand::Hash(a) => run_hash(&a),
         IntentCommand::Compare(a) => run_compare(&a),
+        IntentCommand::Capture(a) => run_capture(&a),
         IntentCommand::Schema => {
             print!("{}", intent::schema::schema_text()?);
             Ok(ExitCode::from(out::CLEAN))
@@ -208,6 +236,7 @@ fn render(report: &VerifyReport) -> String {
             Kind::Suite => format!("{} cases", r.cases),
             Kind::Refusal => "refused as pinned".to_owned(),
             _ if r.mutations > 0 => format!("base + {} mutations, {} distinct hashes", r.mutations, r.hashes),
+            _ if r.derived => "base, derived from its framework record".to_owned(),
             _ if r.pinned => "base".to_owned(),
             _ => "base, unpinned".to_owned(),
         };
@@ -272,6 +301,22 @@ fn read_doc(path: &Path) -> anyhow::Result<intent::Value> {
     intent::parse(&bytes).map_err(|e| out::coded(e.code(), format!("{file}: {e} ({})", e.rule())))
 }
 
+/// A refusal printed (and exit 1), as `hash` and `capture` both report one.
+fn emit_refusal(json: bool, file: &str, r: &intent::Refusal) -> anyhow::Result<ExitCode> {
+    #[derive(Serialize)]
+    struct Refused<'a> {
+        file: &'a str,
+        refusal: &'static str,
+        rule: &'static str,
+        message: &'a str,
+    }
+    let refused = Refused { file, refusal: r.code, rule: r.rule, message: &r.message };
+    out::emit(json, &refused, || {
+        format!("REFUSED {}: {}\n  rule: {}", refused.refusal, refused.message, refused.rule)
+    })?;
+    Ok(ExitCode::from(out::FINDINGS))
+}
+
 fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
     let file = args.file.display().to_string();
     let parsed = read_doc(&args.file)?;
@@ -284,23 +329,12 @@ fn run_hash(args: &HashArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out::CLEAN))
         }
         (_, _, refusal) => {
-            #[derive(Serialize)]
-            struct Refused<'a> {
-                file: &'a str,
-                refusal: &'static str,
-                rule: &'static str,
-                message: String,
-            }
             let r = refusal.unwrap_or(intent::Refusal {
                 code: "INTERNAL",
                 rule: "internal",
                 message: "no hash and no refusal".into(),
             });
-            let refused = Refused { file: &file, refusal: r.code, rule: r.rule, message: r.message };
-            out::emit(args.json, &refused, || {
-                format!("REFUSED {}: {}\n  rule: {}", refused.refusal, refused.message, refused.rule)
-            })?;
-            Ok(ExitCode::from(out::FINDINGS))
+            emit_refusal(args.json, &file, &r)
         }
     }
 }
@@ -361,4 +395,46 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         t.trim_end().to_owned()
     })?;
     Ok(ExitCode::from(if c.same_intent { out::CLEAN } else { out::FINDINGS }))
+}
+
+fn run_capture(args: &CaptureArgs) -> anyhow::Result<ExitCode> {
+    #[derive(Serialize)]
+    struct CaptureReport<'a> {
+        framework: Framework,
+        record: String,
+        context: String,
+        /// `action.type` and `action.resource` of the proposal the record became.
+        action: &'a str,
+        resource: &'a str,
+        /// MCP only: the canonical arguments' digest, as in `context.mcp_arguments_digest`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments_digest: Option<&'a str>,
+        canonical_json: &'a str,
+        intent_hash: &'a str,
+        /// §8's rubric: which capabilities the framework's record carries (native) and which the adapter adds.
+        coverage: BTreeMap<&'static str, &'static str>,
+    }
+    let framework = Framework::from_name(&args.framework).map_err(|e| out::coded(e.code(), e.to_string()))?;
+    let record = read_doc(&args.record)?;
+    let context_file = args.context.display().to_string();
+    let ctx = CaptureContext::from_value(framework, &read_doc(&args.context)?)
+        .map_err(|e| out::coded(e.code(), format!("{context_file}: {e} ({})", e.rule())))?;
+    let file = args.record.display().to_string();
+    let c = match frameworks::capture_record(framework, &record, &ctx) {
+        Ok(c) => c,
+        Err(e) => return emit_refusal(args.json, &file, &intent::Refusal::from(&e)),
+    };
+    let report = CaptureReport {
+        framework,
+        record: file,
+        context: context_file,
+        action: &c.proposal.action_type,
+        resource: &c.proposal.resource,
+        arguments_digest: c.arguments_digest.as_deref(),
+        canonical_json: &c.captured.canonical_json,
+        intent_hash: &c.captured.intent_hash,
+        coverage: framework.coverage().into_iter().map(|(k, v)| (k, v.label())).collect(),
+    };
+    out::emit(args.json, &report, || format!("{}\n{}", report.canonical_json, report.intent_hash))?;
+    Ok(ExitCode::from(out::CLEAN))
 }
