@@ -179,7 +179,7 @@ finding_codes! {
     /// §11: a request record without its request bytes and decision time.
     RequestRecordInvalid => "request-record-invalid",
     /// §11: an allow right behind a request record whose caller signature
-    /// does not verify (`verify_strict`).
+    /// does not verify (the one Ed25519 predicate, `jcp::identity::ed25519`).
     RequestSignatureInvalid => "request-signature-invalid",
     /// §4.3: a revocation with no grant record to check its authority against.
     RevocationAuthorityUnknown => "revocation-authority-unknown",

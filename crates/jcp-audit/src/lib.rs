@@ -98,11 +98,11 @@ pub use report::{Finding, IntentCheck, Report};
 pub enum Verification {
     /// Ed25519 batch verification, 64 at a time ([`batch::verify_batch`]:
     /// `ed25519_dalek::verify_batch`'s equation with a repeated key's terms
-    /// merged); a failing batch is re-checked one by one with `verify_strict`
+    /// merged); a failing batch is re-checked one by one
     /// to name the failing records (docs/decisions.md, "audit batch verification").
     #[default]
     Batch,
-    /// `verify_strict` on every signature.
+    /// the one Ed25519 predicate on every signature alone (the same verdicts as batches).
     Strict,
 }
 

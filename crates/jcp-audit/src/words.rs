@@ -93,7 +93,7 @@ pub(crate) fn superseded_elsewhere(code: crate::FindingCode, grant: &ContentId, 
 }
 
 /// §11: whether the request a request record holds is caller-signed and
-/// its signature verifies (`verify_strict`, over the canonical bytes of
+/// its signature verifies (the one Ed25519 predicate, over the canonical bytes of
 /// every field but `signature`, as the caller signed them); `None` when the
 /// bytes are not a caller-signed request. Read without the wire's types:
 /// the audit sits below the endpoint.

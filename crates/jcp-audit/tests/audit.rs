@@ -1223,3 +1223,75 @@ fn s11_an_allow_behind_a_request_whose_caller_signature_fails_is_a_finding() {
     let reference = jcp_audit::audit_reference(&[&p], &AuditOptions::default()).unwrap();
     assert_eq!(serde_json::to_value(&reference).unwrap(), serde_json::to_value(&r).unwrap());
 }
+
+/// Re-seals the stream's first receipt with the same core and header and a
+/// signature its own steward crafted with nonce point `[r]B + torsion`.
+fn reseal_first_receipt_with_crafted_r(p: &Path, r: u64, torsion: usize) -> u64 {
+    use coset::TaggedCborSerializable;
+    let recs = record_offsets(p);
+    let (off, _, payload) = recs.iter().find(|x| x.1 == RecordKind::Receipt).unwrap().clone();
+    let sign1 = coset::CoseSign1::from_tagged_slice(&payload).unwrap();
+    let cast = demo::cast(7).unwrap();
+    let bad = coset::CoseSign1Builder::new()
+        .protected(sign1.protected.header.clone())
+        .payload(sign1.payload.clone().unwrap())
+        .create_signature(b"", |m| cast.steward.sign_with_small_order_r_for_tests(m, r, torsion).to_vec())
+        .build()
+        .to_tagged_vec()
+        .unwrap();
+    assert_eq!(bad.len(), payload.len(), "a signature is 64 bytes either way");
+    let framed_old = stream::frame(RecordKind::Receipt, &payload).unwrap();
+    let framed_new = stream::frame(RecordKind::Receipt, &bad).unwrap();
+    mutate(p, |b| {
+        let tail = b.split_off(off as usize + framed_old.len());
+        b.truncate(off as usize);
+        b.extend_from_slice(&framed_new);
+        b.extend_from_slice(&tail);
+    });
+    off
+}
+
+/// §2, §7, §8.2 (issue 34, "One Ed25519 acceptance rule"): a receipt its
+/// steward re-sealed with a mixed-order `R` gets one verdict whatever the
+/// audit's mode and thread count (before, batches accepted it at some
+/// thread counts and strict checking refused it); one with a small-order
+/// `R` is refused in every one of them.
+#[test]
+fn s2_s8_2_a_crafted_r_gets_one_verdict_in_every_mode_and_thread_count() {
+    // What each mode says: receipts verified, bad signatures, and the
+    // finding codes (the re-sealed receipt has a new id, so what named the
+    // old one no longer does: the same findings in every mode).
+    let modes = |p: &Path| -> Vec<(u64, Option<u64>, Vec<String>)> {
+        let mut out = Vec::new();
+        for threads in [1, 2, 3, 4, 8] {
+            for verification in [Verification::Batch, Verification::Strict] {
+                let opts = AuditOptions { threads, verification, chunk_records: 7, ..AuditOptions::default() };
+                let r = audit_paths(&[p], &opts, |_| ControlFlow::Continue(())).unwrap();
+                out.push(said(&r));
+            }
+        }
+        let opts = AuditOptions { threads: 1, ..AuditOptions::default() };
+        out.push(said(&jcp_audit::audit_reference(&[p], &opts).unwrap()));
+        out
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for torsion in [1usize, 2, 4, 7] {
+        let (p, sum) = demo_stream(dir.path(), &format!("mixed-{torsion}.jcps"), 60, 0, 0);
+        reseal_first_receipt_with_crafted_r(&p, 1234 + torsion as u64, torsion);
+        let verdicts = modes(&p);
+        assert!(verdicts.iter().all(|v| *v == verdicts[0]), "torsion {torsion}: {verdicts:?}");
+        assert_eq!((verdicts[0].0, verdicts[0].1), (sum.receipts, None), "accepted: {verdicts:?}");
+        assert!(!verdicts[0].2.contains(&"bad-signature".to_string()), "{verdicts:?}");
+    }
+    let (p, sum) = demo_stream(dir.path(), "small.jcps", 60, 0, 0);
+    reseal_first_receipt_with_crafted_r(&p, 0, 0);
+    let verdicts = modes(&p);
+    assert!(verdicts.iter().all(|v| *v == verdicts[0]), "{verdicts:?}");
+    assert_eq!((verdicts[0].0, verdicts[0].1), (sum.receipts - 1, Some(1)), "refused: {verdicts:?}");
+}
+
+fn said(r: &Report) -> (u64, Option<u64>, Vec<String>) {
+    let mut codes: Vec<String> = r.findings.iter().map(|f| f.code.to_string()).collect();
+    codes.sort();
+    (r.receipts.verified, r.receipts.failed_by_reason.get(&FindingCode::BadSignature).copied(), codes)
+}

@@ -303,7 +303,7 @@ impl<'a> Unsealed<'a> {
         }
     }
 
-    /// Checks the signature under the `kid` (`verify_strict`).
+    /// Checks the signature under the `kid` (the one Ed25519 predicate, `jcp::identity::ed25519`).
     pub fn verify_signature(&self) -> Result<(), Error> {
         if self.steward.verify(&self.tbs(), &self.signature) {
             Ok(())
@@ -325,7 +325,7 @@ impl From<Sealed> for Unsealed<'static> {
 }
 
 impl Sealed {
-    /// Checks the signature under the `kid` (`verify_strict`).
+    /// Checks the signature under the `kid` (the one Ed25519 predicate, `jcp::identity::ed25519`).
     pub fn verify_signature(&self) -> Result<(), Error> {
         if self.steward.verify(&self.tbs, &self.signature) {
             Ok(())

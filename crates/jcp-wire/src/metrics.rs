@@ -7,7 +7,7 @@
 //! | `jcp_wire_record_commit_seconds` | histogram | the record's group commit: one `fdatasync` covering a batch (§4.11) |
 //! | `jcp_wire_request_seconds` | histogram | a request over a socket, from its frame read to its answer written: the endpoint's whole share of the caller's latency |
 //! | `jcp_wire_request_core_wait_seconds` | histogram | a request waiting for the core thread to take it up (behind the requests ahead of it) |
-//! | `jcp_wire_caller_signatures_total` | counter | callers' signatures checked, by `check`: `batch` (together with the rest of a core batch that verified) or `alone` (`verify_strict`: a lone request, a request of a batch that failed, or every request under `--strict-signatures`) |
+//! | `jcp_wire_caller_signatures_total` | counter | callers' signatures checked, by `check`: `batch` (together with the rest of a core batch that verified) or `alone` (the same Ed25519 predicate: a lone request, a request of a batch that failed, or every request under `--strict-signatures`) |
 //! | `jcp_wire_caller_signature_batches_total` | counter | core batches whose callers' signatures were checked together, by `result`: `verified`, or `failed` (each then checked alone) |
 //! | `jcp_wire_request_durable_wait_seconds` | histogram | a decided request waiting for the group commit that makes its batch durable (the commit interval, the sync, the syncs ahead of it) |
 //! | `jcp_wire_remembered_requests` | gauge | requests remembered while their stamp is inside the window (§11) |
@@ -207,7 +207,7 @@ impl WireMetrics {
         );
         r.register(
             "caller_signatures",
-            "Callers' signatures checked, by how: batch (with the rest of a core batch that verified) or alone (verify_strict: a lone request, a request of a failed batch, or every one under --strict-signatures)",
+            "Callers' signatures checked, by how: batch (with the rest of a core batch that verified) or alone (the same Ed25519 predicate: a lone request, a request of a failed batch, or every one under --strict-signatures)",
             m.signatures.clone(),
         );
         r.register(
@@ -228,7 +228,7 @@ impl WireMetrics {
         }
     }
 
-    /// A caller's signature checked alone with `verify_strict`.
+    /// A caller's signature checked alone (the one Ed25519 predicate).
     pub fn signature_alone(&self) {
         self.signatures.get_or_create(&CheckLabels { check: "alone" }).inc();
     }

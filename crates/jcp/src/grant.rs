@@ -460,7 +460,7 @@ impl SignedGrant {
         &self.grant_bytes
     }
 
-    /// Whether the issuer's signature verifies (`verify_strict`).
+    /// Whether the issuer's signature verifies (the one Ed25519 predicate).
     pub fn verify_signature(&self) -> bool {
         self.grant.issuer.verify(&self.grant_bytes, &self.signature)
     }

@@ -181,7 +181,8 @@ fn jcp_verifies_in_a_batch(pk: &[u8], msg: &[u8], sig: &[u8], size: usize) -> bo
     let Ok(did) = Did::from_public_bytes(pk) else { return false };
     let other = Keypair::from_seed([7; 32]).unwrap();
     let other_did = other.did().clone();
-    let msgs: Vec<Vec<u8>> = (0..size).map(|i| if i == 0 { msg.to_vec() } else { format!("m{i}").into_bytes() }).collect();
+    let msgs: Vec<Vec<u8>> =
+        (0..size).map(|i| if i == 0 { msg.to_vec() } else { format!("m{i}").into_bytes() }).collect();
     let sigs: Vec<[u8; 64]> = (0..size).map(|i| if i == 0 { sig } else { other.sign(&msgs[i]) }).collect();
     let keys: Vec<&ed25519_dalek::VerifyingKey> =
         (0..size).map(|i| if i == 0 { did.verifying_key() } else { other_did.verifying_key() }).collect();
@@ -218,7 +219,9 @@ fn s2_speccheck_edge_cases_get_the_one_predicates_verdict_alone_and_in_batches_o
     }
     // Stock cofactorless verify_strict refuses 4 and 5: the one place the predicate accepts more.
     let strict = |(k, m, s): &(Vec<u8>, Vec<u8>, Vec<u8>)| {
-        let (Ok(k), Ok(s)) = (<[u8; 32]>::try_from(k.as_slice()), <[u8; 64]>::try_from(s.as_slice())) else { return false };
+        let (Ok(k), Ok(s)) = (<[u8; 32]>::try_from(k.as_slice()), <[u8; 64]>::try_from(s.as_slice())) else {
+            return false;
+        };
         ed25519_dalek::VerifyingKey::from_bytes(&k)
             .is_ok_and(|vk| vk.verify_strict(m, &ed25519_dalek::Signature::from_bytes(&s)).is_ok())
     };

@@ -66,8 +66,8 @@ fn vectors() -> Value {
     let l_plus: [u8; 32] = {
         // ℓ = 2^252 + 27742317777372353535851937790883648493; S + ℓ fits in 256 bits.
         const L: [u8; 32] = [
-            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0,
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
         ];
         add_le(s.as_bytes(), &L)
     };
@@ -103,7 +103,8 @@ fn in_batch(key: &[u8; 32], m: &[u8], sig: &[u8; 64], size: usize, at: usize) ->
     let Ok(did) = Did::from_public_bytes(*key) else { return false };
     let other = Keypair::from_seed([9; 32]).unwrap();
     let other_did = other.did().clone();
-    let msgs: Vec<Vec<u8>> = (0..size).map(|i| if i == at { m.to_vec() } else { format!("m{i}").into_bytes() }).collect();
+    let msgs: Vec<Vec<u8>> =
+        (0..size).map(|i| if i == at { m.to_vec() } else { format!("m{i}").into_bytes() }).collect();
     let sigs: Vec<[u8; 64]> = (0..size).map(|i| if i == at { *sig } else { other.sign(&msgs[i]) }).collect();
     let keys: Vec<&VerifyingKey> =
         (0..size).map(|i| if i == at { did.verifying_key() } else { other_did.verifying_key() }).collect();
@@ -124,7 +125,8 @@ fn s2_the_published_ed25519_vectors_are_what_the_generator_makes() {
 
 #[test]
 fn s2_one_ed25519_predicate_alone_and_in_batches_of_1_2_and_64_at_every_position() {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(testkit::conformance("jcp/v1/ed25519.json")).unwrap()).unwrap();
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(testkit::conformance("jcp/v1/ed25519.json")).unwrap()).unwrap();
     let cases = v["cases"].as_array().unwrap();
     assert!(cases.len() >= 15);
     let mut parted = 0;

@@ -89,7 +89,7 @@ pub enum ThresholdError {
         /// The participant identifiers whose shares do not verify.
         culprits: Vec<u16>,
     },
-    /// An aggregate that does not verify (`verify_strict`) under the group
+    /// An aggregate that does not verify (the one Ed25519 predicate) under the group
     /// key: nothing unverifiable ever leaves [`crate::sign::aggregate`].
     #[error("aggregate-does-not-verify: the aggregate is not a valid Ed25519 signature by {group}")]
     AggregateDoesNotVerify {

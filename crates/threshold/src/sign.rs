@@ -159,7 +159,7 @@ pub fn round2(
 }
 
 /// Aggregates k or more signature shares into the group's Ed25519
-/// signature over `message`, which must verify (`verify_strict`) under the
+/// signature over `message`, which must verify (the one Ed25519 predicate) under the
 /// group `did:key` — otherwise nothing is returned.
 pub fn aggregate(
     group: &GroupDescriptor,

@@ -38,7 +38,7 @@ pub struct AuditArgs {
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Check every signature with verify_strict instead of batches.
+    /// Check every signature alone instead of in batches (the same Ed25519 predicate, the same verdicts).
     #[allow(clippy::doc_markdown, reason = "clap help text, shown as written: not markdown")]
     #[arg(long)]
     pub strict: bool,
@@ -50,7 +50,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "OUT.json")]
     pub partial: Option<PathBuf>,
     /// Runs the reference audit instead (`jcp_audit::reference`): one record
-    /// at a time, every signature checked with `verify_strict`, no batching,
+    /// at a time, every signature checked alone with the one Ed25519 predicate, no batching,
     /// caches or threads. Slow; the same report.
     #[arg(long, conflicts_with = "partial")]
     pub reference: bool,

@@ -109,7 +109,7 @@ pub struct ServeArgs {
     /// fit what is left is answered `busy` (half-sent frames cannot hold memory without bound).
     #[arg(long, default_value_t = 64 << 20)]
     body_bytes_in_flight: usize,
-    /// Check every caller's signature alone with `verify_strict`, instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
+    /// Check every caller's signature alone (the one Ed25519 predicate, as batches use), instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
     #[arg(long)]
     strict_signatures: bool,
     /// A budget channel's grant: this endpoint is one of its points (§4.5); needs --point-key and --peer.

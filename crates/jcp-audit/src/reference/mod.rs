@@ -13,7 +13,7 @@
 //! stream's plain iterator ([`Reader`]), decoded into its typed record
 //! through the `coset` path only (`OpenedReceipt::open_coset`,
 //! `open_outcome_record_coset`, …, never the zero-copy reader), its
-//! signature checked with `verify_strict` on its own (never in a batch),
+//! signature checked alone (the one Ed25519 predicate) (never in a batch),
 //! and accounted into plain `BTreeMap`s before the next record is read.
 //! Nothing is cached between records (a fresh `DidCache` per record), no
 //! thread is started, and where the fast engine keys on a shortcut the
@@ -59,7 +59,7 @@ const KEEP_OFFSETS: usize = 8;
 ///
 /// `opts.expected_stewards` and `opts.max_findings` apply as there; the
 /// threads, chunk size and verification mode do not (every signature is
-/// checked with `verify_strict`, one after the other).
+/// checked alone, one after the other).
 pub fn audit_reference<P: AsRef<Path>>(paths: &[P], opts: &AuditOptions) -> Result<Report, AuditError> {
     if paths.is_empty() {
         return Err(AuditError::NoInput);

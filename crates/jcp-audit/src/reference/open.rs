@@ -1,5 +1,5 @@
 //! Decoding one record through the typed receipt path (`coset` only) and
-//! checking its steward (C5) and its signature (`verify_strict`).
+//! checking its steward (C5) and its signature (the one Ed25519 predicate, `jcp::identity::ed25519`).
 
 use crate::FindingCode;
 use jcp::cbor::{ContentId, Value};
@@ -48,7 +48,7 @@ pub(super) fn refused(e: &jcp_receipt::error::Error) -> Opened {
 }
 
 /// Decodes one record through the typed (`coset`) path and checks its
-/// steward (C5) and then its signature (`verify_strict`).
+/// steward (C5) and then its signature (the one Ed25519 predicate, `jcp::identity::ed25519`).
 pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) -> Opened {
     let dids = &mut DidCache::new();
     let (sealed, body) = match kind {

@@ -438,7 +438,10 @@ mod tests {
         // (cofactorless verify_strict would refuse it). Alone in its batch
         // and among genuine requests, the one predicate gives it one verdict.
         for torsion in 1..8u8 {
-            let lone = one_batch(&mut core, &[crafted(&request(&g, &[torsion]), 7 + u64::from(torsion), usize::from(torsion))]);
+            let lone = one_batch(
+                &mut core,
+                &[crafted(&request(&g, &[torsion]), 7 + u64::from(torsion), usize::from(torsion))],
+            );
             assert!(lone[0].is_allow(), "alone, torsion {torsion}: {lone:?}");
             let among = one_batch(
                 &mut core,
@@ -453,7 +456,11 @@ mod tests {
         // A small-order R is refused alone as in a batch.
         let lone = one_batch(&mut core, &[crafted(&request(&g, b"identity R"), 0, 0)]);
         assert_eq!(lone[0].reason(), Some(Reason::BadSignature));
-        assert_eq!(core.stats.signature_batches_failed.load(Ordering::Relaxed), 0, "no batch failed: none held a refused one");
+        assert_eq!(
+            core.stats.signature_batches_failed.load(Ordering::Relaxed),
+            0,
+            "no batch failed: none held a refused one"
+        );
     }
 
     #[test]

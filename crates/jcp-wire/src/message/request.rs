@@ -188,7 +188,7 @@ impl WireRequest {
         ContentId::of_bytes(&self.signed_bytes())
     }
 
-    /// Whether the caller's signature verifies (`verify_strict`).
+    /// Whether the caller's signature verifies (the one Ed25519 predicate).
     pub fn verify_signature(&self) -> bool {
         self.caller.verify(&self.signed_bytes(), &self.signature)
     }

@@ -70,12 +70,12 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
     signatures: &[[u8; 64]],
     keys: &[&VerifyingKey],
 ) -> bool {
-    let n = signatures.len();
-    if messages.len() != n || keys.len() != n {
+    let count = signatures.len();
+    if messages.len() != count || keys.len() != count {
         return false;
     }
     let mut transcript = Transcript::new(b"ed25519 batch verification");
-    let mut hrams: Vec<[u8; 64]> = Vec::with_capacity(n);
+    let mut hrams: Vec<[u8; 64]> = Vec::with_capacity(count);
     for ((sig, key), msg) in signatures.iter().zip(keys).zip(messages) {
         hrams.push(ed25519::challenge(&sig[..32], key.as_bytes(), msg.as_ref()));
     }
@@ -88,23 +88,23 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
     let mut rng = transcript.build_rng().finalize(&mut ZeroRng);
 
     let mut s_sum = Scalar::ZERO;
-    let mut zs: Vec<Scalar> = Vec::with_capacity(n);
-    let mut rs: Vec<EdwardsPoint> = Vec::with_capacity(n);
+    let mut zs: Vec<Scalar> = Vec::with_capacity(count);
+    let mut rs: Vec<EdwardsPoint> = Vec::with_capacity(count);
     // (key bytes, key point, Σ zᵢ·hᵢ) per distinct key, in first-seen order.
     let mut groups: Vec<(&[u8; 32], EdwardsPoint, Scalar)> = Vec::new();
     for ((sig, key), hram) in signatures.iter().zip(keys).zip(&hrams) {
-        let Some(s) = ed25519::scalar_s(sig) else {
+        let Some(s_i) = ed25519::scalar_s(sig) else {
             return false;
         };
         let mut r_bytes = [0u8; 32];
         r_bytes.copy_from_slice(&sig[..32]);
-        let Some(r) = ed25519::point(&r_bytes) else {
+        let Some(r_i) = ed25519::point(&r_bytes) else {
             return false;
         };
         let mut zb = [0u8; 16];
         rand_core::RngCore::fill_bytes(&mut rng, &mut zb);
         let z = Scalar::from(u128::from_le_bytes(zb));
-        s_sum += z * s;
+        s_sum += z * s_i;
         let zh = z * Scalar::from_bytes_mod_order_wide(hram);
         match groups.iter_mut().find(|g| g.0 == key.as_bytes()) {
             Some(g) => g.2 += zh,
@@ -115,7 +115,7 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
             },
         }
         zs.push(z);
-        rs.push(r);
+        rs.push(r_i);
     }
     let scalars = once(-s_sum).chain(zs).chain(groups.iter().map(|g| g.2));
     let points = once(ed25519::BASE).chain(rs).chain(groups.iter().map(|g| g.1));
@@ -227,7 +227,11 @@ mod tests {
         let mr: Vec<[&[u8]; 1]> = m.iter().map(|x| [x.as_slice()]).collect();
         let kr: Vec<&VerifyingKey> = v.iter().collect();
         // Without it the rest still verifies.
-        assert!(verify_batch(&[&mr[..3], &mr[4..]].concat(), &[&s[..3], &s[4..]].concat(), &[&kr[..3], &kr[4..]].concat()));
+        assert!(verify_batch(
+            &[&mr[..3], &mr[4..]].concat(),
+            &[&s[..3], &s[4..]].concat(),
+            &[&kr[..3], &kr[4..]].concat()
+        ));
     }
 
     /// A mixed-order `R` (a small-order part its signer added): refused by

@@ -32,10 +32,15 @@ use sha2::{Digest, Sha512};
 /// A point from its 32-byte encoding, or `None` when the encoding is not
 /// the canonical one of a curve point or the point is of small order.
 pub fn point(bytes: &[u8; 32]) -> Option<EdwardsPoint> {
+    // Canonical `y < p = 2²⁵⁵ − 19` (decompression lets `y ≥ p` through).
+    // The other non-canonical form, a set sign bit on `x = 0`, is only
+    // possible for `y = ±1`, two points of small order, refused below.
+    let y_at_least_p = bytes[31] & 0x7f == 0x7f && bytes[1..31].iter().all(|&b| b == 0xff) && bytes[0] >= 0xed;
+    if y_at_least_p {
+        return None;
+    }
     let p = CompressedEdwardsY(*bytes).decompress()?;
-    // Canonical: the point's own encoding is these bytes (refuses y ≥ p and
-    // a set sign bit on x = 0, which decompression lets through).
-    (p.compress().as_bytes() == bytes && !p.is_small_order()).then_some(p)
+    (!p.is_small_order()).then_some(p)
 }
 
 /// `S` of a signature, when canonical (`< ℓ`).
@@ -80,3 +85,37 @@ pub fn verify_at<P: AsRef<[u8]>>(a: &EdwardsPoint, key: &[u8; 32], message: &[P]
 
 /// The base point (for the batch equation).
 pub(crate) const BASE: EdwardsPoint = ED25519_BASEPOINT_POINT;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s2_a_point_encoding_is_refused_unless_canonical_and_not_of_small_order() {
+        let b = ED25519_BASEPOINT_POINT.compress().to_bytes();
+        assert!(point(&b).is_some());
+        // y = p + 2 (non-canonical for y = 2, whatever point that is), y = p: refused.
+        let mut big = [0xffu8; 32];
+        big[31] = 0x7f;
+        big[0] = 0xed + 2;
+        assert!(point(&big).is_none());
+        big[0] = 0xed;
+        assert!(point(&big).is_none());
+        // The identity, and the identity with the sign bit set (x = 0): small order.
+        let mut id = [0u8; 32];
+        id[0] = 1;
+        assert!(point(&id).is_none());
+        id[31] = 0x80;
+        assert!(point(&id).is_none());
+        // Every small-order point.
+        for t in curve25519_dalek::constants::EIGHT_TORSION {
+            assert!(point(t.compress().as_bytes()).is_none());
+        }
+        // Decoding agrees with the point's own encoding wherever it accepts.
+        for k in 1u64..64 {
+            let e = EdwardsPoint::mul_base(&Scalar::from(k)).compress().to_bytes();
+            assert_eq!(point(&e).unwrap().compress().to_bytes(), e);
+        }
+    }
+}

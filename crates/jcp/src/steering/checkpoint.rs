@@ -141,7 +141,7 @@ impl SignedCheckpoint {
         &self.signature
     }
 
-    /// Whether the signature verifies under `agent` (`verify_strict`).
+    /// Whether the signature verifies under `agent` (the one Ed25519 predicate).
     pub fn verify_signature(&self) -> bool {
         self.checkpoint.agent.verify(&self.bytes, &self.signature)
     }

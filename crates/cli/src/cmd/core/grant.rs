@@ -323,7 +323,7 @@ pub(super) fn grant_json(g: &SignedGrant) -> serde_json::Value {
 pub(super) fn grant_human(g: &SignedGrant) -> String {
     let gr = g.grant();
     let mut s = format!("grant {}\n", g.id());
-    let signature = if g.verify_signature() { "valid (issuer, verify_strict)" } else { "INVALID" };
+    let signature = if g.verify_signature() { "valid (issuer, Ed25519)" } else { "INVALID" };
     let _ = writeln!(s, "  signature   {signature}");
     let _ = writeln!(s, "  issuer      {}\n  subject     {}", gr.issuer, gr.subject);
     let _ = writeln!(s, "  resource    {}\n  actions     {}", gr.capability.resource, gr.capability.actions.join(", "));
