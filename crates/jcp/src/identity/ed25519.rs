@@ -36,11 +36,34 @@ pub fn point(bytes: &[u8; 32]) -> Option<EdwardsPoint> {
     // The other non-canonical form, a set sign bit on `x = 0`, is only
     // possible for `y = ±1`, two points of small order, refused below.
     let y_at_least_p = bytes[31] & 0x7f == 0x7f && bytes[1..31].iter().all(|&b| b == 0xff) && bytes[0] >= 0xed;
-    if y_at_least_p {
+    if y_at_least_p || small_order_encodings().contains(bytes) {
         return None;
     }
-    let p = CompressedEdwardsY(*bytes).decompress()?;
-    (!p.is_small_order()).then_some(p)
+    CompressedEdwardsY(*bytes).decompress()
+}
+
+/// Every encoding with `y < p` of a point of small order: the eight torsion
+/// points' own, and the two with the sign bit set on `x = 0` (`y = ±1`).
+/// A byte comparison instead of `[8]P = 0` on every `R` of a batch.
+fn small_order_encodings() -> &'static [[u8; 32]; 10] {
+    static TABLE: std::sync::OnceLock<[[u8; 32]; 10]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [[0u8; 32]; 10];
+        let mut n = 0;
+        for p in curve25519_dalek::constants::EIGHT_TORSION {
+            let e = p.compress().to_bytes();
+            t[n] = e;
+            n += 1;
+            // x = 0 (the identity and the point of order 2): the sign bit's other value
+            if p.compress().to_bytes() == (-p).compress().to_bytes() {
+                let mut flipped = e;
+                flipped[31] ^= 0x80;
+                t[n] = flipped;
+                n += 1;
+            }
+        }
+        t
+    })
 }
 
 /// `S` of a signature, when canonical (`< ℓ`).
@@ -108,9 +131,22 @@ mod tests {
         assert!(point(&id).is_none());
         id[31] = 0x80;
         assert!(point(&id).is_none());
-        // Every small-order point.
+        // Every small-order point, and the table is exactly the encodings that
+        // decode to one: ten distinct ones, each of small order.
         for t in curve25519_dalek::constants::EIGHT_TORSION {
             assert!(point(t.compress().as_bytes()).is_none());
+        }
+        let table = small_order_encodings();
+        for (i, e) in table.iter().enumerate() {
+            assert!(CompressedEdwardsY(*e).decompress().unwrap().is_small_order(), "{i}");
+            assert!(!table[..i].contains(e), "{i} repeats");
+        }
+        // and no other encoding decodes to a small-order point: a sample of points plus torsion
+        for k in 1u64..200 {
+            for t in curve25519_dalek::constants::EIGHT_TORSION {
+                let e = (EdwardsPoint::mul_base(&Scalar::from(k)) + t).compress().to_bytes();
+                assert!(point(&e).is_some(), "mixed order is not small order");
+            }
         }
         // Decoding agrees with the point's own encoding wherever it accepts.
         for k in 1u64..64 {
