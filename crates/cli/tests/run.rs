@@ -308,3 +308,38 @@ fn c12_cli_run_verify_reads_a_rotated_stewards_key_log() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("junk.jcpkeys"));
 }
+
+/// Issue 34, "Files the agent can reach": the agent writes in the run's
+/// folder (it checkpoints there), so it can plant a symlink at any name it
+/// can predict. The steward's `jcp run amend` replaces the run through a
+/// temporary with a random name created exclusively: a symlink at the old
+/// predictable name (`r.jcprun.tmp`) turns nothing elsewhere, and a symlink
+/// at the run's own name is replaced, not followed.
+#[test]
+fn c21_cli_a_symlink_planted_in_the_run_folder_never_turns_the_stewards_write() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, b"the steward's own file").unwrap();
+    std::os::unix::fs::symlink(&victim, d.join("r.jcprun.tmp")).unwrap();
+    ok(d, &["run", "checkpoint", "--run", "r.jcprun", "--key", "agent.key", "--state", "text:plan", "--at", "100"]);
+    ok(d, &["run", "amend", "--run", "r.jcprun", "--key", "issuer.key", "--budget-uj", "500"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"the steward's own file");
+    assert!(std::fs::symlink_metadata(d.join("r.jcprun.tmp")).unwrap().file_type().is_symlink());
+    // A symlink at the run's own name: the next write replaces the link itself.
+    let real = d.join("elsewhere.jcprun");
+    std::fs::rename(d.join("r.jcprun"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, d.join("r.jcprun")).unwrap();
+    let linked_before = std::fs::read(&real).unwrap();
+    ok(d, &["run", "checkpoint", "--run", "r.jcprun", "--key", "agent.key", "--state", "text:s2", "--at", "200"]);
+    assert_eq!(std::fs::read(&real).unwrap(), linked_before, "the link's target is untouched");
+    assert!(!std::fs::symlink_metadata(d.join("r.jcprun")).unwrap().file_type().is_symlink());
+    // No temporary is left behind.
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") && n != "r.jcprun.tmp")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

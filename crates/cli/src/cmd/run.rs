@@ -140,12 +140,13 @@ fn read_run(path: &Path) -> anyhow::Result<Run> {
     Run::read(path).map_err(|e| core_err(path, &e))
 }
 
-/// Writes the whole run to a sibling temporary file, then renames it over
-/// the original, so an interrupted write never leaves half a record.
+/// Replaces the whole run ([`Run::replace`]): a temporary with a random
+/// name created exclusively, synced and renamed over it, so an interrupted
+/// write never leaves half a record and a symlink the agent planted in the
+/// run's folder never turns the steward's write elsewhere (issue 34, "Files
+/// the agent can reach").
 fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
-    let tmp = path.with_extension("jcprun.tmp");
-    std::fs::write(&tmp, run.to_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    run.replace(path, "cli").map_err(|e| core_err(path, &e))
 }
 
 fn commitment(s: &str, what: &str) -> anyhow::Result<ContentId> {
