@@ -59,8 +59,8 @@ pub const LIVE_BUDGET_UJ: u64 = jcp_supervise::Settings::DEFAULT_BUDGET_UJ;
 pub struct StewardState {
     /// The key file.
     pub key_path: PathBuf,
-    /// The unlocked key, for this session only.
-    key: Mutex<Option<Keypair>>,
+    /// The unlocked key, for this session only, locked again after an idle time.
+    key: Mutex<keystore::Held>,
     /// The runs folder.
     pub runs_dir: PathBuf,
     /// Live runs, by workspace item id.
@@ -84,7 +84,7 @@ impl StewardState {
             .unwrap_or(keystore::DEFAULT_WORK_FACTOR);
         Self {
             key_path: dir.join(KEY_FILE),
-            key: Mutex::new(None),
+            key: Mutex::new(keystore::Held::new(keystore::Held::idle_from_env())),
             runs_dir,
             live: Mutex::new(HashMap::new()),
             revision: Arc::new(AtomicU64::new(1)),
@@ -93,8 +93,8 @@ impl StewardState {
     }
 
     fn with_key<T>(&self, f: impl FnOnce(&Keypair) -> CmdResult<T>) -> CmdResult<T> {
-        let k = self.key.lock().map_err(|_| error::poisoned("key"))?;
-        match k.as_ref() {
+        let mut held = self.key.lock().map_err(|_| error::poisoned("key"))?;
+        match held.use_at(std::time::Instant::now()) {
             Some(k) => f(k),
             // No key at all is not a locked one: say which, and what to do.
             None if !self.key_path.exists() => Err(UiError::new(

@@ -17,7 +17,7 @@ use crate::state::AppState;
 /// Plans an amendment (or an approval, `budget_uj` absent) without signing.
 pub fn preview(state: &AppState, st: &StewardState, id: i64, form: &AmendForm) -> CmdResult<AmendPreview> {
     let item = run_item(state, id)?;
-    let did = match st.key.lock().map_err(|_| error::poisoned("key"))?.as_ref() {
+    let did = match st.key.lock().map_err(|_| error::poisoned("key"))?.peek(std::time::Instant::now()) {
         Some(k) => k.did(),
         // Locked: the preview judges the amount as the key file's did would sign it.
         None => keystore::did(&st.key_path).map_err(|e| key_err(&e))?,

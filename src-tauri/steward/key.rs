@@ -3,6 +3,7 @@
 //! in Rust, never sent to the web view — and locked again.
 
 use std::path::Path;
+use std::time::Instant;
 
 use console_view::ipc::UiError;
 use console_view::steward::KeyStatus;
@@ -18,20 +19,24 @@ pub(super) fn key_err(e: &keystore::KeyError) -> UiError {
 
 /// The key's status: the file, its did (read while locked), whether it is
 /// unlocked, and why it cannot be used.
+/// Asking is no use of the key: a key idle past its time is locked here
+/// (the window asks every second, so it follows an idle lock at once).
 pub fn key_status(st: &StewardState) -> KeyStatus {
     let path = st.key_path.display().to_string();
-    let unlocked = st.key.lock().is_ok_and(|k| k.is_some());
+    let (unlocked, idle) =
+        st.key.lock().map_or((false, keystore::DEFAULT_IDLE_LOCK), |mut k| (k.is_unlocked(Instant::now()), k.idle()));
+    let idle_lock_s = u32::try_from(idle.as_secs()).unwrap_or(u32::MAX);
     if !st.key_path.exists() {
-        return KeyStatus { path, exists: false, did: None, unlocked: false, error: None };
+        return KeyStatus { path, exists: false, did: None, unlocked: false, error: None, idle_lock_s };
     }
     match keystore::did(&st.key_path) {
-        Ok(d) => KeyStatus { path, exists: true, did: Some(d.to_string()), unlocked, error: None },
-        Err(e) => KeyStatus { path, exists: true, did: None, unlocked, error: Some(key_err(&e)) },
+        Ok(d) => KeyStatus { path, exists: true, did: Some(d.to_string()), unlocked, error: None, idle_lock_s },
+        Err(e) => KeyStatus { path, exists: true, did: None, unlocked, error: Some(key_err(&e)), idle_lock_s },
     }
 }
 
 fn unlocked_with(st: &StewardState, key: Keypair) -> CmdResult<KeyStatus> {
-    *st.key.lock().map_err(|_| error::poisoned("key"))? = Some(key);
+    st.key.lock().map_err(|_| error::poisoned("key"))?.put(key, Instant::now());
     Ok(key_status(st))
 }
 
@@ -58,6 +63,6 @@ pub fn key_unlock(st: &StewardState, passphrase: &str) -> CmdResult<KeyStatus> {
 
 /// Forgets the unlocked key (its memory is zeroed when dropped).
 pub fn key_lock(st: &StewardState) -> CmdResult<KeyStatus> {
-    st.key.lock().map_err(|_| error::poisoned("key"))?.take();
+    st.key.lock().map_err(|_| error::poisoned("key"))?.lock();
     Ok(key_status(st))
 }

@@ -9,7 +9,7 @@ import { runView } from "./fixtures";
 afterEach(() => clearMocks());
 
 const ME = "did:key:z6MkSteward";
-const key = (over: Partial<KeyStatus> = {}): KeyStatus => ({ path: "/ws/steward.key", exists: true, did: ME, unlocked: true, error: null, ...over });
+const key = (over: Partial<KeyStatus> = {}): KeyStatus => ({ path: "/ws/steward.key", exists: true, did: ME, unlocked: true, error: null, idle_lock_s: 900, ...over });
 const overview = (over: Partial<StewardOverview> = {}): StewardOverview => ({
   revision: 1,
   awaiting: 1,
@@ -246,6 +246,22 @@ describe("steward view (issue 17)", () => {
     (v.root.querySelector("#key-lock") as HTMLButtonElement).click();
     for (let i = 0; i < 6; i++) await tick();
     expect(disabled()).toEqual([true, true, true]);
+  });
+
+  it("issue34_a_key_that_locked_itself_while_idle_is_shown_locked_on_the_next_poll", async () => {
+    let unlocked = true;
+    mock({
+      steward_overview: () => overview({ key: key({ unlocked, idle_lock_s: 600 }) }),
+      steward_run: () => run(),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#key-idle-lock")?.textContent).toBe("Locks itself after 10 minutes without a signature.");
+    expect((v.root.querySelector("#approve") as HTMLButtonElement).disabled).toBe(false);
+    unlocked = false; // the console locked it: idle past its time
+    await v.refresh();
+    expect(v.root.querySelector("#key-state")?.textContent).toBe("Locked");
+    expect((v.root.querySelector("#approve") as HTMLButtonElement).disabled).toBe(true);
   });
 
   it("issue39_a_revoked_run_offers_nothing_to_revoke", async () => {

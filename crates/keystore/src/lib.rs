@@ -21,6 +21,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod held;
+
+pub use held::{Held, DEFAULT_IDLE_LOCK, MAX_IDLE_LOCK, MIN_IDLE_LOCK};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -24,4 +24,9 @@ unlocked: boolean,
 /**
  * Why the file cannot be used, naming the file and the fix.
  */
-error: UiError | null, };
+error: UiError | null, 
+/**
+ * An unlocked key locks itself after this many seconds without a
+ * signature (`JCP_KEY_IDLE_LOCK_S`, 10 s to 24 h; 15 min by default).
+ */
+idle_lock_s: number, };

@@ -163,6 +163,14 @@ export function actionWords(action: string): string {
 }
 
 /** Marks a control that signs with the steward's key: disabled while the key is locked, and kept in step with it. */
+/** An idle time in words: "15 minutes", "1 hour", "45 seconds". */
+export function idleWords(s: number): string {
+  const unit = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+  if (s % 3600 === 0) return unit(s / 3600, "hour");
+  if (s % 60 === 0) return unit(s / 60, "minute");
+  return unit(s, "second");
+}
+
 function needsKey(b: HTMLButtonElement, unlocked: boolean): HTMLButtonElement {
   b.classList.add("needs-key");
   b.disabled = !unlocked;
@@ -296,6 +304,11 @@ export class StewardView {
     state.id = "key-state";
     state.textContent = k.unlocked ? "Unlocked for this session" : k.exists ? "Locked" : "No key yet";
     parts.push(state);
+    if (k.exists) {
+      const idle = el("p", "hint idle-lock", `Locks itself after ${idleWords(k.idle_lock_s)} without a signature.`);
+      idle.id = "key-idle-lock";
+      parts.push(idle);
+    }
     if (k.did) {
       const row = el("div", "did-row");
       const did = el("code", "did", k.did);

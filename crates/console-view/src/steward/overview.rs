@@ -23,6 +23,9 @@ pub struct KeyStatus {
     pub unlocked: bool,
     /// Why the file cannot be used, naming the file and the fix.
     pub error: Option<crate::ipc::UiError>,
+    /// An unlocked key locks itself after this many seconds without a
+    /// signature (`JCP_KEY_IDLE_LOCK_S`, 10 s to 24 h; 15 min by default).
+    pub idle_lock_s: u32,
 }
 
 /// A run in the steward's list.
