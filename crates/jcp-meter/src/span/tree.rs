@@ -97,7 +97,7 @@ impl Walk {
 
 /// The most `/proc` files a walker keeps open between its walks (a walker
 /// serves one span at a time, so this bounds the descriptors one span holds).
-pub(crate) const OPEN_FILES: usize = 256;
+pub(crate) const OPEN_FILES: usize = 384;
 
 /// The open files' hasher: a multiply-rotate over the key's words (the keys
 /// are pids and thread ids, at most [`OPEN_FILES`] of them; `SipHash`'s
