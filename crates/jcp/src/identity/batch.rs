@@ -109,10 +109,9 @@ pub fn verify_batch<M: AsRef<[P]>, P: AsRef<[u8]>>(
         match groups.iter_mut().find(|g| g.0 == key.as_bytes()) {
             Some(g) => g.2 += zh,
             // A key's encoding and order are checked once, with its first signature.
-            None => match ed25519::point(key.as_bytes()) {
-                Some(a) => groups.push((key.as_bytes(), a, zh)),
-                None => return false,
-            },
+            // (A `VerifyingKey` holds its decoded point: the checks are on its bytes.)
+            None if ed25519::encoding_allowed(key.as_bytes()) => groups.push((key.as_bytes(), key.to_edwards(), zh)),
+            None => return false,
         }
         zs.push(z);
         rs.push(r_i);

@@ -32,14 +32,21 @@ use sha2::{Digest, Sha512};
 /// A point from its 32-byte encoding, or `None` when the encoding is not
 /// the canonical one of a curve point or the point is of small order.
 pub fn point(bytes: &[u8; 32]) -> Option<EdwardsPoint> {
+    if !encoding_allowed(bytes) {
+        return None;
+    }
+    CompressedEdwardsY(*bytes).decompress()
+}
+
+/// Whether `bytes` may encode a point the predicate takes: `y < p` and not
+/// one of the encodings of a small-order point (see [`point`]), checked on
+/// the bytes alone (for a key whose point is already decoded).
+pub fn encoding_allowed(bytes: &[u8; 32]) -> bool {
     // Canonical `y < p = 2²⁵⁵ − 19` (decompression lets `y ≥ p` through).
     // The other non-canonical form, a set sign bit on `x = 0`, is only
     // possible for `y = ±1`, two points of small order, refused below.
     let y_at_least_p = bytes[31] & 0x7f == 0x7f && bytes[1..31].iter().all(|&b| b == 0xff) && bytes[0] >= 0xed;
-    if y_at_least_p || small_order_encodings().contains(bytes) {
-        return None;
-    }
-    CompressedEdwardsY(*bytes).decompress()
+    !y_at_least_p && !small_order_encodings().contains(bytes)
 }
 
 /// Every encoding with `y < p` of a point of small order: the eight torsion
