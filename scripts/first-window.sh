@@ -4,7 +4,9 @@
 # runs `bash scripts/run.sh` there under a private Xvfb with CARGO_TARGET_DIR
 # unset (so it builds everything in the clone's own target/), and prints the
 # seconds from the clone's start to a window named "JCP Console" on that
-# display, with the load average sampled every 15 s meanwhile.
+# display, with the load average sampled every 15 s meanwhile and the CPU
+# time run.sh's commands took (user + system, children waited for: the
+# build's compilers included), which other work on the machine changes less.
 #
 #   bash scripts/first-window.sh [REV]     e.g. REV=HEAD~3 for a baseline
 #
@@ -47,7 +49,11 @@ pids+=("$run_pid")
 
 found=""
 last_sample=0
+cpu_ticks=0
 while kill -0 "$run_pid" 2>/dev/null; do
+  # cutime + cstime of run.sh's process (kept across its exec of the console).
+  t="$(awk '{print $16 + $17}' "/proc/$run_pid/stat" 2>/dev/null || true)"
+  [ -n "$t" ] && cpu_ticks="$t"
   now=$(date +%s)
   if [ $((now - last_sample)) -ge 15 ]; then
     loads+=("$(cut -d' ' -f1 /proc/loadavg)")
@@ -69,4 +75,5 @@ if [ -z "$found" ]; then
 fi
 loads_json="$(printf '%s\n' "${loads[@]}" | paste -sd, -)"
 mean="$(printf '%s\n' "${loads[@]}" | awk '{s+=$1} END {printf "%.2f", s/NR}')"
-echo "{\"rev\":\"$(git rev-parse --short "$rev")\",\"seconds_to_first_window\":$((found - t0)),\"load1_mean\":$mean,\"load1_samples\":[$loads_json],\"log\":\"$log\"}"
+cpu_s=$((cpu_ticks / $(getconf CLK_TCK)))
+echo "{\"rev\":\"$(git rev-parse --short "$rev")\",\"seconds_to_first_window\":$((found - t0)),\"cpu_seconds\":$cpu_s,\"load1_mean\":$mean,\"load1_samples\":[$loads_json],\"log\":\"$log\"}"

@@ -9,11 +9,11 @@ fi
 # Only what building and running the console needs (not the test suite's tools).
 JCP_SETUP_FOR=run source scripts/setup.sh
 npm --prefix ui run build
-# The `desktop` profile (Cargo.toml): release without debug info, the
-# dependencies at opt-level 1 but the crypto crates and the workspace's own at
-# 3, so the console audits million-receipt streams in-process at release speed
-# and a fresh clone shows its first window within 10 minutes on 2 cores
-# (docs/performance.md). The Steward view's demo long run starts
+# The `desktop` profile (Cargo.toml): release without debug info, the crypto
+# crates and the audit path (jcp, jcp-receipt, jcp-audit) at opt-level 3, the
+# rest unoptimised, so the console audits million-receipt streams in-process
+# at release speed and a fresh clone shows its first window within minutes
+# on 2 cores (docs/performance.md). The Steward view's demo long run starts
 # `jcp agent demo` as a child: built beside the console, where the console
 # looks for it.
 cargo build --profile desktop --locked -p jcp-console -p jcp-cli

@@ -24,6 +24,8 @@ if [ "$for_tests" = 1 ]; then
   have_pkg prometheus || need_apt+=(prometheus)
   # GNU parallel runs the README's fleet-audit recipe in the CLI tests (crates/cli/tests/fleet.rs).
   have_pkg parallel || need_apt+=(parallel)
+  # The package test (tests/e2e/deb.sh) looks for the installed console's window with xwininfo.
+  have_pkg x11-utils || need_apt+=(x11-utils)
 fi
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
