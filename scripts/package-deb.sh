@@ -38,8 +38,11 @@ if [ ! -x "$tauri" ]; then npm --prefix ui ci --no-audit --no-fund; fi
 
 target="$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 
-# The front end is embedded in the console at compile time.
-npm --prefix ui run build
+# The front end is embedded in the console at compile time; built again only
+# when its sources changed (a new ui/dist makes cargo build the console again).
+if [ ! -f ui/dist/index.html ] || [ -n "$(find ui/src ui/index.html ui/package.json ui/vite.config.ts -newer ui/dist/index.html -print -quit)" ]; then
+  npm --prefix ui run build
+fi
 # Built as the script that built them before builds them (the same features,
 # so nothing is built again): scripts/test.sh's e2e suite builds the debug
 # console and `jcp` separately, scripts/run.sh the desktop ones together.
