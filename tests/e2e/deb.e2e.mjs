@@ -67,8 +67,8 @@ function desktopKeys(file) {
   return keys;
 }
 
-test("deb: the control file names the package, and every dependency is installed here", (t) => {
-  if (!need(t, ["dpkg-deb", "dpkg-query"])) return;
+test("deb: the control file names the package, every dependency is installed here, and apt would install it", (t) => {
+  if (!need(t, ["dpkg-deb", "dpkg-query", "apt-get"])) return;
   assert.equal(run("dpkg-deb", ["-f", DEB, "Package"]).trim(), "jcp-console");
   const depends = run("dpkg-deb", ["-f", DEB, "Depends"]).trim();
   assert.match(depends, /libwebkit2gtk-4\.1-0/, `Depends: ${depends}`);
@@ -82,6 +82,9 @@ test("deb: the control file names the package, and every dependency is installed
     );
     assert.ok(ok, `dependency not installed: ${dep}`);
   }
+  // `sudo apt install ./the.deb` (the README's), simulated: no root, nothing changed.
+  const sim = run("apt-get", ["install", "--simulate", "--no-download", path.resolve(DEB)]);
+  assert.match(sim, /^Inst jcp-console /m, sim);
 });
 
 test("deb: installs the console and `jcp` side by side, a desktop entry with Name, Exec, Icon, Categories, and its icon", (t) => {
