@@ -23,3 +23,6 @@ cargo clippy --workspace --lib --bins --all-features --locked -- -D warnings
 echo "== end-to-end: the built console (front end embedded) under Xvfb, tauri-driver + WebKitWebDriver"
 cargo build --locked -p jcp-console
 bash tests/e2e/run.sh
+
+echo "== the Debian package (scripts/package-deb.sh --debug, from the build above): extracted, its layout and desktop entry checked, its jcp run, its console started under Xvfb"
+bash tests/e2e/deb.sh
