@@ -102,7 +102,12 @@ fn s2_steward_key_create_lock_unlock_and_refusals_name_the_file() {
     let did = s["did"].as_str().unwrap().to_owned();
     assert!(did.starts_with("did:key:z6Mk"), "{did}");
     // The private key never crosses IPC: nothing but the status comes back.
-    assert_eq!(s.as_object().unwrap().keys().collect::<Vec<_>>(), ["path", "exists", "did", "unlocked", "error"]);
+    assert_eq!(
+        s.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["path", "exists", "did", "unlocked", "error", "idle_lock_s"]
+    );
+    // It says after how long an unlocked key locks itself (issue 34): 15 minutes unless configured.
+    assert_eq!(s["idle_lock_s"].as_u64(), Some(900), "{s}");
     // Creating again never overwrites.
     let e = invoke(&w, "key_create_new", json!({"passphrase": "another horse"})).unwrap_err();
     assert_eq!(e["code"], "key-exists", "{e}");
