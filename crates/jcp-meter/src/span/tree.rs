@@ -95,6 +95,26 @@ impl Walk {
     }
 }
 
+/// How a reading walk was confirmed ([`Walker::confirm`]).
+#[derive(Debug)]
+pub(crate) enum Confirmation {
+    /// No member ran since the reading: it is its own confirming walk.
+    Unchanged,
+    /// The whole second walk.
+    Walked(Walk),
+}
+
+impl Confirmation {
+    /// Whether it confirms the reading `a`: an unchanged tree is `a`
+    /// compared with itself (which only a child gone from `a` fails).
+    fn confirms(&self, a: &Walk) -> bool {
+        match self {
+            Self::Unchanged => a.agrees(a),
+            Self::Walked(b) => a.agrees(b),
+        }
+    }
+}
+
 /// The most `/proc` files a walker keeps open between its walks (a walker
 /// serves one span at a time, so this bounds the descriptors one span holds).
 pub(crate) const OPEN_FILES: usize = 384;
@@ -228,14 +248,14 @@ impl Walker {
     /// A member gone (the read fails) or that ran since (any of the three
     /// figures moved), or a tree not of that kind: the slow way, a whole
     /// second walk compared with [`Walk::agrees`].
-    pub fn confirm(&mut self, scope: Scope, a: &Walk) -> Walk {
+    pub fn confirm(&mut self, scope: Scope, a: &Walk) -> Confirmation {
         let quick = matches!(scope, Scope::Tree(_))
             && !a.members.is_empty()
             && a.members.values().all(|m| m.sched.is_some() && m.stat.threads <= 1);
         if quick && a.members.iter().all(|(pid, m)| self.read_sched(*pid) == m.sched) {
-            return a.clone();
+            return Confirmation::Unchanged;
         }
-        self.walk(scope, false)
+        Confirmation::Walked(self.walk(scope, false))
     }
 
     /// One walk of `scope`. With `rest`, every member's threads are checked
@@ -439,8 +459,7 @@ pub(crate) fn read_end(walker: &mut Walker, scope: Scope, bounds: EndBounds) -> 
         }
         // Only the first walk's reading is kept, so only it checks for rest.
         let a = walker.walk(scope, true);
-        let b = walker.confirm(scope, &a);
-        if a.agrees(&b) {
+        if walker.confirm(scope, &a).confirms(&a) {
             let settled = a.settled();
             confirmed = Some(a);
             if settled {
@@ -789,9 +808,10 @@ mod tests {
         assert_eq!(a.members.len(), 4, "{a:?}");
         assert!(a.members.values().all(|m| m.sched.is_some()), "schedstat read in the reading walk");
         let before = w.stat_reads;
-        let b = w.confirm(scope, &a);
+        let c = w.confirm(scope, &a);
         assert_eq!(w.stat_reads, before, "no `stat` read again: the quick confirmation");
-        assert!(a.agrees(&b));
+        assert!(matches!(c, Confirmation::Unchanged), "{c:?}");
+        assert!(c.confirms(&a));
     }
 
     #[test]
@@ -803,9 +823,11 @@ mod tests {
         assert_eq!(a.members.len(), 3, "{a:?}");
         f.fork_one();
         let before = w.stat_reads;
-        let b = w.confirm(scope, &a);
+        let c = w.confirm(scope, &a);
         assert!(w.stat_reads > before, "the shell ran: the slow confirmation");
+        let Confirmation::Walked(b) = &c else { panic!("the slow confirmation walks again: {c:?}") };
         assert_eq!(b.members.len(), 4, "the fork is seen");
-        assert!(!a.agrees(&b), "and the reading is not confirmed");
+        assert!(!a.agrees(b), "and the reading is not confirmed");
+        assert!(!c.confirms(&a));
     }
 }
