@@ -58,9 +58,32 @@ pub fn load(files: &BTreeMap<String, Vec<u8>>) -> Result<Corpus> {
 /// Loads and verifies a corpus against an explicit floor of surfaces, each of
 /// which needs at least one valid and one invalid case.
 pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Result<Corpus> {
+    let (_, index) = read_index(files)?;
+    load_own(files, &index, floor)
+}
+
+/// `index.json`'s bytes and its decoded value.
+fn read_index(files: &BTreeMap<String, Vec<u8>>) -> Result<(&[u8], Value)> {
     let index_bytes = files.get(INDEX).ok_or_else(|| bad_index("no index.json"))?;
     let index = json::decode(index_bytes, &Limits::default())
         .map_err(|e| bad_index(format!("{}: {}", e.code(), e.detail())))?;
+    Ok((index_bytes, index))
+}
+
+/// The index's `corpus_digest`, checked to be its own (`corpus_hash_mismatch` otherwise).
+fn verified_digest(index: &Value) -> Result<Tagged> {
+    let declared =
+        index.get("corpus_digest").and_then(Value::as_str).ok_or_else(|| bad_index("expected corpus_digest"))?;
+    let declared = Tagged::parse(declared).map_err(|e| bad_index(e.detail().to_string()))?;
+    let digest = corpus_digest(index)?;
+    if digest != declared {
+        return fail(Code::CorpusHashMismatch, INDEX, format!("index declares {declared}, computed {digest}"));
+    }
+    Ok(digest)
+}
+
+/// [`load_with_floor`] over an index already decoded.
+fn load_own(files: &BTreeMap<String, Vec<u8>>, index: &Value, floor: &[&str]) -> Result<Corpus> {
     if index.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(bad_index(format!("format must be {FORMAT:?}")));
     }
@@ -69,13 +92,7 @@ pub fn load_with_floor(files: &BTreeMap<String, Vec<u8>>, floor: &[&str]) -> Res
         index.get("case_count").and_then(Value::as_i64).ok_or_else(|| bad_index("expected case_count"))?;
     let applicability =
         index.get("applicability").and_then(Value::as_object).ok_or_else(|| bad_index("expected applicability"))?;
-    let declared_digest =
-        index.get("corpus_digest").and_then(Value::as_str).ok_or_else(|| bad_index("expected corpus_digest"))?;
-    let declared_digest = Tagged::parse(declared_digest).map_err(|e| bad_index(e.detail().to_string()))?;
-    let digest = corpus_digest(&index)?;
-    if digest != declared_digest {
-        return fail(Code::CorpusHashMismatch, INDEX, format!("index declares {declared_digest}, computed {digest}"));
-    }
+    let digest = verified_digest(index)?;
     if listed.is_empty() || declared_total == 0 {
         return fail(Code::CorpusEmpty, INDEX, "a corpus with no case proves nothing");
     }
@@ -218,13 +235,11 @@ pub const REFERENCE_REQUIRED_CELLS: usize = 90;
 /// ([`FORMAT`], [`load`]) or the reference's ([`REFERENCE_FORMAT`],
 /// [`load_reference`]).
 pub fn load_any(files: &BTreeMap<String, Vec<u8>>) -> Result<Corpus> {
-    let index_bytes = files.get(INDEX).ok_or_else(|| bad_index("no index.json"))?;
-    let index = json::decode(index_bytes, &Limits::default())
-        .map_err(|e| bad_index(format!("{}: {}", e.code(), e.detail())))?;
+    let (index_bytes, index) = read_index(files)?;
     if index.get("format").and_then(Value::as_str) == Some(REFERENCE_FORMAT) {
-        load_reference(files)
+        reference_from(files, index_bytes, &index)
     } else {
-        load(files)
+        load_own(files, &index, conformance::SURFACES)
     }
 }
 
@@ -251,21 +266,18 @@ fn sha256_b64(bytes: &[u8]) -> String {
 /// `registry_digest` against this build (the reference's registry-digest
 /// form is not public outside its package; it is reported instead), and the
 /// re-derivation of tamper cases from their base case.
-#[allow(clippy::too_many_lines)]
 pub fn load_reference(files: &BTreeMap<String, Vec<u8>>) -> Result<Corpus> {
-    let index_bytes = files.get(INDEX).ok_or_else(|| bad_index("no index.json"))?;
-    let index = json::decode(index_bytes, &Limits::default())
-        .map_err(|e| bad_index(format!("{}: {}", e.code(), e.detail())))?;
-    if canon::canonical_bytes(&index)? != *index_bytes {
+    let (index_bytes, index) = read_index(files)?;
+    reference_from(files, index_bytes, &index)
+}
+
+/// [`load_reference`] over an index already decoded from `index_bytes`.
+#[allow(clippy::too_many_lines)]
+fn reference_from(files: &BTreeMap<String, Vec<u8>>, index_bytes: &[u8], index: &Value) -> Result<Corpus> {
+    if canon::canonical_bytes(index)? != index_bytes {
         return Err(bad_index("the index is not in canonical form (RFC 8785)"));
     }
-    let declared =
-        index.get("corpus_digest").and_then(Value::as_str).ok_or_else(|| bad_index("expected corpus_digest"))?;
-    let declared = Tagged::parse(declared).map_err(|e| bad_index(e.detail().to_string()))?;
-    let digest = corpus_digest(&index)?;
-    if digest != declared {
-        return fail(Code::CorpusHashMismatch, INDEX, format!("index declares {declared}, computed {digest}"));
-    }
+    let digest = verified_digest(index)?;
     for k in ["registry_digest", "format"] {
         if index.get(k).and_then(Value::as_str).is_none() {
             return Err(bad_index(format!("expected {k}")));
