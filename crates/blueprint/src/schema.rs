@@ -302,10 +302,18 @@ fn type_matches(v: &Value, t: &str) -> bool {
     }
 }
 
-fn limit(kw: &Map, k: &str) -> Option<f64> {
-    match kw.get(k) {
-        Some(Value::Number(n)) => Some(n.as_f64()),
-        _ => None,
+/// A `min*`/`max*` keyword (`name`, its value `arg`) against what the
+/// instance measures (`None`: the keyword does not apply to its type).
+fn bound(name: &str, arg: &Value, measured: Option<f64>, code: Code, what: &str, path: &str) -> Result<()> {
+    let (Some(val), Value::Number(lim)) = (measured, arg) else {
+        return Ok(());
+    };
+    let lim = lim.as_f64();
+    let within = if name.starts_with("min") { val >= lim } else { val <= lim };
+    if within {
+        Ok(())
+    } else {
+        fail(code, path, format!("{what} outside {name} {}", show(arg)))
     }
 }
 
@@ -358,34 +366,25 @@ fn keyword(name: &str, arg: &Value, kw: &Map, inst: &Value, root: &Value, path: 
         }
         "const" if !arg.same(inst) => fail(Code::InvalidConstraint, path, "value differs from const"),
         "minimum" | "maximum" => {
-            let (Value::Number(num), Some(lim)) = (inst, limit(kw, name)) else {
-                return Ok(());
+            let val = match inst {
+                Value::Number(num) => Some(num.as_f64()),
+                _ => None,
             };
-            let val = num.as_f64();
-            if (name == "minimum" && val < lim) || (name == "maximum" && val > lim) {
-                return fail(Code::InvalidConstraint, path, format!("number outside {name} {}", show(arg)));
-            }
-            Ok(())
+            bound(name, arg, val, Code::InvalidConstraint, "number", path)
         }
         "minLength" | "maxLength" => {
-            let (Value::String(st), Some(lim)) = (inst, limit(kw, name)) else {
-                return Ok(());
+            let len = match inst {
+                Value::String(st) => Some(count(st.chars().count())),
+                _ => None,
             };
-            let num = count(st.chars().count());
-            if (name == "minLength" && num < lim) || (name == "maxLength" && num > lim) {
-                return fail(Code::InvalidConstraint, path, format!("length outside {name} {}", show(arg)));
-            }
-            Ok(())
+            bound(name, arg, len, Code::InvalidConstraint, "length", path)
         }
         "minItems" | "maxItems" => {
-            let (Value::Array(items), Some(lim)) = (inst, limit(kw, name)) else {
-                return Ok(());
+            let len = match inst {
+                Value::Array(items) => Some(count(items.len())),
+                _ => None,
             };
-            let num = count(items.len());
-            if (name == "minItems" && num < lim) || (name == "maxItems" && num > lim) {
-                return fail(Code::InvalidCardinality, path, format!("item count outside {name} {}", show(arg)));
-            }
-            Ok(())
+            bound(name, arg, len, Code::InvalidCardinality, "item count", path)
         }
         "required" => {
             let Value::Object(obj) = inst else {
