@@ -68,6 +68,18 @@ fn mutate(p: &Path, f: impl FnOnce(&mut Vec<u8>)) {
     std::fs::write(p, b).unwrap();
 }
 
+/// Replaces the receipt record at `off` (its payload `old`) with one of payload `new`.
+fn replace_receipt(p: &Path, off: u64, old: &[u8], new: &[u8]) {
+    let framed_old = stream::frame(RecordKind::Receipt, old).unwrap();
+    let framed_new = stream::frame(RecordKind::Receipt, new).unwrap();
+    mutate(p, |b| {
+        let tail = b.split_off(off as usize + framed_old.len());
+        b.truncate(off as usize);
+        b.extend_from_slice(&framed_new);
+        b.extend_from_slice(&tail);
+    });
+}
+
 #[test]
 fn s8_2_clean_demo_stream_audits_clean_and_counts_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -301,14 +313,7 @@ fn s3_non_canonical_core_is_refused_at_its_offset_even_when_signed() {
         .build()
         .to_tagged_vec()
         .unwrap();
-    let framed_old = stream::frame(RecordKind::Receipt, &payload).unwrap();
-    let framed_new = stream::frame(RecordKind::Receipt, &bad).unwrap();
-    mutate(&p, |b| {
-        let tail = b.split_off(off as usize + framed_old.len());
-        b.truncate(off as usize);
-        b.extend_from_slice(&framed_new);
-        b.extend_from_slice(&tail);
-    });
+    replace_receipt(&p, off, &payload, &bad);
     let r = audit(&[&p]);
     let f = r.findings.iter().find(|f| f.offset == off).unwrap();
     assert_eq!(f.code, "core-non-canonical", "{f:?}");
@@ -1240,14 +1245,7 @@ fn reseal_first_receipt_with_crafted_r(p: &Path, r: u64, torsion: usize) -> u64 
         .to_tagged_vec()
         .unwrap();
     assert_eq!(bad.len(), payload.len(), "a signature is 64 bytes either way");
-    let framed_old = stream::frame(RecordKind::Receipt, &payload).unwrap();
-    let framed_new = stream::frame(RecordKind::Receipt, &bad).unwrap();
-    mutate(p, |b| {
-        let tail = b.split_off(off as usize + framed_old.len());
-        b.truncate(off as usize);
-        b.extend_from_slice(&framed_new);
-        b.extend_from_slice(&tail);
-    });
+    replace_receipt(p, off, &payload, &bad);
     off
 }
 
