@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# CI builds once from nothing: cargo's incremental cache (4 GB here) buys no
+# speed there and costs disk.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 
 echo "== front end (ui/): type-check + build (embedded in the app), Vitest with mocked IPC"
 npm --prefix ui run build
@@ -26,3 +29,7 @@ bash tests/e2e/run.sh
 
 echo "== the Debian package (scripts/package-deb.sh --debug, from the build above): extracted, its layout and desktop entry checked, its jcp run, its console started under Xvfb"
 bash tests/e2e/deb.sh
+
+echo "== disk: what the build above left in target/"
+du -sh target 2>/dev/null || true
+df -h . | tail -1
