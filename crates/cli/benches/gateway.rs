@@ -1,13 +1,15 @@
 //! Issue 36's speed goal: the latency `jcp gateway` adds to an MCP tool
 //! call. The same minimal stdio MCP client (a line of JSON-RPC out, its
 //! answer back) calls the same tool (`echo` of
-//! `@modelcontextprotocol/server-everything`, from npm) on two sessions
-//! started side by side: the server directly, and the server behind `jcp
-//! gateway` (each call bound, decided with a durable reservation, relayed,
-//! metered as a span over the server's tree, charged durably). Criterion
+//! `@modelcontextprotocol/server-everything`, from npm) on three sessions
+//! started side by side: the server directly; the server behind `jcp
+//! gateway` (each call bound, decided with a durable reservation, relayed
+//! and answered, then metered as a span over the server's tree and charged
+//! durably before the next call); and the server behind a gateway with
+//! `--settle-before-answer` (the answer after the charge). Criterion
 //! measures one call back to back on each; then, under `cargo bench` only,
-//! calls are paced at 1 and at 50 calls/s, direct and gateway interleaved,
-//! and the added latency is reported at p50 and p99 (gateway's percentile
+//! calls are paced at 1 and at 50 calls/s, the sessions interleaved, and
+//! the added latency is reported at p50 and p99 (a gateway's percentile
 //! less direct's, same run). Goal: p50 ≤ 1 ms, p99 ≤ 5 ms added.
 //!
 //! `cargo bench -p jcp-cli --bench gateway` (docs/performance.md, "The MCP
@@ -93,8 +95,10 @@ fn jcp(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// The two sessions: direct, and behind the gateway (its record in `dir`).
-fn sessions(dir: &Path) -> (Mcp, Mcp) {
+/// The three sessions: direct; behind the gateway (its record in
+/// `dir/g.jcps`), answering first; and behind a second gateway
+/// (`dir/s.jcps`) with `--settle-before-answer`.
+fn sessions(dir: &Path) -> (Mcp, Mcp, Mcp) {
     let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
     assert!(server.exists(), "run scripts/setup.sh: {} is missing", server.display());
     jcp(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
@@ -129,25 +133,27 @@ fn sessions(dir: &Path) -> (Mcp, Mcp) {
     .unwrap();
     let mut direct = Command::new(&server);
     direct.arg("stdio");
-    let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"));
-    gw.current_dir(dir).args([
-        "gateway",
-        "--chain",
-        "root.jcp",
-        "--key",
-        "agent.key",
-        "--steward-key",
-        "steward.key",
-        "--stream",
-        "g.jcps",
-        "--tools",
-        "tools.json",
-        "--max-uj",
-        "1000000000",
-        "--",
-    ]);
-    gw.arg(&server).arg("stdio");
-    (Mcp::start(direct), Mcp::start(gw))
+    let gateway = |stream: &str, extra: &[&str]| {
+        let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"));
+        gw.current_dir(dir).args([
+            "gateway",
+            "--chain",
+            "root.jcp",
+            "--key",
+            "agent.key",
+            "--steward-key",
+            "steward.key",
+            "--stream",
+            stream,
+            "--tools",
+            "tools.json",
+            "--max-uj",
+            "1000000000",
+        ]);
+        gw.args(extra).arg("--").arg(&server).arg("stdio");
+        Mcp::start(gw)
+    };
+    (Mcp::start(direct), gateway("g.jcps", &[]), gateway("s.jcps", &["--settle-before-answer"]))
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -156,35 +162,34 @@ fn pct(v: &mut [Duration], p: f64) -> Duration {
     v[i.min(v.len() - 1)]
 }
 
-/// Paced calls, direct and gateway interleaved: (p50, p99) of each, µs.
-fn paced(direct: &mut Mcp, gw: &mut Mcp, per_s: u32, n: u64) -> ((Duration, Duration), (Duration, Duration)) {
+/// Paced calls, the sessions interleaved (each tick, one call on each,
+/// the order rotated so none always follows another): (p50, p99) of each.
+fn paced(sessions: &mut [&mut Mcp], per_s: u32, n: u64) -> Vec<(Duration, Duration)> {
     let gap = Duration::from_secs(1) / per_s;
-    let (mut d, mut g) = (Vec::new(), Vec::new());
+    let k = sessions.len();
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); k];
     let start = Instant::now();
     for i in 0..n {
-        // Alternate which goes first, so neither always follows the other.
-        if i % 2 == 0 {
-            d.push(direct.echo(i));
-            g.push(gw.echo(i));
-        } else {
-            g.push(gw.echo(i));
-            d.push(direct.echo(i));
+        for j in 0..k {
+            let s = (j + usize::try_from(i).unwrap()) % k;
+            times[s].push(sessions[s].echo(i));
         }
         let due = start + gap * u32::try_from(i + 1).unwrap();
         if let Some(w) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(w);
         }
     }
-    ((pct(&mut d, 0.5), pct(&mut d, 0.99)), (pct(&mut g, 0.5), pct(&mut g, 0.99)))
+    times.iter_mut().map(|t| (pct(t, 0.5), pct(t, 0.99))).collect()
 }
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let (mut direct, mut gw) = sessions(dir.path());
-    // Warm both (node's first calls, the gateway's first record writes).
+    let (mut direct, mut gw, mut settled) = sessions(dir.path());
+    // Warm all three (node's first calls, the gateways' first record writes).
     for i in 0..20 {
         direct.echo(i);
         gw.echo(i);
+        settled.echo(i);
     }
     let mut g = c.benchmark_group("gateway");
     g.sample_size(30).measurement_time(Duration::from_secs(6));
@@ -201,20 +206,29 @@ fn bench(c: &mut Criterion) {
             gw.echo(n)
         });
     });
+    g.bench_function("echo_through_gateway_settle_before_answer", |b| {
+        b.iter(|| {
+            n += 1;
+            settled.echo(n)
+        });
+    });
     g.finish();
     // The paced runs only under `cargo bench` (`cargo test --benches` runs each function once).
     if std::env::args().any(|a| a == "--bench") {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         for (rate, calls) in [(1, 60), (50, 1000)] {
-            let ((d50, d99), (g50, g99)) = paced(&mut direct, &mut gw, rate, calls);
-            println!(
-                "gateway paced {rate}/s, {calls} calls each: direct p50 {:.3} ms p99 {:.3} ms; gateway p50 {:.3} ms p99 {:.3} ms; added p50 {:.3} ms p99 {:.3} ms",
-                d50.as_secs_f64() * 1e3,
-                d99.as_secs_f64() * 1e3,
-                g50.as_secs_f64() * 1e3,
-                g99.as_secs_f64() * 1e3,
-                (g50.as_secs_f64() - d50.as_secs_f64()) * 1e3,
-                (g99.as_secs_f64() - d99.as_secs_f64()) * 1e3,
-            );
+            let r = paced(&mut [&mut direct, &mut gw, &mut settled], rate, calls);
+            let (d50, d99) = r[0];
+            println!("gateway paced {rate}/s, {calls} calls each: direct p50 {:.3} ms p99 {:.3} ms", ms(d50), ms(d99));
+            for ((g50, g99), name) in [(r[1], "gateway (answer first)"), (r[2], "gateway --settle-before-answer")] {
+                println!(
+                    "  {name}: p50 {:.3} ms p99 {:.3} ms; added p50 {:.3} ms p99 {:.3} ms",
+                    ms(g50),
+                    ms(g99),
+                    ms(g50) - ms(d50),
+                    ms(g99) - ms(d99),
+                );
+            }
         }
     }
 }

@@ -238,20 +238,27 @@ fn s11_asi_s8_an_official_sdk_session_through_the_gateway_is_bound_decided_meter
     assert_eq!(mark("get-env")["jcp/allowed"], false);
     assert!(mark("get-env")["jcp/why"].as_str().unwrap().contains("does not allow the action \"env\""));
     assert!(mark("get-tiny-image")["jcp/why"].as_str().unwrap().starts_with("no binding"));
-    // Allowed: the tool's own answer, with the receipt, the charge and the
-    // endpoint's metered figure (never a hardware grade it did not read).
-    for (i, text) in [(1, "Echo: hi"), (2, "The sum of 2 and 3 is 5.")] {
+    // Allowed: the tool's own answer as soon as the tool gave it, with its
+    // reservation receipt and intent hash (answered first: the charge is
+    // recorded after it, before the next call is decided).
+    let ev = events(d);
+    let allowed: Vec<&Value> = ev.iter().filter(|e| e["event"] == "call" && e["verdict"] == "allow").collect();
+    for ((i, text), e) in [(1, "Echo: hi"), (2, "The sum of 2 and 3 is 5.")].into_iter().zip(&allowed) {
         let s = step(&all, i);
         assert_eq!((s["is_error"].as_bool(), s["text"].as_str()), (Some(false), Some(text)), "{s}");
         let m = &s["meta"];
-        assert!(m["jcp/receipt"].is_string() && m["jcp/charge"].is_string(), "{s}");
+        assert!(m["jcp/receipt"].is_string() && m["jcp/charge"].is_null(), "{s}");
         assert!(m["jcp/intent_hash"].as_str().unwrap().starts_with("sha256:"));
-        let e = &m["jcp/metered"]["energy"];
-        assert_ne!(e["provenance"], "HwShunt", "{s}");
+        // The call's charge and the endpoint's metered figure are in the
+        // events log (never a hardware grade it did not read).
+        assert_eq!((&e["receipt"], &e["intent_hash"]), (&m["jcp/receipt"], &m["jcp/intent_hash"]), "{e}");
+        assert!(e["charge"].is_string() && e["state"] == "done", "{e}");
+        let energy = &e["metered"]["energy"];
+        assert_ne!(energy["provenance"], "HwShunt", "{e}");
         // Not declared self-contained: Partial, the gap named.
-        assert_eq!(e["coverage"], "Partial", "{s}");
-        let gaps = m["jcp/metered"]["gaps"].as_array().unwrap();
-        assert!(gaps.iter().any(|g| g["code"] == "not-declared-self-contained"), "{s}");
+        assert_eq!(energy["coverage"], "Partial", "{e}");
+        let gaps = e["metered"]["gaps"].as_array().unwrap();
+        assert!(gaps.iter().any(|g| g["code"] == "not-declared-self-contained"), "{e}");
     }
     // Denied by the gate: a tool error naming the reason and the receipt.
     let denied = step(&all, 3);
@@ -276,7 +283,6 @@ fn s11_asi_s8_an_official_sdk_session_through_the_gateway_is_bound_decided_meter
         assert!(c["receipts"].as_array().unwrap().iter().any(|r| r[0] == step(&all, i)["meta"]["jcp/receipt"]), "{c}");
     }
     // The events: one per call, the refused ones included.
-    let ev = events(d);
     let verdicts: Vec<&str> =
         ev.iter().filter(|e| e["event"] == "call").map(|e| e["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["allow", "allow", "deny", "refused", "refused"], "{ev:?}");
@@ -300,7 +306,15 @@ fn s4_9_s11_a_call_past_the_budget_is_denied_with_its_reason_and_the_spend_is_th
     assert_eq!(last["meta"]["jcp/code"], "budget-exceeded", "no denial in {} calls", results.len());
     assert!(last["text"].as_str().unwrap().contains(last["meta"]["jcp/receipt"].as_str().unwrap()));
     assert!(allowed.iter().all(|r| r["is_error"] == false), "{allowed:?}");
-    let charged: u64 = allowed.iter().map(|r| r["meta"]["jcp/metered"]["energy"]["uj"].as_u64().unwrap()).sum();
+    // Each allowed call's metered charge, from the events log (answered first).
+    let ev = events(d);
+    let metered: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["event"] == "call" && e["verdict"] == "allow")
+        .map(|e| e["metered"]["energy"]["uj"].as_u64().unwrap())
+        .collect();
+    assert_eq!(metered.len(), allowed.len(), "{ev:?}");
+    let charged: u64 = metered.iter().sum();
     assert!(charged >= 1, "{allowed:?}");
     // The audit debits exactly the metered charges, and names the breach.
     let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
@@ -507,8 +521,14 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
         {"call": "read_text_file", "args": {"path": outside}},
         {"call": "read_text_file", "args": {"path": files.join("big.txt").display().to_string()}},
     ]);
-    let all =
-        Session::start_with(d, &steps, &[], &[server.display().to_string(), files.display().to_string()]).finish(d);
+    // Settled before each answer: the charge receipt and the figure ride in it.
+    let all = Session::start_with(
+        d,
+        &steps,
+        &["--settle-before-answer"],
+        &[server.display().to_string(), files.display().to_string()],
+    )
+    .finish(d);
     let read = step(&all, 0);
     assert_eq!(
         (read["is_error"].as_bool(), read["text"].as_str()),
@@ -523,6 +543,8 @@ fn s11_asi_s8_the_filesystem_server_from_npm_behind_the_gateway_reads_what_is_gr
     let outside_read = step(&all, 2);
     assert_eq!(outside_read["is_error"], true, "{outside_read}");
     assert!(outside_read["meta"]["jcp/charge"].is_string(), "{outside_read}");
+    assert!(outside_read["meta"]["jcp/metered"]["energy"]["uj"].is_u64(), "{outside_read}");
+    assert!(read["meta"]["jcp/charge"].is_string(), "{read}");
     let large = step(&all, 3);
     assert_eq!(large["is_error"], false, "{}", &large.to_string()[..300]);
     assert_eq!(large["text"].as_str().unwrap().len(), big.len(), "the whole file, {} bytes", big.len());

@@ -3,8 +3,9 @@
 //! (§8 MCP adapter), decided by the endpoint's durable gate (the receipt's
 //! payload hash is the BLAKE3 content id of the binding's canonical JSON,
 //! whose SHA-256 is its intent hash), and on allow relayed, metered over the
-//! upstream's process tree and charged before its answer goes back (§11
-//! relay mode). Everything else passes through unchanged.
+//! upstream's process tree and charged (§11 relay mode): the answer goes
+//! back as soon as the upstream gives it, the charge is recorded before the
+//! next call is decided. Everything else passes through unchanged.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,6 @@ use jcp::identity::Keypair;
 use jcp_wire::endpoint::Endpoint;
 use jcp_wire::message::{Feed, ReplyState, RequestBody, WireReply};
 use serde_json::{json, Value};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::bindings::Bindings;
 use crate::steer::{RunState, Steered};
@@ -49,6 +49,13 @@ pub struct Settings {
     /// The chain `tools/list` is marked against ([`annotator`]): the given
     /// chain, then each continuation's the run goes on under.
     pub marks: Marks,
+    /// Answer an allowed call only once its charge is recorded, with the
+    /// charge receipt and the metered figure in its `_meta`. Off (the
+    /// default), the upstream's answer goes to the client as soon as it
+    /// arrives, and the call's span, charge and outcome are recorded after
+    /// it, before the next call is decided (docs/decisions.md, "The
+    /// gateway answers first and settles before the next call").
+    pub settle_before_answer: bool,
 }
 
 /// The chain in force (root first), shared by the session and the `tools/list` marks.
@@ -346,6 +353,8 @@ impl Gateway {
     /// in flight finish, the upstream is closed and everything it still
     /// sends reaches `output` before this returns. `from_upstream` is the
     /// receiving end of the channel the upstream was spawned with.
+    /// `output` is written by a thread of its own, each message as soon as
+    /// it is there (an answer is one hand-off from the task that has it).
     pub async fn run<R, W>(
         &self,
         input: R,
@@ -355,15 +364,13 @@ impl Gateway {
     ) -> Result<Summary, GatewayError>
     where
         R: std::io::Read + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
+        W: std::io::Write + Send + 'static,
     {
-        let writer = tokio::spawn(async move {
+        let writer = tokio::task::spawn_blocking(move || {
             let mut output = output;
-            while let Some(line) = from_upstream.recv().await {
-                if output.write_all(line.as_bytes()).await.is_err()
-                    || output.write_all(b"\n").await.is_err()
-                    || output.flush().await.is_err()
-                {
+            while let Some(mut line) = from_upstream.blocking_recv() {
+                line.push('\n');
+                if output.write_all(line.as_bytes()).is_err() || output.flush().is_err() {
                     return;
                 }
             }
@@ -417,8 +424,10 @@ impl Gateway {
         let mut state = self.run_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let worker = tokio::spawn(async move {
             while let Some((line, v, id)) = calls_rx.recv().await {
-                let answer = ctx.call(&line, &v, &id, &mut state).await;
-                let _ = answers.send(answer.to_string());
+                // `None`: answered already, before the call was settled.
+                if let Some(answer) = ctx.call(&line, &v, &id, &mut state).await {
+                    let _ = answers.send(answer.to_string());
+                }
             }
         });
         while let Some(line) = lines.recv().await {
@@ -494,6 +503,7 @@ impl Gateway {
         CallContext {
             closing: self.closing.clone(),
             to_client,
+            upstream: self.upstream.clone(),
             endpoint: self.endpoint.clone(),
             settings: self.settings.clone(),
             events: self.events.clone(),
@@ -515,6 +525,7 @@ struct Debit {
 struct CallContext {
     closing: Arc<std::sync::atomic::AtomicBool>,
     to_client: tokio::sync::mpsc::UnboundedSender<String>,
+    upstream: Arc<Upstream>,
     endpoint: Endpoint,
     settings: Arc<Settings>,
     events: Events,
@@ -527,13 +538,14 @@ impl CallContext {
         f(&mut self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 
-    /// One `tools/call`: its answer to the client. Held first while the run
-    /// waits at a checkpoint; then decided under the run's chain; its debit
-    /// counted toward the next checkpoint.
-    async fn call(&self, line: &[u8], v: &Value, id: &Value, state: &mut Option<RunState>) -> Value {
+    /// One `tools/call`: its answer to the client (`None` where it left
+    /// before the call was settled). Held first while the run waits at a
+    /// checkpoint; then decided under the run's chain; its debit counted
+    /// toward the next checkpoint.
+    async fn call(&self, line: &[u8], v: &Value, id: &Value, state: &mut Option<RunState>) -> Option<Value> {
         self.count(|s| s.calls += 1);
         if let Some(answer) = self.hold(v, id, state).await {
-            return answer;
+            return Some(answer);
         }
         let chain = state.as_ref().map_or_else(|| self.settings.chain.clone(), |s| s.chain.clone());
         let (answer, debit) = self.decide_and_relay(line, v, id, &chain).await;
@@ -683,13 +695,13 @@ impl CallContext {
         v: &Value,
         id: &Value,
         chain: &[SignedGrant],
-    ) -> (Value, Option<Debit>) {
+    ) -> (Option<Value>, Option<Debit>) {
         let tool = v.pointer("/params/name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let refuse = |e: GatewayError| {
             self.count(|s| s.refused += 1);
             self.events.emit(&json!({"event": "call", "tool": tool, "verdict": "refused", "code": e.code(),
                 "message": e.to_string()}));
-            (tool_error(id, e.code(), &format!("jcp gateway refused the call: {e}"), json!({})), None)
+            (Some(tool_error(id, e.code(), &format!("jcp gateway refused the call: {e}"), json!({}))), None)
         };
         let Some(binding) = self.settings.bindings.get(&tool) else {
             return refuse(GatewayError::ToolUnbound { tool: tool.clone() });
@@ -731,14 +743,25 @@ impl CallContext {
         else {
             return refuse(GatewayError::Upstream("the enforcement point is stopping".into()));
         };
+        // The upstream's answer, told as soon as it comes (the relay starts
+        // once the decision is durable, which may be before this task reads it).
+        let early = (!self.settings.settle_before_answer).then(|| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.upstream.tell_answer(id, tx);
+            rx
+        });
         let resp = match client.call(&req).await {
             Ok(r) => r,
-            Err(e) => return refuse(GatewayError::Wire(e)),
+            Err(e) => {
+                self.upstream.forget_answer();
+                return refuse(GatewayError::Wire(e));
+            }
         };
         let receipt = resp.receipt_id();
         let base = json!({"event": "call", "tool": tool, "intent_hash": intent_hash, "receipt": receipt,
             "action": binding.mcp.action});
         if !resp.decision.is_allow() {
+            self.upstream.forget_answer();
             self.count(|s| s.denied += 1);
             let reason = resp.decision.reason().map_or("deny", |r| r.as_str());
             let mut ev = base;
@@ -746,21 +769,48 @@ impl CallContext {
             ev["reason"] = reason.into();
             self.events.emit(&ev);
             return (
-                tool_error(
+                Some(tool_error(
                     id,
                     reason,
                     &format!("jcp: denied ({reason}); receipt {receipt}"),
                     json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash}),
-                ),
+                )),
                 None,
             );
         }
         // A call with no charge leaves its reservation debited (§4.11).
         let held = Some(Debit { uj: resp.decision.debited_uj, grade: Provenance::Estimator, receipt });
-        let reply = match tokio::time::timeout(self.settings.reply_timeout, client.reply()).await {
+        let reply = tokio::time::timeout(self.settings.reply_timeout, client.reply());
+        tokio::pin!(reply);
+        let mut answered = false;
+        let reply = match early {
+            Some(mut told) => tokio::select! {
+                biased;
+                r = &mut reply => r,
+                Ok(upstream) = &mut told => {
+                    // The tool's own answer, now; its span, charge and outcome
+                    // are recorded before the next call is decided.
+                    let meta = json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash});
+                    if let Some(a) = upstream_answer(id, upstream, meta) {
+                        let _ = self.to_client.send(a.to_string());
+                        answered = true;
+                    }
+                    reply.await
+                }
+            },
+            None => reply.await,
+        };
+        self.upstream.forget_answer();
+        let reply = match reply {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return (self.lost(id, base, &format!("no reply from the enforcement point: {e}")), held),
-            Err(_) => return (self.lost(id, base, "no reply from the enforcement point in time"), held),
+            Ok(Err(e)) => {
+                let lost = self.lost(id, base, &format!("no reply from the enforcement point: {e}"));
+                return ((!answered).then_some(lost), held);
+            }
+            Err(_) => {
+                let lost = self.lost(id, base, "no reply from the enforcement point in time");
+                return ((!answered).then_some(lost), held);
+            }
         };
         let charged = reply.charge.as_ref().and_then(|c| jcp_receipt::verify_receipt(c, None).ok()).map(|c| Debit {
             uj: c.core.cost_uj,
@@ -768,7 +818,7 @@ impl CallContext {
             receipt: c.id,
         });
         let answer = self.relayed(id, base, &reply, charged.map(|c| c.receipt), &intent_hash);
-        (answer, charged.or(held))
+        ((!answered).then_some(answer), charged.or(held))
     }
 
     fn bind(
@@ -838,22 +888,28 @@ impl CallContext {
         self.events.emit(&ev);
         let meta = json!({"jcp/receipt": ev["receipt"], "jcp/charge": charge, "jcp/intent_hash": intent_hash,
             "jcp/metered": metered});
-        match serde_json::from_slice::<Value>(&reply.output) {
-            // The upstream's own answer (its id is the call's).
-            Ok(mut answer) if answer.get("id") == Some(id) => {
-                if let Some(Value::Object(r)) = answer.get_mut("result") {
-                    let m = r.entry("_meta").or_insert_with(|| json!({}));
-                    if let (Some(m), Value::Object(extra)) = (m.as_object_mut(), meta) {
-                        m.extend(extra);
-                    }
-                }
-                answer
-            }
+        match serde_json::from_slice::<Value>(&reply.output).ok().and_then(|a| upstream_answer(id, a, meta.clone())) {
+            Some(answer) => answer,
             // Not run (the upstream had stopped before the call, or the
             // binding could not be turned back into a request).
-            _ => tool_error(id, "not-run", &format!("jcp: {}", String::from_utf8_lossy(&reply.output)), meta),
+            None => tool_error(id, "not-run", &format!("jcp: {}", String::from_utf8_lossy(&reply.output)), meta),
         }
     }
+}
+
+/// The upstream's own answer to call `id` with the gateway's `meta` added
+/// to its result's `_meta`; `None` when it is not an answer to that call.
+fn upstream_answer(id: &Value, mut answer: Value, meta: Value) -> Option<Value> {
+    if answer.get("id") != Some(id) {
+        return None;
+    }
+    if let Some(Value::Object(r)) = answer.get_mut("result") {
+        let m = r.entry("_meta").or_insert_with(|| json!({}));
+        if let (Some(m), Value::Object(extra)) = (m.as_object_mut(), meta) {
+            m.extend(extra);
+        }
+    }
+    Some(answer)
 }
 
 #[cfg(test)]

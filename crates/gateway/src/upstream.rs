@@ -38,8 +38,14 @@ enum Routed {
 /// Marks a `tools/list` result's tools with what the grant allows.
 pub type Annotate = Box<dyn Fn(&mut Value) + Send + Sync>;
 
+/// Told the upstream's answer to one relayed call the moment the reader
+/// has it (before the call's span ends and its charge is recorded): the
+/// call's key ([`id_key`]) and where the answer goes.
+type Answered = (String, tokio::sync::oneshot::Sender<Value>);
+
 struct Routing {
     pending: Mutex<HashMap<String, mpsc::SyncSender<Routed>>>,
+    answered: Mutex<Option<Answered>>,
     lists: Mutex<HashSet<String>>,
     /// Dropped when the upstream's output ends, so the client's writer
     /// ends once everything the upstream sent has been written.
@@ -117,6 +123,7 @@ impl Upstream {
             child.stdout.take().ok_or_else(|| GatewayError::Upstream("the upstream's stdout was not piped".into()))?;
         let routing = Arc::new(Routing {
             pending: Mutex::new(HashMap::new()),
+            answered: Mutex::new(None),
             lists: Mutex::new(HashSet::new()),
             to_client: Mutex::new(Some(to_client)),
             annotate,
@@ -163,6 +170,19 @@ impl Upstream {
             .and_then(|()| w.write_all(b"\n"))
             .and_then(|()| w.flush())
             .map_err(|e| GatewayError::Upstream(format!("writing to the upstream: {e}")))
+    }
+
+    /// The upstream's answer to the relayed call `id` (the client's id, which
+    /// the call is relayed under) goes to `tx` as soon as the reader has it,
+    /// as well as to the call waiting behind the gate. One at a time: a
+    /// later one replaces an earlier one not yet told.
+    pub fn tell_answer(&self, id: &Value, tx: tokio::sync::oneshot::Sender<Value>) {
+        *lock(&self.routing.answered) = Some((id_key(id), tx));
+    }
+
+    /// No answer to tell any more (the call was denied, or is over).
+    pub fn forget_answer(&self) {
+        lock(&self.routing.answered).take();
     }
 
     /// The answer to request `id` is a `tools/list` result to mark.
@@ -337,6 +357,17 @@ fn read_upstream(r: &Routing, out: impl Read) {
             let key = v.get("id").map(id_key).unwrap_or_default();
             let waiting = lock(&r.pending).remove(&key);
             if let Some(tx) = waiting {
+                let told = {
+                    let mut a = lock(&r.answered);
+                    if a.as_ref().is_some_and(|(k, _)| *k == key) {
+                        a.take()
+                    } else {
+                        None
+                    }
+                };
+                if let Some((_, early)) = told {
+                    let _ = early.send(v.clone());
+                }
                 let _ = tx.send(Routed::Answer(v, buf.clone()));
                 continue;
             }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::Args;
 use jcp_gateway::{Bindings, Events, Gateway, Settings, Upstream, UpstreamOptions};
 use jcp_wire::backend::Backend;
@@ -14,7 +15,7 @@ use jcp_wire::endpoint::{Config, Endpoint};
 use serde_json::json;
 
 use super::core::{parse_did, read_bytes, read_grant, read_key};
-use super::wire::{gate_trusting, parse_addr, runtime, serve_listeners, start_meter, wire_err};
+use super::wire::{gate_trusting, parse_addr, serve_listeners, start_meter, wire_err};
 use crate::out::{coded, CLEAN};
 
 #[derive(Debug, Args)]
@@ -77,6 +78,11 @@ pub struct GatewayArgs {
     /// How long one tool call may run before it is cancelled upstream and left unresolved.
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
+    /// Answer an allowed call only once its charge is recorded, with the charge receipt and the metered
+    /// figure in the answer's `_meta`. Without it the tool's answer goes back as soon as the tool gives it,
+    /// and its charge is recorded before the next call is decided (the events log and the stream carry it).
+    #[arg(long)]
+    settle_before_answer: bool,
     /// The run file a steered run keeps its checkpoints in (§4.7); created under the chain's leaf when absent.
     #[arg(long)]
     run: Option<PathBuf>,
@@ -251,7 +257,12 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
-    let rt = runtime()?;
+    // One thread for the session's tasks and the endpoint's connections: a
+    // gateway decides one call at a time, and a task woken on the thread
+    // that woke it costs no hand-off between threads (issue 36's latency;
+    // docs/performance.md). Blocking work keeps its own threads.
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
     rt.block_on(async move {
         let (metering, _) = start_meter(&mut config);
         let (to_client, from_upstream) = tokio::sync::mpsc::unbounded_channel();
@@ -321,7 +332,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
                 )
                 .await
             }
-            None => gw.run(std::io::stdin(), tokio::io::stdout(), from_upstream, to_client).await,
+            None => gw.run(std::io::stdin(), std::io::stdout(), from_upstream, to_client).await,
         }
         .map_err(|e| coded(e.code(), e.to_string()))?;
         for t in &tasks {
@@ -427,6 +438,7 @@ fn settings_of(
         server,
         max_uj: a.max_uj,
         reply_timeout: std::time::Duration::from_secs(a.timeout_s.max(1) + 30),
+        settle_before_answer: a.settle_before_answer,
         steer: a.run.clone().map(|run| jcp_gateway::steer::SteerOptions {
             run,
             every_calls: a.checkpoint_every,
