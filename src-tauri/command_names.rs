@@ -18,6 +18,7 @@ pub const COMMANDS: &[&str] = &[
     "workspace_streams",
     "steward_actions",
     "workspace_overview",
+    "workspace_forget",
     "blueprint_report",
     "run_report",
     "key_status_get",

@@ -39,6 +39,7 @@ pub fn info(state: &AppState) -> CmdResult<AppInfo> {
         },
         demo_streams: state.demo_streams.lock().map_err(|_| error::poisoned("demo"))?.clone(),
         open_at_start: *state.open_at_start.lock().map_err(|_| error::poisoned("startup"))?,
+        audit_at_start: state.audit_at_start.load(std::sync::atomic::Ordering::Relaxed),
     })
 }
 
@@ -52,9 +53,12 @@ pub fn snapshot(state: &AppState, limit: u32) -> CmdResult<EnergySnapshot> {
     let windows = state.with_store(|s| s.recent_windows(limit).map_err(|e| error::store(&e)))?;
     let chart_svg = console_view::chart::energy_chart_svg(&windows, 960, 340).map_err(|e| error::view(&e))?;
     let meter = state.meter.lock().map_err(|_| error::poisoned("meter"))?.clone();
+    let rows: Vec<WindowRow> = windows.iter().map(WindowRow::from).collect();
     Ok(EnergySnapshot {
+        headline: console_view::energy::headline(&meter.availability, &rows, &meter.ladder),
+        total: console_view::energy::span_total(&rows),
         meter: meter.availability,
-        windows: windows.iter().map(WindowRow::from).collect(),
+        windows: rows,
         chart_svg,
         ladder: meter.ladder,
         window_ms: meter.window_ms,
@@ -292,6 +296,40 @@ pub fn run_view(state: &AppState, id: i64) -> CmdResult<RunView> {
 #[tauri::command]
 pub fn workspace_overview(state: State<'_, AppState>) -> CmdResult<Vec<WorkspaceItem>> {
     overview(&state)
+}
+
+/// Takes an item off the workspace (a stream by its path, a run or
+/// blueprint by its id); its file stays where it is.
+pub fn forget(state: &AppState, kind: console_view::tags::ItemKind, id: Option<i64>, path: &str) -> CmdResult<()> {
+    state.with_store(|s| {
+        let (gone, subject) = match (kind, id) {
+            (console_view::tags::ItemKind::Stream, _) => (s.forget_stream(path), path.to_owned()),
+            (_, Some(id)) => (s.forget_item(id), id.to_string()),
+            (_, None) => {
+                return Err(UiError::new("workspace.unknown_item", "a run or blueprint item is named by its id"));
+            }
+        };
+        if !gone.map_err(|e| error::store(&e))? {
+            return Err(UiError::new(
+                "workspace.unknown_item",
+                format!("{subject} is not in the workspace (already removed?)"),
+            ));
+        }
+        s.record_action(now_ms(), "forget", &subject, &serde_json::json!({"kind": kind}))
+            .map_err(|e| error::store(&e))?;
+        Ok(())
+    })
+}
+
+/// Takes an item off the workspace; its file stays.
+#[tauri::command]
+pub fn workspace_forget(
+    state: State<'_, AppState>,
+    kind: console_view::tags::ItemKind,
+    id: Option<i64>,
+    path: String,
+) -> CmdResult<()> {
+    forget(&state, kind, id, &path)
 }
 
 /// The developer's view of a blueprint item: the reconcile report.

@@ -46,6 +46,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             commands::workspace_streams,
             commands::steward_actions,
             commands::workspace_overview,
+            commands::workspace_forget,
             commands::blueprint_report,
             commands::run_report,
             steward::commands::key_status_get,
@@ -138,6 +139,7 @@ pub fn run() -> std::process::ExitCode {
             }
             engines::start_meter(state.store.clone(), state.meter.clone(), state.recorder.clone());
             if !streams.is_empty() {
+                state.audit_at_start.store(true, std::sync::atomic::Ordering::Relaxed);
                 if let Err(e) = state.start_audit(streams.clone()) {
                     eprintln!("jcp-console: {}", e.message);
                     state.record_failed_start(streams.clone(), e);

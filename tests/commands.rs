@@ -27,7 +27,8 @@ fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &Atom
     for path in paths {
         let bytes =
             std::fs::read(path).map_err(|e| console_view::ipc::UiError::new("audit.unreadable", e.to_string()))?;
-        if bytes.starts_with(b"SLOW") {
+        let body = bytes.strip_prefix(jcp_receipt::stream::HEADER).unwrap_or(&bytes);
+        if body.starts_with(b"SLOW") {
             while !cancel.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -44,6 +45,14 @@ fn test_engine(paths: &[std::path::PathBuf], p: &ProgressCounters, cancel: &Atom
         verdict,
         json!({"verdict": verdict.as_str(), "streams": paths.len(), "failed_by_reason": {"bad_signature": tampered, "truncated": 0}, "findings_by_code": {"bad-signature": tampered}}),
     ))
+}
+
+/// A file the console takes for a stream (the JCP stream header, then `body`
+/// for the test engine to read).
+fn fake_stream(path: &Path, body: &[u8]) {
+    let mut b = jcp_receipt::stream::HEADER.to_vec();
+    b.extend_from_slice(body);
+    std::fs::write(path, b).unwrap();
 }
 
 fn app(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
@@ -148,16 +157,16 @@ fn s8_2_audit_job_reports_verdict_and_is_kept_in_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.jcps");
     let bad = dir.path().join("bad.jcps");
-    std::fs::write(&good, b"receipts").unwrap();
-    std::fs::write(&bad, b"receipts TAMPER").unwrap();
+    fake_stream(&good, b"receipts");
+    fake_stream(&bad, b"receipts TAMPER");
     let (_app, w) = app(dir.path(), true);
     let paths = json!([good.display().to_string(), bad.display().to_string()]);
     let job = invoke(&w, "audit_start", json!({"paths": paths})).unwrap();
-    assert_eq!(job["progress"]["bytes_total"], 23);
+    assert_eq!(job["progress"]["bytes_total"], 23 + 16);
     let done = wait_done(&w);
     assert_eq!(done["state"], "done");
     assert_eq!(done["verdict"], "findings");
-    assert_eq!(done["progress"]["bytes_done"], 23);
+    assert_eq!(done["progress"]["bytes_done"], 23 + 16);
     let id = done["id"].clone();
     let rep = invoke(&w, "audit_report", json!({"id": id})).unwrap();
     assert_eq!(rep["report"]["failed_by_reason"]["bad_signature"], 1);
@@ -176,7 +185,7 @@ fn s8_2_audit_job_reports_verdict_and_is_kept_in_the_workspace() {
 fn audit_cancel_stops_the_job_without_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let slow = dir.path().join("slow.jcps");
-    std::fs::write(&slow, b"SLOW").unwrap();
+    fake_stream(&slow, b"SLOW");
     let (_app, w) = app(dir.path(), true);
     let job = invoke(&w, "audit_start", json!({"paths": [slow.display().to_string()]})).unwrap();
     // A second start while one runs is refused.
@@ -188,6 +197,43 @@ fn audit_cancel_stops_the_job_without_a_verdict() {
     assert!(end["verdict"].is_null());
     let e = invoke(&w, "audit_report", json!({"id": job["id"]})).unwrap_err();
     assert_eq!(e["code"], "audit.no_report");
+}
+
+#[test]
+fn s8_1_a_file_that_is_not_a_receipt_stream_is_refused_and_never_listed_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("notes.txt");
+    std::fs::write(&f, b"the steward approves\n").unwrap();
+    let (_app, w) = app(dir.path(), true);
+    let e = invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap_err();
+    assert_eq!(e["code"], "audit.not-a-stream", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("notes.txt"), "{e}");
+    assert!(invoke(&w, "audit_status", json!({})).unwrap().is_null(), "no audit started");
+    let listed = invoke(&w, "workspace_overview", json!({})).unwrap();
+    assert!(listed.as_array().unwrap().iter().all(|i| i["path"] != f.display().to_string()), "{listed}");
+}
+
+#[test]
+fn a_workspace_item_is_forgotten_on_request_and_its_file_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("a.jcps");
+    fake_stream(&f, b"receipts");
+    let (_app, w) = app(dir.path(), true);
+    invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap();
+    wait_done(&w);
+    let path = f.display().to_string();
+    let listed = |w: &WebviewWindow<MockRuntime>| invoke(w, "workspace_overview", json!({})).unwrap();
+    assert!(listed(&w).as_array().unwrap().iter().any(|i| i["path"] == path));
+    invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": path})).unwrap();
+    assert!(listed(&w).as_array().unwrap().iter().all(|i| i["path"] != path), "{}", listed(&w));
+    assert!(f.exists(), "forgetting an item never touches its file");
+    // Forgetting what is not there says so.
+    let e = invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": path})).unwrap_err();
+    assert_eq!(e["code"], "workspace.unknown_item", "{e}");
+    let e = invoke(&w, "workspace_forget", json!({"kind": "run", "id": 999, "path": ""})).unwrap_err();
+    assert_eq!(e["code"], "workspace.unknown_item", "{e}");
+    let actions = invoke(&w, "steward_actions", json!({"limit": 10})).unwrap();
+    assert_eq!(actions[0]["action"], "forget", "{actions}");
 }
 
 #[test]
@@ -203,7 +249,7 @@ fn audit_of_missing_file_names_the_file() {
 fn audit_export_writes_json_equal_to_the_engine_report_and_html_self_contained() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("a.jcps");
-    std::fs::write(&f, b"receipts").unwrap();
+    fake_stream(&f, b"receipts");
     let (app, w) = app(dir.path(), true);
     invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap();
     let done = wait_done(&w);

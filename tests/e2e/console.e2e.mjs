@@ -119,8 +119,8 @@ test("energy view: windows with provenance labels and the ladder panel", async (
   const s = await Session.start();
   try {
     await s.click("#tab-energy");
-    // The estimate rung always exists on Linux, so the meter must go live once the probe ends.
-    await s.waitFor(async () => (await s.text("#view-energy .status")).startsWith("Metering live"), 20000, "the meter going live");
+    // The estimate rung always exists on Linux, so readings come once the probe ends.
+    await s.waitFor(async () => /^(Measured|Modelled|Estimated|Mixed):/.test(await s.text("#energy-headline")), 20000, "a headline saying what the figures are");
     await s.waitFor(
       async () => (await s.exec("return document.querySelectorAll('.windows-table tbody tr.window').length")) >= 3,
       20000,
@@ -130,6 +130,20 @@ test("energy view: windows with provenance labels and the ladder panel", async (
       "return [...document.querySelectorAll('.windows-table tbody tr.window')].map(r => r.querySelector('.provenance').textContent)",
     );
     for (const g of grades) assert.match(g, /^(HwShunt|ModelBased|Estimator)$/, "every reading window carries its provenance label");
+    // Issue 39: the headline says what the figures are; estimates never read as metering live.
+    const headline = await s.text("#energy-headline");
+    if (grades.every((g) => g === "Estimator")) {
+      assert.match(headline, /^Estimated: /, headline);
+      assert.ok(!/live/i.test(headline.split("(")[0]), `an estimate is not headlined as live metering: ${headline}`);
+    }
+    assert.match(await s.text("#energy-total"), /s windows\. Shown: (at least )?[\d.]+ (µJ|mJ|J|kJ|MJ)/, "the shown windows' energy, summed");
+    const powers = await s.exec("return [...document.querySelectorAll('.windows-table tbody tr.window .power')].map(c => c.textContent)");
+    for (const p of powers) assert.match(p, /^[\d.]+ (mW|W|kW)$/, "each window's power in watts");
+    // A rung that does not meter shows the grade it would give, not a chip as if earned.
+    const unearned = await s.exec(
+      "return [...document.querySelectorAll('.ladder-table tbody tr.rung:not(.chosen)')].filter(r => r.querySelector('.grade')).length",
+    );
+    assert.equal(unearned, 0, "no grade chip on a rung that was not chosen");
     const gaps = await s.exec("return [...document.querySelectorAll('.windows-table tbody tr.gap')].map(r => r.querySelector('.energy').textContent)");
     for (const g of gaps) assert.equal(g, "no reading", "a gap is never shown as zero");
     const rungs = await s.exec(
@@ -195,7 +209,8 @@ test("auditor: a CLI-written stream shows the same verdict and counts as `jcp au
   const expected = JSON.parse(fs.readFileSync(process.env.JCP_E2E_GOOD_JSON, "utf8"));
   const s = await Session.start([good]);
   try {
-    await s.click("#tab-auditor");
+    // Opened with a stream, the console lands on the Auditor (no click).
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#tab-auditor.active') !== null")) === true, 30000, "the Auditor tab, active at start");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#audit-verdict') !== null")) === true, 60000, "the verdict");
     expectShown(await readShown(s), expected);
     await s.shot("auditor-clean");
@@ -257,7 +272,7 @@ test("energy view: a recorded session against a declared baseline and a grant's 
   const s = await Session.start();
   try {
     await s.click("#tab-energy");
-    await s.waitFor(async () => (await s.text("#view-energy .status")).startsWith("Metering live"), 20000, "the meter going live");
+    await s.waitFor(async () => /^(Measured|Modelled|Estimated|Mixed):/.test(await s.text("#energy-headline")), 20000, "the meter reading");
     const record = async (windows) => {
       await s.exec("const i = document.querySelector('#session-occupancy'); i.value = 'idle'; document.querySelector('#session-record').click(); return true");
       await s.waitFor(async () => (await s.exec("return document.querySelector('.rec-state').textContent")).includes(`${windows} window`), 30000, `${windows} recorded windows`);
@@ -329,6 +344,19 @@ test("workspace: the demo's streams, run and blueprint are listed on first start
     assert.equal(rows.filter((r) => r[0] === "blueprint").length, 2, JSON.stringify(rows));
     for (const [, p] of rows) assert.ok(!WS || fs.existsSync(p), `${p} exists`);
     await s.shot("workspace");
+    // A stream an earlier test opened is removed from the list; its file stays.
+    const other = rows.find((r) => r[0] === "stream" && !inDemo(r[1]));
+    if (other) {
+      const clicked = await s.exec(
+        `const r = [...document.querySelectorAll('#view-workspace tr.item.stream')].find(r => r.querySelector('.path').textContent === arguments[0]);
+         if (!r) return false; r.querySelector('button.forget-item').click(); return true`,
+        [other[1]],
+      );
+      assert.ok(clicked, `${other[1]} has a Remove button`);
+      await s.waitFor(async () => !(await overview(s)).some((r) => r[1] === other[1]), 10000, "the removed stream gone from the list");
+      assert.ok(fs.existsSync(other[1]), "its file is untouched");
+      assert.match(await s.textOf("#view-workspace .status"), /untouched/);
+    }
   } finally {
     await s.end();
   }

@@ -83,6 +83,8 @@ export const api = {
   workspaceStreams: () => call<StreamRow[]>("workspace_streams"),
   stewardActions: (limit: number) => call<ActionRow[]>("steward_actions", { limit }),
   workspaceOverview: () => call<WorkspaceItem[]>("workspace_overview"),
+  workspaceForget: (item: WorkspaceItem) =>
+    call<null>("workspace_forget", { kind: item.kind, id: item.id, path: item.path }),
   blueprintReport: (id: number) => call<BlueprintReportView>("blueprint_report", { id }),
   runReport: (id: number) => call<RunView>("run_report", { id }),
   keyStatus: () => call<KeyStatus>("key_status_get"),

@@ -158,6 +158,9 @@ export class Console {
       if (info.open_at_start !== null) {
         this.select("blueprint");
         await this.blueprint.open(info.open_at_start);
+      } else if (info.audit_at_start) {
+        // `jcp-console S.jcps…` opens on those streams' audit.
+        this.select("auditor");
       }
     } catch (e) {
       const u = e as UiError;

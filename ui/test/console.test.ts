@@ -21,6 +21,21 @@ describe("console shell", () => {
     expect(banner.textContent).toContain("nothing will be saved");
   });
 
+  it("opened with streams (`jcp-console S.jcps`), it lands on the Auditor, not the Workspace", async () => {
+    mockIPC((cmd) => {
+      if (cmd === "app_info") return info({ audit_at_start: true });
+      if (cmd === "audit_status") return job({ state: "running", verdict: null, progress: { bytes_done: 1, bytes_total: 10, records: 1 } });
+      if (cmd === "workspace_streams" || cmd === "steward_actions" || cmd === "workspace_overview") return [];
+      return snapshot();
+    });
+    const root = document.createElement("div");
+    const c = new Console(root);
+    await c.start();
+    c.stop();
+    expect((root.querySelector("#view-auditor") as HTMLElement).hidden).toBe(false);
+    expect(root.querySelector("#tab-auditor")!.classList.contains("active")).toBe(true);
+  });
+
   it("tabs switch views and only the visible one is polled", async () => {
     const seen: string[] = [];
     mockIPC((cmd) => {

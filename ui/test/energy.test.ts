@@ -43,6 +43,32 @@ describe("live energy view", () => {
     expect(list.hidden).toBe(true);
   });
 
+  it("issue39_the_headline_says_what_the_figures_are_the_total_is_at_least_and_power_is_in_watts", async () => {
+    mockIPC(() => snapshot());
+    const v = new EnergyView(notify());
+    await v.refresh();
+    const headline = v.root.querySelector("#energy-headline")!;
+    expect(headline.textContent).toMatch(/^Mixed: /);
+    expect(headline.classList.contains("headline-mixed")).toBe(true);
+    expect(headline.textContent).not.toContain("Metering live");
+    expect(v.root.querySelector("#energy-total")!.textContent).toBe(
+      "1 s windows. Shown: at least 1.290 J modelled over the last 3 windows (3 s); 1 window without a reading not in it; 1 window covers only part of the machine.",
+    );
+    const rows = [...v.root.querySelectorAll(".windows-table tbody tr")];
+    expect(rows.map((r) => r.querySelector(".power")?.textContent)).toEqual(["40 mW", "—", "1.250 W"]);
+    expect(rows[2].querySelector(".energy")?.getAttribute("title")).toBe("1250000 µJ exactly");
+  });
+
+  it("s5_1_a_declined_rung_shows_the_grade_it_would_give_never_a_chip_as_if_earned", async () => {
+    mockIPC(() => snapshot());
+    const v = new EnergyView(notify());
+    await v.refresh();
+    const [rapl, estimate] = [...v.root.querySelectorAll(".ladder-table tbody tr")];
+    expect(rapl.querySelector(".grade")).toBeNull();
+    expect(rapl.querySelector(".grade-unearned")?.textContent).toBe("would give HwShunt");
+    expect(estimate.querySelector(".grade")?.textContent).toBe("Estimator");
+  });
+
   it("s5_1_ladder_panel_lists_every_rung_with_why_and_fix", async () => {
     mockIPC(() => snapshot());
     const v = new EnergyView(notify());
@@ -55,11 +81,19 @@ describe("live energy view", () => {
   });
 
   it("says honestly that metering is not available instead of showing data", async () => {
-    mockIPC(() => snapshot({ meter: { available: false, reason: "crates/jcp-meter is not in this build" }, windows: [], ladder: [] }));
+    mockIPC(() =>
+      snapshot({
+        meter: { available: false, reason: "crates/jcp-meter is not in this build" },
+        windows: [],
+        ladder: [],
+        headline: { kind: "unavailable", text: "Live metering is not available: crates/jcp-meter is not in this build." },
+      }),
+    );
     const v = new EnergyView(notify());
     await v.refresh();
     const status = v.root.querySelector(".status")!;
-    expect(status.textContent).toContain("not available yet");
+    expect(status.textContent).toContain("not available");
+    expect((v.root.querySelector("#energy-total") as HTMLElement).hidden).toBe(true);
     expect(status.textContent).toContain("crates/jcp-meter");
     expect(v.root.querySelector(".windows-table tbody")?.textContent).toContain("No windows recorded yet.");
   });

@@ -8,15 +8,16 @@ export const info = (over: Partial<AppInfo> = {}): AppInfo => ({
   audit: { available: true, reason: null },
   demo_streams: [],
   open_at_start: null,
+  audit_at_start: false,
   ...over,
 });
 
 export const snapshot = (over: Partial<EnergySnapshot> = {}): EnergySnapshot => ({
   meter: { available: true, reason: null },
   windows: [
-    { seq: 1, start_ms: 1000, end_ms: 2000, energy_uj: 1_250_000, energy_text: "1.250 J", provenance: "HwShunt", coverage: "Whole", rung: "rapl" },
-    { seq: 2, start_ms: 2000, end_ms: 3000, energy_uj: null, energy_text: null, provenance: null, coverage: null, rung: null },
-    { seq: 3, start_ms: 3000, end_ms: 4000, energy_uj: 40_000, energy_text: "40.000 mJ", provenance: "ModelBased", coverage: "Partial", rung: "nvml" },
+    { seq: 1, start_ms: 1000, end_ms: 2000, energy_uj: 1_250_000, energy_text: "1.250 J", power_text: "1.250 W", provenance: "HwShunt", coverage: "Whole", rung: "rapl" },
+    { seq: 2, start_ms: 2000, end_ms: 3000, energy_uj: null, energy_text: null, power_text: null, provenance: null, coverage: null, rung: null },
+    { seq: 3, start_ms: 3000, end_ms: 4000, energy_uj: 40_000, energy_text: "40.000 mJ", power_text: "40 mW", provenance: "ModelBased", coverage: "Partial", rung: "nvml" },
   ],
   chart_svg: '<svg xmlns="http://www.w3.org/2000/svg" id="svg-from-rust"><rect width="1" height="1"/></svg>',
   ladder: [
@@ -25,6 +26,8 @@ export const snapshot = (over: Partial<EnergySnapshot> = {}): EnergySnapshot => 
   ],
   window_ms: 1000,
   live_metered: [],
+  headline: { kind: "mixed", text: "Mixed: of the last 2 windows with a reading, 1 measured, 1 modelled and 0 estimated; each window says which. 1 window covers only part of the machine (Partial)." },
+  total: { text: "at least 1.290 J modelled over the last 3 windows (3 s); 1 window without a reading not in it; 1 window covers only part of the machine.", uj: 1_290_000, provenance: "ModelBased", unread: 1, partial: 1 },
   ...over,
 });
 

@@ -19,6 +19,26 @@ describe("workspace overview", () => {
     expect(open).toHaveBeenCalledWith(items()[2]);
   });
 
+  it("an item is removed from the workspace with its Remove button, its file named as untouched", async () => {
+    let listed = items();
+    const seen: Array<[string, unknown]> = [];
+    mockIPC((cmd, args) => {
+      seen.push([cmd, args]);
+      if (cmd === "workspace_forget") {
+        listed = listed.filter((i) => i.path !== (args as { path: string }).path);
+        return null;
+      }
+      return listed;
+    });
+    const v = new WorkspaceView(vi.fn());
+    await v.refresh();
+    const first = items()[0];
+    (v.root.querySelector(".items-table tbody tr .forget-item") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(v.root.querySelectorAll(".items-table tbody tr").length).toBe(3));
+    expect(seen).toContainEqual(["workspace_forget", { kind: first.kind, id: first.id, path: first.path }]);
+    expect(v.root.querySelector(".status")!.textContent).toContain("untouched");
+  });
+
   it("opening a blueprint from the overview shows the blueprint view with its reconcile", async () => {
     const seen: Array<[string, unknown]> = [];
     mockIPC((cmd, args) => {

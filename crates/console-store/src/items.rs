@@ -124,6 +124,14 @@ impl Store {
         Ok(())
     }
 
+    /// Takes item `id` off the workspace (its file is not touched);
+    /// `false` when there was no such item.
+    pub fn forget_item(&self, id: i64) -> Result<bool, StoreError> {
+        let n =
+            self.conn.execute("DELETE FROM workspace_items WHERE id = ?1", params![id]).map_err(|e| self.err(&e))?;
+        Ok(n > 0)
+    }
+
     /// One item.
     pub fn item(&self, id: i64) -> Result<Option<ItemRecord>, StoreError> {
         let row = self

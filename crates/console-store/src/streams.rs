@@ -78,6 +78,13 @@ impl Store {
         row.map(|r| self.stream_from_row(r)).transpose()
     }
 
+    /// Takes the stream at `path` off the workspace, with its last audit
+    /// (the file is not touched); `false` when it was not listed.
+    pub fn forget_stream(&self, path: &str) -> Result<bool, StoreError> {
+        let n = self.conn.execute("DELETE FROM streams WHERE path = ?1", params![path]).map_err(|e| self.err(&e))?;
+        Ok(n > 0)
+    }
+
     /// Every opened stream, most recently opened first.
     pub fn streams(&self) -> Result<Vec<StreamRecord>, StoreError> {
         let mut stmt = self

@@ -71,6 +71,9 @@ pub struct AppInfo {
     /// A workspace item the app's arguments asked to open (`--blueprint F --deployment F`).
     #[cfg_attr(test, ts(type = "number | null"))]
     pub open_at_start: Option<i64>,
+    /// The app was opened with stream files (`jcp-console S.jcps…`): it
+    /// opens on the Auditor, where their audit (or why it did not start) is.
+    pub audit_at_start: bool,
 }
 
 /// One energy window as shown and exported; a gap has no energy and no grades.
@@ -91,6 +94,8 @@ pub struct WindowRow {
     pub energy_uj: Option<u64>,
     /// The figure in words by the one formatter (`jcp::energy::format_uj`), absent for a gap.
     pub energy_text: Option<String>,
+    /// Its average power in words (the one formatter, `jcp::energy::format_power`); `None` for a gap.
+    pub power_text: Option<String>,
     /// The grade, absent for a gap.
     pub provenance: Option<crate::tags::Provenance>,
     /// `Whole` or `Partial`, absent for a gap.
@@ -134,6 +139,10 @@ pub struct EnergySnapshot {
     /// gate, in words ([`crate::steward::metered_line`]): per call, beside
     /// the machine's windows; empty when no live run has one.
     pub live_metered: Vec<String>,
+    /// What the figures are, said first ([`crate::energy::headline`]).
+    pub headline: crate::energy::EnergyHeadline,
+    /// The windows' energy summed ([`crate::energy::span_total`]).
+    pub total: crate::energy::SpanTotal,
 }
 
 /// Where an export went; `None` when the person cancelled the dialog.
@@ -258,6 +267,7 @@ impl From<&console_store::WindowRecord> for WindowRow {
             end_ms: w.end_ms,
             energy_uj: w.energy.map(|e| e.uj),
             energy_text: w.energy.map(|e| crate::format_uj(e.uj)),
+            power_text: w.energy.and_then(|e| jcp::energy::format_power(e.uj, w.end_ms.saturating_sub(w.start_ms))),
             provenance: w.energy.map(|e| e.provenance.into()),
             coverage: w.energy.map(|e| e.coverage.into()),
             rung: w.rung.clone(),
@@ -288,7 +298,10 @@ mod tests {
             AuditReportView,
             StreamRow,
             ActionRow,
-            WorkspaceItem
+            WorkspaceItem,
+            crate::energy::EnergyHeadline,
+            crate::energy::HeadlineKind,
+            crate::energy::SpanTotal
         );
         all.extend(crate::blueprint::tests::generated());
         all.extend(crate::run::tests::generated());

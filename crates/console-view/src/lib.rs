@@ -8,6 +8,7 @@
 pub mod authority;
 pub mod blueprint;
 pub mod chart;
+pub mod energy;
 pub mod export;
 pub mod intent;
 pub mod ipc;

@@ -165,9 +165,41 @@ pub fn format_uj(uj: u64) -> String {
     }
 }
 
+/// Power for people: `uj` spent over `ms` milliseconds as watts, with the
+/// same truncation as [`format_uj`] (a figure shown never exceeds what was
+/// measured): below 1 W in mW, otherwise W with three decimals, from 1 kW
+/// in kW. `None` over an empty interval.
+///
+/// ```
+/// assert_eq!(jcp::energy::format_power(1_250_000, 1_000).as_deref(), Some("1.250 W"));
+/// assert_eq!(jcp::energy::format_power(999, 1_000).as_deref(), Some("0 mW"));
+/// assert_eq!(jcp::energy::format_power(1, 0), None);
+/// ```
+pub fn format_power(uj: u64, ms: u64) -> Option<String> {
+    if ms == 0 {
+        return None;
+    }
+    // µJ per ms is mW; thousandths of a mW would overflow nothing below 2^64 / 1000 µJ.
+    let micro_w = u128::from(uj) * 1_000 / u128::from(ms);
+    Some(match micro_w {
+        0..=999_999 => format!("{} mW", micro_w / 1_000),
+        1_000_000..=999_999_999 => format!("{}.{:03} W", micro_w / 1_000_000, (micro_w % 1_000_000) / 1_000),
+        _ => format!("{}.{:03} kW", micro_w / 1_000_000_000, (micro_w % 1_000_000_000) / 1_000_000),
+    })
+}
+
 #[cfg(test)]
 mod format_tests {
-    use super::format_uj;
+    use super::{format_power, format_uj};
+
+    #[test]
+    fn s5_power_text_truncates_never_rounds_up() {
+        assert_eq!(format_power(1_999_999, 1_000).as_deref(), Some("1.999 W"));
+        assert_eq!(format_power(500_000, 1_000).as_deref(), Some("500 mW"));
+        assert_eq!(format_power(3_000_000_000, 1_000).as_deref(), Some("3.000 kW"));
+        assert_eq!(format_power(u64::MAX, 1).map(|s| s.ends_with("kW")), Some(true));
+        assert_eq!(format_power(10, 0), None);
+    }
 
     #[test]
     fn s5_energy_text_truncates_never_rounds_up() {

@@ -33,4 +33,9 @@ demo_streams: Array<string>,
 /**
  * A workspace item the app's arguments asked to open (`--blueprint F --deployment F`).
  */
-open_at_start: number | null, };
+open_at_start: number | null, 
+/**
+ * The app was opened with stream files (`jcp-console S.jcps…`): it
+ * opens on the Auditor, where their audit (or why it did not start) is.
+ */
+audit_at_start: boolean, };

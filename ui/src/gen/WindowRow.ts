@@ -27,6 +27,10 @@ energy_uj: number | null,
  */
 energy_text: string | null, 
 /**
+ * Its average power in words (the one formatter, `jcp::energy::format_power`); `None` for a gap.
+ */
+power_text: string | null, 
+/**
  * The grade, absent for a gap.
  */
 provenance: Provenance | null, 

@@ -12,6 +12,7 @@ export const COMMANDS = [
   "workspace_streams",
   "steward_actions",
   "workspace_overview",
+  "workspace_forget",
   "blueprint_report",
   "run_report",
   "key_status_get",

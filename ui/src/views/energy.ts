@@ -11,9 +11,14 @@ export interface Notifier {
   info(text: string): void;
 }
 
-function gradeCell(provenance: string | null): HTMLTableCellElement {
+function gradeCell(provenance: string | null, earned = true): HTMLTableCellElement {
   const td = el("td", "rgrade");
-  if (provenance) {
+  if (provenance && !earned) {
+    // A rung not chosen gives no figure: its grade is what it would give, not one earned.
+    const t = el("span", "grade-unearned", `would give ${provenance}`);
+    t.title = `not earned: this rung does not meter (${GRADE_MEANING[provenance] ?? provenance})`;
+    td.append(t);
+  } else if (provenance) {
     const chip = el("span", `grade grade-${provenance}`, provenance);
     chip.title = GRADE_MEANING[provenance] ?? "";
     td.append(chip);
@@ -26,6 +31,7 @@ function gradeCell(provenance: string | null): HTMLTableCellElement {
 export class EnergyView {
   readonly root: HTMLElement;
   private status = el("p", "status");
+  private total = el("p", "energy-total");
   private chart = el("div", "chart");
   private ladder = el("tbody");
   private windows = el("tbody");
@@ -57,7 +63,7 @@ export class EnergyView {
     winBox.append(el("h3", undefined, "Recent windows"));
     const wt = el("table", "windows-table");
     wt.innerHTML =
-      "<thead><tr><th>#</th><th>start</th><th>end</th><th>energy</th><th>provenance</th><th>coverage</th><th>rung</th></tr></thead>";
+      "<thead><tr><th>#</th><th>start</th><th>end</th><th>energy</th><th>power</th><th>provenance</th><th>coverage</th><th>rung</th></tr></thead>";
     wt.append(this.windows);
     winBox.append(wt);
     this.liveMetered.id = "energy-live-metered";
@@ -66,7 +72,9 @@ export class EnergyView {
     const lower = el("div", "lower");
     lower.append(ladderBox, winBox);
     this.sessions = new SessionsPanel(notify);
-    this.root.append(head, this.status, this.liveMetered, this.chart, lower, this.sessions.root);
+    this.status.id = "energy-headline";
+    this.total.id = "energy-total";
+    this.root.append(head, this.status, this.total, this.liveMetered, this.chart, lower, this.sessions.root);
   }
 
   async refresh(): Promise<void> {
@@ -83,13 +91,11 @@ export class EnergyView {
   }
 
   show(snap: EnergySnapshot): void {
-    if (snap.meter.available) {
-      this.status.textContent = `Metering live: ${snap.window_ms / 1000} s windows.`;
-      this.status.className = "status ok";
-    } else {
-      this.status.textContent = `Live metering is not available yet: ${snap.meter.reason ?? "no reason given"}`;
-      this.status.className = "status unavailable";
-    }
+    // Said first: what the figures are (measured, modelled, estimated) and why.
+    this.status.textContent = snap.headline.text;
+    this.status.className = `status headline-${snap.headline.kind}`;
+    this.total.textContent = snap.windows.length ? `${snap.window_ms / 1000} s windows. Shown: ${snap.total.text}` : "";
+    this.total.hidden = snap.windows.length === 0;
     const newest = snap.windows.length ? snap.windows[snap.windows.length - 1].seq : -1;
     if (newest !== this.lastSeq || this.chart.childElementCount === 0) {
       // SVG produced by plotters in the shell from numbers only; no script.
@@ -99,7 +105,7 @@ export class EnergyView {
     this.ladder.replaceChildren(
       ...snap.ladder.map((r) => {
         const tr = el("tr", `rung ${r.status}`);
-        tr.append(el("td", "name", r.name), el("td", "rstatus", r.status), gradeCell(r.provenance), el("td", "why", r.why), el("td", "fix", r.fix ?? ""));
+        tr.append(el("td", "name", r.name), el("td", "rstatus", r.status), gradeCell(r.provenance, r.status === "chosen"), el("td", "why", r.why), el("td", "fix", r.fix ?? ""));
         return tr;
       }),
     );
@@ -115,10 +121,12 @@ export class EnergyView {
       ...rows.map((w) => {
         const tr = el("tr", w.energy_uj === null ? "window gap" : "window");
         const energy = w.energy_uj === null ? el("td", "energy none", "no reading") : el("td", "energy num", w.energy_text ?? "no reading");
+        if (w.energy_uj !== null) energy.title = `${w.energy_uj} µJ exactly`;
+        const power = el("td", "power num", w.power_text ?? "—");
         const prov = gradeCell(w.provenance);
         prov.classList.add("provenance");
         const cov = el("td", w.coverage === "Partial" ? "coverage partial" : "coverage", w.coverage ?? "—");
-        tr.append(el("td", "num", String(w.seq)), el("td", undefined, formatTime(w.start_ms)), el("td", undefined, formatTime(w.end_ms)), energy, prov, cov, el("td", "rung", w.rung ?? "—"));
+        tr.append(el("td", "num", String(w.seq)), el("td", undefined, formatTime(w.start_ms)), el("td", undefined, formatTime(w.end_ms)), energy, power, prov, cov, el("td", "rung", w.rung ?? "—"));
         return tr;
       }),
     );
@@ -127,7 +135,7 @@ export class EnergyView {
     if (rows.length === 0) {
       const tr = el("tr");
       const td = el("td", "none", "No windows recorded yet.");
-      td.colSpan = 7;
+      td.colSpan = 8;
       tr.append(td);
       this.windows.append(tr);
     }

@@ -47,6 +47,27 @@ export class WorkspaceView {
     }
   }
 
+  /** Takes `it` off the workspace (its file stays), then lists again. */
+  async forget(it: WorkspaceItem, btn: HTMLButtonElement): Promise<void> {
+    btn.disabled = true;
+    try {
+      await api.workspaceForget(it);
+      this.status.textContent = `Removed ${it.label} from the workspace; the file ${it.path} is untouched.`;
+      this.status.className = "status";
+    } catch (e) {
+      this.status.textContent = (e as UiError).message;
+      this.status.className = "status error";
+      btn.disabled = false;
+      return;
+    }
+    try {
+      this.show(await api.workspaceOverview());
+    } catch (e) {
+      this.status.textContent = (e as UiError).message;
+      this.status.className = "status error";
+    }
+  }
+
   show(items: WorkspaceItem[]): void {
     // Polled every second: rebuild only when something changed, so a click is never lost.
     const key = JSON.stringify(items);
@@ -58,8 +79,11 @@ export class WorkspaceView {
         const outcome = it.last_status ?? NEVER[it.kind] ?? "not opened";
         const btn = el("button", "open-item", KIND_VIEW[it.kind] ?? "Open");
         btn.addEventListener("click", () => this.open(it));
-        const act = el("td");
-        act.append(btn);
+        const forget = el("button", "forget-item secondary", "Remove");
+        forget.title = "Take it off this list; the file stays where it is";
+        forget.addEventListener("click", () => void this.forget(it, forget));
+        const act = el("td", "actions");
+        act.append(btn, forget);
         tr.append(
           el("td", "kind", KIND_LABEL[it.kind] ?? it.kind),
           el("td", "label", it.label),
