@@ -344,6 +344,13 @@ test("workspace: the demo's streams, run and blueprint are listed on first start
     assert.equal(rows.filter((r) => r[0] === "blueprint").length, 2, JSON.stringify(rows));
     for (const [, p] of rows) assert.ok(!WS || fs.existsSync(p), `${p} exists`);
     await s.shot("workspace");
+    // The first-run guide (issue 39): which view is whose; dismissed, it stays hidden.
+    if (await s.exec("return !document.querySelector('#first-run-guide').hidden")) {
+      const people = await s.exec("return [...document.querySelectorAll('#first-run-guide .guide-go')].map(b => b.textContent)");
+      assert.deepEqual(people, ["A steward", "An auditor", "A developer", "Everyone"]);
+      await s.click("#first-run-guide .guide-dismiss");
+      assert.equal(await s.exec("return document.querySelector('#first-run-guide').hidden"), true, "dismissed");
+    }
     // A stream an earlier test opened is removed from the list; its file stays.
     const other = rows.find((r) => r[0] === "stream" && !inDemo(r[1]));
     if (other) {
@@ -817,6 +824,49 @@ test("steward: an MCP gateway run set up here, its calls shown, amended at a che
     await s.shot("gateway-revoked");
   } finally {
     if (sdk && sdk.exitCode === null) sdk.kill();
+    await s.end();
+  }
+});
+
+// Issue 39, "fits the window": at the default 1200 × 800 and at the 900 × 600
+// minimum, no view scrolls sideways: not the page, and no panel or table box
+// inside it (long ids wrap or are shortened with the whole on hover).
+test("layout: every view fits 1200 × 800 and 900 × 600 with nothing scrolling sideways", async () => {
+  const s = await Session.start();
+  try {
+    // Let the demo workspace and the meter fill the views first.
+    await s.waitFor(async () => (await overview(s)).length >= 4, 60000, "the demo workspace");
+    const sideways = () =>
+      s.exec(`
+        const out = [];
+        const de = document.documentElement;
+        if (de.scrollWidth > de.clientWidth + 1) out.push('page ' + de.scrollWidth + ' > ' + de.clientWidth);
+        for (const e of document.querySelectorAll('main *')) {
+          if (e.closest('[hidden]') || e.clientWidth === 0) continue;
+          const x = getComputedStyle(e).overflowX;
+          if ((x === 'auto' || x === 'scroll') && e.scrollWidth > e.clientWidth + 1) {
+            // Name the box and what sticks out of it (the widest descendant past its edge).
+            const name = (n) => (n.id ? '#' + n.id : n.tagName.toLowerCase() + (n.classList.length ? '.' + [...n.classList].join('.') : ''));
+            const edge = e.getBoundingClientRect().right;
+            const past = [...e.querySelectorAll('*')].filter((d) => d.getBoundingClientRect().right > edge + 1);
+            const deepest = past.filter((d) => !past.some((o) => o !== d && d.contains(o))).slice(0, 2).map(name);
+            out.push(name(e) + ' ' + e.scrollWidth + ' > ' + e.clientWidth + (deepest.length ? ' (' + deepest.join(', ') + ')' : ''));
+          }
+        }
+        return out;`);
+    const failures = [];
+    for (const [w, h] of [[1200, 800], [900, 600]]) {
+      await wd("POST", s.u("/window/rect"), { width: w, height: h });
+      await s.waitFor(async () => (await s.exec("return window.innerWidth")) <= w, 10000, `the window at ${w} px`);
+      for (const view of ["workspace", "steward", "energy", "auditor", "run", "blueprint", "intent"]) {
+        await s.click(`#tab-${view}`);
+        await new Promise((r) => setTimeout(r, 700));
+        for (const f of await sideways()) failures.push(`${w}×${h} ${view}: ${f}`);
+        await s.shot(`fit-${w}-${view}`);
+      }
+    }
+    assert.deepEqual(failures, [], failures.join("\n"));
+  } finally {
     await s.end();
   }
 });

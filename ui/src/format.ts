@@ -8,10 +8,33 @@ export function formatBytes(n: number): string {
   return `${(n / 1024 / 1024 / 1024).toFixed(2)} GiB`;
 }
 
+const pad = (n: number) => String(n).padStart(2, "0");
+
+/** The user's zone as an offset from UTC at `d` (`UTC+01:00`). */
+export function zoneOf(d: Date): string {
+  const off = -d.getTimezoneOffset();
+  return `UTC${off < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
+}
+
+/** Unix ms as a date and time in the user's zone (`2026-12-07 09:20:15`);
+ *  the zone is on hover, and said once where a table has many. */
 export function formatTime(ms: number): string {
   const d = new Date(ms);
-  const p = (n: number) => String(n).padStart(2, "0");
-  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A time cell: the date and time in the user's zone, the zone and UTC on hover. */
+export function timeCell(ms: number, cls?: string): HTMLTableCellElement {
+  const td = el("td", cls, formatTime(ms));
+  td.title = `${zoneOf(new Date(ms))}; ${new Date(ms).toISOString()}`;
+  return td;
+}
+
+/** A `datetime-local` input's value (the user's zone) as Unix seconds; `null` when empty or not a date. */
+export function localInputToUnix(value: string): number | null {
+  if (value.trim() === "") return null;
+  const t = new Date(value).getTime();
+  return Number.isFinite(t) ? Math.floor(t / 1000) : null;
 }
 
 /** What each provenance grade means, in words (the table's tooltip and the legend's text). */
@@ -29,10 +52,11 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, 
   return e;
 }
 
-/** Unix seconds as a UTC date and time (`2026-01-01 09:20 UTC`): run records are signed in UTC. */
+/** Unix seconds as a date and time in the user's zone, the zone said
+ *  (`2026-01-01 10:20 UTC+01:00`): records are signed in UTC, people read their own clock. */
 export function formatUnixUtc(secs: number): string {
-  const iso = new Date(secs * 1000).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  const d = new Date(secs * 1000);
+  return `${formatTime(secs * 1000).slice(0, 16)} ${zoneOf(d)}`;
 }
 
 /** A long hex id or did:key shortened for a table cell (the full value is the title). */

@@ -17,6 +17,9 @@ export type ViewName = "workspace" | "steward" | "energy" | "auditor" | "run" | 
 
 /** How long an info notice stays (an error stays until dismissed). */
 export const INFO_NOTICE_MS = 6000;
+/** Where the first-run guide's dismissal is kept. */
+const GUIDE_DISMISSED = "jcp.first-run-guide.dismissed";
+
 /** The most notices shown at once. */
 export const MAX_NOTICES = 5;
 
@@ -79,7 +82,7 @@ export class Console {
     this.badge.hidden = true;
     this.tabs.steward.append(this.badge);
     main.append(this.workspace.root, this.steward.root, this.energy.root, this.auditor.root, this.run.root, this.blueprint.root, this.intent.root);
-    root.replaceChildren(nav, this.banner, this.notices, main, this.footer);
+    root.replaceChildren(nav, this.banner, this.guide(), this.notices, main, this.footer);
     this.select("workspace");
   }
 
@@ -126,6 +129,40 @@ export class Console {
     this.notices.append(n);
     while (this.notices.children.length > MAX_NOTICES) this.notices.firstElementChild?.remove();
     if (kind === "info") setTimeout(() => n.remove(), INFO_NOTICE_MS);
+  }
+
+  /** The first-run guide: which view serves whom, one click to each; shown
+   *  until dismissed (remembered in the window's local storage). */
+  guide(): HTMLElement {
+    const g = el("aside", "first-run");
+    g.id = "first-run-guide";
+    const store = (globalThis as { localStorage?: Storage }).localStorage;
+    g.hidden = store?.getItem(GUIDE_DISMISSED) === "1";
+    g.append(el("h3", undefined, "Where to start"));
+    const list = el("ul");
+    for (const [view, who, what] of [
+      ["steward", "A steward", "reviews the signed checkpoints of agent runs awaiting them, then approves, amends (only ever tighter) or revokes; MCP gateway runs are set up here too."],
+      ["auditor", "An auditor", "opens receipt streams and gets a verdict that checks every signature, replays every budget and counts every finding."],
+      ["blueprint", "A developer", "reads the reconcile report of a Blueprint and its Deployment (and, under Intent, an intent's hash and a comparison)."],
+      ["energy", "Everyone", "sees this machine's own energy, each window labelled with how it was measured and how much it covers."],
+    ] as const) {
+      const li = el("li");
+      const go = el("button", "guide-go small", who);
+      go.addEventListener("click", () => this.select(view));
+      li.append(go, el("span", undefined, ` ${what}`));
+      list.append(li);
+    }
+    const close = el("button", "guide-dismiss small", "Got it, hide this");
+    close.addEventListener("click", () => {
+      g.hidden = true;
+      store?.setItem(GUIDE_DISMISSED, "1");
+    });
+    g.append(
+      el("p", undefined, "The Workspace below holds a demo written on first start: receipt streams (one tampered), runs with checkpoints, a blueprint with two deployments."),
+      list,
+      close,
+    );
+    return g;
   }
 
   select(view: ViewName): void {

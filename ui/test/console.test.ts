@@ -36,6 +36,28 @@ describe("console shell", () => {
     expect(root.querySelector("#tab-auditor")!.classList.contains("active")).toBe(true);
   });
 
+  it("issue39_a_first_run_guide_names_the_view_for_each_person_and_stays_hidden_once_dismissed", async () => {
+    localStorage.clear();
+    mockIPC((cmd) => (cmd === "app_info" ? info() : cmd === "energy_snapshot" ? snapshot() : []));
+    const root = document.createElement("div");
+    const c = new Console(root);
+    c.stop();
+    const guide = root.querySelector("#first-run-guide") as HTMLElement;
+    expect(guide.hidden).toBe(false);
+    const people = [...guide.querySelectorAll(".guide-go")].map((b) => b.textContent);
+    expect(people).toEqual(["A steward", "An auditor", "A developer", "Everyone"]);
+    (guide.querySelectorAll(".guide-go")[1] as HTMLButtonElement).click();
+    expect((root.querySelector("#view-auditor") as HTMLElement).hidden).toBe(false);
+    c.stop();
+    (guide.querySelector(".guide-dismiss") as HTMLButtonElement).click();
+    expect(guide.hidden).toBe(true);
+    // A later start remembers it.
+    const again = document.createElement("div");
+    new Console(again).stop();
+    expect((again.querySelector("#first-run-guide") as HTMLElement).hidden).toBe(true);
+    localStorage.clear();
+  });
+
   it("tabs switch views and only the visible one is polled", async () => {
     const seen: string[] = [];
     mockIPC((cmd) => {

@@ -26,7 +26,8 @@ describe("run view (the steward's, read-only)", () => {
     expect(rows[0].querySelector(".spent")?.textContent).toBe("not stated");
     expect(rows[0].querySelector(".remainder")?.textContent).toBe("unknown — no spend stated");
     expect(rows[0].querySelector(".remainder")?.textContent).not.toContain("3.600 MJ");
-    expect(rows[0].querySelector(".at")?.textContent).toBe("2026-01-01 09:01 UTC");
+    // In the user's zone, said (the tests run in UTC: ui/test/setup.ts).
+    expect(rows[0].querySelector(".at")?.textContent).toBe("2026-01-01 09:01 UTC+00:00");
     // A stated spend carries its grade.
     expect(rows[1].querySelector(".spent .amount")?.textContent).toBe("1.028 MJ (0.285 kWh)");
     expect(rows[1].querySelector(".spent .grade")?.textContent).toBe("HwShunt");

@@ -152,16 +152,38 @@ describe("steward view (issue 17)", () => {
     const v = new StewardView(noop);
     await v.refresh();
     (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "800";
-    (v.root.querySelector("#amend-expiry") as HTMLInputElement).value = "1767270000";
+    // Times are picked as dates and times in the user's zone (the tests run in UTC), never typed as Unix seconds.
+    const expiry = v.root.querySelector("#amend-expiry") as HTMLInputElement;
+    expect(expiry.type).toBe("datetime-local");
+    expiry.value = "2026-01-01T12:20";
     (v.root.querySelector("#amend-instructions") as HTMLInputElement).value = "top 12 sources only";
-    (v.root.querySelector("#caveat-kind") as HTMLSelectElement).value = "MaxCostUj";
-    (v.root.querySelector("#caveat-value") as HTMLInputElement).value = "150";
+    const kind = v.root.querySelector("#caveat-kind") as HTMLSelectElement;
+    const cval = v.root.querySelector("#caveat-value") as HTMLInputElement;
+    kind.value = "MaxCostUj";
+    kind.dispatchEvent(new Event("change"));
+    cval.value = "150";
     (v.root.querySelector("#caveat-add") as HTMLButtonElement).click();
-    expect(v.root.querySelector("#caveat-list")?.textContent).toBe("MaxCostUj 150");
+    kind.value = "NotAfter";
+    kind.dispatchEvent(new Event("change"));
+    expect(cval.type).toBe("datetime-local");
+    cval.value = "2026-01-02T00:00";
+    (v.root.querySelector("#caveat-add") as HTMLButtonElement).click();
+    expect([...v.root.querySelectorAll("#caveat-list li")].map((li) => li.textContent)).toEqual(["MaxCostUj 150", "NotAfter 2026-01-02 00:00 UTC+00:00"]);
     (v.root.querySelector("#amend-sign") as HTMLButtonElement).click();
     for (let i = 0; i < 5; i++) await tick();
     const amend = calls.find((c) => c[0] === "steward_amend");
-    expect(amend?.[1]).toEqual({ id: 7, form: { budget_uj: 800, expiry: 1767270000, instructions: "top 12 sources only", add_caveats: [{ kind: "MaxCostUj", value: "150" }] } });
+    expect(amend?.[1]).toEqual({
+      id: 7,
+      form: {
+        budget_uj: 800,
+        expiry: 1767270000,
+        instructions: "top 12 sources only",
+        add_caveats: [
+          { kind: "MaxCostUj", value: "150" },
+          { kind: "NotAfter", value: "1767312000" },
+        ],
+      },
+    });
     expect(v.root.querySelector("#action-result .result.ok")?.textContent).toContain(`signed by ${ME}`);
   });
 

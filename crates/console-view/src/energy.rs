@@ -103,15 +103,20 @@ pub fn headline(meter: &Availability, windows: &[WindowRow], ladder: &[RungRow])
             format!("Modelled: {chosen_name}, a model calibrated on this machine, not a hardware reading."),
         )
     } else if est == graded.len() {
-        let hardware: Vec<String> = ladder
+        // The counters this machine has but refused, by name (their why and
+        // fix are in the ladder); those it does not have are not news.
+        let declined: Vec<&str> = ladder
             .iter()
-            .filter(|r| r.provenance == Some(Provenance::HwShunt) && r.status != RungStatus::Chosen)
-            .map(|r| format!("{} {}: {}", r.name, status_word(r.status), r.why))
+            .filter(|r| r.provenance == Some(Provenance::HwShunt) && r.status == RungStatus::Declined)
+            .map(|r| r.name.as_str())
             .collect();
-        let why = if hardware.is_empty() {
+        let why = if declined.is_empty() {
             "no hardware energy counter on this machine".to_owned()
         } else {
-            format!("no hardware counter is read on this machine ({})", hardware.join("; "))
+            format!(
+                "no hardware counter is read on this machine ({} declined: why and fix in the ladder)",
+                declined.join(", ")
+            )
         };
         let how = chosen.map_or(String::new(), |r| format!(" Each figure is {}, never a measurement.", r.why));
         (HeadlineKind::Estimated, format!("Estimated: {why}.{how}"))
@@ -130,15 +135,6 @@ pub fn headline(meter: &Availability, windows: &[WindowRow], ladder: &[RungRow])
             write!(text, " {} only part of the machine (Partial).", n_of(partial, "window covers", "windows cover"));
     }
     EnergyHeadline { kind, text }
-}
-
-fn status_word(s: RungStatus) -> &'static str {
-    match s {
-        RungStatus::Chosen => "chosen",
-        RungStatus::Declined => "declined",
-        RungStatus::Unavailable => "unavailable",
-        RungStatus::Standby => "on standby",
-    }
 }
 
 /// The energy of `windows` summed, at the floor of their grades (§5.3); a
@@ -224,9 +220,15 @@ mod tests {
         assert_eq!(h.kind, HeadlineKind::Estimated);
         assert_eq!(
             h.text,
-            "Estimated: no hardware counter is read on this machine (rapl declined: permission denied reading energy_uj). Each figure is CPU time × a default power, never a measurement."
+            "Estimated: no hardware counter is read on this machine (rapl declined: why and fix in the ladder). Each figure is CPU time × a default power, never a measurement."
         );
         assert!(!h.text.contains("live"), "never 'metering live' over estimates: {}", h.text);
+        // A counter the machine does not have is not news: only a declined one is named.
+        let none = [
+            rung("ioreport", RungStatus::Unavailable, Provenance::HwShunt, "exists only on macOS"),
+            rung("estimate", RungStatus::Chosen, Provenance::Estimator, "CPU time × a default power"),
+        ];
+        assert!(headline(&ON, &ws, &none).text.starts_with("Estimated: no hardware energy counter on this machine."));
     }
 
     #[test]

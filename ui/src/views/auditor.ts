@@ -2,7 +2,7 @@
 // them on the window, watch progress, cancel, read the verdict and every
 // number the audit engine reports, export JSON or self-contained HTML.
 import { api, type ActionRow, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
-import { el, formatBytes, formatTime } from "../format";
+import { el, formatBytes, timeCell } from "../format";
 import type { Notifier } from "./energy";
 
 export class AuditorView {
@@ -188,7 +188,7 @@ export class AuditorView {
     this.actions.replaceChildren(
       ...actions.map((a) => {
         const tr = el("tr", "action");
-        tr.append(el("td", undefined, formatTime(a.at_ms)), el("td", "what", a.action.replaceAll("_", " ")), el("td", "path", a.subject));
+        tr.append(timeCell(a.at_ms), el("td", "what", a.action.replaceAll("_", " ")), el("td", "path", a.subject));
         return tr;
       }),
     );

@@ -1,7 +1,7 @@
 // Live energy view (spec §5, §5.1, §5.2): the plotters chart rendered by the
 // shell, the ladder panel, the recent windows table, CSV/JSON export.
 import { api, type EnergySnapshot, type UiError } from "../ipc";
-import { el, formatTime, GRADE_MEANING } from "../format";
+import { el, GRADE_MEANING, timeCell } from "../format";
 import { SessionsPanel } from "./sessions";
 
 export const CHART_WINDOWS = 60;
@@ -126,7 +126,7 @@ export class EnergyView {
         const prov = gradeCell(w.provenance);
         prov.classList.add("provenance");
         const cov = el("td", w.coverage === "Partial" ? "coverage partial" : "coverage", w.coverage ?? "—");
-        tr.append(el("td", "num", String(w.seq)), el("td", undefined, formatTime(w.start_ms)), el("td", undefined, formatTime(w.end_ms)), energy, power, prov, cov, el("td", "rung", w.rung ?? "—"));
+        tr.append(el("td", "num", String(w.seq)), timeCell(w.start_ms), timeCell(w.end_ms), energy, power, prov, cov, el("td", "rung", w.rung ?? "—"));
         return tr;
       }),
     );

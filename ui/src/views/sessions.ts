@@ -5,7 +5,7 @@
 // session's windows, where a Partial window or a gap leaves it unreconciled, never summed.
 import { api, type RecordingStatus, type SessionAnalysis, type UiError } from "../ipc";
 import type { Notifier } from "./energy";
-import { el, formatTime, kvTable, shortId, table } from "../format";
+import { el, formatTime, kvTable, shortId, table, timeCell } from "../format";
 
 const LOOKS: [keyof SessionAnalysis["counts"], string, string][] = [
   ["within_band", "within band", "inside the baseline's band"],
@@ -183,7 +183,7 @@ export class SessionsPanel {
       const tr = el("tr", `swin ${r.look}`);
       tr.append(
         el("td", "num", String(r.seq)),
-        el("td", undefined, formatTime(r.start_ms)),
+        timeCell(r.start_ms),
         el("td", r.energy === null ? "energy none" : "energy", r.energy ?? "no reading"),
         el("td", undefined, r.provenance ?? "—"),
         el("td", r.coverage === "Partial" ? "coverage partial" : "coverage", r.coverage ?? "—"),

@@ -9,7 +9,7 @@ import { api, type AmendForm, type KeyStatus, type RunRow, type SettleStatus, ty
 import type { CaveatInput } from "../gen/CaveatInput";
 import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
-import { el, GRADE_MEANING, shortId, table } from "../format";
+import { el, formatUnixUtc, GRADE_MEANING, localInputToUnix, shortId, table } from "../format";
 import type { MeteredCall } from "../gen/MeteredCall";
 import type { GatewayView } from "../gen/GatewayView";
 import { renderRun } from "./run";
@@ -17,8 +17,8 @@ import { renderRun } from "./run";
 const CAVEATS: [CaveatKind, string][] = [
   ["ActionIn", "only these actions (comma-separated)"],
   ["MaxCostUj", "at most this many µJ per action"],
-  ["NotAfter", "not after (Unix seconds)"],
-  ["NotBefore", "not before (Unix seconds)"],
+  ["NotAfter", "not after (a date and time)"],
+  ["NotBefore", "not before (a date and time)"],
 ];
 
 function input(id: string, placeholder: string, type = "text"): HTMLInputElement {
@@ -574,9 +574,10 @@ export class StewardView {
     this.live.replaceChildren(...parts);
   }
 
+  /** The amendment as typed; the expiry is a `datetime-local` value in the user's zone. */
   private form(budget: string, expiry: string, instructions: string): AmendForm {
     const num = (s: string) => (s.trim() === "" ? null : Number(s.trim()));
-    return { budget_uj: num(budget), expiry: num(expiry), instructions: instructions.trim() === "" ? null : instructions, add_caveats: [...this.caveats] };
+    return { budget_uj: num(budget), expiry: localInputToUnix(expiry), instructions: instructions.trim() === "" ? null : instructions, add_caveats: [...this.caveats] };
   }
 
   private showResult(kind: "ok" | "refused" | "preview", title: string, lines: string[] = []): void {
@@ -642,7 +643,8 @@ export class StewardView {
       // Amend: tighter only.
       const amend = el("div", "amend-form");
       const budget = input("amend-budget", "new budget, µJ", "number");
-      const expiry = input("amend-expiry", "earlier expiry, Unix seconds (optional)", "number");
+      const expiry = input("amend-expiry", "earlier expiry (optional)", "datetime-local");
+      expiry.title = "An earlier expiry, in your time zone (optional)";
       const instr = input("amend-instructions", "new instructions: text or 64 hex digits (optional)");
       const kind = el("select");
       kind.id = "caveat-kind";
@@ -652,13 +654,22 @@ export class StewardView {
         kind.append(o);
       }
       const cval = input("caveat-value", "caveat argument");
+      // A time caveat takes a date and time (the user's zone), sent as Unix seconds.
+      const timed = () => kind.value === "NotAfter" || kind.value === "NotBefore";
+      kind.addEventListener("change", () => {
+        cval.value = "";
+        cval.type = timed() ? "datetime-local" : "text";
+      });
       const cadd = button("caveat-add", "Add caveat", "small");
       const clist = el("ul", "caveat-list");
       clist.id = "caveat-list";
       cadd.addEventListener("click", () => {
         if (!cval.value.trim()) return;
-        this.caveats.push({ kind: kind.value as CaveatKind, value: cval.value.trim() });
-        clist.append(el("li", undefined, `${kind.value} ${cval.value.trim()}`));
+        const secs = timed() ? localInputToUnix(cval.value) : null;
+        if (timed() && secs === null) return;
+        const value = secs === null ? cval.value.trim() : String(secs);
+        this.caveats.push({ kind: kind.value as CaveatKind, value });
+        clist.append(el("li", undefined, `${kind.value} ${secs === null ? value : formatUnixUtc(secs)}`));
         cval.value = "";
       });
       const check = button("amend-check", "Check", "small");
@@ -667,7 +678,7 @@ export class StewardView {
         try {
           const p = await api.stewardPreview(v.id, this.form(budget.value, expiry.value, instr.value));
           this.showResult("preview", `Within the rules: ${p.budget} of at most ${p.ceiling} (remainder ${p.remainder.text})`, [
-            `continuation expires ${p.expiry === 0 ? "never" : new Date(p.expiry * 1000).toISOString()}`,
+            `continuation expires ${p.expiry === 0 ? "never" : formatUnixUtc(p.expiry)}`,
             ...p.caveats.map((c) => `caveat ${c}`),
             ...(p.instructions ? [`new instructions ${p.instructions}`] : []),
           ]);
