@@ -173,7 +173,8 @@ pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditRepor
     let (verdict, report, _) = state.audit_report(id)?;
     let html = console_view::report::report_fragment(&report).map_err(|e| error::view(&e))?;
     let findings_by_code = console_view::tags::FindingCount::of_report(&report).map_err(|e| error::view(&e))?;
-    Ok(AuditReportView { id, verdict, findings_by_code, report, html })
+    let answer = console_view::report::answer(&report);
+    Ok(AuditReportView { id, verdict, findings_by_code, report, html, answer })
 }
 
 /// Asks a running audit to stop.

@@ -182,7 +182,8 @@ function expectShown(shown, expected) {
   walk(expected, "", false);
   assert.ok(flat.length > 0, "the CLI report has numbers");
   for (const [key, n, inList] of flat) {
-    const heading = key.replaceAll("_", " ");
+    // An energy's heading drops its unit (`budget_uj` → `budget`): its cell says it, exact in data-exact.
+    const heading = key.replace(/_uj$/, "").replaceAll("_", " ");
     assert.ok(
       shown.cells.some(([h, c]) => h === heading && (inList ? c.includes(String(n)) : c === String(n))),
       `shown report has ${heading} = ${n}`,
@@ -196,12 +197,13 @@ const readShown = (s) =>
     const cells = [];
     for (const tr of document.querySelectorAll('.report table.kv > tbody > tr')) {
       const th = tr.querySelector(':scope > th'), td = tr.querySelector(':scope > td');
-      if (th && td) cells.push([th.textContent, td.textContent]);
+      // An energy cell shows words; its exact µJ is in data-exact (and on hover).
+      if (th && td) cells.push([th.textContent, td.dataset.exact ?? td.textContent]);
     }
     for (const t of document.querySelectorAll('.report table.rows')) {
       const heads = [...t.querySelectorAll(':scope > thead th')].map(h => h.textContent);
       for (const tr of t.querySelectorAll(':scope > tbody > tr'))
-        [...tr.children].forEach((td, i) => cells.push([heads[i], td.textContent]));
+        [...tr.children].forEach((td, i) => cells.push([heads[i], td.dataset.exact ?? td.textContent]));
     }
     return { verdict: document.querySelector('#audit-verdict .value').textContent, cells };`);
 
@@ -227,6 +229,11 @@ test("auditor: a tampered stream shows its finding", { skip: !bad && "the audit 
     await s.waitFor(async () => (await s.exec("return document.querySelector('#audit-verdict') !== null")) === true, 60000, "the verdict");
     const shown = await readShown(s);
     assert.notEqual(shown.verdict, "clean", "a tampered stream is not clean");
+    // The answer first (issue 39): every finding counted, the first one's place said.
+    const count = Object.values(expected.findings_by_code).reduce((a, b) => a + b, 0);
+    const answer = await s.text("#audit-answer");
+    assert.ok(answer.startsWith(`${count} finding`), `${answer} counts ${count}`);
+    assert.ok(answer.replace(/\u202f/g, "").includes(`at byte ${expected.findings[0].offset} of stream`), answer);
     expectShown(shown, expected);
     // Each finding the CLI names (code at a byte offset) is a row of the shown findings table.
     assert.ok(expected.findings.some((f) => f.code === "bad-signature"), "the CLI finds the tampering");

@@ -71,6 +71,8 @@ describe("auditor view", () => {
     await v.refresh();
     expect(reports).toBe(1);
     expect(v.root.querySelector("#audit-verdict .value")?.textContent).toBe("findings");
+    // The answer first: what was found, counted, and where (issue 39).
+    expect(v.root.querySelector("#audit-answer")?.textContent).toMatch(/^1 finding in 1 stream: 1 bad-signature; the first, bad-signature, at byte 4.096 of stream 0\./);
     expect(v.root.querySelector(".report td.num")?.textContent).toBe("9");
     expect((v.root.querySelector(".export-box") as HTMLElement).hidden).toBe(false);
     expect(v.root.querySelector(".recent-streams .last-verdict")?.textContent).toBe("findings");

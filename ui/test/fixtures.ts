@@ -48,6 +48,7 @@ export const reportView = (over: Partial<AuditReportView> = {}): AuditReportView
   findings_by_code: [{ code: "bad-signature", count: 1 }],
   report: { verdict: "findings", receipts: { verified: 9, failed: 1 } },
   html: '<section class="field"><h3>receipts</h3><table class="kv"><tbody><tr><th>verified</th><td class="num">9</td></tr><tr><th>failed</th><td class="num">1</td></tr></tbody></table></section>',
+  answer: "1 finding in 1 stream: 1 bad-signature; the first, bad-signature, at byte 4\u202f096 of stream 0. 1 of 10 receipts failed verification and count nothing.",
   ...over,
 });
 

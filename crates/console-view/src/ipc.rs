@@ -210,6 +210,8 @@ pub struct AuditReportView {
     pub report: serde_json::Value,
     /// The report rendered by `report::report_fragment`.
     pub html: String,
+    /// The verdict in one line that counts what was found (`report::answer`).
+    pub answer: String,
 }
 
 /// An opened stream and its last verdict.

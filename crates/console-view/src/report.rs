@@ -4,14 +4,17 @@
 //! wrapped into a self-contained HTML file (inline style, inline SVG charts,
 //! no scripts, nothing remote) for export.
 
+use std::fmt::Write;
+
 use plotters::prelude::*;
 use serde_json::Value;
 
 use crate::{escape_html, ViewError};
 
-/// Human heading for a JSON key: `failed_by_reason` → `failed by reason`.
+/// Human heading for a JSON key: `failed_by_reason` → `failed by reason`;
+/// an energy's unit suffix goes (`budget_uj` → `budget`: its cell says the unit).
 fn heading(key: &str) -> String {
-    escape_html(&key.replace('_', " "))
+    escape_html(&key.strip_suffix("_uj").unwrap_or(key).replace('_', " "))
 }
 
 fn scalar(v: &Value) -> String {
@@ -19,9 +22,87 @@ fn scalar(v: &Value) -> String {
         Value::Null => "—".to_owned(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
+        // A content id (64 hex digits) shortened, the whole on hover (issue 39).
+        Value::String(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!("<code class=\"id\" title=\"{s}\">{}…</code>", &s[..16])
+        }
         Value::String(s) => escape_html(s),
         Value::Array(_) | Value::Object(_) => String::new(),
     }
+}
+
+/// `n` with its thousands apart (`131 251`), as a person reads a byte offset.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// The audit's answer in one line, counting what it found (issue 39, "the
+/// Auditor's answer first"): clean with what was checked, or every finding
+/// by code, where the first one is, what failed verification and what is
+/// unresolved. Empty for a report that is not an audit's.
+pub fn answer(report: &Value) -> String {
+    let Some(clean) = report.get("clean").and_then(Value::as_bool) else { return String::new() };
+    let streams = report.get("streams").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+    let receipts = report.get("receipts");
+    let count_of = |k: &str| receipts.and_then(|r| r.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    let (total, verified, failed) = (count_of("total"), count_of("verified"), count_of("failed"));
+    let unresolved = report.get("unresolved_total").and_then(Value::as_u64).unwrap_or(0);
+    let in_streams = plural(streams, "stream", "streams");
+    let mut out = if clean {
+        format!("Clean: {verified} of {total} receipts in {in_streams} verified, every budget replayed; no findings.")
+    } else {
+        let mut by_code: Vec<(String, u64)> = report
+            .get("findings_by_code")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter_map(|(k, v)| v.as_u64().map(|c| (k.clone(), c))).collect())
+            .unwrap_or_default();
+        by_code.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let count: u64 = by_code.iter().map(|(_, c)| c).sum();
+        let codes: Vec<String> = by_code.iter().map(|(k, c)| format!("{c} {k}")).collect();
+        let mut line = format!("{} in {in_streams}", plural(count, "finding", "findings"));
+        if !codes.is_empty() {
+            line.push_str(": ");
+            line.push_str(&codes.join(", "));
+        }
+        let first = report.get("findings").and_then(Value::as_array).and_then(|f| f.first());
+        if let Some(f) = first {
+            let code = f.get("code").and_then(Value::as_str).unwrap_or("a finding");
+            match (f.get("offset").and_then(Value::as_u64), f.get("stream").and_then(Value::as_u64)) {
+                (Some(o), Some(s)) => {
+                    let _ = write!(line, "; the first, {code}, at byte {} of stream {s}", grouped(o));
+                }
+                (Some(o), None) => {
+                    let _ = write!(line, "; the first, {code}, at byte {}", grouped(o));
+                }
+                _ => {}
+            }
+        }
+        line.push('.');
+        if failed > 0 {
+            let _ = write!(line, " {failed} of {total} receipts failed verification and count nothing.");
+        }
+        line
+    };
+    if unresolved > 0 {
+        let _ = write!(out, " {} unresolved (§4.11).", plural(unresolved, "decision is", "decisions are"));
+    }
+    out
 }
 
 fn is_scalar(v: &Value) -> bool {
@@ -48,13 +129,9 @@ pub fn value_html(v: &Value, out: &mut String) {
             for (k, v) in map {
                 out.push_str("<tr><th>");
                 out.push_str(&heading(k));
-                out.push_str("</th><td");
-                if v.is_number() {
-                    out.push_str(" class=\"num\"");
-                }
-                out.push('>');
-                value_html(v, out);
-                out.push_str("</td></tr>");
+                out.push_str("</th>");
+                cell(k, v, out);
+                out.push_str("</tr>");
             }
             out.push_str("</tbody></table>");
         }
@@ -80,10 +157,7 @@ pub fn value_html(v: &Value, out: &mut String) {
             for it in items {
                 out.push_str("<tr>");
                 for c in &cols {
-                    let cell = it.get(*c).unwrap_or(&Value::Null);
-                    out.push_str(if cell.is_number() { "<td class=\"num\">" } else { "<td>" });
-                    value_html(cell, out);
-                    out.push_str("</td>");
+                    cell(c, it.get(*c).unwrap_or(&Value::Null), out);
                 }
                 out.push_str("</tr>");
             }
@@ -108,6 +182,25 @@ pub fn value_html(v: &Value, out: &mut String) {
             out.push_str("</ol>");
         }
         other => out.push_str(&scalar(other)),
+    }
+}
+
+/// One table cell of field `key`: an energy (`…_uj`) in words with its
+/// exact µJ on hover and in `data-exact`; another number as it is.
+fn cell(key: &str, v: &Value, out: &mut String) {
+    match v.as_u64() {
+        Some(uj) if key.ends_with("_uj") => {
+            let _ = write!(
+                out,
+                "<td class=\"num energy\" data-exact=\"{uj}\" title=\"{uj} µJ exactly\">{}</td>",
+                escape_html(&crate::format_uj(uj))
+            );
+        }
+        _ => {
+            out.push_str(if v.is_number() { "<td class=\"num\">" } else { "<td>" });
+            value_html(v, out);
+            out.push_str("</td>");
+        }
     }
 }
 
@@ -153,7 +246,9 @@ pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, V
                 .disable_y_mesh()
                 .light_line_style(WHITE.mix(0.0))
                 .y_labels(0)
-                .x_label_formatter(&|x| format!("{x:.0}"))
+                // Counts are whole: a tick only where the axis meets an integer.
+                .x_labels(usize::try_from(counts.iter().map(|c| c.1).max().unwrap_or(0)).unwrap_or(10).clamp(1, 10) + 1)
+                .x_label_formatter(&|x| if (x - x.round()).abs() < 1e-9 { format!("{x:.0}") } else { String::new() })
                 .label_style(("sans-serif", 11))
                 .draw()?;
             for (i, (name, c)) in counts.iter().enumerate() {
@@ -177,10 +272,36 @@ pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, V
     Ok(svg)
 }
 
-/// The report's body (charts of its count maps, then every field) as an
-/// HTML fragment. Uses classes only, no inline style, no script.
+/// The report's body as an HTML fragment, answer first (issue 39): its
+/// findings (what, where, why), then its top-level figures, then every
+/// other part folded under its heading, the charts of its count maps last.
+/// Every field the engine serialised is in it. Uses classes only, no
+/// inline style, no script.
 pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
     let mut out = String::new();
+    if let Value::Object(map) = report {
+        if let Some(f) = map.get("findings") {
+            out.push_str("<section class=\"field findings\"><h3>findings</h3>");
+            value_html(f, &mut out);
+            out.push_str("</section>");
+        }
+        let top: serde_json::Map<String, Value> =
+            map.iter().filter(|(_, v)| is_scalar(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !top.is_empty() {
+            out.push_str("<section class=\"field summary\"><h3>summary</h3>");
+            value_html(&Value::Object(top), &mut out);
+            out.push_str("</section>");
+        }
+        for (k, v) in map.iter().filter(|(k, v)| !is_scalar(v) && k.as_str() != "findings") {
+            out.push_str("<details class=\"field\"><summary><h3>");
+            out.push_str(&heading(k));
+            out.push_str("</h3></summary>");
+            value_html(v, &mut out);
+            out.push_str("</details>");
+        }
+    } else {
+        value_html(report, &mut out);
+    }
     let mut maps = Vec::new();
     count_maps("", report, &mut maps);
     if !maps.is_empty() {
@@ -191,25 +312,6 @@ pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
             out.push_str("</figure>");
         }
         out.push_str("</div>");
-    }
-    if let Value::Object(map) = report {
-        // The report's top-level figures first, in one table; then each part.
-        let top: serde_json::Map<String, Value> =
-            map.iter().filter(|(_, v)| is_scalar(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if !top.is_empty() {
-            out.push_str("<section class=\"field summary\"><h3>summary</h3>");
-            value_html(&Value::Object(top), &mut out);
-            out.push_str("</section>");
-        }
-        for (k, v) in map.iter().filter(|(_, v)| !is_scalar(v)) {
-            out.push_str("<section class=\"field\"><h3>");
-            out.push_str(&heading(k));
-            out.push_str("</h3>");
-            value_html(v, &mut out);
-            out.push_str("</section>");
-        }
-    } else {
-        value_html(report, &mut out);
     }
     Ok(out)
 }
@@ -245,7 +347,9 @@ pub fn report_html(report: &Value, verdict: &str, title: &str, sources: &[String
     out.push_str(&escape_html(verdict));
     out.push_str("\">");
     out.push_str(&escape_html(verdict));
-    out.push_str("</span></p>");
+    out.push_str("</span> ");
+    out.push_str(&escape_html(&answer(report)));
+    out.push_str("</p>");
     out.push_str(&body);
     out.push_str("<h3>Report as JSON</h3><pre>");
     out.push_str(&escape_html(&raw));

@@ -128,6 +128,47 @@ fn s5_5_report_fragment_shows_an_exact_floor_and_an_unstated_basis() {
     assert!(!html.contains(">num<"), "a ratio is one figure, not a table: {html}");
 }
 
+/// Issue 39, the Auditor's answer first: one line that counts what the
+/// audit found and says where the first finding is; the findings table
+/// before everything else, nested parts folded, charts last, ids short
+/// with the whole on hover, energies in words with the exact µJ kept.
+#[test]
+fn s8_2_the_answer_comes_first_counting_every_finding_and_where_the_first_is() {
+    let id = "09537247cda28018fe871c38db50db4afe1f37db4a8437cba1cbb9bb642c81e7";
+    let r = json!({
+        "streams": [{"path": "bad.jcps"}],
+        "receipts": {"total": 300, "verified": 296, "failed": 4, "failed_by_reason": {"bad-signature": 4}},
+        "findings": [{"stream": 0, "offset": 131_251, "code": "bad-signature", "message": "m"}],
+        "findings_by_code": {"bad-signature": 4, "orphan-outcome": 4, "remaining-mismatch": 6},
+        "grants": [{"grant": id, "budget_uj": 5000}],
+        "unresolved_total": 1,
+        "clean": false
+    });
+    assert_eq!(
+        report::answer(&r),
+        "14 findings in 1 stream: 6 remaining-mismatch, 4 bad-signature, 4 orphan-outcome; the first, bad-signature, at byte 131\u{202f}251 of stream 0. 4 of 300 receipts failed verification and count nothing. 1 decision is unresolved (§4.11)."
+    );
+    let html = report::report_fragment(&r).unwrap();
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle} missing from {html}"));
+    assert!(at("<h3>findings</h3>") < at("<h3>summary</h3>"), "findings first");
+    assert!(
+        at("<h3>summary</h3>") < at("<details class=\"field\"><summary><h3>grants</h3>"),
+        "then the figures, parts folded"
+    );
+    assert!(at("<details") < at("<svg"), "charts last");
+    assert!(html.contains(&format!("title=\"{id}\">09537247cda28018…</code>")), "a short id, the whole on hover");
+    assert!(
+        html.contains("data-exact=\"5000\"") && html.contains(">5.000 mJ<") && html.contains("<th>budget</th>"),
+        "{html}"
+    );
+    let clean = json!({"streams": [{}, {}], "receipts": {"total": 3, "verified": 3, "failed": 0}, "findings": [], "clean": true});
+    assert_eq!(
+        report::answer(&clean),
+        "Clean: 3 of 3 receipts in 2 streams verified, every budget replayed; no findings."
+    );
+    assert_eq!(report::answer(&json!({"receipts": {}})), "", "not an audit report: no answer invented");
+}
+
 #[test]
 fn s8_report_html_is_self_contained() {
     let r = json!({"verdict": "clean", "receipts": {"verified": 3, "failed": 0}});

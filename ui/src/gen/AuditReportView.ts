@@ -26,4 +26,8 @@ report: unknown,
 /**
  * The report rendered by `report::report_fragment`.
  */
-html: string, };
+html: string, 
+/**
+ * The verdict in one line that counts what was found (`report::answer`).
+ */
+answer: string, };

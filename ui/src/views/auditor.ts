@@ -156,7 +156,10 @@ export class AuditorView {
     const v = el("p", `verdict ${view.verdict}`);
     v.id = "audit-verdict";
     v.append(el("span", "label", "Verdict: "), el("strong", "value", view.verdict));
-    this.verdict.replaceChildren(v);
+    // The answer first: what was found, counted, and where the first one is.
+    const answer = el("p", "answer", view.answer);
+    answer.id = "audit-answer";
+    this.verdict.replaceChildren(v, answer);
     // HTML rendered by the shell from the engine's report; every value escaped there, no script.
     this.report.innerHTML = view.html;
     this.exportBox.hidden = false;
