@@ -215,6 +215,14 @@ fn c21_live_run_is_amended_refused_above_remainder_revoked_and_audited() {
     assert!(v["live"]["ended"].as_str().unwrap().contains("revoked"), "{:#}", v["live"]);
     assert_eq!(v["awaiting"], false);
     assert_eq!(v["revoked"], json!([cont]));
+    // Issue 39: the run's one status is from its record: revoked, awaiting nobody.
+    let ov = invoke(&w, "steward_overview", json!({})).unwrap();
+    let row = ov["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap();
+    assert_eq!(
+        (&row["status"], &row["awaiting"], &ov["awaiting"]),
+        (&json!("revoked"), &json!(false), &json!(0)),
+        "{ov:#}"
+    );
     // The console closes: the endpoint flushes and releases its record and
     // the backend behind its gate is stopped (none is left behind); the
     // audit reads the record.
@@ -408,6 +416,18 @@ fn c21_a_live_run_the_steward_stops_reads_stopped_not_crashed() {
     let v = wait_for(&w, id, "the run to end", |v| v["live"]["state"] != "running");
     assert_eq!(v["live"]["state"], "stopped", "{stopped:#} {:#}", v["live"]);
     assert!(v["live"]["ended"].as_str().unwrap().starts_with("stopped by the console"), "{:#}", v["live"]);
+    // Issue 39: its checkpoint awaited the steward when it was stopped; a run
+    // whose agent is gone awaits nobody: not in the badge, no "awaits you".
+    assert_eq!(v["awaiting"], false, "{v:#}");
+    let status = |ov: &Value| ov["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["status"].clone();
+    let ov = invoke(&w, "steward_overview", json!({})).unwrap();
+    assert_eq!((status(&ov), &ov["awaiting"]), (json!("stopped"), &json!(0)), "{ov:#}");
+    // After a restart nothing is live: the history still says the steward stopped it.
+    drop(w);
+    drop(_app);
+    let (_app2, w2) = app(dir.path());
+    let ov = invoke(&w2, "steward_overview", json!({})).unwrap();
+    assert_eq!((status(&ov), &ov["awaiting"]), (json!("stopped"), &json!(0)), "{ov:#}");
 }
 
 /// Issue 39, "the Steward view must never show a wrong state": the runs

@@ -159,6 +159,7 @@ pub fn live_start(state: &AppState, st: &StewardState) -> CmdResult<RunRow> {
         path: issued.run_path.display().to_string(),
         live: Some(live.state()),
         awaiting: false,
+        status: console_view::steward::RunStatus::Running,
         mine: true,
         checkpoints: 0,
         verdict: Some(console_view::tags::Verdict::Clean),

@@ -106,17 +106,26 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     for i in items.into_iter().filter(|i| i.kind == ItemKind::Run) {
         let live = st.live_of(i.id).map(|l| l.state());
         let path = Path::new(&i.path);
-        let (verdict, aw, mine, checkpoints, err) =
+        let (verdict, (aw, revoked), mine, checkpoints, err) =
             match read_run(path).and_then(|(r, _)| r.verify().map(|rep| (r, rep))) {
-                Ok((run, rep)) => (
-                    Some(console_view::tags::Verdict::of(rep.clean)),
-                    awaiting_unrevoked(path, &run, &rep).0,
-                    me.as_ref() == Some(&rep.issuer),
-                    rep.checkpoints.len() as u64,
-                    None,
-                ),
-                Err(e) => (None, false, false, 0, Some(format!("{} ({})", e, e.code()))),
+                Ok((run, rep)) => {
+                    let (aw, revoked) = awaiting_unrevoked(path, &run, &rep);
+                    let in_force_revoked = rep.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+                    (
+                        Some(console_view::tags::Verdict::of(rep.clean)),
+                        (aw, in_force_revoked),
+                        me.as_ref() == Some(&rep.issuer),
+                        rep.checkpoints.len() as u64,
+                        None,
+                    )
+                }
+                Err(e) => (None, (false, false), false, 0, Some(format!("{} ({})", e, e.code()))),
             };
+        let stopped_by_steward = stopped_by_steward(state, &i.path);
+        let status =
+            sv::run_status(sv::RunFacts { readable: err.is_none(), revoked, awaiting: aw, live, stopped_by_steward });
+        // Only a run that awaits (its agent not gone) awaits anyone.
+        let aw = status == sv::RunStatus::Awaiting;
         if aw && mine {
             awaiting += 1;
         }
@@ -126,6 +135,7 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
             path: i.path,
             live,
             awaiting: aw,
+            status,
             mine,
             checkpoints,
             verdict,
@@ -133,6 +143,13 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
         });
     }
     Ok(StewardOverview { revision: st.revision.load(Ordering::Relaxed), awaiting, runs, key: key_status(st) })
+}
+
+/// Whether the console's history says the steward stopped the run's agent.
+fn stopped_by_steward(state: &AppState, run_path: &str) -> bool {
+    state
+        .with_store(|s| s.actions_on(run_path, 500).map_err(|e| error::store(&e)))
+        .is_ok_and(|acts| acts.iter().any(|a| a.action == "live_stop"))
 }
 
 /// Whether the run awaits its steward, and the grants revoked beside it: a
@@ -150,6 +167,16 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
     let path = PathBuf::from(&item.path);
     let (run, report, view) = console_view::run::read_view(&path).map_err(|e| error::view(&e))?;
     let (awaiting, revoked) = awaiting_unrevoked(&path, &run, &report);
+    let live = st.live_of(id).map(|l| l.state());
+    let in_force_revoked = report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+    let status = sv::run_status(sv::RunFacts {
+        readable: true,
+        revoked: in_force_revoked,
+        awaiting,
+        live,
+        stopped_by_steward: stopped_by_steward(state, &item.path),
+    });
+    let awaiting = status == sv::RunStatus::Awaiting;
     let (view, revocable) = sv::with_revocations(view, &report, &revoked);
     let history = state.with_store(|s| s.actions_on(&item.path, 500).map_err(|e| error::store(&e)))?;
     let history = history

@@ -13,7 +13,7 @@ const key = (over: Partial<KeyStatus> = {}): KeyStatus => ({ path: "/ws/steward.
 const overview = (over: Partial<StewardOverview> = {}): StewardOverview => ({
   revision: 1,
   awaiting: 1,
-  runs: [{ id: 7, label: "run live-1", path: "/ws/runs/live-1.jcprun", live: "running", awaiting: true, mine: true, checkpoints: 3, verdict: "clean", error: null }],
+  runs: [{ id: 7, label: "run live-1", path: "/ws/runs/live-1.jcprun", live: "running", awaiting: true, status: "awaiting", mine: true, checkpoints: 3, verdict: "clean", error: null }],
   key: key(),
   ...over,
 });
@@ -99,13 +99,16 @@ describe("steward view (issue 17)", () => {
             { ...base, id: 1, label: "theirs-1", mine: false, awaiting: true, live: null },
             { ...base, id: 7, label: "mine-awaiting", mine: true, awaiting: true },
             { ...base, id: 3, label: "theirs-2", mine: false, awaiting: true, live: null },
-            { ...base, id: 4, label: "mine-done", mine: true, awaiting: false, live: null },
+            { ...base, id: 4, label: "mine-done", mine: true, awaiting: false, status: "idle", live: null },
           ],
         }),
       steward_run: () => run(),
     });
     const v = new StewardView(noop);
     await v.refresh();
+    const status = (label: string) =>
+      [...v.root.querySelectorAll(".run-pick")].find((b) => b.querySelector(".label")?.textContent === label)?.querySelector(".chip.status")?.textContent;
+    expect([status("mine-awaiting"), status("mine-done"), status("theirs-1")]).toEqual(["awaits you", "not running here", "awaits its steward (not your key)"]);
     const heads = [...v.root.querySelectorAll(".runs-group")].map((h) => h.textContent);
     expect(heads).toEqual(["Your runs (2)", "Others' runs: their issuer steers them (2)"]);
     const labels = [...v.root.querySelectorAll(".run-pick .label")].map((l) => l.textContent);
@@ -378,6 +381,32 @@ describe("steward view (issue 17)", () => {
     await v.refresh();
     expect((v.root.querySelector("#settle-completed-cccccccccccc") as HTMLButtonElement).disabled).toBe(true);
     expect(v.root.querySelector("#unresolved-panel")?.textContent).toContain("audit it again");
+  });
+
+  it("issue39_each_run_shows_one_status_from_its_record_a_revoked_one_reads_revoked", async () => {
+    const base = overview().runs[0];
+    mock({
+      steward_overview: () =>
+        overview({
+          awaiting: 0,
+          runs: [
+            { ...base, id: 7, label: "revoked-run", awaiting: false, status: "revoked", live: "stopped" },
+            { ...base, id: 8, label: "stopped-run", awaiting: false, status: "stopped", live: "stopped" },
+            { ...base, id: 9, label: "crashed-run", awaiting: false, status: "crashed", live: "crashed" },
+          ],
+        }),
+      steward_run: () => run({ awaiting: false }),
+    });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const chips = [...v.root.querySelectorAll(".run-pick .chip.status")].map((c) => [c.getAttribute("data-status"), c.textContent]);
+    expect(chips).toEqual([
+      ["revoked", "revoked"],
+      ["stopped", "stopped"],
+      ["crashed", "crashed"],
+    ]);
+    // Nothing awaits: no "awaits you" anywhere in the list.
+    expect(v.root.querySelector(".run-pick .chip.awaiting")).toBeNull();
   });
 
   it("s4_7_a_crashed_agent_is_shown_and_the_banner_does_not_say_it_waits", async () => {

@@ -34,7 +34,10 @@ pub use gateway::{gateway_view, GatewayCall, GatewayForm, GatewayPrepared, Gatew
 pub use live::{
     event_line, metered_call, metered_calls, metered_line, AgentEventLine, LiveState, LiveView, MeteredCall, MeteredGap,
 };
-pub use overview::{awaiting, with_revocations, HistoryRow, KeyStatus, RunRow, StewardOverview, StewardRunView};
+pub use overview::{
+    awaiting, run_status, with_revocations, HistoryRow, KeyStatus, RunFacts, RunRow, RunStatus, StewardOverview,
+    StewardRunView,
+};
 pub use revoke::{
     grants_of, plan_revoke, revocations_dir, revocations_of, sign_revoke, write_revocation, DyingGrant, RevokePlan,
 };
@@ -161,6 +164,7 @@ pub(crate) mod tests {
             GatewayForm,
             GatewayPrepared,
             RunRow,
+            RunStatus,
             StewardOverview,
             HistoryRow,
             StewardRunView,

@@ -21,6 +21,17 @@ const CAVEATS: [CaveatKind, string][] = [
   ["NotBefore", "not before (a date and time)"],
 ];
 
+/** A run's status in words (`RunRow.status`). */
+const STATUS_WORDS: Record<RunRow["status"], string> = {
+  unreadable: "unreadable",
+  revoked: "revoked",
+  awaiting: "awaits its steward",
+  running: "running",
+  crashed: "crashed",
+  stopped: "stopped",
+  idle: "not running here",
+};
+
 function input(id: string, placeholder: string, type = "text"): HTMLInputElement {
   const i = el("input");
   i.id = id;
@@ -398,11 +409,12 @@ export class StewardView {
         b.dataset.id = String(r.id);
         b.classList.toggle("active", r.id === this.selected);
         b.append(el("span", "label", r.label));
-        if (r.live) b.append(el("span", `chip live ${r.live}`, r.live));
-        if (r.awaiting && r.mine) b.append(el("span", "chip awaiting", "awaits you"));
-        else if (r.awaiting) b.append(el("span", "chip waits", "awaits its steward (not your key)"));
+        // One status, from the run's own record (revoked, awaiting, running, …).
+        const [cls, words] = r.status === "awaiting" ? (r.mine ? ["awaiting", "awaits you"] : ["waits", "awaits its steward (not your key)"]) : [r.status, STATUS_WORDS[r.status]];
+        const chip = el("span", `chip status ${cls}`, words);
+        chip.dataset.status = r.status;
+        b.append(chip);
         if (r.verdict === "findings") b.append(el("span", "chip findings", "findings"));
-        if (r.error) b.append(el("span", "chip error", "unreadable"));
         b.title = r.error ?? r.path;
         b.addEventListener("click", () => void this.open(r.id));
         return b;

@@ -28,6 +28,62 @@ pub struct KeyStatus {
     pub idle_lock_s: u32,
 }
 
+/// What a run is doing, from its own record (issue 39: "real run states";
+/// the view is rebuilt from the record, always), most pressing first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The run file does not read.
+    Unreadable,
+    /// The grant in force was revoked beside the run: nothing more is decided under it.
+    Revoked,
+    /// Its latest checkpoint awaits a decision of its steward.
+    Awaiting,
+    /// Its agent runs on the console's endpoint.
+    Running,
+    /// Its agent on the console's endpoint ended without saying why.
+    Crashed,
+    /// Its agent on the console's endpoint stopped (it said why, or the steward stopped it).
+    Stopped,
+    /// Nothing runs it here and nothing awaits: a run of another process (a
+    /// gateway, the demo), steered through its file.
+    Idle,
+}
+
+/// What a run's record and the console know of it.
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(clippy::struct_excessive_bools, reason = "independent yes/no facts, each from a different source")]
+pub struct RunFacts {
+    /// The run file reads and verifies.
+    pub readable: bool,
+    /// Its grant in force was revoked beside it.
+    pub revoked: bool,
+    /// Its latest checkpoint awaits its steward ([`awaiting`]).
+    pub awaiting: bool,
+    /// What runs it on the console's endpoint now, if anything.
+    pub live: Option<LiveState>,
+    /// The console's history records that the steward stopped it (so after
+    /// a restart, with nothing live, it still reads stopped).
+    pub stopped_by_steward: bool,
+}
+
+/// A run's status. A run whose agent is gone (stopped or crashed) awaits
+/// nobody, whatever its last checkpoint says: approving it would steer no
+/// one, so it neither reads "awaits you" nor counts in the badge.
+pub fn run_status(f: RunFacts) -> RunStatus {
+    match f.live {
+        _ if !f.readable => RunStatus::Unreadable,
+        _ if f.revoked => RunStatus::Revoked,
+        Some(LiveState::Crashed) => RunStatus::Crashed,
+        Some(LiveState::Stopped) => RunStatus::Stopped,
+        None if f.stopped_by_steward => RunStatus::Stopped,
+        _ if f.awaiting => RunStatus::Awaiting,
+        Some(LiveState::Running) => RunStatus::Running,
+        None => RunStatus::Idle,
+    }
+}
+
 /// A run in the steward's list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
@@ -43,6 +99,8 @@ pub struct RunRow {
     pub live: Option<LiveState>,
     /// Whether its latest checkpoint awaits a decision of its steward.
     pub awaiting: bool,
+    /// What it is doing ([`run_status`]).
+    pub status: RunStatus,
     /// Whether its steward (the run grant's issuer) is the console's key:
     /// only then does a waiting checkpoint await *you* (the badge counts those).
     pub mine: bool,
@@ -142,4 +200,27 @@ pub fn with_revocations(
 pub fn awaiting(report: &RunReport) -> bool {
     let Some(active) = report.active_grant else { return false };
     report.checkpoints.last().is_some_and(|c| c.grant_id == active && c.verdict != "refused" && c.amendments.is_empty())
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn s4_7_a_run_status_comes_from_its_record_revoked_before_gone_before_awaiting_before_running() {
+        let f = |readable, revoked, awaiting, live, stopped_by_steward| {
+            run_status(RunFacts { readable, revoked, awaiting, live, stopped_by_steward })
+        };
+        assert_eq!(f(false, true, true, Some(LiveState::Running), false), RunStatus::Unreadable);
+        assert_eq!(f(true, true, true, Some(LiveState::Running), false), RunStatus::Revoked);
+        // An agent that is gone awaits nobody, its last checkpoint notwithstanding.
+        assert_eq!(f(true, false, true, Some(LiveState::Crashed), false), RunStatus::Crashed);
+        assert_eq!(f(true, false, true, Some(LiveState::Stopped), false), RunStatus::Stopped);
+        // After a restart nothing is live: the history says the steward stopped it.
+        assert_eq!(f(true, false, true, None, true), RunStatus::Stopped);
+        assert_eq!(f(true, false, true, Some(LiveState::Running), false), RunStatus::Awaiting);
+        assert_eq!(f(true, false, true, None, false), RunStatus::Awaiting);
+        assert_eq!(f(true, false, false, Some(LiveState::Running), false), RunStatus::Running);
+        assert_eq!(f(true, false, false, None, false), RunStatus::Idle);
+    }
 }
