@@ -190,6 +190,7 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         .collect();
     state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
     let gateway = sv::gateway_view(&path);
+    let spend = sv::spend_chart(&view).map_err(|e| error::view(&e))?;
     Ok(StewardRunView {
         id,
         run: view,
@@ -199,5 +200,6 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         history,
         live: st.live_of(id).map(|l| l.view()),
         gateway,
+        spend,
     })
 }

@@ -604,7 +604,7 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.equal(await s.exec("return document.querySelector('.key-hint').hidden"), true);
 
     // Above the remainder (a µJ short of the issued 100 J, and joules were spent) is refused before anything is signed.
-    await s.type("#amend-budget", "99999999");
+    await s.type("#amend-budget", "99999999 µJ");
     await s.click("#amend-sign");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#action-result .result.refused') !== null")) === true, 10000, "the refusal");
     const refusal = await s.textOf("#action-result .result.refused");
@@ -612,11 +612,11 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.equal(refusal.split("steer-above-remainder").length, 2, `the code is said once: ${refusal}`);
     assert.equal(await s.exec("return document.querySelectorAll('.history-list li.amend').length"), 0, "nothing was signed");
     await new Promise((r) => setTimeout(r, 1500));
-    assert.equal(await s.exec("return document.querySelector('#amend-budget').value"), "99999999", "what was typed is kept after a refusal");
+    assert.equal(await s.exec("return document.querySelector('#amend-budget').value"), "99999999 µJ", "what was typed is kept after a refusal");
     await s.shot("steward-refused");
 
     // The amendment: 50 J for the rest of the run.
-    await s.type("#amend-budget", "50000000");
+    await s.type("#amend-budget", "50 J");
     await s.click("#amend-sign");
     await s.waitFor(async () => (await s.exec("return document.querySelectorAll('.history-list li.amend').length")) === 1, 10000, "the amendment in the history");
     const signedBy = await s.exec("return document.querySelector('.history-list li.amend .id').title");
@@ -627,6 +627,11 @@ test("steward: key, live run, amend, refused widening, revoke, stop, audit", asy
     assert.match(events, /continued under grant .* with a ceiling of 50\.000 J/, events);
     assert.match(await s.textOf("#awaiting-banner"), /remainder 4\d\.\d{3} J/);
     assert.equal(await s.exec("return document.querySelectorAll('#live-metered tr.metered-call').length"), 10);
+    // The run's course (issue 39): spend against the ceiling over its two checkpoints, the amendment marked.
+    assert.match(await s.textOf("#spend-text"), /^Spent [\d.]+ (µJ|mJ|J) of [\d.]+ J in force at checkpoint 1/);
+    assert.ok(await s.exec("return (document.querySelector('#spend-panel svg')?.textContent ?? '').includes('amended')"), "the amendment is marked on the chart");
+    await s.exec("document.querySelector('#spend-panel').scrollIntoView(); return true");
+    await s.shot("steward-course");
     await s.shot("steward-amended");
 
     // Revoke the continuation: the confirmation names what dies; the run stops.
@@ -774,7 +779,7 @@ test("steward: an MCP gateway run set up here, its calls shown, amended at a che
     await s.type("#gw-upstream", `${server} stdio`);
     await s.type("#gw-resource", "text:everything");
     await s.type("#gw-actions", "echo");
-    await s.type("#gw-budget", "100");
+    await s.type("#gw-budget", "100 J");
     await s.type("#gw-every", "2");
     await s.exec(`document.querySelector('#gw-bindings').value = ${JSON.stringify(JSON.stringify({ tools: [{ tool: "echo", action: "echo", system: "everything", operation: "echo", target: "everything:echo", arguments: ["message"] }] }))}; return true`);
     await s.click("#gw-prepare");
@@ -807,7 +812,7 @@ test("steward: an MCP gateway run set up here, its calls shown, amended at a che
 
     // Amend to 50 J (tighter than the issued 100 J): the held call goes on
     // under the continuation's ceiling, until the next checkpoint.
-    await s.type("#amend-budget", "50000000");
+    await s.type("#amend-budget", "50 J");
     await s.click("#amend-sign");
     await s.waitFor(async () => (await s.exec("return document.querySelectorAll('.history-list li.amend').length")) === 1, 10000, "the amendment in the history");
     await s.waitFor(async () => (await s.exec("return document.querySelectorAll('#gateway-calls tr.gateway-call').length")) === 4 && (await s.textOf("#gateway-state")) === "held", 60000, "two more calls and the second hold");

@@ -1,5 +1,48 @@
 // Formatting shared by the views. Energy is integer µJ on the wire (§5); its
 // words come from Rust (`jcp::energy::format_uj`, the one formatter), never from here.
+// Typed energy is read by `parseEnergy`, which follows `jcp::energy::parse_energy`
+// case for case (both read `conformance/jcp/v1/energy-text.json`).
+
+const UNIT_UJ: Record<string, bigint> = {
+  "µJ": 1n,
+  uJ: 1n,
+  mJ: 1_000n,
+  J: 1_000_000n,
+  kJ: 1_000_000_000n,
+  MJ: 1_000_000_000_000n,
+  Wh: 3_600_000_000n,
+  kWh: 3_600_000_000_000n,
+};
+
+/** Energy as a person types it (`50 J`, `1.5 kWh`) in µJ, or why not (an
+ *  `energy-text` refusal in words): exact, never rounded; the unit is
+ *  required (case matters: mJ is not MJ); at most 2^53 − 1 µJ. */
+export function parseEnergy(text: string): { uj: number } | { error: UiErrorLike } {
+  const refuse = (why: string) => ({ error: { code: "energy-text", message: `${JSON.stringify(text)} is not an energy: ${why}` } });
+  const compact = text.replace(/[\s\u202f]/g, "");
+  if (compact === "") return refuse("nothing was typed: write a figure and its unit, e.g. 50 J");
+  const m = /^([0-9.]*)(.*)$/.exec(compact) ?? ["", "", compact];
+  const [figure, unit] = [m[1], m[2]];
+  if (figure === "") return refuse(unit.startsWith("-") ? "a budget is not negative" : "no figure before the unit: e.g. 50 J");
+  if (unit === "") return refuse("no unit: write µJ, mJ, J, kJ, MJ, Wh or kWh after the figure");
+  const scale = UNIT_UJ[unit];
+  if (scale === undefined) return refuse("not an energy unit: write µJ, mJ, J, kJ, MJ, Wh or kWh (case matters: mJ is not MJ)");
+  const [whole, frac = "", extra] = figure.split(".");
+  if (whole === "" || extra !== undefined || (figure.includes(".") && frac === "") || frac.length > 18)
+    return refuse("not a figure: digits, with at most one decimal point between digits");
+  const den = 10n ** BigInt(frac.length);
+  const fracScaled = (frac === "" ? 0n : BigInt(frac)) * scale;
+  if (fracScaled % den !== 0n) return refuse("finer than 1 µJ: the ledger counts whole microjoules");
+  const uj = BigInt(whole) * scale + fracScaled / den;
+  if (uj > BigInt(Number.MAX_SAFE_INTEGER)) return refuse("more than this console takes (about 9 GJ)");
+  return { uj: Number(uj) };
+}
+
+/** An error as the views show it. */
+export interface UiErrorLike {
+  code: string;
+  message: string;
+}
 
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;

@@ -41,6 +41,10 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
     stderr: null,
   },
   gateway: null,
+  spend: {
+    svg: '<svg xmlns="http://www.w3.org/2000/svg" id="spend-svg-from-rust"><text>amended</text></svg>',
+    text: "Spent 500 µJ of 1.000 mJ in force at checkpoint 4; at the rate between the last two checkpoints (50 mW) the remainder lasts about 10 s more.",
+  },
   ...over,
 });
 const noop = { error: () => {}, info: () => {} };
@@ -130,7 +134,7 @@ describe("steward view (issue 17)", () => {
     });
     const v = new StewardView(noop);
     await v.refresh();
-    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "4501";
+    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "4501 µJ";
     (v.root.querySelector("#amend-sign") as HTMLButtonElement).click();
     await tick();
     await tick();
@@ -140,9 +144,26 @@ describe("steward view (issue 17)", () => {
     expect(refused?.textContent?.split("steer-above-remainder").length).toBe(2);
     expect(refused?.textContent).toContain("amended budget 4501 µJ exceeds the remainder 4500 µJ");
     for (let i = 0; i < 4; i++) await tick();
-    expect((v.root.querySelector("#amend-budget") as HTMLInputElement).value).toBe("4501");
+    expect((v.root.querySelector("#amend-budget") as HTMLInputElement).value).toBe("4501 µJ");
     expect(calls.map((c) => c[0])).not.toContain("steward_amend");
     expect(calls.find((c) => c[0] === "steward_preview")?.[1]).toEqual({ id: 7, form: { budget_uj: 4501, expiry: null, instructions: null, add_caveats: [] } });
+  });
+
+  it("s5_a_budget_is_typed_with_its_unit_and_a_text_that_is_not_an_energy_is_refused_before_anything_is_sent", async () => {
+    const calls = mock({ steward_overview: () => overview(), steward_run: () => run(), steward_preview: () => ({}) });
+    const v = new StewardView(noop);
+    await v.refresh();
+    const budget = v.root.querySelector("#amend-budget") as HTMLInputElement;
+    budget.value = "2.5 W";
+    (v.root.querySelector("#amend-check") as HTMLButtonElement).click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(calls.some((c) => c[0] === "steward_preview")).toBe(false);
+    expect(v.root.querySelector("#action-result")?.textContent).toContain("not an energy unit");
+    expect(budget.value).toBe("2.5 W");
+    budget.value = "1.5 kWh";
+    (v.root.querySelector("#amend-check") as HTMLButtonElement).click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(calls.find((c) => c[0] === "steward_preview")?.[1]).toMatchObject({ form: { budget_uj: 5_400_000_000_000 } });
   });
 
   it("s4_7_amend_sends_budget_expiry_instructions_and_caveats_and_shows_who_signed", async () => {
@@ -154,7 +175,7 @@ describe("steward view (issue 17)", () => {
     });
     const v = new StewardView(noop);
     await v.refresh();
-    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "800";
+    (v.root.querySelector("#amend-budget") as HTMLInputElement).value = "800 µJ";
     // Times are picked as dates and times in the user's zone (the tests run in UTC), never typed as Unix seconds.
     const expiry = v.root.querySelector("#amend-expiry") as HTMLInputElement;
     expect(expiry.type).toBe("datetime-local");
@@ -164,14 +185,14 @@ describe("steward view (issue 17)", () => {
     const cval = v.root.querySelector("#caveat-value") as HTMLInputElement;
     kind.value = "MaxCostUj";
     kind.dispatchEvent(new Event("change"));
-    cval.value = "150";
+    cval.value = "150 µJ";
     (v.root.querySelector("#caveat-add") as HTMLButtonElement).click();
     kind.value = "NotAfter";
     kind.dispatchEvent(new Event("change"));
     expect(cval.type).toBe("datetime-local");
     cval.value = "2026-01-02T00:00";
     (v.root.querySelector("#caveat-add") as HTMLButtonElement).click();
-    expect([...v.root.querySelectorAll("#caveat-list li")].map((li) => li.textContent)).toEqual(["MaxCostUj 150", "NotAfter 2026-01-02 00:00 UTC+00:00"]);
+    expect([...v.root.querySelectorAll("#caveat-list li")].map((li) => li.textContent)).toEqual(["MaxCostUj 150 µJ", "NotAfter 2026-01-02 00:00 UTC+00:00"]);
     (v.root.querySelector("#amend-sign") as HTMLButtonElement).click();
     for (let i = 0; i < 5; i++) await tick();
     const amend = calls.find((c) => c[0] === "steward_amend");
@@ -383,6 +404,20 @@ describe("steward view (issue 17)", () => {
     expect(v.root.querySelector("#unresolved-panel")?.textContent).toContain("audit it again");
   });
 
+  it("issue39_the_runs_course_is_charted_spend_against_ceiling_with_when_the_remainder_runs_out", async () => {
+    mock({ steward_overview: () => overview(), steward_run: () => run() });
+    const v = new StewardView(noop);
+    await v.refresh();
+    expect(v.root.querySelector("#spend-text")?.textContent).toContain("the remainder lasts about 10 s more");
+    expect(v.root.querySelector("#spend-panel svg#spend-svg-from-rust")).not.toBeNull();
+    // Too few checkpoints: the words say so, no empty chart.
+    mock({ steward_overview: () => overview(), steward_run: () => run({ spend: { svg: null, text: "No checkpoint states its spend yet: nothing to chart." } }) });
+    const w = new StewardView(noop);
+    await w.refresh();
+    expect((w.root.querySelector("#spend-panel .spend-chart") as HTMLElement).hidden).toBe(true);
+    expect(w.root.querySelector("#spend-text")?.textContent).toBe("No checkpoint states its spend yet: nothing to chart.");
+  });
+
   it("issue39_each_run_shows_one_status_from_its_record_a_revoked_one_reads_revoked", async () => {
     const base = overview().runs[0];
     mock({
@@ -519,7 +554,7 @@ describe("steward view (issue 17)", () => {
     set("gw-upstream", "npx -y  @modelcontextprotocol/server-filesystem /home/me");
     set("gw-resource", "text:files");
     set("gw-actions", "read, list");
-    set("gw-budget", "2.5");
+    set("gw-budget", "2.5 J");
     set("gw-every", "10");
     (v.root.querySelector("#gw-prepare") as HTMLButtonElement).click();
     await tick(); await tick();

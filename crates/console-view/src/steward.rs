@@ -25,6 +25,7 @@ pub mod gateway;
 pub mod live;
 pub mod overview;
 pub mod revoke;
+pub mod spend;
 pub mod unresolved;
 
 pub use amend::{
@@ -41,6 +42,7 @@ pub use overview::{
 pub use revoke::{
     grants_of, plan_revoke, revocations_dir, revocations_of, sign_revoke, write_revocation, DyingGrant, RevokePlan,
 };
+pub use spend::{spend_chart, SpendChart};
 pub use unresolved::{unresolved_rows, SettleStatus, SettledCell, UnresolvedRow, UnresolvedStream};
 
 use std::path::Path;
@@ -165,6 +167,7 @@ pub(crate) mod tests {
             GatewayPrepared,
             RunRow,
             RunStatus,
+            SpendChart,
             StewardOverview,
             HistoryRow,
             StewardRunView,

@@ -399,6 +399,23 @@ mod run_view {
     }
 
     #[test]
+    /// Issue 39: the steward sees the run's course at a glance: spend
+    /// against the ceiling in force over its checkpoints, the amendment
+    /// marked, and a sentence that says how far it has come.
+    fn s4_7_the_demo_runs_course_is_charted_with_its_amendment_marked() {
+        let (_d, path) = demo();
+        let v = run::report(&path).unwrap();
+        let c = console_view::steward::spend_chart(&v).unwrap();
+        let svg = c.svg.expect("a long run has a chart");
+        if let Some(out) = std::env::var_os("JCP_DUMP_SPEND_SVG") {
+            std::fs::write(out, &svg).unwrap();
+        }
+        assert!(svg.contains("amended") && svg.contains("ceiling in force") && svg.contains("spent"), "{svg}");
+        assert!(c.text.starts_with("Spent ") && c.text.contains(" in force at checkpoint "), "{}", c.text);
+        assert!(!svg.contains("<script"));
+    }
+
+    #[test]
     fn s4_7_demo_run_view_shows_spend_provenance_and_never_the_full_budget_for_unstated_spend() {
         let (_d, path) = demo();
         let v = run::report(&path).unwrap();

@@ -165,6 +165,75 @@ pub fn format_uj(uj: u64) -> String {
     }
 }
 
+/// The largest figure [`parse_energy`] takes: 2^53 − 1 µJ (about 9 GJ),
+/// the most the console's number inputs hold exactly.
+pub const MAX_TYPED_UJ: u64 = (1 << 53) - 1;
+
+/// Why a typed energy was refused (the one energy parser, [`parse_energy`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("energy-text: {text:?} is not an energy: {why}")]
+pub struct EnergyTextError {
+    /// What was typed.
+    pub text: String,
+    /// Why it is refused, in words (with the fix where there is one).
+    pub why: String,
+}
+
+/// Energy as a person types it (`50 J`, `1.5 kWh`, `999 µJ`), in µJ: the
+/// one parser the console's inputs use, the inverse of [`format_uj`]. The
+/// unit is required and written as [`format_uj`] writes it (`µJ` or `uJ`,
+/// `mJ`, `J`, `kJ`, `MJ`, `Wh`, `kWh`; case matters: `mJ` is not `MJ`);
+/// spaces between digits are ignored. Refused, never rounded: a figure
+/// finer than 1 µJ, a negative one, one above [`MAX_TYPED_UJ`]. Vectors:
+/// `conformance/jcp/v1/energy-text.json`, shared with the console.
+///
+/// ```
+/// assert_eq!(jcp::energy::parse_energy("1.5 kWh"), Ok(5_400_000_000_000));
+/// assert!(jcp::energy::parse_energy("0.1 µJ").is_err());
+/// ```
+pub fn parse_energy(text: &str) -> Result<u64, EnergyTextError> {
+    let refuse = |why: &str| EnergyTextError { text: text.to_owned(), why: why.to_owned() };
+    let compact: String = text.chars().filter(|c| !c.is_whitespace() && *c != '\u{202f}').collect();
+    if compact.is_empty() {
+        return Err(refuse("nothing was typed: write a figure and its unit, e.g. 50 J"));
+    }
+    let split = compact.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(compact.len());
+    let (figure, unit) = compact.split_at(split);
+    if figure.is_empty() {
+        return Err(refuse(if unit.starts_with('-') {
+            "a budget is not negative"
+        } else {
+            "no figure before the unit: e.g. 50 J"
+        }));
+    }
+    let scale: u128 = match unit {
+        "µJ" | "uJ" => 1,
+        "mJ" => 1_000,
+        "J" => 1_000_000,
+        "kJ" => 1_000_000_000,
+        "MJ" => 1_000_000_000_000,
+        "Wh" => 3_600_000_000,
+        "kWh" => 3_600_000_000_000,
+        "" => return Err(refuse("no unit: write µJ, mJ, J, kJ, MJ, Wh or kWh after the figure")),
+        _ => return Err(refuse("not an energy unit: write µJ, mJ, J, kJ, MJ, Wh or kWh (case matters: mJ is not MJ)")),
+    };
+    let (whole, frac) = figure.split_once('.').unwrap_or((figure, ""));
+    if whole.is_empty() || frac.contains('.') || (figure.contains('.') && frac.is_empty()) || frac.len() > 18 {
+        return Err(refuse("not a figure: digits, with at most one decimal point between digits"));
+    }
+    let too_big = || refuse("more than this console takes (about 9 GJ)");
+    let whole_uj = whole.parse::<u128>().map_err(|_| too_big())?.checked_mul(scale).ok_or_else(too_big)?;
+    let frac_digits = u32::try_from(frac.len()).map_err(|_| too_big())?;
+    let frac_num: u128 = if frac.is_empty() { 0 } else { frac.parse().map_err(|_| too_big())? };
+    let frac_scaled = frac_num.checked_mul(scale).ok_or_else(too_big)?;
+    let den = 10u128.pow(frac_digits);
+    if frac_scaled % den != 0 {
+        return Err(refuse("finer than 1 µJ: the ledger counts whole microjoules"));
+    }
+    let uj = whole_uj.checked_add(frac_scaled / den).ok_or_else(too_big)?;
+    u64::try_from(uj).ok().filter(|u| *u <= MAX_TYPED_UJ).ok_or_else(too_big)
+}
+
 /// Power for people: `uj` spent over `ms` milliseconds as watts, with the
 /// same truncation as [`format_uj`] (a figure shown never exceeds what was
 /// measured): below 1 W in mW, otherwise W with three decimals, from 1 kW

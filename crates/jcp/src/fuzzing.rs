@@ -129,6 +129,25 @@ pub fn key_file_decode(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// The fuzz invariant of the one energy parser (`fuzz/fuzz_targets/energy_text.rs`,
+/// §5): it never panics; a figure it accepts is at most
+/// [`crate::energy::MAX_TYPED_UJ`], and the formatter's words for it read
+/// back to at most that figure (the formatter truncates, never rounds up).
+pub fn energy_text(data: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(data) else { return Ok(()) };
+    let Ok(uj) = crate::energy::parse_energy(text) else { return Ok(()) };
+    if uj > crate::energy::MAX_TYPED_UJ {
+        return Err(format!("{text:?} read as {uj} µJ, above the most a typed figure may be"));
+    }
+    let shown = crate::energy::format_uj(uj);
+    let words = shown.split(" (").next().unwrap_or_default();
+    match crate::energy::parse_energy(words) {
+        Ok(back) if back <= uj => Ok(()),
+        Ok(back) => Err(format!("{uj} µJ is shown as {shown:?}, which reads back as more: {back}")),
+        Err(e) => Err(format!("{uj} µJ is shown as {shown:?}, which does not read back: {e}")),
+    }
+}
+
 /// The fuzz invariant of the key log decoder (`fuzz/fuzz_targets/keylog_decode.rs`
 /// and the corpus replay test): decoding never panics; anything accepted
 /// re-encodes to exactly the input, verifies without panicking, and a

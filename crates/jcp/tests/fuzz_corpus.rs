@@ -21,6 +21,14 @@ fn replay(target: &str, check: fn(&[u8]) -> Result<(), String>) {
 }
 
 #[test]
+fn s5_fuzz_corpus_energy_text() {
+    replay("energy_text", jcp::fuzzing::energy_text);
+    assert!(
+        accepted("energy_text", |d| std::str::from_utf8(d).is_ok_and(|t| jcp::energy::parse_energy(t).is_ok())) >= 10
+    );
+}
+
+#[test]
 fn s3_fuzz_corpus_cbor_decode() {
     replay("cbor_decode", jcp::fuzzing::cbor_decode);
 }

@@ -3,6 +3,7 @@ import type { GatewayView } from "./GatewayView";
 import type { HistoryRow } from "./HistoryRow";
 import type { LiveView } from "./LiveView";
 import type { RunView } from "./RunView";
+import type { SpendChart } from "./SpendChart";
 
 /**
  * A run as the steward works on it.
@@ -41,4 +42,9 @@ live: LiveView | null,
 /**
  * The gateway's log beside the run, when an MCP gateway runs it (`jcp gateway --run`).
  */
-gateway: GatewayView | null, };
+gateway: GatewayView | null, 
+/**
+ * The run's spend against its ceiling over its checkpoints, and when
+ * the remainder runs out at the current rate ([`super::spend::spend_chart`]).
+ */
+spend: SpendChart, };

@@ -9,14 +9,14 @@ import { api, type AmendForm, type KeyStatus, type RunRow, type SettleStatus, ty
 import type { CaveatInput } from "../gen/CaveatInput";
 import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
-import { el, formatUnixUtc, GRADE_MEANING, localInputToUnix, shortId, table } from "../format";
+import { el, formatUnixUtc, GRADE_MEANING, localInputToUnix, parseEnergy, shortId, table } from "../format";
 import type { MeteredCall } from "../gen/MeteredCall";
 import type { GatewayView } from "../gen/GatewayView";
 import { renderRun } from "./run";
 
 const CAVEATS: [CaveatKind, string][] = [
   ["ActionIn", "only these actions (comma-separated)"],
-  ["MaxCostUj", "at most this many µJ per action"],
+  ["MaxCostUj", "at most this much energy per action (e.g. 2 J)"],
   ["NotAfter", "not after (a date and time)"],
   ["NotBefore", "not before (a date and time)"],
 ];
@@ -201,6 +201,11 @@ export class StewardView {
   private awaitingBanner = el("div", "awaiting-banner");
   private history = el("div", "panel history");
   private report = el("div", "run-report");
+  /** The run's spend against its ceiling over its checkpoints (plotters SVG from the shell). */
+  private spend = el("div", "panel spend");
+  private spendText = el("p", "spend-text");
+  private spendChart = el("div", "spend-chart");
+  private spendShown = "";
   private result = el("div", "action-result");
   private unresolvedPanel = el("div", "panel unresolved");
   private unresolvedShown = "";
@@ -242,7 +247,10 @@ export class StewardView {
     this.history.id = "history";
     this.result.id = "action-result";
     this.gateway.id = "gateway-panel";
-    this.detail.append(this.awaitingBanner, this.live, this.gateway, this.actions, this.result, this.history, this.report);
+    this.spend.id = "spend-panel";
+    this.spendText.id = "spend-text";
+    this.spend.append(el("h3", undefined, "Course"), this.spendText, this.spendChart);
+    this.detail.append(this.awaitingBanner, this.spend, this.live, this.gateway, this.actions, this.result, this.history, this.report);
     const mainCol = el("div", "steward-main");
     this.unresolvedPanel.id = "unresolved-panel";
     mainCol.append(this.gatewayStart, this.status, this.detail, this.unresolvedPanel);
@@ -468,6 +476,15 @@ export class StewardView {
     }
     this.renderHistory(v);
     this.report.replaceChildren(...renderRun(v.run));
+    // The course at a glance: spend against the ceiling, amendments marked, when the remainder runs out.
+    this.spendText.textContent = v.spend.text;
+    const svg = v.spend.svg ?? "";
+    if (svg !== this.spendShown) {
+      // SVG drawn by plotters in the shell from numbers only; no script.
+      this.spendChart.innerHTML = svg;
+      this.spendShown = svg;
+    }
+    this.spendChart.hidden = v.spend.svg === null;
   }
 
   /** The form that sets up an MCP gateway run: the upstream server, the
@@ -480,8 +497,8 @@ export class StewardView {
     const resource = input("gw-resource", "resource (text:NAME)");
     resource.value = "text:tools";
     const actions = input("gw-actions", "actions the grant allows (comma-separated)");
-    const budget = input("gw-budget", "budget, J", "number");
-    budget.value = "100";
+    const budget = input("gw-budget", "budget, e.g. 100 J");
+    budget.value = "100 J";
     const every = input("gw-every", "checkpoint every N calls (0: none)", "number");
     every.value = "20";
     const bindings = el("textarea", "gw-bindings");
@@ -497,7 +514,11 @@ export class StewardView {
         upstream: upstream.value.trim().split(/\s+/).filter((x) => x.length > 0),
         resource: resource.value.trim(),
         actions: actions.value.split(",").map((a) => a.trim()).filter((a) => a.length > 0),
-        budget_uj: Math.round(Number(budget.value) * 1_000_000),
+        budget_uj: (() => {
+          const r = parseEnergy(budget.value);
+          if ("error" in r) throw r.error;
+          return r.uj;
+        })(),
         bindings: bindings.value,
         checkpoint_every: Math.max(0, Math.round(Number(every.value) || 0)),
       };
@@ -524,7 +545,7 @@ export class StewardView {
       el("h3", undefined, "Start an MCP gateway run"),
       el("p", "hint", "The agent's client launches the gateway instead of the tool server; every tool call is decided under the grant, run, metered and sealed, and steered here."),
       row("name ", name), row("upstream ", upstream), row("resource ", resource), row("actions ", actions),
-      row("budget (J) ", budget), row("checkpoint every ", every), row("tool bindings (JSON) ", bindings), go, out,
+      row("budget ", budget), row("checkpoint every ", every), row("tool bindings (JSON) ", bindings), go, out,
     ];
   }
 
@@ -586,10 +607,17 @@ export class StewardView {
     this.live.replaceChildren(...parts);
   }
 
-  /** The amendment as typed; the expiry is a `datetime-local` value in the user's zone. */
+  /** The amendment as typed: the budget is read by the one energy parser
+   *  (a text it refuses is thrown as an `energy-text` refusal, the typing
+   *  kept); the expiry is a `datetime-local` value in the user's zone. */
   private form(budget: string, expiry: string, instructions: string): AmendForm {
-    const num = (s: string) => (s.trim() === "" ? null : Number(s.trim()));
-    return { budget_uj: num(budget), expiry: localInputToUnix(expiry), instructions: instructions.trim() === "" ? null : instructions, add_caveats: [...this.caveats] };
+    let budget_uj: number | null = null;
+    if (budget.trim() !== "") {
+      const r = parseEnergy(budget);
+      if ("error" in r) throw r.error;
+      budget_uj = r.uj;
+    }
+    return { budget_uj, expiry: localInputToUnix(expiry), instructions: instructions.trim() === "" ? null : instructions, add_caveats: [...this.caveats] };
   }
 
   private showResult(kind: "ok" | "refused" | "preview", title: string, lines: string[] = []): void {
@@ -654,7 +682,8 @@ export class StewardView {
 
       // Amend: tighter only.
       const amend = el("div", "amend-form");
-      const budget = input("amend-budget", "new budget, µJ", "number");
+      const budget = input("amend-budget", "new budget, e.g. 50 J");
+      budget.title = "µJ, mJ, J, kJ, MJ, Wh or kWh; exact, never rounded";
       const expiry = input("amend-expiry", "earlier expiry (optional)", "datetime-local");
       expiry.title = "An earlier expiry, in your time zone (optional)";
       const instr = input("amend-instructions", "new instructions: text or 64 hex digits (optional)");
@@ -679,9 +708,16 @@ export class StewardView {
         if (!cval.value.trim()) return;
         const secs = timed() ? localInputToUnix(cval.value) : null;
         if (timed() && secs === null) return;
-        const value = secs === null ? cval.value.trim() : String(secs);
+        let value = secs === null ? cval.value.trim() : String(secs);
+        let shown = secs === null ? value : formatUnixUtc(secs);
+        if (kind.value === "MaxCostUj") {
+          // An energy, read by the one parser and sent in µJ.
+          const r = parseEnergy(cval.value);
+          if ("error" in r) return void this.refusal(r.error, false);
+          [value, shown] = [String(r.uj), cval.value.trim()];
+        }
         this.caveats.push({ kind: kind.value as CaveatKind, value });
-        clist.append(el("li", undefined, `${kind.value} ${secs === null ? value : formatUnixUtc(secs)}`));
+        clist.append(el("li", undefined, `${kind.value} ${shown}`));
         cval.value = "";
       });
       const check = button("amend-check", "Check", "small");

@@ -166,6 +166,9 @@ pub struct StewardRunView {
     pub live: Option<LiveView>,
     /// The gateway's log beside the run, when an MCP gateway runs it (`jcp gateway --run`).
     pub gateway: Option<super::gateway::GatewayView>,
+    /// The run's spend against its ceiling over its checkpoints, and when
+    /// the remainder runs out at the current rate ([`super::spend::spend_chart`]).
+    pub spend: super::spend::SpendChart,
 }
 
 /// The run as the record stands with its revocations (issue 39: "the view
