@@ -97,7 +97,7 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, 
 
 /** Unix seconds as a date and time in the user's zone, the zone said
  *  (`2026-01-01 10:20 UTC+01:00`): records are signed in UTC, people read their own clock. */
-export function formatUnixUtc(secs: number): string {
+export function formatUnixLocal(secs: number): string {
   const d = new Date(secs * 1000);
   return `${formatTime(secs * 1000).slice(0, 16)} ${zoneOf(d)}`;
 }

@@ -3,7 +3,7 @@
 // what is left (or "unknown": never the full budget when no spend is stated),
 // amendments with their continuation grants, and the verdict on each record.
 import { api, type RunView as Run } from "../ipc";
-import { el, formatUnixUtc, GRADE_MEANING, shortId, table } from "../format";
+import { el, formatUnixLocal, GRADE_MEANING, shortId, table } from "../format";
 import { ItemView } from "./item";
 import { issuerChips, renderAuthority } from "./authority";
 
@@ -92,7 +92,7 @@ export function renderRun(v: Run): HTMLElement[] {
         const td = el("td", "amendment");
         td.colSpan = 7;
         td.append(el("strong", undefined, `Amendment (record ${a.index}) by the steward: `), el("span", undefined, `budget set to ${a.budget}, at most ${a.ceiling}`));
-        if (a.expiry !== null) td.append(el("span", undefined, `; expires ${formatUnixUtc(a.expiry)}`));
+        if (a.expiry !== null) td.append(el("span", undefined, `; expires ${formatUnixLocal(a.expiry)}`));
         if (a.instructions) td.append(el("span", undefined, "; new instructions "), shortId(a.instructions, 8));
         const cont = el("span", a.continuation_verified ? "continuation ok" : "continuation fail");
         cont.append(document.createTextNode(a.continuation_verified ? "; continuation grant verified " : "; continuation grant NOT verified "), shortId(a.continuation, 8));
@@ -102,7 +102,7 @@ export function renderRun(v: Run): HTMLElement[] {
       });
       const vd = el("td", `rverdict ${c.verdict}`, c.verdict);
       if (c.codes.length) vd.append(el("div", "codes", c.codes.join(", ")));
-      tr.append(el("td", "num seq", String(c.seq)), el("td", "at", formatUnixUtc(c.at)), grant, spent, rem, ceiling, vd);
+      tr.append(el("td", "num seq", String(c.seq)), el("td", "at", formatUnixLocal(c.at)), grant, spent, rem, ceiling, vd);
       cb.append(tr, ...amRows);
     }
     const cps = el("div", "panel");
@@ -116,7 +116,7 @@ export function renderRun(v: Run): HTMLElement[] {
       const tr = el("tr", `grant ${g.verdict}`);
       const id = el("td");
       id.append(shortId(g.id, 8));
-      tr.append(el("td", "num", String(g.index)), el("td", undefined, g.role), id, el("td", undefined, g.budget), el("td", undefined, formatUnixUtc(g.expiry)), el("td", `rverdict ${g.verdict}`, g.verdict));
+      tr.append(el("td", "num", String(g.index)), el("td", undefined, g.role), id, el("td", undefined, g.budget), el("td", undefined, formatUnixLocal(g.expiry)), el("td", `rverdict ${g.verdict}`, g.verdict));
       gb.append(tr);
     }
     const grants = el("div", "panel");

@@ -9,7 +9,7 @@ import { api, type AmendForm, type KeyStatus, type RunRow, type SettleStatus, ty
 import type { CaveatInput } from "../gen/CaveatInput";
 import type { CaveatKind } from "../gen/CaveatKind";
 import type { Notifier } from "./energy";
-import { el, formatUnixUtc, GRADE_MEANING, localInputToUnix, parseEnergy, shortId, table } from "../format";
+import { el, formatUnixLocal, GRADE_MEANING, localInputToUnix, parseEnergy, shortId, table } from "../format";
 import type { MeteredCall } from "../gen/MeteredCall";
 import type { GatewayView } from "../gen/GatewayView";
 import { renderRun } from "./run";
@@ -709,7 +709,7 @@ export class StewardView {
         const secs = timed() ? localInputToUnix(cval.value) : null;
         if (timed() && secs === null) return;
         let value = secs === null ? cval.value.trim() : String(secs);
-        let shown = secs === null ? value : formatUnixUtc(secs);
+        let shown = secs === null ? value : formatUnixLocal(secs);
         if (kind.value === "MaxCostUj") {
           // An energy, read by the one parser and sent in µJ.
           const r = parseEnergy(cval.value);
@@ -726,7 +726,7 @@ export class StewardView {
         try {
           const p = await api.stewardPreview(v.id, this.form(budget.value, expiry.value, instr.value));
           this.showResult("preview", `Within the rules: ${p.budget} of at most ${p.ceiling} (remainder ${p.remainder.text})`, [
-            `continuation expires ${p.expiry === 0 ? "never" : formatUnixUtc(p.expiry)}`,
+            `continuation expires ${p.expiry === 0 ? "never" : formatUnixLocal(p.expiry)}`,
             ...p.caveats.map((c) => `caveat ${c}`),
             ...(p.instructions ? [`new instructions ${p.instructions}`] : []),
           ]);
