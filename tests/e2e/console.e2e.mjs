@@ -234,6 +234,10 @@ test("auditor: a tampered stream shows its finding", { skip: !bad && "the audit 
     const answer = await s.text("#audit-answer");
     assert.ok(answer.startsWith(`${count} finding`), `${answer} counts ${count}`);
     assert.ok(answer.replace(/\u202f/g, "").includes(`at byte ${expected.findings[0].offset} of stream`), answer);
+    // Ids are short, the whole on hover, copied by a click (issue 39).
+    const ids = await s.exec("return [...document.querySelectorAll('.report code.id')].map(c => [c.textContent, c.title, c.getAttribute('role')])");
+    assert.ok(ids.length > 0, "the report shortens its ids");
+    for (const [shown, whole, role] of ids) assert.ok(shown.endsWith("…") && whole.startsWith(shown.slice(0, -1)) && role === "button", `${shown} ${whole} ${role}`);
     expectShown(shown, expected);
     // Each finding the CLI names (code at a byte offset) is a row of the shown findings table.
     assert.ok(expected.findings.some((f) => f.code === "bad-signature"), "the CLI finds the tampering");

@@ -102,11 +102,45 @@ export function formatUnixLocal(secs: number): string {
   return `${formatTime(secs * 1000).slice(0, 16)} ${zoneOf(d)}`;
 }
 
-/** A long hex id or did:key shortened for a table cell (the full value is the title). */
+/** A long hex id or did:key shortened for a table cell: the whole on hover,
+ *  copied by a click (issue 39: ids truncate with copy). */
 export function shortId(id: string, keep = 10): HTMLElement {
   const c = el("code", "id", id.length > keep + 2 ? `${id.slice(0, keep)}…` : id);
   c.title = id;
+  makeCopyable(c, id);
   return c;
+}
+
+/** Makes `e` copy `text` when clicked (or on Enter), saying so in its title;
+ *  where the clipboard is not reachable the whole text is selected instead. */
+export function makeCopyable(e: HTMLElement, text: string): void {
+  e.classList.add("copyable");
+  e.tabIndex = 0;
+  e.setAttribute("role", "button");
+  // The title stays the whole text (people and tests read it there); the action is said to assistive tech.
+  e.setAttribute("aria-label", `copy ${text}`);
+  const copy = () => {
+    const done = () => {
+      e.classList.add("copied");
+      setTimeout(() => e.classList.remove("copied"), 1200);
+    };
+    const clip = (globalThis.navigator as Navigator | undefined)?.clipboard;
+    if (clip) void clip.writeText(text).then(done, () => selectText(e));
+    else selectText(e);
+  };
+  e.addEventListener("click", copy);
+  e.addEventListener("keydown", (k) => {
+    if (k.key === "Enter") copy();
+  });
+}
+
+function selectText(e: HTMLElement): void {
+  const sel = globalThis.getSelection?.();
+  if (!sel) return;
+  const r = document.createRange();
+  r.selectNodeContents(e);
+  sel.removeAllRanges();
+  sel.addRange(r);
 }
 
 /** A small table with a header row; returns the table and its body. */

@@ -2,7 +2,7 @@
 // them on the window, watch progress, cancel, read the verdict and every
 // number the audit engine reports, export JSON or self-contained HTML.
 import { api, type ActionRow, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
-import { el, formatBytes, timeCell } from "../format";
+import { el, formatBytes, makeCopyable, timeCell } from "../format";
 import type { Notifier } from "./energy";
 
 export class AuditorView {
@@ -162,6 +162,8 @@ export class AuditorView {
     this.verdict.replaceChildren(v, answer);
     // HTML rendered by the shell from the engine's report; every value escaped there, no script.
     this.report.innerHTML = view.html;
+    // Its shortened ids carry the whole in their title: a click copies it.
+    for (const c of this.report.querySelectorAll<HTMLElement>("code.id[title]")) makeCopyable(c, c.title);
     this.exportBox.hidden = false;
   }
 
