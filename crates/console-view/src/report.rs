@@ -272,6 +272,26 @@ pub fn counts_chart_svg(title: &str, counts: &[(&str, u64)]) -> Result<String, V
     Ok(svg)
 }
 
+/// The findings with what each code means beside it (`why it matters`,
+/// from `jcp_audit::FindingCode::meaning`); a code this console does not
+/// know is left without one, never given a guessed meaning.
+fn with_meanings(findings: &Value) -> Value {
+    let Value::Array(items) = findings else { return findings.clone() };
+    Value::Array(
+        items
+            .iter()
+            .map(|f| {
+                let mut f = f.clone();
+                let meaning = f.get("code").and_then(Value::as_str).and_then(jcp_audit::FindingCode::parse);
+                if let (Some(m), Value::Object(o)) = (meaning, &mut f) {
+                    o.insert("why_it_matters".into(), Value::String(m.meaning().to_owned()));
+                }
+                f
+            })
+            .collect(),
+    )
+}
+
 /// The report's body as an HTML fragment, answer first (issue 39): its
 /// findings (what, where, why), then its top-level figures, then every
 /// other part folded under its heading, the charts of its count maps last.
@@ -282,7 +302,7 @@ pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
     if let Value::Object(map) = report {
         if let Some(f) = map.get("findings") {
             out.push_str("<section class=\"field findings\"><h3>findings</h3>");
-            value_html(f, &mut out);
+            value_html(&with_meanings(f), &mut out);
             out.push_str("</section>");
         }
         let top: serde_json::Map<String, Value> =

@@ -151,6 +151,8 @@ fn s8_2_the_answer_comes_first_counting_every_finding_and_where_the_first_is() {
     let html = report::report_fragment(&r).unwrap();
     let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle} missing from {html}"));
     assert!(at("<h3>findings</h3>") < at("<h3>summary</h3>"), "findings first");
+    assert!(at("<th>why it matters</th>") < at("<h3>summary</h3>"), "each finding says why it matters");
+    assert!(html.contains("C5: a signature that does not verify"), "{html}");
     assert!(
         at("<h3>summary</h3>") < at("<details class=\"field\"><summary><h3>grants</h3>"),
         "then the figures, parts folded"

@@ -27,6 +27,12 @@ macro_rules! finding_codes {
                 match self { $(FindingCode::$variant => $code,)* }
             }
 
+            /// What a finding of this code means, with the clause it holds
+            /// (its doc comment: the console's "why it matters").
+            pub fn meaning(self) -> &'static str {
+                match self { $(FindingCode::$variant => concat!($($doc),*).trim_ascii_start(),)* }
+            }
+
             /// The code a wire word names, if it is one of this vocabulary.
             pub fn parse(s: &str) -> Option<FindingCode> {
                 match s { $($code => Some(FindingCode::$variant),)* _ => None }
