@@ -39,7 +39,7 @@ pub fn info(state: &AppState) -> CmdResult<AppInfo> {
         },
         demo_streams: state.demo_streams.lock().map_err(|_| error::poisoned("demo"))?.clone(),
         open_at_start: *state.open_at_start.lock().map_err(|_| error::poisoned("startup"))?,
-        audit_at_start: state.audit_at_start.load(std::sync::atomic::Ordering::Relaxed),
+        audit_at_start: state.audit_at_start,
     })
 }
 

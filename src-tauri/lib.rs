@@ -109,7 +109,8 @@ pub fn run() -> std::process::ExitCode {
                 eprintln!("jcp-console: {e}");
             }
             let dir = workspace_dir(app)?;
-            let state = AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
+            let mut state =
+                AppState::open(&dir, engines::audit_engine(), engines::AUDIT_MISSING, engines::meter_view());
             if let Some(e) = &state.store_info.error {
                 eprintln!("jcp-console: {}", e.message);
             }
@@ -138,8 +139,8 @@ pub fn run() -> std::process::ExitCode {
                 eprintln!("jcp-console: the demo workspace was not prepared: {e}");
             }
             engines::start_meter(state.store.clone(), state.meter.clone(), state.recorder.clone());
+            state.audit_at_start = !streams.is_empty();
             if !streams.is_empty() {
-                state.audit_at_start.store(true, std::sync::atomic::Ordering::Relaxed);
                 if let Err(e) = state.start_audit(streams.clone()) {
                     eprintln!("jcp-console: {}", e.message);
                     state.record_failed_start(streams.clone(), e);

@@ -159,7 +159,7 @@ pub struct AppState {
     /// The workspace item the app's arguments asked to open (a blueprint reconcile).
     pub open_at_start: Arc<Mutex<Option<i64>>>,
     /// The app's arguments named streams to audit: it opens on the Auditor.
-    pub audit_at_start: Arc<AtomicBool>,
+    pub audit_at_start: bool,
     /// The recording of the machine's windows as a session (§5.4).
     pub recorder: Arc<crate::sessions::Recorder>,
 }
@@ -201,7 +201,7 @@ impl AppState {
             meter: Arc::new(Mutex::new(meter)),
             demo_streams: Arc::new(Mutex::new(Vec::new())),
             open_at_start: Arc::new(Mutex::new(None)),
-            audit_at_start: Arc::new(AtomicBool::new(false)),
+            audit_at_start: false,
             recorder: Arc::new(crate::sessions::Recorder::default()),
         }
     }
@@ -238,14 +238,23 @@ impl AppState {
             }
             // A file that is not a receipt stream is refused here, before it
             // is listed in the workspace as one.
-            if !starts_as_stream(&path).map_err(|e| error::io("audit.unreadable", "cannot read stream", &path, &e))? {
-                return Err(UiError::new(
-                    "audit.not-a-stream",
-                    format!(
-                        "{} is not a receipt stream: it does not start with the JCP stream header (a stream is what `jcp serve --stream` or `jcp run` writes)",
-                        path.display()
-                    ),
-                ));
+            // The stream reader's own header check, as the audit makes it.
+            let file = std::fs::File::open(&path)
+                .map_err(|e| error::io("audit.unreadable", "cannot read stream", &path, &e))?;
+            match jcp_receipt::stream::Reader::new(file) {
+                Ok(_) => {}
+                Err(jcp_receipt::Error::NotAStream { .. }) => {
+                    return Err(UiError::new(
+                        "audit.not-a-stream",
+                        format!(
+                            "{} is not a receipt stream: it does not start with the JCP stream header (a stream is what `jcp serve --stream` or `jcp run` writes)",
+                            path.display()
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(UiError::new("audit.unreadable", format!("cannot read stream {}: {e}", path.display())))
+                }
             }
             total += meta.len();
             files.push((path, meta.len()));
@@ -424,13 +433,4 @@ fn finish(
             job.error = Some(e);
         }
     }
-}
-
-/// Whether the file at `path` starts with the JCP stream header.
-fn starts_as_stream(path: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
-    let header = jcp_receipt::stream::HEADER;
-    let mut head = Vec::with_capacity(header.len());
-    std::fs::File::open(path)?.take(header.len() as u64).read_to_end(&mut head)?;
-    Ok(head == header)
 }

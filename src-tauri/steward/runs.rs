@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use console_store::{ItemKind, Store};
+use console_store::{ItemKind, StewardAction, Store};
 use console_view::authority::read_run;
 use console_view::ipc::UiError;
 use console_view::steward::{self as sv, HistoryRow, RunRow, StewardOverview, StewardRunView};
@@ -106,24 +106,21 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     for i in items.into_iter().filter(|i| i.kind == ItemKind::Run) {
         let live = st.live_of(i.id).map(|l| l.state());
         let path = Path::new(&i.path);
-        let (verdict, (aw, revoked), mine, checkpoints, err) =
+        let (verdict, status, mine, checkpoints, err) =
             match read_run(path).and_then(|(r, _)| r.verify().map(|rep| (r, rep))) {
                 Ok((run, rep)) => {
-                    let (aw, revoked) = awaiting_unrevoked(path, &run, &rep);
-                    let in_force_revoked = rep.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
+                    // A history that does not read says nothing of a stop.
+                    let actions = actions_of(state, &i.path).unwrap_or_default();
                     (
                         Some(console_view::tags::Verdict::of(rep.clean)),
-                        (aw, in_force_revoked),
+                        status_of(path, &run, &rep, live, &actions).0,
                         me.as_ref() == Some(&rep.issuer),
                         rep.checkpoints.len() as u64,
                         None,
                     )
                 }
-                Err(e) => (None, (false, false), false, 0, Some(format!("{} ({})", e, e.code()))),
+                Err(e) => (None, sv::RunStatus::Unreadable, false, 0, Some(format!("{} ({})", e, e.code()))),
             };
-        let stopped_by_steward = stopped_by_steward(state, &i.path);
-        let status =
-            sv::run_status(sv::RunFacts { readable: err.is_none(), revoked, awaiting: aw, live, stopped_by_steward });
         // Only a run that awaits (its agent not gone) awaits anyone.
         let aw = status == sv::RunStatus::Awaiting;
         if aw && mine {
@@ -145,19 +142,30 @@ pub fn overview(state: &AppState, st: &StewardState) -> CmdResult<StewardOvervie
     Ok(StewardOverview { revision: st.revision.load(Ordering::Relaxed), awaiting, runs, key: key_status(st) })
 }
 
-/// Whether the console's history says the steward stopped the run's agent.
-fn stopped_by_steward(state: &AppState, run_path: &str) -> bool {
-    state
-        .with_store(|s| s.actions_on(run_path, 500).map_err(|e| error::store(&e)))
-        .is_ok_and(|acts| acts.iter().any(|a| a.action == "live_stop"))
+/// The console's history of the run at `run_path`, oldest first.
+fn actions_of(state: &AppState, run_path: &str) -> CmdResult<Vec<StewardAction>> {
+    state.with_store(|s| s.actions_on(run_path, 500).map_err(|e| error::store(&e)))
 }
 
-/// Whether the run awaits its steward, and the grants revoked beside it: a
-/// run whose grant in force was revoked awaits nobody.
-fn awaiting_unrevoked(run_path: &Path, run: &Run, report: &RunReport) -> (bool, Vec<String>) {
+/// A readable run's status ([`sv::run_status`]: its record, the revocations
+/// beside it, what runs it here, and whether its history records the
+/// steward stopping its agent), with the grants revoked beside it.
+fn status_of(
+    run_path: &Path,
+    run: &Run,
+    report: &RunReport,
+    live: Option<sv::LiveState>,
+    actions: &[StewardAction],
+) -> (sv::RunStatus, Vec<String>) {
     let revoked: Vec<String> = sv::revocations_of(run_path, run).into_iter().map(|(g, _)| g.to_string()).collect();
-    let awaiting = sv::awaiting(report) && !report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
-    (awaiting, revoked)
+    let status = sv::run_status(sv::RunFacts {
+        readable: true,
+        revoked: report.active_grant.is_some_and(|a| revoked.contains(&a.to_string())),
+        awaiting: sv::awaiting(report),
+        live,
+        stopped_by_steward: actions.iter().any(|a| a.action == "live_stop"),
+    });
+    (status, revoked)
 }
 
 /// A run as the steward works on it: the verified run, whether it awaits,
@@ -166,20 +174,12 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
     let item = run_item(state, id)?;
     let path = PathBuf::from(&item.path);
     let (run, report, view) = console_view::run::read_view(&path).map_err(|e| error::view(&e))?;
-    let (awaiting, revoked) = awaiting_unrevoked(&path, &run, &report);
-    let live = st.live_of(id).map(|l| l.state());
-    let in_force_revoked = report.active_grant.is_some_and(|a| revoked.contains(&a.to_string()));
-    let status = sv::run_status(sv::RunFacts {
-        readable: true,
-        revoked: in_force_revoked,
-        awaiting,
-        live,
-        stopped_by_steward: stopped_by_steward(state, &item.path),
-    });
+    let live = st.live_of(id);
+    let actions = actions_of(state, &item.path)?;
+    let (status, revoked) = status_of(&path, &run, &report, live.as_ref().map(|l| l.state()), &actions);
     let awaiting = status == sv::RunStatus::Awaiting;
     let (view, revocable) = sv::with_revocations(view, &report, &revoked);
-    let history = state.with_store(|s| s.actions_on(&item.path, 500).map_err(|e| error::store(&e)))?;
-    let history = history
+    let history = actions
         .into_iter()
         .map(|a| HistoryRow {
             at_ms: a.at_ms,
@@ -198,7 +198,7 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         revoked,
         revocable,
         history,
-        live: st.live_of(id).map(|l| l.view()),
+        live: live.map(|l| l.view()),
         gateway,
         spend,
     })

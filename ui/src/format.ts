@@ -1,5 +1,7 @@
 // Formatting shared by the views. Energy is integer µJ on the wire (§5); its
 // words come from Rust (`jcp::energy::format_uj`, the one formatter), never from here.
+import type { UiError } from "./gen/UiError";
+
 // Typed energy is read by `parseEnergy`, which follows `jcp::energy::parse_energy`
 // case for case (both read `conformance/jcp/v1/energy-text.json`).
 
@@ -17,7 +19,7 @@ const UNIT_UJ: Record<string, bigint> = {
 /** Energy as a person types it (`50 J`, `1.5 kWh`) in µJ, or why not (an
  *  `energy-text` refusal in words): exact, never rounded; the unit is
  *  required (case matters: mJ is not MJ); at most 2^53 − 1 µJ. */
-export function parseEnergy(text: string): { uj: number } | { error: UiErrorLike } {
+export function parseEnergy(text: string): { uj: number } | { error: UiError } {
   const refuse = (why: string) => ({ error: { code: "energy-text", message: `${JSON.stringify(text)} is not an energy: ${why}` } });
   const compact = text.replace(/[\s\u202f]/g, "");
   if (compact === "") return refuse("nothing was typed: write a figure and its unit, e.g. 50 J");
@@ -38,11 +40,6 @@ export function parseEnergy(text: string): { uj: number } | { error: UiErrorLike
   return { uj: Number(uj) };
 }
 
-/** An error as the views show it. */
-export interface UiErrorLike {
-  code: string;
-  message: string;
-}
 
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;

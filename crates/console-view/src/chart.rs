@@ -34,7 +34,7 @@ const GAP: RGBColor = RGBColor(0xb8, 0xb8, 0xb8);
 pub const MIN_SLOTS: usize = 30;
 
 /// Picks a unit so the largest reading reads naturally: (divisor, label).
-fn unit_for(max_uj: u64) -> (f64, &'static str) {
+pub(crate) fn unit_for(max_uj: u64) -> (f64, &'static str) {
     if max_uj < 1_000 {
         (1.0, "µJ")
     } else if max_uj < 1_000_000 {

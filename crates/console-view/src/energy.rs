@@ -59,22 +59,6 @@ pub struct SpanTotal {
     pub partial: u32,
 }
 
-fn rank(p: Provenance) -> u8 {
-    match p {
-        Provenance::Estimator => 0,
-        Provenance::ModelBased => 1,
-        Provenance::HwShunt => 2,
-    }
-}
-
-fn n_of(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
-
 /// The headline: what the windows' readings are, and for an estimate, why
 /// no hardware counter is read (each hardware rung declined, with why).
 pub fn headline(meter: &Availability, windows: &[WindowRow], ladder: &[RungRow]) -> EnergyHeadline {
@@ -131,8 +115,11 @@ pub fn headline(meter: &Availability, windows: &[WindowRow], ladder: &[RungRow])
     };
     let partial = windows.iter().filter(|w| w.coverage == Some(Coverage::Partial)).count();
     if partial > 0 {
-        let _ =
-            write!(text, " {} only part of the machine (Partial).", n_of(partial, "window covers", "windows cover"));
+        let _ = write!(
+            text,
+            " {} only part of the machine (Partial).",
+            crate::plural(partial as u64, "window covers", "windows cover")
+        );
     }
     EnergyHeadline { kind, text }
 }
@@ -142,7 +129,13 @@ pub fn headline(meter: &Availability, windows: &[WindowRow], ladder: &[RungRow])
 pub fn span_total(windows: &[WindowRow]) -> SpanTotal {
     let read: Vec<&WindowRow> = windows.iter().filter(|w| w.energy_uj.is_some()).collect();
     let uj = read.iter().filter_map(|w| w.energy_uj).fold(0u64, u64::saturating_add);
-    let provenance = read.iter().filter_map(|w| w.provenance).min_by_key(|p| rank(*p));
+    // The floor is the protocol's own order (`jcp::energy::Provenance`: `min` is the floor).
+    let provenance = read
+        .iter()
+        .filter_map(|w| w.provenance)
+        .filter_map(|p| jcp::energy::Provenance::parse(p.as_str()))
+        .min()
+        .map(Provenance::from);
     let unread = u32::try_from(windows.len() - read.len()).unwrap_or(u32::MAX);
     let partial =
         u32::try_from(read.iter().filter(|w| w.coverage == Some(Coverage::Partial)).count()).unwrap_or(u32::MAX);
@@ -151,7 +144,9 @@ pub fn span_total(windows: &[WindowRow]) -> SpanTotal {
         _ => 0,
     };
     let text = match provenance {
-        None => format!("No energy read in the last {} shown.", n_of(windows.len(), "window", "windows")),
+        None => {
+            format!("No energy read in the last {} shown.", crate::plural(windows.len() as u64, "window", "windows"))
+        }
         Some(p) => {
             let grade = match p {
                 Provenance::HwShunt => "measured",
@@ -162,20 +157,24 @@ pub fn span_total(windows: &[WindowRow]) -> SpanTotal {
             let mut t = format!(
                 "{at_least}{} {grade} over the last {} ({} s)",
                 crate::format_uj(uj),
-                n_of(windows.len(), "window", "windows"),
+                crate::plural(windows.len() as u64, "window", "windows"),
                 span_ms / 1000
             );
             if let Some(w) = jcp::energy::format_power(uj, span_ms).filter(|_| unread == 0) {
                 let _ = write!(t, ", {w} on average");
             }
             if unread > 0 {
-                let _ = write!(t, "; {} without a reading not in it", n_of(unread as usize, "window", "windows"));
+                let _ = write!(
+                    t,
+                    "; {} without a reading not in it",
+                    crate::plural(u64::from(unread), "window", "windows")
+                );
             }
             if partial > 0 {
                 let _ = write!(
                     t,
                     "; {} only part of the machine",
-                    n_of(partial as usize, "window covers", "windows cover")
+                    crate::plural(u64::from(partial), "window covers", "windows cover")
                 );
             }
             t.push('.');

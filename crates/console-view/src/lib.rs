@@ -160,5 +160,14 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
+/// `n` with its noun (`1 window`, `3 windows`; the verb too where it follows: `1 window covers`).
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 /// Energy for people: the one formatter ([`jcp::energy::format_uj`], truncating).
 pub use jcp::energy::format_uj;

@@ -44,14 +44,6 @@ fn grouped(n: u64) -> String {
     out
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
-
 /// The audit's answer in one line, counting what it found (issue 39, "the
 /// Auditor's answer first"): clean with what was checked, or every finding
 /// by code, where the first one is, what failed verification and what is
@@ -63,7 +55,7 @@ pub fn answer(report: &Value) -> String {
     let count_of = |k: &str| receipts.and_then(|r| r.get(k)).and_then(Value::as_u64).unwrap_or(0);
     let (total, verified, failed) = (count_of("total"), count_of("verified"), count_of("failed"));
     let unresolved = report.get("unresolved_total").and_then(Value::as_u64).unwrap_or(0);
-    let in_streams = plural(streams, "stream", "streams");
+    let in_streams = crate::plural(streams, "stream", "streams");
     let mut out = if clean {
         format!("Clean: {verified} of {total} receipts in {in_streams} verified, every budget replayed; no findings.")
     } else {
@@ -75,7 +67,7 @@ pub fn answer(report: &Value) -> String {
         by_code.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let count: u64 = by_code.iter().map(|(_, c)| c).sum();
         let codes: Vec<String> = by_code.iter().map(|(k, c)| format!("{c} {k}")).collect();
-        let mut line = format!("{} in {in_streams}", plural(count, "finding", "findings"));
+        let mut line = format!("{} in {in_streams}", crate::plural(count, "finding", "findings"));
         if !codes.is_empty() {
             line.push_str(": ");
             line.push_str(&codes.join(", "));
@@ -100,7 +92,7 @@ pub fn answer(report: &Value) -> String {
         line
     };
     if unresolved > 0 {
-        let _ = write!(out, " {} unresolved (§4.11).", plural(unresolved, "decision is", "decisions are"));
+        let _ = write!(out, " {} unresolved (§4.11).", crate::plural(unresolved, "decision is", "decisions are"));
     }
     out
 }

@@ -60,12 +60,7 @@ export class WorkspaceView {
       btn.disabled = false;
       return;
     }
-    try {
-      this.show(await api.workspaceOverview());
-    } catch (e) {
-      this.status.textContent = (e as UiError).message;
-      this.status.className = "status error";
-    }
+    await this.refresh();
   }
 
   show(items: WorkspaceItem[]): void {

@@ -117,12 +117,7 @@ fn draw(p: &[Point], runs_out_after: Option<u64>) -> Result<String, ViewError> {
     // Show the projection, but never let a far one flatten the run itself.
     let end = runs_out_after.map_or(last.t, |s| last.t.saturating_add(s.min(last.t.max(1) * 3)));
     let max_uj = p.iter().map(|q| q.ceiling.max(q.spent)).max().unwrap_or(1).max(1);
-    let (div, unit) = match max_uj {
-        0..=999 => (1.0, "µJ"),
-        1_000..=999_999 => (1e3, "mJ"),
-        1_000_000..=999_999_999 => (1e6, "J"),
-        _ => (1e9, "kJ"),
-    };
+    let (div, unit) = crate::chart::unit_for(max_uj);
     {
         let root = SVGBackend::with_string(&mut svg, (720, 260)).into_drawing_area();
         let draw = || -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
