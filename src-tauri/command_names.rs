@@ -15,6 +15,7 @@ pub const COMMANDS: &[&str] = &[
     "audit_report",
     "audit_cancel",
     "audit_export",
+    "audit_record",
     "workspace_streams",
     "steward_actions",
     "workspace_overview",

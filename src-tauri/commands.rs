@@ -177,6 +177,55 @@ pub fn audit_report(state: State<'_, AppState>, id: u64) -> CmdResult<AuditRepor
     Ok(AuditReportView { id, verdict, findings_by_code, report, html, answer })
 }
 
+/// One record a finding of a finished audit names (issue 39): the stream is
+/// the audit's own, by its place in the job's list (never a path from the
+/// web view); the record by its byte offset or its id. An id not in that
+/// stream is looked for in the job's other streams.
+#[tauri::command]
+pub async fn audit_record(
+    state: State<'_, AppState>,
+    id: u64,
+    stream: u32,
+    at: Option<u64>,
+    record: Option<String>,
+) -> CmdResult<console_view::ipc::RecordPanel> {
+    let (_, _, paths) = state.audit_report(id)?;
+    let locate = match (at, record) {
+        (Some(at), _) => jcp_audit::record::Locate::At(at),
+        (None, Some(r)) => jcp_audit::record::Locate::Id(
+            jcp::cbor::ContentId::parse(&r)
+                .ok_or_else(|| UiError::new("audit.bad_id", format!("{r:?} is not a record id (64 hex digits)")))?,
+        ),
+        (None, None) => return Err(UiError::new("audit.no_record_named", "name a record by its offset or its id")),
+    };
+    let first = usize::try_from(stream).ok().filter(|i| *i < paths.len()).ok_or_else(|| {
+        UiError::new(
+            "audit.unknown_stream",
+            format!("audit {id} has {} streams; there is no stream {stream}", paths.len()),
+        )
+    })?;
+    // Reading a stream can take a while: off the IPC thread.
+    tauri::async_runtime::spawn_blocking(move || {
+        // The finding's stream first; an id may be a record of another.
+        let order = std::iter::once(first).chain((0..paths.len()).filter(move |i| *i != first));
+        let mut first_err = None;
+        for i in order {
+            match jcp_audit::record::show(std::path::Path::new(&paths[i]), locate) {
+                Ok(v) => return Ok(console_view::report::record_panel(u32::try_from(i).unwrap_or(u32::MAX), &v)),
+                Err(e @ jcp_audit::AuditError::NoRecordWithId { .. }) if first_err.is_none() => first_err = Some(e),
+                Err(jcp_audit::AuditError::NoRecordWithId { .. }) => {}
+                Err(e) => return Err(UiError::new(&crate::engines::audit_code(&e), e.to_string())),
+            }
+        }
+        Err(first_err.map_or_else(
+            || UiError::new("audit.no_record_with_id", "no stream of this audit holds that record"),
+            |e| UiError::new(&crate::engines::audit_code(&e), e.to_string()),
+        ))
+    })
+    .await
+    .map_err(|e| UiError::new("audit.record_task", e.to_string()))?
+}
+
 /// Asks a running audit to stop.
 #[tauri::command]
 pub fn audit_cancel(state: State<'_, AppState>, id: u64) -> CmdResult<AuditJob> {

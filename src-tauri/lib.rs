@@ -47,6 +47,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             commands::steward_actions,
             commands::workspace_overview,
             commands::workspace_forget,
+            commands::audit_record,
             commands::blueprint_report,
             commands::run_report,
             steward::commands::key_status_get,

@@ -370,6 +370,19 @@ fn config_has_strict_csp_no_global_tauri_no_remote_content() {
     assert!(!cargo.contains("tauri-plugin-fs"), "no filesystem plugin");
 }
 
+/// A console with the real audit engine, without the window.
+fn engine_app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    let app = jcp_console::configure(mock_builder()).build(mock_context(noop_assets())).unwrap();
+    app.manage(AppState::open(
+        dir,
+        jcp_console::engines::audit_engine(),
+        jcp_console::engines::AUDIT_MISSING,
+        meter_off(),
+    ));
+    let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    (app, w)
+}
+
 /// §8 / issue 7: the app's report is `jcp audit --json`'s report. The demo
 /// streams are written by `jcp_receipt::demo` (real keys and signatures), the
 /// app audits them through its real engine and IPC, and the result must equal
@@ -381,14 +394,7 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
     assert_eq!(demo.len(), 2);
     // A second call writes nothing new and returns the same streams.
     assert_eq!(jcp_console::engines::prepare_demo(&dir.path().join("demo")).unwrap(), demo);
-    let app = jcp_console::configure(mock_builder()).build(mock_context(noop_assets())).unwrap();
-    app.manage(AppState::open(
-        dir.path(),
-        jcp_console::engines::audit_engine(),
-        jcp_console::engines::AUDIT_MISSING,
-        meter_off(),
-    ));
-    let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    let (_app, w) = engine_app(dir.path());
     for (path, want) in [(&demo[0], "clean"), (&demo[1], "findings")] {
         invoke(&w, "audit_start", json!({"paths": [path.display().to_string()]})).unwrap();
         let done = wait_done(&w);
@@ -407,6 +413,44 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
         );
         assert_eq!(direct.clean, want == "clean");
     }
+}
+
+/// Issue 39, "the records it names, each linkable": every finding of the
+/// tampered demo stream opens its record through the IPC, by the audit's
+/// stream index (never a path), and an id a finding names opens its record.
+#[test]
+fn s8_2_each_finding_opens_its_record_through_the_ipc() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = jcp_console::engines::prepare_demo(&dir.path().join("demo")).unwrap();
+    let (_app, w) = engine_app(dir.path());
+    invoke(&w, "audit_start", json!({"paths": [demo[1].display().to_string()]})).unwrap();
+    let done = wait_done(&w);
+    let id = done["id"].clone();
+    let report = invoke(&w, "audit_report", json!({"id": id})).unwrap()["report"].clone();
+    let findings = report["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings.iter().filter(|f| f["offset"].as_u64() > Some(0)) {
+        let r = invoke(&w, "audit_record", json!({"id": id, "stream": 0, "at": f["offset"]})).unwrap();
+        assert_eq!(r["offset"], f["offset"], "{r}");
+        assert_eq!(r["stream_index"], 0);
+        if f["code"] == "bad-signature" {
+            assert_eq!((r["check"].as_str(), r["check_code"].as_str()), (Some("refused"), Some("bad-signature")));
+        }
+    }
+    let grant = report["grants"][0]["grant_id"].as_str().expect("the report lists its grants");
+    let r = invoke(&w, "audit_record", json!({"id": id, "stream": 0, "record": grant})).unwrap();
+    assert_eq!(
+        (r["id"].as_str(), r["kind"].as_str(), r["check"].as_str()),
+        (Some(grant), Some("grant"), Some("verified"))
+    );
+    let e = invoke(&w, "audit_record", json!({"id": id, "stream": 3, "at": 8})).unwrap_err();
+    assert_eq!(e["code"], "audit.unknown_stream", "{e}");
+    let e = invoke(&w, "audit_record", json!({"id": id, "stream": 0, "at": 9})).unwrap_err();
+    assert_eq!(e["code"], "audit.no-record-at", "{e}");
+    let e = invoke(&w, "audit_record", json!({"id": id, "stream": 0, "record": "77".repeat(32)})).unwrap_err();
+    assert_eq!(e["code"], "audit.no-record-with-id", "{e}");
+    let e = invoke(&w, "audit_record", json!({"id": 999, "stream": 0, "at": 8})).unwrap_err();
+    assert_eq!(e["code"], "audit.unknown_job", "{e}");
 }
 
 // ---- the demo workspace: overview and the developer's blueprint view ----

@@ -248,6 +248,25 @@ test("auditor: a tampered stream shows its finding", { skip: !bad && "the audit 
       );
     }
     await s.shot("auditor-tampered");
+    // Each finding links the record it names (issue 39): the first bad
+    // signature's offset opens its record, as `jcp stream show` shows it.
+    const f0 = expected.findings.find((f) => f.code === "bad-signature");
+    const cli = spawnSync(process.env.JCP_E2E_JCP, ["stream", "show", bad, "--at", String(f0.offset), "--json"], { encoding: "utf8" });
+    assert.equal(cli.status, 1, `jcp stream show refuses the tampered record: ${cli.stderr}`);
+    const rec = JSON.parse(cli.stdout);
+    await s.exec(`document.querySelector('.report a.record-link[data-at="${f0.offset}"]').click(); return true`);
+    await s.waitFor(async () => (await s.exec(`return document.querySelector('#audit-record')?.dataset.offset ?? null`)) === String(f0.offset), 10000, "the record panel");
+    const panel = await s.exec("const b = document.querySelector('#audit-record'); return [b.hidden, b.querySelector('h3').textContent, b.querySelector('.record-check').className, b.querySelector('.record-check').textContent, b.querySelector('.record-facts').textContent]");
+    assert.equal(panel[0], false);
+    assert.equal(panel[1].replace(/\u202f/g, ""), `Receipt #${rec.number} at byte ${rec.offset}`);
+    assert.ok(panel[2].includes(rec.check.state) && panel[3].includes(rec.check.code) && panel[3].includes(rec.check.message), `${panel[3]} as the CLI's ${JSON.stringify(rec.check)}`);
+    assert.ok(panel[4].includes(rec.id.slice(0, 16)), "its id");
+    await s.shot("auditor-record");
+    // Walk on to the next record, and back.
+    await s.exec("document.querySelector('#audit-record .record-next').click(); return true");
+    await s.waitFor(async () => (await s.exec(`return document.querySelector('#audit-record').dataset.offset`)) === String(rec.next), 10000, "the next record");
+    await s.exec("document.querySelector('#audit-record .record-prev').click(); return true");
+    await s.waitFor(async () => (await s.exec(`return document.querySelector('#audit-record').dataset.offset`)) === String(rec.offset), 10000, "back to the record");
   } finally {
     await s.end();
   }

@@ -41,6 +41,11 @@ export function parseEnergy(text: string): { uj: number } | { error: UiError } {
 }
 
 
+/** A whole number with its thousands apart by a narrow space (`131 251`), as the report writes byte offsets. */
+export function formatCount(n: number): string {
+  return String(Math.trunc(n)).replace(/\B(?=(\d{3})+(?!\d))/g, "\u202f");
+}
+
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;

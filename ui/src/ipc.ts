@@ -10,6 +10,7 @@ import type { ExportResult } from "./gen/ExportResult";
 import type { AuditJob } from "./gen/AuditJob";
 import type { AuditReportView } from "./gen/AuditReportView";
 import type { StreamRow } from "./gen/StreamRow";
+import type { RecordPanel } from "./gen/RecordPanel";
 import type { ActionRow } from "./gen/ActionRow";
 import type { UiError } from "./gen/UiError";
 import type { WorkspaceItem } from "./gen/WorkspaceItem";
@@ -47,7 +48,7 @@ export interface BlueprintOpenForm {
   descriptors: string | null;
 }
 
-export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
+export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, RecordPanel, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
 export type { IntentSource, IntentView, IntentComparison, JsonLocation, ConformanceView };
 export type { RecordingStatus, RecordedSession, SessionAnalysis, SessionForm, DeclaredBaseline };
 export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus, GatewayForm, GatewayPrepared };
@@ -80,6 +81,9 @@ export const api = {
   auditReport: (id: number) => call<AuditReportView>("audit_report", { id }),
   auditCancel: (id: number) => call<AuditJob>("audit_cancel", { id }),
   auditExport: (id: number, format: "json" | "html") => call<ExportResult>("audit_export", { id, format }),
+  /** One record a finding names: by the audit's stream index and a byte offset or a record id (never a path). */
+  auditRecord: (id: number, stream: number, which: { at: number } | { record: string }) =>
+    call<RecordPanel>("audit_record", { id, stream, ...which }),
   workspaceStreams: () => call<StreamRow[]>("workspace_streams"),
   stewardActions: (limit: number) => call<ActionRow[]>("steward_actions", { limit }),
   workspaceOverview: () => call<WorkspaceItem[]>("workspace_overview"),

@@ -101,4 +101,65 @@ describe("auditor view", () => {
     await new AuditorView(n).start(["/x"]);
     expect(n.error).toHaveBeenCalledWith({ code: "audit.unavailable", message: "The audit engine is not in this build yet." });
   });
+
+  it("s8_2_a_finding_opens_the_record_it_names_and_walks_the_log", async () => {
+    const id = "e72760628aa366ae0a27ef8982e9f38edeed36ee65f1afd8a29e87ec0c14dda6";
+    const html =
+      '<section class="field findings"><h3>findings</h3><table class="rows findings-table"><tbody><tr class="finding">' +
+      '<td class="num"><a class="record-link" data-stream="0" data-at="26884">26884</a></td>' +
+      `<td>on <a class="record-link id-link" data-stream="0" data-id="${id}">e7276062…</a></td></tr></tbody></table></section>`;
+    const asked: unknown[] = [];
+    const panel = (offset: number, over = {}) => ({
+      stream_index: 0, stream: "/ws/t.jcps", offset, end: offset + 998, number: 50, kind: "receipt",
+      id: "00".repeat(32), signer: "did:key:z6MkgbqunT42sQK9j5k3JUdmv8hPJgEAYZxtHcKkfLtykaRH",
+      check: "refused", check_code: "bad-signature", check_message: "the signature does not verify under did:key:z6Mkg…",
+      prev: 26524, next: 27882, html: '<table class="kv"><tbody><tr><th>cost</th><td class="num energy" data-exact="6028">6.028 mJ</td></tr></tbody></table>',
+      ...over,
+    });
+    mockIPC((cmd, args) => {
+      if (cmd === "audit_record") {
+        asked.push(args);
+        const a = args as { at?: number; record?: string };
+        if (a.record) return panel(10051, { kind: "grant", id, check: "verified", check_code: null, check_message: "the issuer's signature over the grant verifies", prev: 9598, next: 10499 });
+        if (a.at === 27882) return panel(27882, { next: null, check: "verified", check_code: null, check_message: "ok" });
+        return panel(a.at ?? 0);
+      }
+      throw new Error(cmd);
+    });
+    const v = new AuditorView(notify());
+    v.showJob(job({ state: "done" }));
+    v.showReport(reportView({ html }));
+    const box = v.root.querySelector("#audit-record") as HTMLElement;
+    expect(box.hidden).toBe(true);
+    (v.root.querySelector('a.record-link[data-at="26884"]') as HTMLElement).click();
+    await vi.waitFor(() => expect(box.hidden).toBe(false));
+    expect(asked[0]).toEqual({ id: 7, stream: 0, at: 26884 });
+    expect(box.querySelector("h3")?.textContent).toBe("Receipt #50 at byte 26\u202f884");
+    expect(box.querySelector(".record-check.refused")?.textContent).toContain("Refused (bad-signature): the signature does not verify");
+    expect(box.querySelector(".record-body td.energy")?.getAttribute("data-exact")).toBe("6028");
+    // The next record, then the end of the log: no next to offer.
+    (box.querySelector(".record-next") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(box.dataset.offset).toBe("27882"));
+    expect((box.querySelector(".record-next") as HTMLButtonElement).disabled).toBe(true);
+    expect((box.querySelector(".record-prev") as HTMLButtonElement).disabled).toBe(false);
+    // An id a finding names opens its record by id, never by a path.
+    (v.root.querySelector("a.id-link") as HTMLElement).click();
+    await vi.waitFor(() => expect(box.dataset.offset).toBe("10051"));
+    expect(asked[2]).toEqual({ id: 7, stream: 0, record: id });
+    expect(box.querySelector(".record-check.verified")).not.toBeNull();
+    (box.querySelector(".record-close") as HTMLButtonElement).click();
+    expect(box.hidden).toBe(true);
+  });
+
+  it("a record that cannot be opened is said once, the panel unchanged", async () => {
+    const n = notify();
+    mockIPC(() => {
+      throw { code: "audit.no-record-at", message: "no-record-at: t.jcps: nothing starts at byte 9 (records start at 8 and 388)" };
+    });
+    const v = new AuditorView(n);
+    v.showJob(job({ state: "done" }));
+    await v.openRecord(0, { at: 9 });
+    expect(n.error).toHaveBeenCalledTimes(1);
+    expect((v.root.querySelector("#audit-record") as HTMLElement).hidden).toBe(true);
+  });
 });

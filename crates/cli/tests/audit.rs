@@ -55,6 +55,41 @@ fn s8_2_audit_json_names_each_failure_and_exits_1() {
 }
 
 #[test]
+fn s8_2_stream_show_opens_what_each_finding_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jcps");
+    demo(&p, &["--tamper", "2", "--unresolved", "1"]);
+    let out = jcp().arg("audit").arg(&p).arg("--json").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for f in v["findings"].as_array().unwrap() {
+        let at = f["offset"].as_u64().unwrap().to_string();
+        let out = jcp().args(["stream", "show"]).arg(&p).args(["--at", &at, "--json"]).output().unwrap();
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["offset"], f["offset"]);
+        if f["code"] == "bad-signature" {
+            // Refused alone as the audit refused it (exit 1), the code said once.
+            assert_eq!(out.status.code(), Some(1));
+            assert_eq!(r["check"]["state"], "refused");
+            assert_eq!(r["check"]["code"], "bad-signature");
+            assert!(!r["check"]["message"].as_str().unwrap().starts_with("bad-signature"), "{r}");
+        }
+    }
+    // The unresolved decision's receipt, by the id the audit names: verified (exit 0).
+    let id = v["unresolved"][0]["receipt"].as_str().unwrap();
+    let out = jcp().args(["stream", "show"]).arg(&p).args(["--id", id]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("receipt #") && text.contains(id) && text.contains("verified"), "{text}");
+    // Nothing at an offset inside a record: exit 2, the records around it named.
+    let out = jcp().args(["stream", "show"]).arg(&p).args(["--at", "9"]).env("JCP_JSON_ERRORS", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-record-at") && err.contains("records start at 8 and"), "{err}");
+    let out = jcp().args(["stream", "show"]).arg(&p).args(["--id", "xyz"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn s8_1_audit_of_an_unreadable_file_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("junk");

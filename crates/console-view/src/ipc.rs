@@ -214,6 +214,46 @@ pub struct AuditReportView {
     pub answer: String,
 }
 
+/// One record a finding names, as the Auditor's record panel shows it
+/// (`jcp stream show`; `jcp_audit::record`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct RecordPanel {
+    /// The stream's place in the audit's list.
+    pub stream_index: u32,
+    /// The stream's file.
+    pub stream: String,
+    /// Where it starts (byte offset).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub offset: u64,
+    /// Just after it.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub end: u64,
+    /// Its number in the stream (1 for the first).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub number: u64,
+    /// `receipt`, `outcome`, `grant`, `revocation`, `request`, `amendment`, `closing`, `statement`, or `fault`.
+    pub kind: String,
+    /// Its id, where it has one.
+    pub id: Option<String>,
+    /// The key that sealed or signed it.
+    pub signer: Option<String>,
+    /// `verified`, `refused` or `not-a-record`.
+    pub check: String,
+    /// The refusal's or the fault's code.
+    pub check_code: Option<String>,
+    /// What the check says, in words.
+    pub check_message: String,
+    /// Where the record before it starts.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub prev: Option<u64>,
+    /// Where the record after it starts.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub next: Option<u64>,
+    /// Its content as HTML (the report's tables; every value escaped).
+    pub html: String,
+}
+
 /// An opened stream and its last verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
@@ -298,6 +338,7 @@ mod tests {
             AuditProgress,
             AuditJob,
             AuditReportView,
+            RecordPanel,
             StreamRow,
             ActionRow,
             WorkspaceItem,

@@ -101,6 +101,20 @@ fn is_scalar(v: &Value) -> bool {
     !matches!(v, Value::Array(_) | Value::Object(_))
 }
 
+/// The keys of a list of objects, in the order they first appear: one
+/// table column each.
+fn columns(items: &[Value]) -> Vec<&str> {
+    let mut cols: Vec<&str> = Vec::new();
+    for m in items.iter().filter_map(Value::as_object) {
+        for k in m.keys() {
+            if !cols.contains(&k.as_str()) {
+                cols.push(k);
+            }
+        }
+    }
+    cols
+}
+
 /// Renders any JSON value as HTML: objects as key/value tables, arrays of
 /// objects as one table with a column per key, nested values recursively.
 pub fn value_html(v: &Value, out: &mut String) {
@@ -129,16 +143,7 @@ pub fn value_html(v: &Value, out: &mut String) {
         }
         Value::Array(items) if items.is_empty() => out.push_str("<span class=\"none\">none</span>"),
         Value::Array(items) if items.iter().all(Value::is_object) => {
-            let mut cols: Vec<&str> = Vec::new();
-            for it in items {
-                if let Value::Object(m) = it {
-                    for k in m.keys() {
-                        if !cols.contains(&k.as_str()) {
-                            cols.push(k);
-                        }
-                    }
-                }
-            }
+            let cols = columns(items);
             out.push_str("<table class=\"rows\"><thead><tr>");
             for c in &cols {
                 out.push_str("<th>");
@@ -284,6 +289,104 @@ fn with_meanings(findings: &Value) -> Value {
     )
 }
 
+/// A sentence with each id in it (64 hex digits) a link to the record with
+/// that id in stream `stream`, shown short with the whole on hover.
+fn linked_ids(text: &str, stream: u64, out: &mut String) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest.find(|c: char| c.is_ascii_hexdigit()).unwrap_or(rest.len());
+        out.push_str(&escape_html(&rest[..start]));
+        rest = &rest[start..];
+        let len = rest.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(len);
+        if word.len() == 64 {
+            let _ = write!(
+                out,
+                "<a class=\"record-link id-link\" data-stream=\"{stream}\" data-id=\"{word}\" title=\"{word}: open this record\">{}…</a>",
+                &word[..16]
+            );
+        } else {
+            out.push_str(&escape_html(word));
+        }
+        rest = after;
+    }
+}
+
+/// The findings table (issue 39, "the records it names, each linkable"):
+/// the same columns as every other table of the report, but each finding's
+/// offset links to the record or fault that starts there, and each id its
+/// sentence names links to the record with that id (`audit_record`; inert
+/// in an exported file, which has no script).
+fn findings_html(findings: &Value, out: &mut String) {
+    let Value::Array(items) = findings else { return value_html(findings, out) };
+    if items.is_empty() || !items.iter().all(Value::is_object) {
+        return value_html(findings, out);
+    }
+    let cols = columns(items);
+    out.push_str("<table class=\"rows findings-table\"><thead><tr>");
+    for c in &cols {
+        let _ = write!(out, "<th>{}</th>", heading(c));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for it in items {
+        let stream = it.get("stream").and_then(Value::as_u64);
+        out.push_str("<tr class=\"finding\">");
+        for c in &cols {
+            let v = it.get(*c).unwrap_or(&Value::Null);
+            match (*c, v, stream) {
+                // Offset 0 is about the whole audit: nothing to open.
+                ("offset", Value::Number(n), Some(st)) if n.as_u64().is_some_and(|o| o > 0) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\"><a class=\"record-link\" data-stream=\"{st}\" data-at=\"{n}\" title=\"open the record at byte {n}\">{n}</a></td>"
+                    );
+                }
+                ("message", Value::String(m), Some(st)) => {
+                    out.push_str("<td>");
+                    linked_ids(m, st, out);
+                    out.push_str("</td>");
+                }
+                _ => cell(c, v, out),
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+}
+
+/// The record panel of one record (issue 39: each record a finding names
+/// opens): its place, id, signer, the signature check alone, its content.
+pub fn record_panel(stream_index: u32, v: &jcp_audit::record::RecordView) -> crate::ipc::RecordPanel {
+    use jcp_audit::record::RecordCheck;
+    let (check, check_code, check_message) = match &v.check {
+        RecordCheck::Verified { what } => ("verified", None, what.clone()),
+        RecordCheck::Refused { code, message } => ("refused", Some(code.as_str().to_owned()), message.clone()),
+        RecordCheck::NotARecord { code } => (
+            "not-a-record",
+            Some(code.clone()),
+            format!("no record could be read here ({} bytes): {code}", v.end - v.offset),
+        ),
+    };
+    let mut html = String::new();
+    value_html(&v.body, &mut html);
+    crate::ipc::RecordPanel {
+        stream_index,
+        stream: v.stream.clone(),
+        offset: v.offset,
+        end: v.end,
+        number: v.number,
+        kind: v.kind.clone(),
+        id: v.id.map(|i| i.to_hex()),
+        signer: v.signer.clone(),
+        check: check.into(),
+        check_code,
+        check_message,
+        prev: v.prev,
+        next: v.next,
+        html,
+    }
+}
+
 /// The report's body as an HTML fragment, answer first (issue 39): its
 /// findings (what, where, why), then its top-level figures, then every
 /// other part folded under its heading, the charts of its count maps last.
@@ -294,7 +397,7 @@ pub fn report_fragment(report: &Value) -> Result<String, ViewError> {
     if let Value::Object(map) = report {
         if let Some(f) = map.get("findings") {
             out.push_str("<section class=\"field findings\"><h3>findings</h3>");
-            value_html(&with_meanings(f), &mut out);
+            findings_html(&with_meanings(f), &mut out);
             out.push_str("</section>");
         }
         let top: serde_json::Map<String, Value> =

@@ -171,6 +171,55 @@ fn s8_2_the_answer_comes_first_counting_every_finding_and_where_the_first_is() {
     assert_eq!(report::answer(&json!({"receipts": {}})), "", "not an audit report: no answer invented");
 }
 
+/// Issue 39, "the records it names, each linkable": each finding's offset
+/// links to its record, each id its sentence names to the record with that
+/// id; the linked record opens as a panel with its check and content.
+#[test]
+fn s8_2_each_finding_links_the_records_it_names() {
+    use jcp_receipt::demo::{write_demo, DemoOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jcps");
+    let sum = write_demo(
+        &p,
+        &DemoOptions {
+            receipts: 40,
+            tamper: 1,
+            unresolved: 1,
+            seed: 5,
+            durability: jcp_receipt::writer::Durability::GeneratorOnly,
+        },
+    )
+    .unwrap();
+    let r = jcp_audit::audit_paths(&[&p], &jcp_audit::AuditOptions::default(), |_| std::ops::ControlFlow::Continue(()))
+        .unwrap();
+    let r = serde_json::to_value(&r).unwrap();
+    let html = report::report_fragment(&r).unwrap();
+    let tampered = sum.tampered_offsets[0];
+    let link = format!("<a class=\"record-link\" data-stream=\"0\" data-at=\"{tampered}\"");
+    assert!(html.contains(&link), "the tampered record's offset is a link: {html}");
+    assert!(html.contains(&format!("{tampered}</a></td>")), "the offset still reads as its number");
+    let named = r["findings"].as_array().unwrap().iter().find_map(|f| {
+        f["message"]
+            .as_str()
+            .unwrap()
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .find(|w| w.len() == 64)
+            .map(str::to_owned)
+    });
+    let named = named.expect("some finding names an id");
+    assert!(html.contains(&format!("data-stream=\"0\" data-id=\"{named}\"")), "an id a finding names is a link");
+    // The linked record, as the panel shows it.
+    let v = jcp_audit::record::show(&p, jcp_audit::record::Locate::At(tampered)).unwrap();
+    let panel = report::record_panel(0, &v);
+    assert_eq!((panel.kind.as_str(), panel.check.as_str()), ("receipt", "refused"));
+    assert_eq!(panel.check_code.as_deref(), Some("bad-signature"));
+    assert!(panel.html.contains("<th>cost</th>") && panel.html.contains("data-exact="), "{}", panel.html);
+    assert!(panel.prev.is_some() && panel.next.is_some());
+    // An exported file keeps the links inert: no href, no script.
+    let exported = report::report_html(&r, "findings", "t", &[p.display().to_string()]).unwrap();
+    assert!(!exported.contains("href=") && !exported.contains("<script"));
+}
+
 #[test]
 fn s8_report_html_is_self_contained() {
     let r = json!({"verdict": "clean", "receipts": {"verified": 3, "failed": 0}});

@@ -52,3 +52,59 @@ pub fn reference_agrees(stream: &[u8]) -> Result<(), String> {
         (f, r) => Err(format!("fast {:?}, reference {:?}", f.map(|x| x.clean), r.map(|x| x.clean))),
     }
 }
+
+/// The `record_show` target (any bytes given as a receipt stream): every
+/// finding's offset (but the whole audit's 0) opens a record or fault with
+/// [`crate::record::show`], the log walks from its first record to its last
+/// through `next` with each step's `prev` the step before, and each record
+/// found by its id is one with that id. `Err` says what broke.
+pub fn record_show(stream: &[u8]) -> Result<(), String> {
+    use crate::record::{show, Locate};
+    const HEADER_LEN: u64 = jcp_receipt::stream::HEADER.len() as u64;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("jcp-audit-record-{}-{n}.jcps", std::process::id()));
+    std::fs::write(&path, stream).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let result = (|| {
+        let opts = AuditOptions { threads: 1, ..AuditOptions::default() };
+        let Ok(report) = audit_paths(&[&path], &opts, |_| ControlFlow::Continue(())) else {
+            // Not a stream: showing a record is refused the same way.
+            return match show(&path, Locate::At(8)) {
+                Err(crate::AuditError::NotAStream { .. } | crate::AuditError::Io { .. }) => Ok(()),
+                other => Err(format!("an unreadable stream showed {other:?}")),
+            };
+        };
+        for f in report.findings.iter().filter(|f| f.offset > 0) {
+            show(&path, Locate::At(f.offset))
+                .map_err(|e| format!("finding {} at {}: {e}", f.code.as_str(), f.offset))?;
+        }
+        let (mut at, mut prev, mut steps) = (Some(HEADER_LEN), None, 0u64);
+        if stream.len() as u64 <= HEADER_LEN {
+            at = None;
+        }
+        while let Some(off) = at {
+            let v = show(&path, Locate::At(off)).map_err(|e| format!("walking at {off}: {e}"))?;
+            steps += 1;
+            if v.prev != prev || v.number != steps {
+                return Err(format!(
+                    "at {off}: prev {:?} number {}, walked from {prev:?} in {steps}",
+                    v.prev, v.number
+                ));
+            }
+            if let Some(id) = v.id {
+                let by_id = show(&path, Locate::Id(id)).map_err(|e| format!("id {id} of the record at {off}: {e}"))?;
+                if by_id.id != Some(id) {
+                    return Err(format!("id {id} opened {:?}", by_id.id));
+                }
+            }
+            if v.next.is_some_and(|n| n <= off) {
+                return Err(format!("at {off}: next {:?} does not move on", v.next));
+            }
+            prev = Some(off);
+            at = v.next;
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}

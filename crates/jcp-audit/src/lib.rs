@@ -75,6 +75,7 @@ pub mod fuzzing;
 mod ids;
 pub mod partial;
 pub mod phases;
+pub mod record;
 pub mod reference;
 pub mod report;
 mod seen;
@@ -247,6 +248,37 @@ pub enum AuditError {
         /// The record's offset.
         offset: u64,
     },
+    /// No record or framing fault starts at the offset asked for
+    /// ([`record::show`]); the records on either side are named.
+    #[error("no-record-at: {path}: nothing starts at byte {offset}{}", near(*.before, *.after))]
+    NoRecordAt {
+        /// The stream.
+        path: String,
+        /// The offset asked for.
+        offset: u64,
+        /// Where the record before it starts.
+        before: Option<u64>,
+        /// Where the record after it starts.
+        after: Option<u64>,
+    },
+    /// No record of the stream has the id asked for ([`record::show`]).
+    #[error("no-record-with-id: {path}: no record has the id {id}")]
+    NoRecordWithId {
+        /// The stream.
+        path: String,
+        /// The id asked for.
+        id: String,
+    },
+}
+
+/// The records on either side of an offset, in words.
+fn near(before: Option<u64>, after: Option<u64>) -> String {
+    match (before, after) {
+        (Some(b), Some(a)) => format!(" (records start at {b} and {a})"),
+        (Some(b), None) => format!(" (the last record starts at {b})"),
+        (None, Some(a)) => format!(" (the first record starts at {a})"),
+        (None, None) => " (the stream holds no record)".into(),
+    }
 }
 
 impl AuditError {
@@ -265,6 +297,8 @@ impl AuditError {
             Self::PartialField { .. } => "partial-field",
             Self::PartialMismatch { .. } => "partial-mismatch",
             Self::PartialUnrecordable { .. } => "partial-unrecordable",
+            Self::NoRecordAt { .. } => "no-record-at",
+            Self::NoRecordWithId { .. } => "no-record-with-id",
         }
     }
 }
@@ -523,6 +557,8 @@ mod audit_error_tests {
             AuditError::PartialField { file: s(), field: s(), message: s() },
             AuditError::PartialMismatch { file: s(), field: s(), message: s() },
             AuditError::PartialUnrecordable { path: s(), offset: 1 },
+            AuditError::NoRecordAt { path: s(), offset: 9, before: Some(8), after: None },
+            AuditError::NoRecordWithId { path: s(), id: s() },
         ];
         for e in &all {
             match e {
@@ -537,7 +573,9 @@ mod audit_error_tests {
                 | AuditError::PartialVersion { .. }
                 | AuditError::PartialField { .. }
                 | AuditError::PartialMismatch { .. }
-                | AuditError::PartialUnrecordable { .. } => {}
+                | AuditError::PartialUnrecordable { .. }
+                | AuditError::NoRecordAt { .. }
+                | AuditError::NoRecordWithId { .. } => {}
             }
             let text = e.to_string();
             assert!(text.starts_with(&format!("{}: ", e.code())), "{text:?} does not start with {:?}", e.code());

@@ -71,6 +71,20 @@ impl RecordKind {
         }
     }
 
+    /// The kind's name, as it serialises (`receipt`, `outcome`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Receipt => "receipt",
+            Self::Outcome => "outcome",
+            Self::Grant => "grant",
+            Self::Revocation => "revocation",
+            Self::Request => "request",
+            Self::Amendment => "amendment",
+            Self::Closing => "closing",
+            Self::Statement => "statement",
+        }
+    }
+
     /// Parses a kind byte.
     pub fn from_byte(b: u8) -> Option<Self> {
         Some(match b {

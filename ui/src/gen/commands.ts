@@ -9,6 +9,7 @@ export const COMMANDS = [
   "audit_report",
   "audit_cancel",
   "audit_export",
+  "audit_record",
   "workspace_streams",
   "steward_actions",
   "workspace_overview",

@@ -1,8 +1,8 @@
 // Auditor's view (spec §8, §8.1, §8.2): open streams by dialog or by dropping
 // them on the window, watch progress, cancel, read the verdict and every
 // number the audit engine reports, export JSON or self-contained HTML.
-import { api, type ActionRow, type AuditJob, type AuditReportView, type StreamRow, type UiError } from "../ipc";
-import { el, formatBytes, makeCopyable, timeCell } from "../format";
+import { api, type ActionRow, type AuditJob, type AuditReportView, type RecordPanel, type StreamRow, type UiError } from "../ipc";
+import { el, formatBytes, formatCount, makeCopyable, shortId, timeCell } from "../format";
 import type { Notifier } from "./energy";
 
 export class AuditorView {
@@ -20,6 +20,8 @@ export class AuditorView {
   private actions = el("tbody");
   private job: AuditJob | null = null;
   private shownReport = -1;
+  /** The record a finding names, opened from the findings table (issue 39). */
+  private recordBox = el("div", "panel record-panel");
 
   constructor(private notify: Notifier) {
     this.root = el("section", "view auditor");
@@ -56,7 +58,27 @@ export class AuditorView {
     at.append(this.actions);
     actionsBox.append(at);
 
-    this.root.append(head, this.status, this.progressBox, this.verdict, this.exportBox, this.report, recentBox, actionsBox);
+    this.recordBox.id = "audit-record";
+    this.recordBox.hidden = true;
+    this.recordBox.setAttribute("aria-live", "polite");
+    // A finding's offset or an id its sentence names opens that record.
+    this.report.addEventListener("click", (ev) => {
+      const a = (ev.target as HTMLElement).closest<HTMLElement>("a.record-link");
+      if (!a || !this.report.contains(a)) return;
+      ev.preventDefault();
+      const stream = Number(a.dataset.stream ?? "0");
+      if (a.dataset.at !== undefined) void this.openRecord(stream, { at: Number(a.dataset.at) });
+      else if (a.dataset.id) void this.openRecord(stream, { record: a.dataset.id });
+    });
+    this.report.addEventListener("keydown", (ev) => {
+      const a = (ev.target as HTMLElement).closest<HTMLElement>("a.record-link");
+      if (a && (ev.key === "Enter" || ev.key === " ")) {
+        ev.preventDefault();
+        a.click();
+      }
+    });
+
+    this.root.append(head, this.status, this.progressBox, this.verdict, this.exportBox, this.recordBox, this.report, recentBox, actionsBox);
   }
 
   setAvailability(available: boolean, reason: string | null): void {
@@ -132,6 +154,8 @@ export class AuditorView {
       this.report.replaceChildren();
       this.verdict.replaceChildren();
       this.exportBox.hidden = true;
+      this.recordBox.hidden = true;
+      this.recordBox.replaceChildren();
       this.shownReport = -1;
     }
     this.job = job;
@@ -164,7 +188,61 @@ export class AuditorView {
     this.report.innerHTML = view.html;
     // Its shortened ids carry the whole in their title: a click copies it.
     for (const c of this.report.querySelectorAll<HTMLElement>("code.id[title]")) makeCopyable(c, c.title);
+    // Its record links are reached by keyboard too.
+    for (const a of this.report.querySelectorAll<HTMLElement>("a.record-link")) {
+      a.tabIndex = 0;
+      a.setAttribute("role", "link");
+    }
     this.exportBox.hidden = false;
+  }
+
+  /** Opens the record a finding names (by the audit's stream index, never a path). */
+  async openRecord(stream: number, which: { at: number } | { record: string }): Promise<void> {
+    if (!this.job) return;
+    try {
+      this.showRecord(await api.auditRecord(this.job.id, stream, which));
+    } catch (e) {
+      this.notify.error(e as UiError);
+    }
+  }
+
+  showRecord(r: RecordPanel): void {
+    const box = this.recordBox;
+    const head = el("div", "record-head");
+    const kind = r.kind === "fault" ? "Not a record" : r.kind.charAt(0).toUpperCase() + r.kind.slice(1);
+    head.append(el("h3", undefined, `${kind} #${r.number} at byte ${formatCount(r.offset)}`));
+    const nav = el("span", "record-nav");
+    const prev = el("button", "record-prev", "← Previous record");
+    const next = el("button", "record-next", "Next record →");
+    const close = el("button", "record-close", "Close");
+    prev.disabled = r.prev === null;
+    next.disabled = r.next === null;
+    if (r.prev !== null) { const at = r.prev; prev.addEventListener("click", () => void this.openRecord(r.stream_index, { at })); }
+    if (r.next !== null) { const at = r.next; next.addEventListener("click", () => void this.openRecord(r.stream_index, { at })); }
+    close.addEventListener("click", () => { box.hidden = true; box.replaceChildren(); });
+    nav.append(prev, next, close);
+    head.append(nav);
+    const facts = el("dl", "record-facts");
+    const fact = (name: string, value: Node | string) => {
+      const dd = el("dd");
+      dd.append(value);
+      facts.append(el("dt", undefined, name), dd);
+    };
+    fact("stream", r.stream);
+    fact("bytes", `${formatCount(r.offset)} to ${formatCount(r.end)} (${formatBytes(r.end - r.offset)})`);
+    if (r.id) fact("id", shortId(r.id, 16));
+    if (r.signer) fact("signed by", shortId(r.signer, 24));
+    const check = el("p", `record-check ${r.check}`);
+    const words: Record<string, string> = { verified: "Verified", refused: "Refused", "not-a-record": "Not a record" };
+    check.append(el("strong", undefined, `${words[r.check] ?? r.check}${r.check_code ? ` (${r.check_code})` : ""}: `), r.check_message);
+    const body = el("div", "record-body");
+    // HTML rendered by the shell from the record; every value escaped there, no script.
+    body.innerHTML = r.html;
+    for (const c of body.querySelectorAll<HTMLElement>("code.id[title]")) makeCopyable(c, c.title);
+    box.replaceChildren(head, check, facts, body);
+    box.dataset.offset = String(r.offset);
+    box.hidden = false;
+    box.scrollIntoView?.({ block: "nearest" });
   }
 
   showStreams(streams: StreamRow[]): void {

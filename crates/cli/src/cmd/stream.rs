@@ -10,6 +10,10 @@
 //! - `jcp stream replay PATH [--seed S]`: reopens as the demo steward,
 //!   replays through a fresh gate, cuts a torn tail; exit 1 when anything
 //!   was refused or is unresolved.
+//! - `jcp stream show PATH --at OFFSET | --id ID`: one record (or framing
+//!   fault) as it is on disk, decoded, its signature checked alone, with the
+//!   offsets of the records on either side: what an audit finding names
+//!   (`jcp_audit::record`, §8.1, §8.2).
 //! - `jcp stream settle PATH --receipt ID --status completed|failed --note TEXT --key K`:
 //!   an operator's signed settlement note of an unresolved decision (§4.11).
 
@@ -40,8 +44,26 @@ pub enum StreamCommand {
     Hold(HoldArgs),
     /// Replays a stream as its (demo) enforcement point would on restart.
     Replay(ReplayArgs),
+    /// Shows one record as it is on disk, found by the byte offset or the id an audit finding names: decoded, its signature checked alone, with the records on either side (§8.1, §8.2)
+    Show(ShowArgs),
     /// Settles an unresolved decision as an operator (§4.11): a signed note beside the stream; energy stays debited, nothing is retried.
     Settle(SettleArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["at", "id"])))]
+pub struct ShowArgs {
+    /// The stream.
+    pub stream: PathBuf,
+    /// The byte offset where the record starts (a finding's `offset`).
+    #[arg(long)]
+    pub at: Option<u64>,
+    /// The record's id: a receipt's or record's content id, or a grant's id (64 hex digits).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The record as one line of JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +244,7 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             )?;
             Ok(ExitCode::from(out::CLEAN))
         }
+        StreamCommand::Show(a) => show(&a),
         StreamCommand::Replay(a) => {
             let cast = demo::cast(a.seed).map_err(|e| out::crate_err(&e))?;
             let (dg, report) = DurableGate::open(&a.path, cast.steward, Gate::new()).map_err(|e| out::crate_err(&e))?;
@@ -249,4 +272,44 @@ pub fn run(args: StreamArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(if findings { out::FINDINGS } else { out::CLEAN }))
         }
     }
+}
+
+/// `jcp stream show`: exit 0 when the record verifies, 1 when it is refused
+/// or is a framing fault, 2 when there is no such record.
+fn show(a: &ShowArgs) -> anyhow::Result<ExitCode> {
+    use jcp_audit::record::{self, Locate, RecordCheck};
+    let locate = match (a.at, &a.id) {
+        (Some(at), _) => Locate::At(at),
+        (None, Some(id)) => Locate::Id(
+            jcp::cbor::ContentId::parse(id)
+                .ok_or_else(|| out::coded("bad-id", format!("--id {id:?} is not 64 hexadecimal digits")))?,
+        ),
+        (None, None) => return Err(out::coded("no-record-named", "give --at OFFSET or --id ID")),
+    };
+    let v = record::show(&a.stream, locate).map_err(|e| out::coded(e.code(), e.to_string()))?;
+    let ok = matches!(v.check, RecordCheck::Verified { .. });
+    out::emit(a.json, &v, || {
+        let mut s =
+            format!("{} #{} at byte {} ({} bytes) of {}\n", v.kind, v.number, v.offset, v.end - v.offset, v.stream);
+        if let Some(id) = &v.id {
+            let _ = writeln!(s, "  id        {id}");
+        }
+        if let Some(k) = &v.signer {
+            let _ = writeln!(s, "  signer    {k}");
+        }
+        let check = match &v.check {
+            RecordCheck::Verified { what } => format!("verified: {what}"),
+            RecordCheck::Refused { code, message } => format!("REFUSED {}: {message}", code.as_str()),
+            RecordCheck::NotARecord { code } => format!("not a record: {code}"),
+        };
+        let _ = writeln!(s, "  check     {check}");
+        let near = |o: Option<u64>| o.map_or("none".to_owned(), |o| format!("at byte {o}"));
+        let _ = writeln!(s, "  before    {}\n  after     {}", near(v.prev), near(v.next));
+        let body = serde_json::to_string_pretty(&v.body).unwrap_or_default();
+        for line in body.lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+        s
+    })?;
+    Ok(ExitCode::from(if ok { out::CLEAN } else { out::FINDINGS }))
 }

@@ -28,7 +28,7 @@
 
 mod accounting;
 mod close;
-mod open;
+pub(crate) mod open;
 
 use crate::FindingCode;
 use std::collections::{BTreeMap, BTreeSet};

@@ -12,7 +12,7 @@ use jcp_receipt::record::{self, AmendmentNotice, OutcomeRecord, RevocationNotice
 use jcp_receipt::stream::RecordKind;
 
 /// A record after decoding and its signature check.
-pub(super) enum Opened {
+pub(crate) enum Opened {
     /// Refused: its reason code and a sentence.
     Refused(FindingCode, String),
     /// A grant whose issuer signature verified.
@@ -25,7 +25,7 @@ pub(super) enum Opened {
 }
 
 /// What a verified sealed record holds.
-pub(super) enum Signed {
+pub(crate) enum Signed {
     Receipt(Box<ReceiptCore>),
     /// An outcome naming a receipt id.
     Outcome(ContentId),
@@ -49,7 +49,7 @@ pub(super) fn refused(e: &jcp_receipt::error::Error) -> Opened {
 
 /// Decodes one record through the typed (`coset`) path and checks its
 /// steward (C5) and then its signature (the one Ed25519 predicate, `jcp::identity::ed25519`).
-pub(super) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) -> Opened {
+pub(crate) fn open_record(kind: RecordKind, payload: &[u8], expected: &[Did]) -> Opened {
     let dids = &mut DidCache::new();
     let (sealed, body) = match kind {
         RecordKind::Receipt => match OpenedReceipt::open_coset(payload, dids) {
