@@ -353,8 +353,8 @@ pub fn workspace_overview(state: State<'_, AppState>) -> CmdResult<Vec<Workspace
 pub fn forget(state: &AppState, kind: console_view::tags::ItemKind, id: Option<i64>, path: &str) -> CmdResult<()> {
     state.with_store(|s| {
         let (gone, subject) = match (kind, id) {
-            (console_view::tags::ItemKind::Stream, _) => (s.forget_stream(path), path.to_owned()),
-            (_, Some(id)) => (s.forget_item(id), id.to_string()),
+            (console_view::tags::ItemKind::Stream, _) => (s.forget_stream(path, now_ms()), path.to_owned()),
+            (_, Some(id)) => (s.forget_item(id, now_ms()), id.to_string()),
             (_, None) => {
                 return Err(UiError::new("workspace.unknown_item", "a run or blueprint item is named by its id"));
             }

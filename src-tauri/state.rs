@@ -370,6 +370,17 @@ impl AppState {
     }
 }
 
+/// Whether the person took `path` off the workspace (issue 39): what the
+/// console lists by itself (the demo, the runs folder) leaves it off. A
+/// store that cannot say is logged and the item listed: on a store error
+/// nothing is hidden.
+pub fn taken_off(s: &Store, path: &str) -> bool {
+    s.is_forgotten(path).unwrap_or_else(|e| {
+        eprintln!("jcp-console: {e}");
+        false
+    })
+}
+
 /// Lists the demo streams in the workspace (opened, not yet audited).
 pub fn register_demo(store: &Mutex<Store>, demo: &Mutex<Vec<String>>, paths: &[PathBuf]) {
     let now = now_ms();
@@ -377,6 +388,10 @@ pub fn register_demo(store: &Mutex<Store>, demo: &Mutex<Vec<String>>, paths: &[P
     for p in paths {
         let size = std::fs::metadata(p).map_or(0, |m| m.len());
         let name = p.display().to_string();
+        // One the person took off stays off (issue 39).
+        if taken_off(&s, &name) {
+            continue;
+        }
         if matches!(s.stream(&name), Ok(None)) {
             if let Err(e) = s.record_stream_opened(&name, size, now) {
                 eprintln!("jcp-console: {e}");
@@ -394,6 +409,10 @@ pub fn register_demo_items(store: &Mutex<Store>, items: &[crate::engines::DemoIt
     let now = now_ms();
     let Ok(s) = store.lock() else { return };
     for it in items {
+        // One the person took off stays off (issue 39).
+        if taken_off(&s, &it.path) {
+            continue;
+        }
         if let Err(e) = s.add_item(it.kind, &it.label, &it.path, &it.detail, now) {
             eprintln!("jcp-console: {e}");
         }

@@ -458,7 +458,12 @@ fn s8_2_each_finding_opens_its_record_through_the_ipc() {
 /// A console whose workspace was prepared as on first start (demo streams
 /// and demo blueprint reconciles written and listed), without the window.
 fn demo_app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
-    let (app, w) = app(dir, false);
+    demo_app_with(dir, false)
+}
+
+/// [`demo_app`], with the real audit engine when `engine`.
+fn demo_app_with(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    let (app, w) = app(dir, engine);
     let demo = dir.join("demo");
     let streams = jcp_console::engines::prepare_demo(&demo).unwrap();
     let mut items = vec![jcp_console::engines::prepare_demo_run(&demo).unwrap()];
@@ -469,6 +474,37 @@ fn demo_app(dir: &Path) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>)
         jcp_console::state::register_demo(&state.store, &state.demo_streams, &streams);
     }
     (app, w)
+}
+
+/// Issue 39, "workspace items can be removed": a demo stream and the demo
+/// run the person took off stay off after a restart (the demo lists them
+/// again otherwise); opening the stream again brings it back.
+#[test]
+fn issue39_a_removed_demo_item_stays_removed_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = |w: &WebviewWindow<MockRuntime>| -> Vec<(String, Value)> {
+        let items = invoke(w, "workspace_overview", json!({})).unwrap();
+        items.as_array().unwrap().iter().map(|i| (i["path"].as_str().unwrap().to_owned(), i["id"].clone())).collect()
+    };
+    let (stream, run) = {
+        let (app, w) = demo_app(dir.path());
+        let listed = paths(&w);
+        let stream = listed.iter().find(|(p, _)| p.ends_with(".jcps")).unwrap().0.clone();
+        let run = listed.iter().find(|(p, _)| p.ends_with(".jcprun")).unwrap().clone();
+        invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": stream})).unwrap();
+        invoke(&w, "workspace_forget", json!({"kind": "run", "id": run.1, "path": run.0})).unwrap();
+        drop(w);
+        drop(app);
+        (stream, run.0)
+    };
+    // The console starts again on the same workspace and lists its demo.
+    let (_app, w) = demo_app_with(dir.path(), true);
+    let listed = paths(&w);
+    assert!(listed.iter().all(|(p, _)| *p != stream && *p != run), "{listed:?}");
+    assert!(listed.iter().any(|(p, _)| p.ends_with(".jcps")), "the other demo stream is still listed");
+    // Opened again by the person, the stream is listed again.
+    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
+    assert!(paths(&w).iter().any(|(p, _)| *p == stream));
 }
 
 #[test]

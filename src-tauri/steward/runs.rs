@@ -48,7 +48,9 @@ pub fn scan_runs<S: BuildHasher>(
             if is_run && !seen.contains_key(&p) {
                 let label =
                     p.file_stem().map_or_else(|| p.display().to_string(), |n| format!("run {}", n.to_string_lossy()));
-                if let Ok(s) = store.lock() {
+                // A run the person took off the workspace is not listed again.
+                let s = store.lock().ok().filter(|s| !crate::state::taken_off(s, &p.display().to_string()));
+                if let Some(s) = s {
                     if let Err(e) = s.add_item_if_absent(
                         ItemKind::Run,
                         &label,

@@ -62,7 +62,8 @@ type ItemColumns = (i64, String, String, String, String, i64, Option<String>, Op
 
 impl Store {
     /// Adds an item (or refreshes the label and detail of the one with the
-    /// same kind and path, keeping its last status). Returns its id.
+    /// same kind and path, keeping its last status). Returns its id. An
+    /// item the person adds is no longer one they took off.
     pub fn add_item(
         &self,
         kind: ItemKind,
@@ -71,6 +72,7 @@ impl Store {
         detail: &serde_json::Value,
         at_ms: u64,
     ) -> Result<i64, StoreError> {
+        self.remember(path)?;
         self.conn
             .query_row(
                 "INSERT INTO workspace_items (kind, label, path, detail_json, added_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -125,10 +127,15 @@ impl Store {
     }
 
     /// Takes item `id` off the workspace (its file is not touched);
-    /// `false` when there was no such item.
-    pub fn forget_item(&self, id: i64) -> Result<bool, StoreError> {
+    /// `false` when there was no such item. Nothing the console lists by
+    /// itself (the demo, the runs folder) puts it back.
+    pub fn forget_item(&self, id: i64, at_ms: u64) -> Result<bool, StoreError> {
+        let Some(item) = self.item(id)? else { return Ok(false) };
         let n =
             self.conn.execute("DELETE FROM workspace_items WHERE id = ?1", params![id]).map_err(|e| self.err(&e))?;
+        if n > 0 {
+            self.mark_forgotten(&item.path, at_ms)?;
+        }
         Ok(n > 0)
     }
 

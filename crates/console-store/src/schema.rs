@@ -47,6 +47,12 @@ const MIGRATIONS: &[&str] = &[
         last_opened_at_ms INTEGER,
         UNIQUE (kind, path)
     );",
+    // 3: what the person took off the workspace, so that nothing the console
+    // lists by itself (the demo, the runs folder) puts it back.
+    "CREATE TABLE forgotten (
+        path TEXT PRIMARY KEY NOT NULL,
+        at_ms INTEGER NOT NULL
+    );",
 ];
 
 impl Store {

@@ -27,8 +27,10 @@ pub struct StreamRecord {
 type StreamColumns = (String, i64, i64, Option<String>, Option<String>, Option<i64>);
 
 impl Store {
-    /// Records that a stream was opened (again); keeps its last audit.
+    /// Records that a stream was opened (again); keeps its last audit. A
+    /// stream the person opens is no longer one they took off ([`Store::is_forgotten`]).
     pub fn record_stream_opened(&self, path: &str, size_bytes: u64, at_ms: u64) -> Result<(), StoreError> {
+        self.remember(path)?;
         self.conn
             .execute(
                 "INSERT INTO streams (path, opened_at_ms, size_bytes) VALUES (?1, ?2, ?3)
@@ -80,9 +82,39 @@ impl Store {
 
     /// Takes the stream at `path` off the workspace, with its last audit
     /// (the file is not touched); `false` when it was not listed.
-    pub fn forget_stream(&self, path: &str) -> Result<bool, StoreError> {
+    /// Nothing the console lists by itself (the demo) puts it back.
+    pub fn forget_stream(&self, path: &str, at_ms: u64) -> Result<bool, StoreError> {
         let n = self.conn.execute("DELETE FROM streams WHERE path = ?1", params![path]).map_err(|e| self.err(&e))?;
+        if n > 0 {
+            self.mark_forgotten(path, at_ms)?;
+        }
         Ok(n > 0)
+    }
+
+    /// Whether the person took `path` off the workspace (a stream or an
+    /// item) and has not opened it since: the demo and the runs folder do
+    /// not list it again.
+    pub fn is_forgotten(&self, path: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT 1 FROM forgotten WHERE path = ?1", params![path], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.err(&e))
+    }
+
+    pub(crate) fn mark_forgotten(&self, path: &str, at_ms: u64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO forgotten (path, at_ms) VALUES (?1, ?2) ON CONFLICT(path) DO UPDATE SET at_ms = excluded.at_ms",
+                params![path, to_i64(at_ms, &self.path, "forget time")?],
+            )
+            .map_err(|e| self.err(&e))?;
+        Ok(())
+    }
+
+    pub(crate) fn remember(&self, path: &str) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM forgotten WHERE path = ?1", params![path]).map_err(|e| self.err(&e))?;
+        Ok(())
     }
 
     /// Every opened stream, most recently opened first.

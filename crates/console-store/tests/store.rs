@@ -14,7 +14,7 @@ fn store_new_file_is_wal_and_fully_migrated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested/ws.sqlite");
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), 3);
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
@@ -184,7 +184,7 @@ fn store_newer_schema_is_refused_not_downgraded() {
     c.pragma_update(None, "user_version", 99).unwrap();
     drop(c);
     let e = Store::open(&path).unwrap_err();
-    assert!(matches!(e, StoreError::NewerSchema { found: 99, supported: 2, .. }), "{e:?}");
+    assert!(matches!(e, StoreError::NewerSchema { found: 99, supported: 3, .. }), "{e:?}");
     assert_eq!(e.code(), "store.newer_schema");
 }
 
@@ -213,10 +213,10 @@ fn store_v1_file_gains_workspace_items_and_keeps_its_data() {
     drop(s);
     // Make it the file a console of schema 1 wrote.
     let c = rusqlite::Connection::open(&path).unwrap();
-    c.execute_batch("DROP TABLE workspace_items; PRAGMA user_version = 1;").unwrap();
+    c.execute_batch("DROP TABLE workspace_items; DROP TABLE forgotten; PRAGMA user_version = 1;").unwrap();
     drop(c);
     let s = Store::open(&path).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.schema_version().unwrap(), 3);
     assert_eq!(s.streams().unwrap().len(), 1, "migration 2 keeps the streams");
     assert!(s.items().unwrap().is_empty());
     s.add_item(ItemKind::Run, "demo run", "/ws/demo/run.json", &json!({}), 2).unwrap();
@@ -316,4 +316,25 @@ fn store_a_found_file_does_not_rename_an_item_the_console_named() {
     let other = s.add_item_if_absent(ItemKind::Run, "run other", "/ws/runs/other.jcprun", &json!({}), 3).unwrap();
     assert_ne!(other, id);
     assert_eq!(s.item(other).unwrap().unwrap().label, "run other");
+}
+
+/// Issue 39: what the person takes off the workspace is remembered as taken
+/// off (the console's own listings skip it) until the person opens it again.
+#[test]
+fn store_a_forgotten_path_is_remembered_until_opened_again() {
+    let s = Store::open_in_memory().unwrap();
+    s.record_stream_opened("/ws/a.jcps", 10, 1).unwrap();
+    let run = s.add_item(ItemKind::Run, "run", "/ws/r.jcprun", &json!({}), 2).unwrap();
+    assert!(!s.is_forgotten("/ws/a.jcps").unwrap());
+    assert!(s.forget_stream("/ws/a.jcps", 3).unwrap());
+    assert!(s.forget_item(run, 4).unwrap());
+    assert!(s.is_forgotten("/ws/a.jcps").unwrap() && s.is_forgotten("/ws/r.jcprun").unwrap());
+    // Forgetting what is not there marks nothing.
+    assert!(!s.forget_stream("/ws/never.jcps", 5).unwrap());
+    assert!(!s.forget_item(999, 5).unwrap());
+    assert!(!s.is_forgotten("/ws/never.jcps").unwrap());
+    // Opened or added again by the person: remembered again.
+    s.record_stream_opened("/ws/a.jcps", 10, 6).unwrap();
+    s.add_item(ItemKind::Run, "run", "/ws/r.jcprun", &json!({}), 7).unwrap();
+    assert!(!s.is_forgotten("/ws/a.jcps").unwrap() && !s.is_forgotten("/ws/r.jcprun").unwrap());
 }
