@@ -9,6 +9,7 @@ use console_view::steward::{
     AmendForm, AmendPreview, GatewayForm, GatewayPrepared, KeyStatus, LiveView, RevokePlan, RunRow, SettleStatus,
     SignedAction, StewardOverview, StewardRunView, UnresolvedStream,
 };
+use zeroize::Zeroizing;
 
 use super::{
     amend, gateway_prepare, key_create, key_import, key_lock, key_status, key_unlock, live_start, live_stop, overview,
@@ -23,9 +24,11 @@ pub fn key_status_get(st: tauri::State<'_, StewardState>) -> KeyStatus {
     key_status(&st)
 }
 
-/// Creates the steward's key (scrypt runs off the window's thread).
+/// Creates the steward's key (scrypt runs off the window's thread). Every
+/// passphrase the window sends is wiped from this process's memory when
+/// the command returns (`Zeroizing`, issue 34).
 #[tauri::command]
-pub async fn key_create_new(st: tauri::State<'_, StewardState>, passphrase: String) -> CmdResult<KeyStatus> {
+pub async fn key_create_new(st: tauri::State<'_, StewardState>, passphrase: Zeroizing<String>) -> CmdResult<KeyStatus> {
     key_create(&st, &passphrase)
 }
 
@@ -34,8 +37,8 @@ pub async fn key_create_new(st: tauri::State<'_, StewardState>, passphrase: Stri
 pub async fn key_import_pick<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
     st: tauri::State<'_, StewardState>,
-    from_passphrase: String,
-    passphrase: String,
+    from_passphrase: Zeroizing<String>,
+    passphrase: Zeroizing<String>,
 ) -> CmdResult<Option<KeyStatus>> {
     use tauri_plugin_dialog::DialogExt;
     let Some(from) =
@@ -48,7 +51,7 @@ pub async fn key_import_pick<R: tauri::Runtime>(
 
 /// Unlocks the key for this session.
 #[tauri::command]
-pub async fn key_unlock_now(st: tauri::State<'_, StewardState>, passphrase: String) -> CmdResult<KeyStatus> {
+pub async fn key_unlock_now(st: tauri::State<'_, StewardState>, passphrase: Zeroizing<String>) -> CmdResult<KeyStatus> {
     key_unlock(&st, &passphrase)
 }
 

@@ -1204,7 +1204,7 @@ fn s11_an_allow_behind_a_request_whose_caller_signature_fails_is_a_finding() {
     let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([9; 32]).unwrap(), Gate::new()).unwrap();
     let frame = common::frame_on(&g, "run", &Value::text("p"));
     let did = agent.did();
-    let mut decide = |dg: &mut DurableGate, uj: u64| {
+    let decide = |dg: &mut DurableGate, uj: u64| {
         let cost = Cost::energy(Energy::hardware(uj));
         let req =
             Request { frame: &frame, chain: std::slice::from_ref(&g), caller: &did, cost: &cost, now: 10, flow: None };

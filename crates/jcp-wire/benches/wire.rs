@@ -73,7 +73,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion, Throughput};
 use jcp::cbor::{self, ContentId, Value};
 use jcp::decision::{Cost, Gate, Request};
-use jcp::energy::{Energy, Provenance};
+use jcp::energy::Energy;
 use jcp::flow::Label;
 use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::{Capability, Grant, SignedGrant};

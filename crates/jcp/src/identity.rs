@@ -265,6 +265,10 @@ pub struct Keypair {
     did: Did,
 }
 
+/// Its signing key wipes itself when dropped (ed25519-dalek's `zeroize`
+/// feature, which this crate turns on); the did is public.
+impl zeroize::ZeroizeOnDrop for Keypair {}
+
 impl fmt::Debug for Keypair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Keypair").field("did", &self.did).finish_non_exhaustive()
@@ -290,8 +294,8 @@ impl Keypair {
     }
 
     /// The 32-byte seed (secret).
-    pub fn seed(&self) -> [u8; 32] {
-        self.signing.to_bytes()
+    pub fn seed(&self) -> zeroize::Zeroizing<[u8; 32]> {
+        zeroize::Zeroizing::new(self.signing.to_bytes())
     }
 
     /// The actor's identity.
@@ -345,6 +349,13 @@ pub struct KeyFile {
     pub seed: String,
 }
 
+/// The seed's text is wiped when a key file is dropped (issue 34, keys at rest).
+impl Drop for KeyFile {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.seed);
+    }
+}
+
 impl fmt::Debug for KeyFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyFile").field("did", &self.did).finish_non_exhaustive()
@@ -352,14 +363,16 @@ impl fmt::Debug for KeyFile {
 }
 
 impl KeyFile {
-    /// The file's text for `key` (pretty JSON, two-space indent, no final newline).
-    pub fn encode(key: &Keypair) -> String {
-        let kf = Self { did: key.did().to_did_string(), seed: hex::encode(key.seed()) };
-        format!(
-            "{{\n  \"did\": {},\n  \"seed\": {}\n}}",
-            serde_json::Value::from(kf.did),
-            serde_json::Value::from(kf.seed)
-        )
+    /// The file's text for `key` (pretty JSON, two-space indent, no final
+    /// newline), wiped from memory when dropped: it holds the seed.
+    pub fn encode(key: &Keypair) -> zeroize::Zeroizing<String> {
+        let seed = zeroize::Zeroizing::new(hex::encode(*key.seed()));
+        // The seed is 64 hex digits: written as it is, no JSON escaping (and no copy) needed.
+        zeroize::Zeroizing::new(format!(
+            "{{\n  \"did\": {},\n  \"seed\": \"{}\"\n}}",
+            serde_json::Value::from(key.did().to_did_string()),
+            seed.as_str()
+        ))
     }
 
     /// Reads a key file's bytes into its keypair.
@@ -367,11 +380,10 @@ impl KeyFile {
         let bad = |problem: String| crate::Error::KeyFileInvalid { problem };
         let kf: Self = serde_json::from_slice(bytes)
             .map_err(|e| bad(format!("not a jcp key file ({{\"did\", \"seed\"}}): {e}")))?;
-        let seed: [u8; 32] = hex::decode(&kf.seed)
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| bad("seed must be 64 hex digits".into()))?;
-        let key = Keypair::from_seed(seed)?;
+        let bytes = zeroize::Zeroizing::new(hex::decode(&kf.seed).unwrap_or_default());
+        let seed: zeroize::Zeroizing<[u8; 32]> =
+            zeroize::Zeroizing::new(bytes.as_slice().try_into().map_err(|_| bad("seed must be 64 hex digits".into()))?);
+        let key = Keypair::from_seed(*seed)?;
         if key.did().to_did_string() != kf.did {
             return Err(bad(format!("the did {} is not the seed's ({})", kf.did, key.did())));
         }

@@ -119,7 +119,7 @@ fn s2_key_file_round_trips_and_refuses_a_did_that_is_not_its_seeds() {
     let k = Keypair::from_seed([1; 32]).unwrap();
     let text = KeyFile::encode(&k);
     assert_eq!(
-        text,
+        text.as_str(),
         format!("{{\n  \"did\": \"{}\",\n  \"seed\": \"{}\"\n}}", k.did(), "01".repeat(32)),
         "the bytes `jcp key new` has always written"
     );

@@ -27,6 +27,7 @@ pub use held::{Held, DEFAULT_IDLE_LOCK, MAX_IDLE_LOCK, MIN_IDLE_LOCK};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
 
 use age::secrecy::SecretString;
 use jcp::identity::{Did, Keypair};
@@ -168,11 +169,12 @@ pub fn read_any(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
 }
 
 /// Reads a passphrase file: owner-only like a key (a passphrase others can
-/// read protects nothing), its first line without the line end.
-pub fn read_passphrase_file(path: &Path) -> Result<String, KeyError> {
+/// read protects nothing), its first line without the line end. The
+/// passphrase and the bytes read are wiped from memory when dropped.
+pub fn read_passphrase_file(path: &Path) -> Result<Zeroizing<String>, KeyError> {
     let bytes = read_private(path)?;
-    let text = String::from_utf8(bytes).map_err(|_| corrupt(path, "a passphrase file is text"))?;
-    Ok(text.lines().next().unwrap_or_default().to_owned())
+    let text = std::str::from_utf8(&bytes).map_err(|_| corrupt(path, "a passphrase file is text"))?;
+    Ok(Zeroizing::new(text.lines().next().unwrap_or_default().to_owned()))
 }
 
 /// Whether `bytes` look like a key file of this format (its first line).
@@ -197,7 +199,7 @@ pub fn create(path: &Path, key: &Keypair, passphrase: &str, work_factor: u8) -> 
     let mut recipient = age::scrypt::Recipient::new(SecretString::from(passphrase.to_owned()));
     recipient.set_work_factor(work_factor);
     let seed = key.seed();
-    let sealed = age::encrypt(&recipient, &seed).map_err(|e| KeyError::Io {
+    let sealed = age::encrypt(&recipient, seed.as_slice()).map_err(|e| KeyError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(format!("encrypting the key: {e}")),
     })?;
@@ -244,7 +246,7 @@ fn open_new_private(path: &Path) -> Result<std::fs::File, KeyError> {
 /// opened must be the one looked at (same device and inode: not swapped in
 /// between), a regular file, the reading user's, and owner-only. The
 /// checks are made on the open file, then it is read.
-fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
+fn read_private(path: &Path) -> Result<Zeroizing<Vec<u8>>, KeyError> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let unsafe_file = |detail: String| KeyError::UnsafeFile { path: path.to_path_buf(), detail };
@@ -271,15 +273,17 @@ fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
     if mode & 0o077 != 0 {
         return Err(KeyError::ReadableByOthers { path: path.to_path_buf(), mode });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 20));
+    // Sized up front so that reading never moves the bytes (a move would
+    // leave a copy behind that is not wiped).
+    let mut bytes = Zeroizing::new(Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 20) + 1));
     // A key file is small: one that is not is not read whole.
     f.take(1 << 20).read_to_end(&mut bytes).map_err(io(path))?;
     Ok(bytes)
 }
 
 #[cfg(not(unix))]
-fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
-    std::fs::read(path).map_err(io(path))
+fn read_private(path: &Path) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+    std::fs::read(path).map(Zeroizing::new).map_err(io(path))
 }
 
 /// The did a key file states, read without the passphrase (what the
@@ -311,7 +315,7 @@ pub fn unlock(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
     }
     let mut identity = age::scrypt::Identity::new(SecretString::from(passphrase.to_owned()));
     identity.set_max_work_factor(MAX_WORK_FACTOR);
-    let seed = age::decrypt(&identity, sealed).map_err(|e| match e {
+    let seed = age::decrypt(&identity, sealed).map(Zeroizing::new).map_err(|e| match e {
         age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => {
             KeyError::WrongPassphrase { path: path.to_path_buf() }
         }
@@ -321,10 +325,12 @@ pub fn unlock(path: &Path, passphrase: &str) -> Result<Keypair, KeyError> {
         ),
         other => corrupt(path, format!("the encrypted key does not open: {other}")),
     })?;
-    let seed: [u8; 32] = seed.try_into().map_err(|v: Vec<u8>| {
-        corrupt(path, format!("the encrypted key holds {} bytes, not a 32-byte seed", v.len()))
-    })?;
-    let key = Keypair::from_seed(seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
+    let seed: Zeroizing<[u8; 32]> = Zeroizing::new(
+        seed.as_slice()
+            .try_into()
+            .map_err(|_| corrupt(path, format!("the encrypted key holds {} bytes, not a 32-byte seed", seed.len())))?,
+    );
+    let key = Keypair::from_seed(*seed).map_err(|e| corrupt(path, format!("the seed is not a key: {e}")))?;
     if key.did() != did {
         return Err(corrupt(path, format!("its did line names {did}, but the key inside is {}", key.did())));
     }

@@ -30,7 +30,7 @@ fn s2_a_key_file_round_trips_under_its_passphrase_and_is_owner_only() {
     }
     // The seed is not in the file in the clear.
     let bytes = std::fs::read(&p).unwrap();
-    assert!(!bytes.windows(32).any(|w| w == key().seed()));
+    assert!(!bytes.windows(32).any(|w| w == key().seed().as_slice()));
 }
 
 #[test]
@@ -187,4 +187,44 @@ fn s2_a_key_reached_through_a_symbolic_link_or_not_a_file_is_refused() {
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     assert_eq!(unlock(&dir, "correct horse").unwrap_err().code(), "key-unsafe-file");
     assert!(unlock(&real, "correct horse").is_ok());
+}
+
+/// Issue 34 (keys at rest): passphrases and seeds are wiped from memory
+/// when dropped. Each secret this crate and the protocol core hand out is
+/// of a type that wipes itself (`zeroize::ZeroizeOnDrop`): a passphrase
+/// read from its file, a seed, a plain key file's text, an unlocked key.
+fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>(_: &T) {}
+
+#[test]
+fn i34_passphrases_and_seeds_are_wiped_when_dropped() {
+    let t = tempfile::tempdir().unwrap();
+    let pf = t.path().join("pass");
+    {
+        use std::io::Write;
+        #[cfg(unix)]
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        o.mode(0o600);
+        o.open(&pf).unwrap().write_all(b"correct horse battery\nsecond line\n").unwrap();
+    }
+    let pass = keystore::read_passphrase_file(&pf).unwrap();
+    wiped_on_drop(&pass);
+    assert_eq!(pass.as_str(), "correct horse battery");
+    let k = key();
+    wiped_on_drop(&k);
+    let mut seed = k.seed();
+    wiped_on_drop(&seed);
+    let text = jcp::identity::KeyFile::encode(&k);
+    wiped_on_drop(&text);
+    assert!(text.contains(&hex::encode(*seed)), "the plain file's text holds the seed");
+    assert_eq!(jcp::identity::KeyFile::decode(text.as_bytes()).unwrap().did(), k.did(), "its format is unchanged");
+    let p = t.path().join("steward.jcpkey");
+    create(&p, &k, &pass, WF).unwrap();
+    let opened = unlock(&p, &pass).unwrap();
+    wiped_on_drop(&opened);
+    // The wiping itself: what a drop does to each of them.
+    zeroize::Zeroize::zeroize(&mut *seed);
+    assert_eq!(*seed, [0u8; 32]);
 }

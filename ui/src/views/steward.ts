@@ -393,6 +393,8 @@ export class StewardView {
     } catch (e) {
       this.notify.error(e as UiError);
     }
+    // A passphrase does not stay in the window once sent, tried or not.
+    for (const i of this.keyPanel.querySelectorAll<HTMLInputElement>("input[type=password]")) i.value = "";
     this.shownRevision = -1;
     await this.refresh();
   }

@@ -12,8 +12,8 @@ use crate::out::coded;
 pub(crate) use crate::out::core_err;
 
 /// A passphrase from a file (owner-only, refused `key-permissions`
-/// otherwise): its first line, without the line end.
-pub(super) fn read_passphrase(path: &Path) -> anyhow::Result<String> {
+/// otherwise): its first line, without the line end, wiped when dropped.
+pub(super) fn read_passphrase(path: &Path) -> anyhow::Result<zeroize::Zeroizing<String>> {
     keystore::read_passphrase_file(path).map_err(|e| coded(e.code(), e.to_string()))
 }
 
@@ -40,7 +40,9 @@ pub(crate) fn read_steward_key(path: &Path, plaintext_ok: bool) -> anyhow::Resul
 }
 
 pub(crate) fn read_key(path: &Path) -> anyhow::Result<Keypair> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
+    // A plain key's bytes are its seed in hex: wiped when dropped.
+    let bytes =
+        zeroize::Zeroizing::new(std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?);
     if keystore::is_key_file(&bytes) {
         let pf = std::env::var_os("JCP_PASSPHRASE_FILE").ok_or_else(|| {
             coded(
