@@ -477,29 +477,36 @@ fn c13_cli_serve_checks_callers_in_batches_unless_told_strict_signatures() {
     }
 }
 
+/// `jcp serve` on an ephemeral port with the test's plain steward key and record.
+const SERVE: [&str; 8] =
+    ["serve", "--listen", "tcp:127.0.0.1:0", "--steward-key", "steward.key", "--plaintext-key", "--stream", "s.jcps"];
+
 #[test]
 fn s11_cli_serve_refuses_a_cap_above_what_one_record_holds() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
     let over = (jcp_wire::codec::MAX_ENDPOINT_CAP + 1).to_string();
-    let o = jcp(
-        dir.path(),
-        &[
-            "serve",
-            "--listen",
-            "tcp:127.0.0.1:0",
-            "--steward-key",
-            "steward.key",
-            "--plaintext-key",
-            "--stream",
-            "s.jcps",
-            "--cap",
-            &over,
-        ],
-    );
+    let o = jcp(dir.path(), &[&SERVE[..], &["--cap", &over]].concat());
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("cap-above-record"), "{err}");
+    assert!(!dir.path().join("s.jcps").exists(), "no record is opened");
+}
+
+/// Issue 34: the record's high-water mark must be below its limit, and a
+/// byte count is digits with K, M or G; either mistake is refused before a
+/// record is opened.
+#[test]
+fn s11_cli_serve_refuses_record_limits_that_make_no_sense() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let o = jcp(dir.path(), &[&SERVE[..], &["--record-high-water", "1M", "--record-max-bytes", "512K"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad-limits") && err.contains("1048576") && err.contains("524288"), "{err}");
+    let o = jcp(dir.path(), &[&SERVE[..], &["--record-max-bytes", "12X"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a byte count"));
     assert!(!dir.path().join("s.jcps").exists(), "no record is opened");
 }
 

@@ -81,6 +81,13 @@ impl Client {
         Ok(Self { sock, cap: codec::DEFAULT_CAP })
     }
 
+    /// A client over a TCP connection made elsewhere (from a chosen local
+    /// address, say: the endpoint's per-source limits count by it).
+    pub fn over_tcp(s: tokio::net::TcpStream) -> Self {
+        let _ = s.set_nodelay(true);
+        Self { sock: Sock::Tcp(BufReader::new(s)), cap: codec::DEFAULT_CAP }
+    }
+
     /// A client over one half of an in-process stream whose other half an
     /// endpoint serves as it serves a socket.
     pub(crate) fn over_memory(s: tokio::io::DuplexStream) -> Self {

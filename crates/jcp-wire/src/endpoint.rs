@@ -47,6 +47,7 @@ mod core_thread;
 mod decided_once;
 mod decision;
 mod group_commit;
+pub mod limits;
 mod recording;
 mod relay;
 mod serve;
@@ -67,7 +68,7 @@ use jcp_receipt::writer::Durability;
 use tokio::sync::{mpsc, oneshot};
 
 pub use address::{bind_all, remove_socket, unix_path, Address, Listener};
-pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config};
+pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config, DEFAULT_REFUSALS_PER_SOURCE};
 pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES, REMEMBERED_INDEX_BYTES};
 pub use recording::{read_request_record, OpenReport};
 pub use stats::{Stats, StatsSnapshot};
@@ -110,6 +111,9 @@ struct Shared {
     /// Frame-body bytes being read, over every connection (a permit per byte).
     bodies: Arc<tokio::sync::Semaphore>,
     bodies_max: usize,
+    /// Issue 34: requests a source may send, and refusals it may cost, a second.
+    requests: Option<limits::Limiter>,
+    refusals: Option<limits::Limiter>,
 }
 
 impl Shared {
@@ -206,6 +210,11 @@ impl Endpoint {
             metrics: metrics.clone(),
             relay: backend.is_some().then_some(core_thread::RelayMode { ceiling_uj: config.call_ceiling_uj }),
             reserved: HashMap::new(),
+            record_limits: core_thread::RecordLimits {
+                high_water: config.record_high_water,
+                max: config.record_max,
+                shedding: false,
+            },
         };
         let batch_max = config.batch_max.max(1);
         // The ladder probes its counters once (a short burn), and only
@@ -239,6 +248,8 @@ impl Endpoint {
             feed_keys: config.feed_keys.clone(),
             bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
             bodies_max: config.body_bytes_in_flight.max(1),
+            requests: config.requests_per_source.map(limits::Limiter::new),
+            refusals: config.refusals_per_source.map(limits::Limiter::new),
         });
         Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
     }
@@ -264,6 +275,8 @@ impl Endpoint {
             signature_batches_failed: s.signature_batches_failed.load(Ordering::Relaxed),
             charged: s.charged.load(Ordering::Relaxed),
             lost: s.lost.load(Ordering::Relaxed),
+            shed: s.shed.load(Ordering::Relaxed),
+            rate_limited: s.rate_limited.load(Ordering::Relaxed),
         }
     }
 
@@ -373,7 +386,7 @@ impl Endpoint {
         let shared = self.shared.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            serve_conn(shared, theirs, serve::FeedTrust::Network).await;
+            serve_conn(shared, theirs, serve::FeedTrust::Network, limits::Source::Local).await;
         });
         Some(crate::client::Client::over_memory(ours))
     }
@@ -456,16 +469,19 @@ impl Endpoint {
                 match conn {
                     Conn::Tcp(s) => {
                         let _ = s.set_nodelay(true);
-                        serve_conn(shared, s, trust).await;
+                        let source = peer.map_or(limits::Source::Local, limits::Source::Ip);
+                        serve_conn(shared, s, trust, source).await;
                     }
                     #[cfg(unix)]
                     Conn::Unix(s) => {
                         // The admin socket serves its owner's processes only.
-                        if trust == serve::FeedTrust::Admin && s.peer_cred().ok().map(|c| c.uid()) != owner {
+                        let uid = s.peer_cred().ok().map(|c| c.uid());
+                        if trust == serve::FeedTrust::Admin && uid != owner {
                             tracing::warn!("admin socket: a connection from another user than its owner, closed");
                             return;
                         }
-                        serve_conn(shared, s, trust).await;
+                        let source = uid.map_or(limits::Source::Local, limits::Source::Uid);
+                        serve_conn(shared, s, trust, source).await;
                     }
                 }
             });
@@ -589,6 +605,7 @@ mod tests {
             metrics,
             relay: None,
             reserved: std::collections::HashMap::new(),
+            record_limits: super::core_thread::RecordLimits::default(),
         }
     }
 

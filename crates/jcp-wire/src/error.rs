@@ -53,6 +53,17 @@ pub enum WireError {
     /// connection is accepted, told so and closed, never left in the backlog.
     #[error("busy: {0}")]
     Busy(String),
+    /// A source past its rate (issue 34): answered before anything is
+    /// decided or recorded, and its connection closed.
+    #[error("rate-limited: {source_name} {what}; try again in {retry_ms} ms")]
+    RateLimited {
+        /// The source (an address, a Unix user).
+        source_name: String,
+        /// Which limit, in words.
+        what: String,
+        /// When the source has room again.
+        retry_ms: u64,
+    },
     /// The record (the receipt stream) could not be opened or written.
     #[error(transparent)]
     Stream(#[from] jcp_receipt::Error),
@@ -122,6 +133,7 @@ impl WireError {
             Self::Timeout { .. } => "frame-timeout",
             Self::Idle { .. } => "idle-timeout",
             Self::Busy(_) => "busy",
+            Self::RateLimited { .. } => "rate-limited",
             Self::Stream(e) => e.code(),
             Self::Io { .. } => "io",
             Self::BadAddress(_) => "bad-address",

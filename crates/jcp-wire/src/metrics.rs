@@ -18,6 +18,8 @@
 //! | `jcp_wire_grants_spent_unlabelled_microjoules` | gauge | the spend of every other grant with spend here, summed (no series each: a caller with no trusted grant creates none) |
 //! | `jcp_wire_grants_unlabelled` | gauge | how many grants that sum covers |
 //! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision (bad framing or message) |
+//! | `jcp_wire_rate_limited_total` | counter | requests and feeds answered `rate-limited` before the core (issue 34) |
+//! | `jcp_wire_shed_total` | counter | requests answered `unrecorded` without being recorded: past the record's high-water mark (unauthenticated) or its limit |
 //!
 //! A decision is counted when its answer leaves the endpoint, after the
 //! group commit that made it durable: a decision whose commit failed is
@@ -112,6 +114,8 @@ pub struct WireMetrics {
     spent_other: GaugeU,
     unlabelled: GaugeU,
     refused_frames: Counter,
+    rate_limited: Counter,
+    shed: Counter,
     signatures: Family<CheckLabels, Counter>,
     signature_batches: Family<BatchLabels, Counter>,
 }
@@ -145,6 +149,8 @@ impl WireMetrics {
             spent_other: GaugeU::default(),
             unlabelled: GaugeU::default(),
             refused_frames: Counter::default(),
+            rate_limited: Counter::default(),
+            shed: Counter::default(),
             signatures: Family::default(),
             signature_batches: Family::default(),
         };
@@ -204,6 +210,16 @@ impl WireMetrics {
             "refused_frames",
             "Frames refused before any decision (bad framing or message); their connections closed",
             m.refused_frames.clone(),
+        );
+        r.register(
+            "rate_limited",
+            "Requests and feeds answered rate-limited before the core: a source past its request rate or out of refusals (nothing decided or recorded)",
+            m.rate_limited.clone(),
+        );
+        r.register(
+            "shed",
+            "Requests answered unrecorded without being recorded: the record is past its high-water mark and the request is not authenticated, or the record is at its limit",
+            m.shed.clone(),
         );
         r.register(
             "caller_signatures",
@@ -331,6 +347,16 @@ impl WireMetrics {
     /// A frame refused before any decision.
     pub fn refused_frame(&self) {
         self.refused_frames.inc();
+    }
+
+    /// One request or feed answered `rate-limited` (issue 34).
+    pub fn rate_limited(&self) {
+        self.rate_limited.inc();
+    }
+
+    /// One request shed by the record's high-water mark or limit (issue 34).
+    pub fn shed(&self) {
+        self.shed.inc();
     }
 
     /// The exposition, with `remembered` requests and `unresolved` allows

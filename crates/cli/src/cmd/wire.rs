@@ -109,6 +109,24 @@ pub struct ServeArgs {
     /// fit what is left is answered `busy` (half-sent frames cannot hold memory without bound).
     #[arg(long, default_value_t = 64 << 20)]
     body_bytes_in_flight: usize,
+    /// Requests and feeds one source (a TCP address, a Unix socket's user) may send a second, with a burst of
+    /// twice that; past it, `rate-limited` before anything is decided or recorded. 0: no limit (the default).
+    #[arg(long, default_value_t = 0)]
+    requests_per_source: u32,
+    /// Refusals one source may cost a second (requests refused before they are decided, such as a bad
+    /// signature or a stale stamp, or shed by --record-high-water), with a burst of twice that; past it, the
+    /// source is answered `rate-limited` until it has room again. 0: no limit.
+    #[arg(long, default_value_t = jcp_wire::endpoint::DEFAULT_REFUSALS_PER_SOURCE)]
+    refusals_per_source: u32,
+    /// The record's high-water mark, bytes: once the stream is this long, requests that are not authenticated
+    /// (a signature that does not verify, a stale stamp, a chain no --trust-root anchors) are answered
+    /// `unrecorded` and not recorded; authenticated ones go on. Accepts K, M, G suffixes (powers of 1024).
+    #[arg(long, value_parser = parse_bytes)]
+    record_high_water: Option<u64>,
+    /// The record's limit, bytes: once the stream is this long nothing more is decided or admitted
+    /// (`unrecorded`). Accepts K, M, G suffixes. Must be above --record-high-water.
+    #[arg(long, value_parser = parse_bytes)]
+    record_max_bytes: Option<u64>,
     /// Check every caller's signature alone (the one Ed25519 predicate, as batches use), instead of the requests of one core batch together (the default; a batch that fails is checked again one by one). Batches accept nothing outside RFC 8032's group equation; see docs/decisions.md, "§2, §11 callers' signatures in batches".
     #[arg(long)]
     strict_signatures: bool,
@@ -263,11 +281,7 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let admin = feeds_of(&a, &mut config)?;
     config.cap = a.cap;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
-    config.max_connections = a.max_connections.max(1);
-    config.max_per_peer = a.max_per_peer.max(1);
-    config.first_frame_timeout = std::time::Duration::from_secs(a.first_frame_timeout_s.max(1));
-    config.idle_timeout = std::time::Duration::from_secs(a.idle_timeout_s.max(1));
-    config.body_bytes_in_flight = a.body_bytes_in_flight.max(1);
+    limits_of(&a, &mut config)?;
     if a.strict_signatures {
         config.caller_signatures = jcp_wire::endpoint::CallerSignatures::Strict;
     }
@@ -371,8 +385,8 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let st = endpoint.stats();
         emit(a.json, &json!({"event": "stopped", "stats": st}), || {
             format!(
-                "jcp serve: stopped; record flushed and released ({} decided, {} allowed, {} repeats, {} stale, {} impersonated, {} unrecorded; {} allows await their outcome)\n",
-                st.decided, st.allowed, st.repeats, st.stale, st.impersonated, st.unrecorded, st.unresolved
+                "jcp serve: stopped; record flushed and released ({} decided, {} allowed, {} repeats, {} stale, {} impersonated, {} unrecorded, of which {} shed by the record's limits; {} rate-limited; {} allows await their outcome)\n",
+                st.decided, st.allowed, st.repeats, st.stale, st.impersonated, st.unrecorded, st.shed, st.rate_limited, st.unresolved
             )
         })?;
         Ok(ExitCode::from(CLEAN))
@@ -979,4 +993,42 @@ fn ask_statement(
         )
     })?;
     Ok(ExitCode::from(CLEAN))
+}
+
+/// Issue 34: the connection caps and timeouts, the frame bodies in flight,
+/// the per-source rates, and the record's high-water mark and limit.
+fn limits_of(a: &ServeArgs, config: &mut Config) -> anyhow::Result<()> {
+    config.max_connections = a.max_connections.max(1);
+    config.max_per_peer = a.max_per_peer.max(1);
+    config.first_frame_timeout = std::time::Duration::from_secs(a.first_frame_timeout_s.max(1));
+    config.idle_timeout = std::time::Duration::from_secs(a.idle_timeout_s.max(1));
+    config.body_bytes_in_flight = a.body_bytes_in_flight.max(1);
+    config.requests_per_source =
+        (a.requests_per_source > 0).then(|| jcp_wire::endpoint::limits::Rate::per_second(a.requests_per_source));
+    config.refusals_per_source =
+        (a.refusals_per_source > 0).then(|| jcp_wire::endpoint::limits::Rate::per_second(a.refusals_per_source));
+    if let (Some(hw), Some(max)) = (a.record_high_water, a.record_max_bytes) {
+        if hw >= max {
+            return Err(coded(
+                "bad-limits",
+                format!("--record-high-water ({hw} bytes) must be below --record-max-bytes ({max} bytes)"),
+            ));
+        }
+    }
+    config.record_high_water = a.record_high_water;
+    config.record_max = a.record_max_bytes;
+    Ok(())
+}
+
+/// A byte count: digits with an optional K, M or G (powers of 1024).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M')) => (&t[..i], 20),
+        Some((i, 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| format!("{s:?} is not a byte count (digits, then K, M or G)"))?;
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("{s:?} is more bytes than this machine counts"))
 }

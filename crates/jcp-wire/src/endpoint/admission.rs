@@ -21,6 +21,11 @@ impl Core {
                 known_through: None,
             };
         }
+        // Feeds are authenticated (signed, or the operator's): past the
+        // high-water mark they are still recorded; past the limit, nothing is.
+        if let Some(why) = self.record_full() {
+            return FeedAnswer { admitted: false, code: "unrecorded".into(), message: why, known_through: None };
+        }
         let res = match feed {
             Feed::Revocation { revocation, grant, marker } => self
                 .gate

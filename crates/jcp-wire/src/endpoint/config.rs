@@ -79,6 +79,26 @@ pub struct Config {
     /// connection closed, so half-sent frames cannot hold memory without
     /// bound. Each frame counts its declared length until it is read.
     pub body_bytes_in_flight: usize,
+    /// Requests and feed messages one source (a TCP address, a Unix
+    /// socket's user) may send a second (issue 34); past it, `rate-limited`
+    /// before anything is decided. `None`: no limit.
+    pub requests_per_source: Option<super::limits::Rate>,
+    /// Refusals one source may cost a second: requests refused before they
+    /// are decided (`bad-signature`, `stale-request`) or shed by the
+    /// record's high-water mark (issue 34: what unauthenticated traffic
+    /// costs the record is bounded by it). Past it, the source's requests
+    /// are answered `rate-limited` until its bucket refills. `None`: no limit.
+    pub refusals_per_source: Option<super::limits::Rate>,
+    /// The record's high-water mark, bytes: once the stream is this long,
+    /// requests that cannot be authenticated (a caller signature that does
+    /// not verify, a stale stamp, a chain not anchored in a trust root of
+    /// its resource) are answered `unrecorded` without being recorded, and
+    /// authenticated ones go on being decided. `None`: none.
+    pub record_high_water: Option<u64>,
+    /// The record's limit, bytes: once the stream is this long, nothing
+    /// more is decided or admitted (`unrecorded`, a feed `unrecorded`):
+    /// the disk the operator gave it is used up. `None`: none.
+    pub record_max: Option<u64>,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -140,9 +160,18 @@ impl std::fmt::Debug for Config {
             .field("call_ceiling_uj", &self.call_ceiling_uj)
             .field("feed_keys", &self.feed_keys)
             .field("body_bytes_in_flight", &self.body_bytes_in_flight)
+            .field("requests_per_source", &self.requests_per_source)
+            .field("refusals_per_source", &self.refusals_per_source)
+            .field("record_high_water", &self.record_high_water)
+            .field("record_max", &self.record_max)
             .finish_non_exhaustive()
     }
 }
+
+/// The refusals a source may cost a second by default (a burst of twice
+/// that): far above what an honest client is refused, low enough that one
+/// source's garbage grows the record by at most about 0.8 MB a second.
+pub const DEFAULT_REFUSALS_PER_SOURCE: u32 = 1000;
 
 impl Config {
     /// Defaults: 30 s window, the largest cap a record holds
@@ -150,7 +179,9 @@ impl Config {
     /// 500 µs between syncs, no marker (a point with no feed states none,
     /// §4.3), 10 s frame timeout, 10 s to the
     /// first frame, 2 h idle, 4 096 connections (1 024 a peer), the system
-    /// clock, callers' signatures checked in batches.
+    /// clock, callers' signatures checked in batches, no request rate
+    /// limit, [`DEFAULT_REFUSALS_PER_SOURCE`] refusals a source a second, no
+    /// high-water mark or limit on the record.
     pub fn new(stream: impl Into<PathBuf>) -> Self {
         Self {
             stream: stream.into(),
@@ -171,6 +202,10 @@ impl Config {
             call_ceiling_uj: None,
             feed_keys: Vec::new(),
             body_bytes_in_flight: 64 << 20,
+            requests_per_source: None,
+            refusals_per_source: Some(super::limits::Rate::per_second(DEFAULT_REFUSALS_PER_SOURCE)),
+            record_high_water: None,
+            record_max: None,
         }
     }
 }

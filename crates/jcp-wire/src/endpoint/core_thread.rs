@@ -193,6 +193,17 @@ pub(super) struct Core {
     pub(super) relay: Option<RelayMode>,
     /// Reservations awaiting their charge, by reservation receipt.
     pub(super) reserved: HashMap<ContentId, HeldCall>,
+    /// Issue 34: how long the record may grow, and for whom.
+    pub(super) record_limits: RecordLimits,
+}
+
+/// The record's high-water mark and limit (issue 34; [`super::Config`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct RecordLimits {
+    pub(super) high_water: Option<u64>,
+    pub(super) max: Option<u64>,
+    /// Whether the mark has been passed (logged once each way).
+    pub(super) shedding: bool,
 }
 
 impl Core {

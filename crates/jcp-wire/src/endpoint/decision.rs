@@ -133,10 +133,80 @@ impl Core {
                 return self.answer_repeat(req, e);
             }
         }
+        if let Some(why) = self.record_full() {
+            return self.shed(req, &why);
+        }
+        let above = self.above_high_water();
         if let Some((reason, why)) = self.refusal_before_deciding(req, now, signed_ok) {
+            if let Some(mark) = above {
+                return self.shed(req, &format!("{}: {why}; the record is past its high-water mark of {mark} bytes, so a request that is not authenticated is not recorded", reason.as_str()));
+            }
             return self.refuse(req, now, reason, why);
         }
+        if let Some(mark) = above.filter(|_| !self.anchored_chain(req)) {
+            return self.shed(
+                req,
+                &format!("the record is past its high-water mark of {mark} bytes: a request whose chain no trust root of its resource anchors is not recorded"),
+            );
+        }
         self.admit(req, req_bytes, id, now)
+    }
+
+    /// The record's length now.
+    fn record_len(&self) -> u64 {
+        self.gate.writer().len()
+    }
+
+    /// Why nothing more is recorded (issue 34): the record has reached the
+    /// operator's limit. Logged once.
+    pub(super) fn record_full(&mut self) -> Option<String> {
+        let max = self.record_limits.max?;
+        let len = self.record_len();
+        (len >= max).then(|| {
+            if !self.record_limits.shedding {
+                self.record_limits.shedding = true;
+                tracing::error!(len, max, "the record has reached its limit: nothing more is decided until the operator makes room (jcp serve --record-max-bytes)");
+            }
+            format!("the record has reached its limit of {max} bytes (it holds {len}): nothing more is decided here until the operator makes room")
+        })
+    }
+
+    /// The high-water mark, once the record has passed it (issue 34);
+    /// passing it either way is logged.
+    fn above_high_water(&mut self) -> Option<u64> {
+        let mark = self.record_limits.high_water?;
+        let above = self.record_len() >= mark;
+        if above != self.record_limits.shedding {
+            self.record_limits.shedding = above;
+            if above {
+                tracing::warn!(mark, "the record passed its high-water mark: requests that are not authenticated are answered unrecorded and not recorded");
+            } else {
+                tracing::info!(mark, "the record is below its high-water mark again");
+            }
+        }
+        above.then_some(mark)
+    }
+
+    /// Whether a trust root of the request's resource anchors its chain
+    /// (a continuation: the chain its handle was bound to here, after an
+    /// allow). An endpoint with no trust root for the resource anchors
+    /// nothing: past the high-water mark its requests are shed.
+    fn anchored_chain(&self, req: &WireRequest) -> bool {
+        if req.continues.is_some() {
+            return true;
+        }
+        let gate = self.gate.gate();
+        req.chain.first().is_some_and(|root| gate.anchors(&req.frame.resource, &root.grant().issuer))
+    }
+
+    /// Answered `unrecorded` without recording anything (issue 34): the
+    /// record is past its high-water mark and the request is not
+    /// authenticated, or the record is full. Sealed, so the caller holds
+    /// the steward's word for it; counted; nothing is remembered.
+    fn shed(&mut self, req: &WireRequest, why: &str) -> Answer {
+        self.stats.shed.fetch_add(1, Ordering::Relaxed);
+        self.metrics.shed();
+        self.unrecorded(req, why)
     }
 
     /// A repeat: the first response, read back from the record.

@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 use super::core_thread::Job;
+use super::limits::Source;
 use super::relay::{relay, Exchange};
 use super::Shared;
 use crate::codec;
@@ -182,9 +183,36 @@ pub(super) fn refuse_busy(conn: Conn, why: String) {
     });
 }
 
+/// Whether `source` may send one more request or feed now (issue 34):
+/// within its request rate (a token taken) and, for a request, with a
+/// refusal left to cost. `Err`: the refusal to answer with.
+fn within_limits(shared: &Shared, source: Source, request: bool) -> Result<(), WireError> {
+    let limited = |l: &super::limits::Limiter, what: &str| WireError::RateLimited {
+        source_name: source.to_string(),
+        what: format!("{what} ({} a second)", l.rate().per_s),
+        retry_ms: l.wait_ms(source).max(1),
+    };
+    if let Some(l) = &shared.requests {
+        if !l.take(source) {
+            return Err(limited(l, "sends more requests than this endpoint takes from one source"));
+        }
+    }
+    match &shared.refusals {
+        Some(l) if request && !l.has(source) => {
+            Err(limited(l, "has been refused more often than this endpoint answers one source"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Serves one connection until it closes, its peer sends a frame that is
-/// refused, or the core stops.
-pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, s: S, trust: FeedTrust) {
+/// refused, or the core stops. `source` is what its rate limits count by.
+pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    s: S,
+    trust: FeedTrust,
+    source: Source,
+) {
     // Buffered reads: a frame's length and body (and any frames a client
     // sent behind it) come in one read from the socket, not three.
     // Writes go straight through.
@@ -213,8 +241,19 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Sh
                 return;
             }
         };
+        // Issue 34: a source past its rates is answered before the core
+        // sees anything (nothing decided, nothing recorded) and closed.
+        if matches!(msg, Inbound::Request(_) | Inbound::Feed(_)) {
+            if let Err(e) = within_limits(&shared, source, matches!(msg, Inbound::Request(_))) {
+                shared.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.rate_limited();
+                tracing::debug!(source = %source, "{e}");
+                let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
+                return;
+            }
+        }
         let ok = match msg {
-            Inbound::Request(req) => handle_request(&shared, &mut s, req, body, read_at).await,
+            Inbound::Request(req) => handle_request(&shared, &mut s, req, body, read_at, source).await,
             Inbound::StatementAsk(grant_id) => {
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Statement { grant_id, tx }).await.is_err() {
@@ -262,6 +301,7 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     req: Box<WireRequest>,
     body: Vec<u8>,
     read_at: std::time::Instant,
+    source: Source,
 ) -> bool {
     // The request's id is taken here, on the runtime's worker threads;
     // its caller's signature too where every one is checked alone,
@@ -275,6 +315,13 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
         return false;
     }
     let Ok(a) = rx.await else { return false };
+    // Neither decided now nor a repeat: refused before deciding, shed or
+    // unrecorded. It costs its source one refusal (issue 34).
+    if !a.fresh && !a.repeat {
+        if let Some(l) = &shared.refusals {
+            l.take(source);
+        }
+    }
     if codec::write_frame(s, &a.framed).await.is_err() {
         return false;
     }

@@ -43,6 +43,11 @@ pub struct Stats {
     /// §11 relay mode: calls lost mid-way (the backend stopped): their
     /// decisions stay unresolved (§4.11).
     pub lost: AtomicU64,
+    /// Requests answered `unrecorded` without being recorded because the
+    /// record is past its high-water mark (unauthenticated) or its limit.
+    pub shed: AtomicU64,
+    /// Requests and feeds answered `rate-limited` before the core.
+    pub rate_limited: AtomicU64,
 }
 
 /// A snapshot of [`Stats`].
@@ -81,4 +86,8 @@ pub struct StatsSnapshot {
     pub charged: u64,
     /// See [`Stats::lost`].
     pub lost: u64,
+    /// See [`Stats::shed`].
+    pub shed: u64,
+    /// See [`Stats::rate_limited`].
+    pub rate_limited: u64,
 }

@@ -90,6 +90,13 @@ impl Gate {
         self.trust_roots.get(resource).is_some_and(|r| !r.is_empty())
     }
 
+    /// Whether `root` is a trust root of `resource` here: a chain it
+    /// issued is anchored (C15). With no trust root for the resource,
+    /// nothing is.
+    pub fn anchors(&self, resource: &ContentId, root: &Did) -> bool {
+        self.trust_roots.get(resource).is_some_and(|r| r.contains(root))
+    }
+
     /// Whether any resource has trust roots here.
     pub fn has_trust_roots(&self) -> bool {
         self.trust_roots.values().any(|r| !r.is_empty())

@@ -1,0 +1,152 @@
+//! Issue 34, "Unauthenticated traffic grows the durable record without
+//! bound": per-source rate limits, applied on the connection before
+//! anything reaches the core (a request over them is not decided, so
+//! nothing is recorded for it), and the sources they count by.
+//!
+//! Two limits, each a token bucket per source: the requests (and feed
+//! messages) a source may send a second (off unless the operator sets it),
+//! and the **refusals** a source may cost a second: each request refused
+//! before it was decided (`bad-signature`, `stale-request`) or shed by the
+//! record's high-water mark takes one. A source that spends its refusals
+//! is answered `rate-limited` (and its connection closed) until its bucket
+//! refills, so what its garbage costs the record is bounded by the rate,
+//! while every other source is decided as before.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Where a connection comes from: what its limits count by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// A TCP peer, by its address.
+    Ip(std::net::IpAddr),
+    /// A Unix-socket peer, by its user id (`SO_PEERCRED`).
+    Uid(u32),
+    /// A Unix-socket peer whose credentials could not be read, or a client
+    /// connected in-process: one source together.
+    Local,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ip(ip) => write!(f, "{ip}"),
+            Self::Uid(u) => write!(f, "uid {u}"),
+            Self::Local => f.write_str("local"),
+        }
+    }
+}
+
+/// A rate: so many a second, with room for a burst of so many at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Tokens added a second.
+    pub per_s: f64,
+    /// The most tokens a bucket holds (a burst at once).
+    pub burst: f64,
+}
+
+impl Rate {
+    /// `per_s` a second with a burst of twice that (at least 1).
+    pub fn per_second(per_s: u32) -> Self {
+        Self { per_s: f64::from(per_s), burst: f64::from(per_s.saturating_mul(2).max(1)) }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The most sources a limiter keeps a bucket for; past it, buckets that
+/// have refilled are dropped (a full bucket is what a new source gets).
+const MAX_SOURCES: usize = 65_536;
+
+/// Token buckets per source.
+#[derive(Debug)]
+pub struct Limiter {
+    rate: Rate,
+    buckets: Mutex<HashMap<Source, Bucket>>,
+}
+
+impl Limiter {
+    /// A limiter at `rate`.
+    pub fn new(rate: Rate) -> Self {
+        Self { rate, buckets: Mutex::new(HashMap::new()) }
+    }
+
+    /// Its rate.
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    fn refill(&self, b: &mut Bucket, now: Instant) {
+        let dt = now.saturating_duration_since(b.at).as_secs_f64();
+        b.tokens = (b.tokens + dt * self.rate.per_s).min(self.rate.burst);
+        b.at = now;
+    }
+
+    /// Whether `source` has a token now (none is taken).
+    pub fn has(&self, source: Source) -> bool {
+        let now = Instant::now();
+        let mut m = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match m.get_mut(&source) {
+            None => true,
+            Some(b) => {
+                self.refill(b, now);
+                b.tokens >= 1.0
+            }
+        }
+    }
+
+    /// Takes one token of `source`'s; `false` when it had none left.
+    pub fn take(&self, source: Source) -> bool {
+        let now = Instant::now();
+        let mut m = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if m.len() >= MAX_SOURCES && !m.contains_key(&source) {
+            let rate = self.rate;
+            m.retain(|_, b| b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * rate.per_s < rate.burst);
+        }
+        let b = m.entry(source).or_insert(Bucket { tokens: self.rate.burst, at: now });
+        self.refill(b, now);
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Milliseconds until `source` has a token again (0: it has one).
+    pub fn wait_ms(&self, source: Source) -> u64 {
+        let m = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(b) = m.get(&source) else { return 0 };
+        let have = b.tokens + Instant::now().saturating_duration_since(b.at).as_secs_f64() * self.rate.per_s;
+        if have >= 1.0 || self.rate.per_s <= 0.0 {
+            return 0;
+        }
+        // At most a bucket's refill time: a whole number of milliseconds.
+        let ms = ((1.0 - have) / self.rate.per_s * 1000.0).ceil().clamp(0.0, 3_600_000.0);
+        format!("{ms:.0}").parse().unwrap_or(3_600_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s11_a_source_spends_its_burst_then_waits_and_others_are_untouched() {
+        let l = Limiter::new(Rate { per_s: 1.0, burst: 3.0 });
+        let a = Source::Ip(std::net::IpAddr::from([127, 0, 0, 2]));
+        let b = Source::Uid(1000);
+        assert!(l.has(a));
+        assert!((0..3).all(|_| l.take(a)), "the burst");
+        assert!(!l.take(a) && !l.has(a), "then nothing until it refills");
+        assert!(l.wait_ms(a) > 0 && l.wait_ms(a) <= 1000);
+        assert!(l.take(b) && l.take(Source::Local), "another source has its own bucket");
+        assert_eq!(l.wait_ms(b), 0);
+    }
+}
