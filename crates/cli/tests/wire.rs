@@ -276,6 +276,63 @@ fn c06_cli_revocation_over_the_wire_and_stale_and_impersonated_requests_are_seal
     drop(s);
 }
 
+/// §4.3 and issue 34: `jcp feed revoke --log` keeps the issuer's own
+/// revocation log (the signature the endpoint got), and `jcp audit
+/// --revocation-log --log-key` judges the record against it: the point
+/// recorded the revocation at the logged marker, so nothing is out of
+/// place. A marker that would go back is refused before anything is sent;
+/// a log whose marker was changed, or one read without a trusted key, is
+/// refused (exit 2).
+#[test]
+fn s4_3_cli_feed_keeps_the_issuers_log_and_the_audit_judges_by_it() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d);
+    ok(d, &["key", "new", "--out", "feed.key", "--seed", &"67".repeat(32)]);
+    let feed = ok(d, &["key", "show", "feed.key"]).trim().to_owned();
+    let s =
+        Server::start_with(d, "tcp:127.0.0.1:0", &["--stream", "s.jcps", "--known-through", "0", "--feed-key", &feed]);
+    let (code, v) = call(
+        d,
+        &["call", "--connect", &s.addr, "--key", "agent.key", "--chain", "root.jcp", "--cost-uj", "1", "--json"],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    ok(d, &["grant", "revoke", "--grant", "root.jcp", "--key", "issuer.key", "--out", "rev.jcp"]);
+    let revoke = ["feed", "revoke", "--connect", &s.addr, "--revocation", "rev.jcp", "--grant", "root.jcp"];
+    let (code, v) =
+        call(d, &[&revoke[..], &["--marker", "7", "--key", "feed.key", "--log", "issuer.log", "--json"]].concat());
+    assert_eq!((code, v["admitted"].as_bool()), (0, Some(true)), "{v}");
+    let log = std::fs::read_to_string(d.join("issuer.log")).unwrap();
+    assert_eq!(log.lines().count(), 2, "the header and the entry: {log}");
+    assert!(log.starts_with("{\"format\":\"jcp-revocation-log/1\"}"));
+    // A marker that would go back is refused, and nothing is sent or logged.
+    let o = jcp(d, &[&revoke[..], &["--marker", "3", "--key", "feed.key", "--log", "issuer.log"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("revocation-log-invalid"));
+    assert_eq!(std::fs::read_to_string(d.join("issuer.log")).unwrap(), log);
+    let _ = s.sigterm();
+    let audit = ["audit", "s.jcps", "--json", "--revocation-log", "issuer.log", "--log-key", &feed];
+    let (code, v) = call(d, &audit);
+    // `jcp call` reports no outcome: its allow is unresolved (§4.11), the only finding.
+    assert_eq!(
+        (code, v["findings_by_code"].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>())),
+        (1, Some(vec!["unresolved-decision".to_owned()])),
+        "{v}"
+    );
+    let rv = &v["revocations"][0];
+    assert_eq!((rv["marker"].as_u64(), rv["log_marker"].as_u64()), (Some(7), Some(7)), "{v}");
+    assert!(v["findings_by_code"].get("revocation-marker-mismatch").is_none(), "{v}");
+    // The same log with its marker changed no longer verifies.
+    std::fs::write(d.join("moved.log"), log.replace("\"marker\":7", "\"marker\":70")).unwrap();
+    let o = jcp(d, &["audit", "s.jcps", "--revocation-log", "moved.log", "--log-key", &feed]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("revocation-log-invalid") && err.contains("line 2"), "{err}");
+    // A log is read only with the key its markers are trusted under.
+    let o = jcp(d, &["audit", "s.jcps", "--revocation-log", "issuer.log"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
 /// Owner-only, as `jcp key new` writes key files.
 fn private(p: &Path) {
     #[cfg(unix)]

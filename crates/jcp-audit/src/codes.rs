@@ -191,10 +191,16 @@ finding_codes! {
     RevocationAuthorityUnknown => "revocation-authority-unknown",
     /// §4.3: a revocation that fails its authority check: not applied.
     RevocationForged => "revocation-forged",
+    /// §4.3: an issuer's revocation log refused (`jcp::Error`; the audit refuses the log whole, exit 2).
+    RevocationLogInvalid => "revocation-log-invalid",
+    /// §4.3: a point recorded a revocation at another marker than the issuer's log issued it at.
+    RevocationMarkerMismatch => "revocation-marker-mismatch",
     /// §8.1, §4.11: a stream's refusal (`jcp_receipt::Error`).
     RevocationRefused => "revocation-refused",
     /// §4.3: a revocation by someone without authority over the grant (`jcp::Error`).
     RevocationUnauthorized => "revocation-unauthorized",
+    /// §4.3: a recorded revocation the issuer's log does not hold.
+    RevocationUnlogged => "revocation-unlogged",
     /// §4.3: an allow on a revoked subtree by a point that stated no marker.
     RevocationUnverifiable => "revocation-unverifiable",
     /// §4.3: an allow on a revoked subtree by a point whose marker was past the revocation.

@@ -73,6 +73,7 @@ mod engine;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod ids;
+mod issuer_log;
 pub mod partial;
 pub mod phases;
 pub mod record;
@@ -121,6 +122,12 @@ pub struct AuditOptions {
     pub chunk_records: usize,
     /// Findings kept with full detail; counts by code are always complete.
     pub max_findings: usize,
+    /// §4.3: the issuer's revocation log, read and checked
+    /// ([`jcp::revocation_log::IssuerLog::read`]): each revocation is judged
+    /// at the marker the issuer issued it at, and the points' notices
+    /// against it. Not part of a partial audit (a merge takes none).
+    #[serde(skip)]
+    pub revocation_log: Option<std::sync::Arc<jcp::revocation_log::IssuerLog>>,
 }
 
 impl Default for AuditOptions {
@@ -131,6 +138,7 @@ impl Default for AuditOptions {
             verification: Verification::Batch,
             chunk_records: 4096,
             max_findings: 10_000,
+            revocation_log: None,
         }
     }
 }
@@ -500,6 +508,7 @@ mod finding_codes_tests {
             "src/reference/close.rs",
             "src/words.rs",
             "src/report.rs",
+            "src/issuer_log.rs",
         ]
         .map(str::to_owned)
         .to_vec();

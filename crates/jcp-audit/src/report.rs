@@ -237,10 +237,15 @@ pub struct RevocationClasses {
 pub struct RevocationLine {
     /// The revoked grant.
     pub grant_id: ContentId,
-    /// The feed marker `M` at which it was issued (the smallest any notice
-    /// of it states).
+    /// The feed marker `M` its allows are judged at: the issuer's, when an
+    /// issuer's log is given and holds it; otherwise the smallest any notice
+    /// of it states.
     pub marker: u64,
-    /// Where the first notice of it was (stream, offset).
+    /// The marker the issuer's log issued it at (only with a log that holds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_marker: Option<u64>,
+    /// Where the first notice of it was (stream, offset); `(0, 0)` for a
+    /// logged revocation no point recorded.
     pub at: (usize, u64),
     /// How many notices recorded this revocation (one per point that
     /// admitted it, usually); the allows are classified once, not per notice.
@@ -614,9 +619,10 @@ impl Report {
         for rv in &self.revocations {
             let _ = writeln!(
                 s,
-                "\nrevocation of {} at marker {} ({}, {} notice(s)): {} explicable, {} violation, {} unverifiable",
+                "\nrevocation of {} at marker {}{} ({}, {} notice(s)): {} explicable, {} violation, {} unverifiable",
                 rv.grant_id,
                 rv.marker,
+                if rv.log_marker.is_some() { ", as the issuer's log issued it" } else { "" },
                 rv.authority,
                 rv.notices,
                 rv.allows.explicable,

@@ -180,3 +180,16 @@ pub(crate) fn overspend_money(
 ) -> String {
     format!("grant {grant} spent {spent_minor} {currency} minor against a money ceiling of {ceiling_minor}")
 }
+
+/// §4.3 with the issuer's log: a point recorded a revocation at another
+/// marker than the issuer issued it at.
+pub(crate) fn revocation_marker_mismatch(grant: &ContentId, recorded: u64, issued: u64) -> String {
+    format!(
+        "this point recorded the revocation of {grant} at marker {recorded}; the issuer's log issued it at {issued}: its allows are judged at {issued}"
+    )
+}
+
+/// §4.3 with the issuer's log: a recorded revocation the issuer never logged.
+pub(crate) fn revocation_unlogged(grant: &ContentId) -> String {
+    format!("a revocation of {grant} that the issuer's log does not hold: judged at the marker its notices state")
+}

@@ -476,6 +476,126 @@ fn s4_3_allows_after_a_revocation_are_explicable_violation_or_unverifiable() {
     let _ = &pts.holder;
 }
 
+/// §4.3 against the issuer's own revocation log (issue 34): each
+/// revocation is judged at the marker the issuer issued it at. A point that
+/// recorded it at another marker is named (`revocation-marker-mismatch`), a
+/// recorded revocation the issuer never logged is named
+/// (`revocation-unlogged`), and a logged revocation no point recorded still
+/// finds the allow of a point that had heard it. The reference audit agrees.
+#[test]
+fn s4_3_the_issuers_revocation_log_sets_the_marker_allows_are_judged_at() {
+    use jcp::revocation_log::{header_line, Entry, IssuerLog};
+    let dir = tempfile::tempdir().unwrap();
+    let pts = points();
+    let feed = Keypair::from_seed([77; 32]).unwrap();
+    let revoke = |i: usize, n: u8| Revocation::issue(&pts.shards[i].0, &pts.holder, Some([n; 16])).unwrap();
+    let (rev_a, rev_b, rev_c) = (revoke(0, 5), revoke(1, 6), revoke(2, 7));
+    let mut paths = Vec::new();
+    let mut point = |name: &str, seed: u8, f: &mut dyn FnMut(&mut DurableGate)| {
+        let p = dir.path().join(name);
+        let (mut dg, _) = DurableGate::open(&p, Keypair::from_seed([seed; 32]).unwrap(), Gate::new()).unwrap();
+        f(&mut dg);
+        dg.close().unwrap();
+        paths.push(p);
+    };
+    // A records shard 0's revocation at marker 4; the issuer issued it at 10.
+    point("a.jcps", 40, &mut |a| {
+        a.record_grant(&pts.root).unwrap();
+        a.set_known_through(3).unwrap();
+        allow_once(a, &pts, 0);
+        a.admit_revocation(&rev_a, &pts.shards[0].0, 4).unwrap();
+    });
+    // B is past 10 and allows on shard 0: a violation either way.
+    point("b.jcps", 41, &mut |b| {
+        b.set_known_through(12).unwrap();
+        allow_once(b, &pts, 0);
+    });
+    // C is at 7: past A's 4, short of the issuer's 10.
+    point("c.jcps", 42, &mut |c| {
+        c.set_known_through(7).unwrap();
+        allow_once(c, &pts, 0);
+    });
+    // E records a revocation of shard 1 the issuer never logged.
+    point("e.jcps", 43, &mut |e| {
+        e.record_grant(&pts.root).unwrap();
+        e.admit_revocation(&rev_b, &pts.shards[1].0, 2).unwrap();
+    });
+    // F is at 25 and allows on shard 2, whose revocation (logged at 20) no point recorded.
+    point("f.jcps", 44, &mut |f| {
+        f.set_known_through(25).unwrap();
+        allow_once(f, &pts, 2);
+    });
+    let log_text = [
+        header_line(),
+        Entry::sign(rev_a.clone(), pts.shards[0].0.clone(), 10, &feed).to_line(),
+        Entry::sign(rev_c.clone(), pts.shards[2].0.clone(), 20, &feed).to_line(),
+    ]
+    .join("\n");
+    let log = IssuerLog::read(log_text.as_bytes(), &[feed.did()]).unwrap();
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let count = |r: &Report, code: &str| {
+        FindingCode::parse(code).and_then(|c| r.findings_by_code.get(&c).copied()).unwrap_or(0)
+    };
+    let at =
+        |r: &Report, code: &str| r.findings.iter().filter(|f| f.code == code).map(|f| f.stream).collect::<Vec<_>>();
+    // Without the log: judged at A's 4; C is a violation and F's allow goes unseen.
+    let without = audit(&refs);
+    assert_eq!(at(&without, "revocation-violation"), vec![1, 2]);
+    assert_eq!(count(&without, "revocation-marker-mismatch") + count(&without, "revocation-unlogged"), 0);
+    // With it: judged at the issuer's 10 and 20.
+    let opts = AuditOptions { revocation_log: Some(std::sync::Arc::new(log)), ..AuditOptions::default() };
+    let with = audit_paths(&refs, &opts, |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(at(&with, "revocation-violation"), vec![1, 4], "B past 10, F past 20; C at 7 is a propagation delay");
+    assert_eq!(at(&with, "revocation-marker-mismatch"), vec![0], "A recorded it at 4, not 10");
+    assert_eq!(at(&with, "revocation-unlogged"), vec![3], "E's revocation is not in the issuer's log");
+    let line = |gid: ContentId| with.revocations.iter().find(|l| l.grant_id == gid).unwrap();
+    let a = line(pts.shards[0].0.id());
+    assert_eq!((a.marker, a.log_marker, a.notices, a.allows.explicable, a.allows.violation), (10, Some(10), 1, 2, 1));
+    let b = line(pts.shards[1].0.id());
+    assert_eq!((b.marker, b.log_marker), (2, None));
+    let c = line(pts.shards[2].0.id());
+    assert_eq!((c.marker, c.log_marker, c.notices, c.at, c.allows.violation), (20, Some(20), 0, (0, 0), 1));
+    // The reference audit gives the same report, byte for byte.
+    let reference = jcp_audit::audit_reference(&refs, &opts).unwrap();
+    assert_eq!(serde_json::to_string(&with).unwrap(), serde_json::to_string(&reference).unwrap());
+    // A report without a log says nothing of one (its JSON is as before).
+    assert!(!serde_json::to_string(&without).unwrap().contains("log_marker"));
+}
+
+/// §4.3: an issuer's log is taken only whole and only from a trusted feed
+/// key: a changed marker, an unknown key, a marker that goes back, a
+/// revocation logged twice, a revocation without authority and a missing
+/// header are each refused with the line.
+#[test]
+fn s4_3_an_issuers_log_that_cannot_be_trusted_is_refused_with_its_line() {
+    use jcp::revocation_log::{header_line, Entry, IssuerLog};
+    let pts = points();
+    let feed = Keypair::from_seed([77; 32]).unwrap();
+    let rev = |i: usize| Revocation::issue(&pts.shards[i].0, &pts.holder, Some([9; 16])).unwrap();
+    let entry = |i: usize, m: u64| Entry::sign(rev(i), pts.shards[i].0.clone(), m, &feed).to_line();
+    let read = |lines: &[String], keys: &[Did]| IssuerLog::read(lines.join("\n").as_bytes(), keys);
+    let keys = [feed.did()];
+    let good = read(&[header_line(), entry(0, 3), entry(1, 3), entry(2, 5)], &keys).unwrap();
+    assert_eq!(good.entries().iter().map(|e| (e.marker, e.line)).collect::<Vec<_>>(), vec![(3, 2), (3, 3), (5, 4)]);
+    let refused = |lines: &[String], keys: &[Did], line: usize, says: &str| {
+        let e = read(lines, keys).unwrap_err();
+        assert_eq!(e.code(), "revocation-log-invalid");
+        let text = e.to_string();
+        assert!(text.starts_with(&format!("revocation-log-invalid: line {line}: ")) && text.contains(says), "{text}");
+    };
+    let moved = entry(0, 3).replace("\"marker\":3", "\"marker\":30");
+    refused(&[header_line(), moved], &keys, 2, "does not verify");
+    refused(&[header_line(), entry(0, 3)], &[pts.holder.did()], 2, "not a feed key this audit trusts");
+    refused(&[header_line(), entry(0, 5), entry(1, 3)], &keys, 3, "never go back");
+    refused(&[header_line(), entry(0, 3), entry(0, 4)], &keys, 3, "logged already, on line 2");
+    // Shard 1's revocation logged as if it revoked shard 0.
+    let forged = Entry::sign(rev(1), pts.shards[0].0.clone(), 3, &feed).to_line();
+    refused(&[header_line(), forged], &keys, 2, "no authority");
+    refused(&[entry(0, 3)], &keys, 1, "header");
+    refused(&[header_line()], &[], 0, "no feed key is trusted");
+    refused(&[header_line(), "{\"marker\":1}".into()], &keys, 2, "not an entry");
+}
+
 /// §5.5 (docs/decisions.md, "§5.5 floor"): a grant nothing debited has a
 /// floor but no basis, and says why; never "measured" over nothing.
 #[test]

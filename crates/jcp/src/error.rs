@@ -235,6 +235,18 @@ pub enum Error {
         /// What is wrong with the file.
         problem: String,
     },
+    /// An issuer's revocation log (`jcp-revocation-log/1`,
+    /// [`crate::revocation_log`]) that cannot be taken: malformed, an entry
+    /// whose signature does not verify or whose key is not trusted, a
+    /// revocation without authority, a marker that goes back, a revocation
+    /// logged twice. `line` is 1-based.
+    #[error("revocation-log-invalid: line {line}: {problem}")]
+    RevocationLogInvalid {
+        /// The line.
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A steering record or run refused (§4.7, C21); the code is the
     /// steering reason (`steer-*`, `run-*`).
     #[error(transparent)]
@@ -476,6 +488,7 @@ impl Error {
             Self::InvalidFunds { .. } => "invalid-funds",
             Self::InvalidContentId { .. } => "invalid-content-id",
             Self::KeyFileInvalid { .. } => "key-file-invalid",
+            Self::RevocationLogInvalid { .. } => "revocation-log-invalid",
             Self::Steering(e) => e.code(),
             // §2.1 rotation (C12)
             Self::RotationEmptyLog => "rotation-empty-log",
@@ -521,6 +534,7 @@ impl Error {
             | Self::InvalidFunds { .. }
             | Self::InvalidContentId { .. }
             | Self::KeyFileInvalid { .. }
+            | Self::RevocationLogInvalid { .. }
             // A caller's misuse, not a protocol refusal of a read object.
             | Self::SignerMismatch { .. }
             | Self::ChargeChainMismatch => false,
@@ -627,6 +641,7 @@ mod tests {
             Error::InvalidFunds { text: s(), problem: s() },
             Error::InvalidContentId { what: "grant", text: s() },
             Error::KeyFileInvalid { problem: s() },
+            Error::RevocationLogInvalid { line: 1, problem: s() },
             Error::UnmeasuredHardwareGrade { uj: 5 },
             Error::MeasuredEstimate { measured: 5 },
             Error::DebitBelowMeasured { uj: 4, measured: 5 },
@@ -680,6 +695,7 @@ mod tests {
                 | Error::InvalidFunds { .. }
                 | Error::InvalidContentId { .. }
                 | Error::KeyFileInvalid { .. }
+                | Error::RevocationLogInvalid { .. }
                 | Error::UnmeasuredHardwareGrade { .. }
                 | Error::MeasuredEstimate { .. }
                 | Error::DebitBelowMeasured { .. } => {}

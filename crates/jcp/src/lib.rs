@@ -44,6 +44,7 @@ pub mod fuzzing;
 pub mod grant;
 pub mod identity;
 pub mod revocation;
+pub mod revocation_log;
 pub mod rotation;
 pub mod standing;
 pub mod steering;

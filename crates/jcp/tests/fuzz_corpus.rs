@@ -29,6 +29,16 @@ fn s5_fuzz_corpus_energy_text() {
 }
 
 #[test]
+fn s4_3_fuzz_corpus_revocation_log() {
+    replay("revocation_log", jcp::fuzzing::revocation_log);
+    let accepted = accepted("revocation_log", |d| {
+        let key = jcp::identity::Keypair::from_seed([77; 32]).unwrap().did();
+        jcp::revocation_log::IssuerLog::read(d, &[key]).is_ok_and(|l| !l.entries().is_empty())
+    });
+    assert!(accepted >= 3, "the corpus holds logs that read, with entries: {accepted}");
+}
+
+#[test]
 fn s3_fuzz_corpus_cbor_decode() {
     replay("cbor_decode", jcp::fuzzing::cbor_decode);
 }

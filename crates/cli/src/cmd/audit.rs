@@ -54,6 +54,14 @@ pub struct AuditArgs {
     /// caches or threads. Slow; the same report.
     #[arg(long, conflicts_with = "partial")]
     pub reference: bool,
+    /// The issuer's revocation log (`jcp-revocation-log/1`, as `jcp feed revoke --log` writes it): each
+    /// revocation is judged at the marker the issuer issued it at; a point that recorded another marker,
+    /// and a recorded revocation the log does not hold, are findings (§4.3). Needs --log-key.
+    #[arg(long, value_name = "LOG", requires = "log_keys", conflicts_with = "partial")]
+    pub revocation_log: Option<PathBuf>,
+    /// A feed key whose signature the revocation log's entries must carry (repeatable).
+    #[arg(long = "log-key", value_name = "DID", requires = "revocation_log")]
+    pub log_keys: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,10 +89,26 @@ fn options(args: &AuditArgs) -> anyhow::Result<AuditOptions> {
         let d = Did::parse(s).map_err(|e| out::coded(e.code(), format!("--steward {s}: {e}")))?;
         expected.push(d);
     }
+    let revocation_log = match &args.revocation_log {
+        None => None,
+        Some(path) => {
+            let keys = args
+                .log_keys
+                .iter()
+                .map(|k| Did::parse(k).map_err(|e| out::coded(e.code(), format!("--log-key {k}: {e}"))))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let bytes = std::fs::read(path)
+                .map_err(|e| out::coded("io", format!("reading the revocation log {}: {e}", path.display())))?;
+            let log = jcp::revocation_log::IssuerLog::read(&bytes, &keys)
+                .map_err(|e| out::coded(e.code(), format!("{}: {e}", path.display())))?;
+            Some(std::sync::Arc::new(log))
+        }
+    };
     Ok(AuditOptions {
         expected_stewards: expected,
         threads: args.threads,
         verification: if args.strict { Verification::Strict } else { Verification::Batch },
+        revocation_log,
         ..AuditOptions::default()
     })
 }

@@ -691,6 +691,11 @@ enum FeedCmd {
         /// connection but the endpoint's admin socket (§4.3).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// The issuer's revocation log to add it to (created with its header if absent): the same
+        /// signature the endpoint gets, for `jcp audit --revocation-log` (§4.3). Needs --key. Written
+        /// (and synced) before it is sent: a revocation sent is always logged.
+        #[arg(long, value_name = "LOG", requires = "key")]
+        log: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -773,9 +778,13 @@ enum FeedCmd {
 
 pub fn run_feed(a: FeedArgs) -> anyhow::Result<ExitCode> {
     let (connect, feed, json) = match a.cmd {
-        FeedCmd::Revoke { connect, revocation, grant, marker, key, json } => {
+        FeedCmd::Revoke { connect, revocation, grant, marker, key, log, json } => {
             let rev = SignedRevocation::from_bytes(&read_bytes(&revocation)?).map_err(|e| core_err(&revocation, &e))?;
-            let feed = Feed::Revocation { revocation: rev, grant: read_grant(&grant)?, marker };
+            let grant = read_grant(&grant)?;
+            if let (Some(log), Some(k)) = (&log, &key) {
+                log_revocation(log, &rev, &grant, marker, &read_key(k)?)?;
+            }
+            let feed = Feed::Revocation { revocation: rev, grant, marker };
             (connect, sign_feed(feed, key.as_deref())?, json)
         }
         FeedCmd::Amend { connect, run, steered, checkpoint, amendment, continuation, marker, key, json } => {
@@ -882,6 +891,56 @@ pub(super) fn serve_listeners(
         }));
     }
     (tasks, unix_paths)
+}
+
+/// Adds a revocation at `marker` to the issuer's log at `path` (§4.3):
+/// the log is read first (a log that does not read, or whose last marker
+/// is past this one, is refused and left as it is), then the entry is
+/// appended and synced.
+fn log_revocation(
+    path: &std::path::Path,
+    rev: &SignedRevocation,
+    grant: &jcp::grant::SignedGrant,
+    marker: u64,
+    key: &jcp::identity::Keypair,
+) -> anyhow::Result<()> {
+    use jcp::revocation_log::{header_line, Entry, IssuerLog};
+    use std::io::Write as _;
+    let fresh = !path.exists();
+    if !fresh {
+        let bytes = std::fs::read(path).map_err(|e| coded("io", format!("reading {}: {e}", path.display())))?;
+        let log =
+            IssuerLog::read(&bytes, &[key.did()]).map_err(|e| coded(e.code(), format!("{}: {e}", path.display())))?;
+        if let Some(last) = log.entries().last().filter(|l| l.marker > marker) {
+            return Err(coded(
+                "revocation-log-invalid",
+                format!(
+                    "{}: its last marker is {}, after which {marker} would go back (§4.3)",
+                    path.display(),
+                    last.marker
+                ),
+            ));
+        }
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            return Err(coded("revocation-log-invalid", format!("{}: its last line is not whole", path.display())));
+        }
+    }
+    let entry = Entry::sign(rev.clone(), grant.clone(), marker, key);
+    let mut text = String::new();
+    if fresh {
+        text.push_str(&header_line());
+        text.push('\n');
+    }
+    text.push_str(&entry.to_line());
+    text.push('\n');
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| coded("io", format!("opening {}: {e}", path.display())))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| coded("io", format!("writing {}: {e}", path.display())))
 }
 
 /// A feed message signed with the feed key in `key` (§4.3), or as it is.

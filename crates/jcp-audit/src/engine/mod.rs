@@ -91,6 +91,8 @@ pub(crate) struct Engine {
     /// For each continuation named by a verified amendment notice: the
     /// run's declared spend when it began.
     run_base: Map<ContentId, Option<u64>>,
+    /// §4.3: the issuer's revocation log, when the auditor gave one.
+    revocation_log: Option<std::sync::Arc<jcp::revocation_log::IssuerLog>>,
 }
 
 /// Adds to a report counter without allocating the key when it exists
@@ -132,6 +134,7 @@ impl Engine {
             refused_receipts: Set::default(),
             superseded: Map::default(),
             run_base: Map::default(),
+            revocation_log: opts.revocation_log.clone(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! revocation was issued at — explicable (`known_through < M`), a violation
 //! (`known_through >= M`) or unverifiable (no marker stated).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use jcp::cbor::ContentId;
 use jcp_receipt::record::RevocationNotice;
@@ -12,6 +12,7 @@ use jcp_receipt::record::RevocationNotice;
 use super::budget::GrantAcc;
 use super::Engine;
 use crate::codes::{Authority, FindingCode};
+use crate::issuer_log;
 use crate::report::{RevocationClasses, RevocationLine};
 use crate::words;
 
@@ -23,11 +24,13 @@ pub(super) struct Recorded {
     offset: u64,
 }
 
-/// A revocation and its notices (`first` names where it was first recorded).
+/// A revocation and its notices (`first` names where it was first recorded;
+/// `all`, each notice's stream, offset and marker, in the order read).
 struct Rev {
     marker: u64,
     notices: u64,
     first: Recorded,
+    all: Vec<(usize, u64, u64)>,
 }
 
 impl Engine {
@@ -42,31 +45,54 @@ impl Engine {
     /// revoked subtree by a point that had heard (or did not say).
     pub(super) fn revocations(&mut self) -> Vec<RevocationLine> {
         let revs = distinct(std::mem::take(&mut self.notices));
+        let log = self.revocation_log.clone();
         // The earliest marker of each revoked grant's revocations that are
         // not forged: every allow on its subtree is a finding once, not once
         // per notice or per revocation of the same grant.
         let mut earliest: BTreeMap<ContentId, u64> = BTreeMap::new();
         let mut lines = Vec::new();
+        let mut heard = HashSet::new();
         for r in revs {
             let n = &r.first;
             let gid = n.notice.revocation.revocation().grant_id;
             let authority = self.authority(n, &gid);
-            let classes = if authority == Authority::Forged {
-                RevocationClasses::default()
-            } else {
-                let e = earliest.entry(gid).or_insert(r.marker);
-                *e = (*e).min(r.marker);
-                self.grants.get(&gid).map(|g| classify(g, r.marker)).unwrap_or_default()
-            };
+            if authority == Authority::Forged {
+                lines.push(RevocationLine {
+                    grant_id: gid,
+                    marker: r.marker,
+                    log_marker: None,
+                    at: (n.stream, n.offset),
+                    notices: r.notices,
+                    authority,
+                    allows: RevocationClasses::default(),
+                });
+                continue;
+            }
+            // With the issuer's log, the issuer's marker (§4.3 "issued at M").
+            let key = (n.notice.revocation.id(), *n.notice.revocation.signature());
+            let log_marker = log.as_deref().and_then(|l| {
+                heard.insert(key);
+                issuer_log::judge_notices(l, &key, &gid, &r.all, |s, o, c, m| self.finding(s, o, c, m))
+            });
+            let marker = log_marker.unwrap_or(r.marker);
+            let e = earliest.entry(gid).or_insert(marker);
+            *e = (*e).min(marker);
+            let classes = self.grants.get(&gid).map(|g| classify(g, marker)).unwrap_or_default();
             lines.push(RevocationLine {
                 grant_id: gid,
-                marker: r.marker,
+                marker,
+                log_marker,
                 at: (n.stream, n.offset),
                 notices: r.notices,
                 authority,
                 allows: classes,
             });
         }
+        // Logged revocations no point recorded: their subtrees are judged too.
+        let grants = &self.grants;
+        lines.extend(issuer_log::unheard_lines(log.as_deref(), &heard, &mut earliest, |gid, m| {
+            grants.get(gid).map(|g| classify(g, m)).unwrap_or_default()
+        }));
         for (gid, m) in earliest {
             self.revoked_allows(&gid, m);
         }
@@ -127,12 +153,14 @@ fn distinct(notices: Vec<Recorded>) -> Vec<Rev> {
     let mut index: HashMap<(ContentId, [u8; 64]), usize> = HashMap::new();
     for n in notices {
         let key = (n.notice.revocation.id(), *n.notice.revocation.signature());
+        let at = (n.stream, n.offset, n.notice.marker);
         if let Some(r) = index.get(&key).and_then(|&i| revs.get_mut(i)) {
             r.notices += 1;
             r.marker = r.marker.min(n.notice.marker);
+            r.all.push(at);
         } else {
             index.insert(key, revs.len());
-            revs.push(Rev { marker: n.notice.marker, notices: 1, first: n });
+            revs.push(Rev { marker: n.notice.marker, notices: 1, first: n, all: vec![at] });
         }
     }
     revs

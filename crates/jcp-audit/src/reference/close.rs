@@ -27,15 +27,19 @@ impl Ledger {
             if let Some(r) = revs.get_mut(&key) {
                 r.marker = r.marker.min(n.marker);
                 r.notices += 1;
+                r.each.push((s, off, n.marker));
             } else {
                 order.push(key);
-                revs.insert(key, Revoked { marker: n.marker, notices: 1, at: (s, off), first: n });
+                let each = vec![(s, off, n.marker)];
+                revs.insert(key, Revoked { marker: n.marker, notices: 1, at: (s, off), first: n, each });
             }
         }
         let mut earliest: BTreeMap<ContentId, u64> = BTreeMap::new();
         let mut lines = Vec::new();
+        let log = self.revocation_log.clone();
+        let mut heard = std::collections::HashSet::new();
         for key in order {
-            let Some(Revoked { marker, notices, at: (s, off), first: n }) = revs.remove(&key) else {
+            let Some(Revoked { marker, notices, at: (s, off), first: n, each }) = revs.remove(&key) else {
                 continue;
             };
             let gid = n.revocation.revocation().grant_id;
@@ -54,15 +58,46 @@ impl Ledger {
                     words::revocation_authority_unknown(&gid),
                 );
             }
-            let classes = if authority == crate::Authority::Forged {
-                RevocationClasses::default()
-            } else {
-                let e = earliest.entry(gid).or_insert(marker);
-                *e = (*e).min(marker);
-                self.grants.get(&gid).map(|g| classify(g, marker)).unwrap_or_default()
+            if authority == crate::Authority::Forged {
+                let allows = RevocationClasses::default();
+                lines.push(RevocationLine {
+                    grant_id: gid,
+                    marker,
+                    log_marker: None,
+                    at: (s, off),
+                    notices,
+                    authority,
+                    allows,
+                });
+                continue;
+            }
+            // §4.3 "issued at M": the issuer's marker when its log is given.
+            let log_marker = match log.as_deref() {
+                None => None,
+                Some(l) => {
+                    heard.insert(key);
+                    crate::issuer_log::judge_notices(l, &key, &gid, &each, |s, o, c, m| self.finding(s, o, c, m))
+                }
             };
-            lines.push(RevocationLine { grant_id: gid, marker, at: (s, off), notices, authority, allows: classes });
+            let judged_at = log_marker.unwrap_or(marker);
+            let e = earliest.entry(gid).or_insert(judged_at);
+            *e = (*e).min(judged_at);
+            let classes = self.grants.get(&gid).map(|g| classify(g, judged_at)).unwrap_or_default();
+            lines.push(RevocationLine {
+                grant_id: gid,
+                marker: judged_at,
+                log_marker,
+                at: (s, off),
+                notices,
+                authority,
+                allows: classes,
+            });
         }
+        // What the issuer logged and no point recorded is judged all the same.
+        let grants = &self.grants;
+        lines.extend(crate::issuer_log::unheard_lines(log.as_deref(), &heard, &mut earliest, |gid, m| {
+            grants.get(gid).map(|g| classify(g, m)).unwrap_or_default()
+        }));
         for (gid, m) in earliest {
             let Some(classes) = self.grants.get(&gid).map(|g| classify(g, m)) else {
                 continue;
@@ -205,6 +240,8 @@ struct Revoked {
     at: (usize, u64),
     /// That notice.
     first: RevocationNotice,
+    /// Each notice: stream, offset, the marker it states.
+    each: Vec<(usize, u64, u64)>,
 }
 
 /// The verified allows on a grant's subtree against marker `m` (§4.3):

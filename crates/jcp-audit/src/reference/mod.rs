@@ -185,6 +185,8 @@ struct Ledger {
     /// For each continuation an admitted amendment names: the run's declared
     /// spend when it began (§4.7).
     run_base: BTreeMap<ContentId, Option<u64>>,
+    /// §4.3: the issuer's revocation log, when the auditor gave one.
+    revocation_log: Option<std::sync::Arc<jcp::revocation_log::IssuerLog>>,
 }
 
 impl Ledger {
@@ -206,6 +208,7 @@ impl Ledger {
             refused_receipts: BTreeSet::new(),
             superseded: BTreeMap::new(),
             run_base: BTreeMap::new(),
+            revocation_log: opts.revocation_log.clone(),
         }
     }
 

@@ -151,12 +151,10 @@ impl Feed {
     /// The canonical message value.
     pub fn to_value(&self) -> Value {
         match self {
-            Self::Revocation { revocation, grant, marker } => cbor::map([
-                ("msg", Some(Value::text("revocation"))),
-                ("revocation", Some(revocation.to_value())),
-                ("grant", Some(grant.to_value())),
-                ("marker", Some(Value::Uint(*marker))),
-            ]),
+            // Defined once in the core: an issuer's revocation log signs the same bytes.
+            Self::Revocation { revocation, grant, marker } => {
+                jcp::revocation_log::feed_value(revocation, grant, *marker)
+            }
             Self::Amendment { steered, checkpoint, amendment, continuation, marker } => cbor::map([
                 ("msg", Some(Value::text("amendment"))),
                 ("steered", Some(steered.to_value())),
