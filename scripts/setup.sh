@@ -26,6 +26,9 @@ if [ "$for_tests" = 1 ]; then
   have_pkg parallel || need_apt+=(parallel)
   # The package test (tests/e2e/deb.sh) looks for the installed console's window with xwininfo.
   have_pkg x11-utils || need_apt+=(x11-utils)
+  # The end-to-end test chooses files in the console's real native dialog (issue 34: the window
+  # names files only by handles Rust gives for what was chosen there), typing into it with xdotool.
+  have_pkg xdotool || need_apt+=(xdotool)
 fi
 # Node (>= 18) builds and unit-tests the front end in ui/.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)

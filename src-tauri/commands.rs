@@ -143,21 +143,31 @@ pub async fn energy_export<R: Runtime>(
     }
 }
 
-/// Opens the native file dialog (in Rust) and returns the chosen streams.
+/// Opens the native file dialog (in Rust) and returns the chosen streams,
+/// each by its handle (issue 34: the web view never names a path).
 #[tauri::command]
-pub async fn audit_pick_streams<R: Runtime>(app: AppHandle<R>) -> CmdResult<Vec<String>> {
-    let picked = app.dialog().file().set_title("Open receipt streams").blocking_pick_files();
+pub async fn audit_pick_streams<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+) -> CmdResult<Vec<console_view::ipc::FileHandle>> {
+    let picked =
+        app.dialog().file().set_title("Open receipt streams").set_directory(&state.workspace).blocking_pick_files();
     Ok(picked
         .unwrap_or_default()
         .into_iter()
         .filter_map(|p| p.into_path().ok())
-        .map(|p| p.display().to_string())
+        .map(|p| state.handles.file(&p))
         .collect())
 }
 
-/// Starts one audit over the given streams.
+/// Starts one audit over the streams behind `handles` (chosen in a native
+/// dialog or listed by the workspace).
 #[tauri::command]
-pub fn audit_start(state: State<'_, AppState>, paths: Vec<String>) -> CmdResult<AuditJob> {
+pub fn audit_start(state: State<'_, AppState>, handles: Vec<String>) -> CmdResult<AuditJob> {
+    let paths = handles
+        .iter()
+        .map(|h| state.handles.resolve(h).map(|p| p.display().to_string()))
+        .collect::<CmdResult<Vec<_>>>()?;
     state.start_audit(paths)
 }
 
@@ -255,6 +265,7 @@ pub fn workspace_streams(state: State<'_, AppState>) -> CmdResult<Vec<StreamRow>
             .map_err(|e| error::store(&e))?
             .into_iter()
             .map(|r| StreamRow {
+                handle: state.handles.grant(Path::new(&r.path)),
                 path: r.path,
                 size_bytes: r.size_bytes,
                 opened_at_ms: r.opened_at_ms,
@@ -290,6 +301,7 @@ pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
                 label: Path::new(&r.path)
                     .file_name()
                     .map_or_else(|| r.path.clone(), |n| n.to_string_lossy().into_owned()),
+                handle: state.handles.grant(Path::new(&r.path)),
                 path: r.path,
                 last_status: r.last_verdict,
             })
@@ -301,6 +313,7 @@ pub fn overview(state: &AppState) -> CmdResult<Vec<WorkspaceItem>> {
             },
             id: Some(i.id),
             label: i.label,
+            handle: state.handles.grant(Path::new(&i.path)),
             path: i.path,
             last_status: i.last_status,
         }));
@@ -371,14 +384,22 @@ pub fn forget(state: &AppState, kind: console_view::tags::ItemKind, id: Option<i
     })
 }
 
-/// Takes an item off the workspace; its file stays.
+/// Takes an item off the workspace (a stream by its handle, a run or
+/// blueprint by its id); its file stays.
 #[tauri::command]
 pub fn workspace_forget(
     state: State<'_, AppState>,
     kind: console_view::tags::ItemKind,
     id: Option<i64>,
-    path: String,
+    handle: Option<String>,
 ) -> CmdResult<()> {
+    let path = match (kind, handle) {
+        (console_view::tags::ItemKind::Stream, Some(h)) => state.handles.resolve(&h)?.display().to_string(),
+        (console_view::tags::ItemKind::Stream, None) => {
+            return Err(UiError::new("workspace.unknown_item", "a stream is named by its handle"))
+        }
+        _ => String::new(),
+    };
     forget(&state, kind, id, &path)
 }
 

@@ -20,9 +20,12 @@ use tauri_plugin_dialog::DialogExt;
 
 use crate::error::{self, CmdResult, UiError};
 use crate::state::{now_ms, AppState};
+use console_view::ipc::FileHandle;
 
-/// The files of a reconcile as the form (or the arguments) name them; empty
-/// optional fields are absent.
+/// The files of a reconcile as the arguments name them (paths), or as the
+/// window's form does (each a handle its picker gave, issue 34: resolved
+/// by `blueprint_open` before anything is read); empty optional fields are
+/// absent.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct BlueprintOpenForm {
     /// The Blueprint Core artifact.
@@ -121,32 +124,52 @@ pub fn split_args(args: &[String]) -> Result<(Option<BlueprintOpenForm>, Vec<Str
     Ok((any.then_some(form), rest))
 }
 
-/// Opens the native dialog for one file (`what` says which, for its title).
+/// Opens the native dialog for one file (`what` says which, for its
+/// title): the file chosen, by its handle (issue 34).
 #[tauri::command]
-pub async fn developer_pick_file<R: Runtime>(app: AppHandle<R>, what: String) -> CmdResult<Option<String>> {
-    let picked =
-        app.dialog().file().set_title(format!("Open {what}")).add_filter("JSON", &["json"]).blocking_pick_file();
-    Ok(picked.and_then(|p| p.into_path().ok()).map(|p| p.display().to_string()))
+pub async fn developer_pick_file<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    what: String,
+) -> CmdResult<Option<FileHandle>> {
+    let picked = app
+        .dialog()
+        .file()
+        .set_title(format!("Open {what}"))
+        .set_directory(&state.workspace)
+        .add_filter("JSON", &["json"])
+        .blocking_pick_file();
+    Ok(picked.and_then(|p| p.into_path().ok()).map(|p| state.handles.file(&p)))
 }
 
-/// Opens the native dialog for one folder (`what` says which, for its title).
+/// Opens the native dialog for one folder (`what` says which, for its
+/// title): the folder chosen, by its handle (issue 34).
 #[tauri::command]
-pub async fn developer_pick_folder<R: Runtime>(app: AppHandle<R>, what: String) -> CmdResult<Option<String>> {
-    let picked = app.dialog().file().set_title(format!("Open {what}")).blocking_pick_folder();
-    Ok(picked.and_then(|p| p.into_path().ok()).map(|p| p.display().to_string()))
+pub async fn developer_pick_folder<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    what: String,
+) -> CmdResult<Option<FileHandle>> {
+    let picked =
+        app.dialog().file().set_title(format!("Open {what}")).set_directory(&state.workspace).blocking_pick_folder();
+    Ok(picked.and_then(|p| p.into_path().ok()).map(|p| state.handles.file(&p)))
 }
 
 /// Runs an Agent Blueprint Protocol conformance corpus (a folder of case
 /// files, or one file) as `jcp blueprint conformance --json` does (§15):
 /// per-surface and per-class counts, the surface × class matrix, files that
 /// could not run, and every case. Off the UI thread: a corpus can be large.
+/// The corpus is the folder behind `handle` (issue 34).
 #[tauri::command]
-pub async fn blueprint_conformance(path: String) -> CmdResult<console_view::blueprint::ConformanceView> {
-    let dir = PathBuf::from(path.trim());
-    if path.trim().is_empty() || !dir.exists() {
+pub async fn blueprint_conformance(
+    state: State<'_, AppState>,
+    handle: String,
+) -> CmdResult<console_view::blueprint::ConformanceView> {
+    let dir = state.handles.resolve(&handle)?;
+    if !dir.exists() {
         return Err(UiError::new(
             "blueprint.missing_file",
-            format!("choose a corpus folder or case file; {:?} is not there", path.trim()),
+            format!("choose a corpus folder or case file; {} is not there", dir.display()),
         ));
     }
     tauri::async_runtime::spawn_blocking(move || {
@@ -159,21 +182,46 @@ pub async fn blueprint_conformance(path: String) -> CmdResult<console_view::blue
 /// Adds a Blueprint + Deployment from disk to the workspace; returns the item to open.
 #[tauri::command]
 pub fn blueprint_open(state: State<'_, AppState>, form: BlueprintOpenForm) -> CmdResult<i64> {
-    open_blueprint(&state, &form)
+    let path_of = |what: &str, h: &str| -> CmdResult<String> {
+        if h.trim().is_empty() {
+            return Err(UiError::new("blueprint.missing_file", format!("choose the {what} file")));
+        }
+        state.handles.resolve(h).map(|p| p.display().to_string())
+    };
+    let opt = |what: &str, h: Option<&String>| -> CmdResult<Option<String>> {
+        h.filter(|h| !h.trim().is_empty()).map(|h| path_of(what, h)).transpose()
+    };
+    let paths = BlueprintOpenForm {
+        blueprint: path_of("blueprint", &form.blueprint)?,
+        deployment: path_of("deployment", &form.deployment)?,
+        keys: opt("trusted keys", form.keys.as_ref())?,
+        host_bounds: opt("host bounds", form.host_bounds.as_ref())?,
+        descriptors: opt("tool descriptors", form.descriptors.as_ref())?,
+    };
+    open_blueprint(&state, &paths)
+}
+
+/// A source's bytes: pasted text, or the file behind its handle (issue 34).
+fn read_source(state: &AppState, source: &IntentSource) -> CmdResult<(Vec<u8>, String)> {
+    source.read(|h| state.handles.resolve(h))?.map_err(|e| error::view(&e))
 }
 
 /// A binding as `jcp intent hash` shows it: canonical bytes, hash, or refusal with its rule.
 #[tauri::command]
-pub fn intent_inspect(source: IntentSource) -> CmdResult<IntentView> {
-    let (bytes, label) = source.read().map_err(|e| error::view(&e))?;
+pub fn intent_inspect(state: State<'_, AppState>, source: IntentSource) -> CmdResult<IntentView> {
+    let (bytes, label) = read_source(&state, &source)?;
     Ok(console_view::intent::intent_view(&bytes, &label))
 }
 
 /// Two bindings compared: which properties make them different intents (§6).
 #[tauri::command]
-pub fn intent_compare(first: IntentSource, second: IntentSource) -> CmdResult<IntentComparison> {
-    let (a, la) = first.read().map_err(|e| error::view(&e))?;
-    let (b, lb) = second.read().map_err(|e| error::view(&e))?;
+pub fn intent_compare(
+    state: State<'_, AppState>,
+    first: IntentSource,
+    second: IntentSource,
+) -> CmdResult<IntentComparison> {
+    let (a, la) = read_source(&state, &first)?;
+    let (b, lb) = read_source(&state, &second)?;
     Ok(console_view::intent::intent_compare(&a, &la, &b, &lb))
 }
 

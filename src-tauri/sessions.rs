@@ -123,7 +123,12 @@ impl Recorder {
         };
         std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
         jcp_meter::session::record_to(&path, &session).map_err(|e| io(&e))?;
-        let done = RecordedSession { path: path.display().to_string(), windows: a.windows.len() as u64, full: a.full };
+        let done = RecordedSession {
+            path: path.display().to_string(),
+            handle: String::new(),
+            windows: a.windows.len() as u64,
+            full: a.full,
+        };
         s.active = None;
         Ok(done)
     }
@@ -151,12 +156,27 @@ pub fn energy_record_start(state: State<'_, AppState>, occupancy: String) -> Cmd
 #[tauri::command]
 #[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_record_stop(state: State<'_, AppState>) -> CmdResult<RecordedSession> {
-    state.recorder.stop(&sessions_dir(&state))
+    let mut done = state.recorder.stop(&sessions_dir(&state))?;
+    done.handle = state.handles.grant(Path::new(&done.path));
+    Ok(done)
 }
 
-/// A session against a baseline (§5.4) and, if asked, a grant's spend against it (§5.5).
+/// A session against a baseline (§5.4) and, if asked, a grant's spend
+/// against it (§5.5). Every file of the form is a handle (issue 34).
 #[tauri::command]
-pub async fn energy_session_analyze(form: SessionForm) -> CmdResult<SessionAnalysis> {
+pub async fn energy_session_analyze(state: State<'_, AppState>, form: SessionForm) -> CmdResult<SessionAnalysis> {
+    let path = |h: &str| state.handles.resolve(h).map(|p| p.display().to_string());
+    let opt = |h: Option<&String>| h.filter(|h| !h.trim().is_empty()).map(|h| path(h)).transpose();
+    if form.session.trim().is_empty() {
+        return Err(UiError::new("energy.no_session", "choose a session (record one, or open a session file)"));
+    }
+    let form = SessionForm {
+        session: path(&form.session)?,
+        baseline: opt(form.baseline.as_ref())?,
+        causes: opt(form.causes.as_ref())?,
+        streams: form.streams.iter().map(|h| path(h)).collect::<CmdResult<Vec<_>>>()?,
+        grant: form.grant,
+    };
     tauri::async_runtime::spawn_blocking(move || console_view::session::analyze(&form).map_err(|e| error::view(&e)))
         .await
         .map_err(|e| UiError::new("energy.refused", format!("the analysis stopped: {e}")))?
@@ -166,11 +186,11 @@ pub async fn energy_session_analyze(form: SessionForm) -> CmdResult<SessionAnaly
 #[tauri::command]
 #[allow(clippy::needless_pass_by_value, reason = "a Tauri command takes `State` and its arguments by value")]
 pub fn energy_baseline_declare(state: State<'_, AppState>, session: String) -> CmdResult<DeclaredBaseline> {
-    let src = PathBuf::from(session.trim());
+    let src = state.handles.resolve(&session)?;
     let stem = src.file_stem().map_or_else(|| "session".to_owned(), |s| s.to_string_lossy().into_owned());
     let out = sessions_dir(&state).join(format!("baseline-{stem}.json"));
     let text = console_view::session::declare_baseline(&src, &out).map_err(|e| error::view(&e))?;
-    Ok(DeclaredBaseline { path: out.display().to_string(), text })
+    Ok(DeclaredBaseline { path: out.display().to_string(), handle: state.handles.grant(&out), text })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! what the meter last said. Commands read and change it; nothing here
 //! decides anything about the protocol — the crates do.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -162,6 +163,62 @@ pub struct AppState {
     pub audit_at_start: bool,
     /// The recording of the machine's windows as a session (§5.4).
     pub recorder: Arc<crate::sessions::Recorder>,
+    /// The files the web view may name, each by an opaque handle (issue 34).
+    pub handles: Arc<Handles>,
+}
+
+/// Issue 34, "IPC takes raw paths": the web view never names a file by its
+/// path. Every file or folder it may name was chosen in Rust (a native
+/// dialog, a drop on the window, the app's arguments) or is listed by the
+/// console itself (the workspace, its unresolved streams, a session it
+/// recorded); each is given an opaque handle here, and a command that takes
+/// a file takes a handle and looks it up. A handle not given out is refused
+/// (`ipc.unknown_handle`): a script in the window cannot make the console
+/// read or write a file the person did not choose.
+#[derive(Debug)]
+pub struct Handles {
+    inner: Mutex<(HashMap<String, PathBuf>, HashMap<PathBuf, String>)>,
+    prefix: u64,
+}
+
+impl Default for Handles {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        // A per-process random prefix (std's `RandomState` seeds from the
+        // operating system): handles of one run mean nothing in another.
+        let prefix = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        Self { inner: Mutex::new((HashMap::new(), HashMap::new())), prefix }
+    }
+}
+
+impl Handles {
+    /// The handle of `path` (the same one each time it is given).
+    pub fn grant(&self, path: &Path) -> String {
+        let mut g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(h) = g.1.get(path) {
+            return h.clone();
+        }
+        let h = format!("f{:016x}{:08x}", self.prefix, g.0.len());
+        g.0.insert(h.clone(), path.to_path_buf());
+        g.1.insert(path.to_path_buf(), h.clone());
+        h
+    }
+
+    /// A file handle to send the web view: the handle, and the path to show.
+    pub fn file(&self, path: &Path) -> console_view::ipc::FileHandle {
+        console_view::ipc::FileHandle { handle: self.grant(path), path: path.display().to_string() }
+    }
+
+    /// The path behind `handle`.
+    pub fn resolve(&self, handle: &str) -> CmdResult<PathBuf> {
+        let g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        g.0.get(handle.trim()).cloned().ok_or_else(|| {
+            UiError::new(
+                "ipc.unknown_handle",
+                "that file was not chosen in this console: choose it with its button (or drop it on the window)",
+            )
+        })
+    }
 }
 
 impl AppState {
@@ -203,6 +260,7 @@ impl AppState {
             open_at_start: Arc::new(Mutex::new(None)),
             audit_at_start: false,
             recorder: Arc::new(crate::sessions::Recorder::default()),
+            handles: Arc::new(Handles::default()),
         }
     }
 

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::invoke;
+use common::{invoke, picked};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -147,7 +147,7 @@ fn audit_without_engine_is_refused_with_words_not_faked() {
     let f = dir.path().join("s.jcps");
     std::fs::write(&f, b"x").unwrap();
     let (_app, w) = app(dir.path(), false);
-    let e = invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap_err();
+    let e = invoke(&w, "audit_start", json!({"handles": [picked(&w, f.display().to_string())]})).unwrap_err();
     assert_eq!(e["code"], "audit.unavailable");
     assert!(invoke(&w, "audit_status", json!({})).unwrap().is_null());
 }
@@ -160,8 +160,7 @@ fn s8_2_audit_job_reports_verdict_and_is_kept_in_the_workspace() {
     fake_stream(&good, b"receipts");
     fake_stream(&bad, b"receipts TAMPER");
     let (_app, w) = app(dir.path(), true);
-    let paths = json!([good.display().to_string(), bad.display().to_string()]);
-    let job = invoke(&w, "audit_start", json!({"paths": paths})).unwrap();
+    let job = invoke(&w, "audit_start", json!({"handles": [picked(&w, &good), picked(&w, &bad)]})).unwrap();
     assert_eq!(job["progress"]["bytes_total"], 23 + 16);
     let done = wait_done(&w);
     assert_eq!(done["state"], "done");
@@ -187,9 +186,9 @@ fn audit_cancel_stops_the_job_without_a_verdict() {
     let slow = dir.path().join("slow.jcps");
     fake_stream(&slow, b"SLOW");
     let (_app, w) = app(dir.path(), true);
-    let job = invoke(&w, "audit_start", json!({"paths": [slow.display().to_string()]})).unwrap();
+    let job = invoke(&w, "audit_start", json!({"handles": [picked(&w, slow.display().to_string())]})).unwrap();
     // A second start while one runs is refused.
-    let busy = invoke(&w, "audit_start", json!({"paths": [slow.display().to_string()]})).unwrap_err();
+    let busy = invoke(&w, "audit_start", json!({"handles": [picked(&w, slow.display().to_string())]})).unwrap_err();
     assert_eq!(busy["code"], "audit.busy");
     invoke(&w, "audit_cancel", json!({"id": job["id"]})).unwrap();
     let end = wait_done(&w);
@@ -205,7 +204,7 @@ fn s8_1_a_file_that_is_not_a_receipt_stream_is_refused_and_never_listed_as_one()
     let f = dir.path().join("notes.txt");
     std::fs::write(&f, b"the steward approves\n").unwrap();
     let (_app, w) = app(dir.path(), true);
-    let e = invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap_err();
+    let e = invoke(&w, "audit_start", json!({"handles": [picked(&w, f.display().to_string())]})).unwrap_err();
     assert_eq!(e["code"], "audit.not-a-stream", "{e}");
     assert!(e["message"].as_str().unwrap().contains("notes.txt"), "{e}");
     assert!(invoke(&w, "audit_status", json!({})).unwrap().is_null(), "no audit started");
@@ -219,28 +218,63 @@ fn a_workspace_item_is_forgotten_on_request_and_its_file_stays() {
     let f = dir.path().join("a.jcps");
     fake_stream(&f, b"receipts");
     let (_app, w) = app(dir.path(), true);
-    invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap();
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, f.display().to_string())]})).unwrap();
     wait_done(&w);
     let path = f.display().to_string();
     let listed = |w: &WebviewWindow<MockRuntime>| invoke(w, "workspace_overview", json!({})).unwrap();
     assert!(listed(&w).as_array().unwrap().iter().any(|i| i["path"] == path));
-    invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": path})).unwrap();
+    let handle = listed(&w).as_array().unwrap().iter().find(|i| i["path"] == path).unwrap()["handle"].clone();
+    invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "handle": handle})).unwrap();
     assert!(listed(&w).as_array().unwrap().iter().all(|i| i["path"] != path), "{}", listed(&w));
     assert!(f.exists(), "forgetting an item never touches its file");
     // Forgetting what is not there says so.
-    let e = invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": path})).unwrap_err();
+    let e = invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "handle": handle})).unwrap_err();
     assert_eq!(e["code"], "workspace.unknown_item", "{e}");
-    let e = invoke(&w, "workspace_forget", json!({"kind": "run", "id": 999, "path": ""})).unwrap_err();
+    // A stream is named by a handle the console gave, never by a path (issue 34).
+    let e = invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "handle": path})).unwrap_err();
+    assert_eq!(e["code"], "ipc.unknown_handle", "{e}");
+    let e = invoke(&w, "workspace_forget", json!({"kind": "run", "id": 999, "handle": null})).unwrap_err();
     assert_eq!(e["code"], "workspace.unknown_item", "{e}");
     let actions = invoke(&w, "steward_actions", json!({"limit": 10})).unwrap();
     assert_eq!(actions[0]["action"], "forget", "{actions}");
+}
+
+/// Issue 34, "IPC takes raw paths": every command that reads or writes a
+/// file takes a handle the console gave out (a native dialog, a drop, the
+/// workspace's own lists), and refuses a path from the window, reading
+/// nothing: a key file named by its path is never opened.
+#[test]
+fn issue34_a_command_that_takes_a_file_refuses_a_path_from_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("steward.key");
+    std::fs::write(&key, "a key file").unwrap();
+    let p = key.display().to_string();
+    let (_app, w) = app(dir.path(), true);
+    for (cmd, args) in [
+        ("audit_start", json!({"handles": [p]})),
+        ("blueprint_conformance", json!({"handle": p})),
+        ("energy_baseline_declare", json!({"session": p})),
+        (
+            "energy_session_analyze",
+            json!({"form": {"session": p, "baseline": null, "causes": null, "streams": [], "grant": null}}),
+        ),
+        ("intent_inspect", json!({"source": {"kind": "file", "handle": p}})),
+        ("workspace_forget", json!({"kind": "stream", "id": null, "handle": p})),
+    ] {
+        let e = invoke(&w, cmd, args).unwrap_err();
+        assert_eq!(e["code"], "ipc.unknown_handle", "{cmd}: {e}");
+    }
+    // The same file, once chosen in Rust, is named by its handle (here: not a stream).
+    let e = invoke(&w, "audit_start", json!({"handles": [picked(&w, &key)]})).unwrap_err();
+    assert_eq!(e["code"], "audit.not-a-stream", "{e}");
+    assert_eq!(picked(&w, &key), picked(&w, &key), "one handle a file");
 }
 
 #[test]
 fn audit_of_missing_file_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let (_app, w) = app(dir.path(), true);
-    let e = invoke(&w, "audit_start", json!({"paths": ["/nonexistent/x.jcps"]})).unwrap_err();
+    let e = invoke(&w, "audit_start", json!({"handles": [picked(&w, "/nonexistent/x.jcps")]})).unwrap_err();
     assert_eq!(e["code"], "audit.unreadable");
     assert!(e["message"].as_str().unwrap().contains("/nonexistent/x.jcps"));
 }
@@ -251,7 +285,7 @@ fn audit_export_writes_json_equal_to_the_engine_report_and_html_self_contained()
     let f = dir.path().join("a.jcps");
     fake_stream(&f, b"receipts");
     let (app, w) = app(dir.path(), true);
-    invoke(&w, "audit_start", json!({"paths": [f.display().to_string()]})).unwrap();
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, f.display().to_string())]})).unwrap();
     let done = wait_done(&w);
     let id = done["id"].as_u64().unwrap();
     let state = app.state::<AppState>();
@@ -396,7 +430,7 @@ fn s8_app_report_equals_jcp_audit_report_on_demo_streams() {
     assert_eq!(jcp_console::engines::prepare_demo(&dir.path().join("demo")).unwrap(), demo);
     let (_app, w) = engine_app(dir.path());
     for (path, want) in [(&demo[0], "clean"), (&demo[1], "findings")] {
-        invoke(&w, "audit_start", json!({"paths": [path.display().to_string()]})).unwrap();
+        invoke(&w, "audit_start", json!({"handles": [picked(&w, path.display().to_string())]})).unwrap();
         let done = wait_done(&w);
         assert_eq!(done["state"], "done", "{done}");
         assert_eq!(done["verdict"], want);
@@ -423,7 +457,7 @@ fn s8_2_each_finding_opens_its_record_through_the_ipc() {
     let dir = tempfile::tempdir().unwrap();
     let demo = jcp_console::engines::prepare_demo(&dir.path().join("demo")).unwrap();
     let (_app, w) = engine_app(dir.path());
-    invoke(&w, "audit_start", json!({"paths": [demo[1].display().to_string()]})).unwrap();
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, &demo[1])]})).unwrap();
     let done = wait_done(&w);
     let id = done["id"].clone();
     let report = invoke(&w, "audit_report", json!({"id": id})).unwrap()["report"].clone();
@@ -482,29 +516,34 @@ fn demo_app_with(dir: &Path, engine: bool) -> (tauri::App<MockRuntime>, WebviewW
 #[test]
 fn issue39_a_removed_demo_item_stays_removed_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let paths = |w: &WebviewWindow<MockRuntime>| -> Vec<(String, Value)> {
+    let paths = |w: &WebviewWindow<MockRuntime>| -> Vec<(String, Value, Value)> {
         let items = invoke(w, "workspace_overview", json!({})).unwrap();
-        items.as_array().unwrap().iter().map(|i| (i["path"].as_str().unwrap().to_owned(), i["id"].clone())).collect()
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["path"].as_str().unwrap().to_owned(), i["id"].clone(), i["handle"].clone()))
+            .collect()
     };
     let (stream, run) = {
         let (app, w) = demo_app(dir.path());
         let listed = paths(&w);
-        let stream = listed.iter().find(|(p, _)| p.ends_with(".jcps")).unwrap().0.clone();
-        let run = listed.iter().find(|(p, _)| p.ends_with(".jcprun")).unwrap().clone();
-        invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "path": stream})).unwrap();
-        invoke(&w, "workspace_forget", json!({"kind": "run", "id": run.1, "path": run.0})).unwrap();
+        let stream = listed.iter().find(|(p, _, _)| p.ends_with(".jcps")).unwrap().clone();
+        let run = listed.iter().find(|(p, _, _)| p.ends_with(".jcprun")).unwrap().clone();
+        invoke(&w, "workspace_forget", json!({"kind": "stream", "id": null, "handle": stream.2})).unwrap();
+        invoke(&w, "workspace_forget", json!({"kind": "run", "id": run.1, "handle": null})).unwrap();
         drop(w);
         drop(app);
-        (stream, run.0)
+        (stream.0, run.0)
     };
     // The console starts again on the same workspace and lists its demo.
     let (_app, w) = demo_app_with(dir.path(), true);
     let listed = paths(&w);
-    assert!(listed.iter().all(|(p, _)| *p != stream && *p != run), "{listed:?}");
-    assert!(listed.iter().any(|(p, _)| p.ends_with(".jcps")), "the other demo stream is still listed");
+    assert!(listed.iter().all(|(p, _, _)| *p != stream && *p != run), "{listed:?}");
+    assert!(listed.iter().any(|(p, _, _)| p.ends_with(".jcps")), "the other demo stream is still listed");
     // Opened again by the person, the stream is listed again.
-    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
-    assert!(paths(&w).iter().any(|(p, _)| *p == stream));
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, &stream)]})).unwrap();
+    assert!(paths(&w).iter().any(|(p, _, _)| *p == stream));
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::invoke;
+use common::{invoke, picked};
 use jcp_console::state::{AppState, MeterView};
 use serde_json::json;
 use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
@@ -32,7 +32,8 @@ fn abp_a_pair_opened_from_disk_is_reconciled_and_its_decode_error_points_at_line
     let (_app, w) = app(dir.path());
     let demo = console_view::blueprint::write_demo(&dir.path().join("bp")).unwrap();
     let good = &demo[0].files;
-    let id = invoke(&w, "blueprint_open", json!({"form": {"blueprint": good.blueprint, "deployment": good.deployment, "keys": good.keys, "host_bounds": null, "descriptors": ""}})).unwrap();
+    let keys = good.keys.as_ref().map(|k| picked(&w, k));
+    let id = invoke(&w, "blueprint_open", json!({"form": {"blueprint": picked(&w, &good.blueprint), "deployment": picked(&w, &good.deployment), "keys": keys, "host_bounds": null, "descriptors": ""}})).unwrap();
     let view = invoke(&w, "blueprint_report", json!({"id": id})).unwrap();
     assert_eq!(view["blueprint_path"], good.blueprint.display().to_string());
     let overview = invoke(&w, "workspace_overview", json!({})).unwrap();
@@ -41,7 +42,12 @@ fn abp_a_pair_opened_from_disk_is_reconciled_and_its_decode_error_points_at_line
     // A blueprint that is not JSON: the reconcile fails at `canonical`, pointing at line 2, column 10 (the second comma).
     let bad = dir.path().join("broken-blueprint.json");
     std::fs::write(&bad, "{\"a\": 1,\n \"b\": [1,, 2]}").unwrap();
-    let id = invoke(&w, "blueprint_open", json!({"form": {"blueprint": bad, "deployment": good.deployment}})).unwrap();
+    let id = invoke(
+        &w,
+        "blueprint_open",
+        json!({"form": {"blueprint": picked(&w, &bad), "deployment": picked(&w, &good.deployment)}}),
+    )
+    .unwrap();
     let view = invoke(&w, "blueprint_report", json!({"id": id})).unwrap();
     assert_eq!(view["verdict"], "inconsistent");
     let loc = &view["first_failure"]["location"];
@@ -53,18 +59,22 @@ fn abp_a_pair_opened_from_disk_is_reconciled_and_its_decode_error_points_at_line
     let e = invoke(
         &w,
         "blueprint_open",
-        json!({"form": {"blueprint": dir.path().join("nope.json"), "deployment": good.deployment}}),
+        json!({"form": {"blueprint": picked(&w, dir.path().join("nope.json")), "deployment": picked(&w, &good.deployment)}}),
     )
     .unwrap_err();
     assert_eq!(e["code"], "blueprint.missing_file");
     assert!(e["message"].as_str().unwrap().contains("nope.json"));
+    // A path from the window is not a file the person chose (issue 34).
+    let e =
+        invoke(&w, "blueprint_open", json!({"form": {"blueprint": bad, "deployment": good.deployment}})).unwrap_err();
+    assert_eq!(e["code"], "ipc.unknown_handle", "{e}");
 }
 
 #[test]
 fn asi_s5_inspect_shows_the_hash_jcp_intent_hash_prints_and_s6_compare_names_the_mutation() {
     let dir = tempfile::tempdir().unwrap();
     let (_app, w) = app(dir.path());
-    let v = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "path": vector()}})).unwrap();
+    let v = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "handle": picked(&w, vector())}})).unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(vector()).unwrap()).unwrap();
     assert_eq!(v["intent_hash"], doc["intent_hash"]);
     let pasted = invoke(
@@ -87,7 +97,22 @@ fn asi_s5_inspect_shows_the_hash_jcp_intent_hash_prints_and_s6_compare_names_the
     assert_eq!(c["same_intent"], false);
     assert_eq!(c["differences"][0]["path"], format!("$.{}", m["path"].as_str().unwrap()));
 
-    let e = invoke(&w, "intent_inspect", json!({"source": {"kind": "file", "path": dir.path().join("none.json")}}))
-        .unwrap_err();
+    let e = invoke(
+        &w,
+        "intent_inspect",
+        json!({"source": {"kind": "file", "handle": picked(&w, dir.path().join("none.json"))}}),
+    )
+    .unwrap_err();
     assert_eq!(e["code"], "view.unreadable");
+    // Issue 34: a key file named by its path from the window is never read,
+    // so its seed cannot come back as a "difference".
+    let key = dir.path().join("steward.key");
+    std::fs::write(&key, "{\"did\": \"x\", \"seed\": \"00\"}").unwrap();
+    let compare = |source: serde_json::Value| {
+        invoke(&w, "intent_compare", json!({"first": source, "second": {"kind": "text", "text": "{}"}})).unwrap_err()
+    };
+    let e = compare(json!({"kind": "file", "handle": key}));
+    assert_eq!(e["code"], "ipc.unknown_handle", "{e}");
+    let e = compare(json!({"kind": "file", "path": key}));
+    assert!(e.as_str().is_some_and(|m| m.contains("missing field `handle`")), "a path is not a source: {e}");
 }

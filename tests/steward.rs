@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
 
 mod common;
-use common::invoke;
+use common::{invoke, picked};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -253,7 +253,7 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stream = stream.display().to_string();
-    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, &stream)]})).unwrap();
     let t = Instant::now();
     while invoke(&w, "audit_status", json!({})).unwrap()["state"] == "running" {
         assert!(t.elapsed() < Duration::from_secs(60));
@@ -270,8 +270,14 @@ fn s4_11_unresolved_decisions_are_listed_with_their_holder_and_settled_once_with
     assert!(row["holder"].as_str().unwrap().starts_with("did:key:"), "the party that held it is named: {row}");
     assert!(row["settled"].is_null());
     let receipt = row["receipt"].as_str().unwrap();
+    // Issue 34: the stream by the handle its list gave; a path is refused.
+    let handle = s0["handle"].as_str().unwrap().to_owned();
+    let e =
+        invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": "failed", "note": "n"}))
+            .unwrap_err();
+    assert_eq!(e["code"], "ipc.unknown_handle", "{e}");
     let settle = |status: &str, note: &str| {
-        invoke(&w, "steward_settle", json!({"stream": stream, "receipt": receipt, "status": status, "note": note}))
+        invoke(&w, "steward_settle", json!({"stream": handle, "receipt": receipt, "status": status, "note": note}))
     };
     // Locked: nothing is signed.
     invoke(&w, "key_create_new", json!({"passphrase": "correct horse"})).unwrap();
@@ -382,7 +388,7 @@ fn c21_s11_a_gateway_run_set_up_in_the_console_is_steered_there_amended_then_rev
     assert_eq!(a["clean"], true, "{a:#}");
     // The Auditor opens the gateway's stream like any other: the same verdict
     // as `jcp audit`, and every call's intent hash recomputed from its binding.
-    invoke(&w, "audit_start", json!({"paths": [stream]})).unwrap();
+    invoke(&w, "audit_start", json!({"handles": [picked(&w, &stream)]})).unwrap();
     let t0 = Instant::now();
     let done = loop {
         let s = invoke(&w, "audit_status", json!({})).unwrap();

@@ -130,7 +130,9 @@ pub fn steward_unresolved(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Un
     unresolved(&state)
 }
 
-/// Settles an unresolved decision with a signed note.
+/// Settles an unresolved decision with a signed note; the stream is named
+/// by the handle its unresolved list gave (issue 34: the note is written
+/// beside it, so never beside a path from the web view).
 #[tauri::command]
 pub fn steward_settle(
     state: tauri::State<'_, AppState>,
@@ -140,6 +142,7 @@ pub fn steward_settle(
     status: SettleStatus,
     note: String,
 ) -> CmdResult<SignedAction> {
+    let stream = state.handles.resolve(&stream)?.display().to_string();
     settle(&state, &st, &stream, &receipt, status, &note)
 }
 

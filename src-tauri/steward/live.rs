@@ -74,6 +74,7 @@ impl LiveRun {
             state: live_state(s.state),
             endpoint: self.run.endpoint().to_owned(),
             stream: self.run.stream().display().to_string(),
+            stream_handle: String::new(),
             agent: self.run.agent().to_owned(),
             grant: s.tally.grant,
             allowed: s.tally.allowed,
@@ -194,7 +195,8 @@ pub fn live_stop(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Live
         st.live_of(id).ok_or_else(|| UiError::new("live.unknown", format!("run {id} is not live in this console")))?;
     live.stop();
     st.revision.fetch_add(1, Ordering::Relaxed);
-    let v = live.view();
+    let mut v = live.view();
+    v.stream_handle = state.handles.grant(std::path::Path::new(&v.stream));
     state.with_store(|s| {
         s.record_action(
             now_ms(),

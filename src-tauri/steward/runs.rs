@@ -191,17 +191,16 @@ pub fn run_view(state: &AppState, st: &StewardState, id: i64) -> CmdResult<Stewa
         })
         .collect();
     state.with_store(|s| s.set_item_status(id, view.verdict.as_str(), now_ms()).map_err(|e| error::store(&e)))?;
-    let gateway = sv::gateway_view(&path);
+    // The records the Auditor may be asked to open, by handle (issue 34).
+    let mut gateway = sv::gateway_view(&path);
+    if let Some(g) = gateway.as_mut() {
+        g.stream_handle = g.stream.as_deref().map(|s| state.handles.grant(std::path::Path::new(s)));
+    }
+    let live = live.map(|l| {
+        let mut v = l.view();
+        v.stream_handle = state.handles.grant(std::path::Path::new(&v.stream));
+        v
+    });
     let spend = sv::spend_chart(&view).map_err(|e| error::view(&e))?;
-    Ok(StewardRunView {
-        id,
-        run: view,
-        awaiting,
-        revoked,
-        revocable,
-        history,
-        live: live.map(|l| l.view()),
-        gateway,
-        spend,
-    })
+    Ok(StewardRunView { id, run: view, awaiting, revoked, revocable, history, live, gateway, spend })
 }

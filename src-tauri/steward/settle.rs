@@ -33,6 +33,7 @@ pub fn unresolved(state: &AppState) -> CmdResult<Vec<UnresolvedStream>> {
         let audited = report["streams"][index]["bytes"].as_u64();
         out.push(UnresolvedStream {
             rows: sv::unresolved_rows(report, index, &path),
+            handle: state.handles.grant(std::path::Path::new(&r.path)),
             stream: r.path,
             audited_at_ms: r.last_audit_at_ms.unwrap_or(0),
             changed_since: size != audited,

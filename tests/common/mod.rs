@@ -24,3 +24,10 @@ pub fn invoke(w: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<
     )
     .map(|b| b.deserialize::<Value>().unwrap())
 }
+
+/// The handle a Rust-side picker would give the window for `path` (issue
+/// 34: the window names files only by handles the console gave it).
+pub fn picked(w: &WebviewWindow<MockRuntime>, path: impl AsRef<std::path::Path>) -> String {
+    use tauri::Manager;
+    w.state::<jcp_console::state::AppState>().handles.grant(path.as_ref())
+}

@@ -25,6 +25,32 @@ const WS = process.env.JCP_E2E_WORKSPACE;
 
 const wd = webdriver(DRIVER);
 
+/** Chooses `file` in the console's native file dialog (GTK, opened from Rust) as a person would:
+ *  the dialog titled `title` is found on the display, its location typed and Return pressed.
+ *  Issue 34: the window names files only by the handles Rust gives for what was chosen here,
+ *  so the test goes through the real dialog (xdotool, installed by scripts/setup.sh). */
+async function chooseInDialog(title, file) {
+  // A folder is typed with its final "/": the dialog (opened in the workspace) takes it on Return.
+  const xdo = (...args) => spawnSync("xdotool", args, { encoding: "utf8" });
+  const deadline = Date.now() + 20000;
+  let win = "";
+  while (!win && Date.now() < deadline) {
+    win = (xdo("search", "--onlyvisible", "--name", title).stdout ?? "").trim().split("\n")[0] ?? "";
+    if (!win) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(win, `the native dialog "${title}" opened`);
+  xdo("windowfocus", "--sync", win);
+  await new Promise((r) => setTimeout(r, 300));
+  xdo("key", "--clearmodifiers", "ctrl+l");
+  await new Promise((r) => setTimeout(r, 200));
+  xdo("type", "--clearmodifiers", "--delay", "2", file);
+  await new Promise((r) => setTimeout(r, 400));
+  // What the location bar completes on its own is selected: deleted, so Return takes what was typed.
+  xdo("key", "--clearmodifiers", "Delete");
+  await new Promise((r) => setTimeout(r, 200));
+  xdo("key", "--clearmodifiers", "Return");
+}
+
 const timings = [];
 
 class Session {
@@ -306,25 +332,32 @@ test("energy view: a recorded session against a declared baseline and a grant's 
     const record = async (windows) => {
       await s.exec("const i = document.querySelector('#session-occupancy'); i.value = 'idle'; document.querySelector('#session-record').click(); return true");
       await s.waitFor(async () => (await s.exec("return document.querySelector('.rec-state').textContent")).includes(`${windows} window`), 30000, `${windows} recorded windows`);
+      const before = await s.exec("return document.querySelector('#session-path').value");
       await s.exec("document.querySelector('#session-record').click(); return true");
-      await s.waitFor(async () => (await s.exec("return document.querySelector('#session-path').value")).endsWith(".json"), 10000, "the saved session");
-      const p = await s.exec("return document.querySelector('#session-path').value");
-      await s.exec("document.querySelector('#session-path').value = ''; return true");
-      return p;
+      await s.waitFor(async () => {
+        const v = await s.exec("return document.querySelector('#session-path').value");
+        return v.endsWith(".json") && v !== before;
+      }, 10000, "the saved session");
+      return s.exec("return document.querySelector('#session-path').value");
     };
-    const first = await record(3);
-    await s.exec(`document.querySelector('#session-path').value = ${JSON.stringify(first)}; document.querySelector('#session-declare').click(); return true`);
+    // Issue 34: the file fields show what the console chose or wrote; they cannot be typed in.
+    assert.equal(await s.exec("return ['#session-path', '#session-baseline', '#session-streams'].every(q => document.querySelector(q).readOnly)"), true);
+    await record(3);
+    // The baseline is declared from the session just recorded (the panel holds its handle).
+    await s.exec("document.querySelector('#session-declare').click(); return true");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#session-baseline').value")).includes("baseline-"), 10000, "the declared baseline");
     const baseline = await s.exec("return document.querySelector('#session-baseline').value");
     const second = await record(3);
-    // A demo grant with spend, from the demo stream's audit.
+    // A demo grant with spend, from the demo stream's audit; the stream picked from the workspace's list.
     const stream = path.join(WS ?? "", "demo", "demo.jcps");
     const [, audit] = jcp(["audit", stream]);
     const grant = audit.grants.find((g) => g.spent_uj > 0).grant_id;
-    await s.exec(`document.querySelector('#session-path').value = ${JSON.stringify(second)};
-      document.querySelector('#session-streams').value = ${JSON.stringify(stream)};
+    await s.waitFor(async () => (await s.exec(`return [...document.querySelectorAll('#session-workspace-streams option')].some(o => o.title === ${JSON.stringify(stream)})`)) === true, 10000, "the workspace's streams to pick from");
+    await s.exec(`const sel = document.querySelector('#session-workspace-streams');
+      sel.value = [...sel.options].find(o => o.title === ${JSON.stringify(stream)}).value; sel.dispatchEvent(new Event('change'));
       document.querySelector('#session-grant').value = ${JSON.stringify(grant)};
       document.querySelector('#session-analyze').click(); return true`);
+    assert.equal(await s.exec("return document.querySelector('#session-streams').value"), stream);
     await s.waitFor(async () => (await s.exec("return document.querySelector('#session-conservation') !== null")) === true, 30000, "the analysis");
     const [, dyn] = jcp(["energy", "dynamism", "--windows", second, "--baseline", baseline]);
     const looks = await s.exec("return [...document.querySelectorAll('.looks .look .n')].map(n => Number(n.textContent))");
@@ -543,8 +576,13 @@ test("blueprint view: a conformance corpus run shows the matrix `jcp blueprint c
     const corpus = path.resolve("conformance/blueprint");
     const [code, cli] = jcp(["blueprint", "conformance", corpus]);
     await s.click("#tab-blueprint");
-    await s.exec(`const d = document.querySelector('#bp-conformance'); d.open = true; d.scrollIntoView();
-      const i = document.querySelector('#bp-conformance-path'); i.value = ${JSON.stringify(corpus)}; document.querySelector('#bp-conformance-go').click(); return true`);
+    // Issue 34: the corpus is chosen in the native dialog (the field cannot be typed in).
+    assert.equal(await s.exec("return document.querySelector('#bp-conformance-path').readOnly"), true);
+    await s.exec("const d = document.querySelector('#bp-conformance'); d.open = true; d.scrollIntoView(); document.querySelector('#bp-conformance .browse').click(); return true");
+    await chooseInDialog("Open a conformance corpus folder", `${corpus}/`);
+    await s.waitFor(async () => (await s.exec("return document.querySelector('#bp-conformance-path').value")) !== "", 20000, "the folder chosen");
+    assert.equal((await s.exec("return document.querySelector('#bp-conformance-path').value")).replace(/\/$/, ""), corpus);
+    await s.exec("document.querySelector('#bp-conformance-go').click(); return true");
     await s.waitFor(async () => (await s.exec("return document.querySelector('#conformance-verdict') !== null")) === true, 60000, "the conformance verdict");
     assert.equal(await s.textOf("#conformance-verdict .value"), cli.green ? "green" : "not green");
     assert.equal(code, cli.green ? 0 : 1);

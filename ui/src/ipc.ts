@@ -10,6 +10,7 @@ import type { ExportResult } from "./gen/ExportResult";
 import type { AuditJob } from "./gen/AuditJob";
 import type { AuditReportView } from "./gen/AuditReportView";
 import type { StreamRow } from "./gen/StreamRow";
+import type { FileHandle } from "./gen/FileHandle";
 import type { RecordPanel } from "./gen/RecordPanel";
 import type { ActionRow } from "./gen/ActionRow";
 import type { UiError } from "./gen/UiError";
@@ -39,7 +40,7 @@ import type { SessionAnalysis } from "./gen/SessionAnalysis";
 import type { SessionForm } from "./gen/SessionForm";
 import type { DeclaredBaseline } from "./gen/DeclaredBaseline";
 
-/** The files of a Blueprint reconcile as the open form names them (empty optional fields are absent). */
+/** The files of a Blueprint reconcile as the open form names them: each by the handle its picker gave (issue 34); empty optional fields are absent. */
 export interface BlueprintOpenForm {
   blueprint: string;
   deployment: string;
@@ -48,7 +49,7 @@ export interface BlueprintOpenForm {
   descriptors: string | null;
 }
 
-export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, RecordPanel, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
+export type { AppInfo, EnergySnapshot, ExportResult, AuditJob, AuditReportView, RecordPanel, FileHandle, StreamRow, ActionRow, UiError, WorkspaceItem, BlueprintReportView, RunView };
 export type { IntentSource, IntentView, IntentComparison, JsonLocation, ConformanceView };
 export type { RecordingStatus, RecordedSession, SessionAnalysis, SessionForm, DeclaredBaseline };
 export type { KeyStatus, StewardOverview, StewardRunView, AmendForm, AmendPreview, SignedAction, RevokePlan, RunRow, LiveView, Command, UnresolvedStream, SettleStatus, GatewayForm, GatewayPrepared };
@@ -75,8 +76,9 @@ export const api = {
   appInfo: () => call<AppInfo>("app_info"),
   energySnapshot: (limit: number) => call<EnergySnapshot>("energy_snapshot", { limit }),
   energyExport: (format: "csv" | "json") => call<ExportResult>("energy_export", { format }),
-  auditPickStreams: () => call<string[]>("audit_pick_streams"),
-  auditStart: (paths: string[]) => call<AuditJob>("audit_start", { paths }),
+  auditPickStreams: () => call<FileHandle[]>("audit_pick_streams"),
+  /** Audits the streams behind `handles` (from a picker or the workspace list: never paths, issue 34). */
+  auditStart: (handles: string[]) => call<AuditJob>("audit_start", { handles }),
   auditStatus: () => call<AuditJob | null>("audit_status"),
   auditReport: (id: number) => call<AuditReportView>("audit_report", { id }),
   auditCancel: (id: number) => call<AuditJob>("audit_cancel", { id }),
@@ -88,7 +90,7 @@ export const api = {
   stewardActions: (limit: number) => call<ActionRow[]>("steward_actions", { limit }),
   workspaceOverview: () => call<WorkspaceItem[]>("workspace_overview"),
   workspaceForget: (item: WorkspaceItem) =>
-    call<null>("workspace_forget", { kind: item.kind, id: item.id, path: item.path }),
+    call<null>("workspace_forget", { kind: item.kind, id: item.id, handle: item.kind === "stream" ? item.handle : null }),
   blueprintReport: (id: number) => call<BlueprintReportView>("blueprint_report", { id }),
   runReport: (id: number) => call<RunView>("run_report", { id }),
   keyStatus: () => call<KeyStatus>("key_status_get"),
@@ -103,18 +105,20 @@ export const api = {
   stewardRevokePlan: (id: number, grant: string) => call<RevokePlan>("steward_revoke_plan", { id, grant }),
   stewardRevoke: (id: number, grant: string) => call<SignedAction>("steward_revoke", { id, grant }),
   stewardUnresolved: () => call<UnresolvedStream[]>("steward_unresolved"),
+  /** `stream`: the handle its unresolved list gave. */
   stewardSettle: (stream: string, receipt: string, status: SettleStatus, note: string) =>
     call<SignedAction>("steward_settle", { stream, receipt, status, note }),
-  developerPickFile: (what: string) => call<string | null>("developer_pick_file", { what }),
+  developerPickFile: (what: string) => call<FileHandle | null>("developer_pick_file", { what }),
   blueprintOpen: (form: BlueprintOpenForm) => call<number>("blueprint_open", { form }),
-  developerPickFolder: (what: string) => call<string | null>("developer_pick_folder", { what }),
-  blueprintConformance: (path: string) => call<ConformanceView>("blueprint_conformance", { path }),
+  developerPickFolder: (what: string) => call<FileHandle | null>("developer_pick_folder", { what }),
+  blueprintConformance: (handle: string) => call<ConformanceView>("blueprint_conformance", { handle }),
   intentInspect: (source: IntentSource) => call<IntentView>("intent_inspect", { source }),
   intentCompare: (first: IntentSource, second: IntentSource) => call<IntentComparison>("intent_compare", { first, second }),
   energyRecordStatus: () => call<RecordingStatus>("energy_record_status"),
   energyRecordStart: (occupancy: string) => call<RecordingStatus>("energy_record_start", { occupancy }),
   energyRecordStop: () => call<RecordedSession>("energy_record_stop"),
   energySessionAnalyze: (form: SessionForm) => call<SessionAnalysis>("energy_session_analyze", { form }),
+  /** Declares a baseline from the session behind `session` (a handle). */
   energyBaselineDeclare: (session: string) => call<DeclaredBaseline>("energy_baseline_declare", { session }),
   liveStart: () => call<RunRow>("live_run_start"),
   liveStop: (id: number) => call<LiveView>("live_run_stop", { id }),

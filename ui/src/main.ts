@@ -55,9 +55,9 @@ export class Console {
     this.run = new RunView();
     this.steward = new StewardView(notify);
     this.steward.onAwaiting = (n) => this.setAwaiting(n);
-    this.steward.onAudit = (path) => {
+    this.steward.onAudit = (handle) => {
       this.select("auditor");
-      void this.auditor.start([path]);
+      void this.auditor.start([handle]);
     };
     const nav = el("nav");
     nav.append(el("span", "brand", "JCP Console"));
@@ -94,7 +94,7 @@ export class Console {
   async openItem(item: WorkspaceItem): Promise<void> {
     if (item.kind === "stream") {
       this.select("auditor");
-      await this.auditor.start([item.path]);
+      await this.auditor.start([item.handle]);
     } else if (item.kind === "run" && item.id !== null) {
       this.select("run");
       await this.run.open(item.id);

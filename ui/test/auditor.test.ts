@@ -11,9 +11,10 @@ describe("auditor view", () => {
     const calls: string[] = [];
     mockIPC((cmd, args) => {
       calls.push(cmd);
-      if (cmd === "audit_pick_streams") return ["/a.jcps", "/b.jcps"];
+      if (cmd === "audit_pick_streams") return [{ handle: "f-a", path: "/a.jcps" }, { handle: "f-b", path: "/b.jcps" }];
       if (cmd === "audit_start") {
-        expect(args).toEqual({ paths: ["/a.jcps", "/b.jcps"] });
+        // Issue 34: the picked files go back by their handles, never their paths.
+        expect(args).toEqual({ handles: ["f-a", "f-b"] });
         return job({ paths: ["/a.jcps", "/b.jcps"] });
       }
       throw new Error(cmd);

@@ -105,10 +105,13 @@ describe("blueprint view (the developer's)", () => {
       throw new Error(cmd);
     });
     const v = new BlueprintView();
-    (v.root.querySelector("#bp-open-blueprint") as HTMLInputElement).value = " /tmp/bp.json ";
-    (v.root.querySelector("#bp-open-deployment") as HTMLInputElement).value = "/tmp/dep.json";
+    // Issue 34: the fields show what the pickers chose and cannot be typed in; the handles go back.
+    expect((v.root.querySelector("#bp-open-blueprint") as HTMLInputElement).readOnly).toBe(true);
+    v.choose("blueprint", { handle: "f-bp", path: "/tmp/bp.json" });
+    v.choose("deployment", { handle: "f-dep", path: "/tmp/dep.json" });
+    expect((v.root.querySelector("#bp-open-blueprint") as HTMLInputElement).value).toBe("/tmp/bp.json");
     await v.openForm();
-    expect(asked[0]).toEqual(["blueprint_open", { form: { blueprint: "/tmp/bp.json", deployment: "/tmp/dep.json", keys: null, host_bounds: null, descriptors: null } }]);
+    expect(asked[0]).toEqual(["blueprint_open", { form: { blueprint: "f-bp", deployment: "f-dep", keys: null, host_bounds: null, descriptors: null } }]);
     expect(asked).toContainEqual(["blueprint_report", { id: 9 }]);
     const at = v.root.querySelector("#blueprint-first-failure-location")!;
     expect(at.textContent).toContain("at bp.json line 2, column 10 (byte 18)");
@@ -168,9 +171,12 @@ describe("conformance run (ABP §15)", () => {
       throw new Error(cmd);
     });
     const v = new BlueprintView();
-    (v.root.querySelector("#bp-conformance-path") as HTMLInputElement).value = " /corpus ";
     await v.conformance.run();
-    expect(asked).toEqual([{ path: "/corpus" }]);
+    expect(asked).toEqual([]); // nothing chosen, nothing run
+    expect(v.root.querySelector(".bp-conformance .status.error")?.textContent).toContain("Choose a corpus folder");
+    v.conformance.choose({ handle: "f-corpus", path: "/corpus" });
+    await v.conformance.run();
+    expect(asked).toEqual([{ handle: "f-corpus" }]);
     expect(v.root.querySelector("#conformance-verdict .value")?.textContent).toBe("not green");
     const rows = [...v.root.querySelectorAll(".conformance-matrix tr.surface")];
     expect(rows.map((r) => r.querySelector(".name")?.textContent)).toEqual(["digest.compute", "signature.verify"]);
@@ -195,6 +201,7 @@ describe("conformance run (ABP §15)", () => {
       throw { code: "blueprint.corpus_refused", message: "the corpus index /c/index.json is refused" };
     });
     const v = new BlueprintView();
+    v.conformance.choose({ handle: "f-c", path: "/c" });
     await v.conformance.run();
     expect(v.root.querySelector(".bp-conformance .status.error")?.textContent).toContain("blueprint.corpus_refused");
   });

@@ -55,10 +55,10 @@ export const reportView = (over: Partial<AuditReportView> = {}): AuditReportView
 import type { BlueprintReportView, RunView, WorkspaceItem } from "../src/ipc";
 
 export const items = (): WorkspaceItem[] => [
-  { kind: "stream", id: null, label: "demo.jcps", path: "/ws/demo/demo.jcps", last_status: "clean" },
-  { kind: "run", id: 1, label: "demo run", path: "/ws/demo/demo.jcprun", last_status: null },
-  { kind: "blueprint", id: 2, label: "summarize, its deployment", path: "/ws/demo/blueprint/summarize.deployment.json", last_status: "consistent" },
-  { kind: "blueprint", id: 3, label: "summarize, rug-pull", path: "/ws/demo/blueprint/summarize-rugpull.deployment.json", last_status: null },
+  { kind: "stream", id: null, label: "demo.jcps", path: "/ws/demo/demo.jcps", handle: "f-demo", last_status: "clean" },
+  { kind: "run", id: 1, label: "demo run", path: "/ws/demo/demo.jcprun", handle: "f-run", last_status: null },
+  { kind: "blueprint", id: 2, label: "summarize, its deployment", path: "/ws/demo/blueprint/summarize.deployment.json", handle: "f-bp2", last_status: "consistent" },
+  { kind: "blueprint", id: 3, label: "summarize, rug-pull", path: "/ws/demo/blueprint/summarize-rugpull.deployment.json", handle: "f-bp3", last_status: null },
 ];
 
 const HOST_OWNED = ["tenancy", "live_policy", "authority", "effect_ownership", "execution", "billing", "evaluation_truth"];

@@ -112,4 +112,20 @@ describe("intent panel (the developer's, Agent-Safe Intent v1)", () => {
     expect(p.root.querySelector("#intent-comparison")?.textContent).toContain("Not compared: the second does not decode");
     expect(p.root.querySelector("#intent-verdict")).toBeNull();
   });
+
+  it("issue34_a_file_chosen_in_the_dialog_is_sent_by_its_handle", async () => {
+    const asked: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "developer_pick_file") return { handle: "f-bind", path: "/ws/binding.json" };
+      if (cmd === "intent_inspect") {
+        asked.push(args);
+        return accepted();
+      }
+      throw new Error(cmd);
+    });
+    const p = new IntentPanel(noop);
+    await p.pick("a");
+    expect(asked).toEqual([{ source: { kind: "file", handle: "f-bind" } }]);
+    expect(p.root.textContent).toContain("/ws/binding.json");
+  });
 });

@@ -9,7 +9,7 @@ describe("ipc", () => {
     const seen: Array<[string, unknown]> = [];
     mockIPC((cmd, args) => {
       seen.push([cmd, args]);
-      return cmd === "audit_pick_streams" ? ["/a"] : { path: null, bytes: 0 };
+      return cmd === "audit_pick_streams" ? [{ handle: "f-a", path: "/a" }] : { path: null, bytes: 0 };
     });
     await api.energyExport("csv");
     await api.auditPickStreams();

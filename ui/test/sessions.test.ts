@@ -59,7 +59,8 @@ describe("live energy sessions (§5.4, §5.5)", () => {
       calls.push([cmd, args]);
       if (cmd === "energy_record_status") return { meter_running: true, recording, occupancy: recording ? "idle" : null, windows: recording ? 3 : 0, started_ms: recording ? 1000 : null, full: false };
       if (cmd === "energy_record_start") { recording = true; return null; }
-      if (cmd === "energy_record_stop") { recording = false; return { path: "/ws/sessions/session-1000.json", windows: 3, full: false }; }
+      if (cmd === "energy_record_stop") { recording = false; return { path: "/ws/sessions/session-1000.json", handle: "f-s1000", windows: 3, full: false }; }
+      if (cmd === "workspace_streams") return [];
       throw new Error(cmd);
     });
     const n = notify();
@@ -88,5 +89,33 @@ describe("live energy sessions (§5.4, §5.5)", () => {
     const p = new SessionsPanel(notify());
     await p.analyze();
     expect(p.root.querySelector(".sessions .status.error, .status.error")?.textContent).toContain("session-malformed");
+  });
+
+  it("issue34_the_analysis_sends_the_files_by_their_handles_never_their_paths", async () => {
+    const asked: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "energy_record_status") return { meter_running: true, recording: false, occupancy: null, windows: 0, started_ms: null, full: false };
+      if (cmd === "workspace_streams") return [{ path: "/ws/demo/demo.jcps", handle: "f-demo", size_bytes: 1, opened_at_ms: 1, last_verdict: null }];
+      if (cmd === "energy_baseline_declare") { asked.push(["declare", args]); return { path: "/ws/sessions/baseline-session-1.json", handle: "f-b1", text: "a band" }; }
+      if (cmd === "energy_session_analyze") { asked.push(["analyze", args]); return analysis(); }
+      throw new Error(cmd);
+    });
+    const p = new SessionsPanel(notify());
+    await p.refresh();
+    const field = (q: string) => p.root.querySelector(q) as HTMLInputElement;
+    expect(field("#session-path").readOnly && field("#session-streams").readOnly).toBe(true);
+    p.setFile("session", { handle: "f-s1", path: "/ws/sessions/session-1.json" });
+    (p.root.querySelector("#session-declare") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(field("#session-baseline").value).toBe("/ws/sessions/baseline-session-1.json"));
+    const sel = p.root.querySelector("#session-workspace-streams") as HTMLSelectElement;
+    sel.value = "f-demo";
+    sel.dispatchEvent(new Event("change"));
+    expect(field("#session-streams").value).toBe("/ws/demo/demo.jcps");
+    field("#session-grant").value = "ab".repeat(32);
+    await p.analyze();
+    expect(asked).toEqual([
+      ["declare", { session: "f-s1" }],
+      ["analyze", { form: { session: "f-s1", baseline: "f-b1", causes: null, streams: ["f-demo"], grant: "ab".repeat(32) } }],
+    ]);
   });
 });

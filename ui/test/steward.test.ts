@@ -28,6 +28,7 @@ const run = (over: Partial<StewardRunView> = {}): StewardRunView => ({
     state: "running",
     endpoint: "unix:/ws/live/1/endpoint.sock",
     stream: "/ws/live/1/record.jcps",
+    stream_handle: "f-record",
     agent: "did:key:z6MkAgent",
     grant: "18663457bbbbbbbbbbbb",
     allowed: 5,
@@ -347,6 +348,7 @@ describe("steward view (issue 17)", () => {
     const unresolved = [
       {
         stream: "/ws/live/1/record.jcps",
+        handle: "f-record",
         audited_at_ms: 1_767_258_000_000,
         changed_since: false,
         total: 2,
@@ -386,7 +388,8 @@ describe("steward view (issue 17)", () => {
     await tick();
     await tick();
     const settle = calls.find(([c]) => c === "steward_settle");
-    expect(settle?.[1]).toEqual({ stream: "/ws/live/1/record.jcps", receipt: "aaaaaaaaaaaaaaaaaaaa", status: "failed", note: "the tool timed out; no effect" });
+    // Issue 34: the stream by the handle its list gave, never its path.
+    expect(settle?.[1]).toEqual({ stream: "f-record", receipt: "aaaaaaaaaaaaaaaaaaaa", status: "failed", note: "the tool timed out; no effect" });
     expect(calls.filter(([c]) => c.startsWith("live_run") || c === "audit_start")).toEqual([]); // never retried, never re-run
   });
 
@@ -498,7 +501,7 @@ describe("steward view (issue 17)", () => {
   it("s11_asi_s8_a_gateway_run_lists_each_tool_call_with_its_intent_hash_verdict_and_figure", async () => {
     const gateway: GatewayView = {
       log: "/ws/runs/g.jcprun.events.jsonl", upstream: "npx @modelcontextprotocol/server-everything", client: "claude-ai",
-      holder: "did:key:z6MkAgent", stream: "/ws/runs/g.jcps", closed: false, held_at: "cafe0123456789abcdef",
+      holder: "did:key:z6MkAgent", stream: "/ws/runs/g.jcps", stream_handle: "f-g", closed: false, held_at: "cafe0123456789abcdef",
       allowed: 1, denied: 1, refused: 1, lost: 0, unreadable_lines: 0,
       metered_note: "1 call metered by the gateway behind its gate; 1 of them Partial, so their sum (5.000 mJ) covers only part of the work and is not its total",
       calls: [
@@ -528,7 +531,7 @@ describe("steward view (issue 17)", () => {
     expect((rows[2].querySelector("td.coverage.partial") as HTMLElement).title).toContain("not its total");
     expect(v.root.querySelector("#gateway-panel .metered-note")?.textContent).toContain("not its total");
     (v.root.querySelector("#gateway-audit") as HTMLButtonElement).click();
-    expect(audited).toEqual(["/ws/runs/g.jcps"]);
+    expect(audited).toEqual(["f-g"]); // its record, by its handle
   });
 
   it("s11_a_run_without_a_gateway_log_shows_no_gateway_panel", async () => {

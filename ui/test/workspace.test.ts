@@ -25,7 +25,7 @@ describe("workspace overview", () => {
     mockIPC((cmd, args) => {
       seen.push([cmd, args]);
       if (cmd === "workspace_forget") {
-        listed = listed.filter((i) => i.path !== (args as { path: string }).path);
+        listed = listed.filter((i) => i.handle !== (args as { handle: string }).handle);
         return null;
       }
       return listed;
@@ -35,7 +35,7 @@ describe("workspace overview", () => {
     const first = items()[0];
     (v.root.querySelector(".items-table tbody tr .forget-item") as HTMLButtonElement).click();
     await vi.waitFor(() => expect(v.root.querySelectorAll(".items-table tbody tr").length).toBe(3));
-    expect(seen).toContainEqual(["workspace_forget", { kind: first.kind, id: first.id, path: first.path }]);
+    expect(seen).toContainEqual(["workspace_forget", { kind: first.kind, id: first.id, handle: first.kind === "stream" ? first.handle : null }]);
     expect(v.root.querySelector(".status")!.textContent).toContain("untouched");
   });
 
@@ -62,7 +62,7 @@ describe("workspace overview", () => {
     expect(seen).toContainEqual(["blueprint_report", { id: 3 }]);
     // A stream opens in the auditor and is audited.
     (root.querySelectorAll<HTMLButtonElement>("#view-workspace .open-item")[0]).click();
-    await vi.waitFor(() => expect(seen).toContainEqual(["audit_start", { paths: ["/ws/demo/demo.jcps"] }]));
+    await vi.waitFor(() => expect(seen).toContainEqual(["audit_start", { handles: ["f-demo"] }]));
     expect((root.querySelector("#view-auditor") as HTMLElement).hidden).toBe(false);
     c.stop();
   });

@@ -20,10 +20,11 @@ pub enum IntentSource {
         /// The text.
         text: String,
     },
-    /// A file on disk.
+    /// A file the person chose in the native dialog (issue 34: by the
+    /// handle the console gave it, never by a path from the web view).
     File {
-        /// Its path.
-        path: String,
+        /// Its handle.
+        handle: String,
     },
 }
 
@@ -33,31 +34,37 @@ pub enum IntentSource {
 pub const MAX_SOURCE_BYTES: u64 = 1024 * 1024;
 
 impl IntentSource {
-    /// The bytes and a label (`pasted`, or the file's path).
-    pub fn read(&self) -> Result<(Vec<u8>, String), crate::ViewError> {
-        match self {
+    /// The bytes and a label (`pasted`, or the file's path): a file is the
+    /// one `path_of` finds for its handle (the shell's handle registry).
+    pub fn read<E>(
+        &self,
+        path_of: impl FnOnce(&str) -> Result<std::path::PathBuf, E>,
+    ) -> Result<Result<(Vec<u8>, String), crate::ViewError>, E> {
+        Ok(match self {
             Self::Text { text } if text.len() as u64 > MAX_SOURCE_BYTES => Err(crate::ViewError::TooLarge(format!(
                 "the pasted text is {} bytes; at most {MAX_SOURCE_BYTES} are read",
                 text.len()
             ))),
             Self::Text { text } => Ok((text.as_bytes().to_vec(), "pasted".to_owned())),
-            Self::File { path } => {
-                use std::io::Read as _;
-                let p = std::path::Path::new(path);
-                let unreadable =
-                    |e: std::io::Error| crate::ViewError::Unreadable { path: p.to_path_buf(), detail: e.to_string() };
-                let f = std::fs::File::open(p).map_err(unreadable)?;
-                let mut bytes = Vec::new();
-                f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
-                if bytes.len() as u64 > MAX_SOURCE_BYTES {
-                    return Err(crate::ViewError::TooLarge(format!(
-                        "{path} is larger than {MAX_SOURCE_BYTES} bytes: not a binding"
-                    )));
-                }
-                Ok((bytes, path.clone()))
-            }
-        }
+            Self::File { handle } => read_file(&path_of(handle)?),
+        })
     }
+}
+
+/// A binding file's bytes (at most [`MAX_SOURCE_BYTES`]) and its path as the label.
+pub fn read_file(p: &std::path::Path) -> Result<(Vec<u8>, String), crate::ViewError> {
+    use std::io::Read as _;
+    let unreadable = |e: std::io::Error| crate::ViewError::Unreadable { path: p.to_path_buf(), detail: e.to_string() };
+    let f = std::fs::File::open(p).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(crate::ViewError::TooLarge(format!(
+            "{} is larger than {MAX_SOURCE_BYTES} bytes: not a binding",
+            p.display()
+        )));
+    }
+    Ok((bytes, p.display().to_string()))
 }
 
 /// What the document was hashed as.
@@ -332,12 +339,15 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("big.json");
         std::fs::write(&f, vec![b' '; (MAX_SOURCE_BYTES + 10) as usize]).unwrap();
-        let e = IntentSource::File { path: f.display().to_string() }.read().unwrap_err();
+        let by = |p: std::path::PathBuf| move |_: &str| Ok::<_, ()>(p);
+        let e = IntentSource::File { handle: "h".into() }.read(by(f.clone())).unwrap().unwrap_err();
         assert!(e.to_string().contains("larger than"), "{e}");
         let missing =
-            IntentSource::File { path: dir.path().join("none.json").display().to_string() }.read().unwrap_err();
+            IntentSource::File { handle: "h".into() }.read(by(dir.path().join("none.json"))).unwrap().unwrap_err();
         assert!(missing.to_string().contains("none.json"), "{missing}");
-        assert_eq!(IntentSource::Text { text: "{}".into() }.read().unwrap().1, "pasted");
+        assert_eq!(IntentSource::Text { text: "{}".into() }.read(by(f)).unwrap().unwrap().1, "pasted");
+        // A handle the shell does not know is its refusal, nothing read.
+        assert!(matches!(IntentSource::File { handle: "x".into() }.read(|_| Err("unknown")), Err("unknown")));
     }
 
     #[test]

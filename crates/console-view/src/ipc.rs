@@ -254,12 +254,25 @@ pub struct RecordPanel {
     pub html: String,
 }
 
+/// A file or folder as the web view holds it (issue 34): an opaque handle,
+/// which is what it sends back, and the path, shown to the person only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct FileHandle {
+    /// What a command takes to name this file.
+    pub handle: String,
+    /// Where it is, to show.
+    pub path: String,
+}
+
 /// An opened stream and its last verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct StreamRow {
     /// The file.
     pub path: String,
+    /// Its handle: what `audit_start` takes (issue 34).
+    pub handle: String,
     /// Size when opened.
     #[cfg_attr(test, ts(type = "number"))]
     pub size_bytes: u64,
@@ -282,8 +295,10 @@ pub struct WorkspaceItem {
     pub id: Option<i64>,
     /// Words for a person.
     pub label: String,
-    /// The file (a stream, a run file, a reconcile's deployment).
+    /// The file (a stream, a run file, a reconcile's deployment), to show.
     pub path: String,
+    /// Its handle: what a command takes to name it (issue 34).
+    pub handle: String,
     /// The outcome when last opened (`clean`/`findings`, `consistent`/`inconsistent`, a run's verdict), if ever.
     pub last_status: Option<String>,
 }
@@ -339,6 +354,7 @@ mod tests {
             AuditJob,
             AuditReportView,
             RecordPanel,
+            FileHandle,
             StreamRow,
             ActionRow,
             WorkspaceItem,

@@ -165,8 +165,10 @@ pub struct RecordingStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct RecordedSession {
-    /// The session file (`jcp-meter-session/1`).
+    /// The session file (`jcp-meter-session/1`), to show.
     pub path: String,
+    /// Its handle (issue 34): what the analysis and a baseline take.
+    pub handle: String,
     /// Windows in it.
     #[cfg_attr(test, ts(type = "number"))]
     pub windows: u64,
@@ -178,13 +180,16 @@ pub struct RecordedSession {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct DeclaredBaseline {
-    /// The baseline file (`jcp-meter-baseline/1`).
+    /// The baseline file (`jcp-meter-baseline/1`), to show.
     pub path: String,
+    /// Its handle (issue 34).
+    pub handle: String,
     /// Its band and scope in words.
     pub text: String,
 }
 
-/// What to analyse.
+/// What to analyse. From the window each file is a handle the console gave
+/// (issue 34); the shell resolves them to paths before [`analyze`] reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct SessionForm {

@@ -5,9 +5,13 @@
  */
 export type DeclaredBaseline = { 
 /**
- * The baseline file (`jcp-meter-baseline/1`).
+ * The baseline file (`jcp-meter-baseline/1`), to show.
  */
 path: string, 
+/**
+ * Its handle (issue 34).
+ */
+handle: string, 
 /**
  * Its band and scope in words.
  */

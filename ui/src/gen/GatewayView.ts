@@ -22,9 +22,13 @@ client: string | null,
  */
 holder: string | null, 
 /**
- * The gateway's record (the stream the Auditor opens).
+ * The gateway's record (the stream the Auditor opens), to show.
  */
 stream: string | null, 
+/**
+ * Its handle (issue 34): what the Auditor is asked to open; set by the shell.
+ */
+stream_handle: string | null, 
 /**
  * Whether the session closed (the client went away).
  */

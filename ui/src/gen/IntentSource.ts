@@ -9,6 +9,6 @@ export type IntentSource = { "kind": "text",
  */
 text: string, } | { "kind": "file", 
 /**
- * Its path.
+ * Its handle.
  */
-path: string, };
+handle: string, };

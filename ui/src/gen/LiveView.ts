@@ -16,9 +16,13 @@ state: LiveState,
  */
 endpoint: string, 
 /**
- * The endpoint's record (a receipt stream the Auditor opens).
+ * The endpoint's record (a receipt stream the Auditor opens), to show.
  */
 stream: string, 
+/**
+ * Its handle (issue 34): what the Auditor is asked to open; set by the shell.
+ */
+stream_handle: string, 
 /**
  * The agent's did.
  */

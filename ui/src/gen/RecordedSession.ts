@@ -5,9 +5,13 @@
  */
 export type RecordedSession = { 
 /**
- * The session file (`jcp-meter-session/1`).
+ * The session file (`jcp-meter-session/1`), to show.
  */
 path: string, 
+/**
+ * Its handle (issue 34): what the analysis and a baseline take.
+ */
+handle: string, 
 /**
  * Windows in it.
  */

@@ -10,6 +10,10 @@ export type StreamRow = {
  */
 path: string, 
 /**
+ * Its handle: what `audit_start` takes (issue 34).
+ */
+handle: string, 
+/**
  * Size when opened.
  */
 size_bytes: number, 

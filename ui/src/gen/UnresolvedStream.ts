@@ -6,9 +6,13 @@ import type { UnresolvedRow } from "./UnresolvedRow";
  */
 export type UnresolvedStream = { 
 /**
- * The stream.
+ * The stream, to show.
  */
 stream: string, 
+/**
+ * Its handle: what `steward_settle` takes (issue 34).
+ */
+handle: string, 
 /**
  * When its last audit finished (Unix ms).
  */

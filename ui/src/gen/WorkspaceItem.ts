@@ -19,9 +19,13 @@ id: number | null,
  */
 label: string, 
 /**
- * The file (a stream, a run file, a reconcile's deployment).
+ * The file (a stream, a run file, a reconcile's deployment), to show.
  */
 path: string, 
+/**
+ * Its handle: what a command takes to name it (issue 34).
+ */
+handle: string, 
 /**
  * The outcome when last opened (`clean`/`findings`, `consistent`/`inconsistent`, a run's verdict), if ever.
  */

@@ -94,17 +94,18 @@ export class AuditorView {
 
   async open(): Promise<void> {
     try {
-      const paths = await api.auditPickStreams();
-      if (paths.length === 0) return;
-      await this.start(paths);
+      const picked = await api.auditPickStreams();
+      if (picked.length === 0) return;
+      await this.start(picked.map((f) => f.handle));
     } catch (e) {
       this.notify.error(e as UiError);
     }
   }
 
-  async start(paths: string[]): Promise<void> {
+  /** Audits the streams behind `handles` (a picker's or the workspace list's). */
+  async start(handles: string[]): Promise<void> {
     try {
-      this.showJob(await api.auditStart(paths));
+      this.showJob(await api.auditStart(handles));
     } catch (e) {
       this.notify.error(e as UiError);
     }
@@ -250,7 +251,7 @@ export class AuditorView {
       ...streams.map((s) => {
         const tr = el("tr");
         const again = el("button", "audit-again", "Audit");
-        again.addEventListener("click", () => void this.start([s.path]));
+        again.addEventListener("click", () => void this.start([s.handle]));
         again.disabled = this.openBtn.disabled;
         const td = el("td");
         td.append(again);

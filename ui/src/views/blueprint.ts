@@ -3,7 +3,7 @@
 // of the pinned order with its checks, the effective bounds and clamps, and
 // everything the pass did NOT verify. A step that ran no check reads "not
 // run", never passed; a consistent record is evidence, not an authorization.
-import { api, type BlueprintOpenForm, type BlueprintReportView, type JsonLocation, type UiError } from "../ipc";
+import { api, type BlueprintOpenForm, type BlueprintReportView, type FileHandle, type JsonLocation, type UiError } from "../ipc";
 import { el, table } from "../format";
 import { ItemView } from "./item";
 import { ConformancePanel } from "./conformance";
@@ -41,6 +41,8 @@ const FIELDS: [keyof BlueprintOpenForm, string, boolean][] = [
 
 export class BlueprintView extends ItemView<BlueprintReportView> {
   private inputs = {} as Record<keyof BlueprintOpenForm, HTMLInputElement>;
+  /** The handle of each file chosen (issue 34: the fields only show their paths). */
+  private picked: Partial<Record<keyof BlueprintOpenForm, string>> = {};
   private openStatus = el("p", "status");
 
   readonly conformance: ConformancePanel;
@@ -67,8 +69,9 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
     for (const [key, label, required] of FIELDS) {
       const input = el("input");
       input.type = "text";
+      input.readOnly = true;
       input.id = `bp-open-${key}`;
-      input.placeholder = required ? "required: a .json file" : "optional";
+      input.placeholder = required ? "required: Browse… for a .json file" : "optional";
       this.inputs[key] = input;
       const browse = el("button", "browse", "Browse…");
       browse.addEventListener("click", () => void this.browse(key, label));
@@ -83,16 +86,22 @@ export class BlueprintView extends ItemView<BlueprintReportView> {
   private async browse(key: keyof BlueprintOpenForm, label: string): Promise<void> {
     try {
       const p = await api.developerPickFile(label.toLowerCase());
-      if (p !== null) this.inputs[key].value = p;
+      if (p !== null) this.choose(key, p);
     } catch (e) {
       this.onError(e as UiError);
     }
   }
 
+  /** A file chosen for `key` (a picker's): its path shown, its handle kept. */
+  choose(key: keyof BlueprintOpenForm, f: FileHandle): void {
+    this.picked[key] = f.handle;
+    this.inputs[key].value = f.path;
+  }
+
   /** Adds the files in the form to the workspace and shows their reconcile. */
   async openForm(): Promise<void> {
-    const v = (k: keyof BlueprintOpenForm) => this.inputs[k].value.trim();
-    const opt = (k: keyof BlueprintOpenForm) => (v(k) === "" ? null : v(k));
+    const v = (k: keyof BlueprintOpenForm) => this.picked[k] ?? "";
+    const opt = (k: keyof BlueprintOpenForm) => this.picked[k] ?? null;
     const form: BlueprintOpenForm = { blueprint: v("blueprint"), deployment: v("deployment"), keys: opt("keys"), host_bounds: opt("host_bounds"), descriptors: opt("descriptors") };
     try {
       const id = await api.blueprintOpen(form);

@@ -2,12 +2,14 @@
 // case file) run as `jcp blueprint conformance --json` runs it — green only when at least one case
 // ran, none failed and every file ran (never a vacuous green); the surface × class matrix; files
 // that could not run; the failed cases with what was expected and what came back.
-import { api, type ConformanceView, type UiError } from "../ipc";
+import { api, type ConformanceView, type FileHandle, type UiError } from "../ipc";
 import { el, shortId, table } from "../format";
 
 export class ConformancePanel {
   readonly root = el("details", "panel bp-conformance");
   private input = el("input");
+  /** The handle of the folder chosen (issue 34: the field only shows its path). */
+  private picked: string | null = null;
   private status = el("p", "status");
   private result = el("div", "conformance-result");
 
@@ -15,8 +17,9 @@ export class ConformancePanel {
     this.root.id = "bp-conformance";
     this.root.append(el("summary", undefined, "Run a conformance corpus (a folder of case files)…"));
     this.input.type = "text";
+    this.input.readOnly = true;
     this.input.id = "bp-conformance-path";
-    this.input.placeholder = "a corpus folder (with or without index.json) or one case file";
+    this.input.placeholder = "Browse… for a corpus folder (with or without index.json)";
     const browse = el("button", "browse", "Browse…");
     browse.addEventListener("click", () => void this.browse());
     const go = el("button", "primary", "Run");
@@ -30,19 +33,30 @@ export class ConformancePanel {
   private async browse(): Promise<void> {
     try {
       const p = await api.developerPickFolder("a conformance corpus folder");
-      if (p !== null) this.input.value = p;
+      if (p !== null) this.choose(p);
     } catch (e) {
       this.onError(e as UiError);
     }
   }
 
-  /** Runs the corpus at the path in the field and shows its report. */
+  /** A folder chosen (a picker's): its path shown, its handle kept. */
+  choose(f: FileHandle): void {
+    this.picked = f.handle;
+    this.input.value = f.path;
+  }
+
+  /** Runs the corpus chosen and shows its report. */
   async run(): Promise<void> {
+    if (this.picked === null) {
+      this.status.textContent = "Choose a corpus folder first (Browse…).";
+      this.status.className = "status error";
+      return;
+    }
     this.status.textContent = "Running…";
     this.status.className = "status";
     this.result.replaceChildren();
     try {
-      const v = await api.blueprintConformance(this.input.value.trim());
+      const v = await api.blueprintConformance(this.picked);
       this.status.textContent = "";
       this.show(v);
     } catch (e) {

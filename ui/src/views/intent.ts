@@ -4,7 +4,7 @@
 // and the intent hash — or the refusal with its code and the rule it
 // enforces; never a hash for a refused binding. "Compare" names every
 // property that makes the two different intents (§6).
-import { api, type IntentComparison, type IntentSource, type IntentView as Inspected, type UiError } from "../ipc";
+import { api, type FileHandle, type IntentComparison, type IntentSource, type IntentView as Inspected, type UiError } from "../ipc";
 import { el, table } from "../format";
 import type { Notifier } from "./energy";
 
@@ -19,7 +19,8 @@ const CHANGE_WORDS: Record<IntentComparison["differences"][number]["change"], st
 export class IntentPanel {
   readonly root: HTMLElement;
   private texts: Record<Slot, HTMLTextAreaElement> = { a: el("textarea"), b: el("textarea") };
-  private files: Record<Slot, string | null> = { a: null, b: null };
+  /** The file chosen for each slot (issue 34: its handle is sent, its path only shown). */
+  private files: Record<Slot, FileHandle | null> = { a: null, b: null };
   private fileLabels: Record<Slot, HTMLElement> = { a: el("span", "file none", "pasted text"), b: el("span", "file none", "pasted text") };
   private outs: Record<Slot, HTMLElement> = { a: el("div", "intent-out"), b: el("div", "intent-out") };
   private comparison = el("div", "intent-compare");
@@ -64,25 +65,25 @@ export class IntentPanel {
     return box;
   }
 
-  private setFile(s: Slot, path: string | null): void {
+  private setFile(s: Slot, file: FileHandle | null): void {
     // A changed binding makes the shown comparison stale: it goes.
     this.comparison.replaceChildren();
-    this.files[s] = path;
-    this.fileLabels[s].textContent = path ?? "pasted text";
-    this.fileLabels[s].className = path ? "file" : "file none";
+    this.files[s] = file;
+    this.fileLabels[s].textContent = file?.path ?? "pasted text";
+    this.fileLabels[s].className = file ? "file" : "file none";
   }
 
   private source(s: Slot): IntentSource {
-    const path = this.files[s];
-    return path !== null ? { kind: "file", path } : { kind: "text", text: this.texts[s].value };
+    const file = this.files[s];
+    return file !== null ? { kind: "file", handle: file.handle } : { kind: "text", text: this.texts[s].value };
   }
 
   async pick(s: Slot): Promise<void> {
     try {
-      const path = await api.developerPickFile(`intent binding ${s.toUpperCase()}`);
-      if (path === null) return;
+      const file = await api.developerPickFile(`intent binding ${s.toUpperCase()}`);
+      if (file === null) return;
       this.texts[s].value = "";
-      this.setFile(s, path);
+      this.setFile(s, file);
       await this.inspect(s);
     } catch (e) {
       this.notify.error(e as UiError);

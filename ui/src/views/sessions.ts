@@ -3,7 +3,7 @@
 // baseline with the five looks counted apart (within band, explained, unexplained, inapplicable,
 // unresolvable: never one score); and reconcile a grant's spend in receipt streams against the
 // session's windows, where a Partial window or a gap leaves it unreconciled, never summed.
-import { api, type RecordingStatus, type SessionAnalysis, type UiError } from "../ipc";
+import { api, type FileHandle, type RecordingStatus, type SessionAnalysis, type StreamRow, type UiError } from "../ipc";
 import type { Notifier } from "./energy";
 import { el, formatTime, kvTable, shortId, table, timeCell } from "../format";
 
@@ -15,23 +15,30 @@ const LOOKS: [keyof SessionAnalysis["counts"], string, string][] = [
   ["unresolvable", "unresolvable", "the window could not have seen it (a gap)"],
 ];
 
-function field(id: string, placeholder: string): HTMLInputElement {
+function field(id: string, placeholder: string, readOnly = false): HTMLInputElement {
   const i = el("input");
   i.type = "text";
   i.id = id;
   i.placeholder = placeholder;
+  i.readOnly = readOnly;
   return i;
 }
+
+/** The session's files: each shown by its path, sent by its handle (issue 34). */
+type FileSlot = "session" | "baseline" | "causes";
 
 export class SessionsPanel {
   readonly root = el("div", "panel sessions");
   private occupancy = field("session-occupancy", "occupancy you declare, e.g. idle or one-model-serving");
   private recordBtn = el("button", "primary", "Start recording");
   private recState = el("p", "rec-state");
-  private session = field("session-path", "a session file (jcp-meter-session/1)");
-  private baseline = field("session-baseline", "optional: a baseline file (jcp-meter-baseline/1)");
-  private causes = field("session-causes", "optional: evidenced causes (jcp-meter-causes/1)");
-  private streams = field("session-streams", "optional: receipt stream(s), separated by ;");
+  private session = field("session-path", "record one, or Browse… for a session file (jcp-meter-session/1)", true);
+  private baseline = field("session-baseline", "optional: declare one, or Browse… for a baseline (jcp-meter-baseline/1)", true);
+  private causes = field("session-causes", "optional: Browse… for evidenced causes (jcp-meter-causes/1)", true);
+  private streams = field("session-streams", "optional: receipt stream(s): Browse… or pick from the workspace", true);
+  private workspaceStreams = el("select", "workspace-streams");
+  private files: Record<FileSlot, FileHandle | null> = { session: null, baseline: null, causes: null };
+  private streamFiles: FileHandle[] = [];
   private grant = field("session-grant", "optional: the grant id whose spend they hold");
   private status = el("p", "status");
   private result = el("div", "session-result");
@@ -53,25 +60,33 @@ export class SessionsPanel {
       else b.hidden = true;
       grid.append(el("label", undefined, label), input, b);
     };
-    const pick = (input: HTMLInputElement, what: string) => async () => {
+    const pick = (slot: FileSlot, what: string) => async () => {
       try {
         const p = await api.developerPickFile(what);
-        if (p !== null) input.value = p;
+        if (p !== null) this.setFile(slot, p);
       } catch (e) {
         this.notify.error(e as UiError);
       }
     };
-    row("Session", this.session, pick(this.session, "a recorded session"));
-    row("Baseline", this.baseline, pick(this.baseline, "a baseline"));
-    row("Causes", this.causes, pick(this.causes, "evidenced causes"));
+    row("Session", this.session, pick("session", "a recorded session"));
+    row("Baseline", this.baseline, pick("baseline", "a baseline"));
+    row("Causes", this.causes, pick("causes", "evidenced causes"));
     row("Streams", this.streams, async () => {
       try {
         const ps = await api.auditPickStreams();
-        if (ps.length) this.streams.value = ps.join("; ");
+        if (ps.length) this.setStreams(ps);
       } catch (e) {
         this.notify.error(e as UiError);
       }
     });
+    this.workspaceStreams.id = "session-workspace-streams";
+    this.workspaceStreams.addEventListener("change", () => {
+      const h = this.workspaceStreams.value;
+      const o = this.workspaceStreams.selectedOptions[0];
+      if (h && o) this.setStreams([...this.streamFiles.filter((f) => f.handle !== h), { handle: h, path: o.title }]);
+      this.workspaceStreams.value = "";
+    });
+    grid.append(el("span"), this.workspaceStreams, el("span"));
     row("Grant", this.grant);
     const analyze = el("button", "primary", "Analyse");
     analyze.id = "session-analyze";
@@ -87,10 +102,40 @@ export class SessionsPanel {
   /** Polls the recording's state (the Live energy view calls this with its own refresh). */
   async refresh(): Promise<void> {
     try {
-      this.showRecording(await api.energyRecordStatus());
+      const [rec, streams] = await Promise.all([api.energyRecordStatus(), api.workspaceStreams()]);
+      this.showRecording(rec);
+      this.showWorkspaceStreams(streams);
     } catch (e) {
       this.recState.textContent = (e as UiError).message;
     }
+  }
+
+  /** A file chosen for `slot` (a picker's, a recording's, a baseline just declared). */
+  setFile(slot: FileSlot, f: FileHandle | null): void {
+    this.files[slot] = f;
+    ({ session: this.session, baseline: this.baseline, causes: this.causes })[slot].value = f?.path ?? "";
+  }
+
+  /** The streams whose spend is reconciled. */
+  setStreams(fs: FileHandle[]): void {
+    this.streamFiles = fs;
+    this.streams.value = fs.map((f) => f.path).join("; ");
+  }
+
+  /** The workspace's streams, to add one to the reconcile without a dialog. */
+  showWorkspaceStreams(rows: StreamRow[]): void {
+    if (this.workspaceStreams.options.length === rows.length + 1 && rows.every((r, i) => this.workspaceStreams.options[i + 1]?.value === r.handle)) return;
+    const first = el("option", undefined, rows.length ? "add a stream of this workspace…" : "no stream in this workspace");
+    first.value = "";
+    this.workspaceStreams.replaceChildren(
+      first,
+      ...rows.map((r) => {
+        const o = el("option", undefined, r.path.split("/").pop() ?? r.path);
+        o.value = r.handle;
+        o.title = r.path;
+        return o;
+      }),
+    );
   }
 
   showRecording(r: RecordingStatus): void {
@@ -110,7 +155,7 @@ export class SessionsPanel {
     try {
       if (this.rec?.recording) {
         const done = await api.energyRecordStop();
-        this.session.value = done.path;
+        this.setFile("session", { handle: done.handle, path: done.path });
         this.notify.info(`Saved ${done.windows} window(s) to ${done.path}`);
       } else {
         await api.energyRecordStart(this.occupancy.value);
@@ -123,8 +168,13 @@ export class SessionsPanel {
 
   private async declare(): Promise<void> {
     try {
-      const b = await api.energyBaselineDeclare(this.session.value.trim());
-      this.baseline.value = b.path;
+      const s = this.files.session;
+      if (s === null) {
+        this.notify.error({ code: "energy.no_session", message: "Record a session, or Browse… for one, first." });
+        return;
+      }
+      const b = await api.energyBaselineDeclare(s.handle);
+      this.setFile("baseline", { handle: b.handle, path: b.path });
       this.notify.info(`Baseline declared: ${b.text} (${b.path})`);
     } catch (e) {
       this.notify.error(e as UiError);
@@ -133,12 +183,12 @@ export class SessionsPanel {
 
   /** Reads the session in the form against its baseline (and the grant, when given). */
   async analyze(): Promise<void> {
-    const opt = (i: HTMLInputElement) => (i.value.trim() === "" ? null : i.value.trim());
-    const streams = this.streams.value.split(";").map((s) => s.trim()).filter((s) => s !== "");
+    const grant = this.grant.value.trim() === "" ? null : this.grant.value.trim();
+    const handle = (slot: FileSlot) => this.files[slot]?.handle ?? null;
     this.status.textContent = "Analysing…";
     this.status.className = "status";
     try {
-      const a = await api.energySessionAnalyze({ session: this.session.value.trim(), baseline: opt(this.baseline), causes: opt(this.causes), streams, grant: opt(this.grant) });
+      const a = await api.energySessionAnalyze({ session: handle("session") ?? "", baseline: handle("baseline"), causes: handle("causes"), streams: this.streamFiles.map((f) => f.handle), grant });
       this.status.textContent = "";
       this.show(a);
     } catch (e) {

@@ -91,6 +91,7 @@ export function meteredTable(calls: MeteredCall[], note: string | null): HTMLEle
  *  log it writes beside the run: each tools/call with its tool, intent
  *  hash, verdict and the figure its endpoint metered (§11; Agent-Safe §8).
  *  The log is the gateway's account; its record is what the Auditor verifies. */
+/** `onAudit` is given the record's handle (issue 34). */
 export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void): HTMLElement[] {
   const short = (id: string, keep: number) => (id.length > keep + 2 ? `${id.slice(0, keep)}…` : id);
   const parts: HTMLElement[] = [];
@@ -148,10 +149,10 @@ export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void
   if (g.metered_note) parts.push(el("p", "metered-note", g.metered_note));
   const source = el("p", "gateway-source", `From the gateway's log ${g.log}${g.unreadable_lines ? ` (${g.unreadable_lines} lines did not read)` : ""}; its receipts are in its record, which the Auditor verifies.`);
   parts.push(source);
-  if (g.stream) {
+  if (g.stream_handle) {
     const row = el("div", "button-row");
     const audit = button("gateway-audit", "Open its record in the Auditor", "small");
-    const stream = g.stream;
+    const stream = g.stream_handle;
     audit.addEventListener("click", () => onAudit(stream));
     row.append(audit);
     parts.push(row);
@@ -218,7 +219,8 @@ export class StewardView {
   /** Called with the number of checkpoints awaiting the steward (the tab's badge). */
   onAwaiting: (n: number) => void = () => {};
   /** Opens a stream in the Auditor view. */
-  onAudit: (path: string) => void = () => {};
+  /** Opens a record in the Auditor, by its handle (issue 34). */
+  onAudit: (handle: string) => void = () => {};
 
   constructor(private notify: Notifier) {
     this.root = el("section", "view steward");
@@ -603,7 +605,7 @@ export class StewardView {
       row.append(stop);
     }
     const audit = button("open-in-auditor", "Open its record in the Auditor", "small");
-    audit.addEventListener("click", () => this.onAudit(l.stream));
+    audit.addEventListener("click", () => this.onAudit(l.stream_handle));
     row.append(audit);
     parts.push(row);
     this.live.replaceChildren(...parts);
@@ -860,7 +862,7 @@ export class StewardView {
           const go = (status: SettleStatus) => {
             const b = needsKey(button(`settle-${status}-${r.receipt.slice(0, 12)}`, `Settle ${status}`, "small"), unlocked);
             b.addEventListener("click", () => void this.act(async () => {
-              const d = await api.stewardSettle(s.stream, r.receipt, status, note.value);
+              const d = await api.stewardSettle(s.handle, r.receipt, status, note.value);
               this.notify.info(d.message);
               this.unresolvedShown = "";
             }));

@@ -59,8 +59,10 @@ pub struct GatewayView {
     pub client: Option<String>,
     /// The holder's did (the key the gateway signs with).
     pub holder: Option<String>,
-    /// The gateway's record (the stream the Auditor opens).
+    /// The gateway's record (the stream the Auditor opens), to show.
     pub stream: Option<String>,
+    /// Its handle (issue 34): what the Auditor is asked to open; set by the shell.
+    pub stream_handle: Option<String>,
     /// Whether the session closed (the client went away).
     pub closed: bool,
     /// The checkpoint a call is held at, waiting for the steward.
@@ -157,6 +159,7 @@ pub fn gateway_view(run: &Path) -> Option<GatewayView> {
         client: None,
         holder: None,
         stream: None,
+        stream_handle: None,
         closed: false,
         held_at: None,
         allowed: 0,

@@ -42,8 +42,10 @@ pub struct LiveView {
     pub state: LiveState,
     /// The endpoint's address.
     pub endpoint: String,
-    /// The endpoint's record (a receipt stream the Auditor opens).
+    /// The endpoint's record (a receipt stream the Auditor opens), to show.
     pub stream: String,
+    /// Its handle (issue 34): what the Auditor is asked to open; set by the shell.
+    pub stream_handle: String,
     /// The agent's did.
     pub agent: String,
     /// The grant the agent now spends under.

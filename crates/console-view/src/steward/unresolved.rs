@@ -64,8 +64,10 @@ pub struct UnresolvedRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct UnresolvedStream {
-    /// The stream.
+    /// The stream, to show.
     pub stream: String,
+    /// Its handle: what `steward_settle` takes (issue 34).
+    pub handle: String,
     /// When its last audit finished (Unix ms).
     #[cfg_attr(test, ts(type = "number"))]
     pub audited_at_ms: u64,
