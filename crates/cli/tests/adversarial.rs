@@ -1,0 +1,298 @@
+//! Issue 34, "An adversarial suite that stays" (§11, §4.3, §4.11): the
+//! real `jcp serve`, with its `/metrics`, under every flood the hostile
+//! review found, all at once, while a well-behaved client keeps being
+//! decided. Loopback only, bounded, it stops by itself. Each wire flood
+//! comes from a loopback address of its own (127.0.0.2 … 127.0.0.5), the good
+//! client from 127.0.0.1, so the per-source limits are what is tested:
+//! silent connections, half frames, oversized records, a bad-signature
+//! flood, unsigned and forged feeds, half-sent `/metrics` headers. Then a
+//! SIGKILL right after a decision and a restart: the same request gets its
+//! first answer back (decided once), and the audit finds nothing the
+//! floods could have caused.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jcp::cbor::ContentId;
+use jcp::energy::Energy;
+use jcp::frame::{Frame, FrameKind, Trust};
+use jcp::grant::SignedGrant;
+use jcp::identity::{KeyFile, Keypair};
+use jcp_wire::client::Client;
+use jcp_wire::codec;
+use jcp_wire::message::{Outbound, RequestBody, WireRequest};
+use testkit::run_ok;
+
+const JCP: &str = env!("CARGO_BIN_EXE_jcp");
+
+/// `jcp serve` started with `flags`, killed when dropped.
+struct Serve {
+    child: Child,
+    tcp: String,
+    metrics: String,
+}
+
+impl Serve {
+    fn start(dir: &Path, flags: &[&str]) -> Self {
+        let mut child = Command::new(JCP)
+            .current_dir(dir)
+            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"])
+            .args(["--plaintext-key", "--metrics", "127.0.0.1:0", "--json"])
+            .args(flags)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        std::thread::spawn(move || for _ in out.lines() {});
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("jcp serve: {e}: {line:?}"));
+        let tcp = v["listen"][0].as_str().unwrap().trim_start_matches("tcp:").to_owned();
+        let metrics =
+            v["metrics"].as_str().unwrap().trim_start_matches("http://").trim_end_matches("/metrics").to_owned();
+        Self { child, tcp, metrics }
+    }
+
+    fn sigkill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// A request on `g` by `agent` for 1 µJ with the argument `payload`.
+fn request(g: &SignedGrant, agent: &Keypair, payload: &[u8]) -> WireRequest {
+    RequestBody {
+        frame: Frame {
+            kind: FrameKind::ToolCall,
+            trust: Trust::Control,
+            grant_id: g.id(),
+            action: "read".into(),
+            resource: g.grant().capability.resource,
+            payload_hash: ContentId::of_bytes(payload),
+            model: None,
+        },
+        chain: vec![g.clone()],
+        cost: Energy::new(1, jcp::energy::Provenance::Estimator),
+        money: None,
+        label: None,
+        args: Some(payload.to_vec()),
+        continues: None,
+        now: now(),
+    }
+    .sign(agent)
+}
+
+/// A TCP connection to `to` from the loopback address `from`.
+async fn from(from: [u8; 4], to: &str) -> tokio::net::TcpStream {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    s.connect(to.parse().unwrap()).await.unwrap()
+}
+
+/// What one message on a fresh connection from `src` gets back.
+async fn one(src: [u8; 4], to: &str, framed: &[u8]) -> Option<Outbound> {
+    let mut c = Client::over_tcp(from(src, to).await);
+    c.send_raw(framed).await.ok()?;
+    tokio::time::timeout(Duration::from_secs(5), c.recv()).await.ok()?.ok()
+}
+
+#[test]
+fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    run_ok(JCP, d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
+    run_ok(JCP, d, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
+    run_ok(JCP, d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
+    let agent = KeyFile::decode(&std::fs::read(d.join("agent.key")).unwrap()).unwrap();
+    let issuer = KeyFile::decode(&std::fs::read(d.join("issuer.key")).unwrap()).unwrap();
+    let a = agent.did().to_string();
+    run_ok(
+        JCP,
+        d,
+        &[
+            "grant",
+            "issue",
+            "--key",
+            "issuer.key",
+            "--subject",
+            &a,
+            "--resource",
+            "text:search",
+            "--actions",
+            "read",
+            "--budget-uj",
+            "1000000",
+            "--out",
+            "root.jcp",
+        ],
+    );
+    let g = SignedGrant::from_bytes(&std::fs::read(d.join("root.jcp")).unwrap()).unwrap();
+    let root = format!("text:search={}", issuer.did());
+    let flags = [
+        "--trust-root",
+        &root,
+        "--first-frame-timeout-s",
+        "1",
+        "--max-per-peer",
+        "16",
+        "--refusals-per-source",
+        "5",
+        "--body-bytes-in-flight",
+        "8388608",
+    ];
+    let serve = Serve::start(d, &flags);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (tcp, metrics) = (serve.tcp.clone(), serve.metrics.clone());
+    let mut held: Vec<std::net::TcpStream> = Vec::new();
+    // /metrics: half-sent headers, past its connection cap (64): the rest answered 503 at once.
+    for _ in 0..80 {
+        let s = std::net::TcpStream::connect(&metrics).unwrap();
+        let mut s2 = s.try_clone().unwrap();
+        let _ = s2.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+        held.push(s);
+    }
+    let flood_good = rt.block_on(async {
+        let mut tasks = Vec::new();
+        // Silent connections from 127.0.0.2: past its cap answered busy, the rest cut at 1 s.
+        let to = tcp.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut silent = Vec::new();
+            for _ in 0..40 {
+                silent.push(from([127, 0, 0, 2], &to).await);
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            drop(silent);
+        }));
+        // Half frames from 127.0.0.3: a 1 MiB length, ten bytes, then nothing.
+        let to = tcp.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut half = Vec::new();
+            for _ in 0..12 {
+                let mut s = from([127, 0, 0, 3], &to).await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut s, &(1u32 << 20).to_be_bytes()).await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut s, &[0xa1; 10]).await;
+                half.push(s);
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            drop(half);
+        }));
+        // A bad-signature flood from 127.0.0.4: refused, then rate-limited.
+        let (to, gg, ag) = (tcp.clone(), g.clone(), agent.clone());
+        let flood = tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for n in 0..60u32 {
+                let mut r = request(&gg, &ag, format!("forged {n}").as_bytes());
+                r.signature = [0x5a; 64];
+                answers.push(one([127, 0, 0, 4], &to, &codec::frame_value(&r.to_value())).await);
+            }
+            answers
+        });
+        // Oversized records and feeds nobody signed, from 127.0.0.5.
+        let (to, gg, ag, rev_key) = (tcp.clone(), g.clone(), agent.clone(), issuer.clone());
+        let odd = tokio::spawn(async move {
+            let big = request(&gg, &ag, &vec![7; 70_000]);
+            let oversized = one([127, 0, 0, 5], &to, &codec::frame_value(&big.to_value())).await;
+            let rev = jcp::revocation::Revocation::issue(&gg, &rev_key, None).unwrap();
+            let unsigned =
+                jcp_wire::message::Feed::Revocation { revocation: rev.clone(), grant: gg.clone(), marker: 999 };
+            let forged = unsigned.clone().signed_by(&Keypair::from_seed([66; 32]).unwrap());
+            let mut feeds = Vec::new();
+            for f in [unsigned, forged] {
+                let mut c = Client::over_tcp(from([127, 0, 0, 5], &to).await);
+                feeds.push(c.feed(&f).await.map(|a| (a.admitted, a.code)).ok());
+            }
+            (oversized, feeds)
+        });
+        // The well-behaved client, meanwhile: every call decided and allowed.
+        let mut good = Vec::new();
+        let mut c = Client::over_tcp(from([127, 0, 0, 1], &tcp).await);
+        for n in 0..30u32 {
+            let started = Instant::now();
+            let r = tokio::time::timeout(
+                Duration::from_secs(10),
+                c.call(&request(&g, &agent, format!("good {n}").as_bytes())),
+            )
+            .await
+            .expect("a good call is answered while the floods run")
+            .expect("answered, not refused");
+            good.push((r.decision.is_allow(), started.elapsed()));
+        }
+        let forged = flood.await.unwrap();
+        let (oversized, feeds) = odd.await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        (good, forged, oversized, feeds)
+    });
+    let (good, forged, oversized, feeds) = flood_good;
+    assert!(good.iter().all(|(allowed, _)| *allowed), "every good call allowed: {good:?}");
+    // The flood: refused bad-signature up to its source's burst, then rate-limited before the core.
+    let refused = forged
+        .iter()
+        .filter(|m| {
+            matches!(m, Some(Outbound::Response(r))
+                if r.decision.verdict == jcp::decision::Verdict::Deny(jcp::decision::Reason::BadSignature))
+        })
+        .count();
+    let limited =
+        forged.iter().filter(|m| matches!(m, Some(Outbound::Error { code, .. }) if code == "rate-limited")).count();
+    // Its burst (twice its 5 a second), and what its bucket refilled while it ran.
+    assert!((10..30).contains(&refused) && refused + limited == 60, "{refused} refused, {limited} limited: {forged:?}");
+    assert!(matches!(&oversized, Some(Outbound::Error { code, .. }) if code == "frame-oversized"), "{oversized:?}");
+    assert_eq!(
+        feeds,
+        vec![Some((false, "feed-unauthenticated".to_owned())), Some((false, "feed-unauthenticated".to_owned()))],
+        "an unsigned revocation over TCP and one signed by an unknown key move nothing"
+    );
+    // /metrics answered again once the half-sent headers are cut.
+    drop(held);
+    let mut scraped = String::new();
+    for _ in 0..100 {
+        if let Ok(mut s) = std::net::TcpStream::connect(&metrics) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            scraped.clear();
+            let _ = s.read_to_string(&mut scraped);
+            if scraped.starts_with("HTTP/1.1 200") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(scraped.contains(&format!("jcp_wire_rate_limited_total {limited}")), "{scraped}");
+
+    // A decision, a SIGKILL, a restart: the same request gets its first answer (§11 decided once).
+    let again = request(&g, &agent, b"decided once");
+    let first =
+        rt.block_on(async { Client::over_tcp(from([127, 0, 0, 1], &serve.tcp).await).call(&again).await.unwrap() });
+    serve.sigkill();
+    let serve = Serve::start(d, &flags);
+    let second =
+        rt.block_on(async { Client::over_tcp(from([127, 0, 0, 1], &serve.tcp).await).call(&again).await.unwrap() });
+    assert_eq!(first.receipt, second.receipt, "answered from the record, not decided again");
+    drop(serve);
+    // The record: every good call and the one above allowed once; nothing failed the record.
+    let out = Command::new(JCP).current_dir(d).args(["audit", "s.jcps", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["receipts"]["allows"], 31, "{v}");
+    assert_eq!(
+        v["receipts"]["denies"], refused as u64,
+        "the flood's refusals, up to its rate, sealed and recorded: {v}"
+    );
+    assert_eq!(v["receipts"]["failed"], 0, "{v}");
+}
