@@ -19,123 +19,31 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use jcp::cbor::ContentId;
-use jcp::energy::{Energy, Provenance};
-use jcp::frame::{Frame, FrameKind, Trust};
 use jcp::grant::SignedGrant;
-use jcp::identity::{KeyFile, Keypair};
+use jcp::identity::Keypair;
 use jcp_wire::client::Client;
 use jcp_wire::codec;
-use jcp_wire::message::{RequestBody, WireRequest};
 
-const JCP: &str = env!("CARGO_BIN_EXE_jcp");
+#[path = "../tests/support/served.rs"]
+mod served;
+use served::{cast, from, Serve};
 
-struct Serve {
-    child: Child,
-    tcp: String,
-    metrics: String,
+/// A 1 000 J grant to the agent, and `jcp serve` with /metrics and `extra` flags.
+fn setup(dir: &std::path::Path, extra: &[&str]) -> (Serve, SignedGrant, Keypair) {
+    let (g, agent, _, root) = cast(dir, 1_000_000_000_000);
+    let serve = Serve::start(dir, &[&["--trust-root", &root, "--first-frame-timeout-s", "2"][..], extra].concat());
+    (serve, g, agent)
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn run(dir: &Path, args: &[&str]) {
-    let o = Command::new(JCP).current_dir(dir).args(args).output().unwrap();
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// Keys, a 1 000 J grant to the agent, and `jcp serve` with /metrics.
-fn setup(dir: &Path, extra: &[&str]) -> (Serve, SignedGrant, Keypair) {
-    run(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    run(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    run(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = KeyFile::decode(&std::fs::read(dir.join("agent.key")).unwrap()).unwrap();
-    let issuer = KeyFile::decode(&std::fs::read(dir.join("issuer.key")).unwrap()).unwrap();
-    let a = agent.did().to_string();
-    run(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &a,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            "1000000000000",
-            "--out",
-            "root.jcp",
-        ],
-    );
-    let g = SignedGrant::from_bytes(&std::fs::read(dir.join("root.jcp")).unwrap()).unwrap();
-    let root = format!("text:search={}", issuer.did());
-    let mut child = Command::new(JCP)
-        .current_dir(dir)
-        .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"])
-        .args(["--plaintext-key", "--metrics", "127.0.0.1:0", "--json", "--trust-root", &root])
-        .args(["--first-frame-timeout-s", "2"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    std::thread::spawn(move || for _ in out.lines() {});
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let tcp = v["listen"][0].as_str().unwrap().trim_start_matches("tcp:").to_owned();
-    let metrics = v["metrics"].as_str().unwrap().trim_start_matches("http://").trim_end_matches("/metrics").to_owned();
-    (Serve { child, tcp, metrics }, g, agent)
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
-}
-
-fn request(g: &SignedGrant, agent: &Keypair, n: u64) -> WireRequest {
-    let payload = n.to_be_bytes();
-    RequestBody {
-        frame: Frame {
-            kind: FrameKind::ToolCall,
-            trust: Trust::Control,
-            grant_id: g.id(),
-            action: "read".into(),
-            resource: g.grant().capability.resource,
-            payload_hash: ContentId::of_bytes(&payload),
-            model: None,
-        },
-        chain: vec![g.clone()],
-        cost: Energy::new(1, Provenance::Estimator),
-        money: None,
-        label: None,
-        args: Some(payload.to_vec()),
-        continues: None,
-        now: now(),
-    }
-    .sign(agent)
-}
-
-async fn from(src: [u8; 4], to: &str) -> std::io::Result<tokio::net::TcpStream> {
-    let s = tokio::net::TcpSocket::new_v4()?;
-    s.bind(std::net::SocketAddr::from((src, 0)))?;
-    s.connect(to.parse().unwrap()).await
+/// A request numbered `n`.
+fn request(g: &SignedGrant, agent: &Keypair, n: u64) -> jcp_wire::message::WireRequest {
+    served::request(g, agent, &n.to_be_bytes())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -12,97 +12,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jcp::cbor::ContentId;
-use jcp::energy::Energy;
-use jcp::frame::{Frame, FrameKind, Trust};
-use jcp::grant::SignedGrant;
-use jcp::identity::{KeyFile, Keypair};
+use jcp::identity::Keypair;
 use jcp_wire::client::Client;
 use jcp_wire::codec;
-use jcp_wire::message::{Outbound, RequestBody, WireRequest};
-use testkit::run_ok;
+use jcp_wire::message::Outbound;
 
-const JCP: &str = env!("CARGO_BIN_EXE_jcp");
+#[path = "support/served.rs"]
+mod served;
+use served::{cast, request, Serve, JCP};
 
-/// `jcp serve` started with `flags`, killed when dropped.
-struct Serve {
-    child: Child,
-    tcp: String,
-    metrics: String,
-}
-
-impl Serve {
-    fn start(dir: &Path, flags: &[&str]) -> Self {
-        let mut child = Command::new(JCP)
-            .current_dir(dir)
-            .args(["serve", "--listen", "tcp:127.0.0.1:0", "--stream", "s.jcps", "--steward-key", "steward.key"])
-            .args(["--plaintext-key", "--metrics", "127.0.0.1:0", "--json"])
-            .args(flags)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        std::thread::spawn(move || for _ in out.lines() {});
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("jcp serve: {e}: {line:?}"));
-        let tcp = v["listen"][0].as_str().unwrap().trim_start_matches("tcp:").to_owned();
-        let metrics =
-            v["metrics"].as_str().unwrap().trim_start_matches("http://").trim_end_matches("/metrics").to_owned();
-        Self { child, tcp, metrics }
-    }
-
-    fn sigkill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
-}
-
-/// A request on `g` by `agent` for 1 µJ with the argument `payload`.
-fn request(g: &SignedGrant, agent: &Keypair, payload: &[u8]) -> WireRequest {
-    RequestBody {
-        frame: Frame {
-            kind: FrameKind::ToolCall,
-            trust: Trust::Control,
-            grant_id: g.id(),
-            action: "read".into(),
-            resource: g.grant().capability.resource,
-            payload_hash: ContentId::of_bytes(payload),
-            model: None,
-        },
-        chain: vec![g.clone()],
-        cost: Energy::new(1, jcp::energy::Provenance::Estimator),
-        money: None,
-        label: None,
-        args: Some(payload.to_vec()),
-        continues: None,
-        now: now(),
-    }
-    .sign(agent)
-}
-
-/// A TCP connection to `to` from the loopback address `from`.
-async fn from(from: [u8; 4], to: &str) -> tokio::net::TcpStream {
-    let s = tokio::net::TcpSocket::new_v4().unwrap();
-    s.bind(std::net::SocketAddr::from((from, 0))).unwrap();
-    s.connect(to.parse().unwrap()).await.unwrap()
+/// A TCP connection to `to` from the loopback address `src`.
+async fn from(src: [u8; 4], to: &str) -> tokio::net::TcpStream {
+    served::from(src, to).await.unwrap()
 }
 
 /// What one message on a fresh connection from `src` gets back.
@@ -116,34 +41,7 @@ async fn one(src: [u8; 4], to: &str, framed: &[u8]) -> Option<Outbound> {
 fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    run_ok(JCP, d, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    run_ok(JCP, d, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    run_ok(JCP, d, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = KeyFile::decode(&std::fs::read(d.join("agent.key")).unwrap()).unwrap();
-    let issuer = KeyFile::decode(&std::fs::read(d.join("issuer.key")).unwrap()).unwrap();
-    let a = agent.did().to_string();
-    run_ok(
-        JCP,
-        d,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &a,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            "1000000",
-            "--out",
-            "root.jcp",
-        ],
-    );
-    let g = SignedGrant::from_bytes(&std::fs::read(d.join("root.jcp")).unwrap()).unwrap();
-    let root = format!("text:search={}", issuer.did());
+    let (g, agent, issuer, root) = cast(d, 1_000_000);
     let flags = [
         "--trust-root",
         &root,
