@@ -12,7 +12,8 @@
 //! whose caller signature is garbage, as fast as one task sends them.
 //! Criterion measures one good call on the quiet endpoint; under `cargo
 //! bench` only, each flood runs for `JCP_FLOOD_S` seconds (default 60) and
-//! the figures are printed.
+//! the figures are printed (`JCP_FLOODS=Silent,HalfFrames` runs only those
+//! beside the quiet baseline).
 //!
 //! `cargo bench -p jcp-cli --bench floods` (docs/performance.md, "Under
 //! floods").
@@ -223,7 +224,13 @@ fn bench(c: &mut Criterion) {
             (Flood::BadSignatures, &[], ""),
             (Flood::BadSignatures, &high_water, " with --record-high-water 2M"),
         ];
+        // `JCP_FLOODS=Quiet,Silent` runs only those (the quiet run first, always: it is the baseline).
+        let only = std::env::var("JCP_FLOODS").ok();
         for (kind, extra, label) in runs {
+            let name = format!("{kind:?}");
+            if kind != Flood::Quiet && only.as_deref().is_some_and(|o| !o.split(',').any(|k| k == name)) {
+                continue;
+            }
             let (lat, sent, grown, rss, calls) = measure(kind, secs, extra);
             let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
             // The good calls' own growth a second, from the quiet run.

@@ -168,9 +168,26 @@ impl Drop for PeerSlot {
 }
 
 /// Answers a connection past a cap with a `busy` error frame and closes
-/// it, on a task of its own, within a second.
+/// it. The frame (about a hundred bytes) almost always fits the fresh
+/// socket's send buffer and is written at once, on the accepting task, with
+/// no task or timer of its own (issue 34, figures: under a connection flood
+/// at the cap every refused connection used to cost a task and a timer
+/// beside the good clients'); only a frame that does not fit goes to a task
+/// that gives it a second.
 pub(super) fn refuse_busy(conn: Conn, why: String) {
     let frame = error_frame(&WireError::Busy(why));
+    let written = match &conn {
+        Conn::Tcp(s) => s.try_write(&frame),
+        #[cfg(unix)]
+        Conn::Unix(s) => s.try_write(&frame),
+    };
+    if matches!(written, Ok(n) if n == frame.len()) {
+        return;
+    }
+    let frame = match written {
+        Ok(n) => frame[n..].to_vec(),
+        Err(_) => frame,
+    };
     tokio::spawn(async move {
         let send = async {
             match conn {
