@@ -164,10 +164,7 @@ pub async fn audit_pick_streams<R: Runtime>(
 /// dialog or listed by the workspace).
 #[tauri::command]
 pub fn audit_start(state: State<'_, AppState>, handles: Vec<String>) -> CmdResult<AuditJob> {
-    let paths = handles
-        .iter()
-        .map(|h| state.handles.resolve(h).map(|p| p.display().to_string()))
-        .collect::<CmdResult<Vec<_>>>()?;
+    let paths = handles.iter().map(|h| state.handles.path_of(h)).collect::<CmdResult<Vec<_>>>()?;
     state.start_audit(paths)
 }
 
@@ -394,7 +391,7 @@ pub fn workspace_forget(
     handle: Option<String>,
 ) -> CmdResult<()> {
     let path = match (kind, handle) {
-        (console_view::tags::ItemKind::Stream, Some(h)) => state.handles.resolve(&h)?.display().to_string(),
+        (console_view::tags::ItemKind::Stream, Some(h)) => state.handles.path_of(&h)?,
         (console_view::tags::ItemKind::Stream, None) => {
             return Err(UiError::new("workspace.unknown_item", "a stream is named by its handle"))
         }

@@ -182,21 +182,15 @@ pub async fn blueprint_conformance(
 /// Adds a Blueprint + Deployment from disk to the workspace; returns the item to open.
 #[tauri::command]
 pub fn blueprint_open(state: State<'_, AppState>, form: BlueprintOpenForm) -> CmdResult<i64> {
-    let path_of = |what: &str, h: &str| -> CmdResult<String> {
-        if h.trim().is_empty() {
-            return Err(UiError::new("blueprint.missing_file", format!("choose the {what} file")));
-        }
-        state.handles.resolve(h).map(|p| p.display().to_string())
-    };
-    let opt = |what: &str, h: Option<&String>| -> CmdResult<Option<String>> {
-        h.filter(|h| !h.trim().is_empty()).map(|h| path_of(what, h)).transpose()
-    };
+    let h = &state.handles;
+    // A required file not chosen stays empty: `open_blueprint` refuses it by name.
+    let required = |f: &String| h.optional_path(Some(f)).map(Option::unwrap_or_default);
     let paths = BlueprintOpenForm {
-        blueprint: path_of("blueprint", &form.blueprint)?,
-        deployment: path_of("deployment", &form.deployment)?,
-        keys: opt("trusted keys", form.keys.as_ref())?,
-        host_bounds: opt("host bounds", form.host_bounds.as_ref())?,
-        descriptors: opt("tool descriptors", form.descriptors.as_ref())?,
+        blueprint: required(&form.blueprint)?,
+        deployment: required(&form.deployment)?,
+        keys: h.optional_path(form.keys.as_ref())?,
+        host_bounds: h.optional_path(form.host_bounds.as_ref())?,
+        descriptors: h.optional_path(form.descriptors.as_ref())?,
     };
     open_blueprint(&state, &paths)
 }

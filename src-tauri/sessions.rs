@@ -165,16 +165,15 @@ pub fn energy_record_stop(state: State<'_, AppState>) -> CmdResult<RecordedSessi
 /// against it (§5.5). Every file of the form is a handle (issue 34).
 #[tauri::command]
 pub async fn energy_session_analyze(state: State<'_, AppState>, form: SessionForm) -> CmdResult<SessionAnalysis> {
-    let path = |h: &str| state.handles.resolve(h).map(|p| p.display().to_string());
-    let opt = |h: Option<&String>| h.filter(|h| !h.trim().is_empty()).map(|h| path(h)).transpose();
+    let handles = &state.handles;
     if form.session.trim().is_empty() {
         return Err(UiError::new("energy.no_session", "choose a session (record one, or open a session file)"));
     }
     let form = SessionForm {
-        session: path(&form.session)?,
-        baseline: opt(form.baseline.as_ref())?,
-        causes: opt(form.causes.as_ref())?,
-        streams: form.streams.iter().map(|h| path(h)).collect::<CmdResult<Vec<_>>>()?,
+        session: handles.path_of(&form.session)?,
+        baseline: handles.optional_path(form.baseline.as_ref())?,
+        causes: handles.optional_path(form.causes.as_ref())?,
+        streams: form.streams.iter().map(|h| handles.path_of(h)).collect::<CmdResult<Vec<_>>>()?,
         grant: form.grant,
     };
     tauri::async_runtime::spawn_blocking(move || console_view::session::analyze(&form).map_err(|e| error::view(&e)))

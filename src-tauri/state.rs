@@ -209,6 +209,16 @@ impl Handles {
         console_view::ipc::FileHandle { handle: self.grant(path), path: path.display().to_string() }
     }
 
+    /// The path behind `handle`, as the engines take it (text).
+    pub fn path_of(&self, handle: &str) -> CmdResult<String> {
+        self.resolve(handle).map(|p| p.display().to_string())
+    }
+
+    /// [`Handles::path_of`] of an optional field: absent or empty is `None`.
+    pub fn optional_path(&self, handle: Option<&String>) -> CmdResult<Option<String>> {
+        handle.filter(|h| !h.trim().is_empty()).map(|h| self.path_of(h)).transpose()
+    }
+
     /// The path behind `handle`.
     pub fn resolve(&self, handle: &str) -> CmdResult<PathBuf> {
         let g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

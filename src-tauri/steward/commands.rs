@@ -142,7 +142,7 @@ pub fn steward_settle(
     status: SettleStatus,
     note: String,
 ) -> CmdResult<SignedAction> {
-    let stream = state.handles.resolve(&stream)?.display().to_string();
+    let stream = state.handles.path_of(&stream)?;
     settle(&state, &st, &stream, &receipt, status, &note)
 }
 

@@ -279,6 +279,17 @@ pub enum AuditError {
     },
 }
 
+/// Why the stream `path` could not be opened by its reader: not a stream,
+/// or an I/O error (its message as the reader gives it). One mapping for
+/// the engine, the reference audit and `record::show`.
+pub(crate) fn reader_error(path: String, e: jcp_receipt::Error) -> AuditError {
+    match e {
+        jcp_receipt::Error::NotAStream { .. } => AuditError::NotAStream { path },
+        jcp_receipt::Error::Io { message, .. } => AuditError::Io { path, message },
+        e => AuditError::Io { path, message: e.to_string() },
+    }
+}
+
 /// The records on either side of an offset, in words.
 fn near(before: Option<u64>, after: Option<u64>) -> String {
     match (before, after) {

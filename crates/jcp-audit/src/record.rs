@@ -16,7 +16,7 @@ use std::path::Path;
 use jcp::cbor::{self, ContentId, Value};
 use jcp::grant::SignedGrant;
 use jcp_receipt::cose::{self, DidCache};
-use jcp_receipt::stream::{Item, Reader, RecordKind};
+use jcp_receipt::stream::{FaultCode, Item, Reader, RecordKind};
 use serde::Serialize;
 
 use crate::reference::open::{open_record, Opened};
@@ -93,8 +93,8 @@ pub struct RecordView {
 struct Seen {
     offset: u64,
     end: u64,
-    kind: Option<RecordKind>,
-    fault: Option<String>,
+    /// A record's kind, or the code of a framing fault.
+    kind: Result<RecordKind, FaultCode>,
     payload: Vec<u8>,
 }
 
@@ -119,10 +119,8 @@ fn id_of(kind: RecordKind, payload: &[u8]) -> ContentId {
 /// no record has the id.
 pub fn show(path: &Path, locate: Locate) -> Result<RecordView, AuditError> {
     let file = File::open(path).map_err(|e| io(path, &e))?;
-    let mut reader = Reader::new(std::io::BufReader::new(file)).map_err(|e| match e.at_path(path) {
-        jcp_receipt::error::Error::NotAStream { path } => AuditError::NotAStream { path },
-        other => AuditError::Io { path: path.display().to_string(), message: other.to_string() },
-    })?;
+    // The reader buffers by itself.
+    let mut reader = Reader::new(file).map_err(|e| crate::reader_error(path.display().to_string(), e))?;
     let mut prev: Option<u64> = None;
     let mut number = 0u64;
     let mut found: Option<(Seen, u64, Option<u64>)> = None;
@@ -131,14 +129,8 @@ pub fn show(path: &Path, locate: Locate) -> Result<RecordView, AuditError> {
         let end = reader.position();
         number += 1;
         let seen = match item {
-            Item::Record(r) => Seen { offset: r.offset, end, kind: Some(r.kind), fault: None, payload: r.payload },
-            Item::Fault(f) => Seen {
-                offset: f.offset,
-                end: f.offset + f.len,
-                kind: None,
-                fault: Some(f.code.code().into()),
-                payload: Vec::new(),
-            },
+            Item::Record(r) => Seen { offset: r.offset, end, kind: Ok(r.kind), payload: r.payload },
+            Item::Fault(f) => Seen { offset: f.offset, end: f.offset + f.len, kind: Err(f.code), payload: Vec::new() },
         };
         if found.is_some() {
             after = Some(seen.offset);
@@ -146,7 +138,7 @@ pub fn show(path: &Path, locate: Locate) -> Result<RecordView, AuditError> {
         }
         let hit = match locate {
             Locate::At(at) => seen.offset == at,
-            Locate::Id(id) => seen.kind.is_some_and(|k| id_of(k, &seen.payload) == id),
+            Locate::Id(id) => seen.kind.is_ok_and(|k| id_of(k, &seen.payload) == id),
         };
         if hit {
             found = Some((seen, number, prev));
@@ -175,28 +167,39 @@ pub fn show(path: &Path, locate: Locate) -> Result<RecordView, AuditError> {
             Locate::Id(id) => AuditError::NoRecordWithId { path: path.display().to_string(), id: id.to_hex() },
         });
     };
-    Ok(view(path, seen, number, prev, after))
+    Ok(view(path, &seen, number, prev, after))
 }
 
-fn view(path: &Path, seen: Seen, number: u64, prev: Option<u64>, next: Option<u64>) -> RecordView {
+/// A framing fault where a record should be: its code and first bytes.
+fn fault_view(
+    path: &Path,
+    seen: &Seen,
+    fault: FaultCode,
+    number: u64,
+    prev: Option<u64>,
+    next: Option<u64>,
+) -> RecordView {
+    RecordView {
+        stream: path.display().to_string(),
+        offset: seen.offset,
+        end: seen.end,
+        number,
+        kind: "fault".into(),
+        id: None,
+        payload_bytes: seen.end - seen.offset,
+        signer: None,
+        check: RecordCheck::NotARecord { code: fault.code().into() },
+        body: fault_bytes(path, seen.offset, seen.end),
+        prev,
+        next,
+    }
+}
+
+fn view(path: &Path, seen: &Seen, number: u64, prev: Option<u64>, next: Option<u64>) -> RecordView {
     let stream = path.display().to_string();
-    let Some(kind) = seen.kind else {
-        let code = seen.fault.unwrap_or_else(|| "garbage".into());
-        let shown = fault_bytes(path, seen.offset, seen.end);
-        return RecordView {
-            stream,
-            offset: seen.offset,
-            end: seen.end,
-            number,
-            kind: "fault".into(),
-            id: None,
-            payload_bytes: seen.end - seen.offset,
-            signer: None,
-            check: RecordCheck::NotARecord { code },
-            body: shown,
-            prev,
-            next,
-        };
+    let kind = match seen.kind {
+        Ok(kind) => kind,
+        Err(fault) => return fault_view(path, seen, fault, number, prev, next),
     };
     let payload = &seen.payload;
     let (signer, body) = decode(kind, payload);

@@ -213,7 +213,8 @@ impl Endpoint {
             record_limits: core_thread::RecordLimits {
                 high_water: config.record_high_water,
                 max: config.record_max,
-                shedding: false,
+                past_mark: false,
+                full_logged: false,
             },
         };
         let batch_max = config.batch_max.max(1);

@@ -57,12 +57,7 @@ pub(crate) fn read_into<S: Sink>(
         if progress(&Progress::StreamStarted { index: idx, path: path.clone(), bytes_total }).is_break() {
             return Err(AuditError::Cancelled);
         }
-        let mut reader = match Reader::new(file) {
-            Ok(r) => r,
-            Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
-            Err(jcp_receipt::Error::Io { message, .. }) => return Err(AuditError::Io { path: name, message }),
-            Err(e) => return Err(AuditError::Io { path: name, message: e.to_string() }),
-        };
+        let mut reader = Reader::new(file).map_err(|e| crate::reader_error(name.clone(), e))?;
         let mut prev: Option<Vec<Part>> = None;
         let mut batch = Batch::new();
         let mut next = Batch::new();

@@ -225,12 +225,7 @@ impl Ledger {
             summary: StreamSummary { path: name.clone(), bytes, ..StreamSummary::default() },
             ..StreamBooks::default()
         });
-        let mut reader = match Reader::new(file) {
-            Ok(r) => r,
-            Err(jcp_receipt::Error::NotAStream { .. }) => return Err(AuditError::NotAStream { path: name }),
-            Err(jcp_receipt::Error::Io { message, .. }) => return Err(AuditError::Io { path: name, message }),
-            Err(e) => return Err(AuditError::Io { path: name, message: e.to_string() }),
-        };
+        let mut reader = Reader::new(file).map_err(|e| crate::reader_error(name.clone(), e))?;
         for item in &mut reader {
             match item {
                 Item::Fault(f) => self.fault(s, &f),

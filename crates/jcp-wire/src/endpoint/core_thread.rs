@@ -202,8 +202,10 @@ pub(super) struct Core {
 pub(super) struct RecordLimits {
     pub(super) high_water: Option<u64>,
     pub(super) max: Option<u64>,
-    /// Whether the mark has been passed (logged once each way).
-    pub(super) shedding: bool,
+    /// Whether the record was past the mark at the last look (each crossing is logged).
+    pub(super) past_mark: bool,
+    /// Whether reaching the limit was logged (once).
+    pub(super) full_logged: bool,
 }
 
 impl Core {

@@ -163,8 +163,8 @@ impl Core {
         let max = self.record_limits.max?;
         let len = self.record_len();
         (len >= max).then(|| {
-            if !self.record_limits.shedding {
-                self.record_limits.shedding = true;
+            if !self.record_limits.full_logged {
+                self.record_limits.full_logged = true;
                 tracing::error!(len, max, "the record has reached its limit: nothing more is decided until the operator makes room (jcp serve --record-max-bytes)");
             }
             format!("the record has reached its limit of {max} bytes (it holds {len}): nothing more is decided here until the operator makes room")
@@ -176,8 +176,8 @@ impl Core {
     fn above_high_water(&mut self) -> Option<u64> {
         let mark = self.record_limits.high_water?;
         let above = self.record_len() >= mark;
-        if above != self.record_limits.shedding {
-            self.record_limits.shedding = above;
+        if above != self.record_limits.past_mark {
+            self.record_limits.past_mark = above;
             if above {
                 tracing::warn!(mark, "the record passed its high-water mark: requests that are not authenticated are answered unrecorded and not recorded");
             } else {

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Where a connection comes from: what its limits count by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,9 +127,9 @@ impl Limiter {
         if have >= 1.0 || self.rate.per_s <= 0.0 {
             return 0;
         }
-        // At most a bucket's refill time: a whole number of milliseconds.
-        let ms = ((1.0 - have) / self.rate.per_s * 1000.0).ceil().clamp(0.0, 3_600_000.0);
-        format!("{ms:.0}").parse().unwrap_or(3_600_000)
+        // A whole number of milliseconds, rounded up, at most an hour.
+        let wait = Duration::from_secs_f64(((1.0 - have) / self.rate.per_s).min(3600.0));
+        u64::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(3_600_000)
     }
 }
 
