@@ -133,8 +133,15 @@ fn sessions(dir: &Path) -> (Mcp, Mcp, Mcp) {
     .unwrap();
     let mut direct = Command::new(&server);
     direct.arg("stdio");
-    let gateway = |stream: &str, extra: &[&str]| {
-        let mut gw = Command::new(env!("CARGO_BIN_EXE_jcp"));
+    let gateway = |stream: &str, extra: &[&str]| gateway_of(dir, env!("CARGO_BIN_EXE_jcp"), stream, extra);
+    (Mcp::start(direct), gateway("g.jcps", &[]), gateway("s.jcps", &["--settle-before-answer"]))
+}
+
+/// A session behind `jcp gateway` as `bin` runs it, its record `dir/stream`.
+fn gateway_of(dir: &Path, bin: &str, stream: &str, extra: &[&str]) -> Mcp {
+    let server = repo().join("crates/gateway/tests/npm/node_modules/.bin/mcp-server-everything");
+    {
+        let mut gw = Command::new(bin);
         gw.current_dir(dir).args([
             "gateway",
             "--chain",
@@ -152,8 +159,7 @@ fn sessions(dir: &Path) -> (Mcp, Mcp, Mcp) {
         ]);
         gw.args(extra).arg("--").arg(&server).arg("stdio");
         Mcp::start(gw)
-    };
-    (Mcp::start(direct), gateway("g.jcps", &[]), gateway("s.jcps", &["--settle-before-answer"]))
+    }
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -216,11 +222,41 @@ fn bench(c: &mut Criterion) {
     // The paced runs only under `cargo bench` (`cargo test --benches` runs each function once).
     if std::env::args().any(|a| a == "--bench") {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        for (rate, calls) in [(1, 60), (50, 1000)] {
-            let r = paced(&mut [&mut direct, &mut gw, &mut settled], rate, calls);
+        // `JCP_GATEWAY_BASELINE=/path/to/an/older/jcp`: a fourth session,
+        // behind that binary's gateway, interleaved with the others (an A/B
+        // of two builds in the same run).
+        let mut baseline = std::env::var("JCP_GATEWAY_BASELINE").ok().map(|bin| {
+            let mut b = gateway_of(dir.path(), &bin, "b.jcps", &[]);
+            for i in 0..20 {
+                b.echo(i);
+            }
+            b
+        });
+        // `JCP_GATEWAY_PACED=20x2000,50x1000`: other rates and counts (calls/s × calls).
+        let runs: Vec<(u32, u64)> = std::env::var("JCP_GATEWAY_PACED").map_or_else(
+            |_| vec![(1, 60), (50, 1000)],
+            |v| {
+                v.split(',')
+                    .map(|r| {
+                        let (a, b) = r.split_once('x').expect("JCP_GATEWAY_PACED: RATExCALLS,...");
+                        (a.trim().parse().expect("a rate"), b.trim().parse().expect("a count"))
+                    })
+                    .collect()
+            },
+        );
+        for (rate, calls) in runs {
+            let mut all: Vec<&mut Mcp> = vec![&mut direct, &mut gw, &mut settled];
+            if let Some(b) = baseline.as_mut() {
+                all.push(b);
+            }
+            let r = paced(&mut all, rate, calls);
             let (d50, d99) = r[0];
             println!("gateway paced {rate}/s, {calls} calls each: direct p50 {:.3} ms p99 {:.3} ms", ms(d50), ms(d99));
-            for ((g50, g99), name) in [(r[1], "gateway (answer first)"), (r[2], "gateway --settle-before-answer")] {
+            let mut rows = vec![(r[1], "gateway (answer first)"), (r[2], "gateway --settle-before-answer")];
+            if r.len() > 3 {
+                rows.push((r[3], "baseline gateway (JCP_GATEWAY_BASELINE, answer first)"));
+            }
+            for ((g50, g99), name) in rows {
                 println!(
                     "  {name}: p50 {:.3} ms p99 {:.3} ms; added p50 {:.3} ms p99 {:.3} ms",
                     ms(g50),

@@ -289,6 +289,89 @@ fn s11_asi_s8_an_official_sdk_session_through_the_gateway_is_bound_decided_meter
     assert_eq!(ev.last().unwrap()["summary"], json!({"calls": 5, "allowed": 2, "denied": 1, "refused": 2, "lost": 0}));
 }
 
+/// A client on a socket pair (Node's `child_process`, under Claude Desktop
+/// or VS Code, gives a child socket pairs, not pipes): its messages read on
+/// the runtime where stdin is a socket of its own; with one socket for both
+/// directions, on a thread (a non-blocking stdin would be a non-blocking
+/// stdout). Either way every call is decided, relayed and answered.
+fn socket_session(dir: &Path, one_socket: bool) -> (Vec<Value>, String) {
+    use std::io::Write;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    let (_, server) = parts();
+    let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+    let (ours_out, theirs_out) = if one_socket {
+        (ours_in.try_clone().unwrap(), theirs_in.try_clone().unwrap())
+    } else {
+        UnixStream::pair().unwrap()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jcp"))
+        .current_dir(dir)
+        .env("RUST_LOG", "jcp_gateway=debug")
+        .arg("gateway")
+        .args(GATEWAY_FLAGS)
+        .arg("--")
+        .arg(&server)
+        .arg("stdio")
+        .stdin(Stdio::from(OwnedFd::from(theirs_in)))
+        .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+        .stderr(std::fs::File::create(dir.join("gateway.err")).unwrap())
+        .spawn()
+        .unwrap();
+    ours_out.set_read_timeout(Some(WAIT)).unwrap();
+    let mut tx = &ours_in;
+    let mut rx = BufReader::new(&ours_out);
+    let mut answers = Vec::new();
+    let mut ask = |tx: &mut &UnixStream, v: Value| {
+        writeln!(tx, "{v}").unwrap();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(rx.read_line(&mut line).unwrap() > 0, "the gateway closed its output");
+            let a: Value = serde_json::from_str(&line).unwrap();
+            if a.get("id") == v.get("id") {
+                return a;
+            }
+        }
+    };
+    ask(
+        &mut tx,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "socket-client", "version": "1"}}}),
+    );
+    writeln!(tx, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    for i in 1..=3 {
+        answers.push(ask(
+            &mut tx,
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}}),
+        ));
+    }
+    // The client closes its side for writing: the session ends.
+    ours_in.shutdown(std::net::Shutdown::Write).unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{}", std::fs::read_to_string(dir.join("gateway.err")).unwrap_or_default());
+    (answers, std::fs::read_to_string(dir.join("gateway.err")).unwrap())
+}
+
+#[test]
+fn s11_a_client_on_socket_pairs_is_answered_with_its_input_on_the_runtime_or_on_a_thread() {
+    for (one_socket, read_on) in [(false, "read on the runtime"), (true, "read on a thread of its own")] {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        setup(d, u64::MAX / 4, "echo");
+        let (answers, err) = socket_session(d, one_socket);
+        assert!(err.contains(read_on), "one socket {one_socket}: {err}");
+        for (i, a) in answers.iter().enumerate() {
+            assert!(a["result"]["isError"] != true, "{a}");
+            assert_eq!(a["result"]["content"][0]["text"], format!("Echo: m{}", i + 1), "{a}");
+            assert!(a["result"]["_meta"]["jcp/receipt"].is_string(), "{a}");
+        }
+        let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+        assert_eq!(audit["clean"], true, "{audit:#}");
+    }
+}
+
 #[test]
 fn s4_9_s11_a_call_past_the_budget_is_denied_with_its_reason_and_the_spend_is_the_metered_charges() {
     let t = tempfile::tempdir().unwrap();

@@ -42,6 +42,13 @@ pub fn trusted() -> McpTrustedContext {
     }
 }
 
+/// A runtime for the asynchronous reader (no I/O driver: it reads memory).
+#[allow(clippy::expect_used)] // a fuzzing harness: no runtime, no fuzzing
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| tokio::runtime::Builder::new_current_thread().build().expect("a current-thread runtime"))
+}
+
 /// One input through every reader. `Err` names a broken promise.
 pub fn gateway_decode(data: &[u8]) -> Result<(), String> {
     // The bindings file: a typed refusal or bindings whose every tool reads back.
@@ -55,11 +62,15 @@ pub fn gateway_decode(data: &[u8]) -> Result<(), String> {
     let mut r = std::io::BufReader::with_capacity(1024, data);
     let mut buf = Vec::new();
     let mut lines = 0;
+    let mut read = Vec::new();
     loop {
         match read_line_bounded(&mut r, &mut buf) {
             Ok(false) => break,
-            Ok(true) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => continue,
+            Ok(true) => read.push(Some(buf.clone())),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                read.push(None);
+                continue;
+            }
             Err(e) => return Err(format!("reading lines from memory failed: {e}")),
         }
         lines += 1;
@@ -70,6 +81,28 @@ pub fn gateway_decode(data: &[u8]) -> Result<(), String> {
             return Err(format!("a line of {} bytes passed the bound", buf.len()));
         }
         line(&buf)?;
+    }
+    // The reader of a client on the runtime's thread reads the same lines
+    // and refuses the same ones, however its buffer splits them.
+    let async_read = runtime().block_on(async {
+        let mut r = tokio::io::BufReader::with_capacity(7, data);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match crate::upstream::read_line_bounded_async(&mut r, &mut buf).await {
+                Ok(false) => return Ok(out),
+                Ok(true) => out.push(Some(buf.clone())),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => out.push(None),
+                Err(e) => return Err(format!("reading lines from memory on the runtime failed: {e}")),
+            }
+        }
+    })?;
+    if async_read != read {
+        return Err(format!(
+            "the runtime's reader read {} lines, the thread's {}, or other ones",
+            async_read.len(),
+            read.len()
+        ));
     }
     // The sealed binding a relayed call is rebuilt from.
     if let Ok(req) = request_of_binding(data) {

@@ -358,7 +358,7 @@ pub async fn serve_session(
         })
     };
     let input = Input { rx: input_rx, buf: Vec::new(), at: 0 };
-    let summary = gateway.serve(input, writer, to_client).await;
+    let summary = gateway.serve(crate::session::ClientInput::Blocking(Box::new(input)), writer, to_client).await;
     lock(&hub).end();
     on_shutdown.abort();
     keepalive.abort();

@@ -33,5 +33,5 @@ pub mod upstream;
 pub use bindings::{Bindings, ToolBinding};
 pub use error::GatewayError;
 pub use intents::{gateway_intents, verify_intents, IntentsReport, RecordedCall};
-pub use session::{Events, Gateway, Settings, Summary};
-pub use upstream::{Upstream, UpstreamOptions};
+pub use session::{ClientInput, Events, Gateway, Settings, Summary};
+pub use upstream::{ClientSink, Upstream, UpstreamOptions};

@@ -26,6 +26,118 @@ use crate::steer::{RunState, Steered};
 use crate::upstream::Upstream;
 use crate::GatewayError;
 
+/// The client's messages, a line each.
+pub enum ClientInput {
+    /// Read on a blocking thread (a file, a terminal, the HTTP session's posts).
+    Blocking(Box<dyn std::io::Read + Send>),
+    /// Read on the runtime's own thread (a pipe or socket made non-blocking:
+    /// the line reaches its call with no hand-off between threads).
+    Async(Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+}
+
+impl std::fmt::Debug for ClientInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Blocking(_) => "ClientInput::Blocking",
+            Self::Async(_) => "ClientInput::Async",
+        })
+    }
+}
+
+impl ClientInput {
+    /// Standard input: read on the runtime where it is a pipe or a socket
+    /// that is this process's input alone (not also its output, whose
+    /// blocking writes a non-blocking descriptor would break), else on a
+    /// blocking thread. Call inside the runtime.
+    pub fn stdin() -> Self {
+        if let Some(r) = async_stdin() {
+            tracing::debug!("the client's input is read on the runtime (a pipe or socket of its own)");
+            Self::Async(r)
+        } else {
+            tracing::debug!("the client's input is read on a thread of its own");
+            Self::Blocking(Box::new(std::io::stdin()))
+        }
+    }
+
+    /// Starts the task that reads lines of at most
+    /// [`crate::upstream::MAX_LINE`] bytes into `tx` (a longer one is
+    /// refused as `InvalidData` and the next read whole) until the input
+    /// ends or `tx` is closed.
+    fn read_lines(self, tx: tokio::sync::mpsc::Sender<std::io::Result<Vec<u8>>>) -> tokio::task::JoinHandle<()> {
+        match self {
+            Self::Blocking(input) => tokio::task::spawn_blocking(move || {
+                let mut r = std::io::BufReader::with_capacity(64 << 10, input);
+                let mut buf = Vec::new();
+                loop {
+                    match crate::upstream::read_line_bounded(&mut r, &mut buf) {
+                        Ok(true) => {
+                            if tx.blocking_send(Ok(buf.clone())).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(false) => return,
+                        Err(e) => {
+                            let fatal = e.kind() != std::io::ErrorKind::InvalidData;
+                            if tx.blocking_send(Err(e)).is_err() || fatal {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }),
+            Self::Async(input) => tokio::spawn(async move {
+                let mut r = tokio::io::BufReader::with_capacity(64 << 10, input);
+                let mut buf = Vec::new();
+                loop {
+                    match crate::upstream::read_line_bounded_async(&mut r, &mut buf).await {
+                        Ok(true) => {
+                            if tx.send(Ok(buf.clone())).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(false) => return,
+                        Err(e) => {
+                            let fatal = e.kind() != std::io::ErrorKind::InvalidData;
+                            if tx.send(Err(e)).await.is_err() || fatal {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }),
+        }
+    }
+}
+
+/// Standard input as a non-blocking pipe or socket of the runtime's, where
+/// it is one and is not also standard output (same device and inode).
+fn async_stdin() -> Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata().ok()?;
+    if let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned().map(std::fs::File::from) {
+        if out.metadata().is_ok_and(|o| o.dev() == meta.dev() && o.ino() == meta.ino()) {
+            return None;
+        }
+    }
+    let kind = meta.file_type();
+    if kind.is_fifo() {
+        let rx = tokio::net::unix::pipe::Receiver::from_file(file).ok()?;
+        return Some(Box::new(rx));
+    }
+    if kind.is_socket() {
+        let sock = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+        // A Unix socket only (an inherited TCP socket stays on the blocking path).
+        sock.local_addr().ok()?;
+        sock.set_nonblocking(true).ok()?;
+        let sock = tokio::net::UnixStream::from_std(sock).ok()?;
+        return Some(Box::new(sock));
+    }
+    None
+}
+
 /// What a session runs under.
 #[derive(Debug)]
 pub struct Settings {
@@ -348,29 +460,26 @@ impl Gateway {
         &self.events
     }
 
-    /// Runs the session until the client closes its input (read on a
-    /// blocking thread, a bounded line at a time): then the calls
+    /// Runs the session until the client closes its input: then the calls
     /// in flight finish, the upstream is closed and everything it still
     /// sends reaches `output` before this returns. `from_upstream` is the
     /// receiving end of the channel the upstream was spawned with.
     /// `output` is written by a thread of its own, each message as soon as
-    /// it is there (an answer is one hand-off from the task that has it).
-    pub async fn run<R, W>(
+    /// it is there, and by the upstream's reader thread where its sink
+    /// shares `output` ([`crate::upstream::ClientSink::direct`]): an
+    /// answer then reaches the client from the thread that read it.
+    pub async fn run(
         &self,
-        input: R,
-        output: W,
+        input: ClientInput,
+        output: crate::upstream::SharedOutput,
         mut from_upstream: tokio::sync::mpsc::UnboundedReceiver<String>,
         to_client: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<Summary, GatewayError>
-    where
-        R: std::io::Read + Send + 'static,
-        W: std::io::Write + Send + 'static,
-    {
+    ) -> Result<Summary, GatewayError> {
         let writer = tokio::task::spawn_blocking(move || {
-            let mut output = output;
             while let Some(mut line) = from_upstream.blocking_recv() {
                 line.push('\n');
-                if output.write_all(line.as_bytes()).is_err() || output.flush().is_err() {
+                let mut w = output.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if w.write_all(line.as_bytes()).is_err() || w.flush().is_err() {
                     return;
                 }
             }
@@ -384,37 +493,14 @@ impl Gateway {
     /// with (ended once `to_client`, the session's last sender, is dropped).
     /// The stdio session writes lines; the Streamable HTTP one
     /// ([`crate::http`]) routes each message to its HTTP response.
-    pub async fn serve<R>(
+    pub async fn serve(
         &self,
-        input: R,
+        input: ClientInput,
         writer: tokio::task::JoinHandle<()>,
         to_client: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<Summary, GatewayError>
-    where
-        R: std::io::Read + Send + 'static,
-    {
+    ) -> Result<Summary, GatewayError> {
         let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(64);
-        // The client's input read on a blocking thread, a bounded line at a time.
-        let input_reader = tokio::task::spawn_blocking(move || {
-            let mut r = std::io::BufReader::with_capacity(64 << 10, input);
-            let mut buf = Vec::new();
-            loop {
-                match crate::upstream::read_line_bounded(&mut r, &mut buf) {
-                    Ok(true) => {
-                        if lines_tx.blocking_send(Ok(buf.clone())).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(false) => return,
-                    Err(e) => {
-                        let fatal = e.kind() != std::io::ErrorKind::InvalidData;
-                        if lines_tx.blocking_send(Err(e)).is_err() || fatal {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        let input_reader = input.read_lines(lines_tx);
         // One call at a time, in the order the client sent them: a call in
         // flight holds a reservation, so a call decided beside it would get
         // a verdict that depends on timing (docs/decisions.md).
@@ -743,17 +829,17 @@ impl CallContext {
         else {
             return refuse(GatewayError::Upstream("the enforcement point is stopping".into()));
         };
-        // The upstream's answer, told as soon as it comes (the relay starts
-        // once the decision is durable, which may be before this task reads it).
-        let early = (!self.settings.settle_before_answer).then(|| {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            self.upstream.tell_answer(id, tx);
-            rx
-        });
+        // The upstream's answer goes to the client as soon as it comes (the
+        // relay starts once the decision is durable, which may be before
+        // this task reads it): made the client's once the call is allowed.
+        let early = !self.settings.settle_before_answer;
+        if early {
+            self.upstream.answer_first(id);
+        }
         let resp = match client.call(&req).await {
             Ok(r) => r,
             Err(e) => {
-                self.upstream.forget_answer();
+                self.upstream.take_answered();
                 return refuse(GatewayError::Wire(e));
             }
         };
@@ -761,7 +847,7 @@ impl CallContext {
         let base = json!({"event": "call", "tool": tool, "intent_hash": intent_hash, "receipt": receipt,
             "action": binding.mcp.action});
         if !resp.decision.is_allow() {
-            self.upstream.forget_answer();
+            self.upstream.take_answered();
             self.count(|s| s.denied += 1);
             let reason = resp.decision.reason().map_or("deny", |r| r.as_str());
             let mut ev = base;
@@ -780,27 +866,14 @@ impl CallContext {
         }
         // A call with no charge leaves its reservation debited (§4.11).
         let held = Some(Debit { uj: resp.decision.debited_uj, grade: Provenance::Estimator, receipt });
-        let reply = tokio::time::timeout(self.settings.reply_timeout, client.reply());
-        tokio::pin!(reply);
-        let mut answered = false;
-        let reply = match early {
-            Some(mut told) => tokio::select! {
-                biased;
-                r = &mut reply => r,
-                Ok(upstream) = &mut told => {
-                    // The tool's own answer, now; its span, charge and outcome
-                    // are recorded before the next call is decided.
-                    let meta = json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash});
-                    if let Some(a) = upstream_answer(id, upstream, meta) {
-                        let _ = self.to_client.send(a.to_string());
-                        answered = true;
-                    }
-                    reply.await
-                }
-            },
-            None => reply.await,
-        };
-        self.upstream.forget_answer();
+        if early {
+            // The tool's own answer, as soon as it comes; its span, charge and
+            // outcome are recorded before the next call is decided.
+            let (for_id, meta) = (id.clone(), json!({"jcp/receipt": receipt, "jcp/intent_hash": intent_hash}));
+            self.upstream.answer_with(Box::new(move |a| upstream_answer(&for_id, a, meta)));
+        }
+        let reply = tokio::time::timeout(self.settings.reply_timeout, client.reply()).await;
+        let answered = self.upstream.take_answered();
         let reply = match reply {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {

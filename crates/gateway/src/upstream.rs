@@ -38,18 +38,127 @@ enum Routed {
 /// Marks a `tools/list` result's tools with what the grant allows.
 pub type Annotate = Box<dyn Fn(&mut Value) + Send + Sync>;
 
-/// Told the upstream's answer to one relayed call the moment the reader
-/// has it (before the call's span ends and its charge is recorded): the
-/// call's key ([`id_key`]) and where the answer goes.
-type Answered = (String, tokio::sync::oneshot::Sender<Value>);
+/// Turns the upstream's answer to a relayed call into the client's (the
+/// gateway's `_meta` added); `None`: it is not an answer to that call.
+pub type AnswerFor = Box<dyn FnOnce(Value) -> Option<Value> + Send>;
+
+/// The one relayed call whose answer goes to the client as soon as the
+/// reader has it (before the call's span ends and its charge is recorded).
+struct Early {
+    /// The call's key ([`id_key`]).
+    key: String,
+    /// How its answer is made the client's, once the decision is known.
+    build: Option<AnswerFor>,
+    /// The upstream's answer, when it came before `build`.
+    answer: Option<Value>,
+    /// Whether the client has its answer.
+    delivered: bool,
+}
+
+/// The early answer's hand-over between the reader thread and the call's
+/// task, under one lock, so that the client gets the answer once: from the
+/// reader where the call was allowed before the answer came, from the
+/// call's task where the answer came first, from the settled reply where
+/// neither happened before the call was over.
+#[derive(Default)]
+struct EarlySlot(Mutex<Option<Early>>);
+
+impl EarlySlot {
+    /// A call's answer is to go early (replacing any earlier call's).
+    fn arm(&self, key: String) {
+        *lock(&self.0) = Some(Early { key, build: None, answer: None, delivered: false });
+    }
+
+    /// The call is allowed: the client's answer, if the upstream's came already.
+    fn allow(&self, build: AnswerFor) -> Option<Value> {
+        let mut g = lock(&self.0);
+        let e = g.as_mut()?;
+        if let Some(a) = e.answer.take() {
+            build(a).inspect(|_| e.delivered = true)
+        } else {
+            e.build = Some(build);
+            None
+        }
+    }
+
+    /// The upstream answered call `key` with `v`: the client's answer,
+    /// where the call is armed and allowed (else kept for [`EarlySlot::allow`]).
+    fn answered(&self, key: &str, v: &Value) -> Option<Value> {
+        let mut g = lock(&self.0);
+        let e = g.as_mut().filter(|e| e.key == key && !e.delivered)?;
+        if let Some(build) = e.build.take() {
+            build(v.clone()).inspect(|_| e.delivered = true)
+        } else {
+            e.answer = Some(v.clone());
+            None
+        }
+    }
+
+    /// The call is over: whether the client got its answer from here.
+    fn take(&self) -> bool {
+        lock(&self.0).take().is_some_and(|e| e.delivered)
+    }
+}
+
+/// Where the messages for the client go: a queue a writer takes them off
+/// (the gateway's own messages, and every message of a session whose
+/// client is not a stream the reader may write itself), and, for a stdio
+/// session, the client's output itself, which the upstream's reader thread
+/// writes straight to (one hand-off between threads fewer for each answer;
+/// the writer takes the same lock, so lines never interleave).
+#[derive(Clone)]
+pub struct ClientSink {
+    queue: tokio::sync::mpsc::UnboundedSender<String>,
+    direct: Option<SharedOutput>,
+}
+
+/// The client's output, shared by the writer thread and the upstream's reader.
+pub type SharedOutput = Arc<Mutex<Box<dyn Write + Send>>>;
+
+impl std::fmt::Debug for ClientSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSink").field("direct", &self.direct.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl ClientSink {
+    /// Everything through `queue`.
+    pub fn queued(queue: tokio::sync::mpsc::UnboundedSender<String>) -> Self {
+        Self { queue, direct: None }
+    }
+
+    /// Through `queue` from the runtime's tasks; written to `out` at once
+    /// by a thread that may block ([`ClientSink::send_now`]).
+    pub fn direct(queue: tokio::sync::mpsc::UnboundedSender<String>, out: SharedOutput) -> Self {
+        Self { queue, direct: Some(out) }
+    }
+
+    /// Queues a message (never blocks: for the runtime's tasks).
+    pub fn send(&self, line: String) {
+        let _ = self.queue.send(line);
+    }
+
+    /// Writes a message now where the client's output is shared (the
+    /// caller is a thread of its own, which may block on it), else queues
+    /// it. A failed write is the writer's to find: the client has gone.
+    pub fn send_now(&self, line: String) {
+        match &self.direct {
+            Some(out) => {
+                let mut w = lock(out);
+                let _ = w.write_all(line.as_bytes()).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush());
+            }
+            None => self.send(line),
+        }
+    }
+}
 
 struct Routing {
     pending: Mutex<HashMap<String, mpsc::SyncSender<Routed>>>,
-    answered: Mutex<Option<Answered>>,
+    early: EarlySlot,
     lists: Mutex<HashSet<String>>,
     /// Dropped when the upstream's output ends, so the client's writer
     /// ends once everything the upstream sent has been written.
-    to_client: Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>,
+    to_client: Mutex<Option<ClientSink>>,
     annotate: Annotate,
     /// Why the upstream's output ended, once it has.
     closed: Mutex<Option<String>>,
@@ -57,9 +166,11 @@ struct Routing {
 }
 
 impl Routing {
+    /// A message of the upstream's, from the reader thread.
     fn to_client(&self, line: String) {
-        if let Some(tx) = lock(&self.to_client).as_ref() {
-            let _ = tx.send(line);
+        let sink = lock(&self.to_client).clone();
+        if let Some(tx) = sink {
+            tx.send_now(line);
         }
     }
 }
@@ -103,11 +214,7 @@ pub struct UpstreamOptions {
 
 impl Upstream {
     /// Starts the server, its stdin and stdout piped, its stderr the gateway's.
-    pub fn spawn(
-        opts: &UpstreamOptions,
-        to_client: tokio::sync::mpsc::UnboundedSender<String>,
-        annotate: Annotate,
-    ) -> Result<Arc<Self>, GatewayError> {
+    pub fn spawn(opts: &UpstreamOptions, to_client: ClientSink, annotate: Annotate) -> Result<Arc<Self>, GatewayError> {
         let (program, args) =
             opts.command.split_first().ok_or_else(|| GatewayError::Upstream("no upstream command given".into()))?;
         let mut child = Command::new(program)
@@ -123,7 +230,7 @@ impl Upstream {
             child.stdout.take().ok_or_else(|| GatewayError::Upstream("the upstream's stdout was not piped".into()))?;
         let routing = Arc::new(Routing {
             pending: Mutex::new(HashMap::new()),
-            answered: Mutex::new(None),
+            early: EarlySlot::default(),
             lists: Mutex::new(HashSet::new()),
             to_client: Mutex::new(Some(to_client)),
             annotate,
@@ -173,16 +280,32 @@ impl Upstream {
     }
 
     /// The upstream's answer to the relayed call `id` (the client's id, which
-    /// the call is relayed under) goes to `tx` as soon as the reader has it,
-    /// as well as to the call waiting behind the gate. One at a time: a
-    /// later one replaces an earlier one not yet told.
-    pub fn tell_answer(&self, id: &Value, tx: tokio::sync::oneshot::Sender<Value>) {
-        *lock(&self.routing.answered) = Some((id_key(id), tx));
+    /// the call is relayed under) is to go to the client as soon as the
+    /// reader has it, as well as to the call waiting behind the gate; how
+    /// it is made the client's comes once the call is allowed
+    /// ([`Upstream::answer_with`]). One at a time: a later call replaces an
+    /// earlier one.
+    pub fn answer_first(&self, id: &Value) {
+        self.routing.early.arm(id_key(id));
     }
 
-    /// No answer to tell any more (the call was denied, or is over).
-    pub fn forget_answer(&self) {
-        lock(&self.routing.answered).take();
+    /// The call is allowed: its answer goes to the client made so by
+    /// `build`, now if the upstream has already given it (queued, from the
+    /// runtime's task that calls this), else by the reader thread when it does.
+    pub fn answer_with(&self, build: AnswerFor) {
+        if let Some(a) = self.routing.early.allow(build) {
+            let sink = lock(&self.routing.to_client).clone();
+            if let Some(tx) = sink {
+                tx.send(a.to_string());
+            }
+        }
+    }
+
+    /// The call is over (denied, settled or lost): whether the client got
+    /// its answer early. Afterwards nothing more of it goes to the client
+    /// from here.
+    pub fn take_answered(&self) -> bool {
+        self.routing.early.take()
     }
 
     /// The answer to request `id` is a `tools/list` result to mark.
@@ -250,7 +373,8 @@ impl Backend for Upstream {
         }
         let (tx, rx) = mpsc::sync_channel(1);
         lock(&self.routing.pending).insert(key.clone(), tx);
-        if let Err(e) = self.send_line(req.to_string().as_bytes()) {
+        let line = req.to_string();
+        if let Err(e) = self.send_line(line.as_bytes()) {
             lock(&self.routing.pending).remove(&key);
             return BackendReply::Lost { why: e.to_string() };
         }
@@ -290,36 +414,75 @@ impl Backend for Upstream {
 /// `buf`; `Ok(false)` at the end. A longer line is read to its end and
 /// refused as `InvalidData`, so the next one is read whole.
 pub fn read_line_bounded<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> std::io::Result<bool> {
-    buf.clear();
-    let mut over = false;
+    let mut line = LineState::start(buf);
     loop {
         let chunk = r.fill_buf()?;
+        let (used, done) = line.take(chunk);
+        r.consume(used);
+        if let Some(done) = done {
+            return done;
+        }
+    }
+}
+
+/// [`read_line_bounded`] on an asynchronous reader: the same lines, the
+/// same refusal of one over [`MAX_LINE`].
+pub async fn read_line_bounded_async<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = LineState::start(buf);
+    loop {
+        let chunk = r.fill_buf().await?;
+        let (used, done) = line.take(chunk);
+        r.consume(used);
+        if let Some(done) = done {
+            return done;
+        }
+    }
+}
+
+/// One bounded line being read, a buffered chunk at a time.
+struct LineState<'a> {
+    buf: &'a mut Vec<u8>,
+    over: bool,
+}
+
+impl<'a> LineState<'a> {
+    fn start(buf: &'a mut Vec<u8>) -> Self {
+        buf.clear();
+        Self { buf, over: false }
+    }
+
+    /// Takes what it needs of `chunk` (empty: the end of the input): how
+    /// many bytes it used, and the read's result once the line is done.
+    fn take(&mut self, chunk: &[u8]) -> (usize, Option<std::io::Result<bool>>) {
+        let over_limit = || std::io::Error::new(std::io::ErrorKind::InvalidData, "a line over the limit");
         if chunk.is_empty() {
-            if over {
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a line over the limit"));
-            }
-            return Ok(!buf.is_empty());
+            return (0, Some(if self.over { Err(over_limit()) } else { Ok(!self.buf.is_empty()) }));
         }
         let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
             Some(i) => (i, true),
             None => (chunk.len(), false),
         };
-        if !over && buf.len() + take <= MAX_LINE {
-            buf.extend_from_slice(&chunk[..take]);
+        if !self.over && self.buf.len() + take <= MAX_LINE {
+            self.buf.extend_from_slice(&chunk[..take]);
         } else {
-            over = true;
-            buf.clear();
+            self.over = true;
+            self.buf.clear();
         }
-        r.consume(if done { take + 1 } else { take });
-        if done {
-            if over {
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a line over the limit"));
-            }
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(true);
+        let used = if done { take + 1 } else { take };
+        if !done {
+            return (used, None);
         }
+        if self.over {
+            return (used, Some(Err(over_limit())));
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        (used, Some(Ok(true)))
     }
 }
 
@@ -357,16 +520,11 @@ fn read_upstream(r: &Routing, out: impl Read) {
             let key = v.get("id").map(id_key).unwrap_or_default();
             let waiting = lock(&r.pending).remove(&key);
             if let Some(tx) = waiting {
-                let told = {
-                    let mut a = lock(&r.answered);
-                    if a.as_ref().is_some_and(|(k, _)| *k == key) {
-                        a.take()
-                    } else {
-                        None
-                    }
-                };
-                if let Some((_, early)) = told {
-                    let _ = early.send(v.clone());
+                // The client's answer, if the call is allowed already:
+                // written here, after the slot's lock is released.
+                let first = r.early.answered(&key, &v);
+                if let Some(a) = first {
+                    r.to_client(a.to_string());
                 }
                 let _ = tx.send(Routed::Answer(v, buf.clone()));
                 continue;
@@ -421,6 +579,74 @@ mod tests {
         assert!(read_line_bounded(&mut r, &mut buf).unwrap());
         assert_eq!(buf, b"last");
         assert!(!read_line_bounded(&mut r, &mut buf).unwrap());
+    }
+
+    fn echo_answer(id: u64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}})
+    }
+
+    fn build_for(id: u64) -> AnswerFor {
+        Box::new(move |a: Value| (a.get("id") == Some(&json!(id))).then(|| json!({"answered": a})))
+    }
+
+    #[test]
+    fn s11_an_answer_that_comes_before_the_allow_goes_once_from_the_call() {
+        let slot = EarlySlot::default();
+        slot.arm(id_key(&json!(7)));
+        // The reader has the answer first: kept, nothing delivered.
+        assert_eq!(slot.answered("7", &echo_answer(7)), None);
+        // The call is allowed: the kept answer is delivered from the call.
+        assert_eq!(slot.allow(build_for(7)), Some(json!({"answered": echo_answer(7)})));
+        // A second answer with that id is not delivered again.
+        assert_eq!(slot.answered("7", &echo_answer(7)), None);
+        assert!(slot.take(), "the client got its answer early");
+        assert!(!slot.take(), "the slot is empty once taken");
+    }
+
+    #[test]
+    fn s11_an_answer_that_comes_after_the_allow_goes_once_from_the_reader() {
+        let slot = EarlySlot::default();
+        slot.arm(id_key(&json!(8)));
+        assert_eq!(slot.allow(build_for(8)), None);
+        // Another call's answer is not this one's.
+        assert_eq!(slot.answered("9", &echo_answer(9)), None);
+        assert_eq!(slot.answered("8", &echo_answer(8)), Some(json!({"answered": echo_answer(8)})));
+        assert_eq!(slot.answered("8", &echo_answer(8)), None);
+        assert!(slot.take());
+    }
+
+    #[test]
+    fn s11_an_answer_after_the_call_is_over_goes_from_the_settled_reply_only() {
+        let slot = EarlySlot::default();
+        slot.arm(id_key(&json!(3)));
+        // Denied, or settled before the upstream answered: nothing went early.
+        assert!(!slot.take());
+        assert_eq!(slot.answered("3", &echo_answer(3)), None);
+        assert_eq!(slot.allow(build_for(3)), None);
+        // An answer the builder does not take as the call's is not delivered.
+        slot.arm(id_key(&json!(4)));
+        assert_eq!(slot.allow(build_for(5)), None);
+        assert_eq!(slot.answered("4", &echo_answer(4)), None);
+        assert!(!slot.take());
+    }
+
+    #[test]
+    fn s11_the_async_line_reader_reads_what_the_blocking_one_reads() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\n{\"a\":1}\r\nlast");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            // A small buffer, so lines span several fills.
+            let mut r = tokio::io::BufReader::with_capacity(7, &input[..]);
+            let mut buf = Vec::new();
+            let e = read_line_bounded_async(&mut r, &mut buf).await.unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+            assert!(read_line_bounded_async(&mut r, &mut buf).await.unwrap());
+            assert_eq!(buf, b"{\"a\":1}");
+            assert!(read_line_bounded_async(&mut r, &mut buf).await.unwrap());
+            assert_eq!(buf, b"last");
+            assert!(!read_line_bounded_async(&mut r, &mut buf).await.unwrap());
+        });
     }
 
     #[test]

@@ -378,6 +378,24 @@ struct Inner {
     walkers: Mutex<Vec<Walker>>,
     /// `/proc/uptime`, kept open and read from offset 0 at each span's start.
     uptime: Option<std::fs::File>,
+    /// Stops' readings kept for the next span over the same tree, at most
+    /// [`IDLE_WALKERS`] (each holds its walker and that walker's files).
+    carried: Mutex<Vec<Carried>>,
+}
+
+/// A span's stop reading, kept for the next span over the same tree: its
+/// start, if no thread of the tree has run since (docs/decisions.md, "§5.1
+/// a stop's reading is the next start's when nothing ran between").
+#[derive(Debug)]
+struct Carried {
+    scope: Scope,
+    end: tree::End,
+    still: tree::Stillness,
+    /// The boot time in clock ticks before `still` was read: no process
+    /// of the tree was born after it while the tree stayed still.
+    born_after: u64,
+    /// The walker that read `still`, with its files open.
+    walker: Walker,
 }
 
 /// The most walkers a meter keeps for its next spans (each holds the open
@@ -498,7 +516,18 @@ impl SpanMeter {
         };
         let rapl = rapl.map(|(r, infos, source)| Rapl { reader: Mutex::new(r), infos, source });
         let uptime = std::fs::File::open("/proc/uptime").ok();
-        Self { inner: Arc::new(Inner { cfg, rapl, gpu, calibration, probe, walkers: Mutex::new(Vec::new()), uptime }) }
+        Self {
+            inner: Arc::new(Inner {
+                cfg,
+                rapl,
+                gpu,
+                calibration,
+                probe,
+                walkers: Mutex::new(Vec::new()),
+                uptime,
+                carried: Mutex::new(Vec::new()),
+            }),
+        }
     }
 
     /// Which energy source a span would use now, and why each better one was declined.
@@ -518,13 +547,33 @@ impl SpanMeter {
             Target::Tree { root, .. } => Scope::Tree(root),
         };
         let inner = Arc::clone(&self.inner);
-        let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
-        let mut walker = inner.walker();
-        let start = tree::read_end(&mut walker, scope, bounds(&inner.cfg));
+        // The last stop's reading of this tree, where no thread of it has
+        // run since: the tree now, read already.
+        let (walker, start, born_after) = if let Some(c) = inner.carried(scope) {
+            Self::start_from(&inner, c, scope)
+        } else {
+            let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
+            let mut walker = inner.walker();
+            let start = tree::read_end(&mut walker, scope, bounds(&inner.cfg));
+            (walker, start, born_after)
+        };
         let t0 = Instant::now();
         let rapl0 = inner.rapl.as_ref().map(Rapl::read);
         let gpu0 = inner.gpu.as_ref().map(|(g, _)| g.read_uj());
         Ok(Span { inner, target, scope, walker, start, born_after, t0, rapl0, gpu0 })
+    }
+}
+
+impl SpanMeter {
+    /// A span's first end from a carried reading: the reading itself where
+    /// the tree has stayed still since, else a fresh reading with its walker.
+    fn start_from(inner: &Inner, mut c: Carried, scope: Scope) -> (Walker, tree::End, u64) {
+        if c.walker.still(&c.still) {
+            return (c.walker, c.end, c.born_after);
+        }
+        let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
+        let start = tree::read_end(&mut c.walker, scope, bounds(&inner.cfg));
+        (c.walker, start, born_after)
     }
 }
 
@@ -580,6 +629,44 @@ impl Inner {
             if idle.len() < IDLE_WALKERS && held + walker.open_files() <= tree::OPEN_FILES {
                 idle.push(walker);
             }
+        }
+    }
+
+    /// The reading carried for a span over `scope`, taken from the store.
+    fn carried(&self, scope: Scope) -> Option<Carried> {
+        let mut c = self.carried.lock().ok()?;
+        let i = c.iter().position(|x| x.scope == scope)?;
+        Some(c.swap_remove(i))
+    }
+
+    /// Reads the tree of `scope` (as `last` found it) again, after its
+    /// threads' `schedstat`, and keeps the reading for the next span where
+    /// none of them ran meanwhile.
+    fn carry_fresh(&self, scope: Scope, last: &tree::Walk, mut walker: Walker) {
+        let Some(born_after) = self.uptime_ticks() else {
+            return self.walker_done(walker);
+        };
+        let Some(still) = walker.stillness(last) else {
+            return self.walker_done(walker);
+        };
+        let end = tree::read_end(&mut walker, scope, bounds(&self.cfg));
+        if still.covers(&end) && walker.still(&still) {
+            self.carry(Carried { scope, end, still, born_after, walker });
+        } else {
+            self.walker_done(walker);
+        }
+    }
+
+    /// Keeps `c` for the next span over its tree (replacing one kept for
+    /// the same tree; the oldest dropped past [`IDLE_WALKERS`]).
+    fn carry(&self, mut c: Carried) {
+        c.walker.span_done();
+        if let Ok(mut kept) = self.carried.lock() {
+            kept.retain(|x| x.scope != c.scope);
+            if kept.len() >= IDLE_WALKERS {
+                kept.remove(0);
+            }
+            kept.push(c);
         }
     }
 
@@ -640,12 +727,26 @@ impl Span {
         }
         // (A new walker allocates nothing.)
         let mut walker = std::mem::replace(&mut self.walker, Walker::new(inner.probe.children));
+        // A tree's threads, before the stop's reading: if none of them ran
+        // while it was read, the reading may be the next span's start.
+        let still = match self.scope {
+            Scope::Tree(_) => inner.uptime_ticks().and_then(|b| walker.stillness(&self.start.walk).map(|s| (s, b))),
+            Scope::Own { .. } => None,
+        };
         let stop = tree::read_end(&mut walker, self.scope, bounds(&inner.cfg));
         // The counters are read where the tree was read, right after each end's walks.
         let rapl1 = inner.rapl.as_ref().map(Rapl::read);
         let gpu1 = inner.gpu.as_ref().map(|(g, _)| g.read_uj());
         let wall_ns = ns_u64(self.t0.elapsed());
-        inner.walker_done(walker);
+        match still {
+            Some((s, born_after)) if s.covers(&stop) && walker.still(&s) => {
+                inner.carry(Carried { scope: self.scope, end: stop.clone(), still: s, born_after, walker });
+            }
+            // The tree ran while it was read (a process finishing its
+            // answer as the stop began): once more, now that it is at rest.
+            Some(_) if stop.confirmed => inner.carry_fresh(self.scope, &stop.walk, walker),
+            _ => inner.walker_done(walker),
+        }
         let own = self.target == Target::OwnThreads;
         let cmp = tree::compare(&self.start, &stop, self.born_after, own);
         let hz = inner.probe.clock_ticks_per_second.max(1);
@@ -784,5 +885,74 @@ impl Span {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::tree::tests::Forker;
+
+    fn meter() -> SpanMeter {
+        let sources = SpanSources {
+            powercap_root: None,
+            powercap_read: crate::rapl::read_file,
+            perf_rapl: None,
+            gpu: None,
+            calibration: Err(Decline::new("calibration-absent", "none in this test")),
+            host: HostId::this_host(),
+            children: None,
+        };
+        let cfg = SpanConfig {
+            settle_wait: Duration::from_millis(200),
+            probe_step: Duration::from_millis(10),
+            probe_intervals: 1,
+            ..SpanConfig::default()
+        };
+        SpanMeter::with_sources(cfg, sources)
+    }
+
+    fn carried(m: &SpanMeter) -> usize {
+        m.inner.carried.lock().unwrap().len()
+    }
+
+    #[test]
+    fn s5_1_a_stop_reading_is_the_next_start_while_the_tree_does_not_run() {
+        let mut f = Forker::spawn(2);
+        let target = Target::Tree { root: f.child.id(), self_contained: true };
+        let m = meter();
+        let first = m.start(target).unwrap();
+        assert!(first.walker.stat_reads() > 0, "the first span reads its start");
+        let fig = first.stop();
+        assert!(fig.gaps.is_empty(), "{fig:?}");
+        assert_eq!(carried(&m), 1, "the idle tree's stop reading is kept");
+        let reads = m.inner.carried.lock().unwrap()[0].walker.stat_reads();
+        // Nothing of the tree ran: the next start is that reading, no `stat` read.
+        let second = m.start(target).unwrap();
+        assert_eq!(second.walker.stat_reads(), reads, "the carried reading is the start");
+        assert_eq!(second.start.walk.members.len(), 3);
+        assert_eq!(carried(&m), 0, "taken");
+        let fig = second.stop();
+        assert!(fig.gaps.is_empty(), "{fig:?}");
+        assert_eq!(fig.members, 3);
+        // The shell forks between two spans: the kept reading is not
+        // vouched for, the start is read afresh and holds the new child,
+        // so none of its time before the span is charged to it.
+        let reads = m.inner.carried.lock().unwrap()[0].walker.stat_reads();
+        f.fork_one();
+        let third = m.start(target).unwrap();
+        assert!(third.walker.stat_reads() > reads, "read afresh");
+        assert_eq!(third.start.walk.members.len(), 4, "{:?}", third.start);
+        let fig = third.stop();
+        assert!(fig.gaps.is_empty(), "{fig:?}");
+        assert_eq!(fig.members, 4);
+    }
+
+    #[test]
+    fn s5_1_own_threads_carry_nothing() {
+        let m = meter();
+        let s = m.start(Target::OwnThreads).unwrap();
+        drop(s.stop());
+        assert_eq!(carried(&m), 0);
     }
 }

@@ -192,13 +192,25 @@ impl Endpoint {
         for (id, spend) in gate.gate().spent_grants() {
             metrics.replayed(&id, spend.uj, anchored);
         }
-        let (to_sync, unsynced, sync_thread) =
-            Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;
+        let (to_sync, unsynced, sync_thread, sync_here) = if config.sync_on_core {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&config.stream)
+                .map_err(|e| WireError::io(format!("opening {} to sync", config.stream.display()), e))?;
+            // No sync thread: nothing ever comes back unsynced.
+            let (_, unsynced) = std::sync::mpsc::channel();
+            (None, unsynced, None, Some((file, 0)))
+        } else {
+            let (to_sync, unsynced, thread) =
+                Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;
+            (Some(to_sync), unsynced, Some(thread), None)
+        };
         let core = Core {
             gate,
             read,
-            syncer: Some(to_sync),
-            sync_thread: Some(sync_thread),
+            syncer: to_sync,
+            sync_thread,
+            sync_here,
             unsynced,
             table: replayed.table,
             handles: HashMap::new(),
@@ -595,6 +607,7 @@ mod tests {
             read: std::fs::File::open(&stream).unwrap(),
             syncer: Some(to_sync),
             sync_thread: Some(thread),
+            sync_here: None,
             unsynced,
             table: super::decided_once::Remembered::default(),
             handles: std::collections::HashMap::new(),

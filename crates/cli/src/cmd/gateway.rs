@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use jcp_gateway::{Bindings, Events, Gateway, Settings, Upstream, UpstreamOptions};
+use jcp_gateway::{Bindings, ClientInput, ClientSink, Events, Gateway, Settings, Upstream, UpstreamOptions};
 use jcp_wire::backend::Backend;
 use jcp_wire::endpoint::{Config, Endpoint};
 use serde_json::json;
@@ -69,7 +69,8 @@ pub struct GatewayArgs {
     #[arg(long, default_value_t = 0)]
     max_uj: u64,
     /// The least time between two syncs of the record, µs (§4.11 group commit). 0, the default: one
-    /// session's calls are decided one at a time, so a batch has nothing to gather and waiting only adds latency.
+    /// session's calls are decided one at a time, so a batch has nothing to gather and waiting only adds latency;
+    /// the endpoint's core then syncs each decision itself (no hand-off to a sync thread).
     #[arg(long, default_value_t = 0)]
     commit_interval_us: u64,
     /// The operator's ceiling on what one call may reserve, µJ (0: none).
@@ -223,6 +224,23 @@ fn run_intents(stream: &std::path::Path, json_out: bool) -> anyhow::Result<ExitC
     Ok(ExitCode::from(if r.clean() { CLEAN } else { crate::out::FINDINGS }))
 }
 
+/// Standard output shared by the session's writer and the upstream's
+/// reader, and where the upstream's messages go: for a stdio session, the
+/// reader writes them (an answer leaves from the thread that read it); for
+/// the HTTP one, they are queued for the session to route.
+fn client_side(
+    http: bool,
+    to_client: &tokio::sync::mpsc::UnboundedSender<String>,
+) -> (jcp_gateway::upstream::SharedOutput, ClientSink) {
+    let stdout: jcp_gateway::upstream::SharedOutput = Arc::new(std::sync::Mutex::new(Box::new(std::io::stdout())));
+    let sink = if http {
+        ClientSink::queued(to_client.clone())
+    } else {
+        ClientSink::direct(to_client.clone(), stdout.clone())
+    };
+    (stdout, sink)
+}
+
 pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     match &a.cmd {
         Some(GatewayCmd::Intents { stream, json }) => return run_intents(stream, *json),
@@ -256,6 +274,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     config.known_through = Some(0);
     config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
+    config.sync_on_core = a.commit_interval_us == 0;
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     // One thread for the session's tasks and the endpoint's connections: a
     // gateway decides one call at a time, and a task woken on the thread
@@ -273,7 +292,8 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
         };
         let marks: jcp_gateway::session::Marks = Arc::new(std::sync::Mutex::new(chain.clone()));
         let annotate = jcp_gateway::session::annotator(bindings.clone(), marks.clone());
-        let upstream = Upstream::spawn(&opts, to_client.clone(), annotate).map_err(|e| coded(e.code(), e.to_string()))?;
+        let (stdout, sink) = client_side(http.is_some(), &to_client);
+        let upstream = Upstream::spawn(&opts, sink, annotate).map_err(|e| coded(e.code(), e.to_string()))?;
         let behind: Arc<dyn Backend> = upstream.clone();
         let (endpoint, report) = match Endpoint::open(config, steward.clone(), gate, Some(behind)) {
             Ok(x) => x,
@@ -332,7 +352,7 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
                 )
                 .await
             }
-            None => gw.run(std::io::stdin(), std::io::stdout(), from_upstream, to_client).await,
+            None => gw.run(ClientInput::stdin(), stdout, from_upstream, to_client).await,
         }
         .map_err(|e| coded(e.code(), e.to_string()))?;
         for t in &tasks {

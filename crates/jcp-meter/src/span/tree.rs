@@ -159,6 +159,8 @@ enum Kind {
     Stat,
     Children,
     Schedstat,
+    /// `/proc/<pid>/task/<tid>/schedstat`: one thread's.
+    TaskSchedstat,
 }
 
 /// Reads trees. The `/proc` files it reads stay open (up to [`OPEN_FILES`])
@@ -184,6 +186,12 @@ pub(crate) struct Walker {
 impl Walker {
     pub fn new(listing: ChildrenListing) -> Self {
         Self { listing, buf: Vec::new(), len: 0, kids: Vec::new(), open: HashMap::default(), stat_reads: 0 }
+    }
+
+    /// `stat` reads made (the tests see which readings ran).
+    #[cfg(test)]
+    pub fn stat_reads(&self) -> usize {
+        self.stat_reads
     }
 
     /// How many files it holds open.
@@ -213,6 +221,7 @@ impl Walker {
             Kind::Stat => PathBuf::from(format!("/proc/{pid}/task/{tid}/stat")),
             Kind::Children => PathBuf::from(format!("/proc/{pid}/task/{tid}/children")),
             Kind::Schedstat => PathBuf::from(format!("/proc/{pid}/schedstat")),
+            Kind::TaskSchedstat => PathBuf::from(format!("/proc/{pid}/task/{tid}/schedstat")),
         };
         let f = std::fs::File::open(&path).map_err(|e| ReadFail::of_io(&e))?;
         self.len = read_whole(&f, &mut self.buf).map_err(|e| ReadFail::of_io(&e))?;
@@ -232,10 +241,61 @@ impl Walker {
     /// (gone, no `CONFIG_SCHED_INFO`): the caller then confirms the slow way.
     fn read_sched(&mut self, pid: u32) -> Option<Sched> {
         self.read(pid, pid, Kind::Schedstat).ok()?;
+        self.parsed_sched()
+    }
+
+    /// The `schedstat` last read, parsed.
+    fn parsed_sched(&self) -> Option<Sched> {
         let text = std::str::from_utf8(&self.buf[..self.len]).ok()?;
         let mut it = text.split_ascii_whitespace().map(str::parse::<u64>);
         let out = [it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?];
         Some(out)
+    }
+
+    /// Every thread of each member of `w` with its `schedstat`: `None`
+    /// where a list or a read fails (a member or a thread gone, no
+    /// `CONFIG_SCHED_INFO`). A member `w` read with one thread is taken to
+    /// have that one (its pid), and one with several has them listed
+    /// first; [`Stillness::covers`] refuses a later reading that counts
+    /// another number. See [`Stillness`].
+    pub fn stillness(&mut self, w: &Walk) -> Option<Stillness> {
+        let mut threads = BTreeMap::new();
+        for (&pid, m) in &w.members {
+            let tids = if m.stat.threads <= 1 {
+                vec![pid]
+            } else {
+                procfs::list_tasks(&PathBuf::from(format!("/proc/{pid}/task"))).ok()?
+            };
+            let mut each = Vec::with_capacity(tids.len());
+            for tid in tids {
+                self.read(pid, tid, sched_kind(pid, tid)).ok()?;
+                each.push((tid, self.parsed_sched()?));
+            }
+            threads.insert(pid, each);
+        }
+        Some(Stillness { threads })
+    }
+
+    /// Whether no thread `s` names has run since it was read: each one's
+    /// `schedstat` read again through the file kept open since, and
+    /// unchanged. A file not kept (it might be another process's by now),
+    /// a read that fails or a figure that moved: not still.
+    pub fn still(&mut self, s: &Stillness) -> bool {
+        s.threads.iter().all(|(&pid, each)| {
+            each.iter().all(|&(tid, was)| {
+                let Some((f, read)) = self.open.get_mut(&(pid, tid, sched_kind(pid, tid))) else {
+                    return false;
+                };
+                match read_whole(f, &mut self.buf) {
+                    Ok(n) => {
+                        *read = true;
+                        self.len = n;
+                        self.parsed_sched() == Some(was)
+                    }
+                    Err(_) => false,
+                }
+            })
+        })
     }
 
     /// Confirms the reading walk `a` (see [`read_end`]). The quick way,
@@ -368,6 +428,17 @@ impl Walker {
     }
 }
 
+/// Where a thread's `schedstat` is read: the leader's is the process's
+/// own file (which a reading walk keeps open already), another thread's
+/// under `task/`.
+fn sched_kind(pid: u32, tid: u32) -> Kind {
+    if tid == pid {
+        Kind::Schedstat
+    } else {
+        Kind::TaskSchedstat
+    }
+}
+
 /// A `/proc` file read shorter than this (and than the buffer) holds the
 /// whole file: docs/decisions.md, "One read of a `/proc` file".
 const SHORT_READ_IS_WHOLE: usize = 2048;
@@ -416,6 +487,42 @@ fn scan_ppids() -> HashMap<u32, Vec<u32>> {
         }
     }
     map
+}
+
+/// Every thread of each member of a tree with its `schedstat` (time on a
+/// core, time waiting for one, slices run), read before a reading of the
+/// tree: the proof that carries a stop's reading to the next span's start
+/// (docs/decisions.md, "§5.1 a stop's reading is the next start's when
+/// nothing ran between"). A thread's figures move whenever it runs; a
+/// process forks, reaps, exits, starts a thread or uses CPU time only by
+/// running one of its threads, so while no thread named here has run,
+/// every member is as it was read: the same processes, parents, CPU
+/// time, reaped time and states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stillness {
+    threads: BTreeMap<u32, Vec<(u32, Sched)>>,
+}
+
+impl Stillness {
+    /// Whether `end`, read after `self` and before `self` was found still,
+    /// is a reading `self` vouches for: confirmed, every member readable
+    /// and at rest, the root there, no listed child gone, and the same
+    /// members as `self` names, each with as many threads as `self` lists
+    /// for it. (A thread started after the listing and before its starter's
+    /// `schedstat` was read would be counted in the member's `stat` and not
+    /// in the list: the counts differ and nothing is vouched for.)
+    pub fn covers(&self, end: &End) -> bool {
+        let w = &end.walk;
+        end.confirmed
+            && !w.root_gone
+            && !w.child_gone
+            && w.unreadable.is_empty()
+            && w.settled()
+            && w.members.len() == self.threads.len()
+            && w.members.iter().all(|(pid, m)| {
+                self.threads.get(pid).is_some_and(|each| usize::try_from(m.stat.threads).is_ok_and(|n| n == each.len()))
+            })
+    }
 }
 
 /// The bounds of one end's reading.
@@ -598,7 +705,7 @@ fn ends_gaps(start: &End, stop: &End, gaps: &mut Vec<Gap>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn member(pid: u32, parent: u32, start: u64, cpu: u64, reaped: u64, state: u8) -> (u32, MemberRead) {
@@ -745,12 +852,12 @@ mod tests {
 
     /// A shell blocked reading its stdin, with `n` idle `sleep` children; a
     /// line on its stdin makes it fork one more.
-    struct Forker {
-        child: std::process::Child,
+    pub(crate) struct Forker {
+        pub(crate) child: std::process::Child,
     }
 
     impl Forker {
-        fn spawn(n: usize) -> Self {
+        pub(crate) fn spawn(n: usize) -> Self {
             let script = format!("{} read x; sleep 1000 & read y", "sleep 1000 & ".repeat(n));
             let child = std::process::Command::new("sh")
                 .args(["-c", &script])
@@ -776,11 +883,27 @@ mod tests {
             me
         }
 
-        fn fork_one(&mut self) {
+        /// The shell forks one more `sleep`; returns once it is listed and
+        /// asleep (or after 10 s), and the shell is back at rest.
+        pub(crate) fn fork_one(&mut self) {
             use std::io::Write;
+            let pid = self.child.id();
+            let kids = format!("/proc/{pid}/task/{pid}/children");
+            let count = || std::fs::read_to_string(&kids).unwrap_or_default().split_whitespace().count();
+            let before = count();
             self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
             self.child.stdin.as_mut().unwrap().flush().unwrap();
-            std::thread::sleep(Duration::from_millis(100));
+            let asleep =
+                |k: &str| std::fs::read_to_string(format!("/proc/{k}/stat")).is_ok_and(|s| s.contains("(sleep) S "));
+            for _ in 0..2000 {
+                let listed = std::fs::read_to_string(&kids).unwrap_or_default();
+                let own = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                if count() > before && listed.split_whitespace().all(asleep) && own.contains(") S ") {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -829,5 +952,56 @@ mod tests {
         assert_eq!(b.members.len(), 4, "the fork is seen");
         assert!(!a.agrees(b), "and the reading is not confirmed");
         assert!(!c.confirms(&a));
+    }
+
+    fn bounds() -> EndBounds {
+        EndBounds { settle: Duration::from_millis(200), poll: Duration::from_micros(100), max_pairs: 64 }
+    }
+
+    #[test]
+    fn s5_1_stillness_vouches_for_a_reading_until_a_thread_of_the_tree_runs() {
+        let mut f = Forker::spawn(2);
+        let root = f.child.id();
+        let mut w = Walker::new(ChildrenListing::detect());
+        let first = read_end(&mut w, Scope::Tree(root), bounds());
+        assert_eq!(first.walk.members.len(), 3, "{first:?}");
+        let s = w.stillness(&first.walk).expect("every thread's schedstat reads");
+        let end = read_end(&mut w, Scope::Tree(root), bounds());
+        assert!(s.covers(&end), "an idle tree's reading after its stillness: {end:?}");
+        assert!(w.still(&s), "nothing of the idle tree ran");
+        assert!(w.still(&s), "and still nothing");
+        // The shell forks: it ran, so nothing read before is vouched for.
+        f.fork_one();
+        assert!(!w.still(&s), "the fork is seen");
+        let after = read_end(&mut w, Scope::Tree(root), bounds());
+        assert!(!s.covers(&after), "a tree with another member is not the one its stillness names");
+    }
+
+    #[test]
+    fn s5_1_stillness_needs_its_files_and_the_same_threads() {
+        let me = std::process::id();
+        let mut w = Walker::new(ChildrenListing::TaskChildren);
+        // This test process has several threads (the harness's): listed.
+        let (pid, mut m) = member(me, 1, 100, 5, 0, b'S');
+        m.stat.threads = 2;
+        let s = w.stillness(&Walk { members: [(pid, m)].into_iter().collect(), ..Walk::default() }).unwrap();
+        // A walker that never read them holds none of the files: no proof.
+        assert!(!Walker::new(ChildrenListing::TaskChildren).still(&s));
+        // A reading whose member counts another number of threads than the
+        // list (a thread started between the list and the reading) is not covered.
+        let threads = u32::try_from(s.threads[&me].len()).unwrap();
+        let reading = |n: u32| {
+            let (pid, mut m) = member(me, 1, 100, 5, 0, b'S');
+            m.stat.threads = n;
+            End { walk: Walk { members: [(pid, m)].into_iter().collect(), ..Walk::default() }, confirmed: true }
+        };
+        assert!(s.covers(&reading(threads)));
+        assert!(!s.covers(&reading(threads + 1)));
+        let mut unconfirmed = reading(threads);
+        unconfirmed.confirmed = false;
+        assert!(!s.covers(&unconfirmed), "an unconfirmed reading is vouched for by nothing");
+        let mut busy = reading(threads);
+        busy.walk.members.get_mut(&me).unwrap().unsettled.push((me, b'R'));
+        assert!(!s.covers(&busy), "a reading with a thread not at rest is not carried");
     }
 }

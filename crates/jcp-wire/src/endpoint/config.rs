@@ -99,6 +99,12 @@ pub struct Config {
     /// more is decided or admitted (`unrecorded`, a feed `unrecorded`):
     /// the disk the operator gave it is used up. `None`: none.
     pub record_max: Option<u64>,
+    /// The core thread syncs each decided batch itself instead of handing
+    /// it to the sync thread: one hand-off between threads fewer before an
+    /// answer leaves, and no deciding while a sync runs. For an endpoint
+    /// whose one caller decides one request at a time (`jcp gateway`),
+    /// where there is nothing to decide during a sync. Default `false`.
+    pub sync_on_core: bool,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -164,6 +170,7 @@ impl std::fmt::Debug for Config {
             .field("refusals_per_source", &self.refusals_per_source)
             .field("record_high_water", &self.record_high_water)
             .field("record_max", &self.record_max)
+            .field("sync_on_core", &self.sync_on_core)
             .finish_non_exhaustive()
     }
 }
@@ -206,6 +213,7 @@ impl Config {
             refusals_per_source: Some(super::limits::Rate::per_second(DEFAULT_REFUSALS_PER_SOURCE)),
             record_high_water: None,
             record_max: None,
+            sync_on_core: false,
         }
     }
 }

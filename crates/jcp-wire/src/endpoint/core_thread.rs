@@ -177,6 +177,10 @@ pub(super) struct Core {
     /// Hands appended batches to the sync thread (`None` once stopping).
     pub(super) syncer: Option<std::sync::mpsc::Sender<Pending>>,
     pub(super) sync_thread: Option<std::thread::JoinHandle<()>>,
+    /// With [`super::Config::sync_on_core`]: the handle this thread syncs
+    /// each batch through itself (and no sync thread), and the stream
+    /// length known durable.
+    pub(super) sync_here: Option<(File, u64)>,
     /// Batches whose sync failed, back from the sync thread.
     pub(super) unsynced: std::sync::mpsc::Receiver<(String, Pending)>,
     pub(super) table: Remembered,

@@ -65,7 +65,7 @@ pub(super) type UnsyncedReceiver = std::sync::mpsc::Receiver<(String, Pending)>;
 /// `fdatasync` of the stream (a test can make it fail).
 pub(super) fn sync_stream(file: &File) -> std::io::Result<()> {
     #[cfg(test)]
-    if tests::FAIL_SYNC.load(Ordering::SeqCst) {
+    if tests::fails(file) {
         return Err(std::io::Error::other("injected sync failure"));
     }
     file.sync_data()
@@ -249,6 +249,28 @@ impl Core {
             return;
         }
         p.end = self.gate.writer().len();
+        if let Some((file, synced)) = &mut self.sync_here {
+            // A batch that appended nothing (a binding, a question) has nothing to sync.
+            if p.end <= *synced {
+                p.release(&self.metrics);
+                return;
+            }
+            let started = std::time::Instant::now();
+            match sync_stream(file) {
+                Ok(()) => {
+                    *synced = p.end;
+                    self.metrics.committed(started.elapsed().as_secs_f64());
+                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                    p.release(&self.metrics);
+                }
+                Err(e) => {
+                    self.fail(format!("syncing the record: {e}"));
+                    let why = self.failed.clone().unwrap_or_default();
+                    self.answer_unrecorded(&why, p);
+                }
+            }
+            return;
+        }
         let refused = match &self.syncer {
             Some(tx) => tx.send(p).err().map(|e| e.0),
             None => Some(p),
@@ -276,7 +298,6 @@ impl Core {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
 
     use jcp::decision::{Gate, Reason};
 
@@ -285,9 +306,22 @@ mod tests {
     use super::*;
     use crate::message::Feed;
 
-    /// Makes the sync thread's next syncs fail (only this module's test
-    /// sets it).
-    pub(super) static FAIL_SYNC: AtomicBool = AtomicBool::new(false);
+    /// The inode whose syncs fail (0: none; only this module's test sets
+    /// it): one stream's, so tests running beside it sync as ever.
+    static FAIL_SYNC: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// Whether a sync of `file` is to fail.
+    pub(super) fn fails(file: &File) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let ino = FAIL_SYNC.load(Ordering::SeqCst);
+        ino != 0 && file.metadata().is_ok_and(|m| m.ino() == ino)
+    }
+
+    /// Makes every sync of the stream at `path` fail (`None`: none).
+    fn fail_syncs_of(path: Option<&std::path::Path>) {
+        use std::os::unix::fs::MetadataExt;
+        FAIL_SYNC.store(path.map_or(0, |p| std::fs::metadata(p).unwrap().ino()), Ordering::SeqCst);
+    }
 
     #[test]
     fn s11_a_batch_whose_write_fails_leaves_unrecorded_and_the_record_is_failed() {
@@ -332,10 +366,45 @@ mod tests {
     }
 
     #[test]
-    fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
+    fn s4_11_a_core_that_syncs_itself_answers_after_the_sync_and_syncs_only_what_it_appended() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config::new(dir.path().join("s.jcps"));
         cfg.clock = Arc::new(|| 1_800_000_000);
+        cfg.sync_on_core = true;
+        let g = grant();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
+            assert!(decision(&ep.submit(request(&g, b"one")).await.unwrap()).is_allow());
+            assert_eq!(ep.stats().commits, 1, "the decision was synced before it left");
+            // A question that appends nothing is answered without a sync.
+            let _ = ep.known_through().await.unwrap();
+            assert_eq!(ep.stats().commits, 1);
+            assert!(decision(&ep.submit(request(&g, b"two")).await.unwrap()).is_allow());
+            assert_eq!(ep.stats().commits, 2);
+            ep.shutdown().await.unwrap();
+        });
+        // Both decisions are in the record, durable: reopened, both replay.
+        let (ep, report) = Endpoint::open(Config::new(dir.path().join("s.jcps")), key(90), Gate::new(), None).unwrap();
+        assert_eq!((report.requests_recorded, report.replay.replayed_allows), (2, 2), "{report:?}");
+        drop(ep);
+    }
+
+    /// The sync thread's and the core's own sync (`Config::sync_on_core`)
+    /// fail the same way; one test runs both, one after the other (the
+    /// injected failure is one stream's at a time).
+    #[test]
+    fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
+        for sync_on_core in [false, true] {
+            a_failed_sync_leaves_nothing_allowed(sync_on_core);
+        }
+    }
+
+    fn a_failed_sync_leaves_nothing_allowed(sync_on_core: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::new(dir.path().join("s.jcps"));
+        cfg.clock = Arc::new(|| 1_800_000_000);
+        cfg.sync_on_core = sync_on_core;
         let g = grant();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -343,12 +412,12 @@ mod tests {
             let first = request(&g, b"one");
             assert!(decision(&ep.submit(first.clone()).await.unwrap()).is_allow());
             assert_eq!(ep.stats().commits, 1);
-            FAIL_SYNC.store(true, Ordering::SeqCst);
+            fail_syncs_of(Some(&dir.path().join("s.jcps")));
             // Decided and appended, but its sync fails: answered unrecorded.
             let d = decision(&ep.submit(request(&g, b"two")).await.unwrap());
-            assert_eq!(d.reason(), Some(Reason::Unrecorded), "{d:?}");
+            assert_eq!(d.reason(), Some(Reason::Unrecorded), "sync on core {sync_on_core}: {d:?}");
             assert_eq!(d.debited_uj, 0);
-            FAIL_SYNC.store(false, Ordering::SeqCst);
+            fail_syncs_of(None);
             // The record has failed: everything after is unrecorded, a
             // repeat of a durable decision and a feed included.
             assert_eq!(decision(&ep.submit(request(&g, b"three")).await.unwrap()).reason(), Some(Reason::Unrecorded));
