@@ -68,43 +68,37 @@ impl ClientInput {
             Self::Blocking(input) => tokio::task::spawn_blocking(move || {
                 let mut r = std::io::BufReader::with_capacity(64 << 10, input);
                 let mut buf = Vec::new();
-                loop {
-                    match crate::upstream::read_line_bounded(&mut r, &mut buf) {
-                        Ok(true) => {
-                            if tx.blocking_send(Ok(buf.clone())).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(false) => return,
-                        Err(e) => {
-                            let fatal = e.kind() != std::io::ErrorKind::InvalidData;
-                            if tx.blocking_send(Err(e)).is_err() || fatal {
-                                return;
-                            }
-                        }
+                while let Some((message, last)) = handed(crate::upstream::read_line_bounded(&mut r, &mut buf), &buf) {
+                    if tx.blocking_send(message).is_err() || last {
+                        return;
                     }
                 }
             }),
             Self::Async(input) => tokio::spawn(async move {
                 let mut r = tokio::io::BufReader::with_capacity(64 << 10, input);
                 let mut buf = Vec::new();
-                loop {
-                    match crate::upstream::read_line_bounded_async(&mut r, &mut buf).await {
-                        Ok(true) => {
-                            if tx.send(Ok(buf.clone())).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(false) => return,
-                        Err(e) => {
-                            let fatal = e.kind() != std::io::ErrorKind::InvalidData;
-                            if tx.send(Err(e)).await.is_err() || fatal {
-                                return;
-                            }
-                        }
+                while let Some((message, last)) =
+                    handed(crate::upstream::read_line_bounded_async(&mut r, &mut buf).await, &buf)
+                {
+                    if tx.send(message).await.is_err() || last {
+                        return;
                     }
                 }
             }),
+        }
+    }
+}
+
+/// What one bounded read hands the session: the line, or the error (and
+/// whether reading stops after it: any error but a line over the bound);
+/// `None` at the end of the input.
+fn handed(read: std::io::Result<bool>, buf: &[u8]) -> Option<(std::io::Result<Vec<u8>>, bool)> {
+    match read {
+        Ok(true) => Some((Ok(buf.to_vec()), false)),
+        Ok(false) => None,
+        Err(e) => {
+            let last = e.kind() != std::io::ErrorKind::InvalidData;
+            Some((Err(e), last))
         }
     }
 }
@@ -476,10 +470,8 @@ impl Gateway {
         to_client: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<Summary, GatewayError> {
         let writer = tokio::task::spawn_blocking(move || {
-            while let Some(mut line) = from_upstream.blocking_recv() {
-                line.push('\n');
-                let mut w = output.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if w.write_all(line.as_bytes()).is_err() || w.flush().is_err() {
+            while let Some(line) = from_upstream.blocking_recv() {
+                if crate::upstream::write_line(&output, &line).is_err() {
                     return;
                 }
             }

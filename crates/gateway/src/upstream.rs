@@ -144,12 +144,20 @@ impl ClientSink {
     pub fn send_now(&self, line: String) {
         match &self.direct {
             Some(out) => {
-                let mut w = lock(out);
-                let _ = w.write_all(line.as_bytes()).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush());
+                let _ = write_line(out, &line);
             }
             None => self.send(line),
         }
     }
+}
+
+/// Writes one message and its newline to the client's output, flushed,
+/// under its lock (so no other line interleaves).
+pub fn write_line(out: &SharedOutput, line: &str) -> std::io::Result<()> {
+    let mut w = lock(out);
+    w.write_all(line.as_bytes())?;
+    w.write_all(b"\n")?;
+    w.flush()
 }
 
 struct Routing {

@@ -549,13 +549,16 @@ impl SpanMeter {
         let inner = Arc::clone(&self.inner);
         // The last stop's reading of this tree, where no thread of it has
         // run since: the tree now, read already.
-        let (walker, start, born_after) = if let Some(c) = inner.carried(scope) {
-            Self::start_from(&inner, c, scope)
-        } else {
-            let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
-            let mut walker = inner.walker();
-            let start = tree::read_end(&mut walker, scope, bounds(&inner.cfg));
-            (walker, start, born_after)
+        let (walker, start, born_after) = match inner.carried(scope).map(Carried::resume) {
+            Some(Ok(still)) => still,
+            // Nothing carried, or the tree ran since: read afresh (with the
+            // carried walker and its files, where there was one).
+            kept => {
+                let mut walker = kept.and_then(Result::err).unwrap_or_else(|| inner.walker());
+                let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
+                let start = tree::read_end(&mut walker, scope, bounds(&inner.cfg));
+                (walker, start, born_after)
+            }
         };
         let t0 = Instant::now();
         let rapl0 = inner.rapl.as_ref().map(Rapl::read);
@@ -564,16 +567,16 @@ impl SpanMeter {
     }
 }
 
-impl SpanMeter {
-    /// A span's first end from a carried reading: the reading itself where
-    /// the tree has stayed still since, else a fresh reading with its walker.
-    fn start_from(inner: &Inner, mut c: Carried, scope: Scope) -> (Walker, tree::End, u64) {
-        if c.walker.still(&c.still) {
-            return (c.walker, c.end, c.born_after);
+impl Carried {
+    /// The carried reading as a span's first end (its walker, the reading,
+    /// its `born_after`) where no thread of the tree has run since; else
+    /// the walker, for a fresh reading.
+    fn resume(mut self) -> Result<(Walker, tree::End, u64), Walker> {
+        if self.walker.still(&self.still) {
+            Ok((self.walker, self.end, self.born_after))
+        } else {
+            Err(self.walker)
         }
-        let born_after = inner.uptime_ticks().unwrap_or(u64::MAX);
-        let start = tree::read_end(&mut c.walker, scope, bounds(&inner.cfg));
-        (c.walker, start, born_after)
     }
 }
 
@@ -643,23 +646,31 @@ impl Inner {
     /// threads' `schedstat`, and keeps the reading for the next span where
     /// none of them ran meanwhile.
     fn carry_fresh(&self, scope: Scope, last: &tree::Walk, mut walker: Walker) {
-        let Some(born_after) = self.uptime_ticks() else {
-            return self.walker_done(walker);
-        };
-        let Some(still) = walker.stillness(last) else {
+        let (Some(born_after), Some(still)) = (self.uptime_ticks(), walker.stillness(last)) else {
             return self.walker_done(walker);
         };
         let end = tree::read_end(&mut walker, scope, bounds(&self.cfg));
-        if still.covers(&end) && walker.still(&still) {
-            self.carry(Carried { scope, end, still, born_after, walker });
-        } else {
+        if let Err(walker) = self.carry(scope, still, born_after, end, walker) {
             self.walker_done(walker);
         }
     }
 
-    /// Keeps `c` for the next span over its tree (replacing one kept for
-    /// the same tree; the oldest dropped past [`IDLE_WALKERS`]).
-    fn carry(&self, mut c: Carried) {
+    /// Keeps `end` for the next span over `scope` where `still`, read
+    /// before it, vouches for it and none of its threads has run since
+    /// (replacing one kept for the same tree; the oldest dropped past
+    /// [`IDLE_WALKERS`]); else gives the walker back.
+    fn carry(
+        &self,
+        scope: Scope,
+        still: tree::Stillness,
+        born_after: u64,
+        end: tree::End,
+        mut walker: Walker,
+    ) -> Result<(), Walker> {
+        if !(still.covers(&end) && walker.still(&still)) {
+            return Err(walker);
+        }
+        let mut c = Carried { scope, end, still, born_after, walker };
         c.walker.span_done();
         if let Ok(mut kept) = self.carried.lock() {
             kept.retain(|x| x.scope != c.scope);
@@ -668,6 +679,7 @@ impl Inner {
             }
             kept.push(c);
         }
+        Ok(())
     }
 
     /// The boot time now in clock ticks (`/proc/uptime`, which `stat`'s start time counts in).
@@ -739,13 +751,18 @@ impl Span {
         let gpu1 = inner.gpu.as_ref().map(|(g, _)| g.read_uj());
         let wall_ns = ns_u64(self.t0.elapsed());
         match still {
-            Some((s, born_after)) if s.covers(&stop) && walker.still(&s) => {
-                inner.carry(Carried { scope: self.scope, end: stop.clone(), still: s, born_after, walker });
+            Some((s, born_after)) => {
+                if let Err(walker) = inner.carry(self.scope, s, born_after, stop.clone(), walker) {
+                    // The tree ran while it was read (a process finishing
+                    // its answer as the stop began): once more, now that it is at rest.
+                    if stop.confirmed {
+                        inner.carry_fresh(self.scope, &stop.walk, walker);
+                    } else {
+                        inner.walker_done(walker);
+                    }
+                }
             }
-            // The tree ran while it was read (a process finishing its
-            // answer as the stop began): once more, now that it is at rest.
-            Some(_) if stop.confirmed => inner.carry_fresh(self.scope, &stop.walk, walker),
-            _ => inner.walker_done(walker),
+            None => inner.walker_done(walker),
         }
         let own = self.target == Target::OwnThreads;
         let cmp = tree::compare(&self.start, &stop, self.born_after, own);

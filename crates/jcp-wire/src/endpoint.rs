@@ -193,13 +193,9 @@ impl Endpoint {
             metrics.replayed(&id, spend.uj, anchored);
         }
         let (to_sync, unsynced, sync_thread, sync_here) = if config.sync_on_core {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&config.stream)
-                .map_err(|e| WireError::io(format!("opening {} to sync", config.stream.display()), e))?;
             // No sync thread: nothing ever comes back unsynced.
             let (_, unsynced) = std::sync::mpsc::channel();
-            (None, unsynced, None, Some((file, 0)))
+            (None, unsynced, None, Some(group_commit::Durable::open(&config.stream)?))
         } else {
             let (to_sync, unsynced, thread) =
                 Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;

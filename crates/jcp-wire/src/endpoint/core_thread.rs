@@ -178,9 +178,8 @@ pub(super) struct Core {
     pub(super) syncer: Option<std::sync::mpsc::Sender<Pending>>,
     pub(super) sync_thread: Option<std::thread::JoinHandle<()>>,
     /// With [`super::Config::sync_on_core`]: the handle this thread syncs
-    /// each batch through itself (and no sync thread), and the stream
-    /// length known durable.
-    pub(super) sync_here: Option<(File, u64)>,
+    /// each batch through itself (and no sync thread).
+    pub(super) sync_here: Option<super::group_commit::Durable>,
     /// Batches whose sync failed, back from the sync thread.
     pub(super) unsynced: std::sync::mpsc::Receiver<(String, Pending)>,
     pub(super) table: Remembered,

@@ -71,6 +71,41 @@ pub(super) fn sync_stream(file: &File) -> std::io::Result<()> {
     file.sync_data()
 }
 
+/// The stream's own handle for `fdatasync`, and the length known durable:
+/// the sync thread's, or the core thread's own with
+/// [`super::Config::sync_on_core`]. (A sync makes the file's data durable
+/// whichever handle wrote it; the core thread remains the only writer.)
+pub(super) struct Durable {
+    file: File,
+    synced: u64,
+}
+
+impl Durable {
+    /// A handle to `stream` to sync it through.
+    pub(super) fn open(stream: &Path) -> Result<Self, WireError> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(stream)
+            .map_err(|e| WireError::io(format!("opening {} to sync", stream.display()), e))?;
+        Ok(Self { file, synced: 0 })
+    }
+
+    /// Makes the stream durable up to `end`: one `fdatasync`, timed and
+    /// counted, where that much is not durable yet (a batch that appended
+    /// nothing, a binding or a question, syncs nothing).
+    pub(super) fn sync_to(&mut self, end: u64, metrics: &WireMetrics, stats: &Stats) -> std::io::Result<()> {
+        if end <= self.synced {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        sync_stream(&self.file)?;
+        metrics.committed(started.elapsed().as_secs_f64());
+        self.synced = end;
+        stats.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
 /// The group commit, off the core thread: makes decided batches durable
 /// in order, one `fdatasync` for every batch queued while the previous one
 /// ran, then lets their answers leave, while the core decides the next
@@ -80,9 +115,7 @@ pub(super) fn sync_stream(file: &File) -> std::io::Result<()> {
 /// every batch it holds then or gets after goes back to the core, which
 /// answers it `unrecorded` (§11).
 pub(super) struct Syncer {
-    pub(super) file: File,
-    /// The stream length known durable.
-    pub(super) synced: u64,
+    pub(super) durable: Durable,
     pub(super) failed: Option<String>,
     pub(super) rx: std::sync::mpsc::Receiver<Pending>,
     /// The least time between the starts of two syncs
@@ -107,13 +140,8 @@ impl Syncer {
     ) -> Result<(SyncSender, UnsyncedReceiver, std::thread::JoinHandle<()>), WireError> {
         let (to_sync, rx) = std::sync::mpsc::channel();
         let (back, unsynced) = std::sync::mpsc::channel();
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(stream)
-            .map_err(|e| WireError::io(format!("opening {} to sync", stream.display()), e))?;
         let syncer = Syncer {
-            file,
-            synced: 0,
+            durable: Durable::open(stream)?,
             failed: None,
             rx,
             interval,
@@ -152,18 +180,10 @@ impl Syncer {
             last_start = Some(std::time::Instant::now());
             // Lengths only grow: the last batch's end covers the group.
             let end = group.iter().map(|p| p.end).max().unwrap_or(0);
-            if self.failed.is_none() && end > self.synced {
-                let started = std::time::Instant::now();
-                match sync_stream(&self.file) {
-                    Ok(()) => {
-                        self.metrics.committed(started.elapsed().as_secs_f64());
-                        self.synced = end;
-                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        tracing::error!("syncing the record failed: {e}");
-                        self.failed = Some(format!("syncing the record: {e}"));
-                    }
+            if self.failed.is_none() {
+                if let Err(e) = self.durable.sync_to(end, &self.metrics, &self.stats) {
+                    tracing::error!("syncing the record failed: {e}");
+                    self.failed = Some(format!("syncing the record: {e}"));
                 }
             }
             match &self.failed {
@@ -249,20 +269,9 @@ impl Core {
             return;
         }
         p.end = self.gate.writer().len();
-        if let Some((file, synced)) = &mut self.sync_here {
-            // A batch that appended nothing (a binding, a question) has nothing to sync.
-            if p.end <= *synced {
-                p.release(&self.metrics);
-                return;
-            }
-            let started = std::time::Instant::now();
-            match sync_stream(file) {
-                Ok(()) => {
-                    *synced = p.end;
-                    self.metrics.committed(started.elapsed().as_secs_f64());
-                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    p.release(&self.metrics);
-                }
+        if let Some(durable) = &mut self.sync_here {
+            match durable.sync_to(p.end, &self.metrics, &self.stats) {
+                Ok(()) => p.release(&self.metrics),
                 Err(e) => {
                     self.fail(format!("syncing the record: {e}"));
                     let why = self.failed.clone().unwrap_or_default();
