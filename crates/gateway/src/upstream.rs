@@ -17,7 +17,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use jcp_wire::backend::{Backend, BackendReply, Call};
+use jcp_wire::backend::{Awaiting, Backend, BackendReply, Call};
 use serde_json::{json, Value};
 
 use crate::GatewayError;
@@ -155,9 +155,28 @@ impl ClientSink {
 /// under its lock (so no other line interleaves).
 pub fn write_line(out: &SharedOutput, line: &str) -> std::io::Result<()> {
     let mut w = lock(out);
-    w.write_all(line.as_bytes())?;
-    w.write_all(b"\n")?;
+    w.write_all(&with_newline(line.as_bytes()))?;
     w.flush()
+}
+
+/// Writes one message line (and its newline) to the server's input.
+fn send_line_to(stdin: &Mutex<Option<ChildStdin>>, line: &[u8]) -> Result<(), GatewayError> {
+    let mut g = lock(stdin);
+    let Some(w) = g.as_mut() else {
+        return Err(GatewayError::Upstream("the upstream's input is closed".into()));
+    };
+    w.write_all(&with_newline(line))
+        .and_then(|()| w.flush())
+        .map_err(|e| GatewayError::Upstream(format!("writing to the upstream: {e}")))
+}
+
+/// `line` and its newline in one buffer: one write, so the reader on the
+/// other end of a pipe is woken once, for the whole line.
+fn with_newline(line: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(line.len() + 1);
+    b.extend_from_slice(line);
+    b.push(b'\n');
+    b
 }
 
 struct Routing {
@@ -196,7 +215,7 @@ pub fn id_key(id: &Value) -> String {
 pub struct Upstream {
     pid: u32,
     command: String,
-    stdin: Mutex<Option<ChildStdin>>,
+    stdin: Arc<Mutex<Option<ChildStdin>>>,
     routing: Arc<Routing>,
     timeout: Duration,
     self_contained: bool,
@@ -253,7 +272,7 @@ impl Upstream {
         Ok(Arc::new(Self {
             pid,
             command: opts.command.join(" "),
-            stdin: Mutex::new(stdin),
+            stdin: Arc::new(Mutex::new(stdin)),
             routing,
             timeout: opts.timeout,
             self_contained: opts.self_contained,
@@ -277,14 +296,52 @@ impl Upstream {
 
     /// Sends one message line (the newline is added).
     pub fn send_line(&self, line: &[u8]) -> Result<(), GatewayError> {
-        let mut g = lock(&self.stdin);
-        let Some(w) = g.as_mut() else {
-            return Err(GatewayError::Upstream("the upstream's input is closed".into()));
+        send_line_to(&self.stdin, line)
+    }
+
+    /// Relays one call: its `tools/call` line is written to the server now,
+    /// and what is returned waits for the answer (or the timeout, after
+    /// which the call is cancelled upstream and lost).
+    fn relay(&self, call: Call<'_>) -> Awaiting {
+        let req = match call.args.ok_or_else(|| "the call carries no binding".to_owned()).and_then(request_of_binding) {
+            Ok(r) => r,
+            // Nothing was sent: the tool did not run.
+            Err(why) => return Box::new(move || BackendReply::Failed(why.into_bytes())),
         };
-        w.write_all(line)
-            .and_then(|()| w.write_all(b"\n"))
-            .and_then(|()| w.flush())
-            .map_err(|e| GatewayError::Upstream(format!("writing to the upstream: {e}")))
+        let key = req.get("id").map(id_key).unwrap_or_default();
+        if let Some(why) = self.closed() {
+            return Box::new(move || {
+                BackendReply::Failed(format!("not run: the upstream server had already stopped ({why})").into_bytes())
+            });
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        lock(&self.routing.pending).insert(key.clone(), tx);
+        if let Err(e) = self.send_line(req.to_string().as_bytes()) {
+            lock(&self.routing.pending).remove(&key);
+            return Box::new(move || BackendReply::Lost { why: e.to_string() });
+        }
+        let (routing, stdin, timeout) = (self.routing.clone(), self.stdin.clone(), self.timeout);
+        Box::new(move || match rx.recv_timeout(timeout) {
+            Ok(Routed::Answer(v, line)) => {
+                let failed =
+                    v.get("error").is_some() || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
+                if failed {
+                    BackendReply::Failed(line)
+                } else {
+                    BackendReply::Done(line)
+                }
+            }
+            Ok(Routed::Lost(why)) => BackendReply::Lost { why },
+            Err(_) => {
+                lock(&routing.pending).remove(&key);
+                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": req.get("id"), "reason": "jcp gateway: the call ran past its timeout"}});
+                let _ = send_line_to(&stdin, cancel.to_string().as_bytes());
+                BackendReply::Lost {
+                    why: format!("no answer within {} s; the call was cancelled upstream", timeout.as_secs_f64()),
+                }
+            }
+        })
     }
 
     /// The upstream's answer to the relayed call `id` (the client's id, which
@@ -368,45 +425,17 @@ pub fn request_of_binding(canonical: &[u8]) -> Result<Value, String> {
 
 impl Backend for Upstream {
     fn call(&self, call: Call<'_>) -> BackendReply {
-        let req = match call.args.ok_or_else(|| "the call carries no binding".to_owned()).and_then(request_of_binding) {
-            Ok(r) => r,
-            // Nothing was sent: the tool did not run.
-            Err(why) => return BackendReply::Failed(why.into_bytes()),
-        };
-        let key = req.get("id").map(id_key).unwrap_or_default();
-        if let Some(why) = self.closed() {
-            return BackendReply::Failed(
-                format!("not run: the upstream server had already stopped ({why})").into_bytes(),
-            );
-        }
-        let (tx, rx) = mpsc::sync_channel(1);
-        lock(&self.routing.pending).insert(key.clone(), tx);
-        let line = req.to_string();
-        if let Err(e) = self.send_line(line.as_bytes()) {
-            lock(&self.routing.pending).remove(&key);
-            return BackendReply::Lost { why: e.to_string() };
-        }
-        match rx.recv_timeout(self.timeout) {
-            Ok(Routed::Answer(v, line)) => {
-                let failed =
-                    v.get("error").is_some() || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
-                if failed {
-                    BackendReply::Failed(line)
-                } else {
-                    BackendReply::Done(line)
-                }
-            }
-            Ok(Routed::Lost(why)) => BackendReply::Lost { why },
-            Err(_) => {
-                lock(&self.routing.pending).remove(&key);
-                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": req.get("id"), "reason": "jcp gateway: the call ran past its timeout"}});
-                let _ = self.send_line(cancel.to_string().as_bytes());
-                BackendReply::Lost {
-                    why: format!("no answer within {} s; the call was cancelled upstream", self.timeout.as_secs_f64()),
-                }
-            }
-        }
+        self.relay(call)()
+    }
+
+    /// A line written to the server's input: sent from the thread the
+    /// call was decided on ([`Backend::send`]).
+    fn send(&self, call: Call<'_>) -> Option<Awaiting> {
+        Some(self.relay(call))
+    }
+
+    fn sends_quickly(&self) -> bool {
+        true
     }
 
     fn tree_root(&self) -> Option<u32> {

@@ -78,7 +78,7 @@ use crate::error::WireError;
 use crate::message::{Feed, FeedAnswer, WireRequest};
 use crate::metering::CallMeter;
 use crate::metrics::WireMetrics;
-use core_thread::{Core, Job, Signed};
+use core_thread::{Core, CoreLink, Job, Signed};
 use decided_once::identify;
 use group_commit::Syncer;
 use recording::Replayed;
@@ -86,7 +86,8 @@ use serve::{serve_conn, Conn};
 
 /// A running endpoint's shared part: what connection tasks hold.
 struct Shared {
-    tx: mpsc::Sender<Job>,
+    /// Where jobs go to the core.
+    tx: CoreLink,
     stats: Arc<Stats>,
     metrics: Arc<WireMetrics>,
     cap: usize,
@@ -105,7 +106,7 @@ struct Shared {
     meter: Arc<dyn CallMeter>,
     /// §11 relay mode: one call at a time behind the gate (each call's
     /// span holds the whole tree).
-    relay_lock: Arc<Mutex<()>>,
+    relay_lock: Arc<tokio::sync::Mutex<()>>,
     /// §4.3: the configured feed keys.
     feed_keys: Vec<jcp::identity::Did>,
     /// Frame-body bytes being read, over every connection (a permit per byte).
@@ -192,7 +193,7 @@ impl Endpoint {
         for (id, spend) in gate.gate().spent_grants() {
             metrics.replayed(&id, spend.uj, anchored);
         }
-        let (to_sync, unsynced, sync_thread, sync_here) = if config.sync_on_core {
+        let (to_sync, unsynced, sync_thread, sync_here) = if config.sync_on_core || config.core_on_caller {
             // No sync thread: nothing ever comes back unsynced.
             let (_, unsynced) = std::sync::mpsc::channel();
             (None, unsynced, None, Some(group_commit::Durable::open(&config.stream)?))
@@ -233,10 +234,15 @@ impl Endpoint {
             (None, Some(_)) => Arc::new(jcp_meter::span::SpanMeter::system(jcp_meter::span::SpanConfig::default())),
             (None, None) => Arc::new(crate::metering::WallClock),
         };
-        let handle = std::thread::Builder::new()
-            .name("jcp-endpoint-core".into())
-            .spawn(move || core.run(rx, batch_max))
-            .map_err(|e| WireError::io("starting the endpoint's core thread", e))?;
+        let (tx, handle) = if config.core_on_caller {
+            (CoreLink::Caller(Box::new(Mutex::new(Some(core)))), None)
+        } else {
+            let handle = std::thread::Builder::new()
+                .name("jcp-endpoint-core".into())
+                .spawn(move || core.run(rx, batch_max))
+                .map_err(|e| WireError::io("starting the endpoint's core thread", e))?;
+            (CoreLink::Thread(tx), Some(handle))
+        };
         let shared = Arc::new(Shared {
             tx,
             stats,
@@ -253,14 +259,14 @@ impl Endpoint {
             conns: Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1))),
             caller_signatures: config.caller_signatures,
             meter,
-            relay_lock: Arc::new(Mutex::new(())),
+            relay_lock: Arc::new(tokio::sync::Mutex::new(())),
             feed_keys: config.feed_keys.clone(),
             bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
             bodies_max: config.body_bytes_in_flight.max(1),
             requests: config.requests_per_source.map(limits::Limiter::new),
             refusals: config.refusals_per_source.map(limits::Limiter::new),
         });
-        Ok((Self { shared, core: Arc::new(Mutex::new(Some(handle))) }, report))
+        Ok((Self { shared, core: Arc::new(Mutex::new(handle)) }, report))
     }
 
     /// Counters now.

@@ -163,3 +163,92 @@ fn s4_11_a_backend_that_panics_leaves_its_decision_unresolved_not_failed() {
     assert_eq!(r.unresolved[0].receipt, receipt);
     assert_eq!(r.receipts.outcomes, 1, "only the fine call's outcome: no 'failed' for the panic");
 }
+
+/// A backend over a real process tree (`sleep`, for its pid) that sends
+/// its calls without waiting where `split`, and otherwise only calls.
+struct Quick {
+    child: std::sync::Mutex<std::process::Child>,
+    split: bool,
+    sent: std::sync::atomic::AtomicUsize,
+    called: std::sync::atomic::AtomicUsize,
+}
+
+impl Quick {
+    fn new(split: bool) -> Arc<Self> {
+        let child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        Arc::new(Self { child: std::sync::Mutex::new(child), split, sent: 0.into(), called: 0.into() })
+    }
+}
+
+impl Drop for Quick {
+    fn drop(&mut self) {
+        let mut c = self.child.lock().unwrap();
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Backend for Quick {
+    fn call(&self, call: Call<'_>) -> BackendReply {
+        self.called.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        BackendReply::Done(call.args.unwrap_or_default().to_vec())
+    }
+
+    fn send(&self, call: Call<'_>) -> Option<jcp_wire::backend::Awaiting> {
+        if !self.split {
+            return None;
+        }
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let args = call.args.unwrap_or_default().to_vec();
+        Some(Box::new(move || BackendReply::Done(args)))
+    }
+
+    fn sends_quickly(&self) -> bool {
+        true
+    }
+
+    fn tree_root(&self) -> Option<u32> {
+        Some(self.child.lock().unwrap().id())
+    }
+}
+
+/// §11 relay mode, a backend that sends quickly (`Backend::send`): the call
+/// is sent inside a span over its tree, and the reply waited for, metered
+/// and charged as any other's; one whose `send` declines is called instead,
+/// inside the same kind of span. Neither is run twice.
+#[test]
+fn s11_a_call_sent_without_waiting_is_metered_over_its_tree_and_charged_as_any_other() {
+    for split in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = TestClock::new(T0);
+        let path = dir.path().join("s.jcps");
+        let g = grant(10_000, 1);
+        let backend = Quick::new(split);
+        let root = backend.tree_root().unwrap();
+        let meter = Scripted::new(&[77], Provenance::Estimator);
+        rt().block_on(async {
+            let mut cfg = config(&path, &clock);
+            cfg.meter = Some(meter.clone());
+            let s = Served::start(cfg, dir.path(), Some(backend.clone())).await.unwrap();
+            let mut c = Client::connect(&s.tcp).await.unwrap();
+            let r = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"x", T0)).await.unwrap();
+            assert!(r.decision.is_allow(), "{:?}", r.decision);
+            let reply = c.reply().await.unwrap();
+            assert_eq!((reply.state, reply.output.as_slice()), (ReplyState::Done, &b"x"[..]), "split {split}");
+            let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
+            assert_eq!(charge.cost_uj, 77, "the metered figure, split {split}");
+            s.stop().await;
+        });
+        let ord = std::sync::atomic::Ordering::SeqCst;
+        assert_eq!(
+            (backend.sent.load(ord), backend.called.load(ord)),
+            (usize::from(split), usize::from(!split)),
+            "sent without waiting, or called: once"
+        );
+        let targets = meter.targets.lock().unwrap().clone();
+        assert!(
+            matches!(targets.as_slice(), [jcp_wire::metering::CallTarget::Tree { root: r, .. }] if *r == root),
+            "one span over the backend's tree: {targets:?}"
+        );
+    }
+}

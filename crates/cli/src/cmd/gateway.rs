@@ -275,6 +275,10 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
     config.sync_on_core = a.commit_interval_us == 0;
+    // No commit interval: the core decides on the session's own thread
+    // (issue 36's latency; docs/decisions.md, "The gateway decides on its
+    // own thread").
+    config.core_on_caller = a.commit_interval_us == 0;
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     // One thread for the session's tasks and the endpoint's connections: a
     // gateway decides one call at a time, and a task woken on the thread

@@ -62,11 +62,35 @@ pub enum BackendReply {
     },
 }
 
+/// A call sent to the endpoint behind the gate whose reply is still to
+/// come ([`Backend::send`]): what waits for it, run on a thread that may
+/// block.
+pub type Awaiting = Box<dyn FnOnce() -> BackendReply + Send>;
+
 /// The endpoint behind the enforcement point. Called on a blocking thread,
 /// only after an allow was recorded durably.
 pub trait Backend: Send + Sync + 'static {
     /// Runs one call.
     fn call(&self, call: Call<'_>) -> BackendReply;
+
+    /// Sends one call without waiting for its reply, where sending never
+    /// blocks for long (a line written to a pipe the endpoint behind the
+    /// gate reads): what waits for the reply. The relay then sends from
+    /// the thread the decision was made on, and only the wait goes to a
+    /// thread that may block (one hand-off between threads fewer before
+    /// the work starts; issue 36). `None`: this backend does not split a
+    /// call, and nothing was sent ([`Backend::call`] runs it, on a
+    /// blocking thread). [`Backend::prepare`] must be quick for a backend
+    /// that sends here. Default: `None`.
+    fn send(&self, _call: Call<'_>) -> Option<Awaiting> {
+        None
+    }
+
+    /// Whether [`Backend::send`] sends (decided once, before a span opens
+    /// for the call). Default: `false`.
+    fn sends_quickly(&self) -> bool {
+        false
+    }
 
     /// Readies the endpoint behind the gate for the next call (a process
     /// backend starts a fresh child after a lost call here), so that

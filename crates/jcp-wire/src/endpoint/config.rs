@@ -105,6 +105,14 @@ pub struct Config {
     /// whose one caller decides one request at a time (`jcp gateway`),
     /// where there is nothing to decide during a sync. Default `false`.
     pub sync_on_core: bool,
+    /// The core runs on the thread that hands it a job (under a lock, one
+    /// job at a time) instead of a thread of its own, and syncs itself (as
+    /// [`Config::sync_on_core`], which this implies): no thread is woken
+    /// to decide, nor to carry the answer back. For an endpoint whose one
+    /// caller decides one request at a time and can wait for the sync on
+    /// its own thread (`jcp gateway`); a caller on an async runtime is
+    /// held for the decision and its sync. Default `false`.
+    pub core_on_caller: bool,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -171,6 +179,7 @@ impl std::fmt::Debug for Config {
             .field("record_high_water", &self.record_high_water)
             .field("record_max", &self.record_max)
             .field("sync_on_core", &self.sync_on_core)
+            .field("core_on_caller", &self.core_on_caller)
             .finish_non_exhaustive()
     }
 }
@@ -214,6 +223,7 @@ impl Config {
             record_high_water: None,
             record_max: None,
             sync_on_core: false,
+            core_on_caller: false,
         }
     }
 }

@@ -102,6 +102,39 @@ pub(super) enum Job {
     Wake,
 }
 
+/// How jobs reach the core: the record's single writer either way.
+pub(super) enum CoreLink {
+    /// The core runs on a thread of its own, taking jobs in batches.
+    Thread(mpsc::Sender<Job>),
+    /// The core runs on the thread that hands it a job, one job a batch,
+    /// under a lock ([`super::Config::core_on_caller`]); `None` once
+    /// shut down.
+    Caller(Box<std::sync::Mutex<Option<Core>>>),
+}
+
+/// The core has stopped: the job was not taken.
+#[derive(Debug)]
+pub(super) struct Stopped;
+
+impl CoreLink {
+    /// Hands `job` to the core. On the caller's thread it is decided,
+    /// appended and synced before this returns (its answer already sent).
+    pub(super) async fn send(&self, job: Job) -> Result<(), Stopped> {
+        match self {
+            CoreLink::Thread(tx) => tx.send(job).await.map_err(|_| Stopped),
+            CoreLink::Caller(core) => {
+                let mut slot = core.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let c = slot.as_mut().ok_or(Stopped)?;
+                if let Some(tx) = c.run_batch(&mut vec![job]) {
+                    let finished = slot.take().map_or(Ok(()), Core::finish);
+                    let _ = tx.send(finished);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A charge, recorded: the charge receipt; or why there is none (the
 /// reservation then stays held and unresolved).
 pub(super) type Charged = Result<jcp_receipt::runtime::Recorded, String>;
@@ -256,25 +289,7 @@ impl Core {
                     Err(_) => break,
                 }
             }
-            // A failed sync is known before this batch is decided.
-            self.take_unsynced();
-            self.check_callers(&mut batch);
-            let mut p = Pending::default();
-            let mut shutdown = None;
-            for job in batch.drain(..) {
-                if let Job::Shutdown { tx } = job {
-                    shutdown = Some(tx);
-                } else {
-                    self.run_job(job, &mut p);
-                }
-            }
-            // Counted before the batch's answers can leave, so a caller
-            // that has its answer reads counts that include it.
-            self.stats.remembered_bytes.store(self.table.bytes(), Ordering::Relaxed);
-            self.stats.unresolved.store(self.gate.pending_len() as u64, Ordering::Relaxed);
-            // Group commit: the batch is durable before anything leaves.
-            self.commit(p);
-            if let Some(tx) = shutdown {
+            if let Some(tx) = self.run_batch(&mut batch) {
                 let _ = tx.send(self.finish());
                 return;
             }
@@ -282,6 +297,31 @@ impl Core {
         if let Err(e) = self.finish() {
             tracing::error!("closing the record failed: {e}");
         }
+    }
+
+    /// Decides and appends the jobs of one batch, then commits it (its
+    /// answers leave once it is durable). A shutdown among them is
+    /// returned: the caller finishes the record after the batch.
+    pub(super) fn run_batch(&mut self, batch: &mut Vec<Job>) -> Option<oneshot::Sender<Result<(), String>>> {
+        // A failed sync is known before this batch is decided.
+        self.take_unsynced();
+        self.check_callers(batch);
+        let mut p = Pending::default();
+        let mut shutdown = None;
+        for job in batch.drain(..) {
+            if let Job::Shutdown { tx } = job {
+                shutdown = Some(tx);
+            } else {
+                self.run_job(job, &mut p);
+            }
+        }
+        // Counted before the batch's answers can leave, so a caller
+        // that has its answer reads counts that include it.
+        self.stats.remembered_bytes.store(self.table.bytes(), Ordering::Relaxed);
+        self.stats.unresolved.store(self.gate.pending_len() as u64, Ordering::Relaxed);
+        // Group commit: the batch is durable before anything leaves.
+        self.commit(p);
+        shutdown
     }
 
     /// Checks the callers' signatures still to be checked in `batch`

@@ -376,26 +376,64 @@ mod tests {
 
     #[test]
     fn s4_11_a_core_that_syncs_itself_answers_after_the_sync_and_syncs_only_what_it_appended() {
+        // On its own thread, and on the caller's (`Config::core_on_caller`).
+        for core_on_caller in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = Config::new(dir.path().join("s.jcps"));
+            cfg.clock = Arc::new(|| 1_800_000_000);
+            cfg.sync_on_core = true;
+            cfg.core_on_caller = core_on_caller;
+            let g = grant();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
+                assert!(decision(&ep.submit(request(&g, b"one")).await.unwrap()).is_allow());
+                assert_eq!(ep.stats().commits, 1, "the decision was synced before it left");
+                // A question that appends nothing is answered without a sync.
+                let _ = ep.known_through().await.unwrap();
+                assert_eq!(ep.stats().commits, 1);
+                assert!(decision(&ep.submit(request(&g, b"two")).await.unwrap()).is_allow());
+                assert_eq!(ep.stats().commits, 2);
+                ep.shutdown().await.unwrap();
+                // Shut down: nothing more is taken, on either thread.
+                assert!(ep.submit(request(&g, b"three")).await.is_err(), "on the caller's thread: {core_on_caller}");
+            });
+            // Both decisions are in the record, durable: reopened, both replay.
+            let (ep, report) =
+                Endpoint::open(Config::new(dir.path().join("s.jcps")), key(90), Gate::new(), None).unwrap();
+            assert_eq!((report.requests_recorded, report.replay.replayed_allows), (2, 2), "{report:?}");
+            drop(ep);
+        }
+    }
+
+    /// §4.11 with the core on the callers' threads: callers on several
+    /// threads at once are decided one at a time under the core's lock,
+    /// each synced before its answer leaves, and the record holds each once.
+    #[test]
+    fn s4_11_a_core_on_the_callers_threads_decides_concurrent_callers_one_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config::new(dir.path().join("s.jcps"));
         cfg.clock = Arc::new(|| 1_800_000_000);
-        cfg.sync_on_core = true;
+        cfg.core_on_caller = true;
         let g = grant();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         rt.block_on(async {
             let (ep, _) = Endpoint::open(cfg, key(90), Gate::new(), None).unwrap();
-            assert!(decision(&ep.submit(request(&g, b"one")).await.unwrap()).is_allow());
-            assert_eq!(ep.stats().commits, 1, "the decision was synced before it left");
-            // A question that appends nothing is answered without a sync.
-            let _ = ep.known_through().await.unwrap();
-            assert_eq!(ep.stats().commits, 1);
-            assert!(decision(&ep.submit(request(&g, b"two")).await.unwrap()).is_allow());
-            assert_eq!(ep.stats().commits, 2);
+            let calls = (0..16u8).map(|i| {
+                let (ep, req) = (ep.clone(), request(&g, &[i]));
+                tokio::spawn(async move { decision(&ep.submit(req).await.unwrap()) })
+            });
+            let mut allowed = 0;
+            for c in calls.collect::<Vec<_>>() {
+                allowed += u64::from(c.await.unwrap().is_allow());
+            }
+            // The grant's 1 000 µJ at 10 µJ a request: all 16 fit.
+            let st = ep.stats();
+            assert_eq!((allowed, st.allowed, st.commits), (16, 16, 16), "{st:?}");
             ep.shutdown().await.unwrap();
         });
-        // Both decisions are in the record, durable: reopened, both replay.
         let (ep, report) = Endpoint::open(Config::new(dir.path().join("s.jcps")), key(90), Gate::new(), None).unwrap();
-        assert_eq!((report.requests_recorded, report.replay.replayed_allows), (2, 2), "{report:?}");
+        assert_eq!((report.requests_recorded, report.replay.replayed_allows), (16, 16), "{report:?}");
         drop(ep);
     }
 
@@ -404,16 +442,17 @@ mod tests {
     /// injected failure is one stream's at a time).
     #[test]
     fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
-        for sync_on_core in [false, true] {
-            a_failed_sync_leaves_nothing_allowed(sync_on_core);
+        for (sync_on_core, core_on_caller) in [(false, false), (true, false), (true, true)] {
+            a_failed_sync_leaves_nothing_allowed(sync_on_core, core_on_caller);
         }
     }
 
-    fn a_failed_sync_leaves_nothing_allowed(sync_on_core: bool) {
+    fn a_failed_sync_leaves_nothing_allowed(sync_on_core: bool, core_on_caller: bool) {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config::new(dir.path().join("s.jcps"));
         cfg.clock = Arc::new(|| 1_800_000_000);
         cfg.sync_on_core = sync_on_core;
+        cfg.core_on_caller = core_on_caller;
         let g = grant();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {

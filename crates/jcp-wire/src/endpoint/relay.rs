@@ -121,12 +121,15 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
     codec::write_frame(s, &codec::frame_value(&reply.to_value())).await.is_ok()
 }
 
-/// Calls the endpoint behind the gate off the runtime's threads with the
-/// frame it allowed and the bytes its receipt sealed (a later exchange:
-/// the handle and the client's answers instead of the arguments), inside
-/// a span of the endpoint's meter over the process tree that runs it. One
-/// call at a time per endpoint: two calls inside one tree would each be
-/// in the other's span.
+/// Calls the endpoint behind the gate with the frame it allowed and the
+/// bytes its receipt sealed (a later exchange: the handle and the client's
+/// answers instead of the arguments), inside a span of the endpoint's
+/// meter over the process tree that runs it. One call at a time per
+/// endpoint: two calls inside one tree would each be in the other's span.
+/// A backend that sends quickly ([`Backend::send`]) over a tree is sent
+/// the call from this thread, its span opened here, and only the wait
+/// for its reply goes to a blocking thread; any other is called wholly
+/// off the runtime's threads.
 pub(super) async fn call_backend(
     shared: &Arc<Shared>,
     backend: Arc<dyn Backend>,
@@ -137,34 +140,71 @@ pub(super) async fn call_backend(
         .as_ref()
         .and_then(|_| x.args.as_deref().and_then(|a| Continuation::from_bytes(a).ok()))
         .and_then(|c| c.answers);
-    let f2 = x.frame.clone();
-    let a2 = x.args.clone();
-    let c2 = x.continues.clone();
+    let owned = Owned { frame: x.frame.clone(), args: x.args.clone(), continues: x.continues.clone(), answers };
     let meter = shared.meter.clone();
-    let one_at_a_time = shared.relay_lock.clone();
     // What a call that panics is shown at: wall time, no process read.
     let fallback = WallClock.start(CallTarget::OwnThreads);
+    let lost = |_| {
+        // The call panicked: whether its work took effect is not knowable.
+        (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, fallback.stop())
+    };
+    if backend.sends_quickly() {
+        let one = shared.relay_lock.clone().lock_owned().await;
+        backend.prepare();
+        if let Some(root) = backend.tree_root() {
+            let span = meter.start(CallTarget::Tree { root, self_contained: backend.self_contained() });
+            let sent = backend.send(owned.call());
+            return match sent {
+                Some(wait) => tokio::task::spawn_blocking(move || {
+                    let _one = one;
+                    let reply = wait();
+                    (reply, span.stop())
+                })
+                .await
+                .unwrap_or_else(lost),
+                // Nothing was sent: called as any other, in the span opened.
+                None => tokio::task::spawn_blocking(move || {
+                    let _one = one;
+                    let reply = backend.call(owned.call());
+                    (reply, span.stop())
+                })
+                .await
+                .unwrap_or_else(lost),
+            };
+        }
+    }
+    let one_at_a_time = shared.relay_lock.clone();
     tokio::task::spawn_blocking(move || {
-        let _one = one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = one_at_a_time.blocking_lock_owned();
         backend.prepare();
         let target = match backend.tree_root() {
             Some(root) => CallTarget::Tree { root, self_contained: backend.self_contained() },
             None => CallTarget::OwnThreads,
         };
         let span = meter.start(target);
-        let call = Call {
-            frame: &f2,
-            args: if c2.is_some() { None } else { a2.as_deref() },
-            continues: c2.as_deref().map(|h| (h, answers.as_deref())),
-        };
-        let reply = backend.call(call);
+        let reply = backend.call(owned.call());
         (reply, span.stop())
     })
     .await
-    .unwrap_or_else(|_| {
-        // The call panicked: whether its work took effect is not knowable.
-        (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, fallback.stop())
-    })
+    .unwrap_or_else(lost)
+}
+
+/// A call's parts, owned, to be called on another thread.
+struct Owned {
+    frame: Frame,
+    args: Option<Vec<u8>>,
+    continues: Option<String>,
+    answers: Option<Vec<u8>>,
+}
+
+impl Owned {
+    fn call(&self) -> Call<'_> {
+        Call {
+            frame: &self.frame,
+            args: if self.continues.is_some() { None } else { self.args.as_deref() },
+            continues: self.continues.as_deref().map(|h| (h, self.answers.as_deref())),
+        }
+    }
 }
 
 /// What the reply's state asks of the core (§6.1): work that goes on binds
