@@ -82,7 +82,7 @@ use core_thread::{Core, CoreLink, Job, Signed};
 use decided_once::identify;
 use group_commit::Syncer;
 use recording::Replayed;
-use serve::{serve_conn, Conn};
+use serve::{serve_conn, serve_conn_as, Conn, Stage};
 
 /// A running endpoint's shared part: what connection tasks hold.
 struct Shared {
@@ -141,6 +141,66 @@ impl Shared {
 pub struct Endpoint {
     shared: Arc<Shared>,
     core: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// Where connections are served until authenticated, if anywhere.
+    admission: Arc<Admission>,
+}
+
+/// The runtime that accepts connections and serves each until its first
+/// authenticated request is answered ([`Config::admission_threads`]):
+/// its threads run at a lower priority than the endpoint's own, so what
+/// unauthenticated traffic costs is paid last. Shut down (without waiting)
+/// with the endpoint's last handle.
+struct Admission(Option<tokio::runtime::Runtime>);
+
+impl Admission {
+    /// A runtime of `threads` workers, each at `nice` 19; `threads` 0: none.
+    fn start(threads: usize) -> Result<Self, WireError> {
+        if threads == 0 {
+            return Ok(Self(None));
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("jcp-admission")
+            .on_thread_start(lower_priority)
+            .enable_all()
+            .build()
+            .map_err(|e| WireError::io("starting the admission runtime", e))?;
+        Ok(Self(Some(rt)))
+    }
+
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+        self.0.as_ref().map(tokio::runtime::Runtime::handle)
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Lowers the calling thread's scheduling priority (`nice` 19, the lowest): a thread
+/// that serves unauthenticated connections yields to the endpoint's own.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // Linux threads have their own niceness: this thread's id names it.
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), 19) {
+            tracing::debug!("the admission thread's priority could not be lowered: {e}");
+        }
+    }
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -227,6 +287,7 @@ impl Endpoint {
             },
         };
         let batch_max = config.batch_max.max(1);
+        let admission = Admission::start(config.admission_threads)?;
         // The ladder probes its counters once (a short burn), and only
         // where a backend's calls are to be metered.
         let meter: Arc<dyn CallMeter> = match (&config.meter, &backend) {
@@ -266,7 +327,7 @@ impl Endpoint {
             requests: config.requests_per_source.map(limits::Limiter::new),
             refusals: config.refusals_per_source.map(limits::Limiter::new),
         });
-        Ok((Self { shared, core: Arc::new(Mutex::new(handle)) }, report))
+        Ok((Self { shared, core: Arc::new(Mutex::new(handle)), admission: Arc::new(admission) }, report))
     }
 
     /// Counters now.
@@ -284,6 +345,7 @@ impl Endpoint {
             remembered,
             remembered_bytes: s.remembered_bytes.load(Ordering::Relaxed),
             refused_frames: s.refused_frames.load(Ordering::Relaxed),
+            admitted: s.admitted.load(Ordering::Relaxed),
             unresolved: s.unresolved.load(Ordering::Relaxed),
             signatures_batched: s.signatures_batched.load(Ordering::Relaxed),
             signature_batches: s.signature_batches.load(Ordering::Relaxed),
@@ -447,60 +509,35 @@ impl Endpoint {
             }
             _ => None,
         };
-        loop {
-            if self.shared.stopping.load(Ordering::Acquire) {
-                return Ok(());
+        #[cfg(not(unix))]
+        let owner = None;
+        let shared = self.shared.clone();
+        let Some(admission) = self.admission.handle() else {
+            accept_loop(shared, listener, trust, owner, None).await;
+            return Ok(());
+        };
+        // Connections are accepted and served on the admission runtime
+        // until their first authenticated request is answered, then on this
+        // one (`Config::admission_threads`).
+        let here = tokio::runtime::Handle::current();
+        let listener = listener.into_std()?;
+        // Stopped with this future (a serving task aborted stops accepting).
+        let mut accepting = AbortOnDrop(admission.spawn(async move {
+            match Listener::from_std(listener) {
+                Ok(l) => accept_loop(shared, l, trust, owner, Some(here)).await,
+                Err(e) => tracing::error!("the admission runtime could not take the listener: {e}"),
             }
-            let accepted = match &listener {
-                Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Conn::Tcp(s), Some(peer.ip()))),
-                #[cfg(unix)]
-                Listener::Unix(l) => l.accept().await.map(|(s, _)| (Conn::Unix(s), None)),
-            };
-            let (conn, peer) = match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // A failed accept (a reset before accept, fd exhaustion)
-                    // is the peer's or the moment's; keep serving.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = self.shared.conns.clone().try_acquire_owned() else {
-                serve::refuse_busy(
-                    conn,
-                    format!("the endpoint serves {} connections at most", self.shared.conns_max()),
-                );
-                continue;
-            };
-            let Some(held) = serve::PeerSlot::take(&self.shared.peers, peer, self.shared.max_per_peer) else {
-                serve::refuse_busy(conn, format!("one address holds {} connections at most", self.shared.max_per_peer));
-                continue;
-            };
-            let shared = self.shared.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let _held = held;
-                match conn {
-                    Conn::Tcp(s) => {
-                        let _ = s.set_nodelay(true);
-                        let source = peer.map_or(limits::Source::Local, limits::Source::Ip);
-                        serve_conn(shared, s, trust, source).await;
-                    }
-                    #[cfg(unix)]
-                    Conn::Unix(s) => {
-                        // The admin socket serves its owner's processes only.
-                        let uid = s.peer_cred().ok().map(|c| c.uid());
-                        if trust == serve::FeedTrust::Admin && uid != owner {
-                            tracing::warn!("admin socket: a connection from another user than its owner, closed");
-                            return;
-                        }
-                        let source = uid.map_or(limits::Source::Local, limits::Source::Uid);
-                        serve_conn(shared, s, trust, source).await;
-                    }
-                }
-            });
-        }
+        }));
+        (&mut accepting.0)
+            .await
+            .map_err(|e| WireError::Stopped(format!("the admission runtime's accept loop ended: {e}")))
+    }
+
+    /// The admission runtime ([`Config::admission_threads`]), where what
+    /// anyone may reach without authenticating is best served (`jcp
+    /// serve` serves `/metrics` there); `None` without one.
+    pub fn admission(&self) -> Option<tokio::runtime::Handle> {
+        self.admission.handle().cloned()
     }
 
     /// Stops deciding: the core finishes the batch in hand, syncs and
@@ -518,6 +555,134 @@ impl Endpoint {
         }
         r.map_err(WireError::Stopped)
     }
+}
+
+/// Accepts and serves connections until the endpoint stops. With
+/// `admit_to`, each connection is served here until its first
+/// authenticated request is answered, then handed to that runtime.
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: Listener,
+    trust: serve::FeedTrust,
+    owner: Option<u32>,
+    admit_to: Option<tokio::runtime::Handle>,
+) {
+    loop {
+        if shared.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let accepted = match &listener {
+            Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Conn::Tcp(s), Some(peer.ip()))),
+            #[cfg(unix)]
+            Listener::Unix(l) => l.accept().await.map(|(s, _)| (Conn::Unix(s), None)),
+        };
+        let (conn, peer) = match accepted {
+            Ok(c) => c,
+            Err(e) => {
+                // A failed accept (a reset before accept, fd exhaustion)
+                // is the peer's or the moment's; keep serving.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = shared.conns.clone().try_acquire_owned() else {
+            serve::refuse_busy(conn, format!("the endpoint serves {} connections at most", shared.conns_max()));
+            continue;
+        };
+        let Some(held) = serve::PeerSlot::take(&shared.peers, peer, shared.max_per_peer) else {
+            serve::refuse_busy(conn, format!("one address holds {} connections at most", shared.max_per_peer));
+            continue;
+        };
+        let shared = shared.clone();
+        let admit_to = admit_to.clone();
+        tokio::spawn(async move {
+            let slots = (permit, held);
+            match conn {
+                Conn::Tcp(s) => {
+                    let _ = s.set_nodelay(true);
+                    let source = peer.map_or(limits::Source::Local, limits::Source::Ip);
+                    let Some(main) = admit_to else {
+                        serve_conn(shared, s, trust, source).await;
+                        return;
+                    };
+                    let Some(a) = serve_conn_as(shared.clone(), s, trust, source, Stage::Admission).await else {
+                        return;
+                    };
+                    match a.stream.into_std() {
+                        Ok(std) => admit::<tokio::net::TcpStream>(
+                            &main,
+                            shared,
+                            slots,
+                            (std, a.read_ahead, a.relay),
+                            trust,
+                            source,
+                        ),
+                        Err(e) => tracing::warn!("an admitted connection could not be handed over: {e}"),
+                    }
+                }
+                #[cfg(unix)]
+                Conn::Unix(s) => {
+                    // The admin socket serves its owner's processes only.
+                    let uid = s.peer_cred().ok().map(|c| c.uid());
+                    if trust == serve::FeedTrust::Admin && uid != owner {
+                        tracing::warn!("admin socket: a connection from another user than its owner, closed");
+                        return;
+                    }
+                    let source = uid.map_or(limits::Source::Local, limits::Source::Uid);
+                    let Some(main) = admit_to else {
+                        serve_conn(shared, s, trust, source).await;
+                        return;
+                    };
+                    let Some(a) = serve_conn_as(shared.clone(), s, trust, source, Stage::Admission).await else {
+                        return;
+                    };
+                    match a.stream.into_std() {
+                        Ok(std) => admit::<tokio::net::UnixStream>(
+                            &main,
+                            shared,
+                            slots,
+                            (std, a.read_ahead, a.relay),
+                            trust,
+                            source,
+                        ),
+                        Err(e) => tracing::warn!("an admitted connection could not be handed over: {e}"),
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A connection whose first authenticated request was answered on the
+/// admission runtime, served on from here on `main` (its connection slots
+/// with it): that request's call behind the gate first, if it has one
+/// still to run, then what the client sent behind it.
+fn admit<S: serve::FromStd>(
+    main: &tokio::runtime::Handle,
+    shared: Arc<Shared>,
+    slots: (tokio::sync::OwnedSemaphorePermit, serve::PeerSlot),
+    (std, read_ahead, relay): (S::Std, Vec<u8>, Option<Box<serve::Relay>>),
+    trust: serve::FeedTrust,
+    source: limits::Source,
+) {
+    shared.stats.admitted.fetch_add(1, Ordering::Relaxed);
+    main.spawn(async move {
+        let _slots = slots;
+        let mut s = match S::from_std(std) {
+            Ok(s) => serve::Prefixed::new(read_ahead, s),
+            Err(e) => {
+                tracing::warn!("an admitted connection could not be taken on: {e}");
+                return;
+            }
+        };
+        if let Some(r) = relay {
+            if !r.run(&shared, &mut s).await {
+                return;
+            }
+        }
+        let _ = serve_conn_as(shared, s, trust, source, Stage::Admitted).await;
+    });
 }
 
 /// Joins the §4.5 budget channels an endpoint is a point of: the gate that

@@ -164,19 +164,30 @@ fn s4_11_a_backend_that_panics_leaves_its_decision_unresolved_not_failed() {
     assert_eq!(r.receipts.outcomes, 1, "only the fine call's outcome: no 'failed' for the panic");
 }
 
-/// A backend over a real process tree (`sleep`, for its pid) that sends
-/// its calls without waiting where `split`, and otherwise only calls.
+/// How [`Quick`] answers `send`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sends {
+    /// Sends, the wait after.
+    Split,
+    /// Declines: nothing sent.
+    Declines,
+    /// Panics while sending.
+    Panics,
+}
+
+/// A backend over a real process tree (`sleep`, for its pid) that says it
+/// sends its calls without waiting, and does as `sends` says.
 struct Quick {
     child: std::sync::Mutex<std::process::Child>,
-    split: bool,
+    sends: Sends,
     sent: std::sync::atomic::AtomicUsize,
     called: std::sync::atomic::AtomicUsize,
 }
 
 impl Quick {
-    fn new(split: bool) -> Arc<Self> {
+    fn new(sends: Sends) -> Arc<Self> {
         let child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
-        Arc::new(Self { child: std::sync::Mutex::new(child), split, sent: 0.into(), called: 0.into() })
+        Arc::new(Self { child: std::sync::Mutex::new(child), sends, sent: 0.into(), called: 0.into() })
     }
 }
 
@@ -195,12 +206,15 @@ impl Backend for Quick {
     }
 
     fn send(&self, call: Call<'_>) -> Option<jcp_wire::backend::Awaiting> {
-        if !self.split {
-            return None;
+        match self.sends {
+            Sends::Declines => None,
+            Sends::Panics => panic!("the backend's own bug, while sending"),
+            Sends::Split => {
+                self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let args = call.args.unwrap_or_default().to_vec();
+                Some(Box::new(move || BackendReply::Done(args)))
+            }
         }
-        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let args = call.args.unwrap_or_default().to_vec();
-        Some(Box::new(move || BackendReply::Done(args)))
     }
 
     fn sends_quickly(&self) -> bool {
@@ -215,17 +229,19 @@ impl Backend for Quick {
 /// §11 relay mode, a backend that sends quickly (`Backend::send`): the call
 /// is sent inside a span over its tree, and the reply waited for, metered
 /// and charged as any other's; one whose `send` declines is called instead,
-/// inside the same kind of span. Neither is run twice.
+/// inside the same kind of span. Neither is run twice. One that panics
+/// while sending leaves its decision unresolved (§4.11), as a panic on a
+/// blocking thread does, and the endpoint goes on.
 #[test]
 fn s11_a_call_sent_without_waiting_is_metered_over_its_tree_and_charged_as_any_other() {
-    for split in [true, false] {
+    for sends in [Sends::Split, Sends::Declines, Sends::Panics] {
         let dir = tempfile::tempdir().unwrap();
         let clock = TestClock::new(T0);
         let path = dir.path().join("s.jcps");
         let g = grant(10_000, 1);
-        let backend = Quick::new(split);
+        let backend = Quick::new(sends);
         let root = backend.tree_root().unwrap();
-        let meter = Scripted::new(&[77], Provenance::Estimator);
+        let meter = Scripted::new(&[77, 77], Provenance::Estimator);
         rt().block_on(async {
             let mut cfg = config(&path, &clock);
             cfg.meter = Some(meter.clone());
@@ -234,21 +250,37 @@ fn s11_a_call_sent_without_waiting_is_metered_over_its_tree_and_charged_as_any_o
             let r = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"x", T0)).await.unwrap();
             assert!(r.decision.is_allow(), "{:?}", r.decision);
             let reply = c.reply().await.unwrap();
-            assert_eq!((reply.state, reply.output.as_slice()), (ReplyState::Done, &b"x"[..]), "split {split}");
-            let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
-            assert_eq!(charge.cost_uj, 77, "the metered figure, split {split}");
+            if sends == Sends::Panics {
+                assert_eq!(reply.state, ReplyState::Lost, "{reply:?}");
+                assert!(reply.charge.is_none(), "never charged");
+                assert_eq!(s.endpoint.stats().unresolved, 1);
+            } else {
+                assert_eq!((reply.state, reply.output.as_slice()), (ReplyState::Done, &b"x"[..]), "{sends:?}");
+                let charge = jcp_receipt::verify_receipt(reply.charge.as_deref().unwrap(), None).unwrap().core;
+                assert_eq!(charge.cost_uj, 77, "the metered figure, {sends:?}");
+            }
+            // The endpoint goes on deciding.
+            let r = c.call(&request_costing(&g, Energy::new(100, Provenance::Estimator), b"y", T0)).await.unwrap();
+            assert!(r.decision.is_allow(), "{sends:?}: {:?}", r.decision);
+            let reply = c.reply().await.unwrap();
+            let want = if sends == Sends::Panics { ReplyState::Lost } else { ReplyState::Done };
+            assert_eq!(reply.state, want, "{sends:?}");
             s.stop().await;
         });
+        if sends == Sends::Panics {
+            continue;
+        }
         let ord = std::sync::atomic::Ordering::SeqCst;
         assert_eq!(
             (backend.sent.load(ord), backend.called.load(ord)),
-            (usize::from(split), usize::from(!split)),
-            "sent without waiting, or called: once"
+            if sends == Sends::Split { (2, 0) } else { (0, 2) },
+            "sent without waiting, or called: once a call"
         );
         let targets = meter.targets.lock().unwrap().clone();
         assert!(
-            matches!(targets.as_slice(), [jcp_wire::metering::CallTarget::Tree { root: r, .. }] if *r == root),
-            "one span over the backend's tree: {targets:?}"
+            targets.iter().all(|t| matches!(t, jcp_wire::metering::CallTarget::Tree { root: r, .. } if *r == root))
+                && targets.len() == 2,
+            "a span over the backend's tree a call: {targets:?}"
         );
     }
 }

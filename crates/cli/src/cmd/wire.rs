@@ -102,6 +102,11 @@ pub struct ServeArgs {
     /// How long a new connection may take to start its first frame, s.
     #[arg(long, default_value_t = 10)]
     first_frame_timeout_s: u64,
+    /// Threads of the admission runtime: connections are accepted and served there, at a lower scheduling
+    /// priority, until their first authenticated request is answered, then with the clients already admitted
+    /// (a flood of connections that never authenticate costs those threads first). 0: one runtime for all.
+    #[arg(long, default_value_t = 1)]
+    admission_threads: usize,
     /// How long a connection may stay silent between frames, s (an agent waiting at a checkpoint keeps its connection).
     #[arg(long, default_value_t = 7200)]
     idle_timeout_s: u64,
@@ -228,6 +233,28 @@ fn backend_said(b: Option<&ProcessBackend>) -> (serde_json::Value, String) {
                 .to_owned(),
         ),
     }
+}
+
+/// Serves the endpoint's `/metrics` on `listener`. Anyone may reach it
+/// unauthenticated, so it is served on the admission runtime where there
+/// is one (issue 34).
+fn serve_exposition(
+    endpoint: &Endpoint,
+    listener: tokio::net::TcpListener,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let ep = endpoint.clone();
+    let render: jcp_metrics::Render = std::sync::Arc::new(move || ep.render_metrics());
+    let std = listener.into_std().context("taking the /metrics listener off its runtime")?;
+    let serve = async move {
+        match tokio::net::TcpListener::from_std(std) {
+            Ok(l) => jcp_metrics::serve(l, render, std::future::pending()).await,
+            Err(e) => eprintln!("jcp serve: the /metrics listener could not be taken on: {e}"),
+        }
+    };
+    Ok(match endpoint.admission() {
+        Some(admission) => admission.spawn(serve),
+        None => tokio::spawn(serve),
+    })
 }
 
 /// Binds a `/metrics` listener and says where it is.
@@ -364,11 +391,10 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                 s
             },
         )?;
-        let exposition = metrics.map(|(listener, _)| {
-            let ep = endpoint.clone();
-            let render: jcp_metrics::Render = std::sync::Arc::new(move || ep.render_metrics());
-            tokio::spawn(jcp_metrics::serve(listener, render, std::future::pending()))
-        });
+        let exposition = match metrics {
+            None => None,
+            Some((listener, _)) => Some(serve_exposition(&endpoint, listener)?),
+        };
         let listeners = bound.into_iter().map(|(l, a)| (l, a, false)).chain(admin_bound.map(|(l, a)| (l, a, true)));
         let (tasks, unix_paths) = serve_listeners(&endpoint, listeners);
         wait_for_signal().await?;
@@ -1059,6 +1085,7 @@ fn ask_statement(
 fn limits_of(a: &ServeArgs, config: &mut Config) -> anyhow::Result<()> {
     config.max_connections = a.max_connections.max(1);
     config.max_per_peer = a.max_per_peer.max(1);
+    config.admission_threads = a.admission_threads;
     config.first_frame_timeout = std::time::Duration::from_secs(a.first_frame_timeout_s.max(1));
     config.idle_timeout = std::time::Duration::from_secs(a.idle_timeout_s.max(1));
     config.body_bytes_in_flight = a.body_bytes_in_flight.max(1);

@@ -15,6 +15,39 @@ pub enum Listener {
     Unix(tokio::net::UnixListener),
 }
 
+/// A listener taken off its runtime ([`Listener::into_std`]), to be taken
+/// on by another ([`Listener::from_std`]).
+#[derive(Debug)]
+pub enum StdListener {
+    /// TCP.
+    Tcp(std::net::TcpListener),
+    /// A Unix socket.
+    #[cfg(unix)]
+    Unix(std::os::unix::net::UnixListener),
+}
+
+impl Listener {
+    /// The listener off this runtime.
+    pub fn into_std(self) -> Result<StdListener, WireError> {
+        let taken = |e| WireError::io("taking the listener off its runtime", e);
+        match self {
+            Listener::Tcp(l) => l.into_std().map(StdListener::Tcp).map_err(taken),
+            #[cfg(unix)]
+            Listener::Unix(l) => l.into_std().map(StdListener::Unix).map_err(taken),
+        }
+    }
+
+    /// The listener on the runtime this is called on.
+    pub fn from_std(l: StdListener) -> Result<Self, WireError> {
+        let taken = |e| WireError::io("taking the listener on", e);
+        match l {
+            StdListener::Tcp(l) => tokio::net::TcpListener::from_std(l).map(Listener::Tcp).map_err(taken),
+            #[cfg(unix)]
+            StdListener::Unix(l) => tokio::net::UnixListener::from_std(l).map(Listener::Unix).map_err(taken),
+        }
+    }
+}
+
 /// Where to listen or connect: `tcp:HOST:PORT` or `unix:PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Address {

@@ -113,6 +113,14 @@ pub struct Config {
     /// its own thread (`jcp gateway`); a caller on an async runtime is
     /// held for the decision and its sync. Default `false`.
     pub core_on_caller: bool,
+    /// Threads of an admission runtime (issue 34): connections are accepted
+    /// and served there, at a lower scheduling priority, until their first
+    /// authenticated request (its caller's signature held, its chain
+    /// trusted) is answered, and on the runtime that serves the listener
+    /// from then on. A flood of connections that never authenticate then
+    /// costs the threads that serve them, not the clients already admitted.
+    /// 0: none (every connection on the serving runtime). Default 0.
+    pub admission_threads: usize,
 }
 
 /// How the endpoint checks callers' signatures (§2, §11; docs/decisions.md,
@@ -180,6 +188,7 @@ impl std::fmt::Debug for Config {
             .field("record_max", &self.record_max)
             .field("sync_on_core", &self.sync_on_core)
             .field("core_on_caller", &self.core_on_caller)
+            .field("admission_threads", &self.admission_threads)
             .finish_non_exhaustive()
     }
 }
@@ -224,6 +233,7 @@ impl Config {
             record_max: None,
             sync_on_core: false,
             core_on_caller: false,
+            admission_threads: 0,
         }
     }
 }

@@ -19,7 +19,7 @@ use super::continuation::Binding;
 use super::core_thread::Job;
 use super::decision::Answer;
 use super::Shared;
-use crate::backend::{Backend, BackendReply, Call, Continuation};
+use crate::backend::{Awaiting, Backend, BackendReply, Call, Continuation};
 use crate::codec;
 use crate::message::{ReplyState, WireReply, WireRequest};
 use crate::metering::{CallFigure, CallMeter, CallTarget, WallClock};
@@ -144,33 +144,37 @@ pub(super) async fn call_backend(
     let meter = shared.meter.clone();
     // What a call that panics is shown at: wall time, no process read.
     let fallback = WallClock.start(CallTarget::OwnThreads);
-    let lost = |_| {
+    let lost = || {
         // The call panicked: whether its work took effect is not knowable.
         (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, fallback.stop())
     };
     if backend.sends_quickly() {
         let one = shared.relay_lock.clone().lock_owned().await;
-        backend.prepare();
-        if let Some(root) = backend.tree_root() {
+        // Sent from this thread: a panic here is the call's, as on a blocking thread.
+        let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            backend.prepare();
+            let root = backend.tree_root()?;
             let span = meter.start(CallTarget::Tree { root, self_contained: backend.self_contained() });
-            let sent = backend.send(owned.call());
-            return match sent {
-                Some(wait) => tokio::task::spawn_blocking(move || {
+            // Nothing sent: called as any other, in the span opened.
+            let wait: Awaiting = backend.send(owned.call()).unwrap_or_else(|| {
+                let (backend, owned) = (backend.clone(), owned.clone());
+                Box::new(move || backend.call(owned.call()))
+            });
+            Some((span, wait))
+        }));
+        match started {
+            Ok(Some((span, wait))) => {
+                return tokio::task::spawn_blocking(move || {
                     let _one = one;
                     let reply = wait();
                     (reply, span.stop())
                 })
                 .await
-                .unwrap_or_else(lost),
-                // Nothing was sent: called as any other, in the span opened.
-                None => tokio::task::spawn_blocking(move || {
-                    let _one = one;
-                    let reply = backend.call(owned.call());
-                    (reply, span.stop())
-                })
-                .await
-                .unwrap_or_else(lost),
-            };
+                .unwrap_or_else(|_| lost());
+            }
+            Err(_) => return lost(),
+            // Not over a tree: called wholly on a blocking thread, below.
+            Ok(None) => drop(one),
         }
     }
     let one_at_a_time = shared.relay_lock.clone();
@@ -186,10 +190,11 @@ pub(super) async fn call_backend(
         (reply, span.stop())
     })
     .await
-    .unwrap_or_else(lost)
+    .unwrap_or_else(|_| lost())
 }
 
 /// A call's parts, owned, to be called on another thread.
+#[derive(Clone)]
 struct Owned {
     frame: Frame,
     args: Option<Vec<u8>>,

@@ -230,12 +230,67 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
     trust: FeedTrust,
     source: Source,
 ) {
+    let _ = serve_conn_as(shared, s, trust, source, Stage::Whole).await;
+}
+
+/// What part of a connection's life [`serve_conn_as`] serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// All of it.
+    Whole,
+    /// Until its first authenticated request is answered: the stream is
+    /// then handed back, with what was read of it and not yet decoded, to
+    /// be served on the endpoint's own runtime (`Config::admission_threads`).
+    Admission,
+    /// The rest of a connection admitted on the admission runtime: its
+    /// first frame was sent long ago, so the idle timeout applies.
+    Admitted,
+}
+
+/// A connection whose first authenticated request was answered on the
+/// admission runtime: the stream, and what was read of it and not yet
+/// decoded (frames a client sent behind that request).
+pub(super) struct Authenticated<S> {
+    pub(super) stream: S,
+    pub(super) read_ahead: Vec<u8>,
+    /// The call behind the gate that request was allowed, still to run:
+    /// on the endpoint's runtime, never on the admission runtime's threads
+    /// (its blocking threads run at their priority, and a backend's child
+    /// started from one would inherit it).
+    pub(super) relay: Option<Box<Relay>>,
+}
+
+/// An allowed request's call behind the gate, still to run ([`relay`]).
+pub(super) struct Relay {
+    pub(super) backend: Arc<dyn crate::backend::Backend>,
+    pub(super) answer: super::decision::Answer,
+    pub(super) exchange: Exchange,
+}
+
+impl Relay {
+    /// Runs it, writing its reply to `s`; `false` once the connection is gone.
+    pub(super) async fn run<S: AsyncWrite + Unpin>(self, shared: &Arc<Shared>, s: &mut S) -> bool {
+        relay(shared, s, self.backend, self.answer, self.exchange).await
+    }
+}
+
+/// Serves a connection for `stage`: `Some` when an [`Stage::Admission`]
+/// connection's first authenticated request was answered, otherwise
+/// `None` once it closed (or was closed).
+pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    s: S,
+    trust: FeedTrust,
+    source: Source,
+    stage: Stage,
+) -> Option<Authenticated<S>> {
     // Buffered reads: a frame's length and body (and any frames a client
     // sent behind it) come in one read from the socket, not three.
     // Writes go straight through.
     let mut s = tokio::io::BufReader::new(s);
     let mut memo = ChainMemo::default();
-    let mut wait = (shared.first_frame_timeout, true);
+    let mut wait =
+        if stage == Stage::Admitted { (shared.idle_timeout, false) } else { (shared.first_frame_timeout, true) };
     loop {
         let read =
             next_frame(&mut s, shared.cap, shared.frame_timeout, wait, Some((&shared.bodies, shared.bodies_max))).await;
@@ -249,13 +304,13 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
             // error frame written to a client that merely waits would be
             // read as the answer to the next request it sends; the agents
             // reconnect and send the same request again, decided once).
-            Ok(None) | Err(WireError::Idle { .. }) => return,
+            Ok(None) | Err(WireError::Idle { .. }) => return None,
             Err(e) => {
                 // A refused frame closes its connection, with the refusal.
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.refused_frame();
                 let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
-                return;
+                return None;
             }
         };
         // Issue 34: a source past its rates is answered before the core
@@ -266,20 +321,32 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
                 shared.metrics.rate_limited();
                 tracing::debug!(source = %source, "{e}");
                 let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
-                return;
+                return None;
             }
         }
         let ok = match msg {
-            Inbound::Request(req) => handle_request(&shared, &mut s, req, body, read_at, source).await,
+            Inbound::Request(req) => match handle_request(&shared, &mut s, req, body, read_at, source, stage).await {
+                Handled::Gone => false,
+                Handled::Answered { authenticated: false } => true,
+                Handled::Answered { authenticated: true } if stage != Stage::Admission => true,
+                Handled::Answered { authenticated: true } => {
+                    let read_ahead = s.buffer().to_vec();
+                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: None });
+                }
+                Handled::Admitted(relay) => {
+                    let read_ahead = s.buffer().to_vec();
+                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: Some(relay) });
+                }
+            },
             Inbound::StatementAsk(grant_id) => {
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Statement { grant_id, tx }).await.is_err() {
-                    return;
+                    return None;
                 }
                 let framed = match rx.await {
                     Ok(Ok(st)) => codec::frame_value(&crate::message::statement_answer(&st)),
                     Ok(Err(a)) => codec::frame_value(&a.to_value()),
-                    Err(_) => return,
+                    Err(_) => return None,
                 };
                 codec::write_frame(&mut s, &framed).await.is_ok()
             }
@@ -289,14 +356,14 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
                     Err(refused) => {
                         tracing::warn!(code = %refused.code, "feed refused: {}", refused.message);
                         if codec::write_frame(&mut s, &codec::frame_value(&refused.to_value())).await.is_err() {
-                            return;
+                            return None;
                         }
                         continue;
                     }
                 };
                 let (tx, rx) = oneshot::channel();
                 if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {
-                    return;
+                    return None;
                 }
                 match rx.await {
                     Ok(a) => codec::write_frame(&mut s, &codec::frame_value(&a.to_value())).await.is_ok(),
@@ -305,9 +372,98 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         if !ok {
-            return;
+            return None;
         }
     }
+}
+
+/// A socket taken off one runtime and on by another.
+pub(super) trait FromStd: Sized + AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    type Std: Send + 'static;
+    fn from_std(std: Self::Std) -> std::io::Result<Self>;
+}
+
+impl FromStd for tokio::net::TcpStream {
+    type Std = std::net::TcpStream;
+    fn from_std(std: Self::Std) -> std::io::Result<Self> {
+        tokio::net::TcpStream::from_std(std)
+    }
+}
+
+#[cfg(unix)]
+impl FromStd for tokio::net::UnixStream {
+    type Std = std::os::unix::net::UnixStream;
+    fn from_std(std: Self::Std) -> std::io::Result<Self> {
+        tokio::net::UnixStream::from_std(std)
+    }
+}
+
+/// A stream whose first bytes are `head`: what was read of it on the
+/// admission runtime and not yet decoded, served before the stream's own.
+pub(super) struct Prefixed<S> {
+    head: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub(super) fn new(head: Vec<u8>, inner: S) -> Self {
+        Self { head, at: 0, inner }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.at < this.head.len() {
+            let n = (this.head.len() - this.at).min(buf.remaining());
+            buf.put_slice(&this.head[this.at..this.at + n]);
+            this.at += n;
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// What became of a request's connection once it was handled.
+pub(super) enum Handled {
+    /// The connection is gone (or the core stopped).
+    Gone,
+    /// Answered; `authenticated`: decided now or from memory, so its
+    /// caller's signature held (and its chain was trusted), never a
+    /// refusal before deciding.
+    Answered { authenticated: bool },
+    /// Answered on the admission runtime, allowed, with its call behind
+    /// the gate still to run once the connection is admitted.
+    Admitted(Box<Relay>),
 }
 
 /// `body` is the frame body `req` was decoded from: its canonical bytes;
@@ -319,7 +475,8 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     body: Vec<u8>,
     read_at: std::time::Instant,
     source: Source,
-) -> bool {
+    stage: Stage,
+) -> Handled {
     // The request's id is taken here, on the runtime's worker threads;
     // its caller's signature too where every one is checked alone,
     // otherwise by the core with its batch. The core decides what a
@@ -329,9 +486,11 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     let exchange = Exchange::of(&req, shared.backend.is_some());
     let handed = std::time::Instant::now();
     if shared.tx.send(Job::Decide { req, bytes: body, id, signed, tx, handed }).await.is_err() {
-        return false;
+        return Handled::Gone;
     }
-    let Ok(a) = rx.await else { return false };
+    let Ok(a) = rx.await else { return Handled::Gone };
+    let authenticated = a.fresh || a.repeat;
+    let answered = |ok: bool| if ok { Handled::Answered { authenticated } } else { Handled::Gone };
     // Neither decided now nor a repeat: refused before deciding, shed or
     // unrecorded. It costs its source one refusal (issue 34).
     if !a.fresh && !a.repeat {
@@ -340,14 +499,17 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     if codec::write_frame(s, &a.framed).await.is_err() {
-        return false;
+        return Handled::Gone;
     }
     shared.metrics.request_answered(read_at.elapsed());
     // The endpoint behind the gate runs only on a fresh allow, after the
     // allow is durable (the core answered only after its commit).
-    let Some(backend) = shared.backend.clone() else { return true };
+    let Some(backend) = shared.backend.clone() else { return answered(true) };
     if !a.allow {
-        return true;
+        return answered(true);
     }
-    relay(shared, s, backend, a, exchange).await
+    if stage == Stage::Admission && authenticated {
+        return Handled::Admitted(Box::new(Relay { backend, answer: a, exchange }));
+    }
+    answered(relay(shared, s, backend, a, exchange).await)
 }

@@ -28,6 +28,10 @@ pub struct Stats {
     pub remembered_bytes: AtomicU64,
     /// Frames refused (bad framing or message); their connections closed.
     pub refused_frames: AtomicU64,
+    /// Connections handed from the admission runtime to the endpoint's own
+    /// once their first authenticated request was answered
+    /// ([`super::Config::admission_threads`]).
+    pub admitted: AtomicU64,
     /// Allows recorded whose outcome is not (§4.11: their holder has not
     /// reported it), as of the last batch: each is held in memory until it is.
     pub unresolved: AtomicU64,
@@ -74,6 +78,8 @@ pub struct StatsSnapshot {
     pub remembered_bytes: u64,
     /// See [`Stats::refused_frames`].
     pub refused_frames: u64,
+    /// See [`Stats::admitted`].
+    pub admitted: u64,
     /// See [`Stats::unresolved`].
     pub unresolved: u64,
     /// See [`Stats::signatures_batched`].

@@ -187,7 +187,7 @@ impl Served {
 /// A meter whose figures a test scripts, one per relayed call, in order:
 /// for the endpoint's accounting (what is charged, summed and closed),
 /// with the real span meter tested on real processes elsewhere
-/// (`jcp-meter`'s span tests, `crates/cli/tests/metered.rs`). The targets it
+/// (`jcp-meter`'s span tests, `crates/cli/tests/backend.rs`). The targets it
 /// was opened over are kept.
 #[derive(Default)]
 pub struct Scripted {
