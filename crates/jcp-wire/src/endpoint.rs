@@ -602,24 +602,7 @@ async fn accept_loop(
                 Conn::Tcp(s) => {
                     let _ = s.set_nodelay(true);
                     let source = peer.map_or(limits::Source::Local, limits::Source::Ip);
-                    let Some(main) = admit_to else {
-                        serve_conn(shared, s, trust, source).await;
-                        return;
-                    };
-                    let Some(a) = serve_conn_as(shared.clone(), s, trust, source, Stage::Admission).await else {
-                        return;
-                    };
-                    match a.stream.into_std() {
-                        Ok(std) => admit::<tokio::net::TcpStream>(
-                            &main,
-                            shared,
-                            slots,
-                            (std, a.read_ahead, a.relay),
-                            trust,
-                            source,
-                        ),
-                        Err(e) => tracing::warn!("an admitted connection could not be handed over: {e}"),
-                    }
+                    serve_accepted(shared, s, trust, source, slots, admit_to).await;
                 }
                 #[cfg(unix)]
                 Conn::Unix(s) => {
@@ -630,27 +613,35 @@ async fn accept_loop(
                         return;
                     }
                     let source = uid.map_or(limits::Source::Local, limits::Source::Uid);
-                    let Some(main) = admit_to else {
-                        serve_conn(shared, s, trust, source).await;
-                        return;
-                    };
-                    let Some(a) = serve_conn_as(shared.clone(), s, trust, source, Stage::Admission).await else {
-                        return;
-                    };
-                    match a.stream.into_std() {
-                        Ok(std) => admit::<tokio::net::UnixStream>(
-                            &main,
-                            shared,
-                            slots,
-                            (std, a.read_ahead, a.relay),
-                            trust,
-                            source,
-                        ),
-                        Err(e) => tracing::warn!("an admitted connection could not be handed over: {e}"),
-                    }
+                    serve_accepted(shared, s, trust, source, slots, admit_to).await;
                 }
             }
         });
+    }
+}
+
+/// Serves an accepted connection holding `slots`: wholly here, or with
+/// `admit_to`, here until its first authenticated request is answered and
+/// then on that runtime ([`admit`]).
+async fn serve_accepted<S: serve::Movable>(
+    shared: Arc<Shared>,
+    s: S,
+    trust: serve::FeedTrust,
+    source: limits::Source,
+    slots: (tokio::sync::OwnedSemaphorePermit, serve::PeerSlot),
+    admit_to: Option<tokio::runtime::Handle>,
+) {
+    let Some(main) = admit_to else {
+        let _slots = slots;
+        serve_conn(shared, s, trust, source).await;
+        return;
+    };
+    let Some(a) = serve_conn_as(shared.clone(), s, trust, source, Stage::Admission).await else {
+        return;
+    };
+    match a.stream.into_std() {
+        Ok(std) => admit::<S>(&main, shared, slots, (std, a.read_ahead, a.relay), trust, source),
+        Err(e) => tracing::warn!("an admitted connection could not be handed over: {e}"),
     }
 }
 
@@ -658,7 +649,7 @@ async fn accept_loop(
 /// admission runtime, served on from here on `main` (its connection slots
 /// with it): that request's call behind the gate first, if it has one
 /// still to run, then what the client sent behind it.
-fn admit<S: serve::FromStd>(
+fn admit<S: serve::Movable>(
     main: &tokio::runtime::Handle,
     shared: Arc<Shared>,
     slots: (tokio::sync::OwnedSemaphorePermit, serve::PeerSlot),

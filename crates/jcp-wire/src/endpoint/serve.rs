@@ -377,22 +377,30 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// A socket taken off one runtime and on by another.
-pub(super) trait FromStd: Sized + AsyncRead + AsyncWrite + Unpin + Send + 'static {
+/// A socket taken off one runtime ([`Movable::into_std`]) and on by
+/// another ([`Movable::from_std`]).
+pub(super) trait Movable: Sized + AsyncRead + AsyncWrite + Unpin + Send + 'static {
     type Std: Send + 'static;
+    fn into_std(self) -> std::io::Result<Self::Std>;
     fn from_std(std: Self::Std) -> std::io::Result<Self>;
 }
 
-impl FromStd for tokio::net::TcpStream {
+impl Movable for tokio::net::TcpStream {
     type Std = std::net::TcpStream;
+    fn into_std(self) -> std::io::Result<Self::Std> {
+        tokio::net::TcpStream::into_std(self)
+    }
     fn from_std(std: Self::Std) -> std::io::Result<Self> {
         tokio::net::TcpStream::from_std(std)
     }
 }
 
 #[cfg(unix)]
-impl FromStd for tokio::net::UnixStream {
+impl Movable for tokio::net::UnixStream {
     type Std = std::os::unix::net::UnixStream;
+    fn into_std(self) -> std::io::Result<Self::Std> {
+        tokio::net::UnixStream::into_std(self)
+    }
     fn from_std(std: Self::Std) -> std::io::Result<Self> {
         tokio::net::UnixStream::from_std(std)
     }
