@@ -512,7 +512,11 @@ impl Endpoint {
         #[cfg(not(unix))]
         let owner = None;
         let shared = self.shared.clone();
-        let Some(admission) = self.admission.handle() else {
+        // The admin socket is the operator's own (owner-only, its peers'
+        // user checked): never served behind admission, so a flood cannot
+        // delay the operator's feeds.
+        let admission = self.admission.handle().filter(|_| trust == serve::FeedTrust::Network);
+        let Some(admission) = admission else {
             accept_loop(shared, listener, trust, owner, None).await;
             return Ok(());
         };

@@ -145,3 +145,38 @@ fn s11_the_first_requests_call_behind_the_gate_runs_at_the_endpoints_priority() 
     });
     assert_eq!(*backend.0.lock().unwrap(), vec![own, own], "each call at this process's priority, none at 19");
 }
+
+/// §4.3 feeds through admission: a feed refused (unsigned on the network)
+/// admits nobody, a signed feed the endpoint admits admits its connection;
+/// the operator's admin socket is never behind admission (its unsigned
+/// feed is taken at once, and counts no admission).
+#[test]
+fn s4_3_an_admitted_feed_admits_its_connection_and_the_admin_socket_is_never_behind_admission() {
+    use jcp::revocation::Revocation;
+    use jcp_wire::message::Feed;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    let g = grant(1_000, 1);
+    let other = grant(1_000, 2);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.admission_threads = 1;
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let (al, admin) = jcp_wire::endpoint::Address::Unix(dir.path().join("admin.sock")).bind().await.unwrap();
+        let ep = s.endpoint.clone();
+        let admin_task = tokio::spawn(async move { ep.serve_admin(al).await });
+        let rev = |gr: &jcp::grant::SignedGrant, n: u8| Revocation::issue(gr, &issuer(), Some([n; 16])).unwrap();
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        let unsigned = Feed::Revocation { revocation: rev(&g, 1), grant: g.clone(), marker: 1 };
+        assert!(!c.feed(&unsigned).await.unwrap().admitted);
+        assert_eq!(s.endpoint.stats().admitted, 0, "a refused feed admits nobody");
+        assert!(c.feed(&unsigned.signed_by(&feed_key())).await.unwrap().admitted);
+        assert_eq!(s.endpoint.stats().admitted, 1, "an admitted feed admits its connection");
+        let mut a = Client::connect(&admin).await.unwrap();
+        let taken = a.feed(&Feed::Revocation { revocation: rev(&other, 2), grant: other.clone(), marker: 2 }).await;
+        assert!(taken.unwrap().admitted);
+        assert_eq!(s.endpoint.stats().admitted, 1, "the admin socket is served on the endpoint's runtime");
+        admin_task.abort();
+        s.stop().await;
+    });
+}

@@ -238,7 +238,7 @@ pub(super) async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
 pub(super) enum Stage {
     /// All of it.
     Whole,
-    /// Until its first authenticated request is answered: the stream is
+    /// Until its first authenticated request (or admitted feed) is answered: the stream is
     /// then handed back, with what was read of it and not yet decoded, to
     /// be served on the endpoint's own runtime (`Config::admission_threads`).
     Admission,
@@ -365,10 +365,17 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 if shared.tx.send(Job::Feed { feed, tx }).await.is_err() {
                     return None;
                 }
-                match rx.await {
-                    Ok(a) => codec::write_frame(&mut s, &codec::frame_value(&a.to_value())).await.is_ok(),
-                    Err(_) => false,
+                let Ok(a) = rx.await else { return None };
+                if codec::write_frame(&mut s, &codec::frame_value(&a.to_value())).await.is_err() {
+                    return None;
                 }
+                // An admitted feed was authenticated (a feed key's
+                // signature, or its sender's own): it admits the connection.
+                if a.admitted && stage == Stage::Admission {
+                    let read_ahead = s.buffer().to_vec();
+                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: None });
+                }
+                true
             }
         };
         if !ok {
