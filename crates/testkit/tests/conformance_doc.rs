@@ -194,6 +194,31 @@ fn s9_a_class_listed_as_implemented_has_a_test_named_after_it() {
     assert!(failures.is_empty(), "docs/conformance.md is not true:\n{}", failures.join("\n"));
 }
 
+/// §9: a class that holds names where it is held: every implemented or
+/// partial row names at least one module, each a source file or folder of
+/// the product (not a test) or data it ships (`conformance/`), which exists.
+#[test]
+fn s9_a_class_listed_as_implemented_names_the_source_that_holds_it() {
+    let root = repo_root();
+    let mut failures = Vec::new();
+    for r in table(&doc()).iter().filter(|r| r.status == "implemented" || r.status == "partial") {
+        if r.modules.is_empty() {
+            failures.push(format!("{}: {} but names no module", r.class, r.status));
+        }
+        for m in &r.modules {
+            let source = ["crates/", "src-tauri/", "ui/", "conformance/"].iter().any(|d| m.starts_with(d))
+                && !m.contains("/tests/")
+                && !m.contains("/benches/");
+            if !source {
+                failures.push(format!("{}: `{m}` is not a source path of the product", r.class));
+            } else if !root.join(m.trim_end_matches('/')).exists() {
+                failures.push(format!("{}: `{m}` does not exist", r.class));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "docs/conformance.md:\n{}", failures.join("\n"));
+}
+
 #[test]
 fn s9_every_path_the_conformance_document_names_exists() {
     let root = repo_root();
