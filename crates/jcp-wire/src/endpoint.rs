@@ -747,6 +747,14 @@ mod tests {
         .sign(&key(2))
     }
 
+    /// An endpoint's configuration on the stream `dir/s.jcps`, its clock
+    /// fixed at 1 800 000 000 (the requests' stamp).
+    pub(super) fn config_in(dir: &std::path::Path) -> super::Config {
+        let mut cfg = super::Config::new(dir.join("s.jcps"));
+        cfg.clock = std::sync::Arc::new(|| 1_800_000_000);
+        cfg
+    }
+
     /// A core on a fresh stream in `dir`, not running: a test hands it
     /// jobs itself, so it decides the batch the test makes.
     pub(super) fn idle_core(dir: &std::path::Path) -> super::Core {

@@ -377,13 +377,12 @@ impl Core {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
-    use std::sync::Arc;
 
     use jcp::decision::{Gate, Reason};
 
     use super::super::decided_once::identify;
-    use super::super::tests::{decision, grant, idle_core, key, request};
-    use super::super::{CallerSignatures, Config, Endpoint};
+    use super::super::tests::{config_in, decision, grant, idle_core, key, request};
+    use super::super::{CallerSignatures, Endpoint};
     use super::*;
     use crate::message::WireDecision;
 
@@ -522,8 +521,7 @@ mod tests {
     #[test]
     fn c13_strict_signatures_check_every_caller_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = Config::new(dir.path().join("s.jcps"));
-        cfg.clock = Arc::new(|| 1_800_000_000);
+        let mut cfg = config_in(dir.path());
         cfg.caller_signatures = CallerSignatures::Strict;
         let g = grant();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

@@ -310,7 +310,7 @@ mod tests {
 
     use jcp::decision::{Gate, Reason};
 
-    use super::super::tests::{decide_in, decision, grant, idle_core, key, request};
+    use super::super::tests::{config_in, decide_in, decision, grant, idle_core, key, request};
     use super::super::{Config, Endpoint};
     use super::*;
     use crate::message::Feed;
@@ -379,8 +379,7 @@ mod tests {
         // On its own thread, and on the caller's (`Config::core_on_caller`).
         for core_on_caller in [false, true] {
             let dir = tempfile::tempdir().unwrap();
-            let mut cfg = Config::new(dir.path().join("s.jcps"));
-            cfg.clock = Arc::new(|| 1_800_000_000);
+            let mut cfg = config_in(dir.path());
             cfg.sync_on_core = true;
             cfg.core_on_caller = core_on_caller;
             let g = grant();
@@ -412,8 +411,7 @@ mod tests {
     #[test]
     fn s4_11_a_core_on_the_callers_threads_decides_concurrent_callers_one_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = Config::new(dir.path().join("s.jcps"));
-        cfg.clock = Arc::new(|| 1_800_000_000);
+        let mut cfg = config_in(dir.path());
         cfg.core_on_caller = true;
         let g = grant();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -449,8 +447,7 @@ mod tests {
 
     fn a_failed_sync_leaves_nothing_allowed(sync_on_core: bool, core_on_caller: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = Config::new(dir.path().join("s.jcps"));
-        cfg.clock = Arc::new(|| 1_800_000_000);
+        let mut cfg = config_in(dir.path());
         cfg.sync_on_core = sync_on_core;
         cfg.core_on_caller = core_on_caller;
         let g = grant();

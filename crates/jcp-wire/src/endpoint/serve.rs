@@ -260,6 +260,14 @@ pub(super) struct Authenticated<S> {
     pub(super) relay: Option<Box<Relay>>,
 }
 
+impl<S: AsyncRead> Authenticated<S> {
+    /// `s` handed over as it stands: its stream and what its buffer holds.
+    fn of(s: tokio::io::BufReader<S>, relay: Option<Box<Relay>>) -> Self {
+        let read_ahead = s.buffer().to_vec();
+        Self { stream: s.into_inner(), read_ahead, relay }
+    }
+}
+
 /// An allowed request's call behind the gate, still to run ([`relay`]).
 pub(super) struct Relay {
     pub(super) backend: Arc<dyn crate::backend::Backend>,
@@ -327,16 +335,8 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
         let ok = match msg {
             Inbound::Request(req) => match handle_request(&shared, &mut s, req, body, read_at, source, stage).await {
                 Handled::Gone => false,
-                Handled::Answered { authenticated: false } => true,
-                Handled::Answered { authenticated: true } if stage != Stage::Admission => true,
-                Handled::Answered { authenticated: true } => {
-                    let read_ahead = s.buffer().to_vec();
-                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: None });
-                }
-                Handled::Admitted(relay) => {
-                    let read_ahead = s.buffer().to_vec();
-                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: Some(relay) });
-                }
+                Handled::Answered => true,
+                Handled::Admitted(relay) => return Some(Authenticated::of(s, relay)),
             },
             Inbound::StatementAsk(grant_id) => {
                 let (tx, rx) = oneshot::channel();
@@ -372,8 +372,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 // An admitted feed was authenticated (a feed key's
                 // signature, or its sender's own): it admits the connection.
                 if a.admitted && stage == Stage::Admission {
-                    let read_ahead = s.buffer().to_vec();
-                    return Some(Authenticated { stream: s.into_inner(), read_ahead, relay: None });
+                    return Some(Authenticated::of(s, None));
                 }
                 true
             }
@@ -472,13 +471,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 pub(super) enum Handled {
     /// The connection is gone (or the core stopped).
     Gone,
-    /// Answered; `authenticated`: decided now or from memory, so its
-    /// caller's signature held (and its chain was trusted), never a
-    /// refusal before deciding.
-    Answered { authenticated: bool },
-    /// Answered on the admission runtime, allowed, with its call behind
-    /// the gate still to run once the connection is admitted.
-    Admitted(Box<Relay>),
+    /// Answered (and its call behind the gate run, if it had one).
+    Answered,
+    /// Answered on the admission runtime and authenticated (decided now or
+    /// from memory, so its caller's signature held and its chain was
+    /// trusted, never a refusal before deciding): the connection is
+    /// admitted, with the allowed call behind the gate still to run.
+    Admitted(Option<Box<Relay>>),
 }
 
 /// `body` is the frame body `req` was decoded from: its canonical bytes;
@@ -505,10 +504,11 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     }
     let Ok(a) = rx.await else { return Handled::Gone };
     let authenticated = a.fresh || a.repeat;
-    let answered = |ok: bool| if ok { Handled::Answered { authenticated } } else { Handled::Gone };
+    let admitted = stage == Stage::Admission && authenticated;
+    let answered = || if admitted { Handled::Admitted(None) } else { Handled::Answered };
     // Neither decided now nor a repeat: refused before deciding, shed or
     // unrecorded. It costs its source one refusal (issue 34).
-    if !a.fresh && !a.repeat {
+    if !authenticated {
         if let Some(l) = &shared.refusals {
             l.take(source);
         }
@@ -519,12 +519,16 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     shared.metrics.request_answered(read_at.elapsed());
     // The endpoint behind the gate runs only on a fresh allow, after the
     // allow is durable (the core answered only after its commit).
-    let Some(backend) = shared.backend.clone() else { return answered(true) };
+    let Some(backend) = shared.backend.clone() else { return answered() };
     if !a.allow {
-        return answered(true);
+        return answered();
     }
-    if stage == Stage::Admission && authenticated {
-        return Handled::Admitted(Box::new(Relay { backend, answer: a, exchange }));
+    if admitted {
+        return Handled::Admitted(Some(Box::new(Relay { backend, answer: a, exchange })));
     }
-    answered(relay(shared, s, backend, a, exchange).await)
+    if relay(shared, s, backend, a, exchange).await {
+        Handled::Answered
+    } else {
+        Handled::Gone
+    }
 }
