@@ -170,7 +170,11 @@ fn s4_3_an_admitted_feed_admits_its_connection_and_the_admin_socket_is_never_beh
         let unsigned = Feed::Revocation { revocation: rev(&g, 1), grant: g.clone(), marker: 1 };
         assert!(!c.feed(&unsigned).await.unwrap().admitted);
         assert_eq!(s.endpoint.stats().admitted, 0, "a refused feed admits nobody");
-        assert!(c.feed(&unsigned.signed_by(&feed_key())).await.unwrap().admitted);
+        let signed = unsigned.signed_by(&feed_key());
+        assert!(c.feed(&signed).await.unwrap().admitted);
+        // The hand-over follows the answer: one more answer on the same
+        // connection comes from the endpoint's runtime, after it counted.
+        c.feed(&signed).await.unwrap();
         assert_eq!(s.endpoint.stats().admitted, 1, "an admitted feed admits its connection");
         let mut a = Client::connect(&admin).await.unwrap();
         let taken = a.feed(&Feed::Revocation { revocation: rev(&other, 2), grant: other.clone(), marker: 2 }).await;
