@@ -68,7 +68,7 @@ use jcp_receipt::writer::Durability;
 use tokio::sync::{mpsc, oneshot};
 
 pub use address::{bind_all, remove_socket, unix_path, Address, Listener};
-pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config, DEFAULT_REFUSALS_PER_SOURCE};
+pub use config::{system_clock, CallerSignatures, ChannelSetup, Clock, Config, CoreMode, DEFAULT_REFUSALS_PER_SOURCE};
 pub use decided_once::{remembered_table_bytes, REMEMBERED_ENTRY_BYTES, REMEMBERED_INDEX_BYTES};
 pub use recording::{read_request_record, OpenReport};
 pub use stats::{Stats, StatsSnapshot};
@@ -246,21 +246,24 @@ impl Endpoint {
         stats.remembered_bytes.store(replayed.table.bytes(), Ordering::Relaxed);
         stats.unresolved.store(gate.pending_len() as u64, Ordering::Relaxed);
         let report = replayed.report(replay);
-        let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 4);
+        // Jobs reach a core thread through a channel; a core on the
+        // caller's thread takes them under its lock, and has none.
+        let channel = (config.core != CoreMode::OnCaller).then(|| mpsc::channel(config.batch_max.max(1) * 4));
         let metrics = Arc::new(WireMetrics::new());
         metrics.known_through(gate.known_through());
         let anchored = gate.gate().has_trust_roots();
         for (id, spend) in gate.gate().spent_grants() {
             metrics.replayed(&id, spend.uj, anchored);
         }
-        let (to_sync, unsynced, sync_thread, sync_here) = if config.sync_on_core || config.core_on_caller {
-            // No sync thread: nothing ever comes back unsynced.
-            let (_, unsynced) = std::sync::mpsc::channel();
-            (None, unsynced, None, Some(group_commit::Durable::open(&config.stream)?))
-        } else {
+        let group_commit = channel.as_ref().filter(|_| config.core == CoreMode::GroupCommit);
+        let (to_sync, unsynced, sync_thread, sync_here) = if let Some((tx, _)) = group_commit {
             let (to_sync, unsynced, thread) =
                 Syncer::start(&config.stream, config.commit_interval, tx.downgrade(), &stats, &metrics)?;
             (Some(to_sync), unsynced, Some(thread), None)
+        } else {
+            // The core syncs itself: nothing ever comes back unsynced.
+            let (_, unsynced) = std::sync::mpsc::channel();
+            (None, unsynced, None, Some(group_commit::Durable::open(&config.stream)?))
         };
         let core = Core {
             gate,
@@ -295,14 +298,15 @@ impl Endpoint {
             (None, Some(_)) => Arc::new(jcp_meter::span::SpanMeter::system(jcp_meter::span::SpanConfig::default())),
             (None, None) => Arc::new(crate::metering::WallClock),
         };
-        let (tx, handle) = if config.core_on_caller {
-            (CoreLink::Caller(Box::new(Mutex::new(Some(core)))), None)
-        } else {
-            let handle = std::thread::Builder::new()
-                .name("jcp-endpoint-core".into())
-                .spawn(move || core.run(rx, batch_max))
-                .map_err(|e| WireError::io("starting the endpoint's core thread", e))?;
-            (CoreLink::Thread(tx), Some(handle))
+        let (tx, handle) = match channel {
+            None => (CoreLink::Caller(Box::new(Mutex::new(Some(core)))), None),
+            Some((tx, rx)) => {
+                let handle = std::thread::Builder::new()
+                    .name("jcp-endpoint-core".into())
+                    .spawn(move || core.run(rx, batch_max))
+                    .map_err(|e| WireError::io("starting the endpoint's core thread", e))?;
+                (CoreLink::Thread(tx), Some(handle))
+            }
         };
         let shared = Arc::new(Shared {
             tx,

@@ -173,6 +173,9 @@ enum Sends {
     Declines,
     /// Panics while sending.
     Panics,
+    /// Would send, but names no process tree: called wholly, off the
+    /// runtime's threads, metered as the endpoint's own.
+    NoTree,
 }
 
 /// A backend over a real process tree (`sleep`, for its pid) that says it
@@ -182,12 +185,19 @@ struct Quick {
     sends: Sends,
     sent: std::sync::atomic::AtomicUsize,
     called: std::sync::atomic::AtomicUsize,
+    readied: std::sync::atomic::AtomicUsize,
 }
 
 impl Quick {
     fn new(sends: Sends) -> Arc<Self> {
         let child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
-        Arc::new(Self { child: std::sync::Mutex::new(child), sends, sent: 0.into(), called: 0.into() })
+        Arc::new(Self {
+            child: std::sync::Mutex::new(child),
+            sends,
+            sent: 0.into(),
+            called: 0.into(),
+            readied: 0.into(),
+        })
     }
 }
 
@@ -209,7 +219,7 @@ impl Backend for Quick {
         match self.sends {
             Sends::Declines => None,
             Sends::Panics => panic!("the backend's own bug, while sending"),
-            Sends::Split => {
+            Sends::Split | Sends::NoTree => {
                 self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let args = call.args.unwrap_or_default().to_vec();
                 Some(Box::new(move || BackendReply::Done(args)))
@@ -221,8 +231,12 @@ impl Backend for Quick {
         true
     }
 
+    fn prepare(&self) {
+        self.readied.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
     fn tree_root(&self) -> Option<u32> {
-        Some(self.child.lock().unwrap().id())
+        (self.sends != Sends::NoTree).then(|| self.child.lock().unwrap().id())
     }
 }
 
@@ -231,16 +245,18 @@ impl Backend for Quick {
 /// and charged as any other's; one whose `send` declines is called instead,
 /// inside the same kind of span. Neither is run twice. One that panics
 /// while sending leaves its decision unresolved (§4.11), as a panic on a
-/// blocking thread does, and the endpoint goes on.
+/// blocking thread does, and the endpoint goes on. One that names no tree
+/// is called wholly and metered as the endpoint's own threads. Each call
+/// is readied once.
 #[test]
 fn s11_a_call_sent_without_waiting_is_metered_over_its_tree_and_charged_as_any_other() {
-    for sends in [Sends::Split, Sends::Declines, Sends::Panics] {
+    for sends in [Sends::Split, Sends::Declines, Sends::Panics, Sends::NoTree] {
         let dir = tempfile::tempdir().unwrap();
         let clock = TestClock::new(T0);
         let path = dir.path().join("s.jcps");
         let g = grant(10_000, 1);
         let backend = Quick::new(sends);
-        let root = backend.tree_root().unwrap();
+        let root = backend.tree_root();
         let meter = Scripted::new(&[77, 77], Provenance::Estimator);
         rt().block_on(async {
             let mut cfg = config(&path, &clock);
@@ -276,11 +292,16 @@ fn s11_a_call_sent_without_waiting_is_metered_over_its_tree_and_charged_as_any_o
             if sends == Sends::Split { (2, 0) } else { (0, 2) },
             "sent without waiting, or called: once a call"
         );
+        assert_eq!(backend.readied.load(ord), 2, "{sends:?}: readied once a call");
         let targets = meter.targets.lock().unwrap().clone();
+        let spanned = |t: &jcp_wire::metering::CallTarget| match (t, root) {
+            (jcp_wire::metering::CallTarget::Tree { root: r, .. }, Some(root)) => *r == root,
+            (jcp_wire::metering::CallTarget::OwnThreads, None) => true,
+            _ => false,
+        };
         assert!(
-            targets.iter().all(|t| matches!(t, jcp_wire::metering::CallTarget::Tree { root: r, .. } if *r == root))
-                && targets.len() == 2,
-            "a span over the backend's tree a call: {targets:?}"
+            targets.iter().all(spanned) && targets.len() == 2,
+            "{sends:?}: a span over the backend's tree a call (its own threads without one): {targets:?}"
         );
     }
 }

@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use jcp_gateway::{Bindings, ClientInput, ClientSink, Events, Gateway, Settings, Upstream, UpstreamOptions};
 use jcp_wire::backend::Backend;
-use jcp_wire::endpoint::{Config, Endpoint};
+use jcp_wire::endpoint::{Config, CoreMode, Endpoint};
 use serde_json::json;
 
 use super::core::{parse_did, read_bytes, read_grant, read_key};
@@ -274,11 +274,12 @@ pub fn run(a: GatewayArgs) -> anyhow::Result<ExitCode> {
     config.known_through = Some(0);
     config.feed_keys = a.feed_keys.iter().map(|k| parse_did(k)).collect::<anyhow::Result<Vec<_>>>()?;
     config.commit_interval = std::time::Duration::from_micros(a.commit_interval_us);
-    config.sync_on_core = a.commit_interval_us == 0;
     // No commit interval: the core decides on the session's own thread
-    // (issue 36's latency; docs/decisions.md, "The gateway decides on its
-    // own thread").
-    config.core_on_caller = a.commit_interval_us == 0;
+    // and syncs there (issue 36's latency; docs/decisions.md, "The gateway
+    // decides on its own thread").
+    if a.commit_interval_us == 0 {
+        config.core = CoreMode::OnCaller;
+    }
     config.call_ceiling_uj = (a.call_ceiling_uj > 0).then_some(a.call_ceiling_uj);
     // One thread for the session's tasks and the endpoint's connections: a
     // gateway decides one call at a time, and a task woken on the thread

@@ -99,20 +99,9 @@ pub struct Config {
     /// more is decided or admitted (`unrecorded`, a feed `unrecorded`):
     /// the disk the operator gave it is used up. `None`: none.
     pub record_max: Option<u64>,
-    /// The core thread syncs each decided batch itself instead of handing
-    /// it to the sync thread: one hand-off between threads fewer before an
-    /// answer leaves, and no deciding while a sync runs. For an endpoint
-    /// whose one caller decides one request at a time (`jcp gateway`),
-    /// where there is nothing to decide during a sync. Default `false`.
-    pub sync_on_core: bool,
-    /// The core runs on the thread that hands it a job (under a lock, one
-    /// job at a time) instead of a thread of its own, and syncs itself (as
-    /// [`Config::sync_on_core`], which this implies): no thread is woken
-    /// to decide, nor to carry the answer back. For an endpoint whose one
-    /// caller decides one request at a time and can wait for the sync on
-    /// its own thread (`jcp gateway`); a caller on an async runtime is
-    /// held for the decision and its sync. Default `false`.
-    pub core_on_caller: bool,
+    /// Where the core decides and who syncs what it decided
+    /// ([`CoreMode`]). Default [`CoreMode::GroupCommit`].
+    pub core: CoreMode,
     /// Threads of an admission runtime (issue 34): connections are accepted
     /// and served there, at a lower scheduling priority, until their first
     /// authenticated request (its caller's signature held, its chain
@@ -186,11 +175,32 @@ impl std::fmt::Debug for Config {
             .field("refusals_per_source", &self.refusals_per_source)
             .field("record_high_water", &self.record_high_water)
             .field("record_max", &self.record_max)
-            .field("sync_on_core", &self.sync_on_core)
-            .field("core_on_caller", &self.core_on_caller)
+            .field("core", &self.core)
             .field("admission_threads", &self.admission_threads)
             .finish_non_exhaustive()
     }
+}
+
+/// Where an endpoint's core decides, and who syncs the record before an
+/// answer leaves (§4.11: a decision is durable before it is answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoreMode {
+    /// A core thread of its own decides batches, and a sync thread commits
+    /// them at most every [`Config::commit_interval`] (group commit):
+    /// many callers' requests share a sync (`jcp serve`).
+    #[default]
+    GroupCommit,
+    /// A core thread of its own decides each batch and syncs it itself: one
+    /// hand-off between threads fewer before an answer leaves, and no
+    /// deciding while a sync runs.
+    SyncsItself,
+    /// The core runs on the thread that hands it a job (under a lock, one
+    /// job at a time) and syncs itself: no thread is woken to decide, nor
+    /// to carry the answer back. For an endpoint whose one caller decides
+    /// one request at a time and can wait for the sync on its own thread
+    /// (`jcp gateway`); a caller on an async runtime is held for the
+    /// decision and its sync.
+    OnCaller,
 }
 
 /// The refusals a source may cost a second by default (a burst of twice
@@ -231,8 +241,7 @@ impl Config {
             refusals_per_source: Some(super::limits::Rate::per_second(DEFAULT_REFUSALS_PER_SOURCE)),
             record_high_water: None,
             record_max: None,
-            sync_on_core: false,
-            core_on_caller: false,
+            core: CoreMode::GroupCommit,
             admission_threads: 0,
         }
     }

@@ -107,7 +107,7 @@ pub(super) enum CoreLink {
     /// The core runs on a thread of its own, taking jobs in batches.
     Thread(mpsc::Sender<Job>),
     /// The core runs on the thread that hands it a job, one job a batch,
-    /// under a lock ([`super::Config::core_on_caller`]); `None` once
+    /// under a lock ([`super::CoreMode::OnCaller`]); `None` once
     /// shut down.
     Caller(Box<std::sync::Mutex<Option<Core>>>),
 }
@@ -210,7 +210,7 @@ pub(super) struct Core {
     /// Hands appended batches to the sync thread (`None` once stopping).
     pub(super) syncer: Option<std::sync::mpsc::Sender<Pending>>,
     pub(super) sync_thread: Option<std::thread::JoinHandle<()>>,
-    /// With [`super::Config::sync_on_core`]: the handle this thread syncs
+    /// Unless [`super::CoreMode::GroupCommit`]: the handle this thread syncs
     /// each batch through itself (and no sync thread).
     pub(super) sync_here: Option<super::group_commit::Durable>,
     /// Batches whose sync failed, back from the sync thread.

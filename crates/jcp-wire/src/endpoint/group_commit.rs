@@ -73,7 +73,7 @@ pub(super) fn sync_stream(file: &File) -> std::io::Result<()> {
 
 /// The stream's own handle for `fdatasync`, and the length known durable:
 /// the sync thread's, or the core thread's own with
-/// [`super::Config::sync_on_core`]. (A sync makes the file's data durable
+/// [`super::CoreMode::SyncsItself`]. (A sync makes the file's data durable
 /// whichever handle wrote it; the core thread remains the only writer.)
 pub(super) struct Durable {
     file: File,
@@ -311,7 +311,7 @@ mod tests {
     use jcp::decision::{Gate, Reason};
 
     use super::super::tests::{config_in, decide_in, decision, grant, idle_core, key, request};
-    use super::super::{Config, Endpoint};
+    use super::super::{Config, CoreMode, Endpoint};
     use super::*;
     use crate::message::Feed;
 
@@ -376,12 +376,11 @@ mod tests {
 
     #[test]
     fn s4_11_a_core_that_syncs_itself_answers_after_the_sync_and_syncs_only_what_it_appended() {
-        // On its own thread, and on the caller's (`Config::core_on_caller`).
-        for core_on_caller in [false, true] {
+        // On its own thread, and on the caller's.
+        for mode in [CoreMode::SyncsItself, CoreMode::OnCaller] {
             let dir = tempfile::tempdir().unwrap();
             let mut cfg = config_in(dir.path());
-            cfg.sync_on_core = true;
-            cfg.core_on_caller = core_on_caller;
+            cfg.core = mode;
             let g = grant();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
@@ -395,7 +394,7 @@ mod tests {
                 assert_eq!(ep.stats().commits, 2);
                 ep.shutdown().await.unwrap();
                 // Shut down: nothing more is taken, on either thread.
-                assert!(ep.submit(request(&g, b"three")).await.is_err(), "on the caller's thread: {core_on_caller}");
+                assert!(ep.submit(request(&g, b"three")).await.is_err(), "{mode:?}");
             });
             // Both decisions are in the record, durable: reopened, both replay.
             let (ep, report) =
@@ -412,7 +411,7 @@ mod tests {
     fn s4_11_a_core_on_the_callers_threads_decides_concurrent_callers_one_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config_in(dir.path());
-        cfg.core_on_caller = true;
+        cfg.core = CoreMode::OnCaller;
         let g = grant();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         rt.block_on(async {
@@ -435,21 +434,20 @@ mod tests {
         drop(ep);
     }
 
-    /// The sync thread's and the core's own sync (`Config::sync_on_core`)
-    /// fail the same way; one test runs both, one after the other (the
-    /// injected failure is one stream's at a time).
+    /// The sync thread's and the core's own sync, on its thread or the
+    /// caller's ([`CoreMode`]), fail the same way; one test runs each, one
+    /// after the other (the injected failure is one stream's at a time).
     #[test]
     fn s11_nothing_leaves_allowed_once_a_sync_fails_and_every_later_request_is_unrecorded() {
-        for (sync_on_core, core_on_caller) in [(false, false), (true, false), (true, true)] {
-            a_failed_sync_leaves_nothing_allowed(sync_on_core, core_on_caller);
+        for mode in [CoreMode::GroupCommit, CoreMode::SyncsItself, CoreMode::OnCaller] {
+            a_failed_sync_leaves_nothing_allowed(mode);
         }
     }
 
-    fn a_failed_sync_leaves_nothing_allowed(sync_on_core: bool, core_on_caller: bool) {
+    fn a_failed_sync_leaves_nothing_allowed(mode: CoreMode) {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config_in(dir.path());
-        cfg.sync_on_core = sync_on_core;
-        cfg.core_on_caller = core_on_caller;
+        cfg.core = mode;
         let g = grant();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -460,7 +458,7 @@ mod tests {
             fail_syncs_of(Some(&dir.path().join("s.jcps")));
             // Decided and appended, but its sync fails: answered unrecorded.
             let d = decision(&ep.submit(request(&g, b"two")).await.unwrap());
-            assert_eq!(d.reason(), Some(Reason::Unrecorded), "sync on core {sync_on_core}: {d:?}");
+            assert_eq!(d.reason(), Some(Reason::Unrecorded), "{mode:?}: {d:?}");
             assert_eq!(d.debited_uj, 0);
             fail_syncs_of(None);
             // The record has failed: everything after is unrecorded, a

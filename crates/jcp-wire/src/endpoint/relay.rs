@@ -148,6 +148,8 @@ pub(super) async fn call_backend(
         // The call panicked: whether its work took effect is not knowable.
         (BackendReply::Lost { why: "the endpoint behind the gate panicked mid-call".into() }, fallback.stop())
     };
+    // A call readied but not over a tree keeps its turn (and is not readied twice).
+    let mut readied = None;
     if backend.sends_quickly() {
         let one = shared.relay_lock.clone().lock_owned().await;
         // Sent from this thread: a panic here is the call's, as on a blocking thread.
@@ -174,13 +176,16 @@ pub(super) async fn call_backend(
             }
             Err(_) => return lost(),
             // Not over a tree: called wholly on a blocking thread, below.
-            Ok(None) => drop(one),
+            Ok(None) => readied = Some(one),
         }
     }
     let one_at_a_time = shared.relay_lock.clone();
     tokio::task::spawn_blocking(move || {
-        let _one = one_at_a_time.blocking_lock_owned();
-        backend.prepare();
+        let _one = readied.unwrap_or_else(|| {
+            let one = one_at_a_time.blocking_lock_owned();
+            backend.prepare();
+            one
+        });
         let target = match backend.tree_root() {
             Some(root) => CallTarget::Tree { root, self_contained: backend.self_contained() },
             None => CallTarget::OwnThreads,
