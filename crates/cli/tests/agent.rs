@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,50 +17,15 @@ use std::time::{Duration, Instant};
 use jcp::steering::{Record, Run};
 use serde_json::Value;
 
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, keys_and_root, ok};
+
 /// Every wait in these tests is bounded by this.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
 fn setup(dir: &Path, budget_uj: u64) {
-    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            &budget_uj.to_string(),
-            "--nonce",
-            &"00".repeat(16),
-            "--out",
-            "root.jcp",
-        ],
-    );
+    keys_and_root(dir, "text:search", "read", &budget_uj.to_string());
 }
 
 /// A child process whose stdout lines arrive on a channel; killed when

@@ -9,12 +9,16 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use jcp::cbor::{ContentId, Value};
 use jcp::frame::{Frame, FrameKind, Trust};
 use jcp_wire::backend::{Backend, BackendAnswer, BackendReply, Call, ProcessBackend, ProcessOptions, BACKEND_CAP};
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, keys_and_root};
 
 fn jcp_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_jcp"))
@@ -344,48 +348,8 @@ fn s11_a_backend_that_cannot_start_is_refused_at_spawn() {
 
 // ------------------------------------------------------- jcp serve --backend
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(jcp_exe()).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
-
 fn setup(dir: &Path) {
-    setup_with(dir, "1000");
-}
-
-/// Keys and a root grant of `budget_uj` on `text:search` for the agent.
-fn setup_with(dir: &Path, budget_uj: &str) {
-    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    let nonce = "00".repeat(16);
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            budget_uj,
-            "--nonce",
-            &nonce,
-            "--out",
-            "root.jcp",
-        ],
-    );
+    keys_and_root(dir, "text:search", "read", "1000");
 }
 
 /// A `jcp serve` child, killed when dropped; `first` is its first stdout line.
@@ -641,7 +605,7 @@ fn s11_jcp_serve_says_what_is_behind_its_gate() {
 /// [`setup`], with the root grant reissued at 1 000 J: enough for the
 /// demo's burns at the default power.
 fn setup_big(dir: &Path) {
-    setup_with(dir, "1000000000");
+    keys_and_root(dir, "text:search", "read", "1000000000");
 }
 
 /// `jcp call --reply` of `args` (written to a file) stating `cost` µJ as

@@ -1,17 +1,11 @@
 //! The core from the command line: `jcp key|grant|decide|inspect` (§2, §4, §7).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, ok};
 
 /// A key file `name` seeded with 32 copies of the byte `seed`; its did.
 fn kp_did(dir: &Path, name: &str, seed: &str) -> String {

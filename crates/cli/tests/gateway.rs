@@ -10,28 +10,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, keys_and_root, ok};
+
 const WAIT: Duration = Duration::from_secs(90);
-
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -91,31 +80,7 @@ fn raw_gateway(dir: &Path, extra: &[&str], upstream: &[&std::ffi::OsStr]) -> Chi
 
 /// Keys, a root grant on `text:everything` for `actions`, the bindings.
 fn setup(dir: &Path, budget_uj: u64, actions: &str) {
-    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:everything",
-            "--actions",
-            actions,
-            "--budget-uj",
-            &budget_uj.to_string(),
-            "--nonce",
-            &"00".repeat(16),
-            "--out",
-            "root.jcp",
-        ],
-    );
+    keys_and_root(dir, "text:everything", actions, &budget_uj.to_string());
     std::fs::write(dir.join("tools.json"), TOOLS).unwrap();
 }
 

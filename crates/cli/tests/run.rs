@@ -5,17 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] fns (clippy.toml allows these in tests)
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, ok};
 
 fn setup(dir: &Path) {
     ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);

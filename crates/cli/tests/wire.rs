@@ -5,45 +5,15 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn jcp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jcp")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = jcp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{jcp, keys_and_root, ok};
 
 fn setup(dir: &Path) {
-    ok(dir, &["key", "new", "--out", "steward.key", "--seed", &"09".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "issuer.key", "--seed", &"01".repeat(32)]);
-    ok(dir, &["key", "new", "--out", "agent.key", "--seed", &"02".repeat(32)]);
-    let agent = ok(dir, &["key", "show", "agent.key"]).trim().to_owned();
-    ok(
-        dir,
-        &[
-            "grant",
-            "issue",
-            "--key",
-            "issuer.key",
-            "--subject",
-            &agent,
-            "--resource",
-            "text:search",
-            "--actions",
-            "read",
-            "--budget-uj",
-            "1000",
-            "--nonce",
-            &"00".repeat(16),
-            "--out",
-            "root.jcp",
-        ],
-    );
+    keys_and_root(dir, "text:search", "read", "1000");
 }
 
 /// A `jcp serve` child, killed when dropped.
