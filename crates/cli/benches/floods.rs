@@ -8,7 +8,8 @@
 //!
 //! The good client calls at 50 calls/s from 127.0.0.1; each flood comes
 //! from its own loopback addresses (127.0.0.2 …): silent connections, half
-//! frames of a declared 1 MiB, half-sent `/metrics` headers, and requests
+//! frames declaring the largest length the endpoint reads, half-sent
+//! `/metrics` headers, and requests
 //! whose caller signature is garbage, as fast as one task sends them.
 //! Criterion measures one good call on the quiet endpoint; under `cargo
 //! bench` only, each flood runs for `JCP_FLOOD_S` seconds (default 60) and
@@ -56,15 +57,14 @@ enum Flood {
     BadSignatures,
 }
 
-/// A half frame: a declared 1 MiB (0x00100000), then 64 bytes of it.
-const HALF_FRAME: [u8; 68] = {
-    let mut b = [0xa1; 68];
-    b[0] = 0;
-    b[1] = 0x10;
-    b[2] = 0;
-    b[3] = 0;
+/// A half frame: the largest length the endpoint reads
+/// ([`codec::MAX_ENDPOINT_CAP`]; a longer one is refused at once as
+/// oversized, holding nothing), then 64 bytes of it.
+fn half_frame() -> Vec<u8> {
+    let mut b = u32::try_from(codec::MAX_ENDPOINT_CAP).unwrap().to_be_bytes().to_vec();
+    b.extend_from_slice(&[0xa1; 64]);
     b
-};
+}
 
 /// Runs `flood` until `stop`; counts what it sent.
 async fn flood(
@@ -77,6 +77,7 @@ async fn flood(
     sent: Arc<AtomicU64>,
 ) {
     let mut held = Vec::new();
+    let half = half_frame();
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         // Spread over addresses, as a flood from many hosts would be.
@@ -90,7 +91,7 @@ async fn flood(
                     Flood::MetricsHeaders => {
                         (tokio::net::TcpStream::connect(&metrics).await, b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
                     }
-                    Flood::HalfFrames => (from(src, &tcp).await, &HALF_FRAME),
+                    Flood::HalfFrames => (from(src, &tcp).await, &half),
                     _ => (from(src, &tcp).await, &[]),
                 };
                 if let Ok(mut s) = conn {

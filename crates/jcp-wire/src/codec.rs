@@ -87,7 +87,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, cap: usize) -> Result<O
 }
 
 /// The first allocation for a frame's body; it grows as the bytes arrive.
-const FIRST_ALLOCATION: usize = 16 << 10;
+pub(crate) const FIRST_ALLOCATION: usize = 16 << 10;
 
 /// Reads a body of `n` declared bytes, holding memory for the bytes that
 /// arrived, not for the length declared: a peer that declares a megabyte

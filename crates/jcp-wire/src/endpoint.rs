@@ -112,6 +112,9 @@ struct Shared {
     /// Frame-body bytes being read, over every connection (a permit per byte).
     bodies: Arc<tokio::sync::Semaphore>,
     bodies_max: usize,
+    /// The share of `bodies` that connections not yet admitted may hold
+    /// together (half; [`serve::BodyBudget`]).
+    bodies_unadmitted: Arc<tokio::sync::Semaphore>,
     /// Issue 34: requests a source may send, and refusals it may cost, a second.
     requests: Option<limits::Limiter>,
     refusals: Option<limits::Limiter>,
@@ -121,6 +124,17 @@ impl Shared {
     /// The connection cap.
     fn conns_max(&self) -> usize {
         self.max_connections
+    }
+
+    /// The body budget a connection at `stage` draws on: the whole, and
+    /// for one not yet admitted the unadmitted share as well. (Without
+    /// admission no connection is told from another: the whole only.)
+    fn body_budget(&self, stage: serve::Stage) -> serve::BodyBudget<'_> {
+        serve::BodyBudget {
+            all: (&self.bodies, self.bodies_max),
+            unadmitted: (stage == serve::Stage::Admission)
+                .then_some((&self.bodies_unadmitted, (self.bodies_max / 2).max(1))),
+        }
     }
 
     /// A request's identity, and its caller's signature checked here
@@ -328,6 +342,7 @@ impl Endpoint {
             feed_keys: config.feed_keys.clone(),
             bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
             bodies_max: config.body_bytes_in_flight.max(1),
+            bodies_unadmitted: Arc::new(tokio::sync::Semaphore::new((config.body_bytes_in_flight / 2).max(1))),
             requests: config.requests_per_source.map(limits::Limiter::new),
             refusals: config.refusals_per_source.map(limits::Limiter::new),
         });

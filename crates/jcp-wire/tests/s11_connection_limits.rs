@@ -97,9 +97,10 @@ fn s11_one_peer_address_holds_at_most_its_cap_and_a_silent_client_is_cut_at_the_
 /// `body_bytes_in_flight` frame-body bytes at once over all connections.
 /// Two half-sent frames that declared 60 000 bytes each hold 120 000 of a
 /// 150 000 budget; a third such frame is refused `busy` and its connection
-/// closed; a well-behaved client's small request still fits and is
-/// answered; once a half frame is cut at the frame timeout its bytes are
-/// given back.
+/// closed; a half frame of 30 000 takes what is left, and a well-behaved
+/// client's small request (no larger than what a connection holds for any
+/// frame) takes nothing from the budget and is answered; once a half frame
+/// is cut at the frame timeout its bytes are given back.
 #[test]
 fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
     use tokio::io::AsyncWriteExt;
@@ -128,6 +129,10 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         third.send_raw(&half(60_000)).await.unwrap();
         let m = until_closed(&mut third).await;
         assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
+        let mut rest = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+        rest.write_all(&half(30_000)).await.unwrap();
+        holding.push(rest);
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let mut good = Client::connect(&s.unix).await.unwrap();
         assert!(good.call(&request(&g, 1, b"small", T0)).await.unwrap().decision.is_allow());
         // Cut at the frame timeout, the half frames give their bytes back.
@@ -136,6 +141,55 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         fourth.send_raw(&half(60_000)).await.unwrap();
         let m = tokio::time::timeout(Duration::from_millis(300), fourth.recv()).await;
         assert!(m.is_err(), "now read, not refused: {m:?}");
+        drop(holding);
+        s.stop().await;
+    });
+}
+
+/// Issue 34, "Per-connection memory", against a flood of half frames:
+/// connections not yet admitted may hold at most half the body budget, so
+/// a client already admitted (its first request authenticated) still has
+/// the other half for a large frame, and a small frame (no larger than
+/// what a connection holds for any frame it reads) takes nothing from the
+/// budget at all. Before, 150 000 bytes of half frames from anyone left
+/// every client's next frame refused `busy`, its connection closed.
+#[test]
+fn s11_half_frames_of_clients_not_admitted_cannot_take_the_admitted_clients_share_of_the_body_budget() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.body_bytes_in_flight = 150_000;
+        cfg.admission_threads = 1;
+        cfg.frame_timeout = Duration::from_secs(5);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let g = grant(1_000_000, 1);
+        // Admitted before the flood, and a client that is not.
+        let mut admitted = Client::connect(&s.tcp).await.unwrap();
+        assert!(admitted.call(&request(&g, 1, b"first", T0)).await.unwrap().decision.is_allow());
+        let mut newcomer = Client::connect(&s.tcp).await.unwrap();
+        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        let half = |declared: u32| {
+            let mut head = declared.to_be_bytes().to_vec();
+            head.extend_from_slice(&[0xa1; 10]);
+            head
+        };
+        // Half frames of 50 000 declared bytes: one fits the 75 000 that
+        // connections not admitted may hold, the second is refused.
+        let mut holding = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+        holding.write_all(&half(50_000)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut second = Client::connect(&s.tcp).await.unwrap();
+        second.send_raw(&half(50_000)).await.unwrap();
+        let m = until_closed(&mut second).await;
+        assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
+        // The admitted client's large request (30 000 bytes of arguments)
+        // is read from the half that is its own; a small one, from anyone,
+        // takes nothing from the budget.
+        let large = request(&g, 1, &[7u8; 30_000], T0);
+        assert!(admitted.call(&large).await.unwrap().decision.is_allow());
+        assert!(newcomer.call(&request(&g, 1, b"small", T0)).await.unwrap().decision.is_allow());
         drop(holding);
         s.stop().await;
     });

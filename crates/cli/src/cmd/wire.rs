@@ -111,7 +111,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 7200)]
     idle_timeout_s: u64,
     /// The most frame-body bytes read at once over all connections: a frame whose declared length does not
-    /// fit what is left is answered `busy` (half-sent frames cannot hold memory without bound).
+    /// fit what is left is answered `busy` (half-sent frames cannot hold memory without bound). Connections not
+    /// yet admitted hold at most half of it; frames of 16 KiB or less take nothing from it.
     #[arg(long, default_value_t = 64 << 20)]
     body_bytes_in_flight: usize,
     /// Requests and feeds one source (a TCP address, a Unix socket's user) may send a second, with a burst of

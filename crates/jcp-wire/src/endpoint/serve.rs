@@ -78,6 +78,46 @@ pub(super) fn error_frame(e: &WireError) -> Vec<u8> {
     ]))
 }
 
+/// The endpoint's budget for frame bodies in flight (issue 34,
+/// per-connection memory), as one connection draws on it.
+#[derive(Clone, Copy)]
+pub(super) struct BodyBudget<'a> {
+    /// Every connection's frames: at most `all_max` bytes declared at once.
+    pub(super) all: (&'a Arc<tokio::sync::Semaphore>, usize),
+    /// For a connection not yet admitted, the share that all such
+    /// connections may hold together (half the whole), drawn on as well:
+    /// their half frames cannot take what admitted clients read.
+    pub(super) unadmitted: Option<(&'a Arc<tokio::sync::Semaphore>, usize)>,
+}
+
+impl BodyBudget<'_> {
+    /// Holds `n` declared bytes until the permits are dropped, or `busy`.
+    /// A frame no larger than what a connection holds for any frame it
+    /// reads ([`codec::FIRST_ALLOCATION`]) holds nothing: its memory is
+    /// bounded by the connection count, and a well-behaved client's small
+    /// request is never refused for a flood's half frames.
+    fn hold(self, n: usize) -> Result<Vec<tokio::sync::OwnedSemaphorePermit>, WireError> {
+        if n <= codec::FIRST_ALLOCATION {
+            return Ok(Vec::new());
+        }
+        let permits = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut held = Vec::with_capacity(2);
+        for (pool, max, whose) in self
+            .unadmitted
+            .map(|(p, m)| (p, m, "connections not yet admitted"))
+            .into_iter()
+            .chain([(self.all.0, self.all.1, "all connections")])
+        {
+            held.push(pool.clone().try_acquire_many_owned(permits).map_err(|_| {
+                WireError::Busy(format!(
+                    "the endpoint reads at most {max} frame-body bytes at once over {whose}; try again"
+                ))
+            })?);
+        }
+        Ok(held)
+    }
+}
+
 /// Reads one frame: waits at most `wait` for a frame to start (`Idle` past
 /// it; `first` says whether this is the connection's first frame), then at
 /// most `timeout` for the rest (a half frame that hangs is cut).
@@ -86,7 +126,7 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     cap: usize,
     timeout: Duration,
     (wait, first): (Duration, bool),
-    bodies: Option<(&Arc<tokio::sync::Semaphore>, usize)>,
+    bodies: Option<BodyBudget<'_>>,
 ) -> Result<Option<Vec<u8>>, WireError> {
     use tokio::io::AsyncReadExt;
     let mut lead = [0u8; 1];
@@ -109,15 +149,8 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
         // The declared length is held from the endpoint's body budget while
         // the body is read (given back once it is): past the budget, busy.
         let _held = match bodies {
-            Some((budget, max)) => {
-                let permits = u32::try_from(n).unwrap_or(u32::MAX);
-                Some(budget.clone().try_acquire_many_owned(permits).map_err(|_| {
-                    WireError::Busy(format!(
-                        "the endpoint reads at most {max} frame-body bytes at once over all connections; try again"
-                    ))
-                })?)
-            }
-            None => None,
+            Some(budget) => budget.hold(n)?,
+            None => Vec::new(),
         };
         codec::read_body(s, n).await
     };
@@ -300,8 +333,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
     let mut wait =
         if stage == Stage::Admitted { (shared.idle_timeout, false) } else { (shared.first_frame_timeout, true) };
     loop {
-        let read =
-            next_frame(&mut s, shared.cap, shared.frame_timeout, wait, Some((&shared.bodies, shared.bodies_max))).await;
+        let read = next_frame(&mut s, shared.cap, shared.frame_timeout, wait, Some(shared.body_budget(stage))).await;
         wait = (shared.idle_timeout, false);
         let read_at = std::time::Instant::now();
         let read =
