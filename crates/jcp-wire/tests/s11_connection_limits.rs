@@ -20,6 +20,13 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
+/// A half frame: `declared` bytes announced, ten sent.
+fn half_frame(declared: u32) -> Vec<u8> {
+    let mut head = declared.to_be_bytes().to_vec();
+    head.extend_from_slice(&[0xa1; 10]);
+    head
+}
+
 /// What the endpoint sends on `c` before it closes it (within 5 s).
 async fn until_closed(c: &mut Client) -> Vec<Outbound> {
     let mut out = Vec::new();
@@ -112,25 +119,20 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         cfg.frame_timeout = Duration::from_millis(600);
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
         let g = grant(1_000_000, 1);
-        let half = |declared: u32| {
-            let mut head = declared.to_be_bytes().to_vec();
-            head.extend_from_slice(&[0xa1; 10]);
-            head
-        };
         let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
         let mut holding = Vec::new();
         for _ in 0..2 {
             let mut c = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
-            c.write_all(&half(60_000)).await.unwrap();
+            c.write_all(&half_frame(60_000)).await.unwrap();
             holding.push(c);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut third = Client::connect(&s.tcp).await.unwrap();
-        third.send_raw(&half(60_000)).await.unwrap();
+        third.send_raw(&half_frame(60_000)).await.unwrap();
         let m = until_closed(&mut third).await;
         assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
         let mut rest = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
-        rest.write_all(&half(30_000)).await.unwrap();
+        rest.write_all(&half_frame(30_000)).await.unwrap();
         holding.push(rest);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut good = Client::connect(&s.unix).await.unwrap();
@@ -138,7 +140,7 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         // Cut at the frame timeout, the half frames give their bytes back.
         tokio::time::sleep(Duration::from_millis(900)).await;
         let mut fourth = Client::connect(&s.tcp).await.unwrap();
-        fourth.send_raw(&half(60_000)).await.unwrap();
+        fourth.send_raw(&half_frame(60_000)).await.unwrap();
         let m = tokio::time::timeout(Duration::from_millis(300), fourth.recv()).await;
         assert!(m.is_err(), "now read, not refused: {m:?}");
         drop(holding);
@@ -170,18 +172,13 @@ fn s11_half_frames_of_clients_not_admitted_cannot_take_the_admitted_clients_shar
         assert!(admitted.call(&request(&g, 1, b"first", T0)).await.unwrap().decision.is_allow());
         let mut newcomer = Client::connect(&s.tcp).await.unwrap();
         let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
-        let half = |declared: u32| {
-            let mut head = declared.to_be_bytes().to_vec();
-            head.extend_from_slice(&[0xa1; 10]);
-            head
-        };
         // Half frames of 50 000 declared bytes: one fits the 75 000 that
         // connections not admitted may hold, the second is refused.
         let mut holding = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
-        holding.write_all(&half(50_000)).await.unwrap();
+        holding.write_all(&half_frame(50_000)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut second = Client::connect(&s.tcp).await.unwrap();
-        second.send_raw(&half(50_000)).await.unwrap();
+        second.send_raw(&half_frame(50_000)).await.unwrap();
         let m = until_closed(&mut second).await;
         assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
         // The admitted client's large request (30 000 bytes of arguments)
