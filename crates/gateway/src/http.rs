@@ -57,6 +57,10 @@ pub const MAX_CONNECTIONS: usize = 64;
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's body, once its headers
+/// are in: a body that trickles or never comes is answered `408` and its
+/// connection's slot freed (one of [`MAX_CONNECTIONS`]).
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -455,6 +459,31 @@ fn check_session(headers: &HeaderMap, h: &Hub) -> Result<(), Box<Response<Body>>
     Ok(())
 }
 
+/// Why a request's body was not read.
+#[derive(Debug, PartialEq, Eq)]
+enum BodyRead {
+    /// Over the limit.
+    TooLarge,
+    /// Not whole within the time given.
+    Slow,
+    /// The connection failed.
+    Failed(String),
+}
+
+/// A request's body, at most `limit` bytes, whole within `within`.
+async fn read_body<B>(body: B, limit: usize, within: Duration) -> Result<Bytes, BodyRead>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match tokio::time::timeout(within, Limited::new(body, limit).collect()).await {
+        Err(_) => Err(BodyRead::Slow),
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyRead::TooLarge),
+        Ok(Err(e)) => Err(BodyRead::Failed(e.to_string())),
+    }
+}
+
 async fn post(req: Request<Incoming>, hub: &Mutex<Hub>, events: &Events) -> Response<Body> {
     let headers = req.headers().clone();
     let json_ok = accepts(&headers, "application/json");
@@ -466,15 +495,23 @@ async fn post(req: Request<Incoming>, hub: &Mutex<Hub>, events: &Events) -> Resp
     if !ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "a message is application/json");
     }
-    let body = match Limited::new(req.into_body(), MAX_LINE).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return if e.is::<http_body_util::LengthLimitError>() {
-                rpc(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, -32600, &format!("a message over {MAX_LINE} bytes"))
-            } else {
-                plain(StatusCode::BAD_REQUEST, &format!("reading the body: {e}"))
-            }
+    let body = match read_body(req.into_body(), MAX_LINE, BODY_TIMEOUT).await {
+        Ok(b) => b,
+        Err(BodyRead::TooLarge) => {
+            return rpc(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Value::Null,
+                -32600,
+                &format!("a message over {MAX_LINE} bytes"),
+            )
         }
+        Err(BodyRead::Slow) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
+            )
+        }
+        Err(BodyRead::Failed(e)) => return plain(StatusCode::BAD_REQUEST, &format!("reading the body: {e}")),
     };
     // The same refusals as on stdio (one object, no batch, no duplicate key,
     // no notification-form call), before anything reaches the session.
@@ -677,6 +714,35 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    /// A body that never comes.
+    struct Never;
+
+    impl hyper::body::Body for Never {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            Poll::Pending
+        }
+    }
+
+    /// §11 (the enforcement point stays available), on the HTTP transport:
+    /// a body that does not arrive in time is refused (`408`), as one over
+    /// the limit is (`413`), so a client that sends headers and then
+    /// trickles cannot hold one of the endpoint's few connections for ever.
+    #[test]
+    fn s11_a_body_that_does_not_arrive_in_time_is_refused_and_one_over_the_limit_too() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let quick = Duration::from_millis(50);
+            assert_eq!(read_body(Never, 10, quick).await, Err(BodyRead::Slow));
+            assert_eq!(
+                read_body(Full::new(Bytes::from_static(b"0123456789ab")), 10, quick).await,
+                Err(BodyRead::TooLarge)
+            );
+            assert_eq!(read_body(Full::new(Bytes::from_static(b"{}")), 10, quick).await, Ok(Bytes::from_static(b"{}")));
+        });
+    }
 
     #[test]
     fn s11_the_mcp_endpoint_listens_on_loopback_only() {
