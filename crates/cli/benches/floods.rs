@@ -136,7 +136,32 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// The good client at 50 calls/s for `secs` under `kind`: its latencies,
 /// what the flood sent, the record's growth and the endpoint's memory.
-fn measure(kind: Flood, secs: u64, extra: &[&str]) -> (Vec<Duration>, u64, u64, u64, u64) {
+/// The endpoint's refused frames by reason code, from its `/metrics`
+/// (what the flood was refused as: a flood of half frames must be cut at
+/// its timeout or answered `busy`, not refused as oversized). Tried for up
+/// to 5 s: a flood of half-sent headers may still hold its connections.
+fn refusals(metrics: &str) -> String {
+    use std::io::Read;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let Ok(mut c) = std::net::TcpStream::connect(metrics) else { continue };
+        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let mut text = String::new();
+        if c.read_to_string(&mut text).is_ok() && text.starts_with("HTTP/1.1 200") {
+            let codes: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("jcp_wire_refused_frames_total{code=\""))
+                .filter_map(|l| l.split_once("\"} ").map(|(code, n)| format!("{code} {n}")))
+                .collect();
+            return if codes.is_empty() { "none".into() } else { codes.join(", ") };
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    "not read".into()
+}
+
+fn measure(kind: Flood, secs: u64, extra: &[&str]) -> (Vec<Duration>, u64, u64, u64, u64, String) {
     // The flood holds thousands of sockets: this process's soft open-file limit up to its hard one.
     let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
     let _ = rustix::process::setrlimit(
@@ -210,7 +235,7 @@ fn measure(kind: Flood, secs: u64, extra: &[&str]) -> (Vec<Duration>, u64, u64, 
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         let grown = std::fs::metadata(&record).map(|m| m.len()).unwrap_or(0) - before;
         lat.sort_unstable();
-        (lat, sent.load(Ordering::Relaxed), grown, peak, n)
+        (lat, sent.load(Ordering::Relaxed), grown, peak, n, refusals(&serve.metrics))
     })
 }
 
@@ -249,7 +274,7 @@ fn bench(c: &mut Criterion) {
             if kind != Flood::Quiet && only.as_deref().is_some_and(|o| !o.split(',').any(|k| k == name)) {
                 continue;
             }
-            let (lat, sent, grown, rss, calls) = measure(kind, secs, extra);
+            let (lat, sent, grown, rss, calls, refused) = measure(kind, secs, extra);
             let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
             // The good calls' own growth a second, from the quiet run.
             let good_rate = grown as f64 / secs as f64;
@@ -261,7 +286,7 @@ fn bench(c: &mut Criterion) {
             let per = if sent > 0 { format!("{:.1}", flooded / sent as f64) } else { "—".into() };
             let _ = writeln!(
                 std::io::stdout(),
-                "flood {kind:?}{label} {secs} s: good calls {calls} (all allowed), p50 {:.3} ms, p99 {:.3} ms ({ratio:.2}× quiet p99); flood sent {sent}; record grew {grown} B ({per} B per flooded message beyond the good calls' own); endpoint RSS peak {rss} KiB",
+                "flood {kind:?}{label} {secs} s: good calls {calls} (all allowed), p50 {:.3} ms, p99 {:.3} ms ({ratio:.2}× quiet p99); flood sent {sent}; record grew {grown} B ({per} B per flooded message beyond the good calls' own); endpoint RSS peak {rss} KiB; frames refused by code: {refused}",
                 p50.as_secs_f64() * 1e3,
                 p99.as_secs_f64() * 1e3,
             );

@@ -17,7 +17,7 @@
 //! | `jcp_wire_grant_budget_microjoules` | gauge | an allowed leaf grant's joule ceiling, by `grant`, the same grants |
 //! | `jcp_wire_grants_spent_unlabelled_microjoules` | gauge | the spend of every other grant with spend here, summed (no series each: a caller with no trusted grant creates none) |
 //! | `jcp_wire_grants_unlabelled` | gauge | how many grants that sum covers |
-//! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision (bad framing or message) |
+//! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision, by `code`: the refusal's reason code (`frame-oversized`, `frame-timeout`, `busy`, `malformed` …; a fixed set, [`crate::WireError::code`]) |
 //! | `jcp_wire_rate_limited_total` | counter | requests and feeds answered `rate-limited` before the core (issue 34) |
 //! | `jcp_wire_shed_total` | counter | requests answered `unrecorded` without being recorded: past the record's high-water mark (unauthenticated) or its limit |
 //!
@@ -62,6 +62,13 @@ impl DecisionLabels {
 pub struct CheckLabels {
     /// `batch` or `alone`.
     pub check: &'static str,
+}
+
+/// Why a frame was refused: its reason code.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// [`crate::WireError::code`].
+    pub code: &'static str,
 }
 
 /// What a batch check found.
@@ -113,7 +120,7 @@ pub struct WireMetrics {
     series: std::sync::Mutex<GrantSeries>,
     spent_other: GaugeU,
     unlabelled: GaugeU,
-    refused_frames: Counter,
+    refused_frames: Family<RefusalLabels, Counter>,
     rate_limited: Counter,
     shed: Counter,
     signatures: Family<CheckLabels, Counter>,
@@ -148,7 +155,7 @@ impl WireMetrics {
             series: std::sync::Mutex::new(GrantSeries::default()),
             spent_other: GaugeU::default(),
             unlabelled: GaugeU::default(),
-            refused_frames: Counter::default(),
+            refused_frames: Family::default(),
             rate_limited: Counter::default(),
             shed: Counter::default(),
             signatures: Family::default(),
@@ -208,7 +215,7 @@ impl WireMetrics {
         r.register("grants_unlabelled", "How many grants grants_spent_unlabelled sums", m.unlabelled.clone());
         r.register(
             "refused_frames",
-            "Frames refused before any decision (bad framing or message); their connections closed",
+            "Frames refused before any decision, by reason code; their connections closed",
             m.refused_frames.clone(),
         );
         r.register(
@@ -344,9 +351,9 @@ impl WireMetrics {
         self.budget.get_or_create(&GrantLabels { grant: grant.to_hex() }).set(budget_uj);
     }
 
-    /// A frame refused before any decision.
-    pub fn refused_frame(&self) {
-        self.refused_frames.inc();
+    /// A frame refused before any decision, for `code` ([`crate::WireError::code`]).
+    pub fn refused_frame(&self, code: &'static str) {
+        self.refused_frames.get_or_create(&RefusalLabels { code }).inc();
     }
 
     /// One request or feed answered `rate-limited` (issue 34).

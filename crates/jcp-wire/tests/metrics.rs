@@ -205,3 +205,37 @@ fn s11_s4_11_where_a_request_waits_is_exposed_per_request() {
         s.stop().await;
     });
 }
+
+/// §11 (issue 34): frames refused before any decision are counted by
+/// their reason code, a fixed set, so an operator tells a flood of
+/// oversized frames from half frames cut at their timeout or refused
+/// `busy`; a frame the endpoint reads and decides is not counted.
+#[test]
+fn s11_refused_frames_are_counted_by_reason_code() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.frame_timeout = std::time::Duration::from_millis(200);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        // Past the cap: refused at once. Declared within it, then silent: cut at the frame timeout.
+        for declared in [u32::MAX, 1_000, 1_000] {
+            let mut c = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+            c.write_all(&declared.to_be_bytes()).await.unwrap();
+            c.write_all(b"half").await.unwrap();
+            let mut rest = Vec::new();
+            let read = tokio::io::AsyncReadExt::read_to_end(&mut c, &mut rest);
+            tokio::time::timeout(std::time::Duration::from_secs(5), read).await.unwrap().unwrap();
+        }
+        let g = grant(1000, 1);
+        assert!(!s.endpoint.submit(request(&g, 10, b"fine", T0)).await.unwrap().is_empty());
+        let text = s.endpoint.render_metrics().unwrap();
+        let refused = |code| sample(&text, "jcp_wire_refused_frames_total", &[("code", code)]);
+        assert_eq!(refused("frame-oversized").as_deref(), Some("1"), "{text}");
+        assert_eq!(refused("frame-timeout").as_deref(), Some("2"), "{text}");
+        assert_eq!(refused("busy"), None, "{text}");
+        s.stop().await;
+    });
+}

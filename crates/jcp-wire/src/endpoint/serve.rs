@@ -348,7 +348,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
             Err(e) => {
                 // A refused frame closes its connection, with the refusal.
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.refused_frame();
+                shared.metrics.refused_frame(e.code());
                 let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
                 return None;
             }
