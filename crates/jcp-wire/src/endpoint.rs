@@ -595,7 +595,7 @@ async fn accept_loop(
             return;
         }
         let accepted = match &listener {
-            Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Conn::Tcp(s), Some(peer.ip()))),
+            Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Conn::Tcp(s), Some(limits::peer_of(peer.ip())))),
             #[cfg(unix)]
             Listener::Unix(l) => l.accept().await.map(|(s, _)| (Conn::Unix(s), None)),
         };

@@ -96,7 +96,7 @@ pub struct ServeArgs {
     /// connection is answered `busy` and closed. Lowered to fit the open-file limit.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
-    /// The most connections one TCP peer address holds at once.
+    /// The most connections one TCP peer address holds at once (an IPv6 peer counted by its /64).
     #[arg(long, default_value_t = 1024)]
     max_per_peer: usize,
     /// How long a new connection may take to start its first frame, s.

@@ -52,8 +52,9 @@ pub struct Config {
     /// The most connections served at once; past it a connection is
     /// accepted, answered `busy` and closed.
     pub max_connections: usize,
-    /// The most connections one peer address (TCP) holds at once; past it,
-    /// `busy` (Unix-socket peers are the machine's own: the global cap only).
+    /// The most connections one peer address (TCP; an IPv6 peer by its
+    /// /64, [`super::limits::peer_of`]) holds at once; past it, `busy`
+    /// (Unix-socket peers are the machine's own: the global cap only).
     pub max_per_peer: usize,
     /// The endpoint's clock.
     pub clock: Clock,

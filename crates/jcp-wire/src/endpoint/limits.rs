@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 /// Where a connection comes from: what its limits count by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Source {
-    /// A TCP peer, by its address.
+    /// A TCP peer, by its address as [`peer_of`] groups it (an IPv6 peer
+    /// by its /64).
     Ip(std::net::IpAddr),
     /// A Unix-socket peer, by its user id (`SO_PEERCRED`).
     Uid(u32),
@@ -31,10 +32,26 @@ pub enum Source {
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Ip(ip @ std::net::IpAddr::V6(_)) => write!(f, "{ip}/64"),
             Self::Ip(ip) => write!(f, "{ip}"),
             Self::Uid(u) => write!(f, "uid {u}"),
             Self::Local => f.write_str("local"),
         }
+    }
+}
+
+/// The address a TCP peer's limits (its connections, its rates) count it
+/// by: an IPv4 address itself (an IPv4-mapped IPv6 one as the IPv4 it
+/// maps); an IPv6 address by its /64, the least a site is given, so a
+/// host that takes a fresh address of its /64 for each connection is
+/// still one peer (issue 34: per-source limits that fail closed).
+pub fn peer_of(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.into(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.into(),
+            None => std::net::Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX)).into(),
+        },
     }
 }
 
@@ -136,6 +153,21 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 34: an IPv6 peer is one peer for its whole /64 (a host may
+    /// take a fresh address of it for every connection), an IPv4-mapped
+    /// address is the IPv4 peer it maps, an IPv4 address is itself.
+    #[test]
+    fn s11_an_ipv6_peer_is_counted_by_its_64_and_a_mapped_ipv4_as_itself() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert_eq!(peer_of(ip("2001:db8:1:2:aaaa::1")), peer_of(ip("2001:db8:1:2:ffff:1:2:3")));
+        assert_eq!(peer_of(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_ne!(peer_of(ip("2001:db8:1:2::1")), peer_of(ip("2001:db8:1:3::1")));
+        assert_eq!(peer_of(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(peer_of(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(peer_of(ip("::1")), ip("::"), "loopback too: one peer");
+        assert_eq!(Source::Ip(peer_of(ip("2001:db8::5"))).to_string(), "2001:db8::/64");
+    }
 
     #[test]
     fn s11_a_source_spends_its_burst_then_waits_and_others_are_untouched() {
