@@ -113,8 +113,10 @@ struct Shared {
     bodies: Arc<tokio::sync::Semaphore>,
     bodies_max: usize,
     /// The share of `bodies` that connections not yet admitted may hold
-    /// together (half; [`serve::BodyBudget`]).
+    /// together ([`serve::BodyBudget`]), and its size: half, or one
+    /// largest frame where half the budget is less.
     bodies_unadmitted: Arc<tokio::sync::Semaphore>,
+    bodies_unadmitted_max: usize,
     /// Issue 34: requests a source may send, and refusals it may cost, a second.
     requests: Option<limits::Limiter>,
     refusals: Option<limits::Limiter>,
@@ -133,7 +135,7 @@ impl Shared {
         serve::BodyBudget {
             all: (&self.bodies, self.bodies_max),
             unadmitted: (stage == serve::Stage::Admission)
-                .then_some((&self.bodies_unadmitted, (self.bodies_max / 2).max(1))),
+                .then_some((&self.bodies_unadmitted, self.bodies_unadmitted_max)),
         }
     }
 
@@ -322,6 +324,7 @@ impl Endpoint {
                 (CoreLink::Thread(tx), Some(handle))
             }
         };
+        let unadmitted_share = serve::unadmitted_share(config.body_bytes_in_flight.max(1), config.cap);
         let shared = Arc::new(Shared {
             tx,
             stats,
@@ -342,7 +345,8 @@ impl Endpoint {
             feed_keys: config.feed_keys.clone(),
             bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
             bodies_max: config.body_bytes_in_flight.max(1),
-            bodies_unadmitted: Arc::new(tokio::sync::Semaphore::new((config.body_bytes_in_flight / 2).max(1))),
+            bodies_unadmitted: Arc::new(tokio::sync::Semaphore::new(unadmitted_share)),
+            bodies_unadmitted_max: unadmitted_share,
             requests: config.requests_per_source.map(limits::Limiter::new),
             refusals: config.refusals_per_source.map(limits::Limiter::new),
         });

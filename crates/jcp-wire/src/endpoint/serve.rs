@@ -118,6 +118,14 @@ impl BodyBudget<'_> {
     }
 }
 
+/// The share of a body budget of `budget` bytes that connections not yet
+/// admitted may hold together: half, but never less than one largest
+/// frame (`cap`) the budget holds, so a first request the budget could
+/// read is never refused for the share alone.
+pub(super) fn unadmitted_share(budget: usize, cap: usize) -> usize {
+    (budget / 2).max(cap.min(budget)).max(1)
+}
+
 /// Reads one frame: waits at most `wait` for a frame to start (`Idle` past
 /// it; `first` says whether this is the connection's first frame), then at
 /// most `timeout` for the rest (a half frame that hangs is cut).
@@ -562,5 +570,22 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
         Handled::Answered
     } else {
         Handled::Gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unadmitted_share;
+
+    /// Issue 34, per-connection memory: connections not yet admitted hold
+    /// at most half the body budget, but a budget that could read one
+    /// largest frame still reads it on a connection not yet admitted.
+    #[test]
+    fn s11_the_unadmitted_share_is_half_the_budget_but_never_less_than_one_largest_frame() {
+        assert_eq!(unadmitted_share(64 << 20, 65_000), 32 << 20);
+        assert_eq!(unadmitted_share(150_000, 65_000), 75_000);
+        assert_eq!(unadmitted_share(100_000, 65_000), 65_000, "one largest frame");
+        assert_eq!(unadmitted_share(10_000, 65_000), 10_000, "never more than the budget");
+        assert_eq!(unadmitted_share(1, 65_000), 1);
     }
 }
