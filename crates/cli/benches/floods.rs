@@ -275,6 +275,12 @@ fn bench(c: &mut Criterion) {
                 continue;
             }
             let (lat, sent, grown, rss, calls, refused) = measure(kind, secs, extra);
+            // A flood is what it says it is: half frames the endpoint reads
+            // (held, cut or `busy`), never refused at once as oversized.
+            assert!(
+                kind != Flood::HalfFrames || !refused.contains("frame-oversized"),
+                "the half frames were refused as oversized: {refused}"
+            );
             let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
             // The good calls' own growth a second, from the quiet run.
             let good_rate = grown as f64 / secs as f64;
