@@ -324,7 +324,8 @@ impl Endpoint {
                 (CoreLink::Thread(tx), Some(handle))
             }
         };
-        let unadmitted_share = serve::unadmitted_share(config.body_bytes_in_flight.max(1), config.cap);
+        let bodies_max = config.body_bytes_in_flight.max(1);
+        let unadmitted_share = serve::unadmitted_share(bodies_max, config.cap);
         let shared = Arc::new(Shared {
             tx,
             stats,
@@ -343,8 +344,8 @@ impl Endpoint {
             meter,
             relay_lock: Arc::new(tokio::sync::Mutex::new(())),
             feed_keys: config.feed_keys.clone(),
-            bodies: Arc::new(tokio::sync::Semaphore::new(config.body_bytes_in_flight.max(1))),
-            bodies_max: config.body_bytes_in_flight.max(1),
+            bodies: Arc::new(tokio::sync::Semaphore::new(bodies_max)),
+            bodies_max,
             bodies_unadmitted: Arc::new(tokio::sync::Semaphore::new(unadmitted_share)),
             bodies_unadmitted_max: unadmitted_share,
             requests: config.requests_per_source.map(limits::Limiter::new),

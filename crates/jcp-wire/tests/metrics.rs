@@ -219,10 +219,10 @@ fn s11_refused_frames_are_counted_by_reason_code() {
         let mut cfg = config(&dir.path().join("s.jcps"), &clock);
         cfg.frame_timeout = std::time::Duration::from_millis(200);
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
-        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        let addr = s.tcp_addr();
         // Past the cap: refused at once. Declared within it, then silent: cut at the frame timeout.
         for declared in [u32::MAX, 1_000, 1_000] {
-            let mut c = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
             c.write_all(&declared.to_be_bytes()).await.unwrap();
             c.write_all(b"half").await.unwrap();
             let mut rest = Vec::new();

@@ -83,7 +83,7 @@ fn s11_a_serving_task_aborted_stops_accepting_on_the_admission_runtime() {
         let mut cfg = config(&dir.path().join("s.jcps"), &clock);
         cfg.admission_threads = 1;
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
-        let jcp_wire::endpoint::Address::Tcp(addr) = s.tcp.clone() else { panic!("a TCP address") };
+        let addr = s.tcp_addr().to_owned();
         assert!(tokio::net::TcpStream::connect(&addr).await.is_ok(), "served");
         s.stop().await;
         // The accept loop runs on the admission runtime: aborted with the

@@ -119,10 +119,10 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         cfg.frame_timeout = Duration::from_millis(600);
         let s = Served::start(cfg, dir.path(), None).await.unwrap();
         let g = grant(1_000_000, 1);
-        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        let addr = s.tcp_addr();
         let mut holding = Vec::new();
         for _ in 0..2 {
-            let mut c = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
             c.write_all(&half_frame(60_000)).await.unwrap();
             holding.push(c);
         }
@@ -131,7 +131,7 @@ fn s11_frame_bodies_in_flight_are_bounded_over_all_connections() {
         third.send_raw(&half_frame(60_000)).await.unwrap();
         let m = until_closed(&mut third).await;
         assert!(matches!(&m[..], [Outbound::Error { code, .. }] if code == "busy"), "{m:?}");
-        let mut rest = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+        let mut rest = tokio::net::TcpStream::connect(addr).await.unwrap();
         rest.write_all(&half_frame(30_000)).await.unwrap();
         holding.push(rest);
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -171,10 +171,10 @@ fn s11_half_frames_of_clients_not_admitted_cannot_take_the_admitted_clients_shar
         let mut admitted = Client::connect(&s.tcp).await.unwrap();
         assert!(admitted.call(&request(&g, 1, b"first", T0)).await.unwrap().decision.is_allow());
         let mut newcomer = Client::connect(&s.tcp).await.unwrap();
-        let jcp_wire::endpoint::Address::Tcp(addr) = &s.tcp else { unreachable!() };
+        let addr = s.tcp_addr();
         // Half frames of 50 000 declared bytes: one fits the 75 000 that
         // connections not admitted may hold, the second is refused.
-        let mut holding = tokio::net::TcpStream::connect(addr.as_str()).await.unwrap();
+        let mut holding = tokio::net::TcpStream::connect(addr).await.unwrap();
         holding.write_all(&half_frame(50_000)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut second = Client::connect(&s.tcp).await.unwrap();

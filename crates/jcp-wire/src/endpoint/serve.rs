@@ -101,19 +101,18 @@ impl BodyBudget<'_> {
             return Ok(Vec::new());
         }
         let permits = u32::try_from(n).unwrap_or(u32::MAX);
-        let mut held = Vec::with_capacity(2);
-        for (pool, max, whose) in self
-            .unadmitted
-            .map(|(p, m)| (p, m, "connections not yet admitted"))
-            .into_iter()
-            .chain([(self.all.0, self.all.1, "all connections")])
-        {
-            held.push(pool.clone().try_acquire_many_owned(permits).map_err(|_| {
+        let take = |(pool, max): (&Arc<tokio::sync::Semaphore>, usize), whose: &str| {
+            pool.clone().try_acquire_many_owned(permits).map_err(|_| {
                 WireError::Busy(format!(
                     "the endpoint reads at most {max} frame-body bytes at once over {whose}; try again"
                 ))
-            })?);
+            })
+        };
+        let mut held = Vec::with_capacity(2);
+        if let Some(share) = self.unadmitted {
+            held.push(take(share, "connections not yet admitted")?);
         }
+        held.push(take(self.all, "all connections")?);
         Ok(held)
     }
 }
@@ -134,7 +133,7 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
     cap: usize,
     timeout: Duration,
     (wait, first): (Duration, bool),
-    bodies: Option<BodyBudget<'_>>,
+    bodies: BodyBudget<'_>,
 ) -> Result<Option<Vec<u8>>, WireError> {
     use tokio::io::AsyncReadExt;
     let mut lead = [0u8; 1];
@@ -156,10 +155,7 @@ pub(super) async fn next_frame<S: AsyncRead + Unpin>(
         }
         // The declared length is held from the endpoint's body budget while
         // the body is read (given back once it is): past the budget, busy.
-        let _held = match bodies {
-            Some(budget) => budget.hold(n)?,
-            None => Vec::new(),
-        };
+        let _held = bodies.hold(n)?;
         codec::read_body(s, n).await
     };
     match tokio::time::timeout(timeout, rest).await {
@@ -341,7 +337,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
     let mut wait =
         if stage == Stage::Admitted { (shared.idle_timeout, false) } else { (shared.first_frame_timeout, true) };
     loop {
-        let read = next_frame(&mut s, shared.cap, shared.frame_timeout, wait, Some(shared.body_budget(stage))).await;
+        let read = next_frame(&mut s, shared.cap, shared.frame_timeout, wait, shared.body_budget(stage)).await;
         wait = (shared.idle_timeout, false);
         let read_at = std::time::Instant::now();
         let read =

@@ -173,6 +173,14 @@ impl Served {
         Ok(Self { endpoint, report, tcp, unix, tasks })
     }
 
+    /// The TCP listener's `host:port`, for raw sockets.
+    pub fn tcp_addr(&self) -> &str {
+        match &self.tcp {
+            Address::Tcp(addr) => addr,
+            other => panic!("not a TCP address: {other:?}"),
+        }
+    }
+
     pub async fn stop(self) {
         // Aborted and awaited: the listeners are dropped before this
         // returns, so a restart in the same folder can bind the same socket.
