@@ -34,7 +34,7 @@ use jcp_wire::codec;
 
 #[path = "../tests/support/served.rs"]
 mod served;
-use served::{cast, from, Serve};
+use served::{cast, from, scrape, Serve};
 
 /// A 1 000 J grant to the agent, and `jcp serve` with /metrics and `extra` flags.
 fn setup(dir: &std::path::Path, extra: &[&str]) -> (Serve, SignedGrant, Keypair) {
@@ -134,33 +134,26 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// The good client at 50 calls/s for `secs` under `kind`: its latencies,
-/// what the flood sent, the record's growth and the endpoint's memory.
 /// The endpoint's refused frames by reason code, from its `/metrics`
 /// (what the flood was refused as: a flood of half frames must be cut at
-/// its timeout or answered `busy`, not refused as oversized). Tried for up
-/// to 5 s: a flood of half-sent headers may still hold its connections.
+/// its timeout or answered `busy`, not refused as oversized).
 fn refusals(metrics: &str) -> String {
-    use std::io::Read;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        let Ok(mut c) = std::net::TcpStream::connect(metrics) else { continue };
-        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        let mut text = String::new();
-        if c.read_to_string(&mut text).is_ok() && text.starts_with("HTTP/1.1 200") {
-            let codes: Vec<String> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("jcp_wire_refused_frames_total{code=\""))
-                .filter_map(|l| l.split_once("\"} ").map(|(code, n)| format!("{code} {n}")))
-                .collect();
-            return if codes.is_empty() { "none".into() } else { codes.join(", ") };
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    let Some(text) = scrape(metrics) else { return "not read".into() };
+    let codes: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("jcp_wire_refused_frames_total{code=\""))
+        .filter_map(|l| l.split_once("\"} ").map(|(code, n)| format!("{code} {n}")))
+        .collect();
+    if codes.is_empty() {
+        "none".into()
+    } else {
+        codes.join(", ")
     }
-    "not read".into()
 }
 
+/// The good client at 50 calls/s for `secs` under `kind`: its latencies,
+/// what the flood sent, the record's growth, the endpoint's memory and
+/// its refused frames by code.
 fn measure(kind: Flood, secs: u64, extra: &[&str]) -> (Vec<Duration>, u64, u64, u64, u64, String) {
     // The flood holds thousands of sockets: this process's soft open-file limit up to its hard one.
     let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);

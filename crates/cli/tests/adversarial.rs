@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use jcp_wire::message::Outbound;
 
 #[path = "support/served.rs"]
 mod served;
-use served::{cast, request, Serve, JCP};
+use served::{cast, request, scrape, Serve, JCP};
 
 /// A TCP connection to `to` from the loopback address `src`.
 async fn from(src: [u8; 4], to: &str) -> tokio::net::TcpStream {
@@ -168,18 +168,7 @@ fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
     );
     // /metrics answered again once the half-sent headers are cut.
     drop(held);
-    let mut scraped = String::new();
-    for _ in 0..100 {
-        if let Ok(mut s) = std::net::TcpStream::connect(&metrics) {
-            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-            scraped.clear();
-            let _ = s.read_to_string(&mut scraped);
-            if scraped.starts_with("HTTP/1.1 200") {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let scraped = scrape(&metrics).unwrap_or_default();
     assert!(scraped.contains(&format!("jcp_wire_rate_limited_total {limited}")), "{scraped}");
 
     // A decision, a SIGKILL, a restart: the same request gets its first answer (§11 decided once).

@@ -5,7 +5,7 @@
 //! chosen loopback address (the endpoint's per-source limits count by it).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -126,4 +126,23 @@ pub async fn from(src: [u8; 4], to: &str) -> std::io::Result<tokio::net::TcpStre
     let s = tokio::net::TcpSocket::new_v4()?;
     s.bind(std::net::SocketAddr::from((src, 0)))?;
     s.connect(to.parse().unwrap()).await
+}
+
+/// The `/metrics` page at `addr` (`HOST:PORT`), tried for up to 5 s (a
+/// flood of half-sent headers may still hold its connections): the whole
+/// `200` answer, or `None`.
+pub fn scrape(addr: &str) -> Option<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        if let Ok(mut c) = std::net::TcpStream::connect(addr) {
+            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut text = String::new();
+            if c.read_to_string(&mut text).is_ok() && text.starts_with("HTTP/1.1 200") {
+                return Some(text);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    None
 }
