@@ -47,7 +47,7 @@ impl std::fmt::Display for Source {
 /// still one peer (issue 34: per-source limits that fail closed).
 pub fn peer_of(ip: std::net::IpAddr) -> std::net::IpAddr {
     match ip {
-        std::net::IpAddr::V4(v4) => v4.into(),
+        std::net::IpAddr::V4(_) => ip,
         std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => v4.into(),
             None => std::net::Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX)).into(),
