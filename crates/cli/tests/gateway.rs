@@ -937,3 +937,146 @@ fn c21_s11_an_official_sdk_session_over_streamable_http_is_decided_held_at_its_c
     assert_eq!(v["clean"], true, "{v:#}");
     assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 4, "{v:#}");
 }
+
+/// `crates/gateway/tests/faulty_upstream.py` with `spec` (the faults) in
+/// front of server-everything: the real server, a fault between it and the gateway.
+fn faulty_everything(spec: &Value) -> Vec<String> {
+    let (py, server) = parts();
+    let wrapper = repo().join("crates/gateway/tests/faulty_upstream.py");
+    [
+        py.display().to_string(),
+        wrapper.display().to_string(),
+        spec.to_string(),
+        server.display().to_string(),
+        "stdio".into(),
+    ]
+    .to_vec()
+}
+
+#[test]
+fn s4_11_a_call_past_its_timeout_is_cancelled_upstream_left_unresolved_and_the_session_goes_on() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "long,echo");
+    let steps = json!([
+        {"call": "trigger-long-running-operation", "args": {"duration": 20, "steps": 4}},
+        {"call": "echo", "args": {"message": "after the timeout"}},
+    ]);
+    let s = Session::start(d, &steps, &["--max-uj", "1000000000", "--timeout-s", "2"]);
+    let all = s.finish(d);
+    let lost = step(&all, 0);
+    assert_eq!(lost["is_error"], true, "{lost}");
+    assert_eq!(lost["meta"]["jcp/code"], "unresolved", "{lost}");
+    let text = lost["text"].as_str().unwrap();
+    assert!(text.contains("no answer within 2 s; the call was cancelled upstream"), "{text}");
+    let next = step(&all, 1);
+    assert_eq!(next["is_error"], false, "the session goes on after a lost call: {next}");
+    assert!(next["text"].as_str().unwrap().contains("after the timeout"), "{next}");
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(1), "{audit:#}");
+    assert!(events(d).iter().any(|e| e["event"] == "call" && e["state"] == "lost"));
+}
+
+#[test]
+fn s4_11_an_upstream_that_stops_reading_its_input_never_stops_the_gateway() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    // Two calls of 40 kB: together more than the pipe to the server holds,
+    // so the second cannot be written whole once the server stops reading.
+    let big = |c: &str| json!({"call": "echo", "args": {"message": c.repeat(40_000)}});
+    // The tools listed first: the SDK lists them after a call otherwise (a
+    // request the server, no longer reading, would never answer).
+    let steps = json!([
+        {"list": true},
+        {"call": "echo", "args": {"message": "read"}},
+        big("a"),
+        big("b"),
+        {"call": "echo", "args": {"message": "after"}},
+    ]);
+    let upstream = faulty_everything(&json!({"stop_reading_after_calls": 1}));
+    let s = Session::start_with(d, &steps, &["--max-uj", "1000000000", "--timeout-s", "2"], &upstream);
+    let all = s.finish(d);
+    assert_eq!(step(&all, 1)["is_error"], false, "{all:?}");
+    for i in [2, 3] {
+        let lost = step(&all, i);
+        assert_eq!(lost["meta"]["jcp/code"], "unresolved", "{lost}");
+    }
+    // The server's input was given up on: the next call is not sent, and says why.
+    let last = step(&all, 4);
+    assert_eq!(last["is_error"], true, "{last}");
+    assert_eq!(last["meta"]["jcp/code"], "not-run", "{last}");
+    assert!(last["text"].as_str().unwrap().contains("read nothing of its input for 2 s"), "{last}");
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(2), "{audit:#}");
+}
+
+#[test]
+fn s11_garbage_from_the_upstream_fails_or_leaves_the_call_unresolved_and_a_late_answer_never_reaches_the_client() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let spec = json!({"answers": ["result-42", "not-json", "late:4.5", "pass"], "drop_cancellations": true});
+    let upstream = faulty_everything(&spec);
+    let upstream: Vec<&std::ffi::OsStr> = upstream.iter().map(std::ffi::OsStr::new).collect();
+    let mut gw = raw_gateway(d, &["--max-uj", "1000000000", "--timeout-s", "2"], &upstream);
+    let mut stdin = gw.stdin.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<Value>();
+    let out = gw.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&l).unwrap_or(json!({"not-json": l})));
+        }
+    });
+    let mut seen = Vec::new();
+    let mut send_and_answer = |msg: Option<Value>, id: u64, note: Option<Value>| -> Value {
+        if let Some(m) = msg {
+            writeln!(stdin, "{m}").unwrap();
+        }
+        loop {
+            let v = lines.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no answer to {id}: {seen:?}"));
+            seen.push(v.clone());
+            if v["id"] == id {
+                if let Some(n) = note {
+                    writeln!(stdin, "{n}").unwrap();
+                }
+                return v;
+            }
+        }
+    };
+    let echo = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": format!("m{id}")}}});
+    send_and_answer(
+        Some(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        ),
+        1,
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    );
+    // An answer that is not a tool result: a tool error naming it, the outcome failed.
+    let garbage = send_and_answer(Some(echo(2)), 2, None);
+    assert_eq!(garbage["result"]["isError"], true, "{garbage}");
+    assert_eq!(garbage["result"]["_meta"]["jcp/code"], "upstream-failed", "{garbage}");
+    let text = garbage["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("not an MCP tool result or error (its result is not an object but a number)"), "{text}");
+    // A line that is not JSON is no answer: the call is unresolved at its timeout.
+    let dropped = send_and_answer(Some(echo(3)), 3, None);
+    assert_eq!(dropped["result"]["_meta"]["jcp/code"], "unresolved", "{dropped}");
+    // An answer after the timeout (the server ignored the cancellation) is not the client's.
+    let sent = Instant::now();
+    let late = send_and_answer(Some(echo(4)), 4, None);
+    assert_eq!(late["result"]["_meta"]["jcp/code"], "unresolved", "{late}");
+    std::thread::sleep(Duration::from_millis(5_500).saturating_sub(sent.elapsed()));
+    let pong = send_and_answer(Some(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"})), 5, None);
+    assert!(pong.get("result").is_some(), "{pong}");
+    drop(send_and_answer);
+    let answers_to_4 = seen.iter().filter(|v| v["id"] == 4).count();
+    assert_eq!(answers_to_4, 1, "the late answer reached the client: {seen:?}");
+    drop(stdin);
+    assert!(gw.wait().unwrap().success());
+    let states: Vec<Value> =
+        events(d).into_iter().filter(|e| e["event"] == "call").map(|e| e["state"].clone()).collect();
+    assert_eq!(states, [json!("failed"), json!("lost"), json!("lost")], "{:?}", events(d));
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(2), "{audit:#}");
+}

@@ -137,6 +137,16 @@ fn line(bytes: &[u8]) -> Result<(), String> {
         }
     }
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else { return Ok(()) };
+    // The upstream's answer to a call reaches the client as a tool result
+    // or a JSON-RPC error, never as garbage.
+    if let Some(id) = v.get("id") {
+        let meta = serde_json::json!({"jcp/receipt": "r"});
+        if let Some(a) = crate::session::upstream_answer(id, v.clone(), meta) {
+            if let Some(why) = crate::upstream::malformed_call_answer(&a) {
+                return Err(format!("an answer for the client is not a tool result or error ({why}): {a}"));
+            }
+        }
+    }
     if v.get("method").and_then(Value::as_str) != Some("tools/call") {
         return Ok(());
     }

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`bindings`] | the operator's tool bindings: tool → action, target, resource |
 //! | [`upstream`] | the upstream server: spawned, routed, and the [`jcp_wire::backend::Backend`] behind the gate |
+//! | [`input`] | the upstream's input: lines written without blocking the session, bounded, given up on when the server stops reading |
 //! | [`intents`] | the auditor's side: every recorded call's binding, payload hash, intent hash and receipts re-derived |
 //! | [`steer`] | long runs: checkpoints written as the holder, calls held until the steward amends or revokes |
 //! | [`prepare`] | a run set up: the steward's grant to a fresh agent key, the run file, the line an MCP client launches |
@@ -24,6 +25,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod http;
+pub mod input;
 pub mod intents;
 pub mod prepare;
 pub mod session;

@@ -964,9 +964,20 @@ impl CallContext {
 
 /// The upstream's own answer to call `id` with the gateway's `meta` added
 /// to its result's `_meta`; `None` when it is not an answer to that call.
-fn upstream_answer(id: &Value, mut answer: Value, meta: Value) -> Option<Value> {
+pub(crate) fn upstream_answer(id: &Value, mut answer: Value, meta: Value) -> Option<Value> {
     if answer.get("id") != Some(id) {
         return None;
+    }
+    if let Some(why) = crate::upstream::malformed_call_answer(&answer) {
+        // Garbage is not handed on as the tool's answer: the client is told
+        // what came, and the outcome is recorded as failed.
+        let receipt = meta.get("jcp/receipt").and_then(Value::as_str).unwrap_or("?").to_owned();
+        return Some(tool_error(
+            id,
+            "upstream-failed",
+            &format!("jcp: the upstream server's answer is not an MCP tool result or error ({why}); the call was allowed (receipt {receipt}) and its outcome is recorded as failed"),
+            meta,
+        ));
     }
     if let Some(Value::Object(r)) = answer.get_mut("result") {
         let m = r.entry("_meta").or_insert_with(|| json!({}));

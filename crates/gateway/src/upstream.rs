@@ -13,13 +13,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jcp_wire::backend::{Awaiting, Backend, BackendReply, Call};
 use serde_json::{json, Value};
 
+use crate::input::{SendError, Sent, UpstreamInput};
 use crate::GatewayError;
 
 /// The longest line the gateway reads from either side (a message over it
@@ -159,17 +160,6 @@ pub fn write_line(out: &SharedOutput, line: &str) -> std::io::Result<()> {
     w.flush()
 }
 
-/// Writes one message line (and its newline) to the server's input.
-fn send_line_to(stdin: &Mutex<Option<ChildStdin>>, line: &[u8]) -> Result<(), GatewayError> {
-    let mut g = lock(stdin);
-    let Some(w) = g.as_mut() else {
-        return Err(GatewayError::Upstream("the upstream's input is closed".into()));
-    };
-    w.write_all(&with_newline(line))
-        .and_then(|()| w.flush())
-        .map_err(|e| GatewayError::Upstream(format!("writing to the upstream: {e}")))
-}
-
 /// `line` and its newline in one buffer: one write, so the reader on the
 /// other end of a pipe is woken once, for the whole line.
 fn with_newline(line: &[u8]) -> Vec<u8> {
@@ -181,6 +171,10 @@ fn with_newline(line: &[u8]) -> Vec<u8> {
 
 struct Routing {
     pending: Mutex<HashMap<String, mpsc::SyncSender<Routed>>>,
+    /// Relayed calls that ended without their answer (past their timeout,
+    /// or cancelled by the client): an answer that comes after all is
+    /// dropped, not sent to a client that was answered already.
+    ended: Mutex<HashSet<String>>,
     early: EarlySlot,
     lists: Mutex<HashSet<String>>,
     /// Dropped when the upstream's output ends, so the client's writer
@@ -215,7 +209,7 @@ pub fn id_key(id: &Value) -> String {
 pub struct Upstream {
     pid: u32,
     command: String,
-    stdin: Arc<Mutex<Option<ChildStdin>>>,
+    input: Arc<UpstreamInput>,
     routing: Arc<Routing>,
     timeout: Duration,
     self_contained: bool,
@@ -232,7 +226,9 @@ impl std::fmt::Debug for Upstream {
 pub struct UpstreamOptions {
     /// The command and its arguments.
     pub command: Vec<String>,
-    /// How long one call may take before it is cancelled upstream and lost.
+    /// How long one call may take before it is cancelled upstream and lost
+    /// (and how long the server may read nothing of what waits for it on its
+    /// input before that input is given up on).
     pub timeout: Duration,
     /// The operator's declaration that the server hands no work to a
     /// process outside its tree (§5.1): without it no figure is `Whole`.
@@ -252,11 +248,13 @@ impl Upstream {
             .spawn()
             .map_err(|e| GatewayError::Upstream(format!("starting {program:?}: {e}")))?;
         let pid = child.id();
-        let stdin = child.stdin.take();
+        let input = UpstreamInput::start(child.stdin.take(), opts.timeout)
+            .map_err(|e| GatewayError::Upstream(format!("starting the upstream's input writer: {e}")))?;
         let stdout =
             child.stdout.take().ok_or_else(|| GatewayError::Upstream("the upstream's stdout was not piped".into()))?;
         let routing = Arc::new(Routing {
             pending: Mutex::new(HashMap::new()),
+            ended: Mutex::new(HashSet::new()),
             early: EarlySlot::default(),
             lists: Mutex::new(HashSet::new()),
             to_client: Mutex::new(Some(to_client)),
@@ -272,7 +270,7 @@ impl Upstream {
         Ok(Arc::new(Self {
             pid,
             command: opts.command.join(" "),
-            stdin: Arc::new(Mutex::new(stdin)),
+            input: Arc::new(input),
             routing,
             timeout: opts.timeout,
             self_contained: opts.self_contained,
@@ -294,9 +292,10 @@ impl Upstream {
         lock(&self.routing.closed).clone()
     }
 
-    /// Sends one message line (the newline is added).
+    /// Sends one message line (the newline is added). Never blocks on the
+    /// server: what its input does not take now waits for it (bounded).
     pub fn send_line(&self, line: &[u8]) -> Result<(), GatewayError> {
-        send_line_to(&self.stdin, line)
+        self.input.send(line).map(drop).map_err(|e| GatewayError::Upstream(e.to_string()))
     }
 
     /// Relays one call: its `tools/call` line is written to the server now,
@@ -316,15 +315,22 @@ impl Upstream {
         }
         let (tx, rx) = mpsc::sync_channel(1);
         lock(&self.routing.pending).insert(key.clone(), tx);
-        if let Err(e) = self.send_line(req.to_string().as_bytes()) {
+        if let Err(e) = self.input.send(req.to_string().as_bytes()) {
             lock(&self.routing.pending).remove(&key);
-            return Box::new(move || BackendReply::Lost { why: e.to_string() });
+            return match e {
+                // Not a byte of the call reached the server: the tool did not run.
+                SendError::NotSent(why) => {
+                    Box::new(move || BackendReply::Failed(format!("not run: {why}").into_bytes()))
+                }
+                SendError::Broken(why) => Box::new(move || BackendReply::Lost { why }),
+            };
         }
-        let (routing, stdin, timeout) = (self.routing.clone(), self.stdin.clone(), self.timeout);
+        let (routing, input, timeout) = (self.routing.clone(), self.input.clone(), self.timeout);
         Box::new(move || match rx.recv_timeout(timeout) {
             Ok(Routed::Answer(v, line)) => {
-                let failed =
-                    v.get("error").is_some() || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
+                let failed = v.get("error").is_some()
+                    || malformed_call_answer(&v).is_some()
+                    || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
                 if failed {
                     BackendReply::Failed(line)
                 } else {
@@ -333,13 +339,23 @@ impl Upstream {
             }
             Ok(Routed::Lost(why)) => BackendReply::Lost { why },
             Err(_) => {
-                lock(&routing.pending).remove(&key);
+                if lock(&routing.pending).remove(&key).is_some() {
+                    // Its answer, should it come after all, is not the client's.
+                    lock(&routing.ended).insert(key);
+                }
                 let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                     "params": {"requestId": req.get("id"), "reason": "jcp gateway: the call ran past its timeout"}});
-                let _ = send_line_to(&stdin, cancel.to_string().as_bytes());
-                BackendReply::Lost {
-                    why: format!("no answer within {} s; the call was cancelled upstream", timeout.as_secs_f64()),
-                }
+                let secs = timeout.as_secs_f64();
+                let why = match (input.send(cancel.to_string().as_bytes()), input.stuck()) {
+                    (_, Some(stuck)) => format!("no answer within {secs} s, and {stuck}"),
+                    (Ok(Sent::Written), None) => format!("no answer within {secs} s; the call was cancelled upstream"),
+                    (Ok(Sent::Queued), None) => format!(
+                        "no answer within {secs} s; its cancellation waits for the upstream to read its input ({} bytes ahead of it)",
+                        input.queued()
+                    ),
+                    (Err(e), None) => format!("no answer within {secs} s; its cancellation was {e}"),
+                };
+                BackendReply::Lost { why }
             }
         })
     }
@@ -381,8 +397,10 @@ impl Upstream {
     /// The client cancelled request `id`: a relayed call waiting for it is
     /// lost (whether the tool took effect is not known, §4.11).
     pub fn cancel(&self, id: &Value) -> bool {
-        match lock(&self.routing.pending).remove(&id_key(id)) {
+        let key = id_key(id);
+        match lock(&self.routing.pending).remove(&key) {
             Some(tx) => {
+                lock(&self.routing.ended).insert(key);
                 let _ = tx.send(Routed::Lost("cancelled by the client while the tool ran".into()));
                 true
             }
@@ -393,7 +411,7 @@ impl Upstream {
     /// Closes the server's input (MCP stdio shutdown), waits up to
     /// `grace` for it to exit, then kills it.
     pub fn close(&self, grace: Duration) {
-        drop(lock(&self.stdin).take());
+        self.input.close();
         let deadline = std::time::Instant::now() + grace;
         loop {
             let mut c = lock(&self.routing.child);
@@ -409,6 +427,55 @@ impl Upstream {
             drop(c);
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// Why the upstream's answer to a `tools/call` is neither an MCP
+/// `CallToolResult` (a `result` object whose `content` is an array and
+/// whose `isError`, if any, is a boolean) nor a JSON-RPC error (an `error`
+/// object with an integer `code` and a string `message`), exactly one of
+/// the two; `None` where it is one of them.
+pub fn malformed_call_answer(answer: &Value) -> Option<String> {
+    match (answer.get("result"), answer.get("error")) {
+        (Some(_), Some(_)) => Some("it has both a result and an error".to_owned()),
+        (None, None) => Some("it has neither a result nor an error".to_owned()),
+        (None, Some(e)) => {
+            let Some(obj) = e.as_object() else {
+                return Some(format!("its error is not an object but {}", json_kind(e)));
+            };
+            if !obj.get("code").is_some_and(|c| c.is_i64() || c.is_u64()) {
+                return Some("its error has no integer code".to_owned());
+            }
+            if !obj.get("message").is_some_and(Value::is_string) {
+                return Some("its error has no message".to_owned());
+            }
+            None
+        }
+        (Some(r), None) => {
+            let Some(obj) = r.as_object() else {
+                return Some(format!("its result is not an object but {}", json_kind(r)));
+            };
+            match obj.get("content") {
+                Some(Value::Array(_)) => {}
+                Some(other) => return Some(format!("its result's content is not an array but {}", json_kind(other))),
+                None => return Some("its result has no content".to_owned()),
+            }
+            match obj.get("isError") {
+                None | Some(Value::Bool(_)) => None,
+                Some(other) => Some(format!("its result's isError is not a boolean but {}", json_kind(other))),
+            }
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -566,6 +633,12 @@ fn read_upstream(r: &Routing, out: impl Read) {
                 let _ = tx.send(Routed::Answer(v, buf.clone()));
                 continue;
             }
+            if lock(&r.ended).remove(&key) {
+                tracing::warn!(
+                    "upstream: an answer to call {key} after the call had ended (timed out or cancelled) was dropped"
+                );
+                continue;
+            }
             if lock(&r.lists).remove(&key) {
                 (r.annotate)(&mut v);
                 r.to_client(v.to_string());
@@ -603,6 +676,33 @@ fn read_upstream(r: &Routing, out: impl Read) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn s11_an_answer_to_a_call_is_a_tool_result_or_an_error_and_anything_else_is_named() {
+        let ok = [
+            json!({"id": 1, "result": {"content": []}}),
+            json!({"id": 1, "result": {"content": [{"type": "text", "text": "t"}], "isError": true}}),
+            json!({"id": 1, "error": {"code": -32602, "message": "unknown tool"}}),
+        ];
+        for a in ok {
+            assert_eq!(malformed_call_answer(&a), None, "{a}");
+        }
+        let bad = [
+            (json!({"id": 1, "result": 42}), "its result is not an object but a number"),
+            (json!({"id": 1, "result": {}}), "its result has no content"),
+            (json!({"id": 1, "result": {"content": "x"}}), "its result's content is not an array but a string"),
+            (json!({"id": 1, "result": {"content": [], "isError": "yes"}}), "isError is not a boolean but a string"),
+            (json!({"id": 1, "error": "boom"}), "its error is not an object but a string"),
+            (json!({"id": 1, "error": {"code": 1.5, "message": "m"}}), "its error has no integer code"),
+            (json!({"id": 1, "error": {"code": 1}}), "its error has no message"),
+            (json!({"id": 1, "result": {"content": []}, "error": {"code": 1, "message": "m"}}), "both"),
+            (json!({"id": 1}), "neither"),
+        ];
+        for (a, why) in bad {
+            let got = malformed_call_answer(&a).unwrap_or_default();
+            assert!(got.contains(why), "{a}: {got}");
+        }
+    }
 
     #[test]
     fn s11_a_line_over_the_limit_is_refused_and_the_next_is_read_whole() {

@@ -56,6 +56,15 @@ fn asi_s8_the_named_seeds_are_what_they_are_for() {
         lines += 1;
     }
     assert_eq!(lines, 4);
+    // The upstream's answers to calls: each garbage one named, the error answer kept.
+    let garbage = seed("upstream_garbage_answers.jsonl");
+    let named: Vec<Option<String>> = garbage
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| jcp_gateway::upstream::malformed_call_answer(&serde_json::from_slice(l).unwrap()))
+        .collect();
+    assert_eq!(named.iter().filter(|w| w.is_some()).count(), 5, "{named:?}");
+    assert_eq!(named.last(), Some(&None));
     // Binding outcomes of the client seeds, through the adapter the gateway uses.
     let v = jcp_gateway::session::tools_call_value(seed("call_with_progress_token.jsonl").trim_ascii()).unwrap();
     let intent::Value::Object(o) = &v else { panic!("{v:?}") };

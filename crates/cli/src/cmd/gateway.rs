@@ -76,7 +76,8 @@ pub struct GatewayArgs {
     /// The operator's ceiling on what one call may reserve, µJ (0: none).
     #[arg(long, default_value_t = 0)]
     call_ceiling_uj: u64,
-    /// How long one tool call may run before it is cancelled upstream and left unresolved.
+    /// How long one tool call may run before it is cancelled upstream and left unresolved; also how long the
+    /// server may read nothing of what waits on its input before that input is given up on (later calls: not run).
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
     /// Answer an allowed call only once its charge is recorded, with the charge receipt and the metered

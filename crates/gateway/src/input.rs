@@ -1,0 +1,394 @@
+//! The upstream's input (its stdin pipe), written without ever blocking
+//! the thread that sends a line.
+//!
+//! A pipe holds 64 KiB. A server that stops reading its input (hung, or
+//! busy for ever) would otherwise stop the gateway at the next write that
+//! does not fit: the session's thread blocked in `write`, no timeout
+//! firing, no steward's word read, no client answered. So a line is
+//! written at once where the pipe takes it whole (the usual case: no
+//! hand-off between threads on a call's path); what the pipe does not take
+//! waits in a queue that one writer thread empties as the server reads.
+//! The queue is bounded ([`QUEUE_BYTES`]); a server that reads nothing of
+//! it for the stall time is given up on: its input is closed and every
+//! later line is refused as not sent, with why (docs/decisions.md, "The
+//! upstream's input never blocks the session").
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::process::ChildStdin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The most bytes that may wait for the server to read them: two of the
+/// longest lines. A line that finds the queue fuller than this is refused
+/// (not sent) rather than held in memory without bound.
+pub const QUEUE_BYTES: usize = 2 * crate::upstream::MAX_LINE;
+
+/// How far a line got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// The whole line is in the server's input.
+    Written,
+    /// Some or all of it waits for the server to read what is ahead of it.
+    Queued,
+}
+
+/// Why a line did not go to the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// Not a byte of it reached the server's input: whatever it asked
+    /// for cannot have happened.
+    NotSent(String),
+    /// Part of it may have reached the server's input before the input
+    /// broke: what it asked for may or may not have happened.
+    Broken(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotSent(why) => write!(f, "not sent to the upstream: {why}"),
+            Self::Broken(why) => write!(f, "writing to the upstream: {why}"),
+        }
+    }
+}
+
+struct State {
+    /// `None` once closed or given up on.
+    pipe: Option<Arc<ChildStdin>>,
+    /// Lines not yet written whole, oldest first, each with how much of it
+    /// is written and when it began to wait.
+    queue: VecDeque<(Vec<u8>, usize, Instant)>,
+    /// Bytes in `queue` not yet written.
+    queued: usize,
+    /// The writer thread has a line in hand (taken off the queue): a new
+    /// line may not be written past it.
+    in_hand: bool,
+    /// Why the input was given up on.
+    stuck: Option<String>,
+    /// The session is closing: the writer ends the input once the queue is empty.
+    closing: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    more: Condvar,
+    /// How long the server may read nothing of what waits before it is given up on.
+    stall: Duration,
+}
+
+/// The server's input.
+pub struct UpstreamInput {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for UpstreamInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = lock(&self.shared.state);
+        f.debug_struct("UpstreamInput")
+            .field("queued", &s.queued)
+            .field("stuck", &s.stuck)
+            .field("closing", &s.closing)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl UpstreamInput {
+    /// Takes the server's stdin (made non-blocking) and starts its writer
+    /// thread; `stall`: how long the server may read nothing of what waits.
+    pub fn start(pipe: Option<ChildStdin>, stall: Duration) -> std::io::Result<Self> {
+        if let Some(p) = &pipe {
+            rustix::io::ioctl_fionbio(p, true)?;
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                pipe: pipe.map(Arc::new),
+                queue: VecDeque::new(),
+                queued: 0,
+                in_hand: false,
+                stuck: None,
+                closing: false,
+            }),
+            more: Condvar::new(),
+            stall,
+        });
+        let s = shared.clone();
+        std::thread::Builder::new().name("jcp-gateway-upstream-in".into()).spawn(move || write_queued(&s))?;
+        Ok(Self { shared })
+    }
+
+    /// Sends one line (its newline added): written now as far as the pipe
+    /// takes it, the rest queued for the writer. Never blocks on the server.
+    pub fn send(&self, line: &[u8]) -> Result<Sent, SendError> {
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        let mut s = lock(&self.shared.state);
+        if let Some(why) = &s.stuck {
+            return Err(SendError::NotSent(why.clone()));
+        }
+        let Some(pipe) = s.pipe.clone() else {
+            return Err(SendError::NotSent("the upstream's input is closed".into()));
+        };
+        if s.closing {
+            return Err(SendError::NotSent("the session is closing".into()));
+        }
+        let mut at = 0;
+        if s.queue.is_empty() && !s.in_hand {
+            match write_some(&pipe, &buf) {
+                Ok(n) if n == buf.len() => return Ok(Sent::Written),
+                Ok(n) => at = n,
+                Err(e) => {
+                    let why = format!("its input: {e}");
+                    give_up(&mut s, &why);
+                    drop(s);
+                    self.shared.more.notify_one();
+                    return Err(SendError::NotSent(why));
+                }
+            }
+        }
+        if at == 0 && s.queued + buf.len() > QUEUE_BYTES {
+            return Err(SendError::NotSent(format!(
+                "{} bytes already wait for the upstream to read them (at most {QUEUE_BYTES})",
+                s.queued
+            )));
+        }
+        // Part of the line may be in the pipe already: the rest must follow
+        // it, so it is queued whatever the queue holds.
+        s.queued += buf.len() - at;
+        s.queue.push_back((buf, at, Instant::now()));
+        drop(s);
+        self.shared.more.notify_one();
+        Ok(Sent::Queued)
+    }
+
+    /// Why the input was given up on, if it was.
+    pub fn stuck(&self) -> Option<String> {
+        lock(&self.shared.state).stuck.clone()
+    }
+
+    /// Bytes waiting for the server to read them.
+    pub fn queued(&self) -> usize {
+        lock(&self.shared.state).queued
+    }
+
+    /// Ends the input (MCP stdio shutdown): now where nothing waits, else
+    /// once the writer has written what does (or given up on it).
+    pub fn close(&self) {
+        let mut s = lock(&self.shared.state);
+        s.closing = true;
+        if s.queue.is_empty() && !s.in_hand {
+            s.pipe = None;
+        }
+        drop(s);
+        self.shared.more.notify_one();
+    }
+}
+
+impl Drop for UpstreamInput {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Writes what the pipe takes now (none of it blocking): how many bytes.
+fn write_some(pipe: &ChildStdin, buf: &[u8]) -> std::io::Result<usize> {
+    let mut w = pipe;
+    let mut at = 0;
+    while at < buf.len() {
+        match w.write(&buf[at..]) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
+/// The input is given up on: closed, what waits dropped, later lines refused.
+fn give_up(s: &mut State, why: &str) {
+    tracing::warn!("upstream: its input is given up on: {why}");
+    s.stuck = Some(why.to_owned());
+    s.pipe = None;
+    s.queue.clear();
+    s.queued = 0;
+}
+
+/// The writer thread: each queued line written as the server reads.
+fn write_queued(shared: &Shared) {
+    // When the server last took a byte of what waited.
+    let mut progress = Instant::now();
+    loop {
+        let (pipe, line, mut at, queued_at) = {
+            let mut s = lock(&shared.state);
+            loop {
+                if s.stuck.is_some() {
+                    return;
+                }
+                if let Some((line, at, queued_at)) = s.queue.pop_front() {
+                    let Some(pipe) = s.pipe.clone() else {
+                        return;
+                    };
+                    s.in_hand = true;
+                    break (pipe, line, at, queued_at);
+                }
+                if s.closing {
+                    s.pipe = None;
+                    return;
+                }
+                s = shared.more.wait(s).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        };
+        // The stall counts from when the line began to wait, or from the
+        // server's last read if that came later: not from this thread's waking.
+        progress = progress.max(queued_at);
+        let outcome = write_waiting(&pipe, &line, &mut at, (&mut progress, shared.stall), |n| {
+            lock(&shared.state).queued -= n;
+        });
+        drop(pipe);
+        let mut s = lock(&shared.state);
+        s.in_hand = false;
+        if let Err(why) = outcome {
+            // The line's unwritten rest is dropped with everything queued.
+            give_up(&mut s, &why);
+            return;
+        }
+    }
+}
+
+/// Writes `line[at..]`, waiting for the pipe to take it; gives up when no
+/// byte is taken for `stall` after `since` (moved on at each write).
+/// `wrote(n)` after each write.
+fn write_waiting(
+    pipe: &ChildStdin,
+    line: &[u8],
+    at: &mut usize,
+    (since, stall): (&mut Instant, Duration),
+    wrote: impl Fn(usize),
+) -> Result<(), String> {
+    while *at < line.len() {
+        let n = write_some(pipe, &line[*at..]).map_err(|e| format!("its input: {e}"))?;
+        if n > 0 {
+            *at += n;
+            wrote(n);
+            *since = Instant::now();
+            continue;
+        }
+        let left = stall.saturating_sub(since.elapsed());
+        if left.is_zero() {
+            return Err(format!(
+                "the upstream read nothing of its input for {} s ({} bytes of a message waiting)",
+                stall.as_secs_f64(),
+                line.len() - *at
+            ));
+        }
+        let timeout =
+            rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
+        let mut fds = [rustix::event::PollFd::new(pipe, rustix::event::PollFlags::OUT)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(format!("waiting on its input: {e}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+
+    /// A real child whose input is read only when told (`sleep` never reads it).
+    fn child(cmd: &str) -> std::process::Child {
+        Command::new("sh").args(["-c", cmd]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap()
+    }
+
+    #[test]
+    fn s11_a_server_that_reads_nothing_never_blocks_the_sender_and_is_given_up_on_after_the_stall() {
+        let mut c = child("sleep 30");
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_millis(300)).unwrap();
+        // Far more than a pipe holds: every send returns at once.
+        let line = vec![b'x'; 256 << 10];
+        let t = Instant::now();
+        for _ in 0..4 {
+            input.send(&line).unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "a send blocked: {:?}", t.elapsed());
+        assert!(input.queued() > 0, "the pipe cannot have taken a MiB");
+        // Nothing read for the stall: given up on, and the next line is refused as not sent.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while input.stuck().is_none() {
+            assert!(Instant::now() < deadline, "never given up on");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(input.stuck().unwrap().contains("read nothing of its input"), "{:?}", input.stuck());
+        assert!(matches!(input.send(b"{}"), Err(SendError::NotSent(_))));
+        assert_eq!(input.queued(), 0);
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    #[test]
+    fn s11_lines_past_what_the_pipe_holds_arrive_whole_and_in_order_once_the_server_reads() {
+        // `cat` reads everything, but only after a pause, so the first
+        // lines fill the pipe and the rest wait in the queue.
+        let mut c = child("sleep 0.3; cat");
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30)).unwrap();
+        let mut out = c.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            out.read_to_end(&mut all).unwrap();
+            all
+        });
+        let mut want = Vec::new();
+        for i in 0..40u8 {
+            let line = vec![b'a' + (i % 26); 10_000 + usize::from(i) * 97];
+            input.send(&line).unwrap();
+            want.extend_from_slice(&line);
+            want.push(b'\n');
+        }
+        input.close();
+        assert_eq!(reader.join().unwrap(), want);
+        assert!(c.wait().unwrap().success());
+        assert_eq!(input.stuck(), None);
+    }
+
+    #[test]
+    fn s11_the_queue_is_bounded_and_a_line_past_it_is_refused_not_sent() {
+        let mut c = child("sleep 30");
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30)).unwrap();
+        let line = vec![b'x'; crate::upstream::MAX_LINE - 1];
+        let mut refused = None;
+        for i in 0..4 {
+            if let Err(e) = input.send(&line) {
+                refused = Some((i, e));
+                break;
+            }
+        }
+        let (i, e) = refused.expect("the queue took four of the longest lines");
+        assert!(i >= 2, "refused too early, at line {i}");
+        assert!(matches!(&e, SendError::NotSent(why) if why.contains("wait for the upstream")), "{e:?}");
+        assert!(input.queued() <= QUEUE_BYTES + crate::upstream::MAX_LINE);
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    #[test]
+    fn s11_a_server_that_exited_refuses_the_line_as_not_sent() {
+        let mut c = child("exit 0");
+        let stdin = c.stdin.take();
+        c.wait().unwrap();
+        let input = UpstreamInput::start(stdin, Duration::from_secs(30)).unwrap();
+        match input.send(b"{\"jsonrpc\":\"2.0\"}") {
+            Err(SendError::NotSent(why)) => assert!(why.contains("pipe") || why.contains("input"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
