@@ -760,41 +760,6 @@ fn s11_a_tools_call_in_a_batch_or_as_a_notification_or_under_two_methods_never_r
 }
 
 #[test]
-fn c21_a_call_held_at_a_checkpoint_stops_waiting_when_the_client_closes_the_session() {
-    use std::io::Write;
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path();
-    setup(d, 100_000_000_000, "echo");
-    let (_, server) = parts();
-    let extra = ["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000", "--wait-timeout-s", "3600"];
-    let mut gw = raw_gateway(d, &extra, &[server.as_os_str(), std::ffi::OsStr::new("stdio")]);
-    let mut stdin = gw.stdin.take().unwrap();
-    let echo = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "m"}}});
-    for l in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        echo(2),
-        echo(3),
-    ] {
-        writeln!(stdin, "{l}").unwrap();
-    }
-    wait_event(d, |e| e["event"] == "held");
-    // The client goes away: the held call stops waiting (not after the hour's wait), the session ends.
-    drop(stdin);
-    let deadline = Instant::now() + WAIT;
-    let status = loop {
-        if let Some(s) = gw.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the gateway kept waiting at its checkpoint after the client left");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
-    wait_event(d, |e| e["event"] == "held-call-dropped");
-    assert_eq!(events(d).last().unwrap()["summary"]["allowed"], 1);
-}
-
-#[test]
 fn c21_s4_7_an_amendment_fed_over_the_socket_before_the_gateway_reads_it_is_followed_once() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
@@ -1011,72 +976,172 @@ fn s4_11_an_upstream_that_stops_reading_its_input_never_stops_the_gateway() {
     assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(2), "{audit:#}");
 }
 
+/// `jcp gateway` spoken to over raw stdio, line by line, its answers read as they come.
+struct Raw {
+    gw: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: Receiver<Value>,
+    /// Every line the gateway sent so far.
+    seen: Vec<Value>,
+}
+
+impl Raw {
+    /// The gateway with `extra` flags before `upstream`, initialized.
+    fn start(dir: &Path, extra: &[&str], upstream: &[String]) -> Self {
+        let upstream: Vec<&std::ffi::OsStr> = upstream.iter().map(std::ffi::OsStr::new).collect();
+        let mut gw = raw_gateway(dir, extra, &upstream);
+        let stdin = gw.stdin.take();
+        let (tx, lines) = std::sync::mpsc::channel::<Value>();
+        let out = gw.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(serde_json::from_str(&l).unwrap_or(json!({"not-json": l})));
+            }
+        });
+        let mut raw = Self { gw, stdin, lines, seen: Vec::new() };
+        raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+        raw.answer(1);
+        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, v: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin.as_mut().unwrap(), "{v}").unwrap();
+    }
+
+    /// The answer to `id`, once it comes (what came before it is kept in `seen`).
+    fn answer(&mut self, id: u64) -> Value {
+        loop {
+            let v = self.lines.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no answer to {id}: {:?}", self.seen));
+            self.seen.push(v.clone());
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Closes the session: everything the gateway still sent, and its exit
+    /// (within [`WAIT`], or the test fails).
+    fn finish(mut self) -> Vec<Value> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + WAIT;
+        while let Ok(v) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            self.seen.push(v);
+        }
+        let status = loop {
+            if let Some(s) = self.gw.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "the gateway did not end after the client closed: {:?}", self.seen);
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success());
+        std::mem::take(&mut self.seen)
+    }
+
+    fn answers_to(&self, id: u64) -> usize {
+        self.seen.iter().filter(|v| v["id"] == id).count()
+    }
+}
+
+fn call(id: u64, tool: &str, args: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+}
+
+fn cancel(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the user stopped"}})
+}
+
 #[test]
 fn s11_garbage_from_the_upstream_fails_or_leaves_the_call_unresolved_and_a_late_answer_never_reaches_the_client() {
-    use std::io::Write;
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     setup(d, 100_000_000_000, "echo");
     let spec = json!({"answers": ["result-42", "not-json", "late:4.5", "pass"], "drop_cancellations": true});
-    let upstream = faulty_everything(&spec);
-    let upstream: Vec<&std::ffi::OsStr> = upstream.iter().map(std::ffi::OsStr::new).collect();
-    let mut gw = raw_gateway(d, &["--max-uj", "1000000000", "--timeout-s", "2"], &upstream);
-    let mut stdin = gw.stdin.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel::<Value>();
-    let out = gw.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = tx.send(serde_json::from_str(&l).unwrap_or(json!({"not-json": l})));
-        }
-    });
-    let mut seen = Vec::new();
-    let mut send_and_answer = |msg: Option<Value>, id: u64, note: Option<Value>| -> Value {
-        if let Some(m) = msg {
-            writeln!(stdin, "{m}").unwrap();
-        }
-        loop {
-            let v = lines.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no answer to {id}: {seen:?}"));
-            seen.push(v.clone());
-            if v["id"] == id {
-                if let Some(n) = note {
-                    writeln!(stdin, "{n}").unwrap();
-                }
-                return v;
-            }
-        }
-    };
-    let echo = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": format!("m{id}")}}});
-    send_and_answer(
-        Some(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
-        ),
-        1,
-        Some(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
-    );
+    let mut raw = Raw::start(d, &["--max-uj", "1000000000", "--timeout-s", "2"], &faulty_everything(&spec));
+    let echo = |id: u64| call(id, "echo", &json!({"message": format!("m{id}")}));
     // An answer that is not a tool result: a tool error naming it, the outcome failed.
-    let garbage = send_and_answer(Some(echo(2)), 2, None);
+    raw.send(&echo(2));
+    let garbage = raw.answer(2);
     assert_eq!(garbage["result"]["isError"], true, "{garbage}");
     assert_eq!(garbage["result"]["_meta"]["jcp/code"], "upstream-failed", "{garbage}");
     let text = garbage["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("not an MCP tool result or error (its result is not an object but a number)"), "{text}");
     // A line that is not JSON is no answer: the call is unresolved at its timeout.
-    let dropped = send_and_answer(Some(echo(3)), 3, None);
+    raw.send(&echo(3));
+    let dropped = raw.answer(3);
     assert_eq!(dropped["result"]["_meta"]["jcp/code"], "unresolved", "{dropped}");
     // An answer after the timeout (the server ignored the cancellation) is not the client's.
     let sent = Instant::now();
-    let late = send_and_answer(Some(echo(4)), 4, None);
+    raw.send(&echo(4));
+    let late = raw.answer(4);
     assert_eq!(late["result"]["_meta"]["jcp/code"], "unresolved", "{late}");
     std::thread::sleep(Duration::from_millis(5_500).saturating_sub(sent.elapsed()));
-    let pong = send_and_answer(Some(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"})), 5, None);
+    raw.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    let pong = raw.answer(5);
     assert!(pong.get("result").is_some(), "{pong}");
-    drop(send_and_answer);
-    let answers_to_4 = seen.iter().filter(|v| v["id"] == 4).count();
-    assert_eq!(answers_to_4, 1, "the late answer reached the client: {seen:?}");
-    drop(stdin);
-    assert!(gw.wait().unwrap().success());
+    assert_eq!(raw.answers_to(4), 1, "the late answer reached the client: {:?}", raw.seen);
+    raw.finish();
     let states: Vec<Value> =
         events(d).into_iter().filter(|e| e["event"] == "call").map(|e| e["state"].clone()).collect();
     assert_eq!(states, [json!("failed"), json!("lost"), json!("lost")], "{:?}", events(d));
     let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
     assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(2), "{audit:#}");
+}
+
+#[test]
+fn s11_a_call_the_client_cancels_while_it_waits_its_turn_is_never_decided_and_never_runs() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "long,echo");
+    let (_, server) = parts();
+    let mut raw = Raw::start(d, &["--max-uj", "1000000000"], &[server.display().to_string(), "stdio".into()]);
+    // A call in flight for two seconds; one queued behind it, cancelled while it waits.
+    raw.send(&call(2, "trigger-long-running-operation", &json!({"duration": 2, "steps": 2})));
+    raw.send(&call(3, "echo", &json!({"message": "cancelled"})));
+    raw.send(&cancel(3));
+    raw.send(&call(4, "echo", &json!({"message": "after"})));
+    assert_eq!(raw.answer(2)["result"]["isError"], Value::Null);
+    let after = raw.answer(4);
+    assert!(after.to_string().contains("Echo: after"), "{after}");
+    let seen = raw.finish();
+    assert!(!seen.iter().any(|v| v["id"] == 3), "a cancelled call is not answered (MCP Cancellation): {seen:?}");
+    // Not decided: the record holds the other two calls only.
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 2, "{v:#}");
+    let ev = events(d);
+    let cancelled: Vec<&Value> = ev.iter().filter(|e| e["verdict"] == "cancelled").collect();
+    assert_eq!(cancelled.len(), 1, "{ev:?}");
+    assert_eq!(cancelled[0]["tool"], "echo");
+}
+
+#[test]
+fn c21_a_held_call_the_client_cancels_is_never_decided_and_one_held_as_the_session_closes_stops_waiting() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let (_, server) = parts();
+    let extra = ["--run", "r.jcprun", "--checkpoint-every", "1", "--max-uj", "1000000000", "--wait-timeout-s", "3600"];
+    let mut raw = Raw::start(d, &extra, &[server.display().to_string(), "stdio".into()]);
+    raw.send(&call(2, "echo", &json!({"message": "one"})));
+    raw.answer(2);
+    // Held at the checkpoint, then cancelled: never decided, not answered.
+    raw.send(&call(3, "echo", &json!({"message": "cancelled while held"})));
+    wait_event(d, |e| e["event"] == "held");
+    raw.send(&cancel(3));
+    let dropped = wait_event(d, |e| e["event"] == "held-call-dropped");
+    assert_eq!(dropped["why"], "the client cancelled the call while it was held", "{dropped}");
+    // The run is still at its checkpoint: the next call is held in turn. The
+    // client goes away: it stops waiting (not after the hour's wait), the session ends.
+    raw.send(&call(4, "echo", &json!({"message": "held as the session closes"})));
+    wait_event(d, |e| e["event"] == "held" && events(d).iter().filter(|e| e["event"] == "held").count() == 2);
+    let seen = raw.finish();
+    assert!(!seen.iter().any(|v| v["id"] == 3), "{seen:?}");
+    let drops: Vec<Value> = events(d).into_iter().filter(|e| e["event"] == "held-call-dropped").collect();
+    assert_eq!(drops.len(), 2, "{drops:?}");
+    assert_eq!(drops[1]["why"], "the client closed the session while the call was held");
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 1, "{v:#}");
+    assert_eq!(events(d).last().unwrap()["summary"]["allowed"], 1);
 }

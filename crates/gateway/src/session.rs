@@ -222,6 +222,50 @@ pub struct Gateway {
     run_state: Mutex<Option<RunState>>,
     /// Set once the client's input has ended: a call held at a checkpoint stops waiting.
     closing: Arc<std::sync::atomic::AtomicBool>,
+    /// The calls not yet decided, and which of them the client cancelled.
+    waiting: Arc<Mutex<Waiting>>,
+}
+
+/// The client's calls queued or held, not yet at the gate (by [`crate::upstream::id_key`]),
+/// and those of them it cancelled (MCP "Cancellation"): a cancelled call is
+/// never decided, so it never runs. Bounded by the calls in the queue.
+#[derive(Debug, Default)]
+struct Waiting {
+    calls: std::collections::HashMap<String, usize>,
+    cancelled: std::collections::HashSet<String>,
+}
+
+impl Waiting {
+    fn queued(&mut self, key: String) {
+        *self.calls.entry(key).or_default() += 1;
+    }
+
+    /// The client cancelled `key`: marked where it is still waiting.
+    fn cancel(&mut self, key: String) {
+        if self.calls.contains_key(&key) {
+            self.cancelled.insert(key);
+        }
+    }
+
+    fn is_cancelled(&self, key: &str) -> bool {
+        self.cancelled.contains(key)
+    }
+
+    /// The call leaves the queue (to the gate, or cancelled): whether it
+    /// was cancelled (with two waiting under one id, the first to leave is).
+    fn leave(&mut self, key: &str) -> bool {
+        if let Some(n) = self.calls.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                self.calls.remove(key);
+            }
+        }
+        self.cancelled.remove(key)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A client's `tools/call` line as the MCP adapter binds it: read by the
@@ -441,6 +485,7 @@ impl Gateway {
             summary: Arc::new(Mutex::new(Summary::default())),
             run_state: Mutex::new(run_state),
             closing: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            waiting: Arc::new(Mutex::new(Waiting::default())),
         })
     }
 
@@ -542,6 +587,7 @@ impl Gateway {
             match route {
                 Route::Call(id) => {
                     // Decided, run and charged one at a time, in the order sent.
+                    lock(&self.waiting).queued(crate::upstream::id_key(&id));
                     let _ = calls_tx.send((line, v, id));
                     continue;
                 }
@@ -552,6 +598,8 @@ impl Gateway {
                     self.events.emit(&json!({"event": "initialize", "client": name}));
                 }
                 Route::Cancelled(rid) => {
+                    // Queued or held: never decided. Relayed: lost (its outcome unknown).
+                    lock(&self.waiting).cancel(crate::upstream::id_key(&rid));
                     self.upstream.cancel(&rid);
                 }
                 Route::Forward => {}
@@ -580,6 +628,7 @@ impl Gateway {
     fn call_context(&self, to_client: tokio::sync::mpsc::UnboundedSender<String>) -> CallContext {
         CallContext {
             closing: self.closing.clone(),
+            waiting: self.waiting.clone(),
             to_client,
             upstream: self.upstream.clone(),
             endpoint: self.endpoint.clone(),
@@ -602,6 +651,7 @@ struct Debit {
 /// What one call's task holds.
 struct CallContext {
     closing: Arc<std::sync::atomic::AtomicBool>,
+    waiting: Arc<Mutex<Waiting>>,
     to_client: tokio::sync::mpsc::UnboundedSender<String>,
     upstream: Arc<Upstream>,
     endpoint: Endpoint,
@@ -622,7 +672,19 @@ impl CallContext {
     /// toward the next checkpoint.
     async fn call(&self, line: &[u8], v: &Value, id: &Value, state: &mut Option<RunState>) -> Option<Value> {
         self.count(|s| s.calls += 1);
-        if let Some(answer) = self.hold(v, id, state).await {
+        let key = crate::upstream::id_key(id);
+        let cancelled = lock(&self.waiting).is_cancelled(&key);
+        let held = if cancelled { None } else { self.hold(v, id, state).await };
+        // Cancelled while queued or held: never decided, and (MCP
+        // "Cancellation") not answered.
+        if lock(&self.waiting).leave(&key) {
+            self.count(|s| s.refused += 1);
+            let tool = v.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
+            self.events.emit(&json!({"event": "call", "tool": tool, "verdict": "cancelled", "code": "cancelled",
+                "message": "the client cancelled the call before it was decided: it did not run"}));
+            return None;
+        }
+        if let Some(answer) = held {
             return Some(answer);
         }
         let chain = state.as_ref().map_or_else(|| self.settings.chain.clone(), |s| s.chain.clone());
@@ -665,6 +727,7 @@ impl CallContext {
         let endpoint = self.endpoint.clone();
         let to_client = self.to_client.clone();
         let closing = self.closing.clone();
+        let (waiting, key) = (self.waiting.clone(), crate::upstream::id_key(id));
         let rt = tokio::runtime::Handle::current();
         let joined = tokio::task::spawn_blocking(move || {
             let mut st = run_now;
@@ -692,6 +755,9 @@ impl CallContext {
                 || {
                     if closing.load(std::sync::atomic::Ordering::Acquire) {
                         return Ok(Some(Steered::ClientGone));
+                    }
+                    if lock(&waiting).is_cancelled(&key) {
+                        return Ok(Some(Steered::Cancelled));
                     }
                     st.look(
                         &opts,
@@ -731,9 +797,21 @@ impl CallContext {
             }
         };
         *state = Some(st);
+        self.held_outcome(r, id, cp, state.as_ref())
+    }
+
+    /// What the wait at checkpoint `cp` came to, for the held call `id`:
+    /// `None` where it goes on to the gate (or, cancelled, goes nowhere).
+    fn held_outcome(
+        &self,
+        r: Result<Steered, GatewayError>,
+        id: &Value,
+        cp: ContentId,
+        state: Option<&RunState>,
+    ) -> Option<Value> {
         match r {
             Ok(Steered::Continued(cont)) => {
-                if let Some(st) = state.as_ref() {
+                if let Some(st) = state {
                     self.settings.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&st.chain);
                 }
                 self.events.emit(&json!({"event": "continued", "checkpoint": cp, "continuation": cont}));
@@ -742,6 +820,11 @@ impl CallContext {
             // Admitted at the endpoint: the call goes to the gate, which denies it `revoked`, sealed.
             Ok(Steered::Revoked(why)) => {
                 self.events.emit(&json!({"event": "revoked", "checkpoint": cp, "why": why}));
+                None
+            }
+            Ok(Steered::Cancelled) => {
+                self.events.emit(&json!({"event": "held-call-dropped", "checkpoint": cp,
+                    "why": "the client cancelled the call while it was held"}));
                 None
             }
             Ok(Steered::ClientGone) => {

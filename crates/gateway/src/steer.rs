@@ -49,6 +49,8 @@ pub enum Steered {
     Refused(String),
     /// The client closed the session while the call was held: nobody waits for it.
     ClientGone,
+    /// The client cancelled the held call (MCP "Cancellation"): it is not decided.
+    Cancelled,
 }
 
 /// The run as the gateway keeps it.
