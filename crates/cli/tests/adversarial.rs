@@ -2,10 +2,11 @@
 //! real `jcp serve`, with its `/metrics`, under every flood the hostile
 //! review found, all at once, while a well-behaved client keeps being
 //! decided. Loopback only, bounded, it stops by itself. Each wire flood
-//! comes from a loopback address of its own (127.0.0.2 … 127.0.0.5), the good
+//! comes from a loopback address of its own (127.0.0.2 … 127.0.0.6), the good
 //! client from 127.0.0.1, so the per-source limits are what is tested:
 //! silent connections, half frames, oversized records, a bad-signature
-//! flood, unsigned and forged feeds, half-sent `/metrics` headers. Then a
+//! flood, unsigned and forged feeds, statement asks for channels the
+//! endpoint does not hold, half-sent `/metrics` headers. Then a
 //! SIGKILL right after a decision and a restart: the same request gets its
 //! first answer back (decided once), and the audit finds nothing the
 //! floods could have caused.
@@ -104,6 +105,21 @@ fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
             }
             (answers, started.elapsed())
         });
+        // Statement asks for channels this endpoint does not hold, from
+        // 127.0.0.6 (no key needed): refused, then rate-limited before the core.
+        let to = tcp.clone();
+        let asks = tokio::spawn(async move {
+            let mut codes = Vec::new();
+            for n in 0..40u32 {
+                let mut c = Client::over_tcp(from([127, 0, 0, 6], &to).await);
+                let id = jcp::cbor::ContentId::of_bytes(&n.to_be_bytes());
+                codes.push(match c.ask_statement(&id).await {
+                    Err(jcp_wire::WireError::Refused { code, .. }) => code,
+                    other => format!("{other:?}"),
+                });
+            }
+            codes
+        });
         // Oversized records and feeds nobody signed, from 127.0.0.5.
         let (to, gg, ag, rev_key) = (tcp.clone(), g.clone(), agent.clone(), issuer.clone());
         let odd = tokio::spawn(async move {
@@ -136,12 +152,13 @@ fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
         }
         let (forged, flood_took) = flood.await.unwrap();
         let (oversized, feeds) = odd.await.unwrap();
+        let asks = asks.await.unwrap();
         for t in tasks {
             t.await.unwrap();
         }
-        (good, (forged, flood_took), oversized, feeds)
+        (good, (forged, flood_took), oversized, (feeds, asks))
     });
-    let (good, (forged, flood_took), oversized, feeds) = flood_good;
+    let (good, (forged, flood_took), oversized, (feeds, asks)) = flood_good;
     assert!(good.iter().all(|(allowed, _)| *allowed), "every good call allowed: {good:?}");
     // The flood: refused bad-signature up to its source's burst, then rate-limited before the core.
     let refused = forged
@@ -166,10 +183,15 @@ fn s11_every_flood_at_once_and_a_well_behaved_client_is_still_decided() {
         vec![Some((false, "feed-unauthenticated".to_owned())), Some((false, "feed-unauthenticated".to_owned()))],
         "an unsigned revocation over TCP and one signed by an unknown key move nothing"
     );
+    // The asks: each a refusal of its source's, so past its burst none reaches the core.
+    let unknown = asks.iter().filter(|c| *c == "channel-unknown").count();
+    let asks_limited = asks.iter().filter(|c| *c == "rate-limited").count();
+    assert!(unknown >= 10 && unknown < 40 && unknown + asks_limited == 40, "{asks:?}");
     // /metrics answered again once the half-sent headers are cut.
     drop(held);
     let scraped = scrape(&metrics).unwrap_or_default();
-    assert!(scraped.contains(&format!("jcp_wire_rate_limited_total {limited}")), "{scraped}");
+    let limited_total = limited + asks_limited;
+    assert!(scraped.contains(&format!("jcp_wire_rate_limited_total {limited_total}")), "{scraped}");
 
     // A decision, a SIGKILL, a restart: the same request gets its first answer (§11 decided once).
     let again = request(&g, &agent, b"decided once");

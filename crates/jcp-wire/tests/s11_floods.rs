@@ -90,6 +90,46 @@ fn s11_a_source_out_of_refusals_is_rate_limited_before_the_core_and_another_is_d
 }
 
 #[test]
+fn s11_statement_asks_for_no_channel_cost_refusals_and_a_source_out_of_them_is_limited_before_the_core() {
+    // A statement ask needs no key, and each was a job for the core however
+    // many came: an ask for a channel the endpoint does not hold is now a
+    // refusal its source pays for, and past its budget it is answered
+    // `rate-limited` on the connection (closed), the core never asked.
+    let dir = tempfile::tempdir().unwrap();
+    let stream = dir.path().join("s.jcps");
+    let clock = TestClock::new(T0);
+    let mut cfg = config(&stream, &clock);
+    cfg.refusals_per_source = Some(Rate { per_s: 0.01, burst: 3.0 });
+    rt().block_on(async {
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let (mut refused, mut limited) = (0, 0);
+        for n in 0..10u8 {
+            let mut c = connect_from([127, 0, 0, 2], &s.tcp).await;
+            match c.ask_statement(&jcp::cbor::ContentId::of_bytes(&[n])).await {
+                Err(jcp_wire::WireError::Refused { code, message }) if code == "rate-limited" => {
+                    assert!(message.contains("127.0.0.2"), "{message}");
+                    limited += 1;
+                }
+                Err(jcp_wire::WireError::Refused { code, .. }) => {
+                    assert_eq!(code, "channel-unknown");
+                    refused += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((refused, limited), (3, 7), "the burst of refusals, then nothing reaches the core");
+        // Another source asks and is answered by the core as before.
+        let mut other = connect_from([127, 0, 0, 1], &s.tcp).await;
+        match other.ask_statement(&jcp::cbor::ContentId::of_bytes(b"x")).await {
+            Err(jcp_wire::WireError::Refused { code, .. }) => assert_eq!(code, "channel-unknown"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.endpoint.stats().rate_limited, 7);
+        s.stop().await;
+    });
+}
+
+#[test]
 fn s11_a_source_past_its_request_rate_is_rate_limited_and_nothing_of_it_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let stream = dir.path().join("s.jcps");

@@ -115,13 +115,14 @@ pub struct ServeArgs {
     /// yet admitted hold at most half of it; frames of 16 KiB or less take nothing from it.
     #[arg(long, default_value_t = 64 << 20)]
     body_bytes_in_flight: usize,
-    /// Requests and feeds one source (a TCP address, a Unix socket's user) may send a second, with a burst of
+    /// Requests, feeds and statement asks one source (a TCP address, a Unix socket's user) may send a second, with a burst of
     /// twice that; past it, `rate-limited` before anything is decided or recorded. 0: no limit (the default).
     #[arg(long, default_value_t = 0)]
     requests_per_source: u32,
     /// Refusals one source may cost a second (requests refused before they are decided, such as a bad
-    /// signature or a stale stamp, or shed by --record-high-water), with a burst of twice that; past it, the
-    /// source is answered `rate-limited` until it has room again. 0: no limit.
+    /// signature or a stale stamp, or shed by --record-high-water; feeds that do not authenticate; statement
+    /// asks for a channel this endpoint does not hold), with a burst of twice that; past it, the source is
+    /// answered `rate-limited` until it has room again. 0: no limit.
     #[arg(long, default_value_t = jcp_wire::endpoint::DEFAULT_REFUSALS_PER_SOURCE)]
     refusals_per_source: u32,
     /// The record's high-water mark, bytes: once the stream is this long, requests that are not authenticated

@@ -4,10 +4,12 @@
 //! nothing is recorded for it), and the sources they count by.
 //!
 //! Two limits, each a token bucket per source: the requests (and feed
-//! messages) a source may send a second (off unless the operator sets it),
-//! and the **refusals** a source may cost a second: each request refused
-//! before it was decided (`bad-signature`, `stale-request`) or shed by the
-//! record's high-water mark takes one. A source that spends its refusals
+//! messages and statement asks) a source may send a second (off unless the
+//! operator sets it), and the **refusals** a source may cost a second: each
+//! request refused before it was decided (`bad-signature`, `stale-request`)
+//! or shed by the record's high-water mark takes one, as does a feed that
+//! does not authenticate and a statement ask for a channel the endpoint
+//! does not hold. A source that spends its refusals
 //! is answered `rate-limited` (and its connection closed) until its bucket
 //! refills, so what its garbage costs the record is bounded by the rate,
 //! while every other source is decided as before.

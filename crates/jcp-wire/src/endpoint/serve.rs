@@ -237,10 +237,10 @@ pub(super) fn refuse_busy(conn: Conn, why: String) {
     });
 }
 
-/// Whether `source` may send one more request or feed now (issue 34):
-/// within its request rate (a token taken) and, for a request, with a
-/// refusal left to cost. `Err`: the refusal to answer with.
-fn within_limits(shared: &Shared, source: Source, request: bool) -> Result<(), WireError> {
+/// Whether `source` may send one more request, feed or statement ask now
+/// (issue 34): within its request rate (a token taken) and with a refusal
+/// left to cost (each of them can be refused). `Err`: the refusal to answer with.
+fn within_limits(shared: &Shared, source: Source) -> Result<(), WireError> {
     let limited = |l: &super::limits::Limiter, what: &str| WireError::RateLimited {
         source_name: source.to_string(),
         what: format!("{what} ({} a second)", l.rate().per_s),
@@ -252,10 +252,17 @@ fn within_limits(shared: &Shared, source: Source, request: bool) -> Result<(), W
         }
     }
     match &shared.refusals {
-        Some(l) if request && !l.has(source) => {
+        Some(l) if !l.has(source) => {
             Err(limited(l, "has been refused more often than this endpoint answers one source"))
         }
         _ => Ok(()),
+    }
+}
+
+/// `source` was refused something before the core decided it: one refusal off its budget.
+fn refused(shared: &Shared, source: Source) {
+    if let Some(l) = &shared.refusals {
+        l.take(source);
     }
 }
 
@@ -359,8 +366,9 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
         };
         // Issue 34: a source past its rates is answered before the core
         // sees anything (nothing decided, nothing recorded) and closed.
-        if matches!(msg, Inbound::Request(_) | Inbound::Feed(_)) {
-            if let Err(e) = within_limits(&shared, source, matches!(msg, Inbound::Request(_))) {
+        // Statement asks too: each is a job for the core, asked by anyone.
+        if matches!(msg, Inbound::Request(_) | Inbound::Feed(_) | Inbound::StatementAsk(_)) {
+            if let Err(e) = within_limits(&shared, source) {
                 shared.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.rate_limited();
                 tracing::debug!(source = %source, "{e}");
@@ -381,7 +389,11 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 let framed = match rx.await {
                     Ok(Ok(st)) => codec::frame_value(&crate::message::statement_answer(&st)),
-                    Ok(Err(a)) => codec::frame_value(&a.to_value()),
+                    Ok(Err(a)) => {
+                        // No such channel here (or no record): a refusal, and its source pays for it.
+                        refused(&shared, source);
+                        codec::frame_value(&a.to_value())
+                    }
                     Err(_) => return None,
                 };
                 codec::write_frame(&mut s, &framed).await.is_ok()
@@ -390,6 +402,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 let feed = match authenticate_feed(&shared.feed_keys, *feed, trust) {
                     Ok(f) => Box::new(f),
                     Err(refused) => {
+                        self::refused(&shared, source);
                         tracing::warn!(code = %refused.code, "feed refused: {}", refused.message);
                         if codec::write_frame(&mut s, &codec::frame_value(&refused.to_value())).await.is_err() {
                             return None;
@@ -545,9 +558,7 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     // Neither decided now nor a repeat: refused before deciding, shed or
     // unrecorded. It costs its source one refusal (issue 34).
     if !authenticated {
-        if let Some(l) = &shared.refusals {
-            l.take(source);
-        }
+        refused(shared, source);
     }
     if codec::write_frame(s, &a.framed).await.is_err() {
         return Handled::Gone;
