@@ -116,6 +116,34 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, framed: &[u8]) -> Res
     w.flush().await.map_err(|e| WireError::io("flushing a frame", e))
 }
 
+/// [`write_frame`] to a peer that must take it within `limit` (issue 34:
+/// a peer that sends but never reads its answers would otherwise hold its
+/// connection, and the socket's buffers, for ever once they are full).
+/// The usual write completes at once and sets no timer; only one the
+/// socket cannot take now waits, for at most `limit`.
+pub async fn write_frame_within<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    framed: &[u8],
+    limit: std::time::Duration,
+) -> Result<(), WireError> {
+    let mut write = std::pin::pin!(write_frame(w, framed));
+    if let std::task::Poll::Ready(r) =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(write.as_mut(), cx))).await
+    {
+        return r;
+    }
+    match tokio::time::timeout(limit, write).await {
+        Ok(r) => r,
+        Err(_) => Err(WireError::io(
+            "writing a frame",
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the peer read nothing of it for {} s", limit.as_secs_f64()),
+            ),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -191,3 +191,72 @@ fn s11_half_frames_of_clients_not_admitted_cannot_take_the_admitted_clients_shar
         s.stop().await;
     });
 }
+
+#[test]
+fn s11_a_peer_that_never_reads_its_answers_is_closed_at_the_frame_timeout() {
+    // Asks sent back to back and never read: once the socket's buffer is
+    // full of their answers the endpoint's write cannot go on. It used to
+    // wait for ever, holding the connection (and its buffers) past every
+    // idle timeout; now a write the peer takes nothing of for the frame
+    // timeout closes the connection.
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new(T0);
+    rt().block_on(async {
+        let mut cfg = config(&dir.path().join("s.jcps"), &clock);
+        cfg.refusals_per_source = None;
+        cfg.frame_timeout = Duration::from_millis(500);
+        let s = Served::start(cfg, dir.path(), None).await.unwrap();
+        let jcp_wire::endpoint::Address::Unix(path) = s.unix.clone() else { panic!("unix") };
+        // An ask is 98 bytes framed and its answer about 190: so many that
+        // the asks fit a Unix socket's buffer (the kernel's default,
+        // `wmem_default`) and their answers are well past it.
+        let wmem: u32 = std::fs::read_to_string("/proc/sys/net/core/wmem_default")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(212_992);
+        let asks = wmem / 140;
+        let (read, answered) = tokio::task::spawn_blocking(move || {
+            let mut c = std::os::unix::net::UnixStream::connect(&path).unwrap();
+            let mut batch = Vec::new();
+            for n in 0..asks {
+                let ask = jcp_wire::message::statement_ask(&jcp::cbor::ContentId::of_bytes(&n.to_be_bytes()));
+                batch.extend_from_slice(&jcp_wire::codec::frame_value(&ask));
+            }
+            // Within what the socket holds (the endpoint stops reading once
+            // its own writes stall); their answers are twice as long, past it.
+            c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+            let _ = c.write_all(&batch);
+            // Longer than the frame timeout, reading nothing.
+            std::thread::sleep(Duration::from_secs(2));
+            // Then everything the endpoint sent, up to the end it closed (or 5 s of silence).
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0; 1 << 16];
+            let closed = loop {
+                match c.read(&mut buf) {
+                    Ok(0) => break true,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    // Closed with asks of ours still unread on its side.
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+                    Err(_) => break false,
+                }
+            };
+            let (mut answered, mut at) = (0usize, 0);
+            while let Ok(Some((_, used))) = jcp_wire::codec::split(&got[at..], 1 << 20) {
+                answered += 1;
+                at += used;
+            }
+            (closed, answered)
+        })
+        .await
+        .unwrap();
+        assert!(read, "the connection was held open ({answered} of {asks} asks answered)");
+        assert!(answered < asks as usize, "every ask was answered: the writes never stalled");
+        // The endpoint goes on: a well-behaved client is answered.
+        let g = grant(1_000_000, 1);
+        let mut c = Client::connect(&s.tcp).await.unwrap();
+        assert!(c.call(&request(&g, 1, b"after", T0)).await.unwrap().decision.is_allow());
+        s.stop().await;
+    });
+}

@@ -360,7 +360,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 // A refused frame closes its connection, with the refusal.
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.refused_frame(e.code());
-                let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
+                let _ = codec::write_frame_within(&mut s, &error_frame(&e), shared.frame_timeout).await;
                 return None;
             }
         };
@@ -372,7 +372,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 shared.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.rate_limited();
                 tracing::debug!(source = %source, "{e}");
-                let _ = codec::write_frame(&mut s, &error_frame(&e)).await;
+                let _ = codec::write_frame_within(&mut s, &error_frame(&e), shared.frame_timeout).await;
                 return None;
             }
         }
@@ -396,7 +396,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                     }
                     Err(_) => return None,
                 };
-                codec::write_frame(&mut s, &framed).await.is_ok()
+                codec::write_frame_within(&mut s, &framed, shared.frame_timeout).await.is_ok()
             }
             Inbound::Feed(feed) => {
                 let feed = match authenticate_feed(&shared.feed_keys, *feed, trust) {
@@ -404,7 +404,14 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                     Err(refused) => {
                         self::refused(&shared, source);
                         tracing::warn!(code = %refused.code, "feed refused: {}", refused.message);
-                        if codec::write_frame(&mut s, &codec::frame_value(&refused.to_value())).await.is_err() {
+                        if codec::write_frame_within(
+                            &mut s,
+                            &codec::frame_value(&refused.to_value()),
+                            shared.frame_timeout,
+                        )
+                        .await
+                        .is_err()
+                        {
                             return None;
                         }
                         continue;
@@ -415,7 +422,10 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                     return None;
                 }
                 let Ok(a) = rx.await else { return None };
-                if codec::write_frame(&mut s, &codec::frame_value(&a.to_value())).await.is_err() {
+                if codec::write_frame_within(&mut s, &codec::frame_value(&a.to_value()), shared.frame_timeout)
+                    .await
+                    .is_err()
+                {
                     return None;
                 }
                 // An admitted feed was authenticated (a feed key's
@@ -560,7 +570,7 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     if !authenticated {
         refused(shared, source);
     }
-    if codec::write_frame(s, &a.framed).await.is_err() {
+    if codec::write_frame_within(s, &a.framed, shared.frame_timeout).await.is_err() {
         return Handled::Gone;
     }
     shared.metrics.request_answered(read_at.elapsed());
