@@ -250,15 +250,17 @@ mod tests {
             r#"{"event":"call","tool":"get-env","intent_hash":"sha256:bb","receipt":"r2","action":"env","verdict":"deny","reason":"action-not-granted"}"#,
             "not json",
             r#"{"event":"call","tool":"get-tiny-image","verdict":"refused","code":"tool-unbound","message":"m"}"#,
+            r#"{"event":"call","tool":"echo","verdict":"cancelled","code":"cancelled","message":"the client cancelled the call before it was decided: it did not run"}"#,
             r#"{"event":"checkpoint","id":"cp1"}"#,
             r#"{"event":"held","checkpoint":"cp1"}"#,
         ];
         std::fs::write(log_of(&run), log.join("\n")).unwrap();
         let v = gateway_view(&run).unwrap();
         assert_eq!((v.client.as_deref(), v.upstream.as_deref()), (Some("claude-ai"), Some("npx server")));
-        assert_eq!((v.allowed, v.denied, v.refused, v.lost, v.unreadable_lines), (1, 1, 1, 0, 1));
+        // A call the client cancelled before its turn never reached the gate: counted with those refused there.
+        assert_eq!((v.allowed, v.denied, v.refused, v.lost, v.unreadable_lines), (1, 1, 2, 0, 1));
         assert_eq!(v.held_at.as_deref(), Some("cp1"));
-        assert_eq!(v.calls.len(), 3);
+        assert_eq!(v.calls.len(), 4);
         let c = &v.calls[0];
         assert_eq!(
             (c.tool.as_str(), c.intent_hash.as_deref(), c.verdict.as_str()),
@@ -269,6 +271,7 @@ mod tests {
         assert_eq!(m.charged.as_deref(), Some("5.000 mJ"));
         assert_eq!(v.calls[1].reason.as_deref(), Some("action-not-granted"));
         assert_eq!(v.calls[2].reason.as_deref(), Some("tool-unbound"));
+        assert_eq!((v.calls[3].verdict.as_str(), v.calls[3].reason.as_deref()), ("cancelled", Some("cancelled")));
         // One Partial figure: its sum is never called the total.
         assert!(v.metered_note.as_deref().unwrap().contains("not its total"), "{:?}", v.metered_note);
     }
