@@ -9,8 +9,9 @@
 //! The good client calls at 50 calls/s from 127.0.0.1; each flood comes
 //! from its own loopback addresses (127.0.0.2 …): silent connections, half
 //! frames declaring the largest length the endpoint reads, half-sent
-//! `/metrics` headers, and requests
-//! whose caller signature is garbage, as fast as one task sends them.
+//! `/metrics` headers, requests whose caller signature is garbage, and
+//! statement asks (50 back to back on each connection) for channels the
+//! endpoint does not hold, as fast as one task sends them.
 //! Criterion measures one good call on the quiet endpoint; under `cargo
 //! bench` only, each flood runs for `JCP_FLOOD_S` seconds (default 60) and
 //! the figures are printed (`JCP_FLOODS=Silent,HalfFrames` runs only those
@@ -55,6 +56,7 @@ enum Flood {
     HalfFrames,
     MetricsHeaders,
     BadSignatures,
+    StatementAsks,
 }
 
 /// A half frame: the largest length the endpoint reads
@@ -104,6 +106,26 @@ async fn flood(
                 sent.fetch_add(1, Ordering::Relaxed);
                 tokio::task::yield_now().await;
             }
+            Flood::StatementAsks => {
+                // Fifty asks sent at once, then their answers (or the rate limit's one, and the close).
+                let mut asks = Vec::new();
+                for k in 0..50u64 {
+                    let id = jcp::cbor::ContentId::of_bytes(&(n << 8 | k).to_be_bytes());
+                    asks.extend_from_slice(&codec::frame_value(&jcp_wire::message::statement_ask(&id)));
+                }
+                if let Ok(s) = from(src, &tcp).await {
+                    let mut c = Client::over_tcp(s);
+                    if c.send_raw(&asks).await.is_ok() {
+                        for _ in 0..50 {
+                            match tokio::time::timeout(Duration::from_secs(2), c.recv()).await {
+                                Ok(Ok(_)) => {}
+                                _ => break,
+                            }
+                        }
+                    }
+                }
+                sent.fetch_add(50, Ordering::Relaxed);
+            }
             Flood::BadSignatures => {
                 let mut r = request(&g, &agent, 1 << 40 | n);
                 r.signature = [0x5a; 64];
@@ -139,11 +161,16 @@ fn rss_kib(pid: u32) -> u64 {
 /// its timeout or answered `busy`, not refused as oversized).
 fn refusals(metrics: &str) -> String {
     let Some(text) = scrape(metrics) else { return "not read".into() };
-    let codes: Vec<String> = text
+    let mut codes: Vec<String> = text
         .lines()
         .filter_map(|l| l.strip_prefix("jcp_wire_refused_frames_total{code=\""))
         .filter_map(|l| l.split_once("\"} ").map(|(code, n)| format!("{code} {n}")))
         .collect();
+    codes.extend(
+        text.lines()
+            .filter_map(|l| l.strip_prefix("jcp_wire_rate_limited_total "))
+            .map(|n| format!("rate-limited {n}")),
+    );
     if codes.is_empty() {
         "none".into()
     } else {
@@ -252,13 +279,14 @@ fn bench(c: &mut Criterion) {
         let mut quiet = (Duration::ZERO, 0.0);
         // The record's high-water mark: 1 MiB past what the setup and the first seconds write.
         let high_water = ["--record-high-water", "2M"];
-        let runs: [(Flood, &[&str], &str); 6] = [
+        let runs: [(Flood, &[&str], &str); 7] = [
             (Flood::Quiet, &[], ""),
             (Flood::Silent, &[], ""),
             (Flood::HalfFrames, &[], ""),
             (Flood::MetricsHeaders, &[], ""),
             (Flood::BadSignatures, &[], ""),
             (Flood::BadSignatures, &high_water, " with --record-high-water 2M"),
+            (Flood::StatementAsks, &[], ""),
         ];
         // `JCP_FLOODS=Quiet,Silent` runs only those (the quiet run first, always: it is the baseline).
         let only = std::env::var("JCP_FLOODS").ok();
