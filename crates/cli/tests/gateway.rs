@@ -958,6 +958,7 @@ fn s4_11_an_upstream_that_stops_reading_its_input_never_stops_the_gateway() {
         big("a"),
         big("b"),
         {"call": "echo", "args": {"message": "after"}},
+        {"list": true},
     ]);
     let upstream = faulty_everything(&json!({"stop_reading_after_calls": 1}));
     let s = Session::start_with(d, &steps, &["--max-uj", "1000000000", "--timeout-s", "2"], &upstream);
@@ -972,6 +973,10 @@ fn s4_11_an_upstream_that_stops_reading_its_input_never_stops_the_gateway() {
     assert_eq!(last["is_error"], true, "{last}");
     assert_eq!(last["meta"]["jcp/code"], "not-run", "{last}");
     assert!(last["text"].as_str().unwrap().contains("read nothing of its input for 2 s"), "{last}");
+    // Any other request is answered at once with why, not left waiting.
+    let list = step(&all, 5);
+    assert_eq!(list["error"]["code"], -32603, "{list}");
+    assert!(list["error"]["message"].as_str().unwrap().contains("read nothing of its input"), "{list}");
     let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
     assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(2), "{audit:#}");
 }

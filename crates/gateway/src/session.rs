@@ -584,6 +584,7 @@ impl Gateway {
                 }
             };
             let method = v.get("method").and_then(Value::as_str);
+            let listing = if let Route::List(id) = &route { Some(id.clone()) } else { None };
             match route {
                 Route::Call(id) => {
                     // Decided, run and charged one at a time, in the order sent.
@@ -605,6 +606,10 @@ impl Gateway {
                 Route::Forward => {}
             }
             if let Err(e) = self.upstream.send_line(&line) {
+                if let Some(id) = listing {
+                    // Not sent: no answer of the upstream's will come to mark.
+                    self.upstream.forget_list(&id);
+                }
                 if let Some(id) = v.get("id").filter(|_| method.is_some()) {
                     let _ = to_client.send(rpc_error(id, -32603, &e.to_string()).to_string());
                 }

@@ -394,6 +394,11 @@ impl Upstream {
         lock(&self.routing.lists).insert(id_key(id));
     }
 
+    /// The `tools/list` request `id` was not sent after all.
+    pub fn forget_list(&self, id: &Value) {
+        lock(&self.routing.lists).remove(&id_key(id));
+    }
+
     /// The client cancelled request `id`: a relayed call waiting for it is
     /// lost (whether the tool took effect is not known, §4.11).
     pub fn cancel(&self, id: &Value) -> bool {

@@ -5,7 +5,8 @@ and runs the steps given as JSON in argv[1], printing one JSON line per step
 to stdout (flushed), so the test driving it can act between steps.
 
 Steps:
-  {"list": true}                          -> {"step": i, "tools": [{name, meta}]}
+  {"list": true}                          -> {"step": i, "tools": [{name, meta}]}, or
+                                             {"step": i, "error": {code, message}} where it is refused
   {"call": NAME, "args": {...}}           -> {"step": i, "is_error": b, "text": ..., "meta": {...},
                                               "progress": [messages of the progress notifications it got]}
   {"wait_file": PATH}                     -> waits until PATH exists, then {"step": i, "waited": PATH}
@@ -24,6 +25,7 @@ import os
 import sys
 
 from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -67,7 +69,11 @@ async def main():
             out({"initialized": init.server_info.name})
             for i, s in enumerate(steps):
                 if s.get("list"):
-                    r = await session.list_tools()
+                    try:
+                        r = await session.list_tools()
+                    except MCPError as e:
+                        out({"step": i, "error": {"code": e.error.code, "message": e.error.message}})
+                        continue
                     out({"step": i, "tools": [{"name": t.name, "meta": meta_of(t)} for t in r.tools]})
                 elif "call" in s:
                     seen = []
