@@ -188,6 +188,27 @@ fn paced(sessions: &mut [&mut Mcp], per_s: u32, n: u64) -> Vec<(Duration, Durati
     times.iter_mut().map(|t| (pct(t, 0.5), pct(t, 0.99))).collect()
 }
 
+/// The disk under the record at the same pace, alone: `n` appends of
+/// 2.4 KB (about a reservation's record) each followed by `fdatasync`, one
+/// every `1/per_s` s, in `dir` (the record's filesystem). Every allowed
+/// call waits for one such sync before its tool runs (§4.11), so this is a
+/// floor under what the gateway adds at that pace on this machine.
+fn disk_floor(dir: &std::path::Path, per_s: u32, n: u64) -> (Duration, Duration) {
+    use std::io::Write;
+    let gap = Duration::from_secs(1) / per_s;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("floor.bin")).unwrap();
+    let chunk = vec![0x5a; 2400];
+    let mut t = Vec::new();
+    for _ in 0..n {
+        std::thread::sleep(gap);
+        let t0 = Instant::now();
+        f.write_all(&chunk).unwrap();
+        f.sync_data().unwrap();
+        t.push(t0.elapsed());
+    }
+    (pct(&mut t, 0.5), pct(&mut t, 0.99))
+}
+
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let (mut direct, mut gw, mut settled) = sessions(dir.path());
@@ -265,6 +286,13 @@ fn bench(c: &mut Criterion) {
                     ms(g99) - ms(d99),
                 );
             }
+            let (f50, f99) = disk_floor(dir.path(), rate, calls.min(30));
+            println!(
+                "  the record's disk alone at {rate}/s ({} appends of 2.4 KB + fdatasync, after the run): p50 {:.3} ms p99 {:.3} ms",
+                calls.min(30),
+                ms(f50),
+                ms(f99)
+            );
         }
     }
 }
