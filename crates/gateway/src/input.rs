@@ -140,14 +140,15 @@ impl UpstreamInput {
         let mut at = 0;
         if s.queue.is_empty() && !s.in_hand {
             match write_some(&pipe, &buf) {
-                Ok(n) if n == buf.len() => return Ok(Sent::Written),
-                Ok(n) => at = n,
-                Err(e) => {
+                (n, None) if n == buf.len() => return Ok(Sent::Written),
+                (n, None) => at = n,
+                (n, Some(e)) => {
                     let why = format!("its input: {e}");
                     give_up(&mut s, &why);
                     drop(s);
                     self.shared.more.notify_one();
-                    return Err(SendError::NotSent(why));
+                    // Part of the line may be in the pipe: what it asked for may have begun.
+                    return Err(if n == 0 { SendError::NotSent(why) } else { SendError::Broken(why) });
                 }
             }
         }
@@ -196,7 +197,8 @@ impl Drop for UpstreamInput {
 }
 
 /// Writes what the pipe takes now (none of it blocking): how many bytes.
-fn write_some(pipe: &ChildStdin, buf: &[u8]) -> std::io::Result<usize> {
+/// How many bytes went, and the error that stopped it, if one did.
+fn write_some(pipe: &ChildStdin, buf: &[u8]) -> (usize, Option<std::io::Error>) {
     let mut w = pipe;
     let mut at = 0;
     while at < buf.len() {
@@ -205,10 +207,10 @@ fn write_some(pipe: &ChildStdin, buf: &[u8]) -> std::io::Result<usize> {
             Ok(n) => at += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
+            Err(e) => return (at, Some(e)),
         }
     }
-    Ok(at)
+    (at, None)
 }
 
 /// The input is given up on: closed, what waits dropped, later lines refused.
@@ -273,7 +275,10 @@ fn write_waiting(
     wrote: impl Fn(usize),
 ) -> Result<(), String> {
     while *at < line.len() {
-        let n = write_some(pipe, &line[*at..]).map_err(|e| format!("its input: {e}"))?;
+        let (n, err) = write_some(pipe, &line[*at..]);
+        if let Some(e) = err {
+            return Err(format!("its input: {e}"));
+        }
         if n > 0 {
             *at += n;
             wrote(n);
