@@ -130,11 +130,108 @@ pub struct Limits {
     pub max_connections: usize,
     /// The time a request's headers may take.
     pub header_timeout: std::time::Duration,
+    /// The time a response's write may go without the client taking a byte
+    /// of it: a scraper that asks and never reads holds its slot this long.
+    pub write_timeout: std::time::Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_connections: 64, header_timeout: std::time::Duration::from_secs(10) }
+        Self {
+            max_connections: 64,
+            header_timeout: std::time::Duration::from_secs(10),
+            write_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+/// A connection whose writes must make progress: a write (or flush) the
+/// client takes nothing of for `limit` fails, which ends the connection
+/// and frees its slot. hyper's own timeouts are for reading headers only,
+/// so without this a client that sends a request and never reads the
+/// answer held a slot for ever once the socket's buffers were full.
+struct WriteDeadline<S> {
+    io: S,
+    limit: std::time::Duration,
+    /// Armed when a write cannot go on; disarmed by any progress.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(io: S, limit: std::time::Duration) -> Self {
+        Self { io, limit, stalled: None }
+    }
+
+    /// `polled`, unless the write has been stalled past the limit.
+    fn check<T>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        polled: std::task::Poll<std::io::Result<T>>,
+    ) -> std::task::Poll<std::io::Result<T>> {
+        use std::task::Poll;
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let limit = self.limit;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing of the answer for {} s", limit.as_secs_f64()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        self.check(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.check(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.io).poll_flush(cx);
+        self.check(cx, polled)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.io).poll_shutdown(cx);
+        self.check(cx, polled)
     }
 }
 
@@ -201,7 +298,8 @@ pub async fn serve_with(
             });
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_timeout);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let conn =
+                builder.serve_connection(TokioIo::new(WriteDeadline::new(stream, limits.write_timeout)), service);
             if let Err(e) = conn.await {
                 tracing::debug!("metrics: connection ended: {e}");
             }
@@ -262,7 +360,8 @@ mod tests {
     #[test]
     fn s11_half_sent_headers_past_the_cap_are_refused_busy_and_time_out() {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let limits = Limits { max_connections: 4, header_timeout: std::time::Duration::from_millis(300) };
+        let limits =
+            Limits { max_connections: 4, header_timeout: std::time::Duration::from_millis(300), ..Limits::default() };
         let (addr, stop) = rt.block_on(async {
             let (l, addr) = bind("127.0.0.1:0").await.unwrap();
             let render: Render = Arc::new(|| Ok("x 1\n# EOF\n".to_owned()));
@@ -298,6 +397,55 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("x 1\n# EOF\n"), "{ok}");
+        let _ = stop.send(());
+    }
+
+    /// §11 (the enforcement point's availability): a scraper that asks and
+    /// never reads holds its slot only until its answer's write times out
+    /// (before, for ever once the socket's buffers were full).
+    #[test]
+    fn s11_a_scraper_that_never_reads_its_answer_frees_its_slot_at_the_write_timeout() {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let limits = Limits {
+            max_connections: 2,
+            header_timeout: std::time::Duration::from_secs(10),
+            write_timeout: std::time::Duration::from_millis(300),
+        };
+        // An answer far larger than a loopback socket buffers (its send
+        // buffer grows to 4 MiB at most; the readers below take 4 KiB).
+        let body = "x 1\n".repeat(6 << 20) + "# EOF\n";
+        let (addr, stop, readers) = rt.block_on(async {
+            let (l, addr) = bind("127.0.0.1:0").await.unwrap();
+            let render: Render = Arc::new(move || Ok(body.clone()));
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(serve_with(l, render, limits, async {
+                let _ = rx.await;
+            }));
+            let mut readers = Vec::new();
+            for _ in 0..2 {
+                let sock = tokio::net::TcpSocket::new_v4().unwrap();
+                sock.set_recv_buffer_size(4096).unwrap();
+                let mut s = sock.connect(addr).await.unwrap();
+                tokio::io::AsyncWriteExt::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+                readers.push(s);
+            }
+            (addr, tx, readers)
+        });
+        // Both slots taken by scrapers that do not read: a third is refused at once.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let busy = get(addr, "GET /metrics");
+        assert!(busy.starts_with("HTTP/1.1 503"), "{}", &busy[..busy.len().min(200)]);
+        // Their writes time out, their slots free, and a scrape that reads is answered whole.
+        let mut ok = String::new();
+        for _ in 0..100 {
+            ok = get(addr, "GET /metrics");
+            if ok.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("x 1\n# EOF\n"), "{}", &ok[..ok.len().min(200)]);
+        drop(readers);
         let _ = stop.send(());
     }
 
