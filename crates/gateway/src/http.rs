@@ -46,7 +46,7 @@ use serde_json::{json, Value};
 
 use crate::session::{route, Route};
 use crate::upstream::MAX_LINE;
-use crate::{Events, Gateway, GatewayError, Summary};
+use crate::{lock, Events, Gateway, GatewayError, Summary};
 
 /// Server messages kept for a standalone stream not yet open.
 pub const BACKLOG: usize = 1024;
@@ -371,10 +371,6 @@ pub async fn serve_session(
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.abort();
     summary
-}
-
-fn lock(hub: &Mutex<Hub>) -> std::sync::MutexGuard<'_, Hub> {
-    hub.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn accept_loop(listener: tokio::net::TcpListener, hub: Arc<Mutex<Hub>>, policy: Arc<Policy>, events: Events) {

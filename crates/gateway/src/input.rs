@@ -16,7 +16,10 @@
 use std::collections::VecDeque;
 use std::io::Write;
 use std::process::ChildStdin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::lock;
+use crate::upstream::with_newline;
 use std::time::{Duration, Instant};
 
 /// The most bytes that may wait for the server to read them: two of the
@@ -93,10 +96,6 @@ impl std::fmt::Debug for UpstreamInput {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl UpstreamInput {
     /// Takes the server's stdin (made non-blocking) and starts its writer
     /// thread; `stall`: how long the server may read nothing of what waits.
@@ -124,9 +123,7 @@ impl UpstreamInput {
     /// Sends one line (its newline added): written now as far as the pipe
     /// takes it, the rest queued for the writer. Never blocks on the server.
     pub fn send(&self, line: &[u8]) -> Result<Sent, SendError> {
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line);
-        buf.push(b'\n');
+        let buf = with_newline(line);
         let mut s = lock(&self.shared.state);
         if let Some(why) = &s.stuck {
             return Err(SendError::NotSent(why.clone()));
@@ -196,8 +193,8 @@ impl Drop for UpstreamInput {
     }
 }
 
-/// Writes what the pipe takes now (none of it blocking): how many bytes.
-/// How many bytes went, and the error that stopped it, if one did.
+/// Writes what the pipe takes now (none of it blocking): how many bytes
+/// went, and the error that stopped it, if one did.
 fn write_some(pipe: &ChildStdin, buf: &[u8]) -> (usize, Option<std::io::Error>) {
     let mut w = pipe;
     let mut at = 0;

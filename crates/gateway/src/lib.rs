@@ -32,6 +32,13 @@ pub mod session;
 pub mod steer;
 pub mod upstream;
 
+/// A mutex's guard, poisoned or not: every lock in this crate guards
+/// state that stays consistent at each step, so a panic elsewhere does not
+/// make it unreadable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub use bindings::{Bindings, ToolBinding};
 pub use error::GatewayError;
 pub use intents::{gateway_intents, verify_intents, IntentsReport, RecordedCall};

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::bindings::Bindings;
 use crate::steer::{RunState, Steered};
 use crate::upstream::Upstream;
-use crate::GatewayError;
+use crate::{lock, GatewayError};
 
 /// The client's messages, a line each.
 pub enum ClientInput {
@@ -202,7 +202,7 @@ impl Events {
     /// Writes one event (a failure to write is logged, never fatal to the session).
     pub fn emit(&self, v: &Value) {
         if let Some(f) = &self.0 {
-            let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut f = lock(f);
             if let Err(e) = writeln!(f, "{v}") {
                 tracing::warn!("gateway events: {e}");
             }
@@ -262,10 +262,6 @@ impl Waiting {
         }
         self.cancelled.remove(key)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A client's `tools/call` line as the MCP adapter binds it: read by the
@@ -408,7 +404,7 @@ pub fn annotator(bindings: Bindings, marks: Marks) -> crate::upstream::Annotate 
             return;
         };
         // The chain in force now: the run's active continuation once the steward amended it.
-        let chain = marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let chain = lock(&marks).clone();
         let Some(leaf) = chain.last() else { return };
         let (cap, leaf_id) = (leaf.grant().capability.clone(), leaf.id());
         // An `ActionIn` caveat anywhere on the chain (an amendment may add one) narrows the actions.
@@ -471,7 +467,7 @@ impl Gateway {
             Some(o) => {
                 let st = RunState::open(&o.run, settings.chain.clone())?;
                 settings.chain.clone_from(&st.chain);
-                settings.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&st.chain);
+                lock(&settings.marks).clone_from(&st.chain);
                 Some(st)
             }
             None => None,
@@ -544,7 +540,7 @@ impl Gateway {
         let (calls_tx, mut calls_rx) = tokio::sync::mpsc::unbounded_channel::<(Vec<u8>, Value, Value)>();
         let ctx = self.call_context(to_client.clone());
         let answers = to_client.clone();
-        let mut state = self.run_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let mut state = lock(&self.run_state).take();
         let worker = tokio::spawn(async move {
             while let Some((line, v, id)) = calls_rx.recv().await {
                 // `None`: answered already, before the call was settled.
@@ -595,7 +591,7 @@ impl Gateway {
                 Route::List(id) => self.upstream.expect_list(&id),
                 Route::Initialize => {
                     let name = v.pointer("/params/clientInfo/name").and_then(Value::as_str).map(str::to_owned);
-                    self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&name);
+                    lock(&self.client_name).clone_from(&name);
                     self.events.emit(&json!({"event": "initialize", "client": name}));
                 }
                 Route::Cancelled(rid) => {
@@ -625,7 +621,7 @@ impl Gateway {
             .map_err(|e| GatewayError::Upstream(format!("closing the upstream: {e}")))?;
         drop(to_client);
         let _ = writer.await;
-        let s = *self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let s = *lock(&self.summary);
         self.events.emit(&json!({"event": "closed", "summary": s}));
         Ok(s)
     }
@@ -668,7 +664,7 @@ struct CallContext {
 
 impl CallContext {
     fn count(&self, f: impl FnOnce(&mut Summary)) {
-        f(&mut self.summary.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        f(&mut lock(&self.summary));
     }
 
     /// One `tools/call`: its answer to the client (`None` where it left
@@ -817,7 +813,7 @@ impl CallContext {
         match r {
             Ok(Steered::Continued(cont)) => {
                 if let Some(st) = state {
-                    self.settings.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone_from(&st.chain);
+                    lock(&self.settings.marks).clone_from(&st.chain);
                 }
                 self.events.emit(&json!({"event": "continued", "checkpoint": cp, "continuation": cont}));
                 None
@@ -990,7 +986,7 @@ impl CallContext {
             actor: intent::binding::Actor {
                 id: self.settings.holder.did().to_did_string(),
                 actor_type: "agent".into(),
-                runtime: self.client_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+                runtime: lock(&self.client_name).clone(),
                 trust_level: None,
             },
             idempotency_key: intent_id,

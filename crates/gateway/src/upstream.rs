@@ -14,14 +14,14 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use jcp_wire::backend::{Awaiting, Backend, BackendReply, Call};
 use serde_json::{json, Value};
 
 use crate::input::{SendError, Sent, UpstreamInput};
-use crate::GatewayError;
+use crate::{lock, GatewayError};
 
 /// The longest line the gateway reads from either side (a message over it
 /// is dropped and logged; a call waiting for it is then lost at its timeout).
@@ -162,7 +162,7 @@ pub fn write_line(out: &SharedOutput, line: &str) -> std::io::Result<()> {
 
 /// `line` and its newline in one buffer: one write, so the reader on the
 /// other end of a pipe is woken once, for the whole line.
-fn with_newline(line: &[u8]) -> Vec<u8> {
+pub(crate) fn with_newline(line: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(line.len() + 1);
     b.extend_from_slice(line);
     b.push(b'\n');
@@ -194,10 +194,6 @@ impl Routing {
             tx.send_now(line);
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A JSON-RPC id as a map key: its JSON text (`1` and `"1"` differ, as they must).
