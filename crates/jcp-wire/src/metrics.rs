@@ -18,7 +18,7 @@
 //! | `jcp_wire_grants_spent_unlabelled_microjoules` | gauge | the spend of every other grant with spend here, summed (no series each: a caller with no trusted grant creates none) |
 //! | `jcp_wire_grants_unlabelled` | gauge | how many grants that sum covers |
 //! | `jcp_wire_refused_frames_total` | counter | frames refused before any decision, by `code`: the refusal's reason code (`frame-oversized`, `frame-timeout`, `busy`, `malformed` …; a fixed set, [`crate::WireError::code`]) |
-//! | `jcp_wire_rate_limited_total` | counter | requests and feeds answered `rate-limited` before the core (issue 34) |
+//! | `jcp_wire_rate_limited_total` | counter | requests, feeds and statement asks answered `rate-limited` before the core (issue 34) |
 //! | `jcp_wire_shed_total` | counter | requests answered `unrecorded` without being recorded: past the record's high-water mark (unauthenticated) or its limit |
 //!
 //! A decision is counted when its answer leaves the endpoint, after the
@@ -220,7 +220,7 @@ impl WireMetrics {
         );
         r.register(
             "rate_limited",
-            "Requests and feeds answered rate-limited before the core: a source past its request rate or out of refusals (nothing decided or recorded)",
+            "Requests, feeds and statement asks answered rate-limited before the core: a source past its request rate or out of refusals (nothing decided or recorded)",
             m.rate_limited.clone(),
         );
         r.register(
@@ -356,7 +356,7 @@ impl WireMetrics {
         self.refused_frames.get_or_create(&RefusalLabels { code }).inc();
     }
 
-    /// One request or feed answered `rate-limited` (issue 34).
+    /// One request, feed or statement ask answered `rate-limited` (issue 34).
     pub fn rate_limited(&self) {
         self.rate_limited.inc();
     }

@@ -67,9 +67,7 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
     if !a.fresh {
         // A repeat: the decision is held, the reply is not.
         let reply = WireReply::unavailable(a.receipt);
-        return codec::write_frame_within(s, &codec::frame_value(&reply.to_value()), shared.frame_timeout)
-            .await
-            .is_ok();
+        return super::serve::write_answer(shared, s, &codec::frame_value(&reply.to_value())).await.is_ok();
     }
     let (reply, figure) = call_backend(shared, backend, &x).await;
     // §6.1 item 3: what comes back is data, labelled as the output of the
@@ -93,9 +91,7 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
                 metered: Some(figure),
                 ..WireReply::of(a.receipt, ReplyState::Lost, None, why.into_bytes(), out_label)
             };
-            return codec::write_frame_within(s, &codec::frame_value(&reply.to_value()), shared.frame_timeout)
-                .await
-                .is_ok();
+            return super::serve::write_answer(shared, s, &codec::frame_value(&reply.to_value())).await.is_ok();
         }
     };
     let status = if state == ReplyState::Failed { OutcomeStatus::Failed } else { OutcomeStatus::Completed };
@@ -122,7 +118,7 @@ pub(super) async fn relay<S: AsyncWrite + Unpin>(
             reply.charge_refused = Some(why);
         }
     }
-    codec::write_frame_within(s, &codec::frame_value(&reply.to_value()), shared.frame_timeout).await.is_ok()
+    super::serve::write_answer(shared, s, &codec::frame_value(&reply.to_value())).await.is_ok()
 }
 
 /// Calls the endpoint behind the gate with the frame it allowed and the

@@ -259,8 +259,18 @@ fn within_limits(shared: &Shared, source: Source) -> Result<(), WireError> {
     }
 }
 
+/// Writes `framed` to the peer within the frame timeout: a peer that reads
+/// nothing of its answers is closed, not held for ever (issue 34).
+pub(super) async fn write_answer<S: AsyncWrite + Unpin>(
+    shared: &Shared,
+    s: &mut S,
+    framed: &[u8],
+) -> Result<(), WireError> {
+    codec::write_frame_within(s, framed, shared.frame_timeout).await
+}
+
 /// `source` was refused something before the core decided it: one refusal off its budget.
-fn refused(shared: &Shared, source: Source) {
+fn charge_refusal(shared: &Shared, source: Source) {
     if let Some(l) = &shared.refusals {
         l.take(source);
     }
@@ -360,7 +370,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 // A refused frame closes its connection, with the refusal.
                 shared.stats.refused_frames.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.refused_frame(e.code());
-                let _ = codec::write_frame_within(&mut s, &error_frame(&e), shared.frame_timeout).await;
+                let _ = write_answer(&shared, &mut s, &error_frame(&e)).await;
                 return None;
             }
         };
@@ -372,7 +382,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                 shared.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.rate_limited();
                 tracing::debug!(source = %source, "{e}");
-                let _ = codec::write_frame_within(&mut s, &error_frame(&e), shared.frame_timeout).await;
+                let _ = write_answer(&shared, &mut s, &error_frame(&e)).await;
                 return None;
             }
         }
@@ -391,27 +401,20 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                     Ok(Ok(st)) => codec::frame_value(&crate::message::statement_answer(&st)),
                     Ok(Err(a)) => {
                         // No such channel here (or no record): a refusal, and its source pays for it.
-                        refused(&shared, source);
+                        charge_refusal(&shared, source);
                         codec::frame_value(&a.to_value())
                     }
                     Err(_) => return None,
                 };
-                codec::write_frame_within(&mut s, &framed, shared.frame_timeout).await.is_ok()
+                write_answer(&shared, &mut s, &framed).await.is_ok()
             }
             Inbound::Feed(feed) => {
                 let feed = match authenticate_feed(&shared.feed_keys, *feed, trust) {
                     Ok(f) => Box::new(f),
                     Err(refused) => {
-                        self::refused(&shared, source);
+                        charge_refusal(&shared, source);
                         tracing::warn!(code = %refused.code, "feed refused: {}", refused.message);
-                        if codec::write_frame_within(
-                            &mut s,
-                            &codec::frame_value(&refused.to_value()),
-                            shared.frame_timeout,
-                        )
-                        .await
-                        .is_err()
-                        {
+                        if write_answer(&shared, &mut s, &codec::frame_value(&refused.to_value())).await.is_err() {
                             return None;
                         }
                         continue;
@@ -422,10 +425,7 @@ pub(super) async fn serve_conn_as<S: AsyncRead + AsyncWrite + Unpin>(
                     return None;
                 }
                 let Ok(a) = rx.await else { return None };
-                if codec::write_frame_within(&mut s, &codec::frame_value(&a.to_value()), shared.frame_timeout)
-                    .await
-                    .is_err()
-                {
+                if write_answer(&shared, &mut s, &codec::frame_value(&a.to_value())).await.is_err() {
                     return None;
                 }
                 // An admitted feed was authenticated (a feed key's
@@ -568,9 +568,9 @@ pub(super) async fn handle_request<S: AsyncRead + AsyncWrite + Unpin>(
     // Neither decided now nor a repeat: refused before deciding, shed or
     // unrecorded. It costs its source one refusal (issue 34).
     if !authenticated {
-        refused(shared, source);
+        charge_refusal(shared, source);
     }
-    if codec::write_frame_within(s, &a.framed, shared.frame_timeout).await.is_err() {
+    if write_answer(shared, s, &a.framed).await.is_err() {
         return Handled::Gone;
     }
     shared.metrics.request_answered(read_at.elapsed());

@@ -50,7 +50,7 @@ pub struct Stats {
     /// Requests answered `unrecorded` without being recorded because the
     /// record is past its high-water mark (unauthenticated) or its limit.
     pub shed: AtomicU64,
-    /// Requests and feeds answered `rate-limited` before the core.
+    /// Requests, feeds and statement asks answered `rate-limited` before the core.
     pub rate_limited: AtomicU64,
 }
 
