@@ -323,24 +323,47 @@ mod tests {
         out
     }
 
-    #[test]
-    fn s5_s11_exposition_served_on_metrics_only_and_a_failed_render_is_a_500_not_a_partial_text() {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let (addr, stop) = rt.block_on(async {
+    /// `/metrics` served on `rt` with `render` within `limits`: its address,
+    /// and the sender that stops it.
+    fn start(
+        rt: &tokio::runtime::Runtime,
+        render: Render,
+        limits: Limits,
+    ) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        rt.block_on(async {
             let (l, addr) = bind("127.0.0.1:0").await.unwrap();
-            let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-            let render: Render = Arc::new(move || {
-                if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-                    return Err(std::fmt::Error);
-                }
-                Ok("# TYPE x gauge\nx 1\n# EOF\n".to_owned())
-            });
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            tokio::spawn(serve(l, render, async {
+            tokio::spawn(serve_with(l, render, limits, async {
                 let _ = rx.await;
             }));
             (addr, tx)
+        })
+    }
+
+    /// Scrapes until one is answered `200` (`tries` at most, `pause` between): the last answer.
+    fn scrape_until_ok(addr: SocketAddr, tries: u32, pause: std::time::Duration) -> String {
+        let mut ok = String::new();
+        for _ in 0..tries {
+            ok = get(addr, "GET /metrics");
+            if ok.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            std::thread::sleep(pause);
+        }
+        ok
+    }
+
+    #[test]
+    fn s5_s11_exposition_served_on_metrics_only_and_a_failed_render_is_a_500_not_a_partial_text() {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let render: Render = Arc::new(move || {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                return Err(std::fmt::Error);
+            }
+            Ok("# TYPE x gauge\nx 1\n# EOF\n".to_owned())
         });
+        let (addr, stop) = start(&rt, render, Limits::default());
         let ok = get(addr, "GET /metrics");
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
         assert!(ok.contains(CONTENT_TYPE), "{ok}");
@@ -362,15 +385,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         let limits =
             Limits { max_connections: 4, header_timeout: std::time::Duration::from_millis(300), ..Limits::default() };
-        let (addr, stop) = rt.block_on(async {
-            let (l, addr) = bind("127.0.0.1:0").await.unwrap();
-            let render: Render = Arc::new(|| Ok("x 1\n# EOF\n".to_owned()));
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            tokio::spawn(serve_with(l, render, limits, async {
-                let _ = rx.await;
-            }));
-            (addr, tx)
-        });
+        let (addr, stop) = start(&rt, Arc::new(|| Ok("x 1\n# EOF\n".to_owned())), limits);
         let mut slow: Vec<std::net::TcpStream> = (0..4)
             .map(|_| {
                 let mut s = std::net::TcpStream::connect(addr).unwrap();
@@ -388,14 +403,7 @@ mod tests {
             let mut buf = Vec::new();
             let _ = s.read_to_end(&mut buf);
         }
-        let mut ok = String::new();
-        for _ in 0..50 {
-            ok = get(addr, "GET /metrics");
-            if ok.starts_with("HTTP/1.1 200") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let ok = scrape_until_ok(addr, 50, std::time::Duration::from_millis(20));
         assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("x 1\n# EOF\n"), "{ok}");
         let _ = stop.send(());
     }
@@ -414,13 +422,8 @@ mod tests {
         // An answer far larger than a loopback socket buffers (its send
         // buffer grows to 4 MiB at most; the readers below take 4 KiB).
         let body = "x 1\n".repeat(6 << 20) + "# EOF\n";
-        let (addr, stop, readers) = rt.block_on(async {
-            let (l, addr) = bind("127.0.0.1:0").await.unwrap();
-            let render: Render = Arc::new(move || Ok(body.clone()));
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            tokio::spawn(serve_with(l, render, limits, async {
-                let _ = rx.await;
-            }));
+        let (addr, stop) = start(&rt, Arc::new(move || Ok(body.clone())), limits);
+        let readers = rt.block_on(async {
             let mut readers = Vec::new();
             for _ in 0..2 {
                 let sock = tokio::net::TcpSocket::new_v4().unwrap();
@@ -429,21 +432,14 @@ mod tests {
                 tokio::io::AsyncWriteExt::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
                 readers.push(s);
             }
-            (addr, tx, readers)
+            readers
         });
         // Both slots taken by scrapers that do not read: a third is refused at once.
         std::thread::sleep(std::time::Duration::from_millis(100));
         let busy = get(addr, "GET /metrics");
         assert!(busy.starts_with("HTTP/1.1 503"), "{}", &busy[..busy.len().min(200)]);
         // Their writes time out, their slots free, and a scrape that reads is answered whole.
-        let mut ok = String::new();
-        for _ in 0..100 {
-            ok = get(addr, "GET /metrics");
-            if ok.starts_with("HTTP/1.1 200") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let ok = scrape_until_ok(addr, 100, std::time::Duration::from_millis(50));
         assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("x 1\n# EOF\n"), "{}", &ok[..ok.len().min(200)]);
         drop(readers);
         let _ = stop.send(());
