@@ -1121,6 +1121,85 @@ fn s11_a_call_the_client_cancels_while_it_waits_its_turn_is_never_decided_and_ne
     assert_eq!(cancelled[0]["tool"], "echo");
 }
 
+/// Waits until the record holds `n` decided calls.
+fn wait_decided(dir: &Path, n: usize) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let v: Value = serde_json::from_str(&ok(dir, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+        if v["report"]["calls"].as_array().is_some_and(|c| c.len() >= n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{n} calls were never decided: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `ping` too long for the upstream's input pipe (64 KiB): once the
+/// upstream stops reading, its rest waits in the gateway, and so does
+/// every line after it, not a byte of it written.
+fn long_ping(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {"pad": "x".repeat(200_000)}})
+}
+
+#[test]
+fn s4_11_a_call_that_never_reached_a_stalled_upstream_did_not_run_and_is_failed_not_unresolved() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "echo");
+    let upstream = faulty_everything(&json!({"stop_reading_after_calls": 1}));
+    let mut raw = Raw::start(d, &["--max-uj", "1000000000", "--timeout-s", "3"], &upstream);
+    raw.send(&call(2, "echo", &json!({"message": "read"})));
+    assert!(raw.answer(2).to_string().contains("Echo: read"));
+    // The server reads nothing more: the ping's rest waits, and the calls behind it.
+    raw.send(&long_ping(3));
+    raw.send(&call(4, "echo", &json!({"message": "withdrawn"})));
+    // Decided, allowed and sent, but not a byte of it written: cancelled
+    // now, it is withdrawn, so it did not run; not answered (MCP
+    // Cancellation), its outcome recorded.
+    wait_decided(d, 2);
+    raw.send(&cancel(4));
+    raw.send(&call(5, "echo", &json!({"message": "dropped"})));
+    // Still unwritten when the input is given up on: did not run, said at once.
+    let dropped = raw.answer(5);
+    assert_eq!(dropped["result"]["_meta"]["jcp/code"], "not-run", "{dropped}");
+    let text = dropped["result"]["content"][0]["text"].as_str().unwrap();
+    // Given up on at the stall, or withdrawn at the call's own timeout: whichever comes first.
+    assert!(text.contains("not run") && text.contains("never reached the upstream"), "{text}");
+    let seen = raw.finish();
+    assert!(!seen.iter().any(|v| v["id"] == 4), "a cancelled call is not answered: {seen:?}");
+    let calls: Vec<Value> = events(d).into_iter().filter(|e| e["event"] == "call").collect();
+    let states: Vec<&Value> = calls.iter().map(|e| &e["state"]).collect();
+    assert_eq!(states, [&json!("done"), &json!("failed"), &json!("failed")], "{calls:?}");
+    // Recorded failed (did not run), not unresolved (may have run, §4.11).
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(0), "{audit:#}");
+    assert_eq!(audit["clean"], true, "{audit:#}");
+}
+
+#[test]
+fn s4_11_a_running_call_the_client_cancels_is_not_answered_and_stays_unresolved() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "long,echo");
+    let (_, server) = parts();
+    let mut raw = Raw::start(d, &["--max-uj", "1000000000"], &[server.display().to_string(), "stdio".into()]);
+    raw.send(&call(2, "trigger-long-running-operation", &json!({"duration": 30, "steps": 30})));
+    // Recorded (allowed) before it is sent to the server, which it is at once.
+    wait_decided(d, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(&cancel(2));
+    raw.send(&call(3, "echo", &json!({"message": "after"})));
+    assert!(raw.answer(3).to_string().contains("Echo: after"));
+    let seen = raw.finish();
+    assert!(!seen.iter().any(|v| v["id"] == 2), "a cancelled call is not answered: {seen:?}");
+    let calls: Vec<Value> = events(d).into_iter().filter(|e| e["event"] == "call").collect();
+    assert_eq!(calls[0]["state"], "lost", "{calls:?}");
+    assert_eq!(calls[0]["why"], "cancelled by the client while the tool ran", "{calls:?}");
+    // It reached the server, which may have acted on it: unresolved (§4.11).
+    let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
+    assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(1), "{audit:#}");
+}
+
 #[test]
 fn c21_a_held_call_the_client_cancels_is_never_decided_and_one_held_as_the_session_closes_stops_waiting() {
     let t = tempfile::tempdir().unwrap();

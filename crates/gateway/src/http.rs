@@ -62,6 +62,12 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// connection's slot freed (one of [`MAX_CONNECTIONS`]).
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a client may read nothing of what is written to it (once its
+/// socket's buffers are full) before its connection is ended: an answer,
+/// or an SSE stream never read, otherwise holds a connection slot and
+/// gathers the session's messages in memory for ever.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
@@ -251,6 +257,9 @@ impl std::io::Read for Input {
 struct Policy {
     path: String,
     origins: Vec<String>,
+    /// How long a write to the client may make no progress before its
+    /// connection is ended ([`WRITE_TIMEOUT`]).
+    write_timeout: Duration,
 }
 
 impl Policy {
@@ -349,7 +358,7 @@ pub async fn serve_session(
             }
         })
     };
-    let policy = Arc::new(Policy { path: addr.path.clone(), origins });
+    let policy = Arc::new(Policy { path: addr.path.clone(), origins, write_timeout: WRITE_TIMEOUT });
     let server = {
         let hub = hub.clone();
         tokio::spawn(accept_loop(listener, hub, policy, events.clone()))
@@ -390,6 +399,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, hub: Arc<Mutex<Hub>>, po
             continue;
         };
         let (hub, policy, events) = (hub.clone(), policy.clone(), events.clone());
+        let write_timeout = policy.write_timeout;
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let (hub, policy, events) = (hub.clone(), policy.clone(), events.clone());
@@ -397,7 +407,8 @@ async fn accept_loop(listener: tokio::net::TcpListener, hub: Arc<Mutex<Hub>>, po
             });
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
-            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+            let io = jcp_metrics::WriteDeadline::new(stream, write_timeout);
+            if let Err(e) = builder.serve_connection(TokioIo::new(io), service).await {
                 tracing::debug!("http: connection from {peer} ended: {e}");
             }
             drop(permit);
@@ -755,7 +766,8 @@ mod tests {
 
     #[test]
     fn s11_an_origin_other_than_loopback_is_refused_unless_named() {
-        let p = Policy { path: "/mcp".into(), origins: vec!["https://app.example".into()] };
+        let p =
+            Policy { path: "/mcp".into(), origins: vec!["https://app.example".into()], write_timeout: WRITE_TIMEOUT };
         let with = |o: &str| {
             let mut h = HeaderMap::new();
             h.insert(ORIGIN, HeaderValue::from_str(o).unwrap());
@@ -771,11 +783,10 @@ mod tests {
         assert!(!with("null"));
     }
 
-    #[test]
-    fn s11_each_message_for_the_client_reaches_the_response_it_belongs_to() {
-        let events = Events::default();
+    /// A hub whose session `s` is initialized (its input goes nowhere).
+    fn initialized() -> Hub {
         let (in_tx, _in_rx) = std::sync::mpsc::channel();
-        let mut h = Hub {
+        Hub {
             session: Some("s".into()),
             ended: false,
             version: None,
@@ -785,7 +796,73 @@ mod tests {
             standalone: None,
             backlog: VecDeque::new(),
             input: Some(in_tx),
-        };
+        }
+    }
+
+    /// Whether a client that opens the standalone stream and never reads
+    /// it has its connection ended while the session's messages (1 MiB
+    /// each, 64 at most) are written to it, with `write_timeout`; waits up to `wait`.
+    fn unread_stream_is_ended(write_timeout: Duration, wait: Duration) -> bool {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let at = listener.local_addr().unwrap();
+            let hub = Arc::new(Mutex::new(initialized()));
+            let policy = Arc::new(Policy { path: "/mcp".into(), origins: Vec::new(), write_timeout });
+            let events = Events::default();
+            let server = tokio::spawn(accept_loop(listener, hub.clone(), policy, events.clone()));
+            let mut client = std::net::TcpStream::connect(at).unwrap();
+            client
+                .write_all(
+                    b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: s\r\n\r\n",
+                )
+                .unwrap();
+            let big = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
+                "x".repeat(1 << 20)
+            );
+            let deadline = tokio::time::Instant::now() + wait;
+            let mut sent = 0;
+            let ended = loop {
+                {
+                    let mut h = lock(&hub);
+                    match &h.standalone {
+                        Some(s) if s.is_closed() => break true,
+                        Some(_) if sent < 64 => {
+                            h.deliver(&big, &events);
+                            sent += 1;
+                        }
+                        _ => {}
+                    }
+                }
+                if tokio::time::Instant::now() > deadline {
+                    break false;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            server.abort();
+            drop(client);
+            ended
+        })
+    }
+
+    /// §11 (the enforcement point stays available), on the HTTP transport:
+    /// a client that reads nothing of what is written to it (here the
+    /// standalone SSE stream, 64 MiB of the session's messages) has its
+    /// connection ended once its socket's buffers are full and the write
+    /// timeout passes, freeing its slot and what waited for it; with no
+    /// deadline it holds both.
+    #[test]
+    fn s11_a_client_that_never_reads_its_stream_is_ended_at_the_write_timeout() {
+        assert!(unread_stream_is_ended(Duration::from_millis(300), Duration::from_secs(20)));
+        assert!(!unread_stream_is_ended(Duration::from_secs(3600), Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn s11_each_message_for_the_client_reaches_the_response_it_belongs_to() {
+        let events = Events::default();
+        let mut h = initialized();
         let (t0, mut r0) = tokio::sync::mpsc::unbounded_channel();
         let (t1, mut r1) = tokio::sync::mpsc::unbounded_channel();
         h.pending.insert("0".into(), Pending { tx: t0, sse: false });

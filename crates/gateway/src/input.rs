@@ -56,28 +56,42 @@ impl std::fmt::Display for SendError {
     }
 }
 
+/// A line not yet written whole.
+struct Waiting {
+    line: Vec<u8>,
+    /// How much of it is written.
+    at: usize,
+    /// When it began to wait.
+    since: Instant,
+    /// The call it carries, if it carries one ([`UpstreamInput::send_call`]).
+    tag: Option<String>,
+}
+
 struct State {
     /// `None` once closed or given up on.
     pipe: Option<Arc<ChildStdin>>,
-    /// Lines not yet written whole, oldest first, each with how much of it
-    /// is written and when it began to wait.
-    queue: VecDeque<(Vec<u8>, usize, Instant)>,
+    /// Lines not yet written whole, oldest first. Only the first may be
+    /// partly written; every write (the sender's or the writer's) is made
+    /// under this lock, so a line not yet begun can be withdrawn whole.
+    queue: VecDeque<Waiting>,
     /// Bytes in `queue` not yet written.
     queued: usize,
-    /// The writer thread has a line in hand (taken off the queue): a new
-    /// line may not be written past it.
-    in_hand: bool,
     /// Why the input was given up on.
     stuck: Option<String>,
     /// The session is closing: the writer ends the input once the queue is empty.
     closing: bool,
 }
 
+/// Told, when the input is given up on, the tags of the lines it dropped
+/// before a byte of them reached the server (their calls did not run), and why.
+pub type Unsent = Box<dyn Fn(&[String], &str) + Send + Sync>;
+
 struct Shared {
     state: Mutex<State>,
     more: Condvar,
     /// How long the server may read nothing of what waits before it is given up on.
     stall: Duration,
+    unsent: Unsent,
 }
 
 /// The server's input.
@@ -98,8 +112,9 @@ impl std::fmt::Debug for UpstreamInput {
 
 impl UpstreamInput {
     /// Takes the server's stdin (made non-blocking) and starts its writer
-    /// thread; `stall`: how long the server may read nothing of what waits.
-    pub fn start(pipe: Option<ChildStdin>, stall: Duration) -> std::io::Result<Self> {
+    /// thread; `stall`: how long the server may read nothing of what waits;
+    /// `unsent`: told which calls were dropped unwritten if it is given up on.
+    pub fn start(pipe: Option<ChildStdin>, stall: Duration, unsent: Unsent) -> std::io::Result<Self> {
         if let Some(p) = &pipe {
             rustix::io::ioctl_fionbio(p, true)?;
         }
@@ -108,12 +123,12 @@ impl UpstreamInput {
                 pipe: pipe.map(Arc::new),
                 queue: VecDeque::new(),
                 queued: 0,
-                in_hand: false,
                 stuck: None,
                 closing: false,
             }),
             more: Condvar::new(),
             stall,
+            unsent,
         });
         let s = shared.clone();
         std::thread::Builder::new().name("jcp-gateway-upstream-in".into()).spawn(move || write_queued(&s))?;
@@ -123,6 +138,17 @@ impl UpstreamInput {
     /// Sends one line (its newline added): written now as far as the pipe
     /// takes it, the rest queued for the writer. Never blocks on the server.
     pub fn send(&self, line: &[u8]) -> Result<Sent, SendError> {
+        self.send_tagged(line, None)
+    }
+
+    /// Sends the line of call `tag` (as [`UpstreamInput::send`]): while no
+    /// byte of it is written it may be withdrawn ([`UpstreamInput::withdraw`]),
+    /// and if the input is given up on first, `unsent` is told.
+    pub fn send_call(&self, line: &[u8], tag: &str) -> Result<Sent, SendError> {
+        self.send_tagged(line, Some(tag.to_owned()))
+    }
+
+    fn send_tagged(&self, line: &[u8], tag: Option<String>) -> Result<Sent, SendError> {
         let buf = with_newline(line);
         let mut s = lock(&self.shared.state);
         if let Some(why) = &s.stuck {
@@ -135,12 +161,13 @@ impl UpstreamInput {
             return Err(SendError::NotSent("the session is closing".into()));
         }
         let mut at = 0;
-        if s.queue.is_empty() && !s.in_hand {
+        if s.queue.is_empty() {
             match write_some(&pipe, &buf) {
                 (n, None) if n == buf.len() => return Ok(Sent::Written),
                 (n, None) => at = n,
                 (n, Some(e)) => {
                     let why = format!("its input: {e}");
+                    // The queue is empty: no other line is dropped.
                     give_up(&mut s, &why);
                     drop(s);
                     self.shared.more.notify_one();
@@ -158,10 +185,23 @@ impl UpstreamInput {
         // Part of the line may be in the pipe already: the rest must follow
         // it, so it is queued whatever the queue holds.
         s.queued += buf.len() - at;
-        s.queue.push_back((buf, at, Instant::now()));
+        s.queue.push_back(Waiting { line: buf, at, since: Instant::now(), tag });
         drop(s);
         self.shared.more.notify_one();
         Ok(Sent::Queued)
+    }
+
+    /// Takes call `tag`'s line back while not a byte of it has reached the
+    /// server: whether it was (then the call never runs).
+    pub fn withdraw(&self, tag: &str) -> bool {
+        let mut s = lock(&self.shared.state);
+        let Some(i) = s.queue.iter().position(|w| w.at == 0 && w.tag.as_deref() == Some(tag)) else {
+            return false;
+        };
+        if let Some(w) = s.queue.remove(i) {
+            s.queued -= w.line.len();
+        }
+        true
     }
 
     /// Why the input was given up on, if it was.
@@ -179,7 +219,7 @@ impl UpstreamInput {
     pub fn close(&self) {
         let mut s = lock(&self.shared.state);
         s.closing = true;
-        if s.queue.is_empty() && !s.in_hand {
+        if s.queue.is_empty() {
             s.pipe = None;
         }
         drop(s);
@@ -210,95 +250,96 @@ fn write_some(pipe: &ChildStdin, buf: &[u8]) -> (usize, Option<std::io::Error>) 
     (at, None)
 }
 
-/// The input is given up on: closed, what waits dropped, later lines refused.
-fn give_up(s: &mut State, why: &str) {
+/// The input is given up on: closed, what waits dropped, later lines
+/// refused. Returns the tags of the dropped lines none of which was written.
+fn give_up(s: &mut State, why: &str) -> Vec<String> {
     tracing::warn!("upstream: its input is given up on: {why}");
     s.stuck = Some(why.to_owned());
     s.pipe = None;
-    s.queue.clear();
     s.queued = 0;
+    s.queue.drain(..).filter(|w| w.at == 0).filter_map(|w| w.tag).collect()
 }
 
-/// The writer thread: each queued line written as the server reads.
+/// The writer thread: the first queued line written as the server reads,
+/// under the lock (each write is non-blocking), the wait for the pipe to
+/// take more outside it. Gives the input up when the server takes no byte
+/// for the stall time, counted from the line's queueing or the server's
+/// last read, whichever came later.
 fn write_queued(shared: &Shared) {
     // When the server last took a byte of what waited.
     let mut progress = Instant::now();
     loop {
-        let (pipe, line, mut at, queued_at) = {
-            let mut s = lock(&shared.state);
-            loop {
-                if s.stuck.is_some() {
-                    return;
-                }
-                if let Some((line, at, queued_at)) = s.queue.pop_front() {
-                    let Some(pipe) = s.pipe.clone() else {
-                        return;
-                    };
-                    s.in_hand = true;
-                    break (pipe, line, at, queued_at);
-                }
-                if s.closing {
-                    s.pipe = None;
-                    return;
-                }
-                s = shared.more.wait(s).unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-        };
-        // The stall counts from when the line began to wait, or from the
-        // server's last read if that came later: not from this thread's waking.
-        progress = progress.max(queued_at);
-        let outcome = write_waiting(&pipe, &line, &mut at, (&mut progress, shared.stall), |n| {
-            lock(&shared.state).queued -= n;
-        });
-        drop(pipe);
         let mut s = lock(&shared.state);
-        s.in_hand = false;
-        if let Err(why) = outcome {
-            // The line's unwritten rest is dropped with everything queued.
-            give_up(&mut s, &why);
+        let pipe = loop {
+            if s.stuck.is_some() {
+                return;
+            }
+            if !s.queue.is_empty() {
+                match s.pipe.clone() {
+                    Some(p) => break p,
+                    None => return,
+                }
+            }
+            if s.closing {
+                s.pipe = None;
+                return;
+            }
+            s = shared.more.wait(s).unwrap_or_else(std::sync::PoisonError::into_inner);
+        };
+        let Some(front) = s.queue.front_mut() else { continue };
+        progress = progress.max(front.since);
+        let (n, err) = write_some(&pipe, &front.line[front.at..]);
+        front.at += n;
+        let (done, left_of_it) = (front.at == front.line.len(), front.line.len() - front.at);
+        s.queued -= n;
+        if n > 0 {
+            progress = Instant::now();
+        }
+        let failed = match err {
+            Some(e) => Some(format!("its input: {e}")),
+            None if done || n > 0 => None,
+            None if progress.elapsed() >= shared.stall => Some(format!(
+                "the upstream read nothing of its input for {} s ({left_of_it} bytes of a message waiting)",
+                shared.stall.as_secs_f64()
+            )),
+            None => None,
+        };
+        if let Some(why) = failed {
+            // A partly written line's rest is dropped with everything queued.
+            let tags = give_up(&mut s, &why);
+            drop(s);
+            if !tags.is_empty() {
+                (shared.unsent)(&tags, &why);
+            }
+            return;
+        }
+        if done {
+            s.queue.pop_front();
+            continue;
+        }
+        if n > 0 {
+            continue;
+        }
+        drop(s);
+        let left = shared.stall.saturating_sub(progress.elapsed());
+        if let Err(why) = wait_writable(&pipe, left) {
+            let tags = give_up(&mut lock(&shared.state), &why);
+            if !tags.is_empty() {
+                (shared.unsent)(&tags, &why);
+            }
             return;
         }
     }
 }
 
-/// Writes `line[at..]`, waiting for the pipe to take it; gives up when no
-/// byte is taken for `stall` after `since` (moved on at each write).
-/// `wrote(n)` after each write.
-fn write_waiting(
-    pipe: &ChildStdin,
-    line: &[u8],
-    at: &mut usize,
-    (since, stall): (&mut Instant, Duration),
-    wrote: impl Fn(usize),
-) -> Result<(), String> {
-    while *at < line.len() {
-        let (n, err) = write_some(pipe, &line[*at..]);
-        if let Some(e) = err {
-            return Err(format!("its input: {e}"));
-        }
-        if n > 0 {
-            *at += n;
-            wrote(n);
-            *since = Instant::now();
-            continue;
-        }
-        let left = stall.saturating_sub(since.elapsed());
-        if left.is_zero() {
-            return Err(format!(
-                "the upstream read nothing of its input for {} s ({} bytes of a message waiting)",
-                stall.as_secs_f64(),
-                line.len() - *at
-            ));
-        }
-        let timeout =
-            rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
-        let mut fds = [rustix::event::PollFd::new(pipe, rustix::event::PollFlags::OUT)];
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(format!("waiting on its input: {e}")),
-        }
+/// Waits up to `left` for the pipe to take more.
+fn wait_writable(pipe: &ChildStdin, left: Duration) -> Result<(), String> {
+    let timeout = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
+    let mut fds = [rustix::event::PollFd::new(pipe, rustix::event::PollFlags::OUT)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(format!("waiting on its input: {e}")),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -312,10 +353,66 @@ mod tests {
         Command::new("sh").args(["-c", cmd]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap()
     }
 
+    fn none() -> Unsent {
+        Box::new(|_, _| {})
+    }
+
+    /// What an `Unsent` was told: each time, the tags and why.
+    type Told = Arc<Mutex<Vec<(Vec<String>, String)>>>;
+
+    /// An `Unsent` that keeps what it is told.
+    fn told() -> (Unsent, Told) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        (Box::new(move |tags: &[String], why: &str| lock(&s).push((tags.to_vec(), why.to_owned()))), seen)
+    }
+
+    #[test]
+    fn s4_11_a_call_not_yet_begun_is_withdrawn_whole_and_one_begun_is_not() {
+        let mut c = child("sleep 30");
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30), none()).unwrap();
+        // More than the pipe holds: begun, its rest waiting first in the queue.
+        let big = vec![b'x'; 256 << 10];
+        assert_eq!(input.send_call(&big, "1"), Ok(Sent::Queued));
+        assert_eq!(input.send_call(b"{\"id\":2}", "2"), Ok(Sent::Queued));
+        let before = input.queued();
+        assert!(!input.withdraw("1"), "part of call 1 is in the server's input: it may have begun");
+        assert!(input.withdraw("2"));
+        assert_eq!(input.queued(), before - b"{\"id\":2}\n".len());
+        assert!(!input.withdraw("2"), "withdrawn twice");
+        assert!(!input.withdraw("3"), "never sent");
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    #[test]
+    fn s4_11_calls_dropped_unwritten_when_the_input_is_given_up_on_are_told_as_not_run() {
+        let mut c = child("sleep 30");
+        let (unsent, seen) = told();
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_millis(300), unsent).unwrap();
+        let big = vec![b'x'; 256 << 10];
+        input.send_call(&big, "begun").unwrap();
+        input.send(b"{\"method\":\"ping\"}").unwrap();
+        input.send_call(b"{\"id\":\"a\"}", "a").unwrap();
+        input.send_call(b"{\"id\":\"b\"}", "b").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&seen).is_empty() {
+            assert!(Instant::now() < deadline, "never told");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let seen = lock(&seen).clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        // The begun call is not among them: what it asked for may have happened.
+        assert_eq!(seen[0].0, vec!["a".to_owned(), "b".to_owned()]);
+        assert!(seen[0].1.contains("read nothing of its input"), "{seen:?}");
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
     #[test]
     fn s11_a_server_that_reads_nothing_never_blocks_the_sender_and_is_given_up_on_after_the_stall() {
         let mut c = child("sleep 30");
-        let input = UpstreamInput::start(c.stdin.take(), Duration::from_millis(300)).unwrap();
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_millis(300), none()).unwrap();
         // Far more than a pipe holds: every send returns at once.
         let line = vec![b'x'; 256 << 10];
         let t = Instant::now();
@@ -338,25 +435,29 @@ mod tests {
     }
 
     #[test]
-    fn s11_lines_past_what_the_pipe_holds_arrive_whole_and_in_order_once_the_server_reads() {
+    fn s11_s4_11_lines_past_what_the_pipe_holds_arrive_whole_and_in_order_and_a_withdrawn_one_never() {
         // `cat` reads everything, but only after a pause, so the first
         // lines fill the pipe and the rest wait in the queue.
-        let mut c = child("sleep 0.3; cat");
-        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30)).unwrap();
+        let mut c = child("sleep 1; cat");
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30), none()).unwrap();
         let mut out = c.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
             let mut all = Vec::new();
             out.read_to_end(&mut all).unwrap();
             all
         });
+        let lines: Vec<Vec<u8>> = (0..40u8).map(|i| vec![b'a' + (i % 26); 10_000 + usize::from(i) * 97]).collect();
+        for (i, line) in lines.iter().enumerate() {
+            input.send_call(line, &i.to_string()).unwrap();
+        }
+        // The pipe holds about six of them: the thirtieth cannot have begun.
+        assert!(input.withdraw("30"));
+        input.close();
         let mut want = Vec::new();
-        for i in 0..40u8 {
-            let line = vec![b'a' + (i % 26); 10_000 + usize::from(i) * 97];
-            input.send(&line).unwrap();
-            want.extend_from_slice(&line);
+        for (_, line) in lines.iter().enumerate().filter(|(i, _)| *i != 30) {
+            want.extend_from_slice(line);
             want.push(b'\n');
         }
-        input.close();
         assert_eq!(reader.join().unwrap(), want);
         assert!(c.wait().unwrap().success());
         assert_eq!(input.stuck(), None);
@@ -365,7 +466,7 @@ mod tests {
     #[test]
     fn s11_the_queue_is_bounded_and_a_line_past_it_is_refused_not_sent() {
         let mut c = child("sleep 30");
-        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30)).unwrap();
+        let input = UpstreamInput::start(c.stdin.take(), Duration::from_secs(30), none()).unwrap();
         let line = vec![b'x'; crate::upstream::MAX_LINE - 1];
         let mut refused = None;
         for i in 0..4 {
@@ -387,7 +488,7 @@ mod tests {
         let mut c = child("exit 0");
         let stdin = c.stdin.take();
         c.wait().unwrap();
-        let input = UpstreamInput::start(stdin, Duration::from_secs(30)).unwrap();
+        let input = UpstreamInput::start(stdin, Duration::from_secs(30), none()).unwrap();
         match input.send(b"{\"jsonrpc\":\"2.0\"}") {
             Err(SendError::NotSent(why)) => assert!(why.contains("pipe") || why.contains("input"), "{why}"),
             other => panic!("{other:?}"),

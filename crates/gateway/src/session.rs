@@ -949,7 +949,9 @@ impl CallContext {
             self.upstream.answer_with(Box::new(move |a| upstream_answer(&for_id, a, meta)));
         }
         let reply = tokio::time::timeout(self.settings.reply_timeout, client.reply()).await;
-        let answered = self.upstream.take_answered();
+        // Answered early, or cancelled by the client (MCP "Cancellation": a
+        // cancelled request is not answered; its outcome is still recorded).
+        let answered = self.upstream.take_answered() | self.upstream.take_cancelled(id);
         let reply = match reply {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use jcp_wire::backend::{Awaiting, Backend, BackendReply, Call};
 use serde_json::{json, Value};
 
-use crate::input::{SendError, Sent, UpstreamInput};
+use crate::input::{SendError, Sent, Unsent, UpstreamInput};
 use crate::{lock, GatewayError};
 
 /// The longest line the gateway reads from either side (a message over it
@@ -34,6 +34,8 @@ enum Routed {
     Answer(Value, Vec<u8>),
     /// The upstream stopped (or the client cancelled) before answering.
     Lost(String),
+    /// The call's line never reached the upstream: it did not run.
+    NotRun(String),
 }
 
 /// Marks a `tools/list` result's tools with what the grant allows.
@@ -175,6 +177,9 @@ struct Routing {
     /// or cancelled by the client): an answer that comes after all is
     /// dropped, not sent to a client that was answered already.
     ended: Mutex<HashSet<String>>,
+    /// Relayed calls the client cancelled (MCP "Cancellation": not answered),
+    /// until their waiter has ended ([`Upstream::take_cancelled`]).
+    cancelled: Mutex<HashSet<String>>,
     early: EarlySlot,
     lists: Mutex<HashSet<String>>,
     /// Dropped when the upstream's output ends, so the client's writer
@@ -231,6 +236,67 @@ pub struct UpstreamOptions {
     pub self_contained: bool,
 }
 
+/// What a relayed call's waiter makes of what was routed to it.
+fn reply_of(routed: Routed) -> BackendReply {
+    match routed {
+        Routed::Answer(v, line) => {
+            let failed = v.get("error").is_some()
+                || malformed_call_answer(&v).is_some()
+                || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
+            if failed {
+                BackendReply::Failed(line)
+            } else {
+                BackendReply::Done(line)
+            }
+        }
+        Routed::Lost(why) => BackendReply::Lost { why },
+        Routed::NotRun(why) => BackendReply::Failed(format!("not run: {why}").into_bytes()),
+    }
+}
+
+/// A relayed call with no answer within `timeout`: withdrawn where not a
+/// byte of it reached the server (it did not run); else cancelled upstream
+/// and lost (§4.11: it may have run), unless its end came as the time ran out.
+fn timed_out(
+    routing: &Routing,
+    input: &UpstreamInput,
+    key: String,
+    req: &Value,
+    timeout: Duration,
+    rx: &mpsc::Receiver<Routed>,
+) -> BackendReply {
+    let secs = timeout.as_secs_f64();
+    if input.withdraw(&key) {
+        lock(&routing.pending).remove(&key);
+        return BackendReply::Failed(
+            format!(
+                "not run: no answer within {secs} s, and the call never reached the upstream, which had not read the {} bytes ahead of it",
+                input.queued()
+            )
+            .into_bytes(),
+        );
+    }
+    if lock(&routing.pending).remove(&key).is_some() {
+        // Its answer, should it come after all, is not the client's.
+        lock(&routing.ended).insert(key);
+    } else if let Ok(routed) = rx.try_recv() {
+        // What came as the time ran out.
+        return reply_of(routed);
+    }
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": req.get("id"), "reason": "jcp gateway: the call ran past its timeout"}});
+    let why = match (input.send(cancel.to_string().as_bytes()), input.stuck()) {
+        (_, Some(stuck)) => format!("no answer within {secs} s, and {stuck}"),
+        (Ok(Sent::Written), None) => format!("no answer within {secs} s; the call was cancelled upstream"),
+        (Ok(Sent::Queued), None) => format!(
+            "no answer within {secs} s; its cancellation waits for the upstream to read its input ({} bytes ahead of it)",
+            input.queued()
+        ),
+        (Err(e), None) => format!("no answer within {secs} s; its cancellation was {e}"),
+    };
+    BackendReply::Lost { why }
+}
+
 impl Upstream {
     /// Starts the server, its stdin and stdout piped, its stderr the gateway's.
     pub fn spawn(opts: &UpstreamOptions, to_client: ClientSink, annotate: Annotate) -> Result<Arc<Self>, GatewayError> {
@@ -244,13 +310,13 @@ impl Upstream {
             .spawn()
             .map_err(|e| GatewayError::Upstream(format!("starting {program:?}: {e}")))?;
         let pid = child.id();
-        let input = UpstreamInput::start(child.stdin.take(), opts.timeout)
-            .map_err(|e| GatewayError::Upstream(format!("starting the upstream's input writer: {e}")))?;
+        let stdin = child.stdin.take();
         let stdout =
             child.stdout.take().ok_or_else(|| GatewayError::Upstream("the upstream's stdout was not piped".into()))?;
         let routing = Arc::new(Routing {
             pending: Mutex::new(HashMap::new()),
             ended: Mutex::new(HashSet::new()),
+            cancelled: Mutex::new(HashSet::new()),
             early: EarlySlot::default(),
             lists: Mutex::new(HashSet::new()),
             to_client: Mutex::new(Some(to_client)),
@@ -258,6 +324,18 @@ impl Upstream {
             closed: Mutex::new(None),
             child: Mutex::new(child),
         });
+        let r = routing.clone();
+        // Calls dropped from the input before a byte of them was written did not run.
+        let unsent: Unsent = Box::new(move |keys, why| {
+            for key in keys {
+                if let Some(tx) = lock(&r.pending).remove(key) {
+                    lock(&r.ended).insert(key.clone());
+                    let _ = tx.send(Routed::NotRun(format!("the call never reached the upstream: {why}")));
+                }
+            }
+        });
+        let input = UpstreamInput::start(stdin, opts.timeout, unsent)
+            .map_err(|e| GatewayError::Upstream(format!("starting the upstream's input writer: {e}")))?;
         let r = routing.clone();
         std::thread::Builder::new()
             .name("jcp-gateway-upstream".into())
@@ -311,7 +389,7 @@ impl Upstream {
         }
         let (tx, rx) = mpsc::sync_channel(1);
         lock(&self.routing.pending).insert(key.clone(), tx);
-        if let Err(e) = self.input.send(req.to_string().as_bytes()) {
+        if let Err(e) = self.input.send_call(req.to_string().as_bytes(), &key) {
             lock(&self.routing.pending).remove(&key);
             return match e {
                 // Not a byte of the call reached the server: the tool did not run.
@@ -323,36 +401,8 @@ impl Upstream {
         }
         let (routing, input, timeout) = (self.routing.clone(), self.input.clone(), self.timeout);
         Box::new(move || match rx.recv_timeout(timeout) {
-            Ok(Routed::Answer(v, line)) => {
-                let failed = v.get("error").is_some()
-                    || malformed_call_answer(&v).is_some()
-                    || v.pointer("/result/isError").and_then(Value::as_bool).unwrap_or(false);
-                if failed {
-                    BackendReply::Failed(line)
-                } else {
-                    BackendReply::Done(line)
-                }
-            }
-            Ok(Routed::Lost(why)) => BackendReply::Lost { why },
-            Err(_) => {
-                if lock(&routing.pending).remove(&key).is_some() {
-                    // Its answer, should it come after all, is not the client's.
-                    lock(&routing.ended).insert(key);
-                }
-                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": req.get("id"), "reason": "jcp gateway: the call ran past its timeout"}});
-                let secs = timeout.as_secs_f64();
-                let why = match (input.send(cancel.to_string().as_bytes()), input.stuck()) {
-                    (_, Some(stuck)) => format!("no answer within {secs} s, and {stuck}"),
-                    (Ok(Sent::Written), None) => format!("no answer within {secs} s; the call was cancelled upstream"),
-                    (Ok(Sent::Queued), None) => format!(
-                        "no answer within {secs} s; its cancellation waits for the upstream to read its input ({} bytes ahead of it)",
-                        input.queued()
-                    ),
-                    (Err(e), None) => format!("no answer within {secs} s; its cancellation was {e}"),
-                };
-                BackendReply::Lost { why }
-            }
+            Ok(routed) => reply_of(routed),
+            Err(_) => timed_out(&routing, &input, key, &req, timeout, &rx),
         })
     }
 
@@ -396,17 +446,31 @@ impl Upstream {
     }
 
     /// The client cancelled request `id`: a relayed call waiting for it is
-    /// lost (whether the tool took effect is not known, §4.11).
+    /// lost (whether the tool took effect is not known, §4.11), or, where
+    /// no byte of it has reached the upstream yet, withdrawn (it did not run).
     pub fn cancel(&self, id: &Value) -> bool {
         let key = id_key(id);
+        let withdrawn = self.input.withdraw(&key);
         match lock(&self.routing.pending).remove(&key) {
             Some(tx) => {
+                // Marked before its waiter is woken, so the waiter's session sees it.
+                lock(&self.routing.cancelled).insert(key.clone());
                 lock(&self.routing.ended).insert(key);
-                let _ = tx.send(Routed::Lost("cancelled by the client while the tool ran".into()));
+                let _ = tx.send(if withdrawn {
+                    Routed::NotRun("cancelled by the client before it reached the upstream".into())
+                } else {
+                    Routed::Lost("cancelled by the client while the tool ran".into())
+                });
                 true
             }
             None => false,
         }
+    }
+
+    /// Whether the client cancelled relayed call `id` (then it is not
+    /// answered); asked once, when the call has ended.
+    pub fn take_cancelled(&self, id: &Value) -> bool {
+        lock(&self.routing.cancelled).remove(&id_key(id))
     }
 
     /// Closes the server's input (MCP stdio shutdown), waits up to

@@ -150,7 +150,10 @@ impl Default for Limits {
 /// and frees its slot. hyper's own timeouts are for reading headers only,
 /// so without this a client that sends a request and never reads the
 /// answer held a slot for ever once the socket's buffers were full.
-struct WriteDeadline<S> {
+/// `/metrics` and the gateway's Streamable HTTP transport wrap each
+/// connection in one.
+#[derive(Debug)]
+pub struct WriteDeadline<S> {
     io: S,
     limit: std::time::Duration,
     /// Armed when a write cannot go on; disarmed by any progress.
@@ -158,7 +161,8 @@ struct WriteDeadline<S> {
 }
 
 impl<S> WriteDeadline<S> {
-    fn new(io: S, limit: std::time::Duration) -> Self {
+    /// `io`, whose writes may make no progress for at most `limit`.
+    pub fn new(io: S, limit: std::time::Duration) -> Self {
         Self { io, limit, stalled: None }
     }
 
