@@ -1201,6 +1201,39 @@ fn s4_11_a_running_call_the_client_cancels_is_not_answered_and_stays_unresolved(
 }
 
 #[test]
+fn s11_a_request_whose_id_is_in_flight_is_refused_and_never_takes_another_requests_answer() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    setup(d, 100_000_000_000, "long,echo");
+    let upstream = faulty_everything(&json!({"stop_reading_after_calls": 2}));
+    let mut raw = Raw::start(d, &["--max-uj", "1000000000"], &upstream);
+    // A call in flight for a second: a request of its id, call or not, is
+    // refused at once, neither decided nor sent to the server.
+    raw.send(&call(2, "trigger-long-running-operation", &json!({"duration": 1, "steps": 1})));
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    raw.send(&call(2, "echo", &json!({"message": "same id"})));
+    for _ in 0..2 {
+        let refused = raw.answer(2);
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("already in use"), "{refused}");
+    }
+    let done = raw.answer(2);
+    assert!(done["result"]["content"].is_array() && done["result"]["isError"] != true, "{done}");
+    // The server now reads nothing more: a `ping` stays unanswered, and a
+    // call under its id would otherwise take the ping's answer for its own.
+    raw.send(&call(3, "echo", &json!({"message": "read"})));
+    assert!(raw.answer(3).to_string().contains("Echo: read"));
+    raw.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
+    raw.send(&call(4, "echo", &json!({"message": "under the ping's id"})));
+    let refused = raw.answer(4);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    raw.finish();
+    // Two calls decided; the refused ones never reached the gate.
+    let v: Value = serde_json::from_str(&ok(d, &["gateway", "intents", "s.jcps", "--json"])).unwrap();
+    assert_eq!(v["report"]["calls"].as_array().unwrap().len(), 2, "{v:#}");
+}
+
+#[test]
 fn c21_a_held_call_the_client_cancels_is_never_decided_and_one_held_as_the_session_closes_stops_waiting() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();

@@ -547,6 +547,8 @@ impl Gateway {
                 if let Some(answer) = ctx.call(&line, &v, &id, &mut state).await {
                     let _ = answers.send(answer.to_string());
                 }
+                // Settled (or never decided): its id may be used again.
+                ctx.upstream.release(&id);
             }
         });
         while let Some(line) = lines.recv().await {
@@ -580,6 +582,14 @@ impl Gateway {
                 }
             };
             let method = v.get("method").and_then(Value::as_str);
+            // A request whose id another not yet answered holds is refused
+            // before it reaches the gate or the upstream.
+            let request_id = v.get("id").filter(|_| method.is_some());
+            if let Some(Err(why)) = request_id.map(|id| self.upstream.claim(id)) {
+                self.events.emit(&json!({"event": "refused-message", "code": -32600, "message": why}));
+                let _ = to_client.send(rpc_error(request_id.unwrap_or(&Value::Null), -32600, &why).to_string());
+                continue;
+            }
             let listing = if let Route::List(id) = &route { Some(id.clone()) } else { None };
             match route {
                 Route::Call(id) => {
@@ -606,7 +616,8 @@ impl Gateway {
                     // Not sent: no answer of the upstream's will come to mark.
                     self.upstream.forget_list(&id);
                 }
-                if let Some(id) = v.get("id").filter(|_| method.is_some()) {
+                if let Some(id) = request_id {
+                    self.upstream.release(id);
                     let _ = to_client.send(rpc_error(id, -32603, &e.to_string()).to_string());
                 }
             }

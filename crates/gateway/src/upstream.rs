@@ -27,6 +27,10 @@ use crate::{lock, GatewayError};
 /// is dropped and logged; a call waiting for it is then lost at its timeout).
 pub const MAX_LINE: usize = 8 << 20;
 
+/// The most requests of the client's that may wait for their answers at
+/// once (each holds its id): past it, a request is refused.
+pub const MAX_IN_FLIGHT: usize = 4096;
+
 /// What the reader hands a waiting call.
 #[derive(Debug)]
 enum Routed {
@@ -182,6 +186,11 @@ struct Routing {
     cancelled: Mutex<HashSet<String>>,
     early: EarlySlot,
     lists: Mutex<HashSet<String>>,
+    /// The ids of the client's requests not yet over: a call from when it
+    /// is queued until it is settled, any other request until the upstream
+    /// answers it. A request whose id is among them is refused, so an
+    /// answer is never taken for another request's ([`Upstream::claim`]).
+    in_flight: Mutex<HashSet<String>>,
     /// Dropped when the upstream's output ends, so the client's writer
     /// ends once everything the upstream sent has been written.
     to_client: Mutex<Option<ClientSink>>,
@@ -319,6 +328,7 @@ impl Upstream {
             cancelled: Mutex::new(HashSet::new()),
             early: EarlySlot::default(),
             lists: Mutex::new(HashSet::new()),
+            in_flight: Mutex::new(HashSet::new()),
             to_client: Mutex::new(Some(to_client)),
             annotate,
             closed: Mutex::new(None),
@@ -433,6 +443,30 @@ impl Upstream {
     /// from here.
     pub fn take_answered(&self) -> bool {
         self.routing.early.take()
+    }
+
+    /// Request `id` of the client's begins: refused (with why) where a
+    /// request of that id is not over yet (JSON-RPC 2.0 §4, MCP "Requests":
+    /// an id is unique; two in flight would each take the other's answer,
+    /// and a call's recorded outcome would be another request's), or where
+    /// [`MAX_IN_FLIGHT`] are. Released by [`Upstream::release`], or when
+    /// the upstream answers a request that is not a call.
+    pub fn claim(&self, id: &Value) -> Result<(), String> {
+        let key = id_key(id);
+        let mut f = lock(&self.routing.in_flight);
+        if f.contains(&key) {
+            return Err(format!("request id {key} is already in use by a request not yet answered"));
+        }
+        if f.len() >= MAX_IN_FLIGHT {
+            return Err(format!("{MAX_IN_FLIGHT} requests are already waiting for their answers"));
+        }
+        f.insert(key);
+        Ok(())
+    }
+
+    /// Request `id` is over (a call settled, or a request not sent).
+    pub fn release(&self, id: &Value) {
+        lock(&self.routing.in_flight).remove(&id_key(id));
     }
 
     /// The answer to request `id` is a `tools/list` result to mark.
@@ -704,6 +738,8 @@ fn read_upstream(r: &Routing, out: impl Read) {
                 );
                 continue;
             }
+            // Not a call's (a call's id is released when it is settled).
+            lock(&r.in_flight).remove(&key);
             if lock(&r.lists).remove(&key) {
                 (r.annotate)(&mut v);
                 r.to_client(v.to_string());
@@ -741,6 +777,33 @@ fn read_upstream(r: &Routing, out: impl Read) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// JSON-RPC 2.0 §4 (ids unique among requests in flight), §11 (bounded):
+    /// an id held by a request not yet over is refused, a released one may
+    /// be used again, and at most `MAX_IN_FLIGHT` are held at once.
+    #[test]
+    fn s11_a_request_id_in_flight_is_refused_and_the_ids_held_are_bounded() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = UpstreamOptions {
+            command: vec!["sh".into(), "-c".into(), "sleep 30".into()],
+            timeout: Duration::from_secs(30),
+            self_contained: false,
+        };
+        let up = Upstream::spawn(&opts, ClientSink::queued(tx), Box::new(|_| {})).unwrap();
+        up.claim(&json!(1)).unwrap();
+        let e = up.claim(&json!(1)).unwrap_err();
+        assert!(e.contains("request id 1 is already in use"), "{e}");
+        // Another type is another id (JSON-RPC: "1" is not 1).
+        up.claim(&json!("1")).unwrap();
+        up.release(&json!(1));
+        up.claim(&json!(1)).unwrap();
+        for i in 2..MAX_IN_FLIGHT {
+            up.claim(&json!(i)).unwrap();
+        }
+        let e = up.claim(&json!("one too many")).unwrap_err();
+        assert!(e.contains("requests are already waiting"), "{e}");
+        up.close(Duration::from_millis(10));
+    }
 
     #[test]
     fn s11_an_answer_to_a_call_is_a_tool_result_or_an_error_and_anything_else_is_named() {
