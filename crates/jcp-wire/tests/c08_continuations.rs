@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
 mod common;
+use common::rt;
 
 use std::sync::{Arc, Mutex};
 
@@ -44,10 +45,6 @@ impl Backend for LongTask {
             Some((_, Some(_))) => BackendReply::Done(b"42 results".to_vec()),
         }
     }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 fn later(

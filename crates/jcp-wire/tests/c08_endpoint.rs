@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -16,10 +17,6 @@ use jcp_wire::client::Client;
 use jcp_wire::codec;
 use jcp_wire::message::{Feed, Inbound, Outbound, WireRequest};
 use tokio::io::AsyncWriteExt;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 fn kinds(path: &std::path::Path) -> Vec<RecordKind> {
     let r = Reader::new(std::fs::File::open(path).unwrap()).unwrap();

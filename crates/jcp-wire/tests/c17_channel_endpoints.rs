@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
+use common::rt;
 
 use std::path::Path;
 
@@ -20,10 +21,6 @@ use jcp::identity::Keypair;
 use jcp_wire::client::Client;
 use jcp_wire::endpoint::ChannelSetup;
 use jcp_wire::message::{Feed, WireDecision};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 fn point_a() -> Keypair {
     key(31)

@@ -20,6 +20,7 @@
 #![allow(clippy::many_single_char_names, clippy::too_many_lines, clippy::cast_possible_truncation)]
 
 mod common;
+use common::rt;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -135,10 +136,6 @@ fn frame_kind(s: &str) -> FrameKind {
 }
 
 // ---- fixtures ----
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// A grant on the search tool, optionally with a `FlowBelow` ceiling.
 fn grant_with(budget: u64, nonce: u8, ceiling: Option<&str>) -> SignedGrant {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns (clippy.toml allows these in tests)
 
 mod common;
+use common::rt;
 
 use common::*;
 use jcp::revocation::Revocation;
@@ -22,10 +23,6 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<String> {
         .collect();
     assert!(hits.len() <= 1, "{name} {labels:?}: {hits:?}");
     hits.first().and_then(|l| l.rsplit_once(' ')).map(|(_, v)| v.to_owned())
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 /// A gate whose one trust root, for the tests' resource, is the tests' issuer.

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -17,10 +18,6 @@ use common::*;
 use jcp_wire::client::Client;
 use jcp_wire::codec;
 use jcp_wire::message::{Outbound, WireResponse};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// The next response, within 5 s (a frame lost at the hand-over would
 /// otherwise be waited for forever).

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -15,10 +16,6 @@ use common::*;
 use jcp_wire::client::Client;
 use jcp_wire::message::Outbound;
 use jcp_wire::WireError;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// A half frame: `declared` bytes announced, ten sent.
 fn half_frame(declared: u32) -> Vec<u8> {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -16,10 +17,6 @@ use jcp_wire::client::Client;
 use jcp_wire::codec;
 use jcp_wire::endpoint::limits::Rate;
 use jcp_wire::message::{Outbound, WireRequest};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// A client whose connection comes from `local` (an address on loopback).
 async fn connect_from(local: [u8; 4], to: &jcp_wire::endpoint::Address) -> Client {

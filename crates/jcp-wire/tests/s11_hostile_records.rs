@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -16,10 +17,6 @@ use jcp::decision::{Reason, Verdict};
 use jcp_wire::client::Client;
 use jcp_wire::codec;
 use jcp_wire::message::{Outbound, RequestBody, WireRequest, MAX_ACTION_LEN};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// A request on `g` whose args are `args` and whose action is `action`,
 /// stamped `now`; `garbage`: a signature that verifies under no one.

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::sync::Arc;
 
@@ -16,10 +17,6 @@ use jcp::energy::{Coverage, Energy, Provenance};
 use jcp_wire::backend::{Backend, BackendReply, Call};
 use jcp_wire::client::Client;
 use jcp_wire::message::ReplyState;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 /// Answers `done`, except to `crash`, which it loses mid-call, and to
 /// `panic`, on which it panics.

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::rt;
 
 use std::time::Duration;
 
@@ -16,10 +17,6 @@ use jcp_receipt::receipt::verify_receipt;
 use jcp_wire::client::Client;
 use jcp_wire::codec;
 use jcp_wire::message::{Inbound, Outbound, WireRequest};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
 
 fn costing(g: &jcp::grant::SignedGrant, cost: Energy, payload: &[u8]) -> WireRequest {
     request_costing(g, cost, payload, T0)

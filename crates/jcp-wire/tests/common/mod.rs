@@ -19,6 +19,11 @@ use jcp_wire::message::{RequestBody, WireRequest};
 
 pub const T0: u64 = 1_800_000_000;
 
+/// The runtime every wire test runs its endpoint and clients on: two workers.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
 pub fn key(n: u8) -> Keypair {
     Keypair::from_seed([n; 32]).unwrap()
 }
