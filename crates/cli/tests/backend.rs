@@ -197,6 +197,30 @@ fn s4_11_a_call_past_its_timeout_is_lost_and_its_child_killed() {
     assert_eq!(b.restarts(), 1);
 }
 
+/// §11 (the endpoint stays available), §4.11: a child that reads nothing
+/// of a call longer than its input pipe holds once held the calling
+/// thread (and the relay's turn) for ever in a blocking write; now the
+/// write has the call timeout too, and the call is lost, the child killed.
+#[test]
+fn s11_a_backend_that_reads_nothing_of_a_long_call_is_lost_at_the_call_timeout_and_killed() {
+    let b = sh("sleep 60", Duration::from_secs(1));
+    let pid = b.tree_root().unwrap();
+    // Several times what a pipe holds (64 KiB), under the protocol's cap.
+    let args = "x".repeat(300_000);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let caller = std::thread::spawn(move || {
+        let _ = tx.send(first(&b, &args));
+        b
+    });
+    let r = rx.recv_timeout(Duration::from_secs(30)).expect("the call never returned: its write blocked");
+    let why = lost(r);
+    assert!(why.contains("writing call 1 failed") && why.contains("within the call timeout of 1000 ms"), "{why}");
+    assert!(why.contains("killed by signal 9"), "{why}");
+    assert!(gone(pid, Duration::from_secs(1)), "the child {pid} was not reaped");
+    let b = caller.join().unwrap();
+    assert_eq!(b.tree_root(), None, "a lost call's child is not kept");
+}
+
 #[test]
 fn s11_tree_root_is_the_live_child_of_this_process_and_dropping_reaps_it() {
     let b = demo(Duration::from_secs(20));

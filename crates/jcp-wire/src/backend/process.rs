@@ -236,6 +236,53 @@ impl ProcessBackend {
     }
 }
 
+/// Writes `buf` to the child's input, waiting for it to read, for at most
+/// `limit`: a child that stops reading must not hold the calling thread
+/// (and the relay's turn) for ever once the pipe is full (§11). The input
+/// is non-blocking on Linux ([`start`]); elsewhere the write blocks.
+fn write_within(stdin: &ChildStdin, buf: &[u8], limit: Duration) -> std::io::Result<()> {
+    let mut w = stdin;
+    #[cfg(target_os = "linux")]
+    {
+        let deadline = Instant::now() + limit;
+        let mut at = 0;
+        while at < buf.len() {
+            match w.write(&buf[at..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "the backend read {at} of its {} bytes within the call timeout of {} ms",
+                                buf.len(),
+                                limit.as_millis()
+                            ),
+                        ));
+                    }
+                    let timeout = rustix::event::Timespec::try_from(left)
+                        .unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
+                    let mut fds = [rustix::event::PollFd::new(stdin, rustix::event::PollFlags::OUT)];
+                    match rustix::event::poll(&mut fds, Some(&timeout)) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = limit;
+        w.write_all(buf)
+    }
+}
+
 /// Starts the child and the thread that reads its stdout.
 fn start(program: &Path, args: &[OsString], cap: usize) -> Result<Live, WireError> {
     let spawn_err = |e: std::io::Error| WireError::BackendSpawn { program: program.display().to_string(), source: e };
@@ -250,6 +297,12 @@ fn start(program: &Path, args: &[OsString], cap: usize) -> Result<Live, WireErro
         let _ = reap(&mut child, Duration::ZERO);
         return Err(spawn_err(std::io::Error::other("the child's pipes were not opened")));
     };
+    // Written without blocking, within the call timeout ([`write_within`]).
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
+        let _ = reap(&mut child, Duration::ZERO);
+        return Err(spawn_err(e.into()));
+    }
     // At most one answer waits unread: a child that writes unasked blocks.
     let (tx, seen) = mpsc::sync_channel(1);
     let reader = std::thread::Builder::new().name(format!("jcp-backend-{}", child.id())).spawn(move || {
@@ -294,8 +347,12 @@ impl Backend for ProcessBackend {
                     .into_bytes(),
             );
         }
-        if let Err(e) = live.stdin.write_all(&framed).and_then(|()| live.stdin.flush()) {
-            return self.lose(&mut slot, &format!("writing call {id} failed ({e})"), true);
+        if let Err(e) = write_within(&live.stdin, &framed, self.opts.call_timeout) {
+            // A child that reads nothing of its call is killed at the call
+            // timeout, as one that does not answer is; a broken pipe may
+            // mean it is exiting.
+            let exiting = e.kind() != std::io::ErrorKind::TimedOut;
+            return self.lose(&mut slot, &format!("writing call {id} failed ({e})"), exiting);
         }
         self.answer(&mut slot, id)
     }
