@@ -505,11 +505,13 @@ describe("steward view (issue 17)", () => {
       allowed: 1, denied: 1, refused: 1, lost: 0, unreadable_lines: 0,
       metered_note: "1 call metered by the gateway behind its gate; 1 of them Partial, so their sum (5.000 mJ) covers only part of the work and is not its total",
       calls: [
-        { n: 1, tool: "echo", action: "echo", intent_hash: "sha256:1d2a24a308ef217dab76d5f1ce5e0a74", verdict: "allow", reason: null, receipt: "482a88cde953634e53d9", state: "done",
+        { n: 1, tool: "echo", action: "echo", intent_hash: "sha256:1d2a24a308ef217dab76d5f1ce5e0a74", verdict: "allow", reason: null, receipt: "482a88cde953634e53d9", state: "done", why: null,
           metered: { step: 1, state: "done", energy_uj: 5000, energy_text: "5.000 mJ", provenance: "Estimator", coverage: "Partial", rung: "estimate", cpu_ms: 1,
             gaps: [{ code: "not-declared-self-contained", detail: "x" }], charged: "5.000 mJ", breach: null } },
-        { n: 2, tool: "get-env", action: "env", intent_hash: "sha256:0bb142bf885cabc880dc", verdict: "deny", reason: "action-not-granted", receipt: "2a6500a58eacb97dc89c", state: null, metered: null },
-        { n: 3, tool: "get-tiny-image", action: null, intent_hash: null, verdict: "refused", reason: "tool-unbound", receipt: null, state: null, metered: null },
+        { n: 2, tool: "get-env", action: "env", intent_hash: "sha256:0bb142bf885cabc880dc", verdict: "deny", reason: "action-not-granted", receipt: "2a6500a58eacb97dc89c", state: null, why: null, metered: null },
+        { n: 3, tool: "get-tiny-image", action: null, intent_hash: null, verdict: "refused", reason: "tool-unbound", receipt: null, state: null, why: null, metered: null },
+        { n: 4, tool: "echo", action: "echo", intent_hash: "sha256:77", verdict: "allow", reason: null, receipt: "9a6500a58eacb97dc89c", state: "failed",
+          why: "not run: the call never reached the upstream: the upstream read nothing of its input for 60 s", metered: null },
       ],
     };
     mock({ steward_overview: () => overview(), steward_run: () => run({ live: null, gateway }) });
@@ -523,12 +525,16 @@ describe("steward view (issue 17)", () => {
     expect(v.root.querySelector("#gateway-client")?.textContent).toBe("claude-ai");
     const rows = [...v.root.querySelectorAll("#gateway-calls tr.gateway-call")];
     const cells = (r: Element) => [...r.querySelectorAll("td")].map((td) => td.textContent);
-    // Newest first; a refusal before the gate has no receipt, a deny names its reason.
-    expect(cells(rows[0])).toEqual(["3", "get-tiny-image", "—", "refused (tool-unbound)", "—", "", "—", "none (not decided)"]);
-    expect(cells(rows[1])[3]).toBe("deny (action-not-granted)");
-    expect(cells(rows[2]).slice(0, 7)).toEqual(["1", "echo", "1d2a24a308ef…", "allow — done", "5.000 mJ", "Estimator", "Partial"]);
-    expect((rows[2].querySelector("td.hash") as HTMLElement).title).toBe("sha256:1d2a24a308ef217dab76d5f1ce5e0a74");
-    expect((rows[2].querySelector("td.coverage.partial") as HTMLElement).title).toContain("not its total");
+    // Newest first; a call that did not run says why; a refusal before the
+    // gate has no receipt, a deny names its reason.
+    expect(rows[0].querySelector(".call-why")?.textContent).toContain("never reached the upstream");
+    expect(cells(rows[0])[3]).toBe("allow — failednot run: the call never reached the upstream: the upstream read nothing of its input for 60 s");
+    expect(cells(rows[1])).toEqual(["3", "get-tiny-image", "—", "refused (tool-unbound)", "—", "", "—", "none (not decided)"]);
+    expect(rows[1].querySelector(".call-why")).toBeNull();
+    expect(cells(rows[2])[3]).toBe("deny (action-not-granted)");
+    expect(cells(rows[3]).slice(0, 7)).toEqual(["1", "echo", "1d2a24a308ef…", "allow — done", "5.000 mJ", "Estimator", "Partial"]);
+    expect((rows[3].querySelector("td.hash") as HTMLElement).title).toBe("sha256:1d2a24a308ef217dab76d5f1ce5e0a74");
+    expect((rows[3].querySelector("td.coverage.partial") as HTMLElement).title).toContain("not its total");
     expect(v.root.querySelector("#gateway-panel .metered-note")?.textContent).toContain("not its total");
     (v.root.querySelector("#gateway-audit") as HTMLButtonElement).click();
     expect(audited).toEqual(["f-g"]); // its record, by its handle

@@ -1170,6 +1170,9 @@ fn s4_11_a_call_that_never_reached_a_stalled_upstream_did_not_run_and_is_failed_
     let calls: Vec<Value> = events(d).into_iter().filter(|e| e["event"] == "call").collect();
     let states: Vec<&Value> = calls.iter().map(|e| &e["state"]).collect();
     assert_eq!(states, [&json!("done"), &json!("failed"), &json!("failed")], "{calls:?}");
+    // The log says why each did not run, as the console shows it.
+    assert!(calls[1]["why"].as_str().unwrap().contains("cancelled by the client before it reached the upstream"));
+    assert!(calls[2]["why"].as_str().unwrap().contains("never reached the upstream"), "{calls:?}");
     // Recorded failed (did not run), not unresolved (may have run, §4.11).
     let audit: Value = serde_json::from_str(&jcp_out(d, &["audit", "s.jcps", "--json"])).unwrap();
     assert_eq!(audit["unresolved"].as_array().map(Vec::len), Some(0), "{audit:#}");

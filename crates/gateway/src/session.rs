@@ -1047,15 +1047,21 @@ impl CallContext {
             return self.lost(id, ev, &why);
         }
         self.count(|s| s.allowed += 1);
-        self.events.emit(&ev);
         let meta = json!({"jcp/receipt": ev["receipt"], "jcp/charge": charge, "jcp/intent_hash": intent_hash,
             "jcp/metered": metered});
-        match serde_json::from_slice::<Value>(&reply.output).ok().and_then(|a| upstream_answer(id, a, meta.clone())) {
-            Some(answer) => answer,
-            // Not run (the upstream had stopped before the call, or the
-            // binding could not be turned back into a request).
-            None => tool_error(id, "not-run", &format!("jcp: {}", String::from_utf8_lossy(&reply.output)), meta),
+        let answer =
+            serde_json::from_slice::<Value>(&reply.output).ok().and_then(|a| upstream_answer(id, a, meta.clone()));
+        if let Some(answer) = answer {
+            self.events.emit(&ev);
+            return answer;
         }
+        // Not run (it never reached the upstream, the upstream had stopped
+        // before the call, or the binding could not be turned back into a
+        // request): the log says why, as the client is told.
+        let why = String::from_utf8_lossy(&reply.output).into_owned();
+        ev["why"] = why.as_str().into();
+        self.events.emit(&ev);
+        tool_error(id, "not-run", &format!("jcp: {why}"), meta)
     }
 }
 

@@ -38,6 +38,10 @@ receipt: string | null,
  */
 state: string | null, 
 /**
+ * Why an allowed call was lost or did not run, as the gateway said it.
+ */
+why: string | null, 
+/**
  * The figure the endpoint metered, when it ran.
  */
 metered: MeteredCall | null, };

@@ -141,7 +141,13 @@ export function gatewaySection(g: GatewayView, onAudit: (stream: string) => void
     if (m && m.gaps.length) cov.title += ` gaps: ${m.gaps.map((x) => x.code).join(", ")}`;
     const receipt = el("td", "receipt", c.receipt ? short(c.receipt, 12) : "none (not decided)");
     if (c.receipt) receipt.title = c.receipt;
-    tr.append(el("td", "num", String(c.n)), el("td", "tool", c.tool), hash, el("td", "call-verdict", verdict), energy, prov, cov, receipt);
+    const verdictCell = el("td", "call-verdict", verdict);
+    if (c.why) {
+      // Why it was lost or did not run, as the gateway told the agent.
+      verdictCell.title = c.why;
+      verdictCell.append(el("div", "call-why", c.why));
+    }
+    tr.append(el("td", "num", String(c.n)), el("td", "tool", c.tool), hash, verdictCell, energy, prov, cov, receipt);
     body.append(tr);
   }
   if (g.calls.length === 0) parts.push(el("p", "none", "No tool call yet."));

@@ -43,6 +43,8 @@ pub struct GatewayCall {
     pub receipt: Option<String>,
     /// An allowed call's end: `done`, `failed`, or `lost` (unresolved).
     pub state: Option<String>,
+    /// Why an allowed call was lost or did not run, as the gateway said it.
+    pub why: Option<String>,
     /// The figure the endpoint metered, when it ran.
     pub metered: Option<MeteredCall>,
 }
@@ -220,6 +222,7 @@ pub fn gateway_view(run: &Path) -> Option<GatewayView> {
                     verdict,
                     reason: text(&e, "reason").or_else(|| text(&e, "code")),
                     receipt: text(&e, "receipt"),
+                    why: text(&e, "why").filter(|_| state.is_some()),
                     state,
                     metered,
                 });
@@ -281,12 +284,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let run = d.path().join("g.jcprun");
         let log = [
-            r#"{"event":"call","tool":"t","verdict":"allow","state":"lost","receipt":"r"}"#,
+            r#"{"event":"call","tool":"t","verdict":"allow","state":"lost","receipt":"r","why":"cancelled by the client while the tool ran"}"#,
             r#"{"event":"call","tool":"t","verdict":"allow","state":"done","metered":{"energy":{"uj":5,"provenance":"Guess","coverage":"Whole"}}}"#,
         ];
         std::fs::write(log_of(&run), log.join("\n")).unwrap();
         let v = gateway_view(&run).unwrap();
         assert_eq!((v.allowed, v.lost), (1, 1));
+        assert_eq!(v.calls[0].why.as_deref(), Some("cancelled by the client while the tool ran"));
+        assert_eq!(v.calls[1].why, None);
         assert!(v.calls[1].metered.is_none(), "a grade that does not read is not shown");
         assert!(v.metered_note.is_none());
     }
