@@ -14,9 +14,10 @@
 //! upstream's input never blocks the session").
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::process::ChildStdin;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use jcp_wire::backend::pipe::{wait_writable, write_some};
 
 use crate::lock;
 use crate::upstream::with_newline;
@@ -116,7 +117,7 @@ impl UpstreamInput {
     /// `unsent`: told which calls were dropped unwritten if it is given up on.
     pub fn start(pipe: Option<ChildStdin>, stall: Duration, unsent: Unsent) -> std::io::Result<Self> {
         if let Some(p) = &pipe {
-            rustix::io::ioctl_fionbio(p, true)?;
+            jcp_wire::backend::pipe::nonblocking(p)?;
         }
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -233,23 +234,6 @@ impl Drop for UpstreamInput {
     }
 }
 
-/// Writes what the pipe takes now (none of it blocking): how many bytes
-/// went, and the error that stopped it, if one did.
-fn write_some(pipe: &ChildStdin, buf: &[u8]) -> (usize, Option<std::io::Error>) {
-    let mut w = pipe;
-    let mut at = 0;
-    while at < buf.len() {
-        match w.write(&buf[at..]) {
-            Ok(0) => break,
-            Ok(n) => at += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) => return (at, Some(e)),
-        }
-    }
-    (at, None)
-}
-
 /// The input is given up on: closed, what waits dropped, later lines
 /// refused. Returns the tags of the dropped lines none of which was written.
 fn give_up(s: &mut State, why: &str) -> Vec<String> {
@@ -290,55 +274,43 @@ fn write_queued(shared: &Shared) {
         progress = progress.max(front.since);
         let (n, err) = write_some(&pipe, &front.line[front.at..]);
         front.at += n;
-        let (done, left_of_it) = (front.at == front.line.len(), front.line.len() - front.at);
+        let left_of_it = front.line.len() - front.at;
         s.queued -= n;
+        if let Some(e) = err {
+            // A partly written line's rest is dropped with everything queued.
+            return abandon(shared, s, &format!("its input: {e}"));
+        }
         if n > 0 {
             progress = Instant::now();
         }
-        let failed = match err {
-            Some(e) => Some(format!("its input: {e}")),
-            None if done || n > 0 => None,
-            None if progress.elapsed() >= shared.stall => Some(format!(
-                "the upstream read nothing of its input for {} s ({left_of_it} bytes of a message waiting)",
-                shared.stall.as_secs_f64()
-            )),
-            None => None,
-        };
-        if let Some(why) = failed {
-            // A partly written line's rest is dropped with everything queued.
-            let tags = give_up(&mut s, &why);
-            drop(s);
-            if !tags.is_empty() {
-                (shared.unsent)(&tags, &why);
-            }
-            return;
-        }
-        if done {
+        if left_of_it == 0 {
             s.queue.pop_front();
             continue;
         }
         if n > 0 {
             continue;
         }
+        if progress.elapsed() >= shared.stall {
+            let why = format!(
+                "the upstream read nothing of its input for {} s ({left_of_it} bytes of a message waiting)",
+                shared.stall.as_secs_f64()
+            );
+            return abandon(shared, s, &why);
+        }
         drop(s);
-        let left = shared.stall.saturating_sub(progress.elapsed());
-        if let Err(why) = wait_writable(&pipe, left) {
-            let tags = give_up(&mut lock(&shared.state), &why);
-            if !tags.is_empty() {
-                (shared.unsent)(&tags, &why);
-            }
-            return;
+        if let Err(e) = wait_writable(&pipe, shared.stall.saturating_sub(progress.elapsed())) {
+            return abandon(shared, lock(&shared.state), &format!("waiting on its input: {e}"));
         }
     }
 }
 
-/// Waits up to `left` for the pipe to take more.
-fn wait_writable(pipe: &ChildStdin, left: Duration) -> Result<(), String> {
-    let timeout = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
-    let mut fds = [rustix::event::PollFd::new(pipe, rustix::event::PollFlags::OUT)];
-    match rustix::event::poll(&mut fds, Some(&timeout)) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-        Err(e) => Err(format!("waiting on its input: {e}")),
+/// The writer gives the input up: what waits is dropped, and the calls
+/// among it that had not begun are told ([`Unsent`]), once the lock is let go.
+fn abandon(shared: &Shared, mut s: MutexGuard<'_, State>, why: &str) {
+    let tags = give_up(&mut s, why);
+    drop(s);
+    if !tags.is_empty() {
+        (shared.unsent)(&tags, why);
     }
 }
 

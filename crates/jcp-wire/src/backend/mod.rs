@@ -5,7 +5,10 @@
 //! |---|---|
 //! | [`protocol`] | `jcp-backend/1`: the call and answer messages between an endpoint and a backend process, and blocking framing for a backend program |
 //! | [`process`] | [`ProcessBackend`]: a child process speaking `jcp-backend/1`, reaped and restarted after a lost call |
+//! | [`pipe`] | writing a child's input without blocking, within a time (Unix) |
 
+#[cfg(unix)]
+pub mod pipe;
 pub mod process;
 pub mod protocol;
 

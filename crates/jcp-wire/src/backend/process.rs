@@ -15,7 +15,7 @@
 //! ([`ProcessBackend::restarts`] counts them).
 
 use std::ffi::OsString;
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -239,47 +239,17 @@ impl ProcessBackend {
 /// Writes `buf` to the child's input, waiting for it to read, for at most
 /// `limit`: a child that stops reading must not hold the calling thread
 /// (and the relay's turn) for ever once the pipe is full (§11). The input
-/// is non-blocking on Linux ([`start`]); elsewhere the write blocks.
+/// is non-blocking on Unix ([`start`]); elsewhere the write blocks.
 fn write_within(stdin: &ChildStdin, buf: &[u8], limit: Duration) -> std::io::Result<()> {
-    let mut w = stdin;
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     {
-        let deadline = Instant::now() + limit;
-        let mut at = 0;
-        while at < buf.len() {
-            match w.write(&buf[at..]) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => at += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!(
-                                "the backend read {at} of its {} bytes within the call timeout of {} ms",
-                                buf.len(),
-                                limit.as_millis()
-                            ),
-                        ));
-                    }
-                    let timeout = rustix::event::Timespec::try_from(left)
-                        .unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
-                    let mut fds = [rustix::event::PollFd::new(stdin, rustix::event::PollFlags::OUT)];
-                    match rustix::event::poll(&mut fds, Some(&timeout)) {
-                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        super::pipe::write_within(stdin, buf, limit)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(unix))]
     {
         let _ = limit;
-        w.write_all(buf)
+        let mut w = stdin;
+        std::io::Write::write_all(&mut w, buf)
     }
 }
 
@@ -298,10 +268,10 @@ fn start(program: &Path, args: &[OsString], cap: usize) -> Result<Live, WireErro
         return Err(spawn_err(std::io::Error::other("the child's pipes were not opened")));
     };
     // Written without blocking, within the call timeout ([`write_within`]).
-    #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
+    #[cfg(unix)]
+    if let Err(e) = super::pipe::nonblocking(&stdin) {
         let _ = reap(&mut child, Duration::ZERO);
-        return Err(spawn_err(e.into()));
+        return Err(spawn_err(e));
     }
     // At most one answer waits unread: a child that writes unasked blocks.
     let (tx, seen) = mpsc::sync_channel(1);
