@@ -228,21 +228,22 @@ pub struct Gateway {
 
 /// The client's calls queued or held, not yet at the gate (by [`crate::upstream::id_key`]),
 /// and those of them it cancelled (MCP "Cancellation"): a cancelled call is
-/// never decided, so it never runs. Bounded by the calls in the queue.
+/// never decided, so it never runs. Bounded by the calls in the queue; one
+/// call an id, since a request whose id is held is refused ([`Upstream::claim`]).
 #[derive(Debug, Default)]
 struct Waiting {
-    calls: std::collections::HashMap<String, usize>,
+    calls: std::collections::HashSet<String>,
     cancelled: std::collections::HashSet<String>,
 }
 
 impl Waiting {
     fn queued(&mut self, key: String) {
-        *self.calls.entry(key).or_default() += 1;
+        self.calls.insert(key);
     }
 
     /// The client cancelled `key`: marked where it is still waiting.
     fn cancel(&mut self, key: String) {
-        if self.calls.contains_key(&key) {
+        if self.calls.contains(&key) {
             self.cancelled.insert(key);
         }
     }
@@ -252,14 +253,9 @@ impl Waiting {
     }
 
     /// The call leaves the queue (to the gate, or cancelled): whether it
-    /// was cancelled (with two waiting under one id, the first to leave is).
+    /// was cancelled.
     fn leave(&mut self, key: &str) -> bool {
-        if let Some(n) = self.calls.get_mut(key) {
-            *n -= 1;
-            if *n == 0 {
-                self.calls.remove(key);
-            }
-        }
+        self.calls.remove(key);
         self.cancelled.remove(key)
     }
 }
@@ -585,10 +581,12 @@ impl Gateway {
             // A request whose id another not yet answered holds is refused
             // before it reaches the gate or the upstream.
             let request_id = v.get("id").filter(|_| method.is_some());
-            if let Some(Err(why)) = request_id.map(|id| self.upstream.claim(id)) {
-                self.events.emit(&json!({"event": "refused-message", "code": -32600, "message": why}));
-                let _ = to_client.send(rpc_error(request_id.unwrap_or(&Value::Null), -32600, &why).to_string());
-                continue;
+            if let Some(id) = request_id {
+                if let Err(why) = self.upstream.claim(id) {
+                    self.events.emit(&json!({"event": "refused-message", "code": -32600, "message": why}));
+                    let _ = to_client.send(rpc_error(id, -32600, &why).to_string());
+                    continue;
+                }
             }
             let listing = if let Route::List(id) = &route { Some(id.clone()) } else { None };
             match route {

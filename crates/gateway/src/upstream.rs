@@ -335,11 +335,11 @@ impl Upstream {
             child: Mutex::new(child),
         });
         let r = routing.clone();
-        // Calls dropped from the input before a byte of them was written did not run.
+        // Calls dropped from the input before a byte of them was written did
+        // not run (and no answer of the server's can come for them).
         let unsent: Unsent = Box::new(move |keys, why| {
             for key in keys {
                 if let Some(tx) = lock(&r.pending).remove(key) {
-                    lock(&r.ended).insert(key.clone());
                     let _ = tx.send(Routed::NotRun(format!("the call never reached the upstream: {why}")));
                 }
             }
@@ -489,7 +489,10 @@ impl Upstream {
             Some(tx) => {
                 // Marked before its waiter is woken, so the waiter's session sees it.
                 lock(&self.routing.cancelled).insert(key.clone());
-                lock(&self.routing.ended).insert(key);
+                if !withdrawn {
+                    // Its answer, should it come after all, is not the client's.
+                    lock(&self.routing.ended).insert(key);
+                }
                 let _ = tx.send(if withdrawn {
                     Routed::NotRun("cancelled by the client before it reached the upstream".into())
                 } else {
